@@ -1,0 +1,98 @@
+// SimWorld and SimEnv: deterministic virtual time for tests and the simulator.
+//
+// A SimWorld is one timeline: a queue of callbacks ordered by (virtual time, insertion
+// order). Nothing runs unless the test drives the world (RunUntilIdle, RunFor, RunUntil),
+// so a run is a pure function of the code and the seed. Each simulated node gets its own
+// SimEnv on the world, with its own wall-clock skew and its own random stream.
+//
+// Threading: single-threaded by construction. PostFromAnyThread is refused: code that
+// needs real threads (file I/O pools, sockets) is real-runtime code and has no place in a
+// simulation.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <queue>
+#include <random>
+#include <unordered_set>
+#include <vector>
+
+#include "env/env.h"
+
+namespace wk {
+
+class SimWorld {
+ public:
+  explicit SimWorld(std::uint64_t seed) : seed_(seed), rng_(seed) {}
+
+  std::uint64_t seed() const { return seed_; }
+  MonoTime Now() const { return now_; }
+
+  using EventId = std::uint64_t;
+  // Schedules fn at time at (clamped to now). Equal times run in scheduling order.
+  EventId Schedule(MonoTime at, std::function<void()> fn);
+  void Cancel(EventId id);
+
+  // Runs the next event, advancing time to it. Returns false when the queue is empty.
+  bool RunOne();
+  // Runs until the queue is empty or max_events ran. Returns the number run.
+  std::size_t RunUntilIdle(std::size_t max_events = 10'000'000);
+  // Runs every event due within d of now, then sets the time to now + d.
+  void RunFor(Duration d);
+  // Runs until done() holds, the queue empties, or virtual time passes limit from now.
+  // Returns done().
+  bool RunUntil(const std::function<bool()>& done, Duration limit);
+
+  // A seed for one node's random stream, drawn from the world's.
+  std::uint64_t NextSeed() { return rng_(); }
+
+ private:
+  struct Event {
+    MonoTime at;
+    std::uint64_t seq;
+    EventId id;
+    std::function<void()> fn;
+  };
+  struct Later {
+    bool operator()(const Event& a, const Event& b) const {
+      return a.at != b.at ? a.at > b.at : a.seq > b.seq;
+    }
+  };
+
+  std::uint64_t seed_;
+  std::mt19937_64 rng_;
+  MonoTime now_{Duration(0)};
+  std::uint64_t next_seq_ = 0;
+  EventId next_id_ = 1;
+  std::priority_queue<Event, std::vector<Event>, Later> queue_;
+  std::unordered_set<EventId> cancelled_;
+};
+
+class SimEnv final : public Env {
+ public:
+  // wall_origin is this node's wall clock at virtual time zero; skew shifts it further.
+  SimEnv(SimWorld& world, WallTime wall_origin, Duration wall_skew = Duration(0));
+  ~SimEnv() override;
+
+  WallTime WallNow() const override;
+  MonoTime MonoNow() const override { return world_.Now(); }
+  void Post(std::function<void()> fn) override;
+  void PostFromAnyThread(std::function<void()> fn) override;
+  TimerId StartTimer(MonoTime deadline, std::function<void()> fn) override;
+  void CancelTimer(TimerId id) override;
+  std::uint64_t RandomU64() override { return rng_(); }
+
+  void set_wall_skew(Duration skew) { wall_skew_ = skew; }
+  SimWorld& world() { return world_; }
+
+ private:
+  SimWorld& world_;
+  WallTime wall_origin_;
+  Duration wall_skew_;
+  std::mt19937_64 rng_;
+  // Events of this node still queued, so a destroyed SimEnv leaves nothing behind that
+  // would call into it.
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace wk

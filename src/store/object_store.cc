@@ -1,0 +1,88 @@
+#include "store/object_store.h"
+
+#include <string>
+
+namespace wk {
+
+std::string Precondition::ToString() const {
+  switch (kind_) {
+    case Kind::kNone: return "unconditional";
+    case Kind::kIfNoneMatchAny: return "If-None-Match: *";
+    case Kind::kIfMatch: return "If-Match: " + version_.token();
+  }
+  return "?";
+}
+
+namespace {
+// True if text is valid UTF-8 (no overlongs, no surrogates, at most U+10FFFF).
+bool IsValidUtf8(std::string_view text) {
+  std::size_t i = 0;
+  const std::size_t n = text.size();
+  while (i < n) {
+    auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    int extra;
+    std::uint32_t cp;
+    if ((c & 0xE0) == 0xC0) {
+      extra = 1;
+      cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      extra = 2;
+      cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      extra = 3;
+      cp = c & 0x07;
+    } else {
+      return false;
+    }
+    for (int k = 1; k <= extra; ++k) {
+      if (i + k >= n) return false;
+      auto cc = static_cast<unsigned char>(text[i + k]);
+      if ((cc & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    static constexpr std::uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[extra] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += extra + 1;
+  }
+  return true;
+}
+}  // namespace
+
+Status ValidateKey(std::string_view key) {
+  if (key.empty()) return InvalidArgument("key is empty");
+  if (key.size() > kMaxKeyBytes) {
+    return InvalidArgument("key is " + std::to_string(key.size()) + " bytes; the limit is " +
+                           std::to_string(kMaxKeyBytes));
+  }
+  for (char ch : key) {
+    auto c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c == 0x7F) {
+      return InvalidArgument("key contains a control character (byte " + std::to_string(c) +
+                             ")");
+    }
+  }
+  if (!IsValidUtf8(key)) return InvalidArgument("key is not valid UTF-8");
+  return Status::Ok();
+}
+
+Status ValidateListOptions(const ListOptions& options) {
+  if (options.page_size < 1 || options.page_size > kMaxListPageSize) {
+    return InvalidArgument("list page size " + std::to_string(options.page_size) +
+                           " is outside 1.." + std::to_string(kMaxListPageSize));
+  }
+  for (std::string_view part : {std::string_view(options.prefix),
+                                std::string_view(options.start_after)}) {
+    if (part.size() > kMaxKeyBytes) return InvalidArgument("list prefix or start-after too long");
+    for (char ch : part) {
+      auto c = static_cast<unsigned char>(ch);
+      if (c < 0x20 || c == 0x7F) return InvalidArgument("list prefix contains a control character");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace wk

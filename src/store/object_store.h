@@ -1,0 +1,152 @@
+// ObjectStore: the bucket, WasmKeep's only shared state.
+//
+// Concept. A flat namespace of keys to immutable-per-version bodies, with conditional
+// writes. Nodes coordinate only through the conditions (ADR 0020), so the interface
+// models every outcome a real bucket can give as a distinct Code (base/status.h):
+//
+//   kOk                  applied; a put returns the new Version
+//   kPreconditionFailed  the condition did not hold (If-Match on a missing key included,
+//                        whether the server said 404 or 412); nothing changed
+//   kNotFound            get/head of a missing key
+//   kRetryable           not applied (throttling, 5xx, refused before sending)
+//   kUnknownOutcome      may have been applied: a timeout, a connection lost after the
+//                        request was sent, a write whose task was cancelled in flight. A
+//                        caller that needs to know reads back (ADR 0020 §1, §3)
+//   kFatal               needs an operator (credentials, missing bucket, unwritable dir)
+//   kInvalidArgument     bad key or arguments; nothing was sent
+//   kCancelled           a read whose task was cancelled
+//
+// Versions are opaque tokens. Two reads of an unchanged object may carry different tokens
+// on some stores (R2), so code compares a version only with the one a write or read of the
+// same object returned and uses it only in an If-Match; it never orders versions. A
+// backend never reuses a version for a key, even after delete and re-create.
+//
+// Each call has a per-attempt deadline (CallOptions::timeout): past it the call returns
+// kUnknownOutcome (for a write, the request may still land). Backends may retry internally
+// only where the retry cannot change the meaning (S3's 409 ConditionalRequestConflict and
+// 503 SlowDown), within that same deadline.
+//
+// Keys: 1 to 1024 bytes of UTF-8 without NUL or control characters (ValidateKey).
+//
+// Threading: every method is called on the owning Env's loop thread, and its Task
+// completes there. Any number of calls may be in flight at once.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "base/time.h"
+#include "env/task.h"
+
+namespace wk {
+
+// An opaque version token of one object (an ETag on S3).
+class Version {
+ public:
+  Version() = default;
+  explicit Version(std::string token) : token_(std::move(token)) {}
+  const std::string& token() const { return token_; }
+  bool empty() const { return token_.empty(); }
+  friend bool operator==(const Version&, const Version&) = default;
+
+ private:
+  std::string token_;
+};
+
+// The condition a write is applied under.
+class Precondition {
+ public:
+  enum class Kind : std::uint8_t { kNone, kIfNoneMatchAny, kIfMatch };
+
+  static Precondition None() { return Precondition(Kind::kNone, {}); }
+  // Create-only: applies only if no object exists under the key.
+  static Precondition IfNoneMatchAny() { return Precondition(Kind::kIfNoneMatchAny, {}); }
+  // Applies only if the object exists at exactly this version.
+  static Precondition IfMatch(Version v) { return Precondition(Kind::kIfMatch, std::move(v)); }
+
+  Kind kind() const { return kind_; }
+  const Version& version() const { return version_; }
+  std::string ToString() const;
+
+ private:
+  Precondition(Kind k, Version v) : kind_(k), version_(std::move(v)) {}
+  Kind kind_;
+  Version version_;
+};
+
+struct CallOptions {
+  // Deadline of one call. The default suits interactive use; the cluster code passes the
+  // ADR's bounds (for example a third of ttl - safety for a lease write).
+  Duration timeout = std::chrono::seconds(30);
+};
+
+struct ObjectMeta {
+  Version version;
+  std::uint64_t size = 0;
+};
+
+struct GetOutput {
+  std::string body;
+  Version version;
+};
+
+struct ListOptions {
+  std::string prefix;
+  // Only keys strictly after this one (S3 StartAfter). Ignored when continuation is set.
+  std::string start_after;
+  // 1..1000 entries per page (S3's maximum); anything else is kInvalidArgument.
+  int page_size = 1000;
+  // From a previous page's next_continuation; opaque.
+  std::string continuation;
+};
+
+struct ListEntry {
+  std::string key;
+  Version version;
+  std::uint64_t size = 0;
+};
+
+struct ListPage {
+  // Ascending by key, compared as bytes.
+  std::vector<ListEntry> entries;
+  // Set when more keys follow; pass it back in ListOptions::continuation.
+  std::optional<std::string> next_continuation;
+};
+
+// Limits shared by every backend, with their reasons.
+inline constexpr std::size_t kMaxKeyBytes = 1024;     // S3's limit on a key
+inline constexpr int kMaxListPageSize = 1000;         // S3's limit on max-keys
+
+// OK, or kInvalidArgument naming what is wrong with key.
+Status ValidateKey(std::string_view key);
+// Validates page size and prefix/start_after.
+Status ValidateListOptions(const ListOptions& options);
+
+class ObjectStore {
+ public:
+  virtual ~ObjectStore() = default;
+
+  virtual Task<Result<GetOutput>> Get(std::string key, CallOptions options) = 0;
+  virtual Task<Result<ObjectMeta>> Head(std::string key, CallOptions options) = 0;
+  // condition: None, IfNoneMatchAny or IfMatch.
+  virtual Task<Result<Version>> Put(std::string key, std::string body, Precondition condition,
+                                    CallOptions options) = 0;
+  // condition: None or IfMatch. An unconditional delete of a missing key is kOk (S3
+  // cannot tell); a conditional one is kPreconditionFailed.
+  virtual Task<Status> Delete(std::string key, Precondition condition, CallOptions options) = 0;
+  virtual Task<Result<ListPage>> List(ListOptions options, CallOptions call) = 0;
+
+  // The store's URL without secrets, for logs and errors.
+  virtual std::string Describe() const = 0;
+
+  // Whether Delete honours IfMatch atomically. S3 added conditional deletes late and
+  // several S3-compatible servers ignore the header; callers that need it check first.
+  virtual bool SupportsConditionalDelete() const { return true; }
+};
+
+}  // namespace wk
