@@ -13,7 +13,8 @@ void SimWorld::Cancel(EventId id) { cancelled_.insert(id); }
 
 bool SimWorld::RunOne() {
   while (!queue_.empty()) {
-    Event ev = queue_.top();
+    // Moving out of top() is safe: the element is popped before anything else reads it.
+    Event ev = std::move(const_cast<Event&>(queue_.top()));
     queue_.pop();
     if (cancelled_.erase(ev.id) > 0) continue;
     now_ = ev.at;
