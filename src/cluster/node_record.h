@@ -1,0 +1,71 @@
+// The node lease object nodes/<id>, format `wasmkeep-node 3` (ADR 0020 §1). FROZEN: once
+// released, a change is a new header version, never an edit of this one.
+//
+//   wasmkeep-node 3
+//   lease <live|released|fenced> <instance or ->
+//   written_at <unix ms>
+//   node <id>
+//   address <host:port or ->
+//   version <software version>
+//   started_at <unix ms>
+//   cert_pin <pin or ->
+//
+// Lines come in exactly this order, each once, '\n'-terminated, nothing else. The decoder
+// is strict: anything else is corrupt. Bodies of older formats (headers `wasmkeep-node 1`
+// and `wasmkeep-node 2`, written unconditionally by per-actor-lease binaries) decode as
+// OldHeartbeat: recognised, never free and never live (ADR §2, §6).
+//
+// A `released` or `fenced` record keeps the written_at of the last live write it
+// replaced, and every reader treats it as not live whatever its age. An operator's fence
+// of an absent object has no instance ("-") and the operator's clock as written_at.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "base/status.h"
+#include "base/time.h"
+
+namespace wk {
+
+// A node id: 1..64 characters of [A-Za-z0-9._-], not "." or "..", so it is a safe key
+// segment and a safe log field.
+Status ValidateNodeId(std::string_view id);
+
+enum class LeaseState : std::uint8_t { kLive, kReleased, kFenced };
+std::string_view LeaseStateName(LeaseState s);
+
+struct NodeRecord {
+  LeaseState state = LeaseState::kLive;
+  std::string instance;  // empty only for an operator's fence of an absent object
+  WallTime written_at;   // the send time of the last live write (kept by fences, releases)
+  std::string node_id;
+  std::string address;   // where peers reach this node; empty if none yet
+  std::string software_version;
+  WallTime started_at;
+  std::string cert_pin;  // empty until TLS between nodes exists
+
+  friend bool operator==(const NodeRecord&, const NodeRecord&) = default;
+};
+
+struct OldHeartbeat {
+  int format_version = 0;              // 1 or 2
+  std::optional<WallTime> written_at;  // when the old body carries one we can read
+};
+
+using NodeObject = std::variant<NodeRecord, OldHeartbeat>;
+
+inline constexpr std::string_view kNodesPrefix = "nodes/";
+inline std::string NodeKey(std::string_view id) { return std::string(kNodesPrefix) + std::string(id); }
+
+// REQUIRES: record passes ValidateNodeRecord (checked: a bad record is a programmer error).
+std::string EncodeNodeRecord(const NodeRecord& record);
+// OK or kInvalidArgument naming the field.
+Status ValidateNodeRecord(const NodeRecord& record);
+// A v3 record, an old heartbeat, or kFatal("corrupt ...") naming what is wrong.
+Result<NodeObject> DecodeNodeObject(std::string_view body);
+
+}  // namespace wk
