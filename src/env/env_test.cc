@@ -199,3 +199,21 @@ TEST(RealEnvTest, WallSkewIsInjected) {
 
 }  // namespace
 }  // namespace wk
+
+namespace wk {
+namespace {
+Task<int> Immediate(int x) { co_return x + 1; }
+// Symmetric transfer must keep a long loop of synchronously completing awaits from
+// growing the stack, even in the sanitizer build.
+TEST(SimEnvTest, LongSynchronousAwaitLoopDoesNotGrowTheStack) {
+  SimWorld world(8);
+  SimEnv env(world, FromUnixMs(0));
+  long total = 0;
+  env.Spawn([](long* t) -> Task<void> {
+    for (int i = 0; i < 1'000'000; ++i) *t += co_await Immediate(i) - i;
+  }(&total), "loop");
+  world.RunUntilIdle();
+  EXPECT_EQ(total, 1'000'000);
+}
+}  // namespace
+}  // namespace wk

@@ -71,12 +71,24 @@ namespace internal {
 struct PromiseBase {
   std::coroutine_handle<> continuation;
   CancelToken cancel;
+  // Where the awaiting coroutine stands. A Task is started from inside the awaiter's
+  // await_suspend; if it finishes before its first real suspension, the awaiter simply
+  // does not suspend. This keeps a loop of synchronously completing awaits from nesting
+  // one stack frame per iteration (symmetric transfer alone relies on tail calls, which
+  // GCC does not make in sanitizer builds: a million-iteration loop overflowed).
+  enum class AwaitState : unsigned char { kStarting, kCompletedInline, kCallerSuspended };
+  AwaitState await_state = AwaitState::kStarting;
 
   struct FinalAwaiter {
     bool await_ready() noexcept { return false; }
     template <typename P>
     std::coroutine_handle<> await_suspend(std::coroutine_handle<P> self) noexcept {
-      auto next = self.promise().continuation;
+      auto& p = self.promise();
+      if (p.await_state == AwaitState::kStarting) {
+        p.await_state = AwaitState::kCompletedInline;  // the awaiter continues by itself
+        return std::noop_coroutine();
+      }
+      auto next = p.continuation;
       return next ? next : std::noop_coroutine();
     }
     void await_resume() noexcept {}
@@ -115,10 +127,15 @@ class [[nodiscard]] Task {
   // Awaiting: start the coroutine, resume the caller when it finishes.
   bool await_ready() const noexcept { return false; }
   template <typename P>
-  std::coroutine_handle<> await_suspend(std::coroutine_handle<P> caller) noexcept {
-    handle_.promise().continuation = caller;
-    handle_.promise().cancel = caller.promise().cancel;
-    return handle_;
+  bool await_suspend(std::coroutine_handle<P> caller) noexcept {
+    auto& p = handle_.promise();
+    p.continuation = caller;
+    p.cancel = caller.promise().cancel;
+    p.await_state = internal::PromiseBase::AwaitState::kStarting;
+    handle_.resume();  // runs until the task's first real suspension, or to its end
+    if (p.await_state == internal::PromiseBase::AwaitState::kCompletedInline) return false;
+    p.await_state = internal::PromiseBase::AwaitState::kCallerSuspended;
+    return true;
   }
   T await_resume() { return handle_.promise().TakeResult(); }
 

@@ -1,0 +1,432 @@
+#include "cluster/node_lease.h"
+
+#include <algorithm>
+
+#include "base/log.h"
+
+namespace wk {
+namespace {
+
+// How many unacknowledged sends we remember for adoption. More than a lapse's worth of
+// attempts; older ones cannot be adopted with a known send time (and then give no
+// validity, only the version).
+constexpr std::size_t kMaxUnackedSends = 64;
+// Back-off between attempts that failed fast, within one period.
+constexpr Duration kRetryBackoffMin = std::chrono::milliseconds(100);
+constexpr Duration kRetryBackoffMax = std::chrono::milliseconds(1000);
+// Retries of a first write refused as retryable before going back to the start check.
+constexpr int kFirstWriteRetries = 3;
+
+std::string Describe(const NodeRecord& r) {
+  return std::string(LeaseStateName(r.state)) + " (instance " +
+         (r.instance.empty() ? std::string("none") : r.instance) + ", written_at " +
+         std::to_string(ToUnixMs(r.written_at)) + ")";
+}
+
+// The parts of an object that say whether it changed (never the version token: some
+// stores return a different token on read than on write, ADR §2).
+struct Fingerprint {
+  bool present = false;
+  bool old_format = false;
+  bool corrupt = false;
+  LeaseState state = LeaseState::kLive;
+  std::string instance;
+  std::int64_t written_at_ms = 0;
+  friend bool operator==(const Fingerprint&, const Fingerprint&) = default;
+};
+
+Fingerprint FingerprintOf(const Result<GetOutput>& got, std::optional<NodeRecord>* record) {
+  Fingerprint f;
+  record->reset();
+  if (!got.ok()) return f;  // absent
+  f.present = true;
+  auto obj = DecodeNodeObject(got->body);
+  if (!obj.ok()) {
+    f.corrupt = true;
+    return f;
+  }
+  if (auto* old = std::get_if<OldHeartbeat>(&*obj)) {
+    f.old_format = true;
+    f.written_at_ms = old->written_at ? ToUnixMs(*old->written_at) : -1;
+    return f;
+  }
+  const auto& r = std::get<NodeRecord>(*obj);
+  f.state = r.state;
+  f.instance = r.instance;
+  f.written_at_ms = ToUnixMs(r.written_at);
+  *record = r;
+  return f;
+}
+
+}  // namespace
+
+std::string_view LeaseEndReasonName(LeaseEndReason r) {
+  switch (r) {
+    case LeaseEndReason::kStopped: return "stopped";
+    case LeaseEndReason::kLost: return "lost";
+    case LeaseEndReason::kTwin: return "twin";
+  }
+  return "?";
+}
+
+NodeLease::NodeLease(Env& env, ObjectStore& store, NodeIdentity identity, LeaseTiming timing,
+                     std::string instance)
+    : env_(env),
+      store_(store),
+      identity_(std::move(identity)),
+      timing_(timing),
+      instance_(std::move(instance)),
+      key_(NodeKey(identity_.node_id)),
+      started_at_(env.WallNow()) {
+  WK_CHECK(timing_.Validate().ok(), "NodeLease needs validated timings");
+  WK_CHECK(ValidateNodeId(identity_.node_id).ok(), "NodeLease needs a valid node id");
+}
+
+bool NodeLease::IsValid() const {
+  return valid_ && !stopping_ && !lost_ && env_.MonoNow() < valid_until_;
+}
+
+bool NodeLease::IsReady() const {
+  return IsValid() && env_.MonoNow() + timing_.attempt_timeout() < valid_until_;
+}
+
+NodeRecord NodeLease::LiveRecord(WallTime written_at) const {
+  NodeRecord r;
+  r.state = LeaseState::kLive;
+  r.instance = instance_;
+  r.written_at = written_at;
+  r.node_id = identity_.node_id;
+  r.address = identity_.address;
+  r.software_version = identity_.software_version;
+  r.started_at = started_at_;
+  r.cert_pin = identity_.cert_pin;
+  return r;
+}
+
+void NodeLease::Acknowledged(const Version& version, WallTime written_at, MonoTime sent,
+                             MonoTime replied) {
+  version_ = version;
+  written_at_ = written_at;
+  unacked_sends_.clear();
+  const MonoTime from = mutants_.validity_from_reply ? replied : sent;
+  const MonoTime until = from + timing_.validity();
+  const MonoTime now = env_.MonoNow();
+  if (until <= now) return;  // acknowledged too late to be valid on; the version still counts
+  valid_until_ = std::max(valid_until_, until);
+  if (!valid_) {
+    valid_ = true;
+    ++epoch_;
+    valid_since_ = now;
+    WK_LOG_INFO("node lease valid", {{"node", identity_.node_id},
+                                     {"instance", instance_},
+                                     {"epoch", std::to_string(epoch_)}});
+    if (observer_.on_valid) observer_.on_valid(epoch_);
+  }
+}
+
+void NodeLease::CheckLapse() {
+  if (!valid_ || env_.MonoNow() < valid_until_) return;
+  valid_ = false;
+  valid_since_.reset();
+  ++stats_.lapses;
+  WK_LOG_WARN("node lease ran out; not ready, still renewing",
+              {{"node", identity_.node_id}, {"epoch", std::to_string(epoch_)}});
+  if (observer_.on_lapse) observer_.on_lapse(epoch_);
+}
+
+void NodeLease::Lose(const std::string& why) {
+  if (lost_) return;
+  lost_ = true;
+  valid_ = false;
+  lost_why_ = why;
+  WK_LOG_ERROR("node lease lost", {{"node", identity_.node_id}, {"instance", instance_}, {"why", why}});
+  if (observer_.on_lost) observer_.on_lost(why);
+}
+
+Task<bool> NodeLease::WaitUntil(MonoTime deadline) {
+  if (stopping_ || aborted_) co_return false;
+  Latch<bool> latch(env_, [] { return false; });
+  wake_ = latch;
+  const Env::TimerId timer = env_.StartTimer(deadline, [latch] { latch.Set(true); });
+  bool woke_by_time = co_await latch.Wait();
+  env_.CancelTimer(timer);
+  wake_.reset();
+  // A cancelled task is a process being torn down abruptly (a crash in the simulator):
+  // it ends without writing anything more, and never spins.
+  if ((co_await CurrentCancel())->cancelled()) aborted_ = true;
+  co_return woke_by_time && !stopping_ && !aborted_;
+}
+
+Task<Status> NodeLease::WriteLive(Precondition condition, Duration timeout) {
+  WallTime written_at = env_.WallNow();
+  // written_at strictly increases, so peers always see a renewal as a change and every
+  // body differs (S3 ETags are MD5s of the body), even if the wall clock stepped back.
+  if (version_ && written_at <= written_at_) written_at = written_at_ + std::chrono::milliseconds(1);
+  for (const auto& [ms, sent] : unacked_sends_) {
+    if (ms >= ToUnixMs(written_at)) written_at = FromUnixMs(ms + 1);
+  }
+  const MonoTime sent = env_.MonoNow();
+  last_send_ = sent;
+  unacked_sends_.emplace_back(ToUnixMs(written_at), sent);
+  if (unacked_sends_.size() > kMaxUnackedSends) unacked_sends_.pop_front();
+  std::string body = EncodeNodeRecord(LiveRecord(written_at));
+  auto put = co_await store_.Put(key_, std::move(body), std::move(condition), CallOptions{timeout});
+  if (put.ok()) {
+    ++stats_.writes_ok;
+    Acknowledged(*put, written_at, sent, env_.MonoNow());
+    co_return Status::Ok();
+  }
+  ++stats_.write_failures;
+  co_return put.status();
+}
+
+Task<std::optional<bool>> NodeLease::ReReadAndAdopt(std::string* why) {
+  auto got = co_await store_.Get(key_, CallOptions{timing_.attempt_timeout()});
+  if (!got.ok()) {
+    if (got.code() == Code::kNotFound) {
+      *why = key_ + " no longer exists (deleted)";
+      co_return false;
+    }
+    co_return std::nullopt;
+  }
+  auto obj = DecodeNodeObject(got->body);
+  if (!obj.ok()) {
+    *why = key_ + " is unreadable: " + obj.status().message();
+    co_return false;
+  }
+  if (std::holds_alternative<OldHeartbeat>(*obj)) {
+    *why = key_ + " was overwritten by an old-format heartbeat (an old version runs under this id)";
+    co_return false;
+  }
+  const auto& r = std::get<NodeRecord>(*obj);
+  if (r.state == LeaseState::kLive && r.instance == instance_) {
+    // Our own write whose reply was lost: adopt the read's version (R2's read token
+    // differs from the write's) and its written_at. Validity runs from that write's own
+    // send, if we still know it; otherwise the version is adopted without validity.
+    ++stats_.adoptions;
+    const std::int64_t ms = ToUnixMs(r.written_at);
+    std::optional<MonoTime> sent;
+    for (const auto& [w, s] : unacked_sends_)
+      if (w == ms) sent = s;
+    if (sent) {
+      ++stats_.writes_ok;
+      Acknowledged(got->version, r.written_at, *sent, env_.MonoNow());
+    } else {
+      version_ = got->version;
+      written_at_ = std::max(written_at_, r.written_at);
+    }
+    WK_LOG_INFO("adopted our own lease write after a conflict",
+                {{"node", identity_.node_id}, {"written_at", std::to_string(ms)}});
+    co_return true;
+  }
+  if (r.state == LeaseState::kLive) {
+    *why = key_ + " is live under another instance " + r.instance +
+           ": another process uses this node id (twin)";
+  } else {
+    *why = key_ + " is " + Describe(r);
+  }
+  co_return false;
+}
+
+Task<NodeLease::CheckResult> NodeLease::StartCheck(std::string* twin_message) {
+  // The first read, retried until the bucket answers (each attempt bounded).
+  Result<GetOutput> got = NotFound("");
+  Duration backoff = kRetryBackoffMin;
+  for (;;) {
+    ++stats_.start_check_reads;
+    got = co_await store_.Get(key_, CallOptions{timing_.attempt_timeout()});
+    if (got.ok() || got.code() == Code::kNotFound) break;
+    WK_LOG_WARN("start check: cannot read node lease", {{"key", key_}, {"error", got.status().ToString()}});
+    if (!co_await WaitUntil(env_.MonoNow() + backoff)) co_return CheckResult::kGo;  // stopping
+    backoff = std::min(backoff * 2, timing_.lease_period());
+  }
+  std::optional<NodeRecord> record;
+  Fingerprint seen = FingerprintOf(got, &record);
+  const std::string first_instance = record ? record->instance : std::string();
+  last_check_version_ = got.ok() ? std::optional<Version>(got->version) : std::nullopt;
+
+  // Our own instance, live: a write of ours from an earlier round of this check landed.
+  auto ours = [&] { return record && record->state == LeaseState::kLive && record->instance == instance_; };
+
+  const MonoTime deadline = env_.MonoNow() + timing_.takeover_after();
+  WK_LOG_INFO("start check", {{"node", identity_.node_id},
+                              {"found", seen.present ? (record ? Describe(*record) : std::string("old or corrupt object")) : "nothing"},
+                              {"wait", FormatDuration(timing_.takeover_after())}});
+  while (!ours()) {
+    // The shortcut: a fence or release of the instance first read proves that process
+    // lapsed once the kept written_at + ttl + grace has passed on our clock.
+    if (record && record->state != LeaseState::kLive && !first_instance.empty() &&
+        record->instance == first_instance &&
+        env_.WallNow() >= record->written_at + timing_.takeover_after()) {
+      break;
+    }
+    const MonoTime now = env_.MonoNow();
+    if (now >= deadline) break;
+    if (!co_await WaitUntil(std::min(deadline, now + timing_.lease_period()))) co_return CheckResult::kGo;
+    ++stats_.start_check_reads;
+    auto again = co_await store_.Get(key_, CallOptions{timing_.attempt_timeout()});
+    if (!again.ok() && again.code() != Code::kNotFound) continue;  // undecided; read again
+    std::optional<NodeRecord> again_record;
+    Fingerprint now_seen = FingerprintOf(again, &again_record);
+    last_check_version_ = again.ok() ? std::optional<Version>(again->version) : std::nullopt;
+    if (now_seen != seen) {
+      const bool live_other = again_record && again_record->state == LeaseState::kLive &&
+                              again_record->instance != instance_;
+      if (live_other || now_seen.old_format) {
+        *twin_message = "node id " + identity_.node_id + " is in use by another process: " + key_ +
+                        (now_seen.old_format ? " is being rewritten in an old format (an old version runs)"
+                                             : " was rewritten live by instance " + again_record->instance);
+        co_return CheckResult::kTwin;
+      }
+      seen = now_seen;
+      record = again_record;
+    }
+  }
+  co_return CheckResult::kGo;
+}
+
+Task<LeaseEnd> NodeLease::Run() {
+  auto end = [this](LeaseEndReason reason, std::string message) {
+    loop_ended_ = true;
+    if (loop_end_latch_) loop_end_latch_->Set(true);
+    return LeaseEnd{reason, std::move(message)};
+  };
+
+  // Start check and first write, repeated (same instance) until the first write holds.
+  for (;;) {
+    std::string twin;
+    CheckResult check = co_await StartCheck(&twin);
+    if (aborted_) co_return end(LeaseEndReason::kStopped, "cancelled");
+    if (stopping_) co_return end(LeaseEndReason::kStopped, "stopped during the start check");
+    if (check == CheckResult::kTwin) {
+      Lose(twin);
+      co_return end(LeaseEndReason::kTwin, twin);
+    }
+    // A write of ours found live by the check: re-read rule adopts it.
+    Precondition first = last_check_version_ ? Precondition::IfMatch(*last_check_version_)
+                                             : Precondition::IfNoneMatchAny();
+    Status s;
+    for (int tries = 0; tries < kFirstWriteRetries; ++tries) {
+      s = co_await WriteLive(first, timing_.attempt_timeout());
+      if (s.code() != Code::kRetryable) break;
+      if (!co_await WaitUntil(env_.MonoNow() + kRetryBackoffMin * (tries + 1))) break;
+    }
+    if (s.ok()) break;
+    if (aborted_) co_return end(LeaseEndReason::kStopped, "cancelled");
+    if (stopping_) co_return end(LeaseEndReason::kStopped, "stopped during the start check");
+    if (s.code() == Code::kUnknownOutcome || s.code() == Code::kPreconditionFailed) {
+      std::string why;
+      auto adopted = co_await ReReadAndAdopt(&why);
+      // Adopted: ours landed. Without a known send time it gives no validity, and the
+      // renewal loop writes again at its first period.
+      if (adopted.value_or(false)) break;
+    }
+    WK_LOG_WARN("first lease write failed; back to the start check",
+                {{"node", identity_.node_id}, {"error", s.ToString()}});
+  }
+
+  // The renewal loop: a period starts at its first send; the first period starts at the
+  // first write's send.
+  Duration backoff = kRetryBackoffMin;
+  MonoTime period_start = last_send_;
+  while (!stopping_ && !lost_ && !aborted_) {
+    // Sleep to the next send, waking at the end of validity to report a lapse.
+    const MonoTime next_send = period_start + timing_.lease_period();
+    while (!stopping_ && !lost_ && env_.MonoNow() < next_send) {
+      MonoTime wake = next_send;
+      if (valid_ && valid_until_ < wake) wake = valid_until_;
+      if (!co_await WaitUntil(wake)) break;
+      CheckLapse();
+    }
+    if (stopping_ || lost_ || aborted_) break;
+    period_start = env_.MonoNow();
+    const MonoTime period_end = period_start + timing_.lease_period();
+    // This period's attempts, each bounded by the attempt timeout and by the period.
+    while (!stopping_ && !lost_ && !aborted_) {
+      CheckLapse();
+      const Duration budget = std::min(timing_.attempt_timeout(), period_end - env_.MonoNow());
+      if (budget <= Duration(0)) break;
+      Status s = co_await WriteLive(Precondition::IfMatch(*version_), budget);
+      if (s.ok()) {
+        backoff = kRetryBackoffMin;
+        break;
+      }
+      if (s.code() == Code::kPreconditionFailed) {
+        std::string why;
+        auto adopted = co_await ReReadAndAdopt(&why);
+        if (adopted.has_value() && !*adopted) {
+          Lose(why);
+          co_return end(LeaseEndReason::kLost, why);
+        }
+        if (adopted.value_or(false)) {
+          backoff = kRetryBackoffMin;
+          if (IsValid()) break;
+          continue;  // adopted a version without validity: write again on it at once
+        }
+      }
+      // Not applied, or unknown (if it landed, the next If-Match conflicts and the
+      // re-read adopts it): retry within the period after a short back-off.
+      const Duration wait = std::min(backoff, period_end - env_.MonoNow());
+      backoff = std::min(backoff * 2, kRetryBackoffMax);
+      if (wait <= Duration(0) || !co_await WaitUntil(env_.MonoNow() + wait)) break;
+    }
+    CheckLapse();
+  }
+  if (lost_) co_return end(LeaseEndReason::kLost, lost_why_);
+  co_return end(LeaseEndReason::kStopped, "stopped");
+}
+
+Task<Status> NodeLease::Stop(Duration limit) {
+  const MonoTime deadline = env_.MonoNow() + limit;
+  stopping_ = true;  // IsValid() is false from here on: stragglers are cut
+  if (wake_) wake_->Set(false);
+  if (!loop_ended_) {
+    Latch<bool> ended(env_, [] { return false; });
+    loop_end_latch_ = ended;
+    const Env::TimerId timer = env_.StartTimer(deadline, [ended] { ended.Set(false); });
+    bool ok = co_await ended.Wait();
+    env_.CancelTimer(timer);
+    loop_end_latch_.reset();
+    if (!ok) co_return UnknownOutcome("the lease loop did not end before the stop deadline");
+  }
+  if (lost_ || !version_) co_return Status::Ok();  // nothing of ours to release
+
+  // `released` keeps the written_at of the last live write it replaces (ADR §1).
+  NodeRecord released = LiveRecord(written_at_);
+  released.state = LeaseState::kReleased;
+  Duration backoff = kRetryBackoffMin;
+  while (env_.MonoNow() < deadline) {
+    const Duration budget = std::min(timing_.attempt_timeout(), deadline - env_.MonoNow());
+    auto put = co_await store_.Put(key_, EncodeNodeRecord(released), Precondition::IfMatch(*version_),
+                                   CallOptions{budget});
+    if (put.ok()) {
+      WK_LOG_INFO("node lease released", {{"node", identity_.node_id}, {"instance", instance_}});
+      co_return Status::Ok();
+    }
+    if (put.code() == Code::kPreconditionFailed) {
+      // Re-read rule: a renewal of ours may have landed with its reply lost.
+      auto got = co_await store_.Get(key_, CallOptions{budget});
+      if (got.ok()) {
+        auto obj = DecodeNodeObject(got->body);
+        if (obj.ok() && std::holds_alternative<NodeRecord>(*obj)) {
+          const auto& r = std::get<NodeRecord>(*obj);
+          if (r.instance == instance_ && r.state == LeaseState::kReleased) co_return Status::Ok();
+          if (r.instance == instance_ && r.state == LeaseState::kLive) {
+            version_ = got->version;
+            released.written_at = r.written_at;
+            continue;
+          }
+        }
+      }
+      if (got.ok() || got.code() == Code::kNotFound) {
+        co_return PreconditionFailed(key_ + " is no longer ours; nothing to release");
+      }
+    }
+    const Duration wait = std::min(backoff, deadline - env_.MonoNow());
+    backoff = std::min(backoff * 2, kRetryBackoffMax);
+    if (wait > Duration(0)) (void)co_await env_.SleepFor(wait);
+  }
+  co_return UnknownOutcome("could not write released before the stop deadline");
+}
+
+}  // namespace wk

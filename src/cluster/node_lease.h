@@ -1,0 +1,186 @@
+// NodeLease: this process's node lease, nodes/<id> (ADR 0020 §1, §5).
+//
+// Concept. A node acts as owner of anything only while its node lease is valid. The lease
+// is the node's heartbeat object, written conditionally on a task of its own:
+//
+//   start check   read nodes/<id> (with its version); wait ttl + grace in every case,
+//                 re-reading every lease period: a live object that changes meanwhile is a
+//                 twin (another process with this id) and the start is refused. A
+//                 fenced/released object naming the instance first read ends the wait
+//                 early once its kept written_at + ttl + grace has passed on our clock.
+//   first write   If-None-Match: * if the check found no object, else If-Match on the
+//                 version it read last. A refused first write goes back to the check with
+//                 the same instance; a lost reply is re-read first (below).
+//   renewals      every lease_period from the previous send, If-Match the last
+//                 acknowledged version, each attempt bounded by attempt_timeout and retried
+//                 within the period.
+//   validity      until send + ttl - safety, where send is the send time of the last write
+//                 the bucket acknowledged (never the reply's arrival).
+//   conflict      a failed condition is not proof of a fence: read nodes/<id> once; if it
+//                 is live and names our instance, it is our own write whose reply was lost:
+//                 adopt the read's version and its written_at. Anything else: the lease is
+//                 lost; Run returns kLost and the process must exit without releasing.
+//   ran out       no conflict, only no acknowledgement for ttl - safety: the lease lapses
+//                 (observers drop their holds into pending releases), the node reports not
+//                 ready and keeps writing If-Match the last acknowledged version; success
+//                 makes it valid again under a new validity epoch.
+//   clean stop    Stop(): locally invalid at once, the loop ends after any attempt in
+//                 flight, then `released` is written If-Match the last version (§4).
+//
+// Validity is measured on the monotonic clock from the send (the wall time of that same
+// send is the written_at stored in the object). Why monotonic: a wall-clock step on this
+// node must not extend its own validity; peers judge by their wall clocks against the
+// stored written_at, and the skew bound (grace + safety >= 2 * max_skew) covers the rest.
+//
+// Threading: Env loop thread only. IsValid() is a few comparisons, cheap enough to ask on
+// every storage acknowledgement.
+#pragma once
+
+#include <deque>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cluster/node_record.h"
+#include "cluster/timing.h"
+#include "env/env.h"
+#include "store/object_store.h"
+
+namespace wk {
+
+struct NodeIdentity {
+  std::string node_id;
+  std::string address;           // host:port peers use; may be empty
+  std::string software_version;  // printable, no spaces
+  std::string cert_pin;          // empty until inter-node TLS exists
+};
+
+enum class LeaseEndReason : std::uint8_t {
+  kStopped,  // Stop() completed (released written, or the attempt given up)
+  kLost,     // a conflict the re-read did not explain: fenced, another instance, gone
+  kTwin,     // the start check saw another live process under this id
+};
+std::string_view LeaseEndReasonName(LeaseEndReason r);
+
+struct LeaseEnd {
+  LeaseEndReason reason;
+  std::string message;
+};
+
+// Counters the metrics layer exports (ADR: successful lease writes,
+// wasmkeep_node_lease_failures_total).
+struct NodeLeaseStats {
+  std::uint64_t writes_ok = 0;        // acknowledged (or adopted) live writes
+  std::uint64_t write_failures = 0;   // attempts that did not succeed, any reason
+  std::uint64_t adoptions = 0;        // conflicts explained by our own landed write
+  std::uint64_t lapses = 0;           // times the lease ran out without a conflict
+  std::uint64_t start_check_reads = 0;
+};
+
+// Test and simulator switches that break the protocol on purpose (broken models). Never
+// set in production code paths: only the simulator's --mutant flag sets them.
+struct LeaseMutants {
+  bool validity_from_reply = false;  // count validity from the reply, not the send
+};
+
+class NodeLease {
+ public:
+  struct Observer {
+    // Became valid: the first acknowledged write, or the first after a lapse.
+    std::function<void(std::uint64_t epoch)> on_valid;
+    // Ran out without a conflict (holds go to pending releases).
+    std::function<void(std::uint64_t epoch)> on_lapse;
+    // Lost: fenced, replaced or deleted (holds are dropped, nothing released).
+    std::function<void(const std::string& why)> on_lost;
+  };
+
+  NodeLease(Env& env, ObjectStore& store, NodeIdentity identity, LeaseTiming timing,
+            std::string instance);
+
+  // Runs the start check, then the renewal loop, until Stop() or the lease is lost.
+  // REQUIRES: timing.Validate().ok(); called once.
+  Task<LeaseEnd> Run();
+
+  // Clean stop (ADR §4, the lease's part): makes the lease locally invalid at once, lets
+  // an attempt in flight finish, ends the loop, then writes `released` If-Match the last
+  // acknowledged version (with the re-read rule on conflict), within `limit`.
+  // Returns once released is written or given up; Run then returns kStopped.
+  Task<Status> Stop(Duration limit);
+
+  // True while the last acknowledged write's validity lasts and no stop began.
+  bool IsValid() const;
+  // Ready (for /readyz): valid with the margin of one attempt timeout left, so a node
+  // about to lapse stops taking work first.
+  bool IsReady() const;
+  // Increments each time the lease becomes valid after being invalid. A hold taken in
+  // epoch e is valid only while IsValid() && epoch() == e ("no lapse since acquired").
+  std::uint64_t epoch() const { return epoch_; }
+  // Monotonic time of the first acknowledged write after the latest lapse (or the start):
+  // peers are judged only from then on (ADR §2). nullopt while not valid.
+  std::optional<MonoTime> valid_since() const { return valid_since_; }
+  // The send time validity runs from, and when it ends (monotonic).
+  MonoTime valid_until() const { return valid_until_; }
+
+  const std::string& instance() const { return instance_; }
+  const NodeIdentity& identity() const { return identity_; }
+  const LeaseTiming& timing() const { return timing_; }
+  const NodeLeaseStats& stats() const { return stats_; }
+  const std::optional<Version>& version() const { return version_; }
+
+  void set_observer(Observer o) { observer_ = std::move(o); }
+  void set_mutants(LeaseMutants m) { mutants_ = m; }
+
+ private:
+  enum class CheckResult { kGo, kTwin };
+  Task<CheckResult> StartCheck(std::string* twin_message);
+  // One write of a live record. Returns the status; on success updates the lease.
+  Task<Status> WriteLive(Precondition condition, Duration timeout);
+  // The re-read rule after a failed condition or an unknown outcome. Returns true if the
+  // object is our own live write (adopted), false if the lease is lost (why in *why).
+  // A read that fails returns nullopt (undecided).
+  Task<std::optional<bool>> ReReadAndAdopt(std::string* why);
+  // Sleeps until deadline or until Stop() asks the loop to end. Returns false if woken by
+  // a stop (or cancelled).
+  Task<bool> WaitUntil(MonoTime deadline);
+  void Acknowledged(const Version& version, WallTime written_at, MonoTime sent, MonoTime replied);
+  void CheckLapse();
+  void Lose(const std::string& why);
+  NodeRecord LiveRecord(WallTime written_at) const;
+
+  Env& env_;
+  ObjectStore& store_;
+  const NodeIdentity identity_;
+  const LeaseTiming timing_;
+  const std::string instance_;
+  const std::string key_;
+  const WallTime started_at_;
+
+  // The last acknowledged (or adopted) write.
+  std::optional<Version> version_;
+  WallTime written_at_{};
+  bool valid_ = false;  // cleared by a lapse, a loss or a stop
+  MonoTime valid_until_{};
+  std::optional<MonoTime> valid_since_;
+  std::uint64_t epoch_ = 0;
+  bool stopping_ = false;
+  bool lost_ = false;
+  bool aborted_ = false;  // the task was cancelled: end at once, write nothing
+  std::string lost_why_;
+  // Attempts sent since the last acknowledgement: written_at (ms) → send time, so an
+  // adopted write's validity runs from its own send.
+  std::deque<std::pair<std::int64_t, MonoTime>> unacked_sends_;
+  MonoTime last_send_{};
+  // The version the start check read last (nullopt: no object), for the first write.
+  std::optional<Version> last_check_version_;
+  // Wakes the loop early for a stop.
+  std::optional<Latch<bool>> wake_;
+  bool loop_ended_ = false;
+  std::optional<Latch<bool>> loop_end_latch_;
+
+  NodeLeaseStats stats_;
+  LeaseMutants mutants_;
+  Observer observer_;
+};
+
+}  // namespace wk

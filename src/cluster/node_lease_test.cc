@@ -1,0 +1,221 @@
+// NodeLease in virtual time against a faulty in-memory bucket (ADR 0020 §1, §4, §5).
+#include "cluster/node_lease.h"
+
+#include <gtest/gtest.h>
+
+#include "env/sim_env.h"
+#include "store/mem/mem_store.h"
+
+namespace wk {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr std::int64_t kEpochMs = 1'764'000'000'000;
+
+struct Node {
+  Node(SimWorld& world, std::shared_ptr<MemBucket> bucket, std::string id, std::string instance,
+       Duration skew = Duration(0))
+      : env(world, FromUnixMs(kEpochMs), skew),
+        store(env, std::move(bucket)),
+        lease(env, store, NodeIdentity{id, "127.0.0.1:1", "test", ""}, LeaseTiming{}, instance) {}
+  void Start() {
+    run = env.Spawn([](Node* n) -> Task<void> { n->end = co_await n->lease.Run(); }(this), "lease");
+  }
+  SimEnv env;
+  MemStore store;
+  NodeLease lease;
+  TaskHandle run;
+  std::optional<LeaseEnd> end;
+};
+
+struct LeaseTest : ::testing::Test {
+  SimWorld world{11};
+  std::shared_ptr<MemBucket> bucket = std::make_shared<MemBucket>();
+
+  NodeRecord Read(const std::string& id) {
+    auto obj = DecodeNodeObject(bucket->objects().at(NodeKey(id)).body);
+    EXPECT_TRUE(obj.ok());
+    return std::get<NodeRecord>(*obj);
+  }
+  Version VersionOf(const std::string& id) { return bucket->objects().at(NodeKey(id)).version; }
+};
+
+TEST_F(LeaseTest, FreshNodeWaitsTtlPlusGraceThenRenewsEveryPeriod) {
+  Node a(world, bucket, "a", "i1");
+  a.Start();
+  world.RunFor(seconds(14));
+  EXPECT_FALSE(a.lease.IsValid()) << "the start check waits ttl + grace even with no object";
+  EXPECT_EQ(bucket->objects().count("nodes/a"), 0u);
+  world.RunFor(seconds(2));
+  ASSERT_TRUE(a.lease.IsValid());
+  EXPECT_TRUE(a.lease.IsReady());
+  EXPECT_EQ(Read("a").state, LeaseState::kLive);
+  EXPECT_EQ(Read("a").instance, "i1");
+  const auto writes = a.lease.stats().writes_ok;
+  world.RunFor(seconds(60));
+  EXPECT_TRUE(a.lease.IsValid());
+  EXPECT_EQ(a.lease.stats().writes_ok - writes, 20u) << "one write per 3 s period";
+  EXPECT_EQ(a.lease.epoch(), 1u);
+}
+
+TEST_F(LeaseTest, ValidityRunsFromTheSendNotTheReply) {
+  Node a(world, bucket, "a", "i1");
+  a.store.set_fault_hook([](const OpInfo& op) {
+    OpFault f;
+    if (op.op == StoreOp::kPut) f.reply_delay = milliseconds(1500);
+    return f;
+  });
+  a.Start();
+  world.RunUntil([&] { return a.lease.IsValid(); }, seconds(30));
+  ASSERT_TRUE(a.lease.IsValid());
+  // Acknowledged 1.5 s after the send: 6.5 s of validity left, not 8.
+  EXPECT_EQ(a.lease.valid_until() - a.env.MonoNow(), milliseconds(6500));
+}
+
+TEST_F(LeaseTest, ATwinIsRefusedAndTheRunningNodeIsUnaffected) {
+  Node a(world, bucket, "a", "i1");
+  a.Start();
+  world.RunFor(seconds(20));
+  ASSERT_TRUE(a.lease.IsValid());
+  Node twin(world, bucket, "a", "i2");
+  twin.Start();
+  world.RunFor(seconds(20));
+  ASSERT_TRUE(twin.end.has_value());
+  EXPECT_EQ(twin.end->reason, LeaseEndReason::kTwin);
+  EXPECT_NE(twin.end->message.find("in use by another process"), std::string::npos) << twin.end->message;
+  EXPECT_FALSE(twin.lease.IsValid());
+  EXPECT_TRUE(a.lease.IsValid());
+  EXPECT_EQ(Read("a").instance, "i1");
+}
+
+TEST_F(LeaseTest, AFenceMakesTheNodeLoseItsLease) {
+  Node a(world, bucket, "a", "i1");
+  a.Start();
+  world.RunFor(seconds(20));
+  ASSERT_TRUE(a.lease.IsValid());
+  NodeRecord fence = Read("a");
+  fence.state = LeaseState::kFenced;
+  ASSERT_TRUE(bucket->ApplyPut("nodes/a", EncodeNodeRecord(fence), Precondition::IfMatch(VersionOf("a"))).ok());
+  world.RunFor(seconds(4));
+  ASSERT_TRUE(a.end.has_value());
+  EXPECT_EQ(a.end->reason, LeaseEndReason::kLost);
+  EXPECT_NE(a.end->message.find("fenced"), std::string::npos) << a.end->message;
+  EXPECT_FALSE(a.lease.IsValid());
+  EXPECT_EQ(Read("a").state, LeaseState::kFenced) << "a lost node writes nothing more";
+}
+
+TEST_F(LeaseTest, ALostReplyIsAdoptedNotTakenForAFence) {
+  Node a(world, bucket, "a", "i1");
+  int puts = 0;
+  a.store.set_fault_hook([&puts](const OpInfo& op) {
+    OpFault f;
+    if (op.op == StoreOp::kPut && ++puts == 3) f.lose_reply = true;  // the 2nd renewal
+    return f;
+  });
+  a.Start();
+  world.RunFor(seconds(40));
+  EXPECT_FALSE(a.end.has_value()) << a.end->message;
+  EXPECT_TRUE(a.lease.IsValid());
+  EXPECT_EQ(a.lease.stats().adoptions, 1u);
+  EXPECT_EQ(a.lease.epoch(), 1u) << "adoption kept the lease valid throughout";
+}
+
+TEST_F(LeaseTest, AnOutageLapsesTheLeaseWithoutLosingIt) {
+  Node a(world, bucket, "a", "i1");
+  bool outage = false;
+  std::vector<std::string> events;
+  a.lease.set_observer({[&](std::uint64_t e) { events.push_back("valid " + std::to_string(e)); },
+                        [&](std::uint64_t e) { events.push_back("lapse " + std::to_string(e)); },
+                        [&](const std::string&) { events.push_back("lost"); }});
+  a.store.set_fault_hook([&outage](const OpInfo&) {
+    OpFault f;
+    if (outage) f.fail_before_apply = Retryable("bucket unreachable");
+    return f;
+  });
+  a.Start();
+  world.RunFor(seconds(20));
+  ASSERT_TRUE(a.lease.IsValid());
+  outage = true;
+  world.RunFor(seconds(12));
+  EXPECT_FALSE(a.lease.IsValid());
+  EXPECT_FALSE(a.lease.IsReady());
+  EXPECT_FALSE(a.end.has_value());
+  outage = false;
+  world.RunFor(seconds(4));
+  EXPECT_TRUE(a.lease.IsValid()) << "valid again once a write lands";
+  EXPECT_EQ(a.lease.epoch(), 2u);
+  EXPECT_EQ(events, (std::vector<std::string>{"valid 1", "lapse 1", "valid 2"}));
+  EXPECT_GT(a.lease.valid_since().value(), MonoTime(seconds(30)));
+}
+
+TEST_F(LeaseTest, ADeletedObjectMakesTheNodeLoseItsLease) {
+  Node a(world, bucket, "a", "i1");
+  a.Start();
+  world.RunFor(seconds(20));
+  ASSERT_TRUE(bucket->ApplyDelete("nodes/a", Precondition::None()).ok());
+  world.RunFor(seconds(4));
+  ASSERT_TRUE(a.end.has_value());
+  EXPECT_EQ(a.end->reason, LeaseEndReason::kLost);
+  EXPECT_NE(a.end->message.find("deleted"), std::string::npos);
+  EXPECT_EQ(bucket->objects().count("nodes/a"), 0u) << "a lost node must not recreate its object";
+}
+
+TEST_F(LeaseTest, CleanStopCutsAtOnceAndWritesReleasedKeepingWrittenAt) {
+  Node a(world, bucket, "a", "i1");
+  a.Start();
+  world.RunFor(seconds(20));
+  const auto last_written = Read("a").written_at;
+  Status stopped = Status(Code::kCancelled, "not run");
+  a.env.Spawn([](Node* n, Status* out) -> Task<void> { *out = co_await n->lease.Stop(seconds(5)); }(&a, &stopped), "stop");
+  world.RunFor(milliseconds(1));
+  EXPECT_FALSE(a.lease.IsValid()) << "invalid from the moment the stop begins";
+  world.RunFor(seconds(5));
+  EXPECT_TRUE(stopped.ok()) << stopped.ToString();
+  ASSERT_TRUE(a.end.has_value());
+  EXPECT_EQ(a.end->reason, LeaseEndReason::kStopped);
+  NodeRecord r = Read("a");
+  EXPECT_EQ(r.state, LeaseState::kReleased);
+  EXPECT_EQ(r.instance, "i1");
+  EXPECT_EQ(r.written_at, last_written);
+}
+
+TEST_F(LeaseTest, RestartAfterARelease_TakesTheShortcut) {
+  Node a(world, bucket, "a", "i1");
+  a.Start();
+  world.RunFor(seconds(20));
+  a.env.Spawn([](Node* n) -> Task<void> { (void)co_await n->lease.Stop(seconds(5)); }(&a), "stop");
+  world.RunFor(seconds(1));
+  ASSERT_EQ(Read("a").state, LeaseState::kReleased);
+  // A fresh process under the same id, right away: the release proves i1 lapsed once its
+  // kept written_at + ttl + grace has passed, so the check ends then, not a full wait later.
+  Node b(world, bucket, "a", "i2");
+  const MonoTime start = world.Now();
+  b.Start();
+  world.RunUntil([&] { return b.lease.IsValid(); }, seconds(60));
+  ASSERT_TRUE(b.lease.IsValid());
+  const auto kept = Read("a");
+  EXPECT_EQ(kept.instance, "i2");
+  EXPECT_LE(world.Now() - start, seconds(15)) << "waited less than a full check";
+}
+
+TEST_F(LeaseTest, RestartAfterACrashWaitsThenTakesOver) {
+  {
+    Node a(world, bucket, "a", "i1");
+    a.Start();
+    world.RunFor(seconds(20));
+    a.run.Cancel();  // the process dies: no release
+    world.RunFor(milliseconds(1));
+  }
+  Node b(world, bucket, "a", "i2");
+  b.Start();
+  world.RunFor(seconds(14));
+  EXPECT_FALSE(b.lease.IsValid());
+  world.RunFor(seconds(3));
+  EXPECT_TRUE(b.lease.IsValid());
+  EXPECT_EQ(Read("a").instance, "i2");
+}
+
+}  // namespace
+}  // namespace wk
