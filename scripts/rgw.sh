@@ -27,7 +27,7 @@ set -Eeuo pipefail
 
 ME=rgw.sh
 BUCKET=wasmkeep-test
-REGION=us-east-1
+REGION="us-east-1"
 RGW_NAME=client.rgw.wasmkeep   # radosgw's Ceph entity name
 MON_ID=a
 MARKER=.wasmkeep-rgw           # marks a directory this script may wipe
@@ -36,7 +36,10 @@ TIMEOUT=${WASMKEEP_RGW_TIMEOUT:-120}
 # Never pick up a caller's Ceph settings (e.g. a CEPH_ARGS with --id or -c).
 unset CEPH_ARGS CEPH_CONF
 
-log() { printf '%s: %s\n' "$ME" "$*" >&2; }
+# Messages go to the script's original stderr (fd 4), also from inside
+# functions whose output is redirected to a log file.
+exec 4>&2
+log() { printf '%s: %s\n' "$ME" "$*" >&4; }
 
 STARTING=0   # 1 once `start` launched something that must be torn down on failure
 
@@ -47,13 +50,13 @@ die() {
     trap - ERR
     if [[ -n $logf && -s $logf ]]; then
         log "last lines of $logf:"
-        tail -n 30 -- "$logf" | sed 's/^/    /' >&2
+        tail -n 30 -- "$logf" | sed 's/^/    /' >&4
     fi
     if ((STARTING)); then
         STARTING=0
         stop_daemons >/dev/null 2>&1 || true
     fi
-    printf '%s: error: %s\n' "$ME" "$reason" >&2
+    printf '%s: error: %s\n' "$ME" "$reason" >&4
     exit 1
 }
 trap 'die "unexpected failure (exit $?) at line $LINENO: $BASH_COMMAND"' ERR
@@ -87,7 +90,7 @@ is_ours() {
     local pid=$1 arg
     [[ $pid =~ ^[0-9]+$ && -r /proc/$pid/cmdline ]] || return 1
     local -a args=()
-    mapfile -d '' args </proc/"$pid"/cmdline 2>/dev/null || return 1
+    mapfile -d '' args 2>/dev/null </proc/"$pid"/cmdline || return 1
     for arg in "${args[@]}"; do
         [[ $arg == "$CONF" ]] && return 0
     done
@@ -97,7 +100,7 @@ is_ours() {
 # prog_of PID: basename of argv[0] (radosgw, ceph-osd, ceph-mon, ...).
 prog_of() {
     local -a args=()
-    mapfile -d '' args </proc/"$1"/cmdline 2>/dev/null || true
+    mapfile -d '' args 2>/dev/null </proc/"$1"/cmdline || true
     local a0=${args[0]:-?}
     printf '%s\n' "${a0##*/}"
 }
@@ -183,8 +186,10 @@ ensure_packages() {
         "${sudo[@]}" "${apt[@]}" install --no-install-recommends "${pkgs[@]}" >>"${TMPDIR:-/tmp}/wasmkeep-rgw-apt.log" 2>&1 ||
             die "apt-get install ${pkgs[*]} failed" "${TMPDIR:-/tmp}/wasmkeep-rgw-apt.log"
     fi
-    command -v radosgw >/dev/null && command -v ceph-mon >/dev/null && command -v ceph-osd >/dev/null ||
+    if ! command -v radosgw >/dev/null || ! command -v ceph-mon >/dev/null ||
+        ! command -v ceph-osd >/dev/null; then
         die "radosgw/ceph-mon/ceph-osd still missing after apt-get install"
+    fi
 }
 
 port_in_use() {
@@ -219,6 +224,20 @@ pick_port() {
 # Seconds left of the overall `start` budget.
 remaining() { echo $((DEADLINE - SECONDS)); }
 
+# bounded CMD...: run CMD, killing it if it outlives the start budget (but
+# allow it at least 5 s).  Needed because e.g. radosgw and radosgw-admin
+# contact the monitor *before* they daemonize and would otherwise hang for
+# their built-in 300 s mount timeout when they cannot get through.
+bounded() {
+    local left
+    left=$(remaining)
+    ((left >= 5)) || left=5
+    local rc=0
+    timeout -k 5 "$left" "$@" || rc=$?
+    ((rc != 124 && rc != 137)) || log "timed out after ${left}s: $1"
+    return "$rc"
+}
+
 # wait_for WHAT LOGFILE PROG CMD...: poll CMD until it succeeds.  Gives up
 # with the tail of LOGFILE when the start budget runs out or PROG (a daemon
 # that is expected to be running) has died.
@@ -237,7 +256,7 @@ wait_for() {
 }
 
 # ceph CLI against our private cluster; every call bounded.
-ceph_cli() { timeout 20 ceph -c "$CONF" --connect-timeout 15 "$@"; }
+ceph_cli() { timeout -k 2 10 ceph -c "$CONF" --connect-timeout 8 "$@"; }
 
 mon_up() { ceph_cli mon stat; }
 osd_up() { ceph_cli osd stat -f json 2>/dev/null | grep -q '"num_up_osds":1[,}]'; }
@@ -286,6 +305,8 @@ osd pool default pgp num = 8
 osd pool default pg autoscale mode = off
 mon allow pool size one = true
 mon warn on pool no redundancy = false
+# Irrelevant without cephx; keeps "ceph health" at HEALTH_OK.
+mon warn on insecure global id reclaim allowed = false
 mon max pg per osd = 1000
 # Replicate across OSDs rather than hosts (there is only one of each anyway).
 osd crush chooseleaf type = 0
@@ -294,6 +315,10 @@ osd crush chooseleaf type = 0
 mon data = $DIR/mon/\$cluster-\$id
 pid file = $RUN/\$name.pid
 mon allow pool delete = true
+# The monitor batches map changes for up to 1 s before committing them;
+# radosgw creates ~7 pools (several map changes each) on first start and on
+# first bucket creation, so this alone would cost ~10 s.
+paxos propose interval = 0.05
 
 [osd]
 osd data = $DIR/osd/\$cluster-\$id
@@ -341,9 +366,9 @@ cmd_stop() {
 
 cmd_status() {
     local mon osd rgw
-    mon=$(our_pids ceph-mon | tr '\n' ' ')
-    osd=$(our_pids ceph-osd | tr '\n' ' ')
-    rgw=$(our_pids radosgw | tr '\n' ' ')
+    mon=$(our_pids ceph-mon | paste -sd' ')
+    osd=$(our_pids ceph-osd | paste -sd' ')
+    rgw=$(our_pids radosgw | paste -sd' ')
     if [[ -z $mon$osd$rgw ]]; then
         echo "not running ($DIR)"
         return 1
@@ -352,15 +377,21 @@ cmd_status() {
     [[ -f $ENVF ]] && endpoint=$(sed -n 's/^export WASMKEEP_S3_ENDPOINT=//p' "$ENVF")
     if [[ -n $mon && -n $osd && -n $rgw && -n $endpoint ]] &&
         curl -s -o /dev/null -m 3 "$endpoint/"; then
-        echo "running: $endpoint (mon pid ${mon% }, osd pid ${osd% }, radosgw pid ${rgw% }; env in $ENVF)"
+        echo "running: $endpoint (mon pid $mon, osd pid $osd, radosgw pid $rgw; env in $ENVF)"
         return 0
     fi
     echo "partially running ($DIR): mon pid ${mon:--} osd pid ${osd:--} radosgw pid ${rgw:--}; endpoint ${endpoint:-unknown} not answering"
     return 1
 }
 
+# Seconds since `start` began, with one decimal.
+elapsed() {
+    local us=$((${EPOCHREALTIME/./} - T0_US))
+    printf '%d.%ds' $((us / 1000000)) $((us % 1000000 / 100000))
+}
+
 cmd_start() {
-    local t0=$SECONDS
+    T0_US=${EPOCHREALTIME/./}
     DEADLINE=$((SECONDS + TIMEOUT))
     ensure_packages
     command -v curl >/dev/null || die "curl is required"
@@ -391,12 +422,13 @@ cmd_start() {
         >"$LOGS/setup.log" 2>&1 || die "ceph-authtool failed" "$LOGS/setup.log"
     monmaptool --create --fsid "$FSID" --addv "$MON_ID" "[v2:127.0.0.1:$MON_PORT]" \
         "$DIR/monmap" >>"$LOGS/setup.log" 2>&1 || die "monmaptool failed" "$LOGS/setup.log"
-    ceph-mon -c "$CONF" -i "$MON_ID" --mkfs --monmap "$DIR/monmap" --keyring "$DIR/keyring" \
+    bounded ceph-mon -c "$CONF" -i "$MON_ID" --mkfs --monmap "$DIR/monmap" --keyring "$DIR/keyring" \
         >>"$LOGS/setup.log" 2>&1 || die "ceph-mon --mkfs failed" "$LOGS/mon.$MON_ID.log"
     # Without -f the daemon forks; the parent returns once the child is up.
-    ceph-mon -c "$CONF" -i "$MON_ID" </dev/null >>"$LOGS/setup.log" 2>&1 ||
+    bounded ceph-mon -c "$CONF" -i "$MON_ID" </dev/null >>"$LOGS/setup.log" 2>&1 ||
         die "ceph-mon failed to start" "$LOGS/mon.$MON_ID.log"
     wait_for "the monitor" "$LOGS/mon.$MON_ID.log" ceph-mon mon_up
+    log "monitor up after $(elapsed)"
 
     # --- OSD ---------------------------------------------------------------
     local osd_uuid osd_id
@@ -405,29 +437,34 @@ cmd_start() {
         die "'ceph osd new' failed" "$LOGS/setup.log"
     [[ $osd_id =~ ^[0-9]+$ ]] || die "'ceph osd new' returned '$osd_id'"
     mkdir -p "$DIR/osd/ceph-$osd_id"
-    ceph-osd -c "$CONF" -i "$osd_id" --mkfs --osd-uuid "$osd_uuid" </dev/null \
+    bounded ceph-osd -c "$CONF" -i "$osd_id" --mkfs --osd-uuid "$osd_uuid" </dev/null \
         >>"$LOGS/setup.log" 2>&1 || die "ceph-osd --mkfs failed" "$LOGS/osd.$osd_id.log"
-    ceph-osd -c "$CONF" -i "$osd_id" </dev/null >>"$LOGS/setup.log" 2>&1 ||
+    bounded ceph-osd -c "$CONF" -i "$osd_id" </dev/null >>"$LOGS/setup.log" 2>&1 ||
         die "ceph-osd failed to start" "$LOGS/osd.$osd_id.log"
     wait_for "the OSD to be up" "$LOGS/osd.$osd_id.log" ceph-osd osd_up
+    log "OSD up after $(elapsed)"
 
     # --- radosgw -----------------------------------------------------------
     # On first start radosgw creates its pools and the default zone.
-    radosgw -c "$CONF" -n "$RGW_NAME" </dev/null >>"$LOGS/setup.log" 2>&1 ||
+    bounded radosgw -c "$CONF" -n "$RGW_NAME" </dev/null >>"$LOGS/setup.log" 2>&1 ||
         die "radosgw failed to start" "$LOGS/$RGW_NAME.log"
     wait_for "radosgw to answer HTTP on 127.0.0.1:$RGW_PORT" "$LOGS/$RGW_NAME.log" radosgw http_up
+    log "radosgw answering HTTP after $(elapsed)"
 
     # --- S3 user and bucket --------------------------------------------------
     local ak sk code
     ak=WK$(randhex 9 | tr 'a-f' 'A-F')   # 20 characters, like AWS access keys
     sk=$(randhex 20)                     # 40 characters
-    timeout "$(($(remaining) > 10 ? $(remaining) : 10))" \
-        radosgw-admin -c "$CONF" user create --uid=wasmkeep --display-name="WasmKeep tests" \
+    bounded radosgw-admin -c "$CONF" user create --uid=wasmkeep --display-name="WasmKeep tests" \
         --access-key="$ak" --secret-key="$sk" >>"$LOGS/setup.log" 2>&1 ||
         die "radosgw-admin user create failed" "$LOGS/setup.log"
+    # curl 7.88 signs the SHA-256 of the (empty) body but does not send the
+    # x-amz-content-sha256 header; RGW then assumes "UNSIGNED-PAYLOAD" and the
+    # signatures differ (403 SignatureDoesNotMatch).  Sending the header makes
+    # curl sign exactly what RGW checks.
     code=$(curl -sS -o "$LOGS/create-bucket.out" -w '%{http_code}' -m 30 \
         --aws-sigv4 "aws:amz:$REGION:s3" --user "$ak:$sk" \
-        -X PUT "http://127.0.0.1:$RGW_PORT/$BUCKET" 2>>"$LOGS/setup.log") || true
+        -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' -X PUT "http://127.0.0.1:$RGW_PORT/$BUCKET" 2>>"$LOGS/setup.log") || true
     [[ $code == 200 ]] || die "creating bucket $BUCKET returned HTTP $code" "$LOGS/create-bucket.out"
 
     cat >"$ENVF" <<EOF
@@ -438,7 +475,7 @@ export AWS_ACCESS_KEY_ID=$ak
 export AWS_SECRET_ACCESS_KEY=$sk
 EOF
     STARTING=0
-    log "ready in $((SECONDS - t0))s; environment in $ENVF"
+    log "ready after $(elapsed); environment in $ENVF"
     cat "$ENVF"
 }
 
@@ -453,6 +490,6 @@ set_paths "${2:-}"
 case $cmd in
 start) cmd_start ;;
 stop) cmd_stop ;;
-status) cmd_status ;;
+status) cmd_status || exit 1 ;;
 *) usage ;;
 esac
