@@ -49,7 +49,9 @@ Result<Version> MemBucket::ApplyPut(const std::string& key, std::string body,
       break;
   }
   Version v = NextVersion();
-  objects_[key] = Object{std::move(body), v};
+  auto& stored = objects_[key];
+  stored = Object{std::move(body), v};
+  if (put_observer_) put_observer_(key, stored.body, v);
   return v;
 }
 
@@ -88,8 +90,10 @@ Result<ListPage> MemBucket::ApplyList(const ListOptions& options) {
   return page;
 }
 
-MemStore::MemStore(Env& env, std::shared_ptr<MemBucket> bucket, FaultHook hook)
-    : env_(env), bucket_(std::move(bucket)), hook_(std::move(hook)) {}
+MemStore::MemStore(Env& env, std::shared_ptr<MemBucket> bucket, FaultHook hook, Env* transit)
+    : env_(env), transit_(transit ? *transit : env), bucket_(std::move(bucket)), hook_(std::move(hook)) {}
+
+MemStore::~MemStore() { *alive_ = false; }
 
 template <typename R>
 Task<R> MemStore::Run(StoreOp op, std::string key, bool is_write, CallOptions options,
@@ -114,9 +118,10 @@ Task<R> MemStore::Run(StoreOp op, std::string key, bool is_write, CallOptions op
   // back. All of it happens whether or not the caller still waits: a write the caller
   // gave up on may still be applied, exactly as on a real bucket.
   Env& env = env_;
-  auto deliver = [&env, reply, fault, apply = std::move(apply)]() mutable {
+  // The reply travels on the caller's clock; a dead caller hears nothing.
+  auto deliver = [&env, alive = alive_, reply, fault, apply = std::move(apply)]() mutable {
     R result = fault.fail_before_apply ? R(*fault.fail_before_apply) : apply();
-    if (fault.lose_reply) return;
+    if (fault.lose_reply || !*alive) return;  // nobody to answer: the caller is gone
     if (fault.reply_delay == Duration(0)) {
       reply.Set(std::move(result));
     } else {
@@ -128,7 +133,7 @@ Task<R> MemStore::Run(StoreOp op, std::string key, bool is_write, CallOptions op
   if (fault.request_delay == Duration(0)) {
     deliver();
   } else {
-    env_.StartTimer(env_.MonoNow() + fault.request_delay, std::move(deliver));
+    transit_.StartTimer(transit_.MonoNow() + fault.request_delay, std::move(deliver));
   }
   R result = co_await reply.Wait();
   env_.CancelTimer(deadline);

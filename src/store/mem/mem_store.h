@@ -49,6 +49,12 @@ class MemBucket {
   const std::map<std::string, Object>& objects() const { return objects_; }
   const RequestCounts& counts() const { return counts_; }
 
+  // Called after every applied put (simulator checkers watch what actually landed, and
+  // when, as opposed to what a caller heard back).
+  using PutObserver = std::function<void(const std::string& key, const std::string& body,
+                                         const Version& version)>;
+  void set_put_observer(PutObserver o) { put_observer_ = std::move(o); }
+
   // The operations as applied at the bucket (what MemStore calls once a request
   // "arrives"). Exposed so that checkers can reason about exactly what was applied.
   Result<GetOutput> ApplyGet(const std::string& key);
@@ -61,6 +67,7 @@ class MemBucket {
   Version NextVersion() { return Version("m" + std::to_string(++last_version_)); }
 
   std::map<std::string, Object> objects_;
+  PutObserver put_observer_;
   std::uint64_t last_version_ = 0;
   RequestCounts counts_;
 };
@@ -83,7 +90,12 @@ using FaultHook = std::function<OpFault(const OpInfo&)>;
 
 class MemStore final : public ObjectStore {
  public:
-  MemStore(Env& env, std::shared_ptr<MemBucket> bucket, FaultHook hook = nullptr);
+  // transit, if given, times the request's way to the bucket instead of env: in the
+  // simulator it is the bucket's own clock, so a request in flight still lands after the
+  // process that sent it died (as on a real bucket).
+  MemStore(Env& env, std::shared_ptr<MemBucket> bucket, FaultHook hook = nullptr,
+           Env* transit = nullptr);
+  ~MemStore() override;
 
   Task<Result<GetOutput>> Get(std::string key, CallOptions options) override;
   Task<Result<ObjectMeta>> Head(std::string key, CallOptions options) override;
@@ -104,8 +116,11 @@ class MemStore final : public ObjectStore {
               std::function<R()> apply);
 
   Env& env_;
+  Env& transit_;
   std::shared_ptr<MemBucket> bucket_;
   FaultHook hook_;
+  // Cleared on destruction: requests still in transit land, but their replies go nowhere.
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
 }  // namespace wk

@@ -1,0 +1,42 @@
+// ClusterNode: the cluster part of one node process — its node lease, the listing
+// (membership) and the fence watch — wired together on one Env and one ObjectStore.
+// `wasmkeep serve` runs one; the simulator runs several in one process.
+//
+// Run() returns when the lease ends: kStopped after Stop(), kLost or kTwin otherwise, in
+// which case the process must exit at once with a non-zero status (ADR §1), releasing
+// nothing.
+//
+// Threading: Env loop thread only. Destroy only after Run has returned or the Env's tasks
+// were cancelled.
+#pragma once
+
+#include <memory>
+
+#include "cluster/fence_watch.h"
+#include "cluster/membership.h"
+#include "cluster/node_lease.h"
+
+namespace wk {
+
+class ClusterNode {
+ public:
+  ClusterNode(Env& env, ObjectStore& store, NodeIdentity identity, LeaseTiming timing,
+              std::string instance);
+
+  Task<LeaseEnd> Run();
+  // Clean stop of the cluster part (the lease's released write last).
+  Task<Status> Stop(Duration limit);
+
+  NodeLease& lease() { return lease_; }
+  const NodeLease& lease() const { return lease_; }
+  Membership& membership() { return membership_; }
+  FenceWatch& fence_watch() { return fence_watch_; }
+
+ private:
+  Env& env_;
+  NodeLease lease_;
+  Membership membership_;
+  FenceWatch fence_watch_;
+};
+
+}  // namespace wk

@@ -1,0 +1,72 @@
+// Membership: the listing task (ADR 0020 §1, "the heartbeat listing"), separate from the
+// lease task so a slow listing never delays a lease write.
+//
+// Every heartbeat period it lists nodes/ and reads each body, one after another (the
+// ADR's cost model: one LIST and N GETs per period). The result is the membership view:
+// which nodes are live, by their objects alone. A fenced or released object, an old
+// format, a corrupt body or a missing object is not live, whatever its age.
+//
+// Listeners (the fence watch) get every completed listing. The view carries no versions:
+// only a fence decision needs one, and it makes its own versioned read (§2).
+//
+// Threading: Env loop thread only; Run is one task.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cluster/node_record.h"
+#include "cluster/timing.h"
+#include "env/env.h"
+#include "store/object_store.h"
+
+namespace wk {
+
+struct NodeView {
+  std::string node_id;
+  std::optional<NodeRecord> record;     // a wasmkeep-node 3 object
+  std::optional<OldHeartbeat> old;      // an old-format heartbeat
+  std::string error;                    // corrupt or unreadable, if neither
+  // When this listing's (state, instance, written_at) was first seen unchanged.
+  MonoTime unchanged_since{};
+
+  bool live() const { return record && record->state == LeaseState::kLive; }
+};
+
+struct ListingStats {
+  std::uint64_t listings = 0;
+  std::uint64_t failures = 0;
+  Duration last_duration{0};
+  double total_seconds = 0;
+};
+
+class Membership {
+ public:
+  using Listener = std::function<void(const std::map<std::string, NodeView>&)>;
+
+  Membership(Env& env, ObjectStore& store, LeaseTiming timing);
+
+  // Lists every heartbeat period until cancelled.
+  Task<void> Run();
+  // One listing now (also used by `cluster status`). Returns the view or the error.
+  Task<Status> ListOnce();
+
+  const std::map<std::string, NodeView>& view() const { return view_; }
+  // Whether the view shows node_id live under exactly this instance (routing's test).
+  bool IsLive(const std::string& node_id, const std::string& instance) const;
+  const ListingStats& stats() const { return stats_; }
+  void AddListener(Listener l) { listeners_.push_back(std::move(l)); }
+
+ private:
+  Env& env_;
+  ObjectStore& store_;
+  const LeaseTiming timing_;
+  std::map<std::string, NodeView> view_;
+  ListingStats stats_;
+  std::vector<Listener> listeners_;
+};
+
+}  // namespace wk
