@@ -247,6 +247,14 @@ Task<NodeLease::CheckResult> NodeLease::StartCheck(std::string* twin_message) {
 
   // Our own instance, live: a write of ours from an earlier round of this check landed.
   auto ours = [&] { return record && record->state == LeaseState::kLive && record->instance == instance_; };
+  // Our own instance, fenced or released by someone else: a first write of ours landed
+  // unacknowledged and was then fenced. That instance may never be valid again (records
+  // naming it may already be free): the lease is lost, as the re-read rule says.
+  auto ours_ended = [&] { return record && record->state != LeaseState::kLive && record->instance == instance_; };
+  if (ours_ended()) {
+    *twin_message = key_ + " is " + Describe(*record) + ": this process's own lease was ended before it was acknowledged";
+    co_return CheckResult::kLost;
+  }
 
   const MonoTime deadline = env_.MonoNow() + timing_.takeover_after();
   WK_LOG_INFO("start check", {{"node", identity_.node_id},
@@ -280,6 +288,10 @@ Task<NodeLease::CheckResult> NodeLease::StartCheck(std::string* twin_message) {
       }
       seen = now_seen;
       record = again_record;
+      if (ours_ended()) {
+        *twin_message = key_ + " is " + Describe(*record) + ": this process's own lease was ended before it was acknowledged";
+        co_return CheckResult::kLost;
+      }
     }
   }
   co_return CheckResult::kGo;
@@ -301,6 +313,10 @@ Task<LeaseEnd> NodeLease::Run() {
     if (check == CheckResult::kTwin) {
       Lose(twin);
       co_return end(LeaseEndReason::kTwin, twin);
+    }
+    if (check == CheckResult::kLost) {
+      Lose(twin);
+      co_return end(LeaseEndReason::kLost, twin);
     }
     // A write of ours found live by the check: re-read rule adopts it.
     Precondition first = last_check_version_ ? Precondition::IfMatch(*last_check_version_)

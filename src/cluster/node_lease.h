@@ -132,7 +132,8 @@ class NodeLease {
   void set_mutants(LeaseMutants m) { mutants_ = m; }
 
  private:
-  enum class CheckResult { kGo, kTwin };
+  enum class CheckResult { kGo, kTwin, kLost };
+  // *why explains a kTwin or kLost.
   Task<CheckResult> StartCheck(std::string* twin_message);
   // One write of a live record. Returns the status; on success updates the lease.
   Task<Status> WriteLive(Precondition condition, Duration timeout);

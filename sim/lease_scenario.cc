@@ -1,0 +1,482 @@
+// The `lease` scenario: node leases, the listing and the fence watch of three nodes,
+// under a faulty bucket, clock skew at the bound, kills, restarts, twins, partitions,
+// outages and clean stops. See docs/simulation.md for the fault model and checkers.
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <random>
+#include <set>
+
+#include "cluster/cluster_node.h"
+#include "env/sim_env.h"
+#include "scenario.h"
+#include "store/mem/mem_store.h"
+
+namespace wk::sim {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr int kSlots = 3;
+constexpr std::int64_t kOriginMs = 1'764'000'000'000;
+constexpr Duration kChaosFor = seconds(200);
+constexpr Duration kHealFor = seconds(60);
+// A checker's slack for millisecond truncation of wall clocks.
+constexpr Duration kTolerance = milliseconds(2);
+
+// Forwards to a store and reports every put as it is sent.
+class RecordingStore final : public ObjectStore {
+ public:
+  using OnSend = std::function<void(const std::string& key, const std::string& body)>;
+  RecordingStore(ObjectStore& inner, OnSend on_send) : inner_(inner), on_send_(std::move(on_send)) {}
+  Task<Result<GetOutput>> Get(std::string key, CallOptions o) override { return inner_.Get(std::move(key), o); }
+  Task<Result<ObjectMeta>> Head(std::string key, CallOptions o) override { return inner_.Head(std::move(key), o); }
+  Task<Result<Version>> Put(std::string key, std::string body, Precondition c, CallOptions o) override {
+    on_send_(key, body);
+    return inner_.Put(std::move(key), std::move(body), std::move(c), o);
+  }
+  Task<Status> Delete(std::string key, Precondition c, CallOptions o) override {
+    return inner_.Delete(std::move(key), std::move(c), o);
+  }
+  Task<Result<ListPage>> List(ListOptions l, CallOptions o) override { return inner_.List(std::move(l), o); }
+  std::string Describe() const override { return "recording:" + inner_.Describe(); }
+
+ private:
+  ObjectStore& inner_;
+  OnSend on_send_;
+};
+
+struct Process {
+  int number = 0;
+  int slot = 0;
+  bool twin = false;
+  std::string node_id;
+  std::string instance;
+  Duration skew{0};
+  std::unique_ptr<SimEnv> env;
+  std::unique_ptr<MemStore> mem;
+  std::unique_ptr<RecordingStore> store;
+  std::unique_ptr<ClusterNode> node;
+  bool running = false;
+  bool stopping = false;
+  std::optional<LeaseEnd> end;
+};
+
+// What the checkers know of a fence sent by a node, keyed by its body.
+struct FenceSend {
+  int sender = 0;
+  MonoTime sent{};
+  WallTime sender_wall{};
+  bool sender_valid = false;
+  std::optional<MonoTime> sender_valid_since;
+};
+
+class LeaseSim {
+ public:
+  explicit LeaseSim(const RunOptions& options)
+      : options_(options), world_(options.seed), rng_(options.seed ^ 0x9e3779b97f4a7c15ULL),
+        bucket_env_(world_, FromUnixMs(kOriginMs)), bucket_(std::make_shared<MemBucket>()) {
+    timing_ = LeaseTiming{};
+    bucket_->set_put_observer([this](const std::string& key, const std::string& body, const Version&) {
+      OnLanded(key, body);
+    });
+    for (int s = 0; s < kSlots; ++s) {
+      // Skew at the bound half of the time, anywhere within it otherwise.
+      const auto max = timing_.max_skew;
+      switch (Uniform(0, 3)) {
+        case 0: slot_skew_[s] = max; break;
+        case 1: slot_skew_[s] = -max; break;
+        default: slot_skew_[s] = milliseconds(Uniform(-Ms(max), Ms(max)));
+      }
+    }
+  }
+
+  RunResult Run() {
+    for (int s = 0; s < kSlots; ++s) StartProcess(s, false);
+    ScheduleChaos();
+    const MonoTime chaos_end = MonoTime(kChaosFor);
+    const MonoTime end = chaos_end + kHealFor;
+    while (world_.Now() < end && result_.violations.size() < 5) {
+      if (!world_.RunOne()) break;
+      if (!healed_ && world_.Now() >= chaos_end) Heal();
+      CheckEveryStep();
+    }
+    FinalChecks();
+    for (auto& [n, p] : processes_) Teardown(*p);
+    result_.ok = result_.violations.empty();
+    result_.history_digest = digest_;
+    result_.trace.assign(trace_.begin(), trace_.end());
+    return std::move(result_);
+  }
+
+ private:
+  // ---- randomness and tracing
+  std::int64_t Uniform(std::int64_t lo, std::int64_t hi) {  // inclusive
+    return lo + static_cast<std::int64_t>(rng_() % static_cast<std::uint64_t>(hi - lo + 1));
+  }
+  bool Chance(double p) { return static_cast<double>(rng_() % 1'000'000) < p * 1'000'000; }
+  static std::int64_t Ms(Duration d) { return std::chrono::duration_cast<milliseconds>(d).count(); }
+  std::string Now() const { return std::to_string(Ms(world_.Now().time_since_epoch())) + "ms"; }
+
+  void Trace(const std::string& line) {
+    std::string full = Now() + " " + line;
+    for (char c : full) digest_ = (digest_ ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+    trace_.push_back(std::move(full));
+    while (trace_.size() > options_.trace_lines) trace_.pop_front();
+  }
+  void Violation(const std::string& what) {
+    Trace("VIOLATION " + what);
+    result_.violations.push_back(Now() + " " + what);
+  }
+
+  // ---- processes
+  void StartProcess(int slot, bool twin) {
+    auto p = std::make_unique<Process>();
+    p->number = next_process_++;
+    p->slot = slot;
+    p->twin = twin;
+    p->node_id = "n" + std::to_string(slot);
+    p->skew = slot_skew_[slot];
+    p->env = std::make_unique<SimEnv>(world_, FromUnixMs(kOriginMs), p->skew);
+    p->instance = p->env->RandomHex(8);
+    instance_skew_[p->instance] = p->skew;
+    instance_process_[p->instance] = p->number;
+    const int number = p->number;
+    p->mem = std::make_unique<MemStore>(*p->env, bucket_, [this, slot](const OpInfo& op) { return Fault(slot, op); },
+                                        &bucket_env_);
+    p->store = std::make_unique<RecordingStore>(*p->mem, [this, number](const std::string& k, const std::string& b) {
+      OnSend(number, k, b);
+    });
+    p->node = std::make_unique<ClusterNode>(*p->env, *p->store, NodeIdentity{p->node_id, "sim", "sim", ""}, timing_,
+                                            p->instance);
+    LeaseMutants lm;
+    lm.validity_from_reply = options_.mutant == "validity-from-reply";
+    p->node->lease().set_mutants(lm);
+    FenceMutants fm;
+    fm.unconditional_fence = options_.mutant == "unconditional-fence";
+    fm.no_watch_wait = options_.mutant == "no-watch-wait";
+    p->node->fence_watch().set_mutants(fm);
+    p->node->lease().set_observer({
+        [this, number](std::uint64_t e) { Trace("p" + std::to_string(number) + " valid epoch " + std::to_string(e)); },
+        [this, number](std::uint64_t) {
+          ++result_.lapses;
+          Trace("p" + std::to_string(number) + " lapsed");
+        },
+        [this, number](const std::string& why) { Trace("p" + std::to_string(number) + " lost: " + why); },
+    });
+    p->running = true;
+    Trace("start p" + std::to_string(number) + " as " + p->node_id + (twin ? " (twin)" : "") + " instance " +
+          p->instance + " skew " + std::to_string(Ms(p->skew)) + "ms");
+    Process* raw = p.get();
+    processes_[number] = std::move(p);
+    raw->env->Spawn(RunProcess(raw), "process");
+  }
+
+  Task<void> RunProcess(Process* p) {
+    LeaseEnd end = co_await p->node->Run();
+    p->end = end;
+    p->running = false;
+    if (end.reason != LeaseEndReason::kStopped) ++result_.lost_leases;
+    Trace("p" + std::to_string(p->number) + " exits: " + std::string(LeaseEndReasonName(end.reason)) + " " +
+          end.message);
+    // The supervisor restarts a node that exited (systemd Restart=on-failure); a twin is
+    // a mistake nobody restarts. Teardown happens outside the process's own stack.
+    // A clean stop is reaped by StopProcess once `released` is written.
+    if (end.reason == LeaseEndReason::kStopped) co_return;
+    const int number = p->number;
+    const int slot = p->slot;
+    bucket_env_.Post([this, number] { Reap(number); });
+    ScheduleRestart(slot, milliseconds(Uniform(500, 5000)));
+  }
+
+  void Teardown(Process& p) {
+    // Killing a process: its frames go with its Env; requests it sent stay in transit.
+    p.env.reset();
+    p.node.reset();
+    p.store.reset();
+    p.mem.reset();
+    p.running = false;
+  }
+
+  void Reap(int number) {
+    auto it = processes_.find(number);
+    if (it == processes_.end()) return;
+    if (it->second->stopping) pending_start_.erase(it->second->slot);
+    Teardown(*it->second);
+    processes_.erase(it);
+  }
+
+  // The running process of a slot (a twin that took over counts: the supervisor cannot
+  // tell them apart either).
+  Process* Primary(int slot) {
+    for (auto& [n, p] : processes_)
+      if (p->slot == slot && p->running && !p->stopping) return p.get();
+    return nullptr;
+  }
+  int Running(int slot) const {
+    int n = 0;
+    for (auto& [num, p] : processes_)
+      if (p->slot == slot && p->running) ++n;
+    return n;
+  }
+
+  void ScheduleRestart(int slot, Duration after) {
+    bucket_env_.StartTimer(world_.Now() + after, [this, slot] {
+      if (Running(slot) == 0 && !pending_start_.count(slot)) StartProcess(slot, false);
+    });
+  }
+
+  // ---- faults
+  OpFault Fault(int slot, const OpInfo&) {
+    OpFault f;
+    const MonoTime now = world_.Now();
+    if (now < outage_until_ || now < partitioned_until_[slot]) {
+      // Cut off: refused before it reaches the bucket.
+      f.request_delay = milliseconds(Uniform(1, 20));
+      f.fail_before_apply = Retryable("simulated: bucket unreachable");
+      return f;
+    }
+    if (healed_) {
+      f.request_delay = milliseconds(Uniform(1, 30));
+      f.reply_delay = milliseconds(Uniform(1, 30));
+      return f;
+    }
+    f.request_delay = milliseconds(Uniform(1, 40));
+    f.reply_delay = milliseconds(Uniform(1, 40));
+    const auto roll = Uniform(0, 999);
+    if (roll < 20) {
+      f.request_delay = milliseconds(Uniform(500, 4000));  // applied late
+    } else if (roll < 40) {
+      f.lose_reply = true;  // landed, the caller never hears
+    } else if (roll < 60) {
+      f.fail_before_apply = Retryable("simulated: SlowDown");
+    } else if (roll < 110) {
+      f.reply_delay = milliseconds(Uniform(500, 3000));  // slow answer
+    }
+    return f;
+  }
+
+  void ScheduleChaos() {
+    const Duration next = milliseconds(Uniform(2000, 12000));
+    bucket_env_.StartTimer(world_.Now() + next, [this] {
+      if (world_.Now() >= MonoTime(kChaosFor)) return;
+      ChaosStep();
+      ScheduleChaos();
+    });
+  }
+
+  void ChaosStep() {
+    const auto roll = Uniform(0, 99);
+    const int slot = static_cast<int>(Uniform(0, kSlots - 1));
+    if (roll < 25) {
+      if (Process* p = Primary(slot)) {
+        ++result_.kills;
+        Trace("kill p" + std::to_string(p->number));
+        Reap(p->number);
+        ScheduleRestart(slot, milliseconds(Uniform(500, 25000)));
+      }
+    } else if (roll < 50) {
+      ++result_.partitions;
+      // Half of the cuts end near the fencing bound (ttl + grace), where a node coming back
+      // races the peer deciding to fence it.
+      const Duration d = Chance(0.5) ? milliseconds(Uniform(14000, 19000)) : milliseconds(Uniform(2000, 25000));
+      partitioned_until_[slot] = world_.Now() + d;
+      Trace("partition n" + std::to_string(slot) + " for " + std::to_string(Ms(d)) + "ms");
+    } else if (roll < 60) {
+      if (Running(slot) == 1) {
+        ++result_.twins;
+        StartProcess(slot, true);
+      }
+    } else if (roll < 70) {
+      ++result_.outages;
+      const Duration d = milliseconds(Uniform(5000, 30000));
+      outage_until_ = world_.Now() + d;
+      Trace("bucket outage for " + std::to_string(Ms(d)) + "ms");
+    } else if (roll < 85) {
+      if (Process* p = Primary(slot); p && !p->stopping) {
+        ++result_.clean_stops;
+        p->stopping = true;
+        Trace("clean stop p" + std::to_string(p->number));
+        p->env->Spawn(StopProcess(p, slot), "stop");
+      }
+    }
+  }
+
+  Task<void> StopProcess(Process* p, int slot) {
+    pending_start_.insert(slot);
+    Status s = co_await p->node->Stop(seconds(5));
+    Trace("p" + std::to_string(p->number) + " stopped: " + s.ToString());
+    pending_start_.erase(slot);
+    const int number = p->number;
+    bucket_env_.Post([this, number] { Reap(number); });
+    ScheduleRestart(slot, milliseconds(Uniform(200, 10000)));
+  }
+
+  void Heal() {
+    healed_ = true;
+    outage_until_ = MonoTime{};
+    for (auto& t : partitioned_until_) t = MonoTime{};
+    Trace("heal: no more faults");
+    for (int s = 0; s < kSlots; ++s)
+      if (Running(s) == 0) ScheduleRestart(s, milliseconds(100));
+  }
+
+  // ---- what the bucket saw
+  MonoTime SendTrue(const std::string& instance, WallTime written_at) const {
+    auto it = instance_skew_.find(instance);
+    const Duration skew = it == instance_skew_.end() ? Duration(0) : it->second;
+    return MonoTime(milliseconds(ToUnixMs(written_at) - kOriginMs)) - skew;
+  }
+
+  void OnSend(int number, const std::string& key, const std::string& body) {
+    auto it = processes_.find(number);
+    if (it == processes_.end()) return;
+    Process& p = *it->second;
+    if (p.end && p.end->reason != LeaseEndReason::kStopped) {
+      Violation("p" + std::to_string(number) + " sent a write to " + key + " after its lease was lost");
+    }
+    auto obj = DecodeNodeObject(body);
+    if (!obj.ok() || !std::holds_alternative<NodeRecord>(*obj)) return;
+    const auto& r = std::get<NodeRecord>(*obj);
+    if (r.state == LeaseState::kFenced) {
+      fence_sends_[body] = FenceSend{number, world_.Now(), p.env->WallNow(), p.node->lease().IsValid(),
+                                     p.node->lease().valid_since()};
+    }
+  }
+
+  void OnLanded(const std::string& key, const std::string& body) {
+    if (!key.starts_with(kNodesPrefix)) return;
+    auto obj = DecodeNodeObject(body);
+    if (!obj.ok() || !std::holds_alternative<NodeRecord>(*obj)) return;
+    const auto& r = std::get<NodeRecord>(*obj);
+    const MonoTime bound = SendTrue(r.instance, r.written_at) + timing_.validity();
+    if (r.state == LeaseState::kLive) {
+      ++result_.lease_writes;
+      auto& b = landed_bound_[r.instance];
+      b = std::max(b, bound);
+      return;
+    }
+    Trace(key + " " + std::string(LeaseStateName(r.state)) + " instance " + r.instance + " written_at " +
+          std::to_string(ToUnixMs(r.written_at) - kOriginMs));
+    if (r.state != LeaseState::kFenced) return;
+    ++result_.fences;
+    auto f = fence_bound_.find(r.instance);
+    if (f == fence_bound_.end() || bound < f->second) fence_bound_[r.instance] = bound;
+    auto sent = fence_sends_.find(body);
+    if (sent == fence_sends_.end()) {
+      Violation("a fence of " + key + " landed that no node sent");
+      return;
+    }
+    const FenceSend& s = sent->second;
+    const std::string who = "p" + std::to_string(s.sender);
+    // No node treats another as free earlier than written_at + ttl + grace on its clock.
+    if (s.sender_wall < r.written_at + timing_.takeover_after()) {
+      Violation(who + " fenced " + key + " at its wall " + std::to_string(ToUnixMs(s.sender_wall) - kOriginMs) +
+                "ms, before written_at + ttl + grace");
+    }
+    if (!s.sender_valid) Violation(who + " fenced " + key + " without a valid lease of its own");
+    // Judged only from a full watch after its own first acknowledged write after a lapse.
+    if (!s.sender_valid_since || s.sent - *s.sender_valid_since < timing_.fence_watch()) {
+      Violation(who + " fenced " + key + " less than a lease period plus an attempt timeout after its own lease became valid");
+    }
+    // The fenced process must already have stopped acting.
+    CheckProcessBound(r.instance);
+  }
+
+  // ---- invariants
+  void CheckProcessBound(const std::string& instance) {
+    auto pn = instance_process_.find(instance);
+    if (pn == instance_process_.end()) return;
+    auto it = processes_.find(pn->second);
+    if (it == processes_.end() || !it->second->running || !it->second->node) return;
+    const NodeLease& lease = it->second->node->lease();
+    if (!lease.IsValid()) return;
+    const std::string who = "p" + std::to_string(pn->second);
+    auto landed = landed_bound_.find(instance);
+    if (landed == landed_bound_.end() || lease.valid_until() > landed->second + kTolerance) {
+      Violation(who + " is valid until " + std::to_string(Ms(lease.valid_until().time_since_epoch())) +
+                "ms, past send + ttl - safety of its last landed write");
+    }
+    auto fenced = fence_bound_.find(instance);
+    if (fenced != fence_bound_.end() && lease.valid_until() > fenced->second + kTolerance) {
+      Violation(who + " is valid until " + std::to_string(Ms(lease.valid_until().time_since_epoch())) +
+                "ms, past the bound of the fence that names it (" +
+                std::to_string(Ms(fenced->second.time_since_epoch())) + "ms)");
+    }
+  }
+
+  void CheckEveryStep() {
+    std::map<std::string, int> valid_per_id;
+    for (auto& [n, p] : processes_) {
+      if (!p->running || !p->node) continue;
+      const NodeLease& lease = p->node->lease();
+      result_.adoptions = std::max<std::uint64_t>(result_.adoptions, lease.stats().adoptions);
+      if (!lease.IsValid()) continue;
+      if (++valid_per_id[p->node_id] > 1) Violation("two processes hold a valid lease for " + p->node_id);
+      CheckProcessBound(p->instance);
+    }
+  }
+
+  void FinalChecks() {
+    for (int s = 0; s < kSlots; ++s) {
+      Process* p = Primary(s);
+      const std::string id = "n" + std::to_string(s);
+      if (p == nullptr) {
+        Violation(id + " has no running process after " + std::to_string(Ms(kHealFor)) + "ms without faults");
+        continue;
+      }
+      if (!p->node->lease().IsValid()) Violation("p" + std::to_string(p->number) + " (" + id + ") is not valid after healing");
+      auto obj = bucket_->objects().find(NodeKey(id));
+      if (obj == bucket_->objects().end()) {
+        Violation(NodeKey(id) + " is missing after healing");
+        continue;
+      }
+      auto decoded = DecodeNodeObject(obj->second.body);
+      const auto* r = decoded.ok() ? std::get_if<NodeRecord>(&*decoded) : nullptr;
+      if (!r || r->state != LeaseState::kLive || r->instance != p->instance) {
+        Violation(NodeKey(id) + " does not name the running process p" + std::to_string(p->number) + " live");
+      }
+    }
+    for (int s = 0; s < kSlots; ++s) {
+      if (Running(s) > 1) Violation("n" + std::to_string(s) + " still has " + std::to_string(Running(s)) + " processes after healing");
+    }
+  }
+
+  RunOptions options_;
+  SimWorld world_;
+  std::mt19937_64 rng_;
+  SimEnv bucket_env_;
+  std::shared_ptr<MemBucket> bucket_;
+  LeaseTiming timing_;
+  Duration slot_skew_[kSlots]{};
+  MonoTime partitioned_until_[kSlots]{};
+  MonoTime outage_until_{};
+  bool healed_ = false;
+  int next_process_ = 0;
+  std::map<int, std::unique_ptr<Process>> processes_;
+  std::set<int> pending_start_;
+  std::map<std::string, Duration> instance_skew_;
+  std::map<std::string, int> instance_process_;
+  std::map<std::string, MonoTime> landed_bound_;
+  std::map<std::string, MonoTime> fence_bound_;
+  std::map<std::string, FenceSend> fence_sends_;
+  std::deque<std::string> trace_;
+  std::uint64_t digest_ = 1469598103934665603ULL;
+  RunResult result_;
+};
+
+}  // namespace
+
+RunResult RunLeaseScenario(const RunOptions& options) { return LeaseSim(options).Run(); }
+
+const std::vector<Scenario>& Scenarios() {
+  static const std::vector<Scenario> all = {
+      {"lease", "node leases, listing and fencing of 3 nodes (ADR 0020 §1, §2, §5)",
+       {"unconditional-fence", "no-watch-wait", "validity-from-reply"}, &RunLeaseScenario},
+  };
+  return all;
+}
+
+}  // namespace wk::sim

@@ -1,0 +1,57 @@
+// The deterministic simulator's scenarios: several nodes of the real cluster code in one
+// process, on one virtual timeline, driven by one seed (ARCHITECTURE.md, "Testing, in
+// layers", 3).
+//
+// A scenario run is a pure function of (scenario, seed, mutant): the same inputs give the
+// same history, which RunResult::history_digest summarises so a test can check it.
+//
+// Threading: single-threaded.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace wk::sim {
+
+struct RunOptions {
+  std::uint64_t seed = 0;
+  // "" (the real design) or one of Mutants() of the scenario: a deliberately broken model
+  // the checkers must catch.
+  std::string mutant;
+  // Keep the last N trace lines for a failure report.
+  std::size_t trace_lines = 60;
+};
+
+struct RunResult {
+  bool ok = true;
+  std::vector<std::string> violations;  // what broke, first first
+  std::vector<std::string> trace;       // the last events before the end
+  std::uint64_t history_digest = 0;     // hash of every traced event
+  // Coverage, so a report can say what the runs exercised.
+  std::uint64_t lease_writes = 0;
+  std::uint64_t fences = 0;
+  std::uint64_t kills = 0;
+  std::uint64_t twins = 0;
+  std::uint64_t partitions = 0;
+  std::uint64_t outages = 0;
+  std::uint64_t lost_leases = 0;
+  std::uint64_t lapses = 0;
+  std::uint64_t adoptions = 0;
+  std::uint64_t clean_stops = 0;
+};
+
+struct Scenario {
+  std::string name;
+  std::string description;
+  std::vector<std::string> mutants;
+  RunResult (*run)(const RunOptions&);
+};
+
+// Every scenario, in a fixed order.
+const std::vector<Scenario>& Scenarios();
+
+// The node lease scenario (ADR 0020 §1, §2, §5).
+RunResult RunLeaseScenario(const RunOptions& options);
+
+}  // namespace wk::sim
