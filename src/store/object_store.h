@@ -18,8 +18,12 @@
 //
 // Versions are opaque tokens. Two reads of an unchanged object may carry different tokens
 // on some stores (R2), so code compares a version only with the one a write or read of the
-// same object returned and uses it only in an If-Match; it never orders versions. A
-// backend never reuses a version for a key, even after delete and re-create.
+// same object returned and uses it only in an If-Match; it never orders versions.
+// mem:// and file:// never reuse a version for a key, even after delete and re-create.
+// On S3 a version is an ETag, the MD5 of the body for a simple PUT: two writes of the same
+// bytes carry the same version. Every format whose writes are conditioned therefore puts
+// something in its body that changes on each write (a written_at, a generation), so that
+// an If-Match can never match a later write of identical bytes.
 //
 // Each call has a per-attempt deadline (CallOptions::timeout): past it the call returns
 // kUnknownOutcome (for a write, the request may still land). Backends may retry internally
