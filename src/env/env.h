@@ -46,6 +46,8 @@ class Env;
 // Copies share one slot. Loop thread only.
 template <typename T>
 class Latch {
+  struct State;  // declared before Awaiter names it (clang requires it)
+
  public:
   Latch(Env& env, std::function<T()> on_cancel)
       : state_(std::make_shared<State>(&env, std::move(on_cancel))) {}

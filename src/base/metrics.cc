@@ -1,0 +1,351 @@
+#include "base/metrics.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <system_error>
+
+#include "base/check.h"
+
+namespace wk {
+
+namespace {
+
+bool IsNameStart(char c, bool allow_colon) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || (allow_colon && c == ':');
+}
+bool IsNameChar(char c, bool allow_colon) {
+  return IsNameStart(c, allow_colon) || (c >= '0' && c <= '9');
+}
+
+// Metric names: [a-zA-Z_:][a-zA-Z0-9_:]*. Label names: the same without ':'.
+bool IsValidName(std::string_view name, bool allow_colon) {
+  if (name.empty() || !IsNameStart(name[0], allow_colon)) return false;
+  return std::all_of(name.begin(), name.end(),
+                     [allow_colon](char c) { return IsNameChar(c, allow_colon); });
+}
+
+// The exposition format is UTF-8; one bad byte in a label value makes Prometheus reject
+// the whole scrape, so it is caught at registration instead.
+bool IsValidUtf8(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto lead = static_cast<unsigned char>(s[i]);
+    std::size_t extra = 0;
+    std::uint32_t cp = 0;
+    if (lead < 0x80) {
+      ++i;
+      continue;
+    } else if ((lead & 0xE0) == 0xC0) {
+      extra = 1;
+      cp = lead & 0x1F;
+    } else if ((lead & 0xF0) == 0xE0) {
+      extra = 2;
+      cp = lead & 0x0F;
+    } else if ((lead & 0xF8) == 0xF0) {
+      extra = 3;
+      cp = lead & 0x07;
+    } else {
+      return false;
+    }
+    if (extra >= s.size() - i) return false;  // truncated sequence
+    for (std::size_t k = 1; k <= extra; ++k) {
+      const auto cont = static_cast<unsigned char>(s[i + k]);
+      if ((cont & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (cont & 0x3F);
+    }
+    // Overlong encodings, UTF-16 surrogates and values past U+10FFFF are not UTF-8.
+    static constexpr std::uint32_t kMinForLength[] = {0, 0x80, 0x800, 0x10000};
+    if (cp < kMinForLength[extra] || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) {
+      return false;
+    }
+    i += extra + 1;
+  }
+  return true;
+}
+
+// HELP text escapes backslash and newline; label values also escape the double quote.
+std::string Escape(std::string_view text, bool escape_quote) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '"' && escape_quote) {
+      out += "\\\"";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string FormatMetricValue(double value) {
+  if (std::isnan(value)) return "NaN";
+  if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
+  if (value == 0) return "0";  // also -0, which would print as "-0"
+  // Large enough for any double in fixed notation (DBL_MAX has 309 integral digits).
+  char buffer[400];
+  std::to_chars_result result;
+  if (std::trunc(value) == value) {
+    // Integral: never an exponent, so counters read "1000000", not "1e+06".
+    result = std::to_chars(buffer, buffer + sizeof(buffer), value, std::chars_format::fixed);
+  } else {
+    result = std::to_chars(buffer, buffer + sizeof(buffer), value);
+  }
+  WK_CHECK(result.ec == std::errc(), "to_chars failed for a metric value");
+  return std::string(buffer, result.ptr);
+}
+
+// ---- Counter and Histogram.
+
+void Counter::Inc(double amount) {
+  // Written as >= so that NaN fails too.
+  WK_CHECK(amount >= 0, "a counter increment must be >= 0");
+  value_.Add(amount);
+}
+
+Histogram::Histogram(std::vector<double> bounds)
+    : bounds_(std::move(bounds)),
+      // Value-initialized: every count starts at 0.
+      counts_(std::make_unique<std::atomic<std::uint64_t>[]>(bounds_.size() + 1)) {}
+
+void Histogram::Observe(double value) {
+  std::size_t bucket = bounds_.size();  // +Inf, also where NaN goes
+  if (!std::isnan(value)) {
+    bucket = static_cast<std::size_t>(
+        std::lower_bound(bounds_.begin(), bounds_.end(), value) - bounds_.begin());
+  }
+  counts_[bucket].fetch_add(1, std::memory_order_relaxed);
+  sum_.Add(value);
+}
+
+std::uint64_t Histogram::CumulativeCount(std::size_t bucket) const {
+  WK_CHECK(bucket <= bounds_.size(), "histogram bucket index out of range");
+  std::uint64_t total = 0;
+  for (std::size_t i = 0; i <= bucket; ++i) total += counts_[i].load(std::memory_order_relaxed);
+  return total;
+}
+
+// ---- The registry.
+
+struct MetricsRegistry::Series {
+  MetricLabels sorted_labels;  // for duplicate detection: label order does not matter
+  std::string rendered_labels;  // `a="x",b="y"` (escaped, no braces), empty if none
+  std::unique_ptr<Counter> counter;
+  std::unique_ptr<Gauge> gauge;
+  std::unique_ptr<GaugeFn> gauge_fn;
+  std::unique_ptr<Histogram> histogram;
+};
+
+struct MetricsRegistry::Family {
+  std::string name;
+  std::string help;
+  Kind kind = Kind::kCounter;
+  // Every sample name this family writes (a histogram writes three), so that no two
+  // families can produce lines with the same name.
+  std::vector<std::string> exposed_names;
+  std::vector<std::unique_ptr<Series>> series;  // registration order
+};
+
+MetricsRegistry::MetricsRegistry() = default;
+MetricsRegistry::~MetricsRegistry() = default;
+
+std::string_view MetricsRegistry::KindName(Kind kind) {
+  switch (kind) {
+    case Kind::kCounter: return "counter";
+    case Kind::kGauge: return "gauge";
+    case Kind::kHistogram: return "histogram";
+  }
+  return "untyped";
+}
+
+MetricsRegistry::Series& MetricsRegistry::AddSeriesLocked(Kind kind, std::string name,
+                                                          std::string help,
+                                                          MetricLabels labels) {
+  WK_CHECK(IsValidName(name, /*allow_colon=*/true), "invalid metric name '" + name + "'");
+  WK_CHECK(!help.empty(), "metric '" + name + "' needs a HELP text");
+  WK_CHECK(labels.size() <= kMaxLabelsPerSeries, "metric '" + name + "' has too many labels");
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    const auto& [label, value] = labels[i];
+    WK_CHECK(IsValidName(label, /*allow_colon=*/false),
+             "metric '" + name + "': invalid label name '" + label + "'");
+    WK_CHECK(!label.starts_with("__"),
+             "metric '" + name + "': label names starting with __ are reserved ('" + label + "')");
+    WK_CHECK(kind != Kind::kHistogram || label != "le",
+             "histogram '" + name + "': the label 'le' is reserved for buckets");
+    WK_CHECK(IsValidUtf8(value), "metric '" + name + "': label '" + label + "' is not UTF-8");
+    for (std::size_t j = 0; j < i; ++j) {
+      WK_CHECK(labels[j].first != label,
+               "metric '" + name + "': label '" + label + "' given twice");
+    }
+  }
+
+  MetricLabels sorted = labels;
+  std::sort(sorted.begin(), sorted.end());
+
+  Family* family = nullptr;
+  for (auto& f : families_) {
+    if (f->name == name) family = f.get();
+  }
+  if (family != nullptr) {
+    WK_CHECK(family->kind == kind,
+             "metric '" + name + "' registered as " + std::string(KindName(family->kind)) +
+                 " and again as " + std::string(KindName(kind)));
+    WK_CHECK(family->help == help, "metric '" + name + "' registered with two HELP texts");
+    for (const auto& s : family->series) {
+      WK_CHECK(s->sorted_labels != sorted,
+               "metric '" + name + "' registered twice with the same labels");
+    }
+  } else {
+    std::vector<std::string> exposed;
+    if (kind == Kind::kHistogram) {
+      exposed = {name + "_bucket", name + "_sum", name + "_count"};
+    } else {
+      exposed = {name};
+    }
+    for (const auto& f : families_) {
+      for (const auto& mine : exposed) {
+        WK_CHECK(std::find(f->exposed_names.begin(), f->exposed_names.end(), mine) ==
+                     f->exposed_names.end(),
+                 "metric '" + name + "' would write '" + mine + "', which '" + f->name +
+                     "' already writes");
+      }
+    }
+    auto created = std::make_unique<Family>();
+    created->name = std::move(name);
+    created->help = std::move(help);
+    created->kind = kind;
+    created->exposed_names = std::move(exposed);
+    family = created.get();
+    families_.push_back(std::move(created));
+  }
+
+  auto series = std::make_unique<Series>();
+  for (const auto& [label, value] : labels) {
+    if (!series->rendered_labels.empty()) series->rendered_labels += ',';
+    series->rendered_labels += label;
+    series->rendered_labels += "=\"";
+    series->rendered_labels += Escape(value, /*escape_quote=*/true);
+    series->rendered_labels += '"';
+  }
+  series->sorted_labels = std::move(sorted);
+  family->series.push_back(std::move(series));
+  return *family->series.back();
+}
+
+Counter& MetricsRegistry::AddCounter(std::string name, std::string help, MetricLabels labels) {
+  std::lock_guard lock(mu_);
+  Series& s = AddSeriesLocked(Kind::kCounter, std::move(name), std::move(help), std::move(labels));
+  s.counter.reset(new Counter());  // private constructor: make_unique cannot reach it
+  return *s.counter;
+}
+
+Gauge& MetricsRegistry::AddGauge(std::string name, std::string help, MetricLabels labels) {
+  std::lock_guard lock(mu_);
+  Series& s = AddSeriesLocked(Kind::kGauge, std::move(name), std::move(help), std::move(labels));
+  s.gauge.reset(new Gauge());
+  return *s.gauge;
+}
+
+GaugeFn& MetricsRegistry::AddCallbackGauge(std::string name, std::string help,
+                                           std::function<double()> fn, MetricLabels labels) {
+  WK_CHECK(static_cast<bool>(fn), "callback gauge '" + name + "' needs a function");
+  std::lock_guard lock(mu_);
+  Series& s = AddSeriesLocked(Kind::kGauge, std::move(name), std::move(help), std::move(labels));
+  s.gauge_fn.reset(new GaugeFn(std::move(fn)));
+  return *s.gauge_fn;
+}
+
+Histogram& MetricsRegistry::AddHistogram(std::string name, std::string help,
+                                         std::vector<double> bucket_bounds, MetricLabels labels) {
+  WK_CHECK(bucket_bounds.size() <= kMaxHistogramBuckets,
+           "histogram '" + name + "' has too many buckets");
+  for (std::size_t i = 0; i < bucket_bounds.size(); ++i) {
+    WK_CHECK(std::isfinite(bucket_bounds[i]),
+             "histogram '" + name + "': bucket bounds must be finite (+Inf is implicit)");
+    WK_CHECK(i == 0 || bucket_bounds[i - 1] < bucket_bounds[i],
+             "histogram '" + name + "': bucket bounds must be strictly increasing");
+  }
+  std::lock_guard lock(mu_);
+  Series& s =
+      AddSeriesLocked(Kind::kHistogram, std::move(name), std::move(help), std::move(labels));
+  s.histogram.reset(new Histogram(std::move(bucket_bounds)));
+  return *s.histogram;
+}
+
+namespace {
+
+// `name{labels} value\n`, or `name{labels,extra} value\n` when extra is non-empty.
+void AppendSample(std::string& out, std::string_view name, std::string_view labels,
+                  std::string_view extra_label, std::string_view value) {
+  out += name;
+  if (!labels.empty() || !extra_label.empty()) {
+    out += '{';
+    out += labels;
+    if (!labels.empty() && !extra_label.empty()) out += ',';
+    out += extra_label;
+    out += '}';
+  }
+  out += ' ';
+  out += value;
+  out += '\n';
+}
+
+}  // namespace
+
+std::string MetricsRegistry::RenderText() const {
+  std::lock_guard lock(mu_);
+  std::string out;
+  for (const auto& family : families_) {
+    out += "# HELP ";
+    out += family->name;
+    out += ' ';
+    out += Escape(family->help, /*escape_quote=*/false);
+    out += "\n# TYPE ";
+    out += family->name;
+    out += ' ';
+    out += KindName(family->kind);
+    out += '\n';
+    for (const auto& s : family->series) {
+      switch (family->kind) {
+        case Kind::kCounter:
+          AppendSample(out, family->name, s->rendered_labels, {},
+                       FormatMetricValue(s->counter->value()));
+          break;
+        case Kind::kGauge: {
+          const double v = s->gauge_fn ? s->gauge_fn->value() : s->gauge->value();
+          AppendSample(out, family->name, s->rendered_labels, {}, FormatMetricValue(v));
+          break;
+        }
+        case Kind::kHistogram: {
+          const Histogram& h = *s->histogram;
+          const std::string bucket_name = family->name + "_bucket";
+          // Each bucket is read once and cumulated here, so the lines are monotonic and
+          // _count equals the +Inf bucket even while other threads observe.
+          std::uint64_t cumulative = 0;
+          for (std::size_t i = 0; i <= h.bounds_.size(); ++i) {
+            cumulative += h.counts_[i].load(std::memory_order_relaxed);
+            const std::string le =
+                "le=\"" +
+                (i < h.bounds_.size() ? FormatMetricValue(h.bounds_[i]) : std::string("+Inf")) +
+                "\"";
+            AppendSample(out, bucket_name, s->rendered_labels, le, std::to_string(cumulative));
+          }
+          AppendSample(out, family->name + "_sum", s->rendered_labels, {},
+                       FormatMetricValue(h.sum()));
+          AppendSample(out, family->name + "_count", s->rendered_labels, {},
+                       std::to_string(cumulative));
+          break;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace wk

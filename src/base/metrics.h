@@ -1,0 +1,211 @@
+// Metrics: a small Prometheus registry (counters, gauges, callback gauges, histograms)
+// rendered in the text exposition format 0.0.4.
+//
+// Concept. A MetricsRegistry owns metric families. A family is one metric name with one
+// type and one HELP text; it holds one or more series, each with a fixed set of labels
+// chosen at registration. Components register their series at start, keep the returned
+// reference, and update it on their hot paths; the admin HTTP server calls RenderText()
+// on each scrape. There are no global registries (STYLE.md rule 10): main owns one
+// MetricsRegistry and passes it by reference to what needs it.
+//
+//   MetricsRegistry registry;
+//   Counter& writes = registry.AddCounter("wk_store_writes_total", "Conditional writes sent.",
+//                                         {{"backend", "s3"}});
+//   writes.Inc();
+//
+// Programmer errors crash (WK_CHECK): an invalid metric or label name, an empty HELP,
+// registering the same name and labels twice, reusing a name with another type or HELP
+// text, a name whose exposed series would collide with another family's (a histogram
+// "x" exposes x_bucket, x_sum and x_count), a negative or NaN counter increment, and
+// histogram bounds that are not finite and strictly increasing.
+//
+// Threading.
+//   - Counter, Gauge and Histogram updates and value() are lock-free and safe from any
+//     thread (the engine's worker threads count too). They never block a scrape.
+//   - Add* and RenderText() are safe from any thread: the registry's structure sits
+//     behind one mutex. The intended use is still "register at start, then only read".
+//   - A callback gauge's function runs inside RenderText(), on the caller's thread and
+//     under the registry's mutex: it must not call the registry, and must only read
+//     state that is safe to read from the thread that scrapes (the loop thread, for the
+//     admin server). It must stay callable for as long as RenderText() may run.
+//   - A scrape is not a snapshot: values updated during it may show either side.
+//     A histogram's _count is computed from its buckets, so _count always equals the
+//     +Inf bucket; _sum may lag or lead them by the observations in flight.
+//
+// References returned by Add* stay valid for the registry's lifetime (there is no
+// unregistering: a series that existed once is expected to exist until exit).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace wk {
+
+// The Content-Type of RenderText()'s output (exposition format 0.0.4).
+inline constexpr std::string_view kPrometheusTextContentType =
+    "text/plain; version=0.0.4; charset=utf-8";
+
+// One series' labels, in the order they are rendered. Names are unique within a series.
+using MetricLabels = std::vector<std::pair<std::string, std::string>>;
+
+// Limits, with their reasons.
+// Every bucket is one line of every scrape of every series; more than this is a mistake
+// (Prometheus' own defaults use 11).
+inline constexpr std::size_t kMaxHistogramBuckets = 64;
+// A series needing more labels than this is a cardinality accident waiting to happen.
+inline constexpr std::size_t kMaxLabelsPerSeries = 16;
+
+namespace internal {
+
+// A double that several threads may add to: a compare-exchange loop over
+// std::atomic<double> (lock-free on every target we build for).
+class AtomicDouble {
+ public:
+  void Add(double delta) {
+    double current = value_.load(std::memory_order_relaxed);
+    while (!value_.compare_exchange_weak(current, current + delta, std::memory_order_relaxed)) {
+    }
+  }
+  void Store(double v) { value_.store(v, std::memory_order_relaxed); }
+  double Load() const { return value_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<double> value_{0.0};
+};
+
+}  // namespace internal
+
+// A value that only goes up (requests served, bytes written). Starts at 0.
+class Counter {
+ public:
+  Counter(const Counter&) = delete;
+  Counter& operator=(const Counter&) = delete;
+
+  // REQUIRES: amount >= 0 (a counter that goes down breaks rate(); use a Gauge).
+  void Inc(double amount = 1);
+  double value() const { return value_.Load(); }
+
+ private:
+  friend class MetricsRegistry;
+  Counter() = default;
+  internal::AtomicDouble value_;
+};
+
+// A value that goes up and down (open connections, queue depth). Starts at 0.
+class Gauge {
+ public:
+  Gauge(const Gauge&) = delete;
+  Gauge& operator=(const Gauge&) = delete;
+
+  void Set(double v) { value_.Store(v); }
+  void Inc(double amount = 1) { value_.Add(amount); }
+  void Dec(double amount = 1) { value_.Add(-amount); }
+  double value() const { return value_.Load(); }
+
+ private:
+  friend class MetricsRegistry;
+  Gauge() = default;
+  internal::AtomicDouble value_;
+};
+
+// A gauge whose value is computed at scrape time by a callback (say, the size of a
+// structure owned by the loop thread, which no other thread may touch).
+class GaugeFn {
+ public:
+  GaugeFn(const GaugeFn&) = delete;
+  GaugeFn& operator=(const GaugeFn&) = delete;
+
+  // Calls the callback (on the caller's thread; see the threading rules above).
+  double value() const { return fn_(); }
+
+ private:
+  friend class MetricsRegistry;
+  explicit GaugeFn(std::function<double()> fn) : fn_(std::move(fn)) {}
+  std::function<double()> fn_;
+};
+
+// Counts observations (latencies, sizes) into buckets with fixed upper bounds, plus
+// their count and sum. Rendered as cumulative `_bucket{le="..."}` lines ending with
+// le="+Inf", then `_sum` and `_count`.
+class Histogram {
+ public:
+  Histogram(const Histogram&) = delete;
+  Histogram& operator=(const Histogram&) = delete;
+
+  // Adds one observation to the first bucket whose bound is >= value (NaN goes to the
+  // +Inf bucket only, and makes the sum NaN, as Prometheus' own clients do).
+  void Observe(double value);
+
+  // The finite upper bounds, as registered (the +Inf bucket is implicit).
+  const std::vector<double>& bounds() const { return bounds_; }
+  // Cumulative count of observations <= bounds()[i]; i == bounds().size() is +Inf.
+  std::uint64_t CumulativeCount(std::size_t bucket) const;
+  std::uint64_t count() const { return CumulativeCount(bounds_.size()); }
+  double sum() const { return sum_.Load(); }
+
+ private:
+  friend class MetricsRegistry;
+  explicit Histogram(std::vector<double> bounds);
+
+  const std::vector<double> bounds_;
+  // Per-bucket (not cumulative) counts, so Observe touches one counter; the last is
+  // the +Inf bucket. Cumulated when read.
+  std::unique_ptr<std::atomic<std::uint64_t>[]> counts_;
+  internal::AtomicDouble sum_;
+};
+
+class MetricsRegistry {
+ public:
+  MetricsRegistry();
+  ~MetricsRegistry();
+  MetricsRegistry(const MetricsRegistry&) = delete;
+  MetricsRegistry& operator=(const MetricsRegistry&) = delete;
+
+  // Each Add* registers one series of family `name` (created on first use, with this
+  // HELP text and type). REQUIRES (programmer errors, see above): name matches
+  // [a-zA-Z_:][a-zA-Z0-9_:]*; help is non-empty and the same for every series of the
+  // family; label names match [a-zA-Z_][a-zA-Z0-9_]*, do not start with "__", are
+  // unique in the series and are at most kMaxLabelsPerSeries; label values are valid
+  // UTF-8; no series of the family has the same label set (in any order).
+  Counter& AddCounter(std::string name, std::string help, MetricLabels labels = {});
+  Gauge& AddGauge(std::string name, std::string help, MetricLabels labels = {});
+  // REQUIRES additionally: fn is non-empty. Shares a family with plain gauges of the
+  // same name (both are TYPE gauge).
+  GaugeFn& AddCallbackGauge(std::string name, std::string help, std::function<double()> fn,
+                            MetricLabels labels = {});
+  // REQUIRES additionally: bucket_bounds are finite, strictly increasing and at most
+  // kMaxHistogramBuckets; no label is named "le" (it is the bucket's label).
+  Histogram& AddHistogram(std::string name, std::string help, std::vector<double> bucket_bounds,
+                          MetricLabels labels = {});
+
+  // The whole exposition (text format 0.0.4): families in registration order, each
+  // with one HELP and one TYPE line, then its series in registration order.
+  std::string RenderText() const;
+
+ private:
+  enum class Kind : std::uint8_t { kCounter, kGauge, kHistogram };
+  struct Series;
+  struct Family;
+
+  static std::string_view KindName(Kind kind);
+  // Validates and appends a series, creating its family if needed. Caller holds mu_.
+  Series& AddSeriesLocked(Kind kind, std::string name, std::string help, MetricLabels labels);
+
+  mutable std::mutex mu_;
+  std::vector<std::unique_ptr<Family>> families_;  // registration order
+};
+
+// Formats a sample value as the exposition format expects: integral values without an
+// exponent or fraction ("42", "-3", "100000000000000000000"), others in their shortest
+// round-trip form ("0.25", "1e-07"), and "+Inf", "-Inf", "NaN". Exposed for tests.
+std::string FormatMetricValue(double value);
+
+}  // namespace wk
