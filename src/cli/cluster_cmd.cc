@@ -1,0 +1,116 @@
+#include "cli/cluster_cmd.h"
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "cluster/operator.h"
+
+namespace wk::cli {
+namespace {
+
+struct ClusterArgs {
+  bool json = false;
+  std::string node;
+  std::string if_match;
+};
+
+std::string Iso(WallTime t) {
+  std::time_t secs = static_cast<std::time_t>(ToUnixMs(t) / 1000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+Task<int> Status_(RealEnv* env, ObjectStore* store, LeaseTiming timing, bool json) {
+  auto nodes = co_await ClusterStatus(*env, *store, timing);
+  if (!nodes.ok()) co_return Fail(nodes.status());
+  bool errors = false;
+  if (json) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& n : *nodes) {
+      nlohmann::json j = {{"node", n.node_id}, {"state", n.state}, {"detail", n.detail},
+                          {"instance", n.instance}, {"address", n.address}, {"version", n.software_version},
+                          {"error", n.error}};
+      if (n.age) j["age_seconds"] = ToSeconds(*n.age);
+      out.push_back(j);
+      errors |= n.error;
+    }
+    std::printf("%s\n", out.dump(2).c_str());
+  } else {
+    std::printf("%-20s %-13s %-8s %-33s %-22s %s\n", "NODE", "STATE", "AGE", "INSTANCE", "ADDRESS", "DETAIL");
+    for (const auto& n : *nodes) {
+      char age[24] = "-";
+      if (n.age) std::snprintf(age, sizeof age, "%.1fs", ToSeconds(*n.age));
+      std::printf("%-20s %-13s %-8s %-33s %-22s %s\n", n.node_id.c_str(), n.state.c_str(), age,
+                  n.instance.empty() ? "-" : n.instance.c_str(), n.address.empty() ? "-" : n.address.c_str(),
+                  n.detail.c_str());
+      errors |= n.error;
+    }
+    if (nodes->empty()) std::printf("(no nodes in the bucket)\n");
+  }
+  if (errors) std::fprintf(stderr, "wasmkeep: some nodes need attention (old version running or corrupt object)\n");
+  co_return kExitOk;
+}
+
+Task<int> Fence(RealEnv* env, ObjectStore* store, LeaseTiming timing, std::string node, std::string if_match) {
+  std::optional<Version> v;
+  if (!if_match.empty()) v = Version(if_match);
+  auto out = co_await OperatorFence(*env, *store, node, timing, v);
+  if (!out.ok()) co_return Fail(out.status());
+  if (!out->written) {
+    std::printf("nodes/%s is already fenced; nothing written\n", node.c_str());
+  } else if (out->created) {
+    std::printf("fenced nodes/%s (no object existed): records naming it are free from %s\n", node.c_str(),
+                Iso(out->free_at).c_str());
+  } else {
+    std::printf("fenced nodes/%s (instance %s, last written %s): its process exits at its next write; "
+                "records naming it are free from %s\n",
+                node.c_str(), out->instance.c_str(), Iso(out->written_at).c_str(), Iso(out->free_at).c_str());
+  }
+  co_return kExitOk;
+}
+
+Task<int> Forget(RealEnv* env, ObjectStore* store, LeaseTiming timing, std::string node) {
+  Status s = co_await OperatorForget(*env, *store, node, timing);
+  if (!s.ok()) co_return Fail(s);
+  std::printf("forgot nodes/%s (a retired old-format heartbeat)\n", node.c_str());
+  co_return kExitOk;
+}
+
+int RunCluster(const GlobalOptions& g, const ClusterArgs& a, int which) {
+  auto config = LoadConfigFromOptions(g);
+  if (!config.ok()) return Fail(config.status());
+  RealEnv env;
+  auto store = OpenBucket(env, g, *config);
+  if (!store.ok()) return Fail(store.status());
+  switch (which) {
+    case 0: return env.RunMain(Status_(&env, store->get(), config->lease, a.json));
+    case 1: return env.RunMain(Fence(&env, store->get(), config->lease, a.node, a.if_match));
+    default: return env.RunMain(Forget(&env, store->get(), config->lease, a.node));
+  }
+}
+
+}  // namespace
+
+void AddClusterCommand(CLI::App& app, const GlobalOptions& globals, int* result) {
+  auto args = std::make_shared<ClusterArgs>();
+  CLI::App* cluster = app.add_subcommand("cluster", "Inspect and manage node leases");
+  cluster->require_subcommand(1);
+
+  CLI::App* status = cluster->add_subcommand("status", "Every node's lease: state, instance, age");
+  status->add_flag("--json", args->json, "Print JSON");
+  status->callback([&globals, args, result] { *result = RunCluster(globals, *args, 0); });
+
+  CLI::App* fence = cluster->add_subcommand("fence", "Fence NODE: its process exits at its next write, its actors become free");
+  fence->add_option("node", args->node, "Node id")->required();
+  fence->add_option("--if-match", args->if_match, "Fence only if nodes/NODE is still at VERSION");
+  fence->callback([&globals, args, result] { *result = RunCluster(globals, *args, 1); });
+
+  CLI::App* forget = cluster->add_subcommand("forget", "Delete a retired node's stale old-format heartbeat");
+  forget->add_option("node", args->node, "Node id")->required();
+  forget->callback([&globals, args, result] { *result = RunCluster(globals, *args, 2); });
+}
+
+}  // namespace wk::cli

@@ -1,0 +1,19 @@
+// `wasmkeep cluster ...`: the operator's view of the node leases (ADR 0020 §2, §6).
+//
+//   wasmkeep cluster status [--json]
+//   wasmkeep cluster fence NODE [--if-match VERSION]
+//   wasmkeep cluster forget NODE
+//
+// Timings come from the config file's [lease] section (they decide when a lease ran out
+// and when an old heartbeat is stale). Documented in docs/cli.md and docs/node-lease.md.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "cli/common.h"
+
+namespace wk::cli {
+
+void AddClusterCommand(CLI::App& app, const GlobalOptions& globals, int* result);
+
+}  // namespace wk::cli

@@ -1,0 +1,47 @@
+// What every wasmkeep command shares: the global options, the exit codes, loading the
+// config file and opening the bucket it names.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+#include "cli/config.h"
+#include "env/real_env.h"
+#include "store/object_store.h"
+
+namespace wk::cli {
+
+// Exit codes are part of the interface (docs/cli.md): scripts tell a lost race from an
+// error, and a supervisor tells a lost lease from a bad config.
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitError = 1,               // fatal or retryable failure
+  kExitUsage = 2,               // bad arguments, input or configuration
+  kExitPreconditionFailed = 3,  // the condition did not hold; nothing changed
+  kExitNotFound = 4,            // no such key or node
+  kExitUnknownOutcome = 5,      // the write may or may not have been applied
+  kExitLeaseLost = 6,           // serve: the node lease was lost (fenced, replaced, deleted)
+  kExitTwin = 7,                // serve: another process runs under this node id
+};
+
+int ExitCodeFor(const Status& status);
+// Prints "wasmkeep: CODE: message" to stderr and returns the exit code for status.
+int Fail(const Status& status);
+
+struct GlobalOptions {
+  std::string bucket_url;   // empty: config file, then the default
+  std::string config_path;  // empty: none
+  double timeout_seconds = 30;
+};
+
+// The config file named by the options (an empty Config when none), with its log level
+// applied.
+Result<Config> LoadConfigFromOptions(const GlobalOptions& g);
+// Opens the bucket: --bucket, else the config file's, else the default. With
+// WASMKEEP_DEBUG_FAULTS set, wraps it in a FaultyStore (tests only; logged loudly).
+Result<std::unique_ptr<ObjectStore>> OpenBucket(RealEnv& env, const GlobalOptions& g, const Config& config);
+// The per-request deadline from --timeout, or kInvalidArgument.
+Result<CallOptions> CallOptionsFrom(const GlobalOptions& g);
+
+}  // namespace wk::cli

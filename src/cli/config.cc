@@ -1,0 +1,112 @@
+#include "cli/config.h"
+
+#include <toml++/toml.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace wk::cli {
+namespace {
+
+// Reads table.key as a string into out; an error names section.key.
+Status ReadString(const toml::table& table, std::string_view section, std::string_view key,
+                  std::optional<std::string>* out) {
+  const toml::node* node = table.get(key);
+  if (node == nullptr) return Status::Ok();
+  if (!node->is_string()) {
+    return InvalidArgument(std::string(section) + "." + std::string(key) + " must be a string");
+  }
+  *out = node->value<std::string>();
+  return Status::Ok();
+}
+
+// Reads table.key (milliseconds, a positive integer) into *out.
+Status ReadMs(const toml::table& table, std::string_view section, std::string_view key, Duration* out) {
+  const toml::node* node = table.get(key);
+  if (node == nullptr) return Status::Ok();
+  auto v = node->value<std::int64_t>();
+  if (!node->is_integer() || !v || *v < 0 || *v > 3'600'000) {
+    return InvalidArgument(std::string(section) + "." + std::string(key) +
+                           " must be a whole number of milliseconds between 0 and 3600000");
+  }
+  *out = std::chrono::milliseconds(*v);
+  return Status::Ok();
+}
+
+Status CheckKeys(const toml::table& table, std::string_view section,
+                 const std::set<std::string_view>& allowed) {
+  for (auto&& [key, value] : table) {
+    if (!allowed.count(key.str())) {
+      return InvalidArgument("unknown setting " + std::string(section) + "." +
+                             std::string(key.str()));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<Config> LoadConfig(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Fatal("cannot read config file " + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  toml::table root;
+  try {
+    root = toml::parse(text.str(), path);
+  } catch (const toml::parse_error& e) {
+    const auto& where = e.source().begin;
+    return InvalidArgument(path + ":" + std::to_string(where.line) + ":" +
+                           std::to_string(where.column) + ": " + std::string(e.description()));
+  }
+  Config config;
+  for (auto&& [name, node] : root) {
+    std::string section(name.str());
+    const toml::table* table = node.as_table();
+    if (table == nullptr) return InvalidArgument(path + ": " + section + " must be a [section]");
+    Status s;
+    if (section == "bucket") {
+      s = CheckKeys(*table, section, {"url"});
+      if (s.ok()) s = ReadString(*table, section, "url", &config.bucket_url);
+    } else if (section == "s3") {
+      s = CheckKeys(*table, section, {"access_key_id", "secret_access_key", "session_token"});
+      if (s.ok()) s = ReadString(*table, section, "access_key_id", &config.access_key_id);
+      if (s.ok()) s = ReadString(*table, section, "secret_access_key", &config.secret_access_key);
+      if (s.ok()) s = ReadString(*table, section, "session_token", &config.session_token);
+    } else if (section == "node") {
+      s = CheckKeys(*table, section, {"id", "listen", "advertise"});
+      if (s.ok()) s = ReadString(*table, section, "id", &config.node_id);
+      if (s.ok()) s = ReadString(*table, section, "listen", &config.listen);
+      if (s.ok()) s = ReadString(*table, section, "advertise", &config.advertise);
+    } else if (section == "lease") {
+      s = CheckKeys(*table, section, {"ttl_ms", "grace_ms", "safety_ms", "max_skew_ms", "heartbeat_period_ms"});
+      if (s.ok()) s = ReadMs(*table, section, "ttl_ms", &config.lease.ttl);
+      if (s.ok()) s = ReadMs(*table, section, "grace_ms", &config.lease.grace);
+      if (s.ok()) s = ReadMs(*table, section, "safety_ms", &config.lease.safety);
+      if (s.ok()) s = ReadMs(*table, section, "max_skew_ms", &config.lease.max_skew);
+      if (s.ok()) s = ReadMs(*table, section, "heartbeat_period_ms", &config.lease.heartbeat_period);
+      if (s.ok()) s = config.lease.Validate();
+    } else if (section == "log") {
+      s = CheckKeys(*table, section, {"level"});
+      if (s.ok()) s = ReadString(*table, section, "level", &config.log_level);
+    } else {
+      s = InvalidArgument("unknown section [" + section + "]");
+    }
+    if (!s.ok()) return InvalidArgument(path + ": " + s.message());
+  }
+  return config;
+}
+
+GetEnvFn EnvWithConfig(const Config& config) {
+  return [config](const char* name) -> std::optional<std::string> {
+    if (auto v = ProcessGetEnv(name)) return v;
+    std::string_view n(name);
+    if (n == "AWS_ACCESS_KEY_ID") return config.access_key_id;
+    if (n == "AWS_SECRET_ACCESS_KEY") return config.secret_access_key;
+    if (n == "AWS_SESSION_TOKEN") return config.session_token;
+    return std::nullopt;
+  };
+}
+
+}  // namespace wk::cli

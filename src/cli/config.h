@@ -1,0 +1,56 @@
+// The configuration file (TOML) shared by every wasmkeep command.
+//
+//   [bucket]
+//   url = "s3://my-bucket?endpoint=https://s3.eu-west-1.amazonaws.com&region=eu-west-1"
+//   [s3]
+//   access_key_id = "..."        # used when AWS_ACCESS_KEY_ID is not set
+//   secret_access_key = "..."
+//   session_token = "..."
+//   [log]
+//   level = "info"               # debug | info | warn | error
+//   [node]
+//   id = "node-a"                # default: the host name
+//   listen = "127.0.0.1:8080"    # the node's HTTP port (/metrics, /healthz, /readyz)
+//   advertise = "10.0.0.5:8080"  # what peers use to reach it (default: listen)
+//   [lease]                      # ADR 0020 §5; every value in milliseconds
+//   ttl_ms = 10000
+//   grace_ms = 5000
+//   safety_ms = 2000
+//   max_skew_ms = 1000
+//   heartbeat_period_ms = 3000
+//
+// Precedence: command-line flags, then the environment (AWS_* variables), then the file,
+// then the defaults. Unknown sections or keys are refused with their name, so a typo is
+// never silently ignored. Documented in docs/configuration.md.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "base/status.h"
+#include "cluster/timing.h"
+#include "store/open_store.h"
+
+namespace wk::cli {
+
+struct Config {
+  std::optional<std::string> bucket_url;
+  std::optional<std::string> access_key_id;
+  std::optional<std::string> secret_access_key;
+  std::optional<std::string> session_token;
+  std::optional<std::string> log_level;
+  std::optional<std::string> node_id;
+  std::optional<std::string> listen;
+  std::optional<std::string> advertise;
+  LeaseTiming lease;  // defaults unless [lease] sets them; validated by LoadConfig
+};
+
+// Reads and validates path. kInvalidArgument names the file and the bad key or value;
+// kFatal if the file cannot be read.
+Result<Config> LoadConfig(const std::string& path);
+
+// The environment as the store sees it: the process environment first, then the file's
+// credentials under the AWS_* names.
+GetEnvFn EnvWithConfig(const Config& config);
+
+}  // namespace wk::cli

@@ -1,0 +1,183 @@
+#include "cli/serve_cmd.h"
+
+#include <unistd.h>
+
+#include <boost/asio/signal_set.hpp>
+#include <csignal>
+#include <cstdio>
+
+#include "base/log.h"
+#include "base/metrics.h"
+#include "cluster/cluster_node.h"
+#include "server/admin_http.h"
+
+namespace wk::cli {
+namespace {
+
+constexpr std::string_view kSoftwareVersion = "0.1.0";
+constexpr std::string_view kDefaultListen = "127.0.0.1:8080";
+
+struct ServeArgs {
+  std::string node_id;
+  std::string listen;
+  std::string advertise;
+};
+
+// The cluster's counters as Prometheus metrics. The cluster code keeps plain counters
+// (it runs in the simulator too); they are copied into the registry at each scrape.
+class ClusterMetrics {
+ public:
+  ClusterMetrics(MetricsRegistry& r, ClusterNode& node)
+      : node_(node),
+        lease_writes_(r.AddCounter("wasmkeep_node_lease_writes_total", "Node lease writes the bucket acknowledged (or adopted after a lost reply)")),
+        lease_failures_(r.AddCounter("wasmkeep_node_lease_failures_total", "Node lease write attempts that did not succeed; alert on the first increment")),
+        lease_adoptions_(r.AddCounter("wasmkeep_node_lease_adoptions_total", "Conflicts explained by this node's own write whose reply was lost")),
+        lease_lapses_(r.AddCounter("wasmkeep_node_lease_lapses_total", "Times the node lease ran out without a conflict")),
+        fences_(r.AddCounter("wasmkeep_fences_total", "Fences this node wrote over peers whose lease ran out")),
+        fences_refused_(r.AddCounter("wasmkeep_fences_refused_total", "Fences refused by their condition (the peer wrote meanwhile)")),
+        listing_(r.AddHistogram("wasmkeep_listing_seconds", "Duration of one listing of nodes/ with a read of each body",
+                                {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10})) {
+    r.AddCallbackGauge("wasmkeep_node_lease_valid", "1 while this node's lease is valid", [&node] { return node.lease().IsValid() ? 1.0 : 0.0; });
+    r.AddCallbackGauge("wasmkeep_node_lease_epoch", "Validity epochs so far (increments after each lapse)", [&node] { return static_cast<double>(node.lease().epoch()); });
+    for (std::string_view state : {"live", "released", "fenced", "old_format", "corrupt"}) {
+      std::string s(state);
+      r.AddCallbackGauge("wasmkeep_cluster_nodes", "Node objects in the last listing, by state",
+                         [&node, s] {
+                           double n = 0;
+                           for (const auto& [id, v] : node.membership().view()) {
+                             const char* st = v.record ? (v.record->state == LeaseState::kLive ? "live" : v.record->state == LeaseState::kReleased ? "released" : "fenced")
+                                              : v.old ? "old_format" : "corrupt";
+                             n += s == st ? 1 : 0;
+                           }
+                           return n;
+                         },
+                         {{"state", s}});
+    }
+    node.membership().AddListener([this](const std::map<std::string, NodeView>&) {
+      listing_.Observe(ToSeconds(node_.membership().stats().last_duration));
+    });
+  }
+
+  void Sync() {
+    auto sync = [](Counter& c, std::uint64_t v) {
+      if (static_cast<double>(v) > c.value()) c.Inc(static_cast<double>(v) - c.value());
+    };
+    sync(lease_writes_, node_.lease().stats().writes_ok);
+    sync(lease_failures_, node_.lease().stats().write_failures);
+    sync(lease_adoptions_, node_.lease().stats().adoptions);
+    sync(lease_lapses_, node_.lease().stats().lapses);
+    sync(fences_, node_.fence_watch().stats().fences_written);
+    sync(fences_refused_, node_.fence_watch().stats().fences_refused);
+  }
+
+ private:
+  ClusterNode& node_;
+  Counter& lease_writes_;
+  Counter& lease_failures_;
+  Counter& lease_adoptions_;
+  Counter& lease_lapses_;
+  Counter& fences_;
+  Counter& fences_refused_;
+  Histogram& listing_;
+};
+
+Task<int> ServeMain(RealEnv* env, ClusterNode* node, LeaseTiming timing) {
+  // One event ends the serving: a signal (clean stop) or the lease's end.
+  Latch<int> event(*env, [] { return -1; });
+  boost::asio::signal_set signals(env->context(), SIGTERM, SIGINT);
+  signals.async_wait([event](const boost::system::error_code& ec, int sig) {
+    if (!ec) event.Set(sig);
+  });
+  std::optional<LeaseEnd> end;
+  env->Spawn([](ClusterNode* n, std::optional<LeaseEnd>* out, Latch<int> ev) -> Task<void> {
+    out->emplace(co_await n->Run());
+    ev.Set(0);
+  }(node, &end, event), "cluster");
+
+  const int what = co_await event.Wait();
+  signals.cancel();
+  if (what > 0) {
+    WK_LOG_INFO("clean stop", {{"signal", what == SIGTERM ? "SIGTERM" : "SIGINT"}});
+    // ADR §4: (holds are released first, in later issues), then the lease is made
+    // locally invalid, the lease task ends after any attempt in flight, and `released`
+    // is written last.
+    Status s = co_await node->Stop(timing.ttl);
+    if (!s.ok()) WK_LOG_WARN("clean stop could not write released", {{"error", s.ToString()}});
+    co_return kExitOk;
+  }
+  if (!end) co_return kExitError;
+  if (end->reason == LeaseEndReason::kStopped) co_return kExitOk;
+  // Lost or a twin: exit at once, releasing nothing (the fence or the other instance
+  // already frees what this process held).
+  std::fprintf(stderr, "wasmkeep: node lease %s: %s\n", std::string(LeaseEndReasonName(end->reason)).c_str(),
+               end->message.c_str());
+  co_return end->reason == LeaseEndReason::kTwin ? kExitTwin : kExitLeaseLost;
+}
+
+int RunServe(const GlobalOptions& g, const ServeArgs& a) {
+  auto config = LoadConfigFromOptions(g);
+  if (!config.ok()) return Fail(config.status());
+  NodeIdentity identity;
+  identity.node_id = !a.node_id.empty() ? a.node_id : config->node_id ? *config->node_id : DefaultNodeId();
+  if (Status s = ValidateNodeId(identity.node_id); !s.ok()) return Fail(InvalidArgument("--node-id: " + s.message()));
+  const std::string listen = !a.listen.empty() ? a.listen : config->listen ? *config->listen : std::string(kDefaultListen);
+  identity.address = !a.advertise.empty() ? a.advertise : config->advertise ? *config->advertise : listen;
+  identity.software_version = std::string(kSoftwareVersion);
+  const LeaseTiming timing = config->lease;
+  if (Status s = timing.Validate(); !s.ok()) return Fail(s);
+
+  RealEnv env;
+  auto store = OpenBucket(env, g, *config);
+  if (!store.ok()) return Fail(store.status());
+  const std::string instance = env.RandomHex(16);
+  ClusterNode node(env, **store, identity, timing, instance);
+
+  MetricsRegistry metrics;
+  ClusterMetrics cluster_metrics(metrics, node);
+  AdminHttpServer::Handlers handlers;
+  handlers.metrics_text = [&] {
+    cluster_metrics.Sync();
+    return metrics.RenderText();
+  };
+  handlers.healthy = [] { return true; };
+  handlers.ready = [&node] { return node.lease().IsReady(); };
+  handlers.ready_detail = [&node] {
+    if (node.lease().IsReady()) return std::string("ready\n");
+    if (node.lease().epoch() == 0) return std::string("not ready: start check in progress (waits ttl + grace)\n");
+    return std::string("not ready: node lease not valid\n");
+  };
+  auto http = AdminHttpServer::Start(env, listen, handlers);
+  if (!http.ok()) return Fail(http.status());
+
+  WK_LOG_INFO("serving", {{"node", identity.node_id}, {"instance", instance}, {"bucket", (*store)->Describe()},
+                          {"listen", listen}, {"ttl", FormatDuration(timing.ttl)}});
+  int code = env.RunMain(ServeMain(&env, &node, timing));
+  (*http)->Stop();
+  return code;
+}
+
+}  // namespace
+
+std::string DefaultNodeId() {
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') return "node";
+  std::string id;
+  for (const char* p = host; *p && id.size() < 64; ++p) {
+    char c = *p;
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+    id += ok ? c : '-';
+  }
+  if (id == "." || id == "..") id = "node";
+  return id;
+}
+
+void AddServeCommand(CLI::App& app, const GlobalOptions& globals, int* result) {
+  auto args = std::make_shared<ServeArgs>();
+  CLI::App* serve = app.add_subcommand("serve", "Run a node (node lease, fencing, /metrics, /healthz, /readyz)");
+  serve->add_option("--node-id", args->node_id, "This node's id (default: config node.id, else the host name)");
+  serve->add_option("--listen", args->listen, "HTTP address to listen on (default: config node.listen, else 127.0.0.1:8080)");
+  serve->add_option("--advertise", args->advertise, "Address peers use to reach this node (default: the listen address)");
+  serve->callback([&globals, args, result] { *result = RunServe(globals, *args); });
+}
+
+}  // namespace wk::cli

@@ -1,0 +1,78 @@
+#include "store/faulty_store.h"
+
+#include <sys/stat.h>
+
+#include <charconv>
+
+namespace wk {
+
+Result<FaultSpec> ParseFaultSpec(std::string_view text) {
+  FaultSpec spec;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t comma = text.find(',', pos);
+    if (comma == std::string_view::npos) comma = text.size();
+    std::string_view item = text.substr(pos, comma - pos);
+    pos = comma + 1;
+    if (item.empty()) continue;
+    std::size_t eq = item.find('=');
+    if (eq == std::string_view::npos) return InvalidArgument("fault '" + std::string(item) + "' needs =VALUE");
+    std::string_view name = item.substr(0, eq), value = item.substr(eq + 1);
+    if (name == "lose_put_reply") {
+      int n = 0;
+      auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+      if (ec != std::errc() || p != value.data() + value.size() || n < 1) {
+        return InvalidArgument("lose_put_reply must be a positive integer (got '" + std::string(value) + "')");
+      }
+      spec.lose_put_reply_every = n;
+    } else if (name == "outage_file") {
+      if (value.empty()) return InvalidArgument("outage_file needs a path");
+      spec.outage_file = std::string(value);
+    } else {
+      return InvalidArgument("unknown fault '" + std::string(name) + "' (known: lose_put_reply, outage_file)");
+    }
+  }
+  return spec;
+}
+
+FaultyStore::FaultyStore(std::unique_ptr<ObjectStore> inner, FaultSpec spec)
+    : inner_(std::move(inner)), spec_(std::move(spec)) {}
+
+bool FaultyStore::InOutage() const {
+  if (spec_.outage_file.empty()) return false;
+  struct stat st;
+  return ::stat(spec_.outage_file.c_str(), &st) == 0;
+}
+
+Task<Result<GetOutput>> FaultyStore::Get(std::string key, CallOptions options) {
+  if (InOutage()) co_return Retryable("injected outage");
+  co_return co_await inner_->Get(std::move(key), options);
+}
+
+Task<Result<ObjectMeta>> FaultyStore::Head(std::string key, CallOptions options) {
+  if (InOutage()) co_return Retryable("injected outage");
+  co_return co_await inner_->Head(std::move(key), options);
+}
+
+Task<Result<Version>> FaultyStore::Put(std::string key, std::string body, Precondition condition,
+                                       CallOptions options) {
+  if (InOutage()) co_return Retryable("injected outage");
+  auto result = co_await inner_->Put(std::move(key), std::move(body), std::move(condition), options);
+  if (result.ok() && spec_.lose_put_reply_every > 0 && ++puts_ % spec_.lose_put_reply_every == 0) {
+    ++lost_replies_;
+    co_return UnknownOutcome("injected: reply lost after the write landed");
+  }
+  co_return result;
+}
+
+Task<Status> FaultyStore::Delete(std::string key, Precondition condition, CallOptions options) {
+  if (InOutage()) co_return Retryable("injected outage");
+  co_return co_await inner_->Delete(std::move(key), std::move(condition), options);
+}
+
+Task<Result<ListPage>> FaultyStore::List(ListOptions options, CallOptions call) {
+  if (InOutage()) co_return Retryable("injected outage");
+  co_return co_await inner_->List(std::move(options), call);
+}
+
+}  // namespace wk

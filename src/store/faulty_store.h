@@ -1,0 +1,55 @@
+// FaultyStore: an ObjectStore decorator that injects faults into a real backend, for
+// multi-process cluster tests (tests/cluster) — the real-runtime sibling of mem://'s
+// fault hooks. Never configured in production; `wasmkeep serve` enables it only through
+// the WASMKEEP_DEBUG_FAULTS environment variable, and logs loudly when it does.
+//
+// Faults (WASMKEEP_DEBUG_FAULTS, comma-separated):
+//   lose_put_reply=N     every Nth put is applied, then reported kUnknownOutcome (a reply
+//                        lost after the write landed)
+//   outage_file=PATH     while PATH exists, every request fails kRetryable before it is
+//                        sent (the bucket unreachable from this node)
+//
+// Threading: as the wrapped store.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "store/object_store.h"
+
+namespace wk {
+
+struct FaultSpec {
+  int lose_put_reply_every = 0;  // 0: never
+  std::string outage_file;       // empty: none
+  bool any() const { return lose_put_reply_every > 0 || !outage_file.empty(); }
+};
+
+// Parses the WASMKEEP_DEBUG_FAULTS syntax; kInvalidArgument names the bad item.
+Result<FaultSpec> ParseFaultSpec(std::string_view text);
+
+class FaultyStore final : public ObjectStore {
+ public:
+  FaultyStore(std::unique_ptr<ObjectStore> inner, FaultSpec spec);
+
+  Task<Result<GetOutput>> Get(std::string key, CallOptions options) override;
+  Task<Result<ObjectMeta>> Head(std::string key, CallOptions options) override;
+  Task<Result<Version>> Put(std::string key, std::string body, Precondition condition,
+                            CallOptions options) override;
+  Task<Status> Delete(std::string key, Precondition condition, CallOptions options) override;
+  Task<Result<ListPage>> List(ListOptions options, CallOptions call) override;
+  std::string Describe() const override { return inner_->Describe() + " (with injected faults)"; }
+  bool SupportsConditionalDelete() const override { return inner_->SupportsConditionalDelete(); }
+
+  std::uint64_t lost_replies() const { return lost_replies_; }
+
+ private:
+  bool InOutage() const;
+
+  std::unique_ptr<ObjectStore> inner_;
+  FaultSpec spec_;
+  std::uint64_t puts_ = 0;
+  std::uint64_t lost_replies_ = 0;
+};
+
+}  // namespace wk
