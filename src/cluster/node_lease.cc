@@ -407,12 +407,16 @@ Task<Status> NodeLease::Stop(Duration limit) {
   }
   if (lost_ || !version_) co_return Status::Ok();  // nothing of ours to release
 
-  // `released` keeps the written_at of the last live write it replaces (ADR §1).
+  // `released` keeps the written_at of the last live write it replaces (ADR §1). A write
+  // that fails is tried again for one attempt timeout and a second more, within the
+  // stop's limit (ADR §4); past it the lease stays live and peers free it by fencing.
+  const MonoTime release_deadline =
+      std::min(deadline, env_.MonoNow() + timing_.attempt_timeout() + std::chrono::seconds(1));
   NodeRecord released = LiveRecord(written_at_);
   released.state = LeaseState::kReleased;
   Duration backoff = kRetryBackoffMin;
-  while (env_.MonoNow() < deadline) {
-    const Duration budget = std::min(timing_.attempt_timeout(), deadline - env_.MonoNow());
+  while (env_.MonoNow() < release_deadline) {
+    const Duration budget = std::min(timing_.attempt_timeout(), release_deadline - env_.MonoNow());
     auto put = co_await store_.Put(key_, EncodeNodeRecord(released), Precondition::IfMatch(*version_),
                                    CallOptions{budget});
     if (put.ok()) {
@@ -438,11 +442,11 @@ Task<Status> NodeLease::Stop(Duration limit) {
         co_return PreconditionFailed(key_ + " is no longer ours; nothing to release");
       }
     }
-    const Duration wait = std::min(backoff, deadline - env_.MonoNow());
+    const Duration wait = std::min(backoff, release_deadline - env_.MonoNow());
     backoff = std::min(backoff * 2, kRetryBackoffMax);
     if (wait > Duration(0)) (void)co_await env_.SleepFor(wait);
   }
-  co_return UnknownOutcome("could not write released before the stop deadline");
+  co_return UnknownOutcome("could not write released in time; the lease stays live until peers fence it");
 }
 
 }  // namespace wk
