@@ -1,0 +1,65 @@
+// Actor names and the ownership record owners/<tenant>/<class>/<name>, format
+// `wasmkeep-owner 1` (ADR 0020 §3). FROZEN: a change is a new header version.
+//
+//   wasmkeep-owner 1
+//   owner <node id> <instance>        or        owner nobody
+//   generation <n>
+//
+// The record is written only when the actor changes hands: an acquisition names a node
+// and instance at generation + 1; a release names nobody and keeps the generation. Every
+// hold has a generation of its own, and generations only grow.
+#pragma once
+
+#include <compare>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+
+namespace wk {
+
+// A generation: one per hold of an actor, only ever increasing.
+struct Generation {
+  std::uint64_t value = 0;
+  Generation Next() const { return Generation{value + 1}; }
+  friend auto operator<=>(const Generation&, const Generation&) = default;
+};
+
+// tenant/class/name. Tenant and class: 1..63 of [a-z0-9_-], starting with a letter or
+// digit. Name: 1..128 of [A-Za-z0-9._~-], not "." or "..". So every part is a safe key
+// segment and a safe URL path segment.
+struct ActorId {
+  std::string tenant;
+  std::string class_name;
+  std::string name;
+
+  std::string ToString() const { return tenant + "/" + class_name + "/" + name; }
+  friend auto operator<=>(const ActorId&, const ActorId&) = default;
+};
+
+Status ValidateActorId(const ActorId& id);
+// Parses "tenant/class/name"; kInvalidArgument names the bad part.
+Result<ActorId> ParseActorId(std::string_view text);
+
+inline constexpr std::string_view kOwnersPrefix = "owners/";
+inline std::string OwnerKey(const ActorId& id) { return std::string(kOwnersPrefix) + id.ToString(); }
+
+struct OwnerRecord {
+  // Empty node_id: names nobody (released), the generation kept.
+  std::string node_id;
+  std::string instance;
+  Generation generation;
+
+  bool names_nobody() const { return node_id.empty(); }
+  bool Names(std::string_view node, std::string_view inst) const { return node_id == node && instance == inst; }
+  friend bool operator==(const OwnerRecord&, const OwnerRecord&) = default;
+};
+
+// REQUIRES: a valid record (node id valid, instance set iff node set). Checked.
+std::string EncodeOwnerRecord(const OwnerRecord& record);
+// The record, or kFatal("corrupt ...") for anything else: never read as free.
+Result<OwnerRecord> DecodeOwnerRecord(std::string_view body);
+
+}  // namespace wk
