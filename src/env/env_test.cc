@@ -217,3 +217,34 @@ TEST(SimEnvTest, LongSynchronousAwaitLoopDoesNotGrowTheStack) {
 }
 }  // namespace
 }  // namespace wk
+
+#include "env/async_mutex.h"
+
+namespace wk {
+namespace {
+TEST(AsyncMutexTest, SerializesAndHandsOverInOrderSkippingCancelled) {
+  SimWorld world(9);
+  SimEnv env(world, FromUnixMs(0));
+  AsyncMutex mutex(env);
+  std::vector<std::string> log;
+  auto worker = [](Env& e, AsyncMutex& m, std::vector<std::string>* l, std::string name) -> Task<void> {
+    auto guard = co_await m.Lock();
+    if (!guard.owns()) {
+      l->push_back(name + " cancelled");
+      co_return;
+    }
+    l->push_back(name + " in");
+    co_await e.SleepFor(std::chrono::milliseconds(10));
+    l->push_back(name + " out");
+  };
+  env.Spawn(worker(env, mutex, &log, "a"), "a");
+  auto b = env.Spawn(worker(env, mutex, &log, "b"), "b");
+  env.Spawn(worker(env, mutex, &log, "c"), "c");
+  world.RunFor(std::chrono::milliseconds(1));
+  b.Cancel();
+  world.RunUntilIdle();
+  EXPECT_EQ(log, (std::vector<std::string>{"a in", "b cancelled", "a out", "c in", "c out"}));
+  EXPECT_FALSE(mutex.locked());
+}
+}  // namespace
+}  // namespace wk
