@@ -158,7 +158,7 @@ class LeaseSim {
     fm.unconditional_fence = options_.mutant == "unconditional-fence";
     fm.no_watch_wait = options_.mutant == "no-watch-wait";
     p->node->fence_watch().set_mutants(fm);
-    p->node->lease().set_observer({
+    p->node->lease().AddObserver({
         [this, number](std::uint64_t e) { Trace("p" + std::to_string(number) + " valid epoch " + std::to_string(e)); },
         [this, number](std::uint64_t) {
           ++result_.lapses;
@@ -192,7 +192,9 @@ class LeaseSim {
   }
 
   void Teardown(Process& p) {
-    // Killing a process: its frames go with its Env; requests it sent stay in transit.
+    // Killing a process: its frames go with its Env (while the node they point into still
+    // exists); requests it sent stay in transit.
+    if (p.node) p.node->owners().StopBackground();
     p.env.reset();
     p.node.reset();
     p.store.reset();

@@ -7,18 +7,39 @@ ClusterNode::ClusterNode(Env& env, ObjectStore& store, NodeIdentity identity, Le
     : env_(env),
       lease_(env, store, std::move(identity), timing, std::move(instance)),
       membership_(env, store, timing),
-      fence_watch_(env, store, lease_, timing) {
+      fence_watch_(env, store, lease_, timing),
+      owners_(env, store, lease_, membership_, timing) {
   membership_.AddListener([this](const std::map<std::string, NodeView>& view) { fence_watch_.OnListing(view); });
+  NodeLease::Observer holds;
+  holds.on_lapse = [this](std::uint64_t) { owners_.OnLapse(); };
+  holds.on_lost = [this](const std::string&) { owners_.OnLost(); };
+  lease_.AddObserver(std::move(holds));
 }
 
 Task<LeaseEnd> ClusterNode::Run() {
   // The listing runs on a task of its own so a slow listing never delays a lease write.
-  TaskHandle listing = env_.Spawn(membership_.Run(), "listing");
+  StartHelpers();
   LeaseEnd end = co_await lease_.Run();
-  listing.Cancel();
+  listing_.Cancel();
+  owners_.StopBackground();
   co_return end;
 }
 
-Task<Status> ClusterNode::Stop(Duration limit) { co_return co_await lease_.Stop(limit); }
+void ClusterNode::StartHelpers() {
+  // Spawned from a plain function, not from inside the coroutine: GCC 12 miscompiled a
+  // second Spawn(temporary Task, temporary string) in one coroutine body (the spawned
+  // frame was garbage at its first resume).
+  listing_ = env_.Spawn(membership_.Run(), "listing");
+  owners_.StartBackground();
+}
+
+Task<Status> ClusterNode::Stop(Duration limit) {
+  const MonoTime deadline = env_.MonoNow() + limit;
+  Status drained = co_await owners_.Drain(limit / 2);
+  Status stopped = co_await lease_.Stop(deadline - env_.MonoNow());
+  if (!stopped.ok()) co_return stopped;
+  // Releases still pending are freed by the released write itself (ADR §4).
+  co_return drained.ok() ? drained : Status::Ok();
+}
 
 }  // namespace wk

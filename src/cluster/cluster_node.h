@@ -15,6 +15,7 @@
 #include "cluster/fence_watch.h"
 #include "cluster/membership.h"
 #include "cluster/node_lease.h"
+#include "cluster/owners.h"
 
 namespace wk {
 
@@ -24,19 +25,26 @@ class ClusterNode {
               std::string instance);
 
   Task<LeaseEnd> Run();
-  // Clean stop of the cluster part (the lease's released write last).
+  // Clean stop (ADR §4): release every hold and wait for the releases (bounded by half
+  // the limit), then make the lease locally invalid, end the lease task after any
+  // attempt in flight, and write `released` last.
   Task<Status> Stop(Duration limit);
 
   NodeLease& lease() { return lease_; }
   const NodeLease& lease() const { return lease_; }
   Membership& membership() { return membership_; }
   FenceWatch& fence_watch() { return fence_watch_; }
+  Owners& owners() { return owners_; }
 
  private:
+  void StartHelpers();
+
   Env& env_;
   NodeLease lease_;
   Membership membership_;
   FenceWatch fence_watch_;
+  Owners owners_;
+  TaskHandle listing_;
 };
 
 }  // namespace wk

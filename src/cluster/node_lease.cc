@@ -120,7 +120,8 @@ void NodeLease::Acknowledged(const Version& version, WallTime written_at, MonoTi
     WK_LOG_INFO("node lease valid", {{"node", identity_.node_id},
                                      {"instance", instance_},
                                      {"epoch", std::to_string(epoch_)}});
-    if (observer_.on_valid) observer_.on_valid(epoch_);
+    for (auto& o : observers_)
+      if (o.on_valid) o.on_valid(epoch_);
   }
 }
 
@@ -131,7 +132,8 @@ void NodeLease::CheckLapse() {
   ++stats_.lapses;
   WK_LOG_WARN("node lease ran out; not ready, still renewing",
               {{"node", identity_.node_id}, {"epoch", std::to_string(epoch_)}});
-  if (observer_.on_lapse) observer_.on_lapse(epoch_);
+  for (auto& o : observers_)
+    if (o.on_lapse) o.on_lapse(epoch_);
 }
 
 void NodeLease::Lose(const std::string& why) {
@@ -140,7 +142,8 @@ void NodeLease::Lose(const std::string& why) {
   valid_ = false;
   lost_why_ = why;
   WK_LOG_ERROR("node lease lost", {{"node", identity_.node_id}, {"instance", instance_}, {"why", why}});
-  if (observer_.on_lost) observer_.on_lost(why);
+  for (auto& o : observers_)
+    if (o.on_lost) o.on_lost(why);
 }
 
 Task<bool> NodeLease::WaitUntil(MonoTime deadline) {

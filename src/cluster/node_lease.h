@@ -128,7 +128,8 @@ class NodeLease {
   const NodeLeaseStats& stats() const { return stats_; }
   const std::optional<Version>& version() const { return version_; }
 
-  void set_observer(Observer o) { observer_ = std::move(o); }
+  // Observers are called in the order added.
+  void AddObserver(Observer o) { observers_.push_back(std::move(o)); }
   void set_mutants(LeaseMutants m) { mutants_ = m; }
 
  private:
@@ -181,7 +182,7 @@ class NodeLease {
 
   NodeLeaseStats stats_;
   LeaseMutants mutants_;
-  Observer observer_;
+  std::vector<Observer> observers_;
 };
 
 }  // namespace wk

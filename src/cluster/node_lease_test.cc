@@ -126,7 +126,7 @@ TEST_F(LeaseTest, AnOutageLapsesTheLeaseWithoutLosingIt) {
   Node a(world, bucket, "a", "i1");
   bool outage = false;
   std::vector<std::string> events;
-  a.lease.set_observer({[&](std::uint64_t e) { events.push_back("valid " + std::to_string(e)); },
+  a.lease.AddObserver({[&](std::uint64_t e) { events.push_back("valid " + std::to_string(e)); },
                         [&](std::uint64_t e) { events.push_back("lapse " + std::to_string(e)); },
                         [&](const std::string&) { events.push_back("lost"); }});
   a.store.set_fault_hook([&outage](const OpInfo&) {

@@ -40,7 +40,9 @@ RootCoroutine RunRoot(Task<void> task, std::shared_ptr<TaskState> state) {
 
 }  // namespace
 
-Env::~Env() {
+Env::~Env() { DestroyTasks(); }
+
+void Env::DestroyTasks() {
   // Frames still suspended belong to tasks that never finished (the loop stopped first).
   // Destroying them runs their destructors; nothing resumes them afterwards because the
   // implementation's queue dies with it.

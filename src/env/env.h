@@ -173,10 +173,17 @@ class Env {
   // Internal: called by a task's root frame as it ends.
   void TaskFinished(TaskState* state);
 
+
   // Uniform in [0, bound). REQUIRES: bound > 0.
   std::uint64_t RandomBelow(std::uint64_t bound);
   // 2 * bytes lowercase hex characters of randomness (instance tokens, temp names).
   std::string RandomHex(std::size_t bytes);
+
+ protected:
+  // Destroys the frames of tasks that never finished. Implementations call it first in
+  // their destructor, while the whole object still works: a frame's destructors may
+  // still Post (an AsyncMutex guard handing over, say).
+  void DestroyTasks();
 
  private:
   std::uint64_t next_task_id_ = 1;

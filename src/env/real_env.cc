@@ -16,6 +16,7 @@ RealEnv::RealEnv() : rng_(std::random_device{}()) {
 }
 
 RealEnv::~RealEnv() {
+  DestroyTasks();
   timers_.clear();
 }
 

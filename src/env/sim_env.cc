@@ -61,7 +61,10 @@ bool SimWorld::RunUntil(const std::function<bool()>& done, Duration limit) {
 SimEnv::SimEnv(SimWorld& world, WallTime wall_origin, Duration wall_skew)
     : world_(world), wall_origin_(wall_origin), wall_skew_(wall_skew), rng_(world.NextSeed()) {}
 
-SimEnv::~SimEnv() { *alive_ = false; }
+SimEnv::~SimEnv() {
+  *alive_ = false;  // anything the frames' destructors schedule never runs
+  DestroyTasks();
+}
 
 WallTime SimEnv::WallNow() const {
   return wall_origin_ +

@@ -1,0 +1,418 @@
+#include "cluster/owners.h"
+
+#include <algorithm>
+
+#include "base/log.h"
+
+namespace wk {
+namespace {
+
+constexpr Duration kBackgroundTick = std::chrono::milliseconds(250);
+constexpr Duration kEntryBackoffMin = std::chrono::milliseconds(200);
+constexpr Duration kEntryBackoffMax = std::chrono::seconds(3);
+constexpr Duration kForegroundRetry = std::chrono::milliseconds(50);
+
+AcquireResult Outcome(AcquireResult::Kind kind, std::string why) {
+  AcquireResult r;
+  r.kind = kind;
+  r.why = std::move(why);
+  return r;
+}
+
+}  // namespace
+
+Owners::Owners(Env& env, ObjectStore& store, NodeLease& lease, const Membership& membership, LeaseTiming timing)
+    : env_(env), store_(store), lease_(lease), membership_(membership), timing_(timing) {}
+
+Owners::~Owners() { StopBackground(); }
+
+AsyncMutex& Owners::LockFor(const ActorId& actor) {
+  auto& m = locks_[actor];
+  if (!m) m = std::make_unique<AsyncMutex>(env_);
+  return *m;
+}
+
+HoldView Owners::Find(const ActorId& actor) const {
+  auto it = holds_.find(actor);
+  if (it == holds_.end()) return HoldView();
+  return HoldView(it->second, &lease_);
+}
+
+HoldView Owners::Register(const ActorId& actor, Generation g, Version v, std::uint64_t epoch) {
+  auto state = std::make_shared<HoldState>();
+  state->actor = actor;
+  state->generation = g;
+  state->version = std::move(v);
+  state->epoch = epoch;
+  ++stats_.acquisitions;
+  HoldView view(state, &lease_);
+  if (!view.IsValid()) {
+    // The lease lapsed (or a stop began) while the record was being written: this hold
+    // never acts; its record goes straight to the pending releases.
+    state->alive = false;
+    Park(actor, g, state->version);
+    return view;
+  }
+  holds_[actor] = std::move(state);
+  return view;
+}
+
+void Owners::Park(const ActorId& actor, Generation g, Version v) {
+  ++stats_.releases_parked;
+  Pending p{actor, g, std::move(v), env_.MonoNow(), kEntryBackoffMin};
+  pending_[{actor, g.value}] = std::move(p);
+}
+
+Task<Owners::Freed> Owners::IsFree(OwnerRecord record) {
+  if (mutants_.free_on_view) {
+    // Broken model: judging from the membership view (possibly older than the record).
+    co_return membership_.IsLive(record.node_id, record.instance) ? Freed::kHeld : Freed::kFree;
+  }
+  // A read of nodes/<A> issued after the read of the record (ADR §2).
+  auto got = co_await store_.Get(NodeKey(record.node_id), CallOptions{timing_.attempt_timeout()});
+  if (!got.ok()) {
+    if (got.code() == Code::kNotFound) co_return mutants_.free_on_absent_node ? Freed::kFree : Freed::kHeld;
+    co_return Freed::kUnknown;
+  }
+  auto obj = DecodeNodeObject(got->body);
+  if (!obj.ok() || std::holds_alternative<OldHeartbeat>(*obj)) co_return Freed::kHeld;  // never free
+  const NodeRecord& n = std::get<NodeRecord>(*obj);
+  if (n.state == LeaseState::kLive) co_return n.instance == record.instance ? Freed::kHeld : Freed::kFree;
+  // Fenced or released, naming any instance: free once its kept written_at + ttl + grace
+  // has passed on our clock.
+  co_return env_.WallNow() >= n.written_at + timing_.takeover_after() ? Freed::kFree : Freed::kHeld;
+}
+
+Task<AcquireResult> Owners::Acquire(ActorId actor) {
+  if (Status s = ValidateActorId(actor); !s.ok()) co_return Outcome(AcquireResult::Kind::kError, s.message());
+  AsyncMutex::Guard guard = co_await LockFor(actor).Lock();
+  if (!guard.owns()) co_return Outcome(AcquireResult::Kind::kError, "cancelled");
+  if (HoldView existing = Find(actor); existing.IsValid()) {
+    AcquireResult r;
+    r.kind = AcquireResult::Kind::kAcquired;
+    r.hold = existing;
+    co_return r;
+  }
+  if (!lease_.IsValid()) co_return Outcome(AcquireResult::Kind::kNotValid, "node lease not valid");
+
+  const std::string key = OwnerKey(actor);
+  const CallOptions call{timing_.attempt_timeout()};
+  const std::string& self = lease_.identity().node_id;
+  auto got = co_await store_.Get(key, call);
+  Generation next{1};
+  Precondition condition = Precondition::IfNoneMatchAny();
+  std::optional<Version> read_version;
+  if (!got.ok() && got.code() != Code::kNotFound) {
+    co_return Outcome(AcquireResult::Kind::kError, "reading " + key + ": " + got.status().ToString());
+  }
+  if (got.ok()) {
+    auto rec = DecodeOwnerRecord(got->body);
+    if (!rec.ok()) co_return Outcome(AcquireResult::Kind::kError, key + ": " + rec.status().message());
+    const bool mine_or_nobody = rec->names_nobody() || rec->Names(self, lease_.instance());
+    if (!mine_or_nobody) {
+      Freed freed = co_await IsFree(*rec);
+      if (freed != Freed::kFree) {
+        ++stats_.acquire_conflicts;
+        AcquireResult r = Outcome(freed == Freed::kHeld ? AcquireResult::Kind::kHeldElsewhere : AcquireResult::Kind::kError,
+                                  "held by " + rec->node_id + " (instance " + rec->instance + ")");
+        r.owner = *rec;
+        co_return r;
+      }
+    }
+    next = (mutants_.wake_reuses_generation && mine_or_nobody) ? rec->generation : rec->generation.Next();
+    read_version = got->version;
+    condition = Precondition::IfMatch(got->version);
+  }
+
+  // Checked right before the record write (ADR §3).
+  if (!lease_.IsValid()) co_return Outcome(AcquireResult::Kind::kNotValid, "node lease not valid");
+  const std::uint64_t epoch = lease_.epoch();
+  const OwnerRecord mine{self, lease_.instance(), next};
+  auto put = co_await store_.Put(key, EncodeOwnerRecord(mine), condition, call);
+  if (put.ok()) {
+    AcquireResult r;
+    r.kind = AcquireResult::Kind::kAcquired;
+    r.hold = Register(actor, next, *put, epoch);
+    if (!r.hold.IsValid()) r = Outcome(AcquireResult::Kind::kNotValid, "node lease lapsed during the acquisition");
+    co_return r;
+  }
+  if (put.code() == Code::kRetryable || put.code() == Code::kInvalidArgument || put.code() == Code::kFatal) {
+    // Refused before it was applied: nothing to resolve.
+    co_return Outcome(AcquireResult::Kind::kError, "writing " + key + ": " + put.status().ToString());
+  }
+
+  // No reply, a timeout, a cancellation or a conflict: the write may have landed (a
+  // conflict too, since a retried request can conflict with its own first attempt). Read
+  // back once, still under the lock.
+  auto back = co_await store_.Get(key, call);
+  if (back.ok()) {
+    auto rec = DecodeOwnerRecord(back->body);
+    if (rec.ok() && rec->Names(self, lease_.instance()) && rec->generation == next) {
+      // This write: only this node writes this instance, one acquisition of an actor at
+      // a time, and the generation is the attempt's.
+      AcquireResult r;
+      r.kind = AcquireResult::Kind::kAcquired;
+      r.hold = Register(actor, next, back->version, epoch);
+      if (!r.hold.IsValid()) r = Outcome(AcquireResult::Kind::kNotValid, "node lease lapsed during the acquisition");
+      co_return r;
+    }
+    const bool changed = !read_version || back->version != *read_version;
+    if (rec.ok() && changed && !rec->names_nobody() && !rec->Names(self, lease_.instance())) {
+      Freed freed = co_await IsFree(*rec);
+      if (freed == Freed::kHeld) {
+        ++stats_.acquire_conflicts;
+        AcquireResult r = Outcome(AcquireResult::Kind::kHeldElsewhere, "lost the race to " + rec->node_id);
+        r.owner = *rec;
+        co_return r;
+      }
+    }
+  }
+  // Undecided: the write may still be in flight and land.
+  ++stats_.unresolved;
+  unresolved_[{actor, next.value}] = Unresolved{actor, next, read_version, env_.MonoNow(), kEntryBackoffMin};
+  WK_LOG_WARN("acquire outcome unknown; kept for the resolver",
+              {{"actor", actor.ToString()}, {"generation", std::to_string(next.value)}, {"error", put.status().ToString()}});
+  co_return Outcome(AcquireResult::Kind::kUnknown, "acquire outcome unknown: " + put.status().ToString());
+}
+
+Task<Status> Owners::Release(ActorId actor) {
+  // The lock orders this release after any acquisition of the same actor in flight.
+  AsyncMutex::Guard guard = co_await LockFor(actor).Lock();
+  auto it = holds_.find(actor);
+  if (it == holds_.end()) co_return Status::Ok();
+  std::shared_ptr<HoldState> hold = it->second;
+  hold->alive = false;  // stop acting first, whatever the reply
+  holds_.erase(it);
+
+  const std::string key = OwnerKey(actor);
+  const OwnerRecord nobody{"", "", hold->generation};
+  const MonoTime deadline = env_.MonoNow() + kReleaseTries;
+  while (env_.MonoNow() < deadline && lease_.IsValid()) {
+    const Duration budget = std::min(timing_.attempt_timeout(), deadline - env_.MonoNow());
+    std::string body = EncodeOwnerRecord(nobody);
+    auto put = co_await store_.Put(key, std::move(body), Precondition::IfMatch(hold->version), CallOptions{budget});
+    if (put.ok()) {
+      ++stats_.releases_ok;
+      co_return Status::Ok();
+    }
+    if (put.code() == Code::kPreconditionFailed) break;  // the background task reads and decides
+    if (!co_await env_.SleepFor(kForegroundRetry)) break;
+  }
+  Park(actor, hold->generation, hold->version);
+  co_return UnknownOutcome("release of " + actor.ToString() + " is pending");
+}
+
+void Owners::OnLapse() {
+  // Every hold ends at once into the pending releases (ADR §3).
+  for (auto& [actor, hold] : holds_) {
+    hold->alive = false;
+    Park(actor, hold->generation, hold->version);
+  }
+  holds_.clear();
+}
+
+void Owners::OnLost() {
+  // Dropped without releasing: the fence (or the other instance) frees the records.
+  for (auto& [actor, hold] : holds_) {
+    hold->alive = false;
+    ++stats_.dropped_holds;
+  }
+  holds_.clear();
+  pending_.clear();
+  unresolved_.clear();
+}
+
+Task<bool> Owners::TryPending(Pending entry) {
+  const std::string key = OwnerKey(entry.actor);
+  const CallOptions call{timing_.attempt_timeout()};
+  // Always the same write: nobody at g, If-Match the acquire's version. Never a version
+  // read later (that would release a later hold).
+  // Named locals, not temporaries bound inside the co_await operand: GCC 12 destroys such
+  // temporaries twice (docs/DEVELOPING.md).
+  std::string body = EncodeOwnerRecord(OwnerRecord{"", "", entry.generation});
+  auto put = co_await store_.Put(key, std::move(body), Precondition::IfMatch(entry.version), call);
+  if (put.ok()) {
+    ++stats_.pending_landed;
+    co_return true;
+  }
+  if (put.code() != Code::kPreconditionFailed) co_return false;
+  auto got = co_await store_.Get(key, call);
+  if (!got.ok()) {
+    if (got.code() == Code::kNotFound) {
+      ++stats_.pending_ended;
+      co_return true;
+    }
+    co_return false;
+  }
+  auto rec = DecodeOwnerRecord(got->body);
+  if (rec.ok() && !(rec->Names(lease_.identity().node_id, lease_.instance()) && rec->generation == entry.generation)) {
+    ++stats_.pending_ended;  // nobody, another owner, a higher generation
+    co_return true;
+  }
+  co_return false;
+}
+
+Task<bool> Owners::TryUnresolved(Unresolved entry) {
+  AsyncMutex::Guard guard;
+  if (!mutants_.resolver_without_lock) {
+    guard = co_await LockFor(entry.actor).Lock();
+    if (!guard.owns()) co_return false;
+  }
+  const std::string key = OwnerKey(entry.actor);
+  const CallOptions call{timing_.attempt_timeout()};
+  auto got = co_await store_.Get(key, call);
+  if (!got.ok()) {
+    if (got.code() != Code::kNotFound) co_return false;  // undecided: read again later
+    if (!entry.read_version) co_return false;           // still absent: may yet land
+    ++stats_.resolver_dropped;                          // deleted since: cannot land
+    co_return true;
+  }
+  auto rec = DecodeOwnerRecord(got->body);
+  const bool ours_at_g = rec.ok() && rec->Names(lease_.identity().node_id, lease_.instance()) &&
+                         rec->generation == entry.generation;
+  if (!ours_at_g && entry.read_version && got->version == *entry.read_version) {
+    co_return false;  // unchanged: the write may still be in flight and land
+  }
+  if (!ours_at_g || holds_.count(entry.actor)) {
+    ++stats_.resolver_dropped;  // names anything else (it can never land now), or a hold lives here
+    co_return true;
+  }
+  // It landed and nothing here holds it: release it, If-Match that read's version (only
+  // this node could have written this instance at that generation).
+  std::string body = EncodeOwnerRecord(OwnerRecord{"", "", entry.generation});
+  auto put = co_await store_.Put(key, std::move(body), Precondition::IfMatch(got->version), call);
+  if (put.ok()) {
+    ++stats_.resolver_released;
+  } else {
+    Park(entry.actor, entry.generation, got->version);
+  }
+  co_return true;
+}
+
+// One batch of due entries, at most kPendingConcurrency at once. A member coroutine, not
+// a lambda: GCC 12 mis-built the frames of this file's other coroutines when this was a
+// lambda coroutine capturing by reference (garbage at their first resume).
+Task<void> Owners::RunBatch(bool pendings, std::vector<EntryKey> keys, int* refusals) {
+  for (std::size_t i = 0; i < keys.size() && *refusals < kMaxRefusalsInARow && lease_.IsValid();) {
+    std::vector<EntryKey> batch_keys;
+    std::vector<TaskHandle> handles;
+    std::vector<std::shared_ptr<bool>> done;
+    for (; i < keys.size() && static_cast<int>(handles.size()) < kPendingConcurrency; ++i) {
+      auto flag = std::make_shared<bool>(false);
+      if (pendings) {
+        auto it = pending_.find(keys[i]);
+        if (it == pending_.end()) continue;
+        handles.push_back(env_.Spawn(TryPendingInto(it->second, flag), "pending release"));
+      } else {
+        auto it = unresolved_.find(keys[i]);
+        if (it == unresolved_.end()) continue;
+        handles.push_back(env_.Spawn(TryUnresolvedInto(it->second, flag), "resolver"));
+      }
+      batch_keys.push_back(keys[i]);
+      done.push_back(flag);
+    }
+    for (std::size_t j = 0; j < handles.size(); ++j) {
+      if (!co_await handles[j].Join()) co_return;  // cancelled
+      const EntryKey& k = batch_keys[j];
+      if (*done[j]) {
+        *refusals = 0;
+        if (pendings) pending_.erase(k);
+        else unresolved_.erase(k);
+        continue;
+      }
+      ++*refusals;
+      if (pendings) {
+        if (auto it = pending_.find(k); it != pending_.end()) Backoff(it->second.backoff, it->second.next_try);
+      } else {
+        if (auto it = unresolved_.find(k); it != unresolved_.end()) Backoff(it->second.backoff, it->second.next_try);
+      }
+    }
+  }
+}
+
+void Owners::Backoff(Duration& backoff, MonoTime& next_try) {
+  backoff = std::min(backoff * 2, kEntryBackoffMax);
+  next_try = env_.MonoNow() + backoff;
+}
+
+Task<void> Owners::TryPendingInto(Pending entry, std::shared_ptr<bool> done) {
+  *done = co_await TryPending(std::move(entry));
+}
+
+Task<void> Owners::TryUnresolvedInto(Unresolved entry, std::shared_ptr<bool> done) {
+  *done = co_await TryUnresolved(std::move(entry));
+}
+
+Task<void> Owners::Pass() {
+  // Due entries, pending releases first; the pass stops after kMaxRefusalsInARow
+  // failures in a row (a refusing or throttling bucket gets no burst of writes).
+  int refusals = 0;
+  const MonoTime now = env_.MonoNow();
+  std::vector<EntryKey> due_pending, due_unresolved;
+  for (auto& [k, p] : pending_)
+    if (p.next_try <= now) due_pending.push_back(k);
+  for (auto& [k, u] : unresolved_)
+    if (u.next_try <= now) due_unresolved.push_back(k);
+  co_await RunBatch(true, std::move(due_pending), &refusals);
+  co_await RunBatch(false, std::move(due_unresolved), &refusals);
+}
+
+// The background task is driven by a timer rather than written as a looping coroutine:
+// GCC 12 laid out that coroutine's frame with its promise 8 bytes off (garbage at the
+// first resume, SIGILL), while the passes themselves compile correctly.
+void Owners::StartBackground() {
+  StopBackground();
+  background_on_ = true;
+  ScheduleTick();
+}
+
+void Owners::StopBackground() {
+  background_on_ = false;
+  if (tick_timer_) env_.CancelTimer(*tick_timer_);
+  tick_timer_.reset();
+  if (pass_.valid()) pass_.Cancel();
+  pass_ = TaskHandle();
+}
+
+void Owners::ScheduleTick() {
+  tick_timer_ = env_.StartTimer(env_.MonoNow() + kBackgroundTick, [this] {
+    tick_timer_.reset();
+    if (!background_on_) return;
+    // Retries pause while the node lease is invalid (ADR §3); one pass at a time.
+    if (HasWork() && pass_.done()) pass_ = env_.Spawn(Pass(), "pending releases");
+    ScheduleTick();
+  });
+}
+
+bool Owners::HasWork() const { return lease_.IsValid() && (!pending_.empty() || !unresolved_.empty()); }
+
+Task<Status> Owners::Drain(Duration limit) {
+  const MonoTime deadline = env_.MonoNow() + limit;
+  std::vector<ActorId> actors;
+  for (auto& [a, h] : holds_) actors.push_back(a);
+  for (auto& a : actors) (void)co_await Release(a);  // parked ones are awaited below
+  // Retries pause while the lease is invalid: then nothing more can land, and the
+  // released write (or a fence) frees what is left.
+  while (pending() > 0 && env_.MonoNow() < deadline && lease_.IsValid()) {
+    if (!co_await env_.SleepFor(std::min<Duration>(kBackgroundTick, deadline - env_.MonoNow()))) break;
+  }
+  if (pending() > 0) co_return UnknownOutcome(std::to_string(pending()) + " releases still pending");
+  co_return Status::Ok();
+}
+
+Task<Result<std::optional<OwnerRecord>>> Owners::OtherOwner(ActorId actor) {
+  auto got = co_await store_.Get(OwnerKey(actor), CallOptions{kAdmissionWait});
+  if (!got.ok()) {
+    if (got.code() == Code::kNotFound) co_return std::optional<OwnerRecord>();
+    co_return got.status();
+  }
+  auto rec = DecodeOwnerRecord(got->body);
+  if (!rec.ok()) co_return rec.status();
+  if (rec->names_nobody() || rec->node_id == lease_.identity().node_id) co_return std::optional<OwnerRecord>();
+  // Trusted only if the view shows the named process live; otherwise acquire here (the
+  // acquisition reads nodes/<A> fresh before taking it).
+  if (membership_.IsLive(rec->node_id, rec->instance)) co_return std::optional<OwnerRecord>(*rec);
+  co_return std::optional<OwnerRecord>();
+}
+
+}  // namespace wk

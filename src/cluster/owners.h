@@ -1,0 +1,204 @@
+// Owners: ownership records and holds (ADR 0020 §3), releases that outlive their first
+// try (pending releases), acquisitions whose outcome is unknown (unresolved acquires),
+// and the drain (§4).
+//
+// Concept. An actor's object owners/<tenant>/<class>/<name> is written only when the
+// actor changes hands. A node owns an actor while it holds the hold it acquired (in
+// memory) and its node lease is valid with no lapse since the acquisition. Every
+// acquisition writes generation + 1, so every hold has a generation of its own.
+//
+//   Acquire   only while the node lease is valid (checked right before the record
+//             write): read the record (version r); if it names nobody, is free (a read of
+//             nodes/<A> made after r shows A's process gone: live under another instance,
+//             or fenced/released with written_at + ttl + grace passed on our clock), or
+//             names our own current instance, write it If-Match r at generation + 1
+//             naming us; no record: If-None-Match: * at generation 1. An absent nodes/<A>,
+//             an old-format or a corrupt one frees nothing.
+//   Unknown   an acquire write without a clear answer reads the record back once, under
+//             the actor's lock: naming us at the generation tried, the hold is ours (at
+//             that read's version); taken by a holder that is not free, the race is lost;
+//             otherwise the attempt becomes an unresolved acquire for the background task.
+//   Release   stop acting first (IsValid says no at once), then write nobody If-Match v
+//             (the acquire's version), generation kept. Tried for RELEASE_TRIES (1 s) in
+//             the foreground, then parked as a pending release, retried in the background
+//             with the very same write until it lands or a read shows the record no longer
+//             names this instance at that generation.
+//   Lapse     the node lease ran out: every hold ends at once into the pending releases.
+//   Lost      fenced, replaced or a twin: every hold is dropped, nothing released.
+//   Lock      one AsyncMutex per actor orders acquisitions and the resolver.
+//
+// Threading: Env loop thread only. HoldView::IsValid is a few loads: ask it on every
+// storage acknowledgement (it is LeaseView::is_valid).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "cluster/membership.h"
+#include "cluster/node_lease.h"
+#include "cluster/owner_record.h"
+#include "env/async_mutex.h"
+
+namespace wk {
+
+// ADR 0020, bounds table.
+inline constexpr int kPendingConcurrency = 32;          // pending entries worked at once
+inline constexpr int kMaxRefusalsInARow = 32;           // then the pass stops
+inline constexpr Duration kReleaseTries = std::chrono::seconds(1);  // foreground release
+inline constexpr Duration kAdmissionWait = std::chrono::milliseconds(250);  // routing read
+
+// The state of one hold, shared with whoever acts on it (the actor runtime, later).
+struct HoldState {
+  ActorId actor;
+  Generation generation;
+  Version version;  // the acquire's version: the record's version while the hold lasts
+  std::uint64_t epoch = 0;
+  bool alive = true;  // false once released, lapsed or dropped
+};
+
+// What the actor runtime keeps: cheap, copyable, valid-or-not.
+class HoldView {
+ public:
+  HoldView() = default;
+  HoldView(std::shared_ptr<const HoldState> s, const NodeLease* lease) : s_(std::move(s)), lease_(lease) {}
+  // LeaseView::is_valid: this hold exists and the node lease is valid with no lapse since
+  // it was acquired.
+  bool IsValid() const { return s_ && s_->alive && lease_->IsValid() && lease_->epoch() == s_->epoch; }
+  Generation generation() const { return s_ ? s_->generation : Generation{}; }
+  const ActorId& actor() const { return s_->actor; }
+  bool empty() const { return !s_; }
+
+ private:
+  std::shared_ptr<const HoldState> s_;
+  const NodeLease* lease_ = nullptr;
+};
+
+struct AcquireResult {
+  enum class Kind {
+    kAcquired,      // hold is set
+    kHeldElsewhere, // owner names the holder (route there) or a node not yet free
+    kNotValid,      // our node lease is not valid: nothing was written
+    kUnknown,       // the write's outcome is unknown: an unresolved acquire was kept
+    kError,         // the bucket failed or a record is corrupt: nothing was acquired
+  };
+  Kind kind = Kind::kNotValid;
+  HoldView hold;
+  OwnerRecord owner;  // for kHeldElsewhere
+  std::string why;
+};
+
+struct OwnersStats {
+  std::uint64_t acquisitions = 0;        // holds registered
+  std::uint64_t acquire_conflicts = 0;   // held elsewhere
+  std::uint64_t releases_ok = 0;         // landed in the foreground
+  std::uint64_t releases_parked = 0;     // became pending
+  std::uint64_t pending_landed = 0;      // pending releases that landed later
+  std::uint64_t pending_ended = 0;       // ended by a read (no longer ours at g)
+  std::uint64_t unresolved = 0;          // unresolved acquires recorded
+  std::uint64_t resolver_released = 0;   // resolved: it had landed, released
+  std::uint64_t resolver_dropped = 0;    // resolved: not ours, or a hold exists
+  std::uint64_t dropped_holds = 0;       // dropped on a lost lease
+};
+
+// Broken models for the simulator only.
+struct OwnersMutants {
+  bool wake_reuses_generation = false;  // re-acquiring our own/nobody's record keeps g
+  bool resolver_without_lock = false;   // the resolver does not take the actor's lock
+  bool free_on_view = false;            // freeing from the membership view, not a fresh read
+  bool free_on_absent_node = false;     // an absent nodes/<A> frees A's records
+};
+
+class Owners {
+ public:
+  Owners(Env& env, ObjectStore& store, NodeLease& lease, const Membership& membership, LeaseTiming timing);
+  ~Owners();
+  Owners(const Owners&) = delete;
+  Owners& operator=(const Owners&) = delete;
+
+  // Acquires actor (or returns the hold this node already has).
+  Task<AcquireResult> Acquire(ActorId actor);
+  // The hold this node has for actor, if any (valid or not: ask IsValid()).
+  HoldView Find(const ActorId& actor) const;
+  // Releases actor's hold (hibernation, drain, move, abandoned upload). Returns OK once
+  // the release landed, kUnknownOutcome once it is parked as pending.
+  Task<Status> Release(ActorId actor);
+  // Releases every hold; then waits until no release or unresolved acquire is pending,
+  // up to limit. OK only then ("drained").
+  Task<Status> Drain(Duration limit);
+
+  // The routing read (Owners::other_owner): one GET within kAdmissionWait. The holder if
+  // the record names another node that the membership view shows live under the named
+  // instance; nullopt to acquire here.
+  Task<Result<std::optional<OwnerRecord>>> OtherOwner(ActorId actor);
+
+  // The background work: pending releases and unresolved acquires, retried every 250 ms
+  // while the lease is valid, at most one pass at a time.
+  void StartBackground();
+  void StopBackground();
+
+  // Lease events (ClusterNode wires them).
+  void OnLapse();
+  void OnLost();
+
+  std::size_t holds() const { return holds_.size(); }
+  std::size_t pending() const { return pending_.size() + unresolved_.size(); }
+  const OwnersStats& stats() const { return stats_; }
+  void set_mutants(OwnersMutants m) { mutants_ = m; }
+
+ private:
+  struct Pending {
+    ActorId actor;
+    Generation generation;
+    Version version;  // the acquire's version (or a resolver's read): every retry uses it
+    MonoTime next_try{};
+    Duration backoff{};
+  };
+  struct Unresolved {
+    ActorId actor;
+    Generation generation;
+    // The version the attempt was conditioned on (nullopt: no record then). While the
+    // record is unchanged the write may still be in flight and land: keep reading.
+    std::optional<Version> read_version;
+    MonoTime next_try{};
+    Duration backoff{};
+  };
+  enum class Freed { kFree, kHeld, kUnknown };
+  using EntryKey = std::pair<ActorId, std::uint64_t>;  // (actor, generation)
+
+  AsyncMutex& LockFor(const ActorId& actor);
+  // Whether a record naming (node, instance) is free, from a read of nodes/<node> made now
+  // (after the record's read).
+  Task<Freed> IsFree(OwnerRecord record);
+  HoldView Register(const ActorId& actor, Generation g, Version v, std::uint64_t epoch);
+  void Park(const ActorId& actor, Generation g, Version v);
+  // One try of a pending release. Returns true when the entry is finished.
+  Task<bool> TryPending(Pending entry);
+  Task<bool> TryUnresolved(Unresolved entry);
+  Task<void> Pass();
+  bool HasWork() const;
+  Task<void> RunBatch(bool pendings, std::vector<EntryKey> keys, int* refusals);
+  Task<void> TryPendingInto(Pending entry, std::shared_ptr<bool> done);
+  Task<void> TryUnresolvedInto(Unresolved entry, std::shared_ptr<bool> done);
+  void Backoff(Duration& backoff, MonoTime& next_try);
+  void ScheduleTick();
+
+  Env& env_;
+  ObjectStore& store_;
+  NodeLease& lease_;
+  const Membership& membership_;
+  const LeaseTiming timing_;
+  std::map<ActorId, std::shared_ptr<HoldState>> holds_;
+  std::map<ActorId, std::unique_ptr<AsyncMutex>> locks_;
+  std::map<EntryKey, Pending> pending_;
+  std::map<EntryKey, Unresolved> unresolved_;
+  OwnersStats stats_;
+  OwnersMutants mutants_;
+  bool background_on_ = false;
+  std::optional<Env::TimerId> tick_timer_;
+  TaskHandle pass_;
+};
+
+}  // namespace wk

@@ -1,0 +1,37 @@
+// OpenStore: turns a bucket URL into an ObjectStore.
+//
+//   mem://                 a fresh in-memory bucket (tests; gone when the process ends)
+//   file://DIR             a local directory (relative paths are from the working dir)
+//   s3://BUCKET?endpoint=URL&region=R[&if_match_quoted=true|false][&conditional_delete=…]
+//                          any S3-compatible service; credentials from AWS_ACCESS_KEY_ID,
+//                          AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN)
+//
+// Errors are kInvalidArgument (a malformed URL, an unknown scheme, a missing endpoint or
+// credentials) or kFatal (an unwritable directory), each with a one-line message naming
+// the problem. Opening sends no request to a remote bucket; the first call does.
+//
+// Threading: call on env's loop thread (or before the loop runs).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "env/real_env.h"
+#include "store/object_store.h"
+
+namespace wk {
+
+using GetEnvFn = std::function<std::optional<std::string>(const char*)>;
+// The process environment.
+std::optional<std::string> ProcessGetEnv(const char* name);
+
+Result<std::unique_ptr<ObjectStore>> OpenStore(RealEnv& env, std::string_view url,
+                                               const GetEnvFn& getenv = ProcessGetEnv);
+
+// The embedded default: a directory beside the working directory.
+inline constexpr std::string_view kDefaultBucketUrl = "file://./wasmkeep-data";
+
+}  // namespace wk

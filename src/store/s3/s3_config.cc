@@ -1,0 +1,241 @@
+#include "store/s3/s3_config.h"
+
+#include <charconv>
+#include <cstdlib>
+#include <set>
+
+namespace wk {
+namespace {
+
+constexpr std::string_view kScheme = "s3://";
+// Bounds on max_connections: at least one, and not so many that a typo exhausts the
+// process's file descriptors.
+constexpr int kMinConnections = 1;
+constexpr int kMaxConnections = 1024;
+// S3 allows 63; RGW and MinIO can be configured for longer names. This only stops junk.
+constexpr std::size_t kMaxBucketNameBytes = 255;
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Decodes %XX escapes (and nothing else: '+' stays '+', this is a URL, not a form).
+std::optional<std::string> PercentDecode(std::string_view in) {
+  std::string out;
+  out.reserve(in.size());
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    if (in[i] != '%') {
+      out.push_back(in[i]);
+      continue;
+    }
+    if (i + 2 >= in.size()) return std::nullopt;
+    int hi = HexValue(in[i + 1]), lo = HexValue(in[i + 2]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out.push_back(static_cast<char>(hi * 16 + lo));
+    i += 2;
+  }
+  return out;
+}
+
+Result<bool> ParseBool(std::string_view name, std::string_view value) {
+  if (value == "true") return true;
+  if (value == "false") return false;
+  return InvalidArgument("s3 URL: bad boolean for " + std::string(name) + ": '" +
+                         std::string(value) + "' (use true or false)");
+}
+
+bool IsBucketChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+         c == '.' || c == '-' || c == '_';
+}
+
+Status EndpointError(std::string_view url, std::string_view why) {
+  return InvalidArgument("bad endpoint URL '" + std::string(url) + "': " + std::string(why));
+}
+
+}  // namespace
+
+GetenvFn SystemGetenv() {
+  return [](const char* name) -> std::optional<std::string> {
+    const char* v = std::getenv(name);
+    if (v == nullptr) return std::nullopt;
+    return std::string(v);
+  };
+}
+
+Result<S3Endpoint> ParseS3Endpoint(std::string_view url) {
+  S3Endpoint ep;
+  std::string_view rest;
+  if (url.starts_with("http://")) {
+    rest = url.substr(7);
+  } else if (url.starts_with("https://")) {
+    ep.tls = true;
+    rest = url.substr(8);
+  } else {
+    return EndpointError(url, "scheme must be http or https");
+  }
+  // Only an optional trailing "/" may follow the authority: the bucket goes in the path.
+  std::size_t slash = rest.find_first_of("/?#");
+  if (slash != std::string_view::npos) {
+    if (rest.substr(slash) != "/") return EndpointError(url, "must not have a path, query or fragment");
+    rest = rest.substr(0, slash);
+  }
+  if (rest.find('@') != std::string_view::npos) {
+    return EndpointError(url, "must not carry user info (credentials come from the environment)");
+  }
+  std::string_view host, port_text;
+  if (rest.starts_with("[")) {  // IPv6 literal
+    std::size_t close = rest.find(']');
+    if (close == std::string_view::npos) return EndpointError(url, "unclosed '[' in host");
+    host = rest.substr(1, close - 1);
+    std::string_view after = rest.substr(close + 1);
+    if (!after.empty()) {
+      if (after[0] != ':') return EndpointError(url, "junk after ']'");
+      port_text = after.substr(1);
+      if (port_text.empty()) return EndpointError(url, "empty port");
+    }
+  } else {
+    std::size_t colon = rest.rfind(':');
+    if (colon != std::string_view::npos) {
+      host = rest.substr(0, colon);
+      port_text = rest.substr(colon + 1);
+      if (port_text.empty()) return EndpointError(url, "empty port");
+    } else {
+      host = rest;
+    }
+  }
+  if (host.empty()) return EndpointError(url, "host required");
+  for (char c : host) {
+    if (static_cast<unsigned char>(c) <= 0x20 || c == '/' || c == '\\' || c == 0x7f) {
+      return EndpointError(url, "host contains an invalid character");
+    }
+  }
+  ep.host = std::string(host);
+  if (!port_text.empty()) {
+    unsigned value = 0;
+    auto [ptr, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), value);
+    if (ec != std::errc() || ptr != port_text.data() + port_text.size() || value == 0 ||
+        value > 65535) {
+      return EndpointError(url, "port must be a number in 1..65535");
+    }
+    ep.port = static_cast<std::uint16_t>(value);
+  }
+  const std::uint16_t default_port = ep.tls ? 443 : 80;
+  if (ep.port == 0) ep.port = default_port;
+  const bool v6 = ep.host.find(':') != std::string::npos;
+  ep.host_header = v6 ? "[" + ep.host + "]" : ep.host;
+  if (ep.port != default_port) ep.host_header += ":" + std::to_string(ep.port);
+  return ep;
+}
+
+Result<S3Config> ParseS3Url(std::string_view url, const GetenvFn& getenv) {
+  if (!url.starts_with(kScheme)) {
+    return InvalidArgument("s3 URL must start with s3:// (got '" + std::string(url) + "')");
+  }
+  std::string_view rest = url.substr(kScheme.size());
+  std::string_view query;
+  if (std::size_t q = rest.find('?'); q != std::string_view::npos) {
+    query = rest.substr(q + 1);
+    rest = rest.substr(0, q);
+  }
+  std::string_view bucket = rest;
+  if (std::size_t slash = rest.find('/'); slash != std::string_view::npos) {
+    if (slash + 1 != rest.size()) {
+      return InvalidArgument("s3 URL: key prefixes are not supported (got path '" +
+                             std::string(rest.substr(slash)) + "')");
+    }
+    bucket = rest.substr(0, slash);
+  }
+  if (bucket.empty()) return InvalidArgument("s3 URL: missing bucket (s3://BUCKET?endpoint=...)");
+  if (bucket.size() > kMaxBucketNameBytes) return InvalidArgument("s3 URL: bucket name too long");
+  for (char c : bucket) {
+    if (!IsBucketChar(c)) {
+      return InvalidArgument("s3 URL: bad bucket name '" + std::string(bucket) +
+                             "' (letters, digits, '.', '-', '_')");
+    }
+  }
+
+  S3Config cfg;
+  cfg.bucket = std::string(bucket);
+  std::optional<std::string> endpoint;
+  std::set<std::string, std::less<>> seen;
+  while (!query.empty()) {
+    std::size_t amp = query.find('&');
+    std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    if (pair.empty()) continue;  // tolerate "a=1&&b=2" and a trailing '&'
+    std::size_t eq = pair.find('=');
+    auto name = PercentDecode(pair.substr(0, eq));
+    auto value = PercentDecode(eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1));
+    if (!name || !value) {
+      return InvalidArgument("s3 URL: bad percent-encoding in query parameter '" +
+                             std::string(pair) + "'");
+    }
+    if (!seen.insert(*name).second) {
+      return InvalidArgument("s3 URL: duplicate query parameter '" + *name + "'");
+    }
+    if (*name == "endpoint") {
+      endpoint = *value;
+    } else if (*name == "region") {
+      if (value->empty()) return InvalidArgument("s3 URL: region is empty");
+      cfg.region = *value;
+    } else if (*name == "if_match_quoted") {
+      auto b = ParseBool(*name, *value);
+      if (!b.ok()) return b.status();
+      cfg.if_match_quoted = *b;
+    } else if (*name == "conditional_delete") {
+      auto b = ParseBool(*name, *value);
+      if (!b.ok()) return b.status();
+      cfg.conditional_delete = *b;
+    } else if (*name == "max_connections") {
+      int n = 0;
+      auto [ptr, ec] = std::from_chars(value->data(), value->data() + value->size(), n);
+      if (ec != std::errc() || ptr != value->data() + value->size() || n < kMinConnections ||
+          n > kMaxConnections) {
+        return InvalidArgument("s3 URL: max_connections must be a number in " +
+                               std::to_string(kMinConnections) + ".." +
+                               std::to_string(kMaxConnections) + " (got '" + *value + "')");
+      }
+      cfg.max_connections = n;
+    } else {
+      return InvalidArgument("s3 URL: unknown query parameter '" + *name +
+                             "' (known: endpoint, region, if_match_quoted, conditional_delete, "
+                             "max_connections)");
+    }
+  }
+
+  if (!endpoint) endpoint = getenv("AWS_ENDPOINT_URL");
+  if (!endpoint || endpoint->empty()) {
+    return InvalidArgument("s3 URL: missing endpoint (add ?endpoint=http(s)://host:port or set "
+                           "AWS_ENDPOINT_URL)");
+  }
+  auto ep = ParseS3Endpoint(*endpoint);
+  if (!ep.ok()) return ep.status();
+  if (endpoint->ends_with("/")) endpoint->pop_back();
+  cfg.endpoint = std::move(*endpoint);
+
+  auto access = getenv("AWS_ACCESS_KEY_ID");
+  auto secret = getenv("AWS_SECRET_ACCESS_KEY");
+  if (!access || access->empty()) {
+    return InvalidArgument("s3 store: missing credentials: AWS_ACCESS_KEY_ID is not set");
+  }
+  if (!secret || secret->empty()) {
+    return InvalidArgument("s3 store: missing credentials: AWS_SECRET_ACCESS_KEY is not set");
+  }
+  cfg.access_key = std::move(*access);
+  cfg.secret_key = std::move(*secret);
+  if (auto token = getenv("AWS_SESSION_TOKEN")) cfg.session_token = std::move(*token);
+  return cfg;
+}
+
+std::string DescribeS3Config(const S3Config& cfg) {
+  std::string out = "s3://" + cfg.bucket + "?endpoint=" + cfg.endpoint + "&region=" + cfg.region;
+  if (!cfg.if_match_quoted) out += "&if_match_quoted=false";
+  if (cfg.conditional_delete) out += "&conditional_delete=true";
+  return out;
+}
+
+}  // namespace wk

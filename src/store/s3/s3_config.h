@@ -1,0 +1,81 @@
+// S3Config: where an s3:// store lives and how to talk to it, and the parser of the
+// s3:// URL that names it.
+//
+// URL grammar (everything but the bucket is optional):
+//
+//   s3://BUCKET?endpoint=URL&region=R&if_match_quoted=true|false
+//              &conditional_delete=true|false&max_connections=N
+//
+//   endpoint    http(s)://host[:port]; falls back to $AWS_ENDPOINT_URL. Required: WasmKeep
+//               has no built-in notion of "AWS by default" because every supported store
+//               (RGW, MinIO, R2, AWS) needs its own endpoint anyway.
+//   region      SigV4 signing region (default us-east-1, what RGW and MinIO expect).
+//   if_match_quoted  send If-Match as "etag" (AWS, documented) or etag (Ceph RGW, which
+//               fails every quoted If-Match; FACTS.md "RGW quirks").
+//   conditional_delete  whether the server honours If-Match on DELETE (off by default:
+//               several S3-compatible servers silently ignore it; Ceph RGW 16.2 does,
+//               it deletes anyway, see s3_store_rgw_test.cc).
+//   max_connections  bound on the keep-alive pool (1..1024).
+//
+// Credentials come only from the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
+// optional AWS_SESSION_TOKEN), never from the URL: URLs end up in logs and shell history.
+// The environment is read through a function so tests can inject it.
+//
+// Every parse error is kInvalidArgument with a one-line message naming the field.
+//
+// Threading: plain values and pure functions.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+#include "base/time.h"
+
+namespace wk {
+
+struct S3Config {
+  std::string bucket;
+  std::string endpoint;  // http(s)://host[:port], no path
+  std::string region = "us-east-1";
+  std::string access_key, secret_key, session_token;
+  bool if_match_quoted = true;
+  bool path_style = true;  // only path-style is implemented (S3Store::Create checks)
+  int max_connections = 64;
+  bool conditional_delete = false;
+
+  // Internal retries of 409 ConditionalRequestConflict / 503 (s3_store.h): full-jitter
+  // exponential backoff starting at retry_base_delay, each sleep at most retry_max_delay.
+  // Not settable from the URL; tests shorten them.
+  Duration retry_base_delay = std::chrono::milliseconds(50);
+  Duration retry_max_delay = std::chrono::seconds(2);
+};
+
+// The parts of an endpoint URL.
+struct S3Endpoint {
+  bool tls = false;
+  std::string host;       // without brackets for an IPv6 literal
+  std::uint16_t port = 0;  // defaulted from the scheme when absent
+  // host[:port] as the Host header must carry it (port omitted when it is the default;
+  // brackets kept for IPv6), which is also what SigV4 signs.
+  std::string host_header;
+};
+
+using GetenvFn = std::function<std::optional<std::string>(const char*)>;
+
+// The process environment (std::getenv), for production callers.
+GetenvFn SystemGetenv();
+
+// Parses an endpoint URL: scheme http or https, a host, an optional numeric port, no path
+// other than "/", no user info, query or fragment.
+Result<S3Endpoint> ParseS3Endpoint(std::string_view url);
+
+// Parses an s3:// URL (grammar above) and reads credentials through getenv.
+Result<S3Config> ParseS3Url(std::string_view url, const GetenvFn& getenv);
+
+// The URL of cfg without secrets, for logs (ObjectStore::Describe).
+std::string DescribeS3Config(const S3Config& cfg);
+
+}  // namespace wk
