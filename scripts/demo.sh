@@ -2,9 +2,9 @@
 # Install, build and run WasmKeep on its embedded default bucket (a local directory,
 # ./wasmkeep-data), from a clean clone on a fresh Debian 12 machine. Idempotent.
 #
-# Until `wasmkeep serve` lands (issue 7), this demonstrates the layer everything stands on:
-# the bucket and its conditional writes, through `wasmkeep bucket`, exactly as the nodes
-# will use them to agree on who owns what.
+# Actors arrive in later releases; this shows what exists today: the bucket and its
+# conditional writes (`wasmkeep bucket`), then a node (`wasmkeep serve`) taking its node
+# lease on the same bucket, seen through `cluster status` and /metrics, and a clean stop.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,4 +36,25 @@ say "wasmkeep bucket get $key"
 "$wk" --bucket "$bucket" bucket get "$key"
 say "wasmkeep bucket ls -l demo/"
 "$wk" --bucket "$bucket" bucket ls -l demo/
-printf '\nThe bucket is %s; try: %s --bucket %s bucket --help\n' "$bucket" "$wk" "$bucket"
+
+port=${WASMKEEP_DEMO_PORT:-18080}
+say "wasmkeep serve --node-id demo --listen 127.0.0.1:$port   # takes its node lease after the start check (ttl + grace = 15 s)"
+"$wk" --bucket "$bucket" serve --node-id demo --listen "127.0.0.1:$port" 2>"$tmp/serve.log" &
+serve_pid=$!
+trap 'kill "$serve_pid" 2>/dev/null; rm -rf "$tmp"' EXIT
+for _ in $(seq 1 150); do
+  curl -sf "127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
+  kill -0 "$serve_pid" 2>/dev/null || { cat "$tmp/serve.log"; exit 1; }
+  sleep 0.2
+done
+say "curl 127.0.0.1:$port/readyz"
+curl -s "127.0.0.1:$port/readyz"
+say "wasmkeep cluster status"
+"$wk" --bucket "$bucket" cluster status
+say "curl -s 127.0.0.1:$port/metrics | grep node_lease"
+curl -s "127.0.0.1:$port/metrics" | grep '^wasmkeep_node_lease'
+say "kill -TERM <serve>   # clean stop: the lease is released"
+kill -TERM "$serve_pid"
+wait "$serve_pid" && echo "(exit 0)"
+"$wk" --bucket "$bucket" cluster status
+printf '\nThe bucket is %s. Next: %s --bucket %s serve --help, docs/node-lease.md\n' "$bucket" "$wk" "$bucket"
