@@ -30,7 +30,10 @@ static void BM_MemConditionalPut(benchmark::State& state) {
   Version v;
   for (auto _ : state) {
     env.Spawn([](MemStore* s, Version* ver) -> Task<void> {
-      auto r = co_await s->Put("nodes/a", "lease body", ver->empty() ? Precondition::IfNoneMatchAny() : Precondition::IfMatch(*ver), {});
+      // Named locals, not temporaries inside the co_await operand (GCC 12, DEVELOPING.md).
+      Precondition cond = ver->empty() ? Precondition::IfNoneMatchAny() : Precondition::IfMatch(*ver);
+      std::string key = "nodes/a", body = "lease body";
+      auto r = co_await s->Put(std::move(key), std::move(body), std::move(cond), CallOptions{});
       if (r.ok()) *ver = *r;
     }(&store, &v), "bench");
     world.RunUntilIdle();

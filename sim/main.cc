@@ -81,6 +81,12 @@ int main(int argc, char** argv) {
       total.lapses += r.lapses;
       total.adoptions += r.adoptions;
       total.clean_stops += r.clean_stops;
+      total.acquire_attempts += r.acquire_attempts;
+      total.acquisitions += r.acquisitions;
+      total.holds += r.holds;
+      total.pending_releases += r.pending_releases;
+      total.drains += r.drains;
+      total.deleted_heartbeats += r.deleted_heartbeats;
       if (!r.ok) {
         failed_seed = seed;
         failure = std::move(r);
@@ -99,6 +105,13 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(total.outages), static_cast<unsigned long long>(total.clean_stops),
                 static_cast<unsigned long long>(total.lost_leases), static_cast<unsigned long long>(total.lapses),
                 static_cast<unsigned long long>(total.adoptions));
+    if (total.acquire_attempts > 0) {
+      std::printf("  ownership: %llu acquire attempts, %llu acquisitions landed, %llu holds, %llu releases parked, "
+                  "%llu drains, %llu heartbeats deleted\n",
+                  static_cast<unsigned long long>(total.acquire_attempts), static_cast<unsigned long long>(total.acquisitions),
+                  static_cast<unsigned long long>(total.holds), static_cast<unsigned long long>(total.pending_releases),
+                  static_cast<unsigned long long>(total.drains), static_cast<unsigned long long>(total.deleted_heartbeats));
+    }
     if (failed_seed != 0) {
       std::printf("FAILED at seed %llu (replay: wasmkeep-sim --scenario %s --first-seed %llu --seeds 1%s)\n",
                   static_cast<unsigned long long>(failed_seed), sc.name.c_str(),

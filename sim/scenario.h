@@ -39,6 +39,13 @@ struct RunResult {
   std::uint64_t lapses = 0;
   std::uint64_t adoptions = 0;
   std::uint64_t clean_stops = 0;
+  // ownership scenario
+  std::uint64_t acquire_attempts = 0;
+  std::uint64_t acquisitions = 0;  // owner records that landed naming a node
+  std::uint64_t holds = 0;         // acquisitions a workload got back as holds
+  std::uint64_t pending_releases = 0;
+  std::uint64_t drains = 0;
+  std::uint64_t deleted_heartbeats = 0;
 };
 
 struct Scenario {
@@ -53,5 +60,7 @@ const std::vector<Scenario>& Scenarios();
 
 // The node lease scenario (ADR 0020 §1, §2, §5).
 RunResult RunLeaseScenario(const RunOptions& options);
+// The ownership scenario (ADR 0020 §3, §4): the lease scenario plus actors.
+RunResult RunOwnershipScenario(const RunOptions& options);
 
 }  // namespace wk::sim

@@ -94,6 +94,7 @@ Task<AcquireResult> Owners::Acquire(ActorId actor) {
     co_return r;
   }
   if (!lease_.IsValid()) co_return Outcome(AcquireResult::Kind::kNotValid, "node lease not valid");
+  if (!accepting_) co_return Outcome(AcquireResult::Kind::kNotValid, "draining: not taking new actors");
 
   const std::string key = OwnerKey(actor);
   const CallOptions call{timing_.attempt_timeout()};
@@ -126,6 +127,7 @@ Task<AcquireResult> Owners::Acquire(ActorId actor) {
 
   // Checked right before the record write (ADR §3).
   if (!lease_.IsValid()) co_return Outcome(AcquireResult::Kind::kNotValid, "node lease not valid");
+  if (!accepting_) co_return Outcome(AcquireResult::Kind::kNotValid, "draining: not taking new actors");
   const std::uint64_t epoch = lease_.epoch();
   const OwnerRecord mine{self, lease_.instance(), next};
   auto put = co_await store_.Put(key, EncodeOwnerRecord(mine), condition, call);
@@ -387,17 +389,27 @@ void Owners::ScheduleTick() {
 bool Owners::HasWork() const { return lease_.IsValid() && (!pending_.empty() || !unresolved_.empty()); }
 
 Task<Status> Owners::Drain(Duration limit) {
+  accepting_ = false;
   const MonoTime deadline = env_.MonoNow() + limit;
-  std::vector<ActorId> actors;
-  for (auto& [a, h] : holds_) actors.push_back(a);
-  for (auto& a : actors) (void)co_await Release(a);  // parked ones are awaited below
-  // Retries pause while the lease is invalid: then nothing more can land, and the
-  // released write (or a fence) frees what is left.
-  while (pending() > 0 && env_.MonoNow() < deadline && lease_.IsValid()) {
+  // Holds can still appear from acquisitions that were past their checks when the drain
+  // began (at most one attempt timeout later): release until none is left.
+  while (env_.MonoNow() < deadline && lease_.IsValid()) {
+    std::vector<ActorId> actors;
+    for (auto& [a, h] : holds_) actors.push_back(a);
+    for (auto& a : actors) (void)co_await Release(a);  // parked ones are awaited below
+    if (holds_.empty() && pending() == 0 && !AcquisitionsInFlight()) co_return Status::Ok();
+    // Retries pause while the lease is invalid: then nothing more can land, and the
+    // released write (or a fence) frees what is left.
     if (!co_await env_.SleepFor(std::min<Duration>(kBackgroundTick, deadline - env_.MonoNow()))) break;
   }
-  if (pending() > 0) co_return UnknownOutcome(std::to_string(pending()) + " releases still pending");
-  co_return Status::Ok();
+  if (holds_.empty() && pending() == 0 && !AcquisitionsInFlight()) co_return Status::Ok();
+  co_return UnknownOutcome(std::to_string(holds_.size() + pending()) + " holds or releases still pending");
+}
+
+bool Owners::AcquisitionsInFlight() const {
+  for (const auto& [actor, lock] : locks_)
+    if (lock->locked()) return true;
+  return false;
 }
 
 Task<Result<std::optional<OwnerRecord>>> Owners::OtherOwner(ActorId actor) {

@@ -125,9 +125,13 @@ class Owners {
   // Releases actor's hold (hibernation, drain, move, abandoned upload). Returns OK once
   // the release landed, kUnknownOutcome once it is parked as pending.
   Task<Status> Release(ActorId actor);
-  // Releases every hold; then waits until no release or unresolved acquire is pending,
-  // up to limit. OK only then ("drained").
+  // Stops taking new actors, releases every hold (including any an acquisition in flight
+  // registers meanwhile), then waits until no release or unresolved acquire is pending, up
+  // to limit. OK only then ("drained"). The node keeps refusing new actors until
+  // SetAccepting(true).
   Task<Status> Drain(Duration limit);
+  void SetAccepting(bool accepting) { accepting_ = accepting; }
+  bool accepting() const { return accepting_; }
 
   // The routing read (Owners::other_owner): one GET within kAdmissionWait. The holder if
   // the record names another node that the membership view shows live under the named
@@ -179,6 +183,7 @@ class Owners {
   Task<bool> TryUnresolved(Unresolved entry);
   Task<void> Pass();
   bool HasWork() const;
+  bool AcquisitionsInFlight() const;
   Task<void> RunBatch(bool pendings, std::vector<EntryKey> keys, int* refusals);
   Task<void> TryPendingInto(Pending entry, std::shared_ptr<bool> done);
   Task<void> TryUnresolvedInto(Unresolved entry, std::shared_ptr<bool> done);
@@ -196,6 +201,7 @@ class Owners {
   std::map<EntryKey, Unresolved> unresolved_;
   OwnersStats stats_;
   OwnersMutants mutants_;
+  bool accepting_ = true;  // false from a drain on: Acquire refuses
   bool background_on_ = false;
   std::optional<Env::TimerId> tick_timer_;
   TaskHandle pass_;
