@@ -256,6 +256,12 @@ class LeaseSim {
       const ActorId actor = ActorAt(Uniform(0, kActors - 1));
       AcquireResult r = co_await p->node->owners().Acquire(actor);
       ++result_.acquire_attempts;
+      // A request whose acquire had an unknown outcome is retried at once, as a client
+      // would: the second acquisition races the first one's write and the resolver.
+      for (int retry = 0; retry < 3 && r.kind == AcquireResult::Kind::kUnknown; ++retry) {
+        r = co_await p->node->owners().Acquire(actor);
+        ++result_.acquire_attempts;
+      }
       if (r.kind != AcquireResult::Kind::kAcquired) continue;
       ++result_.holds;
       const MonoTime until = world_.Now() + milliseconds(Uniform(100, 6000));
@@ -290,7 +296,7 @@ class LeaseSim {
   }
 
   // ---- faults
-  OpFault Fault(int slot, const OpInfo&) {
+  OpFault Fault(int slot, const OpInfo& op) {
     OpFault f;
     const MonoTime now = world_.Now();
     if (now < outage_until_ || now < partitioned_until_[slot]) {
@@ -307,13 +313,17 @@ class LeaseSim {
     f.request_delay = milliseconds(Uniform(1, 40));
     f.reply_delay = milliseconds(Uniform(1, 40));
     const auto roll = Uniform(0, 999);
-    if (roll < 20) {
-      f.request_delay = milliseconds(Uniform(500, 4000));  // applied late
-    } else if (roll < 40) {
+    // Ownership records get more late writes: the unresolved-acquire paths live there.
+    const int late = op.key.starts_with(kOwnersPrefix) ? 50 : 20;
+    if (roll < late) {
+      // Applied late: for records, mostly past the caller's deadline (an unknown outcome).
+      f.request_delay = op.key.starts_with(kOwnersPrefix) ? milliseconds(Uniform(2000, 6000))
+                                                           : milliseconds(Uniform(500, 4000));
+    } else if (roll < late + 20) {
       f.lose_reply = true;  // landed, the caller never hears
-    } else if (roll < 60) {
+    } else if (roll < late + 40) {
       f.fail_before_apply = Retryable("simulated: SlowDown");
-    } else if (roll < 110) {
+    } else if (roll < late + 90) {
       f.reply_delay = milliseconds(Uniform(500, 3000));  // slow answer
     }
     return f;

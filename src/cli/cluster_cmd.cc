@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "cluster/drain_control.h"
 #include "cluster/operator.h"
 
 namespace wk::cli {
@@ -12,6 +13,7 @@ struct ClusterArgs {
   bool json = false;
   std::string node;
   std::string if_match;
+  double wait_seconds = 60;
 };
 
 std::string Iso(WallTime t) {
@@ -79,6 +81,44 @@ Task<int> Forget(RealEnv* env, ObjectStore* store, LeaseTiming timing, std::stri
   co_return kExitOk;
 }
 
+// `cluster drain NODE`: writes the request (control/drain/NODE), then waits for the node to
+// report drained (every resident actor released, nothing pending).
+Task<int> Drain(RealEnv* env, ObjectStore* store, LeaseTiming timing, std::string node, double wait_seconds) {
+  if (Status s = ValidateNodeId(node); !s.ok()) co_return Fail(s);
+  const std::string key = DrainKey(node);
+  const CallOptions call{timing.ttl};
+  std::string body = EncodeDrainRecord(DrainRecord{DrainState::kRequested, env->WallNow()});
+  auto put = co_await store->Put(key, std::move(body), Precondition::IfNoneMatchAny(), call);
+  if (!put.ok() && put.code() != Code::kPreconditionFailed) co_return Fail(put.status());
+  std::printf(put.ok() ? "drain of %s requested\n" : "a drain of %s was already requested\n", node.c_str());
+  const MonoTime deadline = env->MonoNow() + std::chrono::duration_cast<Duration>(std::chrono::duration<double>(wait_seconds));
+  while (env->MonoNow() < deadline) {
+    auto got = co_await store->Get(key, call);
+    if (got.ok()) {
+      auto rec = DecodeDrainRecord(got->body);
+      if (rec.ok() && rec->state == DrainState::kDrained) {
+        std::printf("%s is drained: no actor resident, no release pending (undo with `cluster undrain %s`)\n",
+                    node.c_str(), node.c_str());
+        co_return kExitOk;
+      }
+    } else if (got.code() == Code::kNotFound) {
+      co_return Fail(PreconditionFailed("the drain request was removed (undrained) before it completed"));
+    }
+    (void)co_await env->SleepFor(std::chrono::milliseconds(500));
+  }
+  std::fprintf(stderr, "wasmkeep: %s is not drained yet (a node drains only while its lease is valid and "
+               "reports drained once no release is pending); the request stays\n", node.c_str());
+  co_return kExitUnknownOutcome;
+}
+
+Task<int> Undrain(RealEnv*, ObjectStore* store, LeaseTiming timing, std::string node) {
+  if (Status s = ValidateNodeId(node); !s.ok()) co_return Fail(s);
+  Status s = co_await store->Delete(DrainKey(node), Precondition::None(), CallOptions{timing.ttl});
+  if (!s.ok()) co_return Fail(s);
+  std::printf("%s takes actors again at its next listing\n", node.c_str());
+  co_return kExitOk;
+}
+
 int RunCluster(const GlobalOptions& g, const ClusterArgs& a, int which) {
   auto config = LoadConfigFromOptions(g);
   if (!config.ok()) return Fail(config.status());
@@ -88,6 +128,8 @@ int RunCluster(const GlobalOptions& g, const ClusterArgs& a, int which) {
   switch (which) {
     case 0: return env.RunMain(Status_(&env, store->get(), config->lease, a.json));
     case 1: return env.RunMain(Fence(&env, store->get(), config->lease, a.node, a.if_match));
+    case 3: return env.RunMain(Drain(&env, store->get(), config->lease, a.node, a.wait_seconds));
+    case 4: return env.RunMain(Undrain(&env, store->get(), config->lease, a.node));
     default: return env.RunMain(Forget(&env, store->get(), config->lease, a.node));
   }
 }
@@ -111,6 +153,15 @@ void AddClusterCommand(CLI::App& app, const GlobalOptions& globals, int* result)
   CLI::App* forget = cluster->add_subcommand("forget", "Delete a retired node's stale old-format heartbeat");
   forget->add_option("node", args->node, "Node id")->required();
   forget->callback([&globals, args, result] { *result = RunCluster(globals, *args, 2); });
+
+  CLI::App* drain = cluster->add_subcommand("drain", "Drain NODE: it releases every actor and takes no new ones; waits until drained");
+  drain->add_option("node", args->node, "Node id")->required();
+  drain->add_option("--wait", args->wait_seconds, "Seconds to wait for the node to report drained (default 60)");
+  drain->callback([&globals, args, result] { *result = RunCluster(globals, *args, 3); });
+
+  CLI::App* undrain = cluster->add_subcommand("undrain", "Put a drained NODE back in service");
+  undrain->add_option("node", args->node, "Node id")->required();
+  undrain->callback([&globals, args, result] { *result = RunCluster(globals, *args, 4); });
 }
 
 }  // namespace wk::cli

@@ -35,6 +35,13 @@ class ClusterMetrics {
         lease_lapses_(r.AddCounter("wasmkeep_node_lease_lapses_total", "Times the node lease ran out without a conflict")),
         fences_(r.AddCounter("wasmkeep_fences_total", "Fences this node wrote over peers whose lease ran out")),
         fences_refused_(r.AddCounter("wasmkeep_fences_refused_total", "Fences refused by their condition (the peer wrote meanwhile)")),
+        acquisitions_(r.AddCounter("wasmkeep_acquisitions_total", "Holds acquired (ownership record written at generation + 1)")),
+        releases_ok_(r.AddCounter("wasmkeep_releases_total", "Releases", {{"outcome", "ok"}})),
+        releases_parked_(r.AddCounter("wasmkeep_releases_total", "Releases", {{"outcome", "parked"}})),
+        releases_landed_later_(r.AddCounter("wasmkeep_releases_total", "Releases", {{"outcome", "landed_later"}})),
+        unresolved_(r.AddCounter("wasmkeep_unresolved_acquires_total", "Acquires whose outcome was unknown")),
+        resolver_released_(r.AddCounter("wasmkeep_resolver_total", "Unresolved acquires decided", {{"outcome", "released"}})),
+        resolver_dropped_(r.AddCounter("wasmkeep_resolver_total", "Unresolved acquires decided", {{"outcome", "dropped"}})),
         listing_(r.AddHistogram("wasmkeep_listing_seconds", "Duration of one listing of nodes/ with a read of each body",
                                 {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10})) {
     r.AddCallbackGauge("wasmkeep_node_lease_valid", "1 while this node's lease is valid", [&node] { return node.lease().IsValid() ? 1.0 : 0.0; });
@@ -53,6 +60,9 @@ class ClusterMetrics {
                          },
                          {{"state", s}});
     }
+    r.AddCallbackGauge("wasmkeep_holds_resident", "Actors this node holds now", [&node] { return static_cast<double>(node.owners().holds()); });
+    r.AddCallbackGauge("wasmkeep_releases_pending", "Pending releases and unresolved acquires", [&node] { return static_cast<double>(node.owners().pending()); });
+    r.AddCallbackGauge("wasmkeep_draining", "1 while a drain is requested or done for this node", [&node] { return node.drain_control().drained_or_draining() ? 1.0 : 0.0; });
     node.membership().AddListener([this](const std::map<std::string, NodeView>&) {
       listing_.Observe(ToSeconds(node_.membership().stats().last_duration));
     });
@@ -68,6 +78,14 @@ class ClusterMetrics {
     sync(lease_lapses_, node_.lease().stats().lapses);
     sync(fences_, node_.fence_watch().stats().fences_written);
     sync(fences_refused_, node_.fence_watch().stats().fences_refused);
+    const OwnersStats& o = node_.owners().stats();
+    sync(acquisitions_, o.acquisitions);
+    sync(releases_ok_, o.releases_ok);
+    sync(releases_parked_, o.releases_parked);
+    sync(releases_landed_later_, o.pending_landed);
+    sync(unresolved_, o.unresolved);
+    sync(resolver_released_, o.resolver_released);
+    sync(resolver_dropped_, o.resolver_dropped);
   }
 
  private:
@@ -78,6 +96,13 @@ class ClusterMetrics {
   Counter& lease_lapses_;
   Counter& fences_;
   Counter& fences_refused_;
+  Counter& acquisitions_;
+  Counter& releases_ok_;
+  Counter& releases_parked_;
+  Counter& releases_landed_later_;
+  Counter& unresolved_;
+  Counter& resolver_released_;
+  Counter& resolver_dropped_;
   Histogram& listing_;
 };
 
@@ -140,8 +165,9 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
     return metrics.RenderText();
   };
   handlers.healthy = [] { return true; };
-  handlers.ready = [&node] { return node.lease().IsReady(); };
+  handlers.ready = [&node] { return node.lease().IsReady() && !node.drain_control().drained_or_draining(); };
   handlers.ready_detail = [&node] {
+    if (node.drain_control().drained_or_draining()) return std::string("not ready: drained (cluster undrain puts it back)\n");
     if (node.lease().IsReady()) return std::string("ready\n");
     if (node.lease().epoch() == 0) return std::string("not ready: start check in progress (waits ttl + grace)\n");
     return std::string("not ready: node lease not valid\n");

@@ -8,8 +8,12 @@ ClusterNode::ClusterNode(Env& env, ObjectStore& store, NodeIdentity identity, Le
       lease_(env, store, std::move(identity), timing, std::move(instance)),
       membership_(env, store, timing),
       fence_watch_(env, store, lease_, timing),
-      owners_(env, store, lease_, membership_, timing) {
+      owners_(env, store, lease_, membership_, timing),
+      drain_control_(env, store, owners_, lease_.identity().node_id, timing) {
   membership_.AddListener([this](const std::map<std::string, NodeView>& view) { fence_watch_.OnListing(view); });
+  membership_.AddListener([this](const std::map<std::string, NodeView>&) {
+    if (lease_.IsValid()) drain_control_.OnListing();
+  });
   NodeLease::Observer holds;
   holds.on_lapse = [this](std::uint64_t) { owners_.OnLapse(); };
   holds.on_lost = [this](const std::string&) { owners_.OnLost(); };

@@ -12,6 +12,7 @@
 
 #include <memory>
 
+#include "cluster/drain_control.h"
 #include "cluster/fence_watch.h"
 #include "cluster/membership.h"
 #include "cluster/node_lease.h"
@@ -35,6 +36,7 @@ class ClusterNode {
   Membership& membership() { return membership_; }
   FenceWatch& fence_watch() { return fence_watch_; }
   Owners& owners() { return owners_; }
+  DrainControl& drain_control() { return drain_control_; }
 
  private:
   void StartHelpers();
@@ -44,6 +46,7 @@ class ClusterNode {
   Membership membership_;
   FenceWatch fence_watch_;
   Owners owners_;
+  DrainControl drain_control_;
   TaskHandle listing_;
 };
 

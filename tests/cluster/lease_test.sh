@@ -140,6 +140,12 @@ check "after the outage every node runs and is ready again" 'kill -0 $pid_e && k
 check "no node fenced another" '( for i in 1 3 5 6 7; do [ "$(metric $i wasmkeep_fences_total)" = 0 ] || exit 1; done )'
 check "the nodes lapsed and renewed" '[ "$(metric 5 wasmkeep_node_lease_lapses_total)" -ge 1 ] 2>/dev/null'
 
+# A drain requested through the bucket: the node reports drained, goes not ready, and
+# comes back after undrain.
+check "cluster drain waits for the node to report drained" 'W cluster drain c --wait 15 >/dev/null 2>&1'
+check "a drained node is not ready" '! curl -sf 127.0.0.1:$(port_of 3)/readyz >/dev/null && curl -s 127.0.0.1:$(port_of 3)/readyz | grep -q drained'
+check "cluster undrain puts it back in service" 'W cluster undrain c >/dev/null 2>&1 && wait_ready 3 10'
+
 # A clean stop writes released; a restart under the same id takes the lease back.
 kill -TERM "$pid_a"
 wait_exit "$pid_a" 10

@@ -1,0 +1,63 @@
+// DrainControl: drains requested through the bucket (ADR 0020 §4, "a drain").
+//
+// An operator asks for a drain by writing control/drain/<node> (`wasmkeep cluster drain`),
+// format `wasmkeep-drain 1`:
+//
+//   wasmkeep-drain 1
+//   state requested          (or: drained)
+//   at <unix ms>             (when the state was written)
+//
+// The node reads that object after each listing (one GET per heartbeat period). On
+// `requested` it stops taking new actors, releases every resident actor, and writes
+// `drained` (If-Match the version it read) only once no release is pending. While the
+// object exists the node takes no new actors and reports not ready; deleting it
+// (`wasmkeep cluster undrain`) puts the node back in service.
+//
+// Why the bucket and not an HTTP admin endpoint: the bucket's credentials already
+// authenticate operators (no new secret, no port to expose), the request reaches a node
+// the operator cannot route to, and it is durable: a node restarted mid-drain keeps
+// draining.
+//
+// Threading: Env loop thread only.
+#pragma once
+
+#include <string>
+
+#include "cluster/membership.h"
+#include "cluster/owners.h"
+
+namespace wk {
+
+enum class DrainState : std::uint8_t { kRequested, kDrained };
+
+struct DrainRecord {
+  DrainState state = DrainState::kRequested;
+  WallTime at{};
+};
+
+inline std::string DrainKey(std::string_view node) { return "control/drain/" + std::string(node); }
+std::string EncodeDrainRecord(const DrainRecord& r);
+Result<DrainRecord> DecodeDrainRecord(std::string_view body);
+
+class DrainControl {
+ public:
+  DrainControl(Env& env, ObjectStore& store, Owners& owners, std::string node_id, LeaseTiming timing);
+
+  // Register with Membership::AddListener: checks the control object after each listing.
+  void OnListing();
+  // True while a drain is requested or done (the node takes no new actors).
+  bool drained_or_draining() const { return held_; }
+
+ private:
+  Task<void> Check();
+
+  Env& env_;
+  ObjectStore& store_;
+  Owners& owners_;
+  const std::string node_id_;
+  const LeaseTiming timing_;
+  bool held_ = false;       // a control object exists: not accepting
+  TaskHandle check_;
+};
+
+}  // namespace wk
