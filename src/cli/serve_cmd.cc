@@ -10,6 +10,7 @@
 #include "base/metrics.h"
 #include "cluster/cluster_node.h"
 #include "server/admin_http.h"
+#include "store/open_store.h"
 
 namespace wk::cli {
 namespace {
@@ -106,6 +107,21 @@ class ClusterMetrics {
   Histogram& listing_;
 };
 
+// Tests only (WASMKEEP_DEBUG_ACQUIRE=t/c/a,t/c/b): until the actor API exists, the
+// multi-process ownership tests need a node that holds actors. This task acquires each
+// listed actor once the lease is valid, and again after it lost it, every second.
+Task<void> DebugAcquire(RealEnv* env, ClusterNode* node, std::vector<ActorId> actors) {
+  while (co_await env->SleepFor(std::chrono::seconds(1))) {
+    for (const ActorId& a : actors) {
+      if (!node->lease().IsValid() || node->owners().Find(a).IsValid()) continue;
+      AcquireResult r = co_await node->owners().Acquire(a);
+      if (r.kind == AcquireResult::Kind::kAcquired) {
+        WK_LOG_INFO("debug hold acquired", {{"actor", a.ToString()}, {"generation", std::to_string(r.hold.generation().value)}});
+      }
+    }
+  }
+}
+
 Task<int> ServeMain(RealEnv* env, ClusterNode* node, LeaseTiming timing) {
   // One event ends the serving: a signal (clean stop) or the lease's end.
   Latch<int> event(*env, [] { return -1; });
@@ -119,6 +135,19 @@ Task<int> ServeMain(RealEnv* env, ClusterNode* node, LeaseTiming timing) {
     ev.Set(0);
   }(node, &end, event), "cluster");
 
+  if (auto debug = ProcessGetEnv("WASMKEEP_DEBUG_ACQUIRE"); debug && !debug->empty()) {
+    std::vector<ActorId> actors;
+    std::size_t pos = 0;
+    while (pos <= debug->size()) {
+      std::size_t comma = debug->find(',', pos);
+      if (comma == std::string::npos) comma = debug->size();
+      auto id = ParseActorId(std::string_view(*debug).substr(pos, comma - pos));
+      if (id.ok()) actors.push_back(*id);
+      pos = comma + 1;
+    }
+    WK_LOG_WARN("WASMKEEP_DEBUG_ACQUIRE: holding actors for tests", {{"actors", *debug}});
+    env->Spawn(DebugAcquire(env, node, std::move(actors)), "debug acquire");
+  }
   const int what = co_await event.Wait();
   signals.cancel();
   if (what > 0) {

@@ -25,11 +25,13 @@ Result<FaultSpec> ParseFaultSpec(std::string_view text) {
         return InvalidArgument("lose_put_reply must be a positive integer (got '" + std::string(value) + "')");
       }
       spec.lose_put_reply_every = n;
+    } else if (name == "outage_prefix") {
+      spec.outage_prefix = std::string(value);
     } else if (name == "outage_file") {
       if (value.empty()) return InvalidArgument("outage_file needs a path");
       spec.outage_file = std::string(value);
     } else {
-      return InvalidArgument("unknown fault '" + std::string(name) + "' (known: lose_put_reply, outage_file)");
+      return InvalidArgument("unknown fault '" + std::string(name) + "' (known: lose_put_reply, outage_file, outage_prefix)");
     }
   }
   return spec;
@@ -38,25 +40,25 @@ Result<FaultSpec> ParseFaultSpec(std::string_view text) {
 FaultyStore::FaultyStore(std::unique_ptr<ObjectStore> inner, FaultSpec spec)
     : inner_(std::move(inner)), spec_(std::move(spec)) {}
 
-bool FaultyStore::InOutage() const {
-  if (spec_.outage_file.empty()) return false;
+bool FaultyStore::InOutage(std::string_view key) const {
+  if (spec_.outage_file.empty() || !key.starts_with(spec_.outage_prefix)) return false;
   struct stat st;
   return ::stat(spec_.outage_file.c_str(), &st) == 0;
 }
 
 Task<Result<GetOutput>> FaultyStore::Get(std::string key, CallOptions options) {
-  if (InOutage()) co_return Retryable("injected outage");
+  if (InOutage(key)) co_return Retryable("injected outage");
   co_return co_await inner_->Get(std::move(key), options);
 }
 
 Task<Result<ObjectMeta>> FaultyStore::Head(std::string key, CallOptions options) {
-  if (InOutage()) co_return Retryable("injected outage");
+  if (InOutage(key)) co_return Retryable("injected outage");
   co_return co_await inner_->Head(std::move(key), options);
 }
 
 Task<Result<Version>> FaultyStore::Put(std::string key, std::string body, Precondition condition,
                                        CallOptions options) {
-  if (InOutage()) co_return Retryable("injected outage");
+  if (InOutage(key)) co_return Retryable("injected outage");
   auto result = co_await inner_->Put(std::move(key), std::move(body), std::move(condition), options);
   if (result.ok() && spec_.lose_put_reply_every > 0 && ++puts_ % spec_.lose_put_reply_every == 0) {
     ++lost_replies_;
@@ -66,12 +68,12 @@ Task<Result<Version>> FaultyStore::Put(std::string key, std::string body, Precon
 }
 
 Task<Status> FaultyStore::Delete(std::string key, Precondition condition, CallOptions options) {
-  if (InOutage()) co_return Retryable("injected outage");
+  if (InOutage(key)) co_return Retryable("injected outage");
   co_return co_await inner_->Delete(std::move(key), std::move(condition), options);
 }
 
 Task<Result<ListPage>> FaultyStore::List(ListOptions options, CallOptions call) {
-  if (InOutage()) co_return Retryable("injected outage");
+  if (InOutage(options.prefix)) co_return Retryable("injected outage");
   co_return co_await inner_->List(std::move(options), call);
 }
 

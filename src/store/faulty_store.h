@@ -8,6 +8,7 @@
 //                        lost after the write landed)
 //   outage_file=PATH     while PATH exists, every request fails kRetryable before it is
 //                        sent (the bucket unreachable from this node)
+//   outage_prefix=P      limits outage_file to keys starting with P (say owners/)
 //
 // Threading: as the wrapped store.
 #pragma once
@@ -22,6 +23,7 @@ namespace wk {
 struct FaultSpec {
   int lose_put_reply_every = 0;  // 0: never
   std::string outage_file;       // empty: none
+  std::string outage_prefix;     // empty: every key
   bool any() const { return lose_put_reply_every > 0 || !outage_file.empty(); }
 };
 
@@ -44,7 +46,7 @@ class FaultyStore final : public ObjectStore {
   std::uint64_t lost_replies() const { return lost_replies_; }
 
  private:
-  bool InOutage() const;
+  bool InOutage(std::string_view key) const;
 
   std::unique_ptr<ObjectStore> inner_;
   FaultSpec spec_;

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Cluster tests of ownership records and holds with real `wasmkeep serve` processes on
+# 127.0.0.1 (ADR 0020 §3, §4; Verification item 3). Until the actor API exists, nodes hold
+# actors through the test-only WASMKEEP_DEBUG_ACQUIRE list.
+#
+#   ownership_test.sh WASMKEEP_BINARY BACKEND      BACKEND: file | s3
+#
+# Prints one line per check and closes with "N passed, N failed".
+set -u
+wk=${1:?usage: ownership_test.sh WASMKEEP_BINARY file|s3}
+backend=${2:?usage: ownership_test.sh WASMKEEP_BINARY file|s3}
+work=$(mktemp -d /tmp/wasmkeep-ownership.XXXXXX)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+  wait 2>/dev/null
+  [ "${KEEP:-0}" = 1 ] && echo "kept $work" || rm -rf "$work"
+}
+trap cleanup EXIT
+passed=0
+failed=0
+check() { if eval "$2"; then echo "ok   $1"; passed=$((passed + 1)); else echo "FAIL $1"; failed=$((failed + 1)); fi; }
+
+case "$backend" in
+  file) bucket="file://$work/bucket" ;;
+  s3)
+    if [ -z "${WASMKEEP_S3_ENDPOINT:-}" ]; then
+      if [ "${WASMKEEP_REQUIRE_S3:-0}" = 1 ]; then echo "FAIL s3 backend required but WASMKEEP_S3_ENDPOINT is unset"; echo "0 passed, 1 failed"; exit 1; fi
+      echo "skip: no S3 endpoint (scripts/test.sh starts RGW)"; echo "0 passed, 0 failed"; exit 0
+    fi
+    bucket_name="owners-$(date +%s%N | tail -c 9)"
+    curl -sf -o /dev/null --aws-sigv4 "aws:amz:${WASMKEEP_S3_REGION:-us-east-1}:s3" \
+      --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' \
+      -X PUT "$WASMKEEP_S3_ENDPOINT/$bucket_name" || { echo "FAIL cannot create bucket $bucket_name"; echo "0 passed, 1 failed"; exit 1; }
+    bucket="s3://$bucket_name?endpoint=$WASMKEEP_S3_ENDPOINT&region=${WASMKEEP_S3_REGION:-us-east-1}&if_match_quoted=false" ;;
+  *) echo "unknown backend $backend"; exit 2 ;;
+esac
+
+cat >"$work/fast.toml" <<TOML
+[lease]
+ttl_ms = 2000
+grace_ms = 1000
+safety_ms = 400
+max_skew_ms = 200
+heartbeat_period_ms = 600
+TOML
+W() { "$wk" --config "$work/fast.toml" --bucket "$bucket" "$@"; }
+port_base=$((20000 + RANDOM % 20000))
+port_of() { echo $((port_base + $1)); }
+# start NAME NODE_ID INDEX ACTORS [ENV=VALUE...]
+start() {
+  local name=$1 id=$2 idx=$3 actors=$4
+  shift 4
+  env WASMKEEP_DEBUG_ACQUIRE="$actors" "$@" "$wk" --config "$work/fast.toml" --bucket "$bucket" serve \
+    --node-id "$id" --listen "127.0.0.1:$(port_of "$idx")" >"$work/$name.out" 2>"$work/$name.log" &
+  pids+=("$!")
+  eval "pid_${name}=$!"
+}
+# owner KEY: "node instance generation", "nobody - generation", or "absent"
+owner() {
+  local body
+  body=$(W bucket get "owners/$1" 2>/dev/null) || { echo absent; return; }
+  awk '/^owner /{n=$2; i=($3==""?"-":$3)} /^generation /{g=$2} END{print n, i, g}' <<<"$body"
+}
+# wait_for SECONDS COMMAND: polls until COMMAND succeeds.
+wait_for() {
+  local deadline=$((SECONDS + $1))
+  shift
+  while [ $SECONDS -lt $deadline ]; do eval "$1" && return 0; sleep 0.3; done
+  return 1
+}
+wait_exit() {
+  local deadline=$((SECONDS + $2))
+  while kill -0 "$1" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
+  if kill -0 "$1" 2>/dev/null; then code=124; return; fi
+  wait "$1"; code=$?
+}
+
+echo "== ownership on $backend"
+start a a 1 "t/c/x,t/c/y"
+check "a node acquires its actors at generation 1" 'wait_for 15 "[ \"\$(owner t/c/x | cut -d\" \" -f1,3)\" = \"a 1\" ]"'
+first_instance=$(owner t/c/x | cut -d' ' -f2)
+
+# A restarted node takes its predecessor's actors back, at new generations.
+kill -9 "$pid_a"; wait "$pid_a" 2>/dev/null
+start a2 a 2 "t/c/x,t/c/y"
+check "a restarted node takes its predecessor's actor back at generation 2" 'wait_for 15 "[ \"\$(owner t/c/x | cut -d\" \" -f1,3)\" = \"a 2\" ]"'
+check "under its new instance" '[ "$(owner t/c/x | cut -d" " -f2)" != "$first_instance" ]'
+
+# A deleted heartbeat object frees nothing.
+start b b 3 "t/c/z"
+check "node b holds t/c/z" 'wait_for 15 "[ \"\$(owner t/c/z | cut -d\" \" -f1)\" = b ]"'
+kill -9 "$pid_b"; wait "$pid_b" 2>/dev/null
+W bucket rm nodes/b >/dev/null 2>&1
+start c c 4 "t/c/z"
+sleep 8
+check "with nodes/b deleted, its actor stays recorded to b" '[ "$(owner t/c/z | cut -d" " -f1)" = b ]'
+check "and node c did not take it" '! grep -q "debug hold acquired actor=t/c/z" "$work/c.log"'
+
+# A drain ends only when no release is pending.
+start d d 5 "t/c/w" WASMKEEP_DEBUG_FAULTS="outage_file=$work/records_down,outage_prefix=owners/"
+check "node d holds t/c/w" 'wait_for 15 "[ \"\$(owner t/c/w | cut -d\" \" -f1)\" = d ]"'
+touch "$work/records_down"
+W cluster drain d --wait 4 >/dev/null 2>&1; code=$?
+check "with its release unable to land, the drain does not report drained (exit 5)" '[ "$code" = 5 ]'
+check "the record still names d" '[ "$(owner t/c/w | cut -d" " -f1)" = d ]'
+rm -f "$work/records_down"
+W cluster drain d --wait 20 >/dev/null 2>&1; code=$?
+check "once the release lands, the drain completes" '[ "$code" = 0 ]'
+check "and the record names nobody, generation kept" '[ "$(owner t/c/w)" = "nobody - 1" ]'
+
+# A clean stop releases every hold, then writes released.
+kill -TERM "$pid_a2"
+wait_exit "$pid_a2" 15
+check "SIGTERM exits 0" '[ "$code" = 0 ]'
+check "its actors are released (nobody, generation kept)" '[ "$(owner t/c/x)" = "nobody - 2" ] && [ "$(owner t/c/y)" = "nobody - 2" ]'
+check "then nodes/a is released" 'W cluster status --json 2>/dev/null | grep -A1 "\"node\": \"a\"" >/dev/null; W bucket get nodes/a 2>/dev/null | grep -q "^lease released"'
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
