@@ -23,11 +23,11 @@ void FenceWatch::OnListing(const std::map<std::string, NodeView>& view) {
     // grace on our clock.
     if (wall < v.record->written_at + timing_.takeover_after()) continue;
     in_flight_.insert(id);
-    env_.Spawn(Fence(id, v.record->instance, v.record->written_at), "fence " + id);
+    env_.Spawn(Fence(id, v.record->instance, v.record->written_at, self_.epoch()), "fence " + id);
   }
 }
 
-Task<void> FenceWatch::Fence(std::string node_id, std::string instance, WallTime written_at) {
+Task<void> FenceWatch::Fence(std::string node_id, std::string instance, WallTime written_at, std::uint64_t epoch) {
   const std::string key = NodeKey(node_id);
   const CallOptions call{timing_.attempt_timeout()};
   auto got = co_await store_.Get(key, call);
@@ -46,7 +46,9 @@ Task<void> FenceWatch::Fence(std::string node_id, std::string instance, WallTime
     done();
     co_return;
   }
-  if (env_.WallNow() < r->written_at + timing_.takeover_after() || !self_.IsValid()) {
+  // Our watch counts only within one validity epoch: a lapse of our own since the decision
+  // voids it (the ADR counts from our first acknowledged write after any lapse).
+  if (env_.WallNow() < r->written_at + timing_.takeover_after() || !self_.IsValid() || self_.epoch() != epoch) {
     done();
     co_return;
   }

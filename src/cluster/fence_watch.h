@@ -57,7 +57,9 @@ class FenceWatch {
   void set_on_fence(OnFence f) { on_fence_ = std::move(f); }
 
  private:
-  Task<void> Fence(std::string node_id, std::string instance, WallTime written_at);
+  // epoch: our lease's validity epoch when the watch decided; the fence is written only
+  // if it is still the current one.
+  Task<void> Fence(std::string node_id, std::string instance, WallTime written_at, std::uint64_t epoch);
 
   Env& env_;
   ObjectStore& store_;
