@@ -333,11 +333,28 @@ Task<LeaseEnd> NodeLease::Run() {
     if (s.ok()) break;
     if (aborted_) co_return end(LeaseEndReason::kStopped, "cancelled");
     if (stopping_) co_return end(LeaseEndReason::kStopped, "stopped during the start check");
-    if (s.code() == Code::kUnknownOutcome || s.code() == Code::kPreconditionFailed) {
+    if (s.code() == Code::kUnknownOutcome) {
+      // The write may have landed, and then been fenced or replaced: decide by the re-read
+      // rule before anything else, retrying the read until the bucket answers. Going back
+      // to the check undecided could later make this instance valid again after a fence
+      // named it (found by the simulator, `lease` seed 2148 of a deep run).
       std::string why;
-      auto adopted = co_await ReReadAndAdopt(&why);
+      std::optional<bool> adopted;
+      Duration read_backoff = kRetryBackoffMin;
+      while (!(adopted = co_await ReReadAndAdopt(&why)).has_value()) {
+        if (!co_await WaitUntil(env_.MonoNow() + read_backoff)) break;
+        read_backoff = std::min(read_backoff * 2, timing_.lease_period());
+      }
+      if (aborted_ || stopping_) co_return end(LeaseEndReason::kStopped, "stopped during the start check");
       // Adopted: ours landed. Without a known send time it gives no validity, and the
       // renewal loop writes again at its first period.
+      if (*adopted) break;
+      Lose(why);
+      co_return end(LeaseEndReason::kLost, why);
+    }
+    if (s.code() == Code::kPreconditionFailed) {
+      std::string why;
+      auto adopted = co_await ReReadAndAdopt(&why);
       if (adopted.value_or(false)) break;
     }
     WK_LOG_WARN("first lease write failed; back to the start check",
