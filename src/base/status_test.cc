@@ -40,7 +40,7 @@ TEST(ResultDeathTest, ValueOfErrorCrashesLoudly) {
 }
 
 TEST(ResultDeathTest, OkStatusIsNotAnError) {
-  EXPECT_DEATH(Result<int>(Status::Ok()), "must carry an error");
+  EXPECT_DEATH((void)Result<int>(Status::Ok()), "must carry an error");
 }
 
 }  // namespace
