@@ -7,6 +7,7 @@ set -euo pipefail
 # Why each package is here: docs/DEPENDENCIES.md.
 packages=(
   build-essential cmake ninja-build pkg-config git curl ca-certificates
+  python3 iproute2 procps   # test scripts: JSON parsing, free-port search (ss), process checks
   g++ clang-14 lld-14
   libboost1.81-dev          # Asio (event loop), Beast (HTTP client and test servers)
   libssl-dev                # SHA-256 / HMAC for SigV4, TLS to https endpoints

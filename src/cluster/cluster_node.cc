@@ -39,11 +39,10 @@ void ClusterNode::StartHelpers() {
 
 Task<Status> ClusterNode::Stop(Duration limit) {
   const MonoTime deadline = env_.MonoNow() + limit;
-  Status drained = co_await owners_.Drain(limit / 2);
-  Status stopped = co_await lease_.Stop(deadline - env_.MonoNow());
-  if (!stopped.ok()) co_return stopped;
-  // Releases still pending are freed by the released write itself (ADR §4).
-  co_return drained.ok() ? drained : Status::Ok();
+  // Releases still pending after half the limit are freed by the released write itself
+  // (ADR §4), so the drain's own outcome does not decide the stop's.
+  (void)co_await owners_.Drain(limit / 2);
+  co_return co_await lease_.Stop(deadline - env_.MonoNow());
 }
 
 }  // namespace wk
