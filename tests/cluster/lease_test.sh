@@ -4,55 +4,14 @@
 #
 #   lease_test.sh WASMKEEP_BINARY BACKEND      BACKEND: file | s3
 #
-# s3 needs the RGW environment scripts/test.sh exports (WASMKEEP_S3_ENDPOINT, ...); when it
-# is missing the run is skipped, unless WASMKEEP_REQUIRE_S3=1 makes that a failure.
-# Short timings (ttl 2 s, grace 1 s, safety 0.4 s, skew 0.2 s, period 0.6 s) keep it fast.
-# Prints one line per check and closes with "N passed, N failed".
+# Backends, timings and helpers: common.sh. Prints one line per check and closes with "N passed, N failed".
 set -u
 wk=${1:?usage: lease_test.sh WASMKEEP_BINARY file|s3}
 backend=${2:?usage: lease_test.sh WASMKEEP_BINARY file|s3}
-work=$(mktemp -d /tmp/wasmkeep-cluster.XXXXXX)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
-  wait 2>/dev/null
-  [ "${KEEP:-0}" = 1 ] && echo "kept $work" || rm -rf "$work"
-}
-trap cleanup EXIT
-passed=0
-failed=0
-ok() { echo "ok   $1"; passed=$((passed + 1)); }
-bad() { echo "FAIL $1"; failed=$((failed + 1)); }
-check() { if eval "$2"; then ok "$1"; else bad "$1"; fi; }
+prefix=cluster
+# shellcheck source=common.sh
+source "$(dirname "$0")/common.sh"
 
-case "$backend" in
-  file) bucket="file://$work/bucket" ;;
-  s3)
-    if [ -z "${WASMKEEP_S3_ENDPOINT:-}" ]; then
-      if [ "${WASMKEEP_REQUIRE_S3:-0}" = 1 ]; then echo "FAIL s3 backend required but WASMKEEP_S3_ENDPOINT is unset"; echo "0 passed, 1 failed"; exit 1; fi
-      echo "skip: no S3 endpoint (scripts/test.sh starts RGW)"; echo "0 passed, 0 failed"; exit 0
-    fi
-    # Every run in its own prefix would need a prefixed store; instead a fresh bucket.
-    bucket_name="cluster-$(date +%s%N | tail -c 9)"
-    curl -sf -o /dev/null --aws-sigv4 "aws:amz:${WASMKEEP_S3_REGION:-us-east-1}:s3" \
-      --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' \
-      -X PUT "$WASMKEEP_S3_ENDPOINT/$bucket_name" || { echo "FAIL cannot create bucket $bucket_name"; echo "0 passed, 1 failed"; exit 1; }
-    bucket="s3://$bucket_name?endpoint=$WASMKEEP_S3_ENDPOINT&region=${WASMKEEP_S3_REGION:-us-east-1}&if_match_quoted=false" ;;
-  *) echo "unknown backend $backend"; exit 2 ;;
-esac
-
-cat >"$work/fast.toml" <<TOML
-[lease]
-ttl_ms = 2000
-grace_ms = 1000
-safety_ms = 400
-max_skew_ms = 200
-heartbeat_period_ms = 600
-TOML
-W() { "$wk" --config "$work/fast.toml" --bucket "$bucket" "$@"; }
-
-port_base=$((20000 + RANDOM % 20000))
-port_of() { echo $((port_base + $1)); }
 # start NAME NODE_ID INDEX [ENV=VALUE...]: a node in the background; its pid in pid_NAME.
 # Every node shares the outage file: touching it cuts the whole bucket off, for all.
 outage="outage_file=$work/outage"
@@ -64,23 +23,6 @@ start() {
   local pid=$!
   pids+=("$pid")
   eval "pid_${name//-/_}=$pid"
-}
-# wait_ready INDEX SECONDS
-wait_ready() {
-  local deadline=$((SECONDS + $2))
-  while [ $SECONDS -lt $deadline ]; do
-    curl -sf "127.0.0.1:$(port_of "$1")/readyz" >/dev/null 2>&1 && return 0
-    sleep 0.2
-  done
-  return 1
-}
-# wait_exit PID SECONDS: sets code to the exit status, or 124 on timeout. (Not in a
-# subshell: only this shell can wait for its children.)
-wait_exit() {
-  local deadline=$((SECONDS + $2))
-  while kill -0 "$1" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
-  if kill -0 "$1" 2>/dev/null; then code=124; return; fi
-  wait "$1"; code=$?
 }
 metric() { curl -sf "127.0.0.1:$(port_of "$1")/metrics" | awk -v m="$2" '$1==m {print $2}'; }
 state_of() { W cluster status --json 2>/dev/null | python3 -c "import json,sys; print(next((n['state'] for n in json.load(sys.stdin) if n['node']=='$1'),'absent'))"; }
@@ -163,5 +105,4 @@ check "peers fence a killed node" '[ "$(state_of g)" = fenced ]'
 check "cluster fence of an absent node creates a fence" 'W cluster fence ghost >/dev/null 2>&1 && [ "$(state_of ghost)" = fenced ]'
 check "cluster forget refuses a node lease" '! W cluster forget a >/dev/null 2>&1'
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

@@ -9,44 +9,10 @@
 set -u
 wk=${1:?usage: ownership_test.sh WASMKEEP_BINARY file|s3}
 backend=${2:?usage: ownership_test.sh WASMKEEP_BINARY file|s3}
-work=$(mktemp -d /tmp/wasmkeep-ownership.XXXXXX)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
-  wait 2>/dev/null
-  [ "${KEEP:-0}" = 1 ] && echo "kept $work" || rm -rf "$work"
-}
-trap cleanup EXIT
-passed=0
-failed=0
-check() { if eval "$2"; then echo "ok   $1"; passed=$((passed + 1)); else echo "FAIL $1"; failed=$((failed + 1)); fi; }
+prefix=owners
+# shellcheck source=common.sh
+source "$(dirname "$0")/common.sh"
 
-case "$backend" in
-  file) bucket="file://$work/bucket" ;;
-  s3)
-    if [ -z "${WASMKEEP_S3_ENDPOINT:-}" ]; then
-      if [ "${WASMKEEP_REQUIRE_S3:-0}" = 1 ]; then echo "FAIL s3 backend required but WASMKEEP_S3_ENDPOINT is unset"; echo "0 passed, 1 failed"; exit 1; fi
-      echo "skip: no S3 endpoint (scripts/test.sh starts RGW)"; echo "0 passed, 0 failed"; exit 0
-    fi
-    bucket_name="owners-$(date +%s%N | tail -c 9)"
-    curl -sf -o /dev/null --aws-sigv4 "aws:amz:${WASMKEEP_S3_REGION:-us-east-1}:s3" \
-      --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' \
-      -X PUT "$WASMKEEP_S3_ENDPOINT/$bucket_name" || { echo "FAIL cannot create bucket $bucket_name"; echo "0 passed, 1 failed"; exit 1; }
-    bucket="s3://$bucket_name?endpoint=$WASMKEEP_S3_ENDPOINT&region=${WASMKEEP_S3_REGION:-us-east-1}&if_match_quoted=false" ;;
-  *) echo "unknown backend $backend"; exit 2 ;;
-esac
-
-cat >"$work/fast.toml" <<TOML
-[lease]
-ttl_ms = 2000
-grace_ms = 1000
-safety_ms = 400
-max_skew_ms = 200
-heartbeat_period_ms = 600
-TOML
-W() { "$wk" --config "$work/fast.toml" --bucket "$bucket" "$@"; }
-port_base=$((20000 + RANDOM % 20000))
-port_of() { echo $((port_base + $1)); }
 # start NAME NODE_ID INDEX ACTORS [ENV=VALUE...]
 start() {
   local name=$1 id=$2 idx=$3 actors=$4
@@ -69,13 +35,6 @@ wait_for() {
   while [ $SECONDS -lt $deadline ]; do eval "$1" && return 0; sleep 0.3; done
   return 1
 }
-wait_exit() {
-  local deadline=$((SECONDS + $2))
-  while kill -0 "$1" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
-  if kill -0 "$1" 2>/dev/null; then code=124; return; fi
-  wait "$1"; code=$?
-}
-
 echo "== ownership on $backend"
 start a a 1 "t/c/x,t/c/y"
 check "a node acquires its actors at generation 1" 'wait_for 15 "[ \"\$(owner t/c/x | cut -d\" \" -f1,3)\" = \"a 1\" ]"'
@@ -116,5 +75,4 @@ check "SIGTERM exits 0" '[ "$code" = 0 ]'
 check "its actors are released (nobody, generation kept)" '[ "$(owner t/c/x)" = "nobody - 2" ] && [ "$(owner t/c/y)" = "nobody - 2" ]'
 check "then nodes/a is released" 'W cluster status --json 2>/dev/null | grep -A1 "\"node\": \"a\"" >/dev/null; W bucket get nodes/a 2>/dev/null | grep -q "^lease released"'
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish
