@@ -25,13 +25,16 @@ Result<FaultSpec> ParseFaultSpec(std::string_view text) {
         return InvalidArgument("lose_put_reply must be a positive integer (got '" + std::string(value) + "')");
       }
       spec.lose_put_reply_every = n;
+    } else if (name == "unknown_first_put") {
+      if (value.empty()) return InvalidArgument("unknown_first_put needs a key prefix");
+      spec.unknown_first_put = std::string(value);
     } else if (name == "outage_prefix") {
       spec.outage_prefix = std::string(value);
     } else if (name == "outage_file") {
       if (value.empty()) return InvalidArgument("outage_file needs a path");
       spec.outage_file = std::string(value);
     } else {
-      return InvalidArgument("unknown fault '" + std::string(name) + "' (known: lose_put_reply, outage_file, outage_prefix)");
+      return InvalidArgument("unknown fault '" + std::string(name) + "' (known: lose_put_reply, outage_file, outage_prefix, unknown_first_put)");
     }
   }
   return spec;
@@ -48,6 +51,10 @@ bool FaultyStore::InOutage(std::string_view key) const {
 
 Task<Result<GetOutput>> FaultyStore::Get(std::string key, CallOptions options) {
   if (InOutage(key)) co_return Retryable("injected outage");
+  if (!fail_next_read_of_.empty() && key == fail_next_read_of_) {
+    fail_next_read_of_.clear();
+    co_return Retryable("injected: read failed after an unknown write");
+  }
   co_return co_await inner_->Get(std::move(key), options);
 }
 
@@ -59,7 +66,15 @@ Task<Result<ObjectMeta>> FaultyStore::Head(std::string key, CallOptions options)
 Task<Result<Version>> FaultyStore::Put(std::string key, std::string body, Precondition condition,
                                        CallOptions options) {
   if (InOutage(key)) co_return Retryable("injected outage");
+  const bool make_unknown = !spec_.unknown_first_put.empty() && !unknown_put_done_ &&
+                            std::string_view(key).starts_with(spec_.unknown_first_put);
+  std::string written_key = key;
   auto result = co_await inner_->Put(std::move(key), std::move(body), std::move(condition), options);
+  if (make_unknown && result.ok()) {
+    unknown_put_done_ = true;
+    fail_next_read_of_ = written_key;
+    co_return UnknownOutcome("injected: the write landed, its reply is unknown");
+  }
   if (result.ok() && spec_.lose_put_reply_every > 0 && ++puts_ % spec_.lose_put_reply_every == 0) {
     ++lost_replies_;
     co_return UnknownOutcome("injected: reply lost after the write landed");

@@ -9,6 +9,9 @@
 //   outage_file=PATH     while PATH exists, every request fails kRetryable before it is
 //                        sent (the bucket unreachable from this node)
 //   outage_prefix=P      limits outage_file to keys starting with P (say owners/)
+//   unknown_first_put=P  the first put to a key starting with P is applied, then reported
+//                        kUnknownOutcome, and the next read of that key fails kRetryable:
+//                        an acquisition that cannot tell whether it landed
 //
 // Threading: as the wrapped store.
 #pragma once
@@ -24,7 +27,8 @@ struct FaultSpec {
   int lose_put_reply_every = 0;  // 0: never
   std::string outage_file;       // empty: none
   std::string outage_prefix;     // empty: every key
-  bool any() const { return lose_put_reply_every > 0 || !outage_file.empty(); }
+  std::string unknown_first_put;  // empty: none
+  bool any() const { return lose_put_reply_every > 0 || !outage_file.empty() || !unknown_first_put.empty(); }
 };
 
 // Parses the WASMKEEP_DEBUG_FAULTS syntax; kInvalidArgument names the bad item.
@@ -52,6 +56,8 @@ class FaultyStore final : public ObjectStore {
   FaultSpec spec_;
   std::uint64_t puts_ = 0;
   std::uint64_t lost_replies_ = 0;
+  bool unknown_put_done_ = false;
+  std::string fail_next_read_of_;  // the key whose next read fails
 };
 
 }  // namespace wk

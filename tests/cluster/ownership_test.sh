@@ -68,6 +68,30 @@ W cluster drain d --wait 20 >/dev/null 2>&1; code=$?
 check "once the release lands, the drain completes" '[ "$code" = 0 ]'
 check "and the record names nobody, generation kept" '[ "$(owner t/c/w)" = "nobody - 1" ]'
 
+# An acquire with an unknown outcome is released if it landed (by the resolver), and the
+# actor is then acquired again at the next generation.
+start e e 6 "t/c/u" WASMKEEP_DEBUG_FAULTS="unknown_first_put=owners/"
+metric() { curl -sf "127.0.0.1:$(port_of "$1")/metrics" | awk -v m="$2" '$1==m {print $2}'; }
+check "the acquire whose outcome was unknown is kept for the resolver" 'wait_for 20 "grep -q \"acquire outcome unknown\" \"$work/e.log\""'
+check "the resolver released it (it had landed)" 'wait_for 10 "[ \"\$(metric 6 '"'"'wasmkeep_resolver_total{outcome=\"released\"}'"'"')\" = 1 ]"'
+check "the actor is then held at generation 2" 'wait_for 10 "[ \"\$(owner t/c/u | cut -d\" \" -f1,3)\" = \"e 2\" ]"'
+
+# A pending release never applies to a later hold of the same node: the release of g1
+# is parked (records unreachable), the node takes the actor again at g2, and the parked
+# release (If-Match g1's version) must not free it.
+start f f 7 "t/c/v" WASMKEEP_DEBUG_FAULTS="outage_file=$work/v_down,outage_prefix=owners/"
+check "node f holds t/c/v at generation 1" 'wait_for 15 "[ \"\$(owner t/c/v | cut -d\" \" -f1,3)\" = \"f 1\" ]"'
+touch "$work/v_down"
+W cluster drain f --wait 2 >/dev/null 2>&1
+W cluster undrain f >/dev/null 2>&1
+sleep 2
+rm -f "$work/v_down"
+check "f takes the actor again at generation 2" 'wait_for 15 "grep -q \"debug hold acquired actor=t/c/v generation=2\" \"$work/f.log\""'
+sleep 5
+check "the parked release of generation 1 did not free it" '[ "$(owner t/c/v | cut -d" " -f1,3)" = "f 2" ]'
+check "nothing is left pending" '[ "$(metric 7 wasmkeep_releases_pending)" = 0 ]'
+echo "     (parked release landed later: $(metric 7 'wasmkeep_releases_total{outcome="landed_later"}'); 0 means the new hold came first and the old release was refused)"
+
 # A clean stop releases every hold, then writes released.
 kill -TERM "$pid_a2"
 wait_exit "$pid_a2" 15
