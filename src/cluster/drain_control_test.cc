@@ -33,14 +33,7 @@ TEST(DrainControlTest, RequestedDrainReleasesEverythingThenReportsDrainedAndUndr
   ClusterNode node(env, store, NodeIdentity{"a", "x", "t", ""}, LeaseTiming{}, "ia");
   env.Spawn([](ClusterNode* n) -> Task<void> { (void)co_await n->Run(); }(&node), "node");
   ASSERT_TRUE(world.RunUntil([&] { return node.lease().IsValid(); }, seconds(30)));
-  auto acquire = [&](ActorId id) {
-    std::optional<AcquireResult> out;
-    env.Spawn([](ClusterNode* n, ActorId a, std::optional<AcquireResult>* o) -> Task<void> {
-      o->emplace(co_await n->owners().Acquire(std::move(a)));
-    }(&node, id, &out), "acquire");
-    world.RunUntil([&] { return out.has_value(); }, seconds(10));
-    return *out;
-  };
+  auto acquire = [&](ActorId id) { return *RunTask(world, env, node.owners().Acquire(std::move(id)), seconds(10)); };
   auto h1 = acquire(ActorId{"t", "c", "one"});
   auto h2 = acquire(ActorId{"t", "c", "two"});
   ASSERT_TRUE(h1.hold.IsValid() && h2.hold.IsValid());

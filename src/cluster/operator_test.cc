@@ -20,10 +20,7 @@ struct OperatorTest : ::testing::Test {
 
   template <typename T>
   T Run(Task<T> t) {
-    std::optional<T> out;
-    env.Spawn([](Task<T> task, std::optional<T>* o) -> Task<void> { o->emplace(co_await std::move(task)); }(std::move(t), &out), "t");
-    world.RunUntilIdle();
-    return std::move(*out);
+    return std::move(*RunTask(world, env, std::move(t)));
   }
   NodeRecord Live(const std::string& id) {
     NodeRecord r;

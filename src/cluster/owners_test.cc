@@ -33,9 +33,7 @@ struct OwnersTest : ::testing::Test {
 
   template <typename T>
   T Run(Env& env, Task<T> t) {
-    std::optional<T> out;
-    env.Spawn([](Task<T> task, std::optional<T>* o) -> Task<void> { o->emplace(co_await std::move(task)); }(std::move(t), &out), "t");
-    world.RunUntil([&] { return out.has_value(); }, seconds(60));
+    auto out = RunTask(world, env, std::move(t), seconds(60));
     EXPECT_TRUE(out.has_value());
     return std::move(*out);
   }

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <queue>
 #include <random>
 #include <unordered_set>
@@ -94,5 +95,16 @@ class SimEnv final : public Env {
   // would call into it.
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
+
+// Runs task on env, driving world until it finishes or limit of virtual time passes, and
+// returns its value (nullopt if it did not finish). For tests and the simulator.
+template <typename T>
+std::optional<T> RunTask(SimWorld& world, Env& env, Task<T> task, Duration limit = std::chrono::hours(1)) {
+  std::optional<T> out;
+  env.Spawn([](Task<T> t, std::optional<T>* o) -> Task<void> { o->emplace(co_await std::move(t)); }(std::move(task), &out),
+            "run task");
+  world.RunUntil([&] { return out.has_value(); }, limit);
+  return out;
+}
 
 }  // namespace wk

@@ -20,11 +20,7 @@ struct Fixture {
   // Runs a coroutine to completion in virtual time and returns its value.
   template <typename T>
   T Run(Task<T> task) {
-    std::optional<T> out;
-    env.Spawn([](Task<T> t, std::optional<T>* o) -> Task<void> { o->emplace(co_await std::move(t)); }(
-                  std::move(task), &out),
-              "test");
-    world.RunUntilIdle();
+    auto out = RunTask(world, env, std::move(task));
     EXPECT_TRUE(out.has_value());
     return std::move(*out);
   }
