@@ -18,6 +18,8 @@ packages=(
   nlohmann-json3-dev        # JSON output of the CLI and status documents
   libspdlog-dev libfmt-dev  # structured logging
   libpugixml-dev            # S3 XML responses (ListObjectsV2, errors)
+  wasi-libc libclang-rt-14-dev-wasm32 wabt  # building actors: clang-14 --target=wasm32-wasi
+  libc++-14-dev-wasm32 libc++abi-14-dev-wasm32  # the C++ layer of the actor SDK (sdk/c/wasmkeep.hpp)
 )
 
 missing=()
@@ -34,3 +36,33 @@ if ((${#missing[@]})); then
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 echo "install-deps: all build packages present"
+
+# V8 (the WebAssembly engine) comes from Debian's libnode108 (Node.js 18 as a library, V8
+# 10.2) and its headers from libnode-dev. On a plain Debian 12 machine they install normally;
+# where a newer Node.js package is preinstalled (nodesource's nodejs 20 conflicts with
+# libnode108), we unpack the two .debs into third_party/local/libnode instead and leave the
+# machine's Node alone. CMake looks in that prefix first (WK_LIBNODE_PREFIX). The runtime
+# libraries libnode needs (ICU 72, libuv, c-ares, nghttp2, brotli) come in as its
+# dependencies on a plain machine; here we install them explicitly for the unpacked copy.
+libnode_prefix=third_party/local/libnode
+if dpkg-query -W -f='${Status}' libnode-dev 2>/dev/null | grep -q "install ok installed"; then
+  echo "install-deps: libnode-dev installed system-wide"
+elif [ -f "$libnode_prefix/usr/include/node/v8.h" ] && [ -e "$libnode_prefix/usr/lib/x86_64-linux-gnu/libnode.so.108" ]; then
+  echo "install-deps: libnode unpacked in $libnode_prefix"
+else
+  SUDO=""
+  [ "$(id -u)" = 0 ] || SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  if ! $SUDO apt-get install -y -qq --no-install-recommends libnode-dev >/dev/null 2>&1; then
+    echo "install-deps: libnode-dev conflicts with the installed Node.js; unpacking it into $libnode_prefix"
+    $SUDO apt-get install -y -qq --no-install-recommends libicu72 libuv1 libc-ares2 libnghttp2-14 libbrotli1 >/dev/null
+    tmp=$(mktemp -d)
+    (cd "$tmp" && apt-get download libnode108 libnode-dev >/dev/null 2>&1)
+    rm -rf "$libnode_prefix"
+    mkdir -p "$libnode_prefix"
+    for deb in "$tmp"/*.deb; do dpkg -x "$deb" "$libnode_prefix"; done
+    rm -rf "$tmp"
+    [ -f "$libnode_prefix/usr/include/node/v8.h" ] || { echo "install-deps: libnode unpack failed" >&2; exit 1; }
+  fi
+  echo "install-deps: libnode ready"
+fi

@@ -1,0 +1,634 @@
+// V8 behind engine.h. See the header for the shape; notes here are about V8 itself.
+#include "engine/engine.h"
+
+#include <libplatform/libplatform.h>
+#include <pthread.h>
+#include <time.h>
+#include <v8.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "base/check.h"
+
+// The headers we compile against must be the ones of the library we link (libnode108 ships
+// V8 10.2). This machine's /usr/include/node may hold Node 20's V8 11 headers with no
+// library behind them (FACTS.md); building against those would crash at run time.
+static_assert(V8_MAJOR_VERSION == 10 && V8_MINOR_VERSION == 2,
+              "compile against libnode108's V8 10.2 headers (see docs/DEPENDENCIES.md)");
+
+namespace wk::engine {
+namespace {
+
+constexpr std::size_t kMaxHostParams = 8;
+// How often the watchdog looks at running calls. A runaway event overruns its limit by at
+// most about this much (plus V8's interrupt latency, well under a millisecond).
+constexpr auto kWatchdogTick = std::chrono::milliseconds(1);
+
+std::int64_t ThreadCpuNs(clockid_t clock) {
+  timespec ts{};
+  clock_gettime(clock, &ts);
+  return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+v8::Local<v8::String> V8Str(v8::Isolate* isolate, std::string_view s) {
+  return v8::String::NewFromUtf8(isolate, s.data(), v8::NewStringType::kNormal,
+                                 static_cast<int>(s.size()))
+      .ToLocalChecked();
+}
+
+std::string ExceptionText(v8::Isolate* isolate, v8::Local<v8::Value> exception) {
+  if (exception.IsEmpty()) return "unknown error";
+  v8::String::Utf8Value text(isolate, exception);
+  return *text != nullptr ? std::string(*text, text.length()) : std::string("unknown error");
+}
+
+// V8's platform is process-wide and cannot be initialized twice (nor again after disposal),
+// so the first Engine creates it and it lives until exit.
+std::once_flag g_v8_once;
+v8::Platform* g_platform = nullptr;
+
+void InitializeV8(const EngineOptions& options) {
+  std::call_once(g_v8_once, [&] {
+    // Leaked on purpose: see above.
+    g_platform = v8::platform::NewDefaultPlatform().release();
+    v8::V8::InitializePlatform(g_platform);
+    // The JS heap of an isolate only holds wrappers (module objects, instances); WebAssembly
+    // memories live outside it. Expose GC so tests can measure resident size reliably.
+    static const char kFlags[] = "--expose-gc";
+    v8::V8::SetFlagsFromString(kFlags, sizeof(kFlags) - 1);
+    v8::V8::Initialize();
+    if (options.use_trap_handler) v8::V8::EnableWebAssemblyTrapHandler(true);
+  });
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// HostInterface
+
+HostInterface::HostInterface(std::vector<HostFunction> functions) : functions_(std::move(functions)) {
+  for (const auto& f : functions_) {
+    WK_CHECK(f.type.params.size() <= kMaxHostParams, "host function with too many parameters");
+    WK_CHECK(f.type.results.size() <= 1, "host function with more than one result");
+    for (ValType t : f.type.params) WK_CHECK(t == ValType::kI32 || t == ValType::kI64, "host param type");
+    for (ValType t : f.type.results) WK_CHECK(t == ValType::kI32 || t == ValType::kI64, "host result type");
+    WK_CHECK(f.fn != nullptr, "host function without a callback");
+  }
+}
+
+const HostFunction* HostInterface::Find(std::string_view module, std::string_view name) const {
+  for (const auto& f : functions_) {
+    if (f.module == module && f.name == name) return &f;
+  }
+  return nullptr;
+}
+
+// ---------------------------------------------------------------------------------------
+// HostCall
+
+Result<std::span<std::uint8_t>> HostCall::Range(std::string_view what, std::uint32_t ptr, std::uint32_t len) {
+  if (std::uint64_t{ptr} + len > memory_.size()) {
+    return InvalidArgument(fmt::format("{}: {} range [{}, +{}) is outside linear memory ({} bytes)",
+                                       function_->name, what, ptr, len, memory_.size()));
+  }
+  return memory_.subspan(ptr, len);
+}
+
+Result<std::string_view> HostCall::Text(std::string_view what, std::uint32_t ptr, std::uint32_t len) {
+  auto r = Range(what, ptr, len);
+  if (!r.ok()) return r.status();
+  return std::string_view(reinterpret_cast<const char*>(r->data()), r->size());
+}
+
+// ---------------------------------------------------------------------------------------
+// Engine
+
+
+struct Engine::Impl {
+  std::atomic<std::uint64_t> next_module_id{1};
+
+  // The compile isolate: compilation happens here once per module, then every worker
+  // re-creates the module object from the shared compiled code.
+  std::mutex compile_mu;
+  v8::ArrayBuffer::Allocator* compile_allocator = nullptr;
+  v8::Isolate* compile_isolate = nullptr;
+  v8::Global<v8::Context> compile_context;
+
+  // The CPU-time watchdog: one thread for all workers. `watch_mu` guards every worker's
+  // watch state and the list.
+  std::mutex watch_mu;
+  std::condition_variable watch_cv;
+  std::vector<Worker::Impl*> watched;
+  int running_calls = 0;
+  bool stopping = false;
+  std::thread watchdog;
+
+  void WatchdogLoop();
+};
+
+struct Worker::Impl {
+  Engine::Impl* engine = nullptr;
+  v8::ArrayBuffer::Allocator* allocator = nullptr;
+  v8::Isolate* isolate = nullptr;
+  v8::Global<v8::Context> context;
+  v8::Global<v8::Function> instance_ctor;
+
+  // A host function bound to this isolate: the V8 function's data points here.
+  struct Binding {
+    Impl* worker;
+    const HostFunction* fn;
+  };
+  struct ModuleEntry {
+    std::weak_ptr<const Module> module;
+    v8::Global<v8::WasmModuleObject> object;
+    v8::Global<v8::Object> imports;
+    std::vector<std::unique_ptr<Binding>> bindings;
+  };
+  std::unordered_map<std::uint64_t, ModuleEntry> modules;
+
+  // The call in progress (one at a time per thread).
+  Instance::Impl* current = nullptr;
+  void* current_context = nullptr;
+  std::optional<Status> host_error;
+
+  // Watch state, guarded by engine->watch_mu.
+  clockid_t cpu_clock{};
+  bool running = false;
+  bool terminated = false;
+  std::int64_t start_cpu_ns = 0;
+  std::int64_t limit_ns = 0;
+
+  Result<ModuleEntry*> EntryFor(const std::shared_ptr<const Module>& module);
+  void BeginCall(Instance::Impl* inst, void* ctx, std::chrono::milliseconds limit);
+  // Returns whether the watchdog terminated the call.
+  bool EndCall();
+  CallResult Run(Instance::Impl* inst, v8::Local<v8::Function> fn, void* ctx, std::chrono::milliseconds limit,
+                 std::uint64_t max_memory_bytes);
+  static void Trampoline(const v8::FunctionCallbackInfo<v8::Value>& info);
+};
+
+struct Instance::Impl {
+  Worker::Impl* worker = nullptr;
+  v8::Global<v8::Object> exports;
+  v8::Global<v8::WasmMemoryObject> memory;
+  std::map<std::string, v8::Global<v8::Function>, std::less<>> functions;
+
+  std::span<std::uint8_t> Memory(v8::Isolate* isolate) {
+    auto buffer = memory.Get(isolate)->Buffer();
+    return {static_cast<std::uint8_t*>(buffer->Data()), buffer->ByteLength()};
+  }
+};
+
+struct Module::Impl {
+  std::optional<v8::CompiledWasmModule> compiled;
+  std::shared_ptr<const HostInterface> host;
+};
+
+Module::~Module() = default;
+
+void Engine::Impl::WatchdogLoop() {
+  std::unique_lock lock(watch_mu);
+  while (!stopping) {
+    if (running_calls == 0) {
+      watch_cv.wait(lock, [&] { return stopping || running_calls > 0; });
+      continue;
+    }
+    for (Worker::Impl* w : watched) {
+      if (w->running && !w->terminated && ThreadCpuNs(w->cpu_clock) - w->start_cpu_ns >= w->limit_ns) {
+        // Thread-safe by V8's contract; the call sees it at its next interrupt check (loop
+        // back-edges and function entries), so even `loop br 0` stops.
+        w->isolate->TerminateExecution();
+        w->terminated = true;
+      }
+    }
+    watch_cv.wait_for(lock, kWatchdogTick, [&] { return stopping; });
+  }
+}
+
+Engine::Engine(EngineOptions options) : impl_(std::make_unique<Impl>()) {
+  InitializeV8(options);
+  impl_->compile_allocator = v8::ArrayBuffer::Allocator::NewDefaultAllocator();
+  v8::Isolate::CreateParams params;
+  params.array_buffer_allocator = impl_->compile_allocator;
+  impl_->compile_isolate = v8::Isolate::New(params);
+  {
+    v8::Locker locker(impl_->compile_isolate);
+    v8::Isolate::Scope isolate_scope(impl_->compile_isolate);
+    v8::HandleScope scope(impl_->compile_isolate);
+    impl_->compile_context.Reset(impl_->compile_isolate, v8::Context::New(impl_->compile_isolate));
+  }
+  impl_->watchdog = std::thread([this] { impl_->WatchdogLoop(); });
+}
+
+Engine::~Engine() {
+  {
+    std::lock_guard lock(impl_->watch_mu);
+    WK_CHECK(impl_->watched.empty(), "an Engine destroyed before its Workers");
+    impl_->stopping = true;
+  }
+  impl_->watch_cv.notify_all();
+  impl_->watchdog.join();
+  {
+    v8::Locker locker(impl_->compile_isolate);
+    impl_->compile_context.Reset();
+  }
+  impl_->compile_isolate->Dispose();
+  delete impl_->compile_allocator;
+}
+
+Result<std::shared_ptr<const Module>> Engine::Compile(std::span<const std::uint8_t> bytes,
+                                                      std::shared_ptr<const HostInterface> host,
+                                                      std::span<const ExportSpec> exports,
+                                                      const ModuleLimits& limits) {
+  const auto started = std::chrono::steady_clock::now();
+  if (bytes.size() > limits.max_module_bytes) {
+    return InvalidArgument(fmt::format("the module is {} bytes, over the limit of {} bytes",
+                                       bytes.size(), limits.max_module_bytes));
+  }
+  auto info = ReadModuleInfo(bytes);
+  if (!info.ok()) return info.status();
+
+  for (const Import& imp : info->imports) {
+    if (imp.kind == ExternKind::kMemory) {
+      return InvalidArgument(fmt::format(
+          "the module imports its memory ({}.{}); an actor module must define and export its own memory",
+          imp.module, imp.name));
+    }
+    if (imp.kind != ExternKind::kFunc) {
+      return InvalidArgument(fmt::format("the module imports the {} {}.{}, which the host does not provide",
+                                         ExternKindName(imp.kind), imp.module, imp.name));
+    }
+    const HostFunction* f = host->Find(imp.module, imp.name);
+    if (f == nullptr) {
+      return InvalidArgument(fmt::format("the module imports the function {}.{}, which the host does not provide",
+                                         imp.module, imp.name));
+    }
+    if (!(f->type == imp.type)) {
+      return InvalidArgument(fmt::format("the module imports {}.{} as {}, but the host provides it as {}",
+                                         imp.module, imp.name, FuncTypeString(imp.type), FuncTypeString(f->type)));
+    }
+  }
+  const Export* mem_export = info->FindExport("memory");
+  if (mem_export == nullptr || mem_export->kind != ExternKind::kMemory) {
+    return InvalidArgument("the module does not export its linear memory as \"memory\"");
+  }
+  for (const ExportSpec& spec : exports) {
+    const Export* e = info->FindExport(spec.name);
+    if (e == nullptr) {
+      if (!spec.required) continue;
+      return InvalidArgument(fmt::format("the module does not export the function \"{}\" ({}), which the ABI requires",
+                                         spec.name, FuncTypeString(spec.type)));
+    }
+    if (e->kind != ExternKind::kFunc || !(e->type == spec.type)) {
+      return InvalidArgument(fmt::format("the module exports \"{}\" as a {} {}, but the ABI expects a function {}",
+                                         spec.name, ExternKindName(e->kind),
+                                         e->kind == ExternKind::kFunc ? FuncTypeString(e->type) : "",
+                                         FuncTypeString(spec.type)));
+    }
+  }
+  if (info->memories.size() != 1) {
+    return InvalidArgument(fmt::format("the module defines {} memories; an actor module has exactly one",
+                                       info->memories.size()));
+  }
+  const std::uint64_t max_pages = limits.max_memory_bytes / kWasmPageBytes;
+  const MemoryLimits& mem = info->memories[0];
+  if (mem.min_pages > max_pages) {
+    return InvalidArgument(fmt::format(
+        "the module's initial memory is {} bytes, over the limit of {} bytes per actor",
+        mem.min_pages * kWasmPageBytes, limits.max_memory_bytes));
+  }
+  std::vector<std::uint8_t> patched;
+  std::span<const std::uint8_t> wire = bytes;
+  if (!mem.max_pages || *mem.max_pages > max_pages) {
+    auto p = WithMemoryMaximum(bytes, max_pages);
+    if (!p.ok()) return p.status();
+    patched = std::move(*p);
+    wire = patched;
+  }
+  const std::uint64_t effective_max_pages = mem.max_pages ? std::min(*mem.max_pages, max_pages) : max_pages;
+
+  auto module = std::shared_ptr<Module>(new Module());
+  module->impl_ = std::make_unique<Module::Impl>();
+  module->impl_->host = std::move(host);
+  module->info_ = std::move(*info);
+  module->max_memory_bytes_ = effective_max_pages * kWasmPageBytes;
+  module->id_ = impl_->next_module_id.fetch_add(1);
+  {
+    std::lock_guard lock(impl_->compile_mu);
+    v8::Isolate* isolate = impl_->compile_isolate;
+    v8::Locker locker(isolate);
+    v8::Isolate::Scope isolate_scope(isolate);
+    v8::HandleScope scope(isolate);
+    v8::Local<v8::Context> context = impl_->compile_context.Get(isolate);
+    v8::Context::Scope context_scope(context);
+    v8::TryCatch try_catch(isolate);
+    auto compiled = v8::WasmModuleObject::Compile(isolate, {wire.data(), wire.size()});
+    if (compiled.IsEmpty()) {
+      return InvalidArgument("WebAssembly compile error: " + ExceptionText(isolate, try_catch.Exception()));
+    }
+    module->impl_->compiled.emplace(compiled.ToLocalChecked()->GetCompiledModule());
+    // Let V8 finish background tasks that reference this isolate's heap.
+    while (v8::platform::PumpMessageLoop(g_platform, isolate)) {
+    }
+  }
+  module->compile_time_ = std::chrono::steady_clock::now() - started;
+  return std::shared_ptr<const Module>(std::move(module));
+}
+
+// ---------------------------------------------------------------------------------------
+// Worker
+
+Worker::Worker(Engine& engine) : impl_(std::make_unique<Impl>()) {
+  impl_->engine = &engine.impl();
+  impl_->allocator = v8::ArrayBuffer::Allocator::NewDefaultAllocator();
+  v8::Isolate::CreateParams params;
+  params.array_buffer_allocator = impl_->allocator;
+  impl_->isolate = v8::Isolate::New(params);
+  // The isolate stays entered on this thread for its whole life: a worker is thread-bound.
+  impl_->isolate->Enter();
+  {
+    v8::HandleScope scope(impl_->isolate);
+    v8::Local<v8::Context> context = v8::Context::New(impl_->isolate);
+    impl_->context.Reset(impl_->isolate, context);
+    v8::Context::Scope context_scope(context);
+    auto wasm = context->Global()->Get(context, V8Str(impl_->isolate, "WebAssembly")).ToLocalChecked().As<v8::Object>();
+    auto ctor = wasm->Get(context, V8Str(impl_->isolate, "Instance")).ToLocalChecked().As<v8::Function>();
+    impl_->instance_ctor.Reset(impl_->isolate, ctor);
+  }
+  WK_CHECK(pthread_getcpuclockid(pthread_self(), &impl_->cpu_clock) == 0, "pthread_getcpuclockid");
+  std::lock_guard lock(impl_->engine->watch_mu);
+  impl_->engine->watched.push_back(impl_.get());
+}
+
+Worker::~Worker() {
+  {
+    std::lock_guard lock(impl_->engine->watch_mu);
+    std::erase(impl_->engine->watched, impl_.get());
+  }
+  impl_->modules.clear();
+  impl_->instance_ctor.Reset();
+  impl_->context.Reset();
+  impl_->isolate->Exit();
+  impl_->isolate->Dispose();
+  delete impl_->allocator;
+}
+
+void Worker::PumpMessageLoop() {
+  while (v8::platform::PumpMessageLoop(g_platform, impl_->isolate)) {
+  }
+  // Forget modules nobody uses any more (their classes were redeployed or unloaded).
+  std::erase_if(impl_->modules, [](const auto& kv) { return kv.second.module.expired(); });
+}
+
+void Worker::Impl::Trampoline(const v8::FunctionCallbackInfo<v8::Value>& info) {
+  auto* binding = static_cast<Binding*>(info.Data().As<v8::External>()->Value());
+  Impl& w = *binding->worker;
+  const HostFunction& f = *binding->fn;
+  v8::Isolate* isolate = w.isolate;
+  // A module that catches the first host error (wasm exception handling can) gets no
+  // further service: the event has already failed.
+  if (w.host_error.has_value() || w.current == nullptr) {
+    isolate->ThrowException(v8::Exception::Error(V8Str(isolate, "wasmkeep: event already failed")));
+    return;
+  }
+  v8::Local<v8::Context> context = isolate->GetCurrentContext();
+  std::int64_t args[kMaxHostParams] = {};
+  const std::size_t n = f.type.params.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    v8::Local<v8::Value> v = info[static_cast<int>(i)];
+    if (f.type.params[i] == ValType::kI32) {
+      args[i] = v->Int32Value(context).FromMaybe(0);
+    } else {
+      // The import's signature was checked at compile time, so an i64 arrives as a BigInt.
+      args[i] = v->IsBigInt() ? v.As<v8::BigInt>()->Int64Value() : 0;
+    }
+  }
+  HostCall call(&f, w.current_context, w.current->Memory(isolate), {args, n});
+  Status status = f.fn(call);
+  if (!status.ok()) {
+    w.host_error = std::move(status);
+    isolate->ThrowException(v8::Exception::Error(V8Str(isolate, "wasmkeep: host call failed")));
+    return;
+  }
+  if (!f.type.results.empty()) {
+    if (f.type.results[0] == ValType::kI32) {
+      info.GetReturnValue().Set(static_cast<std::int32_t>(call.result()));
+    } else {
+      info.GetReturnValue().Set(v8::BigInt::New(isolate, call.result()));
+    }
+  }
+}
+
+Result<Worker::Impl::ModuleEntry*> Worker::Impl::EntryFor(const std::shared_ptr<const Module>& module) {
+  auto it = modules.find(module->id());
+  if (it != modules.end()) return &it->second;
+  v8::Local<v8::Context> ctx = context.Get(isolate);
+  v8::TryCatch try_catch(isolate);
+  auto object = v8::WasmModuleObject::FromCompiledModule(isolate, *module->impl().compiled);
+  if (object.IsEmpty()) {
+    return Fatal("WebAssembly module could not be loaded into a worker: " +
+                 ExceptionText(isolate, try_catch.Exception()));
+  }
+  ModuleEntry entry;
+  entry.module = module;
+  entry.object.Reset(isolate, object.ToLocalChecked());
+  // The imports object: { module: { name: host function } } for what this module imports.
+  v8::Local<v8::Object> imports = v8::Object::New(isolate);
+  for (const Import& imp : module->info().imports) {
+    const HostFunction* f = module->impl().host->Find(imp.module, imp.name);
+    WK_CHECK(f != nullptr, "import checked at compile time");
+    auto binding = std::make_unique<Binding>(Binding{this, f});
+    auto tmpl = v8::FunctionTemplate::New(isolate, &Trampoline, v8::External::New(isolate, binding.get()));
+    entry.bindings.push_back(std::move(binding));
+    v8::Local<v8::String> mod_name = V8Str(isolate, imp.module);
+    v8::Local<v8::Object> mod_obj;
+    auto existing = imports->Get(ctx, mod_name).ToLocalChecked();
+    if (existing->IsObject()) {
+      mod_obj = existing.As<v8::Object>();
+    } else {
+      mod_obj = v8::Object::New(isolate);
+      imports->Set(ctx, mod_name, mod_obj).Check();
+    }
+    mod_obj->Set(ctx, V8Str(isolate, imp.name), tmpl->GetFunction(ctx).ToLocalChecked()).Check();
+  }
+  entry.imports.Reset(isolate, imports);
+  auto [pos, inserted] = modules.emplace(module->id(), std::move(entry));
+  return &pos->second;
+}
+
+void Worker::Impl::BeginCall(Instance::Impl* inst, void* ctx, std::chrono::milliseconds limit) {
+  current = inst;
+  current_context = ctx;
+  host_error.reset();
+  std::lock_guard lock(engine->watch_mu);
+  running = true;
+  terminated = false;
+  start_cpu_ns = ThreadCpuNs(cpu_clock);
+  limit_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(limit).count();
+  ++engine->running_calls;
+  engine->watch_cv.notify_all();
+}
+
+bool Worker::Impl::EndCall() {
+  current = nullptr;
+  current_context = nullptr;
+  std::lock_guard lock(engine->watch_mu);
+  running = false;
+  --engine->running_calls;
+  const bool was_terminated = terminated;
+  terminated = false;
+  // Clear a termination that the watchdog requested but the call outran (it finished
+  // before V8 checked for the interrupt): otherwise it would hit the next call.
+  if (was_terminated) isolate->CancelTerminateExecution();
+  return was_terminated;
+}
+
+CallResult Worker::Impl::Run(Instance::Impl* inst, v8::Local<v8::Function> fn, void* ctx,
+                             std::chrono::milliseconds limit, std::uint64_t max_memory_bytes) {
+  CallResult result;
+  v8::Local<v8::Context> v8ctx = context.Get(isolate);
+  const std::int64_t cpu_before = ThreadCpuNs(cpu_clock);
+  v8::MaybeLocal<v8::Value> ret;
+  std::string exception;
+  bool has_exception = false;
+  {
+    v8::TryCatch try_catch(isolate);
+    BeginCall(inst, ctx, limit);
+    ret = fn->Call(v8ctx, v8::Undefined(isolate), 0, nullptr);
+    if (ret.IsEmpty()) {
+      has_exception = true;
+      if (!try_catch.HasTerminated()) exception = ExceptionText(isolate, try_catch.Exception());
+    }
+  }
+  const bool terminated_by_watchdog = EndCall();
+  if (isolate->IsExecutionTerminating()) isolate->CancelTerminateExecution();
+  result.cpu_time = std::chrono::nanoseconds(ThreadCpuNs(cpu_clock) - cpu_before);
+
+  if (has_exception && terminated_by_watchdog) {
+    result.outcome = CallOutcome::kTerminated;
+    result.message = fmt::format("the event exceeded its CPU time limit of {} ms and was terminated", limit.count());
+    result.instance_usable = false;
+  } else if (host_error.has_value()) {
+    // Checked before `ret`: a module may have caught the host's exception and returned.
+    result.outcome = CallOutcome::kHostError;
+    result.message = host_error->message();
+    result.instance_usable = false;
+    host_error.reset();
+  } else if (has_exception) {
+    result.instance_usable = false;
+    if (exception.starts_with("RangeError: Maximum call stack size exceeded")) {
+      result.outcome = CallOutcome::kTrapped;
+      result.message = "trap: stack overflow (unbounded recursion?)";
+    } else if (exception.starts_with("RuntimeError: ")) {
+      result.outcome = CallOutcome::kTrapped;
+      result.message = "trap: " + exception.substr(std::strlen("RuntimeError: "));
+    } else {
+      result.outcome = CallOutcome::kEngineError;
+      result.message = exception;
+    }
+    auto buffer = inst->memory.Get(isolate)->Buffer();
+    if (result.outcome == CallOutcome::kTrapped && buffer->ByteLength() >= max_memory_bytes) {
+      result.message += fmt::format(" (linear memory is at its limit of {} bytes: out of memory?)", max_memory_bytes);
+    }
+  } else {
+    v8::Local<v8::Value> v = ret.ToLocalChecked();
+    result.value = v->IsInt32() ? v.As<v8::Int32>()->Value() : 0;
+  }
+  return result;
+}
+
+Result<std::unique_ptr<Instance>> Worker::Instantiate(const std::shared_ptr<const Module>& module, void* context,
+                                                      std::chrono::milliseconds cpu_limit) {
+  Impl& w = *impl_;
+  v8::Isolate* isolate = w.isolate;
+  v8::HandleScope scope(isolate);
+  v8::Local<v8::Context> ctx = w.context.Get(isolate);
+  v8::Context::Scope context_scope(ctx);
+  auto entry = w.EntryFor(module);
+  if (!entry.ok()) return entry.status();
+
+  auto instance = std::unique_ptr<Instance>(new Instance());
+  instance->impl_ = std::make_unique<Instance::Impl>();
+  instance->impl_->worker = &w;
+  instance->module_ = module;
+
+  v8::Local<v8::Value> args[] = {(*entry)->object.Get(isolate), (*entry)->imports.Get(isolate)};
+  v8::Local<v8::Object> object;
+  {
+    v8::TryCatch try_catch(isolate);
+    // A module's start function runs here; it is under the CPU limit like any call. Host
+    // calls from a start function fail (there is no instance to read memory from yet).
+    w.BeginCall(nullptr, context, cpu_limit);
+    auto made = w.instance_ctor.Get(isolate)->NewInstance(ctx, 2, args);
+    const bool terminated = w.EndCall();
+    if (isolate->IsExecutionTerminating()) isolate->CancelTerminateExecution();
+    if (made.IsEmpty()) {
+      w.host_error.reset();
+      if (terminated) return InvalidArgument("the module's start function exceeded the CPU time limit");
+      return InvalidArgument("WebAssembly instantiation failed: " + ExceptionText(isolate, try_catch.Exception()));
+    }
+    object = made.ToLocalChecked();
+  }
+  auto exports = object->Get(ctx, V8Str(isolate, "exports")).ToLocalChecked().As<v8::Object>();
+  instance->impl_->exports.Reset(isolate, exports);
+  auto memory = exports->Get(ctx, V8Str(isolate, "memory")).ToLocalChecked();
+  WK_CHECK(memory->IsWasmMemoryObject(), "memory export checked at compile time");
+  instance->impl_->memory.Reset(isolate, memory.As<v8::WasmMemoryObject>());
+
+  if (module->HasExport("_initialize")) {
+    CallResult init = instance->Call("_initialize", context, cpu_limit);
+    if (!init.ok()) return InvalidArgument("the module's _initialize failed: " + init.message);
+  }
+  return instance;
+}
+
+// ---------------------------------------------------------------------------------------
+// Instance
+
+Instance::~Instance() {
+  if (impl_) {
+    impl_->functions.clear();
+    impl_->memory.Reset();
+    impl_->exports.Reset();
+  }
+}
+
+std::uint64_t Instance::MemoryBytes() const {
+  v8::Isolate* isolate = impl_->worker->isolate;
+  v8::HandleScope scope(isolate);
+  return impl_->memory.Get(isolate)->Buffer()->ByteLength();
+}
+
+CallResult Instance::Call(std::string_view name, void* context, std::chrono::milliseconds cpu_limit) {
+  Worker::Impl& w = *impl_->worker;
+  v8::Isolate* isolate = w.isolate;
+  v8::HandleScope scope(isolate);
+  v8::Local<v8::Context> ctx = w.context.Get(isolate);
+  v8::Context::Scope context_scope(ctx);
+
+  v8::Local<v8::Function> fn;
+  auto it = impl_->functions.find(name);
+  if (it != impl_->functions.end()) {
+    fn = it->second.Get(isolate);
+  } else {
+    auto value = impl_->exports.Get(isolate)->Get(ctx, V8Str(isolate, name)).ToLocalChecked();
+    if (!value->IsFunction()) {
+      CallResult r;
+      r.outcome = CallOutcome::kEngineError;
+      r.message = fmt::format("the module does not export a function \"{}\"", name);
+      return r;
+    }
+    fn = value.As<v8::Function>();
+    impl_->functions.emplace(std::string(name), v8::Global<v8::Function>(isolate, fn));
+  }
+  return w.Run(impl_.get(), fn, context, cpu_limit, module_->max_memory_bytes());
+}
+
+}  // namespace wk::engine

@@ -1,0 +1,241 @@
+// The WebAssembly engine: V8 (from Debian's libnode) behind a thin interface. No V8 type or
+// header appears outside src/engine/; the rest of WasmKeep sees Engine, Module, Worker and
+// Instance, and host functions as plain C++ callbacks over bounds-checked byte ranges.
+//
+// Shape (design/FACTS.md, "WebAssembly engine"):
+//   - Engine: process-wide. Creating the first one initializes V8's platform; V8 cannot be
+//     re-initialized after disposal, so the platform lives until the process exits (the one
+//     deliberate exception to "no globals": it is V8's, not ours). Owns the CPU watchdog.
+//   - Module: a compiled class. Compiled once (on the engine's compile isolate) and shared by
+//     every worker through V8's CompiledWasmModule, so N workers do not compile it N times.
+//     Immutable and thread-safe.
+//   - Worker: one V8 isolate, bound to the thread that created it. Everything below is used
+//     only on that thread. `Terminate` is the one exception: the watchdog calls it.
+//   - Instance: one instance of a module in a worker; one per resident actor.
+//
+// Host functions: the embedder describes each import it provides (module, name, signature,
+// callback). A module is checked against that list when compiled: an import the host does
+// not provide, or one with another signature, is refused by name. A callback receives a
+// HostCall that bounds-checks every (pointer, length) against the current linear memory, and
+// returns a Status: an error fails the event with that message (the module cannot catch it).
+//
+// Failures never escape as crashes: a trap, a stack overflow, a host error, `proc_exit`
+// or a CPU-time termination all come back from Instance::Call as a CallResult saying what
+// happened and whether the instance may be used again (after anything that unwound through
+// the module's frames it may not: its allocator or shadow stack may be half-updated).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "engine/wasm_module_info.h"
+
+namespace wk::engine {
+
+class HostCall;
+
+// A host function. `fn` returns Ok, or an error that fails the event with its message.
+// `fn` runs on the worker thread inside the module's call; it must not block for long.
+struct HostFunction {
+  std::string module;
+  std::string name;
+  FuncType type;  // only i32 and i64 parameters and results are supported
+  Status (*fn)(HostCall& call);
+};
+
+// The set of host functions an embedder provides. Immutable once given to Compile.
+class HostInterface {
+ public:
+  explicit HostInterface(std::vector<HostFunction> functions);
+  const HostFunction* Find(std::string_view module, std::string_view name) const;
+  const std::vector<HostFunction>& functions() const { return functions_; }
+
+ private:
+  std::vector<HostFunction> functions_;
+};
+
+// What a module must (or may) export besides memory.
+struct ExportSpec {
+  std::string name;
+  FuncType type;
+  bool required = false;
+};
+
+struct ModuleLimits {
+  // The most linear memory one instance may have. A module without a declared maximum, or
+  // with a larger one, gets this maximum imposed; a larger initial memory is refused.
+  std::uint64_t max_memory_bytes = 64ull << 20;
+  std::uint64_t max_module_bytes = 64ull << 20;  // the wasm file itself
+};
+
+// A compiled, checked class module. Thread-safe; share it with shared_ptr.
+class Module {
+ public:
+  ~Module();
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  const ModuleInfo& info() const { return info_; }
+  std::uint64_t max_memory_bytes() const { return max_memory_bytes_; }
+  bool HasExport(std::string_view name) const { return info_.FindExport(name) != nullptr; }
+  std::chrono::nanoseconds compile_time() const { return compile_time_; }
+  std::uint64_t id() const { return id_; }
+
+  struct Impl;
+  Impl& impl() const { return *impl_; }
+
+ private:
+  friend class Engine;
+  Module() = default;
+  std::unique_ptr<Impl> impl_;
+  ModuleInfo info_;
+  std::uint64_t max_memory_bytes_ = 0;
+  std::chrono::nanoseconds compile_time_{0};
+  std::uint64_t id_ = 0;
+};
+
+struct EngineOptions {
+  // V8's trap handler turns out-of-bounds memory accesses into signals instead of explicit
+  // bounds checks (faster), at the price of reserving 8 GiB of address space per instance
+  // beyond the memory maximum. Off by default: with a declared maximum per actor explicit
+  // checks cost little and keep thousands of actors within Linux's map-count limit.
+  bool use_trap_handler = false;
+};
+
+class Engine {
+ public:
+  explicit Engine(EngineOptions options = {});
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Checks the module's imports against `host`, its exports against `exports` (plus a
+  // memory export named "memory"), imposes the memory maximum, and compiles it. Errors name
+  // the cause: not WebAssembly, a missing export, an import the host does not provide, a
+  // signature mismatch, memory too large, or V8's own compile error. Thread-safe.
+  Result<std::shared_ptr<const Module>> Compile(std::span<const std::uint8_t> bytes,
+                                                std::shared_ptr<const HostInterface> host,
+                                                std::span<const ExportSpec> exports,
+                                                const ModuleLimits& limits);
+
+  struct Impl;
+  Impl& impl() { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// How one call into an instance ended.
+enum class CallOutcome : std::uint8_t {
+  kReturned,     // the export returned; `value` holds its i32 result (0 if none)
+  kTrapped,      // a WebAssembly trap or stack overflow; `message` says which
+  kHostError,    // a host function failed the event; `message` is its error
+  kTerminated,   // the CPU-time limit was hit and the watchdog terminated the call
+  kEngineError,  // anything else V8 reported
+};
+
+struct CallResult {
+  CallOutcome outcome = CallOutcome::kReturned;
+  std::int32_t value = 0;
+  std::string message;
+  // False after anything that unwound through the module's frames: throw the instance away.
+  bool instance_usable = true;
+  std::chrono::nanoseconds cpu_time{0};
+  bool ok() const { return outcome == CallOutcome::kReturned; }
+};
+
+class Instance;
+
+// One isolate on the calling thread. Not thread-safe except Terminate (see above).
+class Worker {
+ public:
+  explicit Worker(Engine& engine);
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  // Creates an instance and runs its `_initialize` export if it has one (host calls made
+  // from it see `context`). Errors: V8's instantiation error, or the initializer failing.
+  Result<std::unique_ptr<Instance>> Instantiate(const std::shared_ptr<const Module>& module,
+                                                void* context,
+                                                std::chrono::milliseconds cpu_limit);
+
+  // Runs V8's pending platform tasks for this isolate (background compilation results,
+  // garbage-collection tasks). Call it between events.
+  void PumpMessageLoop();
+
+  struct Impl;
+  Impl& impl() { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+class Instance {
+ public:
+  ~Instance();
+  Instance(const Instance&) = delete;
+  Instance& operator=(const Instance&) = delete;
+
+  // Calls the export `name` (which must take no parameters and return nothing or one i32).
+  // Host functions called from it see `context`. The call is terminated if it uses more than
+  // `cpu_limit` of CPU time on this thread. REQUIRES: on the worker's thread.
+  CallResult Call(std::string_view name, void* context, std::chrono::milliseconds cpu_limit);
+
+  bool HasExport(std::string_view name) const { return module_->HasExport(name); }
+  // Current size of the linear memory (grows while the actor runs).
+  std::uint64_t MemoryBytes() const;
+  const Module& module() const { return *module_; }
+
+  struct Impl;
+
+ private:
+  friend class Worker;
+  Instance() = default;
+  std::unique_ptr<Impl> impl_;
+  std::shared_ptr<const Module> module_;
+};
+
+// What a host function sees. Valid only during the callback.
+class HostCall {
+ public:
+  std::int32_t I32(std::size_t i) const { return static_cast<std::int32_t>(args_[i]); }
+  std::uint32_t U32(std::size_t i) const { return static_cast<std::uint32_t>(args_[i]); }
+  std::int64_t I64(std::size_t i) const { return args_[i]; }
+
+  // The bytes [ptr, ptr + len) of linear memory, or an error naming `what`, the range and
+  // the memory's size. Views are invalidated by anything that can grow memory (only the
+  // module itself can, so they stay valid for the rest of this callback).
+  Result<std::span<std::uint8_t>> Range(std::string_view what, std::uint32_t ptr, std::uint32_t len);
+  // Same, as text.
+  Result<std::string_view> Text(std::string_view what, std::uint32_t ptr, std::uint32_t len);
+
+  void ReturnI32(std::int32_t v) { result_ = v; }
+  void ReturnI64(std::int64_t v) { result_ = v; }
+
+  // The `context` given to Instance::Call.
+  void* context() const { return context_; }
+  const HostFunction& function() const { return *function_; }
+
+  // For the engine: filled in before the callback.
+  HostCall(const HostFunction* function, void* context, std::span<std::uint8_t> memory,
+           std::span<const std::int64_t> args)
+      : function_(function), context_(context), memory_(memory), args_(args) {}
+  std::int64_t result() const { return result_; }
+
+ private:
+  const HostFunction* function_;
+  void* context_;
+  std::span<std::uint8_t> memory_;
+  std::span<const std::int64_t> args_;
+  std::int64_t result_ = 0;
+};
+
+}  // namespace wk::engine

@@ -1,0 +1,232 @@
+#include "engine/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <iterator>
+#include <thread>
+
+namespace wk::engine {
+namespace {
+
+using std::chrono::milliseconds;
+
+std::vector<std::uint8_t> ReadTestModule(const std::string& name) {
+  std::ifstream in(std::string(WK_ENGINE_TESTDATA) + "/" + name + ".wasm", std::ios::binary);
+  EXPECT_TRUE(in.good()) << name;
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+struct Ctx {
+  int calls = 0;
+};
+
+Status Add(HostCall& c) {
+  static_cast<Ctx*>(c.context())->calls++;
+  c.ReturnI32(c.I32(0) + c.I32(1));
+  return Status::Ok();
+}
+Status Inc64(HostCall& c) {
+  c.ReturnI64(c.I64(0) + 1);
+  return Status::Ok();
+}
+Status Sum(HostCall& c) {
+  auto bytes = c.Range("data", c.U32(0), c.U32(1));
+  if (!bytes.ok()) return bytes.status();
+  int total = 0;
+  for (auto b : *bytes) total += b;
+  c.ReturnI32(total);
+  return Status::Ok();
+}
+
+std::shared_ptr<const HostInterface> TestHost() {
+  using V = ValType;
+  return std::make_shared<HostInterface>(std::vector<HostFunction>{
+      {"test", "add", {{V::kI32, V::kI32}, {V::kI32}}, &Add},
+      {"test", "inc64", {{V::kI64}, {V::kI64}}, &Inc64},
+      {"test", "sum", {{V::kI32, V::kI32}, {V::kI32}}, &Sum},
+  });
+}
+
+const std::vector<ExportSpec> kRunExport = {{"run", {{}, {ValType::kI32}}, true}};
+
+class EngineTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { engine_ = new Engine(); }
+  static void TearDownTestSuite() {
+    delete engine_;
+    engine_ = nullptr;
+  }
+
+  Result<std::shared_ptr<const Module>> Compile(const std::string& name, ModuleLimits limits = {},
+                                                std::vector<ExportSpec> exports = kRunExport) {
+    auto bytes = ReadTestModule(name);
+    return engine_->Compile(bytes, TestHost(), exports, limits);
+  }
+  std::unique_ptr<Instance> Make(Worker& worker, const std::string& name) {
+    auto module = Compile(name, {}, {});
+    EXPECT_TRUE(module.ok()) << module.status().ToString();
+    auto instance = worker.Instantiate(*module, &ctx_, milliseconds(1000));
+    EXPECT_TRUE(instance.ok()) << instance.status().ToString();
+    return std::move(*instance);
+  }
+
+  static Engine* engine_;
+  Ctx ctx_;
+};
+Engine* EngineTest::engine_ = nullptr;
+
+TEST_F(EngineTest, CallsExportsAndHostFunctions) {
+  Worker worker(*engine_);
+  auto inst = Make(worker, "good");
+  EXPECT_EQ(inst->Call("initialized", &ctx_, milliseconds(100)).value, 7) << "_initialize ran once";
+  auto r = inst->Call("call_add", &ctx_, milliseconds(100));
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_EQ(r.value, 42);
+  EXPECT_EQ(ctx_.calls, 1);
+  EXPECT_EQ(inst->Call("call_inc64", &ctx_, milliseconds(100)).value, 1) << "i64 crosses as BigInt both ways";
+  EXPECT_EQ(inst->Call("sum_ok", &ctx_, milliseconds(100)).value, 15);
+  EXPECT_TRUE(inst->Call("returns_nothing", &ctx_, milliseconds(100)).ok());
+  EXPECT_EQ(inst->MemoryBytes(), 65536u);
+}
+
+TEST_F(EngineTest, HostRangeOutsideMemoryFailsTheEventByName) {
+  Worker worker(*engine_);
+  auto inst = Make(worker, "good");
+  for (const char* fn : {"sum_oob", "sum_wrap"}) {
+    auto r = inst->Call(fn, &ctx_, milliseconds(100));
+    EXPECT_EQ(r.outcome, CallOutcome::kHostError) << fn;
+    EXPECT_NE(r.message.find("sum: data range"), std::string::npos) << r.message;
+    EXPECT_NE(r.message.find("outside linear memory (65536 bytes)"), std::string::npos) << r.message;
+    EXPECT_FALSE(r.instance_usable);
+  }
+}
+
+TEST_F(EngineTest, TrapsComeBackAsOutcomesNotCrashes) {
+  Worker worker(*engine_);
+  struct Case {
+    const char* fn;
+    const char* text;
+  };
+  for (Case c : {Case{"oob", "memory access out of bounds"}, Case{"unreachable", "unreachable"},
+                 Case{"div0", "divide by zero"}, Case{"recurse", "stack overflow"}}) {
+    auto inst = Make(worker, "good");
+    auto r = inst->Call(c.fn, &ctx_, milliseconds(2000));
+    EXPECT_EQ(r.outcome, CallOutcome::kTrapped) << c.fn << ": " << r.message;
+    EXPECT_NE(r.message.find(c.text), std::string::npos) << r.message;
+    EXPECT_FALSE(r.instance_usable);
+  }
+  // The worker is fine afterwards.
+  auto inst = Make(worker, "good");
+  EXPECT_EQ(inst->Call("call_add", &ctx_, milliseconds(100)).value, 42);
+}
+
+TEST_F(EngineTest, RunawayLoopIsTerminatedAndTheWorkerGoesOn) {
+  Worker worker(*engine_);
+  auto inst = Make(worker, "good");
+  const auto started = std::chrono::steady_clock::now();
+  auto r = inst->Call("loop", &ctx_, milliseconds(50));
+  const auto elapsed = std::chrono::steady_clock::now() - started;
+  EXPECT_EQ(r.outcome, CallOutcome::kTerminated) << r.message;
+  EXPECT_NE(r.message.find("CPU time limit of 50 ms"), std::string::npos) << r.message;
+  EXPECT_FALSE(r.instance_usable);
+  EXPECT_GE(r.cpu_time, milliseconds(50));
+  EXPECT_LT(elapsed, std::chrono::seconds(10)) << "terminated promptly (generous bound: shared machines)";
+  auto fresh = Make(worker, "good");
+  auto ok = fresh->Call("call_add", &ctx_, milliseconds(100));
+  EXPECT_TRUE(ok.ok()) << "a pending termination must not leak into the next call: " << ok.message;
+}
+
+TEST_F(EngineTest, StartFunctionIsBoundedToo) {
+  Worker worker(*engine_);
+  auto module = Compile("start_loops");
+  ASSERT_TRUE(module.ok()) << module.status().ToString();
+  auto inst = worker.Instantiate(*module, &ctx_, milliseconds(30));
+  ASSERT_FALSE(inst.ok());
+  EXPECT_NE(inst.status().message().find("CPU time limit"), std::string::npos) << inst.status().ToString();
+}
+
+TEST_F(EngineTest, MemoryGrowthStopsAtTheDeclaredOrImposedMaximum) {
+  Worker worker(*engine_);
+  auto inst = Make(worker, "good");  // declares 1..4 pages
+  EXPECT_EQ(inst->Call("grow_past_max", &ctx_, milliseconds(100)).value, -1);
+  EXPECT_EQ(inst->Call("grow_one", &ctx_, milliseconds(100)).value, 1);
+  EXPECT_EQ(inst->MemoryBytes(), 2 * 65536u);
+  auto trap = Make(worker, "good")->Call("fill_then_trap", &ctx_, milliseconds(100));
+  EXPECT_EQ(trap.outcome, CallOutcome::kTrapped);
+  EXPECT_NE(trap.message.find("at its limit of 262144 bytes"), std::string::npos) << trap.message;
+
+  ModuleLimits limits;
+  limits.max_memory_bytes = 8 * 65536;
+  auto no_max = Compile("no_max", limits);
+  ASSERT_TRUE(no_max.ok()) << no_max.status().ToString();
+  EXPECT_EQ((*no_max)->max_memory_bytes(), 8 * 65536u);
+  auto i = worker.Instantiate(*no_max, &ctx_, milliseconds(100));
+  ASSERT_TRUE(i.ok());
+  EXPECT_EQ((*i)->Call("grow_big", &ctx_, milliseconds(100)).value, -1) << "imposed maximum holds";
+}
+
+TEST_F(EngineTest, BadModulesAreRefusedWithTheCause) {
+  struct Case {
+    std::string module;
+    std::string text;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"bad_signature", "imports test.add as (i64) -> i32, but the host provides it as (i32, i32) -> i32"},
+           {"unknown_import", "imports the function test.no_such_function, which the host does not provide"},
+           {"imports_memory", "imports its memory (env.memory)"},
+           {"no_memory_export", "does not export its linear memory"},
+           {"big_initial", "initial memory is 131072000 bytes, over the limit of 67108864 bytes"},
+           {"wrong_export_type", "exports \"run\" as a function (i32) -> i32, but the ABI expects a function () -> i32"},
+       }) {
+    auto r = Compile(c.module);
+    ASSERT_FALSE(r.ok()) << c.module;
+    EXPECT_NE(r.status().message().find(c.text), std::string::npos) << c.module << ": " << r.status().ToString();
+  }
+  auto missing = Compile("good", {}, kRunExport);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("does not export the function \"run\""), std::string::npos)
+      << missing.status().ToString();
+
+  const std::string text = "this is not WebAssembly";
+  auto not_wasm = engine_->Compile({reinterpret_cast<const std::uint8_t*>(text.data()), text.size()}, TestHost(),
+                                   kRunExport, {});
+  ASSERT_FALSE(not_wasm.ok());
+  EXPECT_NE(not_wasm.status().message().find("not a WebAssembly module"), std::string::npos);
+
+  // Valid sections but a broken function body: V8's own compile error comes through.
+  auto bytes = ReadTestModule("no_max");
+  bytes[bytes.size() - 2] = 0xff;  // corrupt the last function body
+  auto broken = engine_->Compile(bytes, TestHost(), kRunExport, {});
+  ASSERT_FALSE(broken.ok());
+  EXPECT_NE(broken.status().message().find("WebAssembly"), std::string::npos) << broken.status().ToString();
+
+  ModuleLimits small;
+  small.max_module_bytes = 10;
+  auto too_big = Compile("no_max", small);
+  ASSERT_FALSE(too_big.ok());
+  EXPECT_NE(too_big.status().message().find("over the limit of 10 bytes"), std::string::npos);
+}
+
+TEST_F(EngineTest, OneCompiledModuleServesWorkersOnManyThreads) {
+  auto module = Compile("good", {}, {});
+  ASSERT_TRUE(module.ok());
+  std::vector<std::thread> threads;
+  std::atomic<int> good{0};
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&] {
+      Worker worker(*engine_);
+      Ctx ctx;
+      for (int i = 0; i < 20; ++i) {
+        auto inst = worker.Instantiate(*module, &ctx, milliseconds(1000));
+        if (inst.ok() && (*inst)->Call("call_add", &ctx, milliseconds(1000)).value == 42) good++;
+      }
+      worker.PumpMessageLoop();
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(good.load(), 60);
+}
+
+}  // namespace
+}  // namespace wk::engine

@@ -1,0 +1,3 @@
+(module
+  (memory 1 1)
+  (func (export "run") (result i32) (i32.const 0)))

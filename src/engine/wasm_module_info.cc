@@ -1,0 +1,376 @@
+#include "engine/wasm_module_info.h"
+
+#include <fmt/format.h>
+
+namespace wk::engine {
+namespace {
+
+constexpr std::uint8_t kSectionType = 1, kSectionImport = 2, kSectionFunction = 3,
+                       kSectionMemory = 5, kSectionExport = 7;
+// Bounds against absurd counts in hostile input: no real module comes near them, and they
+// keep a malformed count from allocating gigabytes before the bytes run out.
+constexpr std::uint32_t kMaxItems = 1'000'000;
+
+// A cursor over bytes; every read checks bounds and reports the offset of a problem.
+class Reader {
+ public:
+  explicit Reader(std::span<const std::uint8_t> bytes, std::size_t base = 0)
+      : bytes_(bytes), base_(base) {}
+
+  std::size_t offset() const { return base_ + pos_; }
+  bool done() const { return pos_ == bytes_.size(); }
+
+  Result<std::uint8_t> Byte() {
+    if (pos_ >= bytes_.size()) return Truncated();
+    return bytes_[pos_++];
+  }
+  Result<std::uint64_t> Leb(unsigned max_bits) {
+    const unsigned max_bytes = (max_bits + 6) / 7;
+    std::uint64_t value = 0;
+    for (unsigned i = 0;; ++i) {
+      if (i == max_bytes) return Malformed("LEB128 number too long");
+      auto b = Byte();
+      if (!b.ok()) return b.status();
+      value |= std::uint64_t{*b & 0x7fu} << (7 * i);
+      if ((*b & 0x80) == 0) break;
+    }
+    if (max_bits < 64 && (value >> max_bits) != 0) return Malformed("LEB128 number out of range");
+    return value;
+  }
+  Result<std::uint32_t> U32() {
+    auto v = Leb(32);
+    if (!v.ok()) return v.status();
+    return static_cast<std::uint32_t>(*v);
+  }
+  Result<std::uint32_t> Count() {
+    auto n = U32();
+    if (!n.ok()) return n;
+    if (*n > kMaxItems || *n > bytes_.size() - pos_) return Malformed("item count exceeds the section");
+    return n;
+  }
+  Result<std::span<const std::uint8_t>> Bytes(std::size_t n) {
+    if (n > bytes_.size() - pos_) return Truncated();
+    auto s = bytes_.subspan(pos_, n);
+    pos_ += n;
+    return s;
+  }
+  Result<std::string> Name() {
+    auto n = U32();
+    if (!n.ok()) return n.status();
+    auto b = Bytes(*n);
+    if (!b.ok()) return b.status();
+    return std::string(reinterpret_cast<const char*>(b->data()), b->size());
+  }
+  Status Malformed(std::string_view what) const {
+    return InvalidArgument(fmt::format("not a valid WebAssembly module: {} at byte {}", what, offset()));
+  }
+
+ private:
+  Status Truncated() const { return Malformed("unexpected end"); }
+  std::span<const std::uint8_t> bytes_;
+  std::size_t base_;
+  std::size_t pos_ = 0;
+};
+
+Result<ValType> ReadValType(Reader& r) {
+  auto b = r.Byte();
+  if (!b.ok()) return b.status();
+  switch (*b) {
+    case 0x7f: return ValType::kI32;
+    case 0x7e: return ValType::kI64;
+    case 0x7d: return ValType::kF32;
+    case 0x7c: return ValType::kF64;
+    case 0x7b: return ValType::kV128;
+    case 0x70: return ValType::kFuncRef;
+    case 0x6f: return ValType::kExternRef;
+    default: return r.Malformed(fmt::format("unknown value type 0x{:02x}", *b));
+  }
+}
+
+Result<MemoryLimits> ReadLimits(Reader& r, bool is_memory) {
+  auto flags = r.Byte();
+  if (!flags.ok()) return flags.status();
+  if (*flags > 1) {
+    return r.Malformed(is_memory ? "shared or 64-bit memories are not supported"
+                                 : "unsupported table limits");
+  }
+  MemoryLimits lim;
+  auto min = r.U32();
+  if (!min.ok()) return min.status();
+  lim.min_pages = *min;
+  if (*flags == 1) {
+    auto max = r.U32();
+    if (!max.ok()) return max.status();
+    if (*max < *min) return r.Malformed("limits maximum below minimum");
+    lim.max_pages = *max;
+  }
+  return lim;
+}
+
+void WriteLeb(std::vector<std::uint8_t>& out, std::uint64_t v) {
+  do {
+    std::uint8_t b = v & 0x7f;
+    v >>= 7;
+    if (v != 0) b |= 0x80;
+    out.push_back(b);
+  } while (v != 0);
+}
+
+struct Section {
+  std::uint8_t id;
+  std::size_t header_start;   // offset of the id byte
+  std::size_t payload_start;  // offset of the payload
+  std::size_t payload_size;
+};
+
+Result<std::vector<Section>> ReadSections(std::span<const std::uint8_t> bytes) {
+  static constexpr std::uint8_t kMagic[8] = {0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00};
+  if (bytes.size() < 8 || !std::equal(bytes.begin(), bytes.begin() + 4, kMagic)) {
+    return InvalidArgument("not a WebAssembly module: the bytes do not start with \\0asm");
+  }
+  if (!std::equal(bytes.begin() + 4, bytes.begin() + 8, kMagic + 4)) {
+    return InvalidArgument("unsupported WebAssembly binary version (only version 1 is supported)");
+  }
+  std::vector<Section> sections;
+  Reader r(bytes.subspan(8), 8);
+  while (!r.done()) {
+    Section s;
+    s.header_start = r.offset();
+    auto id = r.Byte();
+    if (!id.ok()) return id.status();
+    auto size = r.U32();
+    if (!size.ok()) return size.status();
+    s.id = *id;
+    s.payload_start = r.offset();
+    s.payload_size = *size;
+    if (!r.Bytes(*size).ok()) return r.Malformed(fmt::format("section {} runs past the end", *id));
+    sections.push_back(s);
+  }
+  return sections;
+}
+
+}  // namespace
+
+std::string_view ValTypeName(ValType t) {
+  switch (t) {
+    case ValType::kI32: return "i32";
+    case ValType::kI64: return "i64";
+    case ValType::kF32: return "f32";
+    case ValType::kF64: return "f64";
+    case ValType::kV128: return "v128";
+    case ValType::kFuncRef: return "funcref";
+    case ValType::kExternRef: return "externref";
+  }
+  return "?";
+}
+
+std::string FuncTypeString(const FuncType& t) {
+  auto list = [](const std::vector<ValType>& v) {
+    std::string s;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (i) s += ", ";
+      s += ValTypeName(v[i]);
+    }
+    return s;
+  };
+  std::string results = t.results.empty() ? "()" : t.results.size() == 1 ? list(t.results)
+                                                                         : "(" + list(t.results) + ")";
+  return "(" + list(t.params) + ") -> " + results;
+}
+
+std::string_view ExternKindName(ExternKind k) {
+  switch (k) {
+    case ExternKind::kFunc: return "function";
+    case ExternKind::kTable: return "table";
+    case ExternKind::kMemory: return "memory";
+    case ExternKind::kGlobal: return "global";
+    case ExternKind::kTag: return "tag";
+  }
+  return "?";
+}
+
+const Export* ModuleInfo::FindExport(std::string_view name) const {
+  for (const auto& e : exports) {
+    if (e.name == name) return &e;
+  }
+  return nullptr;
+}
+
+Result<ModuleInfo> ReadModuleInfo(std::span<const std::uint8_t> bytes) {
+  auto sections = ReadSections(bytes);
+  if (!sections.ok()) return sections.status();
+
+  ModuleInfo info;
+  std::vector<FuncType> types;
+  std::vector<std::uint32_t> func_types;  // the function index space: type index of each
+  struct RawExport { std::string name; ExternKind kind; std::uint32_t index; };
+  std::vector<RawExport> raw_exports;
+
+  for (const Section& s : *sections) {
+    Reader r(bytes.subspan(s.payload_start, s.payload_size), s.payload_start);
+    switch (s.id) {
+      case kSectionType: {
+        auto n = r.Count();
+        if (!n.ok()) return n.status();
+        for (std::uint32_t i = 0; i < *n; ++i) {
+          auto form = r.Byte();
+          if (!form.ok()) return form.status();
+          if (*form != 0x60) return r.Malformed("type entry is not a function type");
+          FuncType t;
+          for (auto* vec : {&t.params, &t.results}) {
+            auto m = r.Count();
+            if (!m.ok()) return m.status();
+            for (std::uint32_t j = 0; j < *m; ++j) {
+              auto v = ReadValType(r);
+              if (!v.ok()) return v.status();
+              vec->push_back(*v);
+            }
+          }
+          types.push_back(std::move(t));
+        }
+        break;
+      }
+      case kSectionImport: {
+        auto n = r.Count();
+        if (!n.ok()) return n.status();
+        for (std::uint32_t i = 0; i < *n; ++i) {
+          Import imp;
+          auto mod = r.Name();
+          if (!mod.ok()) return mod.status();
+          auto name = r.Name();
+          if (!name.ok()) return name.status();
+          imp.module = std::move(*mod);
+          imp.name = std::move(*name);
+          auto kind = r.Byte();
+          if (!kind.ok()) return kind.status();
+          switch (*kind) {
+            case 0x00: {
+              auto ti = r.U32();
+              if (!ti.ok()) return ti.status();
+              if (*ti >= types.size()) return r.Malformed("import names an unknown type");
+              imp.kind = ExternKind::kFunc;
+              imp.type = types[*ti];
+              func_types.push_back(*ti);
+              break;
+            }
+            case 0x01: {
+              imp.kind = ExternKind::kTable;
+              if (auto t = ReadValType(r); !t.ok()) return t.status();
+              if (auto l = ReadLimits(r, false); !l.ok()) return l.status();
+              break;
+            }
+            case 0x02: {
+              imp.kind = ExternKind::kMemory;
+              auto l = ReadLimits(r, true);
+              if (!l.ok()) return l.status();
+              l->imported = true;
+              info.memories.push_back(*l);
+              break;
+            }
+            case 0x03: {
+              imp.kind = ExternKind::kGlobal;
+              if (auto t = ReadValType(r); !t.ok()) return t.status();
+              if (auto m = r.Byte(); !m.ok()) return m.status();
+              break;
+            }
+            case 0x04: {
+              imp.kind = ExternKind::kTag;
+              if (auto a = r.Byte(); !a.ok()) return a.status();
+              if (auto t = r.U32(); !t.ok()) return t.status();
+              break;
+            }
+            default: return r.Malformed(fmt::format("unknown import kind 0x{:02x}", *kind));
+          }
+          info.imports.push_back(std::move(imp));
+        }
+        break;
+      }
+      case kSectionFunction: {
+        auto n = r.Count();
+        if (!n.ok()) return n.status();
+        for (std::uint32_t i = 0; i < *n; ++i) {
+          auto ti = r.U32();
+          if (!ti.ok()) return ti.status();
+          if (*ti >= types.size()) return r.Malformed("function names an unknown type");
+          func_types.push_back(*ti);
+        }
+        break;
+      }
+      case kSectionMemory: {
+        auto n = r.Count();
+        if (!n.ok()) return n.status();
+        for (std::uint32_t i = 0; i < *n; ++i) {
+          auto l = ReadLimits(r, true);
+          if (!l.ok()) return l.status();
+          info.memories.push_back(*l);
+        }
+        break;
+      }
+      case kSectionExport: {
+        auto n = r.Count();
+        if (!n.ok()) return n.status();
+        for (std::uint32_t i = 0; i < *n; ++i) {
+          auto name = r.Name();
+          if (!name.ok()) return name.status();
+          auto kind = r.Byte();
+          if (!kind.ok()) return kind.status();
+          if (*kind > 4) return r.Malformed(fmt::format("unknown export kind 0x{:02x}", *kind));
+          auto index = r.U32();
+          if (!index.ok()) return index.status();
+          raw_exports.push_back({std::move(*name), static_cast<ExternKind>(*kind), *index});
+        }
+        break;
+      }
+      default:
+        break;  // custom sections and sections the host check does not need
+    }
+  }
+  for (auto& e : raw_exports) {
+    Export ex{std::move(e.name), e.kind, {}};
+    if (e.kind == ExternKind::kFunc) {
+      if (e.index >= func_types.size()) {
+        return InvalidArgument(fmt::format(
+            "not a valid WebAssembly module: export \"{}\" names function {} which does not exist",
+            ex.name, e.index));
+      }
+      ex.type = types[func_types[e.index]];
+    }
+    info.exports.push_back(std::move(ex));
+  }
+  return info;
+}
+
+Result<std::vector<std::uint8_t>> WithMemoryMaximum(std::span<const std::uint8_t> bytes,
+                                                    std::uint64_t max_pages) {
+  auto sections = ReadSections(bytes);
+  if (!sections.ok()) return sections.status();
+  const Section* mem = nullptr;
+  for (const Section& s : *sections) {
+    if (s.id == kSectionMemory) mem = &s;
+  }
+  if (mem == nullptr) return InvalidArgument("the module defines no memory");
+  Reader r(bytes.subspan(mem->payload_start, mem->payload_size), mem->payload_start);
+  auto n = r.Count();
+  if (!n.ok()) return n.status();
+  if (*n != 1) return InvalidArgument("the module must define exactly one memory");
+  auto lim = ReadLimits(r, true);
+  if (!lim.ok()) return lim.status();
+  if (lim->min_pages > max_pages) {
+    return InvalidArgument(fmt::format("the module's initial memory ({} pages) exceeds the maximum of {} pages",
+                                       lim->min_pages, max_pages));
+  }
+  std::vector<std::uint8_t> payload;
+  WriteLeb(payload, 1);
+  payload.push_back(0x01);
+  WriteLeb(payload, lim->min_pages);
+  WriteLeb(payload, max_pages);
+
+  std::vector<std::uint8_t> out(bytes.begin(), bytes.begin() + mem->header_start);
+  out.push_back(kSectionMemory);
+  WriteLeb(out, payload.size());
+  out.insert(out.end(), payload.begin(), payload.end());
+  out.insert(out.end(), bytes.begin() + mem->payload_start + mem->payload_size, bytes.end());
+  return out;
+}
+
+}  // namespace wk::engine

@@ -1,0 +1,81 @@
+#include "engine/wasm_module_info.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <iterator>
+#include <random>
+
+namespace wk::engine {
+namespace {
+
+std::vector<std::uint8_t> ReadTestModule(const std::string& name) {
+  std::ifstream in(std::string(WK_ENGINE_TESTDATA) + "/" + name + ".wasm", std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+TEST(WasmModuleInfo, ReadsImportsExportsAndMemory) {
+  auto info = ReadModuleInfo(ReadTestModule("good"));
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  ASSERT_EQ(info->imports.size(), 3u);
+  EXPECT_EQ(info->imports[1].module, "test");
+  EXPECT_EQ(info->imports[1].name, "inc64");
+  EXPECT_EQ(FuncTypeString(info->imports[1].type), "(i64) -> i64");
+  const Export* add = info->FindExport("call_add");
+  ASSERT_NE(add, nullptr);
+  EXPECT_EQ(add->kind, ExternKind::kFunc);
+  EXPECT_EQ(FuncTypeString(add->type), "() -> i32");
+  EXPECT_EQ(FuncTypeString(info->FindExport("returns_nothing")->type), "() -> ()");
+  EXPECT_EQ(info->FindExport("memory")->kind, ExternKind::kMemory);
+  ASSERT_EQ(info->memories.size(), 1u);
+  EXPECT_EQ(info->memories[0].min_pages, 1u);
+  EXPECT_EQ(info->memories[0].max_pages, 4u);
+}
+
+TEST(WasmModuleInfo, ImposesAMemoryMaximum) {
+  auto bytes = ReadTestModule("no_max");
+  auto before = ReadModuleInfo(bytes);
+  ASSERT_TRUE(before.ok());
+  EXPECT_FALSE(before->memories[0].max_pages.has_value());
+  auto patched = WithMemoryMaximum(bytes, 300);  // a two-byte LEB: the section grows
+  ASSERT_TRUE(patched.ok()) << patched.status().ToString();
+  auto after = ReadModuleInfo(*patched);
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  EXPECT_EQ(after->memories[0].min_pages, 1u);
+  EXPECT_EQ(after->memories[0].max_pages, 300u);
+  EXPECT_EQ(after->exports.size(), before->exports.size()) << "later sections intact";
+  EXPECT_FALSE(WithMemoryMaximum(ReadTestModule("big_initial"), 1024).ok());
+}
+
+TEST(WasmModuleInfo, RefusesNonModules) {
+  for (std::string s : {std::string(""), std::string("\0asm", 4), std::string("\0asm\x02\0\0\0", 8),
+                        std::string("hello world, not wasm")}) {
+    auto r = ReadModuleInfo({reinterpret_cast<const std::uint8_t*>(s.data()), s.size()});
+    EXPECT_FALSE(r.ok());
+  }
+  // A section that claims more bytes than there are.
+  std::vector<std::uint8_t> b = {0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, 0x01, 0xff, 0x01, 0x00};
+  auto r = ReadModuleInfo(b);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("runs past the end"), std::string::npos) << r.status().ToString();
+}
+
+// Random corruption of a real module never crashes the reader (AddressSanitizer watches).
+TEST(WasmModuleInfo, SurvivesCorruption) {
+  const auto original = ReadTestModule("good");
+  std::mt19937 rng(20261202);
+  int refused = 0;
+  for (int i = 0; i < 20000; ++i) {
+    auto bytes = original;
+    const int flips = 1 + static_cast<int>(rng() % 4);
+    for (int f = 0; f < flips; ++f) bytes[8 + rng() % (bytes.size() - 8)] = static_cast<std::uint8_t>(rng());
+    if (rng() % 4 == 0) bytes.resize(8 + rng() % (bytes.size() - 8));
+    auto r = ReadModuleInfo(bytes);
+    if (!r.ok()) ++refused;
+    (void)WithMemoryMaximum(bytes, 16);
+  }
+  EXPECT_GT(refused, 1000) << "corruption is noticed";
+}
+
+}  // namespace
+}  // namespace wk::engine
