@@ -26,7 +26,7 @@ static_assert(V8_MAJOR_VERSION == 10 && V8_MINOR_VERSION == 2,
 namespace wk::engine {
 namespace {
 
-constexpr std::size_t kMaxHostParams = 8;
+constexpr std::size_t kMaxHostParams = 10;  // WASI path_open has 9
 // How often the watchdog looks at running calls. A runaway event overruns its limit by at
 // most about this much (plus V8's interrupt latency, well under a millisecond).
 constexpr auto kWatchdogTick = std::chrono::milliseconds(1);
@@ -533,9 +533,13 @@ CallResult Worker::Impl::Run(Instance::Impl* inst, v8::Local<v8::Function> fn, v
       result.outcome = CallOutcome::kEngineError;
       result.message = exception;
     }
-    auto buffer = inst->memory.Get(isolate)->Buffer();
-    if (result.outcome == CallOutcome::kTrapped && buffer->ByteLength() >= max_memory_bytes) {
-      result.message += fmt::format(" (linear memory is at its limit of {} bytes: out of memory?)", max_memory_bytes);
+    // A module that runs out of memory usually traps (abort) right after memory.grow
+    // failed; V8 does not tell us that, so say when memory is near its limit (within an
+    // eighth, the size of a typical last allocation attempt).
+    const std::uint64_t memory_bytes = inst->memory.Get(isolate)->Buffer()->ByteLength();
+    if (result.outcome == CallOutcome::kTrapped && memory_bytes >= max_memory_bytes - max_memory_bytes / 8) {
+      result.message += fmt::format(" (linear memory is {} bytes, near its limit of {} bytes: out of memory?)",
+                                    memory_bytes, max_memory_bytes);
     }
   } else {
     v8::Local<v8::Value> v = ret.ToLocalChecked();

@@ -154,7 +154,7 @@ TEST_F(EngineTest, MemoryGrowthStopsAtTheDeclaredOrImposedMaximum) {
   EXPECT_EQ(inst->MemoryBytes(), 2 * 65536u);
   auto trap = Make(worker, "good")->Call("fill_then_trap", &ctx_, milliseconds(100));
   EXPECT_EQ(trap.outcome, CallOutcome::kTrapped);
-  EXPECT_NE(trap.message.find("at its limit of 262144 bytes"), std::string::npos) << trap.message;
+  EXPECT_NE(trap.message.find("near its limit of 262144 bytes"), std::string::npos) << trap.message;
 
   ModuleLimits limits;
   limits.max_memory_bytes = 8 * 65536;

@@ -1,0 +1,47 @@
+// ABI v1 (docs/abi.md): the host functions an actor module imports (`wasmkeep_v1` and the
+// WASI preview 1 subset) and the exports it must have, on top of the engine's HostCall.
+// Every function reads its event's EventContext; every pointer and length goes through
+// HostCall::Range, so a bad one fails the event by name and touches nothing.
+//
+// Threading: the functions run on the worker thread of the event, inside the module's call.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "actor/txn.h"
+#include "actor/types.h"
+#include "engine/engine.h"
+
+namespace wk::actor {
+
+// Everything one event's host calls need. Owned by the runtime for the event's duration.
+struct EventContext {
+  const ActorLimits* limits = nullptr;
+  std::string actor;  // "tenant/class/name", for log attribution
+  const Request* request = nullptr;  // null for an alarm event
+  Response response;
+  EventTxn* txn = nullptr;
+  std::int64_t now_ms = 0;  // wall clock at the event's start (see runtime.h: frozen time)
+  // exec-durable: commit the batch so far and wait until durable; false if that failed.
+  std::function<bool()> sync;
+  std::string result;  // the result buffer
+  std::string stdout_line, stderr_line;  // partial lines of fd_write
+  std::uint64_t response_bytes = 0;
+
+  // Flushes partial stdout/stderr lines to the log (at the end of an event).
+  void FlushOutput();
+};
+
+// The host functions of ABI v1 plus WASI. One shared, immutable instance.
+std::shared_ptr<const engine::HostInterface> AbiHostInterface();
+
+// What an actor module exports: wk_on_request (required), wk_on_alarm (optional). The
+// engine checks "memory" itself; `_initialize` it calls if present.
+const std::vector<engine::ExportSpec>& AbiExports();
+
+inline constexpr std::string_view kRequestExport = "wk_on_request";
+inline constexpr std::string_view kAlarmExport = "wk_on_alarm";
+
+}  // namespace wk::actor

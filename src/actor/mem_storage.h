@@ -1,0 +1,47 @@
+// MemStorage: the in-memory implementation of the storage interface, for the runtime's
+// tests and benchmarks (not a product mode: nothing is durable). An actor's state survives
+// hibernation and eviction (the provider keeps it) so tests can see restore work.
+//
+// Fault hooks for tests: FailOpens makes restores fail; FailDurability makes every later
+// WhenDurable report an error (as a lost hold would).
+//
+// Threading: the provider on the runtime's loop thread; each storage per storage.h.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <mutex>
+
+#include "actor/storage.h"
+
+namespace wk::actor {
+
+struct MemActorState {
+  std::map<std::string, std::string, std::less<>> data;
+  std::optional<std::int64_t> alarm;
+  std::uint64_t bytes = 0;
+  std::uint64_t commits = 0;
+};
+
+class MemStorageProvider final : public StorageProvider {
+ public:
+  Task<Result<std::unique_ptr<ActorStorage>>> Open(const ActorId& id) override;
+  void Close(const ActorId& id, std::unique_ptr<ActorStorage> storage) override;
+
+  void FailOpens(bool fail) { fail_opens_ = fail; }
+  void FailDurability(bool fail) { fail_durability_->store(fail); }
+
+  // Test inspection: the committed state of an actor (nullptr if never opened).
+  std::shared_ptr<const MemActorState> State(const ActorId& id) const;
+  int opens() const { return opens_; }
+  int closes() const { return closes_; }
+
+ private:
+  std::map<std::string, std::shared_ptr<MemActorState>> states_;
+  bool fail_opens_ = false;
+  std::shared_ptr<std::atomic<bool>> fail_durability_ = std::make_shared<std::atomic<bool>>(false);
+  int opens_ = 0;
+  int closes_ = 0;
+};
+
+}  // namespace wk::actor

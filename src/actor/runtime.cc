@@ -1,0 +1,624 @@
+#include "actor/runtime.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "actor/abi.h"
+#include "actor/txn.h"
+#include "base/check.h"
+#include "base/log.h"
+
+namespace wk::actor {
+
+// ---------------------------------------------------------------------------------------
+// Options, classes
+
+Status ValidateLimits(const ActorLimits& l) {
+  if (l.max_memory_bytes < engine::kWasmPageBytes || l.max_memory_bytes > (4ull << 30)) {
+    return InvalidArgument("actors.max_memory_bytes must be between 64 KiB and 4 GiB");
+  }
+  if (l.max_memory_bytes % engine::kWasmPageBytes != 0) {
+    return InvalidArgument("actors.max_memory_bytes must be a multiple of 65536 (the WebAssembly page size)");
+  }
+  if (l.max_event_cpu_ms < 1 || l.max_event_cpu_ms > 600'000) {
+    return InvalidArgument("actors.max_event_cpu_ms must be between 1 and 600000");
+  }
+  if (l.max_request_bytes < 1 || l.max_response_bytes < 1) {
+    return InvalidArgument("actors.max_request_bytes and actors.max_response_bytes must be at least 1");
+  }
+  if (l.max_key_bytes < 1 || l.max_key_bytes > (1u << 20)) {
+    return InvalidArgument("actors.max_key_bytes must be between 1 and 1048576");
+  }
+  if (l.max_value_bytes > (64u << 20)) return InvalidArgument("actors.max_value_bytes must be at most 64 MiB");
+  if (l.max_stored_bytes < std::uint64_t{l.max_key_bytes} + l.max_value_bytes) {
+    return InvalidArgument("actors.max_stored_bytes must hold at least one key of max_key_bytes with a value of max_value_bytes");
+  }
+  if (l.max_queued_events < 1 || l.max_queued_events > 100'000) {
+    return InvalidArgument("actors.max_queued_events must be between 1 and 100000");
+  }
+  return Status::Ok();
+}
+
+Status ValidateRuntimeOptions(const RuntimeOptions& o) {
+  if (auto s = ValidateLimits(o.limits); !s.ok()) return s;
+  if (o.workers < 0 || o.workers > 256) return InvalidArgument("actors.workers must be between 0 (one per core) and 256");
+  if (o.idle_hibernate < std::chrono::milliseconds(1)) return InvalidArgument("actors.idle_hibernate_ms must be at least 1");
+  if (o.memory_budget_bytes < o.limits.max_memory_bytes) {
+    return InvalidArgument("actors.memory_budget_bytes must be at least actors.max_memory_bytes");
+  }
+  if (o.sync_timeout < std::chrono::milliseconds(1)) return InvalidArgument("actors.sync_timeout_ms must be at least 1");
+  return Status::Ok();
+}
+
+std::string_view EventOutcomeName(EventOutcome o) {
+  switch (o) {
+    case EventOutcome::kOk: return "ok";
+    case EventOutcome::kBadRequest: return "bad_request";
+    case EventOutcome::kNotFound: return "not_found";
+    case EventOutcome::kOverloaded: return "overloaded";
+    case EventOutcome::kActorFailed: return "actor_failed";
+    case EventOutcome::kUnavailable: return "unavailable";
+  }
+  return "?";
+}
+
+std::string_view UnloadReasonName(UnloadReason r) {
+  switch (r) {
+    case UnloadReason::kHibernated: return "hibernated";
+    case UnloadReason::kEvicted: return "evicted";
+    case UnloadReason::kFailed: return "failed";
+    case UnloadReason::kShutdown: return "shutdown";
+    case UnloadReason::kRequested: return "requested";
+  }
+  return "?";
+}
+
+Result<std::shared_ptr<const engine::Module>> CompileActorModule(engine::Engine& engine,
+                                                                 std::span<const std::uint8_t> wasm,
+                                                                 const ActorLimits& limits) {
+  engine::ModuleLimits ml;
+  ml.max_memory_bytes = limits.max_memory_bytes;
+  return engine.Compile(wasm, AbiHostInterface(), AbiExports(), ml);
+}
+
+void ClassRegistry::Set(const std::string& tenant, const std::string& class_name,
+                        std::shared_ptr<const engine::Module> module) {
+  classes_[{tenant, class_name}] = std::move(module);
+}
+
+std::shared_ptr<const engine::Module> ClassRegistry::Find(const std::string& tenant,
+                                                          const std::string& class_name) const {
+  auto it = classes_.find({tenant, class_name});
+  return it == classes_.end() ? nullptr : it->second;
+}
+
+// ---------------------------------------------------------------------------------------
+// Worker threads
+
+// One thread with one engine::Worker (isolate) and a FIFO of jobs. Jobs for one actor go to
+// one worker, so they run in order and its instance stays on this thread.
+class ActorRuntime::WorkerThread {
+ public:
+  using Job = std::function<void(engine::Worker&)>;
+
+  explicit WorkerThread(engine::Engine& engine) {
+    thread_ = std::thread([this, &engine] { Loop(engine); });
+  }
+  ~WorkerThread() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();
+  }
+  void Post(Job job) {
+    {
+      std::lock_guard lock(mu_);
+      jobs_.push_back(std::move(job));
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  void Loop(engine::Engine& engine) {
+    engine::Worker worker(engine);
+    for (;;) {
+      Job job;
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
+        if (jobs_.empty()) return;  // stop_ and drained
+        job = std::move(jobs_.front());
+        jobs_.pop_front();
+      }
+      job(worker);
+      worker.PumpMessageLoop();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Job> jobs_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+// ---------------------------------------------------------------------------------------
+// Slots
+
+struct ActorRuntime::Pending {
+  std::optional<Request> request;  // nullopt: an alarm event
+  Latch<EventResult> done;
+  MonoTime queued_at;
+};
+
+struct ActorRuntime::Slot {
+  enum class State : std::uint8_t { kStarting, kReady, kRunning, kClosing };
+
+  ActorId id;
+  std::string key;
+  std::size_t worker = 0;
+  State state = State::kStarting;
+  std::deque<Pending> queue;
+  std::shared_ptr<const engine::Module> module;
+  // Events dispatched whose answers are not delivered yet (executing or awaiting
+  // durability). An actor is idle only when this is zero and its queue is empty.
+  int undelivered = 0;
+  bool broken = false;  // durability failed: state void, close and restore afresh
+  bool unload_requested = false;
+  MonoTime last_active{};
+  Env::TimerId idle_timer = 0;
+  std::uint64_t memory_bytes = 0;
+
+  // Worker-thread state: touched only by jobs on `worker` (ordered by its FIFO), and by the
+  // loop thread only when no job for this slot is queued or running (kStarting, kClosing
+  // after the close job).
+  std::unique_ptr<ActorStorage> storage;
+  std::unique_ptr<engine::Instance> instance;
+  std::uint64_t last_seq = 0;
+};
+
+struct ActorRuntime::ExecResult {
+  EventResult result;
+  std::uint64_t wait_seq = 0;  // the output gate: answer once this is durable
+  std::uint64_t memory_bytes = 0;
+  bool instantiated = false;
+};
+
+ActorRuntime::ActorRuntime(Env& env, engine::Engine& engine, ClassRegistry& classes, StorageProvider& storage,
+                           RuntimeOptions options, RuntimeHooks hooks, MetricsRegistry* metrics)
+    : env_(env), engine_(engine), classes_(classes), storage_(storage), options_(std::move(options)),
+      hooks_(std::move(hooks)) {
+  WK_CHECK(ValidateRuntimeOptions(options_).ok(), "invalid RuntimeOptions (validate before constructing)");
+  int n = options_.workers;
+  if (n == 0) n = std::max(1u, std::thread::hardware_concurrency());
+  for (int i = 0; i < n; ++i) workers_.push_back(std::make_unique<WorkerThread>(engine_));
+  if (metrics != nullptr) {
+    auto events = [&](const char* outcome) {
+      return &metrics->AddCounter("wk_actor_events_total", "Actor events by outcome.", {{"outcome", outcome}});
+    };
+    metrics_.events_ok = events("ok");
+    metrics_.events_failed = events("failed");
+    metrics_.events_overloaded = events("overloaded");
+    metrics_.instantiations = &metrics->AddCounter("wk_actor_instantiations_total",
+                                                   "WebAssembly instances created (first events and re-creations).");
+    metrics_.hibernations = &metrics->AddCounter("wk_actor_unloads_total", "Actors that left memory, by reason.",
+                                                 {{"reason", "hibernated"}});
+    metrics_.evictions = &metrics->AddCounter("wk_actor_unloads_total", "Actors that left memory, by reason.",
+                                              {{"reason", "evicted"}});
+    metrics_.event_seconds = &metrics->AddHistogram(
+        "wk_actor_event_seconds", "Time from an event's arrival to its released answer.",
+        {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10});
+    metrics->AddCallbackGauge("wk_actor_resident", "Actors resident in memory.",
+                              [this] { return static_cast<double>(actors_.size()); });
+    metrics->AddCallbackGauge("wk_actor_memory_bytes", "Linear memory of resident actors.",
+                              [this] { return static_cast<double>(memory_bytes_); });
+  }
+}
+
+ActorRuntime::~ActorRuntime() {
+  *alive_ = false;
+  // Workers finish the jobs they hold (instances are destroyed on their own threads).
+  for (auto& [key, slot] : actors_) {
+    if (slot->idle_timer != 0) env_.CancelTimer(slot->idle_timer);
+    workers_[slot->worker]->Post([slot](engine::Worker&) { slot->instance.reset(); });
+  }
+  workers_.clear();
+}
+
+std::int64_t ActorRuntime::NowMs() const {
+  return options_.wall_clock_ms ? options_.wall_clock_ms() : ToUnixMs(env_.WallNow());
+}
+
+bool ActorRuntime::IsResident(const ActorId& id) const { return actors_.contains(id.ToString()); }
+
+RuntimeStats ActorRuntime::stats() const {
+  RuntimeStats s = stats_;
+  s.resident_actors = actors_.size();
+  s.memory_bytes = memory_bytes_;
+  return s;
+}
+
+Task<EventResult> ActorRuntime::HandleRequest(ActorId id, Request request) {
+  if (request.body.size() > options_.limits.max_request_bytes) {
+    EventResult r;
+    r.outcome = EventOutcome::kBadRequest;
+    r.error = fmt::format("the request body is {} bytes, over the limit max_request_bytes = {}",
+                          request.body.size(), options_.limits.max_request_bytes);
+    co_return r;
+  }
+  std::optional<Request> req(std::move(request));
+  EventResult r = co_await Submit(std::move(id), std::move(req));
+  co_return r;
+}
+
+Task<EventResult> ActorRuntime::HandleAlarm(ActorId id) {
+  std::optional<Request> none;
+  EventResult r = co_await Submit(std::move(id), std::move(none));
+  co_return r;
+}
+
+Task<EventResult> ActorRuntime::Submit(ActorId id, std::optional<Request> request) {
+  EventResult refused;
+  if (shutting_down_) {
+    refused.outcome = EventOutcome::kUnavailable;
+    refused.error = "the node is shutting down";
+    co_return refused;
+  }
+  std::string key = id.ToString();
+  auto it = actors_.find(key);
+  std::shared_ptr<Slot> slot;
+  if (it == actors_.end()) {
+    auto module = classes_.Find(id.tenant, id.class_name);
+    if (!module) {
+      refused.outcome = EventOutcome::kNotFound;
+      refused.error = fmt::format("no class {}/{} is deployed", id.tenant, id.class_name);
+      co_return refused;
+    }
+    slot = std::make_shared<Slot>();
+    slot->id = id;
+    slot->key = key;
+    slot->module = std::move(module);
+    slot->worker = std::hash<std::string>{}(key) % workers_.size();
+    slot->last_active = env_.MonoNow();
+    actors_.emplace(key, slot);
+    env_.Spawn(Start(slot), "actor start " + key);
+  } else {
+    slot = it->second;
+    if (slot->queue.size() >= options_.limits.max_queued_events) {
+      ++stats_.overloaded;
+      if (metrics_.events_overloaded) metrics_.events_overloaded->Inc();
+      refused.outcome = EventOutcome::kOverloaded;
+      refused.error = fmt::format("the actor {} is overloaded: {} events are queued (max_queued_events)", key,
+                                  slot->queue.size());
+      co_return refused;
+    }
+  }
+  if (!request.has_value() && slot->module && !slot->module->HasExport(kAlarmExport)) {
+    refused.outcome = EventOutcome::kNotFound;
+    refused.error = fmt::format("the class of {} has no alarm handler ({})", key, kAlarmExport);
+    co_return refused;
+  }
+  Latch<EventResult> done(env_, [] {
+    EventResult r;
+    r.outcome = EventOutcome::kUnavailable;
+    r.error = "cancelled";
+    return r;
+  });
+  const MonoTime queued_at = env_.MonoNow();
+  slot->queue.push_back(Pending{std::move(request), done, queued_at});
+  Pump(slot);
+  EventResult result = co_await done.Wait();
+  if (metrics_.event_seconds) metrics_.event_seconds->Observe(ToSeconds(env_.MonoNow() - queued_at));
+  co_return result;
+}
+
+Task<void> ActorRuntime::Start(std::shared_ptr<Slot> slot) {
+  WK_CHECK(slot->state == Slot::State::kStarting, "Start on a slot that is not starting");
+  auto alive = alive_;
+  Result<std::unique_ptr<ActorStorage>> opened = co_await storage_.Open(slot->id);
+  if (!*alive) co_return;
+  if (!opened.ok()) {
+    WK_LOG_WARN("actor restore failed", {{"actor", slot->key}, {"error", opened.status().ToString()}});
+    EventResult r;
+    r.outcome = EventOutcome::kUnavailable;
+    r.error = "the actor's state could not be restored: " + opened.status().ToString();
+    auto queue = std::move(slot->queue);
+    slot->queue.clear();
+    actors_.erase(slot->key);
+    for (Pending& p : queue) p.done.Set(r);
+    co_return;
+  }
+  slot->storage = std::move(*opened);
+  slot->last_seq = 0;
+  slot->broken = false;
+  slot->state = Slot::State::kReady;
+  // The class may have been redeployed while the actor was away: start on the current one.
+  if (auto current = classes_.Find(slot->id.tenant, slot->id.class_name)) slot->module = std::move(current);
+  Pump(slot);
+  AfterProgress(slot);
+}
+
+void ActorRuntime::Pump(const std::shared_ptr<Slot>& slot) {
+  if (slot->state != Slot::State::kReady || slot->queue.empty() || slot->broken) return;
+  if (slot->idle_timer != 0) {
+    env_.CancelTimer(slot->idle_timer);
+    slot->idle_timer = 0;
+  }
+  Pending pending = std::move(slot->queue.front());
+  slot->queue.pop_front();
+  slot->state = Slot::State::kRunning;
+  slot->undelivered++;
+  const std::int64_t now_ms = NowMs();
+  Env* env = &env_;
+  std::weak_ptr<bool> alive = alive_;
+  auto shared_pending = std::make_shared<Pending>(std::move(pending));
+  workers_[slot->worker]->Post([this, env, alive, slot, shared_pending, now_ms](engine::Worker& worker) {
+    ExecResult exec = Execute(worker, *slot, shared_pending->request, now_ms);
+    // The output gate: this event's answer waits until everything it may depend on (the
+    // actor's last committed batch, its own or an earlier event's) is durable.
+    const std::uint64_t memory = exec.memory_bytes;
+    const bool instantiated = exec.instantiated;
+    env->PostFromAnyThread([this, alive, slot, memory, instantiated] {
+      if (alive.lock() && *alive.lock()) ExecutionDone(slot, memory, instantiated);
+    });
+    auto result = std::make_shared<EventResult>(std::move(exec.result));
+    slot->storage->WhenDurable(exec.wait_seq, [this, env, alive, slot, shared_pending, result](Status s) {
+      env->PostFromAnyThread([this, alive, slot, shared_pending, result, s = std::move(s)]() mutable {
+        auto a = alive.lock();
+        if (a && *a) Deliver(slot, std::move(*shared_pending), std::move(*result), std::move(s));
+      });
+    });
+  });
+}
+
+ActorRuntime::ExecResult ActorRuntime::Execute(engine::Worker& worker, Slot& slot,
+                                               const std::optional<Request>& request, std::int64_t now_ms) {
+  ExecResult out;
+  const auto cpu_limit = std::chrono::milliseconds(options_.limits.max_event_cpu_ms);
+  EventTxn txn(*slot.storage, options_.limits);
+  EventContext ctx;
+  ctx.limits = &options_.limits;
+  ctx.actor = slot.key;
+  ctx.request = request ? &*request : nullptr;
+  ctx.txn = &txn;
+  ctx.now_ms = now_ms;
+  const Duration sync_timeout = options_.sync_timeout;
+  ctx.sync = [&slot, &txn, sync_timeout]() {
+    Batch batch = txn.TakeBatch();
+    if (!batch.empty()) slot.last_seq = slot.storage->Commit(std::move(batch));
+    struct Wait {
+      std::mutex mu;
+      std::condition_variable cv;
+      std::optional<Status> status;
+    };
+    auto wait = std::make_shared<Wait>();
+    slot.storage->WhenDurable(slot.last_seq, [wait](Status s) {
+      std::lock_guard lock(wait->mu);
+      wait->status = std::move(s);
+      wait->cv.notify_all();
+    });
+    std::unique_lock lock(wait->mu);
+    if (!wait->cv.wait_for(lock, sync_timeout, [&] { return wait->status.has_value(); })) return false;
+    return wait->status->ok();
+  };
+
+  auto fail = [&](std::string message) {
+    out.result.outcome = EventOutcome::kActorFailed;
+    out.result.error = std::move(message);
+    WK_LOG_WARN("actor event failed", {{"actor", slot.key}, {"error", out.result.error}});
+  };
+
+  if (!slot.instance) {
+    auto made = worker.Instantiate(slot.module, &ctx, cpu_limit);
+    out.instantiated = true;
+    if (!made.ok()) {
+      fail(made.status().message());
+      out.wait_seq = slot.last_seq;
+      return out;
+    }
+    slot.instance = std::move(*made);
+  }
+  const std::string_view export_name = request ? kRequestExport : kAlarmExport;
+  engine::CallResult call = slot.instance->Call(export_name, &ctx, cpu_limit);
+  ctx.FlushOutput();
+  if (!call.instance_usable) slot.instance.reset();
+
+  if (call.ok() && call.value == 0) {
+    Batch batch = txn.TakeBatch();
+    if (!batch.empty()) slot.last_seq = slot.storage->Commit(std::move(batch));
+    out.result.response = std::move(ctx.response);
+  } else if (call.ok()) {
+    fail(fmt::format("the actor's {} returned {}", export_name, call.value));
+  } else {
+    std::string message = call.message;
+    if (call.outcome == engine::CallOutcome::kTerminated) message += " (actors.max_event_cpu_ms)";
+    if (call.outcome == engine::CallOutcome::kTrapped && message.find("near its limit of") != std::string::npos) {
+      message += " (actors.max_memory_bytes)";
+    }
+    fail(std::move(message));
+  }
+  out.wait_seq = slot.last_seq;
+  out.memory_bytes = slot.instance ? slot.instance->MemoryBytes() : 0;
+  return out;
+}
+
+void ActorRuntime::ExecutionDone(const std::shared_ptr<Slot>& slot, std::uint64_t memory_bytes, bool instantiated) {
+  WK_CHECK(slot->state == Slot::State::kRunning, "execution done on a slot that was not running");
+  slot->state = Slot::State::kReady;
+  slot->last_active = env_.MonoNow();
+  memory_bytes_ = memory_bytes_ - slot->memory_bytes + memory_bytes;
+  slot->memory_bytes = memory_bytes;
+  if (instantiated) {
+    ++stats_.instantiations;
+    if (metrics_.instantiations) metrics_.instantiations->Inc();
+  }
+  Pump(slot);
+  AfterProgress(slot);
+  EnforceMemoryBudget();
+}
+
+void ActorRuntime::Deliver(const std::shared_ptr<Slot>& slot, Pending pending, EventResult result, Status durable) {
+  slot->undelivered--;
+  if (!durable.ok()) {
+    // The output gate failed: nothing this event (or any event after the failed batch) did
+    // may be acknowledged, and the in-memory state can no longer be trusted.
+    if (!slot->broken) {
+      WK_LOG_WARN("actor writes could not be made durable; the actor will be restored afresh",
+                  {{"actor", slot->key}, {"error", durable.ToString()}});
+    }
+    slot->broken = true;
+    result = EventResult{};
+    result.outcome = EventOutcome::kUnavailable;
+    result.error = "the actor's writes could not be made durable: " + durable.ToString();
+  }
+  ++stats_.events;
+  if (!result.ok()) ++stats_.failed_events;
+  if (result.ok() && metrics_.events_ok) metrics_.events_ok->Inc();
+  if (!result.ok() && metrics_.events_failed) metrics_.events_failed->Inc();
+  pending.done.Set(std::move(result));
+  AfterProgress(slot);
+}
+
+void ActorRuntime::AfterProgress(const std::shared_ptr<Slot>& slot) {
+  if (slot->state != Slot::State::kReady || slot->undelivered != 0) return;
+  if (slot->broken) {
+    Close(slot, UnloadReason::kFailed);  // queued events restart it with a fresh restore
+  } else if (!slot->queue.empty()) {
+    return;
+  } else if (slot->unload_requested) {
+    Close(slot, UnloadReason::kRequested);
+  } else if (shutting_down_) {
+    Close(slot, UnloadReason::kShutdown);
+  } else {
+    ArmIdleTimer(slot);
+  }
+}
+
+bool ActorRuntime::IsIdle(const Slot& slot) const {
+  return slot.state == Slot::State::kReady && slot.queue.empty() && slot.undelivered == 0;
+}
+
+void ActorRuntime::ArmIdleTimer(const std::shared_ptr<Slot>& slot) {
+  if (slot->idle_timer != 0) env_.CancelTimer(slot->idle_timer);
+  std::weak_ptr<Slot> weak = slot;
+  slot->idle_timer = env_.StartTimer(env_.MonoNow() + options_.idle_hibernate, [this, weak] {
+    auto s = weak.lock();
+    if (!s) return;
+    s->idle_timer = 0;
+    if (IsIdle(*s) && env_.MonoNow() - s->last_active >= options_.idle_hibernate) {
+      Close(s, UnloadReason::kHibernated);
+    }
+  });
+}
+
+void ActorRuntime::Unload(const ActorId& id) {
+  auto it = actors_.find(id.ToString());
+  if (it == actors_.end()) return;
+  auto slot = it->second;
+  if (IsIdle(*slot)) {
+    Close(slot, UnloadReason::kRequested);
+  } else {
+    slot->unload_requested = true;
+  }
+}
+
+void ActorRuntime::Close(const std::shared_ptr<Slot>& slot, UnloadReason reason) {
+  if (slot->state == Slot::State::kClosing) return;
+  WK_CHECK(slot->state == Slot::State::kReady && slot->undelivered == 0, "closing a busy actor");
+  slot->state = Slot::State::kClosing;
+  if (slot->idle_timer != 0) {
+    env_.CancelTimer(slot->idle_timer);
+    slot->idle_timer = 0;
+  }
+  Env* env = &env_;
+  std::weak_ptr<bool> alive = alive_;
+  workers_[slot->worker]->Post([this, env, alive, slot, reason](engine::Worker&) {
+    slot->instance.reset();  // V8 objects die on their own isolate's thread
+    env->PostFromAnyThread([this, alive, slot, reason] {
+      auto a = alive.lock();
+      if (a && *a) CloseDone(slot, reason);
+    });
+  });
+}
+
+void ActorRuntime::CloseDone(const std::shared_ptr<Slot>& slot, UnloadReason reason) {
+  memory_bytes_ -= slot->memory_bytes;
+  slot->memory_bytes = 0;
+  storage_.Close(slot->id, std::move(slot->storage));
+  if (reason == UnloadReason::kHibernated) {
+    ++stats_.hibernations;
+    if (metrics_.hibernations) metrics_.hibernations->Inc();
+  } else if (reason == UnloadReason::kEvicted) {
+    ++stats_.evictions;
+    if (metrics_.evictions) metrics_.evictions->Inc();
+  }
+  WK_LOG_DEBUG("actor unloaded", {{"actor", slot->key}, {"reason", std::string(UnloadReasonName(reason))}});
+  if (hooks_.on_unloaded) hooks_.on_unloaded(slot->id, reason);
+  slot->unload_requested = false;
+  if (!slot->queue.empty() && !shutting_down_) {
+    // Events arrived while it was closing: start it again (a fresh restore).
+    slot->state = Slot::State::kStarting;
+    env_.Spawn(Start(slot), "actor restart " + slot->key);
+    return;
+  }
+  if (!slot->queue.empty()) {
+    EventResult r;
+    r.outcome = EventOutcome::kUnavailable;
+    r.error = "the node is shutting down";
+    auto queue = std::move(slot->queue);
+    slot->queue.clear();
+    for (Pending& p : queue) p.done.Set(r);
+  }
+  actors_.erase(slot->key);
+}
+
+void ActorRuntime::EnforceMemoryBudget() {
+  if (memory_bytes_ <= options_.memory_budget_bytes) return;
+  std::vector<std::shared_ptr<Slot>> idle;
+  for (auto& [key, slot] : actors_) {
+    if (IsIdle(*slot)) idle.push_back(slot);
+  }
+  std::sort(idle.begin(), idle.end(), [](const auto& a, const auto& b) { return a->last_active < b->last_active; });
+  std::uint64_t projected = memory_bytes_;
+  for (auto& slot : idle) {
+    if (projected <= options_.memory_budget_bytes) break;
+    projected -= slot->memory_bytes;
+    WK_LOG_INFO("evicting an idle actor: resident actors exceed actors.memory_budget_bytes",
+                {{"actor", slot->key}, {"memory_bytes", std::to_string(slot->memory_bytes)}});
+    Close(slot, UnloadReason::kEvicted);
+  }
+}
+
+Task<bool> ActorRuntime::Shutdown(Duration limit) {
+  shutting_down_ = true;
+  std::vector<std::shared_ptr<Slot>> idle;
+  for (auto& [key, slot] : actors_) {
+    if (IsIdle(*slot)) idle.push_back(slot);
+  }
+  for (auto& slot : idle) Close(slot, UnloadReason::kShutdown);
+  const MonoTime deadline = env_.MonoNow() + limit;
+  while (!actors_.empty() && env_.MonoNow() < deadline) {
+    // Busy actors close from Deliver once their last answer is out.
+    for (auto& [key, slot] : actors_) {
+      if (IsIdle(*slot)) {
+        idle.push_back(slot);
+      }
+    }
+    for (auto& slot : idle) {
+      if (IsIdle(*slot)) Close(slot, UnloadReason::kShutdown);
+    }
+    idle.clear();
+    if (!co_await env_.SleepFor(std::chrono::milliseconds(5))) break;
+  }
+  const bool clean = actors_.empty();
+  if (!clean) WK_LOG_WARN("actor runtime shutdown left actors resident", {{"count", std::to_string(actors_.size())}});
+  co_return clean;
+}
+
+}  // namespace wk::actor

@@ -1,0 +1,181 @@
+// ActorRuntime: runs events for resident actors. Between a request for an actor and its
+// module's code: one event at a time per actor (the input gate) with a bounded queue, each
+// event's writes as one atomic batch, responses released only once durable (the output
+// gate), and the lifecycle — created on first event through StorageProvider::Open,
+// hibernated after an idle time, evicted under a memory budget (idle actors first).
+//
+// Threads: the runtime's own state lives on its Env's loop thread; every public method is
+// called there. Events execute on a fixed pool of worker threads, each owning one V8
+// isolate (engine::Worker); an actor is pinned to one worker for its residency, so its
+// instance never crosses threads. Workers report back through Env::PostFromAnyThread.
+// (The runtime is a real-runtime component: it uses threads. Storage and cluster code stay
+// simulator-clean; the runtime talks to them only through StorageProvider and hooks.)
+//
+// Per-actor states (loop thread):
+//   kStarting --Open ok--> kReady <--event done-- kRunning
+//                            |  \--dispatch------------^
+//        idle timer / budget |   (or Open failed: queued events answered kUnavailable)
+//                            v
+//                        kClosing --instance destroyed, storage closed--> (gone, or
+//                                   kStarting again if events arrived meanwhile)
+//
+// Time inside an event is frozen: now_ms() (and WASI's realtime clock) is the wall time at
+// which the event was dispatched, as in Cloudflare's Workers. It keeps an event
+// deterministic given its input and its storage, and gives actors no fine timer.
+//
+// Failures of an event (trap, CPU limit, bad host call, proc_exit, non-zero return) fail
+// that event only: its batch is discarded and the instance, if it unwound, is thrown away;
+// the next event gets a fresh instance over the committed state. A durability failure
+// (WhenDurable reports an error) voids the actor's in-memory state: every event waiting on
+// it answers kUnavailable, and the actor is closed and restored afresh for the next event.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "actor/storage.h"
+#include "actor/types.h"
+#include "base/metrics.h"
+#include "base/time.h"
+#include "engine/engine.h"
+#include "env/env.h"
+
+namespace wk::actor {
+
+struct RuntimeOptions {
+  ActorLimits limits;
+  // Worker threads (each one V8 isolate). 0: one per core.
+  int workers = 0;
+  // An actor with no event for this long leaves memory (its hold can then be released).
+  Duration idle_hibernate = std::chrono::seconds(30);
+  // Total linear memory of resident actors above which idle actors are evicted, least
+  // recently used first.
+  std::uint64_t memory_budget_bytes = 1ull << 30;
+  // How long `sync` (exec-durable) waits before reporting failure.
+  Duration sync_timeout = std::chrono::seconds(30);
+  // The wall clock events see, in ms since the epoch. Default: the Env's WallNow. Tests
+  // replace it to move time.
+  std::function<std::int64_t()> wall_clock_ms;
+};
+
+// Checks the options; the error names the setting.
+Status ValidateRuntimeOptions(const RuntimeOptions& options);
+
+// Compiles a class module with the ABI's checks and the actor limits (the memory maximum).
+Result<std::shared_ptr<const engine::Module>> CompileActorModule(engine::Engine& engine,
+                                                                 std::span<const std::uint8_t> wasm,
+                                                                 const ActorLimits& limits);
+
+// Which module runs each class. A class's module is looked up when one of its actors
+// starts; an actor already resident keeps the module it started with until it next starts.
+// Loop thread only.
+class ClassRegistry {
+ public:
+  void Set(const std::string& tenant, const std::string& class_name, std::shared_ptr<const engine::Module> module);
+  std::shared_ptr<const engine::Module> Find(const std::string& tenant, const std::string& class_name) const;
+
+ private:
+  std::map<std::pair<std::string, std::string>, std::shared_ptr<const engine::Module>> classes_;
+};
+
+enum class UnloadReason : std::uint8_t { kHibernated, kEvicted, kFailed, kShutdown, kRequested };
+std::string_view UnloadReasonName(UnloadReason r);
+
+struct RuntimeHooks {
+  // An actor left memory; every response it owed has been delivered. The ownership layer
+  // releases its hold here.
+  std::function<void(const ActorId&, UnloadReason)> on_unloaded;
+};
+
+struct RuntimeStats {
+  std::size_t resident_actors = 0;
+  std::uint64_t memory_bytes = 0;
+  std::uint64_t events = 0;
+  std::uint64_t failed_events = 0;
+  std::uint64_t overloaded = 0;
+  std::uint64_t instantiations = 0;
+  std::uint64_t hibernations = 0;
+  std::uint64_t evictions = 0;
+};
+
+class ActorRuntime {
+ public:
+  ActorRuntime(Env& env, engine::Engine& engine, ClassRegistry& classes, StorageProvider& storage,
+               RuntimeOptions options, RuntimeHooks hooks = {}, MetricsRegistry* metrics = nullptr);
+  // REQUIRES: Shutdown has completed.
+  ~ActorRuntime();
+  ActorRuntime(const ActorRuntime&) = delete;
+  ActorRuntime& operator=(const ActorRuntime&) = delete;
+
+  // Runs a request event for the actor (starting it if needed) and answers once its
+  // response may be released. Never throws; the outcome says what happened.
+  Task<EventResult> HandleRequest(ActorId id, Request request);
+  // Runs the actor's alarm handler (wk_on_alarm); kNotFound if the module has none.
+  Task<EventResult> HandleAlarm(ActorId id);
+
+  // Asks an actor to leave memory as soon as it is idle (events queued meanwhile restart
+  // it). No effect if it is not resident.
+  void Unload(const ActorId& id);
+  // Refuses new events, lets running ones finish, unloads every actor and stops the
+  // workers. Bounded by `limit`; returns false if actors were still resident.
+  Task<bool> Shutdown(Duration limit = std::chrono::seconds(30));
+
+  bool IsResident(const ActorId& id) const;
+  RuntimeStats stats() const;
+  const RuntimeOptions& options() const { return options_; }
+
+ private:
+  struct Slot;
+  struct Pending;
+  class WorkerThread;
+  struct ExecResult;
+
+  Task<EventResult> Submit(ActorId id, std::optional<Request> request);
+  Task<void> Start(std::shared_ptr<Slot> slot);
+  void Pump(const std::shared_ptr<Slot>& slot);
+  // On the worker thread.
+  ExecResult Execute(engine::Worker& worker, Slot& slot, const std::optional<Request>& request,
+                     std::int64_t now_ms);
+  void ExecutionDone(const std::shared_ptr<Slot>& slot, std::uint64_t memory_bytes, bool instantiated);
+  void Deliver(const std::shared_ptr<Slot>& slot, Pending pending, EventResult result, Status durable);
+  // After an event finished executing or was answered: close a broken or unloading actor,
+  // or arm the idle timer, once nothing is running or owed.
+  void AfterProgress(const std::shared_ptr<Slot>& slot);
+  bool IsIdle(const Slot& slot) const;
+  void ArmIdleTimer(const std::shared_ptr<Slot>& slot);
+  void Close(const std::shared_ptr<Slot>& slot, UnloadReason reason);
+  void CloseDone(const std::shared_ptr<Slot>& slot, UnloadReason reason);
+  void EnforceMemoryBudget();
+  std::int64_t NowMs() const;
+
+  Env& env_;
+  engine::Engine& engine_;
+  ClassRegistry& classes_;
+  StorageProvider& storage_;
+  RuntimeOptions options_;
+  RuntimeHooks hooks_;
+  std::vector<std::unique_ptr<WorkerThread>> workers_;
+  std::unordered_map<std::string, std::shared_ptr<Slot>> actors_;
+  std::uint64_t memory_bytes_ = 0;
+  bool shutting_down_ = false;
+  RuntimeStats stats_;
+  // Alive while the runtime is; callbacks from workers check it before touching `this`.
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+
+  struct Metrics {
+    Counter* events_ok = nullptr;
+    Counter* events_failed = nullptr;
+    Counter* events_overloaded = nullptr;
+    Counter* instantiations = nullptr;
+    Counter* hibernations = nullptr;
+    Counter* evictions = nullptr;
+    Histogram* event_seconds = nullptr;
+  } metrics_;
+};
+
+}  // namespace wk::actor

@@ -1,0 +1,318 @@
+// The actor runtime against real modules (examples/testdata, built by clang for wasm32):
+// the ABI's raw contract, every bad-input case of issue 5, the input and output gates, and
+// the lifecycle (hibernation, eviction, durability failure).
+#include "actor/runtime.h"
+
+#include <gtest/gtest.h>
+
+#include "actor/testing.h"
+
+#include <fstream>
+
+namespace wk::actor {
+namespace {
+
+using testing::Harness;
+using testing::TestRequest;
+
+std::string Actors(const std::string& name) { return std::string(WK_ACTORS_DIR) + "/" + name + ".wasm"; }
+
+TestRequest Req(std::string method, std::string path, std::string query = "", std::string body = "") {
+  TestRequest r;
+  r.method = std::move(method);
+  r.path = std::move(path);
+  r.query = std::move(query);
+  r.body = std::move(body);
+  return r;
+}
+
+std::string ErrorOf(const EventResult& r) { return std::string(EventOutcomeName(r.outcome)) + ": " + r.error; }
+
+class RuntimeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    h_.Deploy("probe", Actors("abi_probe"));
+    h_.Deploy("bad", Actors("bad_actors"));
+  }
+  RuntimeOptions Options() {
+    RuntimeOptions o = testing::DefaultHarnessOptions();
+    o.limits.max_event_cpu_ms = 200;
+    return o;
+  }
+  Harness h_{Options()};
+};
+
+TEST_F(RuntimeTest, RequestFieldsAndResponseCrossTheAbi) {
+  TestRequest r = Req("POST", "/echo", "a=1&b=2", "hello body");
+  r.headers = {{"X-Probe", "yes"}, {"Content-Type", "text/plain"}};
+  auto resp = h_.Call("t/probe/one", r);
+  ASSERT_TRUE(resp.ok()) << resp.status().ToString();
+  EXPECT_EQ(resp->status, 201);
+  EXPECT_EQ(resp->header("x-answer"), "42");
+  EXPECT_EQ(resp->body, "POST|/echo|a=1&b=2|hello body|yes|(none)|x-probe: yes\ncontent-type: text/plain\n");
+}
+
+TEST_F(RuntimeTest, ListingEncodingFlagsAndOwnWrites) {
+  auto resp = h_.Call("t/probe/list", Req("POST", "/list"));
+  ASSERT_TRUE(resp.ok()) << resp.status().ToString();
+  EXPECT_EQ(resp->body, "a=1,b=2,ba=3,c=4,|b=2,ba=3,|c=4,ba=3,|a=1,b=2,ba=3,|10|-1");
+}
+
+TEST_F(RuntimeTest, AlarmValueIsStoredWithTheBatch) {
+  auto resp = h_.Call("t/probe/al", Req("POST", "/alarm"));
+  ASSERT_TRUE(resp.ok()) << resp.status().ToString();
+  EXPECT_EQ(resp->body, "-1|5000|-1|12345");
+  auto state = h_.storage().State(ActorId{"t", "probe", "al"});
+  ASSERT_NE(state, nullptr);
+  EXPECT_EQ(state->alarm, 12345);
+  auto alarm = h_.Alarm("t/probe/al");
+  EXPECT_TRUE(alarm.ok()) << ErrorOf(alarm);
+  EXPECT_EQ(state->data.at("alarm-ran"), "yes");
+  auto none = h_.Alarm("t/bad/x");
+  EXPECT_EQ(none.outcome, EventOutcome::kNotFound) << "a module without wk_on_alarm";
+}
+
+TEST_F(RuntimeTest, TimeIsFrozenPerEventAndRandomIsFilled) {
+  auto first = h_.Call("t/probe/time", Req("GET", "/time"));
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(first->body, "1800000000000|1800000000000|1");
+  h_.AdvanceClock(1500);
+  auto second = h_.Call("t/probe/time", Req("GET", "/time"));
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->body, "1800000001500|1800000001500|1");
+}
+
+TEST_F(RuntimeTest, SyncMakesThePartBeforeItDurableOnItsOwn) {
+  ASSERT_TRUE(h_.Call("t/probe/s", Req("PUT", "/put", "fail", "1")).ok());
+  auto r = h_.CallRaw("t/probe/s", Req("POST", "/sync"));
+  EXPECT_EQ(r.outcome, EventOutcome::kActorFailed);
+  auto state = h_.storage().State(ActorId{"t", "probe", "s"});
+  EXPECT_EQ(state->data.count("before-sync"), 1u) << "synced before the trap";
+  EXPECT_EQ(state->data.count("after-sync"), 0u) << "written after the sync, then trapped: discarded";
+}
+
+TEST_F(RuntimeTest, ATrapDiscardsTheBatchAndTheNextEventGetsAFreshInstance) {
+  auto r = h_.CallRaw("t/bad/w", Req("POST", "/write-then-trap"));
+  ASSERT_EQ(r.outcome, EventOutcome::kActorFailed);
+  EXPECT_NE(r.error.find("trap"), std::string::npos) << r.error;
+  auto state = h_.storage().State(ActorId{"t", "bad", "w"});
+  ASSERT_NE(state, nullptr);
+  EXPECT_TRUE(state->data.empty()) << "the trapped event's write was discarded";
+  const auto before = h_.runtime().stats().instantiations;
+  auto ok = h_.Call("t/bad/w", Req("GET", "/ok"));
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->body, "ok");
+  EXPECT_EQ(h_.runtime().stats().instantiations, before + 1) << "re-created after the trap";
+  auto again = h_.Call("t/bad/w", Req("GET", "/ok"));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(h_.runtime().stats().instantiations, before + 1) << "a clean event keeps its instance";
+}
+
+// Issue 5, "Bad input": each case fails its own event with an error naming the cause; the
+// node keeps running and other actors are unaffected.
+TEST_F(RuntimeTest, BadActorsFailTheirOwnEventNamingTheCause) {
+  struct Case {
+    const char* cls;
+    const char* path;
+    const char* text;
+  };
+  const Case cases[] = {
+      {"bad", "/loop", "CPU time limit of 200 ms"},
+      {"bad", "/loop", "actors.max_event_cpu_ms"},
+      {"bad", "/recurse", "stack overflow"},
+      {"bad", "/grow", "actors.max_memory_bytes"},
+      {"bad", "/oob", "outside linear memory"},
+      {"bad", "/bigvalue", "max_value_bytes = 131072"},
+      {"bad", "/bigkey", "max_key_bytes = 2048"},
+      {"bad", "/exit", "proc_exit(3)"},
+      {"bad", "/trap", "trap: unreachable"},
+      {"probe", "/bad-status", "not an HTTP status"},
+      {"probe", "/bad-header", "contains CR, LF or NUL"},
+      {"probe", "/big-response", "max_response_bytes"},
+      {"probe", "/bad-field", "unknown field 99"},
+      {"probe", "/oob-read", "result_read: destination range"},
+      {"probe", "/oob-response", "response_write: data range"},
+      {"probe", "/oob-log", "log: message range"},
+      {"probe", "/oob-list", "storage_list: start range"},
+      {"probe", "/oob-random", "random_fill"},
+      {"probe", "/return-7", "returned 7"},
+  };
+  ASSERT_TRUE(h_.Call("t/probe/bystander", Req("POST", "/count")).ok());
+  for (const Case& c : cases) {
+    auto r = h_.CallRaw(std::string("t/") + c.cls + "/victim", Req("POST", c.path));
+    EXPECT_EQ(r.outcome, EventOutcome::kActorFailed) << c.path << ": " << ErrorOf(r);
+    EXPECT_NE(r.error.find(c.text), std::string::npos) << c.path << ": " << r.error;
+    // The same actor serves again, and so does a bystander.
+    auto ok = h_.Call(std::string("t/") + c.cls + "/victim", Req("GET", c.cls == std::string("bad") ? "/ok" : "/echo"));
+    EXPECT_TRUE(ok.ok()) << c.path << " then: " << ok.status().ToString();
+  }
+  auto bystander = h_.Call("t/probe/bystander", Req("POST", "/count"));
+  ASSERT_TRUE(bystander.ok());
+  EXPECT_EQ(bystander->body, "2");
+}
+
+TEST_F(RuntimeTest, RefusedBeforeRunning) {
+  RuntimeOptions o = Options();
+  o.limits.max_request_bytes = 100;
+  Harness h(o);
+  h.Deploy("probe", Actors("abi_probe"));
+  auto big = h.CallRaw("t/probe/x", Req("POST", "/echo", "", std::string(101, 'x')));
+  EXPECT_EQ(big.outcome, EventOutcome::kBadRequest);
+  EXPECT_NE(big.error.find("max_request_bytes = 100"), std::string::npos) << big.error;
+  auto unknown = h.CallRaw("t/nosuchclass/x", Req("GET", "/"));
+  EXPECT_EQ(unknown.outcome, EventOutcome::kNotFound);
+  EXPECT_NE(unknown.error.find("no class t/nosuchclass"), std::string::npos) << unknown.error;
+}
+
+TEST_F(RuntimeTest, BadModulesAreRefusedAtDeploy) {
+  struct Case {
+    const char* file;
+    const char* text;
+  };
+  for (Case c : {Case{"no_handler", "does not export the function \"wk_on_request\""},
+                 Case{"bad_import", "imports the function wasmkeep_v1.no_such_function, which the host does not provide"}}) {
+    Status s = h_.TryDeploy("x", Actors(c.file));
+    ASSERT_FALSE(s.ok()) << c.file;
+    EXPECT_NE(s.message().find(c.text), std::string::npos) << s.ToString();
+  }
+  const std::string not_wasm = ::testing::TempDir() + "/not_wasm.wasm";
+  {
+    std::ofstream(not_wasm) << "#!/bin/sh\necho this is not WebAssembly\n";
+  }
+  Status s = h_.TryDeploy("x", not_wasm);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("not a WebAssembly module"), std::string::npos) << s.ToString();
+  // A module without a declared maximum memory gets the limit imposed, and runs.
+  ASSERT_TRUE(h_.TryDeploy("nomax", Actors("no_max_memory")).ok());
+  EXPECT_TRUE(h_.Call("t/nomax/a", Req("GET", "/")).ok());
+}
+
+// The input gate: one event at a time, a bounded queue, "overloaded" beyond it.
+TEST_F(RuntimeTest, OneEventAtATimeWithABoundedQueue) {
+  RuntimeOptions o = Options();
+  o.limits.max_queued_events = 2;
+  Harness h(o);
+  h.Deploy("bad", Actors("bad_actors"));
+  h.Deploy("probe", Actors("abi_probe"));
+  ASSERT_TRUE(h.Call("t/probe/q", Req("GET", "/echo")).ok());  // resident, so the queue applies
+
+  // Five events arrive in one turn of the loop: the first runs, two queue, two are refused.
+  // Spawned concurrently so they queue behind each other.
+  std::vector<EventResult> results(5);
+  auto run = [](Harness& h, std::vector<EventResult>* results) -> Task<void> {
+    std::vector<TaskHandle> handles;
+    Env& env = h.env();
+    for (int i = 0; i < 5; ++i) {
+      auto one = [](ActorRuntime& rt, EventResult* out, int i) -> Task<void> {
+        Request r;
+        r.method = "POST";
+        r.path = "/count";
+        (void)i;
+        ActorId id{"t", "probe", "q"};  // a named local: GCC 12 and temporaries in co_await
+        EventResult res = co_await rt.HandleRequest(std::move(id), std::move(r));
+        *out = std::move(res);
+      };
+      handles.push_back(env.Spawn(one(h.runtime(), &(*results)[i], i), "burst"));
+    }
+    for (auto& hd : handles) (void)co_await hd.Join();
+  };
+  h.env().RunMain(run(h, &results));
+  int ok = 0, overloaded = 0;
+  for (const auto& r : results) {
+    if (r.outcome == EventOutcome::kOverloaded) {
+      ++overloaded;
+      EXPECT_NE(r.error.find("max_queued_events"), std::string::npos) << r.error;
+    } else if (r.ok()) {
+      ++ok;
+    }
+  }
+  // Event 0 runs; 1 and 2 queue; 3 and 4 find the queue full.
+  EXPECT_EQ(overloaded, 2);
+  EXPECT_EQ(ok, 3);
+  auto count = h.Call("t/probe/q", Req("POST", "/count"));
+  ASSERT_TRUE(count.ok());
+  EXPECT_EQ(count->body, "4") << "the queued events ran one after another, none lost or doubled";
+}
+
+TEST_F(RuntimeTest, IdleActorsHibernateAndComeBackWithTheirState) {
+  RuntimeOptions o = Options();
+  o.idle_hibernate = std::chrono::milliseconds(50);
+  Harness h(o);
+  h.Deploy("probe", Actors("abi_probe"));
+  std::vector<std::string> unloaded;
+  ASSERT_TRUE(h.Call("t/probe/sleepy", Req("POST", "/count")).ok());
+  EXPECT_TRUE(h.runtime().IsResident(ActorId{"t", "probe", "sleepy"}));
+  h.RunFor(std::chrono::milliseconds(300));
+  EXPECT_FALSE(h.runtime().IsResident(ActorId{"t", "probe", "sleepy"}));
+  EXPECT_EQ(h.runtime().stats().hibernations, 1u);
+  EXPECT_EQ(h.storage().closes(), 1);
+  auto again = h.Call("t/probe/sleepy", Req("POST", "/count"));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->body, "2") << "restored through the storage interface";
+  EXPECT_EQ(h.storage().opens(), 2);
+}
+
+TEST_F(RuntimeTest, MemoryBudgetEvictsIdleActorsLeastRecentlyUsedFirst) {
+  RuntimeOptions o = Options();
+  o.limits.max_memory_bytes = 1 << 20;
+  o.memory_budget_bytes = 1 << 20;
+  Harness h(o);
+  h.Deploy("probe", Actors("abi_probe"));
+  for (int i = 0; i < 40; ++i) {
+    auto r = h.Call("t/probe/a" + std::to_string(i), Req("POST", "/count"));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  }
+  h.RunFor(std::chrono::milliseconds(50));
+  const RuntimeStats s = h.runtime().stats();
+  EXPECT_GT(s.evictions, 0u);
+  EXPECT_LE(s.memory_bytes, o.memory_budget_bytes);
+  EXPECT_LT(s.resident_actors, 40u);
+  EXPECT_FALSE(h.runtime().IsResident(ActorId{"t", "probe", "a0"})) << "least recently used went first";
+  EXPECT_TRUE(h.runtime().IsResident(ActorId{"t", "probe", "a39"}));
+  for (int i = 0; i < 40; i += 13) {
+    auto r = h.Call("t/probe/a" + std::to_string(i), Req("POST", "/count"));
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->body, "2") << "state kept across eviction";
+  }
+}
+
+TEST_F(RuntimeTest, ADurabilityFailureAnswersUnavailableAndRestoresTheActor) {
+  ASSERT_TRUE(h_.Call("t/probe/d", Req("POST", "/count")).ok());
+  const int opens = h_.storage().opens();
+  h_.storage().FailDurability(true);
+  auto r = h_.CallRaw("t/probe/d", Req("POST", "/count"));
+  EXPECT_EQ(r.outcome, EventOutcome::kUnavailable) << ErrorOf(r);
+  EXPECT_NE(r.error.find("could not be made durable"), std::string::npos);
+  h_.storage().FailDurability(false);
+  auto next = h_.Call("t/probe/d", Req("POST", "/count"));
+  ASSERT_TRUE(next.ok()) << next.status().ToString();
+  EXPECT_EQ(h_.storage().opens(), opens + 1) << "the actor was thrown away and restored";
+}
+
+TEST_F(RuntimeTest, RestoreFailureAnswersUnavailable) {
+  h_.storage().FailOpens(true);
+  auto r = h_.CallRaw("t/probe/r", Req("GET", "/echo"));
+  EXPECT_EQ(r.outcome, EventOutcome::kUnavailable);
+  EXPECT_NE(r.error.find("could not be restored"), std::string::npos) << r.error;
+  h_.storage().FailOpens(false);
+  EXPECT_TRUE(h_.Call("t/probe/r", Req("GET", "/echo")).ok());
+}
+
+TEST(RuntimeOptionsTest, BadSettingsAreNamed) {
+  RuntimeOptions o;
+  o.limits.max_memory_bytes = 1000;
+  EXPECT_NE(ValidateRuntimeOptions(o).message().find("actors.max_memory_bytes"), std::string::npos);
+  o = {};
+  o.limits.max_queued_events = 0;
+  EXPECT_NE(ValidateRuntimeOptions(o).message().find("actors.max_queued_events"), std::string::npos);
+  o = {};
+  o.memory_budget_bytes = 1;
+  EXPECT_NE(ValidateRuntimeOptions(o).message().find("actors.memory_budget_bytes"), std::string::npos);
+  o = {};
+  o.limits.max_event_cpu_ms = 0;
+  EXPECT_NE(ValidateRuntimeOptions(o).message().find("actors.max_event_cpu_ms"), std::string::npos);
+  EXPECT_TRUE(ValidateRuntimeOptions(RuntimeOptions{}).ok());
+}
+
+}  // namespace
+}  // namespace wk::actor

@@ -1,0 +1,89 @@
+// The storage interface an actor's events run against: a sorted key-value map per actor,
+// read synchronously from memory and made durable in batches. The durable replica (segments
+// in the bucket, issue 6) implements it; MemStorage (mem_storage.h) is the in-memory
+// implementation used by the runtime's tests and benchmarks. It is not a product mode.
+//
+// Threading: the runtime calls the methods of one ActorStorage from one event at a time,
+// on whichever worker thread runs that actor, never concurrently; Open and Close run on
+// the runtime's loop thread. `WhenDurable`'s callback may be invoked on any thread.
+//
+// The contract the runtime relies on:
+//   - Get/List/Alarm/StoredBytes reflect every Commit made so far (reads are from memory).
+//   - Commit(batch) applies the whole batch at once and returns its sequence number;
+//     sequence numbers increase by one per batch, starting at 1.
+//   - WhenDurable(seq) calls back once every batch up to `seq` is durable (Ok), or once that
+//     can no longer happen (an error: the actor's in-memory state is then void, and the
+//     runtime throws the actor away). WhenDurable(0) means "nothing written": Ok at once.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "cluster/owner_record.h"
+#include "env/task.h"
+
+namespace wk::actor {
+
+using ::wk::ActorId;
+
+struct Mutation {
+  enum class Kind : std::uint8_t { kPut, kDelete, kDeleteAll };
+  Kind kind;
+  std::string key;
+  std::string value;
+};
+
+// One event's writes, applied atomically. `alarm`: unset = unchanged; set to nullopt = the
+// alarm deleted; set to a time = the alarm set.
+struct Batch {
+  std::vector<Mutation> mutations;
+  std::optional<std::optional<std::int64_t>> alarm;
+  bool empty() const { return mutations.empty() && !alarm.has_value(); }
+};
+
+struct ListQuery {
+  // Range mode: start <= key < end (empty end: no upper bound). Prefix mode: keys starting
+  // with `start`.
+  std::string start;
+  std::string end;
+  bool prefix = false;
+  bool reverse = false;
+};
+
+// Called with each entry in order; return false to stop.
+using ListVisitor = std::function<bool(std::string_view key, std::string_view value)>;
+
+class ActorStorage {
+ public:
+  virtual ~ActorStorage() = default;
+  virtual std::optional<std::string> Get(std::string_view key) const = 0;
+  virtual void List(const ListQuery& query, const ListVisitor& visit) const = 0;
+  virtual std::optional<std::int64_t> Alarm() const = 0;
+  // Keys plus values, in bytes.
+  virtual std::uint64_t StoredBytes() const = 0;
+  virtual std::uint64_t Commit(Batch batch) = 0;
+  virtual void WhenDurable(std::uint64_t seq, std::function<void(Status)> done) = 0;
+};
+
+class StorageProvider {
+ public:
+  virtual ~StorageProvider() = default;
+  // Restores the actor's state (its first event waits for this). Errors are retryable from
+  // the caller's view: the event answers "unavailable".
+  virtual Task<Result<std::unique_ptr<ActorStorage>>> Open(const ActorId& id) = 0;
+  // The actor left memory; every WhenDurable callback it asked for has been called.
+  virtual void Close(const ActorId& id, std::unique_ptr<ActorStorage> storage) = 0;
+};
+
+// Key-range helpers shared by implementations.
+bool InQuery(const ListQuery& q, std::string_view key);
+// For prefix mode: the smallest key greater than every key with this prefix ("" = none).
+std::string PrefixEnd(std::string_view prefix);
+
+}  // namespace wk::actor

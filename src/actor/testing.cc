@@ -1,0 +1,106 @@
+#include "actor/testing.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <iterator>
+
+namespace wk::actor::testing {
+
+std::string TestResponse::header(std::string_view name) const {
+  for (const auto& [n, v] : headers) {
+    if (n.size() == name.size() &&
+        std::equal(n.begin(), n.end(), name.begin(), [](char a, char b) { return std::tolower(a) == std::tolower(b); })) {
+      return v;
+    }
+  }
+  return "";
+}
+
+RuntimeOptions DefaultHarnessOptions() {
+  RuntimeOptions o;
+  o.workers = 1;
+  return o;
+}
+
+std::vector<std::uint8_t> ReadFileBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+Harness::Harness() : Harness(DefaultHarnessOptions()) {}
+
+Harness::Harness(RuntimeOptions options) : engine_(std::make_unique<engine::Engine>()) {
+  options.wall_clock_ms = [this] { return clock_ms_; };
+  runtime_ = std::make_unique<ActorRuntime>(env_, *engine_, classes_, storage_, std::move(options));
+}
+
+Harness::~Harness() {
+  env_.RunMain(runtime_->Shutdown(std::chrono::seconds(30)));
+  runtime_.reset();
+}
+
+Status Harness::TryDeploy(const std::string& class_name, const std::string& wasm_path) {
+  auto bytes = ReadFileBytes(wasm_path);
+  if (bytes.empty()) return NotFound("cannot read " + wasm_path);
+  auto module = CompileActorModule(*engine_, bytes, runtime_->options().limits);
+  if (!module.ok()) return module.status();
+  for (auto& [name, m] : deployed_) {
+    if (name == class_name) {
+      m = *module;
+      return Status::Ok();
+    }
+  }
+  deployed_.emplace_back(class_name, *module);
+  return Status::Ok();
+}
+
+void Harness::Deploy(const std::string& class_name, const std::string& wasm_path) {
+  Status s = TryDeploy(class_name, wasm_path);
+  if (!s.ok()) ADD_FAILURE() << "deploying " << wasm_path << " as " << class_name << ": " << s.ToString();
+}
+
+ActorId Harness::Resolve(const std::string& actor) {
+  auto id = ::wk::ParseActorId(actor);
+  if (!id.ok()) {
+    ADD_FAILURE() << "bad actor name " << actor << ": " << id.status().ToString();
+    return {};
+  }
+  for (auto& [name, m] : deployed_) {
+    if (name == id->class_name) classes_.Set(id->tenant, name, m);
+  }
+  return *id;
+}
+
+EventResult Harness::CallRaw(const std::string& actor, TestRequest req) {
+  Request r;
+  r.method = std::move(req.method);
+  r.path = std::move(req.path);
+  r.query = std::move(req.query);
+  r.headers = std::move(req.headers);
+  r.body = std::move(req.body);
+  return env_.RunMain(runtime_->HandleRequest(Resolve(actor), std::move(r)));
+}
+
+Result<TestResponse> Harness::Call(const std::string& actor, TestRequest req) {
+  EventResult r = CallRaw(actor, std::move(req));
+  if (!r.ok()) return InvalidArgument(std::string(EventOutcomeName(r.outcome)) + ": " + r.error);
+  TestResponse out;
+  out.status = r.response.status;
+  out.headers = std::move(r.response.headers);
+  out.body = std::move(r.response.body);
+  return out;
+}
+
+EventResult Harness::Alarm(const std::string& actor) {
+  return env_.RunMain(runtime_->HandleAlarm(Resolve(actor)));
+}
+
+void Harness::AdvanceClock(std::int64_t ms) { clock_ms_ += ms; }
+
+void Harness::RunFor(Duration d) {
+  auto sleep = [](Env& env, Duration d) -> Task<void> { (void)co_await env.SleepFor(d); };
+  env_.RunMain(sleep(env_, d));
+}
+
+}  // namespace wk::actor::testing

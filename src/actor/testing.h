@@ -1,0 +1,81 @@
+// A test harness for actors: one ActorRuntime over in-memory storage on a RealEnv, with
+// synchronous calls, so example and runtime tests read like a conversation with an actor.
+// Not for production code. Single-threaded use from the test's thread (it runs the loop).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "actor/mem_storage.h"
+#include "actor/runtime.h"
+#include "engine/engine.h"
+#include "env/real_env.h"
+
+namespace wk::actor::testing {
+
+struct TestRequest {
+  std::string method = "GET";
+  std::string path;
+  std::string query;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+};
+
+struct TestResponse {
+  int status = 0;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+  // The first header with this name (case-insensitive), or "" if absent.
+  std::string header(std::string_view name) const;
+};
+
+// Options for the harness; defaults: one worker, default limits.
+RuntimeOptions DefaultHarnessOptions();
+
+class Harness {
+ public:
+  Harness();
+  explicit Harness(RuntimeOptions options);
+  ~Harness();
+
+  // Compiles the module at `wasm_path` and serves it as `class_name` for every tenant.
+  // Fails the current test (gtest ADD_FAILURE) on error.
+  void Deploy(const std::string& class_name, const std::string& wasm_path);
+  // Same, returning the compile error instead.
+  Status TryDeploy(const std::string& class_name, const std::string& wasm_path);
+
+  // A request to "tenant/class/name". Ok with the response, or an error whose message is
+  // the event's outcome name and error ("actor_failed: trap: unreachable").
+  Result<TestResponse> Call(const std::string& actor, TestRequest req);
+  // The same, with the runtime's full EventResult.
+  EventResult CallRaw(const std::string& actor, TestRequest req);
+  EventResult Alarm(const std::string& actor);
+
+  // The actors' now_ms() moves forward by ms.
+  void AdvanceClock(std::int64_t ms);
+  // Runs the event loop for `d` (idle timers fire).
+  void RunFor(Duration d);
+
+  ActorRuntime& runtime() { return *runtime_; }
+  MemStorageProvider& storage() { return storage_; }
+  engine::Engine& engine() { return *engine_; }
+  RealEnv& env() { return env_; }
+
+ private:
+  ActorId Resolve(const std::string& actor);
+
+  RealEnv env_;
+  std::unique_ptr<engine::Engine> engine_;
+  MemStorageProvider storage_;
+  ClassRegistry classes_;
+  std::vector<std::pair<std::string, std::shared_ptr<const engine::Module>>> deployed_;
+  std::int64_t clock_ms_ = 1'800'000'000'000;  // a fixed, readable start (2027-01-15)
+  std::unique_ptr<ActorRuntime> runtime_;
+};
+
+// Reads a whole file (test data); empty on error.
+std::vector<std::uint8_t> ReadFileBytes(const std::string& path);
+
+}  // namespace wk::actor::testing

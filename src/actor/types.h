@@ -1,0 +1,69 @@
+// The actor runtime's vocabulary: requests and responses as the actor sees them, the limits
+// on one actor (each a setting of the [actors] section, docs/configuration.md), and how an
+// event ended. Plain values; no threads, no engine types.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+
+namespace wk::actor {
+
+using Headers = std::vector<std::pair<std::string, std::string>>;
+
+struct Request {
+  std::string method = "GET";
+  std::string path;   // after the actor's name: "" or "/..."
+  std::string query;  // without '?'
+  Headers headers;    // names as received; the ABI lowercases them
+  std::string body;
+};
+
+struct Response {
+  int status = 200;
+  Headers headers;
+  std::string body;
+};
+
+// Limits on one actor (docs/abi.md, "Limits"). Each has a reason:
+struct ActorLimits {
+  // Linear memory per actor; imposed as the module's maximum at compile time.
+  std::uint64_t max_memory_bytes = 64ull << 20;
+  // CPU time of one event before the watchdog terminates it.
+  std::uint32_t max_event_cpu_ms = 1000;
+  std::uint64_t max_request_bytes = 1ull << 20;
+  std::uint64_t max_response_bytes = 1ull << 20;
+  // Keys and values: as Durable Objects (2 KiB keys, 128 KiB values), so one segment can
+  // always carry one write.
+  std::uint32_t max_key_bytes = 2048;
+  std::uint32_t max_value_bytes = 128 * 1024;
+  std::uint64_t max_stored_bytes = 64ull << 20;
+  // Events waiting behind the running one; beyond it the actor is overloaded (503).
+  std::uint32_t max_queued_events = 64;
+};
+
+// Checks relationships and ranges; the error names the setting.
+Status ValidateLimits(const ActorLimits& limits);
+
+// How an event ended, as the HTTP front maps it.
+enum class EventOutcome : std::uint8_t {
+  kOk,            // `response` is the actor's answer, durable
+  kBadRequest,    // refused before the actor ran (body too large: 413)
+  kNotFound,      // no such class (404)
+  kOverloaded,    // the actor's queue is full (503 + Retry-After)
+  kActorFailed,   // trap, CPU limit, bad host call, proc_exit, non-zero return (500)
+  kUnavailable,   // storage could not restore or make the writes durable (503); retry
+};
+std::string_view EventOutcomeName(EventOutcome o);
+
+struct EventResult {
+  EventOutcome outcome = EventOutcome::kOk;
+  Response response;
+  std::string error;  // for every outcome but kOk: what happened, naming the cause
+  bool ok() const { return outcome == EventOutcome::kOk; }
+};
+
+}  // namespace wk::actor
