@@ -45,6 +45,48 @@ Status CheckKeys(const toml::table& table, std::string_view section,
   return Status::Ok();
 }
 
+// Reads table.key (a whole number in [min, max]) into *out.
+template <typename T>
+Status ReadUint(const toml::table& table, std::string_view section, std::string_view key, std::int64_t min,
+                std::int64_t max, T* out) {
+  const toml::node* node = table.get(key);
+  if (node == nullptr) return Status::Ok();
+  auto v = node->value<std::int64_t>();
+  if (!node->is_integer() || !v || *v < min || *v > max) {
+    return InvalidArgument(std::string(section) + "." + std::string(key) + " must be a whole number between " +
+                           std::to_string(min) + " and " + std::to_string(max));
+  }
+  *out = static_cast<T>(*v);
+  return Status::Ok();
+}
+
+Status ReadActors(const toml::table& t, actor::RuntimeOptions* o) {
+  constexpr std::string_view sec = "actors";
+  constexpr std::int64_t kMaxBytes = std::int64_t{1} << 40;
+  Status s = CheckKeys(t, sec,
+                       {"workers", "max_memory_bytes", "max_event_cpu_ms", "max_request_bytes", "max_response_bytes",
+                        "max_key_bytes", "max_value_bytes", "max_stored_bytes", "max_queued_events",
+                        "idle_hibernate_ms", "memory_budget_bytes", "sync_timeout_ms"});
+  actor::ActorLimits& l = o->limits;
+  if (s.ok()) s = ReadUint(t, sec, "workers", 0, 256, &o->workers);
+  if (s.ok()) s = ReadUint(t, sec, "max_memory_bytes", 65536, std::int64_t{4} << 30, &l.max_memory_bytes);
+  if (s.ok()) s = ReadUint(t, sec, "max_event_cpu_ms", 1, 600'000, &l.max_event_cpu_ms);
+  if (s.ok()) s = ReadUint(t, sec, "max_request_bytes", 1, kMaxBytes, &l.max_request_bytes);
+  if (s.ok()) s = ReadUint(t, sec, "max_response_bytes", 1, kMaxBytes, &l.max_response_bytes);
+  if (s.ok()) s = ReadUint(t, sec, "max_key_bytes", 1, 1 << 20, &l.max_key_bytes);
+  if (s.ok()) s = ReadUint(t, sec, "max_value_bytes", 0, 64 << 20, &l.max_value_bytes);
+  if (s.ok()) s = ReadUint(t, sec, "max_stored_bytes", 1, kMaxBytes, &l.max_stored_bytes);
+  if (s.ok()) s = ReadUint(t, sec, "max_queued_events", 1, 100'000, &l.max_queued_events);
+  if (s.ok()) s = ReadUint(t, sec, "memory_budget_bytes", 65536, kMaxBytes, &o->memory_budget_bytes);
+  std::int64_t idle_ms = -1, sync_ms = -1;
+  if (s.ok()) s = ReadUint(t, sec, "idle_hibernate_ms", 1, 86'400'000, &idle_ms);
+  if (s.ok()) s = ReadUint(t, sec, "sync_timeout_ms", 1, 3'600'000, &sync_ms);
+  if (idle_ms >= 0) o->idle_hibernate = std::chrono::milliseconds(idle_ms);
+  if (sync_ms >= 0) o->sync_timeout = std::chrono::milliseconds(sync_ms);
+  if (s.ok()) s = actor::ValidateRuntimeOptions(*o);
+  return s;
+}
+
 }  // namespace
 
 Result<Config> LoadConfig(const std::string& path) {
@@ -87,6 +129,8 @@ Result<Config> LoadConfig(const std::string& path) {
       if (s.ok()) s = ReadMs(*table, section, "max_skew_ms", &config.lease.max_skew);
       if (s.ok()) s = ReadMs(*table, section, "heartbeat_period_ms", &config.lease.heartbeat_period);
       if (s.ok()) s = config.lease.Validate();
+    } else if (section == "actors") {
+      s = ReadActors(*table, &config.actors);
     } else if (section == "log") {
       s = CheckKeys(*table, section, {"level"});
       if (s.ok()) s = ReadString(*table, section, "level", &config.log_level);

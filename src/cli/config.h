@@ -18,6 +18,19 @@
 //   safety_ms = 2000
 //   max_skew_ms = 1000
 //   heartbeat_period_ms = 3000
+//   [actors]                     # the actor runtime and the limits on one actor (docs/abi.md)
+//   workers = 0                  # worker threads, one V8 isolate each; 0 = one per core
+//   max_memory_bytes = 67108864  # linear memory per actor (a multiple of 65536)
+//   max_event_cpu_ms = 1000      # CPU time per event before the watchdog stops it
+//   max_request_bytes = 1048576
+//   max_response_bytes = 1048576
+//   max_key_bytes = 2048
+//   max_value_bytes = 131072
+//   max_stored_bytes = 67108864  # keys plus values per actor
+//   max_queued_events = 64       # per actor, behind the running event; then 503
+//   idle_hibernate_ms = 30000    # an idle actor leaves memory (and its hold is released)
+//   memory_budget_bytes = 1073741824  # resident actors' memory before idle ones are evicted
+//   sync_timeout_ms = 30000      # how long exec-durable (sync) waits
 //
 // Precedence: command-line flags, then the environment (AWS_* variables), then the file,
 // then the defaults. Unknown sections or keys are refused with their name, so a typo is
@@ -28,6 +41,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "actor/runtime.h"
 #include "cluster/timing.h"
 #include "store/open_store.h"
 
@@ -43,6 +57,7 @@ struct Config {
   std::optional<std::string> listen;
   std::optional<std::string> advertise;
   LeaseTiming lease;  // defaults unless [lease] sets them; validated by LoadConfig
+  actor::RuntimeOptions actors;  // defaults unless [actors] sets them; validated by LoadConfig
 };
 
 // Reads and validates path. kInvalidArgument names the file and the bad key or value;

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "base/log.h"
+#include "cli/actor_cmd.h"
 #include "cli/bucket_cmd.h"
 #include "cli/cluster_cmd.h"
 #include "cli/serve_cmd.h"
@@ -27,6 +28,7 @@ int main(int argc, char** argv) {
   AddServeCommand(app, globals, &result);
   AddClusterCommand(app, globals, &result);
   AddBucketCommand(app, globals, &result);
+  AddActorCommand(app, globals, &result);
 
   try {
     app.parse(argc, argv);

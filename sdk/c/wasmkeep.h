@@ -1,0 +1,304 @@
+/* wasmkeep.h: the C SDK for WasmKeep actors, ABI v1 (docs/abi.md).
+ *
+ * Contract:
+ * - Declares every host function of the import module "wasmkeep_v1" with the signature
+ *   docs/abi.md gives it, under the name wk_<name> (wk_storage_get imports storage_get).
+ *   Pointers are wasm32 addresses; lengths are read by the host as unsigned 32-bit numbers.
+ * - Adds static inline helpers on top: request fields, headers and stored values copied into
+ *   malloc'd buffers, response and log shortcuts for C strings, and a parser for the listing
+ *   that storage_list leaves in the result buffer. Nothing here keeps state between calls.
+ * - Every *_dup helper returns a buffer the caller frees with free(). It holds the data plus
+ *   one NUL byte after it, so text can be used as a C string (binary data may itself contain
+ *   NULs: use the returned length). Allocation failure calls abort(), a trap: the event fails
+ *   and its writes are discarded, as docs/abi.md says for every trap.
+ * - The raw result-buffer calls (request_get, storage_get, ...) replace the buffer: read it
+ *   with wk_result_read before the next such call. The helpers do that for you.
+ * - An actor runs one event at a time on one thread: nothing here is thread-safe, and
+ *   nothing needs to be.
+ * - Build for wasm32-wasi only: `scripts/build-actor.sh actor.c` (docs/sdk.md).
+ *
+ * Usable from C (C99 or later) and C++; wasmkeep.hpp is the C++ layer over this file.
+ */
+#ifndef WASMKEEP_H_
+#define WASMKEEP_H_
+
+#if !defined(__wasm32__)
+#error "wasmkeep.h is for actors built with --target=wasm32-wasi (see docs/sdk.md)"
+#endif
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The ABI version this header implements; also the import module's suffix. */
+#define WK_ABI_VERSION 1
+
+#define WK_IMPORT(name) __attribute__((import_module("wasmkeep_v1"), import_name(#name)))
+
+/* ---- Host functions (docs/abi.md "Host functions"), one declaration each. ---- */
+
+/* Fields of request_get. */
+enum {
+  WK_REQUEST_METHOD = 0,  /* "GET", "POST", ... */
+  WK_REQUEST_PATH = 1,    /* the part after the actor's name, starting with '/', or empty */
+  WK_REQUEST_QUERY = 2,   /* the query string without '?' */
+  WK_REQUEST_BODY = 3,    /* the request body */
+  WK_REQUEST_HEADERS = 4  /* every header as "name: value\n", names lowercase */
+};
+
+/* Log levels of wk_log. */
+enum { WK_LOG_DEBUG = 0, WK_LOG_INFO = 1, WK_LOG_WARN = 2, WK_LOG_ERROR = 3 };
+
+/* Flag bits of storage_list. */
+enum {
+  WK_LIST_REVERSE = 1, /* descending key order */
+  WK_LIST_PREFIX = 2   /* keys that begin with start; end is ignored */
+};
+
+/* Most bytes random_fill writes in one call. */
+#define WK_RANDOM_FILL_MAX_BYTES 65536
+
+/* Copies min(len, size) bytes of the result buffer to dst; returns the number copied. */
+WK_IMPORT(result_read) int32_t wk_result_read(void* dst, uint32_t len);
+
+/* Puts request field WK_REQUEST_* in the result buffer; returns its length. */
+WK_IMPORT(request_get) int32_t wk_request_get(int32_t field);
+/* Puts the value of a request header (case-insensitive name) in the result buffer; returns its length, or -1 if absent. */
+WK_IMPORT(request_header) int32_t wk_request_header(const void* name, uint32_t name_len);
+
+/* Sets the response status (100..599; the response starts as 200). */
+WK_IMPORT(response_set_status) void wk_response_set_status(int32_t status);
+/* Adds a response header (name an HTTP token; value without CR, LF or NUL). */
+WK_IMPORT(response_add_header) void wk_response_add_header(const void* name, uint32_t name_len, const void* value, uint32_t value_len);
+/* Appends to the response body (at most actors.max_response_bytes in all). */
+WK_IMPORT(response_write) void wk_response_write(const void* data, uint32_t len);
+
+/* Puts a stored value in the result buffer; returns its length, or -1 if the key is absent. */
+WK_IMPORT(storage_get) int32_t wk_storage_get(const void* key, uint32_t key_len);
+/* Sets key to value (in this event's atomic batch). */
+WK_IMPORT(storage_put) void wk_storage_put(const void* key, uint32_t key_len, const void* value, uint32_t value_len);
+/* Removes key; returns 1 if it existed, 0 if not. */
+WK_IMPORT(storage_delete) int32_t wk_storage_delete(const void* key, uint32_t key_len);
+/* Removes every key of this actor (the alarm is kept). */
+WK_IMPORT(storage_delete_all) void wk_storage_delete_all(void);
+/* Lists entries into the result buffer (see wk_list_fetch); returns how many. limit <= 0: no limit. */
+WK_IMPORT(storage_list) int32_t wk_storage_list(const void* start, uint32_t start_len, const void* end, uint32_t end_len, int32_t limit, int32_t flags);
+
+/* Sets or replaces the actor's alarm (ms since the Unix epoch, >= 0). */
+WK_IMPORT(alarm_set) void wk_alarm_set(int64_t time_ms);
+/* Returns the alarm's time in ms since the Unix epoch, or -1 if none is set. */
+WK_IMPORT(alarm_get) int64_t wk_alarm_get(void);
+/* Removes the alarm. */
+WK_IMPORT(alarm_delete) void wk_alarm_delete(void);
+
+/* Returns wall-clock time in ms since the Unix epoch. */
+WK_IMPORT(now_ms) int64_t wk_now_ms(void);
+/* Fills dst with cryptographically strong random bytes (len <= WK_RANDOM_FILL_MAX_BYTES). */
+WK_IMPORT(random_fill) void wk_random_fill(void* dst, uint32_t len);
+/* Writes one line to the node's log at level WK_LOG_* (cut at 4 KiB). */
+WK_IMPORT(log) void wk_log(int32_t level, const void* msg, uint32_t msg_len);
+/* Commits this event's writes so far and waits until they are durable; returns 0, or 1 if durability failed (the event then fails). */
+WK_IMPORT(sync) int32_t wk_sync(void);
+
+/* ---- Helpers. ---- */
+
+/* malloc that traps instead of returning NULL (an actor out of memory cannot answer). */
+static inline void* wk_xmalloc(size_t size) {
+  void* p = malloc(size ? size : 1);
+  if (p == NULL) abort();
+  return p;
+}
+
+/* Copies the first len bytes of the result buffer into a new NUL-terminated buffer; NULL if len < 0 (the host's "absent"). */
+static inline char* wk_result_dup(int32_t len, size_t* out_len) {
+  if (out_len != NULL) *out_len = 0;
+  if (len < 0) return NULL;
+  char* buf = (char*)wk_xmalloc((size_t)len + 1);
+  int32_t got = len > 0 ? wk_result_read(buf, (uint32_t)len) : 0;
+  buf[got] = '\0';
+  if (out_len != NULL) *out_len = (size_t)got;
+  return buf;
+}
+
+/* Returns request field WK_REQUEST_* in a new buffer (never NULL). */
+static inline char* wk_request_dup(int32_t field, size_t* out_len) {
+  return wk_result_dup(wk_request_get(field), out_len);
+}
+
+/* Returns the value of request header name in a new buffer, or NULL if the request has none. */
+static inline char* wk_request_header_dup(const char* name, size_t* out_len) {
+  return wk_result_dup(wk_request_header(name, (uint32_t)strlen(name)), out_len);
+}
+
+/* Returns the value stored under key in a new buffer, or NULL if the key is absent. */
+static inline char* wk_storage_get_dup(const void* key, size_t key_len, size_t* out_len) {
+  return wk_result_dup(wk_storage_get(key, (uint32_t)key_len), out_len);
+}
+
+/* wk_storage_get_dup for a C-string key. */
+static inline char* wk_storage_get_str(const char* key, size_t* out_len) {
+  return wk_storage_get_dup(key, strlen(key), out_len);
+}
+
+/* Stores C string value under C-string key. */
+static inline void wk_storage_put_str(const char* key, const char* value) {
+  wk_storage_put(key, (uint32_t)strlen(key), value, (uint32_t)strlen(value));
+}
+
+/* Removes C-string key; returns 1 if it existed, 0 if not. */
+static inline int32_t wk_storage_delete_str(const char* key) {
+  return wk_storage_delete(key, (uint32_t)strlen(key));
+}
+
+/* Adds a response header from two C strings. */
+static inline void wk_response_header(const char* name, const char* value) {
+  wk_response_add_header(name, (uint32_t)strlen(name), value, (uint32_t)strlen(value));
+}
+
+/* Appends a C string to the response body. */
+static inline void wk_response_write_str(const char* text) {
+  wk_response_write(text, (uint32_t)strlen(text));
+}
+
+/* Sets status, Content-Type text/plain and the body text in one call. */
+static inline void wk_response_text(int32_t status, const char* text) {
+  wk_response_set_status(status);
+  wk_response_header("Content-Type", "text/plain; charset=utf-8");
+  wk_response_write_str(text);
+}
+
+/* Logs a C string at level WK_LOG_*. */
+static inline void wk_log_str(int32_t level, const char* msg) { wk_log(level, msg, (uint32_t)strlen(msg)); }
+/* Logs a C string at debug level. */
+static inline void wk_log_debug(const char* msg) { wk_log_str(WK_LOG_DEBUG, msg); }
+/* Logs a C string at info level. */
+static inline void wk_log_info(const char* msg) { wk_log_str(WK_LOG_INFO, msg); }
+/* Logs a C string at warn level. */
+static inline void wk_log_warn(const char* msg) { wk_log_str(WK_LOG_WARN, msg); }
+/* Logs a C string at error level. */
+static inline void wk_log_error(const char* msg) { wk_log_str(WK_LOG_ERROR, msg); }
+
+/* ---- Listings. ----
+ * storage_list leaves `count` entries in the result buffer, each as a 4-byte little-endian
+ * key length, the key, a 4-byte little-endian value length, the value. It returns the count,
+ * not the byte size, and result_read always copies from the buffer's start, so wk_list_fetch
+ * reads with a growing buffer until every entry is inside it. Usage:
+ *
+ *   wk_list list;
+ *   wk_list_fetch(&list, "msg/", 4, NULL, 0, 100, WK_LIST_PREFIX);
+ *   wk_list_entry e;
+ *   while (wk_list_next(&list, &e)) { ... e.key, e.key_len, e.value, e.value_len ... }
+ *   wk_list_free(&list);
+ */
+
+/* A fetched listing: the copied result buffer and a read position. */
+typedef struct wk_list {
+  uint8_t* data;   /* the entries, as the host encoded them (malloc'd) */
+  size_t size;     /* bytes in data */
+  int32_t count;   /* entries in data */
+  int32_t next;    /* index of the entry wk_list_next returns next */
+  size_t offset;   /* byte offset of that entry */
+} wk_list;
+
+/* One entry of a listing; points into the wk_list's buffer (valid until wk_list_free). */
+typedef struct wk_list_entry {
+  const char* key;
+  size_t key_len;
+  const char* value;
+  size_t value_len;
+} wk_list_entry;
+
+/* Reads a 4-byte little-endian length. */
+static inline uint32_t wk_read_le32(const uint8_t* p) {
+  return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+
+/* Bytes that count entries take if all lie within data[0, size); else a number > size: how far we must read to see more. */
+static inline uint64_t wk_list_extent(const uint8_t* data, size_t size, int32_t count) {
+  uint64_t pos = 0;
+  for (int32_t i = 0; i < count; ++i) {
+    for (int part = 0; part < 2; ++part) { /* key, then value */
+      if (pos + 4 > size) return pos + 4;
+      uint64_t len = wk_read_le32(data + pos);
+      pos += 4 + len;
+      if (pos > size) return pos;
+    }
+  }
+  return pos;
+}
+
+/* Runs storage_list (arguments as in docs/abi.md) and copies its answer into list; returns the entry count. */
+static inline int32_t wk_list_fetch(wk_list* list, const void* start, size_t start_len, const void* end,
+                                    size_t end_len, int32_t limit, int32_t flags) {
+  int32_t count = wk_storage_list(start, (uint32_t)start_len, end, (uint32_t)end_len, limit, flags);
+  list->data = NULL;
+  list->size = 0;
+  list->count = count > 0 ? count : 0;
+  list->next = 0;
+  list->offset = 0;
+  if (count <= 0) return list->count;
+  /* A first guess that fits short keys and values in one read; then grow to what the
+   * entries read so far show is needed (at least doubling, so few rereads). */
+  uint64_t capacity = 256 + (uint64_t)count * 64;
+  for (;;) {
+    if (capacity > UINT32_MAX) abort();
+    free(list->data);
+    list->data = (uint8_t*)wk_xmalloc((size_t)capacity);
+    size_t got = (size_t)wk_result_read(list->data, (uint32_t)capacity);
+    uint64_t extent = wk_list_extent(list->data, got, count);
+    if (extent <= got) {
+      list->size = (size_t)extent;
+      return count;
+    }
+    /* The host gave us less than we asked for, yet the entries are incomplete: it broke
+     * the encoding of docs/abi.md. Trap rather than read garbage. */
+    if (got < capacity) abort();
+    uint64_t doubled = capacity * 2;
+    capacity = extent + 8 > doubled ? extent + 8 : doubled;
+  }
+}
+
+/* Moves to the next entry of list; returns 1 and fills *entry, or 0 after the last one. */
+static inline int wk_list_next(wk_list* list, wk_list_entry* entry) {
+  if (list->next >= list->count) return 0;
+  const uint8_t* p = list->data + list->offset;
+  entry->key_len = wk_read_le32(p);
+  entry->key = (const char*)p + 4;
+  p += 4 + entry->key_len;
+  entry->value_len = wk_read_le32(p);
+  entry->value = (const char*)p + 4;
+  list->offset += 8 + entry->key_len + entry->value_len;
+  list->next++;
+  return 1;
+}
+
+/* Frees the listing's buffer (entries from it are invalid after this). */
+static inline void wk_list_free(wk_list* list) {
+  free(list->data);
+  list->data = NULL;
+  list->size = 0;
+  list->count = 0;
+  list->next = 0;
+  list->offset = 0;
+}
+
+/* ---- Exports. ----
+ * WK_ON_REQUEST(fn) defines the wk_on_request export as a call of `int fn(void)`: return 0
+ * to send the response built with wk_response_*, anything else to fail the event (its
+ * storage writes are discarded). WK_ON_ALARM(fn) does the same for wk_on_alarm. Use each
+ * at most once per module, at file scope. */
+#define WK_ON_REQUEST(fn) \
+  __attribute__((export_name("wk_on_request"))) int32_t wk_export_on_request(void) { return (int32_t)(fn)(); }
+#define WK_ON_ALARM(fn) \
+  __attribute__((export_name("wk_on_alarm"))) int32_t wk_export_on_alarm(void) { return (int32_t)(fn)(); }
+
+#ifdef __cplusplus
+}  /* extern "C" */
+#endif
+
+#endif /* WASMKEEP_H_ */

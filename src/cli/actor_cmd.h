@@ -1,0 +1,20 @@
+// `wasmkeep actor ...`: working with actor modules on this machine.
+//
+//   wasmkeep actor check FILE.wasm [--json]
+//
+// `check` runs the checks a node runs before it accepts a class (docs/abi.md): the bytes are
+// WebAssembly, every import is one the host provides with the right signature, the ABI's
+// exports are there, the memory fits actors.max_memory_bytes (from the config's [actors]
+// section) — then compiles it with V8. Exit 0 and a summary if it passes; exit 2 with the
+// cause if not. Documented in docs/cli.md.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "cli/common.h"
+
+namespace wk::cli {
+
+void AddActorCommand(CLI::App& app, const GlobalOptions& globals, int* result);
+
+}  // namespace wk::cli
