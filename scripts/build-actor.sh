@@ -12,6 +12,8 @@
 #   not a program with main.
 # -fno-exceptions: the SDK reports nothing by exception; an actor's bug traps instead.
 # --max-memory=16777216: the module declares a 16 MiB (256-page) memory maximum.
+# --stack-first: the C stack lies below static data, so a stack overflow traps at once
+#   (an address below 0) instead of first overwriting the module's globals.
 # --strip-all: no names or debug sections; the module is smaller to store and compile.
 set -euo pipefail
 
@@ -37,5 +39,5 @@ esac
 command -v "$compiler" >/dev/null || { echo "build-actor: $compiler not found; run scripts/install-deps.sh" >&2; exit 1; }
 
 "$compiler" --target=wasm32-wasi -O2 -mexec-model=reactor -fno-exceptions "$std" -Wall -Wextra \
-  -I"$sdk_dir" -Wl,--max-memory=16777216 -Wl,--strip-all ${extra[@]+"${extra[@]}"} "$src" -o "$out"
+  -I"$sdk_dir" -Wl,--max-memory=16777216 -Wl,--stack-first -Wl,--strip-all ${extra[@]+"${extra[@]}"} "$src" -o "$out"
 echo "build-actor: $out ($(wc -c <"$out") bytes)"

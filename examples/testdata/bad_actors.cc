@@ -9,8 +9,8 @@
 //   /recurse          unbounded recursion without shadow-stack frames: exhausts the engine's
 //                     call stack (a stack-overflow trap)
 //   /recurse-shadow   unbounded recursion with 1 KiB frames on the C shadow stack in linear
-//                     memory: it runs down through static data and off the bottom of memory
-//                     (an out-of-bounds trap, or the engine's stack limit first)
+//                     memory: built with --stack-first, it runs off the bottom of memory (an
+//                     out-of-bounds trap) after 64 KiB, before touching static data
 //   /grow             malloc 1 MiB blocks (each written) until malloc fails, then abort()
 //   /oob              storage_get with a key range outside linear memory
 //   /bigvalue         storage_put of a 200,000-byte value (over max_value_bytes, 131,072)
