@@ -389,7 +389,8 @@ ActorRuntime::ExecResult ActorRuntime::Execute(engine::Worker& worker, Slot& slo
   ctx.txn = &txn;
   ctx.now_ms = now_ms;
   const Duration sync_timeout = options_.sync_timeout;
-  ctx.sync = [&slot, &txn, sync_timeout]() {
+  bool sync_failed = false;
+  ctx.sync = [&slot, &txn, sync_timeout, &sync_failed]() {
     Batch batch = txn.TakeBatch();
     if (!batch.empty()) slot.last_seq = slot.storage->Commit(std::move(batch));
     struct Wait {
@@ -404,8 +405,11 @@ ActorRuntime::ExecResult ActorRuntime::Execute(engine::Worker& worker, Slot& slo
       wait->cv.notify_all();
     });
     std::unique_lock lock(wait->mu);
-    if (!wait->cv.wait_for(lock, sync_timeout, [&] { return wait->status.has_value(); })) return false;
-    return wait->status->ok();
+    const bool ok = wait->cv.wait_for(lock, sync_timeout, [&] { return wait->status.has_value(); }) &&
+                    wait->status->ok();
+    // Sticky: once exec-durable failed, this event's answer is never released (abi.md).
+    if (!ok) sync_failed = true;
+    return ok;
   };
 
   auto fail = [&](std::string message) {
@@ -429,7 +433,12 @@ ActorRuntime::ExecResult ActorRuntime::Execute(engine::Worker& worker, Slot& slo
   ctx.FlushOutput();
   if (!call.instance_usable) slot.instance.reset();
 
-  if (call.ok() && call.value == 0) {
+  if (sync_failed) {
+    out.result.outcome = EventOutcome::kUnavailable;
+    out.result.error = "exec-durable (sync) failed: the actor's writes could not be made durable in time "
+                       "(actors.sync_timeout_ms)";
+    WK_LOG_WARN("actor event failed", {{"actor", slot.key}, {"error", out.result.error}});
+  } else if (call.ok() && call.value == 0) {
     Batch batch = txn.TakeBatch();
     if (!batch.empty()) slot.last_seq = slot.storage->Commit(std::move(batch));
     out.result.response = std::move(ctx.response);

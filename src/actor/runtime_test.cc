@@ -91,6 +91,18 @@ TEST_F(RuntimeTest, SyncMakesThePartBeforeItDurableOnItsOwn) {
   EXPECT_EQ(state->data.count("after-sync"), 0u) << "written after the sync, then trapped: discarded";
 }
 
+TEST_F(RuntimeTest, AFailedSyncNeverReleasesTheAnswer) {
+  ASSERT_TRUE(h_.Call("t/probe/sf", Req("POST", "/count")).ok());
+  h_.storage().FailDurability(true);
+  auto r = h_.CallRaw("t/probe/sf", Req("POST", "/sync"));
+  EXPECT_EQ(r.outcome, EventOutcome::kUnavailable) << ErrorOf(r);
+  EXPECT_NE(r.error.find("durable"), std::string::npos) << r.error;
+  h_.storage().FailDurability(false);
+  auto again = h_.Call("t/probe/sf", Req("POST", "/sync"));
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->body, "0") << "sync returned 0 once durable";
+}
+
 TEST_F(RuntimeTest, ATrapDiscardsTheBatchAndTheNextEventGetsAFreshInstance) {
   auto r = h_.CallRaw("t/bad/w", Req("POST", "/write-then-trap"));
   ASSERT_EQ(r.outcome, EventOutcome::kActorFailed);
