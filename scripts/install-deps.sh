@@ -3,6 +3,7 @@
 # Idempotent: packages already present are skipped, and apt-get update runs only when
 # something is missing. Safe to run as root (the CI and developer machines) or through sudo.
 set -euo pipefail
+cd "$(dirname "$0")/.."  # third_party/local/ is relative to the repository root
 
 # Why each package is here: docs/DEPENDENCIES.md.
 packages=(
