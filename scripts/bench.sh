@@ -9,7 +9,7 @@ seconds=${1:-5}
 
 ./scripts/install-deps.sh
 cmake --preset release >/dev/null
-cmake --build --preset release --target store_bench micro_bench
+cmake --build --preset release --target store_bench micro_bench actor_bench
 
 rgw_dir=$(mktemp -d /tmp/wasmkeep-rgw.XXXXXX)
 data_dir=$(mktemp -d "$PWD/build/bench-data.XXXXXX")
@@ -25,3 +25,4 @@ echo "disk under file://: $(df -h "$data_dir" | awk 'NR==2{print $1" ("$2")"}');
   "s3://$WASMKEEP_S3_BUCKET?endpoint=$WASMKEEP_S3_ENDPOINT&region=$WASMKEEP_S3_REGION&if_match_quoted=false" \
   mem://
 ./build/release/bench/micro_bench --benchmark_min_time=0.2
+./build/release/bench/actor_bench --benchmark_min_time=0.2
