@@ -147,6 +147,8 @@ struct CallResult {
   std::string message;
   // False after anything that unwound through the module's frames: throw the instance away.
   bool instance_usable = true;
+  // CPU time of the call when it ran longer than the watchdog's tick (1 ms); for a shorter
+  // call its wall time, an upper bound (reading a thread's CPU clock costs a system call).
   std::chrono::nanoseconds cpu_time{0};
   bool ok() const { return outcome == CallOutcome::kReturned; }
 };
