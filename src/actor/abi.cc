@@ -18,6 +18,9 @@ using engine::HostFunction;
 using V = engine::ValType;
 
 constexpr std::size_t kMaxLogMessageBytes = 4096;
+// fd_write takes at most this many bytes per call and reports a short write (libc loops);
+// a host call cannot be interrupted by the CPU watchdog, so its work must be bounded.
+constexpr std::uint64_t kMaxFdWriteBytesPerCall = 64 * 1024;
 constexpr std::uint32_t kMaxRandomBytes = 65536;
 constexpr std::string_view kAbiModule = "wasmkeep_v1";
 constexpr std::string_view kWasiModule = "wasi_snapshot_preview1";
@@ -53,8 +56,18 @@ Status ReturnResult(HostCall& c, std::string value) {
   return Status::Ok();
 }
 
-void LogActor(const EventContext& ctx, log::Level level, std::string_view msg) {
+void LogActor(EventContext& ctx, log::Level level, std::string_view msg) {
   if (msg.size() > kMaxLogMessageBytes) msg = msg.substr(0, kMaxLogMessageBytes);
+  if (msg.size() > ctx.log_budget_bytes) {
+    if (!ctx.log_truncated) {
+      ctx.log_truncated = true;
+      log::Write(log::Level::kWarn, "actor log output over its per-event budget; the rest is dropped",
+                 {{"actor", ctx.actor}});
+    }
+    ctx.log_budget_bytes = 0;
+    return;
+  }
+  ctx.log_budget_bytes -= msg.size();
   log::Write(level, "actor log", {{"actor", ctx.actor}, {"msg", std::string(msg)}});
 }
 
@@ -270,18 +283,24 @@ Status Sync(HostCall& c) {
 
 // --- WASI preview 1 --------------------------------------------------------------------
 
+// Linear in the data: scans with an offset and erases the consumed prefix once.
 void EmitLines(EventContext& ctx, std::string& buffer, std::string_view data, log::Level level) {
   buffer.append(data);
-  std::size_t nl;
-  while ((nl = buffer.find('\n')) != std::string::npos) {
-    LogActor(ctx, level, std::string_view(buffer).substr(0, nl));
-    buffer.erase(0, nl + 1);
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t nl = buffer.find('\n', start);
+    if (nl != std::string::npos && nl - start <= kMaxLogMessageBytes) {
+      LogActor(ctx, level, std::string_view(buffer).substr(start, nl - start));
+      start = nl + 1;
+    } else if (buffer.size() - start >= kMaxLogMessageBytes) {
+      // A very long line is logged in pieces rather than held forever.
+      LogActor(ctx, level, std::string_view(buffer).substr(start, kMaxLogMessageBytes));
+      start += kMaxLogMessageBytes;
+    } else {
+      break;
+    }
   }
-  // A very long line without a newline is logged in pieces rather than held forever.
-  while (buffer.size() >= kMaxLogMessageBytes) {
-    LogActor(ctx, level, std::string_view(buffer).substr(0, kMaxLogMessageBytes));
-    buffer.erase(0, kMaxLogMessageBytes);
-  }
+  buffer.erase(0, start);
 }
 
 Status FdWrite(HostCall& c) {
@@ -296,10 +315,11 @@ Status FdWrite(HostCall& c) {
   auto vec = c.Range("iovec array", iovs, count * 8);
   if (!vec.ok()) return vec.status();
   std::uint64_t total = 0;
-  for (std::uint32_t i = 0; i < count; ++i) {
+  for (std::uint32_t i = 0; i < count && total < kMaxFdWriteBytesPerCall; ++i) {
     std::uint32_t ptr, len;
     std::memcpy(&ptr, vec->data() + i * 8, 4);
     std::memcpy(&len, vec->data() + i * 8 + 4, 4);
+    len = static_cast<std::uint32_t>(std::min<std::uint64_t>(len, kMaxFdWriteBytesPerCall - total));
     auto data = c.Text("iovec buffer", ptr, len);
     if (!data.ok()) return data.status();
     EmitLines(ctx, fd == 1 ? ctx.stdout_line : ctx.stderr_line, *data,

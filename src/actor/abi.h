@@ -29,6 +29,11 @@ struct EventContext {
   std::string result;  // the result buffer
   std::string stdout_line, stderr_line;  // partial lines of fd_write
   std::uint64_t response_bytes = 0;
+  // Bytes of log output (log and fd_write) this event may still write; beyond it output is
+  // dropped with one warning. Host calls cannot be interrupted by the CPU watchdog, so every
+  // host call's work is bounded by what the module passes, and this bounds the logging.
+  std::uint64_t log_budget_bytes = 64 * 1024;
+  bool log_truncated = false;
 
   // Flushes partial stdout/stderr lines to the log (at the end of an event).
   void FlushOutput();

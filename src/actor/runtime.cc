@@ -388,9 +388,13 @@ ActorRuntime::ExecResult ActorRuntime::Execute(engine::Worker& worker, Slot& slo
   ctx.request = request ? &*request : nullptr;
   ctx.txn = &txn;
   ctx.now_ms = now_ms;
-  const Duration sync_timeout = options_.sync_timeout;
+  // All of an event's sync calls share one deadline: a wait uses no CPU, so the watchdog
+  // cannot bound it, and a loop of put+sync must not hold the worker (and every actor on
+  // it) for longer than sync_timeout in total.
+  const auto sync_deadline = std::chrono::steady_clock::now() + options_.sync_timeout;
   bool sync_failed = false;
-  ctx.sync = [&slot, &txn, sync_timeout, &sync_failed]() {
+  ctx.sync = [&slot, &txn, sync_deadline, &sync_failed]() {
+    if (sync_failed) return false;
     Batch batch = txn.TakeBatch();
     if (!batch.empty()) slot.last_seq = slot.storage->Commit(std::move(batch));
     struct Wait {
@@ -405,7 +409,7 @@ ActorRuntime::ExecResult ActorRuntime::Execute(engine::Worker& worker, Slot& slo
       wait->cv.notify_all();
     });
     std::unique_lock lock(wait->mu);
-    const bool ok = wait->cv.wait_for(lock, sync_timeout, [&] { return wait->status.has_value(); }) &&
+    const bool ok = wait->cv.wait_until(lock, sync_deadline, [&] { return wait->status.has_value(); }) &&
                     wait->status->ok();
     // Sticky: once exec-durable failed, this event's answer is never released (abi.md).
     if (!ok) sync_failed = true;

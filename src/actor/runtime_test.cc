@@ -163,6 +163,14 @@ TEST_F(RuntimeTest, BadActorsFailTheirOwnEventNamingTheCause) {
   EXPECT_EQ(bystander->body, "2");
 }
 
+// Host calls cannot be interrupted by the CPU watchdog, so each bounds its own work:
+// fd_write takes at most 64 KiB per call (a short write), and log output has a budget.
+TEST_F(RuntimeTest, AHugeWriteToStdoutIsAShortWrite) {
+  h_.Deploy("fdw", Actors("big_fd_write"));
+  auto r = h_.CallRaw("t/fdw/a", Req("POST", "/"));
+  EXPECT_TRUE(r.ok()) << "nwritten must be 65536: " << ErrorOf(r);
+}
+
 TEST_F(RuntimeTest, RefusedBeforeRunning) {
   RuntimeOptions o = Options();
   o.limits.max_request_bytes = 100;

@@ -292,9 +292,10 @@ Result<std::shared_ptr<const Module>> Engine::Compile(std::span<const std::uint8
       return InvalidArgument(fmt::format("the module imports the function {}.{}, which the host does not provide",
                                          imp.module, imp.name));
     }
-    if (!(f->type == imp.type)) {
+    if (!(f->type == info->TypeOf(imp))) {
       return InvalidArgument(fmt::format("the module imports {}.{} as {}, but the host provides it as {}",
-                                         imp.module, imp.name, FuncTypeString(imp.type), FuncTypeString(f->type)));
+                                         imp.module, imp.name, FuncTypeString(info->TypeOf(imp)),
+                                         FuncTypeString(f->type)));
     }
   }
   const Export* mem_export = info->FindExport("memory");
@@ -308,10 +309,10 @@ Result<std::shared_ptr<const Module>> Engine::Compile(std::span<const std::uint8
       return InvalidArgument(fmt::format("the module does not export the function \"{}\" ({}), which the ABI requires",
                                          spec.name, FuncTypeString(spec.type)));
     }
-    if (e->kind != ExternKind::kFunc || !(e->type == spec.type)) {
+    if (e->kind != ExternKind::kFunc || !(info->TypeOf(*e) == spec.type)) {
       return InvalidArgument(fmt::format("the module exports \"{}\" as a {} {}, but the ABI expects a function {}",
                                          spec.name, ExternKindName(e->kind),
-                                         e->kind == ExternKind::kFunc ? FuncTypeString(e->type) : "",
+                                         e->kind == ExternKind::kFunc ? FuncTypeString(info->TypeOf(*e)) : "",
                                          FuncTypeString(spec.type)));
     }
   }

@@ -42,10 +42,11 @@ class Reader {
     if (!v.ok()) return v.status();
     return static_cast<std::uint32_t>(*v);
   }
-  Result<std::uint32_t> Count() {
+  Result<std::uint32_t> Count(std::uint32_t max = kMaxItems, std::string_view what = "items") {
     auto n = U32();
     if (!n.ok()) return n;
-    if (*n > kMaxItems || *n > bytes_.size() - pos_) return Malformed("item count exceeds the section");
+    if (*n > bytes_.size() - pos_) return Malformed("item count exceeds the section");
+    if (*n > max) return Malformed(fmt::format("{} {} (more than {})", *n, what, max));
     return n;
   }
   Result<std::span<const std::uint8_t>> Bytes(std::size_t n) {
@@ -201,7 +202,7 @@ Result<ModuleInfo> ReadModuleInfo(std::span<const std::uint8_t> bytes) {
   if (!sections.ok()) return sections.status();
 
   ModuleInfo info;
-  std::vector<FuncType> types;
+  std::vector<FuncType>& types = info.types;
   std::vector<std::uint32_t> func_types;  // the function index space: type index of each
   struct RawExport { std::string name; ExternKind kind; std::uint32_t index; };
   std::vector<RawExport> raw_exports;
@@ -210,7 +211,7 @@ Result<ModuleInfo> ReadModuleInfo(std::span<const std::uint8_t> bytes) {
     Reader r(bytes.subspan(s.payload_start, s.payload_size), s.payload_start);
     switch (s.id) {
       case kSectionType: {
-        auto n = r.Count();
+        auto n = r.Count(kMaxTypes, "types");
         if (!n.ok()) return n.status();
         for (std::uint32_t i = 0; i < *n; ++i) {
           auto form = r.Byte();
@@ -218,7 +219,8 @@ Result<ModuleInfo> ReadModuleInfo(std::span<const std::uint8_t> bytes) {
           if (*form != 0x60) return r.Malformed("type entry is not a function type");
           FuncType t;
           for (auto* vec : {&t.params, &t.results}) {
-            auto m = r.Count();
+            auto m = vec == &t.params ? r.Count(kMaxFunctionParams, "parameters")
+                                      : r.Count(kMaxFunctionResults, "results");
             if (!m.ok()) return m.status();
             for (std::uint32_t j = 0; j < *m; ++j) {
               auto v = ReadValType(r);
@@ -231,7 +233,7 @@ Result<ModuleInfo> ReadModuleInfo(std::span<const std::uint8_t> bytes) {
         break;
       }
       case kSectionImport: {
-        auto n = r.Count();
+        auto n = r.Count(kMaxImports, "imports");
         if (!n.ok()) return n.status();
         for (std::uint32_t i = 0; i < *n; ++i) {
           Import imp;
@@ -249,7 +251,7 @@ Result<ModuleInfo> ReadModuleInfo(std::span<const std::uint8_t> bytes) {
               if (!ti.ok()) return ti.status();
               if (*ti >= types.size()) return r.Malformed("import names an unknown type");
               imp.kind = ExternKind::kFunc;
-              imp.type = types[*ti];
+              imp.type_index = *ti;
               func_types.push_back(*ti);
               break;
             }
@@ -286,7 +288,7 @@ Result<ModuleInfo> ReadModuleInfo(std::span<const std::uint8_t> bytes) {
         break;
       }
       case kSectionFunction: {
-        auto n = r.Count();
+        auto n = r.Count(kMaxFunctions, "functions");
         if (!n.ok()) return n.status();
         for (std::uint32_t i = 0; i < *n; ++i) {
           auto ti = r.U32();
@@ -307,7 +309,7 @@ Result<ModuleInfo> ReadModuleInfo(std::span<const std::uint8_t> bytes) {
         break;
       }
       case kSectionExport: {
-        auto n = r.Count();
+        auto n = r.Count(kMaxExports, "exports");
         if (!n.ok()) return n.status();
         for (std::uint32_t i = 0; i < *n; ++i) {
           auto name = r.Name();
@@ -333,7 +335,7 @@ Result<ModuleInfo> ReadModuleInfo(std::span<const std::uint8_t> bytes) {
             "not a valid WebAssembly module: export \"{}\" names function {} which does not exist",
             ex.name, e.index));
       }
-      ex.type = types[func_types[e.index]];
+      ex.type_index = func_types[e.index];
     }
     info.exports.push_back(std::move(ex));
   }

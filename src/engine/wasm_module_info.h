@@ -35,17 +35,19 @@ std::string FuncTypeString(const FuncType& t);  // "(i32, i32) -> i32"
 enum class ExternKind : std::uint8_t { kFunc = 0, kTable = 1, kMemory = 2, kGlobal = 3, kTag = 4 };
 std::string_view ExternKindName(ExternKind k);
 
+// Function types are held once in ModuleInfo::types and named by index, so a module with
+// many imports or exports of a large type costs no more memory than its own bytes.
 struct Import {
   std::string module;
   std::string name;
   ExternKind kind;
-  FuncType type;  // for kFunc
+  std::uint32_t type_index = 0;  // for kFunc
 };
 
 struct Export {
   std::string name;
   ExternKind kind;
-  FuncType type;  // for kFunc (resolved through the function index space)
+  std::uint32_t type_index = 0;  // for kFunc (resolved through the function index space)
 };
 
 struct MemoryLimits {
@@ -55,12 +57,25 @@ struct MemoryLimits {
 };
 
 struct ModuleInfo {
+  std::vector<FuncType> types;
   std::vector<Import> imports;
   std::vector<Export> exports;
   std::vector<MemoryLimits> memories;  // imported ones first, as in the index space
 
   const Export* FindExport(std::string_view name) const;
+  // REQUIRES: the import or export is a function.
+  const FuncType& TypeOf(const Import& i) const { return types[i.type_index]; }
+  const FuncType& TypeOf(const Export& e) const { return types[e.type_index]; }
 };
+
+// V8's own limits (wasm-limits.h), enforced here because this reader runs first: a hostile
+// module must not make it allocate more than V8 would accept.
+inline constexpr std::uint32_t kMaxTypes = 1'000'000;
+inline constexpr std::uint32_t kMaxFunctions = 1'000'000;
+inline constexpr std::uint32_t kMaxImports = 100'000;
+inline constexpr std::uint32_t kMaxExports = 100'000;
+inline constexpr std::uint32_t kMaxFunctionParams = 1000;
+inline constexpr std::uint32_t kMaxFunctionResults = 1000;
 
 inline constexpr std::uint64_t kWasmPageBytes = 65536;
 

@@ -20,12 +20,12 @@ TEST(WasmModuleInfo, ReadsImportsExportsAndMemory) {
   ASSERT_EQ(info->imports.size(), 3u);
   EXPECT_EQ(info->imports[1].module, "test");
   EXPECT_EQ(info->imports[1].name, "inc64");
-  EXPECT_EQ(FuncTypeString(info->imports[1].type), "(i64) -> i64");
+  EXPECT_EQ(FuncTypeString(info->TypeOf(info->imports[1])), "(i64) -> i64");
   const Export* add = info->FindExport("call_add");
   ASSERT_NE(add, nullptr);
   EXPECT_EQ(add->kind, ExternKind::kFunc);
-  EXPECT_EQ(FuncTypeString(add->type), "() -> i32");
-  EXPECT_EQ(FuncTypeString(info->FindExport("returns_nothing")->type), "() -> ()");
+  EXPECT_EQ(FuncTypeString(info->TypeOf(*add)), "() -> i32");
+  EXPECT_EQ(FuncTypeString(info->TypeOf(*info->FindExport("returns_nothing"))), "() -> ()");
   EXPECT_EQ(info->FindExport("memory")->kind, ExternKind::kMemory);
   ASSERT_EQ(info->memories.size(), 1u);
   EXPECT_EQ(info->memories[0].min_pages, 1u);
@@ -58,6 +58,58 @@ TEST(WasmModuleInfo, RefusesNonModules) {
   auto r = ReadModuleInfo(b);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("runs past the end"), std::string::npos) << r.status().ToString();
+}
+
+// A small module with a huge function type exported many times: refused by V8's limits,
+// and in any case the reader holds each type once (the reviewer's 1 MB module once cost
+// 981 MiB).
+TEST(WasmModuleInfo, HostileCountsAreRefusedCheaply) {
+  auto leb = [](std::vector<std::uint8_t>& out, std::uint64_t v) {
+    do {
+      std::uint8_t b = v & 0x7f;
+      v >>= 7;
+      if (v) b |= 0x80;
+      out.push_back(b);
+    } while (v);
+  };
+  auto section = [&](std::vector<std::uint8_t>& m, std::uint8_t id, const std::vector<std::uint8_t>& payload) {
+    m.push_back(id);
+    leb(m, payload.size());
+    m.insert(m.end(), payload.begin(), payload.end());
+  };
+  std::vector<std::uint8_t> m = {0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00};
+  std::vector<std::uint8_t> types = {0x01, 0x60};
+  leb(types, 5000);  // params: over V8's 1000
+  types.insert(types.end(), 5000, 0x7f);
+  types.push_back(0x00);
+  section(m, 1, types);
+  auto r = ReadModuleInfo(m);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("5000 parameters (more than 1000)"), std::string::npos) << r.status().ToString();
+
+  // 1000 params (allowed), one function, exported 50,000 times: one copy of the type.
+  std::vector<std::uint8_t> m2 = {0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00};
+  std::vector<std::uint8_t> t2 = {0x01, 0x60};
+  leb(t2, 1000);
+  t2.insert(t2.end(), 1000, 0x7f);
+  t2.push_back(0x00);
+  section(m2, 1, t2);
+  section(m2, 3, {0x01, 0x00});
+  std::vector<std::uint8_t> ex;
+  leb(ex, 50000);
+  for (int i = 0; i < 50000; ++i) {
+    std::string name = "e" + std::to_string(i);
+    leb(ex, name.size());
+    ex.insert(ex.end(), name.begin(), name.end());
+    ex.push_back(0x00);
+    ex.push_back(0x00);
+  }
+  section(m2, 7, ex);
+  auto ok = ReadModuleInfo(m2);
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->exports.size(), 50000u);
+  EXPECT_EQ(ok->types.size(), 1u);
+  EXPECT_EQ(ok->TypeOf(ok->exports[49999]).params.size(), 1000u);
 }
 
 // Random corruption of a real module never crashes the reader (AddressSanitizer watches).
