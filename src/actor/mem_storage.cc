@@ -3,19 +3,56 @@
 namespace wk::actor {
 namespace {
 
+void Apply(MemActorState& s, const Batch& batch) {
+  for (const Mutation& m : batch.mutations) {
+    switch (m.kind) {
+      case Mutation::Kind::kDeleteAll:
+        s.data.clear();
+        s.bytes = 0;
+        break;
+      case Mutation::Kind::kDelete: {
+        auto it = s.data.find(m.key);
+        if (it != s.data.end()) {
+          s.bytes -= it->first.size() + it->second.size();
+          s.data.erase(it);
+        }
+        break;
+      }
+      case Mutation::Kind::kPut: {
+        auto it = s.data.find(m.key);
+        if (it != s.data.end()) {
+          s.bytes -= it->second.size();
+          s.bytes += m.value.size();
+          it->second = m.value;
+        } else {
+          s.bytes += m.key.size() + m.value.size();
+          s.data.emplace(m.key, m.value);
+        }
+        break;
+      }
+    }
+  }
+  if (batch.alarm.has_value()) s.alarm = *batch.alarm;
+  ++s.commits;
+}
+
+// The actor's live state is its own copy, taken at Open; a commit applies to it at once and
+// to the provider's "durable" state only while durability is not failing. Like the real
+// replica, a failure is sticky from the first batch that failed: that batch and every later
+// one report an error, and a restore (a new Open) sees only what was durable.
 class MemStorage final : public ActorStorage {
  public:
-  MemStorage(std::shared_ptr<MemActorState> state, std::shared_ptr<std::atomic<bool>> fail)
-      : state_(std::move(state)), fail_(std::move(fail)) {}
+  MemStorage(std::shared_ptr<MemActorState> durable, std::shared_ptr<std::atomic<bool>> fail)
+      : live_(*durable), durable_(std::move(durable)), fail_(std::move(fail)) {}
 
   std::optional<std::string> Get(std::string_view key) const override {
-    auto it = state_->data.find(key);
-    if (it == state_->data.end()) return std::nullopt;
+    auto it = live_.data.find(key);
+    if (it == live_.data.end()) return std::nullopt;
     return it->second;
   }
 
   void List(const ListQuery& q, const ListVisitor& visit) const override {
-    const auto& m = state_->data;
+    const auto& m = live_.data;
     const std::string end = q.prefix ? PrefixEnd(q.start) : q.end;
     auto lo = m.lower_bound(q.start);
     auto hi = end.empty() ? m.end() : m.lower_bound(end);
@@ -31,51 +68,29 @@ class MemStorage final : public ActorStorage {
     }
   }
 
-  std::optional<std::int64_t> Alarm() const override { return state_->alarm; }
-  std::uint64_t StoredBytes() const override { return state_->bytes; }
+  std::optional<std::int64_t> Alarm() const override { return live_.alarm; }
+  std::uint64_t StoredBytes() const override { return live_.bytes; }
 
   std::uint64_t Commit(Batch batch) override {
-    auto& s = *state_;
-    for (Mutation& m : batch.mutations) {
-      switch (m.kind) {
-        case Mutation::Kind::kDeleteAll:
-          s.data.clear();
-          s.bytes = 0;
-          break;
-        case Mutation::Kind::kDelete: {
-          auto it = s.data.find(m.key);
-          if (it != s.data.end()) {
-            s.bytes -= it->first.size() + it->second.size();
-            s.data.erase(it);
-          }
-          break;
-        }
-        case Mutation::Kind::kPut: {
-          auto it = s.data.find(m.key);
-          if (it != s.data.end()) {
-            s.bytes -= it->second.size();
-            s.bytes += m.value.size();
-            it->second = std::move(m.value);
-          } else {
-            s.bytes += m.key.size() + m.value.size();
-            s.data.emplace(std::move(m.key), std::move(m.value));
-          }
-          break;
-        }
-      }
-    }
-    if (batch.alarm.has_value()) s.alarm = *batch.alarm;
-    return ++s.commits;
+    const std::uint64_t seq = ++seq_;
+    if (failed_from_ == 0 && fail_->load()) failed_from_ = seq;
+    if (failed_from_ == 0) Apply(*durable_, batch);
+    Apply(live_, batch);
+    return seq;
   }
 
-  void WhenDurable(std::uint64_t, std::function<void(Status)> done) override {
-    done(fail_->load() ? Retryable("in-memory storage: durability failure injected by the test")
-                       : Status::Ok());
+  void WhenDurable(std::uint64_t seq, std::function<void(Status)> done) override {
+    done(failed_from_ != 0 && seq >= failed_from_
+             ? Retryable("in-memory storage: durability failure injected by the test")
+             : Status::Ok());
   }
 
  private:
-  std::shared_ptr<MemActorState> state_;
+  MemActorState live_;
+  std::shared_ptr<MemActorState> durable_;
   std::shared_ptr<std::atomic<bool>> fail_;
+  std::uint64_t seq_ = 0;
+  std::uint64_t failed_from_ = 0;  // 0: no failure
 };
 
 }  // namespace

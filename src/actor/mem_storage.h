@@ -2,8 +2,9 @@
 // tests and benchmarks (not a product mode: nothing is durable). An actor's state survives
 // hibernation and eviction (the provider keeps it) so tests can see restore work.
 //
-// Fault hooks for tests: FailOpens makes restores fail; FailDurability makes every later
-// WhenDurable report an error (as a lost hold would).
+// Fault hooks for tests: FailOpens makes restores fail; FailDurability makes every batch
+// committed while it is set fail, and (sticky, like the real replica) every later batch of
+// that storage too, until the actor is restored; a restore sees only durable batches.
 //
 // Threading: the provider on the runtime's loop thread; each storage per storage.h.
 #pragma once
@@ -31,7 +32,7 @@ class MemStorageProvider final : public StorageProvider {
   void FailOpens(bool fail) { fail_opens_ = fail; }
   void FailDurability(bool fail) { fail_durability_->store(fail); }
 
-  // Test inspection: the committed state of an actor (nullptr if never opened).
+  // Test inspection: the durable state of an actor (nullptr if never opened).
   std::shared_ptr<const MemActorState> State(const ActorId& id) const;
   int opens() const { return opens_; }
   int closes() const { return closes_; }

@@ -280,6 +280,11 @@ Task<EventResult> ActorRuntime::Submit(ActorId id, std::optional<Request> reques
       refused.error = fmt::format("no class {}/{} is deployed", id.tenant, id.class_name);
       co_return refused;
     }
+    if (!request.has_value() && !module->HasExport(kAlarmExport)) {
+      refused.outcome = EventOutcome::kNotFound;
+      refused.error = fmt::format("the class of {} has no alarm handler ({})", key, kAlarmExport);
+      co_return refused;  // checked before starting the actor: no restore for nothing
+    }
     slot = std::make_shared<Slot>();
     slot->id = id;
     slot->key = key;
@@ -332,6 +337,8 @@ Task<void> ActorRuntime::Start(std::shared_ptr<Slot> slot) {
     slot->queue.clear();
     actors_.erase(slot->key);
     for (Pending& p : queue) p.done.Set(r);
+    // The ownership layer may have taken a hold for this start: let it release it.
+    if (hooks_.on_unloaded) hooks_.on_unloaded(slot->id, UnloadReason::kFailed);
     co_return;
   }
   slot->storage = std::move(*opened);
@@ -431,6 +438,12 @@ ActorRuntime::ExecResult ActorRuntime::Execute(engine::Worker& worker, Slot& slo
       return out;
     }
     slot.instance = std::move(*made);
+    // What _initialize did through the ABI is not the event's: it starts with an empty
+    // result buffer and the default response (abi.md). (Its writes, if any, stay in the
+    // batch: static constructors run once per instance, over committed state.)
+    ctx.result.clear();
+    ctx.response = Response{};
+    ctx.response_bytes = 0;
   }
   const std::string_view export_name = request ? kRequestExport : kAlarmExport;
   engine::CallResult call = slot.instance->Call(export_name, &ctx, cpu_limit);

@@ -307,6 +307,7 @@ TEST_F(RuntimeTest, ADurabilityFailureAnswersUnavailableAndRestoresTheActor) {
   auto next = h_.Call("t/probe/d", Req("POST", "/count"));
   ASSERT_TRUE(next.ok()) << next.status().ToString();
   EXPECT_EQ(h_.storage().opens(), opens + 1) << "the actor was thrown away and restored";
+  EXPECT_EQ(next->body, "2") << "restored from durable state: the unacknowledged increment is gone";
 }
 
 TEST_F(RuntimeTest, RestoreFailureAnswersUnavailable) {
