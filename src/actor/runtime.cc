@@ -181,6 +181,9 @@ struct ActorRuntime::Slot {
   std::unique_ptr<ActorStorage> storage;
   std::unique_ptr<engine::Instance> instance;
   std::uint64_t last_seq = 0;
+
+  // Loop thread: events dispatched and not yet answered (for the destructor).
+  std::vector<std::shared_ptr<Pending>> inflight;
 };
 
 struct ActorRuntime::ExecResult {
@@ -222,13 +225,27 @@ ActorRuntime::ActorRuntime(Env& env, engine::Engine& engine, ClassRegistry& clas
 }
 
 ActorRuntime::~ActorRuntime() {
+  // Normally Shutdown has emptied actors_. If it could not (its limit passed), nothing may
+  // be left hanging: every queued or in-flight event is answered "unavailable", events not
+  // yet started are skipped, instances die on their own threads, storages are closed.
   *alive_ = false;
-  // Workers finish the jobs they hold (instances are destroyed on their own threads).
+  stopping_->store(true);
+  EventResult stopped;
+  stopped.outcome = EventOutcome::kUnavailable;
+  stopped.error = "the actor runtime stopped";
   for (auto& [key, slot] : actors_) {
     if (slot->idle_timer != 0) env_.CancelTimer(slot->idle_timer);
+    for (Pending& p : slot->queue) p.done.Set(stopped);
+    slot->queue.clear();
+    for (auto& p : slot->inflight) p->done.Set(stopped);
+    slot->inflight.clear();
     workers_[slot->worker]->Post([slot](engine::Worker&) { slot->instance.reset(); });
   }
-  workers_.clear();
+  workers_.clear();  // joins: running jobs finish, queued event jobs see stopping_ and skip
+  for (auto& [key, slot] : actors_) {
+    if (slot->storage) storage_.Close(slot->id, std::move(slot->storage));
+    if (hooks_.on_unloaded) hooks_.on_unloaded(slot->id, UnloadReason::kShutdown);
+  }
 }
 
 std::int64_t ActorRuntime::NowMs() const {
@@ -318,8 +335,11 @@ Task<EventResult> ActorRuntime::Submit(ActorId id, std::optional<Request> reques
   const MonoTime queued_at = env_.MonoNow();
   slot->queue.push_back(Pending{std::move(request), done, queued_at});
   Pump(slot);
+  auto alive = alive_;
   EventResult result = co_await done.Wait();
-  if (metrics_.event_seconds) metrics_.event_seconds->Observe(ToSeconds(env_.MonoNow() - queued_at));
+  // The runtime may have been destroyed while this waited (its destructor answers every
+  // event): touch nothing of it then.
+  if (*alive && metrics_.event_seconds) metrics_.event_seconds->Observe(ToSeconds(env_.MonoNow() - queued_at));
   co_return result;
 }
 
@@ -365,7 +385,10 @@ void ActorRuntime::Pump(const std::shared_ptr<Slot>& slot) {
   Env* env = &env_;
   std::weak_ptr<bool> alive = alive_;
   auto shared_pending = std::make_shared<Pending>(std::move(pending));
-  workers_[slot->worker]->Post([this, env, alive, slot, shared_pending, now_ms](engine::Worker& worker) {
+  slot->inflight.push_back(shared_pending);
+  auto stopping = stopping_;
+  workers_[slot->worker]->Post([this, env, alive, slot, shared_pending, now_ms, stopping](engine::Worker& worker) {
+    if (stopping->load()) return;  // the runtime is being destroyed; the event was answered
     ExecResult exec = Execute(worker, *slot, shared_pending->request, now_ms);
     // The output gate: this event's answer waits until everything it may depend on (the
     // actor's last committed batch, its own or an earlier event's) is durable.
@@ -378,7 +401,7 @@ void ActorRuntime::Pump(const std::shared_ptr<Slot>& slot) {
     slot->storage->WhenDurable(exec.wait_seq, [this, env, alive, slot, shared_pending, result](Status s) {
       env->PostFromAnyThread([this, alive, slot, shared_pending, result, s = std::move(s)]() mutable {
         auto a = alive.lock();
-        if (a && *a) Deliver(slot, std::move(*shared_pending), std::move(*result), std::move(s));
+        if (a && *a) Deliver(slot, shared_pending, std::move(*result), std::move(s));
       });
     });
   });
@@ -489,8 +512,10 @@ void ActorRuntime::ExecutionDone(const std::shared_ptr<Slot>& slot, std::uint64_
   EnforceMemoryBudget();
 }
 
-void ActorRuntime::Deliver(const std::shared_ptr<Slot>& slot, Pending pending, EventResult result, Status durable) {
+void ActorRuntime::Deliver(const std::shared_ptr<Slot>& slot, const std::shared_ptr<Pending>& pending,
+                           EventResult result, Status durable) {
   slot->undelivered--;
+  std::erase(slot->inflight, pending);
   if (!durable.ok()) {
     // The output gate failed: nothing this event (or any event after the failed batch) did
     // may be acknowledged, and the in-memory state can no longer be trusted.
@@ -507,7 +532,7 @@ void ActorRuntime::Deliver(const std::shared_ptr<Slot>& slot, Pending pending, E
   if (!result.ok()) ++stats_.failed_events;
   if (result.ok() && metrics_.events_ok) metrics_.events_ok->Inc();
   if (!result.ok() && metrics_.events_failed) metrics_.events_failed->Inc();
-  pending.done.Set(std::move(result));
+  pending->done.Set(std::move(result));
   AfterProgress(slot);
 }
 

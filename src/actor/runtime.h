@@ -30,6 +30,7 @@
 // it answers kUnavailable, and the actor is closed and restored afresh for the next event.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -107,7 +108,10 @@ class ActorRuntime {
  public:
   ActorRuntime(Env& env, engine::Engine& engine, ClassRegistry& classes, StorageProvider& storage,
                RuntimeOptions options, RuntimeHooks hooks = {}, MetricsRegistry* metrics = nullptr);
-  // REQUIRES: Shutdown has completed.
+  // Should follow a completed Shutdown. If actors are still resident (Shutdown's limit
+  // passed), every queued or in-flight event is answered "unavailable", events not yet
+  // started are skipped, and every storage is closed (with callbacks possibly outstanding:
+  // a StorageProvider must then drop them).
   ~ActorRuntime();
   ActorRuntime(const ActorRuntime&) = delete;
   ActorRuntime& operator=(const ActorRuntime&) = delete;
@@ -142,7 +146,8 @@ class ActorRuntime {
   ExecResult Execute(engine::Worker& worker, Slot& slot, const std::optional<Request>& request,
                      std::int64_t now_ms);
   void ExecutionDone(const std::shared_ptr<Slot>& slot, std::uint64_t memory_bytes, bool instantiated);
-  void Deliver(const std::shared_ptr<Slot>& slot, Pending pending, EventResult result, Status durable);
+  void Deliver(const std::shared_ptr<Slot>& slot, const std::shared_ptr<Pending>& pending, EventResult result,
+               Status durable);
   // After an event finished executing or was answered: close a broken or unloading actor,
   // or arm the idle timer, once nothing is running or owed.
   void AfterProgress(const std::shared_ptr<Slot>& slot);
@@ -166,6 +171,8 @@ class ActorRuntime {
   RuntimeStats stats_;
   // Alive while the runtime is; callbacks from workers check it before touching `this`.
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  // Set by the destructor; worker jobs not yet started skip their event.
+  std::shared_ptr<std::atomic<bool>> stopping_ = std::make_shared<std::atomic<bool>>(false);
 
   struct Metrics {
     Counter* events_ok = nullptr;

@@ -319,6 +319,50 @@ TEST_F(RuntimeTest, RestoreFailureAnswersUnavailable) {
   EXPECT_TRUE(h_.Call("t/probe/r", Req("GET", "/echo")).ok());
 }
 
+// Destroying the runtime with events queued and running (Shutdown's limit passed) leaves
+// nobody waiting: every event is answered, the storage is closed.
+TEST(RuntimeDestructionTest, EveryWaitingEventIsAnswered) {
+  RealEnv env;
+  engine::Engine engine;
+  MemStorageProvider storage;
+  ClassRegistry classes;
+  auto module = CompileActorModule(engine, testing::ReadFileBytes(Actors("abi_probe")), ActorLimits{});
+  ASSERT_TRUE(module.ok()) << module.status().ToString();
+  classes.Set("t", "probe", *module);
+  RuntimeOptions o = testing::DefaultHarnessOptions();
+  auto runtime = std::make_unique<ActorRuntime>(env, engine, classes, storage, o);
+  std::vector<EventResult> results(4);
+  // One coroutine: start four events (one runs, three queue), let them reach the runtime,
+  // destroy it, then wait for every caller.
+  auto scenario = [](Env& env, std::unique_ptr<ActorRuntime>* rt, std::vector<EventResult>* results) -> Task<void> {
+    std::vector<TaskHandle> handles;
+    for (int i = 0; i < 4; ++i) {
+      auto one = [](ActorRuntime& rt, EventResult* out) -> Task<void> {
+        Request r;
+        r.method = "POST";
+        r.path = "/count";
+        ActorId id{"t", "probe", "x"};
+        EventResult res = co_await rt.HandleRequest(std::move(id), std::move(r));
+        *out = std::move(res);
+      };
+      handles.push_back(env.Spawn(one(**rt, &(*results)[i]), "event"));
+    }
+    (void)co_await env.SleepFor(std::chrono::milliseconds(0));
+    rt->reset();
+    for (auto& h : handles) (void)co_await h.Join();
+  };
+  env.RunMain(scenario(env, &runtime, &results));
+  int stopped = 0;
+  for (const auto& r : results) {
+    if (r.ok()) continue;  // the first event may have finished before the destruction
+    EXPECT_EQ(r.outcome, EventOutcome::kUnavailable) << ErrorOf(r);
+    EXPECT_NE(r.error.find("stopped"), std::string::npos) << r.error;
+    ++stopped;
+  }
+  EXPECT_GE(stopped, 1);
+  EXPECT_EQ(storage.closes(), 1);
+}
+
 TEST(RuntimeOptionsTest, BadSettingsAreNamed) {
   RuntimeOptions o;
   o.limits.max_memory_bytes = 1000;
