@@ -49,7 +49,7 @@ port=${WASMKEEP_DEMO_PORT:-18080}
 say "wasmkeep serve --node-id demo --listen 127.0.0.1:$port   # takes its node lease after the start check (ttl + grace = 15 s)"
 "$wk" --bucket "$bucket" serve --node-id demo --listen "127.0.0.1:$port" 2>"$tmp/serve.log" &
 serve_pid=$!
-trap 'kill "$serve_pid" 2>/dev/null; rm -rf "$tmp"' EXIT
+trap 'kill "$serve_pid" 2>/dev/null || true; rm -rf "$tmp"' EXIT
 for _ in $(seq 1 150); do
   curl -sf "127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
   kill -0 "$serve_pid" 2>/dev/null || { cat "$tmp/serve.log"; exit 1; }
