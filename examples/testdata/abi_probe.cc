@@ -26,6 +26,13 @@ IMPORT(now_ms) int64_t wk_now_ms(void);
 IMPORT(random_fill) void wk_random_fill(void* dst, int32_t len);
 IMPORT(log) void wk_log(int32_t level, const void* msg, int32_t len);
 IMPORT(sync) int32_t wk_sync(void);
+#define WASI(name) __attribute__((import_module("wasi_snapshot_preview1"), import_name(#name)))
+WASI(fd_write) int32_t wasi_fd_write(int32_t fd, const void* iovs, int32_t n, void* nwritten);
+WASI(fd_fdstat_get) int32_t wasi_fd_fdstat_get(int32_t fd, void* buf);
+WASI(clock_time_get) int32_t wasi_clock_time_get(int32_t id, int64_t precision, void* out);
+WASI(clock_res_get) int32_t wasi_clock_res_get(int32_t id, void* out);
+WASI(random_get) int32_t wasi_random_get(void* buf, int32_t len);
+WASI(environ_sizes_get) int32_t wasi_environ_sizes_get(void* count, void* size);
 }
 
 static char* Take(int32_t n) {  // the result buffer as a NUL-terminated string
@@ -154,6 +161,36 @@ extern "C" __attribute__((export_name("wk_on_request"))) int32_t on_request(void
     wk_storage_list(reinterpret_cast<void*>(0xffffff00u), 0x1000, "", 0, 0, 0);
   } else if (strcmp(path, "/oob-random") == 0) {
     wk_random_fill(reinterpret_cast<void*>(0xffffff00u), 0x1000);
+  } else if (strcmp(path, "/oob-each") == 0) {
+    // Query N: call host function number N with one pointer outside linear memory.
+    void* bad = reinterpret_cast<void*>(0xfffff000u);
+    char* q = Take(wk_request_get(2));
+    static char ok[8];
+    static uint32_t iov[2] = {0xfffff000u, 16};
+    switch (atoi(q)) {
+      case 0: wk_result_read(bad, 16); break;
+      case 1: wk_request_header(bad, 16); break;
+      case 2: wk_response_add_header(bad, 16, ok, 1); break;
+      case 3: wk_response_add_header("x", 1, bad, 16); break;
+      case 4: wk_response_write(bad, 16); break;
+      case 5: wk_storage_get(bad, 16); break;
+      case 6: wk_storage_put(bad, 16, ok, 1); break;
+      case 7: wk_storage_put("k", 1, bad, 16); break;
+      case 8: wk_storage_delete(bad, 16); break;
+      case 9: wk_storage_list("", 0, bad, 16, 0, 0); break;
+      case 10: wk_random_fill(bad, 16); break;
+      case 11: wk_log(1, bad, 16); break;
+      case 12: wasi_fd_write(1, bad, 1, ok); break;
+      case 13: wasi_fd_write(1, iov, 1, ok); break;
+      case 14: wasi_fd_write(1, ok, 0, bad); break;
+      case 15: wasi_fd_fdstat_get(1, bad); break;
+      case 16: wasi_clock_time_get(0, 1, bad); break;
+      case 17: wasi_clock_res_get(0, bad); break;
+      case 18: wasi_random_get(bad, 16); break;
+      case 19: wasi_environ_sizes_get(bad, ok); break;
+      default: return 0;  // past the last case: the test's end marker
+    }
+    Say("survived");  // never reached: each case fails the event
   } else if (strcmp(path, "/return-7") == 0) {
     return 7;
   } else {

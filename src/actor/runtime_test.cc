@@ -171,6 +171,21 @@ TEST_F(RuntimeTest, AHugeWriteToStdoutIsAShortWrite) {
   EXPECT_TRUE(r.ok()) << "nwritten must be 65536: " << ErrorOf(r);
 }
 
+// Issue 5: out-of-range pointers and lengths in every host call that takes one.
+TEST_F(RuntimeTest, EveryHostCallChecksItsPointers) {
+  int cases = 0;
+  for (int n = 0;; ++n) {
+    auto r = h_.CallRaw("t/probe/oob", Req("POST", "/oob-each", std::to_string(n)));
+    if (r.ok()) break;  // past the last case
+    ++cases;
+    EXPECT_EQ(r.outcome, EventOutcome::kActorFailed) << n << ": " << ErrorOf(r);
+    EXPECT_NE(r.error.find("is outside linear memory"), std::string::npos) << n << ": " << r.error;
+  }
+  EXPECT_EQ(cases, 20);
+  auto ok = h_.Call("t/probe/oob", Req("GET", "/echo"));
+  EXPECT_TRUE(ok.ok()) << "the actor goes on serving";
+}
+
 TEST_F(RuntimeTest, RefusedBeforeRunning) {
   RuntimeOptions o = Options();
   o.limits.max_request_bytes = 100;
