@@ -16,19 +16,12 @@ namespace wk {
 namespace {
 
 using actor::testing::Harness;
+using actor::testing::MakeRequest;
 using actor::testing::TestRequest;
 using actor::testing::TestResponse;
 
 std::string ActorWasm(const std::string& name) { return std::string(WK_ACTORS_DIR) + "/" + name + ".wasm"; }
 
-TestRequest Req(std::string method, std::string path, std::string query = "", std::string body = "") {
-  TestRequest req;
-  req.method = std::move(method);
-  req.path = std::move(path);
-  req.query = std::move(query);
-  req.body = std::move(body);
-  return req;
-}
 
 // Calls the actor; a failed call (the event failed, or the harness did) fails the test and
 // returns status 0, which the caller's next expectation reports too.
@@ -46,7 +39,7 @@ class CounterTest : public ::testing::Test {
  protected:
   void SetUp() override { harness_.Deploy("counter", ActorWasm("counter")); }
   TestResponse Do(const std::string& actor, const std::string& method, const std::string& path) {
-    return Send(harness_, actor, Req(method, path));
+    return Send(harness_, actor, MakeRequest(method, path));
   }
   Harness harness_;
 };
@@ -92,7 +85,7 @@ class KvTest : public ::testing::Test {
   void SetUp() override { harness_.Deploy("kv", ActorWasm("kv")); }
   TestResponse Do(const std::string& method, const std::string& path, const std::string& body = "",
                   const std::string& query = "") {
-    return Send(harness_, "acme/kv/store", Req(method, path, query, body));
+    return Send(harness_, "acme/kv/store", MakeRequest(method, path, query, body));
   }
   Harness harness_;
 };
@@ -176,7 +169,7 @@ class ChatTest : public ::testing::Test {
   void SetUp() override { harness_.Deploy("chat", ActorWasm("chat")); }
   TestResponse Do(const std::string& method, const std::string& query = "", const std::string& body = "",
                   const std::string& path = "/messages") {
-    return Send(harness_, "acme/chat/lobby", Req(method, path, query, body));
+    return Send(harness_, "acme/chat/lobby", MakeRequest(method, path, query, body));
   }
   Harness harness_;
 };
@@ -224,7 +217,7 @@ TEST_F(ChatTest, OtherPathsAre404AndMethods405) {
 
 TEST_F(ChatTest, RoomsAreIndependent) {
   Do("POST", "", "in the lobby");
-  TestResponse other = Send(harness_, "acme/chat/kitchen", Req("POST", "/messages", "", "in the kitchen"));
+  TestResponse other = Send(harness_, "acme/chat/kitchen", MakeRequest("POST", "/messages", "", "in the kitchen"));
   EXPECT_EQ(other.body, "1\n");
   EXPECT_EQ(Do("GET").body, "1\tin the lobby\n");
 }
@@ -235,7 +228,7 @@ class RateLimitTest : public ::testing::Test {
  protected:
   void SetUp() override { harness_.Deploy("ratelimit", ActorWasm("ratelimit")); }
   TestResponse Take(const std::string& actor = "acme/ratelimit/client-1") {
-    return Send(harness_, actor, Req("POST", "/take"));
+    return Send(harness_, actor, MakeRequest("POST", "/take"));
   }
   Harness harness_;
 };
@@ -259,7 +252,7 @@ TEST_F(RateLimitTest, TenTakesThenRetryAfterThenRefill) {
 TEST_F(RateLimitTest, RefillStopsAtCapacity) {
   for (int i = 0; i < 10; ++i) Take();
   harness_.AdvanceClock(3'600'000);
-  TestResponse now = Send(harness_, "acme/ratelimit/client-1", Req("GET", "/"));
+  TestResponse now = Send(harness_, "acme/ratelimit/client-1", MakeRequest("GET", "/"));
   EXPECT_EQ(now.status, 200);
   EXPECT_EQ(now.body, "10\n");
   for (int i = 0; i < 10; ++i) EXPECT_EQ(Take().status, 200);
@@ -273,7 +266,7 @@ TEST_F(RateLimitTest, BucketsAreIndependent) {
 
 TEST_F(RateLimitTest, ConfigSetsCapacityAndRefill) {
   const std::string actor = "acme/ratelimit/small";
-  TestResponse config = Send(harness_, actor, Req("POST", "/config", "capacity=3&refill_per_sec=2"));
+  TestResponse config = Send(harness_, actor, MakeRequest("POST", "/config", "capacity=3&refill_per_sec=2"));
   EXPECT_EQ(config.status, 200);
   for (int left = 2; left >= 0; --left) EXPECT_EQ(Take(actor).body, std::to_string(left) + "\n");
   EXPECT_EQ(Take(actor).status, 429);
@@ -285,13 +278,13 @@ TEST_F(RateLimitTest, ConfigSetsCapacityAndRefill) {
 TEST_F(RateLimitTest, BadConfigIs400) {
   for (const char* query : {"capacity=0&refill_per_sec=1", "capacity=3", "capacity=x&refill_per_sec=1",
                             "capacity=3&refill_per_sec=1000001"}) {
-    EXPECT_EQ(Send(harness_, "acme/ratelimit/c", Req("POST", "/config", query)).status, 400) << query;
+    EXPECT_EQ(Send(harness_, "acme/ratelimit/c", MakeRequest("POST", "/config", query)).status, 400) << query;
   }
 }
 
 TEST_F(RateLimitTest, WrongMethodIs405AndUnknownPath404) {
-  EXPECT_EQ(Send(harness_, "acme/ratelimit/c", Req("GET", "/take")).status, 405);
-  EXPECT_EQ(Send(harness_, "acme/ratelimit/c", Req("POST", "/give")).status, 404);
+  EXPECT_EQ(Send(harness_, "acme/ratelimit/c", MakeRequest("GET", "/take")).status, 405);
+  EXPECT_EQ(Send(harness_, "acme/ratelimit/c", MakeRequest("POST", "/give")).status, 404);
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// A test actor that drives ABI v1 directly (no SDK), so the host's tests check the raw
+// A test actor that drives ABI v1 directly (no SDK helpers), so the host's tests check the raw
 // contract of docs/abi.md: the result buffer, request fields, list encoding and flags,
 // alarms, sync, and what a module sees of WASI. Paths select the probe.
 #include <stdint.h>
@@ -6,26 +6,11 @@
 #include <string.h>
 #include <time.h>
 
-#define IMPORT(name) __attribute__((import_module("wasmkeep_v1"), import_name(#name)))
+// The raw import declarations are the SDK header's (wk_result_read, ...); none of its
+// helpers are used, so what is tested is the host's side of the ABI alone.
+#include "wasmkeep.h"
+
 extern "C" {
-IMPORT(result_read) int32_t wk_result_read(void* dst, int32_t len);
-IMPORT(request_get) int32_t wk_request_get(int32_t field);
-IMPORT(request_header) int32_t wk_request_header(const void* name, int32_t len);
-IMPORT(response_set_status) void wk_response_set_status(int32_t status);
-IMPORT(response_add_header) void wk_response_add_header(const void* n, int32_t nl, const void* v, int32_t vl);
-IMPORT(response_write) void wk_response_write(const void* data, int32_t len);
-IMPORT(storage_get) int32_t wk_storage_get(const void* key, int32_t len);
-IMPORT(storage_put) void wk_storage_put(const void* key, int32_t kl, const void* value, int32_t vl);
-IMPORT(storage_delete) int32_t wk_storage_delete(const void* key, int32_t len);
-IMPORT(storage_delete_all) void wk_storage_delete_all(void);
-IMPORT(storage_list) int32_t wk_storage_list(const void* s, int32_t sl, const void* e, int32_t el, int32_t limit, int32_t flags);
-IMPORT(alarm_set) void wk_alarm_set(int64_t t);
-IMPORT(alarm_get) int64_t wk_alarm_get(void);
-IMPORT(alarm_delete) void wk_alarm_delete(void);
-IMPORT(now_ms) int64_t wk_now_ms(void);
-IMPORT(random_fill) void wk_random_fill(void* dst, int32_t len);
-IMPORT(log) void wk_log(int32_t level, const void* msg, int32_t len);
-IMPORT(sync) int32_t wk_sync(void);
 #define WASI(name) __attribute__((import_module("wasi_snapshot_preview1"), import_name(#name)))
 WASI(fd_write) int32_t wasi_fd_write(int32_t fd, const void* iovs, int32_t n, void* nwritten);
 WASI(fd_fdstat_get) int32_t wasi_fd_fdstat_get(int32_t fd, void* buf);

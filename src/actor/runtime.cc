@@ -289,19 +289,20 @@ Task<EventResult> ActorRuntime::Submit(ActorId id, std::optional<Request> reques
   }
   std::string key = id.ToString();
   auto it = actors_.find(key);
-  std::shared_ptr<Slot> slot;
-  if (it == actors_.end()) {
-    auto module = classes_.Find(id.tenant, id.class_name);
-    if (!module) {
-      refused.outcome = EventOutcome::kNotFound;
-      refused.error = fmt::format("no class {}/{} is deployed", id.tenant, id.class_name);
-      co_return refused;
-    }
-    if (!request.has_value() && !module->HasExport(kAlarmExport)) {
-      refused.outcome = EventOutcome::kNotFound;
-      refused.error = fmt::format("the class of {} has no alarm handler ({})", key, kAlarmExport);
-      co_return refused;  // checked before starting the actor: no restore for nothing
-    }
+  std::shared_ptr<Slot> slot = it == actors_.end() ? nullptr : it->second;
+  // A resident actor runs the module it started with; a new one the class's current one.
+  std::shared_ptr<const engine::Module> module = slot ? slot->module : classes_.Find(id.tenant, id.class_name);
+  if (!module) {
+    refused.outcome = EventOutcome::kNotFound;
+    refused.error = fmt::format("no class {}/{} is deployed", id.tenant, id.class_name);
+    co_return refused;
+  }
+  if (!request.has_value() && !module->HasExport(kAlarmExport)) {
+    refused.outcome = EventOutcome::kNotFound;
+    refused.error = fmt::format("the class of {} has no alarm handler ({})", key, kAlarmExport);
+    co_return refused;  // checked before starting the actor: no restore for nothing
+  }
+  if (!slot) {
     slot = std::make_shared<Slot>();
     slot->id = id;
     slot->key = key;
@@ -310,20 +311,12 @@ Task<EventResult> ActorRuntime::Submit(ActorId id, std::optional<Request> reques
     slot->last_active = env_.MonoNow();
     actors_.emplace(key, slot);
     env_.Spawn(Start(slot), "actor start " + key);
-  } else {
-    slot = it->second;
-    if (slot->queue.size() >= options_.limits.max_queued_events) {
-      ++stats_.overloaded;
-      if (metrics_.events_overloaded) metrics_.events_overloaded->Inc();
-      refused.outcome = EventOutcome::kOverloaded;
-      refused.error = fmt::format("the actor {} is overloaded: {} events are queued (max_queued_events)", key,
-                                  slot->queue.size());
-      co_return refused;
-    }
-  }
-  if (!request.has_value() && slot->module && !slot->module->HasExport(kAlarmExport)) {
-    refused.outcome = EventOutcome::kNotFound;
-    refused.error = fmt::format("the class of {} has no alarm handler ({})", key, kAlarmExport);
+  } else if (slot->queue.size() >= options_.limits.max_queued_events) {
+    ++stats_.overloaded;
+    if (metrics_.events_overloaded) metrics_.events_overloaded->Inc();
+    refused.outcome = EventOutcome::kOverloaded;
+    refused.error = fmt::format("the actor {} is overloaded: {} events are queued (max_queued_events)", key,
+                                slot->queue.size());
     co_return refused;
   }
   Latch<EventResult> done(env_, [] {
@@ -648,23 +641,15 @@ void ActorRuntime::EnforceMemoryBudget() {
 
 Task<bool> ActorRuntime::Shutdown(Duration limit) {
   shutting_down_ = true;
-  std::vector<std::shared_ptr<Slot>> idle;
-  for (auto& [key, slot] : actors_) {
-    if (IsIdle(*slot)) idle.push_back(slot);
-  }
-  for (auto& slot : idle) Close(slot, UnloadReason::kShutdown);
   const MonoTime deadline = env_.MonoNow() + limit;
   while (!actors_.empty() && env_.MonoNow() < deadline) {
-    // Busy actors close from Deliver once their last answer is out.
+    // Idle actors close now; busy ones become idle (or close from AfterProgress) once their
+    // last answer is out. Close only posts work, so actors_ does not change under the loop.
+    std::vector<std::shared_ptr<Slot>> idle;
     for (auto& [key, slot] : actors_) {
-      if (IsIdle(*slot)) {
-        idle.push_back(slot);
-      }
+      if (IsIdle(*slot)) idle.push_back(slot);
     }
-    for (auto& slot : idle) {
-      if (IsIdle(*slot)) Close(slot, UnloadReason::kShutdown);
-    }
-    idle.clear();
+    for (auto& slot : idle) Close(slot, UnloadReason::kShutdown);
     if (!co_await env_.SleepFor(std::chrono::milliseconds(5))) break;
   }
   const bool clean = actors_.empty();

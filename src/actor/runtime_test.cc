@@ -13,18 +13,11 @@ namespace wk::actor {
 namespace {
 
 using testing::Harness;
+using testing::MakeRequest;
 using testing::TestRequest;
 
 std::string Actors(const std::string& name) { return std::string(WK_ACTORS_DIR) + "/" + name + ".wasm"; }
 
-TestRequest Req(std::string method, std::string path, std::string query = "", std::string body = "") {
-  TestRequest r;
-  r.method = std::move(method);
-  r.path = std::move(path);
-  r.query = std::move(query);
-  r.body = std::move(body);
-  return r;
-}
 
 std::string ErrorOf(const EventResult& r) { return std::string(EventOutcomeName(r.outcome)) + ": " + r.error; }
 
@@ -43,7 +36,7 @@ class RuntimeTest : public ::testing::Test {
 };
 
 TEST_F(RuntimeTest, RequestFieldsAndResponseCrossTheAbi) {
-  TestRequest r = Req("POST", "/echo", "a=1&b=2", "hello body");
+  TestRequest r = MakeRequest("POST", "/echo", "a=1&b=2", "hello body");
   r.headers = {{"X-Probe", "yes"}, {"Content-Type", "text/plain"}};
   auto resp = h_.Call("t/probe/one", r);
   ASSERT_TRUE(resp.ok()) << resp.status().ToString();
@@ -53,13 +46,13 @@ TEST_F(RuntimeTest, RequestFieldsAndResponseCrossTheAbi) {
 }
 
 TEST_F(RuntimeTest, ListingEncodingFlagsAndOwnWrites) {
-  auto resp = h_.Call("t/probe/list", Req("POST", "/list"));
+  auto resp = h_.Call("t/probe/list", MakeRequest("POST", "/list"));
   ASSERT_TRUE(resp.ok()) << resp.status().ToString();
   EXPECT_EQ(resp->body, "a=1,b=2,ba=3,c=4,|b=2,ba=3,|c=4,ba=3,|a=1,b=2,ba=3,|10|-1");
 }
 
 TEST_F(RuntimeTest, AlarmValueIsStoredWithTheBatch) {
-  auto resp = h_.Call("t/probe/al", Req("POST", "/alarm"));
+  auto resp = h_.Call("t/probe/al", MakeRequest("POST", "/alarm"));
   ASSERT_TRUE(resp.ok()) << resp.status().ToString();
   EXPECT_EQ(resp->body, "-1|5000|-1|12345");
   auto state = h_.storage().State(ActorId{"t", "probe", "al"});
@@ -73,18 +66,18 @@ TEST_F(RuntimeTest, AlarmValueIsStoredWithTheBatch) {
 }
 
 TEST_F(RuntimeTest, TimeIsFrozenPerEventAndRandomIsFilled) {
-  auto first = h_.Call("t/probe/time", Req("GET", "/time"));
+  auto first = h_.Call("t/probe/time", MakeRequest("GET", "/time"));
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   EXPECT_EQ(first->body, "1800000000000|1800000000000|1");
   h_.AdvanceClock(1500);
-  auto second = h_.Call("t/probe/time", Req("GET", "/time"));
+  auto second = h_.Call("t/probe/time", MakeRequest("GET", "/time"));
   ASSERT_TRUE(second.ok());
   EXPECT_EQ(second->body, "1800000001500|1800000001500|1");
 }
 
 TEST_F(RuntimeTest, SyncMakesThePartBeforeItDurableOnItsOwn) {
-  ASSERT_TRUE(h_.Call("t/probe/s", Req("PUT", "/put", "fail", "1")).ok());
-  auto r = h_.CallRaw("t/probe/s", Req("POST", "/sync"));
+  ASSERT_TRUE(h_.Call("t/probe/s", MakeRequest("PUT", "/put", "fail", "1")).ok());
+  auto r = h_.CallRaw("t/probe/s", MakeRequest("POST", "/sync"));
   EXPECT_EQ(r.outcome, EventOutcome::kActorFailed);
   auto state = h_.storage().State(ActorId{"t", "probe", "s"});
   EXPECT_EQ(state->data.count("before-sync"), 1u) << "synced before the trap";
@@ -92,30 +85,30 @@ TEST_F(RuntimeTest, SyncMakesThePartBeforeItDurableOnItsOwn) {
 }
 
 TEST_F(RuntimeTest, AFailedSyncNeverReleasesTheAnswer) {
-  ASSERT_TRUE(h_.Call("t/probe/sf", Req("POST", "/count")).ok());
+  ASSERT_TRUE(h_.Call("t/probe/sf", MakeRequest("POST", "/count")).ok());
   h_.storage().FailDurability(true);
-  auto r = h_.CallRaw("t/probe/sf", Req("POST", "/sync"));
+  auto r = h_.CallRaw("t/probe/sf", MakeRequest("POST", "/sync"));
   EXPECT_EQ(r.outcome, EventOutcome::kUnavailable) << ErrorOf(r);
   EXPECT_NE(r.error.find("durable"), std::string::npos) << r.error;
   h_.storage().FailDurability(false);
-  auto again = h_.Call("t/probe/sf", Req("POST", "/sync"));
+  auto again = h_.Call("t/probe/sf", MakeRequest("POST", "/sync"));
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(again->body, "0") << "sync returned 0 once durable";
 }
 
 TEST_F(RuntimeTest, ATrapDiscardsTheBatchAndTheNextEventGetsAFreshInstance) {
-  auto r = h_.CallRaw("t/bad/w", Req("POST", "/write-then-trap"));
+  auto r = h_.CallRaw("t/bad/w", MakeRequest("POST", "/write-then-trap"));
   ASSERT_EQ(r.outcome, EventOutcome::kActorFailed);
   EXPECT_NE(r.error.find("trap"), std::string::npos) << r.error;
   auto state = h_.storage().State(ActorId{"t", "bad", "w"});
   ASSERT_NE(state, nullptr);
   EXPECT_TRUE(state->data.empty()) << "the trapped event's write was discarded";
   const auto before = h_.runtime().stats().instantiations;
-  auto ok = h_.Call("t/bad/w", Req("GET", "/ok"));
+  auto ok = h_.Call("t/bad/w", MakeRequest("GET", "/ok"));
   ASSERT_TRUE(ok.ok()) << ok.status().ToString();
   EXPECT_EQ(ok->body, "ok");
   EXPECT_EQ(h_.runtime().stats().instantiations, before + 1) << "re-created after the trap";
-  auto again = h_.Call("t/bad/w", Req("GET", "/ok"));
+  auto again = h_.Call("t/bad/w", MakeRequest("GET", "/ok"));
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(h_.runtime().stats().instantiations, before + 1) << "a clean event keeps its instance";
 }
@@ -149,16 +142,16 @@ TEST_F(RuntimeTest, BadActorsFailTheirOwnEventNamingTheCause) {
       {"probe", "/oob-random", "random_fill"},
       {"probe", "/return-7", "returned 7"},
   };
-  ASSERT_TRUE(h_.Call("t/probe/bystander", Req("POST", "/count")).ok());
+  ASSERT_TRUE(h_.Call("t/probe/bystander", MakeRequest("POST", "/count")).ok());
   for (const Case& c : cases) {
-    auto r = h_.CallRaw(std::string("t/") + c.cls + "/victim", Req("POST", c.path));
+    auto r = h_.CallRaw(std::string("t/") + c.cls + "/victim", MakeRequest("POST", c.path));
     EXPECT_EQ(r.outcome, EventOutcome::kActorFailed) << c.path << ": " << ErrorOf(r);
     EXPECT_NE(r.error.find(c.text), std::string::npos) << c.path << ": " << r.error;
     // The same actor serves again, and so does a bystander.
-    auto ok = h_.Call(std::string("t/") + c.cls + "/victim", Req("GET", c.cls == std::string("bad") ? "/ok" : "/echo"));
+    auto ok = h_.Call(std::string("t/") + c.cls + "/victim", MakeRequest("GET", c.cls == std::string("bad") ? "/ok" : "/echo"));
     EXPECT_TRUE(ok.ok()) << c.path << " then: " << ok.status().ToString();
   }
-  auto bystander = h_.Call("t/probe/bystander", Req("POST", "/count"));
+  auto bystander = h_.Call("t/probe/bystander", MakeRequest("POST", "/count"));
   ASSERT_TRUE(bystander.ok());
   EXPECT_EQ(bystander->body, "2");
 }
@@ -167,7 +160,7 @@ TEST_F(RuntimeTest, BadActorsFailTheirOwnEventNamingTheCause) {
 // fd_write takes at most 64 KiB per call (a short write), and log output has a budget.
 TEST_F(RuntimeTest, AHugeWriteToStdoutIsAShortWrite) {
   h_.Deploy("fdw", Actors("big_fd_write"));
-  auto r = h_.CallRaw("t/fdw/a", Req("POST", "/"));
+  auto r = h_.CallRaw("t/fdw/a", MakeRequest("POST", "/"));
   EXPECT_TRUE(r.ok()) << "nwritten must be 65536: " << ErrorOf(r);
 }
 
@@ -175,14 +168,14 @@ TEST_F(RuntimeTest, AHugeWriteToStdoutIsAShortWrite) {
 TEST_F(RuntimeTest, EveryHostCallChecksItsPointers) {
   int cases = 0;
   for (int n = 0;; ++n) {
-    auto r = h_.CallRaw("t/probe/oob", Req("POST", "/oob-each", std::to_string(n)));
+    auto r = h_.CallRaw("t/probe/oob", MakeRequest("POST", "/oob-each", std::to_string(n)));
     if (r.ok()) break;  // past the last case
     ++cases;
     EXPECT_EQ(r.outcome, EventOutcome::kActorFailed) << n << ": " << ErrorOf(r);
     EXPECT_NE(r.error.find("is outside linear memory"), std::string::npos) << n << ": " << r.error;
   }
   EXPECT_EQ(cases, 20);
-  auto ok = h_.Call("t/probe/oob", Req("GET", "/echo"));
+  auto ok = h_.Call("t/probe/oob", MakeRequest("GET", "/echo"));
   EXPECT_TRUE(ok.ok()) << "the actor goes on serving";
 }
 
@@ -191,10 +184,10 @@ TEST_F(RuntimeTest, RefusedBeforeRunning) {
   o.limits.max_request_bytes = 100;
   Harness h(o);
   h.Deploy("probe", Actors("abi_probe"));
-  auto big = h.CallRaw("t/probe/x", Req("POST", "/echo", "", std::string(101, 'x')));
+  auto big = h.CallRaw("t/probe/x", MakeRequest("POST", "/echo", "", std::string(101, 'x')));
   EXPECT_EQ(big.outcome, EventOutcome::kBadRequest);
   EXPECT_NE(big.error.find("max_request_bytes = 100"), std::string::npos) << big.error;
-  auto unknown = h.CallRaw("t/nosuchclass/x", Req("GET", "/"));
+  auto unknown = h.CallRaw("t/nosuchclass/x", MakeRequest("GET", "/"));
   EXPECT_EQ(unknown.outcome, EventOutcome::kNotFound);
   EXPECT_NE(unknown.error.find("no class t/nosuchclass"), std::string::npos) << unknown.error;
 }
@@ -219,7 +212,7 @@ TEST_F(RuntimeTest, BadModulesAreRefusedAtDeploy) {
   EXPECT_NE(s.message().find("not a WebAssembly module"), std::string::npos) << s.ToString();
   // A module without a declared maximum memory gets the limit imposed, and runs.
   ASSERT_TRUE(h_.TryDeploy("nomax", Actors("no_max_memory")).ok());
-  EXPECT_TRUE(h_.Call("t/nomax/a", Req("GET", "/")).ok());
+  EXPECT_TRUE(h_.Call("t/nomax/a", MakeRequest("GET", "/")).ok());
 }
 
 // The input gate: one event at a time, a bounded queue, "overloaded" beyond it.
@@ -229,7 +222,7 @@ TEST_F(RuntimeTest, OneEventAtATimeWithABoundedQueue) {
   Harness h(o);
   h.Deploy("bad", Actors("bad_actors"));
   h.Deploy("probe", Actors("abi_probe"));
-  ASSERT_TRUE(h.Call("t/probe/q", Req("GET", "/echo")).ok());  // resident, so the queue applies
+  ASSERT_TRUE(h.Call("t/probe/q", MakeRequest("GET", "/echo")).ok());  // resident, so the queue applies
 
   // Five events arrive in one turn of the loop: the first runs, two queue, two are refused.
   // Spawned concurrently so they queue behind each other.
@@ -264,7 +257,7 @@ TEST_F(RuntimeTest, OneEventAtATimeWithABoundedQueue) {
   // Event 0 runs; 1 and 2 queue; 3 and 4 find the queue full.
   EXPECT_EQ(overloaded, 2);
   EXPECT_EQ(ok, 3);
-  auto count = h.Call("t/probe/q", Req("POST", "/count"));
+  auto count = h.Call("t/probe/q", MakeRequest("POST", "/count"));
   ASSERT_TRUE(count.ok());
   EXPECT_EQ(count->body, "4") << "the queued events ran one after another, none lost or doubled";
 }
@@ -275,13 +268,13 @@ TEST_F(RuntimeTest, IdleActorsHibernateAndComeBackWithTheirState) {
   Harness h(o);
   h.Deploy("probe", Actors("abi_probe"));
   std::vector<std::string> unloaded;
-  ASSERT_TRUE(h.Call("t/probe/sleepy", Req("POST", "/count")).ok());
+  ASSERT_TRUE(h.Call("t/probe/sleepy", MakeRequest("POST", "/count")).ok());
   EXPECT_TRUE(h.runtime().IsResident(ActorId{"t", "probe", "sleepy"}));
   h.RunFor(std::chrono::milliseconds(300));
   EXPECT_FALSE(h.runtime().IsResident(ActorId{"t", "probe", "sleepy"}));
   EXPECT_EQ(h.runtime().stats().hibernations, 1u);
   EXPECT_EQ(h.storage().closes(), 1);
-  auto again = h.Call("t/probe/sleepy", Req("POST", "/count"));
+  auto again = h.Call("t/probe/sleepy", MakeRequest("POST", "/count"));
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->body, "2") << "restored through the storage interface";
   EXPECT_EQ(h.storage().opens(), 2);
@@ -294,7 +287,7 @@ TEST_F(RuntimeTest, MemoryBudgetEvictsIdleActorsLeastRecentlyUsedFirst) {
   Harness h(o);
   h.Deploy("probe", Actors("abi_probe"));
   for (int i = 0; i < 40; ++i) {
-    auto r = h.Call("t/probe/a" + std::to_string(i), Req("POST", "/count"));
+    auto r = h.Call("t/probe/a" + std::to_string(i), MakeRequest("POST", "/count"));
     ASSERT_TRUE(r.ok()) << r.status().ToString();
   }
   h.RunFor(std::chrono::milliseconds(50));
@@ -305,21 +298,21 @@ TEST_F(RuntimeTest, MemoryBudgetEvictsIdleActorsLeastRecentlyUsedFirst) {
   EXPECT_FALSE(h.runtime().IsResident(ActorId{"t", "probe", "a0"})) << "least recently used went first";
   EXPECT_TRUE(h.runtime().IsResident(ActorId{"t", "probe", "a39"}));
   for (int i = 0; i < 40; i += 13) {
-    auto r = h.Call("t/probe/a" + std::to_string(i), Req("POST", "/count"));
+    auto r = h.Call("t/probe/a" + std::to_string(i), MakeRequest("POST", "/count"));
     ASSERT_TRUE(r.ok());
     EXPECT_EQ(r->body, "2") << "state kept across eviction";
   }
 }
 
 TEST_F(RuntimeTest, ADurabilityFailureAnswersUnavailableAndRestoresTheActor) {
-  ASSERT_TRUE(h_.Call("t/probe/d", Req("POST", "/count")).ok());
+  ASSERT_TRUE(h_.Call("t/probe/d", MakeRequest("POST", "/count")).ok());
   const int opens = h_.storage().opens();
   h_.storage().FailDurability(true);
-  auto r = h_.CallRaw("t/probe/d", Req("POST", "/count"));
+  auto r = h_.CallRaw("t/probe/d", MakeRequest("POST", "/count"));
   EXPECT_EQ(r.outcome, EventOutcome::kUnavailable) << ErrorOf(r);
   EXPECT_NE(r.error.find("could not be made durable"), std::string::npos);
   h_.storage().FailDurability(false);
-  auto next = h_.Call("t/probe/d", Req("POST", "/count"));
+  auto next = h_.Call("t/probe/d", MakeRequest("POST", "/count"));
   ASSERT_TRUE(next.ok()) << next.status().ToString();
   EXPECT_EQ(h_.storage().opens(), opens + 1) << "the actor was thrown away and restored";
   EXPECT_EQ(next->body, "2") << "restored from durable state: the unacknowledged increment is gone";
@@ -327,11 +320,11 @@ TEST_F(RuntimeTest, ADurabilityFailureAnswersUnavailableAndRestoresTheActor) {
 
 TEST_F(RuntimeTest, RestoreFailureAnswersUnavailable) {
   h_.storage().FailOpens(true);
-  auto r = h_.CallRaw("t/probe/r", Req("GET", "/echo"));
+  auto r = h_.CallRaw("t/probe/r", MakeRequest("GET", "/echo"));
   EXPECT_EQ(r.outcome, EventOutcome::kUnavailable);
   EXPECT_NE(r.error.find("could not be restored"), std::string::npos) << r.error;
   h_.storage().FailOpens(false);
-  EXPECT_TRUE(h_.Call("t/probe/r", Req("GET", "/echo")).ok());
+  EXPECT_TRUE(h_.Call("t/probe/r", MakeRequest("GET", "/echo")).ok());
 }
 
 // Destroying the runtime with events queued and running (Shutdown's limit passed) leaves

@@ -7,6 +7,15 @@
 
 namespace wk::actor::testing {
 
+TestRequest MakeRequest(std::string method, std::string path, std::string query, std::string body) {
+  TestRequest r;
+  r.method = std::move(method);
+  r.path = std::move(path);
+  r.query = std::move(query);
+  r.body = std::move(body);
+  return r;
+}
+
 std::string TestResponse::header(std::string_view name) const {
   for (const auto& [n, v] : headers) {
     if (n.size() == name.size() &&

@@ -23,6 +23,8 @@ struct TestRequest {
   std::string body;
 };
 
+TestRequest MakeRequest(std::string method, std::string path, std::string query = "", std::string body = "");
+
 struct TestResponse {
   int status = 0;
   std::vector<std::pair<std::string, std::string>> headers;

@@ -406,8 +406,6 @@ Worker::~Worker() {
 void Worker::PumpMessageLoop() {
   while (v8::platform::PumpMessageLoop(g_platform, impl_->isolate)) {
   }
-  // Forget modules nobody uses any more (their classes were redeployed or unloaded).
-  std::erase_if(impl_->modules, [](const auto& kv) { return kv.second.module.expired(); });
 }
 
 void Worker::Impl::Trampoline(const v8::FunctionCallbackInfo<v8::Value>& info) {
@@ -452,6 +450,9 @@ void Worker::Impl::Trampoline(const v8::FunctionCallbackInfo<v8::Value>& info) {
 Result<Worker::Impl::ModuleEntry*> Worker::Impl::EntryFor(const std::shared_ptr<const Module>& module) {
   auto it = modules.find(module->id());
   if (it != modules.end()) return &it->second;
+  // A module new to this worker: first forget modules nobody uses any more (their classes
+  // were redeployed or unloaded). Done here, on a miss, rather than after every event.
+  std::erase_if(modules, [](const auto& kv) { return kv.second.module.expired(); });
   v8::Local<v8::Context> ctx = context.Get(isolate);
   v8::TryCatch try_catch(isolate);
   auto object = v8::WasmModuleObject::FromCompiledModule(isolate, *module->impl().compiled);

@@ -170,7 +170,8 @@ class Worker {
                                                 std::chrono::milliseconds cpu_limit);
 
   // Runs V8's pending platform tasks for this isolate (background compilation results,
-  // garbage-collection tasks). Call it between events.
+  // garbage-collection tasks). Call it between events. (Modules no longer referenced are
+  // dropped from the worker when the next new module is loaded.)
   void PumpMessageLoop();
 
   struct Impl;
