@@ -3,39 +3,6 @@
 namespace wk::actor {
 namespace {
 
-void Apply(MemActorState& s, const Batch& batch) {
-  for (const Mutation& m : batch.mutations) {
-    switch (m.kind) {
-      case Mutation::Kind::kDeleteAll:
-        s.data.clear();
-        s.bytes = 0;
-        break;
-      case Mutation::Kind::kDelete: {
-        auto it = s.data.find(m.key);
-        if (it != s.data.end()) {
-          s.bytes -= it->first.size() + it->second.size();
-          s.data.erase(it);
-        }
-        break;
-      }
-      case Mutation::Kind::kPut: {
-        auto it = s.data.find(m.key);
-        if (it != s.data.end()) {
-          s.bytes -= it->second.size();
-          s.bytes += m.value.size();
-          it->second = m.value;
-        } else {
-          s.bytes += m.key.size() + m.value.size();
-          s.data.emplace(m.key, m.value);
-        }
-        break;
-      }
-    }
-  }
-  if (batch.alarm.has_value()) s.alarm = *batch.alarm;
-  ++s.commits;
-}
-
 // The actor's live state is its own copy, taken at Open; a commit applies to it at once and
 // to the provider's "durable" state only while durability is not failing. Like the real
 // replica, a failure is sticky from the first batch that failed: that batch and every later
@@ -43,39 +10,21 @@ void Apply(MemActorState& s, const Batch& batch) {
 class MemStorage final : public ActorStorage {
  public:
   MemStorage(std::shared_ptr<MemActorState> durable, std::shared_ptr<std::atomic<bool>> fail)
-      : live_(*durable), durable_(std::move(durable)), fail_(std::move(fail)) {}
+      : live_(durable->map), durable_(std::move(durable)), fail_(std::move(fail)) {}
 
-  std::optional<std::string> Get(std::string_view key) const override {
-    auto it = live_.data.find(key);
-    if (it == live_.data.end()) return std::nullopt;
-    return it->second;
-  }
-
-  void List(const ListQuery& q, const ListVisitor& visit) const override {
-    const auto& m = live_.data;
-    const std::string end = q.prefix ? PrefixEnd(q.start) : q.end;
-    auto lo = m.lower_bound(q.start);
-    auto hi = end.empty() ? m.end() : m.lower_bound(end);
-    if (!q.reverse) {
-      for (auto it = lo; it != hi; ++it) {
-        if (!visit(it->first, it->second)) return;
-      }
-    } else {
-      for (auto it = hi; it != lo;) {
-        --it;
-        if (!visit(it->first, it->second)) return;
-      }
-    }
-  }
-
-  std::optional<std::int64_t> Alarm() const override { return live_.alarm; }
-  std::uint64_t StoredBytes() const override { return live_.bytes; }
+  std::optional<std::string> Get(std::string_view key) const override { return live_.Get(key); }
+  void List(const ListQuery& q, const ListVisitor& visit) const override { live_.List(q, visit); }
+  std::optional<std::int64_t> Alarm() const override { return live_.alarm(); }
+  std::uint64_t StoredBytes() const override { return live_.bytes(); }
 
   std::uint64_t Commit(Batch batch) override {
     const std::uint64_t seq = ++seq_;
     if (failed_from_ == 0 && fail_->load()) failed_from_ = seq;
-    if (failed_from_ == 0) Apply(*durable_, batch);
-    Apply(live_, batch);
+    if (failed_from_ == 0) {
+      durable_->map.Apply(batch);
+      ++durable_->commits;
+    }
+    live_.Apply(batch);
     return seq;
   }
 
@@ -86,7 +35,7 @@ class MemStorage final : public ActorStorage {
   }
 
  private:
-  MemActorState live_;
+  StateMap live_;
   std::shared_ptr<MemActorState> durable_;
   std::shared_ptr<std::atomic<bool>> fail_;
   std::uint64_t seq_ = 0;
@@ -94,23 +43,6 @@ class MemStorage final : public ActorStorage {
 };
 
 }  // namespace
-
-bool InQuery(const ListQuery& q, std::string_view key) {
-  if (q.prefix) return key.starts_with(q.start);
-  return key >= q.start && (q.end.empty() || key < q.end);
-}
-
-std::string PrefixEnd(std::string_view prefix) {
-  std::string end(prefix);
-  while (!end.empty()) {
-    if (static_cast<unsigned char>(end.back()) != 0xff) {
-      end.back() = static_cast<char>(static_cast<unsigned char>(end.back()) + 1);
-      return end;
-    }
-    end.pop_back();
-  }
-  return end;  // every byte 0xff (or empty prefix): no upper bound
-}
 
 Task<Result<std::unique_ptr<ActorStorage>>> MemStorageProvider::Open(const ActorId& id) {
   ++opens_;

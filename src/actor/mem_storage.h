@@ -13,15 +13,14 @@
 #include <map>
 #include <mutex>
 
-#include "actor/storage.h"
+#include "actor/state_map.h"
 
 namespace wk::actor {
 
 struct MemActorState {
-  std::map<std::string, std::string, std::less<>> data;
-  std::optional<std::int64_t> alarm;
-  std::uint64_t bytes = 0;
+  StateMap map;
   std::uint64_t commits = 0;
+  const StateMap::Entries& data() const { return map.entries(); }
 };
 
 class MemStorageProvider final : public StorageProvider {

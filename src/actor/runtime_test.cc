@@ -57,10 +57,10 @@ TEST_F(RuntimeTest, AlarmValueIsStoredWithTheBatch) {
   EXPECT_EQ(resp->body, "-1|5000|-1|12345");
   auto state = h_.storage().State(ActorId{"t", "probe", "al"});
   ASSERT_NE(state, nullptr);
-  EXPECT_EQ(state->alarm, 12345);
+  EXPECT_EQ(state->map.alarm(), 12345);
   auto alarm = h_.Alarm("t/probe/al");
   EXPECT_TRUE(alarm.ok()) << ErrorOf(alarm);
-  EXPECT_EQ(state->data.at("alarm-ran"), "yes");
+  EXPECT_EQ(state->data().at("alarm-ran"), "yes");
   auto none = h_.Alarm("t/bad/x");
   EXPECT_EQ(none.outcome, EventOutcome::kNotFound) << "a module without wk_on_alarm";
 }
@@ -80,8 +80,8 @@ TEST_F(RuntimeTest, SyncMakesThePartBeforeItDurableOnItsOwn) {
   auto r = h_.CallRaw("t/probe/s", MakeRequest("POST", "/sync"));
   EXPECT_EQ(r.outcome, EventOutcome::kActorFailed);
   auto state = h_.storage().State(ActorId{"t", "probe", "s"});
-  EXPECT_EQ(state->data.count("before-sync"), 1u) << "synced before the trap";
-  EXPECT_EQ(state->data.count("after-sync"), 0u) << "written after the sync, then trapped: discarded";
+  EXPECT_EQ(state->data().count("before-sync"), 1u) << "synced before the trap";
+  EXPECT_EQ(state->data().count("after-sync"), 0u) << "written after the sync, then trapped: discarded";
 }
 
 TEST_F(RuntimeTest, AFailedSyncNeverReleasesTheAnswer) {
@@ -102,7 +102,7 @@ TEST_F(RuntimeTest, ATrapDiscardsTheBatchAndTheNextEventGetsAFreshInstance) {
   EXPECT_NE(r.error.find("trap"), std::string::npos) << r.error;
   auto state = h_.storage().State(ActorId{"t", "bad", "w"});
   ASSERT_NE(state, nullptr);
-  EXPECT_TRUE(state->data.empty()) << "the trapped event's write was discarded";
+  EXPECT_TRUE(state->data().empty()) << "the trapped event's write was discarded";
   const auto before = h_.runtime().stats().instantiations;
   auto ok = h_.Call("t/bad/w", MakeRequest("GET", "/ok"));
   ASSERT_TRUE(ok.ok()) << ok.status().ToString();

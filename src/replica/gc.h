@@ -1,0 +1,46 @@
+// Garbage collection of an actor's log (ARCHITECTURE.md, "Durable storage"; ADR 0012):
+// which objects the owner may delete, as a pure function of what it listed and what it
+// knows of the chain.
+//
+// Deletable:
+//   - segments at or before the newest acknowledged snapshot on the chain (covered by it),
+//     except the owner's own fence <G>-0: restore finds the chain through the newest fence,
+//     so it stays until a later hold has written its own;
+//   - snapshots older than that snapshot;
+//   - segments and snapshots of older generations that are not on the chain (late uploads
+//     of fenced or lapsed holds), but only once the hold is older than the fencing bound
+//     (`off_chain_ripe`): before that an upload sent by the previous owner may still be in
+//     flight, and deleting its key early would only let the late write create it again.
+// Never: anything of generation G after the snapshot, anything on the chain after it, and
+// nothing outside this actor's wal/ and snapshot/ prefixes (the caller checks the keys).
+//
+// Threading: pure.
+#pragma once
+
+#include <optional>
+#include <set>
+#include <vector>
+
+#include "replica/format.h"
+
+namespace wk::replica {
+
+struct GcInput {
+  std::uint64_t generation = 0;          // the owner's
+  std::optional<Position> snapshot;      // newest acknowledged snapshot on the chain
+  std::set<Position> chain;              // chain positions after the restore's base, and ours
+  bool off_chain_ripe = false;
+  std::vector<Position> segments;        // listed
+  std::vector<Position> snapshots;       // listed
+  bool deletes_chain = false;            // broken model `gc-deletes-chain` (simulator only)
+};
+
+struct GcPlan {
+  std::vector<Position> segments;
+  std::vector<Position> snapshots;
+  bool waiting_for_bound = false;  // off-chain objects left for a later pass
+};
+
+GcPlan PlanGc(const GcInput& input);
+
+}  // namespace wk::replica

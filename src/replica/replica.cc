@@ -1,0 +1,496 @@
+#include "replica/replica.h"
+
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <set>
+
+#include "base/log.h"
+#include "replica/gc.h"
+
+namespace wk::replica {
+namespace {
+
+using std::chrono::duration_cast;
+using std::chrono::milliseconds;
+
+double Seconds(Duration d) { return std::chrono::duration<double>(d).count(); }
+
+const std::vector<double> kLatencyBounds = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+
+}  // namespace
+
+Status ValidateReplicaOptions(const ReplicaOptions& o) {
+  if (o.segment_max_bytes < 1024) return InvalidArgument("segment_max_bytes must be at least 1024");
+  if (o.segment_max_batches < 1) return InvalidArgument("segment_max_batches must be at least 1");
+  if (o.snapshot_every_segments < 1) return InvalidArgument("snapshot_every_segments must be at least 1");
+  if (o.snapshot_every_bytes < 1024) return InvalidArgument("snapshot_every_bytes must be at least 1024");
+  if (o.upload_timeout <= Duration(0)) return InvalidArgument("upload_timeout must be positive");
+  if (o.restore.read_timeout <= Duration(0)) return InvalidArgument("restore_read_timeout must be positive");
+  if (o.restore.read_attempts < 1) return InvalidArgument("restore_read_attempts must be at least 1");
+  if (o.restore.parallelism < 1 || o.restore.parallelism > 256) {
+    return InvalidArgument("restore_parallelism must be between 1 and 256");
+  }
+  if (o.gc_max_deletes_per_pass < 0) return InvalidArgument("gc_max_deletes_per_pass must not be negative");
+  if (o.gc_delete_interval < Duration(0)) return InvalidArgument("gc_delete_interval must not be negative");
+  return Status::Ok();
+}
+
+ReplicaMetrics::ReplicaMetrics(MetricsRegistry& r)
+    : segments(r.AddCounter("wasmkeep_replica_segments_total", "Segment PUTs the bucket acknowledged while the hold was valid (owner fences included).")),
+      segment_bytes(r.AddCounter("wasmkeep_replica_segment_bytes_total", "Bytes of acknowledged segments.")),
+      batches(r.AddCounter("wasmkeep_replica_batches_total", "Event batches in acknowledged segments; divided by segments it is the group-commit ratio.")),
+      late(r.AddCounter("wasmkeep_replica_late_uploads_total", "Uploads acknowledged only after the hold's validity ended (Late): nothing waiting on them was acknowledged.")),
+      upload_failures(r.AddCounter("wasmkeep_replica_upload_failures_total", "Segment uploads that failed or whose outcome is unknown; each abandoned its hold.")),
+      snapshots(r.AddCounter("wasmkeep_replica_snapshots_total", "Snapshots written.")),
+      snapshot_failures(r.AddCounter("wasmkeep_replica_snapshot_failures_total", "Snapshot PUTs that failed (retried after more segments).")),
+      gc_deleted(r.AddCounter("wasmkeep_replica_gc_deleted_total", "Objects deleted by garbage collection.")),
+      restores(r.AddCounter("wasmkeep_replica_restores_total", "Restores that succeeded.")),
+      restore_failures(r.AddCounter("wasmkeep_replica_restore_failures_total", "Restores that failed.")),
+      restore_seconds(r.AddHistogram("wasmkeep_replica_restore_seconds", "Time to restore an actor: listing, reading the snapshot and segments, applying them.", kLatencyBounds)),
+      upload_seconds(r.AddHistogram("wasmkeep_replica_upload_seconds", "Time from sending a segment to its acknowledgement.", kLatencyBounds)) {}
+
+struct Replica::Core : std::enable_shared_from_this<Core> {
+  Core(Deps d, ActorId a, Hold h, ReplicaOptions o)
+      : env(d.env), store(d.store), post(std::move(d.post)), metrics(d.metrics), mutants(d.mutants),
+        actor(std::move(a)), hold(std::move(h)), options(o) {}
+
+  Env& env;
+  ObjectStore& store;
+  std::function<void(std::function<void()>)> post;
+  ReplicaMetrics* metrics;
+  ReplicaMutants mutants;
+  ActorId actor;
+  Hold hold;
+  ReplicaOptions options;
+  Restored restored;
+
+  // ---- shared with the thread that runs events (under mu)
+  mutable std::mutex mu;
+  actor::StateMap state;
+  std::uint64_t committed = 0;  // the last batch seq committed
+  std::uint64_t durable = 0;    // the last batch seq acknowledged while valid
+  std::string open_payload;     // encoded batches not yet in a segment
+  struct OpenBatch {
+    std::uint64_t seq;
+    std::size_t bytes;
+  };
+  std::deque<OpenBatch> open_batches;
+  std::optional<Status> failed;
+  std::multimap<std::uint64_t, std::function<void(Status)>> waiters;
+  bool kick_posted = false;
+
+  // ---- loop thread only
+  std::uint64_t next_seq = 1;  // the fence is 0
+  bool uploading = false;
+  std::set<Position> chain;              // the restore's run (positions on the chain)
+  std::optional<Position> snapshot;      // newest acknowledged snapshot on the chain
+  std::uint64_t segments_since_snapshot = 0;
+  std::uint64_t bytes_since_snapshot = 0;
+  bool snapshot_in_flight = false;
+  bool gc_running = false;
+  bool gc_again = false;
+  std::optional<Env::TimerId> gc_timer;
+  TaskHandle gc_task;
+  MonoTime opened{};
+  std::function<void(Status)> on_failed;
+  bool stopped = false;  // Close finished or destroyed: no more background work
+  ReplicaStats stats;
+
+  // Loop thread.
+  void Kick() {
+    {
+      std::lock_guard lock(mu);
+      kick_posted = false;
+    }
+    if (!uploading) StartNextUpload();
+  }
+
+  void StartNextUpload() {
+    std::string payload;
+    std::size_t count = 0;
+    std::uint64_t last_seq = 0;
+    std::optional<std::string> snapshot_body;
+    Position position;
+    {
+      std::lock_guard lock(mu);
+      if (failed || open_batches.empty()) return;
+    }
+    // The lost-lease cut: a hold that is no longer valid sends nothing more.
+    if (!hold.is_valid()) {
+      Fail(Retryable("the hold of " + actor.ToString() + " ended; its unacknowledged writes are void"));
+      return;
+    }
+    {
+      std::lock_guard lock(mu);
+      std::size_t bytes = 0;
+      while (!open_batches.empty() && count < options.segment_max_batches &&
+             (count == 0 || bytes + open_batches.front().bytes <= options.segment_max_bytes)) {
+        bytes += open_batches.front().bytes;
+        last_seq = open_batches.front().seq;
+        open_batches.pop_front();
+        ++count;
+      }
+      payload = open_payload.substr(0, bytes);
+      open_payload.erase(0, bytes);
+      position = Position{hold.generation, next_seq++};
+      // The state now is exactly the state as of this segment only if it holds every
+      // batch committed so far.
+      if (open_batches.empty() && SnapshotDue(bytes)) {
+        snapshot_body = EncodeSnapshot(actor, position, state);
+        segments_since_snapshot = 0;
+        bytes_since_snapshot = 0;
+      }
+    }
+    std::string body = EncodeDataSegment(actor, position, count, payload);
+    uploading = true;
+    env.Spawn(Upload(shared_from_this(), position, std::move(body), last_seq, count, std::move(snapshot_body)),
+              "segment upload");
+  }
+
+  bool SnapshotDue(std::uint64_t next_bytes) const {
+    if (snapshot_in_flight) return false;
+    return segments_since_snapshot + 1 >= options.snapshot_every_segments ||
+           bytes_since_snapshot + next_bytes >= options.snapshot_every_bytes;
+  }
+
+  static Task<void> Upload(std::shared_ptr<Core> c, Position position, std::string body, std::uint64_t last_seq,
+                           std::size_t count, std::optional<std::string> snapshot_body) {
+    const MonoTime sent = c->env.MonoNow();
+    const std::size_t size = body.size();
+    std::string key = SegmentKey(c->actor, position);
+    auto put = co_await c->store.Put(key, std::move(body), Precondition::IfNoneMatchAny(),
+                                     CallOptions{c->options.upload_timeout});
+    c->uploading = false;
+    if (c->stopped) co_return;  // closed or destroyed meanwhile: its waiters were answered
+    if (!put.ok()) {
+      if (c->metrics) c->metrics->upload_failures.Inc();
+      c->Fail(Retryable("segment " + key + " was not acknowledged: " + put.status().ToString()));
+      co_return;
+    }
+    if (!c->hold.is_valid() && !c->mutants.ack_late_upload) {
+      c->stats.late = true;
+      if (c->metrics) c->metrics->late.Inc();
+      c->Fail(Retryable("segment " + key + " was acknowledged after the hold's validity ended (Late)"));
+      co_return;
+    }
+    if (c->metrics) {
+      c->metrics->segments.Inc();
+      c->metrics->segment_bytes.Inc(static_cast<double>(size));
+      c->metrics->batches.Inc(static_cast<double>(count));
+      c->metrics->upload_seconds.Observe(Seconds(c->env.MonoNow() - sent));
+    }
+    ++c->stats.segments;
+    c->stats.batches += count;
+    c->stats.segment_bytes += size;
+    if (position.seq > 0) {
+      ++c->segments_since_snapshot;
+      c->bytes_since_snapshot += size;
+    }
+    c->Acknowledge(last_seq);
+    if (snapshot_body) c->env.Spawn(SendSnapshot(c, position, std::move(*snapshot_body)), "snapshot upload");
+    if (position.seq == 0) c->MaybeCollect();
+    c->StartNextUpload();
+  }
+
+  bool failed_now() const {
+    std::lock_guard lock(mu);
+    return failed.has_value();
+  }
+
+  void Acknowledge(std::uint64_t last_seq) {
+    std::vector<std::function<void(Status)>> ready;
+    {
+      std::lock_guard lock(mu);
+      durable = std::max(durable, last_seq);
+      auto end = waiters.upper_bound(durable);
+      for (auto it = waiters.begin(); it != end; ++it) ready.push_back(std::move(it->second));
+      waiters.erase(waiters.begin(), end);
+    }
+    for (auto& fn : ready) fn(Status::Ok());
+  }
+
+  static Task<void> SendSnapshot(std::shared_ptr<Core> c, Position position, std::string body) {
+    c->snapshot_in_flight = true;
+    std::string key = SnapshotKey(c->actor, position);
+    auto put = co_await c->store.Put(key, std::move(body), Precondition::IfNoneMatchAny(),
+                                     CallOptions{c->options.upload_timeout});
+    c->snapshot_in_flight = false;
+    if (!put.ok()) {
+      if (c->metrics) c->metrics->snapshot_failures.Inc();
+      WK_LOG_WARN("snapshot not written; retried after the next segment", {{"key", key}, {"error", put.status().ToString()}});
+      // Due again at the next segment.
+      c->segments_since_snapshot = std::max<std::uint64_t>(c->segments_since_snapshot, c->options.snapshot_every_segments);
+      co_return;
+    }
+    if (c->metrics) c->metrics->snapshots.Inc();
+    ++c->stats.snapshots;
+    if (!c->snapshot || *c->snapshot < position) c->snapshot = position;
+    c->MaybeCollect();
+  }
+
+  // ---- garbage collection
+  GcInput MakeGcInput(std::vector<Position> segments, std::vector<Position> snapshots) const {
+    GcInput in;
+    in.generation = hold.generation;
+    in.snapshot = snapshot;
+    in.chain = chain;
+    in.off_chain_ripe = env.MonoNow() - opened >= options.gc_off_chain_after;
+    in.segments = std::move(segments);
+    in.snapshots = std::move(snapshots);
+    in.deletes_chain = mutants.gc_deletes_chain;
+    return in;
+  }
+
+  void MaybeCollect() {
+    if (stopped || failed_now() || options.gc_max_deletes_per_pass == 0) return;
+    if (gc_running) {
+      gc_again = true;
+      return;
+    }
+    gc_running = true;
+    gc_task = env.Spawn(CollectGarbage(shared_from_this()), "replica gc");
+  }
+
+  static Task<void> CollectGarbage(std::shared_ptr<Core> c) {
+    do {
+      c->gc_again = false;
+      const std::string wal_prefix = WalPrefix(c->actor);
+      const std::string snap_prefix = SnapshotPrefix(c->actor);
+      auto wal = co_await ListAll(c->env, c->store, wal_prefix, c->options.restore.list_timeout, 1);
+      if (!wal.ok() || c->stopped) break;
+      auto snaps = co_await ListAll(c->env, c->store, snap_prefix, c->options.restore.list_timeout, 1);
+      if (!snaps.ok() || c->stopped) break;
+      std::vector<Position> segments, snapshots;
+      bool foreign = false;
+      for (const auto& e : *wal) {
+        auto p = ParseKeyPosition(wal_prefix, e.key);
+        if (!p.ok()) foreign = true; else segments.push_back(*p);
+      }
+      for (const auto& e : *snaps) {
+        auto p = ParseKeyPosition(snap_prefix, e.key);
+        if (!p.ok()) foreign = true; else snapshots.push_back(*p);
+      }
+      if (foreign) {
+        WK_LOG_WARN("garbage collection leaves alone objects that are not segments or snapshots",
+                    {{"actor", c->actor.ToString()}});
+      }
+      const GcPlan plan = PlanGc(c->MakeGcInput(std::move(segments), std::move(snapshots)));
+      std::vector<std::string> keys;
+      for (const auto& p : plan.segments) keys.push_back(SegmentKey(c->actor, p));
+      for (const auto& p : plan.snapshots) keys.push_back(SnapshotKey(c->actor, p));
+      int deleted = 0;
+      for (const std::string& key : keys) {
+        if (deleted >= c->options.gc_max_deletes_per_pass || c->stopped) {
+          c->gc_again = true;
+          break;
+        }
+        // Only this actor's log, ever (never nodes/, owners/, leases/).
+        WK_CHECK(key.starts_with(wal_prefix) || key.starts_with(snap_prefix), "gc of a key outside the log: " + key);
+        std::string k = key;
+        Status st = co_await c->store.Delete(std::move(k), Precondition::None(), CallOptions{c->options.upload_timeout});
+        if (!st.ok()) break;  // the next pass tries again
+        ++deleted;
+        ++c->stats.gc_deleted;
+        if (c->metrics) c->metrics->gc_deleted.Inc();
+        if (c->options.gc_delete_interval > Duration(0) && !co_await c->env.SleepFor(c->options.gc_delete_interval)) break;
+      }
+      if (plan.waiting_for_bound && !c->gc_timer && !c->stopped) {
+        std::weak_ptr<Core> weak = c;
+        c->gc_timer = c->env.StartTimer(c->opened + c->options.gc_off_chain_after + milliseconds(1), [weak] {
+          if (auto core = weak.lock()) {
+            core->gc_timer.reset();
+            core->MaybeCollect();
+          }
+        });
+      }
+    } while (c->gc_again && !c->stopped);
+    c->gc_running = false;
+  }
+
+  // ---- failure and stop
+  void Fail(Status why) {
+    // on_failed may destroy the Replica that owns this core.
+    std::shared_ptr<Core> self = shared_from_this();
+    std::multimap<std::uint64_t, std::function<void(Status)>> owed;
+    {
+      std::lock_guard lock(mu);
+      if (failed) return;
+      failed = why;
+      owed.swap(waiters);
+      open_batches.clear();
+      open_payload.clear();
+    }
+    WK_LOG_WARN("replica failed: nothing unacknowledged will be",
+                {{"actor", actor.ToString()}, {"generation", std::to_string(hold.generation)}, {"error", why.ToString()}});
+    for (auto& [seq, fn] : owed) fn(why);
+    StopBackground();
+    if (auto fn = std::move(on_failed)) fn(why);
+  }
+
+  void StopBackground() {
+    if (gc_task.valid()) gc_task.Cancel();
+    if (gc_timer) {
+      env.CancelTimer(*gc_timer);
+      gc_timer.reset();
+    }
+  }
+};
+
+Replica::Replica(std::shared_ptr<Core> core) : core_(std::move(core)) {}
+
+Replica::~Replica() {
+  Core& c = *core_;
+  c.stopped = true;
+  std::multimap<std::uint64_t, std::function<void(Status)>> owed;
+  {
+    std::lock_guard lock(c.mu);
+    if (!c.failed) c.failed = Retryable("the replica of " + c.actor.ToString() + " was closed");
+    owed.swap(c.waiters);
+  }
+  for (auto& [seq, fn] : owed) fn(*c.failed);
+  c.on_failed = nullptr;
+  c.StopBackground();
+}
+
+Task<Result<std::unique_ptr<Replica>>> Replica::Open(Deps deps, ActorId actor, Hold hold, ReplicaOptions options) {
+  Env& env = deps.env;
+  ObjectStore& store = deps.store;
+  ReplicaMetrics* metrics = deps.metrics;
+  RestoreOptions ro = options.restore;
+  ro.ignore_fence = deps.mutants.restore_ignores_fence;
+  const MonoTime start = env.MonoNow();
+  auto restored = co_await Restore(env, store, actor, hold.generation, ro);
+  if (!restored.ok()) {
+    if (metrics) metrics->restore_failures.Inc();
+    co_return restored.status();
+  }
+  if (metrics) {
+    metrics->restores.Inc();
+    metrics->restore_seconds.Observe(Seconds(env.MonoNow() - start));
+  }
+  auto core = std::make_shared<Core>(std::move(deps), actor, std::move(hold), options);
+  core->opened = start;
+  core->restored = std::move(*restored);
+  core->state = std::move(core->restored.state);
+  core->restored.state = actor::StateMap();
+  core->chain.insert(core->restored.chain.run.begin(), core->restored.chain.run.end());
+  core->snapshot = core->restored.chain.base;
+  for (const auto& p : core->restored.chain.run) {
+    if (p.seq > 0) ++core->segments_since_snapshot;
+  }
+  core->bytes_since_snapshot = core->restored.bytes_since_base;
+
+  // The fence: the first segment of this hold, naming the chain it restored.
+  Segment fence;
+  fence.actor = actor;
+  fence.position = Position{core->hold.generation, 0};
+  fence.fence = core->restored.chain;
+  std::string body = EncodeSegment(fence);
+  std::optional<std::string> snapshot_body;
+  if (core->segments_since_snapshot >= options.snapshot_every_segments ||
+      core->bytes_since_snapshot >= options.snapshot_every_bytes) {
+    // A long chain inherited: snapshot the restored state as of the fence.
+    snapshot_body = EncodeSnapshot(actor, fence.position, core->state);
+    core->segments_since_snapshot = 0;
+    core->bytes_since_snapshot = 0;
+  }
+  if (!core->hold.is_valid()) co_return Retryable("the hold of " + actor.ToString() + " ended during its restore");
+  core->uploading = true;
+  env.Spawn(Core::Upload(core, fence.position, std::move(body), 0, 0, std::move(snapshot_body)), "fence upload");
+  co_return std::unique_ptr<Replica>(new Replica(std::move(core)));
+}
+
+std::optional<std::string> Replica::Get(std::string_view key) const {
+  std::lock_guard lock(core_->mu);
+  return core_->state.Get(key);
+}
+
+void Replica::List(const actor::ListQuery& query, const actor::ListVisitor& visit) const {
+  std::lock_guard lock(core_->mu);
+  core_->state.List(query, visit);
+}
+
+std::optional<std::int64_t> Replica::Alarm() const {
+  std::lock_guard lock(core_->mu);
+  return core_->state.alarm();
+}
+
+std::uint64_t Replica::StoredBytes() const {
+  std::lock_guard lock(core_->mu);
+  return core_->state.bytes();
+}
+
+std::uint64_t Replica::Commit(actor::Batch batch) {
+  Core& c = *core_;
+  std::uint64_t seq = 0;
+  bool kick = false;
+  {
+    std::lock_guard lock(c.mu);
+    seq = ++c.committed;
+    c.state.Apply(batch);
+    if (c.failed) return seq;
+    const std::size_t bytes = AppendBatch(batch, c.open_payload);
+    c.open_batches.push_back(Core::OpenBatch{seq, bytes});
+    kick = !c.kick_posted;
+    c.kick_posted = true;
+  }
+  if (kick) {
+    std::weak_ptr<Core> weak = core_;
+    c.post([weak] {
+      if (auto core = weak.lock()) core->Kick();
+    });
+  }
+  return seq;
+}
+
+void Replica::WhenDurable(std::uint64_t seq, std::function<void(Status)> done) {
+  Core& c = *core_;
+  Status answer;
+  {
+    std::lock_guard lock(c.mu);
+    if (c.failed) {
+      answer = *c.failed;
+    } else if (seq > c.durable && !c.mutants.ack_before_durable) {
+      c.waiters.emplace(seq, std::move(done));
+      return;
+    }
+  }
+  done(answer);
+}
+
+void Replica::set_on_failed(std::function<void(Status)> fn) { core_->on_failed = std::move(fn); }
+
+void Replica::Cut(std::string why) {
+  core_->Fail(Retryable("the hold of " + core_->actor.ToString() + " ended (" + why + "); its unacknowledged writes are void"));
+}
+
+Task<Status> Replica::Close(Duration limit) {
+  std::shared_ptr<Core> c = core_;
+  std::uint64_t target = 0;
+  {
+    std::lock_guard lock(c->mu);
+    target = c->committed;
+  }
+  Latch<Status> done(c->env, [] { return Cancelled("close cancelled"); });
+  WhenDurable(target, [done](Status s) { done.Set(std::move(s)); });
+  const auto timer = c->env.StartTimer(c->env.MonoNow() + limit, [done, limit] {
+    done.Set(UnknownOutcome("writes not durable within " + std::to_string(duration_cast<milliseconds>(limit).count()) + " ms"));
+  });
+  Status s = co_await done.Wait();
+  c->env.CancelTimer(timer);
+  c->stopped = true;
+  c->StopBackground();
+  co_return s;
+}
+
+const ActorId& Replica::actor() const { return core_->actor; }
+std::uint64_t Replica::generation() const { return core_->hold.generation; }
+Status Replica::failure() const {
+  std::lock_guard lock(core_->mu);
+  return core_->failed.value_or(Status::Ok());
+}
+ReplicaStats Replica::stats() const { return core_->stats; }
+const Restored& Replica::restored() const { return core_->restored; }
+
+}  // namespace wk::replica

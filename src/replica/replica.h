@@ -1,0 +1,167 @@
+// Replica: one resident actor's durable storage under one hold — the sorted in-memory
+// map the actor reads, its writes appended to the bucket as segments of the hold's
+// generation, the output gate, snapshots and garbage collection (ARCHITECTURE.md,
+// "Durable storage"; formats in format.h, restore in restore.h, what GC may delete in
+// gc.h). It implements the storage interface the actor runtime uses (actor/storage.h).
+//
+// Writes. Commit applies a batch to the map at once (the event's own reads, and later
+// events, see it) and appends its encoding to the open segment. At most one segment
+// upload is in flight per actor: while it is, the batches of later events accumulate and
+// go up together in the next one (group commit: one PUT per upload round trip, not per
+// event), bounded by `segment_max_bytes` and `segment_max_batches` (a batch is never
+// split). Every segment is written If-None-Match: *.
+//
+// The output gate. WhenDurable(seq) says Ok only once every segment up to the one holding
+// batch `seq` was acknowledged by the bucket AND the hold was still valid when that
+// acknowledgement arrived. An upload that completes after validity ended is `Late`:
+// nothing waiting on it is acknowledged. A failed or Late upload, or a hold that stops
+// being valid while anything is unacknowledged (the lost-lease cut), fails the replica:
+// the in-memory state is void, every waiter (now and later) gets kRetryable, and
+// `on_failed` tells the owner to abandon the hold (release it, or drop it if the lease is
+// gone). The hold's first segment is its fence <gen>-0, sent before any batch, so nothing
+// is acknowledged before the fence is.
+//
+// Snapshots. When the segments (or bytes) since the chain's snapshot pass a bound, the
+// state is serialized at the moment a segment is cut that holds every batch committed so
+// far, and uploaded once that segment is acknowledged (valid): snapshot/<...>/<gen>-<seq>
+// is the state as of segment <gen>-<seq>, never ahead of the log. A failed snapshot costs
+// nothing but a later retry. An acknowledged snapshot triggers garbage collection.
+//
+// Garbage collection runs as a background pass after the fence (if the restore saw
+// garbage) and after each snapshot: list, plan (gc.h), delete at most
+// `gc_max_deletes_per_pass`, one at a time, `gc_delete_interval` apart.
+//
+// Threading. Get, List, Alarm, StoredBytes, Commit and WhenDurable may be called from any
+// one thread at a time (the runtime calls them from the worker running the actor's event);
+// an internal mutex orders them against the upload path. Everything else runs on the Env
+// loop thread; Commit hands work to the loop with the `post` function it was given
+// (Env::PostFromAnyThread on the real runtime, Env::Post in the simulator). WhenDurable's
+// callback runs on the loop thread. Simulator-clean: no clock, sleep, thread or socket of
+// its own.
+//
+// Lifetime. Close() (or a failure) before destruction; destroying a Replica cancels its
+// background work, and callbacks still owed are answered kRetryable.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+
+#include "actor/state_map.h"
+#include "actor/storage.h"
+#include "base/metrics.h"
+#include "env/env.h"
+#include "replica/restore.h"
+#include "store/object_store.h"
+
+namespace wk::replica {
+
+struct ReplicaOptions {
+  // A segment closes at this many bytes of batches or this many batches (a single larger
+  // batch goes alone).
+  std::uint64_t segment_max_bytes = 8ull << 20;
+  std::uint32_t segment_max_batches = 10'000;
+  // A snapshot follows this many segments or bytes of segments since the chain's last.
+  std::uint32_t snapshot_every_segments = 64;
+  std::uint64_t snapshot_every_bytes = 32ull << 20;
+  // One segment or snapshot PUT; past it the outcome is unknown and the hold is abandoned.
+  Duration upload_timeout = std::chrono::seconds(10);
+  RestoreOptions restore;
+  Duration gc_delete_interval = std::chrono::milliseconds(20);
+  int gc_max_deletes_per_pass = 500;
+  // Off-chain objects of older generations are deleted only once the hold is this old
+  // (ttl + grace: the fencing bound).
+  Duration gc_off_chain_after = std::chrono::seconds(15);
+};
+// The error names the setting.
+Status ValidateReplicaOptions(const ReplicaOptions& options);
+
+// Broken models for the simulator only.
+struct ReplicaMutants {
+  bool ack_before_durable = false;   // WhenDurable says Ok at commit
+  bool ack_late_upload = false;      // an upload that completes after validity ended counts
+  bool restore_ignores_fence = false;  // every listed segment applied in key order
+  bool gc_deletes_chain = false;       // GC deletes older generations' segments, chain or not
+};
+
+// Process-wide metrics of every replica (register once, share).
+struct ReplicaMetrics {
+  explicit ReplicaMetrics(MetricsRegistry& registry);
+  Counter& segments;         // segment PUTs acknowledged
+  Counter& segment_bytes;
+  Counter& batches;          // batches in acknowledged segments (batches / segments: group commit)
+  Counter& late;             // uploads that completed after validity ended
+  Counter& upload_failures;  // uploads that failed or whose outcome is unknown
+  Counter& snapshots;
+  Counter& snapshot_failures;
+  Counter& gc_deleted;
+  Counter& restores;
+  Counter& restore_failures;
+  Histogram& restore_seconds;
+  Histogram& upload_seconds;
+};
+
+struct ReplicaStats {
+  std::uint64_t segments = 0;  // acknowledged, fence included
+  std::uint64_t batches = 0;   // in acknowledged segments
+  std::uint64_t segment_bytes = 0;
+  std::uint64_t snapshots = 0;
+  std::uint64_t gc_deleted = 0;
+  bool late = false;
+};
+
+class Replica final : public actor::ActorStorage {
+ public:
+  struct Hold {
+    std::uint64_t generation = 0;
+    // LeaseView::is_valid of the hold: asked on every acknowledgement.
+    std::function<bool()> is_valid;
+  };
+  struct Deps {
+    Env& env;
+    ObjectStore& store;
+    // Hands a function to the loop thread from whatever thread Commit runs on.
+    std::function<void(std::function<void()>)> post;
+    ReplicaMetrics* metrics = nullptr;
+    ReplicaMutants mutants;
+  };
+
+  // Restores the actor for `hold` and sends its fence. Returns once restored; the fence may
+  // still be in flight (nothing is acknowledged before it lands).
+  static Task<Result<std::unique_ptr<Replica>>> Open(Deps deps, ActorId actor, Hold hold, ReplicaOptions options);
+  ~Replica() override;
+  Replica(const Replica&) = delete;
+  Replica& operator=(const Replica&) = delete;
+
+  // actor::ActorStorage.
+  std::optional<std::string> Get(std::string_view key) const override;
+  void List(const actor::ListQuery& query, const actor::ListVisitor& visit) const override;
+  std::optional<std::int64_t> Alarm() const override;
+  std::uint64_t StoredBytes() const override;
+  std::uint64_t Commit(actor::Batch batch) override;
+  void WhenDurable(std::uint64_t seq, std::function<void(Status)> done) override;
+
+  // Loop thread. Called once when the replica fails (upload failed or Late, or Cut).
+  void set_on_failed(std::function<void(Status)> fn);
+  // The lost-lease cut: the hold ended. Nothing unacknowledged will be; the replica fails.
+  void Cut(std::string why);
+  // Waits (bounded) until every committed batch is acknowledged or the replica failed, then
+  // stops the background work. OK: everything committed is durable, the hold may be released.
+  Task<Status> Close(Duration limit);
+
+  const ActorId& actor() const;
+  std::uint64_t generation() const;
+  Status failure() const;
+  ReplicaStats stats() const;
+  const Restored& restored() const;  // what Open found (the restore's facts)
+
+  struct Core;
+
+ private:
+  explicit Replica(std::shared_ptr<Core> core);
+  std::shared_ptr<Core> core_;
+};
+
+}  // namespace wk::replica

@@ -1,0 +1,253 @@
+#include "replica/restore.h"
+
+#include <algorithm>
+#include <map>
+
+namespace wk::replica {
+namespace {
+
+using std::chrono::milliseconds;
+
+bool Transient(const Status& s) { return s.code() == Code::kRetryable || s.code() == Code::kUnknownOutcome; }
+
+Duration Backoff(int attempt) { return milliseconds(50) * (1 << std::min(attempt, 6)); }
+
+// One object of the chain to read, and what came back.
+struct Read {
+  std::string key;
+  bool snapshot = false;
+  std::optional<std::string> body;
+  Status status;
+};
+
+struct ReadQueue {
+  std::vector<Read> reads;
+  std::size_t next = 0;
+  int retries = 0;
+  bool failed = false;
+};
+
+Task<void> ReadWorker(Env& env, ObjectStore& store, std::shared_ptr<ReadQueue> q, RestoreOptions options) {
+  while (!q->failed && q->next < q->reads.size()) {
+    Read& r = q->reads[q->next++];
+    const CallOptions call{options.read_timeout};
+    for (int attempt = 0;; ++attempt) {
+      std::string key = r.key;
+      auto got = co_await store.Get(std::move(key), call);
+      if (got.ok()) {
+        r.body = std::move(got->body);
+        break;
+      }
+      r.status = got.status();
+      if (got.code() == Code::kNotFound) {
+        r.status = Fatal("the chain names " + r.key + " but it is missing: acknowledged writes would be lost");
+      }
+      if (!Transient(got.status()) || attempt + 1 >= options.read_attempts) {
+        q->failed = true;
+        co_return;
+      }
+      ++q->retries;
+      if (!co_await env.SleepFor(Backoff(attempt))) {
+        r.status = Cancelled("restore cancelled");
+        q->failed = true;
+        co_return;
+      }
+    }
+  }
+}
+
+// Reads every object of q, `parallelism` at once.
+Task<Status> ReadAll(Env& env, ObjectStore& store, std::shared_ptr<ReadQueue> q, RestoreOptions options) {
+  const int workers = std::max(1, std::min<int>(options.parallelism, static_cast<int>(q->reads.size())));
+  std::vector<TaskHandle> handles;
+  for (int i = 0; i < workers && !q->reads.empty(); ++i) {
+    handles.push_back(env.Spawn(ReadWorker(env, store, q, options), "restore read"));
+  }
+  for (auto& h : handles) {
+    if (!co_await h.Join()) {
+      for (auto& other : handles) other.Cancel();
+      co_return Cancelled("restore cancelled");
+    }
+  }
+  for (const auto& r : q->reads) {
+    if (!r.body) co_return r.status.ok() ? Fatal("restore read of " + r.key + " did not run") : r.status;
+  }
+  co_return Status::Ok();
+}
+
+}  // namespace
+
+Task<Result<std::vector<ListEntry>>> ListAll(Env& env, ObjectStore& store, std::string prefix, Duration timeout,
+                                             int attempts) {
+  std::vector<ListEntry> out;
+  std::string continuation;
+  for (;;) {
+    Result<ListPage> page = Retryable("not listed");
+    for (int attempt = 0;; ++attempt) {
+      ListOptions options;
+      options.prefix = prefix;
+      options.continuation = continuation;
+      page = co_await store.List(std::move(options), CallOptions{timeout});
+      if (page.ok() || !Transient(page.status()) || attempt + 1 >= attempts) break;
+      if (!co_await env.SleepFor(Backoff(attempt))) co_return Cancelled("list cancelled");
+    }
+    if (!page.ok()) co_return page.status();
+    for (auto& e : page->entries) out.push_back(std::move(e));
+    if (!page->next_continuation) break;
+    continuation = *page->next_continuation;
+  }
+  co_return out;
+}
+
+Task<Result<Restored>> Restore(Env& env, ObjectStore& store, ActorId actor, std::uint64_t generation,
+                               RestoreOptions options) {
+  const MonoTime start = env.MonoNow();
+  Restored out;
+  const std::string wal_prefix = WalPrefix(actor);
+  const std::string snap_prefix = SnapshotPrefix(actor);
+
+  // 1. Both listings at once.
+  auto wal_list = std::make_shared<std::optional<Result<std::vector<ListEntry>>>>();
+  auto snap_list = std::make_shared<std::optional<Result<std::vector<ListEntry>>>>();
+  auto list_into = [](Env& e, ObjectStore& s, std::string prefix, RestoreOptions o,
+                      std::shared_ptr<std::optional<Result<std::vector<ListEntry>>>> into) -> Task<void> {
+    auto r = co_await ListAll(e, s, std::move(prefix), o.list_timeout, o.read_attempts);
+    into->emplace(std::move(r));
+  };
+  TaskHandle h1 = env.Spawn(list_into(env, store, wal_prefix, options, wal_list), "restore list");
+  TaskHandle h2 = env.Spawn(list_into(env, store, snap_prefix, options, snap_list), "restore list");
+  const bool joined1 = co_await h1.Join();
+  const bool joined2 = joined1 && co_await h2.Join();
+  if (!joined1 || !joined2) {
+    h1.Cancel();
+    h2.Cancel();
+    co_return Cancelled("restore cancelled");
+  }
+  if (!wal_list->has_value() || !snap_list->has_value()) co_return Cancelled("restore cancelled");
+  if (!(*wal_list)->ok()) co_return (*wal_list)->status();
+  if (!(*snap_list)->ok()) co_return (*snap_list)->status();
+
+  std::map<Position, std::uint64_t> segments;  // position -> size
+  for (const auto& e : (*wal_list)->value()) {
+    auto p = ParseKeyPosition(wal_prefix, e.key);
+    if (!p.ok()) co_return p.status();
+    segments.emplace(*p, e.size);
+    out.listed_segments.push_back(*p);
+  }
+  std::vector<Position> snapshots;
+  for (const auto& e : (*snap_list)->value()) {
+    auto p = ParseKeyPosition(snap_prefix, e.key);
+    if (!p.ok()) co_return p.status();
+    snapshots.push_back(*p);
+  }
+  std::sort(snapshots.begin(), snapshots.end());
+  out.listed_snapshots = snapshots;
+  if (!segments.empty() && segments.rbegin()->first.generation >= generation) {
+    co_return PreconditionFailed("the log of " + actor.ToString() + " already has generation " +
+                                 std::to_string(segments.rbegin()->first.generation) + ", not below this hold's " +
+                                 std::to_string(generation) + ": a later hold exists");
+  }
+
+  auto q = std::make_shared<ReadQueue>();
+  std::optional<Position> base;
+  std::vector<Position> chain;  // data segments to apply, in order
+
+  if (options.ignore_fence) {
+    // Broken model: the newest snapshot of any generation, then every later segment in key
+    // order, chain or not.
+    if (!snapshots.empty()) base = snapshots.back();
+    for (const auto& [p, size] : segments) {
+      if (base && p <= *base) continue;
+      out.chain.run.push_back(p);
+      if (p.seq > 0) chain.push_back(p);
+    }
+  } else {
+    // 2. The newest fence.
+    std::optional<std::uint64_t> fence_gen;
+    for (auto it = segments.rbegin(); it != segments.rend(); ++it) {
+      if (it->first.seq == 0) {
+        fence_gen = it->first.generation;
+        break;
+      }
+    }
+    if (!fence_gen) {
+      if (!segments.empty()) {
+        co_return Fatal("the log of " + actor.ToString() + " has segments but no owner fence (first: " +
+                        SegmentKey(actor, segments.begin()->first) + ")");
+      }
+      // A fresh actor (or one whose only snapshot lost its segments: impossible, since a
+      // snapshot follows its segment and GC keeps the newest fence).
+      if (!snapshots.empty()) {
+        co_return Fatal("the log of " + actor.ToString() + " has snapshots but no segments");
+      }
+    } else {
+      const std::uint64_t g = *fence_gen;
+      Read fence_read{SegmentKey(actor, Position{g, 0}), false, std::nullopt, Status::Ok()};
+      auto fq = std::make_shared<ReadQueue>();
+      fq->reads.push_back(std::move(fence_read));
+      Status st = co_await ReadAll(env, store, fq, options);
+      if (!st.ok()) co_return st;
+      ++out.reads;
+      out.read_retries += fq->retries;
+      auto fence = DecodeSegment(*fq->reads[0].body);
+      if (!fence.ok()) co_return Fatal(SegmentKey(actor, Position{g, 0}) + ": " + fence.status().message());
+      if (fence->actor != actor || fence->position != Position{g, 0}) {
+        co_return Fatal(SegmentKey(actor, Position{g, 0}) + " names another actor or position");
+      }
+      // 3. G's own segments, contiguous from 1, and G's newest snapshot within them.
+      std::vector<Position> own;
+      for (std::uint64_t s = 1; segments.count(Position{g, s}); ++s) own.push_back(Position{g, s});
+      std::optional<Position> own_snapshot;
+      for (const auto& p : snapshots) {
+        if (p.generation == g && p.seq >= 1 && p.seq <= own.size()) own_snapshot = p;
+      }
+      if (own_snapshot) {
+        base = own_snapshot;
+        for (const auto& p : own) {
+          if (*own_snapshot < p) out.chain.run.push_back(p);
+        }
+      } else {
+        base = fence->fence.base;
+        out.chain.run = fence->fence.run;
+        out.chain.run.push_back(Position{g, 0});
+        for (const auto& p : own) out.chain.run.push_back(p);
+      }
+      for (const auto& p : out.chain.run) {
+        if (p.seq > 0) chain.push_back(p);
+      }
+    }
+  }
+  out.chain.base = base;
+
+  // 4. The snapshot and the segments after it, in parallel.
+  if (base) q->reads.push_back(Read{SnapshotKey(actor, *base), true, std::nullopt, Status::Ok()});
+  for (const auto& p : chain) q->reads.push_back(Read{SegmentKey(actor, p), false, std::nullopt, Status::Ok()});
+  if (!q->reads.empty()) {
+    Status st = co_await ReadAll(env, store, q, options);
+    if (!st.ok()) co_return st;
+  }
+  out.reads += static_cast<int>(q->reads.size());
+  out.read_retries += q->retries;
+
+  // 5. Apply in chain order.
+  std::size_t i = 0;
+  if (base) {
+    auto snap = DecodeSnapshot(*q->reads[0].body);
+    if (!snap.ok()) co_return Fatal(q->reads[0].key + ": " + snap.status().message());
+    if (snap->actor != actor || snap->position != *base) co_return Fatal(q->reads[0].key + " names another actor or position");
+    out.state = std::move(snap->state);
+    i = 1;
+  }
+  for (std::size_t c = 0; c < chain.size(); ++c, ++i) {
+    const std::string& body = *q->reads[i].body;
+    out.bytes_since_base += body.size();
+    auto seg = DecodeSegment(body);
+    if (!seg.ok()) co_return Fatal(q->reads[i].key + ": " + seg.status().message());
+    if (seg->actor != actor || seg->position != chain[c]) co_return Fatal(q->reads[i].key + " names another actor or position");
+    for (const auto& b : seg->batches) out.state.Apply(b);
+  }
+  out.took = env.MonoNow() - start;
+  co_return out;
+}
+
+}  // namespace wk::replica
