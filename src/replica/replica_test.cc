@@ -1,0 +1,446 @@
+// Replica on a simulated bucket (SimWorld virtual time, MemStore with faults): the output
+// gate, group commit, the fence, Late uploads, snapshots, restore along the chain and
+// garbage collection.
+#include "replica/replica.h"
+
+#include <gtest/gtest.h>
+
+#include "base/log.h"
+#include "env/sim_env.h"
+#include "store/mem/mem_store.h"
+
+namespace wk::replica {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+actor::Batch Put(std::string key, std::string value) {
+  actor::Batch b;
+  b.mutations.push_back(actor::Mutation{actor::Mutation::Kind::kPut, std::move(key), std::move(value)});
+  return b;
+}
+
+class ReplicaTest : public ::testing::Test {
+ protected:
+  ReplicaTest() {
+    log::SetLevel(log::Level::kOff);
+    store_ = std::make_unique<MemStore>(env_, bucket_, [this](const OpInfo& op) { return Fault(op); });
+  }
+
+  OpFault Fault(const OpInfo& op) {
+    OpFault f;
+    f.request_delay = milliseconds(5);
+    f.reply_delay = milliseconds(5);
+    if (op.key.starts_with(kWalPrefix) && op.op == StoreOp::kPut) {
+      f.request_delay = wal_put_delay_;
+      if (fail_wal_puts_) f.fail_before_apply = Retryable("test: refused");
+    }
+    if (op.op == StoreOp::kGet) f.request_delay = get_delay_;
+    return f;
+  }
+
+  std::unique_ptr<Replica> Open(std::uint64_t gen, ReplicaOptions options = {}, ReplicaMutants mutants = {}) {
+    auto r = TryOpen(gen, options, mutants);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? std::move(*r) : nullptr;
+  }
+  Result<std::unique_ptr<Replica>> TryOpen(std::uint64_t gen, ReplicaOptions options = {}, ReplicaMutants mutants = {}) {
+    Replica::Deps deps{env_, *store_, [this](std::function<void()> fn) { env_.Post(std::move(fn)); }, nullptr, mutants};
+    Replica::Hold hold{gen, [this] { return valid_; }};
+    auto r = RunTask(world_, env_, Replica::Open(std::move(deps), actor_, std::move(hold), options));
+    if (!r) return Fatal("open did not finish");
+    return std::move(*r);
+  }
+
+  // Commits and records the answer of WhenDurable.
+  std::shared_ptr<std::optional<Status>> Write(Replica& r, std::string key, std::string value) {
+    auto answer = std::make_shared<std::optional<Status>>();
+    const std::uint64_t seq = r.Commit(Put(std::move(key), std::move(value)));
+    r.WhenDurable(seq, [answer](Status s) { *answer = std::move(s); });
+    return answer;
+  }
+  void Settle() { world_.RunFor(seconds(1)); }
+
+  bool Has(const std::string& key) const { return bucket_->objects().count(key) > 0; }
+  std::size_t Count(std::string_view prefix) const {
+    std::size_t n = 0;
+    for (const auto& [k, v] : bucket_->objects()) n += k.starts_with(prefix);
+    return n;
+  }
+
+  SimWorld world_{7};
+  SimEnv env_{world_, FromUnixMs(1'700'000'000'000)};
+  std::shared_ptr<MemBucket> bucket_ = std::make_shared<MemBucket>();
+  std::unique_ptr<MemStore> store_;
+  ActorId actor_{"t", "c", "a"};
+  bool valid_ = true;
+  Duration wal_put_delay_ = milliseconds(5);
+  Duration get_delay_ = milliseconds(5);
+  bool fail_wal_puts_ = false;
+};
+
+TEST_F(ReplicaTest, AcknowledgedWritesSurviveARestoreAtTheNextGeneration) {
+  auto r = Open(1);
+  auto a = Write(*r, "k1", "v1");
+  auto b = Write(*r, "k2", "v2");
+  EXPECT_EQ(r->Get("k1"), "v1") << "reads see the commit at once";
+  EXPECT_FALSE(a->has_value()) << "not durable before the bucket acknowledged it";
+  Settle();
+  ASSERT_TRUE(a->has_value() && b->has_value());
+  EXPECT_TRUE((*a)->ok() && (*b)->ok());
+  EXPECT_TRUE(Has(SegmentKey(actor_, {1, 0}))) << "the fence";
+  EXPECT_TRUE(Has(SegmentKey(actor_, {1, 1})));
+  ASSERT_TRUE(RunTask(world_, env_, r->Close(seconds(5)))->ok());
+  r.reset();
+
+  auto r2 = Open(2);
+  EXPECT_EQ(r2->Get("k1"), "v1");
+  EXPECT_EQ(r2->Get("k2"), "v2");
+  const FenceInfo& chain = r2->restored().chain;
+  EXPECT_FALSE(chain.base.has_value());
+  EXPECT_EQ(chain.run.front(), (Position{1, 0}));
+  Settle();
+  auto fence = DecodeSegment(bucket_->objects().at(SegmentKey(actor_, {2, 0})).body);
+  ASSERT_TRUE(fence.ok()) << fence.status().ToString();
+  EXPECT_EQ(fence->fence.run, chain.run) << "the new fence names the chain it restored";
+  EXPECT_EQ(fence->fence.tip(), chain.run.back());
+}
+
+TEST_F(ReplicaTest, GroupCommitSendsTheBatchesOfAnUploadRoundTripTogether) {
+  wal_put_delay_ = milliseconds(50);
+  auto r = Open(1);
+  std::vector<std::shared_ptr<std::optional<Status>>> answers;
+  for (int i = 0; i < 100; ++i) {
+    answers.push_back(Write(*r, "k" + std::to_string(i), "v"));
+    world_.RunFor(milliseconds(2));
+  }
+  Settle();
+  for (auto& a : answers) ASSERT_TRUE(a->has_value() && (*a)->ok());
+  const auto stats = r->stats();
+  EXPECT_EQ(stats.batches, 100u);
+  // 100 events over ~200 ms with a ~60 ms round trip: a handful of data segments.
+  EXPECT_LE(stats.segments, 8u) << "one PUT per round trip, not per event";
+  EXPECT_GE(stats.segments, 3u);
+}
+
+TEST_F(ReplicaTest, SegmentsRespectTheirBatchAndByteBounds) {
+  ReplicaOptions o;
+  o.segment_max_batches = 2;
+  wal_put_delay_ = milliseconds(50);
+  auto r = Open(1, o);
+  std::vector<std::shared_ptr<std::optional<Status>>> answers;
+  for (int i = 0; i < 5; ++i) answers.push_back(Write(*r, "k" + std::to_string(i), "v"));
+  Settle();
+  for (auto& a : answers) ASSERT_TRUE(a->has_value() && (*a)->ok());
+  EXPECT_EQ(r->stats().segments, 1u + 3u) << "the fence, then 2 + 2 + 1 batches";
+
+  o = ReplicaOptions{};
+  o.segment_max_bytes = 1024;
+  auto r2 = Open(2, o);
+  answers.clear();
+  for (int i = 0; i < 4; ++i) answers.push_back(Write(*r2, "big" + std::to_string(i), std::string(600, 'x')));
+  Settle();
+  for (auto& a : answers) ASSERT_TRUE(a->has_value() && (*a)->ok());
+  EXPECT_EQ(r2->stats().segments, 1u + 4u) << "each 600-byte batch alone under a 1 KiB bound";
+  EXPECT_EQ(r2->Get("big3"), std::string(600, 'x'));
+}
+
+TEST_F(ReplicaTest, NothingIsAcknowledgedBeforeTheFence) {
+  wal_put_delay_ = milliseconds(500);
+  auto r = Open(1);
+  auto a = Write(*r, "k", "v");
+  world_.RunFor(milliseconds(400));
+  EXPECT_FALSE(Has(SegmentKey(actor_, {1, 0})));
+  EXPECT_FALSE(a->has_value());
+  world_.RunFor(milliseconds(200));
+  EXPECT_TRUE(Has(SegmentKey(actor_, {1, 0})));
+  EXPECT_FALSE(a->has_value()) << "its segment goes up only after the fence is acknowledged";
+  world_.RunFor(milliseconds(600));
+  ASSERT_TRUE(a->has_value());
+  EXPECT_TRUE((*a)->ok());
+}
+
+TEST_F(ReplicaTest, AnUploadAcknowledgedAfterValidityEndedIsLateAndAcknowledgesNothing) {
+  auto r = Open(1);
+  Settle();
+  Status failed;
+  r->set_on_failed([&](Status s) { failed = s; });
+  wal_put_delay_ = milliseconds(300);
+  auto a = Write(*r, "k", "v");
+  world_.RunFor(milliseconds(100));
+  valid_ = false;  // the hold ends while the upload is in flight
+  Settle();
+  EXPECT_TRUE(Has(SegmentKey(actor_, {1, 1}))) << "the bucket did apply it";
+  ASSERT_TRUE(a->has_value());
+  EXPECT_EQ((*a)->code(), Code::kRetryable);
+  EXPECT_NE((*a)->message().find("Late"), std::string::npos) << (*a)->ToString();
+  EXPECT_TRUE(r->stats().late);
+  EXPECT_EQ(failed.code(), Code::kRetryable) << "the owner is told to abandon the hold";
+  // Sticky: nothing later is acknowledged either.
+  valid_ = true;
+  auto b = Write(*r, "k2", "v");
+  Settle();
+  ASSERT_TRUE(b->has_value());
+  EXPECT_FALSE((*b)->ok());
+}
+
+TEST_F(ReplicaTest, TheBrokenModelAcknowledgesALateUpload) {
+  ReplicaMutants m;
+  m.ack_late_upload = true;
+  auto r = Open(1, {}, m);
+  Settle();
+  wal_put_delay_ = milliseconds(300);
+  auto a = Write(*r, "k", "v");
+  world_.RunFor(milliseconds(100));
+  valid_ = false;
+  Settle();
+  ASSERT_TRUE(a->has_value());
+  EXPECT_TRUE((*a)->ok()) << "the mutant must differ from the design, or the simulator could not catch it";
+}
+
+TEST_F(ReplicaTest, AFailedUploadFailsEveryWaiterAndTheReplica) {
+  auto r = Open(1);
+  Settle();
+  fail_wal_puts_ = true;
+  auto a = Write(*r, "k", "v");
+  auto b = Write(*r, "k2", "v");
+  Settle();
+  ASSERT_TRUE(a->has_value() && b->has_value());
+  EXPECT_EQ((*a)->code(), Code::kRetryable);
+  EXPECT_EQ((*b)->code(), Code::kRetryable);
+  EXPECT_FALSE(r->failure().ok());
+}
+
+TEST_F(ReplicaTest, ACutHoldSendsNothingMoreAndFailsItsWaiters) {
+  auto r = Open(1);
+  Settle();
+  wal_put_delay_ = milliseconds(300);
+  auto a = Write(*r, "k", "v");
+  world_.RunFor(milliseconds(50));
+  auto b = Write(*r, "k2", "v");  // waits for the next segment
+  r->Cut("lease lapsed");
+  ASSERT_TRUE(a->has_value() && b->has_value());
+  EXPECT_FALSE((*a)->ok());
+  EXPECT_FALSE((*b)->ok());
+  Settle();
+  EXPECT_FALSE(Has(SegmentKey(actor_, {1, 2}))) << "nothing is sent after the cut";
+}
+
+TEST_F(ReplicaTest, AnInvalidHoldSendsNothing) {
+  auto r = Open(1);
+  Settle();
+  valid_ = false;
+  auto a = Write(*r, "k", "v");
+  Settle();
+  ASSERT_TRUE(a->has_value());
+  EXPECT_FALSE((*a)->ok());
+  EXPECT_FALSE(Has(SegmentKey(actor_, {1, 1})));
+}
+
+TEST_F(ReplicaTest, CloseWaitsUntilEveryCommitIsDurable) {
+  wal_put_delay_ = milliseconds(200);
+  auto r = Open(1);
+  auto a = Write(*r, "k", "v");
+  auto closed = RunTask(world_, env_, r->Close(seconds(5)));
+  ASSERT_TRUE(closed.has_value());
+  EXPECT_TRUE(closed->ok());
+  EXPECT_TRUE(a->has_value() && (*a)->ok());
+  EXPECT_TRUE(Has(SegmentKey(actor_, {1, 1})));
+}
+
+TEST_F(ReplicaTest, SnapshotsFollowTheBoundAndGarbageCollectionKeepsTheChain) {
+  ReplicaOptions o;
+  o.snapshot_every_segments = 3;
+  o.gc_delete_interval = milliseconds(1);
+  auto r = Open(1, o);
+  for (int i = 0; i < 10; ++i) {
+    auto a = Write(*r, "k" + std::to_string(i), std::to_string(i));
+    Settle();
+    ASSERT_TRUE(a->has_value() && (*a)->ok());
+  }
+  Settle();
+  EXPECT_GE(r->stats().snapshots, 3u);
+  EXPECT_GT(r->stats().gc_deleted, 0u);
+  EXPECT_EQ(Count(SnapshotPrefix(actor_)), 1u) << "older snapshots are deleted";
+  EXPECT_TRUE(Has(SegmentKey(actor_, {1, 0}))) << "the owner's own fence is never collected";
+  EXPECT_FALSE(Has(SegmentKey(actor_, {1, 1}))) << "covered by a snapshot";
+  ASSERT_TRUE(RunTask(world_, env_, r->Close(seconds(5)))->ok());
+  r.reset();
+
+  auto r2 = Open(2, o);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(r2->Get("k" + std::to_string(i)), std::to_string(i));
+  ASSERT_TRUE(r2->restored().chain.base.has_value());
+  EXPECT_EQ(r2->restored().chain.base->generation, 1u);
+  EXPECT_LE(r2->restored().reads, 1 + 1 + 3) << "the fence, the snapshot and the segments after it";
+}
+
+TEST_F(ReplicaTest, ALongInheritedChainIsSnapshottedAtTheFence) {
+  ReplicaOptions o;
+  o.snapshot_every_segments = 1000;
+  auto r = Open(1, o);
+  for (int i = 0; i < 6; ++i) {
+    auto a = Write(*r, "k" + std::to_string(i), "v");
+    Settle();
+  }
+  ASSERT_TRUE(RunTask(world_, env_, r->Close(seconds(5)))->ok());
+  r.reset();
+  o.snapshot_every_segments = 5;
+  auto r2 = Open(2, o);
+  Settle();
+  EXPECT_TRUE(Has(SnapshotKey(actor_, {2, 0}))) << "the restored state, as of the fence";
+  ASSERT_TRUE(RunTask(world_, env_, r2->Close(seconds(5)))->ok());
+  r2.reset();
+  auto r3 = Open(3, o);
+  EXPECT_EQ(r3->restored().chain.base, (Position{2, 0}));
+  EXPECT_EQ(r3->Get("k5"), "v");
+}
+
+TEST_F(ReplicaTest, ASegmentOfAnOlderHoldThatLandedAfterTheNextRestoreIsOffTheChain) {
+  auto r = Open(1);
+  auto a = Write(*r, "k", "v1");
+  Settle();
+  ASSERT_TRUE(RunTask(world_, env_, r->Close(seconds(5)))->ok());
+  r.reset();
+  auto r2 = Open(2);
+  Settle();
+  // Hold 1's late upload lands now, after hold 2 restored and fenced.
+  actor::Batch ghost = Put("ghost", "boo");
+  std::string payload;
+  AppendBatch(ghost, payload);
+  ASSERT_TRUE(bucket_->ApplyPut(SegmentKey(actor_, {1, 2}), EncodeDataSegment(actor_, {1, 2}, 1, payload),
+                                Precondition::IfNoneMatchAny()).ok());
+  auto b = Write(*r2, "k", "v2");
+  Settle();
+  ASSERT_TRUE(RunTask(world_, env_, r2->Close(seconds(5)))->ok());
+  r2.reset();
+
+  auto r3 = Open(3);
+  EXPECT_EQ(r3->Get("k"), "v2");
+  EXPECT_FALSE(r3->Get("ghost").has_value()) << "the chain from fence 2-0 does not include 1-2";
+  ASSERT_TRUE(RunTask(world_, env_, r3->Close(seconds(5)))->ok());
+  r3.reset();
+
+  ReplicaMutants m;
+  m.restore_ignores_fence = true;
+  auto broken = Open(4, {}, m);
+  EXPECT_TRUE(broken->Get("ghost").has_value()) << "the broken model must be able to fail the checkers";
+}
+
+TEST_F(ReplicaTest, OffChainObjectsAreCollectedOnlyAfterTheFencingBound) {
+  ReplicaOptions o;
+  o.gc_off_chain_after = seconds(15);
+  o.gc_delete_interval = milliseconds(1);
+  auto r = Open(1, o);
+  Settle();
+  ASSERT_TRUE(RunTask(world_, env_, r->Close(seconds(5)))->ok());
+  r.reset();
+  std::string payload;
+  AppendBatch(Put("ghost", "boo"), payload);
+  ASSERT_TRUE(bucket_->ApplyPut(SegmentKey(actor_, {1, 7}), EncodeDataSegment(actor_, {1, 7}, 1, payload),
+                                Precondition::IfNoneMatchAny()).ok());
+  auto r2 = Open(2, o);
+  world_.RunFor(seconds(10));
+  EXPECT_TRUE(Has(SegmentKey(actor_, {1, 7}))) << "may still be in flight from the old owner's view";
+  world_.RunFor(seconds(10));
+  EXPECT_FALSE(Has(SegmentKey(actor_, {1, 7}))) << "off the chain and older than the bound";
+  EXPECT_TRUE(Has(SegmentKey(actor_, {2, 0})));
+  EXPECT_TRUE(Has(SegmentKey(actor_, {1, 0}))) << "on the chain, not covered by a snapshot";
+}
+
+TEST_F(ReplicaTest, RestoreReadsTheSnapshotAndSegmentsInParallel) {
+  ReplicaOptions o;
+  o.snapshot_every_segments = 1'000'000;
+  o.gc_max_deletes_per_pass = 0;
+  auto r = Open(1, o);
+  for (int i = 0; i < 50; ++i) {
+    auto a = Write(*r, "k" + std::to_string(i), std::to_string(i));
+    Settle();
+  }
+  ASSERT_TRUE(RunTask(world_, env_, r->Close(seconds(5)))->ok());
+  r.reset();
+  get_delay_ = milliseconds(20);
+  ReplicaOptions one = o;
+  one.restore.parallelism = 1;
+  auto slow = Open(2, one);
+  ASSERT_TRUE(slow);
+  const Duration serial = slow->restored().took;
+  EXPECT_EQ(slow->restored().reads, 1 + 50);
+  ASSERT_TRUE(RunTask(world_, env_, slow->Close(seconds(5)))->ok());
+  slow.reset();
+  ReplicaOptions many = o;
+  many.restore.parallelism = 16;
+  auto fast = Open(3, many);
+  ASSERT_TRUE(fast);
+  EXPECT_EQ(fast->Get("k49"), "49");
+  EXPECT_LT(fast->restored().took * 5, serial) << "parallel " << fast->restored().took.count() << " vs one at a time "
+                                                << serial.count();
+}
+
+TEST_F(ReplicaTest, ALaterGenerationInTheLogRefusesTheRestore) {
+  auto r = Open(5);
+  Settle();
+  ASSERT_TRUE(RunTask(world_, env_, r->Close(seconds(5)))->ok());
+  r.reset();
+  auto stale = TryOpen(4);
+  ASSERT_FALSE(stale.ok());
+  EXPECT_EQ(stale.code(), Code::kPreconditionFailed) << stale.status().ToString();
+}
+
+TEST_F(ReplicaTest, AMissingChainSegmentFailsTheRestoreRatherThanLoseWrites) {
+  auto r = Open(1);
+  for (int i = 0; i < 3; ++i) {
+    auto a = Write(*r, "k" + std::to_string(i), "v");
+    Settle();
+  }
+  ASSERT_TRUE(RunTask(world_, env_, r->Close(seconds(5)))->ok());
+  r.reset();
+  auto r2 = Open(2);
+  Settle();
+  ASSERT_TRUE(RunTask(world_, env_, r2->Close(seconds(5)))->ok());
+  r2.reset();
+  ASSERT_TRUE(bucket_->ApplyDelete(SegmentKey(actor_, {1, 2}), Precondition::None()).ok());
+  auto r3 = TryOpen(3);
+  ASSERT_FALSE(r3.ok());
+  EXPECT_EQ(r3.code(), Code::kFatal);
+  EXPECT_NE(r3.status().message().find("missing"), std::string::npos) << r3.status().ToString();
+}
+
+TEST_F(ReplicaTest, ACorruptSegmentFailsTheRestoreNamingIt) {
+  auto r = Open(1);
+  auto a = Write(*r, "k", "v");
+  Settle();
+  ASSERT_TRUE(RunTask(world_, env_, r->Close(seconds(5)))->ok());
+  r.reset();
+  std::string body = bucket_->objects().at(SegmentKey(actor_, {1, 1})).body;
+  body[body.size() / 2] ^= 0x20;
+  ASSERT_TRUE(bucket_->ApplyPut(SegmentKey(actor_, {1, 1}), body, Precondition::None()).ok());
+  auto r2 = TryOpen(2);
+  ASSERT_FALSE(r2.ok());
+  EXPECT_EQ(r2.code(), Code::kFatal);
+  EXPECT_NE(r2.status().message().find(SegmentKey(actor_, {1, 1})), std::string::npos) << r2.status().ToString();
+}
+
+TEST_F(ReplicaTest, ARestoreReadThatFailsOnceIsRetried) {
+  auto r = Open(1);
+  auto a = Write(*r, "k", "v");
+  Settle();
+  ASSERT_TRUE(RunTask(world_, env_, r->Close(seconds(5)))->ok());
+  r.reset();
+  ReplicaOptions o;
+  o.restore.read_timeout = milliseconds(100);
+  get_delay_ = milliseconds(150);  // every first read times out...
+  int gets = 0;
+  store_ = std::make_unique<MemStore>(env_, bucket_, [&](const OpInfo& op) {
+    OpFault f;
+    if (op.op == StoreOp::kGet && op.key.starts_with(kWalPrefix) && ++gets == 1) f.request_delay = milliseconds(150);
+    return f;
+  });
+  auto r2 = Open(2, o);
+  ASSERT_TRUE(r2);
+  EXPECT_EQ(r2->Get("k"), "v");
+  EXPECT_GE(r2->restored().read_retries, 1);
+}
+
+}  // namespace
+}  // namespace wk::replica

@@ -194,18 +194,22 @@ Task<Result<Restored>> Restore(Env& env, ObjectStore& store, ActorId actor, std:
       if (fence->actor != actor || fence->position != Position{g, 0}) {
         co_return Fatal(SegmentKey(actor, Position{g, 0}) + " names another actor or position");
       }
-      // 3. G's own segments, contiguous from 1, and G's newest snapshot within them.
-      std::vector<Position> own;
-      for (std::uint64_t s = 1; segments.count(Position{g, s}); ++s) own.push_back(Position{g, s});
+      // 3. G's newest snapshot, if any: G sends a snapshot only after the segment it is
+      // as of was acknowledged while valid, so it is on the chain even once garbage
+      // collection has deleted the segments it covers. Then G's own segments, contiguous
+      // from the one after it (or from 1): G sends a segment only after the previous one
+      // was acknowledged, so a gap ends the chain.
       std::optional<Position> own_snapshot;
       for (const auto& p : snapshots) {
-        if (p.generation == g && p.seq >= 1 && p.seq <= own.size()) own_snapshot = p;
+        if (p.generation == g) own_snapshot = p;
+      }
+      std::vector<Position> own;
+      for (std::uint64_t s = own_snapshot ? own_snapshot->seq + 1 : 1; segments.count(Position{g, s}); ++s) {
+        own.push_back(Position{g, s});
       }
       if (own_snapshot) {
         base = own_snapshot;
-        for (const auto& p : own) {
-          if (*own_snapshot < p) out.chain.run.push_back(p);
-        }
+        out.chain.run = own;
       } else {
         base = fence->fence.base;
         out.chain.run = fence->fence.run;
