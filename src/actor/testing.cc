@@ -39,9 +39,14 @@ std::vector<std::uint8_t> ReadFileBytes(const std::string& path) {
 
 Harness::Harness() : Harness(DefaultHarnessOptions()) {}
 
-Harness::Harness(RuntimeOptions options) : engine_(std::make_unique<engine::Engine>()) {
+Harness::Harness(RuntimeOptions options) : Harness(std::move(options), nullptr) {}
+
+Harness::Harness(RuntimeOptions options, const StorageFactory& make_storage)
+    : engine_(std::make_unique<engine::Engine>()) {
   options.wall_clock_ms = [this] { return clock_ms_; };
-  runtime_ = std::make_unique<ActorRuntime>(env_, *engine_, classes_, storage_, std::move(options));
+  if (make_storage) custom_storage_ = make_storage(env_);
+  StorageProvider& storage = custom_storage_ ? *custom_storage_ : storage_;
+  runtime_ = std::make_unique<ActorRuntime>(env_, *engine_, classes_, storage, std::move(options));
 }
 
 Harness::~Harness() {

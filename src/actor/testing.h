@@ -40,6 +40,9 @@ class Harness {
  public:
   Harness();
   explicit Harness(RuntimeOptions options);
+  // With another storage provider, made on the harness's env (the durable replica's tests).
+  using StorageFactory = std::function<std::unique_ptr<StorageProvider>(RealEnv&)>;
+  Harness(RuntimeOptions options, const StorageFactory& make_storage);
   ~Harness();
 
   // Compiles the module at `wasm_path` and serves it as `class_name` for every tenant.
@@ -71,6 +74,7 @@ class Harness {
   RealEnv env_;
   std::unique_ptr<engine::Engine> engine_;
   MemStorageProvider storage_;
+  std::unique_ptr<StorageProvider> custom_storage_;
   ClassRegistry classes_;
   std::vector<std::pair<std::string, std::shared_ptr<const engine::Module>>> deployed_;
   std::int64_t clock_ms_ = 1'800'000'000'000;  // a fixed, readable start (2027-01-15)

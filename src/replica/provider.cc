@@ -1,0 +1,78 @@
+#include "replica/provider.h"
+
+#include "base/log.h"
+
+namespace wk::replica {
+
+ReplicaProvider::ReplicaProvider(Replica::Deps deps, HoldSource& holds, ReplicaOptions options, Duration close_limit)
+    : deps_(std::move(deps)), holds_(holds), options_(options), close_limit_(close_limit) {}
+
+ReplicaProvider::~ReplicaProvider() { *alive_ = false; }
+
+Task<Result<std::unique_ptr<actor::ActorStorage>>> ReplicaProvider::Open(const ActorId& id_ref) {
+  const ActorId id = id_ref;
+  std::shared_ptr<bool> alive = alive_;
+  auto hold = co_await holds_.Acquire(id);
+  if (hold.ok() && used_generations_[id].count(hold->generation)) {
+    // This generation already served a replica (its log keys are taken): a new hold.
+    co_await holds_.Release(id);
+    hold = co_await holds_.Acquire(id);
+    if (hold.ok() && used_generations_[id].count(hold->generation)) {
+      co_return Retryable("the hold of " + id.ToString() + " at generation " + std::to_string(hold->generation) +
+                          " is still being released");
+    }
+  }
+  if (!hold.ok()) co_return hold.status();
+  if (!*alive) co_return Cancelled("storage provider gone");
+  const std::uint64_t generation = hold->generation;
+  used_generations_[id].insert(generation);
+  Replica::Deps deps = deps_;
+  auto replica = co_await Replica::Open(std::move(deps), id, std::move(*hold), options_);
+  if (!*alive) co_return Cancelled("storage provider gone");
+  if (!replica.ok()) {
+    WK_LOG_WARN("restore failed", {{"actor", id.ToString()}, {"generation", std::to_string(generation)},
+                                   {"error", replica.status().ToString()}});
+    co_await holds_.Release(id);
+    co_return replica.status();
+  }
+  Replica* raw = replica->get();
+  open_[id] = raw;
+  (*replica)->set_on_failed([this, alive, id](Status) {
+    if (!*alive) return;
+    // Abandon the hold: nothing of this replica will be acknowledged any more.
+    deps_.env.Spawn(ReleaseLater(alive, &holds_, id), "abandon hold");
+  });
+  std::unique_ptr<actor::ActorStorage> storage = std::move(*replica);
+  co_return storage;
+}
+
+void ReplicaProvider::Close(const ActorId& id, std::unique_ptr<actor::ActorStorage> storage) {
+  std::unique_ptr<Replica> replica(static_cast<Replica*>(storage.release()));
+  auto it = open_.find(id);
+  if (it != open_.end() && it->second == replica.get()) open_.erase(it);
+  deps_.env.Spawn(CloseLater(alive_, this, id, std::move(replica)), "replica close");
+}
+
+Task<void> ReplicaProvider::CloseLater(std::shared_ptr<bool> alive, ReplicaProvider* self, ActorId id,
+                                       std::unique_ptr<Replica> replica) {
+  const Duration limit = self->close_limit_;
+  Status s = co_await replica->Close(limit);
+  if (!*alive) co_return;
+  if (!s.ok()) {
+    WK_LOG_WARN("replica closed with writes not durable", {{"actor", id.ToString()}, {"error", s.ToString()}});
+  }
+  replica.reset();
+  // Durable (or failed, and its hold already abandoned): the hold can go.
+  co_await self->holds_.Release(id);
+}
+
+Task<void> ReplicaProvider::ReleaseLater(std::shared_ptr<bool> alive, HoldSource* holds, ActorId id) {
+  if (*alive) co_await holds->Release(id);
+}
+
+void ReplicaProvider::Cut(const ActorId& id, std::string why) {
+  auto it = open_.find(id);
+  if (it != open_.end()) it->second->Cut(std::move(why));
+}
+
+}  // namespace wk::replica

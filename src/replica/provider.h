@@ -1,0 +1,57 @@
+// ReplicaProvider: the actor runtime's StorageProvider over durable replicas. Opening an
+// actor acquires a hold of it (HoldSource) and restores a Replica under that hold's
+// generation; closing it waits until its writes are durable, then releases the hold. A
+// replica that fails (an upload failed or was Late, or the hold ended) abandons its hold at
+// once: the hold source releases it, or drops it if the lease is gone.
+//
+// Each Open gets a hold of its own: a hold whose generation already served a replica is
+// released and a new one acquired, since a generation's segment keys are written once.
+//
+// Threading: Env loop thread (the runtime calls Open and Close there).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <set>
+
+#include "actor/storage.h"
+#include "replica/replica.h"
+
+namespace wk::replica {
+
+class HoldSource {
+ public:
+  virtual ~HoldSource() = default;
+  // A hold of actor for this node (acquired now, or the one it has).
+  virtual Task<Result<Replica::Hold>> Acquire(ActorId actor) = 0;
+  // Ends the hold (stop acting first; the release may stay pending, per ADR 0020 §3).
+  virtual Task<void> Release(ActorId actor) = 0;
+};
+
+class ReplicaProvider final : public actor::StorageProvider {
+ public:
+  ReplicaProvider(Replica::Deps deps, HoldSource& holds, ReplicaOptions options, Duration close_limit);
+  ~ReplicaProvider() override;
+
+  Task<Result<std::unique_ptr<actor::ActorStorage>>> Open(const ActorId& id) override;
+  void Close(const ActorId& id, std::unique_ptr<actor::ActorStorage> storage) override;
+
+  // Hold ends observed by the cluster (lapse, loss): cut every resident replica of actor.
+  void Cut(const ActorId& id, std::string why);
+  std::size_t open_replicas() const { return open_.size(); }
+
+ private:
+  static Task<void> ReleaseLater(std::shared_ptr<bool> alive, HoldSource* holds, ActorId id);
+  static Task<void> CloseLater(std::shared_ptr<bool> alive, ReplicaProvider* self, ActorId id,
+                               std::unique_ptr<Replica> replica);
+
+  Replica::Deps deps_;
+  HoldSource& holds_;
+  ReplicaOptions options_;
+  Duration close_limit_;
+  std::map<ActorId, Replica*> open_;
+  std::map<ActorId, std::set<std::uint64_t>> used_generations_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace wk::replica
