@@ -87,6 +87,34 @@ Status ReadActors(const toml::table& t, actor::RuntimeOptions* o) {
   return s;
 }
 
+Status ReadStorage(const toml::table& t, replica::ReplicaOptions* o) {
+  constexpr std::string_view sec = "storage";
+  constexpr std::int64_t kMaxBytes = std::int64_t{1} << 40;
+  Status s = CheckKeys(t, sec,
+                       {"segment_max_bytes", "segment_max_batches", "snapshot_every_segments", "snapshot_every_bytes",
+                        "upload_timeout_ms", "restore_read_timeout_ms", "restore_read_attempts", "restore_parallelism",
+                        "gc_delete_interval_ms", "gc_max_deletes_per_pass"});
+  if (s.ok()) s = ReadUint(t, sec, "segment_max_bytes", 1024, std::int64_t{5} << 30, &o->segment_max_bytes);
+  if (s.ok()) s = ReadUint(t, sec, "segment_max_batches", 1, 1'000'000, &o->segment_max_batches);
+  if (s.ok()) s = ReadUint(t, sec, "snapshot_every_segments", 1, 1'000'000, &o->snapshot_every_segments);
+  if (s.ok()) s = ReadUint(t, sec, "snapshot_every_bytes", 1024, kMaxBytes, &o->snapshot_every_bytes);
+  if (s.ok()) s = ReadUint(t, sec, "restore_read_attempts", 1, 100, &o->restore.read_attempts);
+  if (s.ok()) s = ReadUint(t, sec, "restore_parallelism", 1, 256, &o->restore.parallelism);
+  if (s.ok()) s = ReadUint(t, sec, "gc_max_deletes_per_pass", 0, 1'000'000, &o->gc_max_deletes_per_pass);
+  std::int64_t upload_ms = -1, read_ms = -1, gc_ms = -1;
+  if (s.ok()) s = ReadUint(t, sec, "upload_timeout_ms", 1, 3'600'000, &upload_ms);
+  if (s.ok()) s = ReadUint(t, sec, "restore_read_timeout_ms", 1, 3'600'000, &read_ms);
+  if (s.ok()) s = ReadUint(t, sec, "gc_delete_interval_ms", 0, 60'000, &gc_ms);
+  if (upload_ms >= 0) o->upload_timeout = std::chrono::milliseconds(upload_ms);
+  if (read_ms >= 0) o->restore.read_timeout = std::chrono::milliseconds(read_ms);
+  if (gc_ms >= 0) o->gc_delete_interval = std::chrono::milliseconds(gc_ms);
+  if (s.ok()) {
+    s = replica::ValidateReplicaOptions(*o);
+    if (!s.ok()) s = InvalidArgument("storage." + s.message());
+  }
+  return s;
+}
+
 }  // namespace
 
 Result<Config> LoadConfig(const std::string& path) {
@@ -131,6 +159,8 @@ Result<Config> LoadConfig(const std::string& path) {
       if (s.ok()) s = config.lease.Validate();
     } else if (section == "actors") {
       s = ReadActors(*table, &config.actors);
+    } else if (section == "storage") {
+      s = ReadStorage(*table, &config.storage);
     } else if (section == "log") {
       s = CheckKeys(*table, section, {"level"});
       if (s.ok()) s = ReadString(*table, section, "level", &config.log_level);
@@ -139,6 +169,7 @@ Result<Config> LoadConfig(const std::string& path) {
     }
     if (!s.ok()) return InvalidArgument(path + ": " + s.message());
   }
+  config.storage.gc_off_chain_after = std::max(config.lease.takeover_after(), config.storage.upload_timeout);
   return config;
 }
 

@@ -31,6 +31,17 @@
 //   idle_hibernate_ms = 30000    # an idle actor leaves memory (and its hold is released)
 //   memory_budget_bytes = 1073741824  # resident actors' memory before idle ones are evicted
 //   sync_timeout_ms = 30000      # how long exec-durable (sync) waits
+//   [storage]                    # the durable replica (docs/storage.md)
+//   segment_max_bytes = 8388608  # a segment closes at this many bytes of batches...
+//   segment_max_batches = 10000  # ...or this many batches
+//   snapshot_every_segments = 64 # a snapshot after this many segments...
+//   snapshot_every_bytes = 33554432  # ...or this many bytes of segments
+//   upload_timeout_ms = 10000    # one segment or snapshot PUT
+//   restore_read_timeout_ms = 5000   # one read of a restore, then retried
+//   restore_read_attempts = 4
+//   restore_parallelism = 16     # reads of one restore in flight at once
+//   gc_delete_interval_ms = 20   # pacing of garbage collection's deletes
+//   gc_max_deletes_per_pass = 500
 //
 // Precedence: command-line flags, then the environment (AWS_* variables), then the file,
 // then the defaults. Unknown sections or keys are refused with their name, so a typo is
@@ -43,6 +54,7 @@
 #include "base/status.h"
 #include "actor/runtime.h"
 #include "cluster/timing.h"
+#include "replica/replica.h"
 #include "store/open_store.h"
 
 namespace wk::cli {
@@ -58,6 +70,9 @@ struct Config {
   std::optional<std::string> advertise;
   LeaseTiming lease;  // defaults unless [lease] sets them; validated by LoadConfig
   actor::RuntimeOptions actors;  // defaults unless [actors] sets them; validated by LoadConfig
+  // Defaults unless [storage] sets them; validated by LoadConfig. gc_off_chain_after is not
+  // a setting: it is the fencing bound, max(ttl + grace, upload_timeout), set from [lease].
+  replica::ReplicaOptions storage;
 };
 
 // Reads and validates path. kInvalidArgument names the file and the bad key or value;

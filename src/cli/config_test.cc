@@ -69,5 +69,60 @@ TEST(ConfigTest, BadActorSettingsAreNamed) {
   }
 }
 
+TEST(ConfigTest, StorageSectionSetsTheReplica) {
+  auto c = Load(R"([lease]
+ttl_ms = 4000
+grace_ms = 2000
+safety_ms = 1000
+max_skew_ms = 500
+heartbeat_period_ms = 1000
+[storage]
+segment_max_bytes = 65536
+segment_max_batches = 50
+snapshot_every_segments = 10
+snapshot_every_bytes = 1048576
+upload_timeout_ms = 3000
+restore_read_timeout_ms = 800
+restore_read_attempts = 3
+restore_parallelism = 4
+gc_delete_interval_ms = 0
+gc_max_deletes_per_pass = 10
+)");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  const auto& s = c->storage;
+  EXPECT_EQ(s.segment_max_bytes, 65536u);
+  EXPECT_EQ(s.segment_max_batches, 50u);
+  EXPECT_EQ(s.snapshot_every_segments, 10u);
+  EXPECT_EQ(s.snapshot_every_bytes, 1048576u);
+  EXPECT_EQ(s.upload_timeout, std::chrono::milliseconds(3000));
+  EXPECT_EQ(s.restore.read_timeout, std::chrono::milliseconds(800));
+  EXPECT_EQ(s.restore.read_attempts, 3);
+  EXPECT_EQ(s.restore.parallelism, 4);
+  EXPECT_EQ(s.gc_delete_interval, std::chrono::milliseconds(0));
+  EXPECT_EQ(s.gc_max_deletes_per_pass, 10);
+  EXPECT_EQ(s.gc_off_chain_after, std::chrono::milliseconds(6000)) << "ttl + grace, the fencing bound";
+
+  auto d = Load("[log]\nlevel = \"info\"\n");
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->storage.snapshot_every_segments, 64u);
+  EXPECT_EQ(d->storage.gc_off_chain_after, std::chrono::seconds(15));
+}
+
+TEST(ConfigTest, BadStorageSettingsAreNamed) {
+  struct Case {
+    const char* text;
+    const char* want;
+  };
+  for (Case c : {Case{"[storage]\nsegment_max_bytes = 10\n", "storage.segment_max_bytes"},
+                 Case{"[storage]\nrestore_parallelism = 0\n", "storage.restore_parallelism"},
+                 Case{"[storage]\nsnapshot_every_segments = \"often\"\n", "storage.snapshot_every_segments"},
+                 Case{"[storage]\nupload_timeout_ms = 0\n", "storage.upload_timeout_ms"},
+                 Case{"[storage]\nsegment_size = 5\n", "unknown setting storage.segment_size"}}) {
+    auto r = Load(c.text);
+    ASSERT_FALSE(r.ok()) << c.text;
+    EXPECT_NE(r.status().message().find(c.want), std::string::npos) << r.status().ToString();
+  }
+}
+
 }  // namespace
 }  // namespace wk::cli
