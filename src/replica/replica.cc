@@ -225,6 +225,12 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
     }
     if (c->metrics) c->metrics->snapshots.Inc();
     ++c->stats.snapshots;
+    // Garbage collection may lean on a snapshot only if it landed while the hold was
+    // valid: then every later restore lists it and starts from it (or from a newer one),
+    // so what it covers is needed by nobody, even if a delete lands after the hold ended.
+    // A snapshot that landed later is still correct (its segment was acknowledged), but a
+    // next owner may have restored without it, from the objects it covers.
+    if (!c->hold.is_valid()) co_return;
     if (!c->snapshot || *c->snapshot < position) c->snapshot = position;
     c->MaybeCollect();
   }
@@ -243,7 +249,7 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
   }
 
   void MaybeCollect() {
-    if (stopped || failed_now() || options.gc_max_deletes_per_pass == 0) return;
+    if (stopped || failed_now() || options.gc_max_deletes_per_pass == 0 || !hold.is_valid()) return;
     if (gc_running) {
       gc_again = true;
       return;
@@ -281,6 +287,7 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
       for (const auto& p : plan.snapshots) keys.push_back(SnapshotKey(c->actor, p));
       int deleted = 0;
       for (const std::string& key : keys) {
+        if (!c->hold.is_valid()) break;  // only an owner collects
         if (deleted >= c->options.gc_max_deletes_per_pass || c->stopped) {
           c->gc_again = true;
           break;

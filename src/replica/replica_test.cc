@@ -37,6 +37,7 @@ class ReplicaTest : public ::testing::Test {
       if (fail_wal_puts_) f.fail_before_apply = Retryable("test: refused");
     }
     if (op.op == StoreOp::kGet) f.request_delay = get_delay_;
+    if (op.key.starts_with(kSnapshotPrefix) && op.op == StoreOp::kPut) f.request_delay = snapshot_put_delay_;
     return f;
   }
 
@@ -77,6 +78,7 @@ class ReplicaTest : public ::testing::Test {
   bool valid_ = true;
   Duration wal_put_delay_ = milliseconds(5);
   Duration get_delay_ = milliseconds(5);
+  Duration snapshot_put_delay_ = milliseconds(5);
   bool fail_wal_puts_ = false;
 };
 
@@ -273,6 +275,25 @@ TEST_F(ReplicaTest, SnapshotsFollowTheBoundAndGarbageCollectionKeepsTheChain) {
   ASSERT_TRUE(r2->restored().chain.base.has_value());
   EXPECT_EQ(r2->restored().chain.base->generation, 1u);
   EXPECT_LE(r2->restored().reads, 1 + 1 + 3) << "the fence, the snapshot and the segments after it";
+}
+
+TEST_F(ReplicaTest, ASnapshotThatLandsAfterTheHoldEndedCollectsNothing) {
+  ReplicaOptions o;
+  o.snapshot_every_segments = 2;
+  o.gc_delete_interval = milliseconds(1);
+  snapshot_put_delay_ = milliseconds(300);
+  auto r = Open(1, o);
+  for (int i = 0; i < 2; ++i) {
+    auto a = Write(*r, "k" + std::to_string(i), "v");
+    world_.RunFor(milliseconds(100));
+    ASSERT_TRUE(a->has_value() && (*a)->ok());
+  }
+  valid_ = false;  // the hold ends while the snapshot as of 1-2 is in flight
+  Settle();
+  EXPECT_TRUE(Has(SnapshotKey(actor_, {1, 2}))) << "it landed, and is correct";
+  EXPECT_TRUE(Has(SegmentKey(actor_, {1, 1}))) << "a next owner may have restored from these without it";
+  EXPECT_TRUE(Has(SegmentKey(actor_, {1, 2})));
+  EXPECT_EQ(r->stats().gc_deleted, 0u);
 }
 
 TEST_F(ReplicaTest, ALongInheritedChainIsSnapshottedAtTheFence) {

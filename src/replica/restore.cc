@@ -142,9 +142,11 @@ Task<Result<Restored>> Restore(Env& env, ObjectStore& store, ActorId actor, std:
   }
   std::sort(snapshots.begin(), snapshots.end());
   out.listed_snapshots = snapshots;
-  if (!segments.empty() && segments.rbegin()->first.generation >= generation) {
+  std::uint64_t newest_generation = segments.empty() ? 0 : segments.rbegin()->first.generation;
+  if (!snapshots.empty()) newest_generation = std::max(newest_generation, snapshots.back().generation);
+  if (newest_generation >= generation) {
     co_return PreconditionFailed("the log of " + actor.ToString() + " already has generation " +
-                                 std::to_string(segments.rbegin()->first.generation) + ", not below this hold's " +
+                                 std::to_string(newest_generation) + ", not below this hold's " +
                                  std::to_string(generation) + ": a later hold exists");
   }
 
