@@ -370,6 +370,12 @@ Task<Result<std::unique_ptr<Replica>>> Replica::Open(Deps deps, ActorId actor, H
   auto restored = co_await Restore(env, store, actor, hold.generation, ro);
   if (!restored.ok()) {
     if (metrics) metrics->restore_failures.Inc();
+    // A restore that outlived its hold listed and read while later holds wrote and collected
+    // garbage: a missing object or a later generation in that view proves nothing, so no
+    // kFatal or kPreconditionFailed from it (simulator, `storage` seed 1).
+    if (!hold.is_valid()) {
+      co_return Retryable("the hold of " + actor.ToString() + " ended during its restore: " + restored.status().ToString());
+    }
     co_return restored.status();
   }
   if (metrics) {
