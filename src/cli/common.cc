@@ -54,7 +54,7 @@ Result<std::unique_ptr<ObjectStore>> OpenBucket(RealEnv& env, const GlobalOption
     auto spec = ParseFaultSpec(*faults);
     if (!spec.ok()) return InvalidArgument("WASMKEEP_DEBUG_FAULTS: " + spec.status().message());
     WK_LOG_WARN("injecting bucket faults (WASMKEEP_DEBUG_FAULTS); for tests only", {{"faults", *faults}});
-    return std::unique_ptr<ObjectStore>(std::make_unique<FaultyStore>(std::move(store).value(), *spec));
+    return std::unique_ptr<ObjectStore>(std::make_unique<FaultyStore>(env, std::move(store).value(), *spec));
   }
   return store;
 }

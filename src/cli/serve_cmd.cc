@@ -8,6 +8,7 @@
 
 #include "base/log.h"
 #include "base/metrics.h"
+#include "cli/debug_writer.h"
 #include "cluster/cluster_node.h"
 #include "server/admin_http.h"
 #include "store/open_store.h"
@@ -122,7 +123,16 @@ Task<void> DebugAcquire(RealEnv* env, ClusterNode* node, std::vector<ActorId> ac
   }
 }
 
-Task<int> ServeMain(RealEnv* env, ClusterNode* node, LeaseTiming timing) {
+// Tests only (WASMKEEP_DEBUG_WRITER, cli/debug_writer.h): actors this node writes to
+// through the replica, until the actor API exists.
+struct DebugWriterHook {
+  std::shared_ptr<const DebugWriterOptions> options;
+  std::unique_ptr<replica::ReplicaMetrics> metrics;
+  ObjectStore* store = nullptr;
+  std::string node_id;
+};
+
+Task<int> ServeMain(RealEnv* env, ClusterNode* node, LeaseTiming timing, DebugWriterHook* writer) {
   // One event ends the serving: a signal (clean stop) or the lease's end.
   Latch<int> event(*env, [] { return -1; });
   boost::asio::signal_set signals(env->context(), SIGTERM, SIGINT);
@@ -148,6 +158,8 @@ Task<int> ServeMain(RealEnv* env, ClusterNode* node, LeaseTiming timing) {
     WK_LOG_WARN("WASMKEEP_DEBUG_ACQUIRE: holding actors for tests", {{"actors", *debug}});
     env->Spawn(DebugAcquire(env, node, std::move(actors)), "debug acquire");
   }
+  // A plain function spawns the writers (GCC 12 and several Spawns in one coroutine).
+  if (writer->options) StartDebugWriters(env, node, writer->store, writer->metrics.get(), writer->node_id, writer->options);
   const int what = co_await event.Wait();
   signals.cancel();
   if (what > 0) {
@@ -188,6 +200,17 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
 
   MetricsRegistry metrics;
   ClusterMetrics cluster_metrics(metrics, node);
+  DebugWriterHook writer;
+  if (auto actors = ProcessGetEnv("WASMKEEP_DEBUG_WRITER"); actors && !actors->empty()) {
+    auto parsed = ParseDebugWriter(*actors, ProcessGetEnv("WASMKEEP_DEBUG_WRITER_OPTIONS").value_or(""),
+                                   config->storage);
+    if (!parsed.ok()) return Fail(parsed.status());
+    WK_LOG_WARN("WASMKEEP_DEBUG_WRITER: writing to actors through the replica, for tests only", {{"actors", *actors}});
+    writer.options = std::make_shared<const DebugWriterOptions>(std::move(parsed).value());
+    writer.metrics = std::make_unique<replica::ReplicaMetrics>(metrics);
+    writer.store = store->get();
+    writer.node_id = identity.node_id;
+  }
   AdminHttpServer::Handlers handlers;
   handlers.metrics_text = [&] {
     cluster_metrics.Sync();
@@ -206,7 +229,7 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
 
   WK_LOG_INFO("serving", {{"node", identity.node_id}, {"instance", instance}, {"bucket", (*store)->Describe()},
                           {"listen", listen}, {"ttl", FormatDuration(timing.ttl)}});
-  int code = env.RunMain(ServeMain(&env, &node, timing));
+  int code = env.RunMain(ServeMain(&env, &node, timing, &writer));
   (*http)->Stop();
   return code;
 }

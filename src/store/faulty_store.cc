@@ -28,20 +28,40 @@ Result<FaultSpec> ParseFaultSpec(std::string_view text) {
     } else if (name == "unknown_first_put") {
       if (value.empty()) return InvalidArgument("unknown_first_put needs a key prefix");
       spec.unknown_first_put = std::string(value);
+    } else if (name == "slow_put_ms") {
+      int n = 0;
+      auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+      if (ec != std::errc() || p != value.data() + value.size() || n < 1 || n > 60'000) {
+        return InvalidArgument("slow_put_ms must be an integer in [1, 60000] (got '" + std::string(value) + "')");
+      }
+      spec.slow_put_ms = n;
+    } else if (name == "slow_put_prefix") {
+      spec.slow_put_prefix = std::string(value);
     } else if (name == "outage_prefix") {
       spec.outage_prefix = std::string(value);
     } else if (name == "outage_file") {
       if (value.empty()) return InvalidArgument("outage_file needs a path");
       spec.outage_file = std::string(value);
     } else {
-      return InvalidArgument("unknown fault '" + std::string(name) + "' (known: lose_put_reply, outage_file, outage_prefix, unknown_first_put)");
+      return InvalidArgument("unknown fault '" + std::string(name) + "' (known: lose_put_reply, outage_file, outage_prefix, unknown_first_put, slow_put_ms, slow_put_prefix)");
     }
   }
   return spec;
 }
 
-FaultyStore::FaultyStore(std::unique_ptr<ObjectStore> inner, FaultSpec spec)
-    : inner_(std::move(inner)), spec_(std::move(spec)) {}
+FaultyStore::FaultyStore(Env& env, std::unique_ptr<ObjectStore> inner, FaultSpec spec)
+    : env_(env), inner_(std::move(inner)), spec_(std::move(spec)) {}
+
+// A timer and a Latch rather than Env::SleepFor: a small delayed-write coroutine built on
+// SleepFor crashed with SIGILL at its first resume under GCC 12 (docs/DEVELOPING.md).
+Task<bool> FaultyStore::SlowDown() {
+  Latch<bool> done(env_, [] { return false; });
+  const MonoTime deadline = env_.MonoNow() + std::chrono::milliseconds(spec_.slow_put_ms);
+  const Env::TimerId timer = env_.StartTimer(deadline, [done] { done.Set(true); });
+  const bool slept = co_await done.Wait();
+  if (!slept) env_.CancelTimer(timer);
+  co_return slept;
+}
 
 bool FaultyStore::InOutage(std::string_view key) const {
   if (spec_.outage_file.empty() || !key.starts_with(spec_.outage_prefix)) return false;
@@ -66,6 +86,10 @@ Task<Result<ObjectMeta>> FaultyStore::Head(std::string key, CallOptions options)
 Task<Result<Version>> FaultyStore::Put(std::string key, std::string body, Precondition condition,
                                        CallOptions options) {
   if (InOutage(key)) co_return Retryable("injected outage");
+  if (spec_.slow_put_ms > 0 && std::string_view(key).starts_with(spec_.slow_put_prefix)) {
+    const bool slept = co_await SlowDown();
+    if (!slept) co_return UnknownOutcome("injected delay cancelled before the put was sent");
+  }
   const bool make_unknown = !spec_.unknown_first_put.empty() && !unknown_put_done_ &&
                             std::string_view(key).starts_with(spec_.unknown_first_put);
   std::string written_key = key;

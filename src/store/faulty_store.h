@@ -12,13 +12,17 @@
 //   unknown_first_put=P  the first put to a key starting with P is applied, then reported
 //                        kUnknownOutcome, and the next read of that key fails kRetryable:
 //                        an acquisition that cannot tell whether it landed
+//   slow_put_ms=MS       every put waits MS milliseconds (on the Env's timers) before it
+//                        is sent: it lands, and is answered, that much later
+//   slow_put_prefix=P    limits slow_put_ms to keys starting with P (say wal/)
 //
-// Threading: as the wrapped store.
+// Threading: as the wrapped store; the Env's loop thread.
 #pragma once
 
 #include <memory>
 #include <string>
 
+#include "env/env.h"
 #include "store/object_store.h"
 
 namespace wk {
@@ -28,7 +32,11 @@ struct FaultSpec {
   std::string outage_file;       // empty: none
   std::string outage_prefix;     // empty: every key
   std::string unknown_first_put;  // empty: none
-  bool any() const { return lose_put_reply_every > 0 || !outage_file.empty() || !unknown_first_put.empty(); }
+  int slow_put_ms = 0;            // 0: no delay
+  std::string slow_put_prefix;    // empty: every key
+  bool any() const {
+    return lose_put_reply_every > 0 || !outage_file.empty() || !unknown_first_put.empty() || slow_put_ms > 0;
+  }
 };
 
 // Parses the WASMKEEP_DEBUG_FAULTS syntax; kInvalidArgument names the bad item.
@@ -36,7 +44,8 @@ Result<FaultSpec> ParseFaultSpec(std::string_view text);
 
 class FaultyStore final : public ObjectStore {
  public:
-  FaultyStore(std::unique_ptr<ObjectStore> inner, FaultSpec spec);
+  // env: the loop whose timers delay slow puts.
+  FaultyStore(Env& env, std::unique_ptr<ObjectStore> inner, FaultSpec spec);
 
   Task<Result<GetOutput>> Get(std::string key, CallOptions options) override;
   Task<Result<ObjectMeta>> Head(std::string key, CallOptions options) override;
@@ -51,7 +60,10 @@ class FaultyStore final : public ObjectStore {
 
  private:
   bool InOutage(std::string_view key) const;
+  // Waits slow_put_ms; false if cancelled first.
+  Task<bool> SlowDown();
 
+  Env& env_;
   std::unique_ptr<ObjectStore> inner_;
   FaultSpec spec_;
   std::uint64_t puts_ = 0;
