@@ -28,6 +28,9 @@ Result<FaultSpec> ParseFaultSpec(std::string_view text) {
     } else if (name == "unknown_first_put") {
       if (value.empty()) return InvalidArgument("unknown_first_put needs a key prefix");
       spec.unknown_first_put = std::string(value);
+    } else if (name == "lost_first_put") {
+      if (value.empty()) return InvalidArgument("lost_first_put needs a key prefix");
+      spec.lost_first_put = std::string(value);
     } else if (name == "slow_put_ms") {
       int n = 0;
       auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
@@ -43,7 +46,7 @@ Result<FaultSpec> ParseFaultSpec(std::string_view text) {
       if (value.empty()) return InvalidArgument("outage_file needs a path");
       spec.outage_file = std::string(value);
     } else {
-      return InvalidArgument("unknown fault '" + std::string(name) + "' (known: lose_put_reply, outage_file, outage_prefix, unknown_first_put, slow_put_ms, slow_put_prefix)");
+      return InvalidArgument("unknown fault '" + std::string(name) + "' (known: lose_put_reply, outage_file, outage_prefix, unknown_first_put, lost_first_put, slow_put_ms, slow_put_prefix)");
     }
   }
   return spec;
@@ -89,6 +92,11 @@ Task<Result<Version>> FaultyStore::Put(std::string key, std::string body, Precon
   if (spec_.slow_put_ms > 0 && std::string_view(key).starts_with(spec_.slow_put_prefix)) {
     const bool slept = co_await SlowDown();
     if (!slept) co_return UnknownOutcome("injected delay cancelled before the put was sent");
+  }
+  if (!spec_.lost_first_put.empty() && !lost_put_done_ && std::string_view(key).starts_with(spec_.lost_first_put)) {
+    lost_put_done_ = true;
+    fail_next_read_of_ = key;
+    co_return UnknownOutcome("injected: the write was lost, its reply is unknown");
   }
   const bool make_unknown = !spec_.unknown_first_put.empty() && !unknown_put_done_ &&
                             std::string_view(key).starts_with(spec_.unknown_first_put);

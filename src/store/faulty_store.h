@@ -12,6 +12,9 @@
 //   unknown_first_put=P  the first put to a key starting with P is applied, then reported
 //                        kUnknownOutcome, and the next read of that key fails kRetryable:
 //                        an acquisition that cannot tell whether it landed
+//   lost_first_put=P     the first put to a key starting with P is NOT applied, but reported
+//                        kUnknownOutcome, and the next read of that key fails kRetryable:
+//                        an acquisition that was lost, and cannot tell
 //   slow_put_ms=MS       every put waits MS milliseconds (on the Env's timers) before it
 //                        is sent: it lands, and is answered, that much later
 //   slow_put_prefix=P    limits slow_put_ms to keys starting with P (say wal/)
@@ -32,10 +35,12 @@ struct FaultSpec {
   std::string outage_file;       // empty: none
   std::string outage_prefix;     // empty: every key
   std::string unknown_first_put;  // empty: none
+  std::string lost_first_put;     // empty: none
   int slow_put_ms = 0;            // 0: no delay
   std::string slow_put_prefix;    // empty: every key
   bool any() const {
-    return lose_put_reply_every > 0 || !outage_file.empty() || !unknown_first_put.empty() || slow_put_ms > 0;
+    return lose_put_reply_every > 0 || !outage_file.empty() || !unknown_first_put.empty() ||
+           !lost_first_put.empty() || slow_put_ms > 0;
   }
 };
 
@@ -69,6 +74,7 @@ class FaultyStore final : public ObjectStore {
   std::uint64_t puts_ = 0;
   std::uint64_t lost_replies_ = 0;
   bool unknown_put_done_ = false;
+  bool lost_put_done_ = false;
   std::string fail_next_read_of_;  // the key whose next read fails
 };
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Cluster tests of ownership records and holds with real `wasmkeep serve` processes on
 # 127.0.0.1 (ADR 0020 §3, §4; Verification item 3). Until the actor API exists, nodes hold
-# actors through the test-only WASMKEEP_DEBUG_ACQUIRE list.
+# actors through the test-only WASMKEEP_DEBUG_ACQUIRE list, and act for them (write through
+# the durable replica) through WASMKEEP_DEBUG_WRITER (src/cli/debug_writer.h).
 #
 #   ownership_test.sh WASMKEEP_BINARY BACKEND      BACKEND: file | s3
 #
@@ -91,6 +92,45 @@ sleep 5
 check "the parked release of generation 1 did not free it" '[ "$(owner t/c/v | cut -d" " -f1,3)" = "f 2" ]'
 check "nothing is left pending" '[ "$(metric 7 wasmkeep_releases_pending)" = 0 ]'
 echo "     (parked release landed later: $(metric 7 'wasmkeep_releases_total{outcome="landed_later"}'); 0 means the new hold came first and the old release was refused)"
+
+# A lost acquire followed by a second one landing at the same generation: the first write
+# never lands but its outcome is unknown (and the read back fails), so it is kept as an
+# unresolved acquire at generation 1; the next try lands generation 1 and holds it. The
+# resolver then finds the record naming this instance at 1 while the hold lives: it must
+# drop its entry, never release (ADR 0020 §3; the simulator's resolver-without-lock).
+start h h 9 "t/c/s" WASMKEEP_DEBUG_FAULTS="lost_first_put=owners/"
+check "the lost acquire is kept for the resolver" 'wait_for 20 "grep -q \"acquire outcome unknown\" \"$work/h.log\""'
+check "a second acquire holds the actor at the same generation 1" 'wait_for 10 "grep -q \"debug hold acquired actor=t/c/s generation=1\" \"$work/h.log\""'
+check "the resolver dropped its entry without releasing" 'wait_for 10 "[ \"\$(metric 9 '"'"'wasmkeep_resolver_total{outcome=\"dropped\"}'"'"')\" = 1 ]"'
+sleep 3
+check "the hold lives: the record still names h at generation 1" '[ "$(owner t/c/s | cut -d" " -f1,3)" = "h 1" ]'
+check "no resolver release happened" '[ "$(metric 9 '"'"'wasmkeep_resolver_total{outcome="released"}'"'"')" = 0 ]'
+check "and it was acquired once" '[ "$(grep -c "debug hold acquired actor=t/c/s" "$work/h.log")" = 1 ]'
+
+# A clean stop cuts a straggler before writing released: node i writes to t/c/r through the
+# replica with slow segment uploads; its ownership records are unreachable, so the clean
+# stop's release waits its bound while an upload is still in flight. The hold stops being
+# valid when the release starts, so that upload comes back Late and acknowledges nothing,
+# all before `released` is written; the next owner restores every acknowledged write.
+start i i 10 "" WASMKEEP_DEBUG_WRITER="t/c/r" WASMKEEP_DEBUG_WRITER_OPTIONS="rate=50,inflight=4" \
+  WASMKEEP_DEBUG_FAULTS="slow_put_ms=400,slow_put_prefix=wal/,outage_file=$work/r_down,outage_prefix=owners/"
+check "node i writes to t/c/r" 'wait_for 20 "grep -sq \"^acked \" \"$work/i.out\""'
+touch "$work/r_down"
+sleep 0.5
+kill -TERM "$pid_i"
+wait_exit "$pid_i" 20
+check "SIGTERM exits 0" '[ "$code" = 0 ]'
+late_line=$(grep -n "debug writer: replica failed" "$work/i.log" | head -1 | cut -d: -f1)
+released_line=$(grep -n "node lease released" "$work/i.log" | head -1 | cut -d: -f1)
+check "the straggling upload came back Late, acknowledging nothing" 'grep "debug writer: replica failed" "$work/i.log" | grep -q Late'
+check "before released was written" '[ -n "$late_line" ] && [ -n "$released_line" ] && [ "$late_line" -lt "$released_line" ]'
+rm -f "$work/r_down"
+start j j 11 "" WASMKEEP_DEBUG_WRITER="t/c/r" WASMKEEP_DEBUG_WRITER_OPTIONS="writes=1"
+check "the next owner restores t/c/r" 'wait_for 30 "grep -sq \"debug writer restored\" \"$work/j.log\""'
+restored=$(grep "debug writer restored" "$work/j.log" | head -1 | sed -n 's/.* log=\([^ ]*\).*/\1/p')
+missing=0
+while read -r _ id; do case ",$restored," in *",$id,"*) ;; *) missing=$((missing + 1)) ;; esac; done < <(grep "^acked " "$work/i.out")
+check "with every write node i acknowledged ($(grep -c "^acked " "$work/i.out") of them)" '[ "$missing" = 0 ]'
 
 # A clean stop releases every hold, then writes released.
 kill -TERM "$pid_a2"
