@@ -75,4 +75,29 @@ void ReplicaProvider::Cut(const ActorId& id, std::string why) {
   if (it != open_.end()) it->second->Cut(std::move(why));
 }
 
+Task<Result<Replica::Hold>> OwnersHoldSource::Acquire(ActorId actor) {
+  AcquireResult r = co_await owners_.Acquire(actor);
+  switch (r.kind) {
+    case AcquireResult::Kind::kAcquired: {
+      HoldView view = r.hold;
+      co_return Replica::Hold{view.generation().value, [view] { return view.IsValid(); }};
+    }
+    case AcquireResult::Kind::kHeldElsewhere:
+      co_return PreconditionFailed(actor.ToString() + " is held by " +
+                                   (r.owner.node_id.empty() ? std::string("another node") : r.owner.node_id));
+    case AcquireResult::Kind::kNotValid:
+    case AcquireResult::Kind::kUnknown:
+      co_return Retryable("cannot acquire " + actor.ToString() + ": " + r.why);
+    case AcquireResult::Kind::kError:
+      break;
+  }
+  co_return Retryable("cannot acquire " + actor.ToString() + ": " + r.why);
+}
+
+Task<void> OwnersHoldSource::Release(ActorId actor) {
+  Status s = co_await owners_.Release(actor);
+  // A release that could not land is pending: the background task finishes it.
+  s.IgnoreError();
+}
+
 }  // namespace wk::replica

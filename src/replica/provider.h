@@ -15,6 +15,7 @@
 #include <set>
 
 #include "actor/storage.h"
+#include "cluster/owners.h"
 #include "replica/replica.h"
 
 namespace wk::replica {
@@ -26,6 +27,19 @@ class HoldSource {
   virtual Task<Result<Replica::Hold>> Acquire(ActorId actor) = 0;
   // Ends the hold (stop acting first; the release may stay pending, per ADR 0020 §3).
   virtual Task<void> Release(ActorId actor) = 0;
+};
+
+// Holds from the ownership records (ADR 0020 §3): Acquire is Owners::Acquire (which returns
+// the hold this node already has), validity is HoldView::IsValid, Release is
+// Owners::Release (a release that cannot land stays pending).
+class OwnersHoldSource final : public HoldSource {
+ public:
+  explicit OwnersHoldSource(Owners& owners) : owners_(owners) {}
+  Task<Result<Replica::Hold>> Acquire(ActorId actor) override;
+  Task<void> Release(ActorId actor) override;
+
+ private:
+  Owners& owners_;
 };
 
 class ReplicaProvider final : public actor::StorageProvider {

@@ -1,0 +1,153 @@
+#include "server/forwarder.h"
+
+#include <openssl/crypto.h>
+
+#include <boost/beast/http/verb.hpp>
+#include <charconv>
+
+#include "store/s3/http_client.h"
+#include "store/s3/sigv4.h"
+
+namespace wk {
+namespace {
+
+bool IEquals(std::string_view a, std::string_view b) { return HeaderNameEquals(a, b); }
+
+// Headers that describe one connection, not the message (RFC 9110 §7.6.1), and the ones
+// the forwarder sets itself: never copied from the client's request or the peer's reply.
+bool HopByHop(std::string_view name) {
+  for (std::string_view h : {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer",
+                             "upgrade", "content-length", "host"}) {
+    if (IEquals(name, h)) return true;
+  }
+  return false;
+}
+
+bool OurHeader(std::string_view name) {
+  for (std::string_view h : {Forwarder::kForwardedBy, Forwarder::kTenant, Forwarder::kHops, Forwarder::kTimestamp,
+                             Forwarder::kSignature}) {
+    if (IEquals(name, h)) return true;
+  }
+  return false;
+}
+
+std::string Hex(std::string_view bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char c : bytes) {
+    out.push_back(kDigits[c >> 4]);
+    out.push_back(kDigits[c & 15]);
+  }
+  return out;
+}
+
+}  // namespace
+
+bool HeaderNameEquals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
+  }
+  return true;
+}
+
+std::optional<std::string_view> ApiRequest::Header(std::string_view name) const {
+  for (const auto& [n, v] : headers) {
+    if (HeaderNameEquals(n, name)) return std::string_view(v);
+  }
+  return std::nullopt;
+}
+
+Forwarder::Forwarder(RealEnv& env, std::string node_id, std::string cluster_secret, ForwarderOptions options)
+    : env_(env), node_id_(std::move(node_id)), secret_(std::move(cluster_secret)), options_(options) {}
+
+Forwarder::~Forwarder() = default;
+
+std::string Forwarder::Sign(std::string_view method, std::string_view target, std::string_view tenant, int hops,
+                            std::int64_t timestamp_ms, std::string_view body) const {
+  std::string text = "wasmkeep-forward 1\n";
+  text.append(method).append("\n").append(target).append("\n").append(tenant).append("\n");
+  text.append(std::to_string(hops)).append("\n").append(std::to_string(timestamp_ms)).append("\n");
+  text.append(Sha256Hex(body));
+  return Hex(HmacSha256(secret_, text));
+}
+
+Result<HttpClient*> Forwarder::ClientFor(const std::string& address) {
+  auto it = clients_.find(address);
+  if (it != clients_.end()) return it->second.get();
+  auto endpoint = ParseS3Endpoint("http://" + address);
+  if (!endpoint.ok()) return InvalidArgument("bad peer address " + address + ": " + endpoint.status().message());
+  HttpClientOptions o;
+  o.max_connections = options_.max_connections_per_peer;
+  o.max_response_body_bytes = std::size_t{64} << 20;
+  auto client = HttpClient::Create(env_, *endpoint, o);
+  if (!client.ok()) return client.status();
+  HttpClient* raw = client->get();
+  clients_.emplace(address, std::move(*client));
+  return raw;
+}
+
+Task<Result<ApiResponse>> Forwarder::Forward(std::string address, ApiRequest request, std::string tenant,
+                                                 int hops) {
+  auto client = ClientFor(address);
+  if (!client.ok()) co_return Retryable(client.status().message());
+  HttpRequest out;
+  out.method = boost::beast::http::string_to_verb(request.method);
+  if (out.method == boost::beast::http::verb::unknown) {
+    co_return InvalidArgument("method " + request.method + " cannot be forwarded");
+  }
+  out.target = request.target;
+  for (auto& [n, v] : request.headers) {
+    if (!HopByHop(n) && !OurHeader(n)) out.headers.emplace_back(n, v);
+  }
+  const std::int64_t now = ToUnixMs(env_.WallNow());
+  out.headers.emplace_back(std::string(kForwardedBy), node_id_);
+  out.headers.emplace_back(std::string(kTenant), tenant);
+  out.headers.emplace_back(std::string(kHops), std::to_string(hops));
+  out.headers.emplace_back(std::string(kTimestamp), std::to_string(now));
+  out.headers.emplace_back(std::string(kSignature), Sign(request.method, request.target, tenant, hops, now, request.body));
+  out.body = std::move(request.body);
+  const MonoTime deadline = env_.MonoNow() + options_.timeout;
+  HttpOutcome got = co_await (*client)->Send(std::move(out), deadline);
+  if (!got.ok()) {
+    std::string why = "forwarding to " + address + ": " + std::string(HttpFailureName(got.failure)) + " " + got.detail;
+    if (got.request_sent) co_return UnknownOutcome(std::move(why));
+    co_return Retryable(std::move(why));
+  }
+  ApiResponse r;
+  r.status = got.response.status;
+  for (auto& [n, v] : got.response.headers) {
+    if (!HopByHop(n)) r.headers.emplace_back(n, v);
+  }
+  r.body = std::move(got.response.body);
+  co_return r;
+}
+
+Result<std::optional<ForwardedFrom>> Forwarder::Verify(const ApiRequest& request) const {
+  auto by = request.Header(kForwardedBy);
+  auto tenant = request.Header(kTenant);
+  auto hops = request.Header(kHops);
+  auto ts = request.Header(kTimestamp);
+  auto sig = request.Header(kSignature);
+  if (!by && !tenant && !hops && !ts && !sig) return std::optional<ForwardedFrom>();
+  if (!by || !tenant || !hops || !ts || !sig) return InvalidArgument("incomplete forwarding headers");
+  int h = 0;
+  std::int64_t t = 0;
+  if (std::from_chars(hops->data(), hops->data() + hops->size(), h).ec != std::errc() || h < 1 || h > 8) {
+    return InvalidArgument("bad X-Wasmkeep-Hops");
+  }
+  if (std::from_chars(ts->data(), ts->data() + ts->size(), t).ec != std::errc()) {
+    return InvalidArgument("bad X-Wasmkeep-Timestamp");
+  }
+  const std::int64_t now = ToUnixMs(env_.WallNow());
+  const std::int64_t window = std::chrono::duration_cast<std::chrono::milliseconds>(options_.max_clock_difference).count();
+  if (t < now - window || t > now + window) return InvalidArgument("forwarded request outside the time window");
+  const std::string want = Sign(request.method, request.target, *tenant, h, t, request.body);
+  if (sig->size() != want.size() || CRYPTO_memcmp(sig->data(), want.data(), want.size()) != 0) {
+    return InvalidArgument("bad forwarding signature");
+  }
+  return std::optional<ForwardedFrom>(ForwardedFrom{std::string(*by), std::string(*tenant), h});
+}
+
+}  // namespace wk

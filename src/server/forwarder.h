@@ -1,0 +1,83 @@
+// Forwarder: sends a request for an actor to the node that owns it, and checks the
+// signature of requests other nodes forwarded here (issue 7; ARCHITECTURE.md, "Serving and
+// routing").
+//
+// Authentication. A forwarded request carries, besides the client's own request:
+//   X-Wasmkeep-Forwarded-By   the sending node's id
+//   X-Wasmkeep-Tenant         the tenant the sender authenticated (the client's token is
+//                             not re-checked: the sender did that)
+//   X-Wasmkeep-Hops           how many nodes forwarded it (1 after the first hop)
+//   X-Wasmkeep-Timestamp      the sender's wall clock, ms since the epoch
+//   X-Wasmkeep-Signature      hex HMAC-SHA256, keyed by the cluster secret, over
+//                             "wasmkeep-forward 1\n" method \n target \n tenant \n hops \n
+//                             timestamp \n hex SHA-256 of the body
+// A request whose signature does not verify, or whose timestamp is more than
+// `max_clock_difference` away from ours, is refused (a replay window of that size remains;
+// the network between nodes is assumed private, as the cluster secret is).
+//
+// Connections. One keep-alive pool per peer address, reused across requests.
+//
+// Threading: the RealEnv's loop thread (the HTTP client's).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+#include "env/real_env.h"
+#include "server/api_types.h"
+
+namespace wk {
+
+class HttpClient;
+
+// What a verified forwarded request says about itself.
+struct ForwardedFrom {
+  std::string node_id;
+  std::string tenant;
+  int hops = 0;
+};
+
+struct ForwarderOptions {
+  Duration timeout = std::chrono::seconds(60);
+  Duration max_clock_difference = std::chrono::seconds(60);
+  int max_connections_per_peer = 64;
+};
+
+class Forwarder {
+ public:
+  Forwarder(RealEnv& env, std::string node_id, std::string cluster_secret, ForwarderOptions options = {});
+  ~Forwarder();
+
+  // Sends request to the node at address ("host:port"), signed, with hop count hops.
+  // Errors: kRetryable if nothing was sent (connect refused...), kUnknownOutcome if the
+  // request may have reached the peer.
+  Task<Result<ApiResponse>> Forward(std::string address, ApiRequest request, std::string tenant, int hops);
+
+  // nullopt if the request carries no forwarding headers (a client's request); an error
+  // (kInvalidArgument) if it carries them and they do not verify.
+  Result<std::optional<ForwardedFrom>> Verify(const ApiRequest& request) const;
+
+  static constexpr std::string_view kForwardedBy = "X-Wasmkeep-Forwarded-By";
+  static constexpr std::string_view kTenant = "X-Wasmkeep-Tenant";
+  static constexpr std::string_view kHops = "X-Wasmkeep-Hops";
+  static constexpr std::string_view kTimestamp = "X-Wasmkeep-Timestamp";
+  static constexpr std::string_view kSignature = "X-Wasmkeep-Signature";
+
+ private:
+  std::string Sign(std::string_view method, std::string_view target, std::string_view tenant, int hops,
+                   std::int64_t timestamp_ms, std::string_view body) const;
+  Result<HttpClient*> ClientFor(const std::string& address);
+
+  RealEnv& env_;
+  std::string node_id_;
+  std::string secret_;
+  ForwarderOptions options_;
+  std::map<std::string, std::unique_ptr<HttpClient>> clients_;
+};
+
+}  // namespace wk

@@ -1,0 +1,94 @@
+// Front: the actor API, /v1/actors/<tenant>/<class>/<name>/<path...> with any method
+// (issue 7; ARCHITECTURE.md, "Serving and routing"; ADR 0020 §3's routing read).
+//
+// For each request, in order:
+//   1. Parse and validate the actor's name (400 naming the bad part) and the body size
+//      (413).
+//   2. Authenticate. A client's request carries `Authorization: Bearer <token>`: none or a
+//      malformed one is 401, a token of another tenant or a revoked one 403. A request
+//      another node forwarded carries that node's signature instead (forwarder.h): a bad
+//      one is 401.
+//   3. Route. Served here if this node has the actor resident. Otherwise one GET of its
+//      ownership record within 250 ms (Owners::OtherOwner): another node that the
+//      membership view shows live → forward the request there, unchanged, and pass its
+//      answer back unchanged. Nobody, or a holder not live → load the class (404 if there
+//      is none), acquire the actor here and run the event. An acquisition that finds the
+//      actor taken meanwhile forwards to the taker. A request is forwarded at most
+//      `max_hops` times in all (a forwarded request that finds its target no longer the
+//      owner is routed once more, never bounced forever); past that it is 503.
+//   4. Answer: the actor's response once durable; its trap or timeout is 500 naming the
+//      cause; its queue full, the node draining, the node lease not valid, or the bucket
+//      unreachable is 503 with Retry-After. Nothing acknowledged is ever lost: a 503 means
+//      the request was not acknowledged and may be retried.
+//
+// Threading: the Env loop thread.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "actor/runtime.h"
+#include "base/metrics.h"
+#include "cluster/membership.h"
+#include "cluster/owners.h"
+#include "server/api_types.h"
+#include "server/forwarder.h"
+
+namespace wk {
+
+inline constexpr std::string_view kActorsPrefix = "/v1/actors/";
+
+struct FrontOptions {
+  std::string node_id;
+  std::uint64_t max_request_bytes = 1ull << 20;
+  int max_hops = 2;
+  int retry_after_seconds = 1;
+};
+
+struct FrontDeps {
+  actor::ActorRuntime& runtime;
+  Owners& owners;
+  const Membership& membership;
+  Forwarder& forwarder;
+  // The Authorization header's value → the tenant it authenticates. kInvalidArgument: no
+  // or a malformed token (401); kRetryable/kUnknownOutcome/kFatal: the bucket could not be
+  // read (503); anything else: refused (403).
+  std::function<Task<Result<std::string>>(std::string authorization)> authenticate;
+  // Makes the class's current module known to the runtime before one of its actors starts.
+  // kNotFound: no such class (404); kRetryable etc.: 503.
+  std::function<Task<Status>(std::string tenant, std::string class_name)> load_class;
+  MetricsRegistry* metrics = nullptr;
+};
+
+struct FrontStats {
+  std::uint64_t requests = 0;
+  std::uint64_t local = 0;      // run here
+  std::uint64_t forwarded = 0;  // sent to the owner
+  std::uint64_t refused = 0;    // 4xx before routing
+  std::uint64_t unavailable = 0;  // 503
+};
+
+class Front {
+ public:
+  Front(FrontDeps deps, FrontOptions options);
+  Task<ApiResponse> Handle(ApiRequest request);
+  const FrontStats& stats() const { return stats_; }
+
+ private:
+  Task<ApiResponse> Run(ActorId id, actor::Request request);
+  Task<ApiResponse> ForwardTo(const std::string& node_id, ApiRequest request, std::string tenant, int hops);
+  ApiResponse Error(int status, std::string message, bool retry_after = false);
+
+  FrontDeps deps_;
+  FrontOptions options_;
+  FrontStats stats_;
+  struct Metrics {
+    Counter* local = nullptr;
+    Counter* forwarded = nullptr;
+    Counter* refused = nullptr;
+    Counter* unavailable = nullptr;
+    Counter* failed = nullptr;
+  } metrics_;
+};
+
+}  // namespace wk
