@@ -5,7 +5,7 @@
 namespace wk {
 namespace {
 
-bool Unavailable(Code c) { return c == Code::kRetryable || c == Code::kUnknownOutcome || c == Code::kFatal || c == Code::kCancelled; }
+bool Unavailable(Code c) { return c == Code::kRetryable || c == Code::kUnknownOutcome || c == Code::kCancelled; }
 
 }  // namespace
 
@@ -80,7 +80,10 @@ Task<ApiResponse> Front::Handle(ApiRequest request) {
     std::string value = auth ? std::string(*auth) : std::string();
     auto who = co_await deps_.authenticate(std::move(value));
     if (!who.ok()) {
-      if (who.code() == Code::kInvalidArgument) co_return Error(401, who.status().message());
+      // docs/tenants.md: a missing, malformed, unknown or revoked token is 401 (one answer
+      // for all, so a caller learns nothing about which); a corrupt tenant record is 500.
+      if (who.code() == Code::kInvalidArgument || who.code() == Code::kNotFound) co_return Error(401, who.status().message());
+      if (who.code() == Code::kFatal) co_return Error(500, "cannot check the token: " + who.status().message());
       if (Unavailable(who.code())) co_return Error(503, "cannot check the token: " + who.status().message(), true);
       co_return Error(403, who.status().message());
     }

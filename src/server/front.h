@@ -4,8 +4,8 @@
 // For each request, in order:
 //   1. Parse and validate the actor's name (400 naming the bad part) and the body size
 //      (413).
-//   2. Authenticate. A client's request carries `Authorization: Bearer <token>`: none or a
-//      malformed one is 401, a token of another tenant or a revoked one 403. A request
+//   2. Authenticate. A client's request carries `Authorization: Bearer <token>`: none, a
+//      malformed, unknown or revoked one is 401, a token of another tenant 403. A request
 //      another node forwarded carries that node's signature instead (forwarder.h): a bad
 //      one is 401.
 //   3. Route. Served here if this node has the actor resident. Otherwise one GET of its
@@ -50,9 +50,10 @@ struct FrontDeps {
   Owners& owners;
   const Membership& membership;
   Forwarder& forwarder;
-  // The Authorization header's value → the tenant it authenticates. kInvalidArgument: no
-  // or a malformed token (401); kRetryable/kUnknownOutcome/kFatal: the bucket could not be
-  // read (503); anything else: refused (403).
+  // The Authorization header's value → the tenant it authenticates (control::TenantAuth).
+  // kInvalidArgument or kNotFound: no, a malformed, an unknown or a revoked token (401);
+  // kRetryable/kUnknownOutcome: the bucket could not be read (503); kFatal: a corrupt
+  // tenant record (500); anything else: refused (403).
   std::function<Task<Result<std::string>>(std::string authorization)> authenticate;
   // Makes the class's current module known to the runtime before one of its actors starts.
   // kNotFound: no such class (404); kRetryable etc.: 503.
