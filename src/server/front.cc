@@ -119,6 +119,7 @@ Task<ApiResponse> Front::Handle(ApiRequest request) {
   Status loaded = co_await deps_.load_class(id.tenant, id.class_name);
   if (!loaded.ok()) {
     if (loaded.code() == Code::kNotFound) co_return Error(404, loaded.message());
+    if (loaded.code() == Code::kFatal) co_return Error(500, loaded.message());
     co_return Error(503, "cannot load class " + id.tenant + "/" + id.class_name + ": " + loaded.message(), true);
   }
   AcquireResult acquired = co_await deps_.owners.Acquire(id);

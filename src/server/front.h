@@ -56,7 +56,7 @@ struct FrontDeps {
   // tenant record (500); anything else: refused (403).
   std::function<Task<Result<std::string>>(std::string authorization)> authenticate;
   // Makes the class's current module known to the runtime before one of its actors starts.
-  // kNotFound: no such class (404); kRetryable etc.: 503.
+  // kNotFound: no such class (404); kFatal: it cannot run here (500); kRetryable etc.: 503.
   std::function<Task<Status>(std::string tenant, std::string class_name)> load_class;
   MetricsRegistry* metrics = nullptr;
 };

@@ -1,0 +1,77 @@
+#include "server/actor_host.h"
+
+#include "base/log.h"
+
+namespace wk {
+
+ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, MetricsRegistry& metrics,
+                     const control::ClusterSecret& secret, ActorHostOptions options)
+    : env_(env),
+      store_(store),
+      options_(std::move(options)),
+      replica_metrics_(metrics),
+      holds_(node.owners()),
+      auth_(env, store),
+      forwarder_(env, options_.node_id, std::string(secret.bytes.begin(), secret.bytes.end())) {
+  replica::Replica::Deps deps{env, store, [&env](std::function<void()> fn) { env.PostFromAnyThread(std::move(fn)); },
+                              &replica_metrics_};
+  provider_ = std::make_unique<replica::ReplicaProvider>(std::move(deps), holds_, options_.storage, options_.close_limit);
+  runtime_ = std::make_unique<actor::ActorRuntime>(env, engine_, classes_, *provider_, options_.runtime,
+                                                   actor::RuntimeHooks{}, &metrics);
+  FrontDeps front{*runtime_, node.owners(), node.membership(), forwarder_,
+                  [this](std::string authorization) { return auth_.Authenticate(authorization); },
+                  [this](std::string tenant, std::string class_name) {
+                    return LoadClass(std::move(tenant), std::move(class_name));
+                  },
+                  &metrics};
+  FrontOptions fo;
+  fo.node_id = options_.node_id;
+  fo.max_request_bytes = options_.runtime.limits.max_request_bytes;
+  front_ = std::make_unique<Front>(std::move(front), fo);
+}
+
+ActorHost::~ActorHost() { *alive_ = false; }
+
+Task<Status> ActorHost::LoadClass(std::string tenant, std::string class_name) {
+  std::shared_ptr<bool> alive = alive_;
+  const auto key = std::make_pair(tenant, class_name);
+  auto it = loaded_.find(key);
+  if (it != loaded_.end() && env_.MonoNow() - it->second.checked < options_.class_check) {
+    if (it->second.exists) co_return Status::Ok();
+    co_return NotFound("no class " + tenant + "/" + class_name + " (deploy one with `wasmkeep deploy`)");
+  }
+  const MonoTime checked = env_.MonoNow();
+  auto current = co_await control::CurrentClass(store_, tenant, class_name, CallOptions{std::chrono::seconds(5)});
+  if (!*alive) co_return Cancelled("node stopping");
+  if (!current.ok()) co_return current.status();
+  if (!current->has_value()) {
+    loaded_[key] = Loaded{{}, checked, false};
+    co_return NotFound("no class " + tenant + "/" + class_name + " (deploy one with `wasmkeep deploy`)");
+  }
+  const control::ModuleDigest digest = (*current)->module;
+  it = loaded_.find(key);
+  if (it != loaded_.end() && it->second.exists && it->second.digest == digest &&
+      classes_.Find(tenant, class_name) != nullptr) {
+    it->second.checked = checked;
+    co_return Status::Ok();
+  }
+  auto bytes = co_await control::ReadModule(store_, tenant, class_name, digest, CallOptions{std::chrono::seconds(30)});
+  if (!*alive) co_return Cancelled("node stopping");
+  if (!bytes.ok()) co_return bytes.status();
+  std::span<const std::uint8_t> wasm(reinterpret_cast<const std::uint8_t*>(bytes->data()), bytes->size());
+  auto module = actor::CompileActorModule(engine_, wasm, options_.runtime.limits);
+  if (!module.ok()) {
+    // Deploy checked it with its own limits; this node's may be tighter.
+    co_return Fatal("class " + tenant + "/" + class_name + " version " + digest.hex.substr(0, 12) +
+                    " does not compile here: " + module.status().message());
+  }
+  classes_.Set(tenant, class_name, *module);
+  loaded_[key] = Loaded{digest, checked, true};
+  WK_LOG_INFO("class loaded", {{"node", options_.node_id},
+                               {"class", tenant + "/" + class_name},
+                               {"module", digest.hex.substr(0, 12)},
+                               {"bytes", std::to_string(bytes->size())}});
+  co_return Status::Ok();
+}
+
+}  // namespace wk

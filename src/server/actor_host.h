@@ -1,0 +1,86 @@
+// ActorHost: everything a node needs to serve actors, assembled — the WebAssembly engine,
+// the classes it has loaded, the actor runtime over durable replicas (holds from the
+// ownership records), tenant authentication, the forwarder and the front (front.h).
+// `wasmkeep serve` makes one after its ClusterNode and hands it the /v1/actors/ requests.
+//
+// Classes. When an actor that is not resident gets a request, its class's `current`
+// pointer (classes/<tenant>/<class>/current) is read — at most once per `class_check`
+// per class — and a version not loaded yet is read, checked against its digest, compiled
+// with the [actors] limits and registered. An actor already resident keeps the version it
+// started with until it next starts.
+//
+// Stopping (ADR 0020 §4's clean stop, before the node's own Stop): Shutdown refuses new
+// events, lets running ones finish, unloads every actor (each replica waits until its
+// writes are durable, then its hold is released) and stops the workers.
+//
+// Threading: the RealEnv's loop thread (the runtime's workers are its own).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "actor/runtime.h"
+#include "base/metrics.h"
+#include "cluster/cluster_node.h"
+#include "engine/engine.h"
+#include "env/real_env.h"
+#include "replica/provider.h"
+#include "server/control.h"
+#include "server/forwarder.h"
+#include "server/front.h"
+
+namespace wk {
+
+struct ActorHostOptions {
+  std::string node_id;
+  actor::RuntimeOptions runtime;
+  replica::ReplicaOptions storage;
+  // How long a class's `current` pointer is trusted before it is read again (the bound on
+  // how late a deploy reaches actors that start on this node).
+  Duration class_check = std::chrono::seconds(1);
+  // How long a resident actor may take to make its writes durable when it is unloaded.
+  Duration close_limit = std::chrono::seconds(10);
+};
+
+class ActorHost {
+ public:
+  ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, MetricsRegistry& metrics,
+            const control::ClusterSecret& secret, ActorHostOptions options);
+  ~ActorHost();
+  ActorHost(const ActorHost&) = delete;
+  ActorHost& operator=(const ActorHost&) = delete;
+
+  // One /v1/actors/... request.
+  Task<ApiResponse> Handle(ApiRequest request) { return front_->Handle(std::move(request)); }
+  // See "Stopping" above. False if actors were still resident at the limit.
+  Task<bool> Shutdown(Duration limit) { return runtime_->Shutdown(limit); }
+
+  actor::ActorRuntime& runtime() { return *runtime_; }
+  const FrontStats& front_stats() const { return front_->stats(); }
+
+ private:
+  struct Loaded {
+    control::ModuleDigest digest;
+    MonoTime checked{};
+    bool exists = false;
+  };
+  Task<Status> LoadClass(std::string tenant, std::string class_name);
+
+  RealEnv& env_;
+  ObjectStore& store_;
+  ActorHostOptions options_;
+  engine::Engine engine_;
+  actor::ClassRegistry classes_;
+  replica::ReplicaMetrics replica_metrics_;
+  replica::OwnersHoldSource holds_;
+  std::unique_ptr<replica::ReplicaProvider> provider_;
+  std::unique_ptr<actor::ActorRuntime> runtime_;
+  control::TenantAuth auth_;
+  Forwarder forwarder_;
+  std::unique_ptr<Front> front_;
+  std::map<std::pair<std::string, std::string>, Loaded> loaded_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace wk
