@@ -2,143 +2,23 @@
 
 #include <gtest/gtest.h>
 
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/write.hpp>
-#include <boost/beast/core/error.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/http/error.hpp>
-#include <boost/beast/http/parser.hpp>
-#include <boost/beast/http/read.hpp>
-#include <boost/beast/http/string_body.hpp>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "base/metrics.h"
 #include "env/real_env.h"
+#include "server/http_test_client.h"
 
 namespace wk {
 namespace {
 
-namespace net = boost::asio;
-namespace beast = boost::beast;
-namespace http = boost::beast::http;
-using tcp = net::ip::tcp;
-using boost::system::error_code;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
-
-// ASSERT_* returns, which a coroutine may not: this one co_returns.
-#define CO_ASSERT_TRUE(cond)                     \
-  do {                                           \
-    if (!(cond)) {                               \
-      ADD_FAILURE() << "assertion failed: " #cond; \
-      co_return;                                 \
-    }                                            \
-  } while (0)
-
-// Every client operation gives up after this, so a server bug fails a test instead of
-// hanging it.
-constexpr Duration kClientTimeout = seconds(5);
-
-// ---- A small asynchronous HTTP client on the test's loop (raw requests, Beast parser).
-
-struct IoDone {
-  error_code ec;
-  std::size_t bytes = 0;
-};
-using IoStart = std::function<void(Latch<IoDone>)>;
-
-// Awaits one Asio operation: start begins it and its completion handler sets the latch.
-Task<IoDone> AwaitIo(Env& env, IoStart start) {
-  Latch<IoDone> latch(env, [] { return IoDone{net::error::operation_aborted, 0}; });
-  start(latch);
-  co_return co_await latch.Wait();
-}
-
-struct Reply {
-  error_code ec;  // set: no complete response arrived (closed, reset, timeout)
-  int status = 0;
-  std::string body;
-  std::string content_type, content_length, allow, connection;
-};
-
-class TestClient {
- public:
-  explicit TestClient(RealEnv& env) : env_(env), stream_(env.context()) {}
-
-  Task<error_code> Connect(std::uint16_t port) {
-    const tcp::endpoint endpoint(net::ip::address_v4::loopback(), port);
-    IoStart start = [this, endpoint](Latch<IoDone> done) {
-      stream_.expires_after(kClientTimeout);
-      stream_.async_connect(endpoint, [done](const error_code& ec) { done.Set(IoDone{ec, 0}); });
-    };
-    IoDone result = co_await AwaitIo(env_, start);
-    co_return result.ec;
-  }
-
-  Task<error_code> Send(std::string raw) {
-    auto data = std::make_shared<std::string>(std::move(raw));
-    IoStart start = [this, data](Latch<IoDone> done) {
-      stream_.expires_after(kClientTimeout);
-      net::async_write(stream_, net::buffer(*data),
-                       [done, data](const error_code& ec, std::size_t n) { done.Set(IoDone{ec, n}); });
-    };
-    IoDone result = co_await AwaitIo(env_, start);
-    co_return result.ec;
-  }
-
-  // Reads one response. head: it answers a HEAD request (headers only).
-  Task<Reply> Read(bool head) {
-    auto parser = std::make_shared<http::response_parser<http::string_body>>();
-    parser->skip(head);
-    IoStart start = [this, parser](Latch<IoDone> done) {
-      stream_.expires_after(kClientTimeout);
-      http::async_read(stream_, buffer_, *parser,
-                       [done, parser](const error_code& ec, std::size_t n) { done.Set(IoDone{ec, n}); });
-    };
-    IoDone result = co_await AwaitIo(env_, start);
-    Reply reply;
-    reply.ec = result.ec;
-    if (!result.ec) {
-      const auto& response = parser->get();
-      reply.status = static_cast<int>(response.result_int());
-      reply.body = response.body();
-      reply.content_type = std::string(response[http::field::content_type]);
-      reply.content_length = std::string(response[http::field::content_length]);
-      reply.allow = std::string(response[http::field::allow]);
-      reply.connection = std::string(response[http::field::connection]);
-    }
-    co_return reply;
-  }
-
-  Task<Reply> Request(std::string method, std::string target, std::string extra_headers = {}) {
-    std::string raw = method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" + extra_headers + "\r\n";
-    const error_code ec = co_await Send(raw);
-    if (ec) co_return Reply{ec};
-    co_return co_await Read(method == "HEAD");
-  }
-
-  // True when the server closes the connection (EOF or reset) within `within`; false if
-  // it stays open that long, or sends bytes.
-  Task<bool> SeesClose(Duration within) {
-    auto byte = std::make_shared<char>(0);
-    IoStart start = [this, byte, within](Latch<IoDone> done) {
-      stream_.expires_after(within);
-      stream_.async_read_some(net::buffer(byte.get(), 1), [done, byte](const error_code& ec, std::size_t n) {
-        done.Set(IoDone{ec, n});
-      });
-    };
-    IoDone result = co_await AwaitIo(env_, start);
-    co_return result.ec == net::error::eof || result.ec == net::error::connection_reset;
-  }
-
- private:
-  RealEnv& env_;
-  beast::tcp_stream stream_;
-  beast::flat_buffer buffer_;
-};
+using http_test::net::error::connection_refused;
+using http_test::error_code;
+using http_test::Reply;
+using http_test::TestClient;
 
 // Handlers over test-owned flags (they live in the test coroutine's frame, which
 // outlives the server it creates).
@@ -519,7 +399,7 @@ TEST(AdminHttpTest, StopClosesConnectionsAndThenConnectFails) {
     EXPECT_TRUE(co_await open.SeesClose(seconds(5)));
     TestClient late(e);
     const error_code ec = co_await late.Connect(port);
-    EXPECT_EQ(ec, net::error::connection_refused) << ec.message();
+    EXPECT_EQ(ec, connection_refused) << ec.message();
     server.reset();
   }(env));
 }

@@ -1,0 +1,586 @@
+#include "server/http_server.h"
+
+#include <array>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/error.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
+#include <charconv>
+#include <limits>
+#include <optional>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "base/check.h"
+#include "base/log.h"
+
+namespace wk {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = boost::beast::http;
+using tcp = net::ip::tcp;
+using boost::system::error_code;
+
+namespace {
+
+// Limits of this file, with their reasons (the configurable ones are in HttpServerLimits).
+// After an error reply (400, 413, 431) the client may still be sending; closing with
+// unread data makes the kernel send a reset, which can destroy the reply before the
+// client reads it. So the server stops sending and reads and discards for a while first
+// ("lingering close"), bounded in time and bytes so it cannot be used to hold a slot.
+constexpr Duration kLingerTimeout = std::chrono::seconds(2);
+constexpr std::size_t kMaxLingerBytes = 64 * 1024;
+constexpr std::size_t kLingerReadBytes = 4 * 1024;
+// A failed accept (out of file descriptors, say) is retried after this pause instead of
+// at once, which would spin the loop while the condition lasts.
+constexpr Duration kAcceptRetryDelay = std::chrono::milliseconds(100);
+// A handler task is named after its request (Env::LiveTaskNames, the shutdown report);
+// this much of the target is enough to recognise it.
+constexpr std::size_t kTaskNameTargetBytes = 80;
+// Beast keeps a field's name and value lengths in 16 bits (and throws beyond them).
+constexpr std::size_t kMaxResponseFieldBytes = std::numeric_limits<std::uint16_t>::max() - 2;
+
+constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+
+// Every beast::http::error (a malformed request) shares one category; socket errors
+// and timeouts have others.
+bool IsHttpParseError(const error_code& ec) {
+  static const boost::system::error_category& http_category =
+      http::make_error_code(http::error::bad_method).category();
+  return ec.category() == http_category;
+}
+
+std::string AddressError(const std::string& address, std::string_view why) {
+  return "listen address '" + address + "': " + std::string(why);
+}
+
+// "IP:PORT", "[IPv6]:PORT" or "localhost:PORT".
+Result<tcp::endpoint> ParseListenAddress(const std::string& address) {
+  std::string_view host;
+  std::string_view port_text;
+  const std::string_view text = address;
+  if (text.starts_with('[')) {
+    const std::size_t close = text.find(']');
+    if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':') {
+      return InvalidArgument(AddressError(address, "expected [IPv6]:PORT"));
+    }
+    host = text.substr(1, close - 1);
+    port_text = text.substr(close + 2);
+  } else {
+    const std::size_t colon = text.rfind(':');
+    if (colon == std::string_view::npos) {
+      return InvalidArgument(AddressError(address, "expected IP:PORT (e.g. 127.0.0.1:8080)"));
+    }
+    host = text.substr(0, colon);
+    port_text = text.substr(colon + 1);
+    if (host.find(':') != std::string_view::npos) {
+      return InvalidArgument(
+          AddressError(address, "an IPv6 address needs brackets (e.g. [::1]:8080)"));
+    }
+  }
+  if (host.empty()) {
+    // Not "all interfaces" by default: exposing the port must be a choice.
+    return InvalidArgument(
+        AddressError(address, "missing host (use 0.0.0.0:PORT to listen on every interface)"));
+  }
+  unsigned port = 0;
+  const auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (port_text.empty() || ec != std::errc() || end != port_text.data() + port_text.size() ||
+      port > 65535) {
+    return InvalidArgument(AddressError(address, "port must be a number in 0..65535"));
+  }
+  net::ip::address ip;
+  if (host == "localhost") {
+    ip = net::ip::address_v4::loopback();
+  } else {
+    error_code parse_ec;
+    ip = net::ip::make_address(std::string(host), parse_ec);
+    if (parse_ec) {
+      return InvalidArgument(AddressError(address, "host must be an IP address or localhost"));
+    }
+  }
+  return tcp::endpoint(ip, static_cast<std::uint16_t>(port));
+}
+
+std::string FormatEndpoint(const tcp::endpoint& endpoint) {
+  const std::string ip = endpoint.address().to_string();
+  const std::string port = std::to_string(endpoint.port());
+  return endpoint.address().is_v6() ? "[" + ip + "]:" + port : ip + ":" + port;
+}
+
+// RFC 9110 section 5.6.2: token = 1*tchar.
+bool IsToken(std::string_view text) {
+  if (text.empty()) return false;
+  for (const char c : text) {
+    const bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    if (!alnum && std::string_view("!#$%&'*+-.^_`|~").find(c) == std::string_view::npos) return false;
+  }
+  return true;
+}
+
+// Why the server will not send a handler's response as it is; empty when it will.
+std::string InvalidResponseReason(const HttpResponse& response) {
+  if (response.status < 200 || response.status > 599) {
+    return "status " + std::to_string(response.status) + " is not in 200..599";
+  }
+  for (const auto& [name, value] : response.headers) {
+    if (!IsToken(name) || name.size() > kMaxResponseFieldBytes) {
+      return "header name '" + name.substr(0, 64) + "' is not a token";
+    }
+    if (value.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos ||
+        value.size() > kMaxResponseFieldBytes) {
+      return "header '" + name + "' has CR, LF or NUL in its value, or is too long";
+    }
+  }
+  return {};
+}
+
+// Whether a Connection header's comma-separated options include "close".
+bool HasCloseOption(std::string_view value) {
+  while (!value.empty()) {
+    const std::size_t comma = value.find(',');
+    std::string_view option = value.substr(0, comma);
+    while (!option.empty() && (option.front() == ' ' || option.front() == '\t')) option.remove_prefix(1);
+    while (!option.empty() && (option.back() == ' ' || option.back() == '\t')) option.remove_suffix(1);
+    if (beast::iequals(option, "close")) return true;
+    if (comma == std::string_view::npos) break;
+    value.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
+std::optional<std::uint64_t> ParseContentLength(std::string_view text) {
+  std::uint64_t length = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), length);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return length;
+}
+
+class Session;
+
+}  // namespace
+
+struct HttpServer::State {
+  State(RealEnv& e, std::string address, HttpHandler h, HttpServerLimits l)
+      : env(e),
+        listen_address(std::move(address)),
+        handler(std::make_shared<const HttpHandler>(std::move(h))),
+        limits(l),
+        acceptor(e.context()),
+        retry_timer(e.context()) {}
+
+  RealEnv& env;
+  const std::string listen_address;
+  // Reset by Stop(); each handler task holds its own reference while it runs.
+  std::shared_ptr<const HttpHandler> handler;
+  const HttpServerLimits limits;
+  tcp::acceptor acceptor;
+  net::steady_timer retry_timer;
+  std::uint16_t port = 0;
+  bool stopped = false;
+  std::uint64_t next_session_id = 1;
+  std::uint64_t rejected = 0;
+  // Open connections, by id. Not owning: every Session is owned by its pending Asio
+  // handler or by its running handler task, and removes itself here when the last one
+  // lets go. Emptied by Stop().
+  std::unordered_map<std::uint64_t, std::weak_ptr<Session>> sessions;
+};
+
+namespace {
+
+// One accepted connection; see the states in http_server.h: waiting -> reading ->
+// handling -> writing -> waiting (keep-alive), or lingering -> closed after a response
+// that closes. Also closed by a timeout, a socket error or Stop(). Always owned by
+// shared_ptr, held by whichever Asio handler is pending or by the handler task, so
+// buffers outlive every operation using them.
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(std::shared_ptr<HttpServer::State> state, tcp::socket socket, std::uint64_t id,
+          std::string remote)
+      : state_(std::move(state)),
+        stream_(std::move(socket)),
+        // Twice the header limit: room for one maximal header plus the start of a
+        // pipelined one. A header that does not fit is answered 431 like one too long.
+        buffer_(2 * state_->limits.max_header_bytes),
+        id_(id),
+        remote_(std::move(remote)) {}
+
+  ~Session() { state_->sessions.erase(id_); }
+
+  void Start() { WaitForRequest(); }
+
+  // Stop(): cancels whatever is in flight; the Asio handlers then see state_->stopped.
+  void Abort() { stream_.close(); }
+
+  bool stopped() const { return state_->stopped; }
+
+  // The handler task's answer to the request Dispatch() handed out.
+  void OnHandled(HttpResponse response) {
+    if (state_->stopped) return;
+    Write(std::move(response));
+  }
+
+ private:
+  // Waiting: for the first bytes of the next request, under idle_timeout.
+  void WaitForRequest() {
+    parser_.emplace();
+    parser_->header_limit(static_cast<std::uint32_t>(state_->limits.max_header_bytes));
+    parser_->body_limit(state_->limits.max_body_bytes);
+    reading_body_ = false;
+    if (buffer_.size() > 0) {  // a pipelined request has arrived already
+      ReadHeader();
+      return;
+    }
+    stream_.expires_after(state_->limits.idle_timeout);
+    stream_.async_read_some(buffer_.prepare(buffer_.max_size()),
+                            [self = shared_from_this()](const error_code& ec, std::size_t n) {
+                              if (self->state_->stopped) return;
+                              if (ec) {
+                                // Closed between requests, idle too long, or failed.
+                                self->Close();
+                                return;
+                              }
+                              self->buffer_.commit(n);
+                              self->ReadHeader();
+                            });
+  }
+
+  // Reading: the deadline set here covers the header, the body and a 100 Continue.
+  void ReadHeader() {
+    stream_.expires_after(state_->limits.read_timeout);
+    http::async_read_header(stream_, buffer_, *parser_,
+                            [self = shared_from_this()](const error_code& ec, std::size_t) {
+                              self->OnHeader(ec);
+                            });
+  }
+
+  void OnHeader(const error_code& ec) {
+    if (state_->stopped) return;
+    if (ec) {
+      OnReadError(ec);
+      return;
+    }
+    const http::request_parser<http::string_body>::value_type& header = parser_->get();
+    if (header.version() >= 11 && header.find(http::field::host) == header.end()) {
+      RespondError(400, "bad request: an HTTP/1.1 request needs a Host header\n");
+      return;
+    }
+    if (header.find(http::field::transfer_encoding) != header.end() && !parser_->chunked()) {
+      RespondError(400, "bad request: the last Transfer-Encoding must be chunked\n");
+      return;
+    }
+    if (parser_->is_done()) {
+      Dispatch();
+      return;
+    }
+    if (parser_->chunked() && state_->limits.max_body_bytes == 0) {
+      RespondError(413, "request bodies are not accepted\n");
+      return;
+    }
+    const auto expect = header.find(http::field::expect);
+    if (header.version() >= 11 && expect != header.end() &&
+        beast::iequals(expect->value(), "100-continue")) {
+      net::async_write(stream_, net::buffer(kContinue.data(), kContinue.size()),
+                       [self = shared_from_this()](const error_code& write_ec, std::size_t) {
+                         if (self->state_->stopped) return;
+                         if (write_ec) {
+                           self->Close();
+                         } else {
+                           self->ReadBody();
+                         }
+                       });
+      return;
+    }
+    ReadBody();
+  }
+
+  void ReadBody() {
+    reading_body_ = true;
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = shared_from_this()](const error_code& ec, std::size_t) {
+                       if (self->state_->stopped) return;
+                       if (ec) {
+                         self->OnReadError(ec);
+                       } else {
+                         self->Dispatch();
+                       }
+                     });
+  }
+
+  void OnReadError(const error_code& ec) {
+    if (ec == http::error::body_limit) {
+      // A Content-Length over the limit fails right after the header, unread.
+      RespondError(413, "request body too large\n");
+    } else if (!reading_body_ &&
+               (ec == http::error::header_limit || ec == http::error::buffer_overflow)) {
+      RespondError(431, "request header too large\n");
+    } else if (IsHttpParseError(ec) && ec != http::error::end_of_stream &&
+               ec != http::error::partial_message) {
+      RespondError(400, "bad request\n");
+    } else {
+      // The client closed (mid-request), the read timeout fired (beast has closed the
+      // socket), or the socket failed: nothing to answer.
+      Close();
+    }
+  }
+
+  // Handling: the request goes to the handler as its own task on the Env.
+  void Dispatch() {
+    http::request<http::string_body> message = parser_->release();
+    parser_.reset();
+    version_ = message.version();
+    keep_alive_ = message.keep_alive();
+    head_ = message.method() == http::verb::head;
+
+    HttpRequest request;
+    request.method.assign(message.method_string().data(), message.method_string().size());
+    request.target.assign(message.target().data(), message.target().size());
+    request.headers.reserve(static_cast<std::size_t>(std::distance(message.begin(), message.end())));
+    for (const auto& field : message) {
+      request.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
+    }
+    request.body = std::move(message.body());
+    request.remote = remote_;
+
+    std::string name = "http " + request.method + " " + request.target.substr(0, kTaskNameTargetBytes);
+    stream_.expires_never();  // the handler bounds its own time
+    state_->env.Spawn(RunHandler(state_->handler, shared_from_this(), std::move(request)),
+                      std::move(name));
+  }
+
+  // A spawned task starts on a later turn of the loop: the server may have stopped by
+  // then, and the handler must not be called after Stop().
+  static Task<void> RunHandler(std::shared_ptr<const HttpHandler> handler,
+                               std::shared_ptr<Session> session, HttpRequest request) {
+    if (session->stopped()) co_return;
+    Task<HttpResponse> call = (*handler)(std::move(request));
+    HttpResponse response = co_await std::move(call);
+    session->OnHandled(std::move(response));
+  }
+
+  void RespondError(int status, std::string_view text) {
+    version_ = 11;
+    keep_alive_ = false;
+    head_ = false;
+    HttpResponse response = TextResponse(status, std::string(text));
+    Write(std::move(response));
+  }
+
+  // Writing: frames the response (see "Responses" in http_server.h).
+  void Write(HttpResponse response) {
+    const std::string why = InvalidResponseReason(response);
+    if (!why.empty()) {
+      WK_LOG_WARN("HTTP handler's response not sent, answering 500",
+                  {{"why", why}, {"remote", remote_}, {"address", state_->listen_address}});
+      response = TextResponse(500, "internal error: invalid response\n");
+    }
+    bool keep_alive = keep_alive_;
+    std::optional<std::uint64_t> handler_length;
+    response_ = http::response<http::string_body>{};
+    response_.version(version_);
+    response_.result(static_cast<unsigned>(response.status));
+    for (const auto& [name, value] : response.headers) {
+      if (beast::iequals(name, "Content-Length")) {
+        handler_length = ParseContentLength(value);
+      } else if (beast::iequals(name, "Connection")) {
+        if (HasCloseOption(value)) keep_alive = false;
+      } else if (!beast::iequals(name, "Transfer-Encoding")) {
+        response_.insert(name, value);
+      }
+    }
+    response_.keep_alive(keep_alive);
+    if (response.status != 204 && response.status != 304) {
+      const bool head_length = head_ && response.body.empty() && handler_length.has_value();
+      response_.content_length(head_length ? *handler_length : response.body.size());
+      if (!head_) response_.body() = std::move(response.body);
+    }
+    stream_.expires_after(state_->limits.write_timeout);
+    http::async_write(stream_, response_,
+                      [self = shared_from_this(), keep_alive](const error_code& ec, std::size_t) {
+                        self->OnWritten(ec, keep_alive);
+                      });
+  }
+
+  void OnWritten(const error_code& ec, bool keep_alive) {
+    if (state_->stopped) return;
+    response_ = {};  // free the body now, not at the next response
+    if (ec) {
+      Close();
+    } else if (keep_alive) {
+      WaitForRequest();
+    } else {
+      error_code ignored;
+      stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+      stream_.expires_after(kLingerTimeout);
+      Linger();
+    }
+  }
+
+  // Reads and discards until the client closes, kLingerTimeout passes (the stream's
+  // deadline, set once) or kMaxLingerBytes arrive.
+  void Linger() {
+    stream_.async_read_some(net::buffer(linger_buffer_),
+                            [self = shared_from_this()](const error_code& ec, std::size_t n) {
+                              if (self->state_->stopped) return;
+                              self->lingered_bytes_ += n;
+                              if (ec || self->lingered_bytes_ > kMaxLingerBytes) {
+                                self->Close();
+                              } else {
+                                self->Linger();
+                              }
+                            });
+  }
+
+  void Close() {
+    error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.close();
+  }
+
+  const std::shared_ptr<HttpServer::State> state_;
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  const std::uint64_t id_;
+  const std::string remote_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  bool reading_body_ = false;
+  // Of the request being handled: how to frame its response.
+  unsigned version_ = 11;
+  bool keep_alive_ = false;
+  bool head_ = false;
+  http::response<http::string_body> response_;
+  std::array<char, kLingerReadBytes> linger_buffer_{};
+  std::size_t lingered_bytes_ = 0;
+};
+
+void Accept(const std::shared_ptr<HttpServer::State>& state);
+
+void OnAccepted(const std::shared_ptr<HttpServer::State>& state, const error_code& ec,
+                tcp::socket socket) {
+  if (state->stopped) return;
+  if (ec) {
+    WK_LOG_WARN("HTTP accept failed", {{"address", state->listen_address}, {"error", ec.message()}});
+    state->retry_timer.expires_after(kAcceptRetryDelay);
+    state->retry_timer.async_wait([state](const error_code& wait_ec) {
+      if (!wait_ec && !state->stopped) Accept(state);
+    });
+    return;
+  }
+  error_code endpoint_ec;
+  const tcp::endpoint remote = socket.remote_endpoint(endpoint_ec);
+  if (endpoint_ec) {
+    // The peer is gone already (reset before we looked): nothing to serve.
+    error_code ignored;
+    socket.close(ignored);
+  } else if (state->sessions.size() >= state->limits.max_connections) {
+    // Closed before reading anything: the cheapest answer, and it keeps the slots for
+    // the clients already connected. Debug level: a flood would otherwise flood the log.
+    ++state->rejected;
+    WK_LOG_DEBUG("HTTP connection rejected: too many open",
+                 {{"address", state->listen_address}, {"remote", FormatEndpoint(remote)}});
+    error_code ignored;
+    socket.close(ignored);
+  } else {
+    const std::uint64_t id = state->next_session_id++;
+    auto session = std::make_shared<Session>(state, std::move(socket), id, FormatEndpoint(remote));
+    state->sessions.emplace(id, session);
+    session->Start();
+  }
+  Accept(state);
+}
+
+void Accept(const std::shared_ptr<HttpServer::State>& state) {
+  state->acceptor.async_accept([state](const error_code& ec, tcp::socket socket) {
+    OnAccepted(state, ec, std::move(socket));
+  });
+}
+
+}  // namespace
+
+Result<std::unique_ptr<HttpServer>> HttpServer::Start(RealEnv& env, std::string listen_address,
+                                                      HttpHandler handler, HttpServerLimits limits) {
+  WK_CHECK(static_cast<bool>(handler), "HttpServer needs a handler");
+  WK_CHECK(limits.max_connections > 0, "HttpServer: max_connections must be > 0");
+  WK_CHECK(limits.max_header_bytes >= 1024 && limits.max_header_bytes <= 1024 * 1024,
+           "HttpServer: max_header_bytes must be in 1 KiB..1 MiB");
+  WK_CHECK(limits.idle_timeout > Duration::zero() && limits.read_timeout > Duration::zero() &&
+               limits.write_timeout > Duration::zero(),
+           "HttpServer: timeouts must be > 0");
+
+  Result<tcp::endpoint> endpoint = ParseListenAddress(listen_address);
+  if (!endpoint.ok()) return endpoint.status();
+
+  auto state = std::make_shared<State>(env, listen_address, std::move(handler), limits);
+  tcp::acceptor& acceptor = state->acceptor;
+  error_code ec;
+  std::string_view step = "open";
+  acceptor.open(endpoint->protocol(), ec);
+  if (!ec) {
+    // Lets a restarted node bind while the old process's connections sit in TIME_WAIT.
+    // (On Linux it does not let two live listeners share a port.)
+    step = "set SO_REUSEADDR";
+    acceptor.set_option(net::socket_base::reuse_address(true), ec);
+  }
+  if (!ec) {
+    step = "bind";
+    acceptor.bind(*endpoint, ec);
+  }
+  if (!ec) {
+    step = "listen";
+    acceptor.listen(net::socket_base::max_listen_connections, ec);
+  }
+  if (!ec) state->port = acceptor.local_endpoint(ec).port();
+  if (ec) {
+    return Fatal(AddressError(listen_address, "cannot " + std::string(step) + ": " + ec.message()));
+  }
+
+  Accept(state);
+  WK_LOG_INFO("HTTP server listening",
+              {{"address", listen_address}, {"port", std::to_string(state->port)}});
+  return std::unique_ptr<HttpServer>(new HttpServer(std::move(state)));
+}
+
+HttpServer::HttpServer(std::shared_ptr<State> state) : state_(std::move(state)) {}
+
+HttpServer::~HttpServer() { Stop(); }
+
+std::uint16_t HttpServer::bound_port() const { return state_->port; }
+const std::string& HttpServer::listen_address() const { return state_->listen_address; }
+std::size_t HttpServer::open_connections() const { return state_->sessions.size(); }
+std::uint64_t HttpServer::rejected_connections() const { return state_->rejected; }
+
+void HttpServer::Stop() {
+  State& s = *state_;
+  if (s.stopped) return;
+  s.stopped = true;
+  error_code ignored;
+  s.acceptor.close(ignored);
+  s.retry_timer.cancel();
+  // Collected first: a Session whose last owner is released below erases itself from
+  // the map, which must not happen while the map is being iterated.
+  std::vector<std::shared_ptr<Session>> live;
+  live.reserve(s.sessions.size());
+  for (const auto& [id, weak] : s.sessions) {
+    if (auto session = weak.lock()) live.push_back(std::move(session));
+  }
+  s.sessions.clear();  // a session whose handler task still runs is closed all the same
+  for (const auto& session : live) session->Abort();
+  live.clear();
+  s.handler.reset();
+  WK_LOG_INFO("HTTP server stopped", {{"address", s.listen_address}, {"port", std::to_string(s.port)}});
+}
+
+}  // namespace wk

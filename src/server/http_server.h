@@ -1,0 +1,141 @@
+// HttpServer: the node's one HTTP/1.1 listener. It frames requests and responses and
+// hands every request to an asynchronous handler; what the paths mean (the actor API
+// `/v1/actors/...`, `/metrics`, `/healthz`, `/readyz`, see admin_http.h) is the handler's
+// business (ARCHITECTURE.md, "Serving and routing").
+//
+// One connection, one request at a time:
+//   waiting   for the first byte of a request, at most idle_timeout (an idle keep-alive
+//             connection is closed after it);
+//   reading   the header and the body, from that first byte, within read_timeout;
+//   handling  the handler's Task runs as its own task on the Env (Env::Spawn), so many
+//             connections are handled concurrently; the server sets no deadline here (an
+//             actor event may take long; the handler bounds its own work);
+//   writing   the response, within write_timeout;
+//   then back to waiting (keep-alive) or closing.
+// Pipelined requests wait in the connection's buffer and are answered in order, one after
+// the other. A client that disconnects while its handler runs is noticed only when the
+// response is written: the handler runs to its end and the response is dropped.
+//
+// Requests (the bounds are in HttpServerLimits, with their reasons):
+//   - Header over max_header_bytes: 431, then the connection closes.
+//   - A Content-Length over max_body_bytes: 413 at once, WITHOUT reading the body, then
+//     the connection closes (the handler is not called). A chunked body is read and
+//     de-chunked up to max_body_bytes; one longer gets 413 and the connection closes.
+//     With max_body_bytes == 0 a chunked request gets 413 without waiting for its body.
+//   - "Expect: 100-continue" (HTTP/1.1) is answered "100 Continue" before the body is
+//     read, and not at all when the body is refused.
+//   - Malformed requests get 400 and the connection closes. Besides what the parser
+//     rejects: an HTTP/1.1 request without Host, and a Transfer-Encoding whose last coding
+//     is not chunked (its length cannot be known; RFC 9112 section 6.3).
+//   - After any of these error replies the server reads and discards what the client
+//     still sends for a short while before closing (a "lingering close"), so the reply is
+//     not destroyed by a reset.
+//   - At most max_connections open connections; one accepted beyond that is closed at
+//     once, before anything is read from it.
+//
+// Responses. The handler's HttpResponse is sent with the request's HTTP version:
+//   - Content-Length is the body's size, set by the server; the handler's Content-Length
+//     and Transfer-Encoding headers are dropped, except that a HEAD answer with an empty
+//     body keeps the handler's Content-Length (so a handler may answer HEAD without
+//     producing the body). A HEAD answer never carries a body.
+//   - 204 and 304 are sent without a body or Content-Length.
+//   - The handler's Connection header is dropped; "close" in it closes the connection
+//     after this response. Otherwise keep-alive follows HTTP/1.1 (persistent unless
+//     "Connection: close") and HTTP/1.0 (only with "Connection: keep-alive").
+//   - A status outside 200..599, or a header whose name is not a token or whose value
+//     holds CR, LF or NUL, is not sent: the client gets 500 and the server logs a warning
+//     (a handler may relay what a WebAssembly actor produced; it cannot split a response).
+//
+// Threading: everything runs on the RealEnv's event loop (its io_context); the server
+// starts no thread. Start, Stop, the destructor and the accessors must be called on the
+// loop thread (or before the loop runs). The handler is called on the loop thread; it
+// must not block (it returns a Task), and it must not destroy the server synchronously.
+//
+// Lifetime: Stop() closes the listening socket and every connection; the destructor calls
+// it. The handler is never called after Stop() returns. A handler Task already running
+// then is not cancelled: it runs to its end on the Env and its response is dropped (the
+// connection state it returns to is shared with, and kept alive by, that task). Cancel
+// such tasks through the Env if they must end (RealEnv::RunMain does at shutdown). The
+// handler's captures must outlive every handler Task they are used by.
+//
+// This is a real-runtime component (sockets): it never runs in the simulator.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+#include "base/time.h"
+#include "env/real_env.h"
+#include "server/http_types.h"
+
+namespace wk {
+
+// The bounds of one HttpServer (see the header comment). Start checks them.
+struct HttpServerLimits {
+  // Clients send a few hundred bytes of headers (a bearer token is the longest); 8 KiB is
+  // what common servers allow and keeps the per-connection buffer (twice this) small.
+  std::size_t max_header_bytes = 8 * 1024;
+  // An actor's request body is at most actors.max_request_bytes, 1 MiB by default
+  // (docs/abi.md); 64 KiB above it lets a body slightly over that limit reach the
+  // router, which answers it with the actor API's own 413. The whole body is held in
+  // memory: this times max_connections bounds the memory requests can take.
+  std::size_t max_body_bytes = 1024 * 1024 + 64 * 1024;
+  // Bounds file descriptors and memory if something (or someone) opens connections in a
+  // loop; well above what a node serves at once.
+  std::size_t max_connections = 1024;
+  // Waiting for a request on an open connection. Longer than the keep-alive reuse
+  // interval of clients and scrapers (15 s to 30 s), short enough to free slots held by
+  // idle or stalled clients.
+  Duration idle_timeout = std::chrono::seconds(30);
+  // Reading one request (header and body) from its first byte: a slow client cannot hold
+  // a slot forever. 30 s admits a maximal body at about 40 KB/s.
+  Duration read_timeout = std::chrono::seconds(30);
+  // Writing one response. Same reasoning as read_timeout.
+  Duration write_timeout = std::chrono::seconds(30);
+};
+
+class HttpServer {
+ public:
+  // Binds listen_address ("IP:PORT": "127.0.0.1:8080", "0.0.0.0:8080", "[::1]:8080";
+  // "localhost" means 127.0.0.1; PORT 0 picks a free port, see bound_port()) and starts
+  // accepting on env's loop. REQUIRES: handler is set; limits are sane (max_connections
+  // > 0, max_header_bytes in 1 KiB..1 MiB, timeouts > 0): checked, a crash otherwise.
+  // Errors, each a one-line message naming the address:
+  //   kInvalidArgument  the address does not parse (no port, port not in 0..65535, host
+  //                     not an IP address)
+  //   kFatal            the socket cannot be bound or listened on (address in use,
+  //                     permission denied, address not on this host)
+  static Result<std::unique_ptr<HttpServer>> Start(RealEnv& env, std::string listen_address,
+                                                   HttpHandler handler, HttpServerLimits limits = {});
+
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // The port actually listened on (the chosen one when the address said port 0).
+  std::uint16_t bound_port() const;
+  // The address as given to Start.
+  const std::string& listen_address() const;
+
+  // Closes the listening socket and every open connection (responses being written are
+  // cut off). Idempotent. After it returns the handler is not called again; handler
+  // Tasks already running finish on their own (see the header comment).
+  void Stop();
+
+  // Connections currently open (including ones closing after their last response and
+  // ones waiting for their handler); 0 after Stop().
+  std::size_t open_connections() const;
+  // Connections closed at accept because max_connections were open.
+  std::uint64_t rejected_connections() const;
+
+  struct State;  // shared with in-flight Asio handlers and handler tasks; in the .cc
+
+ private:
+  explicit HttpServer(std::shared_ptr<State> state);
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace wk

@@ -1,0 +1,674 @@
+#include "server/http_server.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "env/real_env.h"
+#include "server/http_test_client.h"
+
+namespace wk {
+namespace {
+
+using http_test::error_code;
+using http_test::Reply;
+using http_test::TestClient;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// What the test handlers saw. Lives in the test coroutine's frame, which outlives the
+// server and (the tests wait for them) every handler task.
+struct Calls {
+  std::vector<HttpRequest> requests;
+  std::vector<std::string> events;  // "start /x", "end /x"
+  int started = 0;
+  int finished = 0;
+  int in_flight = 0;
+  int max_in_flight = 0;
+};
+
+// Answers 200 "echo:<body>" at once and records the request.
+HttpHandler EchoHandler(Calls* calls) {
+  return [calls](HttpRequest request) {
+    calls->requests.push_back(request);
+    ++calls->started;
+    ++calls->finished;
+    HttpResponse response = TextResponse(200, "echo:" + request.body);
+    return ReadyResponse(std::move(response));
+  };
+}
+
+// Sleeps `delay` (or the milliseconds in a "?ms=N" query), then answers 200 with the
+// target as the body.
+Task<HttpResponse> SlowAnswer(Env* env, Calls* calls, Duration delay, HttpRequest request) {
+  const std::size_t query = request.target.find("?ms=");
+  if (query != std::string::npos) delay = milliseconds(std::stoi(request.target.substr(query + 4)));
+  const std::string path = request.target.substr(0, query);
+  calls->events.push_back("start " + path);
+  ++calls->started;
+  calls->max_in_flight = std::max(calls->max_in_flight, ++calls->in_flight);
+  co_await env->SleepFor(delay);
+  --calls->in_flight;
+  ++calls->finished;
+  calls->events.push_back("end " + path);
+  co_return TextResponse(200, path);
+}
+
+HttpHandler SlowHandler(Env* env, Calls* calls, Duration delay) {
+  return [env, calls, delay](HttpRequest request) {
+    return SlowAnswer(env, calls, delay, std::move(request));
+  };
+}
+
+// Answers with the response the test sets.
+HttpHandler FixedHandler(HttpResponse* response) {
+  return [response](HttpRequest) { return ReadyResponse(*response); };
+}
+
+std::unique_ptr<HttpServer> StartOrFail(RealEnv& env, HttpHandler handler, HttpServerLimits limits = {}) {
+  auto started = HttpServer::Start(env, "127.0.0.1:0", std::move(handler), limits);
+  if (!started.ok()) {
+    ADD_FAILURE() << started.status().ToString();
+    return nullptr;
+  }
+  return std::move(started).value();
+}
+
+// Waits (bounded) until cond holds; returns whether it did.
+Task<bool> WaitFor(Env* env, std::function<bool()> cond) {
+  for (int i = 0; i < 500; ++i) {
+    if (cond()) co_return true;
+    co_await env->SleepFor(milliseconds(10));
+  }
+  co_return cond();
+}
+
+// ---- Requests and responses.
+
+TEST(HttpServerTest, RoundTripCarriesMethodTargetHeadersBodyAndRemote) {
+  RealEnv env;
+  env.RunMain([](RealEnv& e) -> Task<void> {
+    Calls calls;
+    HttpHandler handler = [&calls](HttpRequest request) {
+      calls.requests.push_back(request);
+      HttpResponse response;
+      response.status = 201;
+      response.headers = {{"X-Reply", "yes"}, {"x-lower", "kept as sent"}, {"Content-Type", "application/json"}};
+      response.body = "{\"got\":\"" + request.body + "\"}";
+      return ReadyResponse(std::move(response));
+    };
+    auto server = StartOrFail(e, handler);
+    CO_ASSERT_TRUE(server != nullptr);
+    TestClient client(e);
+    CO_ASSERT_TRUE(!(co_await client.Connect(server->bound_port())));
+    Reply r = co_await client.Request("POST", "/v1/actors/t/c/n/x?y=1", "X-Custom: A\r\nx-other: b\r\n", "hello");
+    CO_ASSERT_TRUE(!r.ec);
+    EXPECT_EQ(r.status, 201);
+    EXPECT_EQ(r.Get("X-Reply"), "yes");
+    EXPECT_EQ(r.Get("X-Lower"), "kept as sent");
+    EXPECT_EQ(r.content_type, "application/json");
+    EXPECT_EQ(r.body, "{\"got\":\"hello\"}");
+    EXPECT_EQ(r.content_length, std::to_string(r.body.size()));
+
+    CO_ASSERT_TRUE(calls.requests.size() == 1u);
+    const HttpRequest& got = calls.requests[0];
+    EXPECT_EQ(got.method, "POST");
+    EXPECT_EQ(got.target, "/v1/actors/t/c/n/x?y=1");
+    EXPECT_EQ(got.body, "hello");
+    const HttpHeaders expected = {
+        {"Host", "127.0.0.1"}, {"X-Custom", "A"}, {"x-other", "b"}, {"Content-Length", "5"}};
+    EXPECT_EQ(got.headers, expected);
+    EXPECT_EQ(got.Header("x-custom"), "A");
+    EXPECT_EQ(got.Header("X-OTHER"), "b");
+    EXPECT_EQ(got.Header("missing"), std::nullopt);
+    EXPECT_TRUE(got.remote.starts_with("127.0.0.1:")) << got.remote;
+    EXPECT_NE(got.remote, "127.0.0.1:" + std::to_string(server->bound_port()));
+
+    // An unknown method is passed on as sent.
+    r = co_await client.Request("PURGE", "/x");
+    EXPECT_EQ(r.status, 201);
+    CO_ASSERT_TRUE(calls.requests.size() == 2u);
+    EXPECT_EQ(calls.requests[1].method, "PURGE");
+    EXPECT_EQ(calls.requests[1].body, "");
+  }(env));
+}
+
+TEST(HttpServerTest, ManySlowHandlersRunConcurrentlyOnSeparateConnections) {
+  RealEnv env;
+  env.RunMain([](RealEnv& e) -> Task<void> {
+    Calls calls;
+    constexpr int kClients = 24;
+    constexpr Duration kDelay = milliseconds(400);
+    auto server = StartOrFail(e, SlowHandler(&e, &calls, kDelay));
+    CO_ASSERT_TRUE(server != nullptr);
+    std::vector<std::unique_ptr<TestClient>> clients;
+    for (int i = 0; i < kClients; ++i) {
+      clients.push_back(std::make_unique<TestClient>(e));
+      CO_ASSERT_TRUE(!(co_await clients.back()->Connect(server->bound_port())));
+    }
+    const MonoTime start = e.MonoNow();
+    for (int i = 0; i < kClients; ++i) {
+      std::string raw = "GET /c" + std::to_string(i) + " HTTP/1.1\r\nHost: x\r\n\r\n";
+      CO_ASSERT_TRUE(!(co_await clients[i]->Send(raw)));
+    }
+    for (int i = 0; i < kClients; ++i) {
+      Reply r = co_await clients[i]->Read(false);
+      CO_ASSERT_TRUE(!r.ec);
+      EXPECT_EQ(r.status, 200);
+      EXPECT_EQ(r.body, "/c" + std::to_string(i));
+    }
+    // Serially they would take kClients * 400 ms.
+    EXPECT_LT(e.MonoNow() - start, kDelay * 4);
+    EXPECT_EQ(calls.max_in_flight, kClients);
+    EXPECT_EQ(server->open_connections(), static_cast<std::size_t>(kClients));
+  }(env));
+}
+
+TEST(HttpServerTest, PipelinedRequestsAreHandledOneAtATimeAndAnsweredInOrder) {
+  RealEnv env;
+  env.RunMain([](RealEnv& e) -> Task<void> {
+    Calls calls;
+    auto server = StartOrFail(e, SlowHandler(&e, &calls, milliseconds(0)));
+    CO_ASSERT_TRUE(server != nullptr);
+    TestClient client(e);
+    CO_ASSERT_TRUE(!(co_await client.Connect(server->bound_port())));
+    // The first is the slowest: answering in completion order would put it last.
+    std::string three =
+        "GET /first?ms=300 HTTP/1.1\r\nHost: x\r\n\r\n"
+        "POST /second?ms=10 HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc"
+        "GET /third?ms=0 HTTP/1.1\r\nHost: x\r\n\r\n";
+    CO_ASSERT_TRUE(!(co_await client.Send(three)));
+    Reply first = co_await client.Read(false);
+    Reply second = co_await client.Read(false);
+    Reply third = co_await client.Read(false);
+    EXPECT_EQ(first.body, "/first");
+    EXPECT_EQ(second.body, "/second");
+    EXPECT_EQ(third.body, "/third");
+    const std::vector<std::string> expected = {"start /first",  "end /first",  "start /second",
+                                               "end /second",   "start /third", "end /third"};
+    EXPECT_EQ(calls.events, expected);
+    EXPECT_EQ(calls.max_in_flight, 1);
+  }(env));
+}
+
+TEST(HttpServerTest, KeepAliveReusesOneConnection) {
+  RealEnv env;
+  env.RunMain([](RealEnv& e) -> Task<void> {
+    Calls calls;
+    auto server = StartOrFail(e, EchoHandler(&calls));
+    CO_ASSERT_TRUE(server != nullptr);
+    TestClient client(e);
+    CO_ASSERT_TRUE(!(co_await client.Connect(server->bound_port())));
+    for (int i = 0; i < 5; ++i) {
+      std::string body = "n" + std::to_string(i);
+      Reply r = co_await client.Request("POST", "/x", "", body);
+      CO_ASSERT_TRUE(!r.ec);
+      EXPECT_EQ(r.body, "echo:" + body);
+      EXPECT_NE(r.connection, "close");
+    }
+    EXPECT_EQ(server->open_connections(), 1u);
+    CO_ASSERT_TRUE(calls.requests.size() == 5u);
+    for (const HttpRequest& request : calls.requests) EXPECT_EQ(request.remote, calls.requests[0].remote);
+  }(env));
+}
+
+TEST(HttpServerTest, ConnectionCloseAndHttp10AreHonoured) {
+  RealEnv env;
+  env.RunMain([](RealEnv& e) -> Task<void> {
+    Calls calls;
+    HttpResponse closing = TextResponse(200, "bye\n");
+    closing.headers.emplace_back("Connection", "Close");
+    auto server = StartOrFail(e, [&calls, &closing](HttpRequest request) {
+      calls.requests.push_back(request);
+      return ReadyResponse(request.target == "/handler-closes" ? closing : TextResponse(200, "ok\n"));
+    });
+    CO_ASSERT_TRUE(server != nullptr);
+
+    TestClient asks(e);
+    CO_ASSERT_TRUE(!(co_await asks.Connect(server->bound_port())));
+    Reply r = co_await asks.Request("GET", "/x", "Connection: close\r\n");
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.connection, "close");
+    EXPECT_TRUE(co_await asks.SeesClose(seconds(5)));
+
+    TestClient old(e);
+    CO_ASSERT_TRUE(!(co_await old.Connect(server->bound_port())));
+    CO_ASSERT_TRUE(!(co_await old.Send("GET /x HTTP/1.0\r\n\r\n")));
+    r = co_await old.Read(false);
+    EXPECT_EQ(r.status, 200);
+    EXPECT_TRUE(co_await old.SeesClose(seconds(5)));
+
+    // HTTP/1.0 with keep-alive stays open.
+    TestClient old_keep(e);
+    CO_ASSERT_TRUE(!(co_await old_keep.Connect(server->bound_port())));
+    for (int i = 0; i < 2; ++i) {
+      CO_ASSERT_TRUE(!(co_await old_keep.Send("GET /x HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")));
+      r = co_await old_keep.Read(false);
+      EXPECT_EQ(r.status, 200);
+      EXPECT_EQ(r.connection, "keep-alive");
+    }
+
+    // The handler may close: its Connection header is not passed on as is.
+    TestClient handler_closes(e);
+    CO_ASSERT_TRUE(!(co_await handler_closes.Connect(server->bound_port())));
+    r = co_await handler_closes.Request("GET", "/handler-closes");
+    EXPECT_EQ(r.body, "bye\n");
+    EXPECT_EQ(r.connection, "close");
+    EXPECT_TRUE(co_await handler_closes.SeesClose(seconds(5)));
+  }(env));
+}
+
+TEST(HttpServerTest, HeadSendsHeadersWithoutBody) {
+  RealEnv env;
+  env.RunMain([](RealEnv& e) -> Task<void> {
+    HttpResponse response = TextResponse(200, "twelve bytes");
+    auto server = StartOrFail(e, FixedHandler(&response));
+    CO_ASSERT_TRUE(server != nullptr);
+    TestClient client(e);
+    CO_ASSERT_TRUE(!(co_await client.Connect(server->bound_port())));
+    Reply head = co_await client.Request("HEAD", "/x");
+    CO_ASSERT_TRUE(!head.ec);
+    EXPECT_EQ(head.status, 200);
+    EXPECT_EQ(head.content_length, "12");
+    EXPECT_TRUE(head.body.empty());
+    // Had the server sent a body after the HEAD reply, this GET would read it as garbage.
+    Reply get = co_await client.Request("GET", "/x");
+    CO_ASSERT_TRUE(!get.ec);
+    EXPECT_EQ(get.body, "twelve bytes");
+    // A HEAD answer without a body keeps the handler's Content-Length.
+    response = TextResponse(200, "");
+    response.headers.emplace_back("Content-Length", "4096");
+    head = co_await client.Request("HEAD", "/x");
+    EXPECT_EQ(head.content_length, "4096");
+    // Not for GET: there the body's size is the truth.
+    get = co_await client.Request("GET", "/x");
+    CO_ASSERT_TRUE(!get.ec);
+    EXPECT_EQ(get.content_length, "0");
+    EXPECT_EQ(server->open_connections(), 1u);
+  }(env));
+}
+
+TEST(HttpServerTest, ResponseFramingIsTheServers) {
+  RealEnv env;
+  env.RunMain([](RealEnv& e) -> Task<void> {
+    HttpResponse response;
+    auto server = StartOrFail(e, FixedHandler(&response));
+    CO_ASSERT_TRUE(server != nullptr);
+    TestClient client(e);
+    CO_ASSERT_TRUE(!(co_await client.Connect(server->bound_port())));
+
+    // The handler's framing headers are replaced by the server's.
+    response = TextResponse(200, "abc");
+    response.headers.emplace_back("Content-Length", "999");
+    response.headers.emplace_back("Transfer-Encoding", "chunked");
+    Reply r = co_await client.Request("GET", "/x");
+    CO_ASSERT_TRUE(!r.ec);
+    EXPECT_EQ(r.content_length, "3");
+    EXPECT_FALSE(r.Has("Transfer-Encoding"));
+    EXPECT_EQ(r.body, "abc");
+
+    // 204: no body, no Content-Length.
+    response = HttpResponse{};
+    response.status = 204;
+    response.body = "dropped";
+    r = co_await client.Request("DELETE", "/x");
+    CO_ASSERT_TRUE(!r.ec);
+    EXPECT_EQ(r.status, 204);
+    EXPECT_FALSE(r.Has("Content-Length"));
+
+    // What would break the framing is not sent: 500 instead, and the connection stays.
+    response = TextResponse(200, "x");
+    response.headers.emplace_back("X-Split", "a\r\nSet-Cookie: evil=1");
+    r = co_await client.Request("GET", "/x");
+    CO_ASSERT_TRUE(!r.ec);
+    EXPECT_EQ(r.status, 500);
+    EXPECT_FALSE(r.Has("Set-Cookie"));
+    EXPECT_FALSE(r.Has("X-Split"));
+    response = TextResponse(200, "x");
+    response.headers.emplace_back("Bad Name", "v");
+    r = co_await client.Request("GET", "/x");
+    EXPECT_EQ(r.status, 500);
+    for (int status : {0, 100, 101, 199, 600}) {
+      response = TextResponse(status, "x");
+      r = co_await client.Request("GET", "/x");
+      EXPECT_EQ(r.status, 500) << status;
+    }
+    response = TextResponse(599, "x");
+    r = co_await client.Request("GET", "/x");
+    EXPECT_EQ(r.status, 599);
+    EXPECT_EQ(server->open_connections(), 1u);
+  }(env));
+}
+
+// ---- Request bodies.
+
+TEST(HttpServerTest, ContentLengthOverTheLimitIs413WithoutReadingTheBody) {
+  RealEnv env;
+  env.RunMain([](RealEnv& e) -> Task<void> {
+    Calls calls;
+    HttpServerLimits limits;
+    limits.max_body_bytes = 1000;
+    auto server = StartOrFail(e, EchoHandler(&calls), limits);
+    CO_ASSERT_TRUE(server != nullptr);
+
+    // Exactly the limit is accepted.
+    TestClient at_limit(e);
+    CO_ASSERT_TRUE(!(co_await at_limit.Connect(server->bound_port())));
+    std::string body(1000, 'b');
+    Reply r = co_await at_limit.Request("PUT", "/x", "", body);
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.body, "echo:" + body);
+    EXPECT_EQ(calls.started, 1);
+
+    // One byte over: answered before a byte of the body is sent.
+    TestClient over(e);
+    CO_ASSERT_TRUE(!(co_await over.Connect(server->bound_port())));
+    CO_ASSERT_TRUE(!(co_await over.Send("PUT /x HTTP/1.1\r\nHost: x\r\nContent-Length: 1001\r\n\r\n")));
+    r = co_await over.Read(false);
+    EXPECT_EQ(r.status, 413);
+    EXPECT_EQ(r.connection, "close");
+    EXPECT_TRUE(co_await over.SeesClose(seconds(5)));
+    EXPECT_EQ(calls.started, 1);  // the handler was not called
+
+    // A Content-Length far beyond any memory is refused the same way.
+    TestClient huge(e);
+    CO_ASSERT_TRUE(!(co_await huge.Connect(server->bound_port())));
+    CO_ASSERT_TRUE(!(co_await huge.Send("PUT /x HTTP/1.1\r\nHost: x\r\nContent-Length: 18446744073709551615\r\n\r\n")));
+    r = co_await huge.Read(false);
+    EXPECT_EQ(r.status, 413);
+    EXPECT_EQ(calls.started, 1);
+  }(env));
+}
+
+TEST(HttpServerTest, DefaultBodyLimitIsOneMebibytePlus64KiB) {
+  RealEnv env;
+  env.RunMain([](RealEnv& e) -> Task<void> {
+    Calls calls;
+    auto server = StartOrFail(e, EchoHandler(&calls));
+    CO_ASSERT_TRUE(server != nullptr);
+    TestClient client(e);
+    CO_ASSERT_TRUE(!(co_await client.Connect(server->bound_port())));
+    std::string body(1024 * 1024 + 64 * 1024, 'm');
+    Reply r = co_await client.Request("POST", "/x", "", body);
+    CO_ASSERT_TRUE(!r.ec);
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.body.size(), body.size() + 5);
+    TestClient over(e);
+    CO_ASSERT_TRUE(!(co_await over.Connect(server->bound_port())));
+    std::string header = "POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size() + 1) + "\r\n\r\n";
+    CO_ASSERT_TRUE(!(co_await over.Send(header)));
+    r = co_await over.Read(false);
+    EXPECT_EQ(r.status, 413);
+    EXPECT_EQ(calls.started, 1);
+  }(env));
+}
+
+TEST(HttpServerTest, ChunkedBodiesAreDechunkedUpToTheLimit) {
+  RealEnv env;
+  env.RunMain([](RealEnv& e) -> Task<void> {
+    Calls calls;
+    HttpServerLimits limits;
+    limits.max_body_bytes = 16;
+    auto server = StartOrFail(e, EchoHandler(&calls), limits);
+    CO_ASSERT_TRUE(server != nullptr);
+    TestClient client(e);
+    CO_ASSERT_TRUE(!(co_await client.Connect(server->bound_port())));
+    CO_ASSERT_TRUE(!(co_await client.Send(
+        "POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        "5\r\nhello\r\n6\r\n world\r\n0\r\nX-Trailer: t\r\n\r\n")));
+    Reply r = co_await client.Read(false);
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.body, "echo:hello world");
+    CO_ASSERT_TRUE(calls.requests.size() == 1u);
+    EXPECT_EQ(calls.requests[0].Header("x-trailer"), "t");
+    // The connection carries on after a chunked body.
+    r = co_await client.Request("POST", "/x", "", "again");
+    EXPECT_EQ(r.body, "echo:again");
+
+    // 17 bytes in chunks: 413 once the limit is passed, and the connection closes.
+    TestClient over(e);
+    CO_ASSERT_TRUE(!(co_await over.Connect(server->bound_port())));
+    CO_ASSERT_TRUE(!(co_await over.Send(
+        "POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        "8\r\n12345678\r\n9\r\n123456789\r\n0\r\n\r\n")));
+    r = co_await over.Read(false);
+    EXPECT_EQ(r.status, 413);
+    EXPECT_TRUE(co_await over.SeesClose(seconds(5)));
+    EXPECT_EQ(calls.started, 2);
+  }(env));
+}
+
+TEST(HttpServerTest, ExpectContinueIsAnsweredBeforeTheBody) {
+  RealEnv env;
+  env.RunMain([](RealEnv& e) -> Task<void> {
+    Calls calls;
+    HttpServerLimits limits;
+    limits.max_body_bytes = 100;
+    auto server = StartOrFail(e, EchoHandler(&calls), limits);
+    CO_ASSERT_TRUE(server != nullptr);
+    TestClient client(e);
+    CO_ASSERT_TRUE(!(co_await client.Connect(server->bound_port())));
+    CO_ASSERT_TRUE(!(co_await client.Send(
+        "PUT /x HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")));
+    Reply interim = co_await client.Read(false);
+    CO_ASSERT_TRUE(!interim.ec);
+    EXPECT_EQ(interim.status, 100);
+    CO_ASSERT_TRUE(!(co_await client.Send("hello")));
+    Reply r = co_await client.Read(false);
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.body, "echo:hello");
+    // A body over the limit gets the 413 instead of the 100.
+    CO_ASSERT_TRUE(!(co_await client.Send(
+        "PUT /x HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 101\r\n\r\n")));
+    r = co_await client.Read(false);
+    EXPECT_EQ(r.status, 413);
+    EXPECT_EQ(calls.started, 1);
+  }(env));
+}
+
+// ---- Bad requests.
+
+TEST(HttpServerTest, OversizedHeaderGets431AndTheConnectionCloses) {
+  RealEnv env;
+  env.RunMain([](RealEnv& e) -> Task<void> {
+    Calls calls;
+    auto server = StartOrFail(e, EchoHandler(&calls));
+    CO_ASSERT_TRUE(server != nullptr);
+    TestClient client(e);
+    CO_ASSERT_TRUE(!(co_await client.Connect(server->bound_port())));
+    std::string just_under = "Authorization: Bearer " + std::string(7 * 1024, 'a') + "\r\n";
+    std::string too_big = "X-Pad: " + std::string(10 * 1024, 'a') + "\r\n";
+    Reply r = co_await client.Request("GET", "/x", just_under);
+    EXPECT_EQ(r.status, 200);
+    r = co_await client.Request("GET", "/x", too_big);
+    EXPECT_EQ(r.status, 431);
+    EXPECT_TRUE(co_await client.SeesClose(seconds(5)));
+    EXPECT_EQ(calls.started, 1);
+  }(env));
+}
+
+TEST(HttpServerTest, MalformedRequestsGet400AndTheConnectionCloses) {
+  RealEnv env;
+  env.RunMain([](RealEnv& e) -> Task<void> {
+    Calls calls;
+    auto server = StartOrFail(e, EchoHandler(&calls));
+    CO_ASSERT_TRUE(server != nullptr);
+    const std::vector<std::string> bad = {
+        "this is not http\r\n\r\n",
+        "GET /x HTTP/1.1\r\n\r\n",  // HTTP/1.1 without Host
+        "POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\nabc",  // length unknown
+        "POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd",
+        "POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n",
+        "POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n",
+        "POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+        "GET /x HTTP/1.1\r\nHost: x\r\nBad Header: v\r\n\r\n",
+    };
+    for (const std::string& raw : bad) {
+      TestClient client(e);
+      CO_ASSERT_TRUE(!(co_await client.Connect(server->bound_port())));
+      CO_ASSERT_TRUE(!(co_await client.Send(raw)));
+      Reply r = co_await client.Read(false);
+      EXPECT_EQ(r.status, 400) << raw;
+      EXPECT_TRUE(co_await client.SeesClose(seconds(5))) << raw;
+    }
+    EXPECT_EQ(calls.started, 0);
+  }(env));
+}
+
+// ---- Connections, timeouts, disconnects, Stop.
+
+TEST(HttpServerTest, ConnectionsBeyondTheLimitAreClosedAtOnce) {
+  RealEnv env;
+  env.RunMain([](RealEnv& e) -> Task<void> {
+    Calls calls;
+    HttpServerLimits limits;
+    limits.max_connections = 2;
+    auto server = StartOrFail(e, EchoHandler(&calls), limits);
+    CO_ASSERT_TRUE(server != nullptr);
+    TestClient a(e), b(e), c(e), d(e);
+    CO_ASSERT_TRUE(!(co_await a.Connect(server->bound_port())));
+    CO_ASSERT_TRUE(!(co_await b.Connect(server->bound_port())));
+    EXPECT_EQ((co_await a.Request("GET", "/a")).status, 200);
+    EXPECT_EQ((co_await b.Request("GET", "/b")).status, 200);
+    EXPECT_EQ(server->open_connections(), 2u);
+    CO_ASSERT_TRUE(!(co_await c.Connect(server->bound_port())));
+    EXPECT_TRUE(co_await c.SeesClose(seconds(5)));
+    EXPECT_EQ(server->rejected_connections(), 1u);
+    EXPECT_EQ((co_await a.Request("GET", "/a")).status, 200);
+    // A slot freed is usable again.
+    b.Close();
+    std::function<bool()> done1 = [&server] { return server->open_connections() == 1u; };
+    CO_ASSERT_TRUE(co_await WaitFor(&e, done1));
+    CO_ASSERT_TRUE(!(co_await d.Connect(server->bound_port())));
+    EXPECT_EQ((co_await d.Request("GET", "/d")).status, 200);
+  }(env));
+}
+
+TEST(HttpServerTest, IdleAndSlowConnectionsAreClosedAfterTheirTimeouts) {
+  RealEnv env;
+  env.RunMain([](RealEnv& e) -> Task<void> {
+    Calls calls;
+    HttpServerLimits limits;
+    limits.idle_timeout = milliseconds(200);
+    limits.read_timeout = milliseconds(300);
+    auto server = StartOrFail(e, EchoHandler(&calls), limits);
+    CO_ASSERT_TRUE(server != nullptr);
+    TestClient idle(e), never_sends(e), slow_header(e), slow_body(e);
+    CO_ASSERT_TRUE(!(co_await idle.Connect(server->bound_port())));
+    EXPECT_EQ((co_await idle.Request("GET", "/x")).status, 200);
+    CO_ASSERT_TRUE(!(co_await never_sends.Connect(server->bound_port())));
+    CO_ASSERT_TRUE(!(co_await slow_header.Connect(server->bound_port())));
+    CO_ASSERT_TRUE(!(co_await slow_header.Send("GET /x HTTP/1.1\r\nHost:")));
+    CO_ASSERT_TRUE(!(co_await slow_body.Connect(server->bound_port())));
+    CO_ASSERT_TRUE(!(co_await slow_body.Send("PUT /x HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc")));
+    const MonoTime start = e.MonoNow();
+    EXPECT_TRUE(co_await idle.SeesClose(seconds(5)));
+    EXPECT_TRUE(co_await never_sends.SeesClose(seconds(5)));
+    EXPECT_TRUE(co_await slow_header.SeesClose(seconds(5)));
+    EXPECT_TRUE(co_await slow_body.SeesClose(seconds(5)));
+    EXPECT_GE(e.MonoNow() - start, milliseconds(250));
+    std::function<bool()> done2 = [&server] { return server->open_connections() == 0u; };
+    CO_ASSERT_TRUE(co_await WaitFor(&e, done2));
+    EXPECT_EQ(calls.started, 1);
+  }(env));
+}
+
+TEST(HttpServerTest, ClientDisconnectingDuringASlowHandlerIsHarmless) {
+  RealEnv env;
+  env.RunMain([](RealEnv& e) -> Task<void> {
+    Calls calls;
+    auto server = StartOrFail(e, SlowHandler(&e, &calls, milliseconds(300)));
+    CO_ASSERT_TRUE(server != nullptr);
+    {
+      TestClient leaves(e), pipelines(e);
+      CO_ASSERT_TRUE(!(co_await leaves.Connect(server->bound_port())));
+      CO_ASSERT_TRUE(!(co_await leaves.Send("GET /leaves HTTP/1.1\r\nHost: x\r\n\r\n")));
+      // This one leaves with a second request queued behind the first.
+      CO_ASSERT_TRUE(!(co_await pipelines.Connect(server->bound_port())));
+      CO_ASSERT_TRUE(!(co_await pipelines.Send(
+          "GET /p1 HTTP/1.1\r\nHost: x\r\n\r\nGET /p2 HTTP/1.1\r\nHost: x\r\n\r\n")));
+      std::function<bool()> done3 = [&calls] { return calls.started == 2; };
+      CO_ASSERT_TRUE(co_await WaitFor(&e, done3));
+      leaves.Close();
+      pipelines.Close();
+    }
+    // The handlers finish; their responses go nowhere; the connections are closed.
+    std::function<bool()> done4 = [&calls] { return calls.finished >= 2; };
+    CO_ASSERT_TRUE(co_await WaitFor(&e, done4));
+    std::function<bool()> done5 = [&server] { return server->open_connections() == 0u; };
+    CO_ASSERT_TRUE(co_await WaitFor(&e, done5));
+    EXPECT_LE(calls.started, 3);  // /p2 may have been read before the close was seen
+    TestClient next(e);
+    CO_ASSERT_TRUE(!(co_await next.Connect(server->bound_port())));
+    Reply r = co_await next.Request("GET", "/next?ms=0");
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.body, "/next");
+    std::function<bool()> done6 = [&calls] { return calls.in_flight == 0; };
+    CO_ASSERT_TRUE(co_await WaitFor(&e, done6));
+  }(env));
+}
+
+TEST(HttpServerTest, StopWithHandlersInFlightClosesConnectionsAndDropsTheirResponses) {
+  // AddressSanitizer / LeakSanitizer (debug preset) check the lifetimes here.
+  RealEnv env;
+  env.RunMain([](RealEnv& e) -> Task<void> {
+    Calls calls;
+    auto server = StartOrFail(e, SlowHandler(&e, &calls, milliseconds(300)));
+    CO_ASSERT_TRUE(server != nullptr);
+    const std::uint16_t port = server->bound_port();
+    std::vector<std::unique_ptr<TestClient>> clients;
+    for (int i = 0; i < 3; ++i) {
+      clients.push_back(std::make_unique<TestClient>(e));
+      CO_ASSERT_TRUE(!(co_await clients.back()->Connect(port)));
+      std::string raw = "GET /s" + std::to_string(i) + " HTTP/1.1\r\nHost: x\r\n\r\n";
+      CO_ASSERT_TRUE(!(co_await clients.back()->Send(raw)));
+    }
+    std::function<bool()> done7 = [&calls] { return calls.started == 3; };
+    CO_ASSERT_TRUE(co_await WaitFor(&e, done7));
+    EXPECT_EQ(server->open_connections(), 3u);
+    server->Stop();
+    server->Stop();  // idempotent
+    EXPECT_EQ(server->open_connections(), 0u);
+    for (auto& client : clients) EXPECT_TRUE(co_await client->SeesClose(seconds(5)));
+    TestClient late(e);
+    const error_code ec = co_await late.Connect(port);
+    EXPECT_EQ(ec, boost::asio::error::connection_refused) << ec.message();
+    // Destroyed too while the handlers still run: their ends must not touch it.
+    server.reset();
+    std::function<bool()> done8 = [&calls] { return calls.finished == 3; };
+    CO_ASSERT_TRUE(co_await WaitFor(&e, done8));
+    co_await e.SleepFor(milliseconds(20));  // let their last steps run
+    EXPECT_EQ(e.live_tasks(), 1u);          // only this test's main task
+  }(env));
+}
+
+TEST(HttpServerTest, DestroyingTheServerWithOpenConnectionsIsSafe) {
+  RealEnv env;
+  env.RunMain([](RealEnv& e) -> Task<void> {
+    auto calls = std::make_unique<Calls>();
+    auto server = StartOrFail(e, EchoHandler(calls.get()));
+    CO_ASSERT_TRUE(server != nullptr);
+    TestClient idle(e), partial(e), partial_body(e), pending(e);
+    CO_ASSERT_TRUE(!(co_await idle.Connect(server->bound_port())));
+    EXPECT_EQ((co_await idle.Request("GET", "/x")).status, 200);
+    CO_ASSERT_TRUE(!(co_await partial.Connect(server->bound_port())));
+    CO_ASSERT_TRUE(!(co_await partial.Send("GET /x HTTP/1.1\r\n")));
+    CO_ASSERT_TRUE(!(co_await partial_body.Connect(server->bound_port())));
+    CO_ASSERT_TRUE(!(co_await partial_body.Send("PUT /x HTTP/1.1\r\nHost: x\r\nContent-Length: 9\r\n\r\nab")));
+    // Connected, perhaps not yet accepted: its accept handler finds the server gone.
+    CO_ASSERT_TRUE(!(co_await pending.Connect(server->bound_port())));
+    server.reset();
+    calls.reset();  // the handler's captures die too: nothing may call it now
+    EXPECT_TRUE(co_await idle.SeesClose(seconds(5)));
+    EXPECT_TRUE(co_await partial.SeesClose(seconds(5)));
+    EXPECT_TRUE(co_await partial_body.SeesClose(seconds(5)));
+    EXPECT_TRUE(co_await pending.SeesClose(seconds(5)));
+    co_await e.SleepFor(milliseconds(20));  // let the aborted handlers run
+  }(env));
+}
+
+}  // namespace
+}  // namespace wk

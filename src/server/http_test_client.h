@@ -1,0 +1,175 @@
+// Test-only: a small asynchronous HTTP/1.1 client on a RealEnv's loop, for the server
+// tests (raw requests out, Beast's parser in). Every operation gives up after
+// kClientTimeout (or the time it is given), so a server bug fails a test, never hangs it.
+//
+// Threading: the loop thread; awaited from the test's coroutines. 127.0.0.1 only.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/error.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "env/real_env.h"
+
+// ASSERT_* returns, which a coroutine may not: this one co_returns.
+#define CO_ASSERT_TRUE(cond)                       \
+  do {                                             \
+    if (!(cond)) {                                 \
+      ADD_FAILURE() << "assertion failed: " #cond; \
+      co_return;                                   \
+    }                                              \
+  } while (0)
+
+namespace wk::http_test {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = boost::beast::http;
+using tcp = net::ip::tcp;
+using boost::system::error_code;
+
+inline constexpr Duration kClientTimeout = std::chrono::seconds(5);
+
+struct IoDone {
+  error_code ec;
+  std::size_t bytes = 0;
+};
+using IoStart = std::function<void(Latch<IoDone>)>;
+
+// Awaits one Asio operation: start begins it and its completion handler sets the latch.
+inline Task<IoDone> AwaitIo(Env& env, IoStart start) {
+  Latch<IoDone> latch(env, [] { return IoDone{net::error::operation_aborted, 0}; });
+  start(latch);
+  co_return co_await latch.Wait();
+}
+
+struct Reply {
+  error_code ec;  // set: no complete response arrived (closed, reset, timeout)
+  int status = 0;
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;  // in order
+  std::string content_type, content_length, allow, connection;
+
+  bool Has(std::string_view name) const {
+    for (const auto& [n, v] : headers) {
+      if (beast::iequals(n, name)) return true;
+    }
+    return false;
+  }
+  std::string Get(std::string_view name) const {
+    for (const auto& [n, v] : headers) {
+      if (beast::iequals(n, name)) return v;
+    }
+    return {};
+  }
+};
+
+class TestClient {
+ public:
+  explicit TestClient(RealEnv& env) : env_(env), stream_(env.context()) {}
+
+  Task<error_code> Connect(std::uint16_t port) {
+    const tcp::endpoint endpoint(net::ip::address_v4::loopback(), port);
+    IoStart start = [this, endpoint](Latch<IoDone> done) {
+      stream_.expires_after(kClientTimeout);
+      stream_.async_connect(endpoint, [done](const error_code& ec) { done.Set(IoDone{ec, 0}); });
+    };
+    IoDone result = co_await AwaitIo(env_, start);
+    co_return result.ec;
+  }
+
+  Task<error_code> Send(std::string raw) {
+    auto data = std::make_shared<std::string>(std::move(raw));
+    IoStart start = [this, data](Latch<IoDone> done) {
+      stream_.expires_after(kClientTimeout);
+      net::async_write(stream_, net::buffer(*data),
+                       [done, data](const error_code& ec, std::size_t n) { done.Set(IoDone{ec, n}); });
+    };
+    IoDone result = co_await AwaitIo(env_, start);
+    co_return result.ec;
+  }
+
+  // Reads one response (a 100 Continue counts as one). head: it answers a HEAD request.
+  Task<Reply> Read(bool head) {
+    auto parser = std::make_shared<http::response_parser<http::string_body>>();
+    parser->skip(head);
+    parser->body_limit(64 * 1024 * 1024);
+    IoStart start = [this, parser](Latch<IoDone> done) {
+      stream_.expires_after(kClientTimeout);
+      http::async_read(stream_, buffer_, *parser,
+                       [done, parser](const error_code& ec, std::size_t n) { done.Set(IoDone{ec, n}); });
+    };
+    IoDone result = co_await AwaitIo(env_, start);
+    Reply reply;
+    reply.ec = result.ec;
+    if (!result.ec) {
+      const auto& response = parser->get();
+      reply.status = static_cast<int>(response.result_int());
+      reply.body = response.body();
+      for (const auto& field : response) {
+        reply.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
+      }
+      reply.content_type = reply.Get("Content-Type");
+      reply.content_length = reply.Get("Content-Length");
+      reply.allow = reply.Get("Allow");
+      reply.connection = reply.Get("Connection");
+    }
+    co_return reply;
+  }
+
+  // Sends "METHOD target HTTP/1.1", Host, extra_headers (each ending in CRLF) and body
+  // (with its Content-Length when it is not empty), then reads the response.
+  Task<Reply> Request(std::string method, std::string target, std::string extra_headers = {},
+                      std::string body = {}) {
+    std::string raw = method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" + extra_headers;
+    if (!body.empty()) raw += "Content-Length: " + std::to_string(body.size()) + "\r\n";
+    raw += "\r\n" + body;
+    const error_code ec = co_await Send(raw);
+    if (ec) co_return Reply{ec};
+    co_return co_await Read(method == "HEAD");
+  }
+
+  // True when the server closes the connection (EOF or reset) within `within`; false if
+  // it stays open that long, or sends bytes.
+  Task<bool> SeesClose(Duration within) {
+    auto byte = std::make_shared<char>(0);
+    IoStart start = [this, byte, within](Latch<IoDone> done) {
+      stream_.expires_after(within);
+      stream_.async_read_some(net::buffer(byte.get(), 1), [done, byte](const error_code& ec, std::size_t n) {
+        done.Set(IoDone{ec, n});
+      });
+    };
+    IoDone result = co_await AwaitIo(env_, start);
+    co_return result.ec == net::error::eof || result.ec == net::error::connection_reset;
+  }
+
+  // Closes this side of the connection at once.
+  void Close() {
+    error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.close();
+  }
+
+ private:
+  RealEnv& env_;
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+};
+
+}  // namespace wk::http_test

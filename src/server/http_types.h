@@ -1,0 +1,53 @@
+// HttpRequest, HttpResponse, HttpHandler: one HTTP exchange as HttpServer (http_server.h)
+// hands it to the code that answers it (the actor API's routing, the admin routes).
+//
+// These are plain values: the server has already framed the message (read the whole
+// body, decoded a chunked one) and will frame the response (it sets Content-Length and
+// Connection itself). See http_server.h for what the server does with a response.
+//
+// Threading: plain values; HttpHandler is called on the server's loop thread.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "env/task.h"
+
+namespace wk {
+
+using HttpHeaders = std::vector<std::pair<std::string, std::string>>;
+
+struct HttpRequest {
+  std::string method;   // as sent, e.g. "GET", "POST" (an unknown token is passed as is)
+  std::string target;   // path and query as sent, e.g. "/v1/actors/t/c/n/x?y=1"
+  HttpHeaders headers;  // in order, names as sent (trailers of a chunked body included)
+  std::string body;     // the whole body, de-chunked; empty when none was sent
+  std::string remote;   // "ip:port" of the peer ("[v6]:port" for IPv6)
+
+  // First header with this name, case-insensitive; nullopt if absent.
+  std::optional<std::string_view> Header(std::string_view name) const;
+};
+
+struct HttpResponse {
+  int status = 200;      // 200..599 (the server answers 500 for anything else)
+  HttpHeaders headers;   // Content-Length and Transfer-Encoding are set by the server
+  std::string body;
+};
+
+// Answers one request. Called on the loop thread; the returned Task runs as its own task
+// on the Env (see HttpServer). Must not throw (errors are responses).
+using HttpHandler = std::function<Task<HttpResponse>(HttpRequest)>;
+
+// A response with a text/plain (UTF-8) body.
+HttpResponse TextResponse(int status, std::string body);
+
+// A Task that yields response at once: for handlers that answer synchronously. (A
+// coroutine lambda must not capture, so a handler lambda computes the response and
+// returns ReadyResponse(...) instead of being a coroutine itself.)
+Task<HttpResponse> ReadyResponse(HttpResponse response);
+
+}  // namespace wk
