@@ -3,11 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "base/metrics.h"
 #include "env/real_env.h"
+#include "server/http_server.h"
 #include "server/http_test_client.h"
 
 namespace wk {
@@ -225,6 +227,71 @@ TEST(AdminHttpTest, ConnectionCloseAndHttp10AreHonoured) {
     EXPECT_EQ(r.status, 200);
     EXPECT_TRUE(co_await old.SeesClose(seconds(5)));
   }(env));
+}
+
+// ---- The routes on the node's one listener (how serve uses them).
+
+// Admin paths to the routes, everything else to a stand-in for the actor API.
+HttpHandler SharedListenerHandler(const AdminRoutes* routes, int* api_calls) {
+  return [routes, api_calls](HttpRequest request) {
+    std::optional<HttpResponse> admin = routes->Handle(request);
+    if (admin) return ReadyResponse(std::move(*admin));
+    ++*api_calls;
+    return ReadyResponse(TextResponse(200, "api:" + request.target + ":" + request.body));
+  };
+}
+
+TEST(AdminHttpTest, RoutesShareAListenerWithOtherHandlers) {
+  RealEnv env;
+  env.RunMain([](RealEnv& e) -> Task<void> {
+    Probe probe;
+    const AdminRoutes routes(probe.Handlers());
+    int api_calls = 0;
+    auto started = HttpServer::Start(e, "127.0.0.1:0", SharedListenerHandler(&routes, &api_calls));
+    CO_ASSERT_TRUE(started.ok());
+    std::unique_ptr<HttpServer> server = std::move(started).value();
+    TestClient client(e);
+    CO_ASSERT_TRUE(!(co_await client.Connect(server->bound_port())));
+    Reply r = co_await client.Request("GET", "/metrics");
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.body, probe.metrics);
+    EXPECT_EQ(r.Get("Cache-Control"), "no-store");
+    // On the general listener a body is read, and the admin routes ignore it.
+    r = co_await client.Request("GET", "/healthz", "", "ignored");
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.body, "ok\n");
+    r = co_await client.Request("POST", "/readyz", "", "x");
+    EXPECT_EQ(r.status, 405);
+    r = co_await client.Request("PUT", "/v1/actors/t/c/n/x?q=1", "", "payload");
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.body, "api:/v1/actors/t/c/n/x?q=1:payload");
+    r = co_await client.Request("GET", "/metricsx");
+    EXPECT_EQ(r.body, "api:/metricsx:");
+    EXPECT_EQ(api_calls, 2);
+    EXPECT_EQ(probe.metrics_calls, 1);
+  }(env));
+}
+
+TEST(AdminHttpTest, RoutesMatchOnlyTheirPaths) {
+  EXPECT_TRUE(AdminRoutes::Matches("/metrics"));
+  EXPECT_TRUE(AdminRoutes::Matches("/healthz?verbose=1"));
+  EXPECT_TRUE(AdminRoutes::Matches("/readyz"));
+  EXPECT_FALSE(AdminRoutes::Matches("/metrics/"));
+  EXPECT_FALSE(AdminRoutes::Matches("/readyzz"));
+  EXPECT_FALSE(AdminRoutes::Matches("metrics"));
+  EXPECT_FALSE(AdminRoutes::Matches("/v1/actors/t/c/n/metrics"));
+  Probe probe;
+  const AdminRoutes routes(probe.Handlers());
+  HttpRequest request;
+  request.method = "GET";
+  request.target = "/v1/actors/t/c/n";
+  EXPECT_FALSE(routes.Handle(request).has_value());
+  request.target = "/readyz";
+  probe.ready = false;
+  std::optional<HttpResponse> answer = routes.Handle(request);
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_EQ(answer->status, 503);
+  EXPECT_EQ(answer->body, probe.detail);
 }
 
 // ---- Bounds.
