@@ -203,23 +203,23 @@ ActorRuntime::ActorRuntime(Env& env, engine::Engine& engine, ClassRegistry& clas
   for (int i = 0; i < n; ++i) workers_.push_back(std::make_unique<WorkerThread>(engine_));
   if (metrics != nullptr) {
     auto events = [&](const char* outcome) {
-      return &metrics->AddCounter("wk_actor_events_total", "Actor events by outcome.", {{"outcome", outcome}});
+      return &metrics->AddCounter("wasmkeep_actor_events_total", "Actor events by outcome.", {{"outcome", outcome}});
     };
     metrics_.events_ok = events("ok");
     metrics_.events_failed = events("failed");
     metrics_.events_overloaded = events("overloaded");
-    metrics_.instantiations = &metrics->AddCounter("wk_actor_instantiations_total",
+    metrics_.instantiations = &metrics->AddCounter("wasmkeep_actor_instantiations_total",
                                                    "WebAssembly instances created (first events and re-creations).");
-    metrics_.hibernations = &metrics->AddCounter("wk_actor_unloads_total", "Actors that left memory, by reason.",
+    metrics_.hibernations = &metrics->AddCounter("wasmkeep_actor_unloads_total", "Actors that left memory, by reason.",
                                                  {{"reason", "hibernated"}});
-    metrics_.evictions = &metrics->AddCounter("wk_actor_unloads_total", "Actors that left memory, by reason.",
+    metrics_.evictions = &metrics->AddCounter("wasmkeep_actor_unloads_total", "Actors that left memory, by reason.",
                                               {{"reason", "evicted"}});
     metrics_.event_seconds = &metrics->AddHistogram(
-        "wk_actor_event_seconds", "Time from an event's arrival to its released answer.",
+        "wasmkeep_actor_event_seconds", "Time from an event's arrival to its released answer.",
         {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10});
-    metrics->AddCallbackGauge("wk_actor_resident", "Actors resident in memory.",
+    metrics->AddCallbackGauge("wasmkeep_actor_resident", "Actors resident in memory.",
                               [this] { return static_cast<double>(actors_.size()); });
-    metrics->AddCallbackGauge("wk_actor_memory_bytes", "Linear memory of resident actors.",
+    metrics->AddCallbackGauge("wasmkeep_actor_memory_bytes", "Linear memory of resident actors.",
                               [this] { return static_cast<double>(memory_bytes_); });
   }
 }
