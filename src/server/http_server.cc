@@ -494,6 +494,11 @@ void OnAccepted(const std::shared_ptr<HttpServer::State>& state, const error_cod
     error_code ignored;
     socket.close(ignored);
   } else {
+    // Responses are written whole, often several in a row on one connection (pipelining,
+    // a 100 Continue): Nagle's algorithm would hold each small one until the client's
+    // delayed ACK (about 40 ms).
+    error_code ignored;
+    socket.set_option(tcp::no_delay(true), ignored);
     const std::uint64_t id = state->next_session_id++;
     auto session = std::make_shared<Session>(state, std::move(socket), id, FormatEndpoint(remote));
     state->sessions.emplace(id, session);

@@ -48,8 +48,9 @@
 //
 // Threading: everything runs on the RealEnv's event loop (its io_context); the server
 // starts no thread. Start, Stop, the destructor and the accessors must be called on the
-// loop thread (or before the loop runs). The handler is called on the loop thread; it
-// must not block (it returns a Task), and it must not destroy the server synchronously.
+// loop thread (or before the loop runs). The handler is called on the loop thread, from
+// its request's task (never from inside the server's own code); it must not block (it
+// returns a Task). It may stop or destroy the server, even before it returns.
 //
 // Lifetime: Stop() closes the listening socket and every connection; the destructor calls
 // it. The handler is never called after Stop() returns. A handler Task already running
@@ -101,8 +102,9 @@ class HttpServer {
  public:
   // Binds listen_address ("IP:PORT": "127.0.0.1:8080", "0.0.0.0:8080", "[::1]:8080";
   // "localhost" means 127.0.0.1; PORT 0 picks a free port, see bound_port()) and starts
-  // accepting on env's loop. REQUIRES: handler is set; limits are sane (max_connections
-  // > 0, max_header_bytes in 1 KiB..1 MiB, timeouts > 0): checked, a crash otherwise.
+  // accepting on env's loop. REQUIRES: env outlives the server and every handler task;
+  // handler is set; limits are sane (max_connections > 0, max_header_bytes in
+  // 1 KiB..1 MiB, timeouts > 0): checked, a crash otherwise.
   // Errors, each a one-line message naming the address:
   //   kInvalidArgument  the address does not parse (no port, port not in 0..65535, host
   //                     not an IP address)

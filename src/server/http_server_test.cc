@@ -645,6 +645,29 @@ TEST(HttpServerTest, StopWithHandlersInFlightClosesConnectionsAndDropsTheirRespo
   }(env));
 }
 
+TEST(HttpServerTest, TheHandlerMayDestroyTheServer) {
+  RealEnv env;
+  env.RunMain([](RealEnv& e) -> Task<void> {
+    std::unique_ptr<HttpServer> server;
+    int calls = 0;
+    HttpHandler handler = [&server, &calls](HttpRequest) {
+      ++calls;
+      server.reset();  // from inside the handler call; its own Task still runs
+      return ReadyResponse(TextResponse(200, "gone\n"));
+    };
+    server = StartOrFail(e, handler);
+    CO_ASSERT_TRUE(server != nullptr);
+    TestClient client(e);
+    CO_ASSERT_TRUE(!(co_await client.Connect(server->bound_port())));
+    CO_ASSERT_TRUE(!(co_await client.Send("GET /x HTTP/1.1\r\nHost: x\r\n\r\n")));
+    EXPECT_TRUE(co_await client.SeesClose(seconds(5)));  // no response: it was dropped
+    EXPECT_EQ(calls, 1);
+    EXPECT_EQ(server, nullptr);
+    co_await e.SleepFor(milliseconds(20));
+    EXPECT_EQ(e.live_tasks(), 1u);
+  }(env));
+}
+
 TEST(HttpServerTest, DestroyingTheServerWithOpenConnectionsIsSafe) {
   RealEnv env;
   env.RunMain([](RealEnv& e) -> Task<void> {
