@@ -1,28 +1,53 @@
 #!/usr/bin/env bash
 # Benchmarks, side by side in one run: conditional puts on file:// (this machine's disk)
-# and on a local Ceph RGW, 1 and 16 writers; then the micro-benchmarks. Prints figures;
-# record them in docs/benchmarks.md with the setup line this prints.
+# and on a local Ceph RGW, 1 and 16 writers; durable writes and restores through the
+# replica on the same two backends; then the micro-benchmarks. Prints figures; record
+# them in docs/benchmarks.md with the setup line this prints.
 #   scripts/bench.sh [SECONDS_PER_CASE]
+#
+# Environment:
+#   WASMKEEP_BENCHES     which to run, of: store replica micro actor (default: all four)
+#   WASMKEEP_BENCH_BUILD build directory (default build/release, the release preset; any
+#                        other is configured RelWithDebInfo without the tests)
+#   WASMKEEP_S3_ENDPOINT (with WASMKEEP_S3_BUCKET, WASMKEEP_S3_REGION, AWS_*): an S3 server
+#                        to use instead of starting RGW
+#   WASMKEEP_SKIP_RGW=1  no S3 backend (the s3:// rows are skipped, and it says so)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-5}
+benches=" ${WASMKEEP_BENCHES:-store replica micro actor} "
+build=${WASMKEEP_BENCH_BUILD:-build/release}
+wants() { [[ $benches == *" $1 "* ]]; }
 
 ./scripts/install-deps.sh
-cmake --preset release >/dev/null
-cmake --build --preset release --target store_bench micro_bench actor_bench
+targets=()
+for b in store replica micro actor; do wants "$b" && targets+=("${b}_bench"); done
+if [ "$build" = build/release ]; then
+  cmake --preset release >/dev/null
+else
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=g++ -DWK_BUILD_TESTS=OFF >/dev/null
+fi
+cmake --build "$build" --target "${targets[@]}"
 
 rgw_dir=$(mktemp -d /tmp/wasmkeep-rgw.XXXXXX)
 data_dir=$(mktemp -d "$PWD/build/bench-data.XXXXXX")
 trap './scripts/rgw.sh stop "$rgw_dir" >/dev/null 2>&1 || true; rm -rf "$rgw_dir" "$data_dir"' EXIT
-./scripts/rgw.sh start "$rgw_dir" >/dev/null
-# shellcheck disable=SC1091
-source "$rgw_dir/env"
+if [ -z "${WASMKEEP_S3_ENDPOINT:-}" ] && [ "${WASMKEEP_SKIP_RGW:-0}" != 1 ]; then
+  ./scripts/rgw.sh start "$rgw_dir" >/dev/null
+  # shellcheck disable=SC1091
+  source "$rgw_dir/env"
+fi
+urls=("file://$data_dir")
+if [ -n "${WASMKEEP_S3_ENDPOINT:-}" ]; then
+  urls+=("s3://$WASMKEEP_S3_BUCKET?endpoint=$WASMKEEP_S3_ENDPOINT&region=${WASMKEEP_S3_REGION:-us-east-1}&if_match_quoted=false")
+  s3_note="RGW: radosgw $(radosgw --version 2>/dev/null | awk '{print $3}') memstore on 127.0.0.1 ($WASMKEEP_S3_ENDPOINT)"
+else
+  s3_note="s3://: skipped (WASMKEEP_SKIP_RGW=1 and no WASMKEEP_S3_ENDPOINT)"
+fi
 
-echo "setup: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(uname -r), $(date -u +%Y-%m-%dT%H:%MZ), git $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
-echo "disk under file://: $(df -h "$data_dir" | awk 'NR==2{print $1" ("$2")"}'); RGW: radosgw $(radosgw --version 2>/dev/null | awk '{print $3}') memstore on 127.0.0.1"
-./build/release/bench/store_bench --seconds "$seconds" \
-  "file://$data_dir" \
-  "s3://$WASMKEEP_S3_BUCKET?endpoint=$WASMKEEP_S3_ENDPOINT&region=$WASMKEEP_S3_REGION&if_match_quoted=false" \
-  mem://
-./build/release/bench/micro_bench --benchmark_min_time=0.2
-./build/release/bench/actor_bench --benchmark_min_time=0.2
+echo "setup: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(uname -r), $(date -u +%Y-%m-%dT%H:%MZ), git $(git rev-parse --short HEAD 2>/dev/null || echo '?'), build $build"
+echo "disk under file://: $(df -h "$data_dir" | awk 'NR==2{print $1" ("$2")"}'); $s3_note; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+if wants store; then "./$build/bench/store_bench" --seconds "$seconds" "${urls[@]}" mem://; fi
+if wants replica; then "./$build/bench/replica_bench" --seconds "$seconds" "${urls[@]}"; fi
+if wants micro; then "./$build/bench/micro_bench" --benchmark_min_time=0.2; fi
+if wants actor; then "./$build/bench/actor_bench" --benchmark_min_time=0.2; fi
