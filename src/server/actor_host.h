@@ -52,7 +52,7 @@ class ActorHost {
   ActorHost& operator=(const ActorHost&) = delete;
 
   // One /v1/actors/... request.
-  Task<ApiResponse> Handle(ApiRequest request) { return front_->Handle(std::move(request)); }
+  Task<ServerResponse> Handle(ServerRequest request) { return front_->Handle(std::move(request)); }
   // See "Stopping" above. False if actors were still resident at the limit.
   Task<bool> Shutdown(Duration limit) { return runtime_->Shutdown(limit); }
 

@@ -12,7 +12,7 @@ constexpr std::string_view kAllowedMethods = "GET, HEAD";
 
 std::string_view PathOf(std::string_view target) { return target.substr(0, target.find('?')); }
 
-HttpResponse NoStore(HttpResponse response) {
+ServerResponse NoStore(ServerResponse response) {
   // Probe answers change from one second to the next; no proxy may cache them.
   response.headers.emplace_back("Cache-Control", "no-store");
   return response;
@@ -30,16 +30,16 @@ bool AdminRoutes::Matches(std::string_view target) {
   return path == "/metrics" || path == "/healthz" || path == "/readyz";
 }
 
-std::optional<HttpResponse> AdminRoutes::Handle(const HttpRequest& request) const {
+std::optional<ServerResponse> AdminRoutes::Handle(const ServerRequest& request) const {
   if (!Matches(request.target)) return std::nullopt;
   if (request.method != "GET" && request.method != "HEAD") {
-    HttpResponse refused = TextResponse(405, "method not allowed\n");
+    ServerResponse refused = TextResponse(405, "method not allowed\n");
     refused.headers.emplace_back("Allow", kAllowedMethods);
     return NoStore(std::move(refused));
   }
   const std::string_view path = PathOf(request.target);
   if (path == "/metrics") {
-    HttpResponse metrics;
+    ServerResponse metrics;
     metrics.headers.emplace_back("Content-Type", kPrometheusTextContentType);
     metrics.body = handlers_.metrics_text();
     return NoStore(std::move(metrics));
@@ -59,8 +59,8 @@ Result<std::unique_ptr<AdminHttpServer>> AdminHttpServer::Start(RealEnv& env,
                                                                 std::string listen_address,
                                                                 Handlers handlers, Limits limits) {
   auto routes = std::make_shared<const AdminRoutes>(std::move(handlers));
-  HttpHandler handler = [routes](HttpRequest request) {
-    std::optional<HttpResponse> answer = routes->Handle(request);
+  ServerHandler handler = [routes](ServerRequest request) {
+    std::optional<ServerResponse> answer = routes->Handle(request);
     return ReadyResponse(answer ? std::move(*answer) : NoStore(TextResponse(404, "not found\n")));
   };
   HttpServerLimits http_limits;

@@ -60,7 +60,7 @@ class AdminRoutes {
   static bool Matches(std::string_view target);
 
   // The answer for an admin path; nullopt for any other (the caller routes it).
-  std::optional<HttpResponse> Handle(const HttpRequest& request) const;
+  std::optional<ServerResponse> Handle(const ServerRequest& request) const;
 
  private:
   Handlers handlers_;

@@ -232,9 +232,9 @@ TEST(AdminHttpTest, ConnectionCloseAndHttp10AreHonoured) {
 // ---- The routes on the node's one listener (how serve uses them).
 
 // Admin paths to the routes, everything else to a stand-in for the actor API.
-HttpHandler SharedListenerHandler(const AdminRoutes* routes, int* api_calls) {
-  return [routes, api_calls](HttpRequest request) {
-    std::optional<HttpResponse> admin = routes->Handle(request);
+ServerHandler SharedListenerHandler(const AdminRoutes* routes, int* api_calls) {
+  return [routes, api_calls](ServerRequest request) {
+    std::optional<ServerResponse> admin = routes->Handle(request);
     if (admin) return ReadyResponse(std::move(*admin));
     ++*api_calls;
     return ReadyResponse(TextResponse(200, "api:" + request.target + ":" + request.body));
@@ -282,13 +282,13 @@ TEST(AdminHttpTest, RoutesMatchOnlyTheirPaths) {
   EXPECT_FALSE(AdminRoutes::Matches("/v1/actors/t/c/n/metrics"));
   Probe probe;
   const AdminRoutes routes(probe.Handlers());
-  HttpRequest request;
+  ServerRequest request;
   request.method = "GET";
   request.target = "/v1/actors/t/c/n";
   EXPECT_FALSE(routes.Handle(request).has_value());
   request.target = "/readyz";
   probe.ready = false;
-  std::optional<HttpResponse> answer = routes.Handle(request);
+  std::optional<ServerResponse> answer = routes.Handle(request);
   ASSERT_TRUE(answer.has_value());
   EXPECT_EQ(answer->status, 503);
   EXPECT_EQ(answer->body, probe.detail);

@@ -2,6 +2,7 @@
 
 #include <openssl/crypto.h>
 
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/http/verb.hpp>
 #include <charconv>
 
@@ -11,7 +12,7 @@
 namespace wk {
 namespace {
 
-bool IEquals(std::string_view a, std::string_view b) { return HeaderNameEquals(a, b); }
+bool IEquals(std::string_view a, std::string_view b) { return boost::beast::iequals(a, b); }
 
 // Headers that describe one connection, not the message (RFC 9110 §7.6.1), and the ones
 // the forwarder sets itself: never copied from the client's request or the peer's reply.
@@ -44,21 +45,6 @@ std::string Hex(std::string_view bytes) {
 
 }  // namespace
 
-bool HeaderNameEquals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
-  }
-  return true;
-}
-
-std::optional<std::string_view> ApiRequest::Header(std::string_view name) const {
-  for (const auto& [n, v] : headers) {
-    if (HeaderNameEquals(n, name)) return std::string_view(v);
-  }
-  return std::nullopt;
-}
-
 Forwarder::Forwarder(RealEnv& env, std::string node_id, std::string cluster_secret, ForwarderOptions options)
     : env_(env), node_id_(std::move(node_id)), secret_(std::move(cluster_secret)), options_(options) {}
 
@@ -88,7 +74,7 @@ Result<HttpClient*> Forwarder::ClientFor(const std::string& address) {
   return raw;
 }
 
-Task<Result<ApiResponse>> Forwarder::Forward(std::string address, ApiRequest request, std::string tenant,
+Task<Result<ServerResponse>> Forwarder::Forward(std::string address, ServerRequest request, std::string tenant,
                                                  int hops) {
   auto client = ClientFor(address);
   if (!client.ok()) co_return Retryable(client.status().message());
@@ -115,7 +101,7 @@ Task<Result<ApiResponse>> Forwarder::Forward(std::string address, ApiRequest req
     if (got.request_sent) co_return UnknownOutcome(std::move(why));
     co_return Retryable(std::move(why));
   }
-  ApiResponse r;
+  ServerResponse r;
   r.status = got.response.status;
   for (auto& [n, v] : got.response.headers) {
     if (!HopByHop(n)) r.headers.emplace_back(n, v);
@@ -124,7 +110,7 @@ Task<Result<ApiResponse>> Forwarder::Forward(std::string address, ApiRequest req
   co_return r;
 }
 
-Result<std::optional<ForwardedFrom>> Forwarder::Verify(const ApiRequest& request) const {
+Result<std::optional<ForwardedFrom>> Forwarder::Verify(const ServerRequest& request) const {
   auto by = request.Header(kForwardedBy);
   auto tenant = request.Header(kTenant);
   auto hops = request.Header(kHops);

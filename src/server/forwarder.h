@@ -29,7 +29,7 @@
 
 #include "base/status.h"
 #include "env/real_env.h"
-#include "server/api_types.h"
+#include "server/http_types.h"
 
 namespace wk {
 
@@ -56,11 +56,11 @@ class Forwarder {
   // Sends request to the node at address ("host:port"), signed, with hop count hops.
   // Errors: kRetryable if nothing was sent (connect refused...), kUnknownOutcome if the
   // request may have reached the peer.
-  Task<Result<ApiResponse>> Forward(std::string address, ApiRequest request, std::string tenant, int hops);
+  Task<Result<ServerResponse>> Forward(std::string address, ServerRequest request, std::string tenant, int hops);
 
   // nullopt if the request carries no forwarding headers (a client's request); an error
   // (kInvalidArgument) if it carries them and they do not verify.
-  Result<std::optional<ForwardedFrom>> Verify(const ApiRequest& request) const;
+  Result<std::optional<ForwardedFrom>> Verify(const ServerRequest& request) const;
 
   static constexpr std::string_view kForwardedBy = "X-Wasmkeep-Forwarded-By";
   static constexpr std::string_view kTenant = "X-Wasmkeep-Tenant";

@@ -1,5 +1,7 @@
 #include "server/front.h"
 
+#include <boost/beast/core/string.hpp>
+
 #include "base/log.h"
 
 namespace wk {
@@ -21,8 +23,8 @@ Front::Front(FrontDeps deps, FrontOptions options) : deps_(std::move(deps)), opt
   }
 }
 
-ApiResponse Front::Error(int status, std::string message, bool retry_after) {
-  ApiResponse r;
+ServerResponse Front::Error(int status, std::string message, bool retry_after) {
+  ServerResponse r;
   r.status = status;
   r.headers.emplace_back("Content-Type", "text/plain; charset=utf-8");
   if (retry_after) r.headers.emplace_back("Retry-After", std::to_string(options_.retry_after_seconds));
@@ -39,7 +41,7 @@ ApiResponse Front::Error(int status, std::string message, bool retry_after) {
   return r;
 }
 
-Task<ApiResponse> Front::Handle(ApiRequest request) {
+Task<ServerResponse> Front::Handle(ServerRequest request) {
   ++stats_.requests;
   // 1. The actor's name and the rest of the path.
   std::string_view target = request.target;
@@ -96,11 +98,11 @@ Task<ApiResponse> Front::Handle(ApiRequest request) {
   actor_request.path = std::string(rest);
   actor_request.query = std::string(query);
   for (const auto& [n, v] : request.headers) {
-    if (HeaderNameEquals(n, "Authorization")) continue;  // the actor never sees the token
+    if (boost::beast::iequals(n, "Authorization")) continue;  // the actor never sees the token
     bool ours = false;
     for (std::string_view h : {Forwarder::kForwardedBy, Forwarder::kTenant, Forwarder::kHops, Forwarder::kTimestamp,
                                Forwarder::kSignature}) {
-      ours = ours || HeaderNameEquals(n, h);
+      ours = ours || boost::beast::iequals(n, h);
     }
     if (!ours) actor_request.headers.emplace_back(n, v);
   }
@@ -142,7 +144,7 @@ Task<ApiResponse> Front::Handle(ApiRequest request) {
   co_return Error(503, "cannot acquire " + id.ToString() + ": " + acquired.why, true);
 }
 
-Task<ApiResponse> Front::ForwardTo(const std::string& node_id, ApiRequest request, std::string tenant, int hops) {
+Task<ServerResponse> Front::ForwardTo(const std::string& node_id, ServerRequest request, std::string tenant, int hops) {
   auto it = deps_.membership.view().find(node_id);
   if (it == deps_.membership.view().end() || !it->second.record || it->second.record->address.empty()) {
     co_return Error(503, "the owner " + node_id + " has no address in the membership view", true);
@@ -158,14 +160,14 @@ Task<ApiResponse> Front::ForwardTo(const std::string& node_id, ApiRequest reques
   co_return std::move(*got);
 }
 
-Task<ApiResponse> Front::Run(ActorId id, actor::Request request) {
+Task<ServerResponse> Front::Run(ActorId id, actor::Request request) {
   const std::string name = id.ToString();
   actor::EventResult result = co_await deps_.runtime.HandleRequest(std::move(id), std::move(request));
   ++stats_.local;
   if (metrics_.local) metrics_.local->Inc();
   switch (result.outcome) {
     case actor::EventOutcome::kOk: {
-      ApiResponse r;
+      ServerResponse r;
       r.status = result.response.status;
       r.headers = std::move(result.response.headers);
       r.body = std::move(result.response.body);

@@ -31,7 +31,7 @@
 #include "base/metrics.h"
 #include "cluster/membership.h"
 #include "cluster/owners.h"
-#include "server/api_types.h"
+#include "server/http_types.h"
 #include "server/forwarder.h"
 
 namespace wk {
@@ -72,13 +72,13 @@ struct FrontStats {
 class Front {
  public:
   Front(FrontDeps deps, FrontOptions options);
-  Task<ApiResponse> Handle(ApiRequest request);
+  Task<ServerResponse> Handle(ServerRequest request);
   const FrontStats& stats() const { return stats_; }
 
  private:
-  Task<ApiResponse> Run(ActorId id, actor::Request request);
-  Task<ApiResponse> ForwardTo(const std::string& node_id, ApiRequest request, std::string tenant, int hops);
-  ApiResponse Error(int status, std::string message, bool retry_after = false);
+  Task<ServerResponse> Run(ActorId id, actor::Request request);
+  Task<ServerResponse> ForwardTo(const std::string& node_id, ServerRequest request, std::string tenant, int hops);
+  ServerResponse Error(int status, std::string message, bool retry_after = false);
 
   FrontDeps deps_;
   FrontOptions options_;

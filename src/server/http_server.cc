@@ -132,7 +132,7 @@ bool IsToken(std::string_view text) {
 }
 
 // Why the server will not send a handler's response as it is; empty when it will.
-std::string InvalidResponseReason(const HttpResponse& response) {
+std::string InvalidResponseReason(const ServerResponse& response) {
   if (response.status < 200 || response.status > 599) {
     return "status " + std::to_string(response.status) + " is not in 200..599";
   }
@@ -174,10 +174,10 @@ class Session;
 }  // namespace
 
 struct HttpServer::State {
-  State(RealEnv& e, std::string address, HttpHandler h, HttpServerLimits l)
+  State(RealEnv& e, std::string address, ServerHandler h, HttpServerLimits l)
       : env(e),
         listen_address(std::move(address)),
-        handler(std::make_shared<const HttpHandler>(std::move(h))),
+        handler(std::make_shared<const ServerHandler>(std::move(h))),
         limits(l),
         acceptor(e.context()),
         retry_timer(e.context()) {}
@@ -185,7 +185,7 @@ struct HttpServer::State {
   RealEnv& env;
   const std::string listen_address;
   // Reset by Stop(); each handler task holds its own reference while it runs.
-  std::shared_ptr<const HttpHandler> handler;
+  std::shared_ptr<const ServerHandler> handler;
   const HttpServerLimits limits;
   tcp::acceptor acceptor;
   net::steady_timer retry_timer;
@@ -228,7 +228,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool stopped() const { return state_->stopped; }
 
   // The handler task's answer to the request Dispatch() handed out.
-  void OnHandled(HttpResponse response) {
+  void OnHandled(ServerResponse response) {
     if (state_->stopped) return;
     Write(std::move(response));
   }
@@ -345,7 +345,7 @@ class Session : public std::enable_shared_from_this<Session> {
     keep_alive_ = message.keep_alive();
     head_ = message.method() == http::verb::head;
 
-    HttpRequest request;
+    ServerRequest request;
     request.method.assign(message.method_string().data(), message.method_string().size());
     request.target.assign(message.target().data(), message.target().size());
     request.headers.reserve(static_cast<std::size_t>(std::distance(message.begin(), message.end())));
@@ -363,11 +363,11 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // A spawned task starts on a later turn of the loop: the server may have stopped by
   // then, and the handler must not be called after Stop().
-  static Task<void> RunHandler(std::shared_ptr<const HttpHandler> handler,
-                               std::shared_ptr<Session> session, HttpRequest request) {
+  static Task<void> RunHandler(std::shared_ptr<const ServerHandler> handler,
+                               std::shared_ptr<Session> session, ServerRequest request) {
     if (session->stopped()) co_return;
-    Task<HttpResponse> call = (*handler)(std::move(request));
-    HttpResponse response = co_await std::move(call);
+    Task<ServerResponse> call = (*handler)(std::move(request));
+    ServerResponse response = co_await std::move(call);
     session->OnHandled(std::move(response));
   }
 
@@ -375,12 +375,12 @@ class Session : public std::enable_shared_from_this<Session> {
     version_ = 11;
     keep_alive_ = false;
     head_ = false;
-    HttpResponse response = TextResponse(status, std::string(text));
+    ServerResponse response = TextResponse(status, std::string(text));
     Write(std::move(response));
   }
 
   // Writing: frames the response (see "Responses" in http_server.h).
-  void Write(HttpResponse response) {
+  void Write(ServerResponse response) {
     const std::string why = InvalidResponseReason(response);
     if (!why.empty()) {
       WK_LOG_WARN("HTTP handler's response not sent, answering 500",
@@ -516,7 +516,7 @@ void Accept(const std::shared_ptr<HttpServer::State>& state) {
 }  // namespace
 
 Result<std::unique_ptr<HttpServer>> HttpServer::Start(RealEnv& env, std::string listen_address,
-                                                      HttpHandler handler, HttpServerLimits limits) {
+                                                      ServerHandler handler, HttpServerLimits limits) {
   WK_CHECK(static_cast<bool>(handler), "HttpServer needs a handler");
   WK_CHECK(limits.max_connections > 0, "HttpServer: max_connections must be > 0");
   WK_CHECK(limits.max_header_bytes >= 1024 && limits.max_header_bytes <= 1024 * 1024,

@@ -33,7 +33,7 @@
 //   - At most max_connections open connections; one accepted beyond that is closed at
 //     once, before anything is read from it.
 //
-// Responses. The handler's HttpResponse is sent with the request's HTTP version:
+// Responses. The handler's ServerResponse is sent with the request's HTTP version:
 //   - Content-Length is the body's size, set by the server; the handler's Content-Length
 //     and Transfer-Encoding headers are dropped, except that a HEAD answer with an empty
 //     body keeps the handler's Content-Length (so a handler may answer HEAD without
@@ -111,7 +111,7 @@ class HttpServer {
   //   kFatal            the socket cannot be bound or listened on (address in use,
   //                     permission denied, address not on this host)
   static Result<std::unique_ptr<HttpServer>> Start(RealEnv& env, std::string listen_address,
-                                                   HttpHandler handler, HttpServerLimits limits = {});
+                                                   ServerHandler handler, HttpServerLimits limits = {});
 
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;

@@ -22,7 +22,7 @@ using std::chrono::seconds;
 // What the test handlers saw. Lives in the test coroutine's frame, which outlives the
 // server and (the tests wait for them) every handler task.
 struct Calls {
-  std::vector<HttpRequest> requests;
+  std::vector<ServerRequest> requests;
   std::vector<std::string> events;  // "start /x", "end /x"
   int started = 0;
   int finished = 0;
@@ -31,19 +31,19 @@ struct Calls {
 };
 
 // Answers 200 "echo:<body>" at once and records the request.
-HttpHandler EchoHandler(Calls* calls) {
-  return [calls](HttpRequest request) {
+ServerHandler EchoHandler(Calls* calls) {
+  return [calls](ServerRequest request) {
     calls->requests.push_back(request);
     ++calls->started;
     ++calls->finished;
-    HttpResponse response = TextResponse(200, "echo:" + request.body);
+    ServerResponse response = TextResponse(200, "echo:" + request.body);
     return ReadyResponse(std::move(response));
   };
 }
 
 // Sleeps `delay` (or the milliseconds in a "?ms=N" query), then answers 200 with the
 // target as the body.
-Task<HttpResponse> SlowAnswer(Env* env, Calls* calls, Duration delay, HttpRequest request) {
+Task<ServerResponse> SlowAnswer(Env* env, Calls* calls, Duration delay, ServerRequest request) {
   const std::size_t query = request.target.find("?ms=");
   if (query != std::string::npos) delay = milliseconds(std::stoi(request.target.substr(query + 4)));
   const std::string path = request.target.substr(0, query);
@@ -57,18 +57,18 @@ Task<HttpResponse> SlowAnswer(Env* env, Calls* calls, Duration delay, HttpReques
   co_return TextResponse(200, path);
 }
 
-HttpHandler SlowHandler(Env* env, Calls* calls, Duration delay) {
-  return [env, calls, delay](HttpRequest request) {
+ServerHandler SlowHandler(Env* env, Calls* calls, Duration delay) {
+  return [env, calls, delay](ServerRequest request) {
     return SlowAnswer(env, calls, delay, std::move(request));
   };
 }
 
 // Answers with the response the test sets.
-HttpHandler FixedHandler(HttpResponse* response) {
-  return [response](HttpRequest) { return ReadyResponse(*response); };
+ServerHandler FixedHandler(ServerResponse* response) {
+  return [response](ServerRequest) { return ReadyResponse(*response); };
 }
 
-std::unique_ptr<HttpServer> StartOrFail(RealEnv& env, HttpHandler handler, HttpServerLimits limits = {}) {
+std::unique_ptr<HttpServer> StartOrFail(RealEnv& env, ServerHandler handler, HttpServerLimits limits = {}) {
   auto started = HttpServer::Start(env, "127.0.0.1:0", std::move(handler), limits);
   if (!started.ok()) {
     ADD_FAILURE() << started.status().ToString();
@@ -92,9 +92,9 @@ TEST(HttpServerTest, RoundTripCarriesMethodTargetHeadersBodyAndRemote) {
   RealEnv env;
   env.RunMain([](RealEnv& e) -> Task<void> {
     Calls calls;
-    HttpHandler handler = [&calls](HttpRequest request) {
+    ServerHandler handler = [&calls](ServerRequest request) {
       calls.requests.push_back(request);
-      HttpResponse response;
+      ServerResponse response;
       response.status = 201;
       response.headers = {{"X-Reply", "yes"}, {"x-lower", "kept as sent"}, {"Content-Type", "application/json"}};
       response.body = "{\"got\":\"" + request.body + "\"}";
@@ -114,11 +114,11 @@ TEST(HttpServerTest, RoundTripCarriesMethodTargetHeadersBodyAndRemote) {
     EXPECT_EQ(r.content_length, std::to_string(r.body.size()));
 
     CO_ASSERT_TRUE(calls.requests.size() == 1u);
-    const HttpRequest& got = calls.requests[0];
+    const ServerRequest& got = calls.requests[0];
     EXPECT_EQ(got.method, "POST");
     EXPECT_EQ(got.target, "/v1/actors/t/c/n/x?y=1");
     EXPECT_EQ(got.body, "hello");
-    const HttpHeaders expected = {
+    const ServerHeaders expected = {
         {"Host", "127.0.0.1"}, {"X-Custom", "A"}, {"x-other", "b"}, {"Content-Length", "5"}};
     EXPECT_EQ(got.headers, expected);
     EXPECT_EQ(got.Header("x-custom"), "A");
@@ -211,7 +211,7 @@ TEST(HttpServerTest, KeepAliveReusesOneConnection) {
     }
     EXPECT_EQ(server->open_connections(), 1u);
     CO_ASSERT_TRUE(calls.requests.size() == 5u);
-    for (const HttpRequest& request : calls.requests) EXPECT_EQ(request.remote, calls.requests[0].remote);
+    for (const ServerRequest& request : calls.requests) EXPECT_EQ(request.remote, calls.requests[0].remote);
   }(env));
 }
 
@@ -219,9 +219,9 @@ TEST(HttpServerTest, ConnectionCloseAndHttp10AreHonoured) {
   RealEnv env;
   env.RunMain([](RealEnv& e) -> Task<void> {
     Calls calls;
-    HttpResponse closing = TextResponse(200, "bye\n");
+    ServerResponse closing = TextResponse(200, "bye\n");
     closing.headers.emplace_back("Connection", "Close");
-    auto server = StartOrFail(e, [&calls, &closing](HttpRequest request) {
+    auto server = StartOrFail(e, [&calls, &closing](ServerRequest request) {
       calls.requests.push_back(request);
       return ReadyResponse(request.target == "/handler-closes" ? closing : TextResponse(200, "ok\n"));
     });
@@ -264,7 +264,7 @@ TEST(HttpServerTest, ConnectionCloseAndHttp10AreHonoured) {
 TEST(HttpServerTest, HeadSendsHeadersWithoutBody) {
   RealEnv env;
   env.RunMain([](RealEnv& e) -> Task<void> {
-    HttpResponse response = TextResponse(200, "twelve bytes");
+    ServerResponse response = TextResponse(200, "twelve bytes");
     auto server = StartOrFail(e, FixedHandler(&response));
     CO_ASSERT_TRUE(server != nullptr);
     TestClient client(e);
@@ -294,7 +294,7 @@ TEST(HttpServerTest, HeadSendsHeadersWithoutBody) {
 TEST(HttpServerTest, ResponseFramingIsTheServers) {
   RealEnv env;
   env.RunMain([](RealEnv& e) -> Task<void> {
-    HttpResponse response;
+    ServerResponse response;
     auto server = StartOrFail(e, FixedHandler(&response));
     CO_ASSERT_TRUE(server != nullptr);
     TestClient client(e);
@@ -311,7 +311,7 @@ TEST(HttpServerTest, ResponseFramingIsTheServers) {
     EXPECT_EQ(r.body, "abc");
 
     // 204: no body, no Content-Length.
-    response = HttpResponse{};
+    response = ServerResponse{};
     response.status = 204;
     response.body = "dropped";
     r = co_await client.Request("DELETE", "/x");
@@ -650,7 +650,7 @@ TEST(HttpServerTest, TheHandlerMayDestroyTheServer) {
   env.RunMain([](RealEnv& e) -> Task<void> {
     std::unique_ptr<HttpServer> server;
     int calls = 0;
-    HttpHandler handler = [&server, &calls](HttpRequest) {
+    ServerHandler handler = [&server, &calls](ServerRequest) {
       ++calls;
       server.reset();  // from inside the handler call; its own Task still runs
       return ReadyResponse(TextResponse(200, "gone\n"));

@@ -1,11 +1,11 @@
-// HttpRequest, HttpResponse, HttpHandler: one HTTP exchange as HttpServer (http_server.h)
+// ServerRequest, ServerResponse, ServerHandler: one HTTP exchange as HttpServer (http_server.h)
 // hands it to the code that answers it (the actor API's routing, the admin routes).
 //
 // These are plain values: the server has already framed the message (read the whole
 // body, decoded a chunked one) and will frame the response (it sets Content-Length and
 // Connection itself). See http_server.h for what the server does with a response.
 //
-// Threading: plain values; HttpHandler is called on the server's loop thread.
+// Threading: plain values; ServerHandler is called on the server's loop thread.
 #pragma once
 
 #include <functional>
@@ -19,12 +19,12 @@
 
 namespace wk {
 
-using HttpHeaders = std::vector<std::pair<std::string, std::string>>;
+using ServerHeaders = std::vector<std::pair<std::string, std::string>>;
 
-struct HttpRequest {
+struct ServerRequest {
   std::string method;   // as sent, e.g. "GET", "POST" (an unknown token is passed as is)
   std::string target;   // path and query as sent, e.g. "/v1/actors/t/c/n/x?y=1"
-  HttpHeaders headers;  // in order, names as sent (trailers of a chunked body included)
+  ServerHeaders headers;  // in order, names as sent (trailers of a chunked body included)
   std::string body;     // the whole body, de-chunked; empty when none was sent
   std::string remote;   // "ip:port" of the peer ("[v6]:port" for IPv6)
 
@@ -32,22 +32,22 @@ struct HttpRequest {
   std::optional<std::string_view> Header(std::string_view name) const;
 };
 
-struct HttpResponse {
+struct ServerResponse {
   int status = 200;      // 200..599 (the server answers 500 for anything else)
-  HttpHeaders headers;   // Content-Length and Transfer-Encoding are set by the server
+  ServerHeaders headers;   // Content-Length and Transfer-Encoding are set by the server
   std::string body;
 };
 
 // Answers one request. Called on the loop thread; the returned Task runs as its own task
 // on the Env (see HttpServer). Must not throw (errors are responses).
-using HttpHandler = std::function<Task<HttpResponse>(HttpRequest)>;
+using ServerHandler = std::function<Task<ServerResponse>(ServerRequest)>;
 
 // A response with a text/plain (UTF-8) body.
-HttpResponse TextResponse(int status, std::string body);
+ServerResponse TextResponse(int status, std::string body);
 
 // A Task that yields response at once: for handlers that answer synchronously. (A
 // coroutine lambda must not capture, so a handler lambda computes the response and
 // returns ReadyResponse(...) instead of being a coroutine itself.)
-Task<HttpResponse> ReadyResponse(HttpResponse response);
+Task<ServerResponse> ReadyResponse(ServerResponse response);
 
 }  // namespace wk
