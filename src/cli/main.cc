@@ -6,8 +6,10 @@
 #include "base/log.h"
 #include "cli/actor_cmd.h"
 #include "cli/bucket_cmd.h"
+#include "cli/class_cmd.h"
 #include "cli/cluster_cmd.h"
 #include "cli/serve_cmd.h"
+#include "cli/tenant_cmd.h"
 
 int main(int argc, char** argv) {
   using namespace wk::cli;
@@ -29,6 +31,8 @@ int main(int argc, char** argv) {
   AddClusterCommand(app, globals, &result);
   AddBucketCommand(app, globals, &result);
   AddActorCommand(app, globals, &result);
+  AddTenantCommand(app, globals, &result);
+  AddClassCommands(app, globals, &result);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# `wasmkeep tenant ...`, `deploy` and `class list` against a file:// bucket: tokens printed
+# last and stored only as hashes, duplicates and bad names refused with their exit codes,
+# modules checked before they are stored content-addressed, the class pointer after them.
+set -uo pipefail
+wk=$1
+actors=$2
+failures=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export WASMKEEP_BUCKET="file://$tmp/bucket"
+mkdir -p "$tmp/bucket"
+
+check() {  # check NAME EXPECTED_EXIT EXPECTED_TEXT ARGS...
+  local name=$1 want_rc=$2 want_text=$3
+  shift 3
+  local rc
+  out=$("$wk" "$@" 2>&1)
+  rc=$?
+  if [ "$rc" != "$want_rc" ] || ! grep -qF -- "$want_text" <<<"$out"; then
+    echo "FAIL $name: exit $rc (want $want_rc, text '$want_text'), output:"
+    echo "$out"
+    failures=$((failures + 1))
+  else
+    echo "ok   $name"
+  fi
+}
+expect() {  # expect NAME CONDITION_EXIT_STATUS
+  if [ "$2" = 0 ]; then echo "ok   $1"; else echo "FAIL $1"; failures=$((failures + 1)); fi
+}
+token_re='^wk\.acme\.[0-9a-f]{16}\.[0-9a-f]{64}$'
+
+# Tenants and tokens.
+check "tenant add" 0 "created tenant acme" tenant add acme
+token1=$(tail -n 1 <<<"$out")
+grep -qE "$token_re" <<<"$token1"; expect "the token is the last line" $?
+id1=$(cut -d. -f3 <<<"$token1")
+secret1=$(cut -d. -f4 <<<"$token1")
+check "duplicate tenant" 3 "tenant 'acme' already exists" tenant add acme
+check "bad tenant name" 2 "tenant 'Acme' must be 1-63 of a-z" tenant add Acme
+check "bad tenant name (dot)" 2 "tenant 'a.b'" tenant add a.b
+check "add-token" 0 "token id" tenant add-token acme
+token2=$(tail -n 1 <<<"$out")
+grep -qE "$token_re" <<<"$token2"; expect "add-token prints the token last" $?
+[ "$token1" != "$token2" ]; expect "tokens differ" $?
+id2=$(cut -d. -f3 <<<"$token2")
+check "add-token unknown tenant" 4 "no tenant 'ghost'" tenant add-token ghost
+check "tenant list" 0 "$id1 $id2" tenant list
+check "tenant list --json" 0 "\"id\": \"$id2\"" tenant list --json
+body=$("$wk" bucket get control/tenants/acme 2>/dev/null)
+grep -q "^wasmkeep-tenant 1$" <<<"$body"; expect "tenant record format" $?
+! grep -q "$secret1" <<<"$body"; expect "only the hash is stored" $?
+hash1=$(printf '%s' "$secret1" | sha256sum | cut -d' ' -f1)
+grep -q "^token $id1 $hash1 " <<<"$body"; expect "the stored hash is the secret's SHA-256" $?
+check "revoke-token" 0 "revoked token $id1 of tenant acme" tenant revoke-token acme "$id1"
+check "revoke again" 4 "tenant 'acme' has no token '$id1'" tenant revoke-token acme "$id1"
+check "revoke bad id" 2 "token id 'zz' must be 16 lowercase hex" tenant revoke-token acme zz
+check "revoke unknown tenant" 4 "no tenant 'ghost'" tenant revoke-token ghost "$id2"
+check "revoke needs an id" 2 "token_id is required" tenant revoke-token acme
+check "list after revoke" 0 "$id2" tenant list
+grep -q "$id1" <<<"$out" && { echo "FAIL revoked id still listed"; failures=$((failures + 1)); }
+
+# Deploy.
+check "deploy counter" 0 "deployed acme/counter: module sha256" deploy --tenant acme --class counter "$actors/counter.wasm"
+sha=$(sha256sum "$actors/counter.wasm" | cut -d' ' -f1)
+grep -qF "$sha" <<<"$out"; expect "deploy names the module's sha256" $?
+check "module stored content-addressed" 0 "classes/acme/counter/modules/$sha" bucket ls classes/acme/counter/
+check "pointer stored" 0 "module $sha" bucket get classes/acme/counter/current
+check "deploy again (same module)" 0 "deployed acme/counter" deploy --tenant acme --class counter "$actors/counter.wasm"
+check "deploy --json" 0 "\"module_sha256\": \"$(sha256sum "$actors/chat.wasm" | cut -d' ' -f1)\"" \
+  deploy --tenant acme --class chat --json "$actors/chat.wasm"
+echo "not wasm" >"$tmp/x.wasm"
+check "deploy refuses non-wasm" 2 "x.wasm: not a WebAssembly module" deploy --tenant acme --class bad "$tmp/x.wasm"
+check "deploy refuses a bad ABI" 2 'does not export the function "wk_on_request"' \
+  deploy --tenant acme --class bad "$actors/no_handler.wasm"
+check "nothing stored for refused modules" 0 "" bucket ls classes/acme/bad/
+[ -z "$out" ]; expect "no classes/acme/bad objects" $?
+check "deploy unknown tenant" 4 "no tenant 'ghost' (create it with \`wasmkeep tenant add ghost\`)" \
+  deploy --tenant ghost --class counter "$actors/counter.wasm"
+check "deploy bad class name" 2 "class 'Counter' must be 1-63" deploy --tenant acme --class Counter "$actors/counter.wasm"
+check "deploy bad tenant name" 2 "tenant 'ACME'" deploy --tenant ACME --class counter "$actors/counter.wasm"
+check "deploy missing file" 2 "cannot read" deploy --tenant acme --class counter "$tmp/none.wasm"
+check "deploy needs --tenant" 2 "--tenant is required" deploy --class counter "$actors/counter.wasm"
+printf '[actors]\nmax_memory_bytes = 65536\nmemory_budget_bytes = 65536\nmax_stored_bytes = 200000\n' >"$tmp/small.toml"
+check "deploy applies the [actors] limits" 2 "over the limit of 65536 bytes per actor" \
+  --config "$tmp/small.toml" deploy --tenant acme --class counter "$actors/counter.wasm"
+
+# Class list.
+check "class list" 0 "$sha" class list
+grep -q "^acme  *chat " <<<"$out"; expect "class list shows chat" $?
+"$wk" tenant add globex >/dev/null 2>&1
+check "deploy for another tenant" 0 "deployed globex/kv" deploy --tenant globex --class kv "$actors/kv.wasm"
+check "class list --tenant" 0 "counter" class list --tenant acme
+grep -q globex <<<"$out" && { echo "FAIL class list --tenant acme shows globex"; failures=$((failures + 1)); }
+check "class list --json" 0 '"class": "kv"' class list --json
+check "class list bad tenant" 2 "tenant 'Bad'" class list --tenant Bad
+check "class list empty tenant" 0 "(no classes deployed)" class list --tenant nobody
+
+# Corrupt objects are reported, never read as empty.
+printf 'garbage\n' | "$wk" bucket put control/tenants/broken - >/dev/null 2>&1
+check "corrupt tenant listed" 0 "ERROR: corrupt wasmkeep-tenant 1 record" tenant list
+check "add-token on a corrupt tenant" 1 "corrupt wasmkeep-tenant 1 record" tenant add-token broken
+
+if [ "$failures" -gt 0 ]; then
+  echo "$failures check(s) failed"
+  exit 1
+fi
+echo "all tenant, deploy and class tests passed"
