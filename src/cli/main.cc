@@ -6,6 +6,7 @@
 #include "base/log.h"
 #include "cli/actor_cmd.h"
 #include "cli/bucket_cmd.h"
+#include "cli/call_cmd.h"
 #include "cli/class_cmd.h"
 #include "cli/cluster_cmd.h"
 #include "cli/serve_cmd.h"
@@ -33,6 +34,7 @@ int main(int argc, char** argv) {
   AddActorCommand(app, globals, &result);
   AddTenantCommand(app, globals, &result);
   AddClassCommands(app, globals, &result);
+  AddCallCommand(app, globals, &result);
 
   try {
     app.parse(argc, argv);

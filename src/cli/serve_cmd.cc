@@ -10,7 +10,10 @@
 #include "base/metrics.h"
 #include "cli/debug_writer.h"
 #include "cluster/cluster_node.h"
+#include "server/actor_host.h"
 #include "server/admin_http.h"
+#include "server/control.h"
+#include "server/http_server.h"
 #include "store/open_store.h"
 
 namespace wk::cli {
@@ -124,15 +127,59 @@ Task<void> DebugAcquire(RealEnv* env, ClusterNode* node, std::vector<ActorId> ac
 }
 
 // Tests only (WASMKEEP_DEBUG_WRITER, cli/debug_writer.h): actors this node writes to
-// through the replica, until the actor API exists.
+// through the replica directly, without the actor API.
 struct DebugWriterHook {
   std::shared_ptr<const DebugWriterOptions> options;
-  std::unique_ptr<replica::ReplicaMetrics> metrics;
+  replica::ReplicaMetrics* metrics = nullptr;
   ObjectStore* store = nullptr;
   std::string node_id;
 };
 
-Task<int> ServeMain(RealEnv* env, ClusterNode* node, LeaseTiming timing, DebugWriterHook* writer) {
+// What serves actors, made once the cluster secret is read (the HTTP handler answers 503
+// until then).
+struct ActorServing {
+  RealEnv* env = nullptr;
+  ObjectStore* store = nullptr;
+  ClusterNode* node = nullptr;
+  MetricsRegistry* metrics = nullptr;
+  replica::ReplicaMetrics* replica_metrics = nullptr;
+  ActorHostOptions options;
+  std::unique_ptr<ActorHost> host;
+};
+
+// Reads (or, on a fresh bucket, creates) the cluster secret, retrying while the bucket is
+// unreachable, then makes the ActorHost.
+Task<void> StartActors(ActorServing* s) {
+  for (;;) {
+    auto secret = co_await control::EnsureClusterSecret(*s->store, *s->env, CallOptions{std::chrono::seconds(5)});
+    if (secret.ok()) {
+      s->host = std::make_unique<ActorHost>(*s->env, *s->store, *s->node, *s->metrics, *s->replica_metrics, *secret,
+                                            s->options);
+      WK_LOG_INFO("serving actors", {{"node", s->options.node_id}});
+      co_return;
+    }
+    if (secret.code() != Code::kRetryable && secret.code() != Code::kUnknownOutcome) {
+      WK_LOG_ERROR("cannot read the cluster secret; actors are not served", {{"error", secret.status().ToString()}});
+      co_return;
+    }
+    WK_LOG_WARN("cannot read the cluster secret yet; retrying", {{"error", secret.status().ToString()}});
+    if (!co_await s->env->SleepFor(std::chrono::seconds(1))) co_return;
+  }
+}
+
+// The HTTP handler: the admin routes, then the actor API.
+Task<ServerResponse> Route(const AdminRoutes* admin, ActorServing* serving, ServerRequest request) {
+  if (auto r = admin->Handle(request)) co_return std::move(*r);
+  if (!serving->host) {
+    ServerResponse r = TextResponse(503, "this node is starting: actors are not served yet\n");
+    r.headers.emplace_back("Retry-After", "1");
+    co_return r;
+  }
+  co_return co_await serving->host->Handle(std::move(request));
+}
+
+Task<int> ServeMain(RealEnv* env, ClusterNode* node, LeaseTiming timing, DebugWriterHook* writer,
+                    ActorServing* serving) {
   // One event ends the serving: a signal (clean stop) or the lease's end.
   Latch<int> event(*env, [] { return -1; });
   boost::asio::signal_set signals(env->context(), SIGTERM, SIGINT);
@@ -159,14 +206,20 @@ Task<int> ServeMain(RealEnv* env, ClusterNode* node, LeaseTiming timing, DebugWr
     env->Spawn(DebugAcquire(env, node, std::move(actors)), "debug acquire");
   }
   // A plain function spawns the writers (GCC 12 and several Spawns in one coroutine).
-  if (writer->options) StartDebugWriters(env, node, writer->store, writer->metrics.get(), writer->node_id, writer->options);
+  if (writer->options) StartDebugWriters(env, node, writer->store, writer->metrics, writer->node_id, writer->options);
+  env->Spawn(StartActors(serving), "start actors");
   const int what = co_await event.Wait();
   signals.cancel();
   if (what > 0) {
     WK_LOG_INFO("clean stop", {{"signal", what == SIGTERM ? "SIGTERM" : "SIGINT"}});
-    // ADR §4: (holds are released first, in later issues), then the lease is made
-    // locally invalid, the lease task ends after any attempt in flight, and `released`
-    // is written last.
+    // ADR §4: the actors first — no new events, running ones finish, each replica waits
+    // until its writes are durable and its hold is released — then the node releases any
+    // hold left, makes the lease locally invalid (a straggler is cut), ends the lease task
+    // after any attempt in flight, and writes `released` last.
+    if (serving->host) {
+      const bool all = co_await serving->host->Shutdown(timing.ttl);
+      if (!all) WK_LOG_WARN("clean stop: actors still resident at the limit; their holds are released anyway", {});
+    }
     Status s = co_await node->Stop(timing.ttl);
     if (!s.ok()) WK_LOG_WARN("clean stop could not write released", {{"error", s.ToString()}});
     co_return kExitOk;
@@ -200,6 +253,7 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
 
   MetricsRegistry metrics;
   ClusterMetrics cluster_metrics(metrics, node);
+  replica::ReplicaMetrics replica_metrics(metrics);
   DebugWriterHook writer;
   if (auto actors = ProcessGetEnv("WASMKEEP_DEBUG_WRITER"); actors && !actors->empty()) {
     auto parsed = ParseDebugWriter(*actors, ProcessGetEnv("WASMKEEP_DEBUG_WRITER_OPTIONS").value_or(""),
@@ -207,11 +261,11 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
     if (!parsed.ok()) return Fail(parsed.status());
     WK_LOG_WARN("WASMKEEP_DEBUG_WRITER: writing to actors through the replica, for tests only", {{"actors", *actors}});
     writer.options = std::make_shared<const DebugWriterOptions>(std::move(parsed).value());
-    writer.metrics = std::make_unique<replica::ReplicaMetrics>(metrics);
+    writer.metrics = &replica_metrics;
     writer.store = store->get();
     writer.node_id = identity.node_id;
   }
-  AdminHttpServer::Handlers handlers;
+  AdminRoutes::Handlers handlers;
   handlers.metrics_text = [&] {
     cluster_metrics.Sync();
     return metrics.RenderText();
@@ -224,13 +278,29 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
     if (node.lease().epoch() == 0) return std::string("not ready: start check in progress (waits ttl + grace)\n");
     return std::string("not ready: node lease not valid\n");
   };
-  auto http = AdminHttpServer::Start(env, listen, handlers);
+  ActorServing serving;
+  serving.env = &env;
+  serving.store = store->get();
+  serving.node = &node;
+  serving.metrics = &metrics;
+  serving.replica_metrics = &replica_metrics;
+  serving.options.node_id = identity.node_id;
+  serving.options.runtime = config->actors;
+  serving.options.storage = config->storage;
+  AdminRoutes admin(handlers);
+  HttpServerLimits limits;
+  // A body over the actors' limit is refused (413) before it is read.
+  limits.max_body_bytes = config->actors.limits.max_request_bytes;
+  auto http = HttpServer::Start(
+      env, listen,
+      [&admin, &serving](ServerRequest request) { return Route(&admin, &serving, std::move(request)); }, limits);
   if (!http.ok()) return Fail(http.status());
 
   WK_LOG_INFO("serving", {{"node", identity.node_id}, {"instance", instance}, {"bucket", (*store)->Describe()},
                           {"listen", listen}, {"ttl", FormatDuration(timing.ttl)}});
-  int code = env.RunMain(ServeMain(&env, &node, timing, &writer));
+  int code = env.RunMain(ServeMain(&env, &node, timing, &writer, &serving));
   (*http)->Stop();
+  serving.host.reset();
   return code;
 }
 
@@ -251,7 +321,7 @@ std::string DefaultNodeId() {
 
 void AddServeCommand(CLI::App& app, const GlobalOptions& globals, int* result) {
   auto args = std::make_shared<ServeArgs>();
-  CLI::App* serve = app.add_subcommand("serve", "Run a node (node lease, fencing, /metrics, /healthz, /readyz)");
+  CLI::App* serve = app.add_subcommand("serve", "Run a node: the actor API (/v1/actors/...), /metrics, /healthz, /readyz");
   serve->add_option("--node-id", args->node_id, "This node's id (default: config node.id, else the host name)");
   serve->add_option("--listen", args->listen, "HTTP address to listen on (default: config node.listen, else 127.0.0.1:8080)");
   serve->add_option("--advertise", args->advertise, "Address peers use to reach this node (default: the listen address)");

@@ -5,16 +5,16 @@
 namespace wk {
 
 ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, MetricsRegistry& metrics,
-                     const control::ClusterSecret& secret, ActorHostOptions options)
+                     replica::ReplicaMetrics& replica_metrics, const control::ClusterSecret& secret,
+                     ActorHostOptions options)
     : env_(env),
       store_(store),
       options_(std::move(options)),
-      replica_metrics_(metrics),
       holds_(node.owners()),
       auth_(env, store),
       forwarder_(env, options_.node_id, std::string(secret.bytes.begin(), secret.bytes.end())) {
   replica::Replica::Deps deps{env, store, [&env](std::function<void()> fn) { env.PostFromAnyThread(std::move(fn)); },
-                              &replica_metrics_};
+                              &replica_metrics};
   provider_ = std::make_unique<replica::ReplicaProvider>(std::move(deps), holds_, options_.storage, options_.close_limit);
   runtime_ = std::make_unique<actor::ActorRuntime>(env, engine_, classes_, *provider_, options_.runtime,
                                                    actor::RuntimeHooks{}, &metrics);

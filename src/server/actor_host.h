@@ -45,8 +45,9 @@ struct ActorHostOptions {
 
 class ActorHost {
  public:
+  // replica_metrics: the process's one set (registered once in metrics).
   ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, MetricsRegistry& metrics,
-            const control::ClusterSecret& secret, ActorHostOptions options);
+            replica::ReplicaMetrics& replica_metrics, const control::ClusterSecret& secret, ActorHostOptions options);
   ~ActorHost();
   ActorHost(const ActorHost&) = delete;
   ActorHost& operator=(const ActorHost&) = delete;
@@ -72,7 +73,6 @@ class ActorHost {
   ActorHostOptions options_;
   engine::Engine engine_;
   actor::ClassRegistry classes_;
-  replica::ReplicaMetrics replica_metrics_;
   replica::OwnersHoldSource holds_;
   std::unique_ptr<replica::ReplicaProvider> provider_;
   std::unique_ptr<actor::ActorRuntime> runtime_;
