@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# End-to-end tests of serving (issue 7) with real `wasmkeep serve` processes on 127.0.0.1:
+# tenants, deploy, the HTTP API and its bad-input answers, durability across kill -9, and
+# three nodes on one bucket (one owner per actor, forwarding, failover).
+#
+#   serve_test.sh WASMKEEP_BINARY BACKEND ACTORS_DIR      BACKEND: file | s3
+#
+# ACTORS_DIR holds the compiled examples (build/<preset>/actors). Prints one line per check
+# and closes with "N passed, N failed".
+set -u
+wk=${1:?usage: serve_test.sh WASMKEEP_BINARY file|s3 ACTORS_DIR}
+backend=${2:?usage: serve_test.sh WASMKEEP_BINARY file|s3 ACTORS_DIR}
+actors=${3:?usage: serve_test.sh WASMKEEP_BINARY file|s3 ACTORS_DIR}
+prefix=serve
+# shellcheck source=common.sh
+source "$(dirname "$0")/common.sh"
+
+# Small limits so the bad-input cases are quick to reach.
+cat >>"$work/fast.toml" <<TOML
+[actors]
+workers = 2
+max_event_cpu_ms = 300
+max_request_bytes = 65536
+max_queued_events = 1
+TOML
+
+# start NAME NODE_ID INDEX [ENV=VALUE...]
+start() {
+  local name=$1 id=$2 idx=$3
+  shift 3
+  env "$@" "$wk" --config "$work/fast.toml" --bucket "$bucket" serve --node-id "$id" \
+    --listen "127.0.0.1:$(port_of "$idx")" >"$work/$name.out" 2>"$work/$name.log" &
+  pids+=("$!")
+  eval "pid_${name}=$!"
+}
+stop() { kill -9 "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
+# req INDEX METHOD PATH [TOKEN] [curl args...]: prints "STATUS BODY" (body on one line).
+req() {
+  local idx=$1 method=$2 path=$3 token=${4-$TOKEN}
+  shift 4 2>/dev/null || shift $#
+  local out
+  out=$(curl -s -m 20 -X "$method" ${token:+-H "Authorization: Bearer $token"} -w '\n%{http_code}' "$@" \
+    "http://127.0.0.1:$(port_of "$idx")/v1/actors/$path")
+  echo "$(tail -n1 <<<"$out") $(head -n -1 <<<"$out" | tr '\n' ' ' | sed 's/ *$//')"
+}
+status() { req "$@" | cut -d' ' -f1; }
+# until_ok SECONDS INDEX METHOD PATH: retries until a 2xx answer; prints it.
+until_ok() {
+  local deadline=$((SECONDS + $1)) r
+  shift
+  while [ $SECONDS -lt $deadline ]; do
+    r=$(req "$@")
+    case "$r" in 2*) echo "$r"; return 0 ;; esac
+    sleep 0.2
+  done
+  echo "$r"
+  return 1
+}
+metric() { curl -sf "127.0.0.1:$(port_of "$1")/metrics" | awk -v m="$2" '$1==m {print $2}'; }
+
+echo "== serving on $backend"
+W tenant add acme >"$work/acme.out" 2>&1
+TOKEN=$(tail -n1 "$work/acme.out")
+check "tenant add prints a token as its last line" '[[ "$TOKEN" == wk.acme.* ]]'
+W tenant add other >"$work/other.out" 2>&1
+OTHER=$(tail -n1 "$work/other.out")
+for c in counter kv chat ratelimit; do W deploy --tenant acme --class "$c" "$actors/$c.wasm" >/dev/null 2>&1; done
+W deploy --tenant acme --class bad "$actors/bad_actors.wasm" >/dev/null 2>&1
+check "deploy stores the examples" '[ "$(W class list --tenant acme 2>/dev/null | grep -c "^acme ")" = 5 ]'
+
+start n1 n1 1
+check "the node becomes ready" 'wait_ready 1 20'
+
+# ---- durability across kill -9
+last=""
+for i in $(seq 1 100); do last=$(req 1 POST acme/counter/c1/increment); done
+check "100 increments answer 100" '[ "$last" = "200 100" ]'
+stop "$pid_n1"
+start n1b n1 1
+killed=$SECONDS
+r=$(until_ok 30 1 POST acme/counter/c1/increment)
+check "after kill -9 and a restart, the next increment answers 101" '[ "$r" = "200 101" ]'
+echo "     (served again $((SECONDS - killed)) s after the restart: the start check waits ttl + grace)"
+
+# ---- each example through the HTTP API
+check "kv: PUT then GET" '[ "$(req 1 PUT acme/kv/k1/greeting "$TOKEN" --data-binary hello | cut -d" " -f1)" = 200 ] && [ "$(req 1 GET acme/kv/k1/greeting)" = "200 hello" ]'
+check "kv: a missing key is the actor's own 404" '[ "$(status 1 GET acme/kv/k1/nothing)" = 404 ]'
+check "chat: two posts are numbered 1 and 2" '[ "$(req 1 POST acme/chat/room/messages "$TOKEN" --data-binary hi)" = "200 1" ] && [ "$(req 1 POST acme/chat/room/messages "$TOKEN" --data-binary there)" = "200 2" ]'
+check "chat: reading since 1 gives the second" '[ "$(req 1 GET "acme/chat/room/messages?since=1")" = "$(printf "200 2\tthere")" ]'
+check "ratelimit: a take answers the tokens left" '[ "$(req 1 POST acme/ratelimit/client1/take)" = "200 9" ]'
+
+# ---- bad input, each answered, the node stays up
+check "no token: 401" '[ "$(status 1 GET acme/counter/c1 "")" = 401 ]'
+check "a malformed token: 401" '[ "$(status 1 GET acme/counter/c1 not-a-token)" = 401 ]'
+check "another tenant's token: 403" '[ "$(status 1 GET acme/counter/c1 "$OTHER")" = 403 ]'
+check "an unknown class: 404" '[ "$(status 1 GET acme/nosuch/x)" = 404 ]'
+check "an invalid actor name: 400" '[ "$(status 1 GET "acme/counter/a%2Fb")" = 400 ] && [ "$(status 1 GET acme/Counter/x)" = 400 ]'
+head -c 70000 /dev/zero >"$work/big"
+check "a body over actors.max_request_bytes: 413" '[ "$(status 1 POST acme/kv/k1/big "$TOKEN" --data-binary @"$work/big")" = 413 ]'
+check "an actor trap: 500 naming it" 'r=$(req 1 GET acme/bad/b1/trap); [ "${r%% *}" = 500 ] && [[ "$r" == *unreachable* || "$r" == *trap* ]]'
+check "an actor over its CPU time: 500 naming the limit" 'r=$(req 1 GET acme/bad/b2/loop); [ "${r%% *}" = 500 ] && [[ "$r" == *max_event_cpu_ms* ]]'
+for i in 1 2 3 4 5 6; do curl -s -o /dev/null -w '%{http_code}\n' -D "$work/h$i" -H "Authorization: Bearer $TOKEN" \
+  "http://127.0.0.1:$(port_of 1)/v1/actors/acme/bad/b3/loop" >"$work/q$i" & done
+wait_for_jobs() { for j in $(jobs -p); do case " ${pids[*]} " in *" $j "*) ;; *) wait "$j" ;; esac; done; }
+wait_for_jobs
+check "the actor's queue full: 503 with Retry-After" 'cat "$work"/q* | grep -q 503 && grep -qi "^retry-after" "$work"/h*'
+check "the node is still up after all that" '[ "$(req 1 GET acme/counter/c1)" = "200 101" ]'
+
+# ---- draining: 503 for actors not resident here
+W cluster drain n1 --wait 10 >/dev/null 2>&1
+r=$(curl -s -o /dev/null -D - -w '%{http_code}' -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$(port_of 1)/v1/actors/acme/counter/fresh")
+check "a draining node answers 503 with Retry-After" '[[ "$r" == *503 ]] && grep -qi "retry-after" <<<"$r"'
+W cluster undrain n1 >/dev/null 2>&1
+stop "$pid_n1b"
+
+# ---- the bucket unreachable: 503, not ready, still up; then back
+start n2 n2 2 WASMKEEP_DEBUG_FAULTS="outage_file=$work/down"
+check "node n2 becomes ready" 'wait_ready 2 20'
+touch "$work/down"
+sleep 3
+check "bucket unreachable: a new actor is 503" '[ "$(status 2 POST acme/counter/new/increment)" = 503 ]'
+check "bucket unreachable: not ready" '! curl -sf "127.0.0.1:$(port_of 2)/readyz" >/dev/null'
+check "bucket unreachable: the process stays up" 'kill -0 "$pid_n2"'
+rm -f "$work/down"
+check "the bucket back: ready again and serving" 'wait_ready 2 20 && [ "$(until_ok 20 2 POST acme/counter/new/increment)" = "200 1" ]'
+stop "$pid_n2"
+
+# ---- three nodes on one bucket
+start a a 3
+start b b 4
+start c c 5
+check "three nodes ready" 'wait_ready 3 20 && wait_ready 4 20 && wait_ready 5 20'
+ok=1
+n=0
+for round in 1 2 3 4 5; do
+  for idx in 3 4 5; do
+    n=$((n + 1))
+    r=$(until_ok 10 "$idx" POST acme/counter/shared/increment)
+    [ "$r" = "200 $n" ] || { ok=0; echo "     (node $idx answered '$r', expected $n)"; }
+  done
+done
+check "requests landing on any node reach one owner: 15 increments count 1..15" '[ "$ok" = 1 ]'
+owner=$(W bucket get owners/acme/counter/shared 2>/dev/null | awk '/^owner /{print $2}')
+fwd=$(( $(metric 3 'wasmkeep_api_requests_total{route="forwarded"}' | cut -d. -f1) + $(metric 4 'wasmkeep_api_requests_total{route="forwarded"}' | cut -d. -f1) + $(metric 5 'wasmkeep_api_requests_total{route="forwarded"}' | cut -d. -f1) ))
+check "the other two nodes forwarded to the owner ($owner): 10 forwarded" '[ "$fwd" = 10 ]'
+case "$owner" in a) opid=$pid_a; other=4 ;; b) opid=$pid_b; other=5 ;; c) opid=$pid_c; other=3 ;; *) opid=""; other=3 ;; esac
+stop "$opid"
+t0=$(date +%s%N)
+r=$(until_ok 40 "$other" POST acme/counter/shared/increment)
+t1=$(date +%s%N)
+echo "     (failover: the actor answered again through another node $(( (t1 - t0) / 1000000 )) ms after kill -9 of its owner; ttl 2 s + grace 1 s)"
+check "after kill -9 of the owner another node serves it with every acknowledged increment: 16" '[ "$r" = "200 16" ]'
+
+finish
