@@ -180,8 +180,8 @@ Task<bool> WriteOneHold(Writer* w) {
     }
   }
 
-  // The hold ended with writes unacknowledged: the upload in flight comes back (Late, or
-  // failed); if nothing is in flight to tell the replica, cut it.
+  // The replica failed, or the hold ended first: then the upload in flight comes back
+  // (Late, or failed) and fails the replica; with nothing in flight to tell it, cut it.
   const MonoTime cut_at = env->MonoNow() + o.replica.upload_timeout + kCutMargin;
   while (r->failure().ok() && in_flight->count > 0 && env->MonoNow() < cut_at) {
     if (!co_await env->SleepFor(kTick)) co_return false;
