@@ -1,6 +1,10 @@
 // The `lease` scenario: node leases, the listing and the fence watch of three nodes,
 // under a faulty bucket, clock skew at the bound, kills, restarts, twins, partitions,
-// outages and clean stops. See docs/simulation.md for the fault model and checkers.
+// outages and clean stops. The `ownership` scenario adds actors acquired, used and released
+// on every node (ADR 0020 §3, §4); the `storage` scenario runs the durable replica on those
+// holds (ARCHITECTURE.md, "Durable storage"). One harness, LeaseSim, runs all three, so
+// the storage scenario gets every fault and ownership checker of the other two. See
+// docs/simulation.md for the fault model and checkers.
 #include <deque>
 #include <functional>
 #include <map>
@@ -10,7 +14,10 @@
 
 #include "cluster/cluster_node.h"
 #include "env/sim_env.h"
+#include "replica/replica.h"
+#include "replica/restore.h"
 #include "scenario.h"
+#include "storage_history.h"
 #include "store/mem/mem_store.h"
 
 namespace wk::sim {
@@ -23,14 +30,19 @@ constexpr int kSlots = 3;
 constexpr std::int64_t kOriginMs = 1'764'000'000'000;
 constexpr Duration kChaosFor = seconds(200);
 constexpr Duration kHealFor = seconds(60);
+// After the run, requests still in transit (a late segment takes up to 20 s) land before
+// the final audit reads the bucket.
+constexpr Duration kTransitDrain = seconds(30);
 // A checker's slack for millisecond truncation of wall clocks.
 constexpr Duration kTolerance = milliseconds(2);
 
-// Forwards to a store and reports every put as it is sent.
+// Forwards to a store and reports every put and delete as it is sent.
 class RecordingStore final : public ObjectStore {
  public:
   using OnSend = std::function<void(const std::string& key, const std::string& body)>;
-  RecordingStore(ObjectStore& inner, OnSend on_send) : inner_(inner), on_send_(std::move(on_send)) {}
+  using OnDelete = std::function<void(const std::string& key)>;
+  RecordingStore(ObjectStore& inner, OnSend on_send, OnDelete on_delete = nullptr)
+      : inner_(inner), on_send_(std::move(on_send)), on_delete_(std::move(on_delete)) {}
   Task<Result<GetOutput>> Get(std::string key, CallOptions o) override { return inner_.Get(std::move(key), o); }
   Task<Result<ObjectMeta>> Head(std::string key, CallOptions o) override { return inner_.Head(std::move(key), o); }
   Task<Result<Version>> Put(std::string key, std::string body, Precondition c, CallOptions o) override {
@@ -38,6 +50,7 @@ class RecordingStore final : public ObjectStore {
     return inner_.Put(std::move(key), std::move(body), std::move(c), o);
   }
   Task<Status> Delete(std::string key, Precondition c, CallOptions o) override {
+    if (on_delete_) on_delete_(key);
     return inner_.Delete(std::move(key), std::move(c), o);
   }
   Task<Result<ListPage>> List(ListOptions l, CallOptions o) override { return inner_.List(std::move(l), o); }
@@ -46,6 +59,7 @@ class RecordingStore final : public ObjectStore {
  private:
   ObjectStore& inner_;
   OnSend on_send_;
+  OnDelete on_delete_;
 };
 
 struct Process {
@@ -58,7 +72,16 @@ struct Process {
   std::unique_ptr<SimEnv> env;
   std::unique_ptr<MemStore> mem;
   std::unique_ptr<RecordingStore> store;
+  // The replicas' own view of the bucket (storage scenario): what they write and delete.
+  std::unique_ptr<RecordingStore> replica_store;
   std::unique_ptr<ClusterNode> node;
+  // Actors a workload of this process is using: one replica per resident actor, as in the
+  // actor runtime (a second Open under the same hold would write its fence twice).
+  std::set<ActorId> in_use;
+  // Generations that already served a replica here, per actor: a hold that went invalid
+  // (the replica was cut) can become valid again in the same lease epoch, and its log keys
+  // are taken. As ReplicaProvider::Open does, such a hold is released, not reused.
+  std::map<ActorId, std::set<std::uint64_t>> used_generations;
   bool running = false;
   bool stopping = false;
   bool draining = false;
@@ -75,13 +98,23 @@ struct FenceSend {
   std::optional<MonoTime> sender_valid_since;
 };
 
+enum class Mode {
+  kLease,      // node leases only
+  kOwnership,  // plus actors acquired, used and released (ADR 0020 §3, §4)
+  kStorage,    // plus a durable replica on every hold, writing (ARCHITECTURE.md, "Durable storage")
+};
+
 class LeaseSim {
  public:
-  // ownership: also run an actor workload on every node and check ADR 0020 §3, §4.
-  LeaseSim(const RunOptions& options, bool ownership)
-      : ownership_(ownership), options_(options), world_(options.seed), rng_(options.seed ^ 0x9e3779b97f4a7c15ULL),
-        bucket_env_(world_, FromUnixMs(kOriginMs)), bucket_(std::make_shared<MemBucket>()) {
+  LeaseSim(const RunOptions& options, Mode mode)
+      : ownership_(mode != Mode::kLease), storage_(mode == Mode::kStorage), options_(options), world_(options.seed),
+        rng_(options.seed ^ 0x9e3779b97f4a7c15ULL), bucket_env_(world_, FromUnixMs(kOriginMs)),
+        bucket_(std::make_shared<MemBucket>()) {
     timing_ = LeaseTiming{};
+    chaos_for_ = kChaosFor;
+    // Few actors in the storage scenario, so that holds move between nodes often.
+    actors_ = storage_ ? kStorageActors : kActors;
+    for (int i = 0; i < actors_; ++i) actor_ids_.push_back(ActorId{"t", "c", "a" + std::to_string(i)});
     bucket_->set_put_observer([this](const std::string& key, const std::string& body, const Version&) {
       OnLanded(key, body);
     });
@@ -94,12 +127,14 @@ class LeaseSim {
         default: slot_skew_[s] = milliseconds(Uniform(-Ms(max), Ms(max)));
       }
     }
+    if (storage_) ConfigureStorage();
   }
 
   RunResult Run() {
     for (int s = 0; s < kSlots; ++s) StartProcess(s, false);
     ScheduleChaos();
-    const MonoTime chaos_end = MonoTime(kChaosFor);
+    if (storage_) ScheduleMoves();
+    const MonoTime chaos_end = MonoTime(chaos_for_);
     const MonoTime end = chaos_end + kHealFor;
     while (world_.Now() < end && result_.violations.empty()) {
       if (!world_.RunOne()) break;
@@ -108,6 +143,7 @@ class LeaseSim {
     }
     if (result_.violations.empty()) FinalChecks();
     for (auto& [n, p] : processes_) Teardown(*p);
+    if (storage_ && result_.violations.empty()) FinalAudit();
     result_.ok = result_.violations.empty();
     result_.history_digest = digest_;
     result_.trace.assign(trace_.begin(), trace_.end());
@@ -152,6 +188,11 @@ class LeaseSim {
     p->store = std::make_unique<RecordingStore>(*p->mem, [this, number](const std::string& k, const std::string& b) {
       OnSend(number, k, b);
     });
+    if (storage_) {
+      p->replica_store = std::make_unique<RecordingStore>(
+          *p->mem, [this, number](const std::string& k, const std::string& b) { OnReplicaSend(number, k, b); },
+          [this, number](const std::string& k) { OnReplicaDelete(number, k); });
+    }
     p->node = std::make_unique<ClusterNode>(*p->env, *p->store, NodeIdentity{p->node_id, "sim", "sim", ""}, timing_,
                                             p->instance);
     LeaseMutants lm;
@@ -182,7 +223,9 @@ class LeaseSim {
     Process* raw = p.get();
     processes_[number] = std::move(p);
     raw->env->Spawn(RunProcess(raw), "process");
-    if (ownership_) {
+    if (storage_) {
+      for (int w = 0; w < kWorkers; ++w) raw->env->Spawn(StorageWorkload(raw), "storage workload");
+    } else if (ownership_) {
       for (int w = 0; w < kWorkers; ++w) raw->env->Spawn(Workload(raw), "workload");
     }
   }
@@ -211,6 +254,7 @@ class LeaseSim {
     p.env.reset();
     p.node.reset();
     p.store.reset();
+    p.replica_store.reset();
     p.mem.reset();
     p.running = false;
   }
@@ -239,15 +283,17 @@ class LeaseSim {
 
   void ScheduleRestart(int slot, Duration after) {
     bucket_env_.StartTimer(world_.Now() + after, [this, slot] {
-      if (Running(slot) == 0 && !pending_start_.count(slot)) StartProcess(slot, false);
+      if (!finished_ && Running(slot) == 0 && !pending_start_.count(slot)) StartProcess(slot, false);
     });
   }
 
   // ---- the actor workload (ownership scenario)
   static constexpr int kActors = 6;
+  static constexpr int kStorageActors = 3;
   static constexpr int kWorkers = 2;  // concurrent workers per process
 
-  ActorId ActorAt(std::int64_t i) const { return ActorId{"t", "c", "a" + std::to_string(i)}; }
+  // Built once: the two-owner check asks for every actor after every event.
+  const ActorId& ActorAt(std::int64_t i) const { return actor_ids_.at(static_cast<std::size_t>(i)); }
 
   // Acquires a random actor, "uses" it (checking validity) for a while, then hibernates
   // it (releases) or keeps it until its lease ends. Stops while the process drains.
@@ -255,7 +301,7 @@ class LeaseSim {
     for (;;) {
       if (!co_await p->env->SleepFor(milliseconds(Uniform(50, 1500)))) co_return;
       if (p->stopping || p->draining || !p->node->lease().IsValid()) continue;
-      const ActorId actor = ActorAt(Uniform(0, kActors - 1));
+      const ActorId actor = ActorAt(Uniform(0, actors_ - 1));
       AcquireResult r = co_await p->node->owners().Acquire(actor);
       ++result_.acquire_attempts;
       // A request whose acquire had an unknown outcome is retried at once, as a client
@@ -297,6 +343,294 @@ class LeaseSim {
     p->node->owners().SetAccepting(true);  // the operator puts it back in service
   }
 
+  // ---- the durable storage workload (storage scenario)
+  //
+  // Each worker acquires an actor, opens its replica (restore, then the fence), and writes:
+  // rounds of 1-4 batches committed back to back (group commit), each reading "log",
+  // appending a fresh id and putting "e/<id>" (storage_history.h says why). Every write
+  // asks WhenDurable; an Ok is an acknowledgement the checkers hold the design to. Then the
+  // worker hibernates the actor (Close, then release), or it keeps writing until the hold
+  // ends (the lost-lease cut), or the replica fails (release if still valid, else drop), or
+  // the process dies under it.
+
+  void ConfigureStorage() {
+    // Small bounds, so that snapshots and garbage collection happen a lot.
+    replica_options_.snapshot_every_segments = static_cast<std::uint32_t>(Uniform(3, 5));
+    replica_options_.segment_max_batches = static_cast<std::uint32_t>(Uniform(2, 6));
+    replica_options_.gc_max_deletes_per_pass = 8;
+    // The fencing bound: an older hold's upload may still be in flight until then.
+    replica_options_.gc_off_chain_after = timing_.takeover_after();
+    WK_CHECK(replica::ValidateReplicaOptions(replica_options_).ok(), "bad simulator replica options");
+    replica_mutants_.ack_before_durable = options_.mutant == "ack-before-durable";
+    replica_mutants_.ack_late_upload = options_.mutant == "ack-late-upload";
+    replica_mutants_.restore_ignores_fence = options_.mutant == "restore-ignores-fence";
+    replica_mutants_.gc_deletes_chain = options_.mutant == "gc-deletes-chain";
+  }
+
+  Task<void> StorageWorkload(Process* p) {
+    for (;;) {
+      if (!co_await p->env->SleepFor(milliseconds(Uniform(50, 1500)))) co_return;
+      // No new uses once the faults stop: the healing minute is for liveness, and the
+      // final audit judges what the chaos left.
+      if (healed_) co_return;
+      if (p->stopping || p->draining || !p->node->lease().IsValid()) continue;
+      const ActorId actor = ActorAt(Uniform(0, actors_ - 1));
+      if (p->in_use.count(actor)) continue;
+      p->in_use.insert(actor);
+      AcquireResult r = co_await p->node->owners().Acquire(actor);
+      ++result_.acquire_attempts;
+      for (int retry = 0; retry < 3 && r.kind == AcquireResult::Kind::kUnknown; ++retry) {
+        r = co_await p->node->owners().Acquire(actor);
+        ++result_.acquire_attempts;
+      }
+      if (r.kind == AcquireResult::Kind::kAcquired && p->used_generations[actor].count(r.hold.generation().value)) {
+        Trace("p" + std::to_string(p->number) + " " + actor.name + "@g" + std::to_string(r.hold.generation().value) +
+              " served a replica already: released");
+        co_await ReleaseHold(p, actor);
+        r = co_await p->node->owners().Acquire(actor);
+        ++result_.acquire_attempts;
+      }
+      if (r.kind == AcquireResult::Kind::kAcquired && !p->used_generations[actor].count(r.hold.generation().value)) {
+        ++result_.holds;
+        p->used_generations[actor].insert(r.hold.generation().value);
+        co_await UseActor(p, actor, r.hold);
+      }
+      p->in_use.erase(actor);
+    }
+  }
+
+  Task<void> ReleaseHold(Process* p, ActorId actor) {
+    Status s = co_await p->node->owners().Release(actor);
+    if (!s.ok()) ++result_.pending_releases;
+  }
+
+  // What a replica's failure callback leaves for its worker.
+  struct ReplicaFailure {
+    bool failed = false;
+    Status why;
+  };
+
+  Task<void> UseActor(Process* p, ActorId actor, HoldView hold) {
+    const std::uint64_t generation = hold.generation().value;
+    const std::string who = "p" + std::to_string(p->number) + " " + actor.name + "@g" + std::to_string(generation);
+    Trace(who + " acquired: restoring");
+    Env* env = p->env.get();
+    std::function<void(std::function<void()>)> post = [env](std::function<void()> fn) { env->Post(std::move(fn)); };
+    replica::Replica::Deps deps{*p->env, *p->replica_store, std::move(post), nullptr, replica_mutants_};
+    replica::Replica::Hold replica_hold{generation, [hold] { return hold.IsValid(); }};
+    auto opened = co_await replica::Replica::Open(std::move(deps), actor, std::move(replica_hold), replica_options_);
+    if (!opened.ok()) {
+      ++result_.restore_failures;
+      Trace(who + " restore failed: " + opened.status().ToString());
+      if (opened.code() == Code::kFatal) {
+        Violation(who + " restore failed: " + opened.status().ToString());
+      } else if (opened.code() == Code::kPreconditionFailed) {
+        Violation(who + " restore found a log of its own generation or later: " + opened.status().ToString());
+      }
+      if (hold.IsValid()) co_await ReleaseHold(p, actor);
+      co_return;
+    }
+    std::unique_ptr<replica::Replica> replica = std::move(*opened);
+    ++result_.restores;
+    auto& newest = opened_generation_[actor.ToString()];
+    newest = std::max(newest, generation);
+    {
+      const replica::Restored& r = replica->restored();
+      const std::string log = replica->Get("log").value_or("");
+      Trace(who + " restored " + std::to_string(StorageHistory::SplitLog(log).size()) + " writes from base " +
+            (r.chain.base ? r.chain.base->ToString() : "none") + " + " + std::to_string(r.chain.run.size()) +
+            " segments (" + std::to_string(r.listed_segments.size()) + " listed)");
+    }
+    // Open checked the hold right before returning; a restore that finished after its hold
+    // ended was refused there and is never judged.
+    if (hold.IsValid()) CheckRestore(who, actor, *replica);
+
+    auto failure = std::make_shared<ReplicaFailure>();
+    replica->set_on_failed([failure](Status s) {
+      failure->failed = true;
+      failure->why = std::move(s);
+    });
+    // Mostly short uses (hibernation); some long ones that see lapses, fences and drains.
+    const MonoTime until = world_.Now() + (Chance(0.25) ? milliseconds(Uniform(8000, 30000))
+                                                        : milliseconds(Uniform(300, 6000)));
+    // Half of the uses watch the hold and cut the replica as soon as it ends; the others
+    // leave it to the replica's own checks (the output gate must be right without the cut):
+    // an upload then completes after the hold ended, Late.
+    const bool watch_hold = Chance(0.5);
+    while (!failure->failed && world_.Now() < until) {
+      if (watch_hold && !hold.IsValid()) {
+        // The lost-lease cut: nothing unacknowledged will be; the replica fails.
+        Trace(who + " hold ended: cut");
+        ++result_.cuts;
+        replica->Cut("the hold ended");
+        co_return;
+      }
+      const auto writes = Uniform(1, 3);
+      for (std::int64_t i = 0; i < writes; ++i) Write(*replica, actor, who);
+      if (!co_await p->env->SleepFor(milliseconds(Uniform(50, 600)))) co_return;
+    }
+    if (failure->failed) {
+      ++result_.replica_failures;
+      if (replica->stats().late) ++result_.late_uploads;
+      Trace(who + " replica failed: " + failure->why.ToString());
+      if (hold.IsValid()) co_await ReleaseHold(p, actor);
+      co_return;
+    }
+    // Hibernate: everything committed durable, then the hold is released. A Close that
+    // fails or runs out of time abandons the hold all the same.
+    Status closed = co_await replica->Close(seconds(5));
+    Trace(who + " closed: " + closed.ToString());
+    if (hold.IsValid()) co_await ReleaseHold(p, actor);
+  }
+
+  void Write(replica::Replica& replica, const ActorId& actor, const std::string& who) {
+    const std::string id = "w" + std::to_string(++writes_issued_);
+    const std::string before = replica.Get("log").value_or("");
+    std::string log = before.empty() ? id : before + "," + id;
+    actor::Batch batch;
+    batch.mutations.push_back(actor::Mutation{actor::Mutation::Kind::kPut, "log", log});
+    batch.mutations.push_back(actor::Mutation{actor::Mutation::Kind::kPut, "e/" + id, ""});
+    const std::uint64_t seq = replica.Commit(std::move(batch));
+    ++result_.writes;
+    replica.WhenDurable(seq, [this, key = actor.ToString(), id, log = std::move(log), who](Status s) {
+      if (!s.ok()) return;  // not acknowledged: its outcome is unknown, either way is fine
+      ++result_.acked_writes;
+      Trace(who + " acknowledged " + id);
+      for (const auto& v : history_.OnAcknowledged(key, log)) Violation(who + " acknowledged " + id + ": " + v);
+    });
+  }
+
+  // Judges a restored state (a replica's, or the final audit's StateMap: same reads).
+  template <typename State>
+  void CheckRestore(const std::string& who, const ActorId& actor, const State& state) {
+    const std::string log = state.Get("log").value_or("");
+    std::set<std::string> entries;
+    actor::ListQuery query;
+    query.start = "e/";
+    query.prefix = true;
+    state.List(query, [&entries](std::string_view key, std::string_view) {
+      entries.emplace(key.substr(2));
+      return true;
+    });
+    for (const auto& v : history_.OnRestored(actor.ToString(), log, entries)) Violation(who + " restored: " + v);
+  }
+
+  static bool IsLogKey(std::string_view key) {
+    return key.starts_with(replica::kWalPrefix) || key.starts_with(replica::kSnapshotPrefix);
+  }
+
+  // What a replica sends. Puts face the "lost means gone" check like the node's own; a
+  // segment put sometimes gets its process killed before the reply (mid-upload).
+  void OnReplicaSend(int number, const std::string& key, const std::string& body) {
+    OnSend(number, key, body);
+    if (!key.starts_with(replica::kWalPrefix) || healed_ || !Chance(0.01)) return;
+    const Duration after = milliseconds(Uniform(1, 60));
+    bucket_env_.StartTimer(world_.Now() + after, [this, number] {
+      auto it = processes_.find(number);
+      if (finished_ || healed_ || it == processes_.end() || !it->second->running || it->second->stopping) return;
+      ++result_.kills;
+      ++result_.upload_kills;
+      const int slot = it->second->slot;
+      Trace("kill p" + std::to_string(number) + " mid-upload");
+      Reap(number);
+      ScheduleRestart(slot, milliseconds(Uniform(500, 15000)));
+    });
+  }
+
+  // Garbage collection deletes only the actor's own log, never nodes/, owners/ or leases/.
+  void OnReplicaDelete(int number, const std::string& key) {
+    ++result_.gc_deletes;
+    Trace("p" + std::to_string(number) + " gc deletes " + key);
+    if (!IsLogKey(key)) Violation("p" + std::to_string(number) + " deleted " + key + ", outside every actor's log");
+  }
+
+  // A segment or snapshot landed. Returns false for other keys.
+  bool OnLogLanded(const std::string& key) {
+    if (!IsLogKey(key)) return false;
+    const std::size_t slash = key.rfind('/');
+    const std::string prefix = key.substr(0, slash + 1);
+    auto position = replica::ParseKeyPosition(prefix, key);
+    if (!position.ok()) {
+      Violation(key + " landed with a malformed key");
+      return true;
+    }
+    if (key.starts_with(replica::kSnapshotPrefix)) {
+      ++result_.snapshots;
+      Trace(key + " landed");
+      return true;
+    }
+    ++result_.segments;
+    const std::string actor = prefix.substr(replica::kWalPrefix.size(), prefix.size() - replica::kWalPrefix.size() - 1);
+    auto opened = opened_generation_.find(actor);
+    if (opened != opened_generation_.end() && position->generation < opened->second) {
+      // A later hold already restored without it: off the chain, garbage (the output gate
+      // acknowledged nothing of it).
+      ++result_.off_chain_segments;
+      Trace(key + " landed late, off the chain (g" + std::to_string(opened->second) + " restored already)");
+    } else {
+      Trace(key + " landed");
+    }
+    return true;
+  }
+
+  // Segment puts: lost replies after landing, throttling, slow answers, and uploads that
+  // take 3-20 s to reach the bucket (past the 10 s upload timeout half of the time), so
+  // that a fenced or lapsed hold's segment lands after the next owner restored. Other log
+  // requests (reads, lists, snapshots, deletes) get the lease scenario's mix.
+  OpFault StorageFault(const OpInfo& op) {
+    OpFault f;
+    f.request_delay = milliseconds(Uniform(1, 40));
+    f.reply_delay = milliseconds(Uniform(1, 40));
+    const auto roll = Uniform(0, 999);
+    if (op.op == StoreOp::kPut && op.key.starts_with(replica::kWalPrefix)) {
+      if (roll < 40) {
+        f.request_delay = milliseconds(Uniform(3000, 20000));
+      } else if (roll < 60) {
+        f.lose_reply = true;
+      } else if (roll < 80) {
+        f.fail_before_apply = Retryable("simulated: SlowDown");
+      } else if (roll < 130) {
+        f.reply_delay = milliseconds(Uniform(500, 3000));
+      }
+      return f;
+    }
+    if (roll < 20) {
+      f.request_delay = milliseconds(Uniform(500, 4000));
+    } else if (roll < 40) {
+      f.lose_reply = true;
+    } else if (roll < 60) {
+      f.fail_before_apply = Retryable("simulated: SlowDown");
+    } else if (roll < 110) {
+      f.reply_delay = milliseconds(Uniform(500, 3000));
+    }
+    return f;
+  }
+
+  // After the run: every process gone, every request in transit landed, each actor's log
+  // restored once more from the bucket as it is (no faults) and judged like any restore.
+  void FinalAudit() {
+    finished_ = true;
+    world_.RunFor(kTransitDrain);
+    MemStore audit(bucket_env_, bucket_);
+    for (std::int64_t i = 0; i < actors_ && result_.violations.empty(); ++i) {
+      const ActorId actor = ActorAt(i);
+      const std::string who = "final audit of " + actor.name;
+      replica::RestoreOptions ro;
+      auto restored = RunTask(world_, bucket_env_,
+                              replica::Restore(bucket_env_, audit, actor, kAuditGeneration, ro), seconds(120));
+      if (!restored) {
+        Violation(who + ": the restore did not finish");
+      } else if (!restored->ok()) {
+        Violation(who + ": the restore failed: " + restored->status().ToString());
+      } else {
+        Trace(who + ": " + std::to_string(StorageHistory::SplitLog((*restored)->state.Get("log").value_or("")).size()) +
+              " writes");
+        CheckRestore(who, actor, (*restored)->state);
+      }
+    }
+  }
+  static constexpr std::uint64_t kAuditGeneration = ~std::uint64_t{0};
+
   // ---- faults
   OpFault Fault(int slot, const OpInfo& op) {
     OpFault f;
@@ -312,6 +646,7 @@ class LeaseSim {
       f.reply_delay = milliseconds(Uniform(1, 30));
       return f;
     }
+    if (storage_ && IsLogKey(op.key)) return StorageFault(op);
     f.request_delay = milliseconds(Uniform(1, 40));
     f.reply_delay = milliseconds(Uniform(1, 40));
     const auto roll = Uniform(0, 999);
@@ -334,7 +669,7 @@ class LeaseSim {
   void ScheduleChaos() {
     const Duration next = milliseconds(Uniform(2000, 12000));
     bucket_env_.StartTimer(world_.Now() + next, [this] {
-      if (world_.Now() >= MonoTime(kChaosFor)) return;
+      if (world_.Now() >= MonoTime(chaos_for_)) return;
       ChaosStep();
       ScheduleChaos();
     });
@@ -392,6 +727,27 @@ class LeaseSim {
     }
   }
 
+  // Storage scenario: every 2-8 s of chaos, one hold of a random node is released under its
+  // replica, as a lapse or an operator's move would end it: the next owner can restore at
+  // once while this replica's upload is still in flight.
+  void ScheduleMoves() {
+    bucket_env_.StartTimer(world_.Now() + milliseconds(Uniform(2000, 8000)), [this] {
+      if (world_.Now() >= MonoTime(chaos_for_)) return;
+      if (Process* p = Primary(static_cast<int>(Uniform(0, kSlots - 1))); p && !p->stopping) {
+        std::vector<ActorId> held;
+        for (std::int64_t i = 0; i < actors_; ++i)
+          if (p->node->owners().Find(ActorAt(i)).IsValid()) held.push_back(ActorAt(i));
+        if (!held.empty()) {
+          const ActorId actor = held[static_cast<std::size_t>(Uniform(0, static_cast<std::int64_t>(held.size()) - 1))];
+          ++result_.moves;
+          Trace("move " + actor.name + " away from p" + std::to_string(p->number));
+          p->env->Spawn(ReleaseHold(p, actor), "move");
+        }
+      }
+      ScheduleMoves();
+    });
+  }
+
   Task<void> StopProcess(Process* p, int slot) {
     pending_start_.insert(slot);
     Status s = co_await p->node->Stop(seconds(5));
@@ -435,6 +791,7 @@ class LeaseSim {
   }
 
   void OnLanded(const std::string& key, const std::string& body) {
+    if (storage_ && OnLogLanded(key)) return;
     if (key.starts_with(kOwnersPrefix)) {
       auto rec = DecodeOwnerRecord(body);
       if (!rec.ok()) {
@@ -515,12 +872,12 @@ class LeaseSim {
     if (ownership_) {
       // Never two owners acting for one actor (validity in true time: the simulator's
       // monotonic clock is true time, and each node measures its validity on it).
-      std::map<ActorId, int> owners;
+      std::vector<int> owners(static_cast<std::size_t>(actors_), 0);
       for (auto& [n, p] : processes_) {
         if (!p->running || !p->node) continue;
-        for (std::int64_t i = 0; i < kActors; ++i) {
-          const ActorId a = ActorAt(i);
-          if (p->node->owners().Find(a).IsValid() && ++owners[a] > 1) {
+        for (std::int64_t i = 0; i < actors_; ++i) {
+          const ActorId& a = ActorAt(i);
+          if (p->node->owners().Find(a).IsValid() && ++owners[static_cast<std::size_t>(i)] > 1) {
             Violation("two owners act for " + a.ToString() + " (one is p" + std::to_string(n) + ")");
           }
         }
@@ -563,6 +920,17 @@ class LeaseSim {
   }
 
   bool ownership_;
+  bool storage_;
+  Duration chaos_for_{};
+  int actors_ = 0;
+  std::vector<ActorId> actor_ids_;
+  bool finished_ = false;  // the run is over: no more restarts
+  // Storage scenario.
+  replica::ReplicaOptions replica_options_;
+  replica::ReplicaMutants replica_mutants_;
+  StorageHistory history_;
+  std::map<std::string, std::uint64_t> opened_generation_;  // the newest hold that restored each actor
+  std::uint64_t writes_issued_ = 0;
   std::map<std::string, std::uint64_t> last_generation_;
   RunOptions options_;
   SimWorld world_;
@@ -589,8 +957,9 @@ class LeaseSim {
 
 }  // namespace
 
-RunResult RunLeaseScenario(const RunOptions& options) { return LeaseSim(options, false).Run(); }
-RunResult RunOwnershipScenario(const RunOptions& options) { return LeaseSim(options, true).Run(); }
+RunResult RunLeaseScenario(const RunOptions& options) { return LeaseSim(options, Mode::kLease).Run(); }
+RunResult RunOwnershipScenario(const RunOptions& options) { return LeaseSim(options, Mode::kOwnership).Run(); }
+RunResult RunStorageScenario(const RunOptions& options) { return LeaseSim(options, Mode::kStorage).Run(); }
 
 const std::vector<Scenario>& Scenarios() {
   static const std::vector<Scenario> all = {
@@ -599,6 +968,8 @@ const std::vector<Scenario>& Scenarios() {
       {"ownership", "3 nodes acquiring, using, hibernating and releasing 6 actors (ADR 0020 §3, §4)",
        {"wake-reuses-generation", "resolver-without-lock", "free-on-view", "free-on-absent-node"},
        &RunOwnershipScenario},
+      {"storage", "3 nodes writing 3 actors through the durable replica as holds move (ARCHITECTURE.md, Durable storage)",
+       {"ack-before-durable", "ack-late-upload", "restore-ignores-fence", "gc-deletes-chain"}, &RunStorageScenario},
   };
   return all;
 }

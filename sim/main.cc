@@ -1,6 +1,8 @@
 // wasmkeep-sim: runs the deterministic simulator's scenarios over many seeds.
 //
-//   wasmkeep-sim --scenario lease|all --seeds N [--first-seed S] [--mutant NAME] [--expect-failure]
+//   wasmkeep-sim --scenario lease|ownership|storage|all --seeds N [--first-seed S] [--mutant NAME] [--expect-failure]
+//                [--quiet] [--trace LINES]
+// --trace LINES keeps that many trace lines and prints them for passing seeds too.
 //
 // Exit 0 when every seed passes (or, with --expect-failure, when a mutant is caught);
 // otherwise non-zero, with the failing seed, the violation and the trace that led to it.
@@ -16,8 +18,8 @@
 int main(int argc, char** argv) {
   using namespace wk::sim;
   std::string scenario = "all", mutant;
-  std::uint64_t seeds = 200, first = 1;
-  bool expect_failure = false, quiet = false;
+  std::uint64_t seeds = 200, first = 1, trace_lines = 60;
+  bool expect_failure = false, quiet = false, print_trace = false;
   // The nodes' own log lines would drown the report; the trace says what happened.
   wk::log::SetLevel(wk::log::Level::kOff);
   for (int i = 1; i < argc; ++i) {
@@ -34,13 +36,17 @@ int main(int argc, char** argv) {
       else if (a == "--seeds") seeds = std::stoull(next());
       else if (a == "--first-seed") first = std::stoull(next());
       else if (a == "--mutant") mutant = next();
+      else if (a == "--trace") {
+        trace_lines = std::stoull(next());
+        print_trace = true;
+      }
       else if (a == "--expect-failure") expect_failure = true;
       else if (a == "--quiet") quiet = true;
       else if (a == "--verbose") wk::log::SetLevel(wk::log::Level::kInfo);
       else {
         std::fprintf(stderr,
                      "usage: wasmkeep-sim --scenario NAME|all --seeds N [--first-seed S] [--mutant NAME] "
-                     "[--expect-failure] [--quiet]\n");
+                     "[--expect-failure] [--quiet] [--trace LINES]\n");
         return 2;
       }
     } catch (const std::exception&) {
@@ -69,8 +75,13 @@ int main(int argc, char** argv) {
       RunOptions options;
       options.seed = seed;
       options.mutant = mutant;
+      options.trace_lines = trace_lines;
       RunResult r = sc.run(options);
       ++ran;
+      if (print_trace && r.ok) {
+        std::printf("seed %llu trace (last %zu events):\n", static_cast<unsigned long long>(seed), r.trace.size());
+        for (const auto& t : r.trace) std::printf("    %s\n", t.c_str());
+      }
       total.lease_writes += r.lease_writes;
       total.fences += r.fences;
       total.kills += r.kills;
@@ -87,6 +98,19 @@ int main(int argc, char** argv) {
       total.pending_releases += r.pending_releases;
       total.drains += r.drains;
       total.deleted_heartbeats += r.deleted_heartbeats;
+      total.writes += r.writes;
+      total.acked_writes += r.acked_writes;
+      total.restores += r.restores;
+      total.restore_failures += r.restore_failures;
+      total.segments += r.segments;
+      total.snapshots += r.snapshots;
+      total.gc_deletes += r.gc_deletes;
+      total.late_uploads += r.late_uploads;
+      total.off_chain_segments += r.off_chain_segments;
+      total.replica_failures += r.replica_failures;
+      total.cuts += r.cuts;
+      total.upload_kills += r.upload_kills;
+      total.moves += r.moves;
       if (!r.ok) {
         failed_seed = seed;
         failure = std::move(r);
@@ -111,6 +135,18 @@ int main(int argc, char** argv) {
                   static_cast<unsigned long long>(total.acquire_attempts), static_cast<unsigned long long>(total.acquisitions),
                   static_cast<unsigned long long>(total.holds), static_cast<unsigned long long>(total.pending_releases),
                   static_cast<unsigned long long>(total.drains), static_cast<unsigned long long>(total.deleted_heartbeats));
+    }
+    if (total.writes > 0) {
+      using ull = unsigned long long;
+      std::printf("  storage: %llu writes, %llu acknowledged, %llu restores (%llu failed), %llu segments landed, "
+                  "%llu snapshots, %llu gc deletes, %llu late uploads, %llu off-chain segments, %llu replica failures, "
+                  "%llu cuts, %llu kills mid-upload, %llu moves\n",
+                  static_cast<ull>(total.writes), static_cast<ull>(total.acked_writes), static_cast<ull>(total.restores),
+                  static_cast<ull>(total.restore_failures), static_cast<ull>(total.segments),
+                  static_cast<ull>(total.snapshots), static_cast<ull>(total.gc_deletes),
+                  static_cast<ull>(total.late_uploads), static_cast<ull>(total.off_chain_segments),
+                  static_cast<ull>(total.replica_failures), static_cast<ull>(total.cuts),
+                  static_cast<ull>(total.upload_kills), static_cast<ull>(total.moves));
     }
     if (failed_seed != 0) {
       std::printf("FAILED at seed %llu (replay: wasmkeep-sim --scenario %s --first-seed %llu --seeds 1%s)\n",

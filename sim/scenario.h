@@ -46,6 +46,20 @@ struct RunResult {
   std::uint64_t pending_releases = 0;
   std::uint64_t drains = 0;
   std::uint64_t deleted_heartbeats = 0;
+  // storage scenario
+  std::uint64_t writes = 0;              // batches committed
+  std::uint64_t acked_writes = 0;        // WhenDurable said Ok
+  std::uint64_t restores = 0;            // Replica::Open succeeded
+  std::uint64_t restore_failures = 0;    // Replica::Open failed (transient; kFatal is a violation)
+  std::uint64_t segments = 0;            // segment PUTs that landed (fences included)
+  std::uint64_t snapshots = 0;           // snapshot PUTs that landed
+  std::uint64_t gc_deletes = 0;          // deletes garbage collection sent
+  std::uint64_t late_uploads = 0;        // replicas failed by a Late upload
+  std::uint64_t off_chain_segments = 0;  // segments that landed after a later hold restored
+  std::uint64_t replica_failures = 0;    // replicas failed (upload failed, unknown or Late)
+  std::uint64_t cuts = 0;                // replicas cut because their hold ended
+  std::uint64_t upload_kills = 0;        // processes killed with a segment upload in flight
+  std::uint64_t moves = 0;               // holds released under their replica
 };
 
 struct Scenario {
@@ -62,5 +76,8 @@ const std::vector<Scenario>& Scenarios();
 RunResult RunLeaseScenario(const RunOptions& options);
 // The ownership scenario (ADR 0020 §3, §4): the lease scenario plus actors.
 RunResult RunOwnershipScenario(const RunOptions& options);
+// The storage scenario (ARCHITECTURE.md, "Durable storage"): the ownership scenario with a
+// durable replica writing on every hold.
+RunResult RunStorageScenario(const RunOptions& options);
 
 }  // namespace wk::sim
