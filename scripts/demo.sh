@@ -2,11 +2,13 @@
 # Install, build and run WasmKeep on its embedded default bucket (a local directory,
 # ./wasmkeep-data), from a clean clone on a fresh Debian 12 machine. Idempotent.
 #
-# What exists today: the bucket and its conditional writes (`wasmkeep bucket`); an actor
-# built from the SDK's counter example with the one build command and checked the way a
-# node checks a class (`wasmkeep actor check`); then a node (`wasmkeep serve`) taking its
-# node lease on the same bucket, seen through `cluster status` and /metrics, and a clean
-# stop. Serving actors over HTTP arrives with the next release (docs/STATUS.md).
+# It starts a node (`wasmkeep serve`, 127.0.0.1:8080), creates a tenant (or, if it exists,
+# mints a new token for it), deploys the four example actors, calls the counter, and prints
+# the commands to call each one. The node then keeps running in the foreground until
+# Ctrl-C, which is a clean stop. WASMKEEP_DEMO_EXIT=1 stops it after the demo instead.
+#
+# Environment: WASMKEEP_BUCKET (default file://./wasmkeep-data), WASMKEEP_DEMO_PORT
+# (default 8080), WASMKEEP_DEMO_EXIT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,54 +17,78 @@ cmake --preset release >/dev/null
 cmake --build --preset release --target wasmkeep wk_actors
 wk=./build/release/src/cli/wasmkeep
 bucket=${WASMKEEP_BUCKET:-file://./wasmkeep-data}
-
+port=${WASMKEEP_DEMO_PORT:-8080}
+node="127.0.0.1:$port"
+W() { "$wk" --bucket "$bucket" "$@"; }
 say() { printf '\n$ %s\n' "$*"; }
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-key="demo/lease-$(date +%s)"
 
-printf 'node A holds this\n' >"$tmp/a"
-printf 'node B wants it\n' >"$tmp/b"
-
-say "wasmkeep bucket put $key a --if-none-match   # create-only: the first writer wins"
-v1=$("$wk" --bucket "$bucket" bucket put "$key" "$tmp/a" --if-none-match)
-echo "$v1"
-say "wasmkeep bucket put $key b --if-none-match   # a second creator loses (exit 3)"
-"$wk" --bucket "$bucket" bucket put "$key" "$tmp/b" --if-none-match || echo "(exit $?)"
-say "wasmkeep bucket put $key b --if-match $v1   # replace exactly the version we read"
-v2=$("$wk" --bucket "$bucket" bucket put "$key" "$tmp/b" --if-match "$v1")
-echo "$v2"
-say "wasmkeep bucket put $key a --if-match $v1   # a stale version is refused (exit 3)"
-"$wk" --bucket "$bucket" bucket put "$key" "$tmp/a" --if-match "$v1" || echo "(exit $?)"
-say "wasmkeep bucket get $key"
-"$wk" --bucket "$bucket" bucket get "$key"
-say "wasmkeep bucket ls -l demo/"
-"$wk" --bucket "$bucket" bucket ls -l demo/
-
-say "scripts/build-actor.sh examples/counter/counter.cc -o counter.wasm   # the SDK's counter example"
-./scripts/build-actor.sh examples/counter/counter.cc -o "$tmp/counter.wasm"
-ls -l "$tmp/counter.wasm"
-say "wasmkeep actor check counter.wasm   # the checks a node runs before it accepts a class"
-"$wk" actor check "$tmp/counter.wasm"
-
-port=${WASMKEEP_DEMO_PORT:-18080}
-say "wasmkeep serve --node-id demo --listen 127.0.0.1:$port   # takes its node lease after the start check (ttl + grace = 15 s)"
-"$wk" --bucket "$bucket" serve --node-id demo --listen "127.0.0.1:$port" 2>"$tmp/serve.log" &
+say "wasmkeep serve --listen $node   # a node on the bucket $bucket"
+W serve --listen "$node" 2>"$tmp/serve.log" &
 serve_pid=$!
-trap 'kill "$serve_pid" 2>/dev/null || true; rm -rf "$tmp"' EXIT
-for _ in $(seq 1 150); do
-  curl -sf "127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
+stop_node() {
+  if kill -0 "$serve_pid" 2>/dev/null; then
+    kill -TERM "$serve_pid" 2>/dev/null || true
+    wait "$serve_pid" 2>/dev/null || true
+  fi
+  rm -rf "$tmp"
+}
+trap stop_node EXIT
+trap 'exit 130' INT TERM
+
+say "wasmkeep tenant add demo   # prints an access token as its last line"
+if W tenant add demo >"$tmp/tenant.out" 2>&1; then
+  cat "$tmp/tenant.out"
+else
+  echo "(tenant demo exists: minting another token)"
+  say "wasmkeep tenant add-token demo"
+  W tenant add-token demo >"$tmp/tenant.out"
+  cat "$tmp/tenant.out"
+fi
+token=$(tail -n1 "$tmp/tenant.out")
+
+for class in counter kv chat ratelimit; do
+  say "wasmkeep deploy --tenant demo --class $class build/release/actors/$class.wasm"
+  W deploy --tenant demo --class "$class" "build/release/actors/$class.wasm"
+done
+
+printf '\n(waiting for the node lease: a node waits ttl + grace, 15 s, before it acts)\n'
+for _ in $(seq 1 300); do
+  curl -sf "$node/readyz" >/dev/null 2>&1 && break
   kill -0 "$serve_pid" 2>/dev/null || { cat "$tmp/serve.log"; exit 1; }
   sleep 0.2
 done
-say "curl 127.0.0.1:$port/readyz"
-curl -s "127.0.0.1:$port/readyz"
-say "wasmkeep cluster status"
-"$wk" --bucket "$bucket" cluster status
-say "curl -s 127.0.0.1:$port/metrics | grep node_lease"
-curl -s "127.0.0.1:$port/metrics" | grep '^wasmkeep_node_lease'
-say "kill -TERM <serve>   # clean stop: the lease is released"
-kill -TERM "$serve_pid"
-wait "$serve_pid" && echo "(exit 0)"
-"$wk" --bucket "$bucket" cluster status
-printf '\nThe bucket is %s. Next: %s --bucket %s serve --help, docs/node-lease.md\n' "$bucket" "$wk" "$bucket"
+say "curl $node/readyz"
+curl -s "$node/readyz"
+
+say "wasmkeep call demo/counter/visits/increment -X POST --token \$TOKEN --node $node"
+"$wk" call demo/counter/visits/increment -X POST --token "$token" --node "$node"
+say "curl -X POST -H 'Authorization: Bearer \$TOKEN' http://$node/v1/actors/demo/counter/visits/increment"
+curl -s -X POST -H "Authorization: Bearer $token" "http://$node/v1/actors/demo/counter/visits/increment"
+
+cat <<TXT
+
+The node is serving. Its state lives in $bucket: kill the node, start it again, and the
+counter goes on from where it was. Try, in another terminal:
+
+  TOKEN=$token
+  curl -X POST -H "Authorization: Bearer \$TOKEN" http://$node/v1/actors/demo/counter/visits/increment
+  curl         -H "Authorization: Bearer \$TOKEN" http://$node/v1/actors/demo/counter/visits
+  curl -X PUT  -H "Authorization: Bearer \$TOKEN" --data-binary hello http://$node/v1/actors/demo/kv/notes/greeting
+  curl         -H "Authorization: Bearer \$TOKEN" http://$node/v1/actors/demo/kv/notes/greeting
+  curl -X POST -H "Authorization: Bearer \$TOKEN" --data-binary 'hi all' http://$node/v1/actors/demo/chat/lobby/messages
+  curl         -H "Authorization: Bearer \$TOKEN" 'http://$node/v1/actors/demo/chat/lobby/messages?since=0'
+  curl -X POST -H "Authorization: Bearer \$TOKEN" http://$node/v1/actors/demo/ratelimit/client-42/take
+  $wk call demo/counter/visits --token \$TOKEN --node $node
+
+Metrics: curl $node/metrics. Docs: docs/http-api.md, docs/tenants.md, docs/storage.md.
+TXT
+
+if [ "${WASMKEEP_DEMO_EXIT:-0}" = 1 ]; then
+  say "kill -TERM <serve>   # clean stop: actors made durable, holds released, then the node lease"
+  kill -TERM "$serve_pid"
+  wait "$serve_pid" && echo "(exit 0)"
+  exit 0
+fi
+printf '\nCtrl-C stops the node (a clean stop).\n'
+wait "$serve_pid"

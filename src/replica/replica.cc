@@ -183,7 +183,9 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
     ++c->stats.segments;
     c->stats.batches += count;
     c->stats.segment_bytes += size;
-    if (position.seq > 0) {
+    // A segment that a snapshot is taken as of is covered by it: the counts restarted at
+    // its cut.
+    if (position.seq > 0 && !snapshot_body) {
       ++c->segments_since_snapshot;
       c->bytes_since_snapshot += size;
     }
