@@ -1,6 +1,7 @@
-// Tests only: the WASMKEEP_DEBUG_WRITER hook of `wasmkeep serve`. Until the actor API
-// exists (a later issue), the multi-process storage tests (tests/cluster/storage_test.sh)
-// need a node that owns actors and writes to them through the real replica. For each
+// Tests only: the WASMKEEP_DEBUG_WRITER hook of `wasmkeep serve`. The multi-process
+// storage tests (tests/cluster/storage_test.sh) need a node that writes through the real
+// replica and says exactly which writes were acknowledged, under faults the HTTP API
+// cannot stage. For each
 // listed actor this acquires a hold once the node lease is valid, opens a Replica (restore
 // + owner fence), and writes continuously:
 //

@@ -111,8 +111,8 @@ class ClusterMetrics {
   Histogram& listing_;
 };
 
-// Tests only (WASMKEEP_DEBUG_ACQUIRE=t/c/a,t/c/b): until the actor API exists, the
-// multi-process ownership tests need a node that holds actors. This task acquires each
+// Tests only (WASMKEEP_DEBUG_ACQUIRE=t/c/a,t/c/b): the multi-process ownership tests need
+// a node that holds actors without running them (record races the HTTP API cannot stage). This task acquires each
 // listed actor once the lease is valid, and again after it lost it, every second.
 Task<void> DebugAcquire(RealEnv* env, ClusterNode* node, std::vector<ActorId> actors) {
   while (co_await env->SleepFor(std::chrono::seconds(1))) {

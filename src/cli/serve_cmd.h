@@ -1,6 +1,7 @@
-// `wasmkeep serve`: runs a node. At this stage the node runs the cluster part (node
-// lease, listing, fence watch, ADR 0020 §1, §2) and the operator endpoint (/metrics,
-// /healthz, /readyz); actors arrive in later issues.
+// `wasmkeep serve`: runs a node — the cluster part (node lease, listing, fence watch,
+// ownership, ADR 0020), the actors with their durable storage (server/actor_host.h), and
+// one HTTP listener for the actor API (/v1/actors/...) and the operator endpoint
+// (/metrics, /healthz, /readyz). Documented in docs/cli.md.
 //
 //   wasmkeep serve [--node-id ID] [--listen ADDR] [--advertise ADDR]
 //

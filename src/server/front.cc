@@ -162,9 +162,18 @@ Task<ServerResponse> Front::ForwardTo(const std::string& node_id, ServerRequest 
 
 Task<ServerResponse> Front::Run(ActorId id, actor::Request request) {
   const std::string name = id.ToString();
+  const std::string method = request.method;
   actor::EventResult result = co_await deps_.runtime.HandleRequest(std::move(id), std::move(request));
   ++stats_.local;
   if (metrics_.local) metrics_.local->Inc();
+  // One line per event at debug level (log.level = "debug"): an access log.
+  if (log::Enabled(log::Level::kDebug)) {
+    WK_LOG_DEBUG("event", {{"node", options_.node_id},
+                           {"actor", name},
+                           {"method", method},
+                           {"outcome", std::string(actor::EventOutcomeName(result.outcome))},
+                           {"status", std::to_string(result.ok() ? result.response.status : 0)}});
+  }
   switch (result.outcome) {
     case actor::EventOutcome::kOk: {
       ServerResponse r;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Cluster tests of ownership records and holds with real `wasmkeep serve` processes on
-# 127.0.0.1 (ADR 0020 §3, §4; Verification item 3). Until the actor API exists, nodes hold
+# 127.0.0.1 (ADR 0020 §3, §4; Verification item 3). To stage record races, nodes hold
 # actors through the test-only WASMKEEP_DEBUG_ACQUIRE list, and act for them (write through
 # the durable replica) through WASMKEEP_DEBUG_WRITER (src/cli/debug_writer.h).
 #

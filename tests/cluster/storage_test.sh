@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Cluster tests of durable actor storage with real `wasmkeep serve` processes on 127.0.0.1
 # (ARCHITECTURE.md "Durable storage"; invariants 3 and 4: no acknowledged write is lost,
-# nothing is applied twice, every restore sees the acknowledged history in order). Until
-# the actor API exists, nodes write through the test-only WASMKEEP_DEBUG_WRITER hook
-# (src/cli/debug_writer.h): each write appends an id to the key `log` and puts `e/<id>`,
+# nothing is applied twice, every restore sees the acknowledged history in order). To know
+# exactly which writes were acknowledged under these faults, nodes write through the
+# test-only WASMKEEP_DEBUG_WRITER hook (src/cli/debug_writer.h): each write appends an id to the key `log` and puts `e/<id>`,
 # and `acked <id>` is printed on stdout only once the replica's output gate says Ok.
 #
 #   a. kill -9 the owner during a burst of writes: the next owner (another node, once the
