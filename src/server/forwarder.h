@@ -62,6 +62,12 @@ class Forwarder {
   // (kInvalidArgument) if it carries them and they do not verify.
   Result<std::optional<ForwardedFrom>> Verify(const ServerRequest& request) const;
 
+  // The signature Forward would send (tests).
+  std::string SignForTest(std::string_view method, std::string_view target, std::string_view tenant, int hops,
+                          std::int64_t timestamp_ms, std::string_view body) const {
+    return Sign(method, target, tenant, hops, timestamp_ms, body);
+  }
+
   static constexpr std::string_view kForwardedBy = "X-Wasmkeep-Forwarded-By";
   static constexpr std::string_view kTenant = "X-Wasmkeep-Tenant";
   static constexpr std::string_view kHops = "X-Wasmkeep-Hops";

@@ -22,6 +22,7 @@ workers = 2
 max_event_cpu_ms = 300
 max_request_bytes = 65536
 max_queued_events = 1
+idle_hibernate_ms = 1000
 TOML
 
 # start NAME NODE_ID INDEX [ENV=VALUE...]
@@ -105,6 +106,20 @@ wait_for_jobs() { for j in $(jobs -p); do case " ${pids[*]} " in *" $j "*) ;; *)
 wait_for_jobs
 check "the actor's queue full: 503 with Retry-After" 'cat "$work"/q* | grep -q 503 && grep -qi "^retry-after" "$work"/h*'
 check "the node is still up after all that" '[ "$(req 1 GET acme/counter/c1)" = "200 101" ]'
+
+# ---- forged forwarding is refused
+r=$(curl -s -o /dev/null -w '%{http_code}' -H "X-Wasmkeep-Forwarded-By: evil" -H "X-Wasmkeep-Tenant: acme" \
+  -H "X-Wasmkeep-Hops: 1" -H "X-Wasmkeep-Timestamp: $(date +%s%3N)" -H "X-Wasmkeep-Signature: 00" \
+  "http://127.0.0.1:$(port_of 1)/v1/actors/acme/counter/c1")
+check "a forwarded request with a bad signature: 401" '[ "$r" = 401 ]'
+
+# ---- a new version of a class reaches actors when they next start
+W deploy --tenant acme --class swap "$actors/kv.wasm" >/dev/null 2>&1
+check "swap (kv): PUT /x" '[ "$(status 1 PUT acme/swap/s1/x "$TOKEN" --data-binary v1)" = 200 ]'
+W deploy --tenant acme --class swap "$actors/counter.wasm" >/dev/null 2>&1
+check "the resident actor finishes on its version (kv answers GET /x)" '[ "$(req 1 GET acme/swap/s1/x)" = "200 v1" ]'
+sleep 3  # idle_hibernate_ms = 1000: it leaves memory
+check "once it starts again it runs the new version (counter)" '[ "$(req 1 POST acme/swap/s1/increment)" = "200 1" ]'
 
 # ---- draining: 503 for actors not resident here
 W cluster drain n1 --wait 10 >/dev/null 2>&1
