@@ -15,7 +15,8 @@ Task<Result<std::unique_ptr<actor::ActorStorage>>> ReplicaProvider::Open(const A
   auto hold = co_await holds_.Acquire(id);
   if (hold.ok() && used_generations_[id].count(hold->generation)) {
     // This generation already served a replica (its log keys are taken): a new hold.
-    co_await holds_.Release(id);
+    const std::uint64_t used = hold->generation;
+    co_await holds_.Release(id, used);
     hold = co_await holds_.Acquire(id);
     if (hold.ok() && used_generations_[id].count(hold->generation)) {
       co_return Retryable("the hold of " + id.ToString() + " at generation " + std::to_string(hold->generation) +
@@ -32,15 +33,15 @@ Task<Result<std::unique_ptr<actor::ActorStorage>>> ReplicaProvider::Open(const A
   if (!replica.ok()) {
     WK_LOG_WARN("restore failed", {{"actor", id.ToString()}, {"generation", std::to_string(generation)},
                                    {"error", replica.status().ToString()}});
-    co_await holds_.Release(id);
+    co_await holds_.Release(id, generation);
     co_return replica.status();
   }
   Replica* raw = replica->get();
   open_[id] = raw;
-  (*replica)->set_on_failed([this, alive, id](Status) {
+  (*replica)->set_on_failed([this, alive, id, generation](Status) {
     if (!*alive) return;
     // Abandon the hold: nothing of this replica will be acknowledged any more.
-    deps_.env.Spawn(ReleaseLater(alive, &holds_, id), "abandon hold");
+    deps_.env.Spawn(ReleaseLater(alive, &holds_, id, generation), "abandon hold");
   });
   std::unique_ptr<actor::ActorStorage> storage = std::move(*replica);
   co_return storage;
@@ -56,6 +57,7 @@ void ReplicaProvider::Close(const ActorId& id, std::unique_ptr<actor::ActorStora
 Task<void> ReplicaProvider::CloseLater(std::shared_ptr<bool> alive, ReplicaProvider* self, ActorId id,
                                        std::unique_ptr<Replica> replica) {
   const Duration limit = self->close_limit_;
+  const std::uint64_t generation = replica->generation();
   Status s = co_await replica->Close(limit);
   if (!*alive) co_return;
   if (!s.ok()) {
@@ -63,11 +65,12 @@ Task<void> ReplicaProvider::CloseLater(std::shared_ptr<bool> alive, ReplicaProvi
   }
   replica.reset();
   // Durable (or failed, and its hold already abandoned): the hold can go.
-  co_await self->holds_.Release(id);
+  co_await self->holds_.Release(id, generation);
 }
 
-Task<void> ReplicaProvider::ReleaseLater(std::shared_ptr<bool> alive, HoldSource* holds, ActorId id) {
-  if (*alive) co_await holds->Release(id);
+Task<void> ReplicaProvider::ReleaseLater(std::shared_ptr<bool> alive, HoldSource* holds, ActorId id,
+                                         std::uint64_t generation) {
+  if (*alive) co_await holds->Release(id, generation);
 }
 
 void ReplicaProvider::Cut(const ActorId& id, std::string why) {
@@ -94,7 +97,9 @@ Task<Result<Replica::Hold>> OwnersHoldSource::Acquire(ActorId actor) {
   co_return Retryable("cannot acquire " + actor.ToString() + ": " + r.why);
 }
 
-Task<void> OwnersHoldSource::Release(ActorId actor) {
+Task<void> OwnersHoldSource::Release(ActorId actor, std::uint64_t generation) {
+  const HoldView current = owners_.Find(actor);
+  if (current.empty() || current.generation().value != generation) co_return;  // not ours to end
   Status s = co_await owners_.Release(actor);
   // A release that could not land is pending: the background task finishes it.
   s.IgnoreError();

@@ -25,8 +25,10 @@ class HoldSource {
   virtual ~HoldSource() = default;
   // A hold of actor for this node (acquired now, or the one it has).
   virtual Task<Result<Replica::Hold>> Acquire(ActorId actor) = 0;
-  // Ends the hold (stop acting first; the release may stay pending, per ADR 0020 §3).
-  virtual Task<void> Release(ActorId actor) = 0;
+  // Ends the hold of that generation, if it is still the one this node has (a replica
+  // closing late must never release a newer hold of the same actor). Stop acting first;
+  // the release may stay pending, per ADR 0020 §3.
+  virtual Task<void> Release(ActorId actor, std::uint64_t generation) = 0;
 };
 
 // Holds from the ownership records (ADR 0020 §3): Acquire is Owners::Acquire (which returns
@@ -36,7 +38,7 @@ class OwnersHoldSource final : public HoldSource {
  public:
   explicit OwnersHoldSource(Owners& owners) : owners_(owners) {}
   Task<Result<Replica::Hold>> Acquire(ActorId actor) override;
-  Task<void> Release(ActorId actor) override;
+  Task<void> Release(ActorId actor, std::uint64_t generation) override;
 
  private:
   Owners& owners_;
@@ -55,7 +57,7 @@ class ReplicaProvider final : public actor::StorageProvider {
   std::size_t open_replicas() const { return open_.size(); }
 
  private:
-  static Task<void> ReleaseLater(std::shared_ptr<bool> alive, HoldSource* holds, ActorId id);
+  static Task<void> ReleaseLater(std::shared_ptr<bool> alive, HoldSource* holds, ActorId id, std::uint64_t generation);
   static Task<void> CloseLater(std::shared_ptr<bool> alive, ReplicaProvider* self, ActorId id,
                                std::unique_ptr<Replica> replica);
 

@@ -32,7 +32,7 @@ class TestHolds final : public HoldSource {
     std::shared_ptr<bool> valid = valid_;
     co_return Replica::Hold{g, [valid] { return *valid; }};
   }
-  Task<void> Release(ActorId) override {
+  Task<void> Release(ActorId, std::uint64_t) override {
     ++releases;
     co_return;
   }
