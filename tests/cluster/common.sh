@@ -67,3 +67,27 @@ wait_exit() {
   if kill -0 "$1" 2>/dev/null; then code=124; return; fi
   wait "$1"; code=$?
 }
+
+# start NAME NODE_ID INDEX [ENV=VALUE...]: a node in the background on port_of INDEX; its
+# pid in pid_NAME, its stdout in NAME.out, its log in NAME.log. (A suite may define its
+# own start after sourcing this file.)
+start() {
+  local name=$1 id=$2 idx=$3
+  shift 3
+  env "$@" "$wk" --config "$work/fast.toml" --bucket "$bucket" serve --node-id "$id" \
+    --listen "127.0.0.1:$(port_of "$idx")" >"$work/$name.out" 2>"$work/$name.log" &
+  local pid=$!
+  pids+=("$pid")
+  eval "pid_${name//-/_}=$pid"
+}
+# stop PID: kill -9 and reap.
+stop() { kill -9 "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
+# wait_for SECONDS COMMAND: polls until COMMAND succeeds.
+wait_for() {
+  local deadline=$((SECONDS + $1))
+  shift
+  while [ $SECONDS -lt $deadline ]; do eval "$1" && return 0; sleep 0.2; done
+  return 1
+}
+# metric INDEX NAME: one sample of the node's /metrics.
+metric() { curl -sf "127.0.0.1:$(port_of "$1")/metrics" | awk -v m="$2" '$1==m {print $2}'; }

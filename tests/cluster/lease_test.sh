@@ -24,7 +24,6 @@ start() {
   pids+=("$pid")
   eval "pid_${name//-/_}=$pid"
 }
-metric() { curl -sf "127.0.0.1:$(port_of "$1")/metrics" | awk -v m="$2" '$1==m {print $2}'; }
 state_of() { W cluster status --json 2>/dev/null | python3 -c "import json,sys; print(next((n['state'] for n in json.load(sys.stdin) if n['node']=='$1'),'absent'))"; }
 
 echo "== node leases on $backend"

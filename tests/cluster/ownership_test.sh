@@ -29,13 +29,6 @@ owner() {
   body=$(W bucket get "owners/$1" 2>/dev/null) || { echo absent; return; }
   awk '/^owner /{n=$2; i=($3==""?"-":$3)} /^generation /{g=$2} END{print n, i, g}' <<<"$body"
 }
-# wait_for SECONDS COMMAND: polls until COMMAND succeeds.
-wait_for() {
-  local deadline=$((SECONDS + $1))
-  shift
-  while [ $SECONDS -lt $deadline ]; do eval "$1" && return 0; sleep 0.3; done
-  return 1
-}
 echo "== ownership on $backend"
 start a a 1 "t/c/x,t/c/y"
 check "a node acquires its actors at generation 1" 'wait_for 15 "[ \"\$(owner t/c/x | cut -d\" \" -f1,3)\" = \"a 1\" ]"'
@@ -72,7 +65,6 @@ check "and the record names nobody, generation kept" '[ "$(owner t/c/w)" = "nobo
 # An acquire with an unknown outcome is released if it landed (by the resolver), and the
 # actor is then acquired again at the next generation.
 start e e 6 "t/c/u" WASMKEEP_DEBUG_FAULTS="unknown_first_put=owners/"
-metric() { curl -sf "127.0.0.1:$(port_of "$1")/metrics" | awk -v m="$2" '$1==m {print $2}'; }
 check "the acquire whose outcome was unknown is kept for the resolver" 'wait_for 20 "grep -q \"acquire outcome unknown\" \"$work/e.log\""'
 check "the resolver released it (it had landed)" 'wait_for 10 "[ \"\$(metric 6 '"'"'wasmkeep_resolver_total{outcome=\"released\"}'"'"')\" = 1 ]"'
 check "the actor is then held at generation 2" 'wait_for 10 "[ \"\$(owner t/c/u | cut -d\" \" -f1,3)\" = \"e 2\" ]"'

@@ -25,16 +25,6 @@ max_queued_events = 1
 idle_hibernate_ms = 1000
 TOML
 
-# start NAME NODE_ID INDEX [ENV=VALUE...]
-start() {
-  local name=$1 id=$2 idx=$3
-  shift 3
-  env "$@" "$wk" --config "$work/fast.toml" --bucket "$bucket" serve --node-id "$id" \
-    --listen "127.0.0.1:$(port_of "$idx")" >"$work/$name.out" 2>"$work/$name.log" &
-  pids+=("$!")
-  eval "pid_${name}=$!"
-}
-stop() { kill -9 "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
 # req INDEX METHOD PATH [TOKEN] [curl args...]: prints "STATUS BODY" (body on one line).
 req() {
   local idx=$1 method=$2 path=$3 token=${4-$TOKEN}
@@ -57,7 +47,6 @@ until_ok() {
   echo "$r"
   return 1
 }
-metric() { curl -sf "127.0.0.1:$(port_of "$1")/metrics" | awk -v m="$2" '$1==m {print $2}'; }
 
 echo "== serving on $backend"
 W tenant add acme >"$work/acme.out" 2>&1

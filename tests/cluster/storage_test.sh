@@ -23,25 +23,6 @@ prefix=storage
 # shellcheck source=common.sh
 source "$(dirname "$0")/common.sh"
 
-# start NAME NODE_ID INDEX [ENV=VALUE...]: a node in the background; its pid in pid_NAME,
-# its stdout (the `acked` lines) in NAME.out, its log in NAME.log.
-start() {
-  local name=$1 id=$2 idx=$3
-  shift 3
-  env "$@" "$wk" --config "$work/fast.toml" --bucket "$bucket" serve --node-id "$id" \
-    --listen "127.0.0.1:$(port_of "$idx")" >"$work/$name.out" 2>"$work/$name.log" &
-  pids+=("$!")
-  eval "pid_${name}=$!"
-}
-# wait_for SECONDS COMMAND: polls until COMMAND succeeds.
-wait_for() {
-  local deadline=$((SECONDS + $1))
-  shift
-  while [ $SECONDS -lt $deadline ]; do eval "$1" && return 0; sleep 0.2; done
-  return 1
-}
-stop() { kill -9 "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
-metric() { curl -sf "127.0.0.1:$(port_of "$1")/metrics" | awk -v m="$2" '$1==m {print $2}'; }
 state_of() { W cluster status --json 2>/dev/null | python3 -c "import json,sys; print(next((n['state'] for n in json.load(sys.stdin) if n['node']=='$1'),'absent'))"; }
 acked() { grep -c '^acked ' "$work/$1.out"; }
 # restored NAME ACTOR GENERATION: has NAME logged the restore of ACTOR at GENERATION?
