@@ -156,6 +156,14 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
 
   static Task<void> Upload(std::shared_ptr<Core> c, Position position, std::string body, std::uint64_t last_seq,
                            std::size_t count, std::optional<std::string> snapshot_body) {
+    // A spawned task starts later than the check that spawned it: a hold that ended since
+    // sends nothing more (a process whose lease was lost sends nothing afterwards;
+    // simulator, `storage` seed 39849).
+    if (!c->hold.is_valid()) {
+      c->uploading = false;
+      if (!c->stopped) c->Fail(Retryable("the hold of " + c->actor.ToString() + " ended before segment " + position.ToString() + " was sent; its unacknowledged writes are void"));
+      co_return;
+    }
     const MonoTime sent = c->env.MonoNow();
     const std::size_t size = body.size();
     std::string key = SegmentKey(c->actor, position);
@@ -213,6 +221,7 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
   }
 
   static Task<void> SendSnapshot(std::shared_ptr<Core> c, Position position, std::string body) {
+    if (!c->hold.is_valid()) co_return;  // as in Upload: nothing is sent after the hold ended
     c->snapshot_in_flight = true;
     std::string key = SnapshotKey(c->actor, position);
     auto put = co_await c->store.Put(key, std::move(body), Precondition::IfNoneMatchAny(),
