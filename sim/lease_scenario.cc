@@ -389,6 +389,8 @@ class LeaseSim {
         co_await ReleaseHold(p, actor);
         r = co_await p->node->owners().Acquire(actor);
         ++result_.acquire_attempts;
+        Trace("p" + std::to_string(p->number) + " " + actor.name + " acquired again: kind " +
+              std::to_string(static_cast<int>(r.kind)) + " g" + std::to_string(r.hold.generation().value) + " " + r.why);
       }
       if (r.kind == AcquireResult::Kind::kAcquired && !p->used_generations[actor].count(r.hold.generation().value)) {
         ++result_.holds;
@@ -402,6 +404,7 @@ class LeaseSim {
   Task<void> ReleaseHold(Process* p, ActorId actor) {
     Status s = co_await p->node->owners().Release(actor);
     if (!s.ok()) ++result_.pending_releases;
+    Trace("p" + std::to_string(p->number) + " released " + actor.name + ": " + s.ToString());
   }
 
   // What a replica's failure callback leaves for its worker.
