@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Benchmarks, side by side in one run: conditional puts on file:// (this machine's disk)
 # and on a local Ceph RGW, 1 and 16 writers; durable writes and restores through the
-# replica on the same two backends; then the micro-benchmarks. Prints figures; record
-# them in docs/benchmarks.md with the setup line this prints.
+# replica on the same two backends; then the micro-benchmarks; then WasmKeep against
+# workerd over HTTP (bench/http_bench.sh). Prints figures; record them in
+# docs/benchmarks.md with the setup line this prints.
 #   scripts/bench.sh [SECONDS_PER_CASE]
 #
 # Environment:
-#   WASMKEEP_BENCHES     which to run, of: store replica micro actor (default: all four)
+#   WASMKEEP_BENCHES     which to run, of: store replica micro actor http (default: all
+#                        five; http always uses the release preset and installs wrk and
+#                        workerd from apt/npm; about 9 minutes at 10 s per run)
 #   WASMKEEP_BENCH_BUILD build directory (default build/release, the release preset; any
 #                        other is configured RelWithDebInfo without the tests)
 #   WASMKEEP_S3_ENDPOINT (with WASMKEEP_S3_BUCKET, WASMKEEP_S3_REGION, AWS_*): an S3 server
@@ -15,7 +18,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-5}
-benches=" ${WASMKEEP_BENCHES:-store replica micro actor} "
+benches=" ${WASMKEEP_BENCHES:-store replica micro actor http} "
 build=${WASMKEEP_BENCH_BUILD:-build/release}
 wants() { [[ $benches == *" $1 "* ]]; }
 
@@ -27,12 +30,12 @@ if [ "$build" = build/release ]; then
 else
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=g++ -DWK_BUILD_TESTS=OFF >/dev/null
 fi
-cmake --build "$build" --target "${targets[@]}"
+if ((${#targets[@]})); then cmake --build "$build" --target "${targets[@]}"; fi
 
 rgw_dir=$(mktemp -d /tmp/wasmkeep-rgw.XXXXXX)
 data_dir=$(mktemp -d "$PWD/build/bench-data.XXXXXX")
 trap './scripts/rgw.sh stop "$rgw_dir" >/dev/null 2>&1 || true; rm -rf "$rgw_dir" "$data_dir"' EXIT
-if [ -z "${WASMKEEP_S3_ENDPOINT:-}" ] && [ "${WASMKEEP_SKIP_RGW:-0}" != 1 ]; then
+if [ -z "${WASMKEEP_S3_ENDPOINT:-}" ] && [ "${WASMKEEP_SKIP_RGW:-0}" != 1 ] && { wants store || wants replica; }; then
   ./scripts/rgw.sh start "$rgw_dir" >/dev/null
   # shellcheck disable=SC1091
   source "$rgw_dir/env"
@@ -51,3 +54,4 @@ if wants store; then "./$build/bench/store_bench" --seconds "$seconds" "${urls[@
 if wants replica; then "./$build/bench/replica_bench" --seconds "$seconds" "${urls[@]}"; fi
 if wants micro; then "./$build/bench/micro_bench" --benchmark_min_time=0.2; fi
 if wants actor; then "./$build/bench/actor_bench" --benchmark_min_time=0.2; fi
+if wants http; then ./bench/http_bench.sh "$seconds"; fi

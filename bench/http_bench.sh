@@ -1,0 +1,332 @@
+#!/usr/bin/env bash
+# WasmKeep against Cloudflare's workerd, serving the counter over HTTP on this machine, in
+# one run (GitHub issue 7). Prints one table (req/s, p50, p99 of each, and the ratio) plus
+# the correctness and durability checks; docs/benchmarks.md records a run and its setup.
+#
+#   bench/http_bench.sh [SECONDS_PER_RUN]        (default 10; about 9 minutes in all)
+#
+# Workload, the same for both: POST /v1/actors/bench/counter/<name>/increment with
+# "Authorization: Bearer <token>", driven by wrk (bench/http/increment.lua) on one hot actor,
+# then round robin over 1,000 actors, each at 1 connection (wrk -t1 -c1) and 16 (-t2 -c16).
+# Before each measurement the actors are warmed (every one called once, then 2 s of the
+# same load, unmeasured), because workerd evicts objects idle for about 10 s. Each case runs
+# in 3 rounds (WASMKEEP_HTTP_BENCH_ROUNDS), the two systems alternating (A B, B A, A B), and
+# the table gives the medians: this machine's disk and CPU are shared, and an fsync's latency
+# changes several times over within a minute (a 1 s write+fsync probe is printed before each
+# round).
+#
+#   WasmKeep: the release build's `wasmkeep serve`, one node on a fresh file:// bucket,
+#             default settings except a short node lease ([lease] ttl 3 s, grace 1 s) so the
+#             node is ready in about 4 s instead of 15 s; the counter is
+#             build/release/actors/counter.wasm (examples/counter/counter.cc).
+#   workerd:  npm's workerd (WASMKEEP_WORKERD_VERSION, installed into build/bench-cache/),
+#             running bench/http/counter-do.js: a worker checking the same token and routing
+#             to a Durable Object idFromName("<tenant>/<name>"), with
+#             durableObjectStorage = (localDisk = ...) in a fresh directory on the same disk.
+#
+# Checks: after each run the counters are read back with GET (the hot one, or the sum of the
+# 1,000) and compared with wrk's 2xx count: the increase may exceed it by at most the number
+# of connections (requests in flight when wrk stops are served but not counted by wrk). With
+# strace present, 20 increments of a fresh actor are traced on each server to show what each
+# syncs per acknowledged write.
+#
+# Environment: WASMKEEP_WORKERD_VERSION (default 1.20261117.1), WASMKEEP_HTTP_BENCH_ROUNDS
+# (default 3), WASMKEEP_HTTP_BENCH_STRACE=0 skips the strace check.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-10}
+workerd_version=${WASMKEEP_WORKERD_VERSION:-1.20261117.1}
+warm_seconds=2
+rounds=${WASMKEEP_HTTP_BENCH_ROUNDS:-3}
+actors=1000
+tenant=bench
+
+# --- tools -------------------------------------------------------------------------------
+./scripts/install-deps.sh >/dev/null
+apt_install() {
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq && apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+command -v wrk >/dev/null || apt_install wrk
+command -v npm >/dev/null || apt_install nodejs npm
+cmake --preset release >/dev/null
+cmake --build --preset release --target wasmkeep wk_actors
+wk=$PWD/build/release/src/cli/wasmkeep
+counter_wasm=$PWD/build/release/actors/counter.wasm
+
+npm_dir=$PWD/build/bench-cache/workerd-$workerd_version
+mkdir -p "$npm_dir"
+npm install --prefix "$npm_dir" --no-audit --no-fund --no-save --loglevel=error \
+  "workerd@$workerd_version" >/dev/null 2>&1 ||
+  npm install --prefix "$npm_dir" --no-audit --no-fund --no-save "workerd@$workerd_version"
+workerd=$npm_dir/node_modules/@cloudflare/workerd-linux-64/bin/workerd
+[ -x "$workerd" ] || workerd=$npm_dir/node_modules/.bin/workerd
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# --- servers -----------------------------------------------------------------------------
+tmp=$(mktemp -d "$PWD/build/http-bench.XXXXXX")
+wk_pid="" workerd_pid=""
+cleanup() {
+  for p in $wk_pid $workerd_pid; do
+    kill -TERM "$p" 2>/dev/null || true
+  done
+  for p in $wk_pid $workerd_pid; do
+    wait "$p" 2>/dev/null || true
+  done
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+wk_port=$(free_port)
+cat >"$tmp/wasmkeep.toml" <<TOML
+[bucket]
+url = "file://$tmp/wk-bucket"
+[node]
+id = "bench"
+listen = "127.0.0.1:$wk_port"
+[lease]          # short, so the node is ready in about 4 s (the default waits 15 s)
+ttl_ms = 3000
+grace_ms = 1000
+safety_ms = 1000
+max_skew_ms = 500
+heartbeat_period_ms = 1000
+TOML
+W() { "$wk" --config "$tmp/wasmkeep.toml" "$@"; }
+"$wk" --config "$tmp/wasmkeep.toml" serve 2>"$tmp/wasmkeep.log" &
+wk_pid=$!
+token=$(W tenant add "$tenant" | tail -n1)
+W deploy --tenant "$tenant" --class counter "$counter_wasm" >/dev/null
+wk_url=http://127.0.0.1:$wk_port
+for _ in $(seq 1 300); do
+  curl -sf "$wk_url/readyz" >/dev/null 2>&1 && break
+  kill -0 "$wk_pid" 2>/dev/null || { cat "$tmp/wasmkeep.log"; exit 1; }
+  sleep 0.1
+done
+curl -sf "$wk_url/readyz" >/dev/null || { echo "wasmkeep: not ready"; cat "$tmp/wasmkeep.log"; exit 1; }
+
+workerd_port=$(free_port)
+mkdir -p "$tmp/workerd" "$tmp/workerd-disk"
+cp bench/http/counter-do.js "$tmp/workerd/"
+sed -e "s|@PORT@|$workerd_port|" -e "s|@DISK@|$tmp/workerd-disk|" -e "s|@TOKEN@|$token|" \
+  bench/http/workerd.capnp >"$tmp/workerd/workerd.capnp"
+"$workerd" serve "$tmp/workerd/workerd.capnp" >"$tmp/workerd.log" 2>&1 &
+workerd_pid=$!
+workerd_url=http://127.0.0.1:$workerd_port
+for _ in $(seq 1 300); do
+  [ "$(curl -s -o /dev/null -w '%{http_code}' "$workerd_url/" 2>/dev/null)" = 401 ] && break
+  kill -0 "$workerd_pid" 2>/dev/null || { cat "$tmp/workerd.log"; exit 1; }
+  sleep 0.1
+done
+
+# --- helpers -----------------------------------------------------------------------------
+auth=(-H "Authorization: Bearer $token")
+# A curl config with the URLs PREFIX1SUFFIX..PREFIXnSUFFIX (PREFIXSUFFIX alone when n is 0);
+# with DISCARD=1 every body goes to /dev/null (curl's -o applies to one URL only).
+curl_config() {  # URL_PREFIX SUFFIX N [DISCARD]
+  local i out=""
+  [ "${4:-0}" = 1 ] && out='output = "/dev/null"'
+  if [ "$3" = 0 ]; then
+    printf 'url = "%s%s"\n%s\n' "$1" "$2" "$out"
+  else
+    for i in $(seq 1 "$3"); do printf 'url = "%s%s%s"\n%s\n' "$1" "$i" "$2" "$out"; done
+  fi
+}
+# Calls every actor once with POST .../increment; fails unless every answer is 200.
+warm_calls() {  # URL_PREFIX N
+  curl_config "$1" /increment "$2" 1 >"$tmp/warm.curl"
+  local codes
+  codes=$(curl -s --no-progress-meter --parallel --parallel-max 16 -X POST "${auth[@]}" -K "$tmp/warm.curl" \
+    -w '%{http_code}\n' | sort | uniq -c | tr -s ' ' | tr '\n' ';')
+  [[ $codes == " $(( $2 == 0 ? 1 : $2 )) 200;" ]] || { echo "warm-up of $1: answers $codes"; exit 1; }
+}
+# The sum of the counters (GET each).
+sum_counts() {  # URL_PREFIX N
+  curl_config "$1" "" "$2" >"$tmp/get.curl"
+  curl -s --no-progress-meter --parallel --parallel-max 16 "${auth[@]}" -K "$tmp/get.curl" | awk '{s += $1} END {print s + 0}'
+}
+# A raw 4 KiB write + fsync loop on the disk under both data directories, for 2 s (or $1).
+disk_probe() {
+  python3 - "$tmp/fsync-probe" "${1:-2}" <<'PY'
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
+secs = float(sys.argv[2])
+buf, ts, end = b"x" * 4096, [], time.time() + secs
+while time.time() < end:
+    t = time.perf_counter(); os.pwrite(fd, buf, 0); os.fsync(fd); ts.append(time.perf_counter() - t)
+ts.sort()
+print(f"{len(ts)} x (4 KiB write + fsync) in {secs:g} s: p50 {ts[len(ts) // 2] * 1e3:.2f} ms, "
+      f"p99 {ts[int(len(ts) * 0.99)] * 1e3:.2f} ms")
+PY
+}
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# Runs wrk and sets r_rps r_p50 r_p99 r_ok r_non2xx r_errors r_cpu from its result line.
+# shellcheck disable=SC2154  # the w_* variables come from the eval of that line
+run_wrk() {  # NAME URL CONNS THREADS SECONDS SERVER_PID LUA_ARGS...
+  local name=$1 url=$2 conns=$3 threads=$4 secs=$5 pid=$6
+  shift 6
+  local t0 t1
+  t0=$(cpu_ticks "$pid")
+  wrk -t"$threads" -c"$conns" -d"${secs}s" --latency "${auth[@]}" -s bench/http/increment.lua \
+    "$url" -- "$@" >"$tmp/$name.out" 2>&1
+  t1=$(cpu_ticks "$pid")
+  local line
+  line=$(grep '^WRK_RESULT' "$tmp/$name.out") || { cat "$tmp/$name.out"; exit 1; }
+  eval "$(echo "$line" | sed 's/^WRK_RESULT //' | tr ' ' '\n' | sed 's/^/w_/')"
+  r_rps=$(awk -v n="$w_requests" -v d="$w_duration_us" 'BEGIN {printf "%.0f", n / (d / 1e6)}')
+  r_p50=$(awk -v v="$w_p50_us" 'BEGIN {printf "%.2f", v / 1000}')
+  r_p99=$(awk -v v="$w_p99_us" 'BEGIN {printf "%.2f", v / 1000}')
+  r_ok=$((w_requests - w_non2xx))
+  r_non2xx=$w_non2xx
+  r_errors="connect $w_connect, read $w_read, write $w_write, timeout $w_timeout"
+  r_cpu=$(awk -v t=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v d="$w_duration_us" \
+    'BEGIN {printf "%.0f", 100 * t / hz / (d / 1e6)}')
+}
+
+# One round of one case on one system: warm, read the counters, measure, read them again,
+# check. Sets res[SYSTEM,CASE,CONNS,ROUND] = "req/s p50 p99 cpu%".
+declare -A res
+run_case() {  # SYSTEM URL PID CASE CONNS THREADS ROUND
+  local sys=$1 url=$2 pid=$3 case=$4 conns=$5 threads=$6 round=$7
+  local base n
+  if [ "$case" = hot ]; then
+    base=/v1/actors/$tenant/counter/hot-c$conns n=0
+  else
+    base=/v1/actors/$tenant/counter/rr- n=$actors
+  fi
+  warm_calls "$url$base" "$n"
+  run_wrk "$sys-$case-c$conns-$round-warm" "$url" "$conns" "$threads" "$warm_seconds" "$pid" "$base" "$n"
+  local before after
+  before=$(sum_counts "$url$base" "$n")
+  run_wrk "$sys-$case-c$conns-$round" "$url" "$conns" "$threads" "$seconds" "$pid" "$base" "$n"
+  after=$(sum_counts "$url$base" "$n")
+  local delta=$((after - before)) verdict=ok
+  if ((delta < r_ok || delta > r_ok + conns)); then verdict=MISMATCH; fi
+  res[$sys,$case,$conns,$round]="$r_rps $r_p50 $r_p99 $r_cpu"
+  printf '  %s %-8s %6s req/s  p50 %6s ms  p99 %7s ms  CPU %3s%%  2xx %6s, non-2xx %s, errors %s; counters +%s: %s\n' \
+    "$round" "$sys" "$r_rps" "$r_p50" "$r_p99" "$r_cpu" "$r_ok" "$r_non2xx" "$r_errors" "$delta" "$verdict"
+  [ "$verdict" = ok ] || mismatches=$((mismatches + 1))
+}
+# The median of field F (1-based) of res over the rounds of SYSTEM CASE CONNS, printed with
+# FORMAT (default %.0f).
+median() {  # SYSTEM CASE CONNS F [FORMAT]
+  local r
+  for r in $(seq 1 "$rounds"); do cut -d' ' -f"$4" <<<"${res[$1,$2,$3,$r]}"; done |
+    sort -g | awk -v f="${5:-%.0f}" '{v[NR] = $1}
+      END {printf f, (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2)}'
+}
+
+# --- run -----------------------------------------------------------------------------------
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+wk_git="$(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+[ -z "$(git status --porcelain --untracked-files=no -- src 2>/dev/null)" ] || wk_git="$wk_git+uncommitted src/ changes"
+echo "setup: $(nproc) cores ($(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo)), $(free -g | awk '/Mem:/{print $2}') GiB, $(uname -r), $(date -u +%Y-%m-%dT%H:%MZ)"
+echo "       WasmKeep git $wk_git (release preset), one node, file:// on $(df -h "$tmp" | awk 'NR==2{print $1}'), $(W --version 2>/dev/null | head -1)"
+echo "       workerd $workerd_version from npm ($("$workerd" --version 2>&1 | head -1)), localDisk on the same disk"
+echo "       $(wrk --version 2>&1 | head -1 | cut -d' ' -f1-2), $rounds rounds of ${seconds} s per case and system, each after ${warm_seconds} s of warm-up; load average before: $load_before"
+disk_before=$(disk_probe)
+echo "disk before: $disk_before"
+echo
+# The 1,000 actors are created once, here (the first call of each: WasmKeep acquires the
+# actor and restores its empty state; workerd creates its SQLite database), and shared by
+# both round-robin cases.
+for sys in wasmkeep workerd; do
+  url=$wk_url
+  [ "$sys" = workerd ] && url=$workerd_url
+  t0=$(date +%s.%N)
+  warm_calls "$url/v1/actors/$tenant/counter/rr-" "$actors"
+  t1=$(date +%s.%N)
+  printf 'first call of %s new actors (16 at a time), %-8s %6.2f s\n' "$actors" "$sys" \
+    "$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')"
+done
+echo
+mismatches=0
+cases=("hot 1 1" "hot 16 2" "rr 1 1" "rr 16 2")
+for c in "${cases[@]}"; do
+  read -r case conns threads <<<"$c"
+  echo "case $case c$conns ($rounds rounds of ${seconds} s each, alternating; load average $(cut -d' ' -f1-3 /proc/loadavg)):"
+  for round in $(seq 1 "$rounds"); do
+    echo "  disk now: $(disk_probe 1)"
+    if ((round % 2)); then order="wasmkeep workerd"; else order="workerd wasmkeep"; fi
+    for sys in $order; do
+      if [ "$sys" = wasmkeep ]; then
+        run_case wasmkeep "$wk_url" "$wk_pid" "$case" "$conns" "$threads" "$round"
+      else
+        run_case workerd "$workerd_url" "$workerd_pid" "$case" "$conns" "$threads" "$round"
+      fi
+    done
+  done
+done
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+disk_after=$(disk_probe)
+
+echo
+echo "Medians over $rounds rounds; the last column is the ratio of the medians, then the range of the per-round ratios."
+echo
+echo "| workload | conns | WasmKeep req/s | p50 ms | p99 ms | workerd req/s | p50 ms | p99 ms | req/s WasmKeep/workerd |"
+echo "|---|---|---|---|---|---|---|---|---|"
+for c in "${cases[@]}"; do
+  read -r case conns _ <<<"$c"
+  label="1 hot actor"
+  [ "$case" = rr ] && label="$actors actors round robin"
+  a_rps=$(median wasmkeep "$case" "$conns" 1) b_rps=$(median workerd "$case" "$conns" 1)
+  ratio=$(awk -v a="$a_rps" -v b="$b_rps" 'BEGIN {printf (b > 0 ? "%.2f" : "-"), a / b}')
+  range=$(for r in $(seq 1 "$rounds"); do
+    awk -v a="$(cut -d' ' -f1 <<<"${res[wasmkeep,$case,$conns,$r]}")" \
+      -v b="$(cut -d' ' -f1 <<<"${res[workerd,$case,$conns,$r]}")" 'BEGIN {printf "%.2f\n", (b > 0 ? a / b : 0)}'
+  done | sort -g | sed -n '1p;$p' | paste -sd'-')
+  echo "| $label | $conns | $a_rps | $(median wasmkeep "$case" "$conns" 2 %.2f) | $(median wasmkeep "$case" "$conns" 3 %.2f) | $b_rps | $(median workerd "$case" "$conns" 2 %.2f) | $(median workerd "$case" "$conns" 3 %.2f) | **$ratio×** ($range) |"
+done
+echo
+echo "server CPU, % of one core during the measurement (median): $(for c in "${cases[@]}"; do
+  read -r case conns _ <<<"$c"
+  printf '%s c%s: WasmKeep %s%%, workerd %s%%; ' "$case" "$conns" "$(median wasmkeep "$case" "$conns" 4)" "$(median workerd "$case" "$conns" 4)"
+done)"
+echo "machine: $(nproc) cores; load average before $load_before, after $load_after"
+echo "disk: before $disk_before; after $disk_after"
+echo "correctness: $mismatches of $((2 * rounds * ${#cases[@]})) runs off (counters read back against wrk's 2xx count)"
+
+# --- what each syncs per acknowledged write --------------------------------------------------
+echo
+echo "durability:"
+echo "  WasmKeep answers once the segment holding the event's write is in the bucket; on file://"
+echo "  a PUT writes tmp/<random>.tmp, fdatasync()s it, renames it over objects/... under the key's"
+echo "  lock, then fsync()s the object's directory (and any directory it created), before the PUT"
+echo "  completes; writes of one actor waiting together share one segment (group commit)."
+echo "  workerd: one SQLite database per object in WAL mode; the output gate holds the response"
+echo "  until the implicit transaction has committed, and each commit fsync()s the -wal file."
+if [ "${WASMKEEP_HTTP_BENCH_STRACE:-1}" = 1 ] && command -v strace >/dev/null; then
+  trace_writes() {  # NAME URL PID
+    local name=$1 url=$2 pid=$3
+    strace -f -y -qq -e trace=fsync,fdatasync,rename,renameat,renameat2 -o "$tmp/$name.strace" -p "$pid" &
+    local spid=$!
+    sleep 1
+    curl_config "$url/v1/actors/$tenant/counter/durability-probe" /increment 0 1 >"$tmp/probe.curl"
+    local i
+    for i in $(seq 1 20); do cat "$tmp/probe.curl"; done >"$tmp/probe20.curl"
+    curl -s -X POST "${auth[@]}" -K "$tmp/probe20.curl"
+    sleep 0.3
+    kill -INT "$spid"
+    wait "$spid" 2>/dev/null || true
+    echo "  $name, 20 sequential increments of a fresh actor, traced (first one creates the actor):"
+    # syscall and file, with random names, hex ids and numbers replaced by *
+    perl -ne 'if (/^\d+\s+(fsync|fdatasync)\(\d+<([^>]*)>/) { print "$1 $2\n" }
+      elsif (/^\d+\s+(renameat2?)\([^,]*,\s*"([^"]*)",\s*[^,]*,\s*"([^"]*)"/) { print "$1 $2 -> $3\n" }
+      elsif (/^\d+\s+(rename)\("([^"]*)",\s*"([^"]*)"/) { print "$1 $2 -> $3\n" }' "$tmp/$name.strace" |
+      sed -E "s|$tmp/||g; s/[0-9a-f]{16,}/*/g; s/[0-9]+/*/g" | sort | uniq -c | sort -rn |
+      awk '{c = $1; $1 = ""; printf "    %5d %s\n", c, $0}'
+  }
+  trace_writes wasmkeep "$wk_url" "$wk_pid"
+  trace_writes workerd "$workerd_url" "$workerd_pid"
+fi
+echo
+for p in "$wk_pid:wasmkeep" "$workerd_pid:workerd"; do
+  kill -0 "${p%%:*}" 2>/dev/null || echo "${p#*:} DIED during the run"
+done
+echo "wasmkeep log: $(awk '{n[$2]++} END {for (l in n) printf "%s %d, ", l, n[l]}' "$tmp/wasmkeep.log")$(wc -l <"$tmp/wasmkeep.log") lines"
+awk '$2 == "warn" || $2 == "error"' "$tmp/wasmkeep.log" | head -20
+echo "workerd log: $(wc -l <"$tmp/workerd.log") lines"
+head -20 "$tmp/workerd.log"
