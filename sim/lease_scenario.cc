@@ -632,6 +632,8 @@ class LeaseSim {
       }
     }
   }
+  // Above every hold's generation: the audit only reads, and a restore refuses a log that
+  // already holds its own generation or a later one.
   static constexpr std::uint64_t kAuditGeneration = ~std::uint64_t{0};
 
   // ---- faults
