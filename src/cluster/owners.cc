@@ -60,6 +60,7 @@ HoldView Owners::Register(const ActorId& actor, Generation g, Version v, std::ui
 void Owners::Park(const ActorId& actor, Generation g, Version v) {
   ++stats_.releases_parked;
   Pending p{actor, g, std::move(v), env_.MonoNow(), kEntryBackoffMin};
+  p.serial = next_serial_++;
   pending_[{actor, g.value}] = std::move(p);
 }
 
@@ -171,7 +172,8 @@ Task<AcquireResult> Owners::Acquire(ActorId actor) {
   }
   // Undecided: the write may still be in flight and land.
   ++stats_.unresolved;
-  unresolved_[{actor, next.value}] = Unresolved{actor, next, read_version, env_.MonoNow(), kEntryBackoffMin};
+  unresolved_[{actor, next.value}] =
+      Unresolved{actor, next, read_version, env_.MonoNow(), kEntryBackoffMin, next_serial_++};
   WK_LOG_WARN("acquire outcome unknown; kept for the resolver",
               {{"actor", actor.ToString()}, {"generation", std::to_string(next.value)}, {"error", put.status().ToString()}});
   co_return Outcome(AcquireResult::Kind::kUnknown, "acquire outcome unknown: " + put.status().ToString());
@@ -297,6 +299,7 @@ Task<bool> Owners::TryUnresolved(Unresolved entry) {
 Task<void> Owners::RunBatch(bool pendings, std::vector<EntryKey> keys, int* refusals) {
   for (std::size_t i = 0; i < keys.size() && *refusals < kMaxRefusalsInARow && lease_.IsValid();) {
     std::vector<EntryKey> batch_keys;
+    std::vector<std::uint64_t> serials;
     std::vector<TaskHandle> handles;
     std::vector<std::shared_ptr<bool>> done;
     for (; i < keys.size() && static_cast<int>(handles.size()) < kPendingConcurrency; ++i) {
@@ -304,10 +307,12 @@ Task<void> Owners::RunBatch(bool pendings, std::vector<EntryKey> keys, int* refu
       if (pendings) {
         auto it = pending_.find(keys[i]);
         if (it == pending_.end()) continue;
+        serials.push_back(it->second.serial);
         handles.push_back(env_.Spawn(TryPendingInto(it->second, flag), "pending release"));
       } else {
         auto it = unresolved_.find(keys[i]);
         if (it == unresolved_.end()) continue;
+        serials.push_back(it->second.serial);
         handles.push_back(env_.Spawn(TryUnresolvedInto(it->second, flag), "resolver"));
       }
       batch_keys.push_back(keys[i]);
@@ -318,8 +323,12 @@ Task<void> Owners::RunBatch(bool pendings, std::vector<EntryKey> keys, int* refu
       const EntryKey& k = batch_keys[j];
       if (*done[j]) {
         *refusals = 0;
-        if (pendings) pending_.erase(k);
-        else unresolved_.erase(k);
+        // Only the entry that was worked on: one that replaced it meanwhile stays.
+        if (pendings) {
+          if (auto it = pending_.find(k); it != pending_.end() && it->second.serial == serials[j]) pending_.erase(it);
+        } else {
+          if (auto it = unresolved_.find(k); it != unresolved_.end() && it->second.serial == serials[j]) unresolved_.erase(it);
+        }
         continue;
       }
       ++*refusals;

@@ -159,6 +159,7 @@ class Owners {
     Version version;  // the acquire's version (or a resolver's read): every retry uses it
     MonoTime next_try{};
     Duration backoff{};
+    std::uint64_t serial = 0;  // which entry this is (see RunBatch)
   };
   struct Unresolved {
     ActorId actor;
@@ -168,6 +169,10 @@ class Owners {
     std::optional<Version> read_version;
     MonoTime next_try{};
     Duration backoff{};
+    // Which entry this is: a second unknown acquire at the same generation replaces the
+    // entry while the resolver may be working on the first; only the entry it worked on
+    // may be erased (found by the simulator, `storage` seed 225 at 50cb5b5).
+    std::uint64_t serial = 0;
   };
   enum class Freed { kFree, kHeld, kUnknown };
   using EntryKey = std::pair<ActorId, std::uint64_t>;  // (actor, generation)
@@ -201,6 +206,7 @@ class Owners {
   std::map<EntryKey, Unresolved> unresolved_;
   OwnersStats stats_;
   OwnersMutants mutants_;
+  std::uint64_t next_serial_ = 1;
   bool accepting_ = true;  // false from a drain on: Acquire refuses
   bool background_on_ = false;
   std::optional<Env::TimerId> tick_timer_;
