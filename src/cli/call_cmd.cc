@@ -21,8 +21,8 @@ struct CallOptions_ {
   bool include = false;
 };
 
-Task<int> Call(RealEnv* env, HttpClient* client, HttpRequest request, double timeout_seconds, bool include) {
-  const auto deadline = env->MonoNow() + std::chrono::milliseconds(static_cast<std::int64_t>(timeout_seconds * 1000));
+Task<int> Call(RealEnv* env, HttpClient* client, HttpRequest request, Duration timeout, bool include) {
+  const auto deadline = env->MonoNow() + timeout;
   HttpOutcome got = co_await client->Send(std::move(request), deadline);
   if (!got.ok()) {
     std::fprintf(stderr, "wasmkeep: no answer from %s: %s %s\n", client->endpoint().host_header.c_str(),
@@ -48,6 +48,11 @@ int RunCall(const GlobalOptions& globals, CallOptions_ opts) {
   auto config = LoadConfigFromOptions(globals);
   if (!config.ok()) {
     std::fprintf(stderr, "wasmkeep: %s\n", config.status().ToString().c_str());
+    return kExitUsage;
+  }
+  auto call = CallOptionsFrom(globals);
+  if (!call.ok()) {
+    std::fprintf(stderr, "wasmkeep: %s\n", call.status().message().c_str());
     return kExitUsage;
   }
   if (opts.token.empty()) {
@@ -101,7 +106,7 @@ int RunCall(const GlobalOptions& globals, CallOptions_ opts) {
     std::fprintf(stderr, "wasmkeep: %s\n", client.status().ToString().c_str());
     return kExitUsage;
   }
-  const int code = env.RunMain(Call(&env, client->get(), std::move(request), globals.timeout_seconds, opts.include));
+  const int code = env.RunMain(Call(&env, client->get(), std::move(request), call->timeout, opts.include));
   (*client)->Shutdown();
   return code;
 }

@@ -167,6 +167,9 @@ Task<void> StartActors(ActorServing* s) {
   }
 }
 
+// A plain function spawns it (GCC 12 and several Spawns in one coroutine).
+void SpawnActorStart(RealEnv* env, ActorServing* serving) { env->Spawn(StartActors(serving), "start actors"); }
+
 // The HTTP handler: the admin routes, then the actor API.
 Task<ServerResponse> Route(const AdminRoutes* admin, ActorServing* serving, ServerRequest request) {
   if (auto r = admin->Handle(request)) co_return std::move(*r);
@@ -207,7 +210,7 @@ Task<int> ServeMain(RealEnv* env, ClusterNode* node, LeaseTiming timing, DebugWr
   }
   // A plain function spawns the writers (GCC 12 and several Spawns in one coroutine).
   if (writer->options) StartDebugWriters(env, node, writer->store, writer->metrics, writer->node_id, writer->options);
-  env->Spawn(StartActors(serving), "start actors");
+  SpawnActorStart(env, serving);
   const int what = co_await event.Wait();
   signals.cancel();
   if (what > 0) {

@@ -13,12 +13,19 @@ Task<Result<std::unique_ptr<actor::ActorStorage>>> ReplicaProvider::Open(const A
   const ActorId id = id_ref;
   std::shared_ptr<bool> alive = alive_;
   auto hold = co_await holds_.Acquire(id);
-  if (hold.ok() && used_generations_[id].count(hold->generation)) {
+  if (!*alive) co_return Cancelled("storage provider gone");
+  auto used = [this, &id](std::uint64_t g) {
+    auto it = last_generation_.find(id);
+    return it != last_generation_.end() && g <= it->second;
+  };
+  if (hold.ok() && used(hold->generation)) {
     // This generation already served a replica (its log keys are taken): a new hold.
-    const std::uint64_t used = hold->generation;
-    co_await holds_.Release(id, used);
+    const std::uint64_t stale = hold->generation;
+    co_await holds_.Release(id, stale);
+    if (!*alive) co_return Cancelled("storage provider gone");
     hold = co_await holds_.Acquire(id);
-    if (hold.ok() && used_generations_[id].count(hold->generation)) {
+    if (!*alive) co_return Cancelled("storage provider gone");
+    if (hold.ok() && used(hold->generation)) {
       co_return Retryable("the hold of " + id.ToString() + " at generation " + std::to_string(hold->generation) +
                           " is still being released");
     }
@@ -26,7 +33,7 @@ Task<Result<std::unique_ptr<actor::ActorStorage>>> ReplicaProvider::Open(const A
   if (!hold.ok()) co_return hold.status();
   if (!*alive) co_return Cancelled("storage provider gone");
   const std::uint64_t generation = hold->generation;
-  used_generations_[id].insert(generation);
+  last_generation_[id] = generation;
   Replica::Deps deps = deps_;
   auto replica = co_await Replica::Open(std::move(deps), id, std::move(*hold), options_);
   if (!*alive) co_return Cancelled("storage provider gone");
@@ -51,12 +58,11 @@ void ReplicaProvider::Close(const ActorId& id, std::unique_ptr<actor::ActorStora
   std::unique_ptr<Replica> replica(static_cast<Replica*>(storage.release()));
   auto it = open_.find(id);
   if (it != open_.end() && it->second == replica.get()) open_.erase(it);
-  deps_.env.Spawn(CloseLater(alive_, this, id, std::move(replica)), "replica close");
+  deps_.env.Spawn(CloseLater(alive_, this, id, std::move(replica), close_limit_), "replica close");
 }
 
 Task<void> ReplicaProvider::CloseLater(std::shared_ptr<bool> alive, ReplicaProvider* self, ActorId id,
-                                       std::unique_ptr<Replica> replica) {
-  const Duration limit = self->close_limit_;
+                                       std::unique_ptr<Replica> replica, Duration limit) {
   const std::uint64_t generation = replica->generation();
   Status s = co_await replica->Close(limit);
   if (!*alive) co_return;
@@ -66,6 +72,12 @@ Task<void> ReplicaProvider::CloseLater(std::shared_ptr<bool> alive, ReplicaProvi
   replica.reset();
   // Durable (or failed, and its hold already abandoned): the hold can go.
   co_await self->holds_.Release(id, generation);
+  if (!*alive) co_return;
+  // The hold is gone: the next acquisition writes a higher generation.
+  if (auto it = self->last_generation_.find(id); it != self->last_generation_.end() && it->second == generation &&
+      self->open_.count(id) == 0) {
+    self->last_generation_.erase(it);
+  }
 }
 
 Task<void> ReplicaProvider::ReleaseLater(std::shared_ptr<bool> alive, HoldSource* holds, ActorId id,

@@ -59,14 +59,16 @@ class ReplicaProvider final : public actor::StorageProvider {
  private:
   static Task<void> ReleaseLater(std::shared_ptr<bool> alive, HoldSource* holds, ActorId id, std::uint64_t generation);
   static Task<void> CloseLater(std::shared_ptr<bool> alive, ReplicaProvider* self, ActorId id,
-                               std::unique_ptr<Replica> replica);
+                               std::unique_ptr<Replica> replica, Duration limit);
 
   Replica::Deps deps_;
   HoldSource& holds_;
   ReplicaOptions options_;
   Duration close_limit_;
   std::map<ActorId, Replica*> open_;
-  std::map<ActorId, std::set<std::uint64_t>> used_generations_;
+  // The last generation each open actor used (generations only grow, so anything at or
+  // below it was used); erased once its hold is released.
+  std::map<ActorId, std::uint64_t> last_generation_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

@@ -199,7 +199,7 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
     }
     c->Acknowledge(last_seq);
     if (snapshot_body) c->env.Spawn(SendSnapshot(c, position, std::move(*snapshot_body)), "snapshot upload");
-    if (position.seq == 0) c->MaybeCollect();
+    if (position.seq == 0 && c->RestoreSawGarbage()) c->MaybeCollect();
     c->StartNextUpload();
   }
 
@@ -259,6 +259,14 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
     return in;
   }
 
+  // Whether the log as the restore listed it holds anything to collect (or to collect once
+  // the fencing bound has passed): otherwise the pass after the fence would be two LISTs
+  // for nothing.
+  bool RestoreSawGarbage() const {
+    const GcPlan plan = PlanGc(MakeGcInput(restored.listed_segments, restored.listed_snapshots));
+    return !plan.segments.empty() || !plan.snapshots.empty() || plan.waiting_for_bound;
+  }
+
   void MaybeCollect() {
     if (stopped || failed_now() || options.gc_max_deletes_per_pass == 0 || !hold.is_valid()) return;
     if (gc_running) {
@@ -299,10 +307,9 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
       int deleted = 0;
       for (const std::string& key : keys) {
         if (!c->hold.is_valid()) break;  // only an owner collects
-        if (deleted >= c->options.gc_max_deletes_per_pass || c->stopped) {
-          c->gc_again = true;
-          break;
-        }
+        // At most gc_max_deletes_per_pass: the rest waits for the next pass (the next
+        // snapshot, or the fencing-bound timer).
+        if (deleted >= c->options.gc_max_deletes_per_pass || c->stopped) break;
         // Only this actor's log, ever (never nodes/, owners/, leases/).
         WK_CHECK(key.starts_with(wal_prefix) || key.starts_with(snap_prefix), "gc of a key outside the log: " + key);
         std::string k = key;

@@ -56,13 +56,21 @@ Task<void> ReadWorker(Env& env, ObjectStore& store, std::shared_ptr<ReadQueue> q
   }
 }
 
-// Reads every object of q, `parallelism` at once.
-Task<Status> ReadAll(Env& env, ObjectStore& store, std::shared_ptr<ReadQueue> q, RestoreOptions options) {
+// Spawns the readers. A plain function, not a coroutine: GCC 12 miscompiled a coroutine
+// that spawns several tasks (cluster/cluster_node.cc, docs/DEVELOPING.md).
+std::vector<TaskHandle> SpawnReaders(Env& env, ObjectStore& store, const std::shared_ptr<ReadQueue>& q,
+                                     const RestoreOptions& options) {
   const int workers = std::max(1, std::min<int>(options.parallelism, static_cast<int>(q->reads.size())));
   std::vector<TaskHandle> handles;
   for (int i = 0; i < workers && !q->reads.empty(); ++i) {
     handles.push_back(env.Spawn(ReadWorker(env, store, q, options), "restore read"));
   }
+  return handles;
+}
+
+// Reads every object of q, `parallelism` at once.
+Task<Status> ReadAll(Env& env, ObjectStore& store, std::shared_ptr<ReadQueue> q, RestoreOptions options) {
+  std::vector<TaskHandle> handles = SpawnReaders(env, store, q, options);
   for (auto& h : handles) {
     if (!co_await h.Join()) {
       for (auto& other : handles) other.Cancel();
@@ -73,6 +81,23 @@ Task<Status> ReadAll(Env& env, ObjectStore& store, std::shared_ptr<ReadQueue> q,
     if (!r.body) co_return r.status.ok() ? Fatal("restore read of " + r.key + " did not run") : r.status;
   }
   co_return Status::Ok();
+}
+
+using Listed = std::optional<Result<std::vector<ListEntry>>>;
+
+Task<void> ListInto(Env& env, ObjectStore& store, std::string prefix, RestoreOptions options,
+                    std::shared_ptr<Listed> into) {
+  auto r = co_await ListAll(env, store, std::move(prefix), options.list_timeout, options.read_attempts);
+  into->emplace(std::move(r));
+}
+
+// A plain function for the same reason as SpawnReaders.
+std::pair<TaskHandle, TaskHandle> SpawnListings(Env& env, ObjectStore& store, const std::string& wal_prefix,
+                                                const std::string& snap_prefix, const RestoreOptions& options,
+                                                const std::shared_ptr<Listed>& wal, const std::shared_ptr<Listed>& snap) {
+  TaskHandle a = env.Spawn(ListInto(env, store, wal_prefix, options, wal), "restore list");
+  TaskHandle b = env.Spawn(ListInto(env, store, snap_prefix, options, snap), "restore list");
+  return {a, b};
 }
 
 }  // namespace
@@ -107,15 +132,11 @@ Task<Result<Restored>> Restore(Env& env, ObjectStore& store, ActorId actor, std:
   const std::string snap_prefix = SnapshotPrefix(actor);
 
   // 1. Both listings at once.
-  auto wal_list = std::make_shared<std::optional<Result<std::vector<ListEntry>>>>();
-  auto snap_list = std::make_shared<std::optional<Result<std::vector<ListEntry>>>>();
-  auto list_into = [](Env& e, ObjectStore& s, std::string prefix, RestoreOptions o,
-                      std::shared_ptr<std::optional<Result<std::vector<ListEntry>>>> into) -> Task<void> {
-    auto r = co_await ListAll(e, s, std::move(prefix), o.list_timeout, o.read_attempts);
-    into->emplace(std::move(r));
-  };
-  TaskHandle h1 = env.Spawn(list_into(env, store, wal_prefix, options, wal_list), "restore list");
-  TaskHandle h2 = env.Spawn(list_into(env, store, snap_prefix, options, snap_list), "restore list");
+  auto wal_list = std::make_shared<Listed>();
+  auto snap_list = std::make_shared<Listed>();
+  std::pair<TaskHandle, TaskHandle> lists = SpawnListings(env, store, wal_prefix, snap_prefix, options, wal_list, snap_list);
+  TaskHandle h1 = lists.first;
+  TaskHandle h2 = lists.second;
   const bool joined1 = co_await h1.Join();
   const bool joined2 = joined1 && co_await h2.Join();
   if (!joined1 || !joined2) {

@@ -45,7 +45,10 @@ Task<Status> ActorHost::LoadClass(std::string tenant, std::string class_name) {
   if (!*alive) co_return Cancelled("node stopping");
   if (!current.ok()) co_return current.status();
   if (!current->has_value()) {
-    loaded_[key] = Loaded{{}, checked, false};
+    // Remembered for class_check, so a burst of requests for a missing class costs one GET;
+    // bounded, since any caller can name classes that do not exist.
+    if (loaded_.size() >= kMaxRememberedClasses) std::erase_if(loaded_, [](const auto& e) { return !e.second.exists; });
+    if (loaded_.size() < kMaxRememberedClasses) loaded_[key] = Loaded{{}, checked, false};
     co_return NotFound("no class " + tenant + "/" + class_name + " (deploy one with `wasmkeep deploy`)");
   }
   const control::ModuleDigest digest = (*current)->module;

@@ -32,6 +32,10 @@
 
 namespace wk {
 
+// Classes whose version (or absence) a node remembers; past it, remembered absences are
+// forgotten first.
+inline constexpr std::size_t kMaxRememberedClasses = 10'000;
+
 struct ActorHostOptions {
   std::string node_id;
   actor::RuntimeOptions runtime;

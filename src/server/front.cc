@@ -73,7 +73,11 @@ Task<ServerResponse> Front::Handle(ServerRequest request) {
   int hops = 0;
   std::string tenant;
   auto forwarded = deps_.forwarder.Verify(request);
-  if (!forwarded.ok()) co_return Error(401, "forwarded request refused: " + forwarded.status().message());
+  if (!forwarded.ok()) {
+    ServerResponse refused = Error(401, "forwarded request refused: " + forwarded.status().message());
+    refused.headers.emplace_back(std::string(kForwardingRefused), forwarded.status().message());
+    co_return refused;
+  }
   if (forwarded->has_value()) {
     hops = (*forwarded)->hops;
     tenant = (*forwarded)->tenant;
@@ -109,10 +113,22 @@ Task<ServerResponse> Front::Handle(ServerRequest request) {
   actor_request.body = request.body;
 
   // 3. Where it runs.
-  if (deps_.runtime.IsResident(id)) co_return co_await Run(std::move(id), std::move(actor_request));
+  if (deps_.runtime.IsResident(id)) {
+    // Resident, but is it still ours? A hold that ended (lapse, release, drain, lost lease)
+    // leaves the actor in memory until it unloads; it must not answer, not even a read,
+    // from state a next owner may already have moved past.
+    if (!deps_.owners.Find(id).IsValid()) {
+      deps_.runtime.Unload(id);
+      co_return Error(503, "this node no longer holds " + id.ToString(), true);
+    }
+    co_return co_await Run(std::move(id), std::move(actor_request));
+  }
   if (!deps_.owners.accepting()) co_return Error(503, "this node is draining", true);
   auto other = co_await deps_.owners.OtherOwner(id);
-  if (!other.ok()) co_return Error(503, "cannot read the owner of " + id.ToString() + ": " + other.status().message(), true);
+  if (!other.ok()) {
+    if (other.code() == Code::kFatal) co_return Error(500, "the owner record of " + id.ToString() + ": " + other.status().message());
+    co_return Error(503, "cannot read the owner of " + id.ToString() + ": " + other.status().message(), true);
+  }
   if (other->has_value()) {
     if (hops >= options_.max_hops) co_return Error(503, id.ToString() + " is moving between nodes", true);
     const std::string owner = (*other)->node_id;
@@ -152,8 +168,19 @@ Task<ServerResponse> Front::ForwardTo(const std::string& node_id, ServerRequest 
   const std::string address = it->second.record->address;
   auto got = co_await deps_.forwarder.Forward(address, std::move(request), std::move(tenant), hops);
   if (!got.ok()) {
+    if (got.code() == Code::kInvalidArgument) co_return Error(501, got.status().message());
     WK_LOG_WARN("forwarding failed", {{"node", options_.node_id}, {"owner", node_id}, {"error", got.status().ToString()}});
     co_return Error(503, "the owner " + node_id + " did not answer: " + got.status().message(), true);
+  }
+  if (got->status == 401) {
+    for (const auto& [n, v] : got->headers) {
+      if (boost::beast::iequals(n, kForwardingRefused)) {
+        // The peer refused our signature (clocks more than 60 s apart, or another cluster
+        // secret): not the client's fault, and not a token problem.
+        WK_LOG_WARN("a peer refused a forwarded request", {{"node", options_.node_id}, {"owner", node_id}, {"why", v}});
+        co_return Error(503, "the owner " + node_id + " refused the forwarded request: " + v, true);
+      }
+    }
   }
   ++stats_.forwarded;
   if (metrics_.forwarded) metrics_.forwarded->Inc();

@@ -8,7 +8,8 @@
 //      malformed, unknown or revoked one is 401, a token of another tenant 403. A request
 //      another node forwarded carries that node's signature instead (forwarder.h): a bad
 //      one is 401.
-//   3. Route. Served here if this node has the actor resident. Otherwise one GET of its
+//   3. Route. Served here if this node has the actor resident and still holds it (resident
+//      with its hold ended: 503, and the actor is unloaded). Otherwise one GET of its
 //      ownership record within 250 ms (Owners::OtherOwner): another node that the
 //      membership view shows live → forward the request there, unchanged, and pass its
 //      answer back unchanged. Nobody, or a holder not live → load the class (404 if there
@@ -37,6 +38,9 @@
 namespace wk {
 
 inline constexpr std::string_view kActorsPrefix = "/v1/actors/";
+// On a 401 for a forwarded request whose signature did not verify: tells the sending node
+// (which answers its client 503) from a client's bad token.
+inline constexpr std::string_view kForwardingRefused = "X-Wasmkeep-Forwarding-Refused";
 
 struct FrontOptions {
   std::string node_id;

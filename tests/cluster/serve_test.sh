@@ -114,7 +114,9 @@ check "once it starts again it runs the new version (counter)" '[ "$(req 1 POST 
 W cluster drain n1 --wait 10 >/dev/null 2>&1
 r=$(curl -s -o /dev/null -D - -w '%{http_code}' -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$(port_of 1)/v1/actors/acme/counter/fresh")
 check "a draining node answers 503 with Retry-After" '[[ "$r" == *503 ]] && grep -qi "retry-after" <<<"$r"'
+check "an actor still in memory whose hold the drain released does not answer from memory: 503" '[ "$(status 1 GET acme/counter/c1)" = 503 ]'
 W cluster undrain n1 >/dev/null 2>&1
+check "undrained, it is acquired again with its state" '[ "$(until_ok 20 1 GET acme/counter/c1)" = "200 101" ]' 
 stop "$pid_n1b"
 
 # ---- the bucket unreachable: 503, not ready, still up; then back
