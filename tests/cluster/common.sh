@@ -48,7 +48,17 @@ heartbeat_period_ms = 600
 TOML
 W() { "$wk" --config "$work/fast.toml" --bucket "$bucket" "$@"; }
 
-port_base=$((20000 + RANDOM % 20000))
+# Node ports: port_of 1..12 above a random base in [61000, 65400), above Linux's ephemeral
+# range (32768-60999: an outgoing connection could take a port there between our pick and
+# the node's bind) and clear of RGW's ports (scripts/rgw.sh: 20000-32000). A base whose
+# ports are in use (another suite running at the same time) is skipped.
+port_free() { ! command -v ss >/dev/null 2>&1 || [ -z "$(ss -Htan "( sport = :$1 )" 2>/dev/null)" ]; }
+for _ in $(seq 1 50); do
+  port_base=$((61000 + RANDOM % 4400))
+  all_free=1
+  for k in $(seq 1 12); do port_free $((port_base + k)) || { all_free=0; break; }; done
+  [ "$all_free" = 1 ] && break
+done
 port_of() { echo $((port_base + $1)); }
 # wait_ready INDEX SECONDS
 wait_ready() {

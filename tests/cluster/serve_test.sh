@@ -136,6 +136,7 @@ start a a 3
 start b b 4
 start c c 5
 check "three nodes ready" 'wait_ready 3 20 && wait_ready 4 20 && wait_ready 5 20'
+for n in a b c; do kill -0 "$(eval echo "\$pid_$n")" 2>/dev/null || { echo "     (node $n exited; its log:)"; tail -5 "$work/$n.log"; }; done
 ok=1
 n=0
 for round in 1 2 3 4 5; do
@@ -147,7 +148,8 @@ for round in 1 2 3 4 5; do
 done
 check "requests landing on any node reach one owner: 15 increments count 1..15" '[ "$ok" = 1 ]'
 owner=$(W bucket get owners/acme/counter/shared 2>/dev/null | awk '/^owner /{print $2}')
-fwd=$(( $(metric 3 'wasmkeep_api_requests_total{route="forwarded"}' | cut -d. -f1) + $(metric 4 'wasmkeep_api_requests_total{route="forwarded"}' | cut -d. -f1) + $(metric 5 'wasmkeep_api_requests_total{route="forwarded"}' | cut -d. -f1) ))
+forwarded() { local v; v=$(metric "$1" 'wasmkeep_api_requests_total{route="forwarded"}' | cut -d. -f1); echo "${v:-0}"; }
+fwd=$(( $(forwarded 3) + $(forwarded 4) + $(forwarded 5) ))
 check "the other two nodes forwarded to the owner ($owner): 10 forwarded" '[ "$fwd" = 10 ]'
 case "$owner" in a) opid=$pid_a; other=4 ;; b) opid=$pid_b; other=5 ;; c) opid=$pid_c; other=3 ;; *) opid=""; other=3 ;; esac
 stop "$opid"
