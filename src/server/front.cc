@@ -190,7 +190,16 @@ Task<ServerResponse> Front::ForwardTo(const std::string& node_id, ServerRequest 
 Task<ServerResponse> Front::Run(ActorId id, actor::Request request) {
   const std::string name = id.ToString();
   const std::string method = request.method;
+  const ActorId actor = id;
   actor::EventResult result = co_await deps_.runtime.HandleRequest(std::move(id), std::move(request));
+  // The hold must still be valid when the answer goes out: a read is answered from memory,
+  // and a hold that ended while the event ran may already have a successor (a write's
+  // answer was gated on durability under a valid hold; turning it into a 503 loses
+  // nothing: a 503 says "not acknowledged, may have taken effect").
+  if (result.ok() && !deps_.owners.Find(actor).IsValid()) {
+    deps_.runtime.Unload(actor);
+    co_return Error(503, "this node's hold of " + name + " ended while the event ran", true);
+  }
   ++stats_.local;
   if (metrics_.local) metrics_.local->Inc();
   // One line per event at debug level (log.level = "debug"): an access log.
