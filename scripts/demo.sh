@@ -24,7 +24,9 @@ say() { printf '\n$ %s\n' "$*"; }
 tmp=$(mktemp -d)
 
 say "wasmkeep serve --listen $node   # a node on the bucket $bucket"
-W serve --listen "$node" 2>"$tmp/serve.log" &
+# Not through W: a backgrounded shell function is a subshell, and $! would be its pid, not
+# the node's (a TERM would then leave the node running).
+"$wk" --bucket "$bucket" serve --listen "$node" 2>"$tmp/serve.log" &
 serve_pid=$!
 stop_node() {
   if kill -0 "$serve_pid" 2>/dev/null; then
