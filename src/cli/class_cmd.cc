@@ -20,15 +20,6 @@ struct ClassArgs {
   bool json = false;
 };
 
-std::string Iso(WallTime t) {
-  std::time_t secs = static_cast<std::time_t>(ToUnixMs(t) / 1000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 Task<int> Deploy(ObjectStore* store, RealEnv* env, ClassArgs a, std::string bytes, CallOptions call) {
   auto v = co_await control::DeployClass(*store, *env, a.tenant, a.class_name, std::move(bytes), call);
   if (!v.ok()) {
@@ -78,7 +69,7 @@ Task<int> List(ObjectStore* store, std::optional<std::string> tenant, bool json,
         continue;
       }
       std::printf("%-24s %-24s %-21s %-10llu %s\n", c.tenant.c_str(), c.class_name.c_str(),
-                  Iso(c.current->deployed_at).c_str(), static_cast<unsigned long long>(c.current->size_bytes),
+                  IsoUtc(c.current->deployed_at).c_str(), static_cast<unsigned long long>(c.current->size_bytes),
                   c.current->module.hex.c_str());
     }
     if (classes->empty()) std::printf("(no classes deployed)\n");

@@ -16,15 +16,6 @@ struct ClusterArgs {
   double wait_seconds = 60;
 };
 
-std::string Iso(WallTime t) {
-  std::time_t secs = static_cast<std::time_t>(ToUnixMs(t) / 1000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 Task<int> Status_(RealEnv* env, ObjectStore* store, LeaseTiming timing, bool json) {
   auto nodes = co_await ClusterStatus(*env, *store, timing);
   if (!nodes.ok()) co_return Fail(nodes.status());
@@ -65,11 +56,11 @@ Task<int> Fence(RealEnv* env, ObjectStore* store, LeaseTiming timing, std::strin
     std::printf("nodes/%s is already fenced; nothing written\n", node.c_str());
   } else if (out->created) {
     std::printf("fenced nodes/%s (no object existed): records naming it are free from %s\n", node.c_str(),
-                Iso(out->free_at).c_str());
+                IsoUtc(out->free_at).c_str());
   } else {
     std::printf("fenced nodes/%s (instance %s, last written %s): its process exits at its next write; "
                 "records naming it are free from %s\n",
-                node.c_str(), out->instance.c_str(), Iso(out->written_at).c_str(), Iso(out->free_at).c_str());
+                node.c_str(), out->instance.c_str(), IsoUtc(out->written_at).c_str(), IsoUtc(out->free_at).c_str());
   }
   co_return kExitOk;
 }

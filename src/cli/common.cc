@@ -1,6 +1,7 @@
 #include "cli/common.h"
 
 #include <cstdio>
+#include <ctime>
 
 #include "base/log.h"
 #include "store/faulty_store.h"
@@ -64,6 +65,15 @@ Result<CallOptions> CallOptionsFrom(const GlobalOptions& g) {
     return InvalidArgument("--timeout must be in (0, 3600] seconds");
   }
   return CallOptions{std::chrono::duration_cast<Duration>(std::chrono::duration<double>(g.timeout_seconds))};
+}
+
+std::string IsoUtc(WallTime t) {
+  std::time_t secs = static_cast<std::time_t>(ToUnixMs(t) / 1000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
 }
 
 }  // namespace wk::cli

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "base/time.h"
 #include "cli/config.h"
 #include "env/real_env.h"
 #include "store/object_store.h"
@@ -41,6 +42,8 @@ Result<Config> LoadConfigFromOptions(const GlobalOptions& g);
 // Opens the bucket: --bucket, else the config file's, else the default. With
 // WASMKEEP_DEBUG_FAULTS set, wraps it in a FaultyStore (tests only; logged loudly).
 Result<std::unique_ptr<ObjectStore>> OpenBucket(RealEnv& env, const GlobalOptions& g, const Config& config);
+// t as ISO 8601 UTC to the second ("2026-12-02T14:48:04Z"), for command output.
+std::string IsoUtc(WallTime t);
 // The per-request deadline from --timeout, or kInvalidArgument.
 Result<CallOptions> CallOptionsFrom(const GlobalOptions& g);
 

@@ -17,15 +17,6 @@ struct TenantArgs {
   bool json = false;
 };
 
-std::string Iso(WallTime t) {
-  std::time_t secs = static_cast<std::time_t>(ToUnixMs(t) / 1000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 void PrintToken(const control::NewToken& t, bool created) {
   if (created) std::printf("created tenant %s\n", t.tenant.c_str());
   std::printf("token id %s (revoke with `wasmkeep tenant revoke-token %s %s`)\n", t.token_id.c_str(), t.tenant.c_str(),
@@ -88,7 +79,7 @@ Task<int> List(ObjectStore* store, RealEnv*, TenantArgs a, CallOptions call) {
       }
       std::string ids;
       for (const auto& tok : t.record->tokens) ids += (ids.empty() ? "" : " ") + tok.id;
-      std::printf("%-24s %-21s %s\n", t.tenant.c_str(), Iso(t.record->created_at).c_str(),
+      std::printf("%-24s %-21s %s\n", t.tenant.c_str(), IsoUtc(t.record->created_at).c_str(),
                   ids.empty() ? "(none)" : ids.c_str());
     }
     if (tenants->empty()) std::printf("(no tenants; create one with `wasmkeep tenant add NAME`)\n");

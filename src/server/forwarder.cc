@@ -1,13 +1,10 @@
 #include "server/forwarder.h"
 
-#include <openssl/crypto.h>
-
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/verb.hpp>
 #include <charconv>
 
 #include "store/s3/http_client.h"
-#include "store/s3/sigv4.h"
 
 namespace wk {
 namespace {
@@ -24,39 +21,33 @@ bool HopByHop(std::string_view name) {
   return false;
 }
 
-bool OurHeader(std::string_view name) {
-  for (std::string_view h : {Forwarder::kForwardedBy, Forwarder::kTenant, Forwarder::kHops, Forwarder::kTimestamp,
-                             Forwarder::kSignature}) {
+
+}  // namespace
+
+bool Forwarder::IsForwardingHeader(std::string_view name) {
+  for (std::string_view h : {kForwardedBy, kTenant, kHops, kTimestamp, kSignature}) {
     if (IEquals(name, h)) return true;
   }
   return false;
 }
 
-std::string Hex(std::string_view bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(bytes.size() * 2);
-  for (unsigned char c : bytes) {
-    out.push_back(kDigits[c >> 4]);
-    out.push_back(kDigits[c & 15]);
-  }
-  return out;
-}
-
-}  // namespace
-
-Forwarder::Forwarder(RealEnv& env, std::string node_id, std::string cluster_secret, ForwarderOptions options)
-    : env_(env), node_id_(std::move(node_id)), secret_(std::move(cluster_secret)), options_(options) {}
+Forwarder::Forwarder(RealEnv& env, std::string node_id, control::ClusterSecret secret, ForwarderOptions options)
+    : env_(env), node_id_(std::move(node_id)), secret_(secret), options_(options) {}
 
 Forwarder::~Forwarder() = default;
 
-std::string Forwarder::Sign(std::string_view method, std::string_view target, std::string_view tenant, int hops,
-                            std::int64_t timestamp_ms, std::string_view body) const {
+std::string Forwarder::SignedText(std::string_view method, std::string_view target, std::string_view tenant,
+                                  int hops, std::int64_t timestamp_ms, std::string_view body) {
   std::string text = "wasmkeep-forward 1\n";
   text.append(method).append("\n").append(target).append("\n").append(tenant).append("\n");
   text.append(std::to_string(hops)).append("\n").append(std::to_string(timestamp_ms)).append("\n");
-  text.append(Sha256Hex(body));
-  return Hex(HmacSha256(secret_, text));
+  text.append(control::ModuleDigest::Of(body).hex);  // the body's SHA-256, hex
+  return text;
+}
+
+std::string Forwarder::Sign(std::string_view method, std::string_view target, std::string_view tenant, int hops,
+                            std::int64_t timestamp_ms, std::string_view body) const {
+  return secret_.Sign(SignedText(method, target, tenant, hops, timestamp_ms, body));
 }
 
 Result<HttpClient*> Forwarder::ClientFor(const std::string& address) {
@@ -85,7 +76,7 @@ Task<Result<ServerResponse>> Forwarder::Forward(std::string address, ServerReque
   }
   out.target = request.target;
   for (auto& [n, v] : request.headers) {
-    if (!HopByHop(n) && !OurHeader(n)) out.headers.emplace_back(n, v);
+    if (!HopByHop(n) && !IsForwardingHeader(n)) out.headers.emplace_back(n, v);
   }
   const std::int64_t now = ToUnixMs(env_.WallNow());
   out.headers.emplace_back(std::string(kForwardedBy), node_id_);
@@ -129,8 +120,7 @@ Result<std::optional<ForwardedFrom>> Forwarder::Verify(const ServerRequest& requ
   const std::int64_t now = ToUnixMs(env_.WallNow());
   const std::int64_t window = std::chrono::duration_cast<std::chrono::milliseconds>(options_.max_clock_difference).count();
   if (t < now - window || t > now + window) return InvalidArgument("forwarded request outside the time window");
-  const std::string want = Sign(request.method, request.target, *tenant, h, t, request.body);
-  if (sig->size() != want.size() || CRYPTO_memcmp(sig->data(), want.data(), want.size()) != 0) {
+  if (!secret_.Verify(SignedText(request.method, request.target, *tenant, h, t, request.body), *sig)) {
     return InvalidArgument("bad forwarding signature");
   }
   return std::optional<ForwardedFrom>(ForwardedFrom{std::string(*by), std::string(*tenant), h});

@@ -29,6 +29,7 @@
 
 #include "base/status.h"
 #include "env/real_env.h"
+#include "server/control.h"
 #include "server/http_types.h"
 
 namespace wk {
@@ -50,7 +51,7 @@ struct ForwarderOptions {
 
 class Forwarder {
  public:
-  Forwarder(RealEnv& env, std::string node_id, std::string cluster_secret, ForwarderOptions options = {});
+  Forwarder(RealEnv& env, std::string node_id, control::ClusterSecret secret, ForwarderOptions options = {});
   ~Forwarder();
 
   // Sends request to the node at address ("host:port"), signed, with hop count hops.
@@ -68,6 +69,9 @@ class Forwarder {
     return Sign(method, target, tenant, hops, timestamp_ms, body);
   }
 
+  // One of the headers above (case-insensitive): set by the forwarder, never passed on.
+  static bool IsForwardingHeader(std::string_view name);
+
   static constexpr std::string_view kForwardedBy = "X-Wasmkeep-Forwarded-By";
   static constexpr std::string_view kTenant = "X-Wasmkeep-Tenant";
   static constexpr std::string_view kHops = "X-Wasmkeep-Hops";
@@ -75,13 +79,16 @@ class Forwarder {
   static constexpr std::string_view kSignature = "X-Wasmkeep-Signature";
 
  private:
+  // What the signature covers.
+  static std::string SignedText(std::string_view method, std::string_view target, std::string_view tenant, int hops,
+                                std::int64_t timestamp_ms, std::string_view body);
   std::string Sign(std::string_view method, std::string_view target, std::string_view tenant, int hops,
                    std::int64_t timestamp_ms, std::string_view body) const;
   Result<HttpClient*> ClientFor(const std::string& address);
 
   RealEnv& env_;
   std::string node_id_;
-  std::string secret_;
+  control::ClusterSecret secret_;
   ForwarderOptions options_;
   std::map<std::string, std::unique_ptr<HttpClient>> clients_;
 };

@@ -7,6 +7,12 @@
 namespace wk {
 namespace {
 
+control::ClusterSecret Secret(std::uint8_t fill) {
+  control::ClusterSecret s;
+  s.bytes.fill(fill);
+  return s;
+}
+
 class ForwarderTest : public ::testing::Test {
  protected:
   // A request as node "a" would send it: signed with secret at timestamp (ms).
@@ -27,7 +33,7 @@ class ForwarderTest : public ::testing::Test {
 };
 
 TEST_F(ForwarderTest, AClientRequestIsNotForwarded) {
-  Forwarder f(env_, "b", "secret");
+  Forwarder f(env_, "b", Secret(1));
   ServerRequest r;
   r.method = "GET";
   r.target = "/v1/actors/acme/counter/x";
@@ -37,7 +43,7 @@ TEST_F(ForwarderTest, AClientRequestIsNotForwarded) {
 }
 
 TEST_F(ForwarderTest, ASignedRequestVerifiesAndNamesItsSenderTenantAndHops) {
-  Forwarder f(env_, "b", "secret");
+  Forwarder f(env_, "b", Secret(1));
   auto v = f.Verify(Signed(f, "body", Now()));
   ASSERT_TRUE(v.ok()) << v.status().ToString();
   ASSERT_TRUE(v->has_value());
@@ -47,7 +53,7 @@ TEST_F(ForwarderTest, ASignedRequestVerifiesAndNamesItsSenderTenantAndHops) {
 }
 
 TEST_F(ForwarderTest, TamperingAnotherSecretAStaleTimestampOrMissingHeadersAreRefused) {
-  Forwarder f(env_, "b", "secret");
+  Forwarder f(env_, "b", Secret(1));
   ServerRequest body = Signed(f, "body", Now());
   body.body = "other";
   EXPECT_FALSE(f.Verify(body).ok()) << "the body is signed";
@@ -57,7 +63,7 @@ TEST_F(ForwarderTest, TamperingAnotherSecretAStaleTimestampOrMissingHeadersAreRe
   ServerRequest tenant = Signed(f, "body", Now());
   tenant.headers[1].second = "other";
   EXPECT_FALSE(f.Verify(tenant).ok()) << "the tenant is signed";
-  Forwarder stranger(env_, "c", "another secret");
+  Forwarder stranger(env_, "c", Secret(2));
   EXPECT_FALSE(f.Verify(Signed(stranger, "body", Now())).ok()) << "another cluster's secret";
   EXPECT_FALSE(f.Verify(Signed(f, "body", Now() - 120'000)).ok()) << "outside the 60 s window";
   ServerRequest partial = Signed(f, "body", Now());

@@ -103,12 +103,7 @@ Task<ServerResponse> Front::Handle(ServerRequest request) {
   actor_request.query = std::string(query);
   for (const auto& [n, v] : request.headers) {
     if (boost::beast::iequals(n, "Authorization")) continue;  // the actor never sees the token
-    bool ours = false;
-    for (std::string_view h : {Forwarder::kForwardedBy, Forwarder::kTenant, Forwarder::kHops, Forwarder::kTimestamp,
-                               Forwarder::kSignature}) {
-      ours = ours || boost::beast::iequals(n, h);
-    }
-    if (!ours) actor_request.headers.emplace_back(n, v);
+    if (!Forwarder::IsForwardingHeader(n)) actor_request.headers.emplace_back(n, v);
   }
   actor_request.body = request.body;
 
