@@ -84,6 +84,7 @@ struct ReplicaMutants {
   bool ack_late_upload = false;      // an upload that completes after validity ended counts
   bool restore_ignores_fence = false;  // every listed segment applied in key order
   bool gc_deletes_chain = false;       // GC deletes older generations' segments, chain or not
+  bool release_without_validity = false;  // an already-durable sequence is released without the validity check
 };
 
 // Process-wide metrics of every replica (register once, share).
