@@ -975,6 +975,8 @@ const std::vector<Scenario>& Scenarios() {
        &RunOwnershipScenario},
       {"storage", "3 nodes writing 3 actors through the durable replica as holds move (ARCHITECTURE.md, Durable storage)",
        {"ack-before-durable", "ack-late-upload", "restore-ignores-fence", "gc-deletes-chain"}, &RunStorageScenario},
+      {"routing", "clients appending to and reading 3 list actors through the front of 3 nodes (ARCHITECTURE.md, Serving and routing)",
+       {"release-without-validity", "answer-without-gate"}, &RunRoutingScenario},
   };
   return all;
 }

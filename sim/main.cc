@@ -1,6 +1,6 @@
 // wasmkeep-sim: runs the deterministic simulator's scenarios over many seeds.
 //
-//   wasmkeep-sim --scenario lease|ownership|storage|all --seeds N [--first-seed S] [--mutant NAME] [--expect-failure]
+//   wasmkeep-sim --scenario lease|ownership|storage|routing|all --seeds N [--first-seed S] [--mutant NAME] [--expect-failure]
 //                [--quiet] [--trace LINES]
 // --trace LINES keeps that many trace lines and prints them for passing seeds too.
 //
@@ -111,6 +111,11 @@ int main(int argc, char** argv) {
       total.cuts += r.cuts;
       total.upload_kills += r.upload_kills;
       total.moves += r.moves;
+      total.freezes += r.freezes;
+      total.appends += r.appends;
+      total.acked_appends += r.acked_appends;
+      total.reads += r.reads;
+      total.ok_reads += r.ok_reads;
       if (!r.ok) {
         failed_seed = seed;
         failure = std::move(r);
@@ -147,6 +152,12 @@ int main(int argc, char** argv) {
                   static_cast<ull>(total.late_uploads), static_cast<ull>(total.off_chain_segments),
                   static_cast<ull>(total.replica_failures), static_cast<ull>(total.cuts),
                   static_cast<ull>(total.upload_kills), static_cast<ull>(total.moves));
+    }
+    if (total.appends > 0) {
+      using ull = unsigned long long;
+      std::printf("  routing: %llu appends sent (%llu acknowledged), %llu reads sent (%llu answered), %llu freezes\n",
+                  static_cast<ull>(total.appends), static_cast<ull>(total.acked_appends), static_cast<ull>(total.reads),
+                  static_cast<ull>(total.ok_reads), static_cast<ull>(total.freezes));
     }
     if (failed_seed != 0) {
       std::printf("FAILED at seed %llu (replay: wasmkeep-sim --scenario %s --first-seed %llu --seeds 1%s)\n",

@@ -60,6 +60,12 @@ struct RunResult {
   std::uint64_t cuts = 0;                // replicas cut because their hold ended
   std::uint64_t upload_kills = 0;        // processes killed with a segment upload in flight
   std::uint64_t moves = 0;               // holds released under their replica
+  // routing scenario
+  std::uint64_t freezes = 0;        // nodes frozen past their lease, then resumed
+  std::uint64_t appends = 0;        // appends clients sent
+  std::uint64_t acked_appends = 0;  // appends answered 200
+  std::uint64_t reads = 0;          // reads clients sent
+  std::uint64_t ok_reads = 0;       // reads answered 200
 };
 
 struct Scenario {
@@ -79,5 +85,9 @@ RunResult RunOwnershipScenario(const RunOptions& options);
 // The storage scenario (ARCHITECTURE.md, "Durable storage"): the ownership scenario with a
 // durable replica writing on every hold.
 RunResult RunStorageScenario(const RunOptions& options);
+// The routing scenario (ARCHITECTURE.md, "Serving and routing"): the front, the forwarder,
+// ownership and the durable replica of 3 nodes end to end, clients checking linearizability
+// (sim/routing_scenario.cc).
+RunResult RunRoutingScenario(const RunOptions& options);
 
 }  // namespace wk::sim

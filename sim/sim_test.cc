@@ -55,6 +55,22 @@ TEST(SimTest, StorageSameSeedSameHistory) {
   EXPECT_NE(RunStorageScenario(o).history_digest, a.history_digest);
 }
 
+TEST(SimTest, RoutingSameSeedSameHistoryAndTheHistoryIsChecked) {
+  log::SetLevel(log::Level::kOff);
+  RunOptions o;
+  o.seed = 3;
+  RunResult a = RunRoutingScenario(o);
+  RunResult b = RunRoutingScenario(o);
+  EXPECT_TRUE(a.ok) << (a.violations.empty() ? "" : a.violations.front());
+  EXPECT_EQ(a.history_digest, b.history_digest);
+  EXPECT_EQ(a.acked_appends, b.acked_appends);
+  EXPECT_EQ(a.trace, b.trace);
+  EXPECT_GT(a.acked_appends, 0u);
+  EXPECT_GT(a.ok_reads, 0u);
+  o.seed = 4;
+  EXPECT_NE(RunRoutingScenario(o).history_digest, a.history_digest);
+}
+
 TEST(SimTest, StorageSeedsExerciseTheFaults) {
   log::SetLevel(log::Level::kOff);
   RunResult total;

@@ -54,18 +54,6 @@ Status ValidateRuntimeOptions(const RuntimeOptions& o) {
   return Status::Ok();
 }
 
-std::string_view EventOutcomeName(EventOutcome o) {
-  switch (o) {
-    case EventOutcome::kOk: return "ok";
-    case EventOutcome::kBadRequest: return "bad_request";
-    case EventOutcome::kNotFound: return "not_found";
-    case EventOutcome::kOverloaded: return "overloaded";
-    case EventOutcome::kActorFailed: return "actor_failed";
-    case EventOutcome::kUnavailable: return "unavailable";
-  }
-  return "?";
-}
-
 std::string_view UnloadReasonName(UnloadReason r) {
   switch (r) {
     case UnloadReason::kHibernated: return "hibernated";

@@ -39,6 +39,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "actor/event_host.h"
 #include "actor/storage.h"
 #include "actor/types.h"
 #include "base/metrics.h"
@@ -104,7 +105,7 @@ struct RuntimeStats {
   std::uint64_t evictions = 0;
 };
 
-class ActorRuntime {
+class ActorRuntime final : public EventHost {
  public:
   ActorRuntime(Env& env, engine::Engine& engine, ClassRegistry& classes, StorageProvider& storage,
                RuntimeOptions options, RuntimeHooks hooks = {}, MetricsRegistry* metrics = nullptr);
@@ -112,24 +113,24 @@ class ActorRuntime {
   // passed), every queued or in-flight event is answered "unavailable", events not yet
   // started are skipped, and every storage is closed (with callbacks possibly outstanding:
   // a StorageProvider must then drop them).
-  ~ActorRuntime();
+  ~ActorRuntime() override;
   ActorRuntime(const ActorRuntime&) = delete;
   ActorRuntime& operator=(const ActorRuntime&) = delete;
 
   // Runs a request event for the actor (starting it if needed) and answers once its
   // response may be released. Never throws; the outcome says what happened.
-  Task<EventResult> HandleRequest(ActorId id, Request request);
+  Task<EventResult> HandleRequest(ActorId id, Request request) override;
   // Runs the actor's alarm handler (wk_on_alarm); kNotFound if the module has none.
   Task<EventResult> HandleAlarm(ActorId id);
 
   // Asks an actor to leave memory as soon as it is idle (events queued meanwhile restart
   // it). No effect if it is not resident.
-  void Unload(const ActorId& id);
+  void Unload(const ActorId& id) override;
   // Refuses new events, lets running ones finish, unloads every actor and stops the
   // workers. Bounded by `limit`; returns false if actors were still resident.
   Task<bool> Shutdown(Duration limit = std::chrono::seconds(30));
 
-  bool IsResident(const ActorId& id) const;
+  bool IsResident(const ActorId& id) const override;
   RuntimeStats stats() const;
   const RuntimeOptions& options() const { return options_; }
 

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "env/real_env.h"
 #include "env/sim_env.h"
@@ -36,6 +38,38 @@ TEST(SimEnvTest, SleepAdvancesVirtualTimeOnly) {
   EXPECT_EQ(world.Now().time_since_epoch(), milliseconds(20));
   EXPECT_EQ(ToUnixMs(env.WallNow()), 1'000'020);
   EXPECT_EQ(env.live_tasks(), 0u);
+}
+
+TEST(SimEnvTest, AFrozenEnvRunsNothingUntilTheThawThenEverythingInOrder) {
+  SimWorld world(1);
+  SimEnv env(world, WallTime{});
+  SimEnv other(world, WallTime{});
+  std::vector<std::string> ran;
+  env.StartTimer(MonoTime(std::chrono::seconds(1)), [&] { ran.push_back("timer 1s"); });
+  const auto cancelled = env.StartTimer(MonoTime(std::chrono::seconds(2)), [&] { ran.push_back("cancelled"); });
+  env.StartTimer(MonoTime(std::chrono::seconds(3)), [&] { ran.push_back("timer 3s"); });
+  other.StartTimer(MonoTime(std::chrono::seconds(2)), [&] { ran.push_back("other 2s"); });
+  env.Freeze();
+  EXPECT_TRUE(env.frozen());
+  world.RunFor(std::chrono::seconds(2));
+  env.Post([&] { ran.push_back("post"); });
+  world.RunFor(std::chrono::milliseconds(500));
+  env.CancelTimer(cancelled);  // while it waits in the backlog
+  EXPECT_EQ(ran, std::vector<std::string>({"other 2s"})) << "another env keeps running";
+  env.Thaw();
+  world.RunFor(std::chrono::milliseconds(1));
+  EXPECT_EQ(ran, std::vector<std::string>({"other 2s", "timer 1s", "post"}));
+  EXPECT_EQ(world.Now(), MonoTime(std::chrono::milliseconds(2501))) << "the thawed env sees time jump";
+  world.RunUntilIdle();
+  EXPECT_EQ(ran, std::vector<std::string>({"other 2s", "timer 1s", "post", "timer 3s"}));
+  // A timer requeued by a thaw can still be cancelled.
+  const auto later = env.StartTimer(world.Now() + std::chrono::seconds(1), [&] { ran.push_back("requeued"); });
+  env.Freeze();
+  world.RunFor(std::chrono::seconds(2));
+  env.Thaw();
+  env.CancelTimer(later);
+  world.RunUntilIdle();
+  EXPECT_EQ(ran.back(), "timer 3s");
 }
 
 TEST(SimEnvTest, SkewShiftsWallClockNotMonotonic) {

@@ -62,7 +62,8 @@ SimEnv::SimEnv(SimWorld& world, WallTime wall_origin, Duration wall_skew)
     : world_(world), wall_origin_(wall_origin), wall_skew_(wall_skew), rng_(world.NextSeed()) {}
 
 SimEnv::~SimEnv() {
-  *alive_ = false;  // anything the frames' destructors schedule never runs
+  state_->alive = false;  // anything the frames' destructors schedule never runs
+  state_->backlog.clear();
   DestroyTasks();
 }
 
@@ -72,10 +73,17 @@ WallTime SimEnv::WallNow() const {
                                                                wall_skew_);
 }
 
+void SimEnv::Deliver(const std::shared_ptr<State>& state, TimerId id, std::function<void()>& fn) {
+  if (!state->alive) return;
+  if (state->frozen) {
+    state->backlog.emplace_back(id, std::move(fn));
+    return;
+  }
+  fn();
+}
+
 void SimEnv::Post(std::function<void()> fn) {
-  world_.Schedule(world_.Now(), [alive = alive_, fn = std::move(fn)] {
-    if (*alive) fn();
-  });
+  world_.Schedule(world_.Now(), [state = state_, fn = std::move(fn)]() mutable { Deliver(state, 0, fn); });
 }
 
 void SimEnv::PostFromAnyThread(std::function<void()>) {
@@ -83,11 +91,37 @@ void SimEnv::PostFromAnyThread(std::function<void()>) {
 }
 
 Env::TimerId SimEnv::StartTimer(MonoTime deadline, std::function<void()> fn) {
-  return world_.Schedule(deadline, [alive = alive_, fn = std::move(fn)] {
-    if (*alive) fn();
-  });
+  auto id = std::make_shared<TimerId>(0);
+  *id = world_.Schedule(deadline, [state = state_, id, fn = std::move(fn)]() mutable { Deliver(state, *id, fn); });
+  return *id;
 }
 
-void SimEnv::CancelTimer(TimerId id) { world_.Cancel(id); }
+void SimEnv::CancelTimer(TimerId id) {
+  world_.Cancel(id);
+  if (state_->requeued.count(id) > 0) state_->cancelled.insert(id);
+  // A timer that came due while frozen waits in the backlog.
+  std::erase_if(state_->backlog, [id](const auto& e) { return e.first == id; });
+}
+
+void SimEnv::Freeze() { state_->frozen = true; }
+
+void SimEnv::Thaw() {
+  if (!state_->frozen) return;
+  state_->frozen = false;
+  // Everything that came due runs now, in its order, as ordinary events (a callback may
+  // freeze the env again; the rest then waits once more).
+  auto backlog = std::move(state_->backlog);
+  state_->backlog.clear();
+  for (auto& [id, fn] : backlog) {
+    if (id != 0) state_->requeued.insert(id);
+    world_.Schedule(world_.Now(), [state = state_, id = id, fn = std::move(fn)]() mutable {
+      if (id != 0) {
+        state->requeued.erase(id);
+        if (state->cancelled.erase(id) > 0) return;
+      }
+      Deliver(state, id, fn);
+    });
+  }
+}
 
 }  // namespace wk

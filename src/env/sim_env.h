@@ -5,6 +5,12 @@
 // so a run is a pure function of the code and the seed. Each simulated node gets its own
 // SimEnv on the world, with its own wall-clock skew and its own random stream.
 //
+// Freezing (SimEnv::Freeze/Thaw) models a process that stops running for a while (a long
+// GC pause, SIGSTOP, a VM migration) and then carries on with its memory as it was: while
+// frozen, nothing of that node runs; its posts and timers that come due wait, and run in
+// their order at the thaw. Virtual time goes on meanwhile, so the thawed node sees its
+// monotonic clock jump.
+//
 // Threading: single-threaded by construction. PostFromAnyThread is refused: code that
 // needs real threads (file I/O pools, sockets) is real-runtime code and has no place in a
 // simulation.
@@ -12,6 +18,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <utility>
 #include <optional>
 #include <queue>
 #include <random>
@@ -86,14 +94,31 @@ class SimEnv final : public Env {
   void set_wall_skew(Duration skew) { wall_skew_ = skew; }
   SimWorld& world() { return world_; }
 
+  // See "Freezing" above. Freeze on a frozen env, or Thaw on one that is not, does nothing.
+  void Freeze();
+  void Thaw();
+  bool frozen() const { return state_->frozen; }
+
  private:
+  struct State {
+    // False once the SimEnv is destroyed: events of this node still queued do nothing, so a
+    // destroyed SimEnv leaves nothing behind that would call into it.
+    bool alive = true;
+    bool frozen = false;
+    // What came due while frozen, in order: (timer id, or 0 for a post; the callback).
+    std::vector<std::pair<TimerId, std::function<void()>>> backlog;
+    // Timers the thaw queued again (under new world events), and those of them cancelled
+    // since: CancelTimer's id names the original event.
+    std::unordered_set<TimerId> requeued;
+    std::unordered_set<TimerId> cancelled;
+  };
+  static void Deliver(const std::shared_ptr<State>& state, TimerId id, std::function<void()>& fn);
+
   SimWorld& world_;
   WallTime wall_origin_;
   Duration wall_skew_;
   std::mt19937_64 rng_;
-  // Events of this node still queued, so a destroyed SimEnv leaves nothing behind that
-  // would call into it.
-  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  std::shared_ptr<State> state_ = std::make_shared<State>();
 };
 
 // Runs task on env, driving world until it finishes or limit of virtual time passes, and

@@ -12,7 +12,8 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
       options_(std::move(options)),
       holds_(node.owners()),
       auth_(env, store),
-      forwarder_(env, options_.node_id, secret) {
+      peers_(env),
+      forwarder_(env, peers_, options_.node_id, secret) {
   replica::Replica::Deps deps{env, store, [&env](std::function<void()> fn) { env.PostFromAnyThread(std::move(fn)); },
                               &replica_metrics};
   provider_ = std::make_unique<replica::ReplicaProvider>(std::move(deps), holds_, options_.storage, options_.close_limit);

@@ -25,6 +25,7 @@
 #include "cluster/cluster_node.h"
 #include "engine/engine.h"
 #include "env/real_env.h"
+#include "net/http_peer_transport.h"
 #include "replica/provider.h"
 #include "server/control.h"
 #include "server/forwarder.h"
@@ -81,6 +82,7 @@ class ActorHost {
   std::unique_ptr<replica::ReplicaProvider> provider_;
   std::unique_ptr<actor::ActorRuntime> runtime_;
   control::TenantAuth auth_;
+  HttpPeerTransport peers_;
   Forwarder forwarder_;
   std::unique_ptr<Front> front_;
   std::map<std::pair<std::string, std::string>, Loaded> loaded_;

@@ -1,10 +1,7 @@
 #include "server/forwarder.h"
 
 #include <boost/beast/core/string.hpp>
-#include <boost/beast/http/verb.hpp>
 #include <charconv>
-
-#include "store/s3/http_client.h"
 
 namespace wk {
 namespace {
@@ -31,10 +28,9 @@ bool Forwarder::IsForwardingHeader(std::string_view name) {
   return false;
 }
 
-Forwarder::Forwarder(RealEnv& env, std::string node_id, control::ClusterSecret secret, ForwarderOptions options)
-    : env_(env), node_id_(std::move(node_id)), secret_(secret), options_(options) {}
-
-Forwarder::~Forwarder() = default;
+Forwarder::Forwarder(Env& env, PeerTransport& transport, std::string node_id, control::ClusterSecret secret,
+                     ForwarderOptions options)
+    : env_(env), transport_(transport), node_id_(std::move(node_id)), secret_(secret), options_(options) {}
 
 std::string Forwarder::SignedText(std::string_view method, std::string_view target, std::string_view tenant,
                                   int hops, std::int64_t timestamp_ms, std::string_view body) {
@@ -50,30 +46,10 @@ std::string Forwarder::Sign(std::string_view method, std::string_view target, st
   return secret_.Sign(SignedText(method, target, tenant, hops, timestamp_ms, body));
 }
 
-Result<HttpClient*> Forwarder::ClientFor(const std::string& address) {
-  auto it = clients_.find(address);
-  if (it != clients_.end()) return it->second.get();
-  auto endpoint = ParseS3Endpoint("http://" + address);
-  if (!endpoint.ok()) return InvalidArgument("bad peer address " + address + ": " + endpoint.status().message());
-  HttpClientOptions o;
-  o.max_connections = options_.max_connections_per_peer;
-  o.max_response_body_bytes = std::size_t{64} << 20;
-  auto client = HttpClient::Create(env_, *endpoint, o);
-  if (!client.ok()) return client.status();
-  HttpClient* raw = client->get();
-  clients_.emplace(address, std::move(*client));
-  return raw;
-}
-
 Task<Result<ServerResponse>> Forwarder::Forward(std::string address, ServerRequest request, std::string tenant,
                                                  int hops) {
-  auto client = ClientFor(address);
-  if (!client.ok()) co_return Retryable(client.status().message());
-  HttpRequest out;
-  out.method = boost::beast::http::string_to_verb(request.method);
-  if (out.method == boost::beast::http::verb::unknown) {
-    co_return InvalidArgument("method " + request.method + " cannot be forwarded");
-  }
+  ServerRequest out;
+  out.method = request.method;
   out.target = request.target;
   for (auto& [n, v] : request.headers) {
     if (!HopByHop(n) && !IsForwardingHeader(n)) out.headers.emplace_back(n, v);
@@ -85,19 +61,14 @@ Task<Result<ServerResponse>> Forwarder::Forward(std::string address, ServerReque
   out.headers.emplace_back(std::string(kTimestamp), std::to_string(now));
   out.headers.emplace_back(std::string(kSignature), Sign(request.method, request.target, tenant, hops, now, request.body));
   out.body = std::move(request.body);
-  const MonoTime deadline = env_.MonoNow() + options_.timeout;
-  HttpOutcome got = co_await (*client)->Send(std::move(out), deadline);
-  if (!got.ok()) {
-    std::string why = "forwarding to " + address + ": " + std::string(HttpFailureName(got.failure)) + " " + got.detail;
-    if (got.request_sent) co_return UnknownOutcome(std::move(why));
-    co_return Retryable(std::move(why));
-  }
+  auto got = co_await transport_.Send(std::move(address), std::move(out), options_.timeout);
+  if (!got.ok()) co_return got.status();
   ServerResponse r;
-  r.status = got.response.status;
-  for (auto& [n, v] : got.response.headers) {
+  r.status = got->status;
+  for (auto& [n, v] : got->headers) {
     if (!HopByHop(n)) r.headers.emplace_back(n, v);
   }
-  r.body = std::move(got.response.body);
+  r.body = std::move(got->body);
   co_return r;
 }
 

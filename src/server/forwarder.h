@@ -15,26 +15,26 @@
 // `max_clock_difference` away from ours, is refused (a replay window of that size remains;
 // the network between nodes is assumed private, as the cluster secret is).
 //
-// Connections. One keep-alive pool per peer address, reused across requests.
+// Transport. Requests go out through a PeerTransport (net/peer_transport.h): the real one
+// keeps a keep-alive pool per peer; the simulator's delivers to simulated nodes. The
+// forwarder itself reads only its Env's wall clock (the timestamp), so it is
+// simulator-clean.
 //
-// Threading: the RealEnv's loop thread (the HTTP client's).
+// Threading: the Env loop thread (the transport's).
 #pragma once
 
-#include <map>
-#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "base/status.h"
-#include "env/real_env.h"
+#include "env/env.h"
+#include "net/peer_transport.h"
 #include "server/control.h"
 #include "server/http_types.h"
 
 namespace wk {
-
-class HttpClient;
 
 // What a verified forwarded request says about itself.
 struct ForwardedFrom {
@@ -46,17 +46,18 @@ struct ForwardedFrom {
 struct ForwarderOptions {
   Duration timeout = std::chrono::seconds(60);
   Duration max_clock_difference = std::chrono::seconds(60);
-  int max_connections_per_peer = 64;
 };
 
 class Forwarder {
  public:
-  Forwarder(RealEnv& env, std::string node_id, control::ClusterSecret secret, ForwarderOptions options = {});
-  ~Forwarder();
+  // transport must outlive the forwarder.
+  Forwarder(Env& env, PeerTransport& transport, std::string node_id, control::ClusterSecret secret,
+            ForwarderOptions options = {});
 
   // Sends request to the node at address ("host:port"), signed, with hop count hops.
-  // Errors: kRetryable if nothing was sent (connect refused...), kUnknownOutcome if the
-  // request may have reached the peer.
+  // Errors (the transport's): kRetryable if nothing was sent (connect refused...),
+  // kUnknownOutcome if the request may have reached the peer, kInvalidArgument if it
+  // cannot be sent (a method HTTP cannot carry).
   Task<Result<ServerResponse>> Forward(std::string address, ServerRequest request, std::string tenant, int hops);
 
   // nullopt if the request carries no forwarding headers (a client's request); an error
@@ -84,13 +85,12 @@ class Forwarder {
                                 std::int64_t timestamp_ms, std::string_view body);
   std::string Sign(std::string_view method, std::string_view target, std::string_view tenant, int hops,
                    std::int64_t timestamp_ms, std::string_view body) const;
-  Result<HttpClient*> ClientFor(const std::string& address);
 
-  RealEnv& env_;
+  Env& env_;
+  PeerTransport& transport_;
   std::string node_id_;
   control::ClusterSecret secret_;
   ForwarderOptions options_;
-  std::map<std::string, std::unique_ptr<HttpClient>> clients_;
 };
 
 }  // namespace wk

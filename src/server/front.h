@@ -22,13 +22,14 @@
 //      unreachable is 503 with Retry-After. Nothing acknowledged is ever lost: a 503 means
 //      the request was not acknowledged and may be retried.
 //
-// Threading: the Env loop thread.
+// Threading: the Env loop thread. Simulator-clean: it reaches other nodes only through the
+// forwarder's PeerTransport and runs events through an actor::EventHost.
 #pragma once
 
 #include <functional>
 #include <string>
 
-#include "actor/runtime.h"
+#include "actor/event_host.h"
 #include "base/metrics.h"
 #include "cluster/membership.h"
 #include "cluster/owners.h"
@@ -50,7 +51,8 @@ struct FrontOptions {
 };
 
 struct FrontDeps {
-  actor::ActorRuntime& runtime;
+  // What runs the events: the ActorRuntime on a node, a native host in the simulator.
+  actor::EventHost& runtime;
   Owners& owners;
   const Membership& membership;
   Forwarder& forwarder;

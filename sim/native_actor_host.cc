@@ -1,0 +1,152 @@
+#include "native_actor_host.h"
+
+namespace wk::sim {
+
+NativeActorHost::NativeActorHost(Env& env, actor::StorageProvider& storage, NativeActorHostOptions options)
+    : env_(env), storage_(storage), options_(options) {}
+
+NativeActorHost::~NativeActorHost() {
+  *alive_ = false;
+  for (auto& [id, slot] : slots_) {
+    if (slot->idle_timer) env_.CancelTimer(*slot->idle_timer);
+    slot->gone = true;
+  }
+}
+
+bool NativeActorHost::IsResident(const ActorId& id) const { return slots_.count(id) > 0; }
+
+void NativeActorHost::Unload(const ActorId& id) {
+  auto it = slots_.find(id);
+  if (it == slots_.end()) return;
+  std::shared_ptr<Slot> slot = it->second;
+  slot->unloading = true;
+  if (slot->inflight == 0) Close(slot, "unloaded");
+}
+
+Task<actor::EventResult> NativeActorHost::HandleRequest(ActorId id, actor::Request request) {
+  auto it = slots_.find(id);
+  if (it == slots_.end()) it = slots_.emplace(id, std::make_shared<Slot>(env_, id)).first;
+  std::shared_ptr<Slot> slot = it->second;
+  ++slot->inflight;
+  if (slot->idle_timer) {
+    env_.CancelTimer(*slot->idle_timer);
+    slot->idle_timer.reset();
+  }
+  std::shared_ptr<bool> alive = alive_;
+  actor::EventResult result = co_await Run(slot, std::move(request));
+  if (!*alive) co_return result;
+  --slot->inflight;
+  AfterEvent(slot);
+  co_return result;
+}
+
+Task<actor::EventResult> NativeActorHost::Run(std::shared_ptr<Slot> slot, actor::Request request) {
+  std::shared_ptr<bool> alive = alive_;
+  actor::EventResult result;
+  std::uint64_t wait_seq = 0;
+  actor::ActorStorage* storage = nullptr;
+  {
+    AsyncMutex::Guard guard = co_await slot->mu.Lock();
+    if (!*alive) co_return result;
+    if (!guard.owns() || slot->gone || slot->broken) {
+      result.outcome = actor::EventOutcome::kUnavailable;
+      result.error = slot->broken ? "the actor's storage failed" : "the actor left memory";
+      co_return result;
+    }
+    if (!slot->storage) {
+      const ActorId id = slot->id;
+      auto opened = co_await storage_.Open(id);
+      if (!*alive) co_return result;
+      if (!opened.ok()) {
+        ++stats_.start_failures;
+        slot->gone = true;
+        auto it = slots_.find(slot->id);
+        if (it != slots_.end() && it->second == slot) slots_.erase(it);
+        result.outcome = actor::EventOutcome::kUnavailable;
+        result.error = "cannot start: " + opened.status().ToString();
+        co_return result;
+      }
+      ++stats_.starts;
+      slot->storage = std::move(*opened);
+    }
+    ++stats_.events;
+    result.response = Execute(*slot, request);
+    wait_seq = slot->last_seq;
+    storage = slot->storage.get();
+  }  // the next event may run now: its batch joins this one's upload
+  if (options_.answer_without_gate) co_return result;  // broken model: no output gate
+  Status durable = co_await Gate(&env_, storage, wait_seq);
+  if (!*alive) co_return result;
+  if (!durable.ok()) {
+    ++stats_.gate_failures;
+    slot->broken = true;
+    result = actor::EventResult{};
+    result.outcome = actor::EventOutcome::kUnavailable;
+    result.error = "not durable: " + durable.ToString();
+  }
+  co_return result;
+}
+
+actor::Response NativeActorHost::Execute(Slot& slot, const actor::Request& request) {
+  actor::Response response;
+  const std::string list = slot.storage->Get("list").value_or("");
+  if (request.method == "GET") {
+    response.body = list;
+    return response;
+  }
+  if (request.method != "POST") {
+    response.status = 405;
+    response.body = "the list actor takes GET and POST";
+    return response;
+  }
+  actor::Batch batch;
+  batch.mutations.push_back(
+      actor::Mutation{actor::Mutation::Kind::kPut, "list", list.empty() ? request.body : list + "," + request.body});
+  slot.last_seq = slot.storage->Commit(std::move(batch));
+  response.body = "appended";
+  return response;
+}
+
+Task<Status> NativeActorHost::Gate(Env* env, actor::ActorStorage* storage, std::uint64_t seq) {
+  Latch<Status> done(*env, [] { return Cancelled("the event was cancelled"); });
+  storage->WhenDurable(seq, [done](Status s) { done.Set(std::move(s)); });
+  Status s = co_await done.Wait();
+  co_return s;
+}
+
+void NativeActorHost::AfterEvent(const std::shared_ptr<Slot>& slot) {
+  if (slot->gone || slot->inflight > 0) return;
+  if (slot->broken) {
+    Close(slot, "storage failed");
+    return;
+  }
+  if (slot->unloading) {
+    Close(slot, "unloaded");
+    return;
+  }
+  std::weak_ptr<Slot> weak = slot;
+  std::shared_ptr<bool> alive = alive_;
+  slot->idle_timer = env_.StartTimer(env_.MonoNow() + options_.idle_hibernate, [this, alive, weak] {
+    if (!*alive) return;
+    auto s = weak.lock();
+    if (!s) return;
+    s->idle_timer.reset();
+    if (!s->gone && s->inflight == 0) Close(s, "hibernated");
+  });
+}
+
+void NativeActorHost::Close(const std::shared_ptr<Slot>& slot, const std::string& why) {
+  if (slot->gone) return;
+  slot->gone = true;
+  if (slot->idle_timer) {
+    env_.CancelTimer(*slot->idle_timer);
+    slot->idle_timer.reset();
+  }
+  auto it = slots_.find(slot->id);
+  if (it != slots_.end() && it->second == slot) slots_.erase(it);
+  ++stats_.closes;
+  if (slot->storage) storage_.Close(slot->id, std::move(slot->storage));
+  if (on_closed_) on_closed_(slot->id, why);
+}
+
+}  // namespace wk::sim

@@ -1,0 +1,33 @@
+// EventHost: what the actor API's front (server/front.h) needs of whatever runs actors'
+// events on a node: whether an actor is resident, one request event, and asking an actor
+// to leave memory. ActorRuntime (runtime.h: WebAssembly on worker threads) is the real
+// one; the simulator runs native test actors behind the same interface
+// (sim/native_actor_host.h), so the front runs unchanged there.
+//
+// The contract the front relies on: HandleRequest answers kOk only with a response that
+// may be released (its writes durable, and the storage's output gate passed); anything
+// else is one of the other outcomes (types.h). It never throws.
+//
+// Threading: the Env loop thread.
+#pragma once
+
+#include "actor/types.h"
+#include "cluster/owner_record.h"
+#include "env/task.h"
+
+namespace wk::actor {
+
+using ::wk::ActorId;
+
+class EventHost {
+ public:
+  virtual ~EventHost() = default;
+  // Runs a request event for the actor (starting it if needed) and answers once its
+  // response may be released.
+  virtual Task<EventResult> HandleRequest(ActorId id, Request request) = 0;
+  // Asks an actor to leave memory as soon as it is idle. No effect if it is not resident.
+  virtual void Unload(const ActorId& id) = 0;
+  virtual bool IsResident(const ActorId& id) const = 0;
+};
+
+}  // namespace wk::actor
