@@ -352,6 +352,11 @@ class RoutingSim {
   //   4. a read that ended before another was sent is not longer than it (with 0, reads
   //      are prefix-ordered in real time).
   // The final reads are reads like any other, sent after everything was acknowledged.
+  // Broken models that make it fail: --mutant answer-without-gate (2, at seed 1: an append
+  // answered before durable is lost with its node; a zombie's read is stale once the front's
+  // own validity checks are gone) and --mutant release-without-validity (2: a zombie's read
+  // released by the gate without the hold's validity; it takes effect with the hold gate,
+  // replica/hold_gate.h).
   void CheckActor(int a) {
     const std::string name = "a" + std::to_string(a);
     std::vector<const Op*> reads, acked, sent;

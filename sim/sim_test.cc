@@ -55,6 +55,8 @@ TEST(SimTest, StorageSameSeedSameHistory) {
   EXPECT_NE(RunStorageScenario(o).history_digest, a.history_digest);
 }
 
+// The routing checker's own ability to fail is the CTest entry
+// sim.routing.mutant.answer-without-gate (caught at seed 1).
 TEST(SimTest, RoutingSameSeedSameHistoryAndTheHistoryIsChecked) {
   log::SetLevel(log::Level::kOff);
   RunOptions o;
