@@ -1,5 +1,5 @@
 // The actor runtime against real modules (examples/testdata, built by clang for wasm32):
-// the ABI's raw contract, every bad-input case of issue 5, the input and output gates, and
+// the ABI's raw contract, every bad-input case of docs/abi.md, the input and output gates, and
 // the lifecycle (hibernation, eviction, durability failure).
 #include "actor/runtime.h"
 
