@@ -384,6 +384,15 @@ TEST(RuntimeOptionsTest, BadSettingsAreNamed) {
   o = {};
   o.limits.max_event_cpu_ms = 0;
   EXPECT_NE(ValidateRuntimeOptions(o).message().find("actors.max_event_cpu_ms"), std::string::npos);
+  o = {};
+  o.limits.max_module_bytes = kMaxModuleBytesSetting + 1;
+  EXPECT_NE(ValidateRuntimeOptions(o).message().find("actors.max_module_bytes"), std::string::npos);
+  o = {};
+  o.limits.max_table_elements = kMaxTableElementsSetting + 1;
+  EXPECT_NE(ValidateRuntimeOptions(o).message().find("actors.max_table_elements"), std::string::npos);
+  o = {};
+  o.isolate_heap_limit_bytes = kMinIsolateHeapLimitBytes - 1;
+  EXPECT_NE(ValidateRuntimeOptions(o).message().find("actors.isolate_heap_limit_bytes"), std::string::npos);
   EXPECT_TRUE(ValidateRuntimeOptions(RuntimeOptions{}).ok());
 }
 
