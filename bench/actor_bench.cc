@@ -123,7 +123,9 @@ class MapStorage final : public ActorStorage {
     if (batch.alarm) alarm_ = *batch.alarm;
     return ++seq_;
   }
-  void WhenDurable(std::uint64_t, std::function<void(Status)> done) override { done(Status::Ok()); }
+  void WhenReleasable(std::uint64_t, std::function<void(Status)> done) override { done(Status::Ok()); }
+  Status failure() const override { return Status::Ok(); }
+  void Break(Status) override {}
 
  private:
   std::map<std::string, std::string, std::less<>> data_;

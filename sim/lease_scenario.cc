@@ -345,7 +345,7 @@ class LeaseSim {
   // Each worker acquires an actor, opens its replica (restore, then the fence), and writes:
   // rounds of 1-4 batches committed back to back (group commit), each reading "log",
   // appending a fresh id and putting "e/<id>" (storage_history.h says why). Every write
-  // asks WhenDurable; an Ok is an acknowledgement the checkers hold the design to. Then the
+  // asks WhenReleasable; an Ok is an acknowledgement the checkers hold the design to. Then the
   // worker hibernates the actor (Close, then release), or it keeps writing until the hold
   // ends (the lost-lease cut), or the replica fails (release if still valid, else drop), or
   // the process dies under it.
@@ -362,6 +362,7 @@ class LeaseSim {
     replica_mutants_.ack_late_upload = options_.mutant == "ack-late-upload";
     replica_mutants_.restore_ignores_fence = options_.mutant == "restore-ignores-fence";
     replica_mutants_.gc_deletes_chain = options_.mutant == "gc-deletes-chain";
+    replica_mutants_.release_without_validity = options_.mutant == "release-without-validity";
   }
 
   Task<void> StorageWorkload(Process* p) {
@@ -417,7 +418,7 @@ class LeaseSim {
     Env* env = p->env.get();
     std::function<void(std::function<void()>)> post = [env](std::function<void()> fn) { env->Post(std::move(fn)); };
     replica::Replica::Deps deps{*p->env, *p->replica_store, std::move(post), nullptr, replica_mutants_};
-    replica::Replica::Hold replica_hold{generation, [hold] { return hold.IsValid(); }};
+    replica::Replica::Hold replica_hold{hold.generation(), [hold] { return hold.IsValid(); }};
     auto opened = co_await replica::Replica::Open(std::move(deps), actor, std::move(replica_hold), replica_options_);
     if (!opened.ok()) {
       ++result_.restore_failures;
@@ -467,6 +468,7 @@ class LeaseSim {
       }
       const auto writes = Uniform(1, 3);
       for (std::int64_t i = 0; i < writes; ++i) Write(*replica, actor, who);
+      Read(*replica, hold, who);
       if (!co_await p->env->SleepFor(milliseconds(Uniform(50, 600)))) co_return;
     }
     if (failure->failed) {
@@ -492,11 +494,20 @@ class LeaseSim {
     batch.mutations.push_back(actor::Mutation{actor::Mutation::Kind::kPut, "e/" + id, ""});
     const std::uint64_t seq = replica.Commit(std::move(batch));
     ++result_.writes;
-    replica.WhenDurable(seq, [this, key = actor.ToString(), id, log = std::move(log), who](Status s) {
+    replica.WhenReleasable(seq, [this, key = actor.ToString(), id, log = std::move(log), who](Status s) {
       if (!s.ok()) return;  // not acknowledged: its outcome is unknown, either way is fine
       ++result_.acked_writes;
       Trace(who + " acknowledged " + id);
       for (const auto& v : history_.OnAcknowledged(key, log)) Violation(who + " acknowledged " + id + ": " + v);
+    });
+  }
+
+  // A read-only event's answer: nothing written (seq 0), so only the hold's validity decides.
+  // An Ok while the hold is not valid is a read answered by a node that no longer holds the
+  // actor (checker 17; broken model release-without-validity).
+  void Read(replica::Replica& replica, HoldView hold, const std::string& who) {
+    replica.WhenReleasable(0, [this, hold, who](Status s) {
+      if (s.ok() && !hold.IsValid()) Violation(who + " released a read after its hold ended");
     });
   }
 

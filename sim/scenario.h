@@ -48,7 +48,7 @@ struct RunResult {
   std::uint64_t deleted_heartbeats = 0;
   // storage scenario
   std::uint64_t writes = 0;              // batches committed
-  std::uint64_t acked_writes = 0;        // WhenDurable said Ok
+  std::uint64_t acked_writes = 0;        // WhenReleasable said Ok
   std::uint64_t restores = 0;            // Replica::Open succeeded
   std::uint64_t restore_failures = 0;    // Replica::Open failed (transient; kFatal is a violation)
   std::uint64_t segments = 0;            // segment PUTs that landed (fences included)

@@ -660,6 +660,7 @@ CallResult Worker::Impl::Run(Instance::Impl* inst, v8::Local<v8::Function> fn, v
     // eighth, the size of a typical last allocation attempt).
     const std::uint64_t memory_bytes = inst->memory.Get(isolate)->Buffer()->ByteLength();
     if (result.outcome == CallOutcome::kTrapped && memory_bytes >= max_memory_bytes - max_memory_bytes / 8) {
+      result.outcome = CallOutcome::kOutOfMemory;
       result.message += fmt::format(" (linear memory is {} bytes, near its limit of {} bytes: out of memory?)",
                                     memory_bytes, max_memory_bytes);
     }
