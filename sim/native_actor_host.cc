@@ -69,6 +69,13 @@ Task<actor::EventResult> NativeActorHost::Run(std::shared_ptr<Slot> slot, actor:
       ++stats_.starts;
       slot->storage = std::move(*opened);
     }
+    if (Status failed = slot->storage->failure(); !failed.ok()) {
+      // Failed for good (an upload failed or was Late, the hold ended): the state is void.
+      slot->broken = true;
+      result.outcome = actor::EventOutcome::kUnavailable;
+      result.error = "the actor's storage failed: " + failed.ToString();
+      co_return result;
+    }
     ++stats_.events;
     result.response = Execute(*slot, request);
     wait_seq = slot->last_seq;
@@ -109,7 +116,7 @@ actor::Response NativeActorHost::Execute(Slot& slot, const actor::Request& reque
 
 Task<Status> NativeActorHost::Gate(Env* env, actor::ActorStorage* storage, std::uint64_t seq) {
   Latch<Status> done(*env, [] { return Cancelled("the event was cancelled"); });
-  storage->WhenDurable(seq, [done](Status s) { done.Set(std::move(s)); });
+  storage->WhenReleasable(seq, [done](Status s) { done.Set(std::move(s)); });
   Status s = co_await done.Wait();
   co_return s;
 }

@@ -6,7 +6,7 @@
 //   - an actor starts on its first event (StorageProvider::Open: acquire the hold, restore)
 //     and leaves memory after `idle_hibernate` without events, or when asked (Unload),
 //     once nothing is running or owed (StorageProvider::Close: durable, then released);
-//   - every answer waits for ActorStorage::WhenDurable of the last committed batch (the
+//   - every answer waits for ActorStorage::WhenReleasable of the last committed batch (the
 //     output gate) — reads too, since a read answered from memory must pass the gate as
 //     much as a write;
 //   - a gate that reports an error voids the actor: that event and every event answered
@@ -44,7 +44,7 @@ struct NativeActorHostStats {
   std::uint64_t events = 0;
   std::uint64_t starts = 0;          // Open succeeded
   std::uint64_t start_failures = 0;  // Open failed
-  std::uint64_t gate_failures = 0;   // WhenDurable reported an error
+  std::uint64_t gate_failures = 0;   // WhenReleasable reported an error
   std::uint64_t closes = 0;
 };
 

@@ -541,8 +541,11 @@ class RoutingSim {
   void ThawNode(int number) {
     auto it = nodes_.find(number);
     if (it == nodes_.end() || !it->second->env->frozen()) return;
-    Trace("thaw p" + std::to_string(number));
-    it->second->env->Thaw();
+    // Half of the thaws serve what arrived (requests, replies) before the timers that came
+    // due (the lease's own checks among them): the zombie answers before it notices.
+    const bool posts_first = Chance(0.5);
+    Trace("thaw p" + std::to_string(number) + (posts_first ? " (arrivals first)" : ""));
+    it->second->env->Thaw(posts_first);
   }
 
   void Heal() {

@@ -1,5 +1,7 @@
 #include "env/sim_env.h"
 
+#include <algorithm>
+
 namespace wk {
 
 SimWorld::EventId SimWorld::Schedule(MonoTime at, std::function<void()> fn) {
@@ -105,9 +107,12 @@ void SimEnv::CancelTimer(TimerId id) {
 
 void SimEnv::Freeze() { state_->frozen = true; }
 
-void SimEnv::Thaw() {
+void SimEnv::Thaw(bool posts_first) {
   if (!state_->frozen) return;
   state_->frozen = false;
+  if (posts_first) {
+    std::stable_partition(state_->backlog.begin(), state_->backlog.end(), [](const auto& e) { return e.first == 0; });
+  }
   // Everything that came due runs now, in its order, as ordinary events (a callback may
   // freeze the env again; the rest then waits once more).
   auto backlog = std::move(state_->backlog);

@@ -95,8 +95,11 @@ class SimEnv final : public Env {
   SimWorld& world() { return world_; }
 
   // See "Freezing" above. Freeze on a frozen env, or Thaw on one that is not, does nothing.
+  // posts_first: at the thaw, what was posted (deliveries, resumptions) runs before the
+  // timers that came due, as a loop that polls its sockets before its timer queue would;
+  // otherwise everything runs in the order it came due.
   void Freeze();
-  void Thaw();
+  void Thaw(bool posts_first = false);
   bool frozen() const { return state_->frozen; }
 
  private:
