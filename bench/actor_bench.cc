@@ -1,4 +1,4 @@
-// Actor-runtime benchmarks (issue 5), Google Benchmark. They print figures and assert
+// Actor-runtime benchmarks, Google Benchmark. They print figures and assert
 // nothing; docs/benchmarks.md records a run next to design/FACTS.md's engine figures.
 //
 // Four levels, each labelled in the output:

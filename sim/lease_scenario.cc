@@ -2,7 +2,7 @@
 // under a faulty bucket, clock skew at the bound, kills, restarts, twins, partitions,
 // outages and clean stops. The `ownership` scenario adds actors acquired, used and released
 // on every node (ADR 0020 §3, §4); the `storage` scenario runs the durable replica on those
-// holds (ARCHITECTURE.md, "Durable storage"). One harness, LeaseSim, runs all three, so
+// holds (docs/architecture.md, "Durable storage"). One harness, LeaseSim, runs all three, so
 // the storage scenario gets every fault and ownership checker of the other two. See
 // docs/simulation.md for the fault model and checkers.
 #include <deque>
@@ -19,6 +19,7 @@
 #include "scenario.h"
 #include "storage_history.h"
 #include "store/mem/mem_store.h"
+#include "store/store_wrapper.h"
 
 namespace wk::sim {
 namespace {
@@ -37,27 +38,23 @@ constexpr Duration kTransitDrain = seconds(30);
 constexpr Duration kTolerance = milliseconds(2);
 
 // Forwards to a store and reports every put and delete as it is sent.
-class RecordingStore final : public ObjectStore {
+class RecordingStore final : public StoreWrapper {
  public:
   using OnSend = std::function<void(const std::string& key, const std::string& body)>;
   using OnDelete = std::function<void(const std::string& key)>;
   RecordingStore(ObjectStore& inner, OnSend on_send, OnDelete on_delete = nullptr)
-      : inner_(inner), on_send_(std::move(on_send)), on_delete_(std::move(on_delete)) {}
-  Task<Result<GetOutput>> Get(std::string key, CallOptions o) override { return inner_.Get(std::move(key), o); }
-  Task<Result<ObjectMeta>> Head(std::string key, CallOptions o) override { return inner_.Head(std::move(key), o); }
+      : StoreWrapper(inner), on_send_(std::move(on_send)), on_delete_(std::move(on_delete)) {}
   Task<Result<Version>> Put(std::string key, std::string body, Precondition c, CallOptions o) override {
     on_send_(key, body);
-    return inner_.Put(std::move(key), std::move(body), std::move(c), o);
+    return StoreWrapper::Put(std::move(key), std::move(body), std::move(c), o);
   }
   Task<Status> Delete(std::string key, Precondition c, CallOptions o) override {
     if (on_delete_) on_delete_(key);
-    return inner_.Delete(std::move(key), std::move(c), o);
+    return StoreWrapper::Delete(std::move(key), std::move(c), o);
   }
-  Task<Result<ListPage>> List(ListOptions l, CallOptions o) override { return inner_.List(std::move(l), o); }
-  std::string Describe() const override { return "recording:" + inner_.Describe(); }
+  std::string Describe() const override { return "recording:" + inner().Describe(); }
 
  private:
-  ObjectStore& inner_;
   OnSend on_send_;
   OnDelete on_delete_;
 };
@@ -101,7 +98,7 @@ struct FenceSend {
 enum class Mode {
   kLease,      // node leases only
   kOwnership,  // plus actors acquired, used and released (ADR 0020 §3, §4)
-  kStorage,    // plus a durable replica on every hold, writing (ARCHITECTURE.md, "Durable storage")
+  kStorage,    // plus a durable replica on every hold, writing (docs/architecture.md, "Durable storage")
 };
 
 class LeaseSim {
@@ -984,7 +981,7 @@ const std::vector<Scenario>& Scenarios() {
       {"ownership", "3 nodes acquiring, using, hibernating and releasing 6 actors (ADR 0020 §3, §4)",
        {"wake-reuses-generation", "resolver-without-lock", "free-on-view", "free-on-absent-node"},
        &RunOwnershipScenario},
-      {"storage", "3 nodes writing 3 actors through the durable replica as holds move (ARCHITECTURE.md, Durable storage)",
+      {"storage", "3 nodes writing 3 actors through the durable replica as holds move (docs/architecture.md, Durable storage)",
        {"ack-before-durable", "ack-late-upload", "restore-ignores-fence", "gc-deletes-chain"}, &RunStorageScenario},
   };
   return all;

@@ -1,5 +1,5 @@
 // The deterministic simulator's scenarios: several nodes of the real cluster code in one
-// process, on one virtual timeline, driven by one seed (ARCHITECTURE.md, "Testing, in
+// process, on one virtual timeline, driven by one seed (docs/architecture.md, "Testing, in
 // layers", 3).
 //
 // A scenario run is a pure function of (scenario, seed, mutant): the same inputs give the
@@ -76,7 +76,7 @@ const std::vector<Scenario>& Scenarios();
 RunResult RunLeaseScenario(const RunOptions& options);
 // The ownership scenario (ADR 0020 §3, §4): the lease scenario plus actors.
 RunResult RunOwnershipScenario(const RunOptions& options);
-// The storage scenario (ARCHITECTURE.md, "Durable storage"): the ownership scenario with a
+// The storage scenario (docs/architecture.md, "Durable storage"): the ownership scenario with a
 // durable replica writing on every hold.
 RunResult RunStorageScenario(const RunOptions& options);
 

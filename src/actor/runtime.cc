@@ -40,6 +40,12 @@ Status ValidateLimits(const ActorLimits& l) {
   if (l.max_queued_events < 1 || l.max_queued_events > 100'000) {
     return InvalidArgument("actors.max_queued_events must be between 1 and 100000");
   }
+  if (l.max_module_bytes < 8 || l.max_module_bytes > kMaxModuleBytesSetting) {
+    return InvalidArgument(fmt::format("actors.max_module_bytes must be between 8 and {}", kMaxModuleBytesSetting));
+  }
+  if (l.max_table_elements > kMaxTableElementsSetting) {
+    return InvalidArgument(fmt::format("actors.max_table_elements must be at most {}", kMaxTableElementsSetting));
+  }
   return Status::Ok();
 }
 
@@ -51,6 +57,10 @@ Status ValidateRuntimeOptions(const RuntimeOptions& o) {
     return InvalidArgument("actors.memory_budget_bytes must be at least actors.max_memory_bytes");
   }
   if (o.sync_timeout < std::chrono::milliseconds(1)) return InvalidArgument("actors.sync_timeout_ms must be at least 1");
+  if (o.isolate_heap_limit_bytes < kMinIsolateHeapLimitBytes || o.isolate_heap_limit_bytes > kMaxIsolateHeapLimitBytes) {
+    return InvalidArgument(fmt::format("actors.isolate_heap_limit_bytes must be between {} and {}",
+                                       kMinIsolateHeapLimitBytes, kMaxIsolateHeapLimitBytes));
+  }
   return Status::Ok();
 }
 
@@ -82,6 +92,9 @@ Result<std::shared_ptr<const engine::Module>> CompileActorModule(engine::Engine&
                                                                  const ActorLimits& limits) {
   engine::ModuleLimits ml;
   ml.max_memory_bytes = limits.max_memory_bytes;
+  ml.max_module_bytes = limits.max_module_bytes;
+  ml.max_table_elements = limits.max_table_elements;
+  ml.setting_prefix = "actors.";
   return engine.Compile(wasm, AbiHostInterface(), AbiExports(), ml);
 }
 
@@ -105,8 +118,8 @@ class ActorRuntime::WorkerThread {
  public:
   using Job = std::function<void(engine::Worker&)>;
 
-  explicit WorkerThread(engine::Engine& engine) {
-    thread_ = std::thread([this, &engine] { Loop(engine); });
+  WorkerThread(engine::Engine& engine, engine::WorkerOptions options) {
+    thread_ = std::thread([this, &engine, options] { Loop(engine, options); });
   }
   ~WorkerThread() {
     {
@@ -125,8 +138,8 @@ class ActorRuntime::WorkerThread {
   }
 
  private:
-  void Loop(engine::Engine& engine) {
-    engine::Worker worker(engine);
+  void Loop(engine::Engine& engine, engine::WorkerOptions options) {
+    engine::Worker worker(engine, options);
     for (;;) {
       Job job;
       {
@@ -199,7 +212,9 @@ ActorRuntime::ActorRuntime(Env& env, engine::Engine& engine, ClassRegistry& clas
   WK_CHECK(ValidateRuntimeOptions(options_).ok(), "invalid RuntimeOptions (validate before constructing)");
   int n = options_.workers;
   if (n == 0) n = std::max(1u, std::thread::hardware_concurrency());
-  for (int i = 0; i < n; ++i) workers_.push_back(std::make_unique<WorkerThread>(engine_));
+  engine::WorkerOptions worker_options;
+  worker_options.heap_limit_bytes = options_.isolate_heap_limit_bytes;
+  for (int i = 0; i < n; ++i) workers_.push_back(std::make_unique<WorkerThread>(engine_, worker_options));
   if (metrics != nullptr) {
     auto events = [&](const char* outcome) {
       return &metrics->AddCounter("wasmkeep_actor_events_total", "Actor events by outcome.", {{"outcome", outcome}});
@@ -495,6 +510,7 @@ ActorRuntime::ExecResult ActorRuntime::Execute(engine::Worker& worker, Slot& slo
   } else {
     std::string message = call.message;
     if (call.outcome == engine::CallOutcome::kTerminated) message += " (actors.max_event_cpu_ms)";
+    if (call.outcome == engine::CallOutcome::kHeapLimit) message += " (actors.isolate_heap_limit_bytes)";
     if (call.outcome == engine::CallOutcome::kOutOfMemory) message += " (actors.max_memory_bytes)";
     fail(std::move(message));
   }

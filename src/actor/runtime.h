@@ -64,10 +64,19 @@ struct RuntimeOptions {
   std::uint64_t memory_budget_bytes = 1ull << 30;
   // How long `sync` (exec-durable) waits before reporting failure.
   Duration sync_timeout = std::chrono::seconds(30);
+  // The V8 heap of each worker (module and instance objects, tables; not linear memory).
+  // An event that reaches it fails and its actor's instance is thrown away; the node goes on
+  // (engine::WorkerOptions).
+  std::uint64_t isolate_heap_limit_bytes = 512ull << 20;
   // The wall clock events see, in ms since the epoch. Default: the Env's WallNow. Tests
   // replace it to move time.
   std::function<std::int64_t()> wall_clock_ms;
 };
+
+// Range of isolate_heap_limit_bytes: V8 needs a few MiB to start an isolate, and the heap
+// must hold at least a few actors' tables at their limit.
+inline constexpr std::uint64_t kMinIsolateHeapLimitBytes = 32ull << 20;
+inline constexpr std::uint64_t kMaxIsolateHeapLimitBytes = 64ull << 30;
 
 // Checks the options; the error names the setting.
 Status ValidateRuntimeOptions(const RuntimeOptions& options);

@@ -1,5 +1,5 @@
 // The actor runtime against real modules (examples/testdata, built by clang for wasm32):
-// the ABI's raw contract, every bad-input case of issue 5, the input and output gates, and
+// the ABI's raw contract, every bad-input case of docs/abi.md, the input and output gates, and
 // the lifecycle (hibernation, eviction, durability failure).
 #include "actor/runtime.h"
 
@@ -414,6 +414,15 @@ TEST(RuntimeOptionsTest, BadSettingsAreNamed) {
   o = {};
   o.limits.max_event_cpu_ms = 0;
   EXPECT_NE(ValidateRuntimeOptions(o).message().find("actors.max_event_cpu_ms"), std::string::npos);
+  o = {};
+  o.limits.max_module_bytes = kMaxModuleBytesSetting + 1;
+  EXPECT_NE(ValidateRuntimeOptions(o).message().find("actors.max_module_bytes"), std::string::npos);
+  o = {};
+  o.limits.max_table_elements = kMaxTableElementsSetting + 1;
+  EXPECT_NE(ValidateRuntimeOptions(o).message().find("actors.max_table_elements"), std::string::npos);
+  o = {};
+  o.isolate_heap_limit_bytes = kMinIsolateHeapLimitBytes - 1;
+  EXPECT_NE(ValidateRuntimeOptions(o).message().find("actors.isolate_heap_limit_bytes"), std::string::npos);
   EXPECT_TRUE(ValidateRuntimeOptions(RuntimeOptions{}).ok());
 }
 

@@ -1,6 +1,6 @@
 // The storage interface an actor's events run against: a sorted key-value map per actor,
 // read synchronously from memory and made durable in batches. The durable replica (segments
-// in the bucket, issue 6) implements it; MemStorage (mem_storage.h) is the in-memory
+// in the bucket, src/replica) implements it; MemStorage (mem_storage.h) is the in-memory
 // implementation used by the runtime's tests and benchmarks. It is not a product mode.
 //
 // Threading: the runtime calls the methods of one ActorStorage from one event at a time,

@@ -1,6 +1,6 @@
 // Replica: one resident actor's durable storage under one hold — the sorted in-memory
 // map the actor reads, its writes appended to the bucket as segments of the hold's
-// generation, the output gate, snapshots and garbage collection (ARCHITECTURE.md,
+// generation, the output gate, snapshots and garbage collection (docs/architecture.md,
 // "Durable storage"; formats in format.h, restore in restore.h, what GC may delete in
 // gc.h). It implements the storage interface the actor runtime uses (actor/storage.h).
 //

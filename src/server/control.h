@@ -1,5 +1,5 @@
 // The control plane in the bucket: tenants and their access tokens, the cluster secret,
-// and deployed classes (ARCHITECTURE.md, "Bucket layout" and "Serving and routing";
+// and deployed classes (docs/architecture.md, "Bucket layout" and "Serving and routing";
 // docs/tenants.md). Operators write it with the CLI (`wasmkeep tenant ...`, `wasmkeep
 // deploy`); nodes read it (TenantAuth on every request, CurrentClass + ReadModule when an
 // actor starts, EnsureClusterSecret at start).
@@ -167,7 +167,7 @@ Task<Result<std::vector<TenantSummary>>> ListTenants(ObjectStore& store, CallOpt
 // One tenant's record; kNotFound if it does not exist.
 Task<Result<TenantRecord>> ReadTenant(ObjectStore& store, std::string tenant, CallOptions call = {});
 
-// Checks the Authorization header of a request (ARCHITECTURE.md "Serving and routing":
+// Checks the Authorization header of a request (docs/architecture.md "Serving and routing":
 // bearer tokens per tenant). One per node; Env loop thread only.
 //
 // Answers, and what the HTTP front makes of them (docs/tenants.md):
