@@ -982,7 +982,7 @@ const std::vector<Scenario>& Scenarios() {
        {"wake-reuses-generation", "resolver-without-lock", "free-on-view", "free-on-absent-node"},
        &RunOwnershipScenario},
       {"storage", "3 nodes writing 3 actors through the durable replica as holds move (docs/architecture.md, Durable storage)",
-       {"ack-before-durable", "ack-late-upload", "restore-ignores-fence", "gc-deletes-chain"}, &RunStorageScenario},
+       {"ack-before-durable", "ack-late-upload", "restore-ignores-fence", "gc-deletes-chain", "release-without-validity"}, &RunStorageScenario},
   };
   return all;
 }
