@@ -25,6 +25,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -123,15 +124,24 @@ class MapStorage final : public ActorStorage {
     if (batch.alarm) alarm_ = *batch.alarm;
     return ++seq_;
   }
-  void WhenReleasable(std::uint64_t, std::function<void(Status)> done) override { done(Status::Ok()); }
-  Status failure() const override { return Status::Ok(); }
-  void Break(Status) override {}
+  // Always durable, always held; only Break fails it (sticky, as storage.h asks).
+  void WhenReleasable(std::uint64_t, std::function<void(Status)> done) override { done(failure()); }
+  Status failure() const override {
+    std::lock_guard lock(mu_);
+    return broken_.value_or(Status::Ok());
+  }
+  void Break(Status why) override {
+    std::lock_guard lock(mu_);
+    if (!broken_) broken_ = std::move(why);
+  }
 
  private:
   std::map<std::string, std::string, std::less<>> data_;
   std::optional<std::int64_t> alarm_;
   std::uint64_t bytes_ = 0;
   std::uint64_t seq_ = 0;
+  mutable std::mutex mu_;  // failure() may be asked from the runtime's loop thread
+  std::optional<Status> broken_;
 };
 
 // One request event, as ActorRuntime::Execute runs it on a worker, minus the runtime:

@@ -982,8 +982,8 @@ const std::vector<Scenario>& Scenarios() {
        {"wake-reuses-generation", "resolver-without-lock", "free-on-view", "free-on-absent-node"},
        &RunOwnershipScenario},
       {"storage", "3 nodes writing 3 actors through the durable replica as holds move (docs/architecture.md, Durable storage)",
-       {"ack-before-durable", "ack-late-upload", "restore-ignores-fence", "gc-deletes-chain"}, &RunStorageScenario},
-      {"routing", "clients appending to and reading 3 list actors through the front of 3 nodes (ARCHITECTURE.md, Serving and routing)",
+       {"ack-before-durable", "ack-late-upload", "restore-ignores-fence", "gc-deletes-chain", "release-without-validity"}, &RunStorageScenario},
+      {"routing", "clients appending to and reading 3 list actors through the front of 3 nodes (docs/architecture.md, How a request flows)",
        {"release-without-validity", "answer-without-gate"}, &RunRoutingScenario},
   };
   return all;
