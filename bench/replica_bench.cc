@@ -1,4 +1,4 @@
-// replica_bench: durable writes through the replica (issue 6), side by side on every
+// replica_bench: durable writes through the replica, side by side on every
 // backend given, in one run.
 //
 //   replica_bench [--seconds S] [--concurrency 1,16,64] [--actors 1000] [--restores N] URL...
@@ -28,6 +28,7 @@
 #include "replica/replica.h"
 #include "replica/restore.h"
 #include "store/open_store.h"
+#include "store/store_wrapper.h"
 
 namespace wk {
 namespace {
@@ -37,35 +38,27 @@ using replica::Replica;
 using replica::ReplicaOptions;
 
 // Counts the requests that reach the bucket.
-class CountingStore final : public ObjectStore {
+class CountingStore final : public StoreWrapper {
  public:
-  explicit CountingStore(ObjectStore& inner) : inner_(inner) {}
+  explicit CountingStore(ObjectStore& inner) : StoreWrapper(inner) {}
   Task<Result<GetOutput>> Get(std::string key, CallOptions options) override {
     ++gets;
-    return inner_.Get(std::move(key), options);
-  }
-  Task<Result<ObjectMeta>> Head(std::string key, CallOptions options) override {
-    return inner_.Head(std::move(key), options);
+    return StoreWrapper::Get(std::move(key), options);
   }
   Task<Result<Version>> Put(std::string key, std::string body, Precondition condition, CallOptions options) override {
     ++puts;
-    return inner_.Put(std::move(key), std::move(body), std::move(condition), options);
+    return StoreWrapper::Put(std::move(key), std::move(body), std::move(condition), options);
   }
   Task<Status> Delete(std::string key, Precondition condition, CallOptions options) override {
     ++deletes;
-    return inner_.Delete(std::move(key), std::move(condition), options);
+    return StoreWrapper::Delete(std::move(key), std::move(condition), options);
   }
   Task<Result<ListPage>> List(ListOptions options, CallOptions call) override {
     ++lists;
-    return inner_.List(std::move(options), call);
+    return StoreWrapper::List(std::move(options), call);
   }
-  std::string Describe() const override { return inner_.Describe(); }
-  bool SupportsConditionalDelete() const override { return inner_.SupportsConditionalDelete(); }
 
   std::uint64_t puts = 0, gets = 0, lists = 0, deletes = 0;
-
- private:
-  ObjectStore& inner_;
 };
 
 struct Row {

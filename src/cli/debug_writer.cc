@@ -6,6 +6,7 @@
 #include <set>
 
 #include "base/log.h"
+#include "store/store_wrapper.h"
 
 namespace wk::cli {
 namespace {
@@ -22,34 +23,19 @@ constexpr Duration kCutMargin = std::chrono::seconds(1);
 
 // Forwards to the node's store and counts the reads in flight, so the restore line can
 // show that the restore's reads overlapped.
-class ReadGauge final : public ObjectStore {
+class ReadGauge final : public StoreWrapper {
  public:
-  explicit ReadGauge(ObjectStore& inner) : inner_(inner) {}
+  explicit ReadGauge(ObjectStore& inner) : StoreWrapper(inner) {}
   Task<Result<GetOutput>> Get(std::string key, CallOptions options) override {
     max_in_flight_ = std::max(max_in_flight_, ++in_flight_);
-    auto got = co_await inner_.Get(std::move(key), options);
+    auto got = co_await inner().Get(std::move(key), options);
     --in_flight_;
     co_return got;
   }
-  Task<Result<ObjectMeta>> Head(std::string key, CallOptions options) override {
-    return inner_.Head(std::move(key), options);
-  }
-  Task<Result<Version>> Put(std::string key, std::string body, Precondition condition, CallOptions options) override {
-    return inner_.Put(std::move(key), std::move(body), std::move(condition), options);
-  }
-  Task<Status> Delete(std::string key, Precondition condition, CallOptions options) override {
-    return inner_.Delete(std::move(key), std::move(condition), options);
-  }
-  Task<Result<ListPage>> List(ListOptions options, CallOptions call) override {
-    return inner_.List(std::move(options), call);
-  }
-  std::string Describe() const override { return inner_.Describe(); }
-  bool SupportsConditionalDelete() const override { return inner_.SupportsConditionalDelete(); }
 
   int TakeMaxInFlight() { return std::exchange(max_in_flight_, in_flight_); }
 
  private:
-  ObjectStore& inner_;
   int in_flight_ = 0;
   int max_in_flight_ = 0;
 };
