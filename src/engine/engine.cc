@@ -150,6 +150,8 @@ struct Worker::Impl {
   // instantiation it interrupted.
   std::uint64_t heap_limit_bytes = 0;
   bool heap_limit_hit = false;
+  bool heap_limit_raised = false;  // NearHeapLimit raised it; lowered before the next call
+  std::size_t initial_old_space_limit = 0;  // V8's share of heap_limit_bytes for its old generation
   std::uint64_t heap_limit_hits = 0;
   static std::size_t NearHeapLimit(void* data, std::size_t current_limit, std::size_t initial_limit);
   // Returns whether the heap limit was reached since the last call, and clears it and the
@@ -432,9 +434,6 @@ Worker::Worker(Engine& engine, WorkerOptions options) : impl_(std::make_unique<I
   impl_->heap_limit_bytes = options.heap_limit_bytes;
   impl_->isolate = v8::Isolate::New(params);
   impl_->isolate->AddNearHeapLimitCallback(&Impl::NearHeapLimit, impl_.get());
-  // Once a stopped call's garbage is collected (the runtime throws its instance away), the
-  // heap falls back below half the limit and V8 restores the initial limit.
-  impl_->isolate->AutomaticallyRestoreInitialHeapLimit(0.5);
   // The isolate stays entered on this thread for its whole life: a worker is thread-bound.
   impl_->isolate->Enter();
   {
@@ -464,13 +463,15 @@ Worker::~Worker() {
   delete impl_->allocator;
 }
 
-std::size_t Worker::Impl::NearHeapLimit(void* data, std::size_t current_limit, std::size_t /*initial_limit*/) {
+std::size_t Worker::Impl::NearHeapLimit(void* data, std::size_t current_limit, std::size_t initial_limit) {
   auto* w = static_cast<Impl*>(data);
-  // Stop whatever runs (a call, an instantiation); it fails with kHeapLimit. V8 takes the
-  // termination at its next interrupt check, after the allocation in progress, which the
-  // slack lets succeed: returning the current limit would make V8 abort the process.
+  w->initial_old_space_limit = initial_limit;
+  // Whatever runs (a call, an instantiation) fails with kHeapLimit. Terminating it is best
+  // effort (see WorkerOptions: V8 10.2 ignores it inside table.grow). The slack lets the
+  // allocation in progress succeed: returning the current limit would make V8 abort.
   w->isolate->TerminateExecution();
   w->heap_limit_hit = true;
+  w->heap_limit_raised = true;
   ++w->heap_limit_hits;
   return current_limit + kHeapLimitSlackBytes;
 }
@@ -572,6 +573,17 @@ void Worker::Impl::BeginCall(Instance::Impl* inst, void* ctx, std::chrono::milli
   // A limit reached between calls (garbage collection while loading a module) must not stop
   // this call.
   TakeHeapLimitHit();
+  if (heap_limit_raised) {
+    // Back to the configured limit, or, while the heap still holds more (the instance that
+    // reached it is still alive), to the least V8 allows for the heap's size. Not done
+    // during the call that raised it: V8 would collect garbage at every allocation.
+    // The failed call's instance is gone by now (the caller throws unusable ones away), so a
+    // full collection brings the heap back under the limit; rare: only after a limit hit.
+    heap_limit_raised = false;
+    isolate->LowMemoryNotification();
+    isolate->RemoveNearHeapLimitCallback(&NearHeapLimit, initial_old_space_limit);
+    isolate->AddNearHeapLimitCallback(&NearHeapLimit, this);
+  }
   current = inst;
   current_context = ctx;
   host_error.reset();
@@ -629,8 +641,8 @@ CallResult Worker::Impl::Run(Instance::Impl* inst, v8::Local<v8::Function> fn, v
     // Even if the call returned (it outran the termination), what it allocated stays
     // reachable from its instance: throwing the instance away is what frees the heap.
     result.outcome = CallOutcome::kHeapLimit;
-    result.message = fmt::format("the event reached the worker's V8 heap limit of {} bytes and was stopped "
-                                 "(tables grown too far?)", heap_limit_bytes);
+    result.message = fmt::format("the event reached the worker's V8 heap limit of {} bytes (tables grown too far?)",
+                                 heap_limit_bytes);
     result.instance_usable = false;
     host_error.reset();
   } else if (has_exception && terminated_by_watchdog) {

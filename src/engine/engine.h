@@ -154,7 +154,7 @@ enum class CallOutcome : std::uint8_t {
                  // likely an allocation failed after memory.grow was refused
   kHostError,    // a host function failed the event; `message` is its error
   kTerminated,   // the CPU-time limit was hit and the watchdog terminated the call
-  kHeapLimit,    // the worker's V8 heap reached its limit during the call, which was stopped
+  kHeapLimit,    // the worker's V8 heap reached its limit during the call (WorkerOptions)
   kEngineError,  // anything else V8 reported
 };
 
@@ -175,15 +175,18 @@ class Instance;
 struct WorkerOptions {
   // The most V8 heap the worker's isolate may use (everything but linear memories: module
   // and instance objects, tables, wrappers). Reaching it never aborts the process: the call
-  // running (or instantiation) is stopped with CallOutcome::kHeapLimit, its instance is
-  // unusable, and V8 gets a little room above the limit (kHeapLimitSlackBytes) to finish
-  // unwinding; the initial limit comes back once garbage collection has freed half of it.
+  // running (or the instantiation) fails with CallOutcome::kHeapLimit and its instance is
+  // unusable. V8 is asked to terminate it at once, but V8 10.2 does not act on that while
+  // the module is in table.grow, so such a call runs on to its end, and V8 gets room above
+  // the limit (kHeapLimitSlackBytes, again each time it is reached) meanwhile; what one call
+  // can allocate is bounded by its module's tables (ModuleLimits::max_table_elements). The
+  // limit is set back before the next call.
   std::uint64_t heap_limit_bytes = 512ull << 20;
 };
 
 // Room V8 gets above the heap limit each time it is reached, to complete the allocation in
-// progress and unwind the call. At least the largest single allocation a module can make
-// (growing a table to its limit: ModuleLimits::max_table_elements of a few words each).
+// progress and the call. At least the largest single allocation a module can make (growing
+// a table to its limit: actors.max_table_elements, at most 1,000,000, of 8 bytes each).
 inline constexpr std::uint64_t kHeapLimitSlackBytes = 64ull << 20;
 // The smallest heap limit a worker accepts: V8's own start-up heap is a few MiB.
 inline constexpr std::uint64_t kMinHeapLimitBytes = 16ull << 20;

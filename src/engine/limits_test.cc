@@ -60,13 +60,22 @@ TEST(EngineLimitsTest, HugeTablesModuleDoesNotCrashTheProcess) {
   EXPECT_EXIT(CompileAndRunHugeTables(), ::testing::ExitedWithCode(0), "");
 }
 
-TEST(EngineLimitsTest, HugeTablesAreRefusedNamingTheSetting) {
+TEST(EngineLimitsTest, HugeTablesAreRefusedNamingTheBound) {
   Engine engine;
   ModuleLimits limits;
   limits.setting_prefix = "actors.";
   auto module = engine.Compile(HugeTablesModule(), NoHost(), kRunExport, limits);
   ASSERT_FALSE(module.ok());
-  EXPECT_NE(module.status().message().find("300000000 elements initially, over the limit of 65536 table elements"),
+  EXPECT_NE(module.status().message().find("30 tables, over the limit of 16"), std::string::npos)
+      << module.status().ToString();
+  // One such table is within the count but not within the elements setting.
+  ModuleBuilder b;
+  b.tables.push_back({10'000'000, std::nullopt});
+  b.funcs.push_back(ModuleBuilder::Returns(0));
+  b.func_exports.push_back("run");
+  module = engine.Compile(b.Build(), NoHost(), kRunExport, limits);
+  ASSERT_FALSE(module.ok());
+  EXPECT_NE(module.status().message().find("10000000 elements initially, over the limit of 65536 table elements"),
             std::string::npos) << module.status().ToString();
   EXPECT_NE(module.status().message().find("(actors.max_table_elements)"), std::string::npos);
 }
@@ -104,20 +113,26 @@ TEST(EngineLimitsTest, TablesGetMaximaImposedWithinTheLimit) {
 // settings allow (actors.max_table_elements is at most 1,000,000 elements, 8 MB; the heap
 // at least 32 MiB), so what can fill a worker's heap is many instances' tables, or an
 // embedder whose table budget is larger than its heap. This test is the second, which is
-// the same thing in one event: 16 tables of up to 2,000,000 elements (256 MB in all) grown
-// in steps of 100,000 in a 32 MiB heap. Before the heap limit and its callback, V8 aborted
-// the process here. Linear memory is not on the V8 heap, and other growth (function
+// the same thing in one event: 2 tables of up to 1,000,000 elements (16 MB in all) grown
+// in steps of 100,000 in a 16 MiB heap. Before the heap limit and its callback, V8 aborted
+// the process here ("Fatal javascript OOM in Reached heap limit"; with V8's default limit
+// and the 16 tables of up to 10,000,000 elements that the bounds now refuse).
+//
+// What V8 10.2 does not do: act on the termination the callback requests while the module
+// is in table.grow (observed: the call runs on to its end, the callback raising the limit
+// as needed). So an event that reaches the limit is failed after it returns; what it can
+// allocate meanwhile is bounded by its tables' imposed maxima (max_table_elements). Linear memory is not on the V8 heap, and other growth (function
 // wrappers, tag objects) is bounded by the module's declared counts, so tables are the one
 // way a module can make the heap grow at run time that we found.
 std::vector<std::uint8_t> TableGrowerModule() {
   ModuleBuilder b;
-  for (int t = 0; t < 16; ++t) b.tables.push_back({0, 2'000'000});
+  for (int t = 0; t < 2; ++t) b.tables.push_back({0, 1'000'000});
   b.funcs.push_back(ModuleBuilder::Returns(7));
   b.func_exports.push_back("run");
   ModuleBuilder::Func grow;
   grow.locals = {0};
   grow.body = {0x02, 0x40, 0x03, 0x40};  // block, loop
-  for (std::uint8_t t = 0; t < 16; ++t) {
+  for (std::uint8_t t = 0; t < 2; ++t) {
     grow.body.insert(grow.body.end(), {0xd0, 0x70, 0x41});
     testing::Leb(grow.body, 100'000);
     // table.grow t; i32.const -1; i32.eq; br_if 1 (out of the block)
@@ -132,17 +147,17 @@ std::vector<std::uint8_t> TableGrowerModule() {
 TEST(EngineLimitsTest, AnEventThatFillsTheHeapFailsAndTheWorkerGoesOn) {
   Engine engine;
   ModuleLimits limits;
-  limits.max_table_elements = 32'000'000;
+  limits.max_table_elements = 2'000'000;
   auto module = engine.Compile(TableGrowerModule(), NoHost(), kRunExport, limits);
   ASSERT_TRUE(module.ok()) << module.status().ToString();
-  Worker worker(engine, WorkerOptions{.heap_limit_bytes = 32ull << 20});
+  Worker worker(engine, WorkerOptions{.heap_limit_bytes = kMinHeapLimitBytes});
   for (int round = 0; round < 2; ++round) {
     auto instance = worker.Instantiate(*module, nullptr, milliseconds(10'000));
     ASSERT_TRUE(instance.ok()) << instance.status().ToString();
     CallResult r = (*instance)->Call("grow", nullptr, milliseconds(10'000));
     EXPECT_EQ(r.outcome, CallOutcome::kHeapLimit) << r.message;
     EXPECT_FALSE(r.instance_usable);
-    EXPECT_NE(r.message.find("heap limit of 33554432 bytes"), std::string::npos) << r.message;
+    EXPECT_NE(r.message.find("heap limit of 16777216 bytes"), std::string::npos) << r.message;
     EXPECT_GE(worker.heap_limit_hits(), static_cast<std::uint64_t>(round + 1));
     instance->reset();  // what the runtime does with an unusable instance
     worker.PumpMessageLoop();
@@ -224,6 +239,7 @@ struct BoundCase {
   // Makes the module with `n` of the bounded thing; may set limits (the configurable bounds).
   std::function<ModuleBuilder(std::uint64_t n, std::mt19937_64& rng, ModuleLimits& limits)> make;
   std::string want;  // in the refusal of bound + 1, with "{}" replaced by bound + 1
+  bool instantiate = true;  // false for the big ones: compiling them is the slow part already
 };
 
 ModuleBuilder RunModule() {
@@ -241,7 +257,7 @@ std::vector<BoundCase> BoundCases(std::mt19937_64& seed_rng) {
                      ModuleBuilder b = RunModule();
                      b.extra_types = static_cast<std::uint32_t>(n - 1);
                      return b;
-                   }, "{} types, over the limit of 100000"});
+                   }, "{} types, over the limit of 100000", false});
   cases.push_back({"imports", kMaxImports, [](std::uint64_t n, auto&, auto&) {
                      ModuleBuilder b = RunModule();
                      b.extra_imports = static_cast<std::uint32_t>(n);
@@ -258,7 +274,7 @@ std::vector<BoundCase> BoundCases(std::mt19937_64& seed_rng) {
                      b.extra_imports = std::uniform_int_distribution<std::uint32_t>(0, kMaxImports)(rng);
                      b.funcs.resize(n - b.extra_imports, ModuleBuilder::Returns(1));
                      return b;
-                   }, "over the limit of 200000"});
+                   }, "over the limit of 200000", false});
   cases.push_back({"tables", kMaxTables, [](std::uint64_t n, auto& rng, auto&) {
                      ModuleBuilder b = RunModule();
                      for (std::uint64_t i = 0; i < n; ++i) {
@@ -331,7 +347,7 @@ std::vector<BoundCase> BoundCases(std::mt19937_64& seed_rng) {
                      b.funcs.push_back(f);
                      b.func_exports.push_back("big");
                      return b;
-                   }, "a body of {} bytes, over the limit of 2097152 bytes"});
+                   }, "a body of {} bytes, over the limit of 2097152 bytes", false});
   cases.push_back({"memory pages", memory_pages, [memory_pages](std::uint64_t n, auto& rng, ModuleLimits& limits) {
                      limits.max_memory_bytes = memory_pages * kWasmPageBytes;
                      ModuleBuilder b = RunModule();
@@ -366,10 +382,12 @@ TEST(EngineLimitsFuzzTest, AtEveryBoundAcceptedPastItRefusedNamingIt) {
     auto at = c.make(c.bound, rng, at_limits).Build();
     auto module = engine.Compile(at, host, kRunExport, at_limits);
     ASSERT_TRUE(module.ok()) << "at the bound: " << module.status().ToString();
-    auto instance = worker.Instantiate(*module, nullptr, milliseconds(10'000));
-    ASSERT_TRUE(instance.ok()) << "at the bound: " << instance.status().ToString();
-    CallResult r = (*instance)->Call("run", nullptr, milliseconds(10'000));
-    EXPECT_TRUE(r.ok()) << r.message;
+    if (c.instantiate) {
+      auto instance = worker.Instantiate(*module, nullptr, milliseconds(10'000));
+      ASSERT_TRUE(instance.ok()) << "at the bound: " << instance.status().ToString();
+      CallResult r = (*instance)->Call("run", nullptr, milliseconds(10'000));
+      EXPECT_TRUE(r.ok()) << r.message;
+    }
     if (at.size() < 64 * 1024) accepted.push_back(std::move(at));
 
     ModuleLimits past_limits;
@@ -400,7 +418,7 @@ TEST(EngineLimitsFuzzTest, AtEveryBoundAcceptedPastItRefusedNamingIt) {
   accepted.push_back(HugeTablesModule());
   accepted.push_back(TableGrowerModule());
   int compiled = 0;
-  for (int i = 0; i < 400; ++i) {
+  for (int i = 0; i < 200; ++i) {
     std::vector<std::uint8_t> m = accepted[rng() % accepted.size()];
     const int edits = 1 + static_cast<int>(rng() % 4);
     for (int e = 0; e < edits; ++e) {

@@ -87,7 +87,7 @@ TEST(WasmModuleInfo, HostileCountsAreRefusedCheaply) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("5000 parameters (more than 1000)"), std::string::npos) << r.status().ToString();
 
-  // 1000 params (allowed), one function, exported 50,000 times: one copy of the type.
+  // 1000 params (allowed), one function, exported kMaxExports times: one copy of the type.
   std::vector<std::uint8_t> m2 = {0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00};
   std::vector<std::uint8_t> t2 = {0x01, 0x60};
   leb(t2, 1000);
@@ -96,8 +96,8 @@ TEST(WasmModuleInfo, HostileCountsAreRefusedCheaply) {
   section(m2, 1, t2);
   section(m2, 3, {0x01, 0x00});
   std::vector<std::uint8_t> ex;
-  leb(ex, 50000);
-  for (int i = 0; i < 50000; ++i) {
+  leb(ex, kMaxExports);
+  for (std::uint32_t i = 0; i < kMaxExports; ++i) {
     std::string name = "e" + std::to_string(i);
     leb(ex, name.size());
     ex.insert(ex.end(), name.begin(), name.end());
@@ -107,9 +107,9 @@ TEST(WasmModuleInfo, HostileCountsAreRefusedCheaply) {
   section(m2, 7, ex);
   auto ok = ReadModuleInfo(m2);
   ASSERT_TRUE(ok.ok()) << ok.status().ToString();
-  EXPECT_EQ(ok->exports.size(), 50000u);
+  EXPECT_EQ(ok->exports.size(), kMaxExports);
   EXPECT_EQ(ok->types.size(), 1u);
-  EXPECT_EQ(ok->TypeOf(ok->exports[49999]).params.size(), 1000u);
+  EXPECT_EQ(ok->TypeOf(ok->exports[kMaxExports - 1]).params.size(), 1000u);
 }
 
 // Random corruption of a real module never crashes the reader (AddressSanitizer watches).
