@@ -1,8 +1,10 @@
 // wasmkeep-sim: runs the deterministic simulator's scenarios over many seeds.
 //
 //   wasmkeep-sim --scenario lease|ownership|storage|routing|all --seeds N [--first-seed S] [--mutant NAME] [--expect-failure]
-//                [--quiet] [--trace LINES]
+//                [--quiet] [--trace LINES] [--digest]
 // --trace LINES keeps that many trace lines and prints them for passing seeds too.
+// --digest prints each seed's history digest (RunResult::history_digest), so that a
+// refactoring can show that it left every history unchanged.
 //
 // Exit 0 when every seed passes (or, with --expect-failure, when a mutant is caught);
 // otherwise non-zero, with the failing seed, the violation and the trace that led to it.
@@ -19,7 +21,7 @@ int main(int argc, char** argv) {
   using namespace wk::sim;
   std::string scenario = "all", mutant;
   std::uint64_t seeds = 200, first = 1, trace_lines = 60;
-  bool expect_failure = false, quiet = false, print_trace = false;
+  bool expect_failure = false, quiet = false, print_trace = false, print_digest = false;
   // The nodes' own log lines would drown the report; the trace says what happened.
   wk::log::SetLevel(wk::log::Level::kOff);
   for (int i = 1; i < argc; ++i) {
@@ -42,11 +44,12 @@ int main(int argc, char** argv) {
       }
       else if (a == "--expect-failure") expect_failure = true;
       else if (a == "--quiet") quiet = true;
+      else if (a == "--digest") print_digest = true;
       else if (a == "--verbose") wk::log::SetLevel(wk::log::Level::kInfo);
       else {
         std::fprintf(stderr,
                      "usage: wasmkeep-sim --scenario NAME|all --seeds N [--first-seed S] [--mutant NAME] "
-                     "[--expect-failure] [--quiet] [--trace LINES]\n");
+                     "[--expect-failure] [--quiet] [--trace LINES] [--digest]\n");
         return 2;
       }
     } catch (const std::exception&) {
@@ -78,6 +81,10 @@ int main(int argc, char** argv) {
       options.trace_lines = trace_lines;
       RunResult r = sc.run(options);
       ++ran;
+      if (print_digest) {
+        std::printf("seed %llu digest %016llx\n", static_cast<unsigned long long>(seed),
+                    static_cast<unsigned long long>(r.history_digest));
+      }
       if (print_trace && r.ok) {
         std::printf("seed %llu trace (last %zu events):\n", static_cast<unsigned long long>(seed), r.trace.size());
         for (const auto& t : r.trace) std::printf("    %s\n", t.c_str());

@@ -85,7 +85,7 @@ RunResult RunOwnershipScenario(const RunOptions& options);
 // The storage scenario (docs/architecture.md, "Durable storage"): the ownership scenario with a
 // durable replica writing on every hold.
 RunResult RunStorageScenario(const RunOptions& options);
-// The routing scenario (ARCHITECTURE.md, "Serving and routing"): the front, the forwarder,
+// The routing scenario (docs/architecture.md, "How a request flows"): the front, the forwarder,
 // ownership and the durable replica of 3 nodes end to end, clients checking linearizability
 // (sim/routing_scenario.cc).
 RunResult RunRoutingScenario(const RunOptions& options);

@@ -3,8 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "env/sim_env.h"
-#include "store/mem/mem_store.h"
+#include "cluster/testing.h"
 
 namespace wk {
 namespace {
@@ -12,23 +11,8 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-constexpr std::int64_t kEpochMs = 1'764'000'000'000;
-
-struct Node {
-  Node(SimWorld& world, std::shared_ptr<MemBucket> bucket, std::string id, std::string instance,
-       Duration skew = Duration(0))
-      : env(world, FromUnixMs(kEpochMs), skew),
-        store(env, std::move(bucket)),
-        lease(env, store, NodeIdentity{id, "127.0.0.1:1", "test", ""}, LeaseTiming{}, instance) {}
-  void Start() {
-    run = env.Spawn([](Node* n) -> Task<void> { n->end = co_await n->lease.Run(); }(this), "lease");
-  }
-  SimEnv env;
-  MemStore store;
-  NodeLease lease;
-  TaskHandle run;
-  std::optional<LeaseEnd> end;
-};
+// A lone NodeLease on its own simulated host (cluster/testing.h).
+using Node = cluster_testing::SimLeaseNode;
 
 struct LeaseTest : ::testing::Test {
   SimWorld world{11};

@@ -4,8 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "cluster/cluster_node.h"
-#include "env/sim_env.h"
-#include "store/mem/mem_store.h"
+#include "cluster/testing.h"
 
 namespace wk {
 namespace {
@@ -13,17 +12,10 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-struct Proc {
+// A ClusterNode on its own simulated host, started at once (cluster/testing.h).
+struct Proc : cluster_testing::SimNode {
   Proc(SimWorld& w, std::shared_ptr<MemBucket> b, std::string id, std::string inst)
-      : env(w, FromUnixMs(1'764'000'000'000)), store(env, std::move(b)),
-        node(env, store, NodeIdentity{id, "127.0.0.1:1", "t", ""}, LeaseTiming{}, inst) {
-    run = env.Spawn([](Proc* p) -> Task<void> { p->end = co_await p->node.Run(); }(this), "node");
-  }
-  SimEnv env;
-  MemStore store;
-  ClusterNode node;
-  TaskHandle run;
-  std::optional<LeaseEnd> end;
+      : SimNode(w, std::move(b), std::move(id), std::move(inst), "t") {}
 };
 
 struct OwnersTest : ::testing::Test {

@@ -6,8 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "base/log.h"
-#include "env/sim_env.h"
-#include "store/mem/mem_store.h"
+#include "cluster/testing.h"
 
 namespace wk::replica {
 namespace {
@@ -25,7 +24,6 @@ class ReplicaTest : public ::testing::Test {
  protected:
   ReplicaTest() {
     log::SetLevel(log::Level::kOff);
-    store_ = std::make_unique<MemStore>(env_, bucket_, [this](const OpInfo& op) { return Fault(op); });
   }
 
   OpFault Fault(const OpInfo& op) {
@@ -71,9 +69,12 @@ class ReplicaTest : public ::testing::Test {
   }
 
   SimWorld world_{7};
-  SimEnv env_{world_, FromUnixMs(1'700'000'000'000)};
   std::shared_ptr<MemBucket> bucket_ = std::make_shared<MemBucket>();
-  std::unique_ptr<MemStore> store_;
+  // One simulated host (cluster/testing.h): its Env and its MemStore view of the bucket.
+  cluster_testing::SimHost host_{
+      world_, bucket_, {.fault = [this](const OpInfo& op) { return Fault(op); }, .origin_ms = 1'700'000'000'000}};
+  SimEnv& env_ = host_.env();
+  MemStore* store_ = &host_.store();
   ActorId actor_{"t", "c", "a"};
   bool valid_ = true;
   Duration wal_put_delay_ = milliseconds(5);
@@ -483,7 +484,7 @@ TEST_F(ReplicaTest, ARestoreReadThatFailsOnceIsRetried) {
   o.restore.read_timeout = milliseconds(100);
   get_delay_ = milliseconds(150);  // every first read times out...
   int gets = 0;
-  store_ = std::make_unique<MemStore>(env_, bucket_, [&](const OpInfo& op) {
+  store_->set_fault_hook([&](const OpInfo& op) {
     OpFault f;
     if (op.op == StoreOp::kGet && op.key.starts_with(kWalPrefix) && ++gets == 1) f.request_delay = milliseconds(150);
     return f;

@@ -1,0 +1,90 @@
+// The test harness for "a simulated world, a bucket and nodes", shared by the cluster and
+// replica unit tests and the deterministic simulator (sim/world.h). Test-only library
+// wk_cluster_testing: it pulls in nothing real, only SimWorld/SimEnv, MemBucket/MemStore
+// and the cluster code under test.
+//
+//   SimHost      one machine: its Env on the world (wall clock at kSimOriginMs plus a
+//                skew) and its MemStore view of the shared bucket (faults optional)
+//   SimLeaseNode a lone NodeLease on its own SimHost
+//   SimNode      a ClusterNode (lease, listing, fence watch, owners) on its own SimHost
+//
+// Each holds its Env, store and node by value; the node's frames die with the Env (a kill).
+// A SimHost's Env draws its seed from the world when it is built, so building hosts in the
+// same order gives the same run.
+//
+// Threading: single-threaded, like everything on a SimWorld.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "cluster/cluster_node.h"
+#include "cluster/node_lease.h"
+#include "env/sim_env.h"
+#include "store/mem/mem_store.h"
+
+namespace wk::cluster_testing {
+
+// Every simulated wall clock starts here (2025-11-24), plus its skew.
+inline constexpr std::int64_t kSimOriginMs = 1'764'000'000'000;
+
+struct HostOptions {
+  Duration skew{0};            // this host's wall clock ahead (+) or behind (-) true time
+  FaultHook fault;             // the fault plan of each request; none: every call succeeds
+  Env* transit = nullptr;      // times requests in flight (the bucket's clock; see MemStore)
+  std::int64_t origin_ms = kSimOriginMs;
+};
+
+class SimHost {
+ public:
+  SimHost(SimWorld& world, std::shared_ptr<MemBucket> bucket, HostOptions options = {});
+  SimEnv& env() { return env_; }
+  MemStore& store() { return store_; }
+
+ private:
+  SimEnv env_;
+  MemStore store_;
+};
+
+// The identity the unit tests give a node named `node_id`.
+NodeIdentity TestIdentity(std::string node_id, std::string build = "test");
+
+class SimLeaseNode {
+ public:
+  SimLeaseNode(SimWorld& world, std::shared_ptr<MemBucket> bucket, std::string id, std::string instance,
+               Duration skew = Duration(0), LeaseTiming timing = {});
+  // Spawns the lease's Run; `end` gets its LeaseEnd.
+  void Start();
+
+ private:
+  SimHost host_;
+
+ public:
+  SimEnv& env;
+  MemStore& store;
+  NodeLease lease;
+  TaskHandle run;
+  std::optional<LeaseEnd> end;
+};
+
+class SimNode {
+ public:
+  // Started at once unless start is false.
+  SimNode(SimWorld& world, std::shared_ptr<MemBucket> bucket, std::string id, std::string instance,
+          std::string build = "test", LeaseTiming timing = {}, bool start = true);
+  // Spawns the node's Run; `end` gets its LeaseEnd.
+  void Start();
+
+ private:
+  SimHost host_;
+
+ public:
+  SimEnv& env;
+  MemStore& store;
+  ClusterNode node;
+  TaskHandle run;
+  std::optional<LeaseEnd> end;
+};
+
+}  // namespace wk::cluster_testing
