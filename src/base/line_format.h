@@ -12,7 +12,7 @@
 //   - lines end in exactly '\n': no '\r', no missing final newline, no empty lines;
 //   - a key is 1..32 of [a-z0-9_], starting with a letter; exactly one space follows it;
 //   - a value is 1..kMaxValueBytes printable ASCII bytes (0x20..0x7E), neither starting nor
-//     ending with a space (values may hold inner single spaces: `lease live <instance>`);
+//     ending with a space (values may hold inner spaces: `lease live <instance>`);
 //   - a number is decimal digits only: no sign, no spaces, no leading zero except "0"
 //     itself, at most the bound the caller gives (ParseUint). The one signed field kind
 //     (an alarm time, which may be before 1970) allows a leading '-' but never "-0";
