@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "base/crc32c.h"
+#include "base/digest.h"
 
 namespace wk::file_layout {
 
@@ -82,14 +83,7 @@ std::string LockPath(std::uint32_t stripe) {
 }
 
 std::string VersionToken(const VersionBytes& bytes) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(2 * bytes.size());
-  for (unsigned char b : bytes) {
-    out.push_back(kHex[b >> 4]);
-    out.push_back(kHex[b & 0xF]);
-  }
-  return out;
+  return ToHex(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
 }
 
 std::string EncodeHeader(std::string_view key, const VersionBytes& version, std::string_view body) {
