@@ -25,20 +25,6 @@ std::string FromOptionalField(std::string_view v) { return v == "-" ? "" : std::
 
 }  // namespace
 
-Status ValidateNodeId(std::string_view id) {
-  if (id.empty() || id.size() > 64) return InvalidArgument("node id must be 1 to 64 characters");
-  if (id == "." || id == "..") return InvalidArgument("node id cannot be '.' or '..'");
-  for (char c : id) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '_' || c == '-';
-    if (!ok) {
-      return InvalidArgument("node id '" + std::string(id) +
-                             "' may contain only letters, digits, '.', '_' and '-'");
-    }
-  }
-  return Status::Ok();
-}
-
 std::string_view LeaseStateName(LeaseState s) {
   switch (s) {
     case LeaseState::kLive: return "live";

@@ -6,28 +6,6 @@
 namespace wk {
 namespace {
 
-constexpr std::string_view kHeader = "wasmkeep-owner 1";
-
-bool TenantOrClassOk(std::string_view s) {
-  if (s.empty() || s.size() > 63) return false;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    char c = s[i];
-    bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-    if (!(alnum || (i > 0 && (c == '_' || c == '-')))) return false;
-  }
-  return true;
-}
-
-bool NameOk(std::string_view s) {
-  if (s.empty() || s.size() > 128 || s == "." || s == "..") return false;
-  for (char c : s) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-              c == '~' || c == '-';
-    if (!ok) return false;
-  }
-  return true;
-}
-
 bool IsInstance(std::string_view s) {
   if (s.empty() || s.size() > 64 || s == "-" || s == "nobody") return false;
   for (char c : s) {
@@ -38,30 +16,6 @@ bool IsInstance(std::string_view s) {
 }
 
 }  // namespace
-
-Status ValidateActorId(const ActorId& id) {
-  if (!TenantOrClassOk(id.tenant)) {
-    return InvalidArgument("tenant '" + id.tenant.substr(0, 80) + "' must be 1-63 of a-z, 0-9, '_', '-', starting with a letter or digit");
-  }
-  if (!TenantOrClassOk(id.class_name)) {
-    return InvalidArgument("class '" + id.class_name.substr(0, 80) + "' must be 1-63 of a-z, 0-9, '_', '-', starting with a letter or digit");
-  }
-  if (!NameOk(id.name)) {
-    return InvalidArgument("actor name '" + id.name.substr(0, 80) + "' must be 1-128 of A-Z, a-z, 0-9, '.', '_', '~', '-' (not '.' or '..')");
-  }
-  return Status::Ok();
-}
-
-Result<ActorId> ParseActorId(std::string_view text) {
-  std::size_t a = text.find('/');
-  std::size_t b = a == std::string_view::npos ? a : text.find('/', a + 1);
-  if (a == std::string_view::npos || b == std::string_view::npos || text.find('/', b + 1) != std::string_view::npos) {
-    return InvalidArgument("actor must be tenant/class/name (got '" + std::string(text.substr(0, 200)) + "')");
-  }
-  ActorId id{std::string(text.substr(0, a)), std::string(text.substr(a + 1, b - a - 1)), std::string(text.substr(b + 1))};
-  if (Status s = ValidateActorId(id); !s.ok()) return s;
-  return id;
-}
 
 std::string EncodeOwnerRecord(const OwnerRecord& r) {
   line_format::LineWriter w("owner", 1);
