@@ -1,36 +1,38 @@
 #include "cluster/drain_control.h"
 
-#include <charconv>
+#include <limits>
 
+#include "base/check.h"
+#include "base/line_format.h"
 #include "base/log.h"
 
 namespace wk {
 
 std::string EncodeDrainRecord(const DrainRecord& r) {
-  return std::string("wasmkeep-drain 1\nstate ") + (r.state == DrainState::kRequested ? "requested" : "drained") +
-         "\nat " + std::to_string(ToUnixMs(r.at)) + "\n";
+  WK_CHECK(ToUnixMs(r.at) >= 0, "a drain record's time is after 1970");
+  line_format::LineWriter w("drain", 1);
+  w.Field("state", r.state == DrainState::kRequested ? "requested" : "drained");
+  w.Field("at", static_cast<std::uint64_t>(ToUnixMs(r.at)));
+  return std::move(w).Take();
 }
 
 Result<DrainRecord> DecodeDrainRecord(std::string_view body) {
-  constexpr std::string_view kHeader = "wasmkeep-drain 1\nstate ";
-  if (!body.starts_with(kHeader) || body.back() != '\n') return Fatal("corrupt wasmkeep-drain 1 object");
-  body.remove_prefix(kHeader.size());
+  auto reader = line_format::LineReader::Open(body, "drain", 1, "wasmkeep-drain 1 object");
+  if (!reader.ok()) return reader.status();
   DrainRecord r;
-  if (body.starts_with("requested\n")) {
-    body.remove_prefix(10);
-  } else if (body.starts_with("drained\n")) {
+  auto state = reader->Field("state");
+  if (!state.ok()) return state.status();
+  if (*state == "requested") {
+    r.state = DrainState::kRequested;
+  } else if (*state == "drained") {
     r.state = DrainState::kDrained;
-    body.remove_prefix(8);
   } else {
-    return Fatal("corrupt wasmkeep-drain 1 object: bad state");
+    return reader->Corrupt("bad state '" + std::string(state->substr(0, 20)) + "'");
   }
-  if (!body.starts_with("at ")) return Fatal("corrupt wasmkeep-drain 1 object: no 'at' line");
-  body.remove_prefix(3);
-  body.remove_suffix(1);
-  std::int64_t ms = 0;
-  auto [p, ec] = std::from_chars(body.data(), body.data() + body.size(), ms);
-  if (ec != std::errc() || p != body.data() + body.size() || ms < 0) return Fatal("corrupt wasmkeep-drain 1 object: bad time");
-  r.at = FromUnixMs(ms);
+  auto at = reader->UintField("at", static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()));
+  if (!at.ok()) return at.status();
+  r.at = FromUnixMs(static_cast<std::int64_t>(*at));
+  if (Status s = reader->Finish(); !s.ok()) return s;
   return r;
 }
 

@@ -1,12 +1,13 @@
 #include "cluster/node_record.h"
 
-#include <charconv>
-#include <vector>
+#include <limits>
+
+#include "base/line_format.h"
 
 namespace wk {
 namespace {
 
-constexpr std::string_view kHeaderV3 = "wasmkeep-node 3";
+constexpr std::uint64_t kMaxMs = std::numeric_limits<std::int64_t>::max();
 constexpr std::size_t kMaxInstanceBytes = 64;
 constexpr std::size_t kMaxFieldBytes = 256;
 
@@ -19,56 +20,10 @@ bool IsToken(std::string_view s, std::size_t max) {
   return true;
 }
 
-std::vector<std::string_view> SplitLines(std::string_view body, bool* terminated) {
-  std::vector<std::string_view> lines;
-  *terminated = body.empty() || body.back() == '\n';
-  std::size_t pos = 0;
-  while (pos < body.size()) {
-    std::size_t nl = body.find('\n', pos);
-    if (nl == std::string_view::npos) nl = body.size();
-    lines.push_back(body.substr(pos, nl - pos));
-    pos = nl + 1;
-  }
-  return lines;
-}
-
-bool ParseMs(std::string_view text, std::int64_t* out) {
-  if (text.empty() || text.size() > 19) return false;
-  for (char c : text)
-    if (c < '0' || c > '9') return false;
-  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
-  return ec == std::errc() && p == text.data() + text.size();
-}
-
-// "name value" with exactly one space; returns the value.
-std::optional<std::string_view> Field(std::string_view line, std::string_view name) {
-  if (line.size() <= name.size() + 1 || line.substr(0, name.size()) != name ||
-      line[name.size()] != ' ') {
-    return std::nullopt;
-  }
-  return line.substr(name.size() + 1);
-}
-
 std::string OptionalField(const std::string& v) { return v.empty() ? "-" : v; }
 std::string FromOptionalField(std::string_view v) { return v == "-" ? "" : std::string(v); }
 
-Status Corrupt(std::string what) { return Fatal("corrupt wasmkeep-node 3 object: " + what); }
-
 }  // namespace
-
-Status ValidateNodeId(std::string_view id) {
-  if (id.empty() || id.size() > 64) return InvalidArgument("node id must be 1 to 64 characters");
-  if (id == "." || id == "..") return InvalidArgument("node id cannot be '.' or '..'");
-  for (char c : id) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '_' || c == '-';
-    if (!ok) {
-      return InvalidArgument("node id '" + std::string(id) +
-                             "' may contain only letters, digits, '.', '_' and '-'");
-    }
-  }
-  return Status::Ok();
-}
 
 std::string_view LeaseStateName(LeaseState s) {
   switch (s) {
@@ -105,85 +60,90 @@ Status ValidateNodeRecord(const NodeRecord& r) {
 std::string EncodeNodeRecord(const NodeRecord& r) {
   Status s = ValidateNodeRecord(r);
   WK_CHECK(s.ok(), "encoding an invalid node record: " + s.ToString());
-  std::string out;
-  out.reserve(256);
-  out += kHeaderV3;
-  out += "\nlease ";
-  out += LeaseStateName(r.state);
-  out += ' ';
-  out += OptionalField(r.instance);
-  out += "\nwritten_at " + std::to_string(ToUnixMs(r.written_at));
-  out += "\nnode " + r.node_id;
-  out += "\naddress " + OptionalField(r.address);
-  out += "\nversion " + r.software_version;
-  out += "\nstarted_at " + std::to_string(ToUnixMs(r.started_at));
-  out += "\ncert_pin " + OptionalField(r.cert_pin);
-  out += '\n';
-  return out;
+  line_format::LineWriter w("node", 3);
+  w.Reserve(256);
+  w.Field("lease", std::string(LeaseStateName(r.state)) + " " + OptionalField(r.instance));
+  w.Field("written_at", static_cast<std::uint64_t>(ToUnixMs(r.written_at)));
+  w.Field("node", r.node_id);
+  w.Field("address", OptionalField(r.address));
+  w.Field("version", r.software_version);
+  w.Field("started_at", static_cast<std::uint64_t>(ToUnixMs(r.started_at)));
+  w.Field("cert_pin", OptionalField(r.cert_pin));
+  return std::move(w).Take();
 }
 
-Result<NodeObject> DecodeNodeObject(std::string_view body) {
-  std::string_view first = body.substr(0, body.find('\n'));
-  if (first == "wasmkeep-node 1" || first == "wasmkeep-node 2") {
-    // Older formats: recognised by their header only. Their written_at is read when a line
-    // "written_at_ms <n>" is present; otherwise unknown, which the start guard treats as
-    // fresh (never free).
-    OldHeartbeat old;
-    old.format_version = first.back() - '0';
-    bool terminated;
-    for (std::string_view line : SplitLines(body, &terminated)) {
-      for (std::string_view name : {"written_at_ms", "written_at"}) {
-        if (auto v = Field(line, name)) {
-          std::int64_t ms;
-          if (ParseMs(*v, &ms)) old.written_at = FromUnixMs(ms);
+namespace {
+
+// Older formats are recognised by their header only (we never wrote them with this codec
+// and do not hold them to its rules). Their written_at is read when a line
+// "written_at_ms <n>" or "written_at <n>" is present; otherwise unknown, which the start
+// guard treats as fresh (never free).
+OldHeartbeat DecodeOldHeartbeat(std::string_view body, std::uint64_t version) {
+  OldHeartbeat old;
+  old.format_version = static_cast<int>(version);
+  while (!body.empty()) {
+    const std::size_t nl = body.find('\n');
+    const std::string_view line = body.substr(0, nl);
+    body.remove_prefix(nl == std::string_view::npos ? body.size() : nl + 1);
+    for (std::string_view name : {"written_at_ms ", "written_at "}) {
+      if (line.starts_with(name)) {
+        if (auto ms = line_format::ParseUint(line.substr(name.size()), kMaxMs)) {
+          old.written_at = FromUnixMs(static_cast<std::int64_t>(*ms));
         }
       }
     }
-    return NodeObject(old);
   }
-  if (first != kHeaderV3) {
-    return Fatal("not a wasmkeep-node object (header '" + std::string(first.substr(0, 40)) + "')");
+  return old;
+}
+
+}  // namespace
+
+Result<NodeObject> DecodeNodeObject(std::string_view body) {
+  auto header = line_format::PeekHeader(body);
+  if (header && header->kind == "node" && (header->version == 1 || header->version == 2)) {
+    return NodeObject(DecodeOldHeartbeat(body, header->version));
   }
-  bool terminated;
-  auto lines = SplitLines(body, &terminated);
-  if (!terminated) return Corrupt("last line is not terminated");
-  if (lines.size() != 8) return Corrupt("expected 8 lines, found " + std::to_string(lines.size()));
+  if (!header || header->kind != "node") {
+    return Fatal("not a wasmkeep-node object (header '" + std::string(body.substr(0, std::min<std::size_t>(body.find('\n'), 40))) + "')");
+  }
+  auto reader = line_format::LineReader::Open(body, "node", 3, "wasmkeep-node 3 object");
+  if (!reader.ok()) return reader.status();
 
   NodeRecord r;
-  auto lease = Field(lines[1], "lease");
-  if (!lease) return Corrupt("line 2 is not 'lease <state> <instance>'");
+  auto lease = reader->Field("lease");
+  if (!lease.ok()) return lease.status();
   std::size_t sp = lease->find(' ');
-  if (sp == std::string_view::npos) return Corrupt("lease line has no instance");
+  if (sp == std::string_view::npos) return reader->Corrupt("the lease line has no instance");
   std::string_view state = lease->substr(0, sp), instance = lease->substr(sp + 1);
   if (state == "live") r.state = LeaseState::kLive;
   else if (state == "released") r.state = LeaseState::kReleased;
   else if (state == "fenced") r.state = LeaseState::kFenced;
-  else return Corrupt("unknown lease state '" + std::string(state.substr(0, 20)) + "'");
+  else return reader->Corrupt("unknown lease state '" + std::string(state.substr(0, 20)) + "'");
   r.instance = FromOptionalField(instance);
 
-  std::int64_t ms;
-  auto written = Field(lines[2], "written_at");
-  if (!written || !ParseMs(*written, &ms)) return Corrupt("bad written_at line");
-  r.written_at = FromUnixMs(ms);
-  auto node = Field(lines[3], "node");
-  if (!node) return Corrupt("bad node line");
+  auto written = reader->UintField("written_at", kMaxMs);
+  if (!written.ok()) return written.status();
+  r.written_at = FromUnixMs(static_cast<std::int64_t>(*written));
+  auto node = reader->Field("node");
+  if (!node.ok()) return node.status();
   r.node_id = std::string(*node);
-  auto address = Field(lines[4], "address");
-  if (!address) return Corrupt("bad address line");
+  auto address = reader->Field("address");
+  if (!address.ok()) return address.status();
   r.address = FromOptionalField(*address);
-  auto version = Field(lines[5], "version");
-  if (!version) return Corrupt("bad version line");
+  auto version = reader->Field("version");
+  if (!version.ok()) return version.status();
   r.software_version = std::string(*version);
-  auto started = Field(lines[6], "started_at");
-  if (!started || !ParseMs(*started, &ms)) return Corrupt("bad started_at line");
-  r.started_at = FromUnixMs(ms);
-  auto pin = Field(lines[7], "cert_pin");
-  if (!pin) return Corrupt("bad cert_pin line");
+  auto started = reader->UintField("started_at", kMaxMs);
+  if (!started.ok()) return started.status();
+  r.started_at = FromUnixMs(static_cast<std::int64_t>(*started));
+  auto pin = reader->Field("cert_pin");
+  if (!pin.ok()) return pin.status();
   r.cert_pin = FromOptionalField(*pin);
+  if (Status s = reader->Finish(); !s.ok()) return s;
 
   // Validate after reading, as before writing: a record we could not have written is
   // corrupt.
-  if (Status s = ValidateNodeRecord(r); !s.ok()) return Corrupt(s.message());
+  if (Status s = ValidateNodeRecord(r); !s.ok()) return reader->CorruptBody(s.message());
   return NodeObject(std::move(r));
 }
 

@@ -26,14 +26,11 @@
 #include <string_view>
 #include <variant>
 
+#include "base/ids.h"  // ValidateNodeId
 #include "base/status.h"
 #include "base/time.h"
 
 namespace wk {
-
-// A node id: 1..64 characters of [A-Za-z0-9._-], not "." or "..", so it is a safe key
-// segment and a safe log field.
-Status ValidateNodeId(std::string_view id);
 
 enum class LeaseState : std::uint8_t { kLive, kReleased, kFenced };
 std::string_view LeaseStateName(LeaseState s);

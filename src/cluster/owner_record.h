@@ -1,4 +1,4 @@
-// Actor names and the ownership record owners/<tenant>/<class>/<name>, format
+// The ownership record owners/<tenant>/<class>/<name> (actor ids: base/ids.h), format
 // `wasmkeep-owner 1` (ADR 0020 §3). FROZEN: a change is a new header version.
 //
 //   wasmkeep-owner 1
@@ -16,32 +16,10 @@
 #include <string>
 #include <string_view>
 
+#include "base/ids.h"  // ActorId, Generation
 #include "base/status.h"
 
 namespace wk {
-
-// A generation: one per hold of an actor, only ever increasing.
-struct Generation {
-  std::uint64_t value = 0;
-  Generation Next() const { return Generation{value + 1}; }
-  friend auto operator<=>(const Generation&, const Generation&) = default;
-};
-
-// tenant/class/name. Tenant and class: 1..63 of [a-z0-9_-], starting with a letter or
-// digit. Name: 1..128 of [A-Za-z0-9._~-], not "." or "..". So every part is a safe key
-// segment and a safe URL path segment.
-struct ActorId {
-  std::string tenant;
-  std::string class_name;
-  std::string name;
-
-  std::string ToString() const { return tenant + "/" + class_name + "/" + name; }
-  friend auto operator<=>(const ActorId&, const ActorId&) = default;
-};
-
-Status ValidateActorId(const ActorId& id);
-// Parses "tenant/class/name"; kInvalidArgument names the bad part.
-Result<ActorId> ParseActorId(std::string_view text);
 
 inline constexpr std::string_view kOwnersPrefix = "owners/";
 inline std::string OwnerKey(const ActorId& id) { return std::string(kOwnersPrefix) + id.ToString(); }

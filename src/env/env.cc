@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <exception>
 
+#include "base/digest.h"
+
 namespace wk {
 namespace {
 
@@ -116,18 +118,15 @@ std::uint64_t Env::RandomBelow(std::uint64_t bound) {
 }
 
 std::string Env::RandomHex(std::size_t bytes) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(bytes * 2);
+  std::string raw;
+  raw.reserve(bytes);
   std::uint64_t bits = 0;
   for (std::size_t i = 0; i < bytes; ++i) {
     if (i % 8 == 0) bits = RandomU64();
-    auto byte = static_cast<unsigned>(bits & 0xff);
+    raw.push_back(static_cast<char>(bits & 0xff));
     bits >>= 8;
-    out.push_back(kHex[byte >> 4]);
-    out.push_back(kHex[byte & 0xf]);
   }
-  return out;
+  return ToHex(raw);
 }
 
 void TaskHandle::Cancel() const {

@@ -5,12 +5,11 @@
 #include <cstring>
 
 #include "base/crc32c.h"
+#include "base/line_format.h"
 
 namespace wk::replica {
 namespace {
 
-constexpr std::string_view kSegmentHeader = "wasmkeep-segment 1";
-constexpr std::string_view kSnapshotHeader = "wasmkeep-snapshot 1";
 constexpr std::string_view kTrailerTag = "crc32c ";
 constexpr std::size_t kTrailerSize = 16;  // "crc32c " + 8 hex + "\n"
 constexpr int kPadDigits = 20;
@@ -25,29 +24,11 @@ std::string Padded(std::uint64_t v) {
   return buf;
 }
 
-std::optional<std::uint64_t> ParseU64(std::string_view s) {
-  if (s.empty() || s.size() > 20 || (s.size() > 1 && s[0] == '0')) return std::nullopt;
-  std::uint64_t v = 0;
-  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
-  return v;
-}
-
-std::optional<std::int64_t> ParseI64(std::string_view s) {
-  if (s.empty() || s.size() > 20) return std::nullopt;
-  std::string_view digits = s[0] == '-' ? s.substr(1) : s;
-  if (digits.empty() || (digits.size() > 1 && digits[0] == '0') || (s[0] == '-' && digits == "0")) return std::nullopt;
-  std::int64_t v = 0;
-  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
-  return v;
-}
-
 std::optional<Position> ParsePosition(std::string_view s) {
   const auto dash = s.find('-');
   if (dash == std::string_view::npos) return std::nullopt;
-  auto g = ParseU64(s.substr(0, dash));
-  auto q = ParseU64(s.substr(dash + 1));
+  auto g = line_format::ParseUint(s.substr(0, dash));
+  auto q = line_format::ParseUint(s.substr(dash + 1));
   if (!g || !q) return std::nullopt;
   return Position{*g, *q};
 }
@@ -71,25 +52,11 @@ std::string WithTrailer(std::string body) {
   return body;
 }
 
-// Reads a body front to back; every accessor fails (returns false) rather than reading
-// past the end.
+// Reads a binary payload front to back; every accessor fails (returns false) rather than
+// reading past the end.
 class Reader {
  public:
   explicit Reader(std::string_view s) : s_(s) {}
-  bool Line(std::string_view* line) {
-    const auto nl = s_.find('\n');
-    if (nl == std::string_view::npos) return false;
-    *line = s_.substr(0, nl);
-    s_.remove_prefix(nl + 1);
-    return true;
-  }
-  // A line "<name> <value>"; value returned.
-  bool Field(std::string_view name, std::string_view* value) {
-    std::string_view line;
-    if (!Line(&line) || !line.starts_with(name) || line.size() <= name.size() || line[name.size()] != ' ') return false;
-    *value = line.substr(name.size() + 1);
-    return true;
-  }
   bool U8(std::uint8_t* v) {
     if (s_.size() < 1) return false;
     *v = static_cast<std::uint8_t>(s_[0]);
@@ -141,32 +108,36 @@ Result<std::string_view> CheckTrailer(std::string_view body, std::string_view wh
   return content;
 }
 
-Status ReadHead(Reader& r, std::string_view header, std::string_view what, ActorId* actor, Position* p) {
-  std::string_view line;
-  if (!r.Line(&line) || line != header) return Corrupt(what, "bad header");
-  std::string_view v;
-  if (!r.Field("actor", &v)) return Corrupt(what, "no actor line");
-  auto id = ParseActorId(v);
-  if (!id.ok()) return Corrupt(what, "bad actor: " + id.status().message());
+// Opens the text lines of content (the body without its trailer) and reads the actor and
+// position lines every segment and snapshot starts with.
+Result<line_format::LineReader> ReadHead(std::string_view content, std::string_view kind, std::string_view what,
+                                         ActorId* actor, Position* p) {
+  auto r = line_format::LineReader::Open(content, kind, 1, std::string(what));
+  if (!r.ok()) return r.status();
+  auto v = r->Field("actor");
+  if (!v.ok()) return v.status();
+  auto id = ParseActorId(*v);
+  if (!id.ok()) return r->Corrupt("bad actor: " + id.status().message());
   *actor = std::move(*id);
-  if (!r.Field("position", &v)) return Corrupt(what, "no position line");
-  auto pos = ParsePosition(v);
-  if (!pos) return Corrupt(what, "bad position");
+  v = r->Field("position");
+  if (!v.ok()) return v.status();
+  auto pos = ParsePosition(*v);
+  if (!pos) return r->Corrupt("bad position");
   *p = *pos;
-  return Status::Ok();
+  return r;
 }
 
-bool ReadOptionalPosition(Reader& r, std::string_view name, std::optional<Position>* out) {
-  std::string_view v;
-  if (!r.Field(name, &v)) return false;
-  if (v == "none") {
+Status ReadOptionalPosition(line_format::LineReader& r, std::string_view name, std::optional<Position>* out) {
+  auto v = r.Field(name);
+  if (!v.ok()) return v.status();
+  if (*v == "none") {
     out->reset();
-    return true;
+    return Status::Ok();
   }
-  auto p = ParsePosition(v);
-  if (!p) return false;
+  auto p = ParsePosition(*v);
+  if (!p) return r.Corrupt("bad " + std::string(name) + " position");
   *out = *p;
-  return true;
+  return Status::Ok();
 }
 
 bool ReadBatch(Reader& r, actor::Batch* b) {
@@ -252,13 +223,10 @@ std::size_t AppendBatch(const actor::Batch& b, std::string& out) {
 }
 
 std::string EncodeDataSegment(const ActorId& actor, Position p, std::size_t count, std::string_view payload) {
-  std::string out;
-  out.reserve(payload.size() + 128);
-  out.append(kSegmentHeader).append("\nactor ").append(actor.ToString());
-  out.append("\nposition ").append(p.ToString());
-  out.append("\nbatches ").append(std::to_string(count)).append("\n");
-  out.append(payload);
-  return WithTrailer(std::move(out));
+  line_format::LineWriter w("segment", 1);
+  w.Reserve(payload.size() + 128);
+  w.Field("actor", actor.ToString()).Field("position", p.ToString()).Field("batches", count).Payload(payload);
+  return WithTrailer(std::move(w).Take());
 }
 
 std::string EncodeSegment(const Segment& s) {
@@ -267,63 +235,68 @@ std::string EncodeSegment(const Segment& s) {
     for (const auto& b : s.batches) AppendBatch(b, payload);
     return EncodeDataSegment(s.actor, s.position, s.batches.size(), payload);
   }
-  std::string out;
-  out.append(kSegmentHeader).append("\nactor ").append(s.actor.ToString());
-  out.append("\nposition ").append(s.position.ToString());
-  out.append("\nbase ").append(s.fence.base ? s.fence.base->ToString() : "none");
+  line_format::LineWriter w("segment", 1);
+  w.Field("actor", s.actor.ToString()).Field("position", s.position.ToString());
+  w.Field("base", s.fence.base ? s.fence.base->ToString() : "none");
   const auto tip = s.fence.tip();
-  out.append("\ntip ").append(tip ? tip->ToString() : "none");
-  out.append("\nrun ").append(std::to_string(s.fence.run.size())).append("\n");
-  for (const auto& p : s.fence.run) out.append(p.ToString()).append("\n");
-  return WithTrailer(std::move(out));
+  w.Field("tip", tip ? tip->ToString() : "none");
+  w.Field("run", s.fence.run.size());
+  for (const auto& p : s.fence.run) w.BareLine(p.ToString());
+  return WithTrailer(std::move(w).Take());
 }
 
 Result<Segment> DecodeSegment(std::string_view body) {
   constexpr std::string_view what = "segment";
   auto content = CheckTrailer(body, what);
   if (!content.ok()) return content.status();
-  Reader r(*content);
   Segment s;
-  if (Status st = ReadHead(r, kSegmentHeader, what, &s.actor, &s.position); !st.ok()) return st;
-  std::string_view v;
+  auto lines = ReadHead(*content, "segment", what, &s.actor, &s.position);
+  if (!lines.ok()) return lines.status();
   if (s.position.seq == 0) {
     std::optional<Position> tip;
-    if (!ReadOptionalPosition(r, "base", &s.fence.base)) return Corrupt(what, "bad base line");
-    if (!ReadOptionalPosition(r, "tip", &tip)) return Corrupt(what, "bad tip line");
-    if (!r.Field("run", &v)) return Corrupt(what, "no run line");
-    auto n = ParseU64(v);
+    if (Status st = ReadOptionalPosition(*lines, "base", &s.fence.base); !st.ok()) return st;
+    if (Status st = ReadOptionalPosition(*lines, "tip", &tip); !st.ok()) return st;
     // Each entry is at least 4 bytes ("0-0\n").
-    if (!n || *n > r.remaining() / 4) return Corrupt(what, "bad run count");
+    auto n = lines->UintField("run");
+    if (!n.ok()) return n.status();
+    if (*n > lines->rest().size() / 4) return lines->Corrupt("bad run count");
     for (std::uint64_t i = 0; i < *n; ++i) {
-      std::string_view line;
-      auto p = r.Line(&line) ? ParsePosition(line) : std::nullopt;
-      if (!p) return Corrupt(what, "bad run entry");
-      if (!s.fence.run.empty() && !(s.fence.run.back() < *p)) return Corrupt(what, "run not ascending");
-      if (s.fence.base && !(*s.fence.base < *p)) return Corrupt(what, "run entry not after the base");
-      if (!(*p < s.position)) return Corrupt(what, "run entry not before the fence");
+      auto line = lines->BareLine();
+      if (!line.ok()) return line.status();
+      auto p = ParsePosition(*line);
+      if (!p) return lines->Corrupt("bad run entry");
+      if (!s.fence.run.empty() && !(s.fence.run.back() < *p)) return lines->Corrupt("run not ascending");
+      if (s.fence.base && !(*s.fence.base < *p)) return lines->Corrupt("run entry not after the base");
+      if (!(*p < s.position)) return lines->Corrupt("run entry not before the fence");
       s.fence.run.push_back(*p);
     }
-    if (tip != s.fence.tip()) return Corrupt(what, "tip does not match the run");
-  } else {
-    if (!r.Field("batches", &v)) return Corrupt(what, "no batches line");
-    auto n = ParseU64(v);
-    if (!n || *n == 0 || *n > r.remaining() / 5) return Corrupt(what, "bad batch count");
-    s.batches.resize(*n);
-    for (auto& b : s.batches) {
-      if (!ReadBatch(r, &b)) return Corrupt(what, "bad batch");
-    }
+    if (tip != s.fence.tip()) return lines->CorruptBody("tip does not match the run");
+    if (Status st = lines->Finish(); !st.ok()) return st;
+    return s;
+  }
+  auto n = lines->UintField("batches");
+  if (!n.ok()) return n.status();
+  Reader r(lines->rest());
+  if (*n == 0 || *n > r.remaining() / 5) return lines->Corrupt("bad batch count");
+  s.batches.resize(*n);
+  for (auto& b : s.batches) {
+    if (!ReadBatch(r, &b)) return Corrupt(what, "bad batch");
   }
   if (!r.empty()) return Corrupt(what, "bytes after the last field");
   return s;
 }
 
 std::string EncodeSnapshot(const ActorId& actor, Position p, const actor::StateMap& state) {
-  std::string out;
-  out.reserve(state.bytes() + 8 * state.entries().size() + 128);
-  out.append(kSnapshotHeader).append("\nactor ").append(actor.ToString());
-  out.append("\nposition ").append(p.ToString());
-  out.append("\nalarm ").append(state.alarm() ? std::to_string(*state.alarm()) : "none");
-  out.append("\nentries ").append(std::to_string(state.entries().size())).append("\n");
+  line_format::LineWriter w("snapshot", 1);
+  w.Reserve(state.bytes() + 8 * state.entries().size() + 128);
+  w.Field("actor", actor.ToString()).Field("position", p.ToString());
+  if (state.alarm()) {
+    w.IntField("alarm", *state.alarm());
+  } else {
+    w.Field("alarm", "none");
+  }
+  w.Field("entries", state.entries().size());
+  std::string out = std::move(w).Take();
   for (const auto& [k, v] : state.entries()) {
     PutBytes(out, k);
     PutBytes(out, v);
@@ -335,19 +308,20 @@ Result<Snapshot> DecodeSnapshot(std::string_view body) {
   constexpr std::string_view what = "snapshot";
   auto content = CheckTrailer(body, what);
   if (!content.ok()) return content.status();
-  Reader r(*content);
   Snapshot s;
-  if (Status st = ReadHead(r, kSnapshotHeader, what, &s.actor, &s.position); !st.ok()) return st;
-  std::string_view v;
-  if (!r.Field("alarm", &v)) return Corrupt(what, "no alarm line");
-  if (v != "none") {
-    auto ms = ParseI64(v);
-    if (!ms) return Corrupt(what, "bad alarm");
+  auto lines = ReadHead(*content, "snapshot", what, &s.actor, &s.position);
+  if (!lines.ok()) return lines.status();
+  auto alarm = lines->Field("alarm");
+  if (!alarm.ok()) return alarm.status();
+  if (*alarm != "none") {
+    auto ms = line_format::ParseInt(*alarm);
+    if (!ms) return lines->Corrupt("bad alarm");
     s.state.set_alarm(*ms);
   }
-  if (!r.Field("entries", &v)) return Corrupt(what, "no entries line");
-  auto n = ParseU64(v);
-  if (!n || *n > r.remaining() / 8) return Corrupt(what, "bad entry count");
+  auto n = lines->UintField("entries");
+  if (!n.ok()) return n.status();
+  Reader r(lines->rest());
+  if (*n > r.remaining() / 8) return lines->Corrupt("bad entry count");
   std::string last;
   for (std::uint64_t i = 0; i < *n; ++i) {
     std::string k, val;

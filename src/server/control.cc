@@ -1,13 +1,11 @@
 #include "server/control.h"
 
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <openssl/rand.h>
 
 #include <algorithm>
 #include <charconv>
 
+#include "base/digest.h"
 #include "base/log.h"
 #include "cluster/owner_record.h"
 
@@ -25,22 +23,7 @@ constexpr std::size_t kSecretBytes = 32;   // 256 bits: never guessed
 constexpr std::string_view kNotRecognised = "token not recognised (unknown tenant, unknown or revoked token)";
 
 std::string Hex(const unsigned char* data, std::size_t n) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(n * 2);
-  for (std::size_t i = 0; i < n; ++i) {
-    out += kDigits[data[i] >> 4];
-    out += kDigits[data[i] & 0xf];
-  }
-  return out;
-}
-
-std::string Sha256Hex(std::string_view data) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  int ok = EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr);
-  WK_CHECK(ok == 1 && len == 32, "EVP_Digest(sha256) failed");
-  return Hex(md, len);
+  return ToHex(std::string_view(reinterpret_cast<const char*>(data), n));
 }
 
 bool IsLowerHex(std::string_view s, std::size_t n) {
@@ -493,8 +476,7 @@ Task<Result<std::string>> TenantAuth::Check(ParsedToken token) {
   if (!entry->corrupt.empty()) co_return Fatal(entry->corrupt);
   if (!entry->exists) co_return NotFound(std::string(kNotRecognised));
   auto it = entry->hashes.find(token.token_id);
-  if (it == entry->hashes.end() || it->second.size() != presented.size() ||
-      CRYPTO_memcmp(it->second.data(), presented.data(), presented.size()) != 0) {
+  if (it == entry->hashes.end() || !ConstantTimeEqual(it->second, presented)) {
     co_return NotFound(std::string(kNotRecognised));
   }
   co_return token.tenant;
@@ -503,17 +485,12 @@ Task<Result<std::string>> TenantAuth::Check(ParsedToken token) {
 // ---- The cluster secret.
 
 std::string ClusterSecret::Sign(std::string_view message) const {
-  unsigned char mac[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  auto* result = HMAC(EVP_sha256(), bytes.data(), static_cast<int>(bytes.size()),
-                      reinterpret_cast<const unsigned char*>(message.data()), message.size(), mac, &len);
-  WK_CHECK(result != nullptr && len == 32, "HMAC(sha256) failed");
-  return Hex(mac, len);
+  return ToHex(HmacSha256(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), message));
 }
 
 bool ClusterSecret::Verify(std::string_view message, std::string_view mac_hex) const {
   const std::string expected = Sign(message);
-  return mac_hex.size() == expected.size() && CRYPTO_memcmp(expected.data(), mac_hex.data(), expected.size()) == 0;
+  return ConstantTimeEqual(expected, mac_hex);
 }
 
 std::string EncodeClusterSecret(const ClusterSecret& secret, WallTime created_at) {

@@ -4,9 +4,8 @@
 #include <cstdio>
 #include <cstring>
 
-#if defined(__x86_64__)
-#include <nmmintrin.h>
-#endif
+#include "base/crc32c.h"
+#include "base/digest.h"
 
 namespace wk::file_layout {
 
@@ -38,75 +37,7 @@ static_assert(kObjectMagic.size() == kVersionAt);
 static_assert(kVersionAt + kVersionBytes == kBodySizeAt);
 static_assert(kBodyCrcAt + 4 == kFixedHeaderBytes);
 
-// ---- CRC32C. Reflected polynomial 0x82F63B78; slicing-by-8 tables in software, the
-// SSE4.2 instruction where the CPU has it.
-constexpr std::uint32_t kCrc32cPoly = 0x82F63B78u;
-
-using CrcTables = std::array<std::array<std::uint32_t, 256>, 8>;
-constexpr CrcTables MakeCrcTables() {
-  CrcTables t{};
-  for (std::uint32_t i = 0; i < 256; ++i) {
-    std::uint32_t c = i;
-    for (int k = 0; k < 8; ++k) c = (c & 1) ? (c >> 1) ^ kCrc32cPoly : c >> 1;
-    t[0][i] = c;
-  }
-  for (std::size_t s = 1; s < 8; ++s) {
-    for (std::size_t i = 0; i < 256; ++i) t[s][i] = (t[s - 1][i] >> 8) ^ t[0][t[s - 1][i] & 0xFF];
-  }
-  return t;
-}
-constexpr CrcTables kCrcTables = MakeCrcTables();
-
-std::uint32_t Crc32cSoftware(std::uint32_t crc, const unsigned char* p, std::size_t n) {
-  std::uint32_t c = ~crc;
-  if constexpr (std::endian::native == std::endian::little) {
-    while (n >= 8) {
-      std::uint64_t w;
-      std::memcpy(&w, p, 8);
-      w ^= c;
-      c = kCrcTables[7][w & 0xFF] ^ kCrcTables[6][(w >> 8) & 0xFF] ^
-          kCrcTables[5][(w >> 16) & 0xFF] ^ kCrcTables[4][(w >> 24) & 0xFF] ^
-          kCrcTables[3][(w >> 32) & 0xFF] ^ kCrcTables[2][(w >> 40) & 0xFF] ^
-          kCrcTables[1][(w >> 48) & 0xFF] ^ kCrcTables[0][w >> 56];
-      p += 8;
-      n -= 8;
-    }
-  }
-  while (n-- > 0) c = (c >> 8) ^ kCrcTables[0][(c ^ *p++) & 0xFF];
-  return ~c;
-}
-
-#if defined(__x86_64__)
-__attribute__((target("sse4.2"))) std::uint32_t Crc32cSse42(std::uint32_t crc,
-                                                            const unsigned char* p, std::size_t n) {
-  std::uint64_t c = ~crc;
-  while (n >= 8) {
-    std::uint64_t w;
-    std::memcpy(&w, p, 8);
-    c = _mm_crc32_u64(c, w);
-    p += 8;
-    n -= 8;
-  }
-  auto c32 = static_cast<std::uint32_t>(c);
-  while (n-- > 0) c32 = _mm_crc32_u8(c32, *p++);
-  return ~c32;
-}
-#endif
-
 }  // namespace
-
-std::uint32_t Crc32c(std::uint32_t crc, std::string_view data) {
-  const auto* p = reinterpret_cast<const unsigned char*>(data.data());
-#if defined(__x86_64__)
-  static const bool have_sse42 = __builtin_cpu_supports("sse4.2");
-  if (have_sse42) return Crc32cSse42(crc, p, data.size());
-#endif
-  return Crc32cSoftware(crc, p, data.size());
-}
-
-std::uint32_t Crc32cPortable(std::uint32_t crc, std::string_view data) {
-  return Crc32cSoftware(crc, reinterpret_cast<const unsigned char*>(data.data()), data.size());
-}
 
 std::vector<std::string> KeyComponents(std::string_view key) {
   std::vector<std::string> out;
@@ -152,14 +83,7 @@ std::string LockPath(std::uint32_t stripe) {
 }
 
 std::string VersionToken(const VersionBytes& bytes) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(2 * bytes.size());
-  for (unsigned char b : bytes) {
-    out.push_back(kHex[b >> 4]);
-    out.push_back(kHex[b & 0xF]);
-  }
-  return out;
+  return ToHex(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
 }
 
 std::string EncodeHeader(std::string_view key, const VersionBytes& version, std::string_view body) {
@@ -170,9 +94,9 @@ std::string EncodeHeader(std::string_view key, const VersionBytes& version, std:
   out.append(reinterpret_cast<const char*>(version.data()), version.size());
   PutLe64(out, body.size());
   PutLe32(out, static_cast<std::uint32_t>(key.size()));
-  PutLe32(out, Crc32c(0, body));
+  PutLe32(out, Crc32c(body));
   out.append(key);
-  PutLe32(out, Crc32c(0, out));
+  PutLe32(out, Crc32c(out));
   return out;
 }
 
@@ -196,7 +120,7 @@ Result<ObjectHeader> DecodeHeader(std::string_view prefix, std::uint64_t file_si
                  " bytes, shorter than its header says");
   }
   const std::uint32_t stored_crc = GetLe32(prefix, kFixedHeaderBytes + key_size);
-  if (Crc32c(0, prefix.substr(0, kFixedHeaderBytes + key_size)) != stored_crc) {
+  if (Crc32c(prefix.substr(0, kFixedHeaderBytes + key_size)) != stored_crc) {
     return Fatal("object header checksum mismatch");
   }
   if (body_size > file_size || file_size - body_size != header_bytes) {

@@ -131,9 +131,4 @@ struct ObjectHeader {
 // or file_size disagrees with it.
 Result<ObjectHeader> DecodeHeader(std::string_view prefix, std::uint64_t file_size);
 
-// CRC32C (Castagnoli), the running form: Crc32c(Crc32c(0, a), b) == Crc32c(0, a + b).
-std::uint32_t Crc32c(std::uint32_t crc, std::string_view data);
-// The same, never using CPU-specific instructions (tests compare the two).
-std::uint32_t Crc32cPortable(std::uint32_t crc, std::string_view data);
-
 }  // namespace wk::file_layout

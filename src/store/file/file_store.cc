@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/crc32c.h"
 #include "store/file/file_layout.h"
 
 namespace wk {
@@ -259,7 +260,7 @@ Result<FileStore::Core::Loaded> FileStore::Core::ReadObject(std::string_view op,
                        static_cast<off_t>(out.header.header_bytes));
     if (err < 0) return corrupt("shorter than its header says");
     if (err != 0) return ErrnoStatus(err, op, key, "reading " + FilePath(rel));
-    if (fl::Crc32c(0, out.body) != out.header.body_crc) return corrupt("body checksum mismatch");
+    if (Crc32c(out.body) != out.header.body_crc) return corrupt("body checksum mismatch");
   }
   return out;
 }

@@ -25,6 +25,7 @@
 #include <sstream>
 #include <thread>
 
+#include "base/crc32c.h"
 #include "env/real_env.h"
 #include "store/file/file_layout.h"
 
@@ -154,23 +155,6 @@ TEST(FileLayoutTest, LockStripeIsFrozen) {
   EXPECT_EQ(fl::LockPath(7), "locks/007");
 }
 
-TEST(FileLayoutTest, Crc32cKnownValuesAndBothImplementationsAgree) {
-  EXPECT_EQ(fl::Crc32c(0, "123456789"), 0xE3069283u);
-  EXPECT_EQ(fl::Crc32cPortable(0, "123456789"), 0xE3069283u);
-  EXPECT_EQ(fl::Crc32c(0, ""), 0u);
-  std::mt19937_64 rng(42);
-  std::string data(5000, '\0');
-  for (char& c : data) c = static_cast<char>(rng());
-  for (std::size_t offset : {0, 1, 3, 7}) {
-    for (std::size_t len : {0, 1, 7, 8, 9, 63, 64, 4096}) {
-      std::string_view part(data.data() + offset, len);
-      EXPECT_EQ(fl::Crc32c(0, part), fl::Crc32cPortable(0, part)) << offset << "+" << len;
-    }
-  }
-  // The running form.
-  EXPECT_EQ(fl::Crc32c(fl::Crc32c(0, "12345"), "6789"), 0xE3069283u);
-}
-
 TEST(FileLayoutTest, HeaderRoundTripsAndEveryHeaderByteIsChecked) {
   fl::VersionBytes v;
   for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<unsigned char>(i * 17);
@@ -185,7 +169,7 @@ TEST(FileLayoutTest, HeaderRoundTripsAndEveryHeaderByteIsChecked) {
   EXPECT_EQ(h->version.token(), "00112233445566778899aabbccddeeff");
   EXPECT_EQ(h->body_size, body.size());
   EXPECT_EQ(h->header_bytes, header.size());
-  EXPECT_EQ(h->body_crc, fl::Crc32c(0, body));
+  EXPECT_EQ(h->body_crc, Crc32c(body));
   for (std::size_t i = 0; i < header.size(); ++i) {
     std::string bad = file;
     bad[i] = static_cast<char>(bad[i] ^ 0x01);

@@ -1,8 +1,5 @@
 #include "store/s3/sigv4.h"
 
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-
 #include <algorithm>
 #include <ctime>
 
@@ -11,19 +8,8 @@
 namespace wk {
 namespace {
 
-constexpr char kHexLower[] = "0123456789abcdef";
 constexpr char kHexUpper[] = "0123456789ABCDEF";
 constexpr std::string_view kAlgorithm = "AWS4-HMAC-SHA256";
-
-std::string ToHexLower(const unsigned char* data, std::size_t n) {
-  std::string out;
-  out.reserve(n * 2);
-  for (std::size_t i = 0; i < n; ++i) {
-    out.push_back(kHexLower[data[i] >> 4]);
-    out.push_back(kHexLower[data[i] & 0xf]);
-  }
-  return out;
-}
 
 char ToLowerAscii(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
 
@@ -89,24 +75,6 @@ std::string CanonicalQueryString(const HttpParams& query) {
   return out;
 }
 
-std::string Sha256Hex(std::string_view data) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  int ok = EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr);
-  WK_CHECK(ok == 1 && len == 32, "EVP_Digest(sha256) failed");
-  return ToHexLower(md, len);
-}
-
-std::string HmacSha256(std::string_view key, std::string_view data) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  const unsigned char* result =
-      HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
-           reinterpret_cast<const unsigned char*>(data.data()), data.size(), md, &len);
-  WK_CHECK(result != nullptr && len == 32, "HMAC(sha256) failed");
-  return std::string(reinterpret_cast<const char*>(md), len);
-}
-
 std::string SigV4SigningKey(std::string_view secret_key, std::string_view date,
                             std::string_view region, std::string_view service) {
   std::string key = HmacSha256("AWS4" + std::string(secret_key), date);
@@ -167,7 +135,7 @@ SigV4Signature SignV4(const SigV4Request& request, const SigV4Credentials& crede
 
   const std::string key = SigV4SigningKey(credentials.secret_key, date, region, service);
   const std::string raw = HmacSha256(key, sig.string_to_sign);
-  sig.signature = ToHexLower(reinterpret_cast<const unsigned char*>(raw.data()), raw.size());
+  sig.signature = ToHex(raw);
 
   sig.authorization = std::string(kAlgorithm) + " Credential=" + credentials.access_key + "/" +
                       scope + ",SignedHeaders=" + signed_headers + ",Signature=" + sig.signature;

@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/digest.h"  // Sha256Hex, HmacSha256: the payload hash and the signing chain
 #include "base/time.h"
 
 namespace wk {
@@ -76,10 +77,6 @@ std::string CanonicalQueryString(const HttpParams& query);
 std::string SigV4SigningKey(std::string_view secret_key, std::string_view date,
                             std::string_view region, std::string_view service);
 
-// Lowercase hex SHA-256 of data.
-std::string Sha256Hex(std::string_view data);
-// Raw 32-byte HMAC-SHA256.
-std::string HmacSha256(std::string_view key, std::string_view data);
 // "YYYYMMDDTHHMMSSZ" in UTC.
 std::string AmzDate(WallTime t);
 
