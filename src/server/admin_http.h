@@ -37,8 +37,8 @@
 #include "base/status.h"
 #include "base/time.h"
 #include "env/real_env.h"
-#include "server/http_server.h"
-#include "server/http_types.h"
+#include "net/http_server.h"
+#include "net/http_types.h"
 
 namespace wk {
 

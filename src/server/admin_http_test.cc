@@ -9,8 +9,8 @@
 
 #include "base/metrics.h"
 #include "env/real_env.h"
-#include "server/http_server.h"
-#include "server/http_test_client.h"
+#include "net/http_server.h"
+#include "net/http_test_client.h"
 
 namespace wk {
 namespace {

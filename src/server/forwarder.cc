@@ -4,7 +4,8 @@
 #include <boost/beast/http/verb.hpp>
 #include <charconv>
 
-#include "store/s3/http_client.h"
+#include "net/http_client.h"
+#include "store/s3/s3_config.h"
 
 namespace wk {
 namespace {

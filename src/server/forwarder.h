@@ -29,8 +29,8 @@
 
 #include "base/status.h"
 #include "env/real_env.h"
+#include "net/http_types.h"
 #include "server/control.h"
-#include "server/http_types.h"
 
 namespace wk {
 

@@ -1,4 +1,4 @@
-#include "store/s3/http_client.h"
+#include "net/http_client.h"
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -178,7 +178,7 @@ std::string HttpResponse::Header(std::string_view name) const {
 // ---- The pool.
 
 struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
-  Pool(RealEnv& e, S3Endpoint ep, HttpClientOptions o)
+  Pool(RealEnv& e, HttpEndpoint ep, HttpClientOptions o)
       : env(e), endpoint(std::move(ep)), options(std::move(o)) {}
 
   struct Waiter {
@@ -260,7 +260,7 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
   }
 
   RealEnv& env;
-  const S3Endpoint endpoint;
+  const HttpEndpoint endpoint;
   const HttpClientOptions options;
   std::unique_ptr<ssl::context> tls;  // null for http://
   // Connections checked out plus slots reserved for connections being opened. Invariant:
@@ -359,7 +359,7 @@ std::optional<HttpOutcome> Interrupted(const Pool& pool, const Wake& wake, bool 
 // Resolves, connects and (for https) handshakes. Returns kNone on success.
 Task<HttpOutcome> Connect(std::shared_ptr<Pool> pool, std::shared_ptr<CallState> call,
                           std::shared_ptr<Connection> conn) {
-  const S3Endpoint& ep = pool->endpoint;
+  const HttpEndpoint& ep = pool->endpoint;
   const std::string where = ep.host_header;
 
   Wake wake = co_await Step(pool->env, call, [&conn, &ep](const Latch<Wake>& latch) {
@@ -556,7 +556,7 @@ Task<HttpOutcome> SendOnPool(std::shared_ptr<Pool> pool, HttpRequest request, Mo
 
 }  // namespace
 
-Result<std::unique_ptr<HttpClient>> HttpClient::Create(RealEnv& env, S3Endpoint endpoint,
+Result<std::unique_ptr<HttpClient>> HttpClient::Create(RealEnv& env, HttpEndpoint endpoint,
                                                       HttpClientOptions options) {
   if (options.max_connections < 1 || options.max_connections > kMaxConnectionsLimit) {
     return InvalidArgument("max_connections must be in 1.." + std::to_string(kMaxConnectionsLimit));
@@ -592,7 +592,7 @@ Task<HttpOutcome> HttpClient::Send(HttpRequest request, MonoTime deadline) {
   return SendOnPool(pool_, std::move(request), deadline);
 }
 
-const S3Endpoint& HttpClient::endpoint() const { return pool_->endpoint; }
+const HttpEndpoint& HttpClient::endpoint() const { return pool_->endpoint; }
 
 HttpClientStats HttpClient::stats() const {
   HttpClientStats s = pool_->stats;

@@ -70,7 +70,7 @@
 #include "base/status.h"
 #include "base/time.h"
 #include "env/real_env.h"
-#include "server/http_types.h"
+#include "net/http_types.h"
 
 namespace wk {
 

@@ -1,4 +1,4 @@
-#include "server/http_server.h"
+#include "net/http_server.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "env/real_env.h"
-#include "server/http_test_client.h"
+#include "net/http_test_client.h"
 
 namespace wk {
 namespace {

@@ -1,4 +1,4 @@
-#include "store/s3/scripted_http_server.h"
+#include "net/scripted_http_server.h"
 
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
