@@ -10,10 +10,10 @@
 #include "base/metrics.h"
 #include "cli/debug_writer.h"
 #include "cluster/cluster_node.h"
+#include "control/cluster_secret.h"
 #include "net/http_server.h"
 #include "server/actor_host.h"
 #include "server/admin_http.h"
-#include "server/control.h"
 #include "store/open_store.h"
 
 namespace wk::cli {

@@ -23,10 +23,12 @@
 #include "actor/runtime.h"
 #include "base/metrics.h"
 #include "cluster/cluster_node.h"
+#include "control/classes.h"
+#include "control/cluster_secret.h"
+#include "control/tokens.h"
 #include "engine/engine.h"
 #include "env/real_env.h"
 #include "replica/provider.h"
-#include "server/control.h"
 #include "server/forwarder.h"
 #include "server/front.h"
 

@@ -4,6 +4,7 @@
 #include <boost/beast/http/verb.hpp>
 #include <charconv>
 
+#include "control/classes.h"
 #include "net/http_client.h"
 #include "store/s3/s3_config.h"
 

@@ -28,9 +28,9 @@
 #include <vector>
 
 #include "base/status.h"
+#include "control/cluster_secret.h"
 #include "env/real_env.h"
 #include "net/http_types.h"
-#include "server/control.h"
 
 namespace wk {
 
