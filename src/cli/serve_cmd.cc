@@ -13,7 +13,7 @@
 #include "control/cluster_secret.h"
 #include "net/http_server.h"
 #include "server/actor_host.h"
-#include "server/admin_http.h"
+#include "server/admin_routes.h"
 #include "store/open_store.h"
 
 namespace wk::cli {
