@@ -26,6 +26,8 @@
 #include <optional>
 #include <unordered_map>
 
+#include "base/version.h"
+
 namespace wk {
 
 namespace net = boost::asio;
@@ -42,7 +44,6 @@ constexpr std::uint32_t kMaxResponseHeaderBytes = 64 * 1024;
 // One endpoint never needs more sockets than this; a bigger number is a typo that would
 // exhaust file descriptors.
 constexpr int kMaxConnectionsLimit = 1024;
-constexpr std::string_view kUserAgent = "wasmkeep/0.1";
 
 bool IsIpLiteral(const std::string& host) {
   error_code ec;
@@ -460,7 +461,7 @@ Task<AttemptResult> Attempt(std::shared_ptr<Pool> pool, std::shared_ptr<CallStat
   const std::string where = pool->endpoint.host_header;
   auto& msg = conn->request.emplace(req.method, req.target, 11);
   msg.set(http::field::host, pool->endpoint.host_header);
-  msg.set(http::field::user_agent, kUserAgent);
+  msg.set(http::field::user_agent, kHttpUserAgent);
   for (const auto& [name, value] : req.headers) msg.set(name, value);
   msg.body() = req.body;
   msg.prepare_payload();
