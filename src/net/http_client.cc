@@ -27,6 +27,7 @@
 #include <unordered_map>
 
 #include "base/version.h"
+#include "net/plain_or_tls_socket.h"
 
 namespace wk {
 
@@ -54,26 +55,9 @@ bool IsIpLiteral(const std::string& host) {
 // One TCP (optionally TLS) connection and everything its in-flight operations touch.
 // Always owned by shared_ptr: every Asio handler holds one, so an operation that
 // completes after its caller gave up finds its buffers alive.
-struct Connection : std::enable_shared_from_this<Connection> {
+struct Connection : PlainOrTlsSocket, std::enable_shared_from_this<Connection> {
   Connection(net::io_context& io, ssl::context* tls_context, std::uint64_t connection_id)
-      : id(connection_id), resolver(io) {
-    if (tls_context != nullptr) {
-      tls.emplace(io, *tls_context);
-    } else {
-      plain.emplace(io);
-    }
-  }
-
-  tcp::socket& socket() { return tls ? tls->next_layer() : *plain; }
-
-  template <typename Op>
-  void WithStream(Op&& op) {
-    if (tls) {
-      op(*tls);
-    } else {
-      op(*plain);
-    }
-  }
+      : PlainOrTlsSocket(tcp::socket(io), tls_context), id(connection_id), resolver(io) {}
 
   // Stops whatever is in flight and makes the connection unusable. The pending handlers
   // run later with operation_aborted.
@@ -96,8 +80,6 @@ struct Connection : std::enable_shared_from_this<Connection> {
 
   const std::uint64_t id;
   tcp::resolver resolver;
-  std::optional<tcp::socket> plain;
-  std::optional<ssl::stream<tcp::socket>> tls;
   tcp::resolver::results_type endpoints;
   bool connected = false;  // connected (and TLS-established): may carry requests
   bool broken = false;     // aborted; never reused
