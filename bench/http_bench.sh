@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # WasmKeep against Cloudflare's workerd, serving the counter over HTTP on this machine, in
-# one run (GitHub issue 7). Prints one table (req/s, p50, p99 of each, and the ratio) plus
+# one run. Prints one table (req/s, p50, p99 of each, and the ratio) plus
 # the correctness and durability checks; docs/benchmarks.md records a run and its setup.
 #
 #   bench/http_bench.sh [SECONDS_PER_RUN]        (default 10; about 9 minutes in all)

@@ -5,7 +5,7 @@
 //
 // Uses replica::Replica directly on a RealEnv, with a hold that stays valid: ownership
 // (node lease, ownership records) is not measured here. Per backend it prints:
-//   - durable writes per second and latency (Commit -> WhenDurable Ok) for one hot actor
+//   - durable writes per second and latency (Commit -> WhenReleasable Ok) for one hot actor
 //     and for --actors actors, at each concurrency (that many writes awaiting their
 //     acknowledgement at any time; each client commits its next write once the last is
 //     acknowledged; with many actors, clients go round-robin over them);
@@ -98,7 +98,7 @@ struct Bench {
 Task<Result<std::unique_ptr<Replica>>> OpenOne(Bench* b, ActorId actor, ReplicaOptions options) {
   RealEnv* env = b->env;
   Replica::Deps deps{*env, *b->store, [env](std::function<void()> fn) { env->Post(std::move(fn)); }, nullptr, {}};
-  Replica::Hold hold{1, [] { return true; }};
+  Replica::Hold hold{Generation{1}, [] { return true; }};
   co_return co_await Replica::Open(std::move(deps), std::move(actor), std::move(hold), options);
 }
 
@@ -163,7 +163,7 @@ Task<void> Client(RealEnv* env, std::shared_ptr<Load> load) {
     const MonoTime start = env->MonoNow();
     const std::uint64_t seq = r->Commit(std::move(batch));
     Latch<Status> done(*env, [] { return Cancelled("cancelled"); });
-    r->WhenDurable(seq, [done](Status s) { done.Set(std::move(s)); });
+    r->WhenReleasable(seq, [done](Status s) { done.Set(std::move(s)); });
     const Status s = co_await done.Wait();
     if (!s.ok()) {
       ++load->failures;
@@ -235,7 +235,7 @@ Task<std::vector<Row>> RestoreCase(Bench* b, std::string backend, int reps) {
       batch.mutations.push_back(actor::Mutation{actor::Mutation::Kind::kPut, "k" + std::to_string(i), std::string(1024, 'r')});
       const std::uint64_t seq = r->Commit(std::move(batch));
       Latch<Status> done(*b->env, [] { return Cancelled("cancelled"); });
-      r->WhenDurable(seq, [done](Status s) { done.Set(std::move(s)); });
+      r->WhenReleasable(seq, [done](Status s) { done.Set(std::move(s)); });
       const Status s = co_await done.Wait();
       if (!s.ok()) {
         rows[0].note = rows[1].note = "write failed: " + s.ToString();
@@ -337,7 +337,7 @@ int main(int argc, char** argv) {
   }
   if (urls.empty()) urls.push_back("mem://");
   std::printf("replica_bench: Replica directly, a hold that is always valid (ownership is not measured here);\n"
-              "  writes: one batch = one 100-byte put, %.0f s per case, latency = Commit -> WhenDurable Ok;\n"
+              "  writes: one batch = one 100-byte put, %.0f s per case, latency = Commit -> WhenReleasable Ok;\n"
               "  PUTs/write: segment and snapshot PUTs over acknowledged writes (group commit);\n"
               "  restore: fence, then snapshot + 50 segments, median (p50) and worst of %d, parallelism in 'conc'\n",
               base.seconds, base.restores);

@@ -2,7 +2,7 @@
 // under a faulty bucket, clock skew at the bound, kills, restarts, twins, partitions,
 // outages and clean stops. The `ownership` scenario adds actors acquired, used and released
 // on every node (ADR 0020 §3, §4); the `storage` scenario runs the durable replica on those
-// holds (ARCHITECTURE.md, "Durable storage"). One harness, LeaseSim, runs all three, so
+// holds (docs/architecture.md, "Durable storage"). One harness, LeaseSim, runs all three, so
 // the storage scenario gets every fault and ownership checker of the other two. See
 // docs/simulation.md for the fault model and checkers.
 #include <deque>
@@ -19,6 +19,7 @@
 #include "scenario.h"
 #include "storage_history.h"
 #include "store/mem/mem_store.h"
+#include "store/store_wrapper.h"
 
 namespace wk::sim {
 namespace {
@@ -37,27 +38,23 @@ constexpr Duration kTransitDrain = seconds(30);
 constexpr Duration kTolerance = milliseconds(2);
 
 // Forwards to a store and reports every put and delete as it is sent.
-class RecordingStore final : public ObjectStore {
+class RecordingStore final : public StoreWrapper {
  public:
   using OnSend = std::function<void(const std::string& key, const std::string& body)>;
   using OnDelete = std::function<void(const std::string& key)>;
   RecordingStore(ObjectStore& inner, OnSend on_send, OnDelete on_delete = nullptr)
-      : inner_(inner), on_send_(std::move(on_send)), on_delete_(std::move(on_delete)) {}
-  Task<Result<GetOutput>> Get(std::string key, CallOptions o) override { return inner_.Get(std::move(key), o); }
-  Task<Result<ObjectMeta>> Head(std::string key, CallOptions o) override { return inner_.Head(std::move(key), o); }
+      : StoreWrapper(inner), on_send_(std::move(on_send)), on_delete_(std::move(on_delete)) {}
   Task<Result<Version>> Put(std::string key, std::string body, Precondition c, CallOptions o) override {
     on_send_(key, body);
-    return inner_.Put(std::move(key), std::move(body), std::move(c), o);
+    return StoreWrapper::Put(std::move(key), std::move(body), std::move(c), o);
   }
   Task<Status> Delete(std::string key, Precondition c, CallOptions o) override {
     if (on_delete_) on_delete_(key);
-    return inner_.Delete(std::move(key), std::move(c), o);
+    return StoreWrapper::Delete(std::move(key), std::move(c), o);
   }
-  Task<Result<ListPage>> List(ListOptions l, CallOptions o) override { return inner_.List(std::move(l), o); }
-  std::string Describe() const override { return "recording:" + inner_.Describe(); }
+  std::string Describe() const override { return "recording:" + inner().Describe(); }
 
  private:
-  ObjectStore& inner_;
   OnSend on_send_;
   OnDelete on_delete_;
 };
@@ -101,7 +98,7 @@ struct FenceSend {
 enum class Mode {
   kLease,      // node leases only
   kOwnership,  // plus actors acquired, used and released (ADR 0020 §3, §4)
-  kStorage,    // plus a durable replica on every hold, writing (ARCHITECTURE.md, "Durable storage")
+  kStorage,    // plus a durable replica on every hold, writing (docs/architecture.md, "Durable storage")
 };
 
 class LeaseSim {
@@ -348,7 +345,7 @@ class LeaseSim {
   // Each worker acquires an actor, opens its replica (restore, then the fence), and writes:
   // rounds of 1-4 batches committed back to back (group commit), each reading "log",
   // appending a fresh id and putting "e/<id>" (storage_history.h says why). Every write
-  // asks WhenDurable; an Ok is an acknowledgement the checkers hold the design to. Then the
+  // asks WhenReleasable; an Ok is an acknowledgement the checkers hold the design to. Then the
   // worker hibernates the actor (Close, then release), or it keeps writing until the hold
   // ends (the lost-lease cut), or the replica fails (release if still valid, else drop), or
   // the process dies under it.
@@ -365,6 +362,7 @@ class LeaseSim {
     replica_mutants_.ack_late_upload = options_.mutant == "ack-late-upload";
     replica_mutants_.restore_ignores_fence = options_.mutant == "restore-ignores-fence";
     replica_mutants_.gc_deletes_chain = options_.mutant == "gc-deletes-chain";
+    replica_mutants_.release_without_validity = options_.mutant == "release-without-validity";
   }
 
   Task<void> StorageWorkload(Process* p) {
@@ -420,7 +418,7 @@ class LeaseSim {
     Env* env = p->env.get();
     std::function<void(std::function<void()>)> post = [env](std::function<void()> fn) { env->Post(std::move(fn)); };
     replica::Replica::Deps deps{*p->env, *p->replica_store, std::move(post), nullptr, replica_mutants_};
-    replica::Replica::Hold replica_hold{generation, [hold] { return hold.IsValid(); }};
+    replica::Replica::Hold replica_hold{hold.generation(), [hold] { return hold.IsValid(); }};
     auto opened = co_await replica::Replica::Open(std::move(deps), actor, std::move(replica_hold), replica_options_);
     if (!opened.ok()) {
       ++result_.restore_failures;
@@ -470,6 +468,7 @@ class LeaseSim {
       }
       const auto writes = Uniform(1, 3);
       for (std::int64_t i = 0; i < writes; ++i) Write(*replica, actor, who);
+      Read(*replica, hold, who);
       if (!co_await p->env->SleepFor(milliseconds(Uniform(50, 600)))) co_return;
     }
     if (failure->failed) {
@@ -495,11 +494,20 @@ class LeaseSim {
     batch.mutations.push_back(actor::Mutation{actor::Mutation::Kind::kPut, "e/" + id, ""});
     const std::uint64_t seq = replica.Commit(std::move(batch));
     ++result_.writes;
-    replica.WhenDurable(seq, [this, key = actor.ToString(), id, log = std::move(log), who](Status s) {
+    replica.WhenReleasable(seq, [this, key = actor.ToString(), id, log = std::move(log), who](Status s) {
       if (!s.ok()) return;  // not acknowledged: its outcome is unknown, either way is fine
       ++result_.acked_writes;
       Trace(who + " acknowledged " + id);
       for (const auto& v : history_.OnAcknowledged(key, log)) Violation(who + " acknowledged " + id + ": " + v);
+    });
+  }
+
+  // A read-only event's answer: nothing written (seq 0), so only the hold's validity decides.
+  // An Ok while the hold is not valid is a read answered by a node that no longer holds the
+  // actor (checker 17; broken model release-without-validity).
+  void Read(replica::Replica& replica, HoldView hold, const std::string& who) {
+    replica.WhenReleasable(0, [this, hold, who](Status s) {
+      if (s.ok() && !hold.IsValid()) Violation(who + " released a read after its hold ended");
     });
   }
 
@@ -973,7 +981,7 @@ const std::vector<Scenario>& Scenarios() {
       {"ownership", "3 nodes acquiring, using, hibernating and releasing 6 actors (ADR 0020 §3, §4)",
        {"wake-reuses-generation", "resolver-without-lock", "free-on-view", "free-on-absent-node"},
        &RunOwnershipScenario},
-      {"storage", "3 nodes writing 3 actors through the durable replica as holds move (ARCHITECTURE.md, Durable storage)",
+      {"storage", "3 nodes writing 3 actors through the durable replica as holds move (docs/architecture.md, Durable storage)",
        {"ack-before-durable", "ack-late-upload", "restore-ignores-fence", "gc-deletes-chain"}, &RunStorageScenario},
   };
   return all;

@@ -1,5 +1,5 @@
 // The deterministic simulator's scenarios: several nodes of the real cluster code in one
-// process, on one virtual timeline, driven by one seed (ARCHITECTURE.md, "Testing, in
+// process, on one virtual timeline, driven by one seed (docs/architecture.md, "Testing, in
 // layers", 3).
 //
 // A scenario run is a pure function of (scenario, seed, mutant): the same inputs give the
@@ -48,7 +48,7 @@ struct RunResult {
   std::uint64_t deleted_heartbeats = 0;
   // storage scenario
   std::uint64_t writes = 0;              // batches committed
-  std::uint64_t acked_writes = 0;        // WhenDurable said Ok
+  std::uint64_t acked_writes = 0;        // WhenReleasable said Ok
   std::uint64_t restores = 0;            // Replica::Open succeeded
   std::uint64_t restore_failures = 0;    // Replica::Open failed (transient; kFatal is a violation)
   std::uint64_t segments = 0;            // segment PUTs that landed (fences included)
@@ -76,7 +76,7 @@ const std::vector<Scenario>& Scenarios();
 RunResult RunLeaseScenario(const RunOptions& options);
 // The ownership scenario (ADR 0020 §3, §4): the lease scenario plus actors.
 RunResult RunOwnershipScenario(const RunOptions& options);
-// The storage scenario (ARCHITECTURE.md, "Durable storage"): the ownership scenario with a
+// The storage scenario (docs/architecture.md, "Durable storage"): the ownership scenario with a
 // durable replica writing on every hold.
 RunResult RunStorageScenario(const RunOptions& options);
 

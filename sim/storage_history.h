@@ -1,4 +1,4 @@
-// StorageHistory: the storage invariants of the `storage` scenario (ARCHITECTURE.md,
+// StorageHistory: the storage invariants of the `storage` scenario (docs/architecture.md,
 // invariants 3 and 4), judged from what every acknowledged write and every restore said an
 // actor's log was.
 //

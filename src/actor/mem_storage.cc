@@ -4,13 +4,16 @@ namespace wk::actor {
 namespace {
 
 // The actor's live state is its own copy, taken at Open; a commit applies to it at once and
-// to the provider's "durable" state only while durability is not failing. Like the real
-// replica, a failure is sticky from the first batch that failed: that batch and every later
-// one report an error, and a restore (a new Open) sees only what was durable.
+// to the provider's "durable" state only while durability is not failing. Its gate is
+// always valid unless the test ends the holds (EndHolds). Like the real replica's gate
+// (replica/hold_gate.h), a failure is sticky: once a batch could not be made durable, or a
+// release found the hold ended, or the runtime broke it, nothing more is released, and a
+// restore (a new Open) sees only what was durable.
 class MemStorage final : public ActorStorage {
  public:
-  MemStorage(std::shared_ptr<MemActorState> durable, std::shared_ptr<std::atomic<bool>> fail)
-      : live_(durable->map), durable_(std::move(durable)), fail_(std::move(fail)) {}
+  MemStorage(std::shared_ptr<MemActorState> durable, std::shared_ptr<std::atomic<bool>> fail,
+             std::shared_ptr<std::atomic<bool>> valid)
+      : live_(durable->map), durable_(std::move(durable)), fail_(std::move(fail)), valid_(std::move(valid)) {}
 
   std::optional<std::string> Get(std::string_view key) const override { return live_.Get(key); }
   void List(const ListQuery& q, const ListVisitor& visit) const override { live_.List(q, visit); }
@@ -19,8 +22,8 @@ class MemStorage final : public ActorStorage {
 
   std::uint64_t Commit(Batch batch) override {
     const std::uint64_t seq = ++seq_;
-    if (failed_from_ == 0 && fail_->load()) failed_from_ = seq;
-    if (failed_from_ == 0) {
+    if (fail_->load()) Fail(Retryable("in-memory storage: the writes could not be made durable (failure injected by the test)"));
+    if (failure().ok()) {
       durable_->map.Apply(batch);
       ++durable_->commits;
     }
@@ -28,18 +31,31 @@ class MemStorage final : public ActorStorage {
     return seq;
   }
 
-  void WhenDurable(std::uint64_t seq, std::function<void(Status)> done) override {
-    done(failed_from_ != 0 && seq >= failed_from_
-             ? Retryable("in-memory storage: durability failure injected by the test")
-             : Status::Ok());
+  void WhenReleasable(std::uint64_t, std::function<void(Status)> done) override {
+    if (!valid_->load()) Fail(Retryable("in-memory storage: the hold ended (injected by the test)"));
+    done(failure());
   }
 
+  Status failure() const override {
+    std::lock_guard lock(mu_);
+    return failure_.value_or(Status::Ok());
+  }
+
+  void Break(Status why) override { Fail(std::move(why)); }
+
  private:
+  void Fail(Status why) {
+    std::lock_guard lock(mu_);
+    if (!failure_) failure_ = std::move(why);
+  }
+
   StateMap live_;
   std::shared_ptr<MemActorState> durable_;
   std::shared_ptr<std::atomic<bool>> fail_;
+  std::shared_ptr<std::atomic<bool>> valid_;
   std::uint64_t seq_ = 0;
-  std::uint64_t failed_from_ = 0;  // 0: no failure
+  mutable std::mutex mu_;
+  std::optional<Status> failure_;  // sticky
 };
 
 }  // namespace
@@ -49,7 +65,7 @@ Task<Result<std::unique_ptr<ActorStorage>>> MemStorageProvider::Open(const Actor
   if (fail_opens_) co_return Retryable("in-memory storage: restore failure injected by the test");
   auto& state = states_[id.ToString()];
   if (!state) state = std::make_shared<MemActorState>();
-  std::unique_ptr<ActorStorage> storage = std::make_unique<MemStorage>(state, fail_durability_);
+  std::unique_ptr<ActorStorage> storage = std::make_unique<MemStorage>(state, fail_durability_, valid_);
   co_return storage;
 }
 

@@ -3,8 +3,10 @@
 // hibernation and eviction (the provider keeps it) so tests can see restore work.
 //
 // Fault hooks for tests: FailOpens makes restores fail; FailDurability makes every batch
-// committed while it is set fail, and (sticky, like the real replica) every later batch of
-// that storage too, until the actor is restored; a restore sees only durable batches.
+// committed while it is set fail, and (sticky, like the real replica's gate) fails that
+// storage: nothing more of it is released, until the actor is restored; a restore sees
+// only durable batches. EndHolds ends the hold of every storage open now (each refuses its
+// next release, and fails, as the replica's gate does); storages opened later are valid.
 //
 // Threading: the provider on the runtime's loop thread; each storage per storage.h.
 #pragma once
@@ -30,6 +32,10 @@ class MemStorageProvider final : public StorageProvider {
 
   void FailOpens(bool fail) { fail_opens_ = fail; }
   void FailDurability(bool fail) { fail_durability_->store(fail); }
+  void EndHolds() {
+    valid_->store(false);
+    valid_ = std::make_shared<std::atomic<bool>>(true);
+  }
 
   // Test inspection: the durable state of an actor (nullptr if never opened).
   std::shared_ptr<const MemActorState> State(const ActorId& id) const;
@@ -40,6 +46,7 @@ class MemStorageProvider final : public StorageProvider {
   std::map<std::string, std::shared_ptr<MemActorState>> states_;
   bool fail_opens_ = false;
   std::shared_ptr<std::atomic<bool>> fail_durability_ = std::make_shared<std::atomic<bool>>(false);
+  std::shared_ptr<std::atomic<bool>> valid_ = std::make_shared<std::atomic<bool>>(true);
   int opens_ = 0;
   int closes_ = 0;
 };

@@ -40,6 +40,12 @@ Status ValidateLimits(const ActorLimits& l) {
   if (l.max_queued_events < 1 || l.max_queued_events > 100'000) {
     return InvalidArgument("actors.max_queued_events must be between 1 and 100000");
   }
+  if (l.max_module_bytes < 8 || l.max_module_bytes > kMaxModuleBytesSetting) {
+    return InvalidArgument(fmt::format("actors.max_module_bytes must be between 8 and {}", kMaxModuleBytesSetting));
+  }
+  if (l.max_table_elements > kMaxTableElementsSetting) {
+    return InvalidArgument(fmt::format("actors.max_table_elements must be at most {}", kMaxTableElementsSetting));
+  }
   return Status::Ok();
 }
 
@@ -51,6 +57,10 @@ Status ValidateRuntimeOptions(const RuntimeOptions& o) {
     return InvalidArgument("actors.memory_budget_bytes must be at least actors.max_memory_bytes");
   }
   if (o.sync_timeout < std::chrono::milliseconds(1)) return InvalidArgument("actors.sync_timeout_ms must be at least 1");
+  if (o.isolate_heap_limit_bytes < kMinIsolateHeapLimitBytes || o.isolate_heap_limit_bytes > kMaxIsolateHeapLimitBytes) {
+    return InvalidArgument(fmt::format("actors.isolate_heap_limit_bytes must be between {} and {}",
+                                       kMinIsolateHeapLimitBytes, kMaxIsolateHeapLimitBytes));
+  }
   return Status::Ok();
 }
 
@@ -82,6 +92,9 @@ Result<std::shared_ptr<const engine::Module>> CompileActorModule(engine::Engine&
                                                                  const ActorLimits& limits) {
   engine::ModuleLimits ml;
   ml.max_memory_bytes = limits.max_memory_bytes;
+  ml.max_module_bytes = limits.max_module_bytes;
+  ml.max_table_elements = limits.max_table_elements;
+  ml.setting_prefix = "actors.";
   return engine.Compile(wasm, AbiHostInterface(), AbiExports(), ml);
 }
 
@@ -105,8 +118,8 @@ class ActorRuntime::WorkerThread {
  public:
   using Job = std::function<void(engine::Worker&)>;
 
-  explicit WorkerThread(engine::Engine& engine) {
-    thread_ = std::thread([this, &engine] { Loop(engine); });
+  WorkerThread(engine::Engine& engine, engine::WorkerOptions options) {
+    thread_ = std::thread([this, &engine, options] { Loop(engine, options); });
   }
   ~WorkerThread() {
     {
@@ -125,8 +138,8 @@ class ActorRuntime::WorkerThread {
   }
 
  private:
-  void Loop(engine::Engine& engine) {
-    engine::Worker worker(engine);
+  void Loop(engine::Engine& engine, engine::WorkerOptions options) {
+    engine::Worker worker(engine, options);
     for (;;) {
       Job job;
       {
@@ -169,7 +182,6 @@ struct ActorRuntime::Slot {
   // Events dispatched whose answers are not delivered yet (executing or awaiting
   // durability). An actor is idle only when this is zero and its queue is empty.
   int undelivered = 0;
-  bool broken = false;  // durability failed: state void, close and restore afresh
   bool unload_requested = false;
   MonoTime last_active{};
   Env::TimerId idle_timer = 0;
@@ -200,7 +212,9 @@ ActorRuntime::ActorRuntime(Env& env, engine::Engine& engine, ClassRegistry& clas
   WK_CHECK(ValidateRuntimeOptions(options_).ok(), "invalid RuntimeOptions (validate before constructing)");
   int n = options_.workers;
   if (n == 0) n = std::max(1u, std::thread::hardware_concurrency());
-  for (int i = 0; i < n; ++i) workers_.push_back(std::make_unique<WorkerThread>(engine_));
+  engine::WorkerOptions worker_options;
+  worker_options.heap_limit_bytes = options_.isolate_heap_limit_bytes;
+  for (int i = 0; i < n; ++i) workers_.push_back(std::make_unique<WorkerThread>(engine_, worker_options));
   if (metrics != nullptr) {
     auto events = [&](const char* outcome) {
       return &metrics->AddCounter("wasmkeep_actor_events_total", "Actor events by outcome.", {{"outcome", outcome}});
@@ -356,7 +370,6 @@ Task<void> ActorRuntime::Start(std::shared_ptr<Slot> slot) {
   }
   slot->storage = std::move(*opened);
   slot->last_seq = 0;
-  slot->broken = false;
   slot->state = Slot::State::kReady;
   // The class may have been redeployed while the actor was away: start on the current one.
   if (auto current = classes_.Find(slot->id.tenant, slot->id.class_name)) slot->module = std::move(current);
@@ -364,8 +377,16 @@ Task<void> ActorRuntime::Start(std::shared_ptr<Slot> slot) {
   AfterProgress(slot);
 }
 
+bool ActorRuntime::Broken(const Slot& slot) { return slot.storage && !slot.storage->failure().ok(); }
+
 void ActorRuntime::Pump(const std::shared_ptr<Slot>& slot) {
-  if (slot->state != Slot::State::kReady || slot->queue.empty() || slot->broken) return;
+  if (slot->state != Slot::State::kReady || slot->queue.empty()) return;
+  if (Broken(*slot)) {
+    // Its storage failed (its hold ended, or its writes could not be made durable) while
+    // it waited: close it once idle; the queued events restart it with a fresh restore.
+    AfterProgress(slot);
+    return;
+  }
   if (slot->idle_timer != 0) {
     env_.CancelTimer(slot->idle_timer);
     slot->idle_timer = 0;
@@ -384,14 +405,16 @@ void ActorRuntime::Pump(const std::shared_ptr<Slot>& slot) {
     if (stopping->load()) return;  // the runtime is being destroyed; the event was answered
     ExecResult exec = Execute(worker, *slot, shared_pending->request, now_ms);
     // The output gate: this event's answer waits until everything it may depend on (the
-    // actor's last committed batch, its own or an earlier event's) is durable.
+    // actor's last committed batch, its own or an earlier event's) is durable, and is
+    // released only if the storage's hold is still valid then (storage.h), even for an
+    // event that wrote nothing.
     const std::uint64_t memory = exec.memory_bytes;
     const bool instantiated = exec.instantiated;
     env->PostFromAnyThread([this, alive, slot, memory, instantiated] {
       if (alive.lock() && *alive.lock()) ExecutionDone(slot, memory, instantiated);
     });
     auto result = std::make_shared<EventResult>(std::move(exec.result));
-    slot->storage->WhenDurable(exec.wait_seq, [this, env, alive, slot, shared_pending, result](Status s) {
+    slot->storage->WhenReleasable(exec.wait_seq, [this, env, alive, slot, shared_pending, result](Status s) {
       env->PostFromAnyThread([this, alive, slot, shared_pending, result, s = std::move(s)]() mutable {
         auto a = alive.lock();
         if (a && *a) Deliver(slot, shared_pending, std::move(*result), std::move(s));
@@ -415,9 +438,14 @@ ActorRuntime::ExecResult ActorRuntime::Execute(engine::Worker& worker, Slot& slo
   // cannot bound it, and a loop of put+sync must not hold the worker (and every actor on
   // it) for longer than sync_timeout in total.
   const auto sync_deadline = std::chrono::steady_clock::now() + options_.sync_timeout;
-  bool sync_failed = false;
-  ctx.sync = [&slot, &txn, sync_deadline, &sync_failed]() {
-    if (sync_failed) return false;
+  // Exec-durable is an effect visible outside the actor: it passes the same gate as an
+  // answer. A failure is the storage's (sticky): every later sync of the event fails at
+  // once, and the event's answer is never released (abi.md).
+  const std::string timed_out = fmt::format(
+      "exec-durable (sync) of {} did not complete within actors.sync_timeout_ms ({} ms): its answer is never released",
+      slot.key, options_.sync_timeout / std::chrono::milliseconds(1));
+  ctx.sync = [&slot, &txn, sync_deadline, &timed_out]() {
+    if (!slot.storage->failure().ok()) return false;
     Batch batch = txn.TakeBatch();
     if (!batch.empty()) slot.last_seq = slot.storage->Commit(std::move(batch));
     struct Wait {
@@ -426,17 +454,20 @@ ActorRuntime::ExecResult ActorRuntime::Execute(engine::Worker& worker, Slot& slo
       std::optional<Status> status;
     };
     auto wait = std::make_shared<Wait>();
-    slot.storage->WhenDurable(slot.last_seq, [wait](Status s) {
+    slot.storage->WhenReleasable(slot.last_seq, [wait](Status s) {
       std::lock_guard lock(wait->mu);
       wait->status = std::move(s);
       wait->cv.notify_all();
     });
     std::unique_lock lock(wait->mu);
-    const bool ok = wait->cv.wait_until(lock, sync_deadline, [&] { return wait->status.has_value(); }) &&
-                    wait->status->ok();
-    // Sticky: once exec-durable failed, this event's answer is never released (abi.md).
-    if (!ok) sync_failed = true;
-    return ok;
+    if (!wait->cv.wait_until(lock, sync_deadline, [&] { return wait->status.has_value(); })) {
+      lock.unlock();
+      // Not known in time: give up on the storage, so nothing of this actor is released
+      // any more (it is restored afresh for its next event).
+      slot.storage->Break(Retryable(timed_out));
+      return false;
+    }
+    return wait->status->ok();  // an error has failed the storage (storage.h)
   };
 
   auto fail = [&](std::string message) {
@@ -466,11 +497,10 @@ ActorRuntime::ExecResult ActorRuntime::Execute(engine::Worker& worker, Slot& slo
   ctx.FlushOutput();
   if (!call.instance_usable) slot.instance.reset();
 
-  if (sync_failed) {
+  if (Status broken = slot.storage->failure(); !broken.ok()) {
+    // The gate will refuse this answer (Deliver says why); commit nothing more.
     out.result.outcome = EventOutcome::kUnavailable;
-    out.result.error = "exec-durable (sync) failed: the actor's writes could not be made durable in time "
-                       "(actors.sync_timeout_ms)";
-    WK_LOG_WARN("actor event failed", {{"actor", slot.key}, {"error", out.result.error}});
+    out.result.error = broken.ToString();
   } else if (call.ok() && call.value == 0) {
     Batch batch = txn.TakeBatch();
     if (!batch.empty()) slot.last_seq = slot.storage->Commit(std::move(batch));
@@ -480,9 +510,8 @@ ActorRuntime::ExecResult ActorRuntime::Execute(engine::Worker& worker, Slot& slo
   } else {
     std::string message = call.message;
     if (call.outcome == engine::CallOutcome::kTerminated) message += " (actors.max_event_cpu_ms)";
-    if (call.outcome == engine::CallOutcome::kTrapped && message.find("near its limit of") != std::string::npos) {
-      message += " (actors.max_memory_bytes)";
-    }
+    if (call.outcome == engine::CallOutcome::kHeapLimit) message += " (actors.isolate_heap_limit_bytes)";
+    if (call.outcome == engine::CallOutcome::kOutOfMemory) message += " (actors.max_memory_bytes)";
     fail(std::move(message));
   }
   out.wait_seq = slot.last_seq;
@@ -510,16 +539,12 @@ void ActorRuntime::Deliver(const std::shared_ptr<Slot>& slot, const std::shared_
   slot->undelivered--;
   std::erase(slot->inflight, pending);
   if (!durable.ok()) {
-    // The output gate failed: nothing this event (or any event after the failed batch) did
-    // may be acknowledged, and the in-memory state can no longer be trusted.
-    if (!slot->broken) {
-      WK_LOG_WARN("actor writes could not be made durable; the actor will be restored afresh",
-                  {{"actor", slot->key}, {"error", durable.ToString()}});
-    }
-    slot->broken = true;
+    // The output gate refused: nothing this event did may be seen, and the storage has
+    // failed (the in-memory state can no longer be trusted; AfterProgress closes it).
     result = EventResult{};
     result.outcome = EventOutcome::kUnavailable;
-    result.error = "the actor's writes could not be made durable: " + durable.ToString();
+    result.error = "the answer was not released (its writes are not durable, or this node no longer holds the actor): " +
+                   durable.ToString();
   }
   ++stats_.events;
   if (!result.ok()) ++stats_.failed_events;
@@ -531,7 +556,9 @@ void ActorRuntime::Deliver(const std::shared_ptr<Slot>& slot, const std::shared_
 
 void ActorRuntime::AfterProgress(const std::shared_ptr<Slot>& slot) {
   if (slot->state != Slot::State::kReady || slot->undelivered != 0) return;
-  if (slot->broken) {
+  if (Broken(*slot)) {
+    WK_LOG_WARN("the actor's storage failed; it is closed and restored afresh for its next event",
+                {{"actor", slot->key}, {"error", slot->storage->failure().ToString()}});
     Close(slot, UnloadReason::kFailed);  // queued events restart it with a fresh restore
   } else if (!slot->queue.empty()) {
     return;

@@ -25,9 +25,14 @@
 //
 // Failures of an event (trap, CPU limit, bad host call, proc_exit, non-zero return) fail
 // that event only: its batch is discarded and the instance, if it unwound, is thrown away;
-// the next event gets a fresh instance over the committed state. A durability failure
-// (WhenDurable reports an error) voids the actor's in-memory state: every event waiting on
-// it answers kUnavailable, and the actor is closed and restored afresh for the next event.
+// the next event gets a fresh instance over the committed state.
+//
+// The output gate is the storage's (ActorStorage::WhenReleasable, storage.h): every answer,
+// read-only or not, and every exec-durable `sync` returning passes it; the runtime keeps no
+// stickiness of its own. A storage that failed (its writes could not be made durable, its
+// hold ended, or a sync timed out and the runtime broke it) voids the actor's in-memory
+// state: every event waiting on it answers kUnavailable, and the actor is closed and
+// restored afresh for the next event.
 #pragma once
 
 #include <atomic>
@@ -59,10 +64,19 @@ struct RuntimeOptions {
   std::uint64_t memory_budget_bytes = 1ull << 30;
   // How long `sync` (exec-durable) waits before reporting failure.
   Duration sync_timeout = std::chrono::seconds(30);
+  // The V8 heap of each worker (module and instance objects, tables; not linear memory).
+  // An event that reaches it fails and its actor's instance is thrown away; the node goes on
+  // (engine::WorkerOptions).
+  std::uint64_t isolate_heap_limit_bytes = 512ull << 20;
   // The wall clock events see, in ms since the epoch. Default: the Env's WallNow. Tests
   // replace it to move time.
   std::function<std::int64_t()> wall_clock_ms;
 };
+
+// Range of isolate_heap_limit_bytes: V8 needs a few MiB to start an isolate, and the heap
+// must hold at least a few actors' tables at their limit.
+inline constexpr std::uint64_t kMinIsolateHeapLimitBytes = 32ull << 20;
+inline constexpr std::uint64_t kMaxIsolateHeapLimitBytes = 64ull << 30;
 
 // Checks the options; the error names the setting.
 Status ValidateRuntimeOptions(const RuntimeOptions& options);
@@ -152,6 +166,8 @@ class ActorRuntime {
   // or arm the idle timer, once nothing is running or owed.
   void AfterProgress(const std::shared_ptr<Slot>& slot);
   bool IsIdle(const Slot& slot) const;
+  // Its storage failed (sticky): close it once nothing is running or owed.
+  static bool Broken(const Slot& slot);
   void ArmIdleTimer(const std::shared_ptr<Slot>& slot);
   void Close(const std::shared_ptr<Slot>& slot, UnloadReason reason);
   void CloseDone(const std::shared_ptr<Slot>& slot, UnloadReason reason);

@@ -1,5 +1,5 @@
 // The actor runtime against real modules (examples/testdata, built by clang for wasm32):
-// the ABI's raw contract, every bad-input case of issue 5, the input and output gates, and
+// the ABI's raw contract, every bad-input case of docs/abi.md, the input and output gates, and
 // the lifecycle (hibernation, eviction, durability failure).
 #include "actor/runtime.h"
 
@@ -318,6 +318,36 @@ TEST_F(RuntimeTest, ADurabilityFailureAnswersUnavailableAndRestoresTheActor) {
   EXPECT_EQ(next->body, "2") << "restored from durable state: the unacknowledged increment is gone";
 }
 
+// The output gate passes read-only answers too: a read answered from memory by a node
+// that no longer holds the actor could be older than what a next owner already answered.
+// (Fails if the runtime skips the gate for events that wrote nothing, or if the storage
+// answers seq 0 without asking its hold, as WhenDurable(0) once did.)
+TEST_F(RuntimeTest, AReadOnlyAnswerIsRefusedOnceTheHoldEnded) {
+  ASSERT_TRUE(h_.Call("t/probe/ro", MakeRequest("GET", "/echo")).ok());
+  const int opens = h_.storage().opens();
+  h_.storage().EndHolds();
+  auto r = h_.CallRaw("t/probe/ro", MakeRequest("GET", "/echo"));
+  EXPECT_EQ(r.outcome, EventOutcome::kUnavailable) << ErrorOf(r);
+  EXPECT_NE(r.error.find("the hold ended"), std::string::npos) << r.error;
+  auto next = h_.Call("t/probe/ro", MakeRequest("GET", "/echo"));
+  ASSERT_TRUE(next.ok()) << next.status().ToString();
+  EXPECT_EQ(h_.storage().opens(), opens + 1) << "the broken actor was closed and restored under a new hold";
+}
+
+// Exec-durable is an effect visible outside the actor: sync fails (and the answer is never
+// released) once the hold ended, even though everything before it was durable.
+TEST_F(RuntimeTest, ExecDurableIsRefusedOnceTheHoldEnded) {
+  ASSERT_TRUE(h_.Call("t/probe/se", MakeRequest("POST", "/count")).ok());
+  const int opens = h_.storage().opens();
+  h_.storage().EndHolds();
+  auto r = h_.CallRaw("t/probe/se", MakeRequest("POST", "/sync"));
+  EXPECT_EQ(r.outcome, EventOutcome::kUnavailable) << ErrorOf(r);
+  auto again = h_.Call("t/probe/se", MakeRequest("POST", "/sync"));
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->body, "0") << "restored under a new hold, sync succeeds";
+  EXPECT_EQ(h_.storage().opens(), opens + 1);
+}
+
 TEST_F(RuntimeTest, RestoreFailureAnswersUnavailable) {
   h_.storage().FailOpens(true);
   auto r = h_.CallRaw("t/probe/r", MakeRequest("GET", "/echo"));
@@ -384,6 +414,15 @@ TEST(RuntimeOptionsTest, BadSettingsAreNamed) {
   o = {};
   o.limits.max_event_cpu_ms = 0;
   EXPECT_NE(ValidateRuntimeOptions(o).message().find("actors.max_event_cpu_ms"), std::string::npos);
+  o = {};
+  o.limits.max_module_bytes = kMaxModuleBytesSetting + 1;
+  EXPECT_NE(ValidateRuntimeOptions(o).message().find("actors.max_module_bytes"), std::string::npos);
+  o = {};
+  o.limits.max_table_elements = kMaxTableElementsSetting + 1;
+  EXPECT_NE(ValidateRuntimeOptions(o).message().find("actors.max_table_elements"), std::string::npos);
+  o = {};
+  o.isolate_heap_limit_bytes = kMinIsolateHeapLimitBytes - 1;
+  EXPECT_NE(ValidateRuntimeOptions(o).message().find("actors.isolate_heap_limit_bytes"), std::string::npos);
   EXPECT_TRUE(ValidateRuntimeOptions(RuntimeOptions{}).ok());
 }
 

@@ -1,19 +1,28 @@
 // The storage interface an actor's events run against: a sorted key-value map per actor,
 // read synchronously from memory and made durable in batches. The durable replica (segments
-// in the bucket, issue 6) implements it; MemStorage (mem_storage.h) is the in-memory
+// in the bucket, src/replica) implements it; MemStorage (mem_storage.h) is the in-memory
 // implementation used by the runtime's tests and benchmarks. It is not a product mode.
 //
 // Threading: the runtime calls the methods of one ActorStorage from one event at a time,
-// on whichever worker thread runs that actor, never concurrently; Open and Close run on
-// the runtime's loop thread. `WhenDurable`'s callback may be invoked on any thread.
+// on whichever worker thread runs that actor, never concurrently (failure() it may also
+// ask from its loop thread); Open and Close run on the runtime's loop thread.
+// `WhenReleasable`'s callback may be invoked on any thread.
 //
 // The contract the runtime relies on:
 //   - Get/List/Alarm/StoredBytes reflect every Commit made so far (reads are from memory).
 //   - Commit(batch) applies the whole batch at once and returns its sequence number;
 //     sequence numbers increase by one per batch, starting at 1.
-//   - WhenDurable(seq) calls back once every batch up to `seq` is durable (Ok), or once that
-//     can no longer happen (an error: the actor's in-memory state is then void, and the
-//     runtime throws the actor away). WhenDurable(0) means "nothing written": Ok at once.
+//   - WhenReleasable(seq) is the output gate: every externally visible effect of the actor
+//     (an event's answer, read-only or not; `sync` returning) passes through it. It calls
+//     back Ok only when every batch up to `seq` is durable AND the storage may still speak
+//     for the actor at that instant (the node still holds it); seq 0 means "nothing
+//     written", and is Ok only under the second condition. Otherwise it calls back with an
+//     error, once that is known: the storage has then failed.
+//   - failure() is Ok until the storage fails, then its error for good (sticky): the
+//     actor's in-memory state is void, nothing more is released, and the runtime closes
+//     the actor and restores it afresh for its next event.
+//   - Break(why) fails the storage at once (the runtime gives up on it: an exec-durable
+//     wait timed out, so an answer must never be released).
 #pragma once
 
 #include <cstdint>
@@ -68,7 +77,9 @@ class ActorStorage {
   // Keys plus values, in bytes.
   virtual std::uint64_t StoredBytes() const = 0;
   virtual std::uint64_t Commit(Batch batch) = 0;
-  virtual void WhenDurable(std::uint64_t seq, std::function<void(Status)> done) = 0;
+  virtual void WhenReleasable(std::uint64_t seq, std::function<void(Status)> done) = 0;
+  virtual Status failure() const = 0;
+  virtual void Break(Status why) = 0;
 };
 
 class StorageProvider {
@@ -77,7 +88,7 @@ class StorageProvider {
   // Restores the actor's state (its first event waits for this). Errors are retryable from
   // the caller's view: the event answers "unavailable".
   virtual Task<Result<std::unique_ptr<ActorStorage>>> Open(const ActorId& id) = 0;
-  // The actor left memory; every WhenDurable callback it asked for has been called.
+  // The actor left memory; every WhenReleasable callback it asked for has been called.
   virtual void Close(const ActorId& id, std::unique_ptr<ActorStorage> storage) = 0;
 };
 

@@ -43,7 +43,20 @@ struct ActorLimits {
   std::uint64_t max_stored_bytes = 64ull << 20;
   // Events waiting behind the running one; beyond it the actor is overloaded (503).
   std::uint32_t max_queued_events = 64;
+  // The module file: compiling is done on the node, in time and memory that grow with it.
+  std::uint64_t max_module_bytes = 64ull << 20;
+  // Elements of all of a module's tables together, grown ones included, and of its element
+  // segments (engine::ModuleLimits): tables live on the worker's V8 heap, about 32 bytes an
+  // element per actor. Tables get maxima imposed to fit; larger initial sizes are refused.
+  std::uint64_t max_table_elements = 65'536;
 };
+
+// Ranges of the settings above that have one, with their reasons.
+// Deploys refuse larger modules anyway (server/control.h, kMaxModuleBytes).
+inline constexpr std::uint64_t kMaxModuleBytesSetting = 64ull << 20;
+// The worker's V8 heap must be able to take one table grown to the limit at once (8 bytes an
+// element; engine::kHeapLimitSlackBytes is the room V8 gets past its heap limit).
+inline constexpr std::uint64_t kMaxTableElementsSetting = 1'000'000;
 
 // Checks relationships and ranges; the error names the setting.
 Status ValidateLimits(const ActorLimits& limits);

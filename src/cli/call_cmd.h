@@ -1,4 +1,4 @@
-// `wasmkeep call`: a convenience client for the actor API (issue 7).
+// `wasmkeep call`: a convenience client for the actor API.
 //
 //   wasmkeep call TENANT/CLASS/NAME[/PATH][?QUERY] [-X METHOD] [-d DATA | -d @FILE]
 //                 [-H "Name: value"]... [--token TOKEN] [--node HOST:PORT] [-i]

@@ -66,7 +66,8 @@ Status ReadActors(const toml::table& t, actor::RuntimeOptions* o) {
   Status s = CheckKeys(t, sec,
                        {"workers", "max_memory_bytes", "max_event_cpu_ms", "max_request_bytes", "max_response_bytes",
                         "max_key_bytes", "max_value_bytes", "max_stored_bytes", "max_queued_events",
-                        "idle_hibernate_ms", "memory_budget_bytes", "sync_timeout_ms"});
+                        "idle_hibernate_ms", "memory_budget_bytes", "sync_timeout_ms", "max_module_bytes",
+                        "max_table_elements", "isolate_heap_limit_bytes"});
   actor::ActorLimits& l = o->limits;
   if (s.ok()) s = ReadUint(t, sec, "workers", 0, 256, &o->workers);
   if (s.ok()) s = ReadUint(t, sec, "max_memory_bytes", 65536, std::int64_t{4} << 30, &l.max_memory_bytes);
@@ -78,6 +79,18 @@ Status ReadActors(const toml::table& t, actor::RuntimeOptions* o) {
   if (s.ok()) s = ReadUint(t, sec, "max_stored_bytes", 1, kMaxBytes, &l.max_stored_bytes);
   if (s.ok()) s = ReadUint(t, sec, "max_queued_events", 1, 100'000, &l.max_queued_events);
   if (s.ok()) s = ReadUint(t, sec, "memory_budget_bytes", 65536, kMaxBytes, &o->memory_budget_bytes);
+  if (s.ok()) {
+    s = ReadUint(t, sec, "max_module_bytes", 8, static_cast<std::int64_t>(actor::kMaxModuleBytesSetting),
+                 &l.max_module_bytes);
+  }
+  if (s.ok()) {
+    s = ReadUint(t, sec, "max_table_elements", 0, static_cast<std::int64_t>(actor::kMaxTableElementsSetting),
+                 &l.max_table_elements);
+  }
+  if (s.ok()) {
+    s = ReadUint(t, sec, "isolate_heap_limit_bytes", static_cast<std::int64_t>(actor::kMinIsolateHeapLimitBytes),
+                 static_cast<std::int64_t>(actor::kMaxIsolateHeapLimitBytes), &o->isolate_heap_limit_bytes);
+  }
   std::int64_t idle_ms = -1, sync_ms = -1;
   if (s.ok()) s = ReadUint(t, sec, "idle_hibernate_ms", 1, 86'400'000, &idle_ms);
   if (s.ok()) s = ReadUint(t, sec, "sync_timeout_ms", 1, 3'600'000, &sync_ms);

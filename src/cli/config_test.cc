@@ -27,6 +27,9 @@ max_queued_events = 8
 idle_hibernate_ms = 1500
 memory_budget_bytes = 8388608
 sync_timeout_ms = 700
+max_module_bytes = 1000000
+max_table_elements = 5000
+isolate_heap_limit_bytes = 67108864
 )");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   const auto& a = c->actors;
@@ -42,6 +45,9 @@ sync_timeout_ms = 700
   EXPECT_EQ(a.idle_hibernate, std::chrono::milliseconds(1500));
   EXPECT_EQ(a.memory_budget_bytes, 8388608u);
   EXPECT_EQ(a.sync_timeout, std::chrono::milliseconds(700));
+  EXPECT_EQ(a.limits.max_module_bytes, 1000000u);
+  EXPECT_EQ(a.limits.max_table_elements, 5000u);
+  EXPECT_EQ(a.isolate_heap_limit_bytes, 67108864u);
 }
 
 TEST(ConfigTest, DefaultsWithoutTheSection) {
@@ -49,6 +55,9 @@ TEST(ConfigTest, DefaultsWithoutTheSection) {
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->actors.limits.max_value_bytes, 131072u);
   EXPECT_EQ(c->actors.limits.max_event_cpu_ms, 1000u);
+  EXPECT_EQ(c->actors.limits.max_module_bytes, 64u << 20);
+  EXPECT_EQ(c->actors.limits.max_table_elements, 65536u);
+  EXPECT_EQ(c->actors.isolate_heap_limit_bytes, 512u << 20);
 }
 
 TEST(ConfigTest, BadActorSettingsAreNamed) {
@@ -62,6 +71,10 @@ TEST(ConfigTest, BadActorSettingsAreNamed) {
                  Case{"[actors]\nworkers = \"four\"\n", "actors.workers"},
                  Case{"[actors]\nmax_memory_bytes = 2147483648\n", "actors.memory_budget_bytes must be at least"},
                  Case{"[actors]\nmax_stored_bytes = 10\n", "actors.max_stored_bytes"},
+                 Case{"[actors]\nmax_module_bytes = 0\n", "actors.max_module_bytes"},
+                 Case{"[actors]\nmax_module_bytes = 67108865\n", "actors.max_module_bytes"},
+                 Case{"[actors]\nmax_table_elements = 1000001\n", "actors.max_table_elements"},
+                 Case{"[actors]\nisolate_heap_limit_bytes = 1048576\n", "actors.isolate_heap_limit_bytes"},
                  Case{"[actors]\nmax_cpu = 5\n", "unknown setting actors.max_cpu"}}) {
     auto r = Load(c.text);
     ASSERT_FALSE(r.ok()) << c.text;

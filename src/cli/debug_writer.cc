@@ -64,7 +64,7 @@ struct Writer {
   std::unique_ptr<ReadGauge> store;
 };
 
-// Shared with the WhenDurable callbacks, which may run after the hold's coroutine ended.
+// Shared with the WhenReleasable callbacks, which may run after the hold's coroutine ended.
 struct InFlight {
   int count = 0;
   std::uint64_t acked = 0;
@@ -127,7 +127,7 @@ Task<bool> WriteOneHold(Writer* w) {
   RealEnv* env = w->env;
   replica::Replica::Deps deps{*env, *w->store, [env](std::function<void()> fn) { env->Post(std::move(fn)); },
                               w->metrics, {}};
-  replica::Replica::Hold replica_hold{generation, [hold] { return hold.IsValid(); }};
+  replica::Replica::Hold replica_hold{hold.generation(), [hold] { return hold.IsValid(); }};
   (void)w->store->TakeMaxInFlight();
   auto opened = co_await replica::Replica::Open(std::move(deps), w->actor, std::move(replica_hold), o.replica);
   if (!opened.ok()) {
@@ -163,7 +163,7 @@ Task<bool> WriteOneHold(Writer* w) {
       batch.mutations.push_back(actor::Mutation{actor::Mutation::Kind::kPut, "e/" + id, std::to_string(n)});
       const std::uint64_t seq = r->Commit(std::move(batch));
       ++in_flight->count;
-      r->WhenDurable(seq, [in_flight, id](Status s) {
+      r->WhenReleasable(seq, [in_flight, id](Status s) {
         --in_flight->count;
         if (!s.ok()) return;
         ++in_flight->acked;

@@ -8,7 +8,7 @@
 //   each write is one batch: read `log` (comma-separated ids), append the next id
 //   `<node>.<generation>.<n>`, put `log` and `e/<id>`. Several commits are kept in flight
 //   (group commit). Every id is printed as `acked <id>` on stdout, flushed, only once
-//   WhenDurable says Ok.
+//   WhenReleasable says Ok.
 //
 // The restore is logged as one line ("debug writer restored": the restored `log`, its id
 // count, the number of `e/` keys and whether they match it, reads, the largest number of

@@ -1,7 +1,7 @@
 // Deployed classes: a class's modules, stored content-addressed, and the pointer naming
 // the one it currently runs. Operators deploy with the CLI (`wasmkeep deploy`); a node
 // reads the pointer and the module when an actor of the class starts (CurrentClass +
-// ReadModule; ARCHITECTURE.md "Bucket layout").
+// ReadModule; docs/architecture.md "Bucket layout").
 //
 // Objects (the pointer's format is FROZEN; the decoder is strict and answers
 // kFatal("corrupt ...") for anything else, never "empty" or "absent"):

@@ -145,6 +145,17 @@ struct Worker::Impl {
   v8::Global<v8::Context> context;
   v8::Global<v8::Function> instance_ctor;
 
+  // The heap limit (WorkerOptions). `heap_limit_hit` is set by NearHeapLimit, which V8
+  // calls on this thread during a garbage collection, and read after the call or
+  // instantiation it interrupted.
+  std::uint64_t heap_limit_bytes = 0;
+  bool heap_limit_hit = false;
+  std::uint64_t heap_limit_hits = 0;
+  static std::size_t NearHeapLimit(void* data, std::size_t current_limit, std::size_t initial_limit);
+  // Returns whether the heap limit was reached since the last call, and clears it and the
+  // termination it requested.
+  bool TakeHeapLimitHit();
+
   // A host function bound to this isolate: the V8 function's data points here.
   struct Binding {
     Impl* worker;
@@ -270,9 +281,10 @@ Result<std::shared_ptr<const Module>> Engine::Compile(std::span<const std::uint8
                                                       std::span<const ExportSpec> exports,
                                                       const ModuleLimits& limits) {
   const auto started = std::chrono::steady_clock::now();
+  const std::string& prefix = limits.setting_prefix;
   if (bytes.size() > limits.max_module_bytes) {
-    return InvalidArgument(fmt::format("the module is {} bytes, over the limit of {} bytes",
-                                       bytes.size(), limits.max_module_bytes));
+    return InvalidArgument(fmt::format("the module is {} bytes, over the limit of {} bytes ({}max_module_bytes)",
+                                       bytes.size(), limits.max_module_bytes, prefix));
   }
   auto info = ReadModuleInfo(bytes);
   if (!info.ok()) return info.status();
@@ -324,8 +336,8 @@ Result<std::shared_ptr<const Module>> Engine::Compile(std::span<const std::uint8
   const MemoryLimits& mem = info->memories[0];
   if (mem.min_pages > max_pages) {
     return InvalidArgument(fmt::format(
-        "the module's initial memory is {} bytes, over the limit of {} bytes per actor",
-        mem.min_pages * kWasmPageBytes, limits.max_memory_bytes));
+        "the module's initial memory is {} bytes, over the limit of {} bytes per actor ({}max_memory_bytes)",
+        mem.min_pages * kWasmPageBytes, limits.max_memory_bytes, prefix));
   }
   std::vector<std::uint8_t> patched;
   std::span<const std::uint8_t> wire = bytes;
@@ -337,11 +349,51 @@ Result<std::shared_ptr<const Module>> Engine::Compile(std::span<const std::uint8
   }
   const std::uint64_t effective_max_pages = mem.max_pages ? std::min(*mem.max_pages, max_pages) : max_pages;
 
+  // Tables live on the worker's V8 heap, so their elements are bounded all together, grown
+  // ones included: initial sizes over the limit are refused, and maxima are imposed (like
+  // memory's) so that they sum to at most the limit. (Imported tables were refused above.)
+  std::uint64_t initial_elements = 0;
+  for (const TableLimits& t : info->tables) initial_elements += t.min;
+  if (initial_elements > limits.max_table_elements) {
+    return InvalidArgument(fmt::format(
+        "the module's tables have {} elements initially, over the limit of {} table elements per actor "
+        "({}max_table_elements)", initial_elements, limits.max_table_elements, prefix));
+  }
+  if (info->element_entries > limits.max_table_elements) {
+    return InvalidArgument(fmt::format(
+        "the module's element segments have {} entries, over the limit of {} table elements per actor "
+        "({}max_table_elements)", info->element_entries, limits.max_table_elements, prefix));
+  }
+  // Growth room goes first to tables with a declared maximum (clamped to what is left), in
+  // order, then to tables without one, in order: a toolchain's indirect-call table usually
+  // declares its exact size, and a growable table then gets all the room that remains.
+  std::uint64_t growth_room = limits.max_table_elements - initial_elements;
+  std::vector<std::uint64_t> table_maximums(info->tables.size());
+  bool impose_table_maximums = false;
+  for (bool declared : {true, false}) {
+    for (std::size_t i = 0; i < info->tables.size(); ++i) {
+      const TableLimits& t = info->tables[i];
+      if (t.max.has_value() != declared) continue;
+      const std::uint64_t most = t.min + growth_room;
+      const std::uint64_t max = t.max ? std::min(*t.max, most) : most;
+      if (!t.max || *t.max != max) impose_table_maximums = true;
+      growth_room -= max - t.min;
+      table_maximums[i] = max;
+    }
+  }
+  if (impose_table_maximums) {
+    auto p = WithTableMaximums(wire, table_maximums);
+    if (!p.ok()) return p.status();
+    patched = std::move(*p);
+    wire = patched;
+  }
+
   auto module = std::shared_ptr<Module>(new Module());
   module->impl_ = std::make_unique<Module::Impl>();
   module->impl_->host = std::move(host);
   module->info_ = std::move(*info);
   module->max_memory_bytes_ = effective_max_pages * kWasmPageBytes;
+  module->table_maximums_ = std::move(table_maximums);
   module->id_ = impl_->next_module_id.fetch_add(1);
   {
     std::lock_guard lock(impl_->compile_mu);
@@ -368,12 +420,21 @@ Result<std::shared_ptr<const Module>> Engine::Compile(std::span<const std::uint8
 // ---------------------------------------------------------------------------------------
 // Worker
 
-Worker::Worker(Engine& engine) : impl_(std::make_unique<Impl>()) {
+Worker::Worker(Engine& engine, WorkerOptions options) : impl_(std::make_unique<Impl>()) {
+  WK_CHECK(options.heap_limit_bytes >= kMinHeapLimitBytes, "worker heap limit below kMinHeapLimitBytes");
   impl_->engine = &engine.impl();
   impl_->allocator = v8::ArrayBuffer::Allocator::NewDefaultAllocator();
   v8::Isolate::CreateParams params;
   params.array_buffer_allocator = impl_->allocator;
+  // V8 splits the limit between its young and old generations; the callback below runs
+  // when the old generation cannot grow any more, before V8 would abort.
+  params.constraints.ConfigureDefaultsFromHeapSize(0, options.heap_limit_bytes);
+  impl_->heap_limit_bytes = options.heap_limit_bytes;
   impl_->isolate = v8::Isolate::New(params);
+  impl_->isolate->AddNearHeapLimitCallback(&Impl::NearHeapLimit, impl_.get());
+  // Once a stopped call's garbage is collected (the runtime throws its instance away), the
+  // heap falls back below half the limit and V8 restores the initial limit.
+  impl_->isolate->AutomaticallyRestoreInitialHeapLimit(0.5);
   // The isolate stays entered on this thread for its whole life: a worker is thread-bound.
   impl_->isolate->Enter();
   {
@@ -402,6 +463,26 @@ Worker::~Worker() {
   impl_->isolate->Dispose();
   delete impl_->allocator;
 }
+
+std::size_t Worker::Impl::NearHeapLimit(void* data, std::size_t current_limit, std::size_t /*initial_limit*/) {
+  auto* w = static_cast<Impl*>(data);
+  // Stop whatever runs (a call, an instantiation); it fails with kHeapLimit. V8 takes the
+  // termination at its next interrupt check, after the allocation in progress, which the
+  // slack lets succeed: returning the current limit would make V8 abort the process.
+  w->isolate->TerminateExecution();
+  w->heap_limit_hit = true;
+  ++w->heap_limit_hits;
+  return current_limit + kHeapLimitSlackBytes;
+}
+
+bool Worker::Impl::TakeHeapLimitHit() {
+  if (!heap_limit_hit) return false;
+  heap_limit_hit = false;
+  isolate->CancelTerminateExecution();
+  return true;
+}
+
+std::uint64_t Worker::heap_limit_hits() const { return impl_->heap_limit_hits; }
 
 void Worker::PumpMessageLoop() {
   while (v8::platform::PumpMessageLoop(g_platform, impl_->isolate)) {
@@ -488,6 +569,9 @@ Result<Worker::Impl::ModuleEntry*> Worker::Impl::EntryFor(const std::shared_ptr<
 }
 
 void Worker::Impl::BeginCall(Instance::Impl* inst, void* ctx, std::chrono::milliseconds limit) {
+  // A limit reached between calls (garbage collection while loading a module) must not stop
+  // this call.
+  TakeHeapLimitHit();
   current = inst;
   current_context = ctx;
   host_error.reset();
@@ -538,9 +622,18 @@ CallResult Worker::Impl::Run(Instance::Impl* inst, v8::Local<v8::Function> fn, v
     }
   }
   const bool terminated_by_watchdog = EndCall(&result.cpu_time, started);
+  const bool heap_limit = TakeHeapLimitHit();
   if (isolate->IsExecutionTerminating()) isolate->CancelTerminateExecution();
 
-  if (has_exception && terminated_by_watchdog) {
+  if (heap_limit) {
+    // Even if the call returned (it outran the termination), what it allocated stays
+    // reachable from its instance: throwing the instance away is what frees the heap.
+    result.outcome = CallOutcome::kHeapLimit;
+    result.message = fmt::format("the event reached the worker's V8 heap limit of {} bytes and was stopped "
+                                 "(tables grown too far?)", heap_limit_bytes);
+    result.instance_usable = false;
+    host_error.reset();
+  } else if (has_exception && terminated_by_watchdog) {
     result.outcome = CallOutcome::kTerminated;
     result.message = fmt::format("the event exceeded its CPU time limit of {} ms and was terminated", limit.count());
     result.instance_usable = false;
@@ -567,6 +660,7 @@ CallResult Worker::Impl::Run(Instance::Impl* inst, v8::Local<v8::Function> fn, v
     // eighth, the size of a typical last allocation attempt).
     const std::uint64_t memory_bytes = inst->memory.Get(isolate)->Buffer()->ByteLength();
     if (result.outcome == CallOutcome::kTrapped && memory_bytes >= max_memory_bytes - max_memory_bytes / 8) {
+      result.outcome = CallOutcome::kOutOfMemory;
       result.message += fmt::format(" (linear memory is {} bytes, near its limit of {} bytes: out of memory?)",
                                     memory_bytes, max_memory_bytes);
     }
@@ -601,7 +695,13 @@ Result<std::unique_ptr<Instance>> Worker::Instantiate(const std::shared_ptr<cons
     w.BeginCall(nullptr, context, cpu_limit);
     auto made = w.instance_ctor.Get(isolate)->NewInstance(ctx, 2, args);
     const bool terminated = w.EndCall();
+    const bool heap_limit = w.TakeHeapLimitHit();
     if (isolate->IsExecutionTerminating()) isolate->CancelTerminateExecution();
+    if (heap_limit) {
+      w.host_error.reset();
+      return InvalidArgument(fmt::format(
+          "instantiating the module reached the worker's V8 heap limit of {} bytes", w.heap_limit_bytes));
+    }
     if (made.IsEmpty()) {
       w.host_error.reset();
       if (terminated) return InvalidArgument("the module's start function exceeded the CPU time limit");

@@ -68,11 +68,22 @@ struct ExportSpec {
   bool required = false;
 };
 
+// The bounds an embedder sets on one module (docs/abi.md, "Limits"); the fixed ones are in
+// wasm_module_info.h. All are checked by Compile before V8 sees the module.
 struct ModuleLimits {
   // The most linear memory one instance may have. A module without a declared maximum, or
   // with a larger one, gets this maximum imposed; a larger initial memory is refused.
   std::uint64_t max_memory_bytes = 64ull << 20;
   std::uint64_t max_module_bytes = 64ull << 20;  // the wasm file itself
+  // Elements of all the module's tables together, initial and grown (table.grow), and of all
+  // its element segments together. Table elements live on the worker's V8 heap, up to about
+  // 32 bytes each with V8's dispatch data, per instance: 65,536 is 2 MiB. Initial sizes over
+  // it are refused; tables get maxima imposed so that their maxima sum to at most this:
+  // growth room goes first to declared maxima, in order, then to tables without one.
+  std::uint64_t max_table_elements = 65'536;
+  // Put before the field names above in error messages, so that errors name the embedder's
+  // setting ("actors." gives "actors.max_table_elements").
+  std::string setting_prefix;
 };
 
 // A compiled, checked class module. Thread-safe; share it with shared_ptr.
@@ -84,6 +95,8 @@ class Module {
 
   const ModuleInfo& info() const { return info_; }
   std::uint64_t max_memory_bytes() const { return max_memory_bytes_; }
+  // The maxima of the module's tables as compiled (declared or imposed), in order.
+  const std::vector<std::uint64_t>& table_maximums() const { return table_maximums_; }
   bool HasExport(std::string_view name) const { return info_.FindExport(name) != nullptr; }
   std::chrono::nanoseconds compile_time() const { return compile_time_; }
   std::uint64_t id() const { return id_; }
@@ -97,6 +110,7 @@ class Module {
   std::unique_ptr<Impl> impl_;
   ModuleInfo info_;
   std::uint64_t max_memory_bytes_ = 0;
+  std::vector<std::uint64_t> table_maximums_;
   std::chrono::nanoseconds compile_time_{0};
   std::uint64_t id_ = 0;
 };
@@ -136,8 +150,11 @@ class Engine {
 enum class CallOutcome : std::uint8_t {
   kReturned,     // the export returned; `value` holds its i32 result (0 if none)
   kTrapped,      // a WebAssembly trap or stack overflow; `message` says which
+  kOutOfMemory,  // a trap with linear memory near its maximum (within an eighth): most
+                 // likely an allocation failed after memory.grow was refused
   kHostError,    // a host function failed the event; `message` is its error
   kTerminated,   // the CPU-time limit was hit and the watchdog terminated the call
+  kHeapLimit,    // the worker's V8 heap reached its limit during the call, which was stopped
   kEngineError,  // anything else V8 reported
 };
 
@@ -155,10 +172,27 @@ struct CallResult {
 
 class Instance;
 
+struct WorkerOptions {
+  // The most V8 heap the worker's isolate may use (everything but linear memories: module
+  // and instance objects, tables, wrappers). Reaching it never aborts the process: the call
+  // running (or instantiation) is stopped with CallOutcome::kHeapLimit, its instance is
+  // unusable, and V8 gets a little room above the limit (kHeapLimitSlackBytes) to finish
+  // unwinding; the initial limit comes back once garbage collection has freed half of it.
+  std::uint64_t heap_limit_bytes = 512ull << 20;
+};
+
+// Room V8 gets above the heap limit each time it is reached, to complete the allocation in
+// progress and unwind the call. At least the largest single allocation a module can make
+// (growing a table to its limit: ModuleLimits::max_table_elements of a few words each).
+inline constexpr std::uint64_t kHeapLimitSlackBytes = 64ull << 20;
+// The smallest heap limit a worker accepts: V8's own start-up heap is a few MiB.
+inline constexpr std::uint64_t kMinHeapLimitBytes = 16ull << 20;
+
 // One isolate on the calling thread. Not thread-safe except Terminate (see above).
 class Worker {
  public:
-  explicit Worker(Engine& engine);
+  // REQUIRES: options.heap_limit_bytes >= kMinHeapLimitBytes.
+  explicit Worker(Engine& engine, WorkerOptions options = {});
   ~Worker();
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
@@ -168,6 +202,9 @@ class Worker {
   Result<std::unique_ptr<Instance>> Instantiate(const std::shared_ptr<const Module>& module,
                                                 void* context,
                                                 std::chrono::milliseconds cpu_limit);
+
+  // How many times the heap limit has been reached (each stopped a call or instantiation).
+  std::uint64_t heap_limit_hits() const;
 
   // Runs V8's pending platform tasks for this isolate (background compilation results,
   // garbage-collection tasks). Call it between events. (Modules no longer referenced are

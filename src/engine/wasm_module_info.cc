@@ -5,8 +5,9 @@
 namespace wk::engine {
 namespace {
 
-constexpr std::uint8_t kSectionType = 1, kSectionImport = 2, kSectionFunction = 3,
-                       kSectionMemory = 5, kSectionExport = 7;
+constexpr std::uint8_t kSectionType = 1, kSectionImport = 2, kSectionFunction = 3, kSectionTable = 4,
+                       kSectionMemory = 5, kSectionGlobal = 6, kSectionExport = 7, kSectionElement = 9,
+                       kSectionCode = 10, kSectionData = 11, kSectionTag = 13;
 // Bounds against absurd counts in hostile input: no real module comes near them, and they
 // keep a malformed count from allocating gigabytes before the bytes run out.
 constexpr std::uint32_t kMaxItems = 1'000'000;
@@ -48,6 +49,28 @@ class Reader {
     if (*n > bytes_.size() - pos_) return Malformed("item count exceeds the section");
     if (*n > max) return Malformed(fmt::format("{} {} (more than {})", *n, what, max));
     return n;
+  }
+  // A count bounded by one of the module limits (wasm_module_info.h): the error names it.
+  Result<std::uint32_t> LimitedCount(std::uint32_t max, std::string_view what) {
+    auto n = U32();
+    if (!n.ok()) return n;
+    if (*n > max) return OverLimit(*n, max, what);
+    if (*n > bytes_.size() - pos_) return Malformed("item count exceeds the section");
+    return n;
+  }
+  static Status OverLimit(std::uint64_t n, std::uint64_t max, std::string_view what) {
+    return InvalidArgument(fmt::format("the module declares {} {}, over the limit of {} (docs/abi.md, \"Limits\")",
+                                       n, what, max));
+  }
+  // Skips a signed LEB128 number of at most `max_bits` bits (the reader never needs its value).
+  Status SkipSignedLeb(unsigned max_bits) {
+    const unsigned max_bytes = (max_bits + 6) / 7;
+    for (unsigned i = 0;; ++i) {
+      if (i == max_bytes) return Malformed("LEB128 number too long");
+      auto b = Byte();
+      if (!b.ok()) return b.status();
+      if ((*b & 0x80) == 0) return Status::Ok();
+    }
   }
   Result<std::span<const std::uint8_t>> Bytes(std::size_t n) {
     if (n > bytes_.size() - pos_) return Truncated();
@@ -106,6 +129,44 @@ Result<MemoryLimits> ReadLimits(Reader& r, bool is_memory) {
     lim.max_pages = *max;
   }
   return lim;
+}
+
+// Skips a constant expression (global initializers, segment offsets, element expressions)
+// through its `end`. Only the instructions V8 10.2 accepts there; V8 checks their types.
+Status SkipConstExpr(Reader& r) {
+  for (;;) {
+    auto op = r.Byte();
+    if (!op.ok()) return op.status();
+    Status s = Status::Ok();
+    switch (*op) {
+      case 0x0b: return Status::Ok();                                   // end
+      case 0x41: s = r.SkipSignedLeb(32); break;                        // i32.const
+      case 0x42: s = r.SkipSignedLeb(64); break;                        // i64.const
+      case 0x43: s = r.Bytes(4).status(); break;                        // f32.const
+      case 0x44: s = r.Bytes(8).status(); break;                        // f64.const
+      case 0x23: s = r.U32().status(); break;                           // global.get
+      case 0xd0: s = r.Byte().status(); break;                          // ref.null
+      case 0xd2: s = r.U32().status(); break;                           // ref.func
+      case 0xfd: {                                                      // v128.const
+        auto sub = r.U32();
+        if (!sub.ok()) return sub.status();
+        if (*sub != 12) return r.Malformed("unsupported instruction in a constant expression");
+        s = r.Bytes(16).status();
+        break;
+      }
+      default: return r.Malformed(fmt::format("unsupported instruction 0x{:02x} in a constant expression", *op));
+    }
+    if (!s.ok()) return s;
+  }
+}
+
+Result<TableLimits> ReadTableType(Reader& r) {
+  auto t = ReadValType(r);
+  if (!t.ok()) return t.status();
+  if (*t != ValType::kFuncRef && *t != ValType::kExternRef) return r.Malformed("table of a non-reference type");
+  auto l = ReadLimits(r, false);
+  if (!l.ok()) return l.status();
+  return TableLimits{*t, l->min_pages, l->max_pages, false};
 }
 
 void WriteLeb(std::vector<std::uint8_t>& out, std::uint64_t v) {
@@ -211,7 +272,7 @@ Result<ModuleInfo> ReadModuleInfo(std::span<const std::uint8_t> bytes) {
     Reader r(bytes.subspan(s.payload_start, s.payload_size), s.payload_start);
     switch (s.id) {
       case kSectionType: {
-        auto n = r.Count(kMaxTypes, "types");
+        auto n = r.LimitedCount(kMaxTypes, "types");
         if (!n.ok()) return n.status();
         for (std::uint32_t i = 0; i < *n; ++i) {
           auto form = r.Byte();
@@ -233,7 +294,7 @@ Result<ModuleInfo> ReadModuleInfo(std::span<const std::uint8_t> bytes) {
         break;
       }
       case kSectionImport: {
-        auto n = r.Count(kMaxImports, "imports");
+        auto n = r.LimitedCount(kMaxImports, "imports");
         if (!n.ok()) return n.status();
         for (std::uint32_t i = 0; i < *n; ++i) {
           Import imp;
@@ -257,8 +318,11 @@ Result<ModuleInfo> ReadModuleInfo(std::span<const std::uint8_t> bytes) {
             }
             case 0x01: {
               imp.kind = ExternKind::kTable;
-              if (auto t = ReadValType(r); !t.ok()) return t.status();
-              if (auto l = ReadLimits(r, false); !l.ok()) return l.status();
+              auto t = ReadTableType(r);
+              if (!t.ok()) return t.status();
+              t->imported = true;
+              info.tables.push_back(*t);
+              if (info.tables.size() > kMaxTables) return Reader::OverLimit(info.tables.size(), kMaxTables, "tables");
               break;
             }
             case 0x02: {
@@ -288,8 +352,12 @@ Result<ModuleInfo> ReadModuleInfo(std::span<const std::uint8_t> bytes) {
         break;
       }
       case kSectionFunction: {
-        auto n = r.Count(kMaxFunctions, "functions");
+        auto n = r.LimitedCount(kMaxFunctions, "functions");
         if (!n.ok()) return n.status();
+        if (func_types.size() + *n > kMaxFunctions) {
+          return Reader::OverLimit(func_types.size() + *n, kMaxFunctions, "functions (imports included)");
+        }
+        info.defined_functions += *n;
         for (std::uint32_t i = 0; i < *n; ++i) {
           auto ti = r.U32();
           if (!ti.ok()) return ti.status();
@@ -308,8 +376,129 @@ Result<ModuleInfo> ReadModuleInfo(std::span<const std::uint8_t> bytes) {
         }
         break;
       }
+      case kSectionTable: {
+        auto n = r.LimitedCount(kMaxTables, "tables");
+        if (!n.ok()) return n.status();
+        if (info.tables.size() + *n > kMaxTables) {
+          return Reader::OverLimit(info.tables.size() + *n, kMaxTables, "tables (imports included)");
+        }
+        for (std::uint32_t i = 0; i < *n; ++i) {
+          auto t = ReadTableType(r);
+          if (!t.ok()) return t.status();
+          info.tables.push_back(*t);
+        }
+        break;
+      }
+      case kSectionGlobal: {
+        auto n = r.LimitedCount(kMaxGlobals, "globals");
+        if (!n.ok()) return n.status();
+        info.globals += *n;
+        if (info.globals > kMaxGlobals) return Reader::OverLimit(info.globals, kMaxGlobals, "globals");
+        for (std::uint32_t i = 0; i < *n; ++i) {
+          if (auto t = ReadValType(r); !t.ok()) return t.status();
+          if (auto m = r.Byte(); !m.ok()) return m.status();
+          if (Status e = SkipConstExpr(r); !e.ok()) return e;
+        }
+        break;
+      }
+      case kSectionElement: {
+        auto n = r.LimitedCount(kMaxElementSegments, "element segments");
+        if (!n.ok()) return n.status();
+        info.element_segments += *n;
+        for (std::uint32_t i = 0; i < *n; ++i) {
+          // flags: bit 0 passive or declarative, bit 1 explicit table (when active) or
+          // declarative, bit 2 the entries are expressions rather than function indices.
+          auto flags = r.U32();
+          if (!flags.ok()) return flags.status();
+          if (*flags > 7) return r.Malformed(fmt::format("unknown element segment kind {}", *flags));
+          const bool active = (*flags & 1) == 0;
+          const bool explicit_table = (*flags & 2) != 0;
+          const bool expressions = (*flags & 4) != 0;
+          if (active && explicit_table) {
+            if (auto t = r.U32(); !t.ok()) return t.status();
+          }
+          if (active) {
+            if (Status e = SkipConstExpr(r); !e.ok()) return e;
+          }
+          if (!active || explicit_table) {  // an element kind (0x00) or a reference type
+            if (auto k = r.Byte(); !k.ok()) return k.status();
+          }
+          auto m = r.Count();
+          if (!m.ok()) return m.status();
+          info.element_entries += *m;
+          for (std::uint32_t j = 0; j < *m; ++j) {
+            Status e = expressions ? SkipConstExpr(r) : r.U32().status();
+            if (!e.ok()) return e;
+          }
+        }
+        break;
+      }
+      case kSectionData: {
+        auto n = r.LimitedCount(kMaxDataSegments, "data segments");
+        if (!n.ok()) return n.status();
+        info.data_segments += *n;
+        for (std::uint32_t i = 0; i < *n; ++i) {
+          auto flags = r.U32();
+          if (!flags.ok()) return flags.status();
+          if (*flags > 2) return r.Malformed(fmt::format("unknown data segment kind {}", *flags));
+          if (*flags == 2) {
+            if (auto m = r.U32(); !m.ok()) return m.status();
+          }
+          if (*flags != 1) {
+            if (Status e = SkipConstExpr(r); !e.ok()) return e;
+          }
+          auto size = r.U32();
+          if (!size.ok()) return size.status();
+          if (auto b = r.Bytes(*size); !b.ok()) return b.status();
+          info.data_bytes += *size;
+        }
+        break;
+      }
+      case kSectionCode: {
+        auto n = r.Count();
+        if (!n.ok()) return n.status();
+        if (*n != info.defined_functions) {
+          return r.Malformed(fmt::format("{} function bodies for {} functions", *n, info.defined_functions));
+        }
+        const std::uint32_t first = static_cast<std::uint32_t>(func_types.size()) - info.defined_functions;
+        for (std::uint32_t i = 0; i < *n; ++i) {
+          const std::uint32_t function = first + i;
+          auto size = r.U32();
+          if (!size.ok()) return size.status();
+          if (*size > kMaxFunctionBodyBytes) {
+            return InvalidArgument(fmt::format(
+                "the module's function {} has a body of {} bytes, over the limit of {} bytes per function "
+                "(docs/abi.md, \"Limits\")", function, *size, kMaxFunctionBodyBytes));
+          }
+          if (*size > info.largest_body.value) info.largest_body = {*size, function};
+          auto body = r.Bytes(*size);
+          if (!body.ok()) return body.status();
+          Reader b(*body, r.offset() - *size);
+          auto groups = b.Count();
+          if (!groups.ok()) return groups.status();
+          std::uint64_t locals = 0;
+          for (std::uint32_t g = 0; g < *groups; ++g) {
+            auto count = b.U32();
+            if (!count.ok()) return count.status();
+            locals += *count;
+            if (locals > kMaxFunctionLocals) {
+              return InvalidArgument(fmt::format(
+                  "the module's function {} declares {} or more locals, over the limit of {} locals per function "
+                  "(docs/abi.md, \"Limits\")", function, locals, kMaxFunctionLocals));
+            }
+            if (auto t = ReadValType(b); !t.ok()) return t.status();
+          }
+          if (locals > info.most_locals.value) info.most_locals = {locals, function};
+        }
+        break;
+      }
+      case kSectionTag: {  // exception handling's tags: V8 makes a tag object per instance
+        auto n = r.LimitedCount(kMaxTags, "exception tags");
+        if (!n.ok()) return n.status();
+        break;
+      }
       case kSectionExport: {
-        auto n = r.Count(kMaxExports, "exports");
+        auto n = r.LimitedCount(kMaxExports, "exports");
         if (!n.ok()) return n.status();
         for (std::uint32_t i = 0; i < *n; ++i) {
           auto name = r.Name();
@@ -324,7 +513,7 @@ Result<ModuleInfo> ReadModuleInfo(std::span<const std::uint8_t> bytes) {
         break;
       }
       default:
-        break;  // custom sections and sections the host check does not need
+        break;  // custom sections, start, data count
     }
   }
   for (auto& e : raw_exports) {
@@ -372,6 +561,44 @@ Result<std::vector<std::uint8_t>> WithMemoryMaximum(std::span<const std::uint8_t
   WriteLeb(out, payload.size());
   out.insert(out.end(), payload.begin(), payload.end());
   out.insert(out.end(), bytes.begin() + mem->payload_start + mem->payload_size, bytes.end());
+  return out;
+}
+
+Result<std::vector<std::uint8_t>> WithTableMaximums(std::span<const std::uint8_t> bytes,
+                                                    std::span<const std::uint64_t> max) {
+  auto sections = ReadSections(bytes);
+  if (!sections.ok()) return sections.status();
+  const Section* table = nullptr;
+  for (const Section& s : *sections) {
+    if (s.id == kSectionTable) table = &s;
+  }
+  if (table == nullptr) return InvalidArgument("the module defines no table");
+  Reader r(bytes.subspan(table->payload_start, table->payload_size), table->payload_start);
+  auto n = r.Count();
+  if (!n.ok()) return n.status();
+  if (*n != max.size()) {
+    return InvalidArgument(fmt::format("the module defines {} tables, not {}", *n, max.size()));
+  }
+  std::vector<std::uint8_t> payload;
+  WriteLeb(payload, *n);
+  for (std::uint32_t i = 0; i < *n; ++i) {
+    auto t = ReadTableType(r);
+    if (!t.ok()) return t.status();
+    if (max[i] < t->min || max[i] > 0xffff'ffffu) {
+      return InvalidArgument(fmt::format("table {} cannot have the maximum {} (its minimum is {})", i, max[i], t->min));
+    }
+    payload.push_back(t->element == ValType::kFuncRef ? 0x70 : 0x6f);
+    payload.push_back(0x01);
+    WriteLeb(payload, t->min);
+    WriteLeb(payload, max[i]);
+  }
+  if (!r.done()) return r.Malformed("bytes after the last table");
+
+  std::vector<std::uint8_t> out(bytes.begin(), bytes.begin() + table->header_start);
+  out.push_back(kSectionTable);
+  WriteLeb(out, payload.size());
+  out.insert(out.end(), payload.begin(), payload.end());
+  out.insert(out.end(), bytes.begin() + table->payload_start + table->payload_size, bytes.end());
   return out;
 }
 

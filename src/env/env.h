@@ -2,7 +2,7 @@
 // timers, task spawning and randomness. (Bucket I/O goes through ObjectStore.)
 //
 // Why: the cluster and replica code must run unchanged on the real runtime and inside the
-// deterministic simulator (ARCHITECTURE.md, "The one rule that makes simulation
+// deterministic simulator (docs/architecture.md, "The one rule that makes simulation
 // possible"). Code above this interface never reads the system clock, sleeps, starts a
 // thread or opens a socket by itself.
 //

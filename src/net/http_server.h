@@ -1,7 +1,7 @@
 // HttpServer: the node's one HTTP/1.1 listener. It frames requests and responses and
 // hands every request to an asynchronous handler; what the paths mean (the actor API
 // `/v1/actors/...`, `/metrics`, `/healthz`, `/readyz`, see server/admin_routes.h) is the handler's
-// business (ARCHITECTURE.md, "Serving and routing").
+// business (docs/architecture.md, "Serving and routing").
 //
 // One connection, one request at a time:
 //   waiting   for the first byte of a request, at most idle_timeout (an idle keep-alive

@@ -1,5 +1,5 @@
 // The durable formats of an actor's storage: segment and snapshot objects and their keys
-// (ARCHITECTURE.md, "Durable storage"). FROZEN once released: a change is a new version.
+// (docs/architecture.md, "Durable storage"). FROZEN once released: a change is a new version.
 //
 // Keys. Positions are (generation, seq): generation is the hold's, seq counts that hold's
 // segments from 0. Both are zero-padded to 20 digits (every uint64 fits), so listing

@@ -14,31 +14,31 @@ Task<Result<std::unique_ptr<actor::ActorStorage>>> ReplicaProvider::Open(const A
   std::shared_ptr<bool> alive = alive_;
   auto hold = co_await holds_.Acquire(id);
   if (!*alive) co_return Cancelled("storage provider gone");
-  auto used = [this, &id](std::uint64_t g) {
+  auto used = [this, &id](Generation g) {
     auto it = last_generation_.find(id);
     return it != last_generation_.end() && g <= it->second;
   };
   if (hold.ok() && used(hold->generation)) {
     // This generation already served a replica (its log keys are taken): a new hold.
-    const std::uint64_t stale = hold->generation;
+    const Generation stale = hold->generation;
     co_await holds_.Release(id, stale);
     if (!*alive) co_return Cancelled("storage provider gone");
     hold = co_await holds_.Acquire(id);
     if (!*alive) co_return Cancelled("storage provider gone");
     if (hold.ok() && used(hold->generation)) {
-      co_return Retryable("the hold of " + id.ToString() + " at generation " + std::to_string(hold->generation) +
+      co_return Retryable("the hold of " + id.ToString() + " at generation " + std::to_string(hold->generation.value) +
                           " is still being released");
     }
   }
   if (!hold.ok()) co_return hold.status();
   if (!*alive) co_return Cancelled("storage provider gone");
-  const std::uint64_t generation = hold->generation;
+  const Generation generation = hold->generation;
   last_generation_[id] = generation;
   Replica::Deps deps = deps_;
   auto replica = co_await Replica::Open(std::move(deps), id, std::move(*hold), options_);
   if (!*alive) co_return Cancelled("storage provider gone");
   if (!replica.ok()) {
-    WK_LOG_WARN("restore failed", {{"actor", id.ToString()}, {"generation", std::to_string(generation)},
+    WK_LOG_WARN("restore failed", {{"actor", id.ToString()}, {"generation", std::to_string(generation.value)},
                                    {"error", replica.status().ToString()}});
     co_await holds_.Release(id, generation);
     co_return replica.status();
@@ -63,7 +63,7 @@ void ReplicaProvider::Close(const ActorId& id, std::unique_ptr<actor::ActorStora
 
 Task<void> ReplicaProvider::CloseLater(std::shared_ptr<bool> alive, ReplicaProvider* self, ActorId id,
                                        std::unique_ptr<Replica> replica, Duration limit) {
-  const std::uint64_t generation = replica->generation();
+  const Generation generation = replica->generation();
   Status s = co_await replica->Close(limit);
   if (!*alive) co_return;
   if (!s.ok()) {
@@ -81,7 +81,7 @@ Task<void> ReplicaProvider::CloseLater(std::shared_ptr<bool> alive, ReplicaProvi
 }
 
 Task<void> ReplicaProvider::ReleaseLater(std::shared_ptr<bool> alive, HoldSource* holds, ActorId id,
-                                         std::uint64_t generation) {
+                                         Generation generation) {
   if (*alive) co_await holds->Release(id, generation);
 }
 
@@ -95,7 +95,7 @@ Task<Result<Replica::Hold>> OwnersHoldSource::Acquire(ActorId actor) {
   switch (r.kind) {
     case AcquireResult::Kind::kAcquired: {
       HoldView view = r.hold;
-      co_return Replica::Hold{view.generation().value, [view] { return view.IsValid(); }};
+      co_return Replica::Hold{view.generation(), [view] { return view.IsValid(); }};
     }
     case AcquireResult::Kind::kHeldElsewhere:
       co_return PreconditionFailed(actor.ToString() + " is held by " +
@@ -109,9 +109,9 @@ Task<Result<Replica::Hold>> OwnersHoldSource::Acquire(ActorId actor) {
   co_return Retryable("cannot acquire " + actor.ToString() + ": " + r.why);
 }
 
-Task<void> OwnersHoldSource::Release(ActorId actor, std::uint64_t generation) {
+Task<void> OwnersHoldSource::Release(ActorId actor, Generation generation) {
   const HoldView current = owners_.Find(actor);
-  if (current.empty() || current.generation().value != generation) co_return;  // not ours to end
+  if (current.empty() || current.generation() != generation) co_return;  // not ours to end
   Status s = co_await owners_.Release(actor);
   // A release that could not land is pending: the background task finishes it.
   s.IgnoreError();

@@ -28,7 +28,7 @@ class HoldSource {
   // Ends the hold of that generation, if it is still the one this node has (a replica
   // closing late must never release a newer hold of the same actor). Stop acting first;
   // the release may stay pending, per ADR 0020 §3.
-  virtual Task<void> Release(ActorId actor, std::uint64_t generation) = 0;
+  virtual Task<void> Release(ActorId actor, Generation generation) = 0;
 };
 
 // Holds from the ownership records (ADR 0020 §3): Acquire is Owners::Acquire (which returns
@@ -38,7 +38,7 @@ class OwnersHoldSource final : public HoldSource {
  public:
   explicit OwnersHoldSource(Owners& owners) : owners_(owners) {}
   Task<Result<Replica::Hold>> Acquire(ActorId actor) override;
-  Task<void> Release(ActorId actor, std::uint64_t generation) override;
+  Task<void> Release(ActorId actor, Generation generation) override;
 
  private:
   Owners& owners_;
@@ -57,7 +57,7 @@ class ReplicaProvider final : public actor::StorageProvider {
   std::size_t open_replicas() const { return open_.size(); }
 
  private:
-  static Task<void> ReleaseLater(std::shared_ptr<bool> alive, HoldSource* holds, ActorId id, std::uint64_t generation);
+  static Task<void> ReleaseLater(std::shared_ptr<bool> alive, HoldSource* holds, ActorId id, Generation generation);
   static Task<void> CloseLater(std::shared_ptr<bool> alive, ReplicaProvider* self, ActorId id,
                                std::unique_ptr<Replica> replica, Duration limit);
 
@@ -68,7 +68,7 @@ class ReplicaProvider final : public actor::StorageProvider {
   std::map<ActorId, Replica*> open_;
   // The last generation each open actor used (generations only grow, so anything at or
   // below it was used); erased once its hold is released.
-  std::map<ActorId, std::uint64_t> last_generation_;
+  std::map<ActorId, Generation> last_generation_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

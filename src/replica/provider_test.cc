@@ -27,12 +27,12 @@ class TestHolds final : public HoldSource {
  public:
   explicit TestHolds(std::uint64_t first_generation) : next_(first_generation) {}
   Task<Result<Replica::Hold>> Acquire(ActorId) override {
-    const std::uint64_t g = next_++;
+    const Generation g{next_++};
     ++acquisitions;
     std::shared_ptr<bool> valid = valid_;
     co_return Replica::Hold{g, [valid] { return *valid; }};
   }
-  Task<void> Release(ActorId, std::uint64_t) override {
+  Task<void> Release(ActorId, Generation) override {
     ++releases;
     co_return;
   }

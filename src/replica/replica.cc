@@ -52,8 +52,11 @@ ReplicaMetrics::ReplicaMetrics(MetricsRegistry& r)
 
 struct Replica::Core : std::enable_shared_from_this<Core> {
   Core(Deps d, ActorId a, Hold h, ReplicaOptions o)
-      : env(d.env), store(d.store), post(std::move(d.post)), metrics(d.metrics), mutants(d.mutants),
-        actor(std::move(a)), hold(std::move(h)), options(o) {}
+      : env(d.env), store(d.store), post(d.post), metrics(d.metrics), mutants(d.mutants),
+        actor(std::move(a)), hold(std::move(h)), options(o),
+        gate(HoldGate::Deps{hold.is_valid, std::move(d.post), actor, hold.generation,
+                            GateMutants{mutants.ack_before_durable, mutants.ack_late_upload,
+                                        mutants.release_without_validity}}) {}
 
   Env& env;
   ObjectStore& store;
@@ -64,20 +67,19 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
   Hold hold;
   ReplicaOptions options;
   Restored restored;
+  // The output gate: durability, validity and failure (sticky) of this hold.
+  HoldGate gate;
 
   // ---- shared with the thread that runs events (under mu)
   mutable std::mutex mu;
   actor::StateMap state;
   std::uint64_t committed = 0;  // the last batch seq committed
-  std::uint64_t durable = 0;    // the last batch seq acknowledged while valid
   std::string open_payload;     // encoded batches not yet in a segment
   struct OpenBatch {
     std::uint64_t seq;
     std::size_t bytes;
   };
   std::deque<OpenBatch> open_batches;
-  std::optional<Status> failed;
-  std::multimap<std::uint64_t, std::function<void(Status)>> waiters;
   bool kick_posted = false;
 
   // ---- loop thread only
@@ -112,9 +114,10 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
     std::uint64_t last_seq = 0;
     std::optional<std::string> snapshot_body;
     Position position;
+    if (gate.broken()) return;
     {
       std::lock_guard lock(mu);
-      if (failed || open_batches.empty()) return;
+      if (open_batches.empty()) return;
     }
     // The lost-lease cut: a hold that is no longer valid sends nothing more.
     if (!hold.is_valid()) {
@@ -133,7 +136,7 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
       }
       payload = open_payload.substr(0, bytes);
       open_payload.erase(0, bytes);
-      position = Position{hold.generation, next_seq++};
+      position = Position{hold.generation.value, next_seq++};
       // The state now is exactly the state as of this segment only if it holds every
       // batch committed so far.
       if (open_batches.empty() && SnapshotDue(bytes)) {
@@ -176,11 +179,17 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
       c->Fail(Retryable("segment " + key + " was not acknowledged: " + put.status().ToString()));
       co_return;
     }
-    if (!c->hold.is_valid() && !c->mutants.ack_late_upload) {
-      c->stats.late = true;
-      if (c->metrics) c->metrics->late.Inc();
-      c->Fail(Retryable("segment " + key + " was acknowledged after the hold's validity ended (Late)"));
-      co_return;
+    // The gate asks validity at this instant: acknowledged after it ended is Late, and the
+    // gate (so the replica) fails. Otherwise every waiter up to last_seq is released.
+    switch (c->gate.Acknowledged(last_seq, "segment " + key)) {
+      case HoldGate::AckOutcome::kAcknowledged:
+        break;
+      case HoldGate::AckOutcome::kLate:
+        c->stats.late = true;
+        if (c->metrics) c->metrics->late.Inc();
+        co_return;
+      case HoldGate::AckOutcome::kBroken:
+        co_return;
     }
     if (c->metrics) {
       c->metrics->segments.Inc();
@@ -197,27 +206,9 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
       ++c->segments_since_snapshot;
       c->bytes_since_snapshot += size;
     }
-    c->Acknowledge(last_seq);
     if (snapshot_body) c->env.Spawn(SendSnapshot(c, position, std::move(*snapshot_body)), "snapshot upload");
     if (position.seq == 0 && c->RestoreSawGarbage()) c->MaybeCollect();
     c->StartNextUpload();
-  }
-
-  bool failed_now() const {
-    std::lock_guard lock(mu);
-    return failed.has_value();
-  }
-
-  void Acknowledge(std::uint64_t last_seq) {
-    std::vector<std::function<void(Status)>> ready;
-    {
-      std::lock_guard lock(mu);
-      durable = std::max(durable, last_seq);
-      auto end = waiters.upper_bound(durable);
-      for (auto it = waiters.begin(); it != end; ++it) ready.push_back(std::move(it->second));
-      waiters.erase(waiters.begin(), end);
-    }
-    for (auto& fn : ready) fn(Status::Ok());
   }
 
   static Task<void> SendSnapshot(std::shared_ptr<Core> c, Position position, std::string body) {
@@ -249,7 +240,7 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
   // ---- garbage collection
   GcInput MakeGcInput(std::vector<Position> segments, std::vector<Position> snapshots) const {
     GcInput in;
-    in.generation = hold.generation;
+    in.generation = hold.generation.value;
     in.snapshot = snapshot;
     in.chain = chain;
     in.off_chain_ripe = env.MonoNow() - opened >= options.gc_off_chain_after;
@@ -268,7 +259,7 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
   }
 
   void MaybeCollect() {
-    if (stopped || failed_now() || options.gc_max_deletes_per_pass == 0 || !hold.is_valid()) return;
+    if (stopped || gate.broken() || options.gc_max_deletes_per_pass == 0 || !hold.is_valid()) return;
     if (gc_running) {
       gc_again = true;
       return;
@@ -334,21 +325,21 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
   }
 
   // ---- failure and stop
-  void Fail(Status why) {
+  // Every failure goes through the gate (sticky); the gate then calls GateFailed once.
+  void Fail(Status why) { gate.Cut(std::move(why)); }
+
+  // Loop thread, once: the gate failed (an upload failed or was Late, the hold ended, or
+  // the runtime gave up on it). Its waiters were answered; stop everything else.
+  void GateFailed(const Status& why) {
     // on_failed may destroy the Replica that owns this core.
     std::shared_ptr<Core> self = shared_from_this();
-    std::multimap<std::uint64_t, std::function<void(Status)>> owed;
     {
       std::lock_guard lock(mu);
-      if (failed) return;
-      failed = why;
-      owed.swap(waiters);
       open_batches.clear();
       open_payload.clear();
     }
     WK_LOG_WARN("replica failed: nothing unacknowledged will be",
-                {{"actor", actor.ToString()}, {"generation", std::to_string(hold.generation)}, {"error", why.ToString()}});
-    for (auto& [seq, fn] : owed) fn(why);
+                {{"actor", actor.ToString()}, {"generation", std::to_string(hold.generation.value)}, {"error", why.ToString()}});
     StopBackground();
     if (auto fn = std::move(on_failed)) fn(why);
   }
@@ -367,14 +358,10 @@ Replica::Replica(std::shared_ptr<Core> core) : core_(std::move(core)) {}
 Replica::~Replica() {
   Core& c = *core_;
   c.stopped = true;
-  std::multimap<std::uint64_t, std::function<void(Status)>> owed;
-  {
-    std::lock_guard lock(c.mu);
-    if (!c.failed) c.failed = Retryable("the replica of " + c.actor.ToString() + " was closed");
-    owed.swap(c.waiters);
-  }
-  for (auto& [seq, fn] : owed) fn(*c.failed);
   c.on_failed = nullptr;
+  c.gate.set_on_failed(nullptr);  // a close, not a failure: nothing to abandon or log
+  // Callbacks still owed are answered now; nothing is released after this.
+  c.gate.Cut(Retryable("the replica of " + c.actor.ToString() + " was closed"));
   c.StopBackground();
 }
 
@@ -385,7 +372,7 @@ Task<Result<std::unique_ptr<Replica>>> Replica::Open(Deps deps, ActorId actor, H
   RestoreOptions ro = options.restore;
   ro.ignore_fence = deps.mutants.restore_ignores_fence;
   const MonoTime start = env.MonoNow();
-  auto restored = co_await Restore(env, store, actor, hold.generation, ro);
+  auto restored = co_await Restore(env, store, actor, hold.generation.value, ro);
   if (!restored.ok()) {
     if (metrics) metrics->restore_failures.Inc();
     // A restore that outlived its hold listed and read while later holds wrote and collected
@@ -401,6 +388,10 @@ Task<Result<std::unique_ptr<Replica>>> Replica::Open(Deps deps, ActorId actor, H
     metrics->restore_seconds.Observe(Seconds(env.MonoNow() - start));
   }
   auto core = std::make_shared<Core>(std::move(deps), actor, std::move(hold), options);
+  std::weak_ptr<Core> weak = core;
+  core->gate.set_on_failed([weak](Status why) {
+    if (auto c = weak.lock()) c->GateFailed(why);
+  });
   core->opened = start;
   core->restored = std::move(*restored);
   core->state = std::move(core->restored.state);
@@ -415,7 +406,7 @@ Task<Result<std::unique_ptr<Replica>>> Replica::Open(Deps deps, ActorId actor, H
   // The fence: the first segment of this hold, naming the chain it restored.
   Segment fence;
   fence.actor = actor;
-  fence.position = Position{core->hold.generation, 0};
+  fence.position = Position{core->hold.generation.value, 0};
   fence.fence = core->restored.chain;
   std::string body = EncodeSegment(fence);
   std::optional<std::string> snapshot_body;
@@ -460,7 +451,7 @@ std::uint64_t Replica::Commit(actor::Batch batch) {
     std::lock_guard lock(c.mu);
     seq = ++c.committed;
     c.state.Apply(batch);
-    if (c.failed) return seq;
+    if (c.gate.broken()) return seq;
     const std::size_t bytes = AppendBatch(batch, c.open_payload);
     c.open_batches.push_back(Core::OpenBatch{seq, bytes});
     kick = !c.kick_posted;
@@ -475,20 +466,13 @@ std::uint64_t Replica::Commit(actor::Batch batch) {
   return seq;
 }
 
-void Replica::WhenDurable(std::uint64_t seq, std::function<void(Status)> done) {
-  Core& c = *core_;
-  Status answer;
-  {
-    std::lock_guard lock(c.mu);
-    if (c.failed) {
-      answer = *c.failed;
-    } else if (seq > c.durable && !c.mutants.ack_before_durable) {
-      c.waiters.emplace(seq, std::move(done));
-      return;
-    }
-  }
-  done(answer);
+void Replica::WhenReleasable(std::uint64_t seq, std::function<void(Status)> done) {
+  core_->gate.WhenReleasable(seq, std::move(done));
 }
+
+Status Replica::failure() const { return core_->gate.failure(); }
+
+void Replica::Break(Status why) { core_->gate.CutFromAnyThread(std::move(why)); }
 
 void Replica::set_on_failed(std::function<void(Status)> fn) { core_->on_failed = std::move(fn); }
 
@@ -504,7 +488,7 @@ Task<Status> Replica::Close(Duration limit) {
     target = c->committed;
   }
   Latch<Status> done(c->env, [] { return Cancelled("close cancelled"); });
-  WhenDurable(target, [done](Status s) { done.Set(std::move(s)); });
+  WhenReleasable(target, [done](Status s) { done.Set(std::move(s)); });
   const auto timer = c->env.StartTimer(c->env.MonoNow() + limit, [done, limit] {
     done.Set(UnknownOutcome("writes not durable within " + std::to_string(duration_cast<milliseconds>(limit).count()) + " ms"));
   });
@@ -516,11 +500,7 @@ Task<Status> Replica::Close(Duration limit) {
 }
 
 const ActorId& Replica::actor() const { return core_->actor; }
-std::uint64_t Replica::generation() const { return core_->hold.generation; }
-Status Replica::failure() const {
-  std::lock_guard lock(core_->mu);
-  return core_->failed.value_or(Status::Ok());
-}
+Generation Replica::generation() const { return core_->hold.generation; }
 ReplicaStats Replica::stats() const { return core_->stats; }
 const Restored& Replica::restored() const { return core_->restored; }
 

@@ -1,6 +1,6 @@
 // Replica: one resident actor's durable storage under one hold — the sorted in-memory
 // map the actor reads, its writes appended to the bucket as segments of the hold's
-// generation, the output gate, snapshots and garbage collection (ARCHITECTURE.md,
+// generation, the output gate, snapshots and garbage collection (docs/architecture.md,
 // "Durable storage"; formats in format.h, restore in restore.h, what GC may delete in
 // gc.h). It implements the storage interface the actor runtime uses (actor/storage.h).
 //
@@ -11,12 +11,14 @@
 // event), bounded by `segment_max_bytes` and `segment_max_batches` (a batch is never
 // split). Every segment is written If-None-Match: *.
 //
-// The output gate. WhenDurable(seq) says Ok only once every segment up to the one holding
-// batch `seq` was acknowledged by the bucket AND the hold was still valid when that
-// acknowledgement arrived. An upload that completes after validity ended is `Late`:
-// nothing waiting on it is acknowledged. A failed or Late upload, or a hold that stops
-// being valid while anything is unacknowledged (the lost-lease cut), fails the replica:
-// the in-memory state is void, every waiter (now and later) gets kRetryable, and
+// The output gate is the replica's HoldGate (hold_gate.h), the one place that decides
+// what may be released: WhenReleasable(seq) says Ok only once every segment up to the one
+// holding batch `seq` was acknowledged by the bucket while the hold was valid AND the hold
+// is still valid at the moment of the answer (also for a batch durable long ago, and for
+// seq 0). The replica tells the gate of each acknowledgement; one that arrives after
+// validity ended is `Late`. A failed or Late upload, a hold found no longer valid (the
+// lost-lease cut, by Cut or by the gate's own check), or Break fails the gate, and so the
+// replica: the in-memory state is void, every waiter (now and later) gets kRetryable, and
 // `on_failed` tells the owner to abandon the hold (release it, or drop it if the lease is
 // gone). The hold's first segment is its fence <gen>-0, sent before any batch, so nothing
 // is acknowledged before the fence is.
@@ -31,13 +33,14 @@
 // garbage) and after each snapshot: list, plan (gc.h), delete at most
 // `gc_max_deletes_per_pass`, one at a time, `gc_delete_interval` apart.
 //
-// Threading. Get, List, Alarm, StoredBytes, Commit and WhenDurable may be called from any
-// one thread at a time (the runtime calls them from the worker running the actor's event);
-// an internal mutex orders them against the upload path. Everything else runs on the Env
-// loop thread; Commit hands work to the loop with the `post` function it was given
-// (Env::PostFromAnyThread on the real runtime, Env::Post in the simulator). WhenDurable's
-// callback runs on the loop thread. Simulator-clean: no clock, sleep, thread or socket of
-// its own.
+// Threading. Get, List, Alarm, StoredBytes, Commit, WhenReleasable, failure and Break may
+// be called from any one thread at a time (the runtime calls them from the worker running
+// the actor's event); an internal mutex orders them against the upload path, and the gate
+// has its own. Everything else runs on the Env loop thread; Commit and the gate hand work
+// to the loop with the `post` function they were given (Env::PostFromAnyThread on the real
+// runtime, Env::Post in the simulator). WhenReleasable's callback runs on the loop thread,
+// or at once on the caller's thread when the replica has already failed (hold_gate.h).
+// Simulator-clean: no clock, sleep, thread or socket of its own.
 //
 // Lifetime. Close() (or a failure) before destruction; destroying a Replica cancels its
 // background work, and callbacks still owed are answered kRetryable.
@@ -52,7 +55,9 @@
 #include "actor/state_map.h"
 #include "actor/storage.h"
 #include "base/metrics.h"
+#include "cluster/owner_record.h"
 #include "env/env.h"
+#include "replica/hold_gate.h"
 #include "replica/restore.h"
 #include "store/object_store.h"
 
@@ -78,9 +83,10 @@ struct ReplicaOptions {
 // The error names the setting.
 Status ValidateReplicaOptions(const ReplicaOptions& options);
 
-// Broken models for the simulator only.
+// Broken models for the simulator only. The first two and the last are the gate's
+// (GateMutants, hold_gate.h): the replica passes them through.
 struct ReplicaMutants {
-  bool ack_before_durable = false;   // WhenDurable says Ok at commit
+  bool ack_before_durable = false;   // WhenReleasable says Ok at commit
   bool ack_late_upload = false;      // an upload that completes after validity ended counts
   bool restore_ignores_fence = false;  // every listed segment applied in key order
   bool gc_deletes_chain = false;       // GC deletes older generations' segments, chain or not
@@ -116,14 +122,16 @@ struct ReplicaStats {
 class Replica final : public actor::ActorStorage {
  public:
   struct Hold {
-    std::uint64_t generation = 0;
-    // LeaseView::is_valid of the hold: asked on every acknowledgement.
+    Generation generation;
+    // LeaseView::is_valid of the hold: asked by the gate on every acknowledgement and every
+    // release (loop thread only).
     std::function<bool()> is_valid;
   };
   struct Deps {
     Env& env;
     ObjectStore& store;
-    // Hands a function to the loop thread from whatever thread Commit runs on.
+    // Hands a function to the loop thread from whatever thread Commit or WhenReleasable
+    // runs on.
     std::function<void(std::function<void()>)> post;
     ReplicaMetrics* metrics = nullptr;
     ReplicaMutants mutants;
@@ -142,7 +150,12 @@ class Replica final : public actor::ActorStorage {
   std::optional<std::int64_t> Alarm() const override;
   std::uint64_t StoredBytes() const override;
   std::uint64_t Commit(actor::Batch batch) override;
-  void WhenDurable(std::uint64_t seq, std::function<void(Status)> done) override;
+  void WhenReleasable(std::uint64_t seq, std::function<void(Status)> done) override;
+  // Ok while the gate is open; its failure (sticky) once the replica failed.
+  Status failure() const override;
+  // The runtime gives up on this replica (an exec-durable wait timed out): the gate fails
+  // at once, and the replica as for any failure (on the loop thread).
+  void Break(Status why) override;
 
   // Loop thread. Called once when the replica fails (upload failed or Late, or Cut).
   void set_on_failed(std::function<void(Status)> fn);
@@ -153,8 +166,7 @@ class Replica final : public actor::ActorStorage {
   Task<Status> Close(Duration limit);
 
   const ActorId& actor() const;
-  std::uint64_t generation() const;
-  Status failure() const;
+  Generation generation() const;
   ReplicaStats stats() const;
   const Restored& restored() const;  // what Open found (the restore's facts)
 

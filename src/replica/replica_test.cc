@@ -48,17 +48,17 @@ class ReplicaTest : public ::testing::Test {
   }
   Result<std::unique_ptr<Replica>> TryOpen(std::uint64_t gen, ReplicaOptions options = {}, ReplicaMutants mutants = {}) {
     Replica::Deps deps{env_, *store_, [this](std::function<void()> fn) { env_.Post(std::move(fn)); }, nullptr, mutants};
-    Replica::Hold hold{gen, [this] { return valid_; }};
+    Replica::Hold hold{Generation{gen}, [this] { return valid_; }};
     auto r = RunTask(world_, env_, Replica::Open(std::move(deps), actor_, std::move(hold), options));
     if (!r) return Fatal("open did not finish");
     return std::move(*r);
   }
 
-  // Commits and records the answer of WhenDurable.
+  // Commits and records the answer of WhenReleasable.
   std::shared_ptr<std::optional<Status>> Write(Replica& r, std::string key, std::string value) {
     auto answer = std::make_shared<std::optional<Status>>();
     const std::uint64_t seq = r.Commit(Put(std::move(key), std::move(value)));
-    r.WhenDurable(seq, [answer](Status s) { *answer = std::move(s); });
+    r.WhenReleasable(seq, [answer](Status s) { *answer = std::move(s); });
     return answer;
   }
   void Settle() { world_.RunFor(seconds(1)); }
@@ -238,6 +238,37 @@ TEST_F(ReplicaTest, AnInvalidHoldSendsNothing) {
   ASSERT_TRUE(a->has_value());
   EXPECT_FALSE((*a)->ok());
   EXPECT_FALSE(Has(SegmentKey(actor_, {1, 1})));
+}
+
+// Durable once is not releasable forever: the gate asks the hold at every release.
+// (Fails with ReplicaMutants::release_without_validity.)
+TEST_F(ReplicaTest, AnAlreadyDurableSequenceIsRefusedOnceTheHoldIsInvalid) {
+  for (const bool mutant : {false, true}) {
+    valid_ = true;
+    ReplicaMutants m;
+    m.release_without_validity = mutant;
+    auto r = Open(mutant ? 2 : 1, {}, m);
+    Status failed;
+    r->set_on_failed([&](Status s) { failed = s; });
+    auto a = Write(*r, "k", "v");
+    Settle();
+    ASSERT_TRUE(a->has_value() && (*a)->ok());
+    valid_ = false;
+    auto again = std::make_shared<std::optional<Status>>();
+    r->WhenReleasable(1, [again](Status s) { *again = std::move(s); });
+    auto read = std::make_shared<std::optional<Status>>();
+    r->WhenReleasable(0, [read](Status s) { *read = std::move(s); });
+    Settle();
+    ASSERT_TRUE(again->has_value() && read->has_value());
+    if (mutant) {
+      EXPECT_TRUE((*again)->ok()) << "the mutant must differ from the design";
+      continue;
+    }
+    EXPECT_EQ((*again)->code(), Code::kRetryable) << "durable, but the hold ended";
+    EXPECT_EQ((*read)->code(), Code::kRetryable) << "nothing written, but the hold ended";
+    EXPECT_FALSE(r->failure().ok()) << "and the replica failed";
+    EXPECT_EQ(failed.code(), Code::kRetryable) << "the owner is told to abandon the hold";
+  }
 }
 
 TEST_F(ReplicaTest, CloseWaitsUntilEveryCommitIsDurable) {

@@ -1,5 +1,5 @@
 // Restore: an actor's state from its log in the bucket, following the chain of owner
-// fences (ARCHITECTURE.md, "Durable storage"; ADR 0009's owner fence).
+// fences (docs/architecture.md, "Durable storage"; ADR 0009's owner fence).
 //
 //   1. List wal/<actor>/ and snapshot/<actor>/ (both at once).
 //   2. The newest fence is segment <G>-0 of the highest generation G that has one. Read it:

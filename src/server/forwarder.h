@@ -1,5 +1,5 @@
 // Forwarder: sends a request for an actor to the node that owns it, and checks the
-// signature of requests other nodes forwarded here (issue 7; ARCHITECTURE.md, "Serving and
+// signature of requests other nodes forwarded here (docs/architecture.md, "Serving and
 // routing").
 //
 // Authentication. A forwarded request carries, besides the client's own request:

@@ -109,13 +109,8 @@ Task<ServerResponse> Front::Handle(ServerRequest request) {
 
   // 3. Where it runs.
   if (deps_.runtime.IsResident(id)) {
-    // Resident, but is it still ours? A hold that ended (lapse, release, drain, lost lease)
-    // leaves the actor in memory until it unloads; it must not answer, not even a read,
-    // from state a next owner may already have moved past.
-    if (!deps_.owners.Find(id).IsValid()) {
-      deps_.runtime.Unload(id);
-      co_return Error(503, "this node no longer holds " + id.ToString(), true);
-    }
+    // Resident: its storage's output gate decides whether its answer may go out (a hold
+    // that ended refuses it, even a read's: 503, and the runtime unloads the actor).
     co_return co_await Run(std::move(id), std::move(actor_request));
   }
   if (!deps_.owners.accepting()) co_return Error(503, "this node is draining", true);
@@ -185,16 +180,7 @@ Task<ServerResponse> Front::ForwardTo(const std::string& node_id, ServerRequest 
 Task<ServerResponse> Front::Run(ActorId id, actor::Request request) {
   const std::string name = id.ToString();
   const std::string method = request.method;
-  const ActorId actor = id;
   actor::EventResult result = co_await deps_.runtime.HandleRequest(std::move(id), std::move(request));
-  // The hold must still be valid when the answer goes out: a read is answered from memory,
-  // and a hold that ended while the event ran may already have a successor (a write's
-  // answer was gated on durability under a valid hold; turning it into a 503 loses
-  // nothing: a 503 says "not acknowledged, may have taken effect").
-  if (result.ok() && !deps_.owners.Find(actor).IsValid()) {
-    deps_.runtime.Unload(actor);
-    co_return Error(503, "this node's hold of " + name + " ended while the event ran", true);
-  }
   ++stats_.local;
   if (metrics_.local) metrics_.local->Inc();
   // One line per event at debug level (log.level = "debug"): an access log.

@@ -53,7 +53,7 @@ Result<FaultSpec> ParseFaultSpec(std::string_view text) {
 }
 
 FaultyStore::FaultyStore(Env& env, std::unique_ptr<ObjectStore> inner, FaultSpec spec)
-    : env_(env), inner_(std::move(inner)), spec_(std::move(spec)) {}
+    : StoreWrapper(std::move(inner)), env_(env), spec_(std::move(spec)) {}
 
 // A timer and a Latch rather than Env::SleepFor: a small delayed-write coroutine built on
 // SleepFor crashed with SIGILL at its first resume under GCC 12 (docs/DEVELOPING.md).
@@ -78,12 +78,12 @@ Task<Result<GetOutput>> FaultyStore::Get(std::string key, CallOptions options) {
     fail_next_read_of_.clear();
     co_return Retryable("injected: read failed after an unknown write");
   }
-  co_return co_await inner_->Get(std::move(key), options);
+  co_return co_await inner().Get(std::move(key), options);
 }
 
 Task<Result<ObjectMeta>> FaultyStore::Head(std::string key, CallOptions options) {
   if (InOutage(key)) co_return Retryable("injected outage");
-  co_return co_await inner_->Head(std::move(key), options);
+  co_return co_await inner().Head(std::move(key), options);
 }
 
 Task<Result<Version>> FaultyStore::Put(std::string key, std::string body, Precondition condition,
@@ -101,7 +101,7 @@ Task<Result<Version>> FaultyStore::Put(std::string key, std::string body, Precon
   const bool make_unknown = !spec_.unknown_first_put.empty() && !unknown_put_done_ &&
                             std::string_view(key).starts_with(spec_.unknown_first_put);
   std::string written_key = key;
-  auto result = co_await inner_->Put(std::move(key), std::move(body), std::move(condition), options);
+  auto result = co_await inner().Put(std::move(key), std::move(body), std::move(condition), options);
   if (make_unknown && result.ok()) {
     unknown_put_done_ = true;
     fail_next_read_of_ = written_key;
@@ -116,12 +116,12 @@ Task<Result<Version>> FaultyStore::Put(std::string key, std::string body, Precon
 
 Task<Status> FaultyStore::Delete(std::string key, Precondition condition, CallOptions options) {
   if (InOutage(key)) co_return Retryable("injected outage");
-  co_return co_await inner_->Delete(std::move(key), std::move(condition), options);
+  co_return co_await inner().Delete(std::move(key), std::move(condition), options);
 }
 
 Task<Result<ListPage>> FaultyStore::List(ListOptions options, CallOptions call) {
   if (InOutage(options.prefix)) co_return Retryable("injected outage");
-  co_return co_await inner_->List(std::move(options), call);
+  co_return co_await inner().List(std::move(options), call);
 }
 
 }  // namespace wk

@@ -26,7 +26,7 @@
 #include <string>
 
 #include "env/env.h"
-#include "store/object_store.h"
+#include "store/store_wrapper.h"
 
 namespace wk {
 
@@ -47,7 +47,7 @@ struct FaultSpec {
 // Parses the WASMKEEP_DEBUG_FAULTS syntax; kInvalidArgument names the bad item.
 Result<FaultSpec> ParseFaultSpec(std::string_view text);
 
-class FaultyStore final : public ObjectStore {
+class FaultyStore final : public StoreWrapper {
  public:
   // env: the loop whose timers delay slow puts.
   FaultyStore(Env& env, std::unique_ptr<ObjectStore> inner, FaultSpec spec);
@@ -58,8 +58,7 @@ class FaultyStore final : public ObjectStore {
                             CallOptions options) override;
   Task<Status> Delete(std::string key, Precondition condition, CallOptions options) override;
   Task<Result<ListPage>> List(ListOptions options, CallOptions call) override;
-  std::string Describe() const override { return inner_->Describe() + " (with injected faults)"; }
-  bool SupportsConditionalDelete() const override { return inner_->SupportsConditionalDelete(); }
+  std::string Describe() const override { return inner().Describe() + " (with injected faults)"; }
 
   std::uint64_t lost_replies() const { return lost_replies_; }
 
@@ -69,7 +68,6 @@ class FaultyStore final : public ObjectStore {
   Task<bool> SlowDown();
 
   Env& env_;
-  std::unique_ptr<ObjectStore> inner_;
   FaultSpec spec_;
   std::uint64_t puts_ = 0;
   std::uint64_t lost_replies_ = 0;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End-to-end tests of serving (issue 7) with real `wasmkeep serve` processes on 127.0.0.1:
+# End-to-end tests of serving with real `wasmkeep serve` processes on 127.0.0.1:
 # tenants, deploy, the HTTP API and its bad-input answers, durability across kill -9, and
 # three nodes on one bucket (one owner per actor, forwarding, failover).
 #
