@@ -4,8 +4,8 @@
 #include <fstream>
 #include <iterator>
 
+#include "net/http_client.h"
 #include "store/open_store.h"
-#include "store/s3/http_client.h"
 
 namespace wk::cli {
 namespace {
@@ -96,7 +96,7 @@ int RunCall(const GlobalOptions& globals, CallOptions_ opts) {
   }
   request.body = std::move(opts.data);
   RealEnv env;
-  auto endpoint = ParseS3Endpoint("http://" + opts.node);
+  auto endpoint = ParseHttpEndpoint("http://" + opts.node);
   if (!endpoint.ok()) {
     std::fprintf(stderr, "wasmkeep: bad --node %s: %s\n", opts.node.c_str(), endpoint.status().message().c_str());
     return kExitUsage;

@@ -7,8 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "actor/runtime.h"
+#include "control/classes.h"
+#include "control/tenants.h"
 #include "engine/engine.h"
-#include "server/control.h"
 
 namespace wk::cli {
 namespace {

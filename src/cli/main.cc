@@ -2,8 +2,10 @@
 // file (bucket_cmd.cc, ...).
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <string>
 
 #include "base/log.h"
+#include "base/version.h"
 #include "cli/actor_cmd.h"
 #include "cli/bucket_cmd.h"
 #include "cli/call_cmd.h"
@@ -16,7 +18,7 @@ int main(int argc, char** argv) {
   using namespace wk::cli;
   CLI::App app{"WasmKeep: durable WebAssembly actors on your own bucket"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "wasmkeep 0.1.0");
+  app.set_version_flag("--version", "wasmkeep " + std::string(wk::kVersion));
 
   GlobalOptions globals;
   app.add_option("--bucket", globals.bucket_url,

@@ -8,18 +8,18 @@
 
 #include "base/log.h"
 #include "base/metrics.h"
+#include "base/version.h"
 #include "cli/debug_writer.h"
 #include "cluster/cluster_node.h"
+#include "control/cluster_secret.h"
+#include "net/http_server.h"
 #include "server/actor_host.h"
-#include "server/admin_http.h"
-#include "server/control.h"
-#include "server/http_server.h"
+#include "server/admin_routes.h"
 #include "store/open_store.h"
 
 namespace wk::cli {
 namespace {
 
-constexpr std::string_view kSoftwareVersion = "0.1.0";
 constexpr std::string_view kDefaultListen = "127.0.0.1:8080";
 
 struct ServeArgs {
@@ -244,7 +244,7 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
   if (Status s = ValidateNodeId(identity.node_id); !s.ok()) return Fail(InvalidArgument("--node-id: " + s.message()));
   const std::string listen = !a.listen.empty() ? a.listen : config->listen ? *config->listen : std::string(kDefaultListen);
   identity.address = !a.advertise.empty() ? a.advertise : config->advertise ? *config->advertise : listen;
-  identity.software_version = std::string(kSoftwareVersion);
+  identity.software_version = std::string(kVersion);
   const LeaseTiming timing = config->lease;
   if (Status s = timing.Validate(); !s.ok()) return Fail(s);
 

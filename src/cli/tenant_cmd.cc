@@ -4,7 +4,8 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
-#include "server/control.h"
+#include "control/tenants.h"
+#include "control/tokens.h"
 
 namespace wk::cli {
 namespace {

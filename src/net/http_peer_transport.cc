@@ -2,7 +2,7 @@
 
 #include <boost/beast/http/verb.hpp>
 
-#include "store/s3/http_client.h"
+#include "net/http_client.h"
 
 namespace wk {
 
@@ -13,7 +13,7 @@ HttpPeerTransport::~HttpPeerTransport() = default;
 Result<HttpClient*> HttpPeerTransport::ClientFor(const std::string& address) {
   auto it = clients_.find(address);
   if (it != clients_.end()) return it->second.get();
-  auto endpoint = ParseS3Endpoint("http://" + address);
+  auto endpoint = ParseHttpEndpoint("http://" + address);
   if (!endpoint.ok()) return InvalidArgument("bad peer address " + address + ": " + endpoint.status().message());
   HttpClientOptions o;
   o.max_connections = options_.max_connections_per_peer;

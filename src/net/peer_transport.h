@@ -23,7 +23,7 @@
 #include "base/status.h"
 #include "base/time.h"
 #include "env/task.h"
-#include "server/http_types.h"
+#include "net/http_types.h"
 
 namespace wk {
 

@@ -3,6 +3,8 @@
 #include <boost/beast/core/string.hpp>
 #include <charconv>
 
+#include "control/classes.h"
+
 namespace wk {
 namespace {
 

@@ -29,10 +29,10 @@
 #include <vector>
 
 #include "base/status.h"
+#include "control/cluster_secret.h"
 #include "env/env.h"
+#include "net/http_types.h"
 #include "net/peer_transport.h"
-#include "server/control.h"
-#include "server/http_types.h"
 
 namespace wk {
 

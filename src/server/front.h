@@ -33,7 +33,7 @@
 #include "base/metrics.h"
 #include "cluster/membership.h"
 #include "cluster/owners.h"
-#include "server/http_types.h"
+#include "net/http_types.h"
 #include "server/forwarder.h"
 
 namespace wk {

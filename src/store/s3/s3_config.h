@@ -33,6 +33,7 @@
 
 #include "base/status.h"
 #include "base/time.h"
+#include "net/http_endpoint.h"
 
 namespace wk {
 
@@ -53,24 +54,16 @@ struct S3Config {
   Duration retry_max_delay = std::chrono::seconds(2);
 };
 
-// The parts of an endpoint URL.
-struct S3Endpoint {
-  bool tls = false;
-  std::string host;       // without brackets for an IPv6 literal
-  std::uint16_t port = 0;  // defaulted from the scheme when absent
-  // host[:port] as the Host header must carry it (port omitted when it is the default;
-  // brackets kept for IPv6), which is also what SigV4 signs.
-  std::string host_header;
-};
+// The S3 endpoint is an HTTP endpoint (net/http_endpoint.h).
+using S3Endpoint = HttpEndpoint;
 
 using GetenvFn = std::function<std::optional<std::string>(const char*)>;
 
 // The process environment (std::getenv), for production callers.
 GetenvFn SystemGetenv();
 
-// Parses an endpoint URL: scheme http or https, a host, an optional numeric port, no path
-// other than "/", no user info, query or fragment.
-Result<S3Endpoint> ParseS3Endpoint(std::string_view url);
+// Parses an endpoint URL (ParseHttpEndpoint's grammar and errors).
+inline Result<S3Endpoint> ParseS3Endpoint(std::string_view url) { return ParseHttpEndpoint(url); }
 
 // Parses an s3:// URL (grammar above) and reads credentials through getenv.
 Result<S3Config> ParseS3Url(std::string_view url, const GetenvFn& getenv);

@@ -61,8 +61,8 @@
 #include <string>
 
 #include "env/real_env.h"
+#include "net/http_client.h"
 #include "store/object_store.h"
-#include "store/s3/http_client.h"
 #include "store/s3/s3_config.h"
 
 namespace wk {

@@ -8,8 +8,8 @@
 #include <map>
 
 #include "env/real_env.h"
+#include "net/scripted_http_server.h"
 #include "store/s3/s3_store.h"
-#include "store/s3/scripted_http_server.h"
 #include "store/s3/sigv4.h"
 
 namespace wk {

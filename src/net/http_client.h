@@ -55,7 +55,7 @@
 #include "base/time.h"
 #include "env/real_env.h"
 #include "env/task.h"
-#include "store/s3/s3_config.h"
+#include "net/http_endpoint.h"
 
 namespace wk {
 
@@ -131,7 +131,7 @@ struct HttpClientStats {
 class HttpClient {
  public:
   // kInvalidArgument if the options are out of range or the extra CA does not parse.
-  static Result<std::unique_ptr<HttpClient>> Create(RealEnv& env, S3Endpoint endpoint,
+  static Result<std::unique_ptr<HttpClient>> Create(RealEnv& env, HttpEndpoint endpoint,
                                                     HttpClientOptions options = {});
   ~HttpClient();
   HttpClient(const HttpClient&) = delete;
@@ -144,7 +144,7 @@ class HttpClient {
   // and fails later requests at once. The destructor calls it. Idempotent.
   void Shutdown();
 
-  const S3Endpoint& endpoint() const;
+  const HttpEndpoint& endpoint() const;
   HttpClientStats stats() const;
 
   struct Pool;  // the shared state (http_client.cc)

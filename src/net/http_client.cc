@@ -1,4 +1,4 @@
-#include "store/s3/http_client.h"
+#include "net/http_client.h"
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -26,6 +26,9 @@
 #include <optional>
 #include <unordered_map>
 
+#include "base/version.h"
+#include "net/plain_or_tls_socket.h"
+
 namespace wk {
 
 namespace net = boost::asio;
@@ -42,7 +45,6 @@ constexpr std::uint32_t kMaxResponseHeaderBytes = 64 * 1024;
 // One endpoint never needs more sockets than this; a bigger number is a typo that would
 // exhaust file descriptors.
 constexpr int kMaxConnectionsLimit = 1024;
-constexpr std::string_view kUserAgent = "wasmkeep/0.1";
 
 bool IsIpLiteral(const std::string& host) {
   error_code ec;
@@ -53,26 +55,9 @@ bool IsIpLiteral(const std::string& host) {
 // One TCP (optionally TLS) connection and everything its in-flight operations touch.
 // Always owned by shared_ptr: every Asio handler holds one, so an operation that
 // completes after its caller gave up finds its buffers alive.
-struct Connection : std::enable_shared_from_this<Connection> {
+struct Connection : PlainOrTlsSocket, std::enable_shared_from_this<Connection> {
   Connection(net::io_context& io, ssl::context* tls_context, std::uint64_t connection_id)
-      : id(connection_id), resolver(io) {
-    if (tls_context != nullptr) {
-      tls.emplace(io, *tls_context);
-    } else {
-      plain.emplace(io);
-    }
-  }
-
-  tcp::socket& socket() { return tls ? tls->next_layer() : *plain; }
-
-  template <typename Op>
-  void WithStream(Op&& op) {
-    if (tls) {
-      op(*tls);
-    } else {
-      op(*plain);
-    }
-  }
+      : PlainOrTlsSocket(tcp::socket(io), tls_context), id(connection_id), resolver(io) {}
 
   // Stops whatever is in flight and makes the connection unusable. The pending handlers
   // run later with operation_aborted.
@@ -95,8 +80,6 @@ struct Connection : std::enable_shared_from_this<Connection> {
 
   const std::uint64_t id;
   tcp::resolver resolver;
-  std::optional<tcp::socket> plain;
-  std::optional<ssl::stream<tcp::socket>> tls;
   tcp::resolver::results_type endpoints;
   bool connected = false;  // connected (and TLS-established): may carry requests
   bool broken = false;     // aborted; never reused
@@ -178,7 +161,7 @@ std::string HttpResponse::Header(std::string_view name) const {
 // ---- The pool.
 
 struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
-  Pool(RealEnv& e, S3Endpoint ep, HttpClientOptions o)
+  Pool(RealEnv& e, HttpEndpoint ep, HttpClientOptions o)
       : env(e), endpoint(std::move(ep)), options(std::move(o)) {}
 
   struct Waiter {
@@ -260,7 +243,7 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
   }
 
   RealEnv& env;
-  const S3Endpoint endpoint;
+  const HttpEndpoint endpoint;
   const HttpClientOptions options;
   std::unique_ptr<ssl::context> tls;  // null for http://
   // Connections checked out plus slots reserved for connections being opened. Invariant:
@@ -359,7 +342,7 @@ std::optional<HttpOutcome> Interrupted(const Pool& pool, const Wake& wake, bool 
 // Resolves, connects and (for https) handshakes. Returns kNone on success.
 Task<HttpOutcome> Connect(std::shared_ptr<Pool> pool, std::shared_ptr<CallState> call,
                           std::shared_ptr<Connection> conn) {
-  const S3Endpoint& ep = pool->endpoint;
+  const HttpEndpoint& ep = pool->endpoint;
   const std::string where = ep.host_header;
 
   Wake wake = co_await Step(pool->env, call, [&conn, &ep](const Latch<Wake>& latch) {
@@ -460,7 +443,7 @@ Task<AttemptResult> Attempt(std::shared_ptr<Pool> pool, std::shared_ptr<CallStat
   const std::string where = pool->endpoint.host_header;
   auto& msg = conn->request.emplace(req.method, req.target, 11);
   msg.set(http::field::host, pool->endpoint.host_header);
-  msg.set(http::field::user_agent, kUserAgent);
+  msg.set(http::field::user_agent, kHttpUserAgent);
   for (const auto& [name, value] : req.headers) msg.set(name, value);
   msg.body() = req.body;
   msg.prepare_payload();
@@ -556,7 +539,7 @@ Task<HttpOutcome> SendOnPool(std::shared_ptr<Pool> pool, HttpRequest request, Mo
 
 }  // namespace
 
-Result<std::unique_ptr<HttpClient>> HttpClient::Create(RealEnv& env, S3Endpoint endpoint,
+Result<std::unique_ptr<HttpClient>> HttpClient::Create(RealEnv& env, HttpEndpoint endpoint,
                                                       HttpClientOptions options) {
   if (options.max_connections < 1 || options.max_connections > kMaxConnectionsLimit) {
     return InvalidArgument("max_connections must be in 1.." + std::to_string(kMaxConnectionsLimit));
@@ -592,7 +575,7 @@ Task<HttpOutcome> HttpClient::Send(HttpRequest request, MonoTime deadline) {
   return SendOnPool(pool_, std::move(request), deadline);
 }
 
-const S3Endpoint& HttpClient::endpoint() const { return pool_->endpoint; }
+const HttpEndpoint& HttpClient::endpoint() const { return pool_->endpoint; }
 
 HttpClientStats HttpClient::stats() const {
   HttpClientStats s = pool_->stats;

@@ -1,4 +1,4 @@
-#include "server/http_types.h"
+#include "net/http_types.h"
 
 #include <boost/beast/core/string.hpp>
 

@@ -1,4 +1,4 @@
-#include "store/s3/scripted_http_server.h"
+#include "net/scripted_http_server.h"
 
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
@@ -20,6 +20,7 @@
 #include <optional>
 
 #include "base/check.h"
+#include "net/plain_or_tls_socket.h"
 
 namespace wk {
 
@@ -65,25 +66,9 @@ namespace {
 
 using ServerState = ScriptedHttpServer::State;
 
-struct Session : std::enable_shared_from_this<Session> {
+struct Session : PlainOrTlsSocket, std::enable_shared_from_this<Session> {
   Session(std::shared_ptr<ServerState> s, int number, tcp::socket socket)
-      : server(std::move(s)), id(number), timer(server->io) {
-    if (server->tls) {
-      tls.emplace(std::move(socket), *server->tls);
-    } else {
-      plain.emplace(std::move(socket));
-    }
-  }
-
-  tcp::socket& socket() { return tls ? tls->next_layer() : *plain; }
-  template <typename Op>
-  void WithStream(Op&& op) {
-    if (tls) {
-      op(*tls);
-    } else {
-      op(*plain);
-    }
-  }
+      : PlainOrTlsSocket(std::move(socket), s->tls.get()), server(std::move(s)), id(number), timer(server->io) {}
 
   void Start() {
     if (!tls) {
@@ -216,8 +201,6 @@ struct Session : std::enable_shared_from_this<Session> {
 
   std::shared_ptr<ServerState> server;
   const int id;
-  std::optional<tcp::socket> plain;
-  std::optional<ssl::stream<tcp::socket>> tls;
   boost::beast::flat_buffer buffer;
   std::optional<http::request_parser<http::string_body>> parser;
   std::optional<http::response<http::string_body>> response;

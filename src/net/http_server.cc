@@ -1,4 +1,4 @@
-#include "server/http_server.h"
+#include "net/http_server.h"
 
 #include <array>
 #include <boost/asio/ip/address.hpp>

@@ -1,11 +1,11 @@
-#include "store/s3/http_client.h"
+#include "net/http_client.h"
 
 #include <gtest/gtest.h>
 
 #include <boost/asio/ip/tcp.hpp>
 
 #include "env/real_env.h"
-#include "store/s3/scripted_http_server.h"
+#include "net/scripted_http_server.h"
 
 namespace wk {
 namespace {
@@ -16,7 +16,7 @@ namespace http = boost::beast::http;
 
 std::unique_ptr<HttpClient> MakeClient(RealEnv& env, const std::string& url,
                                        HttpClientOptions options = {}) {
-  auto ep = ParseS3Endpoint(url);
+  auto ep = ParseHttpEndpoint(url);
   WK_CHECK(ep.ok(), ep.status().ToString());
   auto client = HttpClient::Create(env, *ep, std::move(options));
   WK_CHECK(client.ok(), client.status().ToString());
@@ -55,7 +55,7 @@ std::uint16_t DeadPort() {
   return a.local_endpoint().port();
 }
 
-TEST(S3HttpClientTest, GetReturnsStatusHeadersAndBody) {
+TEST(HttpClientTest, GetReturnsStatusHeadersAndBody) {
   RealEnv env;
   ScriptedHttpServer server(env.context());
   server.Expect("GET", "/b/k").Respond(200, {{"ETag", "\"v1\""}}, "hello").Check([](auto& r) {
@@ -76,7 +76,7 @@ TEST(S3HttpClientTest, GetReturnsStatusHeadersAndBody) {
   server.VerifyAllConsumed();
 }
 
-TEST(S3HttpClientTest, SequentialRequestsReuseOneConnection) {
+TEST(HttpClientTest, SequentialRequestsReuseOneConnection) {
   RealEnv env;
   ScriptedHttpServer server(env.context());
   server.Expect("PUT", "/b/1").Respond(200);
@@ -106,7 +106,7 @@ TEST(S3HttpClientTest, SequentialRequestsReuseOneConnection) {
   server.VerifyAllConsumed();
 }
 
-TEST(S3HttpClientTest, IdleConnectionsExpire) {
+TEST(HttpClientTest, IdleConnectionsExpire) {
   RealEnv env;
   ScriptedHttpServer server(env.context());
   server.Expect("GET", "/a").Respond(200).Times(2);
@@ -127,7 +127,7 @@ TEST(S3HttpClientTest, IdleConnectionsExpire) {
   EXPECT_EQ(client->stats().reused, 0u);
 }
 
-TEST(S3HttpClientTest, PoolIsBoundedAndWaitersProceed) {
+TEST(HttpClientTest, PoolIsBoundedAndWaitersProceed) {
   RealEnv env;
   ScriptedHttpServer server(env.context());
   server.Expect("GET", "/slow").Delay(milliseconds(30)).Respond(200, {}, "ok").Times(6);
@@ -155,7 +155,7 @@ TEST(S3HttpClientTest, PoolIsBoundedAndWaitersProceed) {
   server.VerifyAllConsumed();
 }
 
-TEST(S3HttpClientTest, WaitingForASlotTimesOutBeforeSending) {
+TEST(HttpClientTest, WaitingForASlotTimesOutBeforeSending) {
   RealEnv env;
   ScriptedHttpServer server(env.context());
   server.Expect("GET", "/hang").Hang();
@@ -188,7 +188,7 @@ TEST(S3HttpClientTest, WaitingForASlotTimesOutBeforeSending) {
   EXPECT_EQ(client->stats().idle, 0);  // the timed-out connection was not pooled
 }
 
-TEST(S3HttpClientTest, LostReplyIsConnectionLostAfterSending) {
+TEST(HttpClientTest, LostReplyIsConnectionLostAfterSending) {
   RealEnv env;
   ScriptedHttpServer server(env.context());
   server.Expect("PUT", "/b/k").DropAfterRequest();
@@ -200,7 +200,7 @@ TEST(S3HttpClientTest, LostReplyIsConnectionLostAfterSending) {
   EXPECT_EQ(client->stats().idle, 0);
 }
 
-TEST(S3HttpClientTest, ConnectionRefusedIsNotSent) {
+TEST(HttpClientTest, ConnectionRefusedIsNotSent) {
   RealEnv env;
   auto client = MakeClient(env, "http://127.0.0.1:" + std::to_string(DeadPort()));
   HttpOutcome out = SendOne(env, *client, Put("/b/k", "v"));
@@ -210,7 +210,7 @@ TEST(S3HttpClientTest, ConnectionRefusedIsNotSent) {
   EXPECT_EQ(client->stats().in_use, 0);
 }
 
-TEST(S3HttpClientTest, UnknownHostIsNotSent) {
+TEST(HttpClientTest, UnknownHostIsNotSent) {
   RealEnv env;
   auto client = MakeClient(env, "http://no-such-host.invalid:9");
   HttpOutcome out = SendOne(env, *client, Get("/"));
@@ -223,7 +223,7 @@ TEST(S3HttpClientTest, UnknownHostIsNotSent) {
   EXPECT_NE(out.detail.find("no-such-host.invalid"), std::string::npos);
 }
 
-TEST(S3HttpClientTest, CancellationAbortsAndDoesNotPoolTheConnection) {
+TEST(HttpClientTest, CancellationAbortsAndDoesNotPoolTheConnection) {
   RealEnv env;
   ScriptedHttpServer server(env.context());
   server.Expect("GET", "/hang").Hang();
@@ -256,7 +256,7 @@ TEST(S3HttpClientTest, CancellationAbortsAndDoesNotPoolTheConnection) {
   server.VerifyAllConsumed();
 }
 
-TEST(S3HttpClientTest, DestroyingTheClientWithRequestsInFlight) {
+TEST(HttpClientTest, DestroyingTheClientWithRequestsInFlight) {
   RealEnv env;
   ScriptedHttpServer server(env.context());
   server.Expect("GET", "/hang").Hang().Times(2);
@@ -289,7 +289,7 @@ TEST(S3HttpClientTest, DestroyingTheClientWithRequestsInFlight) {
   EXPECT_EQ(sent, 2);
 }
 
-TEST(S3HttpClientTest, DeadPooledConnectionIsReplacedForIdempotentRequestsOnly) {
+TEST(HttpClientTest, DeadPooledConnectionIsReplacedForIdempotentRequestsOnly) {
   RealEnv env;
   ScriptedHttpServer server(env.context());
   // Each first request's connection is closed by the server right after its reply.
@@ -318,7 +318,7 @@ TEST(S3HttpClientTest, DeadPooledConnectionIsReplacedForIdempotentRequestsOnly) 
   server.VerifyAllConsumed();
 }
 
-TEST(S3HttpClientTest, PeekDetectsAClosedIdleConnection) {
+TEST(HttpClientTest, PeekDetectsAClosedIdleConnection) {
   RealEnv env;
   ScriptedHttpServer server(env.context());
   server.Expect("GET", "/1").Respond(200);
@@ -336,7 +336,7 @@ TEST(S3HttpClientTest, PeekDetectsAClosedIdleConnection) {
   server.VerifyAllConsumed();
 }
 
-TEST(S3HttpClientTest, OversizedReplyIsRejected) {
+TEST(HttpClientTest, OversizedReplyIsRejected) {
   RealEnv env;
   ScriptedHttpServer server(env.context());
   server.Expect("GET", "/big").Respond(200, {}, std::string(100, 'x'));
@@ -348,7 +348,7 @@ TEST(S3HttpClientTest, OversizedReplyIsRejected) {
   EXPECT_EQ(client->stats().idle, 0);
 }
 
-TEST(S3HttpClientTest, TlsWithATrustedSelfSignedCertificate) {
+TEST(HttpClientTest, TlsWithATrustedSelfSignedCertificate) {
   RealEnv env;
   TestCertificate cert = MakeSelfSignedCertificate("127.0.0.1");
   ScriptedHttpServer server(env.context(), {cert.cert_pem, cert.key_pem});
@@ -369,7 +369,7 @@ TEST(S3HttpClientTest, TlsWithATrustedSelfSignedCertificate) {
   server.VerifyAllConsumed();
 }
 
-TEST(S3HttpClientTest, TlsWithAnUntrustedCertificateFailsVerification) {
+TEST(HttpClientTest, TlsWithAnUntrustedCertificateFailsVerification) {
   RealEnv env;
   TestCertificate cert = MakeSelfSignedCertificate("127.0.0.1");
   ScriptedHttpServer server(env.context(), {cert.cert_pem, cert.key_pem});
@@ -380,7 +380,7 @@ TEST(S3HttpClientTest, TlsWithAnUntrustedCertificateFailsVerification) {
   EXPECT_TRUE(server.received().empty());
 }
 
-TEST(S3HttpClientTest, TlsWithTheWrongHostNameFailsVerification) {
+TEST(HttpClientTest, TlsWithTheWrongHostNameFailsVerification) {
   RealEnv env;
   TestCertificate cert = MakeSelfSignedCertificate("other.example");  // not 127.0.0.1
   ScriptedHttpServer server(env.context(), {cert.cert_pem, cert.key_pem});
@@ -392,9 +392,9 @@ TEST(S3HttpClientTest, TlsWithTheWrongHostNameFailsVerification) {
   EXPECT_FALSE(out.request_sent);
 }
 
-TEST(S3HttpClientTest, RejectsBadOptions) {
+TEST(HttpClientTest, RejectsBadOptions) {
   RealEnv env;
-  auto ep = ParseS3Endpoint("https://127.0.0.1:1");
+  auto ep = ParseHttpEndpoint("https://127.0.0.1:1");
   ASSERT_TRUE(ep.ok());
   HttpClientOptions zero;
   zero.max_connections = 0;

@@ -1,4 +1,4 @@
-#include "server/http_server.h"
+#include "net/http_server.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "env/real_env.h"
-#include "server/http_test_client.h"
+#include "net/http_test_client.h"
 
 namespace wk {
 namespace {
@@ -66,6 +66,11 @@ ServerHandler SlowHandler(Env* env, Calls* calls, Duration delay) {
 // Answers with the response the test sets.
 ServerHandler FixedHandler(ServerResponse* response) {
   return [response](ServerRequest) { return ReadyResponse(*response); };
+}
+
+// Answers 200 "ok\n" to every request.
+ServerHandler OkHandler() {
+  return [](ServerRequest) { return ReadyResponse(TextResponse(200, "ok\n")); };
 }
 
 std::unique_ptr<HttpServer> StartOrFail(RealEnv& env, ServerHandler handler, HttpServerLimits limits = {}) {
@@ -690,6 +695,72 @@ TEST(HttpServerTest, DestroyingTheServerWithOpenConnectionsIsSafe) {
     EXPECT_TRUE(co_await partial_body.SeesClose(seconds(5)));
     EXPECT_TRUE(co_await pending.SeesClose(seconds(5)));
     co_await e.SleepFor(milliseconds(20));  // let the aborted handlers run
+  }(env));
+}
+
+// ---- Start and stop.
+
+TEST(HttpServerTest, BadAddressesAreInvalidArgumentsNamingTheAddress) {
+  RealEnv env;
+  for (std::string address : {"nope", "127.0.0.1", "127.0.0.1:", "127.0.0.1:70000", "127.0.0.1:-1",
+                              "127.0.0.1:80x", "example.com:80", ":9100", "::1:80", "[::1]80",
+                              "[::1", "300.1.1.1:80"}) {
+    auto started = HttpServer::Start(env, address, OkHandler());
+    ASSERT_FALSE(started.ok()) << address;
+    EXPECT_EQ(started.code(), Code::kInvalidArgument) << address;
+    EXPECT_NE(started.status().message().find("'" + address + "'"), std::string::npos)
+        << started.status().message();
+    EXPECT_EQ(started.status().message().find('\n'), std::string::npos);
+  }
+}
+
+TEST(HttpServerTest, AddressInUseIsFatalAndNamesTheAddress) {
+  RealEnv env;
+  env.RunMain([](RealEnv& e) -> Task<void> {
+      auto first = StartOrFail(e, OkHandler());
+    CO_ASSERT_TRUE(first != nullptr);
+    const std::string address = "127.0.0.1:" + std::to_string(first->bound_port());
+    auto second = HttpServer::Start(e, address, OkHandler());
+    CO_ASSERT_TRUE(!second.ok());
+    EXPECT_EQ(second.code(), Code::kFatal);
+    EXPECT_NE(second.status().message().find(address), std::string::npos) << second.status().message();
+    EXPECT_NE(second.status().message().find("in use"), std::string::npos) << second.status().message();
+  }(env));
+}
+
+TEST(HttpServerTest, LocalhostAndIpv6LoopbackWork) {
+  RealEnv env;
+  env.RunMain([](RealEnv& e) -> Task<void> {
+      auto started = HttpServer::Start(e, "localhost:0", OkHandler());
+    CO_ASSERT_TRUE(started.ok());
+    std::unique_ptr<HttpServer> server = std::move(started).value();
+    TestClient client(e);
+    CO_ASSERT_TRUE(!(co_await client.Connect(server->bound_port())));
+    EXPECT_EQ((co_await client.Request("GET", "/healthz")).status, 200);
+    // [::1] may be missing in a container without IPv6; then binding fails kFatal.
+    auto v6 = HttpServer::Start(e, "[::1]:0", OkHandler());
+    if (!v6.ok()) {
+      EXPECT_EQ(v6.code(), Code::kFatal) << v6.status().ToString();
+    }
+  }(env));
+}
+
+TEST(HttpServerTest, StopClosesConnectionsAndThenConnectFails) {
+  RealEnv env;
+  env.RunMain([](RealEnv& e) -> Task<void> {
+      auto server = StartOrFail(e, OkHandler());
+    CO_ASSERT_TRUE(server != nullptr);
+    const std::uint16_t port = server->bound_port();
+    TestClient open(e);
+    CO_ASSERT_TRUE(!(co_await open.Connect(port)));
+    EXPECT_EQ((co_await open.Request("GET", "/healthz")).status, 200);
+    server->Stop();
+    server->Stop();  // idempotent
+    EXPECT_TRUE(co_await open.SeesClose(seconds(5)));
+    TestClient late(e);
+    const error_code ec = co_await late.Connect(port);
+    EXPECT_EQ(ec, boost::asio::error::connection_refused) << ec.message();
+    server.reset();
   }(env));
 }
 

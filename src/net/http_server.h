@@ -1,6 +1,6 @@
 // HttpServer: the node's one HTTP/1.1 listener. It frames requests and responses and
 // hands every request to an asynchronous handler; what the paths mean (the actor API
-// `/v1/actors/...`, `/metrics`, `/healthz`, `/readyz`, see admin_http.h) is the handler's
+// `/v1/actors/...`, `/metrics`, `/healthz`, `/readyz`, see server/admin_routes.h) is the handler's
 // business (docs/architecture.md, "Serving and routing").
 //
 // One connection, one request at a time:
@@ -70,7 +70,7 @@
 #include "base/status.h"
 #include "base/time.h"
 #include "env/real_env.h"
-#include "server/http_types.h"
+#include "net/http_types.h"
 
 namespace wk {
 

@@ -1,4 +1,4 @@
-#include "server/admin_http.h"
+#include "server/admin_routes.h"
 
 #include <utility>
 
@@ -53,27 +53,6 @@ std::optional<ServerResponse> AdminRoutes::Handle(const ServerRequest& request) 
   if (detail.empty()) detail = "not ready";
   if (detail.back() != '\n') detail += '\n';
   return NoStore(TextResponse(503, std::move(detail)));
-}
-
-Result<std::unique_ptr<AdminHttpServer>> AdminHttpServer::Start(RealEnv& env,
-                                                                std::string listen_address,
-                                                                Handlers handlers, Limits limits) {
-  auto routes = std::make_shared<const AdminRoutes>(std::move(handlers));
-  ServerHandler handler = [routes](ServerRequest request) {
-    std::optional<ServerResponse> answer = routes->Handle(request);
-    return ReadyResponse(answer ? std::move(*answer) : NoStore(TextResponse(404, "not found\n")));
-  };
-  HttpServerLimits http_limits;
-  http_limits.max_header_bytes = limits.max_header_bytes;
-  http_limits.max_body_bytes = 0;  // no route takes a body
-  http_limits.max_connections = limits.max_connections;
-  http_limits.idle_timeout = limits.idle_timeout;
-  http_limits.read_timeout = limits.idle_timeout;
-  http_limits.write_timeout = limits.idle_timeout;
-  Result<std::unique_ptr<HttpServer>> server =
-      HttpServer::Start(env, std::move(listen_address), std::move(handler), http_limits);
-  if (!server.ok()) return server.status();
-  return std::unique_ptr<AdminHttpServer>(new AdminHttpServer(std::move(server).value()));
 }
 
 }  // namespace wk

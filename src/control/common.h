@@ -1,0 +1,69 @@
+// What the control-plane files (tenants.h, tokens.h, cluster_secret.h, classes.h) share:
+// the bounds of their read-modify-write loops and listings, and the helpers of their
+// strict line formats and retries.
+//
+// Every control object is a text format of "name value" lines ending in a newline, FROZEN
+// once written (a change is a new header version); decoders are strict and answer
+// kFatal("corrupt ...") for anything else, never "empty" or "absent".
+//
+// Threading: the constants and the pure helpers are usable anywhere; Backoff and ListKeys
+// run on the Env loop of the given env or store. No sockets, threads or clocks of their
+// own: the control plane runs on mem:// in unit tests and in the simulator.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "base/time.h"
+#include "env/env.h"
+#include "store/object_store.h"
+
+namespace wk::control {
+
+// Attempts of one read-modify-write of a tenant record (conflicts with other writers,
+// retryable failures, unknown outcomes resolved by re-reading) before giving up.
+inline constexpr int kMaxUpdateAttempts = 10;
+// Upper bound of the random pause before a retry, per attempt so far (attempt 3 waits up
+// to 3 * this): spreads racing writers apart.
+inline constexpr Duration kRetryBackoffStep = std::chrono::milliseconds(20);
+// Bounds a listing (1000 keys a page): 10 million keys.
+inline constexpr int kMaxListPages = 10'000;
+
+// Helpers of the control-plane files only; not an interface for other modules.
+namespace detail {
+
+// Lowercase hex of n bytes.
+std::string Hex(const unsigned char* data, std::size_t n);
+// SHA-256 of data, 64 lowercase hex characters.
+std::string Sha256Hex(std::string_view data);
+// Whether s is exactly n lowercase hex characters.
+bool IsLowerHex(std::string_view s, std::size_t n);
+
+// A decimal without sign or leading zeros, as the formats write it.
+bool ParseUint(std::string_view s, std::uint64_t* out);
+// Unix milliseconds (ParseUint's grammar, at most INT64_MAX).
+bool ParseMs(std::string_view s, WallTime* out);
+// The lines of a newline-terminated body, without their newlines; nullopt if the body is
+// empty or does not end in a newline.
+std::optional<std::vector<std::string_view>> Lines(std::string_view body);
+// The value of "name value", or nullopt.
+std::optional<std::string_view> Field(std::string_view line, std::string_view name);
+// s split at every single space (empty parts kept).
+std::vector<std::string_view> SplitSpaces(std::string_view s);
+
+// Whether a failed read (or write) may be retried: kRetryable or kUnknownOutcome.
+bool IsRetryableRead(Code c);
+// A random pause before retry number `attempt` (2, 3, ...), so racing writers spread out.
+Task<void> Backoff(Env& env, int attempt);
+// The answer after kMaxUpdateAttempts failed attempts of `what`, the last failing with last.
+Status GaveUp(const std::string& what, const Status& last);
+// Every key under prefix, in byte order (at most kMaxListPages pages).
+Task<Result<std::vector<std::string>>> ListKeys(ObjectStore& store, std::string prefix, CallOptions call);
+
+}  // namespace detail
+}  // namespace wk::control

@@ -1,0 +1,88 @@
+// Tenants: their records in the bucket, and the operations on them (create, add and
+// revoke tokens, list, read). Operators run them with the CLI (`wasmkeep tenant ...`,
+// docs/tenants.md); nodes read the records through TenantAuth (tokens.h).
+//
+// Object (the format is FROZEN: a change is a new header version; the decoder is strict
+// and answers kFatal("corrupt ...") for anything else, never "empty" or "absent"):
+//
+//   control/tenants/<tenant>          wasmkeep-tenant 1
+//                                     tenant <tenant>
+//                                     created_at <unix ms>
+//                                     revision <n>            (+1 on every write)
+//                                     token <id> <sha256 hex of the secret> <created unix ms>
+//                                     ...                     (0..kMaxTokensPerTenant lines)
+//
+// Writes. A tenant record is created with If-None-Match: * and changed with If-Match the
+// version read (re-read and retried on a conflict, so two racing changes both land; an
+// unknown outcome is resolved by re-reading). `revision` makes every write's bytes differ,
+// so an If-Match can never match a later write of identical bytes (object_store.h).
+//
+// Threading: every function runs on the Env loop of the given store. No sockets, threads
+// or clocks of their own: the same code runs on mem:// in unit tests and in the simulator.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "base/time.h"
+#include "control/common.h"
+#include "control/tokens.h"
+#include "env/env.h"
+#include "store/object_store.h"
+
+namespace wk::control {
+
+// Bounds the tenant record that the request path reads and decodes (about 110 bytes a
+// token), and the scan of it. Revoke a token to mint another past this.
+inline constexpr std::size_t kMaxTokensPerTenant = 64;
+
+// Tenant names follow ActorId's rules (cluster/owner_record.h): 1..63 of [a-z0-9_-],
+// starting with a letter or digit. kInvalidArgument names the field.
+Status ValidateTenantName(std::string_view tenant);
+
+inline constexpr std::string_view kTenantsPrefix = "control/tenants/";
+inline std::string TenantKey(std::string_view tenant) { return std::string(kTenantsPrefix) + std::string(tenant); }
+
+struct TenantRecord {
+  std::string tenant;
+  WallTime created_at{};
+  std::uint64_t revision = 1;
+  std::vector<TokenEntry> tokens;  // in the order they were added
+  friend bool operator==(const TenantRecord&, const TenantRecord&) = default;
+};
+
+// REQUIRES: a valid record (checked): valid name, ids and hashes, no duplicate ids, at
+// most kMaxTokensPerTenant tokens.
+std::string EncodeTenantRecord(const TenantRecord& record);
+// The record stored under TenantKey(tenant), or kFatal("corrupt ...") for anything else
+// (a record naming another tenant included).
+Result<TenantRecord> DecodeTenantRecord(std::string_view body, std::string_view tenant);
+
+// Creates the tenant with one token. kPreconditionFailed if it exists; kInvalidArgument
+// for a bad name. A retry after kUnknownOutcome is safe: it answers kPreconditionFailed if
+// the first attempt landed (and that token then works).
+Task<Result<NewToken>> CreateTenant(ObjectStore& store, Env& env, std::string tenant, CallOptions call = {});
+// Mints another token. kNotFound for an unknown tenant; kPreconditionFailed at
+// kMaxTokensPerTenant.
+Task<Result<NewToken>> AddToken(ObjectStore& store, Env& env, std::string tenant, CallOptions call = {});
+// Removes a token: nodes refuse it within their cache TTL (kDefaultAuthCacheTtl). kNotFound
+// for an unknown tenant or token id.
+Task<Status> RevokeToken(ObjectStore& store, Env& env, std::string tenant, std::string token_id,
+                         CallOptions call = {});
+
+struct TenantSummary {
+  std::string tenant;
+  std::optional<TenantRecord> record;  // absent when error is set
+  std::string error;                   // a corrupt record: listed, never skipped
+};
+// Every tenant, by name.
+Task<Result<std::vector<TenantSummary>>> ListTenants(ObjectStore& store, CallOptions call = {});
+// One tenant's record; kNotFound if it does not exist.
+Task<Result<TenantRecord>> ReadTenant(ObjectStore& store, std::string tenant, CallOptions call = {});
+
+}  // namespace wk::control

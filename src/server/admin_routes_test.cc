@@ -1,0 +1,301 @@
+#include "server/admin_routes.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/metrics.h"
+#include "env/real_env.h"
+#include "net/http_server.h"
+#include "net/http_test_client.h"
+
+namespace wk {
+namespace {
+
+using std::chrono::seconds;
+using http_test::Reply;
+using http_test::TestClient;
+
+// Handlers over test-owned flags (they live in the test coroutine's frame, which
+// outlives the server it creates).
+struct Probe {
+  bool healthy = true;
+  bool ready = true;
+  std::string detail = "not ready: node lease not valid\n";
+  std::string metrics = "# HELP wk_up Up.\n# TYPE wk_up gauge\nwk_up 1\n";
+  int metrics_calls = 0;
+
+  AdminRoutes::Handlers Handlers() {
+    AdminRoutes::Handlers h;
+    h.metrics_text = [this] {
+      ++metrics_calls;
+      return metrics;
+    };
+    h.healthy = [this] { return healthy; };
+    h.ready = [this] { return ready; };
+    h.ready_detail = [this] { return detail; };
+    return h;
+  }
+};
+
+// An HttpServer carrying only the admin routes, and 404 for every other path (the node's
+// listener sends those to the actor API instead: RoutesShareAListenerWithOtherHandlers).
+// The routes live as long as the handler, which the server keeps until it is destroyed.
+std::unique_ptr<HttpServer> StartOrFail(RealEnv& env, AdminRoutes::Handlers handlers) {
+  auto routes = std::make_shared<const AdminRoutes>(std::move(handlers));
+  ServerHandler handler = [routes](ServerRequest request) {
+    std::optional<ServerResponse> answer = routes->Handle(request);
+    return ReadyResponse(answer ? std::move(*answer) : TextResponse(404, "not found\n"));
+  };
+  auto started = HttpServer::Start(env, "127.0.0.1:0", std::move(handler));
+  if (!started.ok()) {
+    ADD_FAILURE() << started.status().ToString();
+    return nullptr;
+  }
+  return std::move(started).value();
+}
+
+// ---- Routes.
+
+TEST(AdminRoutesTest, MetricsRouteServesTheRegistryText) {
+  RealEnv env;
+  env.RunMain([](RealEnv& e) -> Task<void> {
+    MetricsRegistry registry;
+    registry.AddCounter("wk_scrapes_total", "Scrapes.").Inc(3);
+    AdminRoutes::Handlers handlers;
+    handlers.metrics_text = [&registry] { return registry.RenderText(); };
+    handlers.healthy = [] { return true; };
+    handlers.ready = [] { return true; };
+    std::unique_ptr<HttpServer> server = StartOrFail(e, handlers);
+    CO_ASSERT_TRUE(server != nullptr);
+    EXPECT_NE(server->bound_port(), 0);
+    EXPECT_EQ(server->listen_address(), "127.0.0.1:0");
+
+    TestClient client(e);
+    CO_ASSERT_TRUE(!(co_await client.Connect(server->bound_port())));
+    Reply r = co_await client.Request("GET", "/metrics");
+    CO_ASSERT_TRUE(!r.ec);
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.content_type, "text/plain; version=0.0.4; charset=utf-8");
+    EXPECT_EQ(r.body, registry.RenderText());
+    // A query string does not change the route.
+    r = co_await client.Request("GET", "/metrics?name[]=wk_scrapes_total");
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.body, registry.RenderText());
+  }(env));
+}
+
+TEST(AdminRoutesTest, HealthzFollowsHealthy) {
+  RealEnv env;
+  env.RunMain([](RealEnv& e) -> Task<void> {
+    Probe probe;
+    auto server = StartOrFail(e, probe.Handlers());
+    CO_ASSERT_TRUE(server != nullptr);
+    TestClient client(e);
+    CO_ASSERT_TRUE(!(co_await client.Connect(server->bound_port())));
+    Reply r = co_await client.Request("GET", "/healthz");
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.body, "ok\n");
+    EXPECT_EQ(r.content_type, "text/plain; charset=utf-8");
+    probe.healthy = false;
+    r = co_await client.Request("GET", "/healthz");
+    EXPECT_EQ(r.status, 503);
+    EXPECT_EQ(r.body, "unhealthy\n");
+  }(env));
+}
+
+TEST(AdminRoutesTest, ReadyzFlipsBetweenTwoRequestsOnOneKeepAliveConnection) {
+  RealEnv env;
+  env.RunMain([](RealEnv& e) -> Task<void> {
+    Probe probe;
+    auto server = StartOrFail(e, probe.Handlers());
+    CO_ASSERT_TRUE(server != nullptr);
+    TestClient client(e);
+    CO_ASSERT_TRUE(!(co_await client.Connect(server->bound_port())));
+    Reply r = co_await client.Request("GET", "/readyz");
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.body, "ready\n");
+    probe.ready = false;
+    r = co_await client.Request("GET", "/readyz");
+    CO_ASSERT_TRUE(!r.ec);  // the same connection carried both
+    EXPECT_EQ(r.status, 503);
+    EXPECT_EQ(r.body, "not ready: node lease not valid\n");
+    EXPECT_EQ(server->open_connections(), 1u);
+    // A detail without a final newline gets one; an empty one gets a default.
+    probe.detail = "not ready: joining";
+    r = co_await client.Request("GET", "/readyz");
+    EXPECT_EQ(r.body, "not ready: joining\n");
+    probe.detail.clear();
+    r = co_await client.Request("GET", "/readyz");
+    EXPECT_EQ(r.body, "not ready\n");
+  }(env));
+}
+
+TEST(AdminRoutesTest, HeadSendsHeadersWithoutBody) {
+  RealEnv env;
+  env.RunMain([](RealEnv& e) -> Task<void> {
+    Probe probe;
+    auto server = StartOrFail(e, probe.Handlers());
+    CO_ASSERT_TRUE(server != nullptr);
+    TestClient client(e);
+    CO_ASSERT_TRUE(!(co_await client.Connect(server->bound_port())));
+    for (std::string path : {"/metrics", "/healthz", "/readyz"}) {
+      Reply r = co_await client.Request("HEAD", path);
+      CO_ASSERT_TRUE(!r.ec);
+      EXPECT_EQ(r.status, 200) << path;
+      EXPECT_TRUE(r.body.empty()) << path;
+    }
+    Reply head = co_await client.Request("HEAD", "/metrics");
+    EXPECT_EQ(head.content_length, std::to_string(probe.metrics.size()));
+    EXPECT_EQ(head.content_type, kPrometheusTextContentType);
+    // Had the server sent a body after the HEAD reply, this GET would read it as garbage.
+    Reply get = co_await client.Request("GET", "/metrics");
+    CO_ASSERT_TRUE(!get.ec);
+    EXPECT_EQ(get.status, 200);
+    EXPECT_EQ(get.body, probe.metrics);
+    probe.ready = false;
+    Reply not_ready = co_await client.Request("HEAD", "/readyz");
+    EXPECT_EQ(not_ready.status, 503);
+    EXPECT_TRUE(not_ready.body.empty());
+  }(env));
+}
+
+TEST(AdminRoutesTest, UnknownPathIs404AndOtherMethodsAre405) {
+  RealEnv env;
+  env.RunMain([](RealEnv& e) -> Task<void> {
+    Probe probe;
+    auto server = StartOrFail(e, probe.Handlers());
+    CO_ASSERT_TRUE(server != nullptr);
+    TestClient client(e);
+    CO_ASSERT_TRUE(!(co_await client.Connect(server->bound_port())));
+    Reply r = co_await client.Request("GET", "/");
+    EXPECT_EQ(r.status, 404);
+    r = co_await client.Request("GET", "/metrics/extra");
+    EXPECT_EQ(r.status, 404);
+    r = co_await client.Request("POST", "/metrics");
+    EXPECT_EQ(r.status, 405);
+    EXPECT_EQ(r.allow, "GET, HEAD");
+    r = co_await client.Request("DELETE", "/healthz");
+    EXPECT_EQ(r.status, 405);
+    EXPECT_EQ(r.allow, "GET, HEAD");
+    r = co_await client.Request("PUT", "/readyz", "Content-Length: 0\r\n");
+    EXPECT_EQ(r.status, 405);
+    // Errors above kept the connection: it still answers.
+    r = co_await client.Request("GET", "/healthz");
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(probe.metrics_calls, 0);  // the 405 on /metrics did not render
+  }(env));
+}
+
+TEST(AdminRoutesTest, PipelinedRequestsAreAnsweredInOrder) {
+  RealEnv env;
+  env.RunMain([](RealEnv& e) -> Task<void> {
+    Probe probe;
+    probe.ready = false;
+    auto server = StartOrFail(e, probe.Handlers());
+    CO_ASSERT_TRUE(server != nullptr);
+    TestClient client(e);
+    CO_ASSERT_TRUE(!(co_await client.Connect(server->bound_port())));
+    std::string both =
+        "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+        "GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n";
+    CO_ASSERT_TRUE(!(co_await client.Send(both)));
+    Reply first = co_await client.Read(false);
+    Reply second = co_await client.Read(false);
+    EXPECT_EQ(first.status, 200);
+    EXPECT_EQ(second.status, 503);
+  }(env));
+}
+
+TEST(AdminRoutesTest, ConnectionCloseAndHttp10AreHonoured) {
+  RealEnv env;
+  env.RunMain([](RealEnv& e) -> Task<void> {
+    Probe probe;
+    auto server = StartOrFail(e, probe.Handlers());
+    CO_ASSERT_TRUE(server != nullptr);
+    TestClient client(e);
+    CO_ASSERT_TRUE(!(co_await client.Connect(server->bound_port())));
+    Reply r = co_await client.Request("GET", "/healthz", "Connection: close\r\n");
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.connection, "close");
+    EXPECT_TRUE(co_await client.SeesClose(seconds(5)));
+
+    TestClient old(e);
+    CO_ASSERT_TRUE(!(co_await old.Connect(server->bound_port())));
+    CO_ASSERT_TRUE(!(co_await old.Send("GET /healthz HTTP/1.0\r\n\r\n")));
+    r = co_await old.Read(false);
+    EXPECT_EQ(r.status, 200);
+    EXPECT_TRUE(co_await old.SeesClose(seconds(5)));
+  }(env));
+}
+
+// ---- The routes on the node's one listener (how serve uses them).
+
+// Admin paths to the routes, everything else to a stand-in for the actor API.
+ServerHandler SharedListenerHandler(const AdminRoutes* routes, int* api_calls) {
+  return [routes, api_calls](ServerRequest request) {
+    std::optional<ServerResponse> admin = routes->Handle(request);
+    if (admin) return ReadyResponse(std::move(*admin));
+    ++*api_calls;
+    return ReadyResponse(TextResponse(200, "api:" + request.target + ":" + request.body));
+  };
+}
+
+TEST(AdminRoutesTest, RoutesShareAListenerWithOtherHandlers) {
+  RealEnv env;
+  env.RunMain([](RealEnv& e) -> Task<void> {
+    Probe probe;
+    const AdminRoutes routes(probe.Handlers());
+    int api_calls = 0;
+    auto started = HttpServer::Start(e, "127.0.0.1:0", SharedListenerHandler(&routes, &api_calls));
+    CO_ASSERT_TRUE(started.ok());
+    std::unique_ptr<HttpServer> server = std::move(started).value();
+    TestClient client(e);
+    CO_ASSERT_TRUE(!(co_await client.Connect(server->bound_port())));
+    Reply r = co_await client.Request("GET", "/metrics");
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.body, probe.metrics);
+    EXPECT_EQ(r.Get("Cache-Control"), "no-store");
+    // On the general listener a body is read, and the admin routes ignore it.
+    r = co_await client.Request("GET", "/healthz", "", "ignored");
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.body, "ok\n");
+    r = co_await client.Request("POST", "/readyz", "", "x");
+    EXPECT_EQ(r.status, 405);
+    r = co_await client.Request("PUT", "/v1/actors/t/c/n/x?q=1", "", "payload");
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.body, "api:/v1/actors/t/c/n/x?q=1:payload");
+    r = co_await client.Request("GET", "/metricsx");
+    EXPECT_EQ(r.body, "api:/metricsx:");
+    EXPECT_EQ(api_calls, 2);
+    EXPECT_EQ(probe.metrics_calls, 1);
+  }(env));
+}
+
+TEST(AdminRoutesTest, RoutesMatchOnlyTheirPaths) {
+  EXPECT_TRUE(AdminRoutes::Matches("/metrics"));
+  EXPECT_TRUE(AdminRoutes::Matches("/healthz?verbose=1"));
+  EXPECT_TRUE(AdminRoutes::Matches("/readyz"));
+  EXPECT_FALSE(AdminRoutes::Matches("/metrics/"));
+  EXPECT_FALSE(AdminRoutes::Matches("/readyzz"));
+  EXPECT_FALSE(AdminRoutes::Matches("metrics"));
+  EXPECT_FALSE(AdminRoutes::Matches("/v1/actors/t/c/n/metrics"));
+  Probe probe;
+  const AdminRoutes routes(probe.Handlers());
+  ServerRequest request;
+  request.method = "GET";
+  request.target = "/v1/actors/t/c/n";
+  EXPECT_FALSE(routes.Handle(request).has_value());
+  request.target = "/readyz";
+  probe.ready = false;
+  std::optional<ServerResponse> answer = routes.Handle(request);
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_EQ(answer->status, 503);
+  EXPECT_EQ(answer->body, probe.detail);
+}
+
+}  // namespace
+}  // namespace wk
