@@ -1,12 +1,12 @@
 #include "net/http_types.h"
 
-#include <boost/beast/core/string.hpp>
+#include "base/ascii.h"
 
 namespace wk {
 
 std::optional<std::string_view> ServerRequest::Header(std::string_view name) const {
   for (const auto& [header_name, value] : headers) {
-    if (boost::beast::iequals(header_name, name)) return std::string_view(value);
+    if (EqualsIgnoreAsciiCase(header_name, name)) return std::string_view(value);
   }
   return std::nullopt;
 }

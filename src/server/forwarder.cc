@@ -1,14 +1,14 @@
 #include "server/forwarder.h"
 
-#include <boost/beast/core/string.hpp>
 #include <charconv>
 
+#include "base/ascii.h"
 #include "control/classes.h"
 
 namespace wk {
 namespace {
 
-bool IEquals(std::string_view a, std::string_view b) { return boost::beast::iequals(a, b); }
+bool IEquals(std::string_view a, std::string_view b) { return EqualsIgnoreAsciiCase(a, b); }
 
 // Headers that describe one connection, not the message (RFC 9110 §7.6.1), and the ones
 // the forwarder sets itself: never copied from the client's request or the peer's reply.

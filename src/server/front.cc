@@ -1,6 +1,6 @@
 #include "server/front.h"
 
-#include <boost/beast/core/string.hpp>
+#include "base/ascii.h"
 
 #include "base/log.h"
 
@@ -102,7 +102,7 @@ Task<ServerResponse> Front::Handle(ServerRequest request) {
   actor_request.path = std::string(rest);
   actor_request.query = std::string(query);
   for (const auto& [n, v] : request.headers) {
-    if (boost::beast::iequals(n, "Authorization")) continue;  // the actor never sees the token
+    if (EqualsIgnoreAsciiCase(n, "Authorization")) continue;  // the actor never sees the token
     if (!Forwarder::IsForwardingHeader(n)) actor_request.headers.emplace_back(n, v);
   }
   actor_request.body = request.body;
@@ -164,7 +164,7 @@ Task<ServerResponse> Front::ForwardTo(const std::string& node_id, ServerRequest 
   }
   if (got->status == 401) {
     for (const auto& [n, v] : got->headers) {
-      if (boost::beast::iequals(n, kForwardingRefused)) {
+      if (EqualsIgnoreAsciiCase(n, kForwardingRefused)) {
         // The peer refused our signature (clocks more than 60 s apart, or another cluster
         // secret): not the client's fault, and not a token problem.
         WK_LOG_WARN("a peer refused a forwarded request", {{"node", options_.node_id}, {"owner", node_id}, {"why", v}});
