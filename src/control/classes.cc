@@ -1,6 +1,7 @@
 #include "control/classes.h"
 
 #include "base/check.h"
+#include "base/digest.h"
 #include "base/log.h"
 #include "cluster/owner_record.h"
 #include "control/common.h"
@@ -18,7 +19,6 @@ using detail::Lines;
 using detail::ListKeys;
 using detail::ParseMs;
 using detail::ParseUint;
-using detail::Sha256Hex;
 
 constexpr std::string_view kClassHeader = "wasmkeep-class 1";
 

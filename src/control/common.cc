@@ -5,6 +5,7 @@
 
 #include "base/check.h"
 #include "base/digest.h"
+#include "base/line_format.h"
 
 namespace wk::control::detail {
 
@@ -12,19 +13,16 @@ std::string Hex(const unsigned char* data, std::size_t n) {
   return ::wk::ToHex(std::string_view(reinterpret_cast<const char*>(data), n));
 }
 
-std::string Sha256Hex(std::string_view data) { return ::wk::Sha256Hex(data); }
-
 bool IsLowerHex(std::string_view s, std::size_t n) {
   if (s.size() != n) return false;
   return std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
-// A decimal without sign or leading zeros, as the formats write it.
+// A decimal without sign or leading zeros, as the formats write it: the line codec's rule.
 bool ParseUint(std::string_view s, std::uint64_t* out) {
-  if (s.empty() || s.size() > 20 || (s.size() > 1 && s[0] == '0')) return false;
-  if (!std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; })) return false;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return ec == std::errc() && p == s.data() + s.size();
+  const std::optional<std::uint64_t> v = ::wk::line_format::ParseUint(s);
+  if (v) *out = *v;
+  return v.has_value();
 }
 
 bool ParseMs(std::string_view s, WallTime* out) {

@@ -39,8 +39,6 @@ namespace detail {
 
 // Lowercase hex of n bytes.
 std::string Hex(const unsigned char* data, std::size_t n);
-// SHA-256 of data, 64 lowercase hex characters.
-std::string Sha256Hex(std::string_view data);
 // Whether s is exactly n lowercase hex characters.
 bool IsLowerHex(std::string_view s, std::size_t n);
 

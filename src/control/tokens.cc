@@ -15,7 +15,6 @@ namespace {
 
 using detail::Hex;
 using detail::IsLowerHex;
-using detail::Sha256Hex;
 
 constexpr std::string_view kTokenPrefix = "wk.";
 constexpr std::size_t kTokenIdBytes = 8;   // 16 hex characters: unique within a tenant
