@@ -199,8 +199,7 @@ class RoutingSim {
                          [](std::string authorization) { return Authenticate(std::move(authorization)); },
                          [](std::string tenant, std::string class_name) {
                            return LoadClass(std::move(tenant), std::move(class_name));
-                         },
-                         nullptr};
+                         }};
     FrontOptions front_options;
     front_options.node_id = p->node_id;
     p->front = std::make_unique<Front>(std::move(deps_front), front_options);

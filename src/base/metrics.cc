@@ -109,8 +109,20 @@ void Counter::Inc(double amount) {
   value_.Add(amount);
 }
 
+namespace {
+// REQUIRES of every histogram's bounds (programmer errors).
+std::vector<double> CheckedBounds(std::vector<double> bounds, std::string_view what) {
+  WK_CHECK(bounds.size() <= kMaxHistogramBuckets, std::string(what) + " has too many buckets");
+  for (std::size_t i = 0; i < bounds.size(); ++i) {
+    WK_CHECK(std::isfinite(bounds[i]), std::string(what) + ": bucket bounds must be finite (+Inf is implicit)");
+    WK_CHECK(i == 0 || bounds[i - 1] < bounds[i], std::string(what) + ": bucket bounds must be strictly increasing");
+  }
+  return bounds;
+}
+}  // namespace
+
 Histogram::Histogram(std::vector<double> bounds)
-    : bounds_(std::move(bounds)),
+    : bounds_(CheckedBounds(std::move(bounds), "histogram")),
       // Value-initialized: every count starts at 0.
       counts_(std::make_unique<std::atomic<std::uint64_t>[]>(bounds_.size() + 1)) {}
 
@@ -139,7 +151,9 @@ struct MetricsRegistry::Series {
   std::unique_ptr<Counter> counter;
   std::unique_ptr<Gauge> gauge;
   std::unique_ptr<GaugeFn> gauge_fn;
+  std::function<double()> counter_fn;  // a callback counter
   std::unique_ptr<Histogram> histogram;
+  const Histogram* histogram_view = nullptr;  // a histogram its component owns
 };
 
 struct MetricsRegistry::Family {
@@ -263,19 +277,27 @@ GaugeFn& MetricsRegistry::AddCallbackGauge(std::string name, std::string help,
 
 Histogram& MetricsRegistry::AddHistogram(std::string name, std::string help,
                                          std::vector<double> bucket_bounds, MetricLabels labels) {
-  WK_CHECK(bucket_bounds.size() <= kMaxHistogramBuckets,
-           "histogram '" + name + "' has too many buckets");
-  for (std::size_t i = 0; i < bucket_bounds.size(); ++i) {
-    WK_CHECK(std::isfinite(bucket_bounds[i]),
-             "histogram '" + name + "': bucket bounds must be finite (+Inf is implicit)");
-    WK_CHECK(i == 0 || bucket_bounds[i - 1] < bucket_bounds[i],
-             "histogram '" + name + "': bucket bounds must be strictly increasing");
-  }
+  bucket_bounds = CheckedBounds(std::move(bucket_bounds), "histogram '" + name + "'");
   std::lock_guard lock(mu_);
   Series& s =
       AddSeriesLocked(Kind::kHistogram, std::move(name), std::move(help), std::move(labels));
-  s.histogram.reset(new Histogram(std::move(bucket_bounds)));
+  s.histogram = std::make_unique<Histogram>(std::move(bucket_bounds));
   return *s.histogram;
+}
+
+void MetricsRegistry::AddCallbackCounter(std::string name, std::string help, std::function<double()> fn,
+                                         MetricLabels labels) {
+  WK_CHECK(static_cast<bool>(fn), "callback counter '" + name + "' needs a function");
+  std::lock_guard lock(mu_);
+  Series& s = AddSeriesLocked(Kind::kCounter, std::move(name), std::move(help), std::move(labels));
+  s.counter_fn = std::move(fn);
+}
+
+void MetricsRegistry::AddHistogramView(std::string name, std::string help, const Histogram& histogram,
+                                       MetricLabels labels) {
+  std::lock_guard lock(mu_);
+  Series& s = AddSeriesLocked(Kind::kHistogram, std::move(name), std::move(help), std::move(labels));
+  s.histogram_view = &histogram;
 }
 
 namespace {
@@ -315,7 +337,7 @@ std::string MetricsRegistry::RenderText() const {
       switch (family->kind) {
         case Kind::kCounter:
           AppendSample(out, family->name, s->rendered_labels, {},
-                       FormatMetricValue(s->counter->value()));
+                       FormatMetricValue(s->counter_fn ? s->counter_fn() : s->counter->value()));
           break;
         case Kind::kGauge: {
           const double v = s->gauge_fn ? s->gauge_fn->value() : s->gauge->value();
@@ -323,7 +345,7 @@ std::string MetricsRegistry::RenderText() const {
           break;
         }
         case Kind::kHistogram: {
-          const Histogram& h = *s->histogram;
+          const Histogram& h = s->histogram ? *s->histogram : *s->histogram_view;
           const std::string bucket_name = family->name + "_bucket";
           // Each bucket is read once and cumulated here, so the lines are monotonic and
           // _count equals the +Inf bucket even while other threads observe.

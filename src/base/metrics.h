@@ -3,15 +3,20 @@
 //
 // Concept. A MetricsRegistry owns metric families. A family is one metric name with one
 // type and one HELP text; it holds one or more series, each with a fixed set of labels
-// chosen at registration. Components register their series at start, keep the returned
-// reference, and update it on their hot paths; the admin HTTP server calls RenderText()
-// on each scrape. There are no global registries (STYLE.md rule 10): main owns one
+// chosen at registration. There are no global registries (STYLE.md rule 10): main owns one
 // MetricsRegistry and passes it by reference to what needs it.
 //
-//   MetricsRegistry registry;
-//   Counter& writes = registry.AddCounter("wk_store_writes_total", "Conditional writes sent.",
-//                                         {{"backend", "s3"}});
-//   writes.Inc();
+// How WasmKeep publishes (one way, docs/architecture.md "Metrics"): a component counts in
+// a plain stats struct it owns (readable by its tests and by the simulator, which have no
+// registry), and keeps each distribution in a Histogram it owns. One Publish function per
+// subsystem registers *views* of them: callback counters and gauges that read the stats,
+// histogram views of the component's histograms. Nothing is copied at scrape time and no
+// component holds registry series. The owned Counter/Gauge/AddHistogram forms remain for
+// small programs and tests:
+//
+//   struct Stats { std::uint64_t writes = 0; } stats;       // the component's
+//   registry.AddCallbackCounter("wk_store_writes_total", "Conditional writes sent.",
+//                               [&stats] { return double(stats.writes); }, {{"backend", "s3"}});
 //
 // Programmer errors crash (WK_CHECK): an invalid metric or label name, an empty HELP,
 // registering the same name and labels twice, reusing a name with another type or HELP
@@ -24,10 +29,12 @@
 //     thread (the engine's worker threads count too). They never block a scrape.
 //   - Add* and RenderText() are safe from any thread: the registry's structure sits
 //     behind one mutex. The intended use is still "register at start, then only read".
-//   - A callback gauge's function runs inside RenderText(), on the caller's thread and
+//   - A callback counter's or gauge's function runs inside RenderText(), on the caller's thread and
 //     under the registry's mutex: it must not call the registry, and must only read
 //     state that is safe to read from the thread that scrapes (the loop thread, for the
-//     admin server). It must stay callable for as long as RenderText() may run.
+//     admin server). It must stay callable for as long as RenderText() may run, and a
+//     callback counter's value must never go down. A histogram view's Histogram must
+//     outlive every RenderText().
 //   - A scrape is not a snapshot: values updated during it may show either side.
 //     A histogram's _count is computed from its buckets, so _count always equals the
 //     +Inf bucket; _sum may lag or lead them by the observations in flight.
@@ -140,6 +147,10 @@ class Histogram {
   Histogram(const Histogram&) = delete;
   Histogram& operator=(const Histogram&) = delete;
 
+  // A histogram of its own (a component's; publish it with AddHistogramView).
+  // REQUIRES: bounds finite, strictly increasing, at most kMaxHistogramBuckets.
+  explicit Histogram(std::vector<double> bounds);
+
   // Adds one observation to the first bucket whose bound is >= value (NaN goes to the
   // +Inf bucket only, and makes the sum NaN, as Prometheus' own clients do).
   void Observe(double value);
@@ -153,7 +164,6 @@ class Histogram {
 
  private:
   friend class MetricsRegistry;
-  explicit Histogram(std::vector<double> bounds);
 
   const std::vector<double> bounds_;
   // Per-bucket (not cumulative) counts, so Observe touches one counter; the last is
@@ -181,10 +191,18 @@ class MetricsRegistry {
   // same name (both are TYPE gauge).
   GaugeFn& AddCallbackGauge(std::string name, std::string help, std::function<double()> fn,
                             MetricLabels labels = {});
+  // A counter whose value fn reads at scrape time (a component's stats field).
+  // REQUIRES additionally: fn is non-empty and never decreases.
+  void AddCallbackCounter(std::string name, std::string help, std::function<double()> fn,
+                          MetricLabels labels = {});
   // REQUIRES additionally: bucket_bounds are finite, strictly increasing and at most
   // kMaxHistogramBuckets; no label is named "le" (it is the bucket's label).
   Histogram& AddHistogram(std::string name, std::string help, std::vector<double> bucket_bounds,
                           MetricLabels labels = {});
+  // Publishes a histogram a component owns. REQUIRES additionally: histogram outlives
+  // every RenderText(); no label is named "le".
+  void AddHistogramView(std::string name, std::string help, const Histogram& histogram,
+                        MetricLabels labels = {});
 
   // The whole exposition (text format 0.0.4): families in registration order, each
   // with one HELP and one TYPE line, then its series in registration order.

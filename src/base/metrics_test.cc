@@ -134,6 +134,34 @@ TEST(MetricsTest, CallbackGaugeIsComputedAtScrapeTime) {
             "wk_live_actors{node=\"n2\"} 1\n");
 }
 
+TEST(MetricsTest, ViewsReadAComponentsOwnStatsAndHistogram) {
+  // The publishing pattern: the component owns plain stats and a Histogram; the registry
+  // only reads them at scrape time.
+  struct Component {
+    std::uint64_t writes = 0;
+    Histogram latency{{0.1, 1}};
+  } component;
+  MetricsRegistry registry;
+  registry.AddCallbackCounter("wk_writes_total", "Writes.", [&component] { return double(component.writes); },
+                              {{"backend", "mem"}});
+  registry.AddHistogramView("wk_latency_seconds", "Latency.", component.latency);
+  component.writes = 3;
+  component.latency.Observe(0.5);
+  EXPECT_EQ(registry.RenderText(),
+            "# HELP wk_writes_total Writes.\n"
+            "# TYPE wk_writes_total counter\n"
+            "wk_writes_total{backend=\"mem\"} 3\n"
+            "# HELP wk_latency_seconds Latency.\n"
+            "# TYPE wk_latency_seconds histogram\n"
+            "wk_latency_seconds_bucket{le=\"0.1\"} 0\n"
+            "wk_latency_seconds_bucket{le=\"1\"} 1\n"
+            "wk_latency_seconds_bucket{le=\"+Inf\"} 1\n"
+            "wk_latency_seconds_sum 0.5\n"
+            "wk_latency_seconds_count 1\n");
+  component.writes = 5;
+  EXPECT_NE(registry.RenderText().find("wk_writes_total{backend=\"mem\"} 5\n"), std::string::npos);
+}
+
 TEST(MetricsTest, ValueFormatting) {
   EXPECT_EQ(FormatMetricValue(42), "42");
   EXPECT_EQ(FormatMetricValue(-3), "-3");

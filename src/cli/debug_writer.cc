@@ -43,7 +43,7 @@ class ReadGauge final : public StoreWrapper {
 struct Writer {
   RealEnv* env;
   ClusterNode* node;
-  replica::ReplicaMetrics* metrics;
+  replica::ReplicaTotals* totals;
   std::string node_id;
   std::shared_ptr<const DebugWriterOptions> options;
   ActorId actor;
@@ -112,7 +112,7 @@ Task<bool> WriteOneHold(Writer* w) {
 
   RealEnv* env = w->env;
   replica::Replica::Deps deps{*env, *w->store, [env](std::function<void()> fn) { env->Post(std::move(fn)); },
-                              w->metrics, {}};
+                              w->totals, {}};
   replica::Replica::Hold replica_hold{hold.generation(), [hold] { return hold.IsValid(); }};
   (void)w->store->TakeMaxInFlight();
   auto opened = co_await replica::Replica::Open(std::move(deps), w->actor, std::move(replica_hold), o.replica);
@@ -253,10 +253,10 @@ Result<DebugWriterOptions> ParseDebugWriter(std::string_view actors, std::string
   return out;
 }
 
-void StartDebugWriters(RealEnv* env, ClusterNode* node, ObjectStore* store, replica::ReplicaMetrics* metrics,
+void StartDebugWriters(RealEnv* env, ClusterNode* node, ObjectStore* store, replica::ReplicaTotals* totals,
                        std::string node_id, std::shared_ptr<const DebugWriterOptions> options) {
   for (const ActorId& actor : options->actors) {
-    auto w = std::make_shared<Writer>(Writer{env, node, metrics, node_id, options, actor, std::make_unique<ReadGauge>(*store)});
+    auto w = std::make_shared<Writer>(Writer{env, node, totals, node_id, options, actor, std::make_unique<ReadGauge>(*store)});
     ScheduleHold(std::move(w));
   }
 }

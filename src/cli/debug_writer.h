@@ -55,7 +55,7 @@ Result<DebugWriterOptions> ParseDebugWriter(std::string_view actors, std::string
                                             const replica::ReplicaOptions& storage);
 
 // Spawns one writer per actor on env. Every pointer must outlive env's tasks.
-void StartDebugWriters(RealEnv* env, ClusterNode* node, ObjectStore* store, replica::ReplicaMetrics* metrics,
+void StartDebugWriters(RealEnv* env, ClusterNode* node, ObjectStore* store, replica::ReplicaTotals* totals,
                        std::string node_id, std::shared_ptr<const DebugWriterOptions> options);
 
 }  // namespace wk::cli

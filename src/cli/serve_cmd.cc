@@ -10,6 +10,7 @@
 #include "base/metrics.h"
 #include "base/version.h"
 #include "cli/debug_writer.h"
+#include "cluster/cluster_metrics.h"
 #include "cluster/cluster_node.h"
 #include "control/cluster_secret.h"
 #include "net/http_server.h"
@@ -26,89 +27,6 @@ struct ServeArgs {
   std::string node_id;
   std::string listen;
   std::string advertise;
-};
-
-// The cluster's counters as Prometheus metrics. The cluster code keeps plain counters
-// (it runs in the simulator too); they are copied into the registry at each scrape.
-class ClusterMetrics {
- public:
-  ClusterMetrics(MetricsRegistry& r, ClusterNode& node)
-      : node_(node),
-        lease_writes_(r.AddCounter("wasmkeep_node_lease_writes_total", "Node lease writes the bucket acknowledged (or adopted after a lost reply)")),
-        lease_failures_(r.AddCounter("wasmkeep_node_lease_failures_total", "Node lease write attempts that did not succeed; alert on the first increment")),
-        lease_adoptions_(r.AddCounter("wasmkeep_node_lease_adoptions_total", "Conflicts explained by this node's own write whose reply was lost")),
-        lease_lapses_(r.AddCounter("wasmkeep_node_lease_lapses_total", "Times the node lease ran out without a conflict")),
-        fences_(r.AddCounter("wasmkeep_fences_total", "Fences this node wrote over peers whose lease ran out")),
-        fences_refused_(r.AddCounter("wasmkeep_fences_refused_total", "Fences refused by their condition (the peer wrote meanwhile)")),
-        acquisitions_(r.AddCounter("wasmkeep_acquisitions_total", "Holds acquired (ownership record written at generation + 1)")),
-        releases_ok_(r.AddCounter("wasmkeep_releases_total", "Releases", {{"outcome", "ok"}})),
-        releases_parked_(r.AddCounter("wasmkeep_releases_total", "Releases", {{"outcome", "parked"}})),
-        releases_landed_later_(r.AddCounter("wasmkeep_releases_total", "Releases", {{"outcome", "landed_later"}})),
-        unresolved_(r.AddCounter("wasmkeep_unresolved_acquires_total", "Acquires whose outcome was unknown")),
-        resolver_released_(r.AddCounter("wasmkeep_resolver_total", "Unresolved acquires decided", {{"outcome", "released"}})),
-        resolver_dropped_(r.AddCounter("wasmkeep_resolver_total", "Unresolved acquires decided", {{"outcome", "dropped"}})),
-        listing_(r.AddHistogram("wasmkeep_listing_seconds", "Duration of one listing of nodes/ with a read of each body",
-                                {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10})) {
-    r.AddCallbackGauge("wasmkeep_node_lease_valid", "1 while this node's lease is valid", [&node] { return node.lease().IsValid() ? 1.0 : 0.0; });
-    r.AddCallbackGauge("wasmkeep_node_lease_epoch", "Validity epochs so far (increments after each lapse)", [&node] { return static_cast<double>(node.lease().epoch()); });
-    for (std::string_view state : {"live", "released", "fenced", "old_format", "corrupt"}) {
-      std::string s(state);
-      r.AddCallbackGauge("wasmkeep_cluster_nodes", "Node objects in the last listing, by state",
-                         [&node, s] {
-                           double n = 0;
-                           for (const auto& [id, v] : node.membership().view()) {
-                             const char* st = v.record ? (v.record->state == LeaseState::kLive ? "live" : v.record->state == LeaseState::kReleased ? "released" : "fenced")
-                                              : v.old ? "old_format" : "corrupt";
-                             n += s == st ? 1 : 0;
-                           }
-                           return n;
-                         },
-                         {{"state", s}});
-    }
-    r.AddCallbackGauge("wasmkeep_holds_resident", "Actors this node holds now", [&node] { return static_cast<double>(node.owners().holds()); });
-    r.AddCallbackGauge("wasmkeep_releases_pending", "Pending releases and unresolved acquires", [&node] { return static_cast<double>(node.owners().pending()); });
-    r.AddCallbackGauge("wasmkeep_draining", "1 while a drain is requested or done for this node", [&node] { return node.drain_control().drained_or_draining() ? 1.0 : 0.0; });
-    node.membership().AddListener([this](const std::map<std::string, NodeView>&) {
-      listing_.Observe(ToSeconds(node_.membership().stats().last_duration));
-    });
-  }
-
-  void Sync() {
-    auto sync = [](Counter& c, std::uint64_t v) {
-      if (static_cast<double>(v) > c.value()) c.Inc(static_cast<double>(v) - c.value());
-    };
-    sync(lease_writes_, node_.lease().stats().writes_ok);
-    sync(lease_failures_, node_.lease().stats().write_failures);
-    sync(lease_adoptions_, node_.lease().stats().adoptions);
-    sync(lease_lapses_, node_.lease().stats().lapses);
-    sync(fences_, node_.fence_watch().stats().fences_written);
-    sync(fences_refused_, node_.fence_watch().stats().fences_refused);
-    const OwnersStats& o = node_.owners().stats();
-    sync(acquisitions_, o.acquisitions);
-    sync(releases_ok_, o.releases_ok);
-    sync(releases_parked_, o.releases_parked);
-    sync(releases_landed_later_, o.pending_landed);
-    sync(unresolved_, o.unresolved);
-    sync(resolver_released_, o.resolver_released);
-    sync(resolver_dropped_, o.resolver_dropped);
-  }
-
- private:
-  ClusterNode& node_;
-  Counter& lease_writes_;
-  Counter& lease_failures_;
-  Counter& lease_adoptions_;
-  Counter& lease_lapses_;
-  Counter& fences_;
-  Counter& fences_refused_;
-  Counter& acquisitions_;
-  Counter& releases_ok_;
-  Counter& releases_parked_;
-  Counter& releases_landed_later_;
-  Counter& unresolved_;
-  Counter& resolver_released_;
-  Counter& resolver_dropped_;
-  Histogram& listing_;
 };
 
 // Tests only (WASMKEEP_DEBUG_ACQUIRE=t/c/a,t/c/b): the multi-process ownership tests need
@@ -130,7 +48,7 @@ Task<void> DebugAcquire(RealEnv* env, ClusterNode* node, std::vector<ActorId> ac
 // through the replica directly, without the actor API.
 struct DebugWriterHook {
   std::shared_ptr<const DebugWriterOptions> options;
-  replica::ReplicaMetrics* metrics = nullptr;
+  replica::ReplicaTotals* totals = nullptr;
   ObjectStore* store = nullptr;
   std::string node_id;
 };
@@ -142,7 +60,7 @@ struct ActorServing {
   ObjectStore* store = nullptr;
   ClusterNode* node = nullptr;
   MetricsRegistry* metrics = nullptr;
-  replica::ReplicaMetrics* replica_metrics = nullptr;
+  replica::ReplicaTotals* replica_totals = nullptr;
   ActorHostOptions options;
   std::unique_ptr<ActorHost> host;
 };
@@ -153,7 +71,7 @@ Task<void> StartActors(ActorServing* s) {
   for (;;) {
     auto secret = co_await control::EnsureClusterSecret(*s->store, *s->env, CallOptions{std::chrono::seconds(5)});
     if (secret.ok()) {
-      s->host = std::make_unique<ActorHost>(*s->env, *s->store, *s->node, *s->metrics, *s->replica_metrics, *secret,
+      s->host = std::make_unique<ActorHost>(*s->env, *s->store, *s->node, *s->metrics, *s->replica_totals, *secret,
                                             s->options);
       WK_LOG_INFO("serving actors", {{"node", s->options.node_id}});
       co_return;
@@ -209,7 +127,7 @@ Task<int> ServeMain(RealEnv* env, ClusterNode* node, LeaseTiming timing, DebugWr
     env->Spawn(DebugAcquire(env, node, std::move(actors)), "debug acquire");
   }
   // A plain function spawns the writers (GCC 12 and several Spawns in one coroutine).
-  if (writer->options) StartDebugWriters(env, node, writer->store, writer->metrics, writer->node_id, writer->options);
+  if (writer->options) StartDebugWriters(env, node, writer->store, writer->totals, writer->node_id, writer->options);
   SpawnActorStart(env, serving);
   const int what = co_await event.Wait();
   signals.cancel();
@@ -255,8 +173,9 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
   ClusterNode node(env, **store, identity, timing, instance);
 
   MetricsRegistry metrics;
-  ClusterMetrics cluster_metrics(metrics, node);
-  replica::ReplicaMetrics replica_metrics(metrics);
+  PublishClusterMetrics(metrics, node);
+  replica::ReplicaTotals replica_totals;
+  replica::PublishReplicaMetrics(metrics, replica_totals);
   DebugWriterHook writer;
   if (auto actors = ProcessGetEnv("WASMKEEP_DEBUG_WRITER"); actors && !actors->empty()) {
     auto parsed = ParseDebugWriter(*actors, ProcessGetEnv("WASMKEEP_DEBUG_WRITER_OPTIONS").value_or(""),
@@ -264,15 +183,12 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
     if (!parsed.ok()) return Fail(parsed.status());
     WK_LOG_WARN("WASMKEEP_DEBUG_WRITER: writing to actors through the replica, for tests only", {{"actors", *actors}});
     writer.options = std::make_shared<const DebugWriterOptions>(std::move(parsed).value());
-    writer.metrics = &replica_metrics;
+    writer.totals = &replica_totals;
     writer.store = store->get();
     writer.node_id = identity.node_id;
   }
   AdminRoutes::Handlers handlers;
-  handlers.metrics_text = [&] {
-    cluster_metrics.Sync();
-    return metrics.RenderText();
-  };
+  handlers.metrics_text = [&metrics] { return metrics.RenderText(); };
   handlers.healthy = [] { return true; };
   handlers.ready = [&node] { return node.lease().IsReady() && !node.drain_control().drained_or_draining(); };
   handlers.ready_detail = [&node] {
@@ -286,7 +202,7 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
   serving.store = store->get();
   serving.node = &node;
   serving.metrics = &metrics;
-  serving.replica_metrics = &replica_metrics;
+  serving.replica_totals = &replica_totals;
   serving.options.node_id = identity.node_id;
   serving.options.runtime = config->actors;
   serving.options.storage = config->storage;

@@ -75,6 +75,7 @@ Task<Status> Membership::ListOnce() {
   view_ = std::move(next);
   stats_.last_duration = env_.MonoNow() - start;
   stats_.total_seconds += ToSeconds(stats_.last_duration);
+  stats_.seconds.Observe(ToSeconds(stats_.last_duration));
   ++stats_.listings;
   for (auto& l : listeners_) l(view_);
   co_return Status::Ok();

@@ -20,6 +20,7 @@
 
 #include "cluster/node_record.h"
 #include "cluster/timing.h"
+#include "base/metrics.h"
 #include "env/env.h"
 #include "store/object_store.h"
 
@@ -41,6 +42,8 @@ struct ListingStats {
   std::uint64_t failures = 0;
   Duration last_duration{0};
   double total_seconds = 0;
+  // Seconds per complete listing (the list and a read of each body).
+  Histogram seconds{{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}};
 };
 
 class Membership {

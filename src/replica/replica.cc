@@ -16,8 +16,6 @@ using std::chrono::milliseconds;
 
 double Seconds(Duration d) { return std::chrono::duration<double>(d).count(); }
 
-const std::vector<double> kLatencyBounds = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
-
 }  // namespace
 
 Status ValidateReplicaOptions(const ReplicaOptions& o) {
@@ -36,23 +34,27 @@ Status ValidateReplicaOptions(const ReplicaOptions& o) {
   return Status::Ok();
 }
 
-ReplicaMetrics::ReplicaMetrics(MetricsRegistry& r)
-    : segments(r.AddCounter("wasmkeep_replica_segments_total", "Segment PUTs the bucket acknowledged while the hold was valid (owner fences included).")),
-      segment_bytes(r.AddCounter("wasmkeep_replica_segment_bytes_total", "Bytes of acknowledged segments.")),
-      batches(r.AddCounter("wasmkeep_replica_batches_total", "Event batches in acknowledged segments; divided by segments it is the group-commit ratio.")),
-      late(r.AddCounter("wasmkeep_replica_late_uploads_total", "Uploads acknowledged only after the hold's validity ended (Late): nothing waiting on them was acknowledged.")),
-      upload_failures(r.AddCounter("wasmkeep_replica_upload_failures_total", "Segment uploads that failed or whose outcome is unknown; each abandoned its hold.")),
-      snapshots(r.AddCounter("wasmkeep_replica_snapshots_total", "Snapshots written.")),
-      snapshot_failures(r.AddCounter("wasmkeep_replica_snapshot_failures_total", "Snapshot PUTs that failed (retried after more segments).")),
-      gc_deleted(r.AddCounter("wasmkeep_replica_gc_deleted_total", "Objects deleted by garbage collection.")),
-      restores(r.AddCounter("wasmkeep_replica_restores_total", "Restores that succeeded.")),
-      restore_failures(r.AddCounter("wasmkeep_replica_restore_failures_total", "Restores that failed.")),
-      restore_seconds(r.AddHistogram("wasmkeep_replica_restore_seconds", "Time to restore an actor: listing, reading the snapshot and segments, applying them.", kLatencyBounds)),
-      upload_seconds(r.AddHistogram("wasmkeep_replica_upload_seconds", "Time from sending a segment to its acknowledgement.", kLatencyBounds)) {}
+void PublishReplicaMetrics(MetricsRegistry& r, const ReplicaTotals& totals) {
+  auto counter = [&r](std::string name, std::string help, const std::uint64_t& field) {
+    r.AddCallbackCounter(std::move(name), std::move(help), [&field] { return static_cast<double>(field); });
+  };
+  counter("wasmkeep_replica_segments_total", "Segment PUTs the bucket acknowledged while the hold was valid (owner fences included).", totals.segments);
+  counter("wasmkeep_replica_segment_bytes_total", "Bytes of acknowledged segments.", totals.segment_bytes);
+  counter("wasmkeep_replica_batches_total", "Event batches in acknowledged segments; divided by segments it is the group-commit ratio.", totals.batches);
+  counter("wasmkeep_replica_late_uploads_total", "Uploads acknowledged only after the hold's validity ended (Late): nothing waiting on them was acknowledged.", totals.late);
+  counter("wasmkeep_replica_upload_failures_total", "Segment uploads that failed or whose outcome is unknown; each abandoned its hold.", totals.upload_failures);
+  counter("wasmkeep_replica_snapshots_total", "Snapshots written.", totals.snapshots);
+  counter("wasmkeep_replica_snapshot_failures_total", "Snapshot PUTs that failed (retried after more segments).", totals.snapshot_failures);
+  counter("wasmkeep_replica_gc_deleted_total", "Objects deleted by garbage collection.", totals.gc_deleted);
+  counter("wasmkeep_replica_restores_total", "Restores that succeeded.", totals.restores);
+  counter("wasmkeep_replica_restore_failures_total", "Restores that failed.", totals.restore_failures);
+  r.AddHistogramView("wasmkeep_replica_restore_seconds", "Time to restore an actor: listing, reading the snapshot and segments, applying them.", totals.restore_seconds);
+  r.AddHistogramView("wasmkeep_replica_upload_seconds", "Time from sending a segment to its acknowledgement.", totals.upload_seconds);
+}
 
 struct Replica::Core : std::enable_shared_from_this<Core> {
   Core(Deps d, ActorId a, Hold h, ReplicaOptions o)
-      : env(d.env), store(d.store), post(d.post), metrics(d.metrics), mutants(d.mutants),
+      : env(d.env), store(d.store), post(d.post), totals(d.totals), mutants(d.mutants),
         actor(std::move(a)), hold(std::move(h)), options(o),
         gate(HoldGate::Deps{hold.is_valid, std::move(d.post), actor, hold.generation,
                             GateMutants{mutants.ack_before_durable, mutants.ack_late_upload,
@@ -61,7 +63,7 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
   Env& env;
   ObjectStore& store;
   std::function<void(std::function<void()>)> post;
-  ReplicaMetrics* metrics;
+  ReplicaTotals* totals;
   ReplicaMutants mutants;
   ActorId actor;
   Hold hold;
@@ -175,7 +177,7 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
     c->uploading = false;
     if (c->stopped) co_return;  // closed or destroyed meanwhile: its waiters were answered
     if (!put.ok()) {
-      if (c->metrics) c->metrics->upload_failures.Inc();
+      if (c->totals) ++c->totals->upload_failures;
       c->Fail(Retryable("segment " + key + " was not acknowledged: " + put.status().ToString()));
       co_return;
     }
@@ -186,16 +188,16 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
         break;
       case HoldGate::AckOutcome::kLate:
         c->stats.late = true;
-        if (c->metrics) c->metrics->late.Inc();
+        if (c->totals) ++c->totals->late;
         co_return;
       case HoldGate::AckOutcome::kBroken:
         co_return;
     }
-    if (c->metrics) {
-      c->metrics->segments.Inc();
-      c->metrics->segment_bytes.Inc(static_cast<double>(size));
-      c->metrics->batches.Inc(static_cast<double>(count));
-      c->metrics->upload_seconds.Observe(Seconds(c->env.MonoNow() - sent));
+    if (c->totals) {
+      ++c->totals->segments;
+      c->totals->segment_bytes += size;
+      c->totals->batches += count;
+      c->totals->upload_seconds.Observe(Seconds(c->env.MonoNow() - sent));
     }
     ++c->stats.segments;
     c->stats.batches += count;
@@ -219,13 +221,13 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
                                      CallOptions{c->options.upload_timeout});
     c->snapshot_in_flight = false;
     if (!put.ok()) {
-      if (c->metrics) c->metrics->snapshot_failures.Inc();
+      if (c->totals) ++c->totals->snapshot_failures;
       WK_LOG_WARN("snapshot not written; retried after the next segment", {{"key", key}, {"error", put.status().ToString()}});
       // Due again at the next segment.
       c->segments_since_snapshot = std::max<std::uint64_t>(c->segments_since_snapshot, c->options.snapshot_every_segments);
       co_return;
     }
-    if (c->metrics) c->metrics->snapshots.Inc();
+    if (c->totals) ++c->totals->snapshots;
     ++c->stats.snapshots;
     // Garbage collection may lean on a snapshot only if it landed while the hold was
     // valid: then every later restore lists it and starts from it (or from a newer one),
@@ -308,7 +310,7 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
         if (!st.ok()) break;  // the next pass tries again
         ++deleted;
         ++c->stats.gc_deleted;
-        if (c->metrics) c->metrics->gc_deleted.Inc();
+        if (c->totals) ++c->totals->gc_deleted;
         if (c->options.gc_delete_interval > Duration(0) && !co_await c->env.SleepFor(c->options.gc_delete_interval)) break;
       }
       if (plan.waiting_for_bound && !c->gc_timer && !c->stopped) {
@@ -368,13 +370,13 @@ Replica::~Replica() {
 Task<Result<std::unique_ptr<Replica>>> Replica::Open(Deps deps, ActorId actor, Hold hold, ReplicaOptions options) {
   Env& env = deps.env;
   ObjectStore& store = deps.store;
-  ReplicaMetrics* metrics = deps.metrics;
+  ReplicaTotals* totals = deps.totals;
   RestoreOptions ro = options.restore;
   ro.ignore_fence = deps.mutants.restore_ignores_fence;
   const MonoTime start = env.MonoNow();
   auto restored = co_await Restore(env, store, actor, hold.generation.value, ro);
   if (!restored.ok()) {
-    if (metrics) metrics->restore_failures.Inc();
+    if (totals) ++totals->restore_failures;
     // A restore that outlived its hold listed and read while later holds wrote and collected
     // garbage: a missing object or a later generation in that view proves nothing, so no
     // kFatal or kPreconditionFailed from it (simulator, `storage` seed 1).
@@ -383,9 +385,9 @@ Task<Result<std::unique_ptr<Replica>>> Replica::Open(Deps deps, ActorId actor, H
     }
     co_return restored.status();
   }
-  if (metrics) {
-    metrics->restores.Inc();
-    metrics->restore_seconds.Observe(Seconds(env.MonoNow() - start));
+  if (totals) {
+    ++totals->restores;
+    totals->restore_seconds.Observe(Seconds(env.MonoNow() - start));
   }
   auto core = std::make_shared<Core>(std::move(deps), actor, std::move(hold), options);
   std::weak_ptr<Core> weak = core;
@@ -441,6 +443,11 @@ std::optional<std::int64_t> Replica::Alarm() const {
 std::uint64_t Replica::StoredBytes() const {
   std::lock_guard lock(core_->mu);
   return core_->state.bytes();
+}
+
+std::uint64_t Replica::MemoryBytes() const {
+  std::lock_guard lock(core_->mu);
+  return core_->state.memory_bytes();
 }
 
 std::uint64_t Replica::Commit(actor::Batch batch) {

@@ -93,22 +93,26 @@ struct ReplicaMutants {
   bool release_without_validity = false;  // an already-durable sequence is released without the validity check
 };
 
-// Process-wide metrics of every replica (register once, share).
-struct ReplicaMetrics {
-  explicit ReplicaMetrics(MetricsRegistry& registry);
-  Counter& segments;         // segment PUTs acknowledged
-  Counter& segment_bytes;
-  Counter& batches;          // batches in acknowledged segments (batches / segments: group commit)
-  Counter& late;             // uploads that completed after validity ended
-  Counter& upload_failures;  // uploads that failed or whose outcome is unknown
-  Counter& snapshots;
-  Counter& snapshot_failures;
-  Counter& gc_deleted;
-  Counter& restores;
-  Counter& restore_failures;
-  Histogram& restore_seconds;
-  Histogram& upload_seconds;
+// What every replica of a process did, summed (one per process, shared by its replicas;
+// replicas come and go, the totals stay). Loop thread only.
+struct ReplicaTotals {
+  std::uint64_t segments = 0;         // segment PUTs acknowledged
+  std::uint64_t segment_bytes = 0;
+  std::uint64_t batches = 0;          // batches in acknowledged segments (batches / segments: group commit)
+  std::uint64_t late = 0;             // uploads that completed after validity ended
+  std::uint64_t upload_failures = 0;  // uploads that failed or whose outcome is unknown
+  std::uint64_t snapshots = 0;
+  std::uint64_t snapshot_failures = 0;
+  std::uint64_t gc_deleted = 0;
+  std::uint64_t restores = 0;
+  std::uint64_t restore_failures = 0;
+  Histogram restore_seconds{{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}};
+  Histogram upload_seconds{{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}};
 };
+
+// Publishes the totals as wasmkeep_replica_* (base/metrics.h, "How WasmKeep publishes").
+// REQUIRES: totals outlives every RenderText(), which runs on the loop thread.
+void PublishReplicaMetrics(MetricsRegistry& registry, const ReplicaTotals& totals);
 
 struct ReplicaStats {
   std::uint64_t segments = 0;  // acknowledged, fence included
@@ -133,7 +137,7 @@ class Replica final : public actor::ActorStorage {
     // Hands a function to the loop thread from whatever thread Commit or WhenReleasable
     // runs on.
     std::function<void(std::function<void()>)> post;
-    ReplicaMetrics* metrics = nullptr;
+    ReplicaTotals* totals = nullptr;
     ReplicaMutants mutants;
   };
 
@@ -149,6 +153,7 @@ class Replica final : public actor::ActorStorage {
   void List(const actor::ListQuery& query, const actor::ListVisitor& visit) const override;
   std::optional<std::int64_t> Alarm() const override;
   std::uint64_t StoredBytes() const override;
+  std::uint64_t MemoryBytes() const override;
   std::uint64_t Commit(actor::Batch batch) override;
   void WhenReleasable(std::uint64_t seq, std::function<void(Status)> done) override;
   // Ok while the gate is open; its failure (sticky) once the replica failed.

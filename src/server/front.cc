@@ -11,15 +11,16 @@ bool Unavailable(Code c) { return c == Code::kRetryable || c == Code::kUnknownOu
 
 }  // namespace
 
-Front::Front(FrontDeps deps, FrontOptions options) : deps_(std::move(deps)), options_(std::move(options)) {
-  if (deps_.metrics) {
-    auto& r = *deps_.metrics;
-    const std::string help = "Actor API requests by how they were routed or refused.";
-    metrics_.local = &r.AddCounter("wasmkeep_api_requests_total", help, {{"route", "local"}});
-    metrics_.forwarded = &r.AddCounter("wasmkeep_api_requests_total", help, {{"route", "forwarded"}});
-    metrics_.refused = &r.AddCounter("wasmkeep_api_requests_total", help, {{"route", "refused"}});
-    metrics_.unavailable = &r.AddCounter("wasmkeep_api_requests_total", help, {{"route", "unavailable"}});
-    metrics_.failed = &r.AddCounter("wasmkeep_api_requests_total", help, {{"route", "actor_failed"}});
+Front::Front(FrontDeps deps, FrontOptions options) : deps_(std::move(deps)), options_(std::move(options)) {}
+
+void PublishFrontMetrics(MetricsRegistry& registry, const Front& front) {
+  const FrontStats& stats = front.stats();
+  const std::string help = "Actor API requests by how they were routed or refused.";
+  for (const auto& [route, field] : {std::pair{"local", &stats.local}, std::pair{"forwarded", &stats.forwarded},
+                                     std::pair{"refused", &stats.refused}, std::pair{"unavailable", &stats.unavailable},
+                                     std::pair{"actor_failed", &stats.actor_failed}}) {
+    registry.AddCallbackCounter("wasmkeep_api_requests_total", help, [field] { return static_cast<double>(*field); },
+                                {{"route", route}});
   }
 }
 
@@ -33,10 +34,8 @@ ServerResponse Front::Error(int status, std::string message, bool retry_after) {
   if (r.body.empty() || r.body.back() != '\n') r.body.push_back('\n');
   if (status == 503) {
     ++stats_.unavailable;
-    if (metrics_.unavailable) metrics_.unavailable->Inc();
   } else if (status >= 400 && status < 500) {
     ++stats_.refused;
-    if (metrics_.refused) metrics_.refused->Inc();
   }
   return r;
 }
@@ -173,7 +172,6 @@ Task<ServerResponse> Front::ForwardTo(const std::string& node_id, ServerRequest 
     }
   }
   ++stats_.forwarded;
-  if (metrics_.forwarded) metrics_.forwarded->Inc();
   co_return std::move(*got);
 }
 
@@ -182,7 +180,6 @@ Task<ServerResponse> Front::Run(ActorId id, actor::Request request) {
   const std::string method = request.method;
   actor::EventResult result = co_await deps_.runtime.HandleRequest(std::move(id), std::move(request));
   ++stats_.local;
-  if (metrics_.local) metrics_.local->Inc();
   // One line per event at debug level (log.level = "debug"): an access log.
   if (log::Enabled(log::Level::kDebug)) {
     WK_LOG_DEBUG("event", {{"node", options_.node_id},
@@ -206,7 +203,7 @@ Task<ServerResponse> Front::Run(ActorId id, actor::Request request) {
     case actor::EventOutcome::kOverloaded:
       co_return Error(503, name + " is overloaded: " + result.error, true);
     case actor::EventOutcome::kActorFailed:
-      if (metrics_.failed) metrics_.failed->Inc();
+      ++stats_.actor_failed;
       WK_LOG_WARN("event failed", {{"node", options_.node_id}, {"actor", name}, {"error", result.error}});
       co_return Error(500, "actor " + name + " failed: " + result.error);
     case actor::EventOutcome::kUnavailable:

@@ -64,7 +64,6 @@ struct FrontDeps {
   // Makes the class's current module known to the runtime before one of its actors starts.
   // kNotFound: no such class (404); kFatal: it cannot run here (500); kRetryable etc.: 503.
   std::function<Task<Status>(std::string tenant, std::string class_name)> load_class;
-  MetricsRegistry* metrics = nullptr;
 };
 
 struct FrontStats {
@@ -73,6 +72,7 @@ struct FrontStats {
   std::uint64_t forwarded = 0;  // sent to the owner
   std::uint64_t refused = 0;    // 4xx before routing
   std::uint64_t unavailable = 0;  // 503
+  std::uint64_t actor_failed = 0;  // 500: the actor's event failed (counted in local too)
 };
 
 class Front {
@@ -89,13 +89,11 @@ class Front {
   FrontDeps deps_;
   FrontOptions options_;
   FrontStats stats_;
-  struct Metrics {
-    Counter* local = nullptr;
-    Counter* forwarded = nullptr;
-    Counter* refused = nullptr;
-    Counter* unavailable = nullptr;
-    Counter* failed = nullptr;
-  } metrics_;
 };
+
+// Publishes wasmkeep_api_requests_total{route} over front's stats (base/metrics.h, "How
+// WasmKeep publishes"). REQUIRES: front outlives every RenderText(), which runs on the loop
+// thread.
+void PublishFrontMetrics(MetricsRegistry& registry, const Front& front);
 
 }  // namespace wk

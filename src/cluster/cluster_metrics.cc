@@ -1,0 +1,77 @@
+#include "cluster/cluster_metrics.h"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace wk {
+namespace {
+
+// "live", "released", "fenced", "old_format" or "corrupt": the series label of a view.
+std::string_view StateLabel(const NodeView& v) {
+  if (v.record) {
+    switch (v.record->state) {
+      case LeaseState::kLive: return "live";
+      case LeaseState::kReleased: return "released";
+      case LeaseState::kFenced: return "fenced";
+    }
+  }
+  return v.old ? "old_format" : "corrupt";
+}
+
+}  // namespace
+
+void PublishClusterMetrics(MetricsRegistry& r, ClusterNode& node) {
+  // A counter over one stats field of one component.
+  auto counter = [&r](std::string name, std::string help, const std::uint64_t& field, MetricLabels labels = {}) {
+    r.AddCallbackCounter(std::move(name), std::move(help), [&field] { return static_cast<double>(field); },
+                         std::move(labels));
+  };
+  const NodeLeaseStats& lease = node.lease().stats();
+  counter("wasmkeep_node_lease_writes_total", "Node lease writes the bucket acknowledged (or adopted after a lost reply)",
+          lease.writes_ok);
+  counter("wasmkeep_node_lease_failures_total",
+          "Node lease write attempts that did not succeed; alert on the first increment", lease.write_failures);
+  counter("wasmkeep_node_lease_adoptions_total", "Conflicts explained by this node's own write whose reply was lost",
+          lease.adoptions);
+  counter("wasmkeep_node_lease_lapses_total", "Times the node lease ran out without a conflict", lease.lapses);
+  const FenceStats& fences = node.fence_watch().stats();
+  counter("wasmkeep_fences_total", "Fences this node wrote over peers whose lease ran out", fences.fences_written);
+  counter("wasmkeep_fences_refused_total", "Fences refused by their condition (the peer wrote meanwhile)",
+          fences.fences_refused);
+  const OwnersStats& owners = node.owners().stats();
+  counter("wasmkeep_acquisitions_total", "Holds acquired (ownership record written at generation + 1)",
+          owners.acquisitions);
+  counter("wasmkeep_releases_total", "Releases", owners.releases_ok, {{"outcome", "ok"}});
+  counter("wasmkeep_releases_total", "Releases", owners.releases_parked, {{"outcome", "parked"}});
+  counter("wasmkeep_releases_total", "Releases", owners.pending_landed, {{"outcome", "landed_later"}});
+  counter("wasmkeep_unresolved_acquires_total", "Acquires whose outcome was unknown", owners.unresolved);
+  counter("wasmkeep_resolver_total", "Unresolved acquires decided", owners.resolver_released,
+          {{"outcome", "released"}});
+  counter("wasmkeep_resolver_total", "Unresolved acquires decided", owners.resolver_dropped, {{"outcome", "dropped"}});
+  r.AddHistogramView("wasmkeep_listing_seconds", "Duration of one listing of nodes/ with a read of each body",
+                     node.membership().stats().seconds);
+
+  r.AddCallbackGauge("wasmkeep_node_lease_valid", "1 while this node's lease is valid",
+                     [&node] { return node.lease().IsValid() ? 1.0 : 0.0; });
+  r.AddCallbackGauge("wasmkeep_node_lease_epoch", "Validity epochs so far (increments after each lapse)",
+                     [&node] { return static_cast<double>(node.lease().epoch()); });
+  for (std::string_view state : {"live", "released", "fenced", "old_format", "corrupt"}) {
+    r.AddCallbackGauge(
+        "wasmkeep_cluster_nodes", "Node objects in the last listing, by state",
+        [&node, state] {
+          double n = 0;
+          for (const auto& entry : node.membership().view()) n += StateLabel(entry.second) == state ? 1 : 0;
+          return n;
+        },
+        {{"state", std::string(state)}});
+  }
+  r.AddCallbackGauge("wasmkeep_holds_resident", "Actors this node holds now",
+                     [&node] { return static_cast<double>(node.owners().holds()); });
+  r.AddCallbackGauge("wasmkeep_releases_pending", "Pending releases and unresolved acquires",
+                     [&node] { return static_cast<double>(node.owners().pending()); });
+  r.AddCallbackGauge("wasmkeep_draining", "1 while a drain is requested or done for this node",
+                     [&node] { return node.drain_control().drained_or_draining() ? 1.0 : 0.0; });
+}
+
+}  // namespace wk
