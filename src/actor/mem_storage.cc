@@ -19,6 +19,7 @@ class MemStorage final : public ActorStorage {
   void List(const ListQuery& q, const ListVisitor& visit) const override { live_.List(q, visit); }
   std::optional<std::int64_t> Alarm() const override { return live_.alarm(); }
   std::uint64_t StoredBytes() const override { return live_.bytes(); }
+  std::uint64_t MemoryBytes() const override { return live_.memory_bytes(); }
 
   std::uint64_t Commit(Batch batch) override {
     const std::uint64_t seq = ++seq_;

@@ -173,7 +173,9 @@ struct ActorRuntime::Slot {
   bool unload_requested = false;
   MonoTime last_active{};
   Env::TimerId idle_timer = 0;
-  std::uint64_t memory_bytes = 0;
+  // What the budget counts for this actor: linear memory plus state (heap is per worker).
+  std::uint64_t linear_bytes = 0;
+  std::uint64_t state_bytes = 0;
 
   // Worker-thread state: touched only by jobs on `worker` (ordered by its FIFO), and by the
   // loop thread only when no job for this slot is queued or running (kStarting, kClosing
@@ -189,12 +191,12 @@ struct ActorRuntime::Slot {
 struct ActorRuntime::ExecResult {
   EventResult result;
   std::uint64_t wait_seq = 0;  // the output gate: answer once this is durable
-  std::uint64_t memory_bytes = 0;
+  MemoryUse memory;            // measured on the worker after the event
   bool instantiated = false;
 };
 
 ActorRuntime::ActorRuntime(Env& env, engine::Engine& engine, ClassRegistry& classes, StorageProvider& storage,
-                           RuntimeOptions options, RuntimeHooks hooks, MetricsRegistry* metrics)
+                           RuntimeOptions options, RuntimeHooks hooks)
     : env_(env), engine_(engine), classes_(classes), storage_(storage), options_(std::move(options)),
       hooks_(std::move(hooks)) {
   WK_CHECK(ValidateRuntimeOptions(options_).ok(), "invalid RuntimeOptions (validate before constructing)");
@@ -203,27 +205,7 @@ ActorRuntime::ActorRuntime(Env& env, engine::Engine& engine, ClassRegistry& clas
   engine::WorkerOptions worker_options;
   worker_options.heap_limit_bytes = options_.isolate_heap_limit_bytes;
   for (int i = 0; i < n; ++i) workers_.push_back(std::make_unique<WorkerThread>(engine_, worker_options));
-  if (metrics != nullptr) {
-    auto events = [&](const char* outcome) {
-      return &metrics->AddCounter("wasmkeep_actor_events_total", "Actor events by outcome.", {{"outcome", outcome}});
-    };
-    metrics_.events_ok = events("ok");
-    metrics_.events_failed = events("failed");
-    metrics_.events_overloaded = events("overloaded");
-    metrics_.instantiations = &metrics->AddCounter("wasmkeep_actor_instantiations_total",
-                                                   "WebAssembly instances created (first events and re-creations).");
-    metrics_.hibernations = &metrics->AddCounter("wasmkeep_actor_unloads_total", "Actors that left memory, by reason.",
-                                                 {{"reason", "hibernated"}});
-    metrics_.evictions = &metrics->AddCounter("wasmkeep_actor_unloads_total", "Actors that left memory, by reason.",
-                                              {{"reason", "evicted"}});
-    metrics_.event_seconds = &metrics->AddHistogram(
-        "wasmkeep_actor_event_seconds", "Time from an event's arrival to its released answer.",
-        {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10});
-    metrics->AddCallbackGauge("wasmkeep_actor_resident", "Actors resident in memory.",
-                              [this] { return static_cast<double>(actors_.size()); });
-    metrics->AddCallbackGauge("wasmkeep_actor_memory_bytes", "Linear memory of resident actors.",
-                              [this] { return static_cast<double>(memory_bytes_); });
-  }
+  worker_heap_bytes_.assign(workers_.size(), 0);
 }
 
 ActorRuntime::~ActorRuntime() {
@@ -256,10 +238,58 @@ std::int64_t ActorRuntime::NowMs() const {
 
 bool ActorRuntime::IsResident(const ActorId& id) const { return actors_.contains(id.ToString()); }
 
+void PublishRuntimeMetrics(MetricsRegistry& registry, const ActorRuntime& runtime) {
+  // A counter over one field of the runtime's stats (copied per read: loop thread).
+  auto counter = [&](std::string name, std::string help, std::uint64_t RuntimeStats::*field, MetricLabels labels) {
+    registry.AddCallbackCounter(std::move(name), std::move(help),
+                                [&runtime, field] { return static_cast<double>(runtime.stats().*field); },
+                                std::move(labels));
+  };
+  const std::string events = "Actor events by outcome.";
+  registry.AddCallbackCounter(
+      "wasmkeep_actor_events_total", events,
+      [&runtime] {
+        const RuntimeStats s = runtime.stats();
+        return static_cast<double>(s.events - s.failed_events);
+      },
+      {{"outcome", "ok"}});
+  counter("wasmkeep_actor_events_total", events, &RuntimeStats::failed_events, {{"outcome", "failed"}});
+  counter("wasmkeep_actor_events_total", events, &RuntimeStats::overloaded, {{"outcome", "overloaded"}});
+  counter("wasmkeep_actor_instantiations_total", "WebAssembly instances created (first events and re-creations).",
+          &RuntimeStats::instantiations, {});
+  const std::string unloads = "Actors that left memory, by reason.";
+  counter("wasmkeep_actor_unloads_total", unloads, &RuntimeStats::hibernations, {{"reason", "hibernated"}});
+  counter("wasmkeep_actor_unloads_total", unloads, &RuntimeStats::evictions, {{"reason", "evicted"}});
+  registry.AddHistogramView("wasmkeep_actor_event_seconds", "Time from an event's arrival to its released answer.",
+                            runtime.event_seconds());
+  registry.AddCallbackGauge("wasmkeep_actor_resident", "Actors resident in memory.",
+                            [&runtime] { return static_cast<double>(runtime.stats().resident_actors); });
+  registry.AddCallbackGauge(
+      "wasmkeep_actor_memory_bytes",
+      "Memory the budget counts (actors.memory_budget_bytes): resident actors' linear memory and state, and the "
+      "workers' V8 heaps.",
+      [&runtime] { return static_cast<double>(runtime.stats().memory_bytes); });
+  const std::string parts = "wasmkeep_actor_memory_bytes by part: linear memory, state (with per-entry overhead), V8 heap.";
+  registry.AddCallbackGauge("wasmkeep_actor_memory_part_bytes", parts,
+                            [&runtime] { return static_cast<double>(runtime.stats().linear_bytes); },
+                            {{"part", "linear"}});
+  registry.AddCallbackGauge("wasmkeep_actor_memory_part_bytes", parts,
+                            [&runtime] { return static_cast<double>(runtime.stats().state_bytes); },
+                            {{"part", "state"}});
+  registry.AddCallbackGauge("wasmkeep_actor_memory_part_bytes", parts,
+                            [&runtime] { return static_cast<double>(runtime.stats().heap_bytes); },
+                            {{"part", "heap"}});
+  counter("wasmkeep_actor_memory_refusals_total", "Actors refused a start (503) because the memory budget was used up.",
+          &RuntimeStats::memory_refusals, {});
+}
+
 RuntimeStats ActorRuntime::stats() const {
   RuntimeStats s = stats_;
   s.resident_actors = actors_.size();
-  s.memory_bytes = memory_bytes_;
+  s.linear_bytes = linear_bytes_;
+  s.state_bytes = state_bytes_;
+  s.memory_bytes = MemoryBytes();
+  s.heap_bytes = s.memory_bytes - linear_bytes_ - state_bytes_;
   return s;
 }
 
@@ -304,6 +334,20 @@ Task<EventResult> ActorRuntime::Submit(ActorId id, std::optional<Request> reques
     refused.error = fmt::format("the class of {} has no alarm handler ({})", key, kAlarmExport);
     co_return refused;  // checked before starting the actor: no restore for nothing
   }
+  if (!slot && options_.memory_budget_bytes > 0 && MemoryBytes() > options_.memory_budget_bytes) {
+    // Admission: a new actor starts only if evicting idle ones brings the node back under
+    // its budget (they leave asynchronously; their bytes are subtracted here already).
+    const std::uint64_t projected = EnforceMemoryBudget();
+    if (projected > options_.memory_budget_bytes) {
+      ++stats_.memory_refusals;
+      refused.outcome = EventOutcome::kOverloaded;
+      refused.error = fmt::format(
+          "the node's memory budget is used up ({} bytes resident, actors.memory_budget_bytes = {}): {} cannot start "
+          "here now",
+          projected, options_.memory_budget_bytes, key);
+      co_return refused;
+    }
+  }
   if (!slot) {
     slot = std::make_shared<Slot>();
     slot->id = id;
@@ -315,7 +359,6 @@ Task<EventResult> ActorRuntime::Submit(ActorId id, std::optional<Request> reques
     env_.Spawn(Start(slot), "actor start " + key);
   } else if (slot->queue.size() >= options_.limits.max_queued_events) {
     ++stats_.overloaded;
-    if (metrics_.events_overloaded) metrics_.events_overloaded->Inc();
     refused.outcome = EventOutcome::kOverloaded;
     refused.error = fmt::format("the actor {} is overloaded: {} events are queued (max_queued_events)", key,
                                 slot->queue.size());
@@ -334,7 +377,7 @@ Task<EventResult> ActorRuntime::Submit(ActorId id, std::optional<Request> reques
   EventResult result = co_await done.Wait();
   // The runtime may have been destroyed while this waited (its destructor answers every
   // event): touch nothing of it then.
-  if (*alive && metrics_.event_seconds) metrics_.event_seconds->Observe(ToSeconds(env_.MonoNow() - queued_at));
+  if (*alive) event_seconds_.Observe(ToSeconds(env_.MonoNow() - queued_at));
   co_return result;
 }
 
@@ -396,7 +439,7 @@ void ActorRuntime::Pump(const std::shared_ptr<Slot>& slot) {
     // actor's last committed batch, its own or an earlier event's) is durable, and is
     // released only if the storage's hold is still valid then (storage.h), even for an
     // event that wrote nothing.
-    const std::uint64_t memory = exec.memory_bytes;
+    const MemoryUse memory = exec.memory;
     const bool instantiated = exec.instantiated;
     env->PostFromAnyThread([this, alive, slot, memory, instantiated] {
       if (alive.lock() && *alive.lock()) ExecutionDone(slot, memory, instantiated);
@@ -503,19 +546,23 @@ ActorRuntime::ExecResult ActorRuntime::Execute(engine::Worker& worker, Slot& slo
     fail(std::move(message));
   }
   out.wait_seq = slot.last_seq;
-  out.memory_bytes = slot.instance ? slot.instance->MemoryBytes() : 0;
+  out.memory.linear = slot.instance ? slot.instance->MemoryBytes() : 0;
+  out.memory.state = slot.storage->MemoryBytes();
+  out.memory.heap = worker.HeapUsedBytes();
   return out;
 }
 
-void ActorRuntime::ExecutionDone(const std::shared_ptr<Slot>& slot, std::uint64_t memory_bytes, bool instantiated) {
+void ActorRuntime::ExecutionDone(const std::shared_ptr<Slot>& slot, MemoryUse memory, bool instantiated) {
   WK_CHECK(slot->state == Slot::State::kRunning, "execution done on a slot that was not running");
   slot->state = Slot::State::kReady;
   slot->last_active = env_.MonoNow();
-  memory_bytes_ = memory_bytes_ - slot->memory_bytes + memory_bytes;
-  slot->memory_bytes = memory_bytes;
+  linear_bytes_ = linear_bytes_ - slot->linear_bytes + memory.linear;
+  state_bytes_ = state_bytes_ - slot->state_bytes + memory.state;
+  slot->linear_bytes = memory.linear;
+  slot->state_bytes = memory.state;
+  worker_heap_bytes_[slot->worker] = memory.heap;
   if (instantiated) {
     ++stats_.instantiations;
-    if (metrics_.instantiations) metrics_.instantiations->Inc();
   }
   Pump(slot);
   AfterProgress(slot);
@@ -536,8 +583,6 @@ void ActorRuntime::Deliver(const std::shared_ptr<Slot>& slot, const std::shared_
   }
   ++stats_.events;
   if (!result.ok()) ++stats_.failed_events;
-  if (result.ok() && metrics_.events_ok) metrics_.events_ok->Inc();
-  if (!result.ok() && metrics_.events_failed) metrics_.events_failed->Inc();
   pending->done.Set(std::move(result));
   AfterProgress(slot);
 }
@@ -597,25 +642,28 @@ void ActorRuntime::Close(const std::shared_ptr<Slot>& slot, UnloadReason reason)
   }
   Env* env = &env_;
   std::weak_ptr<bool> alive = alive_;
-  workers_[slot->worker]->Post([this, env, alive, slot, reason](engine::Worker&) {
+  workers_[slot->worker]->Post([this, env, alive, slot, reason](engine::Worker& worker) {
     slot->instance.reset();  // V8 objects die on their own isolate's thread
-    env->PostFromAnyThread([this, alive, slot, reason] {
+    const std::uint64_t heap = worker.HeapUsedBytes();
+    env->PostFromAnyThread([this, alive, slot, reason, heap] {
       auto a = alive.lock();
-      if (a && *a) CloseDone(slot, reason);
+      if (!a || !*a) return;
+      worker_heap_bytes_[slot->worker] = heap;
+      CloseDone(slot, reason);
     });
   });
 }
 
 void ActorRuntime::CloseDone(const std::shared_ptr<Slot>& slot, UnloadReason reason) {
-  memory_bytes_ -= slot->memory_bytes;
-  slot->memory_bytes = 0;
+  linear_bytes_ -= slot->linear_bytes;
+  state_bytes_ -= slot->state_bytes;
+  slot->linear_bytes = 0;
+  slot->state_bytes = 0;
   storage_.Close(slot->id, std::move(slot->storage));
   if (reason == UnloadReason::kHibernated) {
     ++stats_.hibernations;
-    if (metrics_.hibernations) metrics_.hibernations->Inc();
   } else if (reason == UnloadReason::kEvicted) {
     ++stats_.evictions;
-    if (metrics_.evictions) metrics_.evictions->Inc();
   }
   WK_LOG_DEBUG("actor unloaded", {{"actor", slot->key}, {"reason", std::string(UnloadReasonName(reason))}});
   if (hooks_.on_unloaded) hooks_.on_unloaded(slot->id, reason);
@@ -637,21 +685,48 @@ void ActorRuntime::CloseDone(const std::shared_ptr<Slot>& slot, UnloadReason rea
   actors_.erase(slot->key);
 }
 
-void ActorRuntime::EnforceMemoryBudget() {
-  if (memory_bytes_ <= options_.memory_budget_bytes) return;
+std::uint64_t ActorRuntime::MemoryBytes() const {
+  std::uint64_t heap = 0;
+  for (std::uint64_t h : worker_heap_bytes_) heap += h;
+  return linear_bytes_ + state_bytes_ + heap;
+}
+
+std::uint64_t ActorRuntime::EnforceMemoryBudget() {
+  std::uint64_t projected = MemoryBytes();
+  if (projected <= options_.memory_budget_bytes) return projected;
   std::vector<std::shared_ptr<Slot>> idle;
   for (auto& [key, slot] : actors_) {
+    // Closing ones are on their way out: their bytes are still counted until CloseDone.
     if (IsIdle(*slot)) idle.push_back(slot);
   }
   std::sort(idle.begin(), idle.end(), [](const auto& a, const auto& b) { return a->last_active < b->last_active; });
-  std::uint64_t projected = memory_bytes_;
+  std::vector<bool> collect(workers_.size(), false);
   for (auto& slot : idle) {
     if (projected <= options_.memory_budget_bytes) break;
-    projected -= slot->memory_bytes;
+    const std::uint64_t bytes = slot->linear_bytes + slot->state_bytes;
+    projected -= std::min(projected, bytes);
     WK_LOG_INFO("evicting an idle actor: resident actors exceed actors.memory_budget_bytes",
-                {{"actor", slot->key}, {"memory_bytes", std::to_string(slot->memory_bytes)}});
+                {{"actor", slot->key}, {"memory_bytes", std::to_string(bytes)}});
     Close(slot, UnloadReason::kEvicted);
+    collect[slot->worker] = true;
   }
+  // One full collection per worker that lost actors, queued behind their close jobs, so the
+  // heap the budget counts drops with them (otherwise it would keep its last measure until
+  // the next event on that worker, and could refuse new actors with nothing left to evict).
+  Env* env = &env_;
+  std::weak_ptr<bool> alive = alive_;
+  for (std::size_t i = 0; i < collect.size(); ++i) {
+    if (!collect[i]) continue;
+    workers_[i]->Post([this, env, alive, i](engine::Worker& worker) {
+      worker.CollectGarbage();
+      const std::uint64_t heap = worker.HeapUsedBytes();
+      env->PostFromAnyThread([this, alive, i, heap] {
+        auto a = alive.lock();
+        if (a && *a) worker_heap_bytes_[i] = heap;
+      });
+    });
+  }
+  return projected;
 }
 
 Task<bool> ActorRuntime::Shutdown(Duration limit) {

@@ -65,6 +65,9 @@ struct RuntimeOptions {
   std::uint64_t memory_budget_bytes = 1ull << 30;
   // How long `sync` (exec-durable) waits before reporting failure.
   Duration sync_timeout = std::chrono::seconds(30);
+  // How long a request waits for its class's module to compile (off the loop, on the
+  // node's compile threads: module_compiler.h) before it is answered 503 with Retry-After.
+  Duration compile_timeout = std::chrono::seconds(30);
   // The V8 heap of each worker (module and instance objects, tables; not linear memory).
   // An event that reaches it fails and its actor's instance is thrown away; the node goes on
   // (engine::WorkerOptions).
@@ -110,7 +113,12 @@ struct RuntimeHooks {
 
 struct RuntimeStats {
   std::size_t resident_actors = 0;
+  // What the memory budget counts: linear_bytes + state_bytes + heap_bytes.
   std::uint64_t memory_bytes = 0;
+  std::uint64_t linear_bytes = 0;  // resident actors' linear memory
+  std::uint64_t state_bytes = 0;   // their state in memory (StateMap::memory_bytes)
+  std::uint64_t heap_bytes = 0;    // the workers' V8 heaps (tables, instances), as last measured
+  std::uint64_t memory_refusals = 0;  // new actors refused because the budget was used up
   std::uint64_t events = 0;
   std::uint64_t failed_events = 0;
   std::uint64_t overloaded = 0;
@@ -122,7 +130,7 @@ struct RuntimeStats {
 class ActorRuntime final : public EventHost {
  public:
   ActorRuntime(Env& env, engine::Engine& engine, ClassRegistry& classes, StorageProvider& storage,
-               RuntimeOptions options, RuntimeHooks hooks = {}, MetricsRegistry* metrics = nullptr);
+               RuntimeOptions options, RuntimeHooks hooks = {});
   // Should follow a completed Shutdown. If actors are still resident (Shutdown's limit
   // passed), every queued or in-flight event is answered "unavailable", events not yet
   // started are skipped, and every storage is closed (with callbacks possibly outstanding:
@@ -146,6 +154,7 @@ class ActorRuntime final : public EventHost {
 
   bool IsResident(const ActorId& id) const override;
   RuntimeStats stats() const;
+  const Histogram& event_seconds() const { return event_seconds_; }
   const RuntimeOptions& options() const { return options_; }
 
  private:
@@ -160,7 +169,12 @@ class ActorRuntime final : public EventHost {
   // On the worker thread.
   ExecResult Execute(engine::Worker& worker, Slot& slot, const std::optional<Request>& request,
                      std::int64_t now_ms);
-  void ExecutionDone(const std::shared_ptr<Slot>& slot, std::uint64_t memory_bytes, bool instantiated);
+  struct MemoryUse {
+    std::uint64_t linear = 0;
+    std::uint64_t state = 0;
+    std::uint64_t heap = 0;  // the worker's whole V8 heap
+  };
+  void ExecutionDone(const std::shared_ptr<Slot>& slot, MemoryUse memory, bool instantiated);
   void Deliver(const std::shared_ptr<Slot>& slot, const std::shared_ptr<Pending>& pending, EventResult result,
                Status durable);
   // After an event finished executing or was answered: close a broken or unloading actor,
@@ -172,7 +186,10 @@ class ActorRuntime final : public EventHost {
   void ArmIdleTimer(const std::shared_ptr<Slot>& slot);
   void Close(const std::shared_ptr<Slot>& slot, UnloadReason reason);
   void CloseDone(const std::shared_ptr<Slot>& slot, UnloadReason reason);
-  void EnforceMemoryBudget();
+  // Evicts idle actors (least recently used first) while the node is over its budget;
+  // returns the bytes resident once they are gone.
+  std::uint64_t EnforceMemoryBudget();
+  std::uint64_t MemoryBytes() const;
   std::int64_t NowMs() const;
 
   Env& env_;
@@ -183,23 +200,22 @@ class ActorRuntime final : public EventHost {
   RuntimeHooks hooks_;
   std::vector<std::unique_ptr<WorkerThread>> workers_;
   std::unordered_map<std::string, std::shared_ptr<Slot>> actors_;
-  std::uint64_t memory_bytes_ = 0;
+  std::uint64_t linear_bytes_ = 0;
+  std::uint64_t state_bytes_ = 0;
+  std::vector<std::uint64_t> worker_heap_bytes_;  // per worker, measured after its last event
   bool shutting_down_ = false;
   RuntimeStats stats_;
   // Alive while the runtime is; callbacks from workers check it before touching `this`.
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   // Set by the destructor; worker jobs not yet started skip their event.
   std::shared_ptr<std::atomic<bool>> stopping_ = std::make_shared<std::atomic<bool>>(false);
-
-  struct Metrics {
-    Counter* events_ok = nullptr;
-    Counter* events_failed = nullptr;
-    Counter* events_overloaded = nullptr;
-    Counter* instantiations = nullptr;
-    Counter* hibernations = nullptr;
-    Counter* evictions = nullptr;
-    Histogram* event_seconds = nullptr;
-  } metrics_;
+  // Seconds from an event's arrival to its released answer.
+  Histogram event_seconds_{{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}};
 };
+
+// Publishes the runtime's events, instances, unloads, latency and residency (base/metrics.h,
+// "How WasmKeep publishes"). REQUIRES: runtime outlives every RenderText(), which runs on
+// the runtime's loop thread.
+void PublishRuntimeMetrics(MetricsRegistry& registry, const ActorRuntime& runtime);
 
 }  // namespace wk::actor

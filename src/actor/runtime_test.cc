@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include "actor/state_map.h"
 #include "actor/testing.h"
+#include "base/metrics.h"
 
 #include <fstream>
 
@@ -280,10 +282,52 @@ TEST_F(RuntimeTest, IdleActorsHibernateAndComeBackWithTheirState) {
   EXPECT_EQ(h.storage().opens(), 2);
 }
 
+// What one probe actor costs after one /count event, measured on a runtime with room:
+// the figures the budget tests below size their budgets from.
+RuntimeStats OneActorFootprint() {
+  RuntimeOptions o = testing::DefaultHarnessOptions();
+  o.workers = 1;
+  Harness h(o);
+  h.Deploy("probe", Actors("abi_probe"));
+  EXPECT_TRUE(h.Call("t/probe/m", MakeRequest("POST", "/count")).ok());
+  return h.runtime().stats();
+}
+
+// The budget counts what an actor really takes: linear memory, its state with the map's
+// per-entry cost, and the worker's V8 heap; the metric reports that same figure.
+TEST_F(RuntimeTest, MemoryIsCountedAsItIsReallyUsed) {
+  const RuntimeStats s = OneActorFootprint();
+  EXPECT_EQ(s.resident_actors, 1u);
+  EXPECT_GT(s.linear_bytes, 0u);
+  EXPECT_EQ(s.state_bytes, EntryMemoryBytes(5, 1)) << "one entry: \"count\" = \"1\"";
+  EXPECT_GT(s.heap_bytes, 0u) << "the worker's V8 heap is counted";
+  EXPECT_EQ(s.memory_bytes, s.linear_bytes + s.state_bytes + s.heap_bytes);
+
+  MetricsRegistry registry;
+  RuntimeOptions o = testing::DefaultHarnessOptions();
+  o.workers = 1;
+  Harness h(o);
+  h.Deploy("probe", Actors("abi_probe"));
+  PublishRuntimeMetrics(registry, h.runtime());
+  ASSERT_TRUE(h.Call("t/probe/m", MakeRequest("POST", "/count")).ok());
+  const RuntimeStats now = h.runtime().stats();
+  const std::string text = registry.RenderText();
+  EXPECT_NE(text.find("wasmkeep_actor_memory_bytes " + FormatMetricValue(double(now.memory_bytes)) + "\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("wasmkeep_actor_memory_part_bytes{part=\"state\"} " + std::to_string(now.state_bytes) + "\n"),
+            std::string::npos)
+      << text;
+}
+
 TEST_F(RuntimeTest, MemoryBudgetEvictsIdleActorsLeastRecentlyUsedFirst) {
+  const RuntimeStats one = OneActorFootprint();
   RuntimeOptions o = Options();
-  o.limits.max_memory_bytes = 1 << 20;
-  o.memory_budget_bytes = 1 << 20;
+  o.workers = 1;
+  // Room for the worker's heap and about four actors: forty must evict.
+  const std::uint64_t per_actor = one.linear_bytes + one.state_bytes;
+  o.limits.max_memory_bytes = (one.linear_bytes + 65535) / 65536 * 65536;
+  o.memory_budget_bytes = std::max<std::uint64_t>(o.limits.max_memory_bytes, one.heap_bytes * 2 + 4 * per_actor);
   Harness h(o);
   h.Deploy("probe", Actors("abi_probe"));
   for (int i = 0; i < 40; ++i) {
@@ -293,6 +337,7 @@ TEST_F(RuntimeTest, MemoryBudgetEvictsIdleActorsLeastRecentlyUsedFirst) {
   h.RunFor(std::chrono::milliseconds(50));
   const RuntimeStats s = h.runtime().stats();
   EXPECT_GT(s.evictions, 0u);
+  EXPECT_EQ(s.memory_refusals, 0u) << "idle actors always make room";
   EXPECT_LE(s.memory_bytes, o.memory_budget_bytes);
   EXPECT_LT(s.resident_actors, 40u);
   EXPECT_FALSE(h.runtime().IsResident(ActorId{"t", "probe", "a0"})) << "least recently used went first";
@@ -302,6 +347,28 @@ TEST_F(RuntimeTest, MemoryBudgetEvictsIdleActorsLeastRecentlyUsedFirst) {
     ASSERT_TRUE(r.ok());
     EXPECT_EQ(r->body, "2") << "state kept across eviction";
   }
+}
+
+// When what is resident cannot be evicted enough (here: the worker's V8 heap alone is over
+// the budget), a new actor is refused with "overloaded" (503) naming the setting; it is not
+// started and nothing of it is restored.
+TEST_F(RuntimeTest, ANewActorIsRefusedWhenTheBudgetCannotBeMet) {
+  const RuntimeStats one = OneActorFootprint();
+  RuntimeOptions o = Options();
+  o.workers = 1;
+  o.limits.max_memory_bytes = (one.linear_bytes + 65535) / 65536 * 65536;
+  o.memory_budget_bytes = o.limits.max_memory_bytes;
+  ASSERT_LT(o.memory_budget_bytes, one.heap_bytes + one.linear_bytes)
+      << "the staging needs one actor's footprint over its own linear memory";
+  Harness h(o);
+  h.Deploy("probe", Actors("abi_probe"));
+  ASSERT_TRUE(h.Call("t/probe/first", MakeRequest("POST", "/count")).ok());
+  const int opens = h.storage().opens();
+  EventResult r = h.CallRaw("t/probe/second", MakeRequest("POST", "/count"));
+  EXPECT_EQ(r.outcome, EventOutcome::kOverloaded) << ErrorOf(r);
+  EXPECT_NE(r.error.find("actors.memory_budget_bytes"), std::string::npos) << r.error;
+  EXPECT_EQ(h.storage().opens(), opens) << "a refused actor is not restored";
+  EXPECT_EQ(h.runtime().stats().memory_refusals, 1u);
 }
 
 TEST_F(RuntimeTest, ADurabilityFailureAnswersUnavailableAndRestoresTheActor) {

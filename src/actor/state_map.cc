@@ -19,6 +19,23 @@ std::string PrefixEnd(std::string_view prefix) {
   return end;  // every byte 0xff (or empty prefix): no upper bound
 }
 
+namespace {
+
+constexpr std::uint64_t kNodeBytes = 112;
+constexpr std::size_t kInlineStringBytes = 15;
+
+std::uint64_t BufferBytes(std::size_t n) {
+  if (n <= kInlineStringBytes) return 0;
+  const std::uint64_t chunk = (static_cast<std::uint64_t>(n) + 1 + 8 + 15) / 16 * 16;
+  return chunk < 32 ? 32 : chunk;
+}
+
+}  // namespace
+
+std::uint64_t EntryMemoryBytes(std::size_t key_bytes, std::size_t value_bytes) {
+  return kNodeBytes + BufferBytes(key_bytes) + BufferBytes(value_bytes);
+}
+
 std::optional<std::string> StateMap::Get(std::string_view key) const {
   auto it = entries_.find(key);
   if (it == entries_.end()) return std::nullopt;
@@ -46,9 +63,12 @@ void StateMap::Put(std::string key, std::string value) {
   if (it != entries_.end()) {
     bytes_ -= it->second.size();
     bytes_ += value.size();
+    memory_bytes_ -= EntryMemoryBytes(it->first.size(), it->second.size());
+    memory_bytes_ += EntryMemoryBytes(it->first.size(), value.size());
     it->second = std::move(value);
   } else {
     bytes_ += key.size() + value.size();
+    memory_bytes_ += EntryMemoryBytes(key.size(), value.size());
     entries_.emplace(std::move(key), std::move(value));
   }
 }
@@ -59,11 +79,13 @@ void StateMap::Apply(const Batch& batch) {
       case Mutation::Kind::kDeleteAll:
         entries_.clear();
         bytes_ = 0;
+        memory_bytes_ = 0;
         break;
       case Mutation::Kind::kDelete: {
         auto it = entries_.find(m.key);
         if (it != entries_.end()) {
           bytes_ -= it->first.size() + it->second.size();
+          memory_bytes_ -= EntryMemoryBytes(it->first.size(), it->second.size());
           entries_.erase(it);
         }
         break;

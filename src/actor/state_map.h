@@ -16,6 +16,14 @@
 
 namespace wk::actor {
 
+// The heap bytes one entry of a StateMap takes (libstdc++ and glibc malloc, 64-bit): the map
+// node with its two std::string objects (96 bytes; 112 with the allocator's header and
+// rounding), plus, for a key or value longer than a std::string's 15 inline bytes, its
+// buffer (size + 1 + the header, rounded up to 16, at least 32). Measured with mallinfo2
+// over 100,000 entries: 8-byte keys and values 112 bytes each (7x what they store), 16-byte
+// keys 144, 40-byte keys with 100-byte values 288 — the model gives exactly these.
+std::uint64_t EntryMemoryBytes(std::size_t key_bytes, std::size_t value_bytes);
+
 class StateMap {
  public:
   using Entries = std::map<std::string, std::string, std::less<>>;
@@ -26,6 +34,9 @@ class StateMap {
   std::optional<std::int64_t> alarm() const { return alarm_; }
   // Keys plus values, in bytes.
   std::uint64_t bytes() const { return bytes_; }
+  // What the entries take in memory (EntryMemoryBytes summed): what the node's memory
+  // budget counts for this actor's state.
+  std::uint64_t memory_bytes() const { return memory_bytes_; }
   const Entries& entries() const { return entries_; }
 
   // Applies every mutation in order, then the alarm change if any.
@@ -39,6 +50,7 @@ class StateMap {
   Entries entries_;
   std::optional<std::int64_t> alarm_;
   std::uint64_t bytes_ = 0;
+  std::uint64_t memory_bytes_ = 0;
 };
 
 }  // namespace wk::actor

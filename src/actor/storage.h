@@ -76,6 +76,9 @@ class ActorStorage {
   virtual std::optional<std::int64_t> Alarm() const = 0;
   // Keys plus values, in bytes.
   virtual std::uint64_t StoredBytes() const = 0;
+  // What the state takes in memory, per-entry overhead included (StateMap::memory_bytes):
+  // counted against the node's memory budget.
+  virtual std::uint64_t MemoryBytes() const = 0;
   virtual std::uint64_t Commit(Batch batch) = 0;
   virtual void WhenReleasable(std::uint64_t seq, std::function<void(Status)> done) = 0;
   virtual Status failure() const = 0;

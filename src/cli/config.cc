@@ -67,7 +67,7 @@ Status ReadActors(const toml::table& t, actor::RuntimeOptions* o) {
                        {"workers", "max_memory_bytes", "max_event_cpu_ms", "max_request_bytes", "max_response_bytes",
                         "max_key_bytes", "max_value_bytes", "max_stored_bytes", "max_queued_events",
                         "idle_hibernate_ms", "memory_budget_bytes", "sync_timeout_ms", "max_module_bytes",
-                        "max_table_elements", "isolate_heap_limit_bytes"});
+                        "max_table_elements", "isolate_heap_limit_bytes", "compile_timeout_ms"});
   actor::ActorLimits& l = o->limits;
   if (s.ok()) s = ReadUint(t, sec, "workers", 0, 256, &o->workers);
   if (s.ok()) s = ReadUint(t, sec, "max_memory_bytes", 65536, std::int64_t{4} << 30, &l.max_memory_bytes);
@@ -91,11 +91,13 @@ Status ReadActors(const toml::table& t, actor::RuntimeOptions* o) {
     s = ReadUint(t, sec, "isolate_heap_limit_bytes", static_cast<std::int64_t>(actor::kMinIsolateHeapLimitBytes),
                  static_cast<std::int64_t>(actor::kMaxIsolateHeapLimitBytes), &o->isolate_heap_limit_bytes);
   }
-  std::int64_t idle_ms = -1, sync_ms = -1;
+  std::int64_t idle_ms = -1, sync_ms = -1, compile_ms = -1;
   if (s.ok()) s = ReadUint(t, sec, "idle_hibernate_ms", 1, 86'400'000, &idle_ms);
   if (s.ok()) s = ReadUint(t, sec, "sync_timeout_ms", 1, 3'600'000, &sync_ms);
+  if (s.ok()) s = ReadUint(t, sec, "compile_timeout_ms", 1, 600'000, &compile_ms);
   if (idle_ms >= 0) o->idle_hibernate = std::chrono::milliseconds(idle_ms);
   if (sync_ms >= 0) o->sync_timeout = std::chrono::milliseconds(sync_ms);
+  if (compile_ms >= 0) o->compile_timeout = std::chrono::milliseconds(compile_ms);
   if (s.ok()) s = actor::ValidateRuntimeOptions(*o);
   return s;
 }

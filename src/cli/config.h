@@ -29,11 +29,12 @@
 //   max_stored_bytes = 67108864  # keys plus values per actor
 //   max_queued_events = 64       # per actor, behind the running event; then 503
 //   idle_hibernate_ms = 30000    # an idle actor leaves memory (and its hold is released)
-//   memory_budget_bytes = 1073741824  # resident actors' memory before idle ones are evicted
+//   memory_budget_bytes = 1073741824  # linear memory + state + V8 heaps; then evict idle, refuse new
 //   sync_timeout_ms = 30000      # how long exec-durable (sync) waits
 //   max_module_bytes = 67108864  # a class's wasm file
 //   max_table_elements = 65536   # all of a module's tables together, grown ones included
 //   isolate_heap_limit_bytes = 536870912  # each worker's V8 heap (not linear memory)
+//   compile_timeout_ms = 30000   # a request's wait for its class to compile, then 503
 //   [storage]                    # the durable replica (docs/storage.md)
 //   segment_max_bytes = 8388608  # a segment closes at this many bytes of batches...
 //   segment_max_batches = 10000  # ...or this many batches

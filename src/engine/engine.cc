@@ -485,6 +485,14 @@ bool Worker::Impl::TakeHeapLimitHit() {
 
 std::uint64_t Worker::heap_limit_hits() const { return impl_->heap_limit_hits; }
 
+void Worker::CollectGarbage() { impl_->isolate->LowMemoryNotification(); }
+
+std::uint64_t Worker::HeapUsedBytes() const {
+  v8::HeapStatistics stats;
+  impl_->isolate->GetHeapStatistics(&stats);
+  return stats.used_heap_size();
+}
+
 void Worker::PumpMessageLoop() {
   while (v8::platform::PumpMessageLoop(g_platform, impl_->isolate)) {
   }

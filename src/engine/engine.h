@@ -208,6 +208,12 @@ class Worker {
 
   // How many times the heap limit has been reached (each stopped a call or instantiation).
   std::uint64_t heap_limit_hits() const;
+  // The bytes of live objects on this isolate's V8 heap now (instances, tables, wrappers;
+  // not linear memory, which lives outside it). The node's memory budget counts it.
+  std::uint64_t HeapUsedBytes() const;
+  // A full garbage collection now (V8's low-memory notification): tens of milliseconds on
+  // a large heap, so only when memory is short.
+  void CollectGarbage();
 
   // Runs V8's pending platform tasks for this isolate (background compilation results,
   // garbage-collection tasks). Call it between events. (Modules no longer referenced are

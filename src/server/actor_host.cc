@@ -3,32 +3,43 @@
 #include "base/log.h"
 
 namespace wk {
+namespace {
+
+actor::ModuleCompilerOptions CompilerOptions(const actor::RuntimeOptions& runtime) {
+  actor::ModuleCompilerOptions o;
+  o.timeout = runtime.compile_timeout;
+  return o;
+}
+
+}  // namespace
 
 ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, MetricsRegistry& metrics,
-                     replica::ReplicaMetrics& replica_metrics, const control::ClusterSecret& secret,
+                     replica::ReplicaTotals& replica_totals, const control::ClusterSecret& secret,
                      ActorHostOptions options)
     : env_(env),
       store_(store),
       options_(std::move(options)),
+      compiler_(env, engine_, CompilerOptions(options_.runtime)),
       holds_(node.owners()),
       auth_(env, store),
       peers_(env),
       forwarder_(env, peers_, options_.node_id, secret) {
   replica::Replica::Deps deps{env, store, [&env](std::function<void()> fn) { env.PostFromAnyThread(std::move(fn)); },
-                              &replica_metrics};
+                              &replica_totals};
   provider_ = std::make_unique<replica::ReplicaProvider>(std::move(deps), holds_, options_.storage, options_.close_limit);
   runtime_ = std::make_unique<actor::ActorRuntime>(env, engine_, classes_, *provider_, options_.runtime,
-                                                   actor::RuntimeHooks{}, &metrics);
+                                                   actor::RuntimeHooks{});
   FrontDeps front{*runtime_, node.owners(), node.membership(), forwarder_,
                   [this](std::string authorization) { return auth_.Authenticate(authorization); },
                   [this](std::string tenant, std::string class_name) {
                     return LoadClass(std::move(tenant), std::move(class_name));
-                  },
-                  &metrics};
+                  }};
   FrontOptions fo;
   fo.node_id = options_.node_id;
   fo.max_request_bytes = options_.runtime.limits.max_request_bytes;
   front_ = std::make_unique<Front>(std::move(front), fo);
+  actor::PublishRuntimeMetrics(metrics, *runtime_);
+  PublishFrontMetrics(metrics, *front_);
 }
 
 ActorHost::~ActorHost() { *alive_ = false; }
@@ -62,8 +73,13 @@ Task<Status> ActorHost::LoadClass(std::string tenant, std::string class_name) {
   auto bytes = co_await control::ReadModule(store_, tenant, class_name, digest, CallOptions{std::chrono::seconds(30)});
   if (!*alive) co_return Cancelled("node stopping");
   if (!bytes.ok()) co_return bytes.status();
-  std::span<const std::uint8_t> wasm(reinterpret_cast<const std::uint8_t*>(bytes->data()), bytes->size());
-  auto module = actor::CompileActorModule(engine_, wasm, options_.runtime.limits);
+  const std::size_t size = bytes->size();
+  // On the compile threads, never on this loop (the lease keeps being renewed); one compile
+  // per class version however many requests wait for it.
+  auto module = co_await compiler_.Compile(tenant + "/" + class_name + "@" + digest.hex, std::move(*bytes),
+                                           options_.runtime.limits);
+  if (!*alive) co_return Cancelled("node stopping");
+  if (!module.ok() && module.status().code() != Code::kInvalidArgument) co_return module.status();
   if (!module.ok()) {
     // Deploy checked it with its own limits; this node's may be tighter.
     co_return Fatal("class " + tenant + "/" + class_name + " version " + digest.hex.substr(0, 12) +
@@ -74,7 +90,10 @@ Task<Status> ActorHost::LoadClass(std::string tenant, std::string class_name) {
   WK_LOG_INFO("class loaded", {{"node", options_.node_id},
                                {"class", tenant + "/" + class_name},
                                {"module", digest.hex.substr(0, 12)},
-                               {"bytes", std::to_string(bytes->size())}});
+                               {"bytes", std::to_string(size)},
+                               {"compile_ms", std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                                 (*module)->compile_time())
+                                                                 .count())}});
   co_return Status::Ok();
 }
 

@@ -6,7 +6,8 @@
 // Classes. When an actor that is not resident gets a request, its class's `current`
 // pointer (classes/<tenant>/<class>/current) is read — at most once per `class_check`
 // per class — and a version not loaded yet is read, checked against its digest, compiled
-// with the [actors] limits and registered. An actor already resident keeps the version it
+// with the [actors] limits off the loop (actor/module_compiler.h: one compile per version,
+// a request waits at most actors.compile_timeout_ms, then 503) and registered. An actor already resident keeps the version it
 // started with until it next starts.
 //
 // Stopping (ADR 0020 §4's clean stop, before the node's own Stop): Shutdown refuses new
@@ -20,6 +21,7 @@
 #include <memory>
 #include <string>
 
+#include "actor/module_compiler.h"
 #include "actor/runtime.h"
 #include "base/metrics.h"
 #include "cluster/cluster_node.h"
@@ -52,9 +54,10 @@ struct ActorHostOptions {
 
 class ActorHost {
  public:
-  // replica_metrics: the process's one set (registered once in metrics).
+  // replica_totals: the process's one (its owner publishes it). The runtime's and the
+  // front's metrics are published in metrics here.
   ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, MetricsRegistry& metrics,
-            replica::ReplicaMetrics& replica_metrics, const control::ClusterSecret& secret, ActorHostOptions options);
+            replica::ReplicaTotals& replica_totals, const control::ClusterSecret& secret, ActorHostOptions options);
   ~ActorHost();
   ActorHost(const ActorHost&) = delete;
   ActorHost& operator=(const ActorHost&) = delete;
@@ -79,6 +82,7 @@ class ActorHost {
   ObjectStore& store_;
   ActorHostOptions options_;
   engine::Engine engine_;
+  actor::ModuleCompiler compiler_;
   actor::ClassRegistry classes_;
   replica::OwnersHoldSource holds_;
   std::unique_ptr<replica::ReplicaProvider> provider_;
