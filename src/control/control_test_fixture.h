@@ -1,11 +1,14 @@
 // The fixture of the control-plane tests: one SimEnv in a SimWorld and a MemStore on
-// one bucket, in virtual time (test-only).
+// one bucket, in virtual time; and the table the format tests list refused bodies in
+// (test-only).
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <memory>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "control/tenants.h"
 #include "control/tokens.h"
@@ -36,5 +39,25 @@ struct ControlTest : ::testing::Test {
     ASSERT_TRUE(bucket->ApplyPut(key, std::move(body), Precondition::None()).ok());
   }
 };
+
+// A body a control format's decoder must refuse, and a piece of the message it must give
+// (the line and the field it names).
+struct Refused {
+  std::string body;
+  std::string message;
+};
+
+// Checks that decode (body -> Result<T>) refuses every case as kFatal with its message.
+template <typename Decode>
+void ExpectRefused(Decode decode, const std::vector<Refused>& cases) {
+  for (const Refused& c : cases) {
+    auto d = decode(c.body);
+    EXPECT_FALSE(d.ok()) << "accepted: " << c.body;
+    if (d.ok()) continue;
+    EXPECT_EQ(d.code(), Code::kFatal) << c.body;
+    EXPECT_NE(d.status().message().find(c.message), std::string::npos)
+        << "refused with '" << d.status().message() << "', expected '" << c.message << "', body: " << c.body;
+  }
+}
 
 }  // namespace wk::control
