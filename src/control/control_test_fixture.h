@@ -1,6 +1,6 @@
-// The fixture of the control-plane tests: one SimEnv in a SimWorld and a MemStore on
-// one bucket, in virtual time; and the table the format tests list refused bodies in
-// (test-only).
+// The fixture of the control-plane tests: a mem:// bucket in virtual time
+// (store/mem/testing.h) with the steps the tests share; and the table the format tests
+// list refused bodies in (test-only).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -12,23 +12,15 @@
 
 #include "control/tenants.h"
 #include "control/tokens.h"
-#include "env/sim_env.h"
-#include "store/mem/mem_store.h"
+#include "store/mem/testing.h"
 
 namespace wk::control {
 
-struct ControlTest : ::testing::Test {
-  SimWorld world{11};
-  std::shared_ptr<MemBucket> bucket = std::make_shared<MemBucket>();
-  SimEnv env{world, FromUnixMs(1'764'000'000'000)};
-  MemStore store{env, bucket};
+struct ControlTest : ::testing::Test, MemStoreFixture {
+  ControlTest() : MemStoreFixture(11, FromUnixMs(1'764'000'000'000)) {}
+  using MemStoreFixture::Run;  // not ::testing::Test's
 
-  template <typename T>
-  T Run(Task<T> t) {
-    auto out = RunTask(world, env, std::move(t), std::chrono::seconds(600));
-    EXPECT_TRUE(out.has_value()) << "the task did not finish";
-    return std::move(*out);
-  }
+
   NewToken Create(const std::string& tenant) {
     auto r = Run(CreateTenant(store, env, tenant));
     EXPECT_TRUE(r.ok()) << r.status().ToString();
