@@ -60,6 +60,12 @@ std::optional<std::int64_t> ParseInt(std::string_view text) {
   return static_cast<std::int64_t>(*v);
 }
 
+std::optional<WallTime> ParseUnixMs(std::string_view text) {
+  auto ms = ParseUint(text, static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()));
+  if (!ms) return std::nullopt;
+  return FromUnixMs(static_cast<std::int64_t>(*ms));
+}
+
 std::optional<Header> PeekHeader(std::string_view body) {
   const std::string_view first = body.substr(0, body.find('\n'));
   if (!first.starts_with(kHeaderPrefix)) return std::nullopt;
@@ -145,6 +151,37 @@ Result<std::int64_t> LineReader::IntField(std::string_view key) {
   return *n;
 }
 
+Result<WallTime> LineReader::UnixMsField(std::string_view key) {
+  auto value = Field(key);
+  if (!value.ok()) return value.status();
+  auto t = ParseUnixMs(*value);
+  if (!t) {
+    return Corrupt("'" + std::string(key) + "' is not Unix milliseconds from 0 to " +
+                   std::to_string(std::numeric_limits<std::int64_t>::max()) + " without leading zeros (found " +
+                   Quote(*value) + ")");
+  }
+  return *t;
+}
+
+Result<std::vector<std::string_view>> LineReader::FieldParts(std::string_view key, std::size_t parts) {
+  WK_CHECK(parts >= 1, "line_format: a field of no parts");
+  auto value = Field(key);
+  if (!value.ok()) return value.status();
+  std::vector<std::string_view> out;
+  std::string_view rest = *value;
+  while (out.size() <= parts) {  // one part more than wanted is enough to refuse
+    const auto sp = rest.find(' ');
+    out.push_back(rest.substr(0, sp));
+    if (sp == std::string_view::npos) break;
+    rest.remove_prefix(sp + 1);
+  }
+  if (out.size() != parts || std::any_of(out.begin(), out.end(), [](std::string_view p) { return p.empty(); })) {
+    return Corrupt("'" + std::string(key) + "' needs exactly " + std::to_string(parts) +
+                   " parts separated by single spaces (found " + Quote(*value) + ")");
+  }
+  return out;
+}
+
 Result<std::string_view> LineReader::BareLine() {
   auto line = NextLine();
   if (!line.ok()) return line.status();
@@ -187,6 +224,21 @@ LineWriter& LineWriter::Field(std::string_view key, std::string_view value) {
 LineWriter& LineWriter::Field(std::string_view key, std::uint64_t value) { return Field(key, std::to_string(value)); }
 
 LineWriter& LineWriter::IntField(std::string_view key, std::int64_t value) { return Field(key, std::to_string(value)); }
+
+LineWriter& LineWriter::UnixMsField(std::string_view key, WallTime t) {
+  WK_CHECK(ToUnixMs(t) >= 0, "line_format: a time before 1970 for key " + std::string(key));
+  return Field(key, static_cast<std::uint64_t>(ToUnixMs(t)));
+}
+
+LineWriter& LineWriter::FieldParts(std::string_view key, std::initializer_list<std::string_view> parts) {
+  std::string value;
+  for (std::string_view part : parts) {
+    WK_CHECK(!part.empty() && part.find(' ') == std::string_view::npos, "line_format: bad part for key " + std::string(key));
+    if (!value.empty()) value += ' ';
+    value.append(part);
+  }
+  return Field(key, value);
+}
 
 LineWriter& LineWriter::BareLine(std::string_view line) {
   WK_CHECK(IsValue(line), "line_format: bad bare line");

@@ -16,6 +16,10 @@
 //   - a number is decimal digits only: no sign, no spaces, no leading zero except "0"
 //     itself, at most the bound the caller gives (ParseUint). The one signed field kind
 //     (an alarm time, which may be before 1970) allows a leading '-' but never "-0";
+//   - a wall time (`created_at`, `written_at`, ...) is Unix milliseconds: a number from 0
+//     to INT64_MAX (ParseUnixMs), never before 1970;
+//   - a value of several parts (`token <id> <hash> <ms>`) holds exactly the parts its
+//     format fixes, one space between each (FieldParts);
 //   - a field that is not the one expected is refused with a message naming the line
 //     number and saying whether it is unknown, out of order, repeated or missing;
 //   - after the last field nothing may follow unless the format says a payload does.
@@ -30,6 +34,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <optional>
 #include <string>
@@ -37,6 +42,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "base/time.h"
 
 namespace wk::line_format {
 
@@ -50,6 +56,9 @@ inline constexpr std::uint64_t kMaxUint = std::numeric_limits<std::uint64_t>::ma
 std::optional<std::uint64_t> ParseUint(std::string_view text, std::uint64_t max = kMaxUint);
 // A strict signed decimal: ParseUint's rules with an optional leading '-', never "-0".
 std::optional<std::int64_t> ParseInt(std::string_view text);
+// A wall time as the formats store it: Unix milliseconds, ParseUint's rules, at most
+// INT64_MAX (so never before 1970).
+std::optional<WallTime> ParseUnixMs(std::string_view text);
 
 // The header line's parts, for a format that recognises several versions.
 struct Header {
@@ -73,9 +82,17 @@ class LineReader {
   // Field, whose value is a strict number at most max.
   Result<std::uint64_t> UintField(std::string_view key, std::uint64_t max = kMaxUint);
   Result<std::int64_t> IntField(std::string_view key);
+  // Field, whose value is a wall time (ParseUnixMs).
+  Result<WallTime> UnixMsField(std::string_view key);
+  // Field, whose value is exactly `parts` non-empty parts with one space between each
+  // ("token <id> <hash> <ms>": 3 parts); the caller checks each part.
+  Result<std::vector<std::string_view>> FieldParts(std::string_view key, std::size_t parts);
   // The next line, whole (a list entry); the same line rules apply, it may not be empty.
   Result<std::string_view> BareLine();
 
+  // Whether every line has been read: a format that ends in a run of lines of one key
+  // (a tenant's tokens) reads them until this.
+  bool AtEnd() const { return rest_.empty(); }
   // Everything not yet read (a binary payload).
   std::string_view rest() const { return rest_; }
   // Consumes n bytes of the payload (the caller parsed them from rest()).
@@ -110,6 +127,10 @@ class LineWriter {
   LineWriter& Field(std::string_view key, std::uint64_t value);
   // Signed (alarm times only; see ParseInt).
   LineWriter& IntField(std::string_view key, std::int64_t value);
+  // REQUIRES (checked): t is not before 1970.
+  LineWriter& UnixMsField(std::string_view key, WallTime t);
+  // REQUIRES (checked): every part non-empty and without spaces.
+  LineWriter& FieldParts(std::string_view key, std::initializer_list<std::string_view> parts);
   LineWriter& BareLine(std::string_view line);
   // Appends bytes after the lines (a binary payload); no line rule applies.
   LineWriter& Payload(std::string_view bytes);

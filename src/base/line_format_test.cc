@@ -133,6 +133,56 @@ TEST(LineFormatTest, LineEndingsAndBytesAreExact) {
   EXPECT_TRUE(Decode("wasmkeep-test 2\nname " + std::string(kMaxValueBytes, 'a') + "\ncount 0\n").ok());
 }
 
+TEST(LineFormatTest, WallTimesAreUnixMillisecondsFrom1970) {
+  EXPECT_EQ(ParseUnixMs("0"), FromUnixMs(0));
+  EXPECT_EQ(ParseUnixMs("1764000000000"), FromUnixMs(1'764'000'000'000));
+  EXPECT_EQ(ParseUnixMs("9223372036854775807"), FromUnixMs(std::numeric_limits<std::int64_t>::max()));
+  for (std::string_view bad : {"", "-1", "01", "9223372036854775808", "1.5", "1 "}) {
+    EXPECT_FALSE(ParseUnixMs(bad).has_value()) << bad;
+  }
+  LineWriter w("test", 2);
+  w.UnixMsField("at", FromUnixMs(77));
+  EXPECT_EQ(w.str(), "wasmkeep-test 2\nat 77\n");
+  auto r = LineReader::Open(w.str(), "test", 2, "test");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->UnixMsField("at").value(), FromUnixMs(77));
+  EXPECT_TRUE(r->AtEnd());
+  for (std::string_view at : {"-1", "077", "9223372036854775808"}) {
+    const std::string body = "wasmkeep-test 2\nat " + std::string(at) + "\n";  // the reader views it
+    auto bad = LineReader::Open(body, "test", 2, "test");
+    ASSERT_TRUE(bad.ok());
+    auto t = bad->UnixMsField("at");
+    ASSERT_FALSE(t.ok()) << at;
+    EXPECT_NE(t.status().message().find("line 2: 'at' is not Unix milliseconds"), std::string::npos)
+        << t.status().message();
+  }
+  EXPECT_DEATH(LineWriter("test", 2).UnixMsField("at", FromUnixMs(-1)), "before 1970");
+}
+
+TEST(LineFormatTest, FieldPartsAreExactlyThePartsTheFormatFixes) {
+  LineWriter w("test", 2);
+  w.FieldParts("token", {"ab", "cd", "12"}).FieldParts("one", {"x"});
+  EXPECT_EQ(w.str(), "wasmkeep-test 2\ntoken ab cd 12\none x\n");
+  auto r = LineReader::Open(w.str(), "test", 2, "test");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->FieldParts("token", 3).value(), (std::vector<std::string_view>{"ab", "cd", "12"}));
+  EXPECT_FALSE(r->AtEnd());
+  EXPECT_EQ(r->FieldParts("one", 1).value(), (std::vector<std::string_view>{"x"}));
+  EXPECT_TRUE(r->AtEnd());
+  for (std::string_view value : {"ab cd", "ab cd 12 34", "ab  cd 12", "ab cd  12"}) {
+    const std::string body = "wasmkeep-test 2\ntoken " + std::string(value) + "\n";  // the reader views it
+    auto bad = LineReader::Open(body, "test", 2, "test");
+    ASSERT_TRUE(bad.ok());
+    auto parts = bad->FieldParts("token", 3);
+    ASSERT_FALSE(parts.ok()) << value;
+    EXPECT_EQ(parts.code(), Code::kFatal);
+    EXPECT_NE(parts.status().message().find("line 2: 'token' needs exactly 3 parts"), std::string::npos)
+        << parts.status().message();
+  }
+  EXPECT_DEATH(LineWriter("test", 2).FieldParts("token", {"a b", "c"}), "bad part");
+  EXPECT_DEATH(LineWriter("test", 2).FieldParts("token", {"a", ""}), "bad part");
+}
+
 TEST(LineFormatTest, PayloadAfterTheLinesIsLeftToTheCaller) {
   const std::string body = std::string("wasmkeep-test 2\nsize 3\n\0\n\r", 26);
   auto r = LineReader::Open(body, "test", 2, "test");

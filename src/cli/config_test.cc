@@ -2,52 +2,83 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
 
 namespace wk::cli {
 namespace {
 
 Result<Config> Load(const std::string& text) {
-  const std::string path = ::testing::TempDir() + "/wasmkeep_config_test.toml";
+  // One file per test: ctest runs the tests of this file as parallel processes.
+  const std::string path = ::testing::TempDir() + "/wasmkeep_config_test_" +
+                           ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".toml";
   std::ofstream(path) << text;
   return LoadConfig(path);
 }
 
+// A configuration that must be refused, and a piece of the message naming the setting.
+struct BadSetting {
+  std::string text;
+  std::string want;
+};
+
+void ExpectRefused(const std::vector<BadSetting>& cases) {
+  for (const BadSetting& c : cases) {
+    auto r = Load(c.text);
+    ASSERT_FALSE(r.ok()) << c.text;
+    EXPECT_NE(r.status().message().find(c.want), std::string::npos) << r.status().ToString();
+  }
+}
+
+// One setting as a configuration file writes it, and where LoadConfig puts it (as a
+// number: durations in milliseconds).
+struct Setting {
+  std::string line;  // "workers = 2"
+  std::int64_t want;
+  std::function<std::int64_t(const Config&)> loaded;
+};
+
+std::int64_t Ms(Duration d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); }
+
+// Loads header (sections and settings not checked here) followed by the settings' lines,
+// checks that each landed where it belongs, and returns the configuration.
+Result<Config> ExpectLoaded(const std::string& header, const std::vector<Setting>& settings) {
+  std::string text = header;
+  for (const Setting& s : settings) text += s.line + "\n";
+  auto c = Load(text);
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  if (!c.ok()) return c;
+  for (const Setting& s : settings) EXPECT_EQ(s.loaded(*c), s.want) << s.line;
+  return c;
+}
+
 TEST(ConfigTest, ActorsSectionSetsTheRuntimeAndLimits) {
-  auto c = Load(R"([actors]
-workers = 2
-max_memory_bytes = 1048576
-max_event_cpu_ms = 250
-max_request_bytes = 1000
-max_response_bytes = 2000
-max_key_bytes = 64
-max_value_bytes = 4096
-max_stored_bytes = 100000
-max_queued_events = 8
-idle_hibernate_ms = 1500
-memory_budget_bytes = 8388608
-sync_timeout_ms = 700
-max_module_bytes = 1000000
-max_table_elements = 5000
-isolate_heap_limit_bytes = 67108864
-)");
-  ASSERT_TRUE(c.ok()) << c.status().ToString();
-  const auto& a = c->actors;
-  EXPECT_EQ(a.workers, 2);
-  EXPECT_EQ(a.limits.max_memory_bytes, 1048576u);
-  EXPECT_EQ(a.limits.max_event_cpu_ms, 250u);
-  EXPECT_EQ(a.limits.max_request_bytes, 1000u);
-  EXPECT_EQ(a.limits.max_response_bytes, 2000u);
-  EXPECT_EQ(a.limits.max_key_bytes, 64u);
-  EXPECT_EQ(a.limits.max_value_bytes, 4096u);
-  EXPECT_EQ(a.limits.max_stored_bytes, 100000u);
-  EXPECT_EQ(a.limits.max_queued_events, 8u);
-  EXPECT_EQ(a.idle_hibernate, std::chrono::milliseconds(1500));
-  EXPECT_EQ(a.memory_budget_bytes, 8388608u);
-  EXPECT_EQ(a.sync_timeout, std::chrono::milliseconds(700));
-  EXPECT_EQ(a.limits.max_module_bytes, 1000000u);
-  EXPECT_EQ(a.limits.max_table_elements, 5000u);
-  EXPECT_EQ(a.isolate_heap_limit_bytes, 67108864u);
+  using L = actor::ActorLimits;
+  auto limit = [](auto field) {
+    return [field](const Config& c) { return static_cast<std::int64_t>(c.actors.limits.*field); };
+  };
+  (void)ExpectLoaded(
+      "[actors]\n",
+      {{"workers = 2", 2, [](const Config& c) { return std::int64_t{c.actors.workers}; }},
+       {"max_memory_bytes = 1048576", 1048576, limit(&L::max_memory_bytes)},
+       {"max_event_cpu_ms = 250", 250, limit(&L::max_event_cpu_ms)},
+       {"max_request_bytes = 1000", 1000, limit(&L::max_request_bytes)},
+       {"max_response_bytes = 2000", 2000, limit(&L::max_response_bytes)},
+       {"max_key_bytes = 64", 64, limit(&L::max_key_bytes)},
+       {"max_value_bytes = 4096", 4096, limit(&L::max_value_bytes)},
+       {"max_stored_bytes = 100000", 100000, limit(&L::max_stored_bytes)},
+       {"max_queued_events = 8", 8, limit(&L::max_queued_events)},
+       {"idle_hibernate_ms = 1500", 1500, [](const Config& c) { return Ms(c.actors.idle_hibernate); }},
+       {"memory_budget_bytes = 8388608", 8388608,
+        [](const Config& c) { return static_cast<std::int64_t>(c.actors.memory_budget_bytes); }},
+       {"sync_timeout_ms = 700", 700, [](const Config& c) { return Ms(c.actors.sync_timeout); }},
+       {"max_module_bytes = 1000000", 1000000, limit(&L::max_module_bytes)},
+       {"max_table_elements = 5000", 5000, limit(&L::max_table_elements)},
+       {"isolate_heap_limit_bytes = 67108864", 67108864,
+        [](const Config& c) { return static_cast<std::int64_t>(c.actors.isolate_heap_limit_bytes); }}});
 }
 
 TEST(ConfigTest, DefaultsWithoutTheSection) {
@@ -61,59 +92,41 @@ TEST(ConfigTest, DefaultsWithoutTheSection) {
 }
 
 TEST(ConfigTest, BadActorSettingsAreNamed) {
-  struct Case {
-    const char* text;
-    const char* want;
-  };
-  for (Case c : {Case{"[actors]\nmax_memory_bytes = 100000\n", "actors.max_memory_bytes must be a multiple of 65536"},
-                 Case{"[actors]\nmax_event_cpu_ms = 0\n", "actors.max_event_cpu_ms"},
-                 Case{"[actors]\nmax_queued_events = -1\n", "actors.max_queued_events"},
-                 Case{"[actors]\nworkers = \"four\"\n", "actors.workers"},
-                 Case{"[actors]\nmax_memory_bytes = 2147483648\n", "actors.memory_budget_bytes must be at least"},
-                 Case{"[actors]\nmax_stored_bytes = 10\n", "actors.max_stored_bytes"},
-                 Case{"[actors]\nmax_module_bytes = 0\n", "actors.max_module_bytes"},
-                 Case{"[actors]\nmax_module_bytes = 67108865\n", "actors.max_module_bytes"},
-                 Case{"[actors]\nmax_table_elements = 1000001\n", "actors.max_table_elements"},
-                 Case{"[actors]\nisolate_heap_limit_bytes = 1048576\n", "actors.isolate_heap_limit_bytes"},
-                 Case{"[actors]\nmax_cpu = 5\n", "unknown setting actors.max_cpu"}}) {
-    auto r = Load(c.text);
-    ASSERT_FALSE(r.ok()) << c.text;
-    EXPECT_NE(r.status().message().find(c.want), std::string::npos) << r.status().ToString();
-  }
+  ExpectRefused({{"[actors]\nmax_memory_bytes = 100000\n", "actors.max_memory_bytes must be a multiple of 65536"},
+                 {"[actors]\nmax_event_cpu_ms = 0\n", "actors.max_event_cpu_ms"},
+                 {"[actors]\nmax_queued_events = -1\n", "actors.max_queued_events"},
+                 {"[actors]\nworkers = \"four\"\n", "actors.workers"},
+                 {"[actors]\nmax_memory_bytes = 2147483648\n", "actors.memory_budget_bytes must be at least"},
+                 {"[actors]\nmax_stored_bytes = 10\n", "actors.max_stored_bytes"},
+                 {"[actors]\nmax_module_bytes = 0\n", "actors.max_module_bytes"},
+                 {"[actors]\nmax_module_bytes = 67108865\n", "actors.max_module_bytes"},
+                 {"[actors]\nmax_table_elements = 1000001\n", "actors.max_table_elements"},
+                 {"[actors]\nisolate_heap_limit_bytes = 1048576\n", "actors.isolate_heap_limit_bytes"},
+                 {"[actors]\nmax_cpu = 5\n", "unknown setting actors.max_cpu"}});
 }
 
 TEST(ConfigTest, StorageSectionSetsTheReplica) {
-  auto c = Load(R"([lease]
-ttl_ms = 4000
-grace_ms = 2000
-safety_ms = 1000
-max_skew_ms = 500
-heartbeat_period_ms = 1000
-[storage]
-segment_max_bytes = 65536
-segment_max_batches = 50
-snapshot_every_segments = 10
-snapshot_every_bytes = 1048576
-upload_timeout_ms = 3000
-restore_read_timeout_ms = 800
-restore_read_attempts = 3
-restore_parallelism = 4
-gc_delete_interval_ms = 0
-gc_max_deletes_per_pass = 10
-)");
-  ASSERT_TRUE(c.ok()) << c.status().ToString();
-  const auto& s = c->storage;
-  EXPECT_EQ(s.segment_max_bytes, 65536u);
-  EXPECT_EQ(s.segment_max_batches, 50u);
-  EXPECT_EQ(s.snapshot_every_segments, 10u);
-  EXPECT_EQ(s.snapshot_every_bytes, 1048576u);
-  EXPECT_EQ(s.upload_timeout, std::chrono::milliseconds(3000));
-  EXPECT_EQ(s.restore.read_timeout, std::chrono::milliseconds(800));
-  EXPECT_EQ(s.restore.read_attempts, 3);
-  EXPECT_EQ(s.restore.parallelism, 4);
-  EXPECT_EQ(s.gc_delete_interval, std::chrono::milliseconds(0));
-  EXPECT_EQ(s.gc_max_deletes_per_pass, 10);
-  EXPECT_EQ(s.gc_off_chain_after, std::chrono::milliseconds(6000)) << "ttl + grace, the fencing bound";
+  auto n = [](auto field) {
+    return [field](const Config& c) { return static_cast<std::int64_t>(c.storage.*field); };
+  };
+  auto ms = [](Duration replica::ReplicaOptions::*field) {
+    return [field](const Config& c) { return Ms(c.storage.*field); };
+  };
+  using R = replica::ReplicaOptions;
+  auto loaded = ExpectLoaded(
+      "[lease]\nttl_ms = 4000\ngrace_ms = 2000\nsafety_ms = 1000\nmax_skew_ms = 500\nheartbeat_period_ms = 1000\n[storage]\n",
+      {{"segment_max_bytes = 65536", 65536, n(&R::segment_max_bytes)},
+       {"segment_max_batches = 50", 50, n(&R::segment_max_batches)},
+       {"snapshot_every_segments = 10", 10, n(&R::snapshot_every_segments)},
+       {"snapshot_every_bytes = 1048576", 1048576, n(&R::snapshot_every_bytes)},
+       {"upload_timeout_ms = 3000", 3000, ms(&R::upload_timeout)},
+       {"restore_read_timeout_ms = 800", 800, [](const Config& c) { return Ms(c.storage.restore.read_timeout); }},
+       {"restore_read_attempts = 3", 3, [](const Config& c) { return std::int64_t{c.storage.restore.read_attempts}; }},
+       {"restore_parallelism = 4", 4, [](const Config& c) { return std::int64_t{c.storage.restore.parallelism}; }},
+       {"gc_delete_interval_ms = 0", 0, ms(&R::gc_delete_interval)},
+       {"gc_max_deletes_per_pass = 10", 10, n(&R::gc_max_deletes_per_pass)}});
+  ASSERT_TRUE(loaded.ok());
+  EXPECT_EQ(loaded->storage.gc_off_chain_after, std::chrono::milliseconds(6000)) << "ttl + grace, the fencing bound";
 
   auto d = Load("[log]\nlevel = \"info\"\n");
   ASSERT_TRUE(d.ok());
@@ -122,19 +135,11 @@ gc_max_deletes_per_pass = 10
 }
 
 TEST(ConfigTest, BadStorageSettingsAreNamed) {
-  struct Case {
-    const char* text;
-    const char* want;
-  };
-  for (Case c : {Case{"[storage]\nsegment_max_bytes = 10\n", "storage.segment_max_bytes"},
-                 Case{"[storage]\nrestore_parallelism = 0\n", "storage.restore_parallelism"},
-                 Case{"[storage]\nsnapshot_every_segments = \"often\"\n", "storage.snapshot_every_segments"},
-                 Case{"[storage]\nupload_timeout_ms = 0\n", "storage.upload_timeout_ms"},
-                 Case{"[storage]\nsegment_size = 5\n", "unknown setting storage.segment_size"}}) {
-    auto r = Load(c.text);
-    ASSERT_FALSE(r.ok()) << c.text;
-    EXPECT_NE(r.status().message().find(c.want), std::string::npos) << r.status().ToString();
-  }
+  ExpectRefused({{"[storage]\nsegment_max_bytes = 10\n", "storage.segment_max_bytes"},
+                 {"[storage]\nrestore_parallelism = 0\n", "storage.restore_parallelism"},
+                 {"[storage]\nsnapshot_every_segments = \"often\"\n", "storage.snapshot_every_segments"},
+                 {"[storage]\nupload_timeout_ms = 0\n", "storage.upload_timeout_ms"},
+                 {"[storage]\nsegment_size = 5\n", "unknown setting storage.segment_size"}});
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include "base/check.h"
 #include "base/digest.h"
+#include "base/line_format.h"
 #include "base/log.h"
 #include "cluster/owner_record.h"
 #include "control/common.h"
@@ -9,18 +10,6 @@
 
 namespace wk::control {
 namespace {
-
-using detail::Backoff;
-using detail::Field;
-using detail::GaveUp;
-using detail::IsLowerHex;
-using detail::IsRetryableRead;
-using detail::Lines;
-using detail::ListKeys;
-using detail::ParseMs;
-using detail::ParseUint;
-
-constexpr std::string_view kClassHeader = "wasmkeep-class 1";
 
 Status ValidateClassArgs(const std::string& tenant, const std::string& class_name) {
   if (Status s = ValidateTenantName(tenant); !s.ok()) return s;
@@ -37,7 +26,7 @@ Status ValidateClassName(std::string_view class_name) {
 ModuleDigest ModuleDigest::Of(std::string_view bytes) { return ModuleDigest{Sha256Hex(bytes)}; }
 
 Status ValidateModuleDigest(const ModuleDigest& digest) {
-  if (!IsLowerHex(digest.hex, 64)) {
+  if (!detail::IsLowerHex(digest.hex, 64)) {
     return InvalidArgument("module digest '" + digest.hex.substr(0, 80) + "' must be 64 lowercase hex characters (SHA-256)");
   }
   return Status::Ok();
@@ -54,29 +43,32 @@ std::string ClassPointerKey(std::string_view tenant, std::string_view class_name
 std::string EncodeClassPointer(std::string_view tenant, std::string_view class_name, const ClassVersion& v) {
   WK_CHECK(ValidateTenantName(tenant).ok() && ValidateClassName(class_name).ok() && ValidateModuleDigest(v.module).ok(),
            "encoding an invalid class pointer");
-  return std::string(kClassHeader) + "\nclass " + std::string(tenant) + "/" + std::string(class_name) + "\nmodule " +
-         v.module.hex + "\nsize " + std::to_string(v.size_bytes) + "\ndeployed_at " +
-         std::to_string(ToUnixMs(v.deployed_at)) + "\n";
+  line_format::LineWriter w("class", 1);
+  w.Field("class", std::string(tenant) + "/" + std::string(class_name)).Field("module", v.module.hex);
+  w.Field("size", v.size_bytes).UnixMsField("deployed_at", v.deployed_at);
+  return std::move(w).Take();
 }
 
 Result<ClassVersion> DecodeClassPointer(std::string_view body, std::string_view tenant, std::string_view class_name) {
-  auto corrupt = [&](const std::string& what) {
-    return Fatal("corrupt wasmkeep-class 1 pointer " + ClassPointerKey(tenant, class_name) + ": " + what);
-  };
-  auto lines = Lines(body);
-  if (!lines || lines->size() != 5 || (*lines)[0] != kClassHeader) return corrupt("bad header or not five lines");
-  auto cls = Field((*lines)[1], "class");
-  if (!cls || *cls != std::string(tenant) + "/" + std::string(class_name)) return corrupt("does not name this class");
+  auto reader = line_format::LineReader::Open(body, "class", 1,
+                                              "wasmkeep-class 1 pointer " + ClassPointerKey(tenant, class_name));
+  if (!reader.ok()) return reader.status();
+  auto cls = reader->Field("class");
+  if (!cls.ok()) return cls.status();
+  if (*cls != std::string(tenant) + "/" + std::string(class_name)) return reader->Corrupt("'class' names another class");
   ClassVersion v;
-  auto module = Field((*lines)[2], "module");
-  if (!module || !IsLowerHex(*module, 64)) return corrupt("bad module line");
+  auto module = reader->Field("module");
+  if (!module.ok()) return module.status();
   v.module.hex = std::string(*module);
-  auto size = Field((*lines)[3], "size");
-  if (!size || !ParseUint(*size, &v.size_bytes) || v.size_bytes == 0 || v.size_bytes > kMaxModuleBytes) {
-    return corrupt("bad size");
-  }
-  auto deployed = Field((*lines)[4], "deployed_at");
-  if (!deployed || !ParseMs(*deployed, &v.deployed_at)) return corrupt("bad deployed_at");
+  if (!ValidateModuleDigest(v.module).ok()) return reader->Corrupt("'module' is not 64 lowercase hex characters");
+  auto size = reader->UintField("size", kMaxModuleBytes);
+  if (!size.ok()) return size.status();
+  if (*size == 0) return reader->Corrupt("'size' is 0 (a module is never empty)");
+  v.size_bytes = *size;
+  auto deployed = reader->UnixMsField("deployed_at");
+  if (!deployed.ok()) return deployed.status();
+  v.deployed_at = *deployed;
+  if (Status s = reader->Finish(); !s.ok()) return s;
   return v;
 }
 
@@ -97,7 +89,7 @@ Task<Result<ClassVersion>> DeployClass(ObjectStore& store, Env& env, std::string
   bool stored = false;
   Status last = Retryable("no attempt made");
   for (int attempt = 1; attempt <= kMaxUpdateAttempts && !stored; ++attempt) {
-    if (attempt > 1) co_await Backoff(env, attempt);
+    if (attempt > 1) co_await detail::Backoff(env, attempt);
     std::string body = wasm_bytes;
     Precondition create = Precondition::IfNoneMatchAny();
     auto put = co_await store.Put(module_key, std::move(body), create, call);
@@ -106,7 +98,7 @@ Task<Result<ClassVersion>> DeployClass(ObjectStore& store, Env& env, std::string
       break;
     }
     if (put.code() != Code::kPreconditionFailed) {
-      if (!IsRetryableRead(put.code())) co_return put.status();
+      if (!detail::IsRetryableRead(put.code())) co_return put.status();
       last = put.status();
       continue;
     }
@@ -114,7 +106,7 @@ Task<Result<ClassVersion>> DeployClass(ObjectStore& store, Env& env, std::string
     // the pointer must name a module that reads back whole.
     auto got = co_await store.Get(module_key, call);
     if (!got.ok()) {
-      if (got.code() != Code::kNotFound && !IsRetryableRead(got.code())) co_return got.status();
+      if (got.code() != Code::kNotFound && !detail::IsRetryableRead(got.code())) co_return got.status();
       last = got.status();
       continue;
     }
@@ -130,25 +122,25 @@ Task<Result<ClassVersion>> DeployClass(ObjectStore& store, Env& env, std::string
       stored = true;
       break;
     }
-    if (fixed.code() != Code::kPreconditionFailed && !IsRetryableRead(fixed.code())) co_return fixed.status();
+    if (fixed.code() != Code::kPreconditionFailed && !detail::IsRetryableRead(fixed.code())) co_return fixed.status();
     last = fixed.status();
   }
-  if (!stored) co_return GaveUp("storing " + module_key, last);
+  if (!stored) co_return detail::GaveUp("storing " + module_key, last);
 
   // Only now that the module is stored does the pointer name it.
   const std::string pointer_key = ClassPointerKey(tenant, class_name);
   const std::string pointer = EncodeClassPointer(tenant, class_name, version);
   for (int attempt = 1; attempt <= kMaxUpdateAttempts; ++attempt) {
-    if (attempt > 1) co_await Backoff(env, attempt);
+    if (attempt > 1) co_await detail::Backoff(env, attempt);
     std::string body = pointer;
     Precondition none = Precondition::None();
     auto put = co_await store.Put(pointer_key, std::move(body), none, call);
     if (put.ok()) co_return version;
     // Rewriting the same pointer is harmless, so an unknown outcome is simply retried.
-    if (!IsRetryableRead(put.code())) co_return put.status();
+    if (!detail::IsRetryableRead(put.code())) co_return put.status();
     last = put.status();
   }
-  co_return GaveUp("writing " + pointer_key, last);
+  co_return detail::GaveUp("writing " + pointer_key, last);
 }
 
 Task<Result<std::optional<ClassVersion>>> CurrentClass(ObjectStore& store, std::string tenant, std::string class_name,
@@ -188,7 +180,7 @@ Task<Result<std::vector<ClassSummary>>> ListClasses(ObjectStore& store, std::opt
     if (Status s = ValidateTenantName(*tenant); !s.ok()) co_return s;
     prefix += *tenant + "/";
   }
-  auto keys = co_await ListKeys(store, prefix, call);
+  auto keys = co_await detail::ListKeys(store, prefix, call);
   if (!keys.ok()) co_return keys.status();
   std::vector<ClassSummary> out;
   for (const std::string& key : *keys) {

@@ -65,9 +65,9 @@ struct ClassVersion {
   friend bool operator==(const ClassVersion&, const ClassVersion&) = default;
 };
 
-// REQUIRES: valid names and digest (checked).
+// REQUIRES: valid names and digest, deployed_at not before 1970 (checked).
 std::string EncodeClassPointer(std::string_view tenant, std::string_view class_name, const ClassVersion& v);
-// kFatal("corrupt ...") unless a valid pointer naming this tenant and class.
+// kFatal("corrupt ...: line N: ...") unless a valid pointer naming this tenant and class.
 Result<ClassVersion> DecodeClassPointer(std::string_view body, std::string_view tenant, std::string_view class_name);
 
 // Stores the module under its SHA-256 (create-only; an identical module already there is

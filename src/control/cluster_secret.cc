@@ -2,27 +2,16 @@
 
 #include <openssl/rand.h>
 
+#include <cstring>
+#include <optional>
+
 #include "base/check.h"
 #include "base/digest.h"
+#include "base/line_format.h"
 #include "base/log.h"
 #include "control/common.h"
 
 namespace wk::control {
-namespace {
-
-using detail::Backoff;
-using detail::Field;
-using detail::GaveUp;
-using detail::Hex;
-using detail::IsLowerHex;
-using detail::IsRetryableRead;
-using detail::Lines;
-using detail::ParseMs;
-
-constexpr std::string_view kSecretHeader = "wasmkeep-secret 1";
-
-}  // namespace
-
 std::string ClusterSecret::Sign(std::string_view message) const {
   return ::wk::ToHex(::wk::HmacSha256(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), message));
 }
@@ -32,26 +21,25 @@ bool ClusterSecret::Verify(std::string_view message, std::string_view mac_hex) c
 }
 
 std::string EncodeClusterSecret(const ClusterSecret& secret, WallTime created_at) {
-  return std::string(kSecretHeader) + "\nsecret " + Hex(secret.bytes.data(), secret.bytes.size()) +
-         "\ncreated_at " + std::to_string(ToUnixMs(created_at)) + "\n";
+  line_format::LineWriter w("secret", 1);
+  w.Field("secret", detail::Hex(secret.bytes.data(), secret.bytes.size())).UnixMsField("created_at", created_at);
+  return std::move(w).Take();
 }
 
 Result<ClusterSecret> DecodeClusterSecret(std::string_view body) {
-  auto corrupt = [](const std::string& what) {
-    return Fatal("corrupt wasmkeep-secret 1 object " + std::string(kClusterSecretKey) + ": " + what);
-  };
-  auto lines = Lines(body);
-  if (!lines || lines->size() != 3 || (*lines)[0] != kSecretHeader) return corrupt("bad header or not three lines");
-  auto hex = Field((*lines)[1], "secret");
-  if (!hex || !IsLowerHex(*hex, 64)) return corrupt("bad secret line");
-  WallTime created;
-  auto created_field = Field((*lines)[2], "created_at");
-  if (!created_field || !ParseMs(*created_field, &created)) return corrupt("bad created_at");
+  auto reader = line_format::LineReader::Open(body, "secret", 1, "wasmkeep-secret 1 object " + std::string(kClusterSecretKey));
+  if (!reader.ok()) return reader.status();
+  auto hex = reader->Field("secret");
+  if (!hex.ok()) return hex.status();
   ClusterSecret secret;
-  for (std::size_t i = 0; i < secret.bytes.size(); ++i) {
-    auto nibble = [](char c) { return c <= '9' ? c - '0' : c - 'a' + 10; };
-    secret.bytes[i] = static_cast<std::uint8_t>(nibble((*hex)[2 * i]) << 4 | nibble((*hex)[2 * i + 1]));
-  }
+  std::optional<std::string> bytes;
+  if (detail::IsLowerHex(*hex, 2 * secret.bytes.size())) bytes = FromHex(*hex);
+  if (!bytes) return reader->Corrupt("'secret' is not 64 lowercase hex characters");
+  std::memcpy(secret.bytes.data(), bytes->data(), secret.bytes.size());
+  // created_at is not part of the value, but the object is read whole and strictly.
+  auto created = reader->UnixMsField("created_at");
+  if (!created.ok()) return created.status();
+  if (Status s = reader->Finish(); !s.ok()) return s;
   return secret;
 }
 
@@ -59,11 +47,11 @@ Task<Result<ClusterSecret>> EnsureClusterSecret(ObjectStore& store, Env& env, Ca
   const std::string key(kClusterSecretKey);
   Status last = Retryable("no attempt made");
   for (int attempt = 1; attempt <= kMaxUpdateAttempts; ++attempt) {
-    if (attempt > 1) co_await Backoff(env, attempt);
+    if (attempt > 1) co_await detail::Backoff(env, attempt);
     auto got = co_await store.Get(key, call);
     if (got.ok()) co_return DecodeClusterSecret(got->body);  // corrupt: kFatal, never replaced
     if (got.code() != Code::kNotFound) {
-      if (!IsRetryableRead(got.code())) co_return got.status();
+      if (!detail::IsRetryableRead(got.code())) co_return got.status();
       last = got.status();
       continue;
     }
@@ -79,10 +67,10 @@ Task<Result<ClusterSecret>> EnsureClusterSecret(ObjectStore& store, Env& env, Ca
       co_return fresh;
     }
     // Another node won the race, or our write's outcome is unknown: read back next round.
-    if (put.code() != Code::kPreconditionFailed && !IsRetryableRead(put.code())) co_return put.status();
+    if (put.code() != Code::kPreconditionFailed && !detail::IsRetryableRead(put.code())) co_return put.status();
     last = put.status();
   }
-  co_return GaveUp("reading or creating " + key, last);
+  co_return detail::GaveUp("reading or creating " + key, last);
 }
 
 }  // namespace wk::control

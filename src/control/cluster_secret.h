@@ -41,7 +41,9 @@ struct ClusterSecret {
   bool Verify(std::string_view message, std::string_view mac_hex) const;
 };
 
+// REQUIRES (checked): created_at is not before 1970.
 std::string EncodeClusterSecret(const ClusterSecret& secret, WallTime created_at);
+// kFatal("corrupt ...: line N: ...") for anything but the exact format above.
 Result<ClusterSecret> DecodeClusterSecret(std::string_view body);
 
 // Reads control/cluster-secret, creating it (If-None-Match: *) if it is absent: the first

@@ -1,10 +1,11 @@
 // What the control-plane files (tenants.h, tokens.h, cluster_secret.h, classes.h) share:
 // the bounds of their read-modify-write loops and listings, and the helpers of their
-// strict line formats and retries.
+// retries and hex fields.
 //
-// Every control object is a text format of "name value" lines ending in a newline, FROZEN
-// once written (a change is a new header version); decoders are strict and answer
-// kFatal("corrupt ...") for anything else, never "empty" or "absent".
+// Every control object is a text format FROZEN once written (a change is a new header
+// version), read and written with the strict line codec every frozen format shares
+// (base/line_format.h): decoders answer kFatal("corrupt ...: line N: ...") for anything
+// else, never "empty" or "absent".
 //
 // Threading: the constants and the pure helpers are usable anywhere; Backoff and ListKeys
 // run on the Env loop of the given env or store. No sockets, threads or clocks of their
@@ -13,7 +14,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,18 +41,6 @@ namespace detail {
 std::string Hex(const unsigned char* data, std::size_t n);
 // Whether s is exactly n lowercase hex characters.
 bool IsLowerHex(std::string_view s, std::size_t n);
-
-// A decimal without sign or leading zeros, as the formats write it.
-bool ParseUint(std::string_view s, std::uint64_t* out);
-// Unix milliseconds (ParseUint's grammar, at most INT64_MAX).
-bool ParseMs(std::string_view s, WallTime* out);
-// The lines of a newline-terminated body, without their newlines; nullopt if the body is
-// empty or does not end in a newline.
-std::optional<std::vector<std::string_view>> Lines(std::string_view body);
-// The value of "name value", or nullopt.
-std::optional<std::string_view> Field(std::string_view line, std::string_view name);
-// s split at every single space (empty parts kept).
-std::vector<std::string_view> SplitSpaces(std::string_view s);
 
 // Whether a failed read (or write) may be retried: kRetryable or kUnknownOutcome.
 bool IsRetryableRead(Code c);

@@ -4,28 +4,13 @@
 #include <functional>
 
 #include "base/check.h"
+#include "base/line_format.h"
 #include "cluster/owner_record.h"
 #include "control/common.h"
 
 namespace wk::control {
 namespace {
 
-using detail::Backoff;
-using detail::Field;
-using detail::GaveUp;
-using detail::IsLowerHex;
-using detail::IsRetryableRead;
-using detail::Lines;
-using detail::ListKeys;
-using detail::ParseMs;
-using detail::ParseUint;
-using detail::SplitSpaces;
-
-constexpr std::string_view kTenantHeader = "wasmkeep-tenant 1";
-
-Status CorruptTenant(std::string_view tenant, const std::string& what) {
-  return Fatal("corrupt wasmkeep-tenant 1 record " + TenantKey(tenant) + ": " + what);
-}
 
 bool HasToken(const TenantRecord& r, const TokenEntry& t) {
   return std::any_of(r.tokens.begin(), r.tokens.end(),
@@ -42,11 +27,11 @@ Task<Status> UpdateTenant(ObjectStore& store, Env& env, std::string tenant, Call
   const std::string key = TenantKey(tenant);
   Status last = Retryable("no attempt made");
   for (int attempt = 1; attempt <= kMaxUpdateAttempts; ++attempt) {
-    if (attempt > 1) co_await Backoff(env, attempt);
+    if (attempt > 1) co_await detail::Backoff(env, attempt);
     auto got = co_await store.Get(key, call);
     if (!got.ok()) {
       if (got.code() == Code::kNotFound) co_return NotFound("no tenant '" + tenant + "'");
-      if (!IsRetryableRead(got.code())) co_return got.status();
+      if (!detail::IsRetryableRead(got.code())) co_return got.status();
       last = got.status();
       continue;
     }
@@ -60,10 +45,10 @@ Task<Status> UpdateTenant(ObjectStore& store, Env& env, std::string tenant, Call
     Precondition cond = Precondition::IfMatch(got->version);
     auto put = co_await store.Put(key, std::move(body), cond, call);
     if (put.ok()) co_return Status::Ok();
-    if (put.code() != Code::kPreconditionFailed && !IsRetryableRead(put.code())) co_return put.status();
+    if (put.code() != Code::kPreconditionFailed && !detail::IsRetryableRead(put.code())) co_return put.status();
     last = put.status();
   }
-  co_return GaveUp("updating tenant '" + tenant + "'", last);
+  co_return detail::GaveUp("updating tenant '" + tenant + "'", last);
 }
 
 }  // namespace
@@ -76,48 +61,48 @@ Status ValidateTenantName(std::string_view tenant) {
 std::string EncodeTenantRecord(const TenantRecord& r) {
   WK_CHECK(ValidateTenantName(r.tenant).ok(), "encoding a tenant record with a bad name");
   WK_CHECK(r.revision >= 1 && r.tokens.size() <= kMaxTokensPerTenant, "encoding an invalid tenant record");
-  std::string out(kTenantHeader);
-  out += "\ntenant " + r.tenant;
-  out += "\ncreated_at " + std::to_string(ToUnixMs(r.created_at));
-  out += "\nrevision " + std::to_string(r.revision);
+  line_format::LineWriter w("tenant", 1);
+  w.Field("tenant", r.tenant).UnixMsField("created_at", r.created_at).Field("revision", r.revision);
   for (std::size_t i = 0; i < r.tokens.size(); ++i) {
     const TokenEntry& t = r.tokens[i];
-    WK_CHECK(IsTokenId(t.id) && IsLowerHex(t.secret_sha256, 64) && ToUnixMs(t.created_at) >= 0,
+    WK_CHECK(IsTokenId(t.id) && detail::IsLowerHex(t.secret_sha256, 64) && ToUnixMs(t.created_at) >= 0,
              "encoding an invalid token entry");
     for (std::size_t j = 0; j < i; ++j) WK_CHECK(r.tokens[j].id != t.id, "encoding duplicate token ids");
-    out += "\ntoken " + t.id + " " + t.secret_sha256 + " " + std::to_string(ToUnixMs(t.created_at));
+    w.FieldParts("token", {t.id, t.secret_sha256, std::to_string(ToUnixMs(t.created_at))});
   }
-  out += "\n";
-  return out;
+  return std::move(w).Take();
 }
 
 Result<TenantRecord> DecodeTenantRecord(std::string_view body, std::string_view tenant) {
-  auto lines = Lines(body);
-  if (!lines) return CorruptTenant(tenant, "not newline-terminated");
-  if (lines->size() < 4 || (*lines)[0] != kTenantHeader) return CorruptTenant(tenant, "bad header");
-  if (lines->size() > 4 + kMaxTokensPerTenant) return CorruptTenant(tenant, "too many tokens");
+  auto reader = line_format::LineReader::Open(body, "tenant", 1, "wasmkeep-tenant 1 record " + TenantKey(tenant));
+  if (!reader.ok()) return reader.status();
   TenantRecord r;
-  auto name = Field((*lines)[1], "tenant");
-  if (!name || *name != tenant) return CorruptTenant(tenant, "line 2 does not name this tenant");
+  auto name = reader->Field("tenant");
+  if (!name.ok()) return name.status();
+  if (*name != tenant) return reader->Corrupt("'tenant' names another tenant");
   r.tenant = std::string(tenant);
-  auto created = Field((*lines)[2], "created_at");
-  if (!created || !ParseMs(*created, &r.created_at)) return CorruptTenant(tenant, "bad created_at");
-  auto revision = Field((*lines)[3], "revision");
-  if (!revision || !ParseUint(*revision, &r.revision) || r.revision == 0) return CorruptTenant(tenant, "bad revision");
-  for (std::size_t i = 4; i < lines->size(); ++i) {
-    auto token = Field((*lines)[i], "token");
-    if (!token) return CorruptTenant(tenant, "line " + std::to_string(i + 1) + " is not 'token ...'");
-    auto parts = SplitSpaces(*token);
-    TokenEntry t;
-    if (parts.size() != 3 || !IsTokenId(parts[0]) || !IsLowerHex(parts[1], 64) || !ParseMs(parts[2], &t.created_at)) {
-      return CorruptTenant(tenant, "bad token line " + std::to_string(i + 1));
+  auto created = reader->UnixMsField("created_at");
+  if (!created.ok()) return created.status();
+  r.created_at = *created;
+  auto revision = reader->UintField("revision");
+  if (!revision.ok()) return revision.status();
+  if (*revision == 0) return reader->Corrupt("'revision' is 0 (the first write is revision 1)");
+  r.revision = *revision;
+  while (!reader->AtEnd()) {
+    auto parts = reader->FieldParts("token", 3);
+    if (!parts.ok()) return parts.status();
+    if (r.tokens.size() == kMaxTokensPerTenant) {
+      return reader->Corrupt("more than " + std::to_string(kMaxTokensPerTenant) + " 'token' lines");
     }
-    t.id = std::string(parts[0]);
-    t.secret_sha256 = std::string(parts[1]);
+    const std::string_view id = (*parts)[0], hash = (*parts)[1];
+    if (!IsTokenId(id)) return reader->Corrupt("the token id is not 16 lowercase hex characters");
+    if (!detail::IsLowerHex(hash, 64)) return reader->Corrupt("the token's hash is not 64 lowercase hex characters");
+    auto created_at = line_format::ParseUnixMs((*parts)[2]);
+    if (!created_at) return reader->Corrupt("the token's created time is not Unix milliseconds");
     for (const auto& e : r.tokens) {
-      if (e.id == t.id) return CorruptTenant(tenant, "duplicate token id " + t.id);
+      if (e.id == id) return reader->Corrupt("token id " + std::string(id) + " is repeated");
     }
-    r.tokens.push_back(std::move(t));
+    r.tokens.push_back(TokenEntry{std::string(id), std::string(hash), *created_at});
   }
   return r;
 }
@@ -135,13 +120,13 @@ Task<Result<NewToken>> CreateTenant(ObjectStore& store, Env& env, std::string te
   const std::string body = EncodeTenantRecord(record);
   Status last = Retryable("no attempt made");
   for (int attempt = 1; attempt <= kMaxUpdateAttempts; ++attempt) {
-    if (attempt > 1) co_await Backoff(env, attempt);
+    if (attempt > 1) co_await detail::Backoff(env, attempt);
     std::string copy = body;
     Precondition cond = Precondition::IfNoneMatchAny();
     auto put = co_await store.Put(key, std::move(copy), cond, call);
     if (put.ok()) co_return std::move(token).value();
     if (put.code() != Code::kPreconditionFailed) {
-      if (!IsRetryableRead(put.code())) co_return put.status();
+      if (!detail::IsRetryableRead(put.code())) co_return put.status();
       last = put.status();
       continue;  // a retried create meets our own landed write as a precondition failure
     }
@@ -152,10 +137,10 @@ Task<Result<NewToken>> CreateTenant(ObjectStore& store, Env& env, std::string te
       if (existing.ok() && HasToken(*existing, entry)) co_return std::move(token).value();
       co_return PreconditionFailed("tenant '" + tenant + "' already exists");
     }
-    if (got.code() != Code::kNotFound && !IsRetryableRead(got.code())) co_return got.status();
+    if (got.code() != Code::kNotFound && !detail::IsRetryableRead(got.code())) co_return got.status();
     last = got.status();
   }
-  co_return GaveUp("creating tenant '" + tenant + "'", last);
+  co_return detail::GaveUp("creating tenant '" + tenant + "'", last);
 }
 
 Task<Result<NewToken>> AddToken(ObjectStore& store, Env& env, std::string tenant, CallOptions call) {
@@ -215,7 +200,7 @@ Task<Result<TenantRecord>> ReadTenant(ObjectStore& store, std::string tenant, Ca
 
 Task<Result<std::vector<TenantSummary>>> ListTenants(ObjectStore& store, CallOptions call) {
   std::string prefix(kTenantsPrefix);
-  auto keys = co_await ListKeys(store, prefix, call);
+  auto keys = co_await detail::ListKeys(store, prefix, call);
   if (!keys.ok()) co_return keys.status();
   std::vector<TenantSummary> out;
   for (const std::string& key : *keys) {

@@ -57,10 +57,10 @@ struct TenantRecord {
 };
 
 // REQUIRES: a valid record (checked): valid name, ids and hashes, no duplicate ids, at
-// most kMaxTokensPerTenant tokens.
+// most kMaxTokensPerTenant tokens, no time before 1970.
 std::string EncodeTenantRecord(const TenantRecord& record);
-// The record stored under TenantKey(tenant), or kFatal("corrupt ...") for anything else
-// (a record naming another tenant included).
+// The record stored under TenantKey(tenant), or kFatal("corrupt ...: line N: ...") for
+// anything else (a record naming another tenant included).
 Result<TenantRecord> DecodeTenantRecord(std::string_view body, std::string_view tenant);
 
 // Creates the tenant with one token. kPreconditionFailed if it exists; kInvalidArgument

@@ -13,8 +13,6 @@
 namespace wk::control {
 namespace {
 
-using detail::Hex;
-using detail::IsLowerHex;
 
 constexpr std::string_view kTokenPrefix = "wk.";
 constexpr std::size_t kTokenIdBytes = 8;   // 16 hex characters: unique within a tenant
@@ -27,7 +25,7 @@ constexpr std::string_view kNotRecognised = "token not recognised (unknown tenan
 Result<std::string> SecretHex(std::size_t bytes) {
   std::vector<unsigned char> buf(bytes);
   if (RAND_bytes(buf.data(), static_cast<int>(buf.size())) != 1) return Fatal("OpenSSL RAND_bytes failed");
-  return Hex(buf.data(), buf.size());
+  return detail::Hex(buf.data(), buf.size());
 }
 
 Result<ParsedToken> ParseAuthorization(std::string_view header) {
@@ -49,7 +47,7 @@ Task<Result<std::string>> Answer(Result<std::string> result) { co_return result;
 
 }  // namespace
 
-bool IsTokenId(std::string_view s) { return IsLowerHex(s, kTokenIdBytes * 2); }
+bool IsTokenId(std::string_view s) { return detail::IsLowerHex(s, kTokenIdBytes * 2); }
 
 Result<NewToken> MintToken(Env& env, const std::string& tenant, TokenEntry* entry) {
   auto secret = SecretHex(kSecretBytes);
@@ -70,7 +68,7 @@ Result<ParsedToken> ParseToken(std::string_view token) {
     return InvalidArgument("malformed token: not 'wk.<tenant>.<id>.<secret>'");
   }
   ParsedToken p{std::string(rest.substr(0, a)), std::string(rest.substr(a + 1, b - a - 1)), std::string(rest.substr(b + 1))};
-  if (!ValidateTenantName(p.tenant).ok() || !IsTokenId(p.token_id) || !IsLowerHex(p.secret, kSecretBytes * 2)) {
+  if (!ValidateTenantName(p.tenant).ok() || !IsTokenId(p.token_id) || !detail::IsLowerHex(p.secret, kSecretBytes * 2)) {
     return InvalidArgument("malformed token: not 'wk.<tenant>.<id>.<secret>'");
   }
   return p;

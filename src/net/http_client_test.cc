@@ -48,6 +48,25 @@ HttpOutcome SendOne(RealEnv& env, HttpClient& client, HttpRequest req,
   return env.RunMain(main(env, client, std::move(req), timeout));
 }
 
+// A GET of /hang (which the script leaves unanswered) running as its own task, already
+// received by the server; its outcome is set when the task ends.
+struct Hanging {
+  TaskHandle task;
+  std::shared_ptr<HttpOutcome> outcome;
+};
+Task<Hanging> StartHangingGet(RealEnv& env, HttpClient& client, ScriptedHttpServer& server) {
+  Hanging h{{}, std::make_shared<HttpOutcome>()};
+  const std::size_t received = server.received().size();
+  h.task = env.Spawn(
+      [](RealEnv& e, HttpClient& c, std::shared_ptr<HttpOutcome> out) -> Task<void> {
+        *out = co_await c.Send(Get("/hang"), e.MonoNow() + seconds(30));
+      }(env, client, h.outcome),
+      "hang");
+  std::function<bool()> sent = [&server, received] { return server.received().size() == received + 1; };
+  EXPECT_TRUE(co_await WaitUntil(env, sent));
+  co_return h;
+}
+
 // A port on 127.0.0.1 where nothing listens (bound, then closed).
 std::uint16_t DeadPort() {
   boost::asio::io_context io;
@@ -164,18 +183,11 @@ TEST(HttpClientTest, WaitingForASlotTimesOutBeforeSending) {
   auto client = MakeClient(env, server.url(), options);
   auto main = [](RealEnv& e, HttpClient& c,
                  ScriptedHttpServer& s) -> Task<std::pair<HttpOutcome, HttpOutcome>> {
-    auto first = std::make_shared<HttpOutcome>();
-    TaskHandle h = e.Spawn(
-        [](RealEnv& en, HttpClient& cl, std::shared_ptr<HttpOutcome> out) -> Task<void> {
-          *out = co_await cl.Send(Get("/hang"), en.MonoNow() + seconds(30));
-        }(e, c, first),
-        "hang");
-    std::function<bool()> sent = [&s] { return s.received().size() == 1; };
-    EXPECT_TRUE(co_await WaitUntil(e, sent));
+    Hanging first = co_await StartHangingGet(e, c, s);
     HttpOutcome second = co_await c.Send(Get("/never"), e.MonoNow() + milliseconds(50));
-    h.Cancel();
-    co_await h.Join();
-    co_return std::make_pair(*first, second);
+    first.task.Cancel();
+    co_await first.task.Join();
+    co_return std::make_pair(*first.outcome, second);
   };
   auto [first, second] = env.RunMain(main(env, *client, server));
   EXPECT_EQ(second.failure, HttpFailure::kTimeout) << second.detail;
@@ -231,22 +243,15 @@ TEST(HttpClientTest, CancellationAbortsAndDoesNotPoolTheConnection) {
   auto client = MakeClient(env, server.url());
   auto main = [](RealEnv& e, HttpClient& c,
                  ScriptedHttpServer& s) -> Task<std::pair<HttpOutcome, HttpOutcome>> {
-    auto first = std::make_shared<HttpOutcome>();
-    TaskHandle h = e.Spawn(
-        [](RealEnv& en, HttpClient& cl, std::shared_ptr<HttpOutcome> out) -> Task<void> {
-          *out = co_await cl.Send(Get("/hang"), en.MonoNow() + seconds(30));
-        }(e, c, first),
-        "hang");
-    std::function<bool()> sent = [&s] { return s.received().size() == 1; };
-    EXPECT_TRUE(co_await WaitUntil(e, sent));
+    Hanging first = co_await StartHangingGet(e, c, s);
     const MonoTime cancelled_at = e.MonoNow();
-    h.Cancel();
-    co_await h.Join();
+    first.task.Cancel();
+    co_await first.task.Join();
     EXPECT_LT(e.MonoNow() - cancelled_at, seconds(1));  // not the 30 s deadline
     EXPECT_EQ(c.stats().in_use, 0);
     EXPECT_EQ(c.stats().idle, 0);
     HttpOutcome second = co_await c.Send(Get("/after"), e.MonoNow() + seconds(5));
-    co_return std::make_pair(*first, second);
+    co_return std::make_pair(*first.outcome, second);
   };
   auto [first, second] = env.RunMain(main(env, *client, server));
   EXPECT_EQ(first.failure, HttpFailure::kCancelled) << first.detail;

@@ -15,12 +15,14 @@ namespace {
 
 using http_test::error_code;
 using http_test::Reply;
+using http_test::RunServed;
+using http_test::Served;
 using http_test::TestClient;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-// What the test handlers saw. Lives in the test coroutine's frame, which outlives the
-// server and (the tests wait for them) every handler task.
+// What the test handlers saw. Lives in the test's frame, which outlives the server and
+// (the tests wait for them) every handler task.
 struct Calls {
   std::vector<ServerRequest> requests;
   std::vector<std::string> events;  // "start /x", "end /x"
@@ -73,13 +75,11 @@ ServerHandler OkHandler() {
   return [](ServerRequest) { return ReadyResponse(TextResponse(200, "ok\n")); };
 }
 
-std::unique_ptr<HttpServer> StartOrFail(RealEnv& env, ServerHandler handler, HttpServerLimits limits = {}) {
-  auto started = HttpServer::Start(env, "127.0.0.1:0", std::move(handler), limits);
-  if (!started.ok()) {
-    ADD_FAILURE() << started.status().ToString();
-    return nullptr;
-  }
-  return std::move(started).value();
+// The default limits but for the body's.
+HttpServerLimits MaxBody(std::size_t bytes) {
+  HttpServerLimits limits;
+  limits.max_body_bytes = bytes;
+  return limits;
 }
 
 // Waits (bounded) until cond holds; returns whether it did.
@@ -95,21 +95,17 @@ Task<bool> WaitFor(Env* env, std::function<bool()> cond) {
 
 TEST(HttpServerTest, RoundTripCarriesMethodTargetHeadersBodyAndRemote) {
   RealEnv env;
-  env.RunMain([](RealEnv& e) -> Task<void> {
-    Calls calls;
-    ServerHandler handler = [&calls](ServerRequest request) {
-      calls.requests.push_back(request);
-      ServerResponse response;
-      response.status = 201;
-      response.headers = {{"X-Reply", "yes"}, {"x-lower", "kept as sent"}, {"Content-Type", "application/json"}};
-      response.body = "{\"got\":\"" + request.body + "\"}";
-      return ReadyResponse(std::move(response));
-    };
-    auto server = StartOrFail(e, handler);
-    CO_ASSERT_TRUE(server != nullptr);
-    TestClient client(e);
-    CO_ASSERT_TRUE(!(co_await client.Connect(server->bound_port())));
-    Reply r = co_await client.Request("POST", "/v1/actors/t/c/n/x?y=1", "X-Custom: A\r\nx-other: b\r\n", "hello");
+  Calls calls;
+  ServerHandler handler = [&calls](ServerRequest request) {
+    calls.requests.push_back(request);
+    ServerResponse response;
+    response.status = 201;
+    response.headers = {{"X-Reply", "yes"}, {"x-lower", "kept as sent"}, {"Content-Type", "application/json"}};
+    response.body = "{\"got\":\"" + request.body + "\"}";
+    return ReadyResponse(std::move(response));
+  };
+  RunServed(env, handler, {}, [&](Served& s) -> Task<void> {
+    Reply r = co_await s.client.Request("POST", "/v1/actors/t/c/n/x?y=1", "X-Custom: A\r\nx-other: b\r\n", "hello");
     CO_ASSERT_TRUE(!r.ec);
     EXPECT_EQ(r.status, 201);
     EXPECT_EQ(r.Get("X-Reply"), "yes");
@@ -130,65 +126,57 @@ TEST(HttpServerTest, RoundTripCarriesMethodTargetHeadersBodyAndRemote) {
     EXPECT_EQ(got.Header("X-OTHER"), "b");
     EXPECT_EQ(got.Header("missing"), std::nullopt);
     EXPECT_TRUE(got.remote.starts_with("127.0.0.1:")) << got.remote;
-    EXPECT_NE(got.remote, "127.0.0.1:" + std::to_string(server->bound_port()));
+    EXPECT_NE(got.remote, "127.0.0.1:" + std::to_string(s.server->bound_port()));
 
     // An unknown method is passed on as sent.
-    r = co_await client.Request("PURGE", "/x");
+    r = co_await s.client.Request("PURGE", "/x");
     EXPECT_EQ(r.status, 201);
     CO_ASSERT_TRUE(calls.requests.size() == 2u);
     EXPECT_EQ(calls.requests[1].method, "PURGE");
     EXPECT_EQ(calls.requests[1].body, "");
-  }(env));
+  });
 }
 
 TEST(HttpServerTest, ManySlowHandlersRunConcurrentlyOnSeparateConnections) {
   RealEnv env;
-  env.RunMain([](RealEnv& e) -> Task<void> {
-    Calls calls;
-    constexpr int kClients = 24;
-    constexpr Duration kDelay = milliseconds(400);
-    auto server = StartOrFail(e, SlowHandler(&e, &calls, kDelay));
-    CO_ASSERT_TRUE(server != nullptr);
+  Calls calls;
+  constexpr int kClients = 24;
+  constexpr Duration kDelay = milliseconds(400);
+  RunServed(env, SlowHandler(&env, &calls, kDelay), {}, [&](Served& s) -> Task<void> {
     std::vector<std::unique_ptr<TestClient>> clients;
+    for (int i = 1; i < kClients; ++i) clients.push_back(co_await s.Connect());
+    const MonoTime start = env.MonoNow();
     for (int i = 0; i < kClients; ++i) {
-      clients.push_back(std::make_unique<TestClient>(e));
-      CO_ASSERT_TRUE(!(co_await clients.back()->Connect(server->bound_port())));
-    }
-    const MonoTime start = e.MonoNow();
-    for (int i = 0; i < kClients; ++i) {
-      std::string raw = "GET /c" + std::to_string(i) + " HTTP/1.1\r\nHost: x\r\n\r\n";
-      CO_ASSERT_TRUE(!(co_await clients[i]->Send(raw)));
+      TestClient& c = i == 0 ? s.client : *clients[i - 1];
+      CO_ASSERT_TRUE(!(co_await c.Send("GET /c" + std::to_string(i) + " HTTP/1.1\r\nHost: x\r\n\r\n")));
     }
     for (int i = 0; i < kClients; ++i) {
-      Reply r = co_await clients[i]->Read(false);
+      TestClient& c = i == 0 ? s.client : *clients[i - 1];
+      Reply r = co_await c.Read(false);
       CO_ASSERT_TRUE(!r.ec);
       EXPECT_EQ(r.status, 200);
       EXPECT_EQ(r.body, "/c" + std::to_string(i));
     }
     // Serially they would take kClients * 400 ms.
-    EXPECT_LT(e.MonoNow() - start, kDelay * 4);
+    EXPECT_LT(env.MonoNow() - start, kDelay * 4);
     EXPECT_EQ(calls.max_in_flight, kClients);
-    EXPECT_EQ(server->open_connections(), static_cast<std::size_t>(kClients));
-  }(env));
+    EXPECT_EQ(s.server->open_connections(), static_cast<std::size_t>(kClients));
+  });
 }
 
 TEST(HttpServerTest, PipelinedRequestsAreHandledOneAtATimeAndAnsweredInOrder) {
   RealEnv env;
-  env.RunMain([](RealEnv& e) -> Task<void> {
-    Calls calls;
-    auto server = StartOrFail(e, SlowHandler(&e, &calls, milliseconds(0)));
-    CO_ASSERT_TRUE(server != nullptr);
-    TestClient client(e);
-    CO_ASSERT_TRUE(!(co_await client.Connect(server->bound_port())));
+  Calls calls;
+  RunServed(env, SlowHandler(&env, &calls, milliseconds(0)), {}, [&](Served& s) -> Task<void> {
     // The first is the slowest: answering in completion order would put it last.
     std::string three =
         "GET /first?ms=300 HTTP/1.1\r\nHost: x\r\n\r\n"
         "POST /second?ms=10 HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc"
         "GET /third?ms=0 HTTP/1.1\r\nHost: x\r\n\r\n";
-    CO_ASSERT_TRUE(!(co_await client.Send(three)));
-    Reply first = co_await client.Read(false);
-    Reply second = co_await client.Read(false);
-    Reply third = co_await client.Read(false);
+    CO_ASSERT_TRUE(!(co_await s.client.Send(three)));
+    Reply first = co_await s.client.Read(false);
+    Reply second = co_await s.client.Read(false);
+    Reply third = co_await s.client.Read(false);
     EXPECT_EQ(first.body, "/first");
     EXPECT_EQ(second.body, "/second");
     EXPECT_EQ(third.body, "/third");
@@ -196,120 +184,89 @@ TEST(HttpServerTest, PipelinedRequestsAreHandledOneAtATimeAndAnsweredInOrder) {
                                                "end /second",   "start /third", "end /third"};
     EXPECT_EQ(calls.events, expected);
     EXPECT_EQ(calls.max_in_flight, 1);
-  }(env));
+  });
 }
 
 TEST(HttpServerTest, KeepAliveReusesOneConnection) {
   RealEnv env;
-  env.RunMain([](RealEnv& e) -> Task<void> {
-    Calls calls;
-    auto server = StartOrFail(e, EchoHandler(&calls));
-    CO_ASSERT_TRUE(server != nullptr);
-    TestClient client(e);
-    CO_ASSERT_TRUE(!(co_await client.Connect(server->bound_port())));
+  Calls calls;
+  RunServed(env, EchoHandler(&calls), {}, [&](Served& s) -> Task<void> {
     for (int i = 0; i < 5; ++i) {
       std::string body = "n" + std::to_string(i);
-      Reply r = co_await client.Request("POST", "/x", "", body);
+      Reply r = co_await s.client.Request("POST", "/x", "", body);
       CO_ASSERT_TRUE(!r.ec);
       EXPECT_EQ(r.body, "echo:" + body);
       EXPECT_NE(r.connection, "close");
     }
-    EXPECT_EQ(server->open_connections(), 1u);
+    EXPECT_EQ(s.server->open_connections(), 1u);
     CO_ASSERT_TRUE(calls.requests.size() == 5u);
     for (const ServerRequest& request : calls.requests) EXPECT_EQ(request.remote, calls.requests[0].remote);
-  }(env));
+  });
 }
 
 TEST(HttpServerTest, ConnectionCloseAndHttp10AreHonoured) {
   RealEnv env;
-  env.RunMain([](RealEnv& e) -> Task<void> {
-    Calls calls;
-    ServerResponse closing = TextResponse(200, "bye\n");
-    closing.headers.emplace_back("Connection", "Close");
-    auto server = StartOrFail(e, [&calls, &closing](ServerRequest request) {
-      calls.requests.push_back(request);
-      return ReadyResponse(request.target == "/handler-closes" ? closing : TextResponse(200, "ok\n"));
-    });
-    CO_ASSERT_TRUE(server != nullptr);
-
-    TestClient asks(e);
-    CO_ASSERT_TRUE(!(co_await asks.Connect(server->bound_port())));
-    Reply r = co_await asks.Request("GET", "/x", "Connection: close\r\n");
-    EXPECT_EQ(r.status, 200);
-    EXPECT_EQ(r.connection, "close");
-    EXPECT_TRUE(co_await asks.SeesClose(seconds(5)));
-
-    TestClient old(e);
-    CO_ASSERT_TRUE(!(co_await old.Connect(server->bound_port())));
-    CO_ASSERT_TRUE(!(co_await old.Send("GET /x HTTP/1.0\r\n\r\n")));
-    r = co_await old.Read(false);
-    EXPECT_EQ(r.status, 200);
-    EXPECT_TRUE(co_await old.SeesClose(seconds(5)));
+  ServerResponse closing = TextResponse(200, "bye\n");
+  closing.headers.emplace_back("Connection", "Close");
+  ServerHandler handler = [&closing](ServerRequest request) {
+    return ReadyResponse(request.target == "/handler-closes" ? closing : TextResponse(200, "ok\n"));
+  };
+  RunServed(env, handler, {}, [&](Served& s) -> Task<void> {
+    co_await http_test::ExpectCloseAndHttp10Honoured(s, "/x");
 
     // HTTP/1.0 with keep-alive stays open.
-    TestClient old_keep(e);
-    CO_ASSERT_TRUE(!(co_await old_keep.Connect(server->bound_port())));
+    auto old_keep = co_await s.Connect();
     for (int i = 0; i < 2; ++i) {
-      CO_ASSERT_TRUE(!(co_await old_keep.Send("GET /x HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")));
-      r = co_await old_keep.Read(false);
+      CO_ASSERT_TRUE(!(co_await old_keep->Send("GET /x HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")));
+      Reply r = co_await old_keep->Read(false);
       EXPECT_EQ(r.status, 200);
       EXPECT_EQ(r.connection, "keep-alive");
     }
 
     // The handler may close: its Connection header is not passed on as is.
-    TestClient handler_closes(e);
-    CO_ASSERT_TRUE(!(co_await handler_closes.Connect(server->bound_port())));
-    r = co_await handler_closes.Request("GET", "/handler-closes");
+    auto handler_closes = co_await s.Connect();
+    Reply r = co_await handler_closes->Request("GET", "/handler-closes");
     EXPECT_EQ(r.body, "bye\n");
     EXPECT_EQ(r.connection, "close");
-    EXPECT_TRUE(co_await handler_closes.SeesClose(seconds(5)));
-  }(env));
+    EXPECT_TRUE(co_await handler_closes->SeesClose(seconds(5)));
+  });
 }
 
 TEST(HttpServerTest, HeadSendsHeadersWithoutBody) {
   RealEnv env;
-  env.RunMain([](RealEnv& e) -> Task<void> {
-    ServerResponse response = TextResponse(200, "twelve bytes");
-    auto server = StartOrFail(e, FixedHandler(&response));
-    CO_ASSERT_TRUE(server != nullptr);
-    TestClient client(e);
-    CO_ASSERT_TRUE(!(co_await client.Connect(server->bound_port())));
-    Reply head = co_await client.Request("HEAD", "/x");
+  ServerResponse response = TextResponse(200, "twelve bytes");
+  RunServed(env, FixedHandler(&response), {}, [&](Served& s) -> Task<void> {
+    Reply head = co_await s.client.Request("HEAD", "/x");
     CO_ASSERT_TRUE(!head.ec);
     EXPECT_EQ(head.status, 200);
     EXPECT_EQ(head.content_length, "12");
     EXPECT_TRUE(head.body.empty());
     // Had the server sent a body after the HEAD reply, this GET would read it as garbage.
-    Reply get = co_await client.Request("GET", "/x");
+    Reply get = co_await s.client.Request("GET", "/x");
     CO_ASSERT_TRUE(!get.ec);
     EXPECT_EQ(get.body, "twelve bytes");
     // A HEAD answer without a body keeps the handler's Content-Length.
     response = TextResponse(200, "");
     response.headers.emplace_back("Content-Length", "4096");
-    head = co_await client.Request("HEAD", "/x");
+    head = co_await s.client.Request("HEAD", "/x");
     EXPECT_EQ(head.content_length, "4096");
     // Not for GET: there the body's size is the truth.
-    get = co_await client.Request("GET", "/x");
+    get = co_await s.client.Request("GET", "/x");
     CO_ASSERT_TRUE(!get.ec);
     EXPECT_EQ(get.content_length, "0");
-    EXPECT_EQ(server->open_connections(), 1u);
-  }(env));
+    EXPECT_EQ(s.server->open_connections(), 1u);
+  });
 }
 
 TEST(HttpServerTest, ResponseFramingIsTheServers) {
   RealEnv env;
-  env.RunMain([](RealEnv& e) -> Task<void> {
-    ServerResponse response;
-    auto server = StartOrFail(e, FixedHandler(&response));
-    CO_ASSERT_TRUE(server != nullptr);
-    TestClient client(e);
-    CO_ASSERT_TRUE(!(co_await client.Connect(server->bound_port())));
-
+  ServerResponse response;
+  RunServed(env, FixedHandler(&response), {}, [&](Served& s) -> Task<void> {
     // The handler's framing headers are replaced by the server's.
     response = TextResponse(200, "abc");
     response.headers.emplace_back("Content-Length", "999");
     response.headers.emplace_back("Transfer-Encoding", "chunked");
-    Reply r = co_await client.Request("GET", "/x");
+    Reply r = co_await s.client.Request("GET", "/x");
     CO_ASSERT_TRUE(!r.ec);
     EXPECT_EQ(r.content_length, "3");
     EXPECT_FALSE(r.Has("Transfer-Encoding"));
@@ -319,7 +276,7 @@ TEST(HttpServerTest, ResponseFramingIsTheServers) {
     response = ServerResponse{};
     response.status = 204;
     response.body = "dropped";
-    r = co_await client.Request("DELETE", "/x");
+    r = co_await s.client.Request("DELETE", "/x");
     CO_ASSERT_TRUE(!r.ec);
     EXPECT_EQ(r.status, 204);
     EXPECT_FALSE(r.Has("Content-Length"));
@@ -327,180 +284,140 @@ TEST(HttpServerTest, ResponseFramingIsTheServers) {
     // What would break the framing is not sent: 500 instead, and the connection stays.
     response = TextResponse(200, "x");
     response.headers.emplace_back("X-Split", "a\r\nSet-Cookie: evil=1");
-    r = co_await client.Request("GET", "/x");
+    r = co_await s.client.Request("GET", "/x");
     CO_ASSERT_TRUE(!r.ec);
     EXPECT_EQ(r.status, 500);
     EXPECT_FALSE(r.Has("Set-Cookie"));
     EXPECT_FALSE(r.Has("X-Split"));
     response = TextResponse(200, "x");
     response.headers.emplace_back("Bad Name", "v");
-    r = co_await client.Request("GET", "/x");
+    r = co_await s.client.Request("GET", "/x");
     EXPECT_EQ(r.status, 500);
     for (int status : {0, 100, 101, 199, 600}) {
       response = TextResponse(status, "x");
-      r = co_await client.Request("GET", "/x");
+      r = co_await s.client.Request("GET", "/x");
       EXPECT_EQ(r.status, 500) << status;
     }
     response = TextResponse(599, "x");
-    r = co_await client.Request("GET", "/x");
+    r = co_await s.client.Request("GET", "/x");
     EXPECT_EQ(r.status, 599);
-    EXPECT_EQ(server->open_connections(), 1u);
-  }(env));
+    EXPECT_EQ(s.server->open_connections(), 1u);
+  });
 }
 
 // ---- Request bodies.
 
 TEST(HttpServerTest, ContentLengthOverTheLimitIs413WithoutReadingTheBody) {
   RealEnv env;
-  env.RunMain([](RealEnv& e) -> Task<void> {
-    Calls calls;
-    HttpServerLimits limits;
-    limits.max_body_bytes = 1000;
-    auto server = StartOrFail(e, EchoHandler(&calls), limits);
-    CO_ASSERT_TRUE(server != nullptr);
-
+  Calls calls;
+  RunServed(env, EchoHandler(&calls), MaxBody(1000), [&](Served& s) -> Task<void> {
     // Exactly the limit is accepted.
-    TestClient at_limit(e);
-    CO_ASSERT_TRUE(!(co_await at_limit.Connect(server->bound_port())));
     std::string body(1000, 'b');
-    Reply r = co_await at_limit.Request("PUT", "/x", "", body);
+    Reply r = co_await s.client.Request("PUT", "/x", "", body);
     EXPECT_EQ(r.status, 200);
     EXPECT_EQ(r.body, "echo:" + body);
     EXPECT_EQ(calls.started, 1);
 
     // One byte over: answered before a byte of the body is sent.
-    TestClient over(e);
-    CO_ASSERT_TRUE(!(co_await over.Connect(server->bound_port())));
-    CO_ASSERT_TRUE(!(co_await over.Send("PUT /x HTTP/1.1\r\nHost: x\r\nContent-Length: 1001\r\n\r\n")));
-    r = co_await over.Read(false);
-    EXPECT_EQ(r.status, 413);
-    EXPECT_EQ(r.connection, "close");
-    EXPECT_TRUE(co_await over.SeesClose(seconds(5)));
+    Served::Exchange over = co_await s.SendOnNewConnection("PUT /x HTTP/1.1\r\nHost: x\r\nContent-Length: 1001\r\n\r\n");
+    EXPECT_EQ(over.reply.status, 413);
+    EXPECT_EQ(over.reply.connection, "close");
+    EXPECT_TRUE(co_await over.client->SeesClose(seconds(5)));
     EXPECT_EQ(calls.started, 1);  // the handler was not called
 
     // A Content-Length far beyond any memory is refused the same way.
-    TestClient huge(e);
-    CO_ASSERT_TRUE(!(co_await huge.Connect(server->bound_port())));
-    CO_ASSERT_TRUE(!(co_await huge.Send("PUT /x HTTP/1.1\r\nHost: x\r\nContent-Length: 18446744073709551615\r\n\r\n")));
-    r = co_await huge.Read(false);
-    EXPECT_EQ(r.status, 413);
+    Served::Exchange huge =
+        co_await s.SendOnNewConnection("PUT /x HTTP/1.1\r\nHost: x\r\nContent-Length: 18446744073709551615\r\n\r\n");
+    EXPECT_EQ(huge.reply.status, 413);
     EXPECT_EQ(calls.started, 1);
-  }(env));
+  });
 }
 
 TEST(HttpServerTest, DefaultBodyLimitIsOneMebibytePlus64KiB) {
   RealEnv env;
-  env.RunMain([](RealEnv& e) -> Task<void> {
-    Calls calls;
-    auto server = StartOrFail(e, EchoHandler(&calls));
-    CO_ASSERT_TRUE(server != nullptr);
-    TestClient client(e);
-    CO_ASSERT_TRUE(!(co_await client.Connect(server->bound_port())));
+  Calls calls;
+  RunServed(env, EchoHandler(&calls), {}, [&](Served& s) -> Task<void> {
     std::string body(1024 * 1024 + 64 * 1024, 'm');
-    Reply r = co_await client.Request("POST", "/x", "", body);
+    Reply r = co_await s.client.Request("POST", "/x", "", body);
     CO_ASSERT_TRUE(!r.ec);
     EXPECT_EQ(r.status, 200);
     EXPECT_EQ(r.body.size(), body.size() + 5);
-    TestClient over(e);
-    CO_ASSERT_TRUE(!(co_await over.Connect(server->bound_port())));
     std::string header = "POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size() + 1) + "\r\n\r\n";
-    CO_ASSERT_TRUE(!(co_await over.Send(header)));
-    r = co_await over.Read(false);
-    EXPECT_EQ(r.status, 413);
+    Served::Exchange over = co_await s.SendOnNewConnection(header);
+    EXPECT_EQ(over.reply.status, 413);
     EXPECT_EQ(calls.started, 1);
-  }(env));
+  });
 }
 
 TEST(HttpServerTest, ChunkedBodiesAreDechunkedUpToTheLimit) {
   RealEnv env;
-  env.RunMain([](RealEnv& e) -> Task<void> {
-    Calls calls;
-    HttpServerLimits limits;
-    limits.max_body_bytes = 16;
-    auto server = StartOrFail(e, EchoHandler(&calls), limits);
-    CO_ASSERT_TRUE(server != nullptr);
-    TestClient client(e);
-    CO_ASSERT_TRUE(!(co_await client.Connect(server->bound_port())));
-    CO_ASSERT_TRUE(!(co_await client.Send(
+  Calls calls;
+  RunServed(env, EchoHandler(&calls), MaxBody(16), [&](Served& s) -> Task<void> {
+    CO_ASSERT_TRUE(!(co_await s.client.Send(
         "POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
         "5\r\nhello\r\n6\r\n world\r\n0\r\nX-Trailer: t\r\n\r\n")));
-    Reply r = co_await client.Read(false);
+    Reply r = co_await s.client.Read(false);
     EXPECT_EQ(r.status, 200);
     EXPECT_EQ(r.body, "echo:hello world");
     CO_ASSERT_TRUE(calls.requests.size() == 1u);
     EXPECT_EQ(calls.requests[0].Header("x-trailer"), "t");
     // The connection carries on after a chunked body.
-    r = co_await client.Request("POST", "/x", "", "again");
+    r = co_await s.client.Request("POST", "/x", "", "again");
     EXPECT_EQ(r.body, "echo:again");
 
     // 17 bytes in chunks: 413 once the limit is passed, and the connection closes.
-    TestClient over(e);
-    CO_ASSERT_TRUE(!(co_await over.Connect(server->bound_port())));
-    CO_ASSERT_TRUE(!(co_await over.Send(
+    Served::Exchange over = co_await s.SendOnNewConnection(
         "POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
-        "8\r\n12345678\r\n9\r\n123456789\r\n0\r\n\r\n")));
-    r = co_await over.Read(false);
-    EXPECT_EQ(r.status, 413);
-    EXPECT_TRUE(co_await over.SeesClose(seconds(5)));
+        "8\r\n12345678\r\n9\r\n123456789\r\n0\r\n\r\n");
+    EXPECT_EQ(over.reply.status, 413);
+    EXPECT_TRUE(co_await over.client->SeesClose(seconds(5)));
     EXPECT_EQ(calls.started, 2);
-  }(env));
+  });
 }
 
 TEST(HttpServerTest, ExpectContinueIsAnsweredBeforeTheBody) {
   RealEnv env;
-  env.RunMain([](RealEnv& e) -> Task<void> {
-    Calls calls;
-    HttpServerLimits limits;
-    limits.max_body_bytes = 100;
-    auto server = StartOrFail(e, EchoHandler(&calls), limits);
-    CO_ASSERT_TRUE(server != nullptr);
-    TestClient client(e);
-    CO_ASSERT_TRUE(!(co_await client.Connect(server->bound_port())));
-    CO_ASSERT_TRUE(!(co_await client.Send(
+  Calls calls;
+  RunServed(env, EchoHandler(&calls), MaxBody(100), [&](Served& s) -> Task<void> {
+    CO_ASSERT_TRUE(!(co_await s.client.Send(
         "PUT /x HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")));
-    Reply interim = co_await client.Read(false);
+    Reply interim = co_await s.client.Read(false);
     CO_ASSERT_TRUE(!interim.ec);
     EXPECT_EQ(interim.status, 100);
-    CO_ASSERT_TRUE(!(co_await client.Send("hello")));
-    Reply r = co_await client.Read(false);
+    CO_ASSERT_TRUE(!(co_await s.client.Send("hello")));
+    Reply r = co_await s.client.Read(false);
     EXPECT_EQ(r.status, 200);
     EXPECT_EQ(r.body, "echo:hello");
     // A body over the limit gets the 413 instead of the 100.
-    CO_ASSERT_TRUE(!(co_await client.Send(
+    CO_ASSERT_TRUE(!(co_await s.client.Send(
         "PUT /x HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 101\r\n\r\n")));
-    r = co_await client.Read(false);
+    r = co_await s.client.Read(false);
     EXPECT_EQ(r.status, 413);
     EXPECT_EQ(calls.started, 1);
-  }(env));
+  });
 }
 
 // ---- Bad requests.
 
 TEST(HttpServerTest, OversizedHeaderGets431AndTheConnectionCloses) {
   RealEnv env;
-  env.RunMain([](RealEnv& e) -> Task<void> {
-    Calls calls;
-    auto server = StartOrFail(e, EchoHandler(&calls));
-    CO_ASSERT_TRUE(server != nullptr);
-    TestClient client(e);
-    CO_ASSERT_TRUE(!(co_await client.Connect(server->bound_port())));
+  Calls calls;
+  RunServed(env, EchoHandler(&calls), {}, [&](Served& s) -> Task<void> {
     std::string just_under = "Authorization: Bearer " + std::string(7 * 1024, 'a') + "\r\n";
     std::string too_big = "X-Pad: " + std::string(10 * 1024, 'a') + "\r\n";
-    Reply r = co_await client.Request("GET", "/x", just_under);
+    Reply r = co_await s.client.Request("GET", "/x", just_under);
     EXPECT_EQ(r.status, 200);
-    r = co_await client.Request("GET", "/x", too_big);
+    r = co_await s.client.Request("GET", "/x", too_big);
     EXPECT_EQ(r.status, 431);
-    EXPECT_TRUE(co_await client.SeesClose(seconds(5)));
+    EXPECT_TRUE(co_await s.client.SeesClose(seconds(5)));
     EXPECT_EQ(calls.started, 1);
-  }(env));
+  });
 }
 
 TEST(HttpServerTest, MalformedRequestsGet400AndTheConnectionCloses) {
   RealEnv env;
-  env.RunMain([](RealEnv& e) -> Task<void> {
-    Calls calls;
-    auto server = StartOrFail(e, EchoHandler(&calls));
-    CO_ASSERT_TRUE(server != nullptr);
+  Calls calls;
+  RunServed(env, EchoHandler(&calls), {}, [&](Served& s) -> Task<void> {
     const std::vector<std::string> bad = {
         "this is not http\r\n\r\n",
         "GET /x HTTP/1.1\r\n\r\n",  // HTTP/1.1 without Host
@@ -512,190 +429,169 @@ TEST(HttpServerTest, MalformedRequestsGet400AndTheConnectionCloses) {
         "GET /x HTTP/1.1\r\nHost: x\r\nBad Header: v\r\n\r\n",
     };
     for (const std::string& raw : bad) {
-      TestClient client(e);
-      CO_ASSERT_TRUE(!(co_await client.Connect(server->bound_port())));
-      CO_ASSERT_TRUE(!(co_await client.Send(raw)));
-      Reply r = co_await client.Read(false);
-      EXPECT_EQ(r.status, 400) << raw;
-      EXPECT_TRUE(co_await client.SeesClose(seconds(5))) << raw;
+      Served::Exchange x = co_await s.SendOnNewConnection(raw);
+      EXPECT_EQ(x.reply.status, 400) << raw;
+      EXPECT_TRUE(co_await x.client->SeesClose(seconds(5))) << raw;
     }
     EXPECT_EQ(calls.started, 0);
-  }(env));
+  });
 }
 
 // ---- Connections, timeouts, disconnects, Stop.
 
 TEST(HttpServerTest, ConnectionsBeyondTheLimitAreClosedAtOnce) {
   RealEnv env;
-  env.RunMain([](RealEnv& e) -> Task<void> {
-    Calls calls;
-    HttpServerLimits limits;
-    limits.max_connections = 2;
-    auto server = StartOrFail(e, EchoHandler(&calls), limits);
-    CO_ASSERT_TRUE(server != nullptr);
-    TestClient a(e), b(e), c(e), d(e);
-    CO_ASSERT_TRUE(!(co_await a.Connect(server->bound_port())));
-    CO_ASSERT_TRUE(!(co_await b.Connect(server->bound_port())));
+  Calls calls;
+  HttpServerLimits limits;
+  limits.max_connections = 2;
+  RunServed(env, EchoHandler(&calls), limits, [&](Served& s) -> Task<void> {
+    TestClient& a = s.client;
+    auto b = co_await s.Connect();
     EXPECT_EQ((co_await a.Request("GET", "/a")).status, 200);
-    EXPECT_EQ((co_await b.Request("GET", "/b")).status, 200);
-    EXPECT_EQ(server->open_connections(), 2u);
-    CO_ASSERT_TRUE(!(co_await c.Connect(server->bound_port())));
+    EXPECT_EQ((co_await b->Request("GET", "/b")).status, 200);
+    EXPECT_EQ(s.server->open_connections(), 2u);
+    TestClient c(env);
+    CO_ASSERT_TRUE(!(co_await c.Connect(s.server->bound_port())));
     EXPECT_TRUE(co_await c.SeesClose(seconds(5)));
-    EXPECT_EQ(server->rejected_connections(), 1u);
+    EXPECT_EQ(s.server->rejected_connections(), 1u);
     EXPECT_EQ((co_await a.Request("GET", "/a")).status, 200);
     // A slot freed is usable again.
-    b.Close();
-    std::function<bool()> done1 = [&server] { return server->open_connections() == 1u; };
-    CO_ASSERT_TRUE(co_await WaitFor(&e, done1));
-    CO_ASSERT_TRUE(!(co_await d.Connect(server->bound_port())));
-    EXPECT_EQ((co_await d.Request("GET", "/d")).status, 200);
-  }(env));
+    b->Close();
+    std::function<bool()> done1 = [&s] { return s.server->open_connections() == 1u; };
+    CO_ASSERT_TRUE(co_await WaitFor(&env, done1));
+    auto d = co_await s.Connect();
+    EXPECT_EQ((co_await d->Request("GET", "/d")).status, 200);
+  });
 }
 
 TEST(HttpServerTest, IdleAndSlowConnectionsAreClosedAfterTheirTimeouts) {
   RealEnv env;
-  env.RunMain([](RealEnv& e) -> Task<void> {
-    Calls calls;
-    HttpServerLimits limits;
-    limits.idle_timeout = milliseconds(200);
-    limits.read_timeout = milliseconds(300);
-    auto server = StartOrFail(e, EchoHandler(&calls), limits);
-    CO_ASSERT_TRUE(server != nullptr);
-    TestClient idle(e), never_sends(e), slow_header(e), slow_body(e);
-    CO_ASSERT_TRUE(!(co_await idle.Connect(server->bound_port())));
+  Calls calls;
+  HttpServerLimits limits;
+  limits.idle_timeout = milliseconds(200);
+  limits.read_timeout = milliseconds(300);
+  RunServed(env, EchoHandler(&calls), limits, [&](Served& s) -> Task<void> {
+    TestClient& idle = s.client;
     EXPECT_EQ((co_await idle.Request("GET", "/x")).status, 200);
-    CO_ASSERT_TRUE(!(co_await never_sends.Connect(server->bound_port())));
-    CO_ASSERT_TRUE(!(co_await slow_header.Connect(server->bound_port())));
-    CO_ASSERT_TRUE(!(co_await slow_header.Send("GET /x HTTP/1.1\r\nHost:")));
-    CO_ASSERT_TRUE(!(co_await slow_body.Connect(server->bound_port())));
-    CO_ASSERT_TRUE(!(co_await slow_body.Send("PUT /x HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc")));
-    const MonoTime start = e.MonoNow();
+    auto never_sends = co_await s.Connect();
+    auto slow_header = co_await s.Connect();
+    CO_ASSERT_TRUE(!(co_await slow_header->Send("GET /x HTTP/1.1\r\nHost:")));
+    auto slow_body = co_await s.Connect();
+    CO_ASSERT_TRUE(!(co_await slow_body->Send("PUT /x HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc")));
+    const MonoTime start = env.MonoNow();
     EXPECT_TRUE(co_await idle.SeesClose(seconds(5)));
-    EXPECT_TRUE(co_await never_sends.SeesClose(seconds(5)));
-    EXPECT_TRUE(co_await slow_header.SeesClose(seconds(5)));
-    EXPECT_TRUE(co_await slow_body.SeesClose(seconds(5)));
-    EXPECT_GE(e.MonoNow() - start, milliseconds(250));
-    std::function<bool()> done2 = [&server] { return server->open_connections() == 0u; };
-    CO_ASSERT_TRUE(co_await WaitFor(&e, done2));
+    EXPECT_TRUE(co_await never_sends->SeesClose(seconds(5)));
+    EXPECT_TRUE(co_await slow_header->SeesClose(seconds(5)));
+    EXPECT_TRUE(co_await slow_body->SeesClose(seconds(5)));
+    EXPECT_GE(env.MonoNow() - start, milliseconds(250));
+    std::function<bool()> done2 = [&s] { return s.server->open_connections() == 0u; };
+    CO_ASSERT_TRUE(co_await WaitFor(&env, done2));
     EXPECT_EQ(calls.started, 1);
-  }(env));
+  });
 }
 
 TEST(HttpServerTest, ClientDisconnectingDuringASlowHandlerIsHarmless) {
   RealEnv env;
-  env.RunMain([](RealEnv& e) -> Task<void> {
-    Calls calls;
-    auto server = StartOrFail(e, SlowHandler(&e, &calls, milliseconds(300)));
-    CO_ASSERT_TRUE(server != nullptr);
+  Calls calls;
+  RunServed(env, SlowHandler(&env, &calls, milliseconds(300)), {}, [&](Served& s) -> Task<void> {
     {
-      TestClient leaves(e), pipelines(e);
-      CO_ASSERT_TRUE(!(co_await leaves.Connect(server->bound_port())));
+      TestClient& leaves = s.client;
       CO_ASSERT_TRUE(!(co_await leaves.Send("GET /leaves HTTP/1.1\r\nHost: x\r\n\r\n")));
       // This one leaves with a second request queued behind the first.
-      CO_ASSERT_TRUE(!(co_await pipelines.Connect(server->bound_port())));
-      CO_ASSERT_TRUE(!(co_await pipelines.Send(
+      auto pipelines = co_await s.Connect();
+      CO_ASSERT_TRUE(!(co_await pipelines->Send(
           "GET /p1 HTTP/1.1\r\nHost: x\r\n\r\nGET /p2 HTTP/1.1\r\nHost: x\r\n\r\n")));
       std::function<bool()> done3 = [&calls] { return calls.started == 2; };
-      CO_ASSERT_TRUE(co_await WaitFor(&e, done3));
+      CO_ASSERT_TRUE(co_await WaitFor(&env, done3));
       leaves.Close();
-      pipelines.Close();
+      pipelines->Close();
     }
     // The handlers finish; their responses go nowhere; the connections are closed.
     std::function<bool()> done4 = [&calls] { return calls.finished >= 2; };
-    CO_ASSERT_TRUE(co_await WaitFor(&e, done4));
-    std::function<bool()> done5 = [&server] { return server->open_connections() == 0u; };
-    CO_ASSERT_TRUE(co_await WaitFor(&e, done5));
+    CO_ASSERT_TRUE(co_await WaitFor(&env, done4));
+    std::function<bool()> done5 = [&s] { return s.server->open_connections() == 0u; };
+    CO_ASSERT_TRUE(co_await WaitFor(&env, done5));
     EXPECT_LE(calls.started, 3);  // /p2 may have been read before the close was seen
-    TestClient next(e);
-    CO_ASSERT_TRUE(!(co_await next.Connect(server->bound_port())));
-    Reply r = co_await next.Request("GET", "/next?ms=0");
+    auto next = co_await s.Connect();
+    Reply r = co_await next->Request("GET", "/next?ms=0");
     EXPECT_EQ(r.status, 200);
     EXPECT_EQ(r.body, "/next");
     std::function<bool()> done6 = [&calls] { return calls.in_flight == 0; };
-    CO_ASSERT_TRUE(co_await WaitFor(&e, done6));
-  }(env));
+    CO_ASSERT_TRUE(co_await WaitFor(&env, done6));
+  });
 }
 
 TEST(HttpServerTest, StopWithHandlersInFlightClosesConnectionsAndDropsTheirResponses) {
   // AddressSanitizer / LeakSanitizer (debug preset) check the lifetimes here.
   RealEnv env;
-  env.RunMain([](RealEnv& e) -> Task<void> {
-    Calls calls;
-    auto server = StartOrFail(e, SlowHandler(&e, &calls, milliseconds(300)));
-    CO_ASSERT_TRUE(server != nullptr);
-    const std::uint16_t port = server->bound_port();
+  Calls calls;
+  RunServed(env, SlowHandler(&env, &calls, milliseconds(300)), {}, [&](Served& s) -> Task<void> {
+    const std::uint16_t port = s.server->bound_port();
     std::vector<std::unique_ptr<TestClient>> clients;
     for (int i = 0; i < 3; ++i) {
-      clients.push_back(std::make_unique<TestClient>(e));
-      CO_ASSERT_TRUE(!(co_await clients.back()->Connect(port)));
+      clients.push_back(co_await s.Connect());
       std::string raw = "GET /s" + std::to_string(i) + " HTTP/1.1\r\nHost: x\r\n\r\n";
       CO_ASSERT_TRUE(!(co_await clients.back()->Send(raw)));
     }
     std::function<bool()> done7 = [&calls] { return calls.started == 3; };
-    CO_ASSERT_TRUE(co_await WaitFor(&e, done7));
-    EXPECT_EQ(server->open_connections(), 3u);
-    server->Stop();
-    server->Stop();  // idempotent
-    EXPECT_EQ(server->open_connections(), 0u);
+    CO_ASSERT_TRUE(co_await WaitFor(&env, done7));
+    EXPECT_EQ(s.server->open_connections(), 4u);  // and s.client, idle
+    s.server->Stop();
+    s.server->Stop();  // idempotent
+    EXPECT_EQ(s.server->open_connections(), 0u);
     for (auto& client : clients) EXPECT_TRUE(co_await client->SeesClose(seconds(5)));
-    TestClient late(e);
+    TestClient late(env);
     const error_code ec = co_await late.Connect(port);
     EXPECT_EQ(ec, boost::asio::error::connection_refused) << ec.message();
     // Destroyed too while the handlers still run: their ends must not touch it.
-    server.reset();
+    s.server.reset();
     std::function<bool()> done8 = [&calls] { return calls.finished == 3; };
-    CO_ASSERT_TRUE(co_await WaitFor(&e, done8));
-    co_await e.SleepFor(milliseconds(20));  // let their last steps run
-    EXPECT_EQ(e.live_tasks(), 1u);          // only this test's main task
-  }(env));
+    CO_ASSERT_TRUE(co_await WaitFor(&env, done8));
+    co_await env.SleepFor(milliseconds(20));  // let their last steps run
+    EXPECT_EQ(env.live_tasks(), 1u);          // only this test's main task
+  });
 }
 
 TEST(HttpServerTest, TheHandlerMayDestroyTheServer) {
   RealEnv env;
-  env.RunMain([](RealEnv& e) -> Task<void> {
-    std::unique_ptr<HttpServer> server;
-    int calls = 0;
-    ServerHandler handler = [&server, &calls](ServerRequest) {
-      ++calls;
-      server.reset();  // from inside the handler call; its own Task still runs
-      return ReadyResponse(TextResponse(200, "gone\n"));
-    };
-    server = StartOrFail(e, handler);
-    CO_ASSERT_TRUE(server != nullptr);
-    TestClient client(e);
-    CO_ASSERT_TRUE(!(co_await client.Connect(server->bound_port())));
-    CO_ASSERT_TRUE(!(co_await client.Send("GET /x HTTP/1.1\r\nHost: x\r\n\r\n")));
-    EXPECT_TRUE(co_await client.SeesClose(seconds(5)));  // no response: it was dropped
+  Served* served = nullptr;
+  int calls = 0;
+  ServerHandler handler = [&served, &calls](ServerRequest) {
+    ++calls;
+    served->server.reset();  // from inside the handler call; its own Task still runs
+    return ReadyResponse(TextResponse(200, "gone\n"));
+  };
+  RunServed(env, handler, {}, [&](Served& s) -> Task<void> {
+    served = &s;
+    CO_ASSERT_TRUE(!(co_await s.client.Send("GET /x HTTP/1.1\r\nHost: x\r\n\r\n")));
+    EXPECT_TRUE(co_await s.client.SeesClose(seconds(5)));  // no response: it was dropped
     EXPECT_EQ(calls, 1);
-    EXPECT_EQ(server, nullptr);
-    co_await e.SleepFor(milliseconds(20));
-    EXPECT_EQ(e.live_tasks(), 1u);
-  }(env));
+    EXPECT_EQ(s.server, nullptr);
+    co_await env.SleepFor(milliseconds(20));
+    EXPECT_EQ(env.live_tasks(), 1u);
+  });
 }
 
 TEST(HttpServerTest, DestroyingTheServerWithOpenConnectionsIsSafe) {
   RealEnv env;
-  env.RunMain([](RealEnv& e) -> Task<void> {
-    auto calls = std::make_unique<Calls>();
-    auto server = StartOrFail(e, EchoHandler(calls.get()));
-    CO_ASSERT_TRUE(server != nullptr);
-    TestClient idle(e), partial(e), partial_body(e), pending(e);
-    CO_ASSERT_TRUE(!(co_await idle.Connect(server->bound_port())));
+  auto calls = std::make_unique<Calls>();
+  RunServed(env, EchoHandler(calls.get()), {}, [&](Served& s) -> Task<void> {
+    TestClient& idle = s.client;
     EXPECT_EQ((co_await idle.Request("GET", "/x")).status, 200);
-    CO_ASSERT_TRUE(!(co_await partial.Connect(server->bound_port())));
-    CO_ASSERT_TRUE(!(co_await partial.Send("GET /x HTTP/1.1\r\n")));
-    CO_ASSERT_TRUE(!(co_await partial_body.Connect(server->bound_port())));
-    CO_ASSERT_TRUE(!(co_await partial_body.Send("PUT /x HTTP/1.1\r\nHost: x\r\nContent-Length: 9\r\n\r\nab")));
+    auto partial = co_await s.Connect();
+    CO_ASSERT_TRUE(!(co_await partial->Send("GET /x HTTP/1.1\r\n")));
+    auto partial_body = co_await s.Connect();
+    CO_ASSERT_TRUE(!(co_await partial_body->Send("PUT /x HTTP/1.1\r\nHost: x\r\nContent-Length: 9\r\n\r\nab")));
     // Connected, perhaps not yet accepted: its accept handler finds the server gone.
-    CO_ASSERT_TRUE(!(co_await pending.Connect(server->bound_port())));
-    server.reset();
+    auto pending = co_await s.Connect();
+    s.server.reset();
     calls.reset();  // the handler's captures die too: nothing may call it now
     EXPECT_TRUE(co_await idle.SeesClose(seconds(5)));
-    EXPECT_TRUE(co_await partial.SeesClose(seconds(5)));
-    EXPECT_TRUE(co_await partial_body.SeesClose(seconds(5)));
-    EXPECT_TRUE(co_await pending.SeesClose(seconds(5)));
-    co_await e.SleepFor(milliseconds(20));  // let the aborted handlers run
-  }(env));
+    EXPECT_TRUE(co_await partial->SeesClose(seconds(5)));
+    EXPECT_TRUE(co_await partial_body->SeesClose(seconds(5)));
+    EXPECT_TRUE(co_await pending->SeesClose(seconds(5)));
+    co_await env.SleepFor(milliseconds(20));  // let the aborted handlers run
+  });
 }
 
 // ---- Start and stop.
@@ -716,22 +612,20 @@ TEST(HttpServerTest, BadAddressesAreInvalidArgumentsNamingTheAddress) {
 
 TEST(HttpServerTest, AddressInUseIsFatalAndNamesTheAddress) {
   RealEnv env;
-  env.RunMain([](RealEnv& e) -> Task<void> {
-      auto first = StartOrFail(e, OkHandler());
-    CO_ASSERT_TRUE(first != nullptr);
-    const std::string address = "127.0.0.1:" + std::to_string(first->bound_port());
-    auto second = HttpServer::Start(e, address, OkHandler());
+  RunServed(env, OkHandler(), {}, [&](Served& s) -> Task<void> {
+    const std::string address = "127.0.0.1:" + std::to_string(s.server->bound_port());
+    auto second = HttpServer::Start(env, address, OkHandler());
     CO_ASSERT_TRUE(!second.ok());
     EXPECT_EQ(second.code(), Code::kFatal);
     EXPECT_NE(second.status().message().find(address), std::string::npos) << second.status().message();
     EXPECT_NE(second.status().message().find("in use"), std::string::npos) << second.status().message();
-  }(env));
+  });
 }
 
 TEST(HttpServerTest, LocalhostAndIpv6LoopbackWork) {
   RealEnv env;
   env.RunMain([](RealEnv& e) -> Task<void> {
-      auto started = HttpServer::Start(e, "localhost:0", OkHandler());
+    auto started = HttpServer::Start(e, "localhost:0", OkHandler());
     CO_ASSERT_TRUE(started.ok());
     std::unique_ptr<HttpServer> server = std::move(started).value();
     TestClient client(e);
@@ -747,21 +641,17 @@ TEST(HttpServerTest, LocalhostAndIpv6LoopbackWork) {
 
 TEST(HttpServerTest, StopClosesConnectionsAndThenConnectFails) {
   RealEnv env;
-  env.RunMain([](RealEnv& e) -> Task<void> {
-      auto server = StartOrFail(e, OkHandler());
-    CO_ASSERT_TRUE(server != nullptr);
-    const std::uint16_t port = server->bound_port();
-    TestClient open(e);
-    CO_ASSERT_TRUE(!(co_await open.Connect(port)));
-    EXPECT_EQ((co_await open.Request("GET", "/healthz")).status, 200);
-    server->Stop();
-    server->Stop();  // idempotent
-    EXPECT_TRUE(co_await open.SeesClose(seconds(5)));
-    TestClient late(e);
+  RunServed(env, OkHandler(), {}, [&](Served& s) -> Task<void> {
+    const std::uint16_t port = s.server->bound_port();
+    EXPECT_EQ((co_await s.client.Request("GET", "/healthz")).status, 200);
+    s.server->Stop();
+    s.server->Stop();  // idempotent
+    EXPECT_TRUE(co_await s.client.SeesClose(seconds(5)));
+    TestClient late(env);
     const error_code ec = co_await late.Connect(port);
     EXPECT_EQ(ec, boost::asio::error::connection_refused) << ec.message();
-    server.reset();
-  }(env));
+    s.server.reset();
+  });
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // Test-only: a small asynchronous HTTP/1.1 client on a RealEnv's loop, for the server
 // tests (raw requests out, Beast's parser in). Every operation gives up after
 // kClientTimeout (or the time it is given), so a server bug fails a test, never hangs it.
+// RunServed sets up what most of those tests start with: a server on 127.0.0.1:0 and a
+// client connected to it.
 //
 // Threading: the loop thread; awaited from the test's coroutines. 127.0.0.1 only.
 #pragma once
@@ -26,6 +28,7 @@
 #include <vector>
 
 #include "env/real_env.h"
+#include "net/http_server.h"
 
 // ASSERT_* returns, which a coroutine may not: this one co_returns.
 #define CO_ASSERT_TRUE(cond)                       \
@@ -171,5 +174,78 @@ class TestClient {
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
 };
+
+// One test's HttpServer on 127.0.0.1:0 and a client connected to it (RunServed).
+struct Served {
+  explicit Served(RealEnv& e) : env(e), client(e) {}
+
+  // A reply read on a connection of its own, and that connection (to see it close).
+  struct Exchange {
+    std::unique_ptr<TestClient> client;
+    Reply reply;
+  };
+
+  // A new client connected to the server; a failed connect fails the test (and the
+  // client's later operations fail too).
+  Task<std::unique_ptr<TestClient>> Connect() {
+    auto c = std::make_unique<TestClient>(env);
+    const error_code ec = co_await c->Connect(server->bound_port());
+    if (ec) ADD_FAILURE() << "connecting a test client: " << ec.message();
+    co_return c;
+  }
+
+  // Sends raw on a new connection and reads one reply (head: it answers a HEAD request).
+  // Plain statements, no temporaries beside a co_await: GCC 12 destroys such a temporary
+  // twice (docs/DEVELOPING.md, "GCC 12.2 coroutine bugs").
+  Task<Exchange> SendOnNewConnection(std::string raw, bool head = false) {
+    Exchange x;
+    x.client = co_await Connect();
+    const error_code ec = co_await x.client->Send(std::move(raw));
+    if (ec) {
+      x.reply.ec = ec;
+    } else {
+      x.reply = co_await x.client->Read(head);
+    }
+    co_return x;
+  }
+
+  RealEnv& env;
+  std::unique_ptr<HttpServer> server;
+  TestClient client;
+};
+
+// Runs test on env's loop with an HttpServer started on 127.0.0.1:0 (handler, limits) and
+// Served::client connected to it. A server that does not start, or a client that cannot
+// connect, fails the test without running test. The server is destroyed when test ends
+// (unless test destroyed it first).
+inline void RunServed(RealEnv& env, ServerHandler handler, HttpServerLimits limits,
+                      const std::function<Task<void>(Served&)>& test) {
+  auto main = [](RealEnv& e, ServerHandler h, HttpServerLimits l,
+                 const std::function<Task<void>(Served&)>* t) -> Task<void> {
+    Served s(e);
+    auto started = HttpServer::Start(e, "127.0.0.1:0", std::move(h), l);
+    if (!started.ok()) {
+      ADD_FAILURE() << started.status().ToString();
+      co_return;
+    }
+    s.server = std::move(started).value();
+    CO_ASSERT_TRUE(!(co_await s.client.Connect(s.server->bound_port())));
+    co_await (*t)(s);
+  };
+  env.RunMain(main(env, std::move(handler), limits, &test));
+}
+
+// "Connection: close" on s.client closes it after the answer (200), and an HTTP/1.0
+// request without keep-alive, on a connection of its own, is answered (200) and closed.
+inline Task<void> ExpectCloseAndHttp10Honoured(Served& s, std::string target) {
+  Reply r = co_await s.client.Request("GET", target, "Connection: close\r\n");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.connection, "close");
+  EXPECT_TRUE(co_await s.client.SeesClose(std::chrono::seconds(5)));
+  const std::string http10 = "GET " + target + " HTTP/1.0\r\n\r\n";
+  Served::Exchange old = co_await s.SendOnNewConnection(http10);
+  EXPECT_EQ(old.reply.status, 200);
+  EXPECT_TRUE(co_await old.client->SeesClose(std::chrono::seconds(5)));
+}
 
 }  // namespace wk::http_test

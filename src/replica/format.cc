@@ -108,11 +108,13 @@ Result<std::string_view> CheckTrailer(std::string_view body, std::string_view wh
   return content;
 }
 
-// Opens the text lines of content (the body without its trailer) and reads the actor and
-// position lines every segment and snapshot starts with.
-Result<line_format::LineReader> ReadHead(std::string_view content, std::string_view kind, std::string_view what,
-                                         ActorId* actor, Position* p) {
-  auto r = line_format::LineReader::Open(content, kind, 1, std::string(what));
+// Checks the trailer of body, opens the text lines before it and reads the actor and
+// position lines every segment and snapshot starts with. kind ("segment") names the format
+// and, in errors, the object.
+Result<line_format::LineReader> ReadHead(std::string_view body, std::string_view kind, ActorId* actor, Position* p) {
+  auto content = CheckTrailer(body, kind);
+  if (!content.ok()) return content.status();
+  auto r = line_format::LineReader::Open(*content, kind, 1, std::string(kind));
   if (!r.ok()) return r.status();
   auto v = r->Field("actor");
   if (!v.ok()) return v.status();
@@ -246,11 +248,8 @@ std::string EncodeSegment(const Segment& s) {
 }
 
 Result<Segment> DecodeSegment(std::string_view body) {
-  constexpr std::string_view what = "segment";
-  auto content = CheckTrailer(body, what);
-  if (!content.ok()) return content.status();
   Segment s;
-  auto lines = ReadHead(*content, "segment", what, &s.actor, &s.position);
+  auto lines = ReadHead(body, "segment", &s.actor, &s.position);
   if (!lines.ok()) return lines.status();
   if (s.position.seq == 0) {
     std::optional<Position> tip;
@@ -280,9 +279,9 @@ Result<Segment> DecodeSegment(std::string_view body) {
   if (*n == 0 || *n > r.remaining() / 5) return lines->Corrupt("bad batch count");
   s.batches.resize(*n);
   for (auto& b : s.batches) {
-    if (!ReadBatch(r, &b)) return Corrupt(what, "bad batch");
+    if (!ReadBatch(r, &b)) return lines->CorruptBody("bad batch");
   }
-  if (!r.empty()) return Corrupt(what, "bytes after the last field");
+  if (!r.empty()) return lines->CorruptBody("bytes after the last field");
   return s;
 }
 
@@ -305,11 +304,8 @@ std::string EncodeSnapshot(const ActorId& actor, Position p, const actor::StateM
 }
 
 Result<Snapshot> DecodeSnapshot(std::string_view body) {
-  constexpr std::string_view what = "snapshot";
-  auto content = CheckTrailer(body, what);
-  if (!content.ok()) return content.status();
   Snapshot s;
-  auto lines = ReadHead(*content, "snapshot", what, &s.actor, &s.position);
+  auto lines = ReadHead(body, "snapshot", &s.actor, &s.position);
   if (!lines.ok()) return lines.status();
   auto alarm = lines->Field("alarm");
   if (!alarm.ok()) return alarm.status();
@@ -325,12 +321,12 @@ Result<Snapshot> DecodeSnapshot(std::string_view body) {
   std::string last;
   for (std::uint64_t i = 0; i < *n; ++i) {
     std::string k, val;
-    if (!r.Bytes(&k) || !r.Bytes(&val)) return Corrupt(what, "bad entry");
-    if (i > 0 && !(last < k)) return Corrupt(what, "entries not ascending");
+    if (!r.Bytes(&k) || !r.Bytes(&val)) return lines->CorruptBody("bad entry");
+    if (i > 0 && !(last < k)) return lines->CorruptBody("entries not ascending");
     last = k;
     s.state.Put(std::move(k), std::move(val));
   }
-  if (!r.empty()) return Corrupt(what, "bytes after the last entry");
+  if (!r.empty()) return lines->CorruptBody("bytes after the last entry");
   return s;
 }
 

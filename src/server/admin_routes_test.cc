@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "base/metrics.h"
@@ -17,10 +18,11 @@ namespace {
 
 using std::chrono::seconds;
 using http_test::Reply;
-using http_test::TestClient;
+using http_test::RunServed;
+using http_test::Served;
 
-// Handlers over test-owned flags (they live in the test coroutine's frame, which
-// outlives the server it creates).
+// Handlers over test-owned flags (they live in the test's frame, which outlives the
+// server it creates).
 struct Probe {
   bool healthy = true;
   bool ready = true;
@@ -41,195 +43,152 @@ struct Probe {
   }
 };
 
-// An HttpServer carrying only the admin routes, and 404 for every other path (the node's
+// A handler carrying only the admin routes, and 404 for every other path (the node's
 // listener sends those to the actor API instead: RoutesShareAListenerWithOtherHandlers).
 // The routes live as long as the handler, which the server keeps until it is destroyed.
-std::unique_ptr<HttpServer> StartOrFail(RealEnv& env, AdminRoutes::Handlers handlers) {
+ServerHandler AdminOnly(AdminRoutes::Handlers handlers) {
   auto routes = std::make_shared<const AdminRoutes>(std::move(handlers));
-  ServerHandler handler = [routes](ServerRequest request) {
+  return [routes](ServerRequest request) {
     std::optional<ServerResponse> answer = routes->Handle(request);
     return ReadyResponse(answer ? std::move(*answer) : TextResponse(404, "not found\n"));
   };
-  auto started = HttpServer::Start(env, "127.0.0.1:0", std::move(handler));
-  if (!started.ok()) {
-    ADD_FAILURE() << started.status().ToString();
-    return nullptr;
-  }
-  return std::move(started).value();
 }
 
 // ---- Routes.
 
 TEST(AdminRoutesTest, MetricsRouteServesTheRegistryText) {
   RealEnv env;
-  env.RunMain([](RealEnv& e) -> Task<void> {
-    MetricsRegistry registry;
-    registry.AddCounter("wk_scrapes_total", "Scrapes.").Inc(3);
-    AdminRoutes::Handlers handlers;
-    handlers.metrics_text = [&registry] { return registry.RenderText(); };
-    handlers.healthy = [] { return true; };
-    handlers.ready = [] { return true; };
-    std::unique_ptr<HttpServer> server = StartOrFail(e, handlers);
-    CO_ASSERT_TRUE(server != nullptr);
-    EXPECT_NE(server->bound_port(), 0);
-    EXPECT_EQ(server->listen_address(), "127.0.0.1:0");
-
-    TestClient client(e);
-    CO_ASSERT_TRUE(!(co_await client.Connect(server->bound_port())));
-    Reply r = co_await client.Request("GET", "/metrics");
+  MetricsRegistry registry;
+  registry.AddCounter("wk_scrapes_total", "Scrapes.").Inc(3);
+  AdminRoutes::Handlers handlers;
+  handlers.metrics_text = [&registry] { return registry.RenderText(); };
+  handlers.healthy = [] { return true; };
+  handlers.ready = [] { return true; };
+  RunServed(env, AdminOnly(handlers), {}, [&](Served& s) -> Task<void> {
+    EXPECT_NE(s.server->bound_port(), 0);
+    EXPECT_EQ(s.server->listen_address(), "127.0.0.1:0");
+    Reply r = co_await s.client.Request("GET", "/metrics");
     CO_ASSERT_TRUE(!r.ec);
     EXPECT_EQ(r.status, 200);
     EXPECT_EQ(r.content_type, "text/plain; version=0.0.4; charset=utf-8");
     EXPECT_EQ(r.body, registry.RenderText());
     // A query string does not change the route.
-    r = co_await client.Request("GET", "/metrics?name[]=wk_scrapes_total");
+    r = co_await s.client.Request("GET", "/metrics?name[]=wk_scrapes_total");
     EXPECT_EQ(r.status, 200);
     EXPECT_EQ(r.body, registry.RenderText());
-  }(env));
+  });
+}
+
+// GET path answers 200 with up_body while *flag holds, then, on the same connection,
+// 503 with down_body once the test clears it.
+Task<void> ExpectFollows(Served& s, std::string path, bool* flag, std::string up_body, std::string down_body) {
+  Reply r = co_await s.client.Request("GET", path);
+  EXPECT_EQ(r.status, 200) << path;
+  EXPECT_EQ(r.body, up_body) << path;
+  EXPECT_EQ(r.content_type, "text/plain; charset=utf-8") << path;
+  *flag = false;
+  r = co_await s.client.Request("GET", path);
+  CO_ASSERT_TRUE(!r.ec);  // the same connection carried both
+  EXPECT_EQ(r.status, 503) << path;
+  EXPECT_EQ(r.body, down_body) << path;
+  EXPECT_EQ(s.server->open_connections(), 1u);
 }
 
 TEST(AdminRoutesTest, HealthzFollowsHealthy) {
   RealEnv env;
-  env.RunMain([](RealEnv& e) -> Task<void> {
-    Probe probe;
-    auto server = StartOrFail(e, probe.Handlers());
-    CO_ASSERT_TRUE(server != nullptr);
-    TestClient client(e);
-    CO_ASSERT_TRUE(!(co_await client.Connect(server->bound_port())));
-    Reply r = co_await client.Request("GET", "/healthz");
-    EXPECT_EQ(r.status, 200);
-    EXPECT_EQ(r.body, "ok\n");
-    EXPECT_EQ(r.content_type, "text/plain; charset=utf-8");
-    probe.healthy = false;
-    r = co_await client.Request("GET", "/healthz");
-    EXPECT_EQ(r.status, 503);
-    EXPECT_EQ(r.body, "unhealthy\n");
-  }(env));
+  Probe probe;
+  RunServed(env, AdminOnly(probe.Handlers()), {}, [&](Served& s) -> Task<void> {
+    co_await ExpectFollows(s, "/healthz", &probe.healthy, "ok\n", "unhealthy\n");
+  });
 }
 
 TEST(AdminRoutesTest, ReadyzFlipsBetweenTwoRequestsOnOneKeepAliveConnection) {
   RealEnv env;
-  env.RunMain([](RealEnv& e) -> Task<void> {
-    Probe probe;
-    auto server = StartOrFail(e, probe.Handlers());
-    CO_ASSERT_TRUE(server != nullptr);
-    TestClient client(e);
-    CO_ASSERT_TRUE(!(co_await client.Connect(server->bound_port())));
-    Reply r = co_await client.Request("GET", "/readyz");
-    EXPECT_EQ(r.status, 200);
-    EXPECT_EQ(r.body, "ready\n");
-    probe.ready = false;
-    r = co_await client.Request("GET", "/readyz");
-    CO_ASSERT_TRUE(!r.ec);  // the same connection carried both
-    EXPECT_EQ(r.status, 503);
-    EXPECT_EQ(r.body, "not ready: node lease not valid\n");
-    EXPECT_EQ(server->open_connections(), 1u);
+  Probe probe;
+  RunServed(env, AdminOnly(probe.Handlers()), {}, [&](Served& s) -> Task<void> {
+    co_await ExpectFollows(s, "/readyz", &probe.ready, "ready\n", "not ready: node lease not valid\n");
     // A detail without a final newline gets one; an empty one gets a default.
     probe.detail = "not ready: joining";
-    r = co_await client.Request("GET", "/readyz");
+    Reply r = co_await s.client.Request("GET", "/readyz");
     EXPECT_EQ(r.body, "not ready: joining\n");
     probe.detail.clear();
-    r = co_await client.Request("GET", "/readyz");
+    r = co_await s.client.Request("GET", "/readyz");
     EXPECT_EQ(r.body, "not ready\n");
-  }(env));
+  });
 }
 
 TEST(AdminRoutesTest, HeadSendsHeadersWithoutBody) {
   RealEnv env;
-  env.RunMain([](RealEnv& e) -> Task<void> {
-    Probe probe;
-    auto server = StartOrFail(e, probe.Handlers());
-    CO_ASSERT_TRUE(server != nullptr);
-    TestClient client(e);
-    CO_ASSERT_TRUE(!(co_await client.Connect(server->bound_port())));
+  Probe probe;
+  RunServed(env, AdminOnly(probe.Handlers()), {}, [&](Served& s) -> Task<void> {
     for (std::string path : {"/metrics", "/healthz", "/readyz"}) {
-      Reply r = co_await client.Request("HEAD", path);
+      Reply r = co_await s.client.Request("HEAD", path);
       CO_ASSERT_TRUE(!r.ec);
       EXPECT_EQ(r.status, 200) << path;
       EXPECT_TRUE(r.body.empty()) << path;
     }
-    Reply head = co_await client.Request("HEAD", "/metrics");
+    Reply head = co_await s.client.Request("HEAD", "/metrics");
     EXPECT_EQ(head.content_length, std::to_string(probe.metrics.size()));
     EXPECT_EQ(head.content_type, kPrometheusTextContentType);
     // Had the server sent a body after the HEAD reply, this GET would read it as garbage.
-    Reply get = co_await client.Request("GET", "/metrics");
+    Reply get = co_await s.client.Request("GET", "/metrics");
     CO_ASSERT_TRUE(!get.ec);
     EXPECT_EQ(get.status, 200);
     EXPECT_EQ(get.body, probe.metrics);
     probe.ready = false;
-    Reply not_ready = co_await client.Request("HEAD", "/readyz");
+    Reply not_ready = co_await s.client.Request("HEAD", "/readyz");
     EXPECT_EQ(not_ready.status, 503);
     EXPECT_TRUE(not_ready.body.empty());
-  }(env));
+  });
 }
 
 TEST(AdminRoutesTest, UnknownPathIs404AndOtherMethodsAre405) {
   RealEnv env;
-  env.RunMain([](RealEnv& e) -> Task<void> {
-    Probe probe;
-    auto server = StartOrFail(e, probe.Handlers());
-    CO_ASSERT_TRUE(server != nullptr);
-    TestClient client(e);
-    CO_ASSERT_TRUE(!(co_await client.Connect(server->bound_port())));
-    Reply r = co_await client.Request("GET", "/");
-    EXPECT_EQ(r.status, 404);
-    r = co_await client.Request("GET", "/metrics/extra");
-    EXPECT_EQ(r.status, 404);
-    r = co_await client.Request("POST", "/metrics");
-    EXPECT_EQ(r.status, 405);
-    EXPECT_EQ(r.allow, "GET, HEAD");
-    r = co_await client.Request("DELETE", "/healthz");
-    EXPECT_EQ(r.status, 405);
-    EXPECT_EQ(r.allow, "GET, HEAD");
-    r = co_await client.Request("PUT", "/readyz", "Content-Length: 0\r\n");
-    EXPECT_EQ(r.status, 405);
-    // Errors above kept the connection: it still answers.
-    r = co_await client.Request("GET", "/healthz");
-    EXPECT_EQ(r.status, 200);
+  Probe probe;
+  RunServed(env, AdminOnly(probe.Handlers()), {}, [&](Served& s) -> Task<void> {
+    // (method, target, extra headers, the status expected, the Allow header expected)
+    const std::vector<std::tuple<std::string, std::string, std::string, int, std::string>> cases = {
+        {"GET", "/", "", 404, ""},
+        {"GET", "/metrics/extra", "", 404, ""},
+        {"POST", "/metrics", "", 405, "GET, HEAD"},
+        {"DELETE", "/healthz", "", 405, "GET, HEAD"},
+        {"PUT", "/readyz", "Content-Length: 0\r\n", 405, "GET, HEAD"},
+        // Errors above kept the connection: it still answers.
+        {"GET", "/healthz", "", 200, ""},
+    };
+    for (const auto& [method, target, headers, status, allow] : cases) {
+      Reply r = co_await s.client.Request(method, target, headers);
+      EXPECT_EQ(r.status, status) << method << " " << target;
+      if (!allow.empty()) {
+        EXPECT_EQ(r.allow, allow) << method << " " << target;
+      }
+    }
     EXPECT_EQ(probe.metrics_calls, 0);  // the 405 on /metrics did not render
-  }(env));
+  });
 }
 
 TEST(AdminRoutesTest, PipelinedRequestsAreAnsweredInOrder) {
   RealEnv env;
-  env.RunMain([](RealEnv& e) -> Task<void> {
-    Probe probe;
-    probe.ready = false;
-    auto server = StartOrFail(e, probe.Handlers());
-    CO_ASSERT_TRUE(server != nullptr);
-    TestClient client(e);
-    CO_ASSERT_TRUE(!(co_await client.Connect(server->bound_port())));
+  Probe probe;
+  probe.ready = false;
+  RunServed(env, AdminOnly(probe.Handlers()), {}, [&](Served& s) -> Task<void> {
     std::string both =
         "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
         "GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n";
-    CO_ASSERT_TRUE(!(co_await client.Send(both)));
-    Reply first = co_await client.Read(false);
-    Reply second = co_await client.Read(false);
+    CO_ASSERT_TRUE(!(co_await s.client.Send(both)));
+    Reply first = co_await s.client.Read(false);
+    Reply second = co_await s.client.Read(false);
     EXPECT_EQ(first.status, 200);
     EXPECT_EQ(second.status, 503);
-  }(env));
+  });
 }
 
 TEST(AdminRoutesTest, ConnectionCloseAndHttp10AreHonoured) {
   RealEnv env;
-  env.RunMain([](RealEnv& e) -> Task<void> {
-    Probe probe;
-    auto server = StartOrFail(e, probe.Handlers());
-    CO_ASSERT_TRUE(server != nullptr);
-    TestClient client(e);
-    CO_ASSERT_TRUE(!(co_await client.Connect(server->bound_port())));
-    Reply r = co_await client.Request("GET", "/healthz", "Connection: close\r\n");
-    EXPECT_EQ(r.status, 200);
-    EXPECT_EQ(r.connection, "close");
-    EXPECT_TRUE(co_await client.SeesClose(seconds(5)));
-
-    TestClient old(e);
-    CO_ASSERT_TRUE(!(co_await old.Connect(server->bound_port())));
-    CO_ASSERT_TRUE(!(co_await old.Send("GET /healthz HTTP/1.0\r\n\r\n")));
-    r = co_await old.Read(false);
-    EXPECT_EQ(r.status, 200);
-    EXPECT_TRUE(co_await old.SeesClose(seconds(5)));
-  }(env));
+  Probe probe;
+  RunServed(env, AdminOnly(probe.Handlers()), {}, [&](Served& s) -> Task<void> {
+    co_await http_test::ExpectCloseAndHttp10Honoured(s, "/healthz");
+  });
 }
 
 // ---- The routes on the node's one listener (how serve uses them).
@@ -246,33 +205,28 @@ ServerHandler SharedListenerHandler(const AdminRoutes* routes, int* api_calls) {
 
 TEST(AdminRoutesTest, RoutesShareAListenerWithOtherHandlers) {
   RealEnv env;
-  env.RunMain([](RealEnv& e) -> Task<void> {
-    Probe probe;
-    const AdminRoutes routes(probe.Handlers());
-    int api_calls = 0;
-    auto started = HttpServer::Start(e, "127.0.0.1:0", SharedListenerHandler(&routes, &api_calls));
-    CO_ASSERT_TRUE(started.ok());
-    std::unique_ptr<HttpServer> server = std::move(started).value();
-    TestClient client(e);
-    CO_ASSERT_TRUE(!(co_await client.Connect(server->bound_port())));
-    Reply r = co_await client.Request("GET", "/metrics");
+  Probe probe;
+  const AdminRoutes routes(probe.Handlers());
+  int api_calls = 0;
+  RunServed(env, SharedListenerHandler(&routes, &api_calls), {}, [&](Served& s) -> Task<void> {
+    Reply r = co_await s.client.Request("GET", "/metrics");
     EXPECT_EQ(r.status, 200);
     EXPECT_EQ(r.body, probe.metrics);
     EXPECT_EQ(r.Get("Cache-Control"), "no-store");
     // On the general listener a body is read, and the admin routes ignore it.
-    r = co_await client.Request("GET", "/healthz", "", "ignored");
+    r = co_await s.client.Request("GET", "/healthz", "", "ignored");
     EXPECT_EQ(r.status, 200);
     EXPECT_EQ(r.body, "ok\n");
-    r = co_await client.Request("POST", "/readyz", "", "x");
+    r = co_await s.client.Request("POST", "/readyz", "", "x");
     EXPECT_EQ(r.status, 405);
-    r = co_await client.Request("PUT", "/v1/actors/t/c/n/x?q=1", "", "payload");
+    r = co_await s.client.Request("PUT", "/v1/actors/t/c/n/x?q=1", "", "payload");
     EXPECT_EQ(r.status, 200);
     EXPECT_EQ(r.body, "api:/v1/actors/t/c/n/x?q=1:payload");
-    r = co_await client.Request("GET", "/metricsx");
+    r = co_await s.client.Request("GET", "/metricsx");
     EXPECT_EQ(r.body, "api:/metricsx:");
     EXPECT_EQ(api_calls, 2);
     EXPECT_EQ(probe.metrics_calls, 1);
-  }(env));
+  });
 }
 
 TEST(AdminRoutesTest, RoutesMatchOnlyTheirPaths) {

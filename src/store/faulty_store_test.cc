@@ -5,8 +5,11 @@
 
 #include <gtest/gtest.h>
 
-#include "env/sim_env.h"
-#include "store/mem/mem_store.h"
+#include <memory>
+#include <string_view>
+
+#include "base/check.h"
+#include "store/mem/testing.h"
 #include "store/store_wrapper.h"
 
 namespace wk {
@@ -14,17 +17,17 @@ namespace {
 
 using std::chrono::milliseconds;
 
-struct Fixture {
-  SimWorld world{7};
-  SimEnv env{world, FromUnixMs(1'700'000'000'000)};
-  std::shared_ptr<MemBucket> bucket = std::make_shared<MemBucket>();
+struct Fixture : MemStoreFixture {
+  Fixture() : MemStoreFixture(7) {}
 
-  template <typename T>
-  T Run(Task<T> task) {
-    auto out = RunTask(world, env, std::move(task));
-    EXPECT_TRUE(out.has_value());
-    return std::move(*out);
+  // A FaultyStore with spec (REQUIRES, checked: a valid one) over a MemStore of the bucket.
+  std::unique_ptr<FaultyStore> Faulty(std::string_view spec) {
+    auto parsed = ParseFaultSpec(spec);
+    WK_CHECK(parsed.ok(), parsed.status().ToString());
+    return std::make_unique<FaultyStore>(env, std::make_unique<MemStore>(env, bucket), *parsed);
   }
+
+  const CallOptions call{milliseconds(100)};
 };
 
 // Counts puts and changes nothing else.
@@ -41,9 +44,9 @@ class PutCounter final : public StoreWrapper {
 
 TEST(StoreWrapperTest, ForwardsWhatTheDecoratorDoesNotOverride) {
   Fixture f;
-  MemStore mem(f.env, f.bucket);
+  MemStore& mem = f.store;
   PutCounter counter(mem);
-  const CallOptions call{milliseconds(100)};
+  const CallOptions call = f.call;
   auto put = f.Run(counter.Put("k", "v", Precondition::IfNoneMatchAny(), call));
   ASSERT_TRUE(put.ok()) << put.status().ToString();
   EXPECT_EQ(counter.puts, 1);
@@ -64,28 +67,21 @@ TEST(StoreWrapperTest, ForwardsWhatTheDecoratorDoesNotOverride) {
 
 TEST(FaultyStoreTest, LostReplyLandsTheWriteButReportsUnknown) {
   Fixture f;
-  auto spec = ParseFaultSpec("lose_put_reply=2");
-  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
-  FaultyStore store(f.env, std::make_unique<MemStore>(f.env, f.bucket), *spec);
-  const CallOptions call{milliseconds(100)};
-  EXPECT_TRUE(f.Run(store.Put("a", "1", Precondition::None(), call)).ok());
-  EXPECT_EQ(f.Run(store.Put("b", "2", Precondition::None(), call)).code(), Code::kUnknownOutcome);
+  auto store = f.Faulty("lose_put_reply=2");
+  EXPECT_TRUE(f.Run(store->Put("a", "1", Precondition::None(), f.call)).ok());
+  EXPECT_EQ(f.Run(store->Put("b", "2", Precondition::None(), f.call)).code(), Code::kUnknownOutcome);
   EXPECT_EQ(f.bucket->objects().count("b"), 1u);  // applied all the same
-  EXPECT_EQ(store.lost_replies(), 1u);
-  EXPECT_NE(store.Describe().find("injected faults"), std::string::npos);
+  EXPECT_EQ(store->lost_replies(), 1u);
+  EXPECT_NE(store->Describe().find("injected faults"), std::string::npos);
 }
 
 TEST(FaultyStoreTest, LostFirstPutIsNotAppliedAndItsReadFailsOnce) {
   Fixture f;
-  auto spec = ParseFaultSpec("lost_first_put=owners/");
-  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
-  FaultyStore store(f.env, std::make_unique<MemStore>(f.env, f.bucket), *spec);
-  const CallOptions call{milliseconds(100)};
-  EXPECT_EQ(f.Run(store.Put("owners/x", "1", Precondition::IfNoneMatchAny(), call)).code(),
-            Code::kUnknownOutcome);
+  auto store = f.Faulty("lost_first_put=owners/");
+  EXPECT_EQ(f.Run(store->Put("owners/x", "1", Precondition::IfNoneMatchAny(), f.call)).code(), Code::kUnknownOutcome);
   EXPECT_EQ(f.bucket->objects().count("owners/x"), 0u);
-  EXPECT_EQ(f.Run(store.Get("owners/x", call)).code(), Code::kRetryable);
-  EXPECT_EQ(f.Run(store.Get("owners/x", call)).code(), Code::kNotFound);
+  EXPECT_EQ(f.Run(store->Get("owners/x", f.call)).code(), Code::kRetryable);
+  EXPECT_EQ(f.Run(store->Get("owners/x", f.call)).code(), Code::kNotFound);
 }
 
 TEST(FaultyStoreTest, BadSpecNamesTheItem) {

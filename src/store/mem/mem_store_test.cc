@@ -4,27 +4,14 @@
 
 #include <gtest/gtest.h>
 
-#include "env/sim_env.h"
+#include "store/mem/testing.h"
 
 namespace wk {
 namespace {
 
 using std::chrono::milliseconds;
 
-struct Fixture {
-  SimWorld world{42};
-  SimEnv env{world, FromUnixMs(1'700'000'000'000)};
-  std::shared_ptr<MemBucket> bucket = std::make_shared<MemBucket>();
-  MemStore store{env, bucket};
-
-  // Runs a coroutine to completion in virtual time and returns its value.
-  template <typename T>
-  T Run(Task<T> task) {
-    auto out = RunTask(world, env, std::move(task));
-    EXPECT_TRUE(out.has_value());
-    return std::move(*out);
-  }
-};
+using Fixture = MemStoreFixture;
 
 TEST(MemStoreTest, DelayedWriteIsAppliedAfterTheCallerGaveUp) {
   Fixture f;
