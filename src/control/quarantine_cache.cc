@@ -30,15 +30,17 @@ void QuarantineCache::Insert(std::string key, Entry entry) {
   entries_[std::move(key)] = std::move(entry);
 }
 
-Task<Result<std::optional<QuarantineRecord>>> QuarantineCache::Check(ActorId actor, bool read_on_miss) {
+Task<Result<std::optional<QuarantineRecord>>> QuarantineCache::Check(ActorId actor, QuarantineRead read) {
   std::string key = actor.ToString();
-  if (const Entry* e = Fresh(key)) {
-    ++stats_.cached;
-    if (cached_) cached_->Inc();
-    if (e->record && e->record->QuarantinedAt(env_.WallNow())) co_return e->record;
-    co_return std::optional<QuarantineRecord>();
+  if (read != QuarantineRead::kAlways) {
+    if (const Entry* e = Fresh(key)) {
+      ++stats_.cached;
+      if (cached_) cached_->Inc();
+      if (e->record && e->record->QuarantinedAt(env_.WallNow())) co_return e->record;
+      co_return std::optional<QuarantineRecord>();
+    }
+    if (read == QuarantineRead::kNever) co_return std::optional<QuarantineRecord>();
   }
-  if (!read_on_miss) co_return std::optional<QuarantineRecord>();
   const MonoTime read_at = env_.MonoNow();
   auto got = co_await ReadQuarantine(store_, actor, options_.read);
   if (!got.ok()) {

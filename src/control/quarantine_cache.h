@@ -38,8 +38,15 @@ struct QuarantineCacheOptions {
   CallOptions read{std::chrono::seconds(1)};
 };
 
+// When Check reads the record.
+enum class QuarantineRead : std::uint8_t {
+  kNever,   // a fresh remembered answer, else "not quarantined": no I/O (a resident actor)
+  kOnMiss,  // a fresh remembered answer, else one GET (a request for an actor not resident)
+  kAlways,  // one GET whatever is remembered (right before this node acquires the actor)
+};
+
 struct QuarantineCacheStats {
-  std::uint64_t cached = 0;  // answered from memory
+  std::uint64_t cached = 0;  // answered from memory (or kNever without an entry)
   std::uint64_t reads = 0;   // answered by a GET
   std::uint64_t read_failures = 0;
   std::uint64_t clears = 0;  // times the cache was full and cleared
@@ -52,17 +59,17 @@ class QuarantineCache {
   QuarantineCache(const QuarantineCache&) = delete;
   QuarantineCache& operator=(const QuarantineCache&) = delete;
 
-  // The actor's record if it is quarantined now; nullopt if not. A fresh remembered answer
-  // costs nothing. Otherwise, with read_on_miss, one GET (remembered for ttl); without it,
-  // nullopt (the caller knows no more than before: a resident actor, say, whose start was
-  // checked). Errors: the read's (kRetryable, kUnknownOutcome, kCancelled: the bucket did
-  // not answer; kFatal: a corrupt record).
-  Task<Result<std::optional<QuarantineRecord>>> Check(ActorId actor, bool read_on_miss);
+  // The actor's record if it is quarantined now; nullopt if not. `read` says when the
+  // bucket is asked (above); an answer read is remembered for ttl. kNever without a fresh
+  // entry answers nullopt: the caller knows no more than before (a resident actor, whose
+  // start was checked). Errors: the read's (kRetryable, kUnknownOutcome, kCancelled: the
+  // bucket did not answer; kFatal: a corrupt record).
+  Task<Result<std::optional<QuarantineRecord>>> Check(ActorId actor, QuarantineRead read);
   // Without I/O: the remembered record if the entry is fresh and quarantines the actor now.
   std::optional<QuarantineRecord> Peek(const ActorId& actor) const;
   // Remembers a record this node wrote (or read elsewhere), as if read now.
   void Remember(const QuarantineRecord& record);
-  // Forgets the actor (the next Check with read_on_miss reads).
+  // Forgets the actor (the next Check with kOnMiss reads).
   void Forget(const ActorId& actor);
 
   // This node's wall clock (what a quarantine's end is compared with).

@@ -322,7 +322,7 @@ TEST_F(QuarantineTest, LiftDeletesTheRecordAndListingFindsEachTenant) {
 
 struct QuarantineCacheTest : QuarantineTest {
   QuarantineCache cache{env, store, QuarantineCacheOptions{seconds(2), 4, CallOptions{seconds(1)}}};
-  Result<std::optional<QuarantineRecord>> Check(const ActorId& id, bool read = true) {
+  Result<std::optional<QuarantineRecord>> Check(const ActorId& id, QuarantineRead read = QuarantineRead::kOnMiss) {
     return Run(cache.Check(id, read));
   }
 };
@@ -345,6 +345,11 @@ TEST_F(QuarantineCacheTest, AQuarantineIsSeenWithinTtlAndALiftToo) {
   ASSERT_TRUE(Check(kActor).ok());  // remembered: not quarantined
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(Strike("n2").ok());  // another node quarantines it
   EXPECT_FALSE(Check(kActor)->has_value()) << "within ttl this node does not know yet";
+  // ... except right before it would acquire the actor: that check always reads.
+  auto before_acquire = Check(kActor, QuarantineRead::kAlways);
+  ASSERT_TRUE(before_acquire.ok());
+  EXPECT_TRUE(before_acquire->has_value());
+  EXPECT_TRUE(Check(kActor)->has_value()) << "and what it read is remembered";
   Advance(seconds(2));
   auto q = Check(kActor);
   ASSERT_TRUE(q.ok());
@@ -358,7 +363,7 @@ TEST_F(QuarantineCacheTest, AQuarantineIsSeenWithinTtlAndALiftToo) {
 }
 
 TEST_F(QuarantineCacheTest, WithoutReadOnMissNothingIsRead) {
-  EXPECT_FALSE(Check(kActor, false)->has_value());
+  EXPECT_FALSE(Check(kActor, QuarantineRead::kNever)->has_value());
   EXPECT_EQ(bucket->counts().get, 0u);
 }
 
@@ -369,7 +374,7 @@ TEST_F(QuarantineCacheTest, RememberedRecordsAnswerWithoutAnyRead) {
   const auto gets = bucket->counts().get;
   cache.Remember(last.record);
   EXPECT_TRUE(cache.Peek(kActor).has_value());
-  EXPECT_TRUE(Check(kActor, false)->has_value());
+  EXPECT_TRUE(Check(kActor, QuarantineRead::kNever)->has_value());
   EXPECT_EQ(bucket->counts().get, gets);
   cache.Forget(kActor);
   EXPECT_FALSE(cache.Peek(kActor).has_value());
