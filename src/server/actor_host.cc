@@ -10,7 +10,12 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
     : env_(env),
       store_(store),
       options_(std::move(options)),
-      holds_(node.owners()),
+      quarantine_cache_(env, store, control::QuarantineCacheOptions{}, &metrics),
+      quarantine_(env, store, quarantine_cache_,
+                  QuarantineServiceOptions{options_.node_id, options_.quarantine, CallOptions{std::chrono::seconds(10)}},
+                  options_.journal, &metrics),
+      owner_holds_(node.owners()),
+      holds_(owner_holds_, quarantine_cache_),
       auth_(env, store),
       peers_(env),
       forwarder_(env, peers_, options_.node_id, secret) {
@@ -18,17 +23,23 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
                               &replica_metrics};
   provider_ = std::make_unique<replica::ReplicaProvider>(std::move(deps), holds_, options_.storage, options_.close_limit);
   runtime_ = std::make_unique<actor::ActorRuntime>(env, engine_, classes_, *provider_, options_.runtime,
-                                                   actor::RuntimeHooks{}, &metrics);
+                                                   quarantine_.Hooks(), &metrics);
+  quarantine_.set_unload([this](const ActorId& id) { runtime_->Unload(id); });
   FrontDeps front{*runtime_, node.owners(), node.membership(), forwarder_,
                   [this](std::string authorization) { return auth_.Authenticate(authorization); },
                   [this](std::string tenant, std::string class_name) {
                     return LoadClass(std::move(tenant), std::move(class_name));
                   },
-                  &metrics};
+                  &metrics, options_.quarantine.enabled() ? &quarantine_cache_ : nullptr};
   FrontOptions fo;
   fo.node_id = options_.node_id;
   fo.max_request_bytes = options_.runtime.limits.max_request_bytes;
   front_ = std::make_unique<Front>(std::move(front), fo);
+  if (!options_.crashed_during_events.empty()) {
+    WK_LOG_WARN("the previous process ended while events ran: one quarantine strike each",
+                {{"node", options_.node_id}, {"actors", std::to_string(options_.crashed_during_events.size())}});
+    quarantine_.RecordCrashStrikes(options_.crashed_during_events);
+  }
 }
 
 ActorHost::~ActorHost() { *alive_ = false; }

@@ -20,6 +20,7 @@ Front::Front(FrontDeps deps, FrontOptions options) : deps_(std::move(deps)), opt
     metrics_.refused = &r.AddCounter("wasmkeep_api_requests_total", help, {{"route", "refused"}});
     metrics_.unavailable = &r.AddCounter("wasmkeep_api_requests_total", help, {{"route", "unavailable"}});
     metrics_.failed = &r.AddCounter("wasmkeep_api_requests_total", help, {{"route", "actor_failed"}});
+    metrics_.quarantined = &r.AddCounter("wasmkeep_api_requests_total", help, {{"route", "quarantined"}});
   }
 }
 
@@ -38,6 +39,18 @@ ServerResponse Front::Error(int status, std::string message, bool retry_after) {
     ++stats_.refused;
     if (metrics_.refused) metrics_.refused->Inc();
   }
+  return r;
+}
+
+ServerResponse Front::Quarantined(const control::QuarantineRecord& record) {
+  ServerResponse r;
+  r.status = 503;
+  r.headers.emplace_back("Content-Type", "text/plain; charset=utf-8");
+  r.headers.emplace_back("Retry-After",
+                         std::to_string(control::RetryAfterSeconds(record, deps_.quarantine->Now())));
+  r.body = control::DescribeQuarantine(record) + "\n";
+  ++stats_.quarantined;
+  if (metrics_.quarantined) metrics_.quarantined->Inc();
   return r;
 }
 
@@ -107,7 +120,22 @@ Task<ServerResponse> Front::Handle(ServerRequest request) {
   }
   actor_request.body = request.body;
 
-  // 3. Where it runs.
+  // 3. Quarantined actors are refused here, wherever the request landed.
+  if (deps_.quarantine != nullptr) {
+    const bool resident = deps_.runtime.IsResident(id);
+    auto quarantined =
+        co_await deps_.quarantine->Check(id, resident ? control::QuarantineRead::kNever : control::QuarantineRead::kOnMiss);
+    if (quarantined.ok() && quarantined->has_value()) {
+      if (resident) deps_.runtime.Unload(id);
+      co_return Quarantined(**quarantined);
+    }
+    if (!quarantined.ok() && quarantined.code() == Code::kFatal) {
+      co_return Error(500, "the quarantine record of " + id.ToString() + ": " + quarantined.status().message());
+    }
+    // Could not be read in time: the request goes on (quarantine is a brake, not a lock).
+  }
+
+  // 4. Where it runs.
   if (deps_.runtime.IsResident(id)) {
     // Resident: its storage's output gate decides whether its answer may go out (a hold
     // that ended refuses it, even a read's: 503, and the runtime unloads the actor).
@@ -129,6 +157,16 @@ Task<ServerResponse> Front::Handle(ServerRequest request) {
     if (loaded.code() == Code::kNotFound) co_return Error(404, loaded.message());
     if (loaded.code() == Code::kFatal) co_return Error(500, loaded.message());
     co_return Error(503, "cannot load class " + id.tenant + "/" + id.class_name + ": " + loaded.message(), true);
+  }
+  if (deps_.quarantine != nullptr) {
+    // About to start the actor here: read its record afresh, whatever this node remembers,
+    // so a quarantine imposed by another node within the cache's ttl is never missed by a
+    // start (one GET per acquisition, next to the acquisition's own writes and the restore).
+    auto quarantined = co_await deps_.quarantine->Check(id, control::QuarantineRead::kAlways);
+    if (quarantined.ok() && quarantined->has_value()) co_return Quarantined(**quarantined);
+    if (!quarantined.ok() && quarantined.code() == Code::kFatal) {
+      co_return Error(500, "the quarantine record of " + id.ToString() + ": " + quarantined.status().message());
+    }
   }
   AcquireResult acquired = co_await deps_.owners.Acquire(id);
   switch (acquired.kind) {
