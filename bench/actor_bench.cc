@@ -33,6 +33,7 @@
 
 #include "actor/abi.h"
 #include "actor/runtime.h"
+#include "actor/state_map.h"
 #include "actor/storage.h"
 #include "actor/testing.h"
 #include "actor/txn.h"
@@ -95,6 +96,8 @@ class MapStorage final : public ActorStorage {
   }
   std::optional<std::int64_t> Alarm() const override { return alarm_; }
   std::uint64_t StoredBytes() const override { return bytes_; }
+  // The bench's map has the StateMap's layout: its bytes plus the per-entry node (short keys).
+  std::uint64_t MemoryBytes() const override { return bytes_ + data_.size() * EntryMemoryBytes(0, 0); }
   std::uint64_t Commit(Batch batch) override {
     for (Mutation& m : batch.mutations) {
       switch (m.kind) {

@@ -193,6 +193,8 @@ struct ActorRuntime::ExecResult {
   std::uint64_t wait_seq = 0;  // the output gate: answer once this is durable
   MemoryUse memory;            // measured on the worker after the event
   bool instantiated = false;
+  engine::CallOutcome call_outcome = engine::CallOutcome::kReturned;  // for on_event_end
+  std::string call_message;
 };
 
 ActorRuntime::ActorRuntime(Env& env, engine::Engine& engine, ClassRegistry& classes, StorageProvider& storage,
@@ -434,7 +436,9 @@ void ActorRuntime::Pump(const std::shared_ptr<Slot>& slot) {
   auto stopping = stopping_;
   workers_[slot->worker]->Post([this, env, alive, slot, shared_pending, now_ms, stopping](engine::Worker& worker) {
     if (stopping->load()) return;  // the runtime is being destroyed; the event was answered
+    if (hooks_.on_event_start) hooks_.on_event_start(slot->id, slot->worker);
     ExecResult exec = Execute(worker, *slot, shared_pending->request, now_ms);
+    if (hooks_.on_event_end) hooks_.on_event_end(slot->id, slot->worker, EventEnd{exec.call_outcome, exec.call_message});
     // The output gate: this event's answer waits until everything it may depend on (the
     // actor's last committed batch, its own or an earlier event's) is durable, and is
     // released only if the storage's hold is still valid then (storage.h), even for an
@@ -526,6 +530,8 @@ ActorRuntime::ExecResult ActorRuntime::Execute(engine::Worker& worker, Slot& slo
   const std::string_view export_name = request ? kRequestExport : kAlarmExport;
   engine::CallResult call = slot.instance->Call(export_name, &ctx, cpu_limit);
   ctx.FlushOutput();
+  out.call_outcome = call.outcome;
+  if (!call.ok()) out.call_message = call.message;
   if (!call.instance_usable) slot.instance.reset();
 
   if (Status broken = slot.storage->failure(); !broken.ok()) {

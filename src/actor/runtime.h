@@ -105,10 +105,27 @@ class ClassRegistry {
 enum class UnloadReason : std::uint8_t { kHibernated, kEvicted, kFailed, kShutdown, kRequested };
 std::string_view UnloadReasonName(UnloadReason r);
 
+// How an event's execution ended, for RuntimeHooks::on_event_end.
+struct EventEnd {
+  // The outcome of the handler's call (engine.h); kReturned also when the handler returned
+  // an error value, and when the event never called it (its instance could not be made).
+  engine::CallOutcome outcome = engine::CallOutcome::kReturned;
+  // The engine's message for a call that did not return (empty otherwise).
+  std::string_view message;
+};
+
 struct RuntimeHooks {
   // An actor left memory; every response it owed has been delivered. The ownership layer
   // releases its hold here.
   std::function<void(const ActorId&, UnloadReason)> on_unloaded;
+  // Right before and right after one event executes (its instantiation included), on the
+  // actor's worker thread: several workers call them at once, so they must be thread-safe,
+  // and cheap (they are on every event's path). `worker` (0 .. workers - 1) is the thread
+  // running it; it runs one event at a time, so a start and its end come in pairs per worker.
+  // A crash of the process between the two leaves the start without its end: what the
+  // quarantine's local journal relies on (src/server/running_events.h).
+  std::function<void(const ActorId&, std::size_t worker)> on_event_start;
+  std::function<void(const ActorId&, std::size_t worker, const EventEnd&)> on_event_end;
 };
 
 struct RuntimeStats {

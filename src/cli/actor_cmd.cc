@@ -9,6 +9,8 @@
 
 #include "actor/abi.h"
 #include "actor/runtime.h"
+#include "control/quarantine.h"
+#include "control/tenants.h"
 #include "engine/engine.h"
 
 namespace wk::cli {
@@ -61,16 +63,112 @@ int RunCheck(const GlobalOptions& globals, const CheckOptions& opts) {
   return kExitOk;
 }
 
+struct QuarantineArgs {
+  std::string actor;   // unquarantine
+  std::string tenant;  // quarantined: only this tenant
+  bool all = false;    // quarantined: records past their quarantine too
+  bool json = false;
+};
+
+Task<int> Unquarantine(ObjectStore* store, ActorId actor, CallOptions call) {
+  Status s = co_await control::LiftQuarantine(*store, actor, call);
+  if (!s.ok()) co_return Fail(s);
+  std::printf("lifted the quarantine of %s (its strikes are forgotten too); every node starts it again within "
+              "2 seconds\n",
+              actor.ToString().c_str());
+  co_return kExitOk;
+}
+
+Task<int> ListQuarantined(ObjectStore* store, RealEnv* env, QuarantineArgs a, CallOptions call) {
+  std::optional<std::string> tenant;
+  if (!a.tenant.empty()) tenant = a.tenant;
+  auto list = co_await control::ListQuarantine(*store, tenant, call);
+  if (!list.ok()) co_return Fail(list.status());
+  const WallTime now = env->WallNow();
+  bool errors = false;
+  nlohmann::json out = nlohmann::json::array();
+  if (!a.json) std::printf("%-40s %-11s %-24s %-8s %s\n", "ACTOR", "STATE", "UNTIL", "STRIKES", "LAST REASON");
+  std::size_t shown = 0;
+  for (const auto& q : *list) {
+    if (!q.record) {
+      errors = true;
+      if (a.json) {
+        out.push_back({{"actor", q.actor.ToString()}, {"error", q.error}});
+      } else {
+        std::printf("%-40s ERROR: %s\n", q.actor.ToString().c_str(), q.error.c_str());
+      }
+      continue;
+    }
+    const control::QuarantineRecord& r = *q.record;
+    const bool quarantined = r.QuarantinedAt(now);
+    if (!quarantined && !a.all) continue;
+    ++shown;
+    const char* state = quarantined ? "quarantined" : "strikes";
+    if (a.json) {
+      nlohmann::json strikes = nlohmann::json::array();
+      for (const auto& st : r.strikes) strikes.push_back({{"at_ms", ToUnixMs(st.at)}, {"node", st.node}});
+      out.push_back({{"actor", r.actor.ToString()},
+                     {"quarantined", quarantined},
+                     {"until_ms", ToUnixMs(r.until)},
+                     {"reason", r.reason},
+                     {"strikes", strikes}});
+    } else {
+      const std::string until = ToUnixMs(r.until) == 0 ? std::string("-") : control::FormatUtc(r.until);
+      std::printf("%-40s %-11s %-24s %-8zu %s\n", r.actor.ToString().c_str(), state, until.c_str(), r.strikes.size(),
+                  r.reason.c_str());
+    }
+  }
+  if (a.json) {
+    std::printf("%s\n", out.dump(2).c_str());
+  } else if (shown == 0 && !errors) {
+    std::printf(a.all ? "(no quarantine records)\n" : "(no actor is quarantined)\n");
+  }
+  if (errors) std::fprintf(stderr, "wasmkeep: some quarantine records are corrupt: their actors answer 500 until `actor unquarantine` removes them\n");
+  co_return kExitOk;
+}
+
+int RunQuarantine(const GlobalOptions& g, const QuarantineArgs& a, bool lift) {
+  auto call = CallOptionsFrom(g);
+  if (!call.ok()) return Fail(call.status());
+  ActorId actor;
+  if (lift) {
+    auto id = ParseActorId(a.actor);
+    if (!id.ok()) return Fail(id.status());
+    actor = *id;
+  } else if (!a.tenant.empty()) {
+    if (Status s = control::ValidateTenantName(a.tenant); !s.ok()) return Fail(s);
+  }
+  auto config = LoadConfigFromOptions(g);
+  if (!config.ok()) return Fail(config.status());
+  RealEnv env;
+  auto store = OpenBucket(env, g, *config);
+  if (!store.ok()) return Fail(store.status());
+  if (lift) return env.RunMain(Unquarantine(store->get(), actor, *call));
+  return env.RunMain(ListQuarantined(store->get(), &env, a, *call));
+}
+
 }  // namespace
 
 void AddActorCommand(CLI::App& app, const GlobalOptions& globals, int* result) {
-  CLI::App* actor = app.add_subcommand("actor", "Work with actor modules (WebAssembly classes)");
+  CLI::App* actor = app.add_subcommand("actor", "Work with actor modules (WebAssembly classes) and quarantined actors");
   actor->require_subcommand(1);
   auto check = std::make_shared<CheckOptions>();
   CLI::App* c = actor->add_subcommand("check", "Check a module against the ABI and the [actors] limits, and compile it");
   c->add_option("file", check->file, "The module (.wasm)")->required();
   c->add_flag("--json", check->json, "Print the summary as JSON");
   c->callback([&globals, check, result] { *result = RunCheck(globals, *check); });
+
+  // Quarantine (docs/security.md, "Poisoned actors").
+  auto lift = std::make_shared<QuarantineArgs>();
+  CLI::App* u = actor->add_subcommand("unquarantine", "Lift an actor's quarantine now (and forget its strikes)");
+  u->add_option("actor", lift->actor, "TENANT/CLASS/NAME")->required();
+  u->callback([&globals, lift, result] { *result = RunQuarantine(globals, *lift, true); });
+  auto list = std::make_shared<QuarantineArgs>();
+  CLI::App* q = actor->add_subcommand("quarantined", "List quarantined actors");
+  q->add_option("--tenant", list->tenant, "Only this tenant's actors");
+  q->add_flag("--all", list->all, "Also actors with strikes that are not quarantined (now)");
+  q->add_flag("--json", list->json, "Print JSON");
+  q->callback([&globals, list, result] { *result = RunQuarantine(globals, *list, false); });
 }
 
 }  // namespace wk::cli

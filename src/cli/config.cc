@@ -60,14 +60,15 @@ Status ReadUint(const toml::table& table, std::string_view section, std::string_
   return Status::Ok();
 }
 
-Status ReadActors(const toml::table& t, actor::RuntimeOptions* o) {
+Status ReadActors(const toml::table& t, actor::RuntimeOptions* o, control::QuarantinePolicy* q) {
   constexpr std::string_view sec = "actors";
   constexpr std::int64_t kMaxBytes = std::int64_t{1} << 40;
   Status s = CheckKeys(t, sec,
                        {"workers", "max_memory_bytes", "max_event_cpu_ms", "max_request_bytes", "max_response_bytes",
                         "max_key_bytes", "max_value_bytes", "max_stored_bytes", "max_queued_events",
                         "idle_hibernate_ms", "memory_budget_bytes", "sync_timeout_ms", "max_module_bytes",
-                        "max_table_elements", "isolate_heap_limit_bytes", "compile_timeout_ms"});
+                        "max_table_elements", "isolate_heap_limit_bytes", "compile_timeout_ms", "quarantine_strikes",
+                        "quarantine_window_ms", "quarantine_ms"});
   actor::ActorLimits& l = o->limits;
   if (s.ok()) s = ReadUint(t, sec, "workers", 0, 256, &o->workers);
   if (s.ok()) s = ReadUint(t, sec, "max_memory_bytes", 65536, std::int64_t{4} << 30, &l.max_memory_bytes);
@@ -99,6 +100,14 @@ Status ReadActors(const toml::table& t, actor::RuntimeOptions* o) {
   if (sync_ms >= 0) o->sync_timeout = std::chrono::milliseconds(sync_ms);
   if (compile_ms >= 0) o->compile_timeout = std::chrono::milliseconds(compile_ms);
   if (s.ok()) s = actor::ValidateRuntimeOptions(*o);
+  // Quarantine (docs/security.md, "Poisoned actors").
+  std::int64_t window_ms = -1, quarantine_ms = -1;
+  if (s.ok()) s = ReadUint(t, sec, "quarantine_strikes", 0, control::kMaxStrikes, &q->strikes);
+  if (s.ok()) s = ReadUint(t, sec, "quarantine_window_ms", 1, 604'800'000, &window_ms);
+  if (s.ok()) s = ReadUint(t, sec, "quarantine_ms", 1, 604'800'000, &quarantine_ms);
+  if (window_ms >= 0) q->window = std::chrono::milliseconds(window_ms);
+  if (quarantine_ms >= 0) q->duration = std::chrono::milliseconds(quarantine_ms);
+  if (s.ok()) s = control::ValidateQuarantinePolicy(*q);
   return s;
 }
 
@@ -160,10 +169,12 @@ Result<Config> LoadConfig(const std::string& path) {
       if (s.ok()) s = ReadString(*table, section, "secret_access_key", &config.secret_access_key);
       if (s.ok()) s = ReadString(*table, section, "session_token", &config.session_token);
     } else if (section == "node") {
-      s = CheckKeys(*table, section, {"id", "listen", "advertise"});
+      s = CheckKeys(*table, section, {"id", "listen", "advertise", "data_dir"});
       if (s.ok()) s = ReadString(*table, section, "id", &config.node_id);
       if (s.ok()) s = ReadString(*table, section, "listen", &config.listen);
       if (s.ok()) s = ReadString(*table, section, "advertise", &config.advertise);
+      if (s.ok()) s = ReadString(*table, section, "data_dir", &config.data_dir);
+      if (s.ok() && config.data_dir && config.data_dir->empty()) s = InvalidArgument("node.data_dir must not be empty");
     } else if (section == "lease") {
       s = CheckKeys(*table, section, {"ttl_ms", "grace_ms", "safety_ms", "max_skew_ms", "heartbeat_period_ms"});
       if (s.ok()) s = ReadMs(*table, section, "ttl_ms", &config.lease.ttl);
@@ -173,7 +184,7 @@ Result<Config> LoadConfig(const std::string& path) {
       if (s.ok()) s = ReadMs(*table, section, "heartbeat_period_ms", &config.lease.heartbeat_period);
       if (s.ok()) s = config.lease.Validate();
     } else if (section == "actors") {
-      s = ReadActors(*table, &config.actors);
+      s = ReadActors(*table, &config.actors, &config.quarantine);
     } else if (section == "storage") {
       s = ReadStorage(*table, &config.storage);
     } else if (section == "log") {

@@ -12,6 +12,9 @@
 //   id = "node-a"                # default: the host name
 //   listen = "127.0.0.1:8080"    # the node's HTTP port (/metrics, /healthz, /readyz)
 //   advertise = "10.0.0.5:8080"  # what peers use to reach it (default: listen)
+//   data_dir = "/var/lib/wasmkeep"  # the node's local files (the running-events journal
+//                                # that turns a crash during an event into a quarantine
+//                                # strike); none by default: crashes then strike nothing
 //   [lease]                      # ADR 0020 §5; every value in milliseconds
 //   ttl_ms = 10000
 //   grace_ms = 5000
@@ -35,6 +38,11 @@
 //   max_table_elements = 65536   # all of a module's tables together, grown ones included
 //   isolate_heap_limit_bytes = 536870912  # each worker's V8 heap (not linear memory)
 //   compile_timeout_ms = 30000   # a request's wait for its class to compile, then 503
+//   quarantine_strikes = 3       # strikes (an event ended its instance at the heap or memory
+//                                # limit, or its node's process) within the window that
+//                                # quarantine an actor cluster-wide; 0 = off
+//   quarantine_window_ms = 600000  # how long a strike counts
+//   quarantine_ms = 600000       # how long a quarantine lasts (503 + Retry-After meanwhile)
 //   [storage]                    # the durable replica (docs/storage.md)
 //   segment_max_bytes = 8388608  # a segment closes at this many bytes of batches...
 //   segment_max_batches = 10000  # ...or this many batches
@@ -58,6 +66,7 @@
 #include "base/status.h"
 #include "actor/runtime.h"
 #include "cluster/timing.h"
+#include "control/quarantine.h"
 #include "replica/replica.h"
 #include "store/open_store.h"
 
@@ -72,8 +81,10 @@ struct Config {
   std::optional<std::string> node_id;
   std::optional<std::string> listen;
   std::optional<std::string> advertise;
+  std::optional<std::string> data_dir;  // node.data_dir (serve --data-dir wins)
   LeaseTiming lease;  // defaults unless [lease] sets them; validated by LoadConfig
   actor::RuntimeOptions actors;  // defaults unless [actors] sets them; validated by LoadConfig
+  control::QuarantinePolicy quarantine;  // [actors] quarantine_*; validated by LoadConfig
   // Defaults unless [storage] sets them; validated by LoadConfig. gc_off_chain_after is not
   // a setting: it is the fencing bound, max(ttl + grace, upload_timeout), set from [lease].
   replica::ReplicaOptions storage;

@@ -105,6 +105,32 @@ TEST(ConfigTest, BadActorSettingsAreNamed) {
                  {"[actors]\nmax_cpu = 5\n", "unknown setting actors.max_cpu"}});
 }
 
+TEST(ConfigTest, QuarantineSettingsAndTheDataDir) {
+  auto c = Load("[node]\ndata_dir = \"/var/lib/wk\"\n[actors]\nquarantine_strikes = 5\nquarantine_window_ms = 1000\n"
+                "quarantine_ms = 2000\n");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->data_dir, "/var/lib/wk");
+  EXPECT_EQ(c->quarantine.strikes, 5u);
+  EXPECT_EQ(c->quarantine.window, std::chrono::milliseconds(1000));
+  EXPECT_EQ(c->quarantine.duration, std::chrono::milliseconds(2000));
+  auto d = Load("[log]\nlevel = \"info\"\n");
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d->data_dir.has_value());
+  EXPECT_EQ(d->quarantine.strikes, 3u);
+  EXPECT_EQ(d->quarantine.window, std::chrono::minutes(10));
+  EXPECT_EQ(d->quarantine.duration, std::chrono::minutes(10));
+  auto off = Load("[actors]\nquarantine_strikes = 0\n");
+  ASSERT_TRUE(off.ok());
+  EXPECT_FALSE(off->quarantine.enabled());
+  for (const char* bad : {"[actors]\nquarantine_strikes = 101\n", "[actors]\nquarantine_window_ms = 0\n",
+                          "[actors]\nquarantine_ms = 604800001\n", "[node]\ndata_dir = \"\"\n"}) {
+    auto r = Load(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    const std::string want = std::string(bad).find("data_dir") != std::string::npos ? "node.data_dir" : "actors.quarantine";
+    EXPECT_NE(r.status().message().find(want), std::string::npos) << r.status().ToString();
+  }
+}
+
 TEST(ConfigTest, StorageSectionSetsTheReplica) {
   auto n = [](auto field) {
     return [field](const Config& c) { return static_cast<std::int64_t>(c.storage.*field); };

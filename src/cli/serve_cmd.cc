@@ -16,6 +16,7 @@
 #include "net/http_server.h"
 #include "server/actor_host.h"
 #include "server/admin_routes.h"
+#include "server/running_events.h"
 #include "store/open_store.h"
 
 namespace wk::cli {
@@ -27,6 +28,7 @@ struct ServeArgs {
   std::string node_id;
   std::string listen;
   std::string advertise;
+  std::string data_dir;
 };
 
 // Tests only (WASMKEEP_DEBUG_ACQUIRE=t/c/a,t/c/b): the multi-process ownership tests need
@@ -166,6 +168,25 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
   const LeaseTiming timing = config->lease;
   if (Status s = timing.Validate(); !s.ok()) return Fail(s);
 
+  // The running-events journal (docs/security.md, "Poisoned actors"): read what a crashed
+  // previous process left (one quarantine strike each, once actors are served), then kept
+  // for this one.
+  std::unique_ptr<RunningEvents> journal;
+  std::vector<ActorId> crashed_during_events;
+  const std::optional<std::string> data_dir = !a.data_dir.empty() ? std::optional<std::string>(a.data_dir) : config->data_dir;
+  if (data_dir) {
+    auto opened = RunningEvents::Open(*data_dir + "/running-events-" + identity.node_id);
+    if (!opened.ok()) return Fail(opened.status());
+    journal = std::move(opened->journal);
+    crashed_during_events = std::move(opened->left_behind);
+    if (opened->unreadable > 0) {
+      WK_LOG_WARN("the running-events journal held unreadable entries; ignored",
+                  {{"path", journal->path()}, {"entries", std::to_string(opened->unreadable)}});
+    }
+  } else if (config->quarantine.enabled()) {
+    WK_LOG_INFO("node.data_dir is not set: a crash during an event is not counted as a quarantine strike", {});
+  }
+
   RealEnv env;
   auto store = OpenBucket(env, g, *config);
   if (!store.ok()) return Fail(store.status());
@@ -206,6 +227,9 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
   serving.options.node_id = identity.node_id;
   serving.options.runtime = config->actors;
   serving.options.storage = config->storage;
+  serving.options.quarantine = config->quarantine;
+  serving.options.journal = journal.get();
+  serving.options.crashed_during_events = std::move(crashed_during_events);
   AdminRoutes admin(handlers);
   HttpServerLimits limits;
   // A body over the actors' limit is refused (413) before it is read.
@@ -244,6 +268,8 @@ void AddServeCommand(CLI::App& app, const GlobalOptions& globals, int* result) {
   serve->add_option("--node-id", args->node_id, "This node's id (default: config node.id, else the host name)");
   serve->add_option("--listen", args->listen, "HTTP address to listen on (default: config node.listen, else 127.0.0.1:8080)");
   serve->add_option("--advertise", args->advertise, "Address peers use to reach this node (default: the listen address)");
+  serve->add_option("--data-dir", args->data_dir,
+                    "Directory of the node's local files: the running-events journal (default: config node.data_dir, else none)");
   serve->callback([&globals, args, result] { *result = RunServe(globals, *args); });
 }
 

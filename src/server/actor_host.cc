@@ -20,7 +20,12 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
       store_(store),
       options_(std::move(options)),
       compiler_(env, engine_, CompilerOptions(options_.runtime)),
-      holds_(node.owners()),
+      quarantine_cache_(env, store, control::QuarantineCacheOptions{}),
+      quarantine_(env, store, quarantine_cache_,
+                  QuarantineServiceOptions{options_.node_id, options_.quarantine, CallOptions{std::chrono::seconds(10)}},
+                  options_.journal),
+      owner_holds_(node.owners()),
+      holds_(owner_holds_, quarantine_cache_),
       auth_(env, store),
       peers_(env),
       forwarder_(env, peers_, options_.node_id, secret) {
@@ -28,18 +33,27 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
                               &replica_totals};
   provider_ = std::make_unique<replica::ReplicaProvider>(std::move(deps), holds_, options_.storage, options_.close_limit);
   runtime_ = std::make_unique<actor::ActorRuntime>(env, engine_, classes_, *provider_, options_.runtime,
-                                                   actor::RuntimeHooks{});
+                                                   quarantine_.Hooks());
+  quarantine_.set_unload([this](const ActorId& id) { runtime_->Unload(id); });
   FrontDeps front{*runtime_, node.owners(), node.membership(), forwarder_,
                   [this](std::string authorization) { return auth_.Authenticate(authorization); },
                   [this](std::string tenant, std::string class_name) {
                     return LoadClass(std::move(tenant), std::move(class_name));
-                  }};
+                  },
+                  options_.quarantine.enabled() ? &quarantine_cache_ : nullptr};
   FrontOptions fo;
   fo.node_id = options_.node_id;
   fo.max_request_bytes = options_.runtime.limits.max_request_bytes;
   front_ = std::make_unique<Front>(std::move(front), fo);
   actor::PublishRuntimeMetrics(metrics, *runtime_);
   PublishFrontMetrics(metrics, *front_);
+  control::PublishQuarantineCacheMetrics(metrics, quarantine_cache_);
+  PublishQuarantineMetrics(metrics, quarantine_);
+  if (!options_.crashed_during_events.empty()) {
+    WK_LOG_WARN("the previous process ended while events ran: one quarantine strike each",
+                {{"node", options_.node_id}, {"actors", std::to_string(options_.crashed_during_events.size())}});
+    quarantine_.RecordCrashStrikes(options_.crashed_during_events);
+  }
 }
 
 ActorHost::~ActorHost() { *alive_ = false; }

@@ -10,6 +10,12 @@
 // a request waits at most actors.compile_timeout_ms, then 503) and registered. An actor already resident keeps the version it
 // started with until it next starts.
 //
+// Quarantine (docs/security.md, "Poisoned actors"): the runtime's event hooks feed the
+// node's running-events journal and QuarantineService (strikes, unloading); replicas
+// acquire through QuarantineHoldSource, and the front checks the QuarantineCache before an
+// actor is forwarded or started. Strikes left by a crashed previous process (the journal's
+// leftovers) are recorded when the host is made.
+//
 // Stopping (ADR 0020 §4's clean stop, before the node's own Stop): Shutdown refuses new
 // events, lets running ones finish, unloads every actor (each replica waits until its
 // writes are durable, then its hold is released) and stops the workers.
@@ -27,6 +33,8 @@
 #include "cluster/cluster_node.h"
 #include "control/classes.h"
 #include "control/cluster_secret.h"
+#include "control/quarantine.h"
+#include "control/quarantine_cache.h"
 #include "control/tokens.h"
 #include "engine/engine.h"
 #include "env/real_env.h"
@@ -34,6 +42,8 @@
 #include "replica/provider.h"
 #include "server/forwarder.h"
 #include "server/front.h"
+#include "server/quarantine_service.h"
+#include "server/running_events.h"
 
 namespace wk {
 
@@ -50,6 +60,14 @@ struct ActorHostOptions {
   Duration class_check = std::chrono::seconds(1);
   // How long a resident actor may take to make its writes durable when it is unloaded.
   Duration close_limit = std::chrono::seconds(10);
+  // When strikes quarantine an actor ([actors] quarantine_*); strikes 0: off.
+  control::QuarantinePolicy quarantine;
+  // The node's running-events journal (node.data_dir), owned by the caller and outliving
+  // the host; null: crashes during events are not counted as strikes.
+  RunningEvents* journal = nullptr;
+  // Actors whose events ran when the previous process died (the journal's leftovers): one
+  // strike each.
+  std::vector<ActorId> crashed_during_events;
 };
 
 class ActorHost {
@@ -69,6 +87,7 @@ class ActorHost {
 
   actor::ActorRuntime& runtime() { return *runtime_; }
   const FrontStats& front_stats() const { return front_->stats(); }
+  const QuarantineStats& quarantine_stats() const { return quarantine_.stats(); }
 
  private:
   struct Loaded {
@@ -84,7 +103,10 @@ class ActorHost {
   engine::Engine engine_;
   actor::ModuleCompiler compiler_;
   actor::ClassRegistry classes_;
-  replica::OwnersHoldSource holds_;
+  control::QuarantineCache quarantine_cache_;
+  QuarantineService quarantine_;
+  replica::OwnersHoldSource owner_holds_;
+  QuarantineHoldSource holds_;
   std::unique_ptr<replica::ReplicaProvider> provider_;
   std::unique_ptr<actor::ActorRuntime> runtime_;
   control::TenantAuth auth_;

@@ -18,7 +18,8 @@ void PublishFrontMetrics(MetricsRegistry& registry, const Front& front) {
   const std::string help = "Actor API requests by how they were routed or refused.";
   for (const auto& [route, field] : {std::pair{"local", &stats.local}, std::pair{"forwarded", &stats.forwarded},
                                      std::pair{"refused", &stats.refused}, std::pair{"unavailable", &stats.unavailable},
-                                     std::pair{"actor_failed", &stats.actor_failed}}) {
+                                     std::pair{"actor_failed", &stats.actor_failed},
+                                     std::pair{"quarantined", &stats.quarantined}}) {
     registry.AddCallbackCounter("wasmkeep_api_requests_total", help, [field] { return static_cast<double>(*field); },
                                 {{"route", route}});
   }
@@ -37,6 +38,17 @@ ServerResponse Front::Error(int status, std::string message, bool retry_after) {
   } else if (status >= 400 && status < 500) {
     ++stats_.refused;
   }
+  return r;
+}
+
+ServerResponse Front::Quarantined(const control::QuarantineRecord& record) {
+  ServerResponse r;
+  r.status = 503;
+  r.headers.emplace_back("Content-Type", "text/plain; charset=utf-8");
+  r.headers.emplace_back("Retry-After",
+                         std::to_string(control::RetryAfterSeconds(record, deps_.quarantine->Now())));
+  r.body = control::DescribeQuarantine(record) + "\n";
+  ++stats_.quarantined;
   return r;
 }
 
@@ -106,7 +118,22 @@ Task<ServerResponse> Front::Handle(ServerRequest request) {
   }
   actor_request.body = request.body;
 
-  // 3. Where it runs.
+  // 3. Quarantined actors are refused here, wherever the request landed.
+  if (deps_.quarantine != nullptr) {
+    const bool resident = deps_.runtime.IsResident(id);
+    auto quarantined =
+        co_await deps_.quarantine->Check(id, resident ? control::QuarantineRead::kNever : control::QuarantineRead::kOnMiss);
+    if (quarantined.ok() && quarantined->has_value()) {
+      if (resident) deps_.runtime.Unload(id);
+      co_return Quarantined(**quarantined);
+    }
+    if (!quarantined.ok() && quarantined.code() == Code::kFatal) {
+      co_return Error(500, "the quarantine record of " + id.ToString() + ": " + quarantined.status().message());
+    }
+    // Could not be read in time: the request goes on (quarantine is a brake, not a lock).
+  }
+
+  // 4. Where it runs.
   if (deps_.runtime.IsResident(id)) {
     // Resident: its storage's output gate decides whether its answer may go out (a hold
     // that ended refuses it, even a read's: 503, and the runtime unloads the actor).
@@ -128,6 +155,16 @@ Task<ServerResponse> Front::Handle(ServerRequest request) {
     if (loaded.code() == Code::kNotFound) co_return Error(404, loaded.message());
     if (loaded.code() == Code::kFatal) co_return Error(500, loaded.message());
     co_return Error(503, "cannot load class " + id.tenant + "/" + id.class_name + ": " + loaded.message(), true);
+  }
+  if (deps_.quarantine != nullptr) {
+    // About to start the actor here: read its record afresh, whatever this node remembers,
+    // so a quarantine imposed by another node within the cache's ttl is never missed by a
+    // start (one GET per acquisition, next to the acquisition's own writes and the restore).
+    auto quarantined = co_await deps_.quarantine->Check(id, control::QuarantineRead::kAlways);
+    if (quarantined.ok() && quarantined->has_value()) co_return Quarantined(**quarantined);
+    if (!quarantined.ok() && quarantined.code() == Code::kFatal) {
+      co_return Error(500, "the quarantine record of " + id.ToString() + ": " + quarantined.status().message());
+    }
   }
   AcquireResult acquired = co_await deps_.owners.Acquire(id);
   switch (acquired.kind) {

@@ -8,7 +8,16 @@
 //      malformed, unknown or revoked one is 401, a token of another tenant 403. A request
 //      another node forwarded carries that node's signature instead (forwarder.h): a bad
 //      one is 401.
-//   3. Route. Served here if this node has the actor resident and still holds it (resident
+//   3. Quarantine (docs/security.md, "Poisoned actors"): an actor quarantined cluster-wide
+//      is 503 with Retry-After (until the quarantine ends) and a body naming the reason and
+//      the end, on whichever node the request lands, before it is forwarded or started. For
+//      an actor not resident here its record is read at most once per the cache's ttl
+//      (control/quarantine_cache.h), and once more, afresh, right before this node would
+//      acquire it (step 4), so no node starts a quarantined actor on a stale answer. A
+//      resident one is only looked up in memory (its start was checked) and unloaded if
+//      found quarantined. A record that cannot be read in time lets the request through
+//      (quarantine is a brake, not a lock); a corrupt one is 500.
+//   4. Route. Served here if this node has the actor resident and still holds it (resident
 //      with its hold ended: 503, and the actor is unloaded). Otherwise one GET of its
 //      ownership record within 250 ms (Owners::OtherOwner): another node that the
 //      membership view shows live → forward the request there, unchanged, and pass its
@@ -17,7 +26,7 @@
 //      actor taken meanwhile forwards to the taker. A request is forwarded at most
 //      `max_hops` times in all (a forwarded request that finds its target no longer the
 //      owner is routed once more, never bounced forever); past that it is 503.
-//   4. Answer: the actor's response once durable; its trap or timeout is 500 naming the
+//   5. Answer: the actor's response once durable; its trap or timeout is 500 naming the
 //      cause; its queue full, the node draining, the node lease not valid, or the bucket
 //      unreachable is 503 with Retry-After. Nothing acknowledged is ever lost: a 503 means
 //      the request was not acknowledged and may be retried.
@@ -33,6 +42,7 @@
 #include "base/metrics.h"
 #include "cluster/membership.h"
 #include "cluster/owners.h"
+#include "control/quarantine_cache.h"
 #include "net/http_types.h"
 #include "server/forwarder.h"
 
@@ -64,6 +74,8 @@ struct FrontDeps {
   // Makes the class's current module known to the runtime before one of its actors starts.
   // kNotFound: no such class (404); kFatal: it cannot run here (500); kRetryable etc.: 503.
   std::function<Task<Status>(std::string tenant, std::string class_name)> load_class;
+  // The node's quarantine cache; null: no quarantine check (the simulator's nodes).
+  control::QuarantineCache* quarantine = nullptr;
 };
 
 struct FrontStats {
@@ -73,6 +85,7 @@ struct FrontStats {
   std::uint64_t refused = 0;    // 4xx before routing
   std::uint64_t unavailable = 0;  // 503
   std::uint64_t actor_failed = 0;  // 500: the actor's event failed (counted in local too)
+  std::uint64_t quarantined = 0;  // 503: the actor is quarantined
 };
 
 class Front {
@@ -85,6 +98,7 @@ class Front {
   Task<ServerResponse> Run(ActorId id, actor::Request request);
   Task<ServerResponse> ForwardTo(const std::string& node_id, ServerRequest request, std::string tenant, int hops);
   ServerResponse Error(int status, std::string message, bool retry_after = false);
+  ServerResponse Quarantined(const control::QuarantineRecord& record);
 
   FrontDeps deps_;
   FrontOptions options_;

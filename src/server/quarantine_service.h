@@ -1,0 +1,119 @@
+// QuarantineService: turns what happens to a node's actors into quarantine strikes
+// (control/quarantine.h) and acts on the answer (docs/security.md, "Poisoned actors").
+//
+//   - An event whose instance was thrown away for a resource reason is one strike: the
+//     worker's V8 heap limit (engine::CallOutcome::kHeapLimit) or linear memory exhausted
+//     (kOutOfMemory). Not a trap (a bug that fails its own event and costs nothing more),
+//     and not the CPU limit (kTerminated): a slow event is not a crash — the watchdog
+//     already bounds its cost, and quarantining a slow actor would turn slowness into
+//     unavailability. Not a failed instantiation either: a heap that fills while an
+//     instance is made is most often the other instances' doing.
+//   - A crash of the process while an actor's event ran is one strike, recorded by the next
+//     start of the node from its local journal (running_events.h): RecordCrashStrikes.
+//   - A strike that quarantines the actor (or finds it quarantined) is remembered in the
+//     node's QuarantineCache and the actor, if resident, is unloaded; QuarantineHoldSource
+//     then refuses to start it again on this node, and the front refuses its requests.
+//
+// Every strike and every quarantine is one log line (warn) and counted in metrics:
+// wasmkeep_quarantine_strikes_total{cause=instance|crash}, wasmkeep_quarantines_total
+// (imposed by this node's strikes), wasmkeep_quarantine_strike_failures_total (a strike the
+// bucket did not take; the strike is lost, the event's own answer is unaffected).
+//
+// Threading: the Env loop thread, except the runtime hooks (Hooks()), which run on worker
+// threads: they touch only the journal (its own slot per worker) and post to the loop.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "actor/runtime.h"
+#include "base/metrics.h"
+#include "control/quarantine.h"
+#include "control/quarantine_cache.h"
+#include "replica/provider.h"
+#include "server/running_events.h"
+
+namespace wk {
+
+struct QuarantineServiceOptions {
+  std::string node_id;
+  control::QuarantinePolicy policy;
+  // One attempt of a strike's read or write.
+  CallOptions call{std::chrono::seconds(10)};
+};
+
+// Counts kept by the loop thread (published as the metrics above).
+struct QuarantineStats {
+  std::uint64_t instance_strikes = 0;  // counted strikes from events that ended their instance
+  std::uint64_t crash_strikes = 0;     // counted strikes from the journal of a crashed process
+  std::uint64_t quarantines = 0;       // quarantines imposed by this node's strikes
+  std::uint64_t not_counted = 0;       // strikes that found the actor already quarantined
+  std::uint64_t strike_failures = 0;   // strikes the bucket did not take
+};
+
+class QuarantineService {
+ public:
+  // journal: may be null (node.data_dir unset): crash strikes are then not recorded.
+  QuarantineService(Env& env, ObjectStore& store, control::QuarantineCache& cache, QuarantineServiceOptions options,
+                    RunningEvents* journal);
+  ~QuarantineService();
+  QuarantineService(const QuarantineService&) = delete;
+  QuarantineService& operator=(const QuarantineService&) = delete;
+
+  // Whether an event that ended so is a strike (see above).
+  static bool IsStrike(engine::CallOutcome outcome);
+
+  // on_event_start / on_event_end for the runtime (thread-safe; see the file comment).
+  // on_unloaded is left empty for the caller.
+  actor::RuntimeHooks Hooks();
+  // How to unload a resident actor that got quarantined (the runtime's Unload), set once the
+  // runtime exists. Loop thread.
+  void set_unload(std::function<void(const ActorId&)> unload) { unload_ = std::move(unload); }
+
+  // One strike per actor, each on its own task (loop thread): the previous process died
+  // while their events ran.
+  void RecordCrashStrikes(const std::vector<ActorId>& actors);
+  // One strike (loop thread). Exposed for tests; the hooks call it through a post.
+  void Strike(const ActorId& actor, std::string reason, bool crash);
+
+  const QuarantineStats& stats() const { return stats_; }
+  // Strike tasks not finished yet (tests wait for them).
+  int strikes_in_flight() const { return in_flight_; }
+
+ private:
+  Task<void> RunStrike(ActorId actor, std::string reason, bool crash);
+
+  Env& env_;
+  ObjectStore& store_;
+  control::QuarantineCache& cache_;
+  QuarantineServiceOptions options_;
+  RunningEvents* journal_;
+  std::function<void(const ActorId&)> unload_;
+  QuarantineStats stats_;
+  int in_flight_ = 0;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+// The hold source a node's replicas acquire through: refuses to start an actor this node
+// knows to be quarantined (QuarantineCache::Peek: no I/O; the front has already read the
+// record for a request that starts an actor), so events queued behind the one that got
+// it quarantined do not restart it. Otherwise the inner source's answer.
+class QuarantineHoldSource final : public replica::HoldSource {
+ public:
+  QuarantineHoldSource(replica::HoldSource& inner, const control::QuarantineCache& cache)
+      : inner_(inner), cache_(cache) {}
+  Task<Result<replica::Replica::Hold>> Acquire(ActorId actor) override;
+  Task<void> Release(ActorId actor, Generation generation) override;
+
+ private:
+  replica::HoldSource& inner_;
+  const control::QuarantineCache& cache_;
+};
+
+// Publishes the strike and quarantine counters over the service's stats (base/metrics.h,
+// "How WasmKeep publishes"). REQUIRES: service outlives every RenderText() (loop thread).
+void PublishQuarantineMetrics(MetricsRegistry& registry, const QuarantineService& service);
+
+}  // namespace wk

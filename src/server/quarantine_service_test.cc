@@ -1,0 +1,222 @@
+// QuarantineService over a real ActorRuntime (V8, one worker) and a mem:// bucket: which
+// event outcomes are strikes, strikes that quarantine and unload the actor, the journal fed
+// by the runtime's hooks, crash strikes from a previous process's journal, and the hold
+// source that refuses to start a quarantined actor.
+#include "server/quarantine_service.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "actor/mem_storage.h"
+#include "env/real_env.h"
+#include "store/mem/mem_store.h"
+
+namespace wk {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+std::vector<std::uint8_t> ReadBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+TEST(QuarantineStrikeTest, OnlyResourceExhaustionIsAStrike) {
+  using engine::CallOutcome;
+  EXPECT_TRUE(QuarantineService::IsStrike(CallOutcome::kHeapLimit));
+  EXPECT_TRUE(QuarantineService::IsStrike(CallOutcome::kOutOfMemory));
+  EXPECT_FALSE(QuarantineService::IsStrike(CallOutcome::kTerminated)) << "a slow event is not a crash";
+  EXPECT_FALSE(QuarantineService::IsStrike(CallOutcome::kTrapped));
+  EXPECT_FALSE(QuarantineService::IsStrike(CallOutcome::kHostError));
+  EXPECT_FALSE(QuarantineService::IsStrike(CallOutcome::kEngineError));
+  EXPECT_FALSE(QuarantineService::IsStrike(CallOutcome::kReturned));
+}
+
+class QuarantineServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/wk-quarantine-service-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    journal_path_ = dir_ + "/running-events-n1";
+  }
+  void TearDown() override {
+    TearDownNode();
+    std::filesystem::remove_all(dir_);
+  }
+  // The node's pieces go (a clean stop); the bucket and the cache's store stay.
+  void TearDownNode() {
+    if (runtime_) env_.RunMain(runtime_->Shutdown(seconds(10)));
+    runtime_.reset();
+    service_.reset();
+    journal_.reset();
+  }
+  // Builds the node's pieces; left_behind: what the journal held from a "previous process".
+  void Start(control::QuarantinePolicy policy = {3, seconds(600), seconds(600)}) {
+    auto opened = RunningEvents::Open(journal_path_);
+    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+    journal_ = std::move(opened->journal);
+    left_behind_ = std::move(opened->left_behind);
+    metrics_ = std::make_unique<MetricsRegistry>();  // one per node process
+    service_ = std::make_unique<QuarantineService>(env_, store_, cache_,
+                                                   QuarantineServiceOptions{"n1", policy, CallOptions{seconds(5)}},
+                                                   journal_.get());
+    PublishQuarantineMetrics(*metrics_, *service_);
+    actor::RuntimeOptions options;
+    options.workers = 1;
+    options.limits.max_event_cpu_ms = 200;
+    runtime_ = std::make_unique<actor::ActorRuntime>(env_, engine_, classes_, storage_, options, service_->Hooks());
+    service_->set_unload([this](const ActorId& id) {
+      ++unloads_;
+      runtime_->Unload(id);
+    });
+    auto module = actor::CompileActorModule(engine_, ReadBytes(std::string(WK_ACTORS_DIR) + "/bad_actors.wasm"),
+                                            options.limits);
+    ASSERT_TRUE(module.ok()) << module.status().ToString();
+    classes_.Set("acme", "bad", *module);
+  }
+  actor::EventResult Call(const ActorId& id, const std::string& path) {
+    actor::Request r;
+    r.method = "GET";
+    r.path = path;
+    return env_.RunMain(runtime_->HandleRequest(id, std::move(r)));
+  }
+  // Runs the loop until the strikes posted so far are written.
+  void SettleStrikes() {
+    auto sleep = [](Env& env) -> Task<void> { (void)co_await env.SleepFor(milliseconds(10)); };
+    for (int i = 0; i < 500 && (i < 2 || service_->strikes_in_flight() > 0); ++i) env_.RunMain(sleep(env_));
+    ASSERT_EQ(service_->strikes_in_flight(), 0);
+  }
+  // Runs the loop until done() holds (at most 5 s).
+  bool RunUntil(const std::function<bool()>& done) {
+    auto sleep = [](Env& env) -> Task<void> { (void)co_await env.SleepFor(milliseconds(10)); };
+    for (int i = 0; i < 500 && !done(); ++i) env_.RunMain(sleep(env_));
+    return done();
+  }
+  std::optional<control::QuarantineRecord> Record(const ActorId& id) {
+    auto r = env_.RunMain(control::ReadQuarantine(store_, id));
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : std::nullopt;
+  }
+
+  std::string dir_, journal_path_;
+  RealEnv env_;
+  std::shared_ptr<MemBucket> bucket_ = std::make_shared<MemBucket>();
+  MemStore store_{env_, bucket_};
+  std::unique_ptr<MetricsRegistry> metrics_;
+  control::QuarantineCache cache_{env_, store_};
+  engine::Engine engine_;
+  actor::ClassRegistry classes_;
+  actor::MemStorageProvider storage_;
+  std::unique_ptr<RunningEvents> journal_;
+  std::vector<ActorId> left_behind_;
+  std::unique_ptr<QuarantineService> service_;
+  std::unique_ptr<actor::ActorRuntime> runtime_;
+  int unloads_ = 0;
+};
+
+const ActorId kPoison{"acme", "bad", "poison"};
+
+TEST_F(QuarantineServiceTest, EventsThatExhaustMemoryQuarantineTheActorAndUnloadIt) {
+  Start();
+  for (int i = 1; i <= 2; ++i) {
+    auto r = Call(kPoison, "/grow");
+    ASSERT_EQ(r.outcome, actor::EventOutcome::kActorFailed);
+    ASSERT_NE(r.error.find("actors.max_memory_bytes"), std::string::npos) << r.error;
+    SettleStrikes();
+    EXPECT_EQ(service_->stats().instance_strikes, static_cast<std::uint64_t>(i));
+    EXPECT_FALSE(cache_.Peek(kPoison).has_value());
+  }
+  EXPECT_EQ(unloads_, 0);
+  ASSERT_EQ(Call(kPoison, "/grow").outcome, actor::EventOutcome::kActorFailed);
+  SettleStrikes();
+  EXPECT_EQ(service_->stats().instance_strikes, 3u);
+  EXPECT_EQ(service_->stats().quarantines, 1u);
+  auto record = Record(kPoison);
+  ASSERT_TRUE(record);
+  EXPECT_TRUE(record->QuarantinedAt(env_.WallNow()));
+  EXPECT_EQ(record->strikes.size(), 3u);
+  EXPECT_NE(record->reason.find("out of memory"), std::string::npos) << record->reason;
+  EXPECT_NE(record->reason.find("(actors.max_memory_bytes)"), std::string::npos) << "names the setting";
+  EXPECT_TRUE(cache_.Peek(kPoison).has_value()) << "remembered without a read";
+  EXPECT_EQ(unloads_, 1);
+  EXPECT_TRUE(RunUntil([&] { return !runtime_->IsResident(kPoison); })) << "unloaded";
+  EXPECT_NE(metrics_->RenderText().find("wasmkeep_quarantines_total 1"), std::string::npos);
+}
+
+TEST_F(QuarantineServiceTest, TrapsAndTheCpuLimitAreNotStrikes) {
+  Start();
+  EXPECT_EQ(Call(kPoison, "/trap").outcome, actor::EventOutcome::kActorFailed);
+  EXPECT_EQ(Call(kPoison, "/loop").outcome, actor::EventOutcome::kActorFailed);
+  EXPECT_EQ(Call(kPoison, "/ok").outcome, actor::EventOutcome::kOk);
+  SettleStrikes();
+  EXPECT_EQ(service_->stats().instance_strikes, 0u);
+  EXPECT_FALSE(Record(kPoison).has_value());
+  EXPECT_EQ(bucket_->counts().put, 0u);
+}
+
+// The runtime's hooks wrote the journal: the event's start put the actor in worker 0's
+// slot, its end put a NUL over the slot's first byte.
+TEST_F(QuarantineServiceTest, TheRuntimesHooksKeepTheJournal) {
+  Start();
+  ASSERT_EQ(Call(kPoison, "/ok").outcome, actor::EventOutcome::kOk);
+  std::ifstream in(journal_path_, std::ios::binary);
+  const std::string contents{std::istreambuf_iterator<char>(in), {}};
+  ASSERT_GE(contents.size(), RunningEvents::kSlotBytes + 16);
+  EXPECT_EQ(contents[RunningEvents::kSlotBytes], '\0');
+  EXPECT_EQ(contents.substr(RunningEvents::kSlotBytes + 1, 15), "cme/bad/poison\n");
+}
+
+struct FakeHolds final : replica::HoldSource {
+  int acquires = 0;
+  Task<Result<replica::Replica::Hold>> Acquire(ActorId) override {
+    ++acquires;
+    co_return replica::Replica::Hold{Generation{1}, [] { return true; }};
+  }
+  Task<void> Release(ActorId, Generation) override { co_return; }
+};
+
+TEST_F(QuarantineServiceTest, AQuarantinedActorIsNotStartedAgainOnThisNode) {
+  Start();
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(Call(kPoison, "/grow").outcome, actor::EventOutcome::kActorFailed);
+  SettleStrikes();
+  FakeHolds inner;
+  QuarantineHoldSource holds(inner, cache_);
+  auto refused = env_.RunMain(holds.Acquire(kPoison));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.code(), Code::kRetryable);
+  EXPECT_NE(refused.status().message().find("is quarantined until"), std::string::npos) << refused.status().message();
+  EXPECT_EQ(inner.acquires, 0) << "refused before any acquisition";
+  EXPECT_TRUE(env_.RunMain(holds.Acquire(ActorId{"acme", "bad", "fine"})).ok());
+  EXPECT_EQ(inner.acquires, 1);
+}
+
+// A crash staged by leaving the journal behind: the next start records one strike for each
+// actor listed, and three such starts quarantine it.
+TEST_F(QuarantineServiceTest, ACrashDuringAnEventIsAStrikeAtTheNextStart) {
+  for (int crash = 1; crash <= 3; ++crash) {
+    {
+      auto opened = RunningEvents::Open(journal_path_);
+      ASSERT_TRUE(opened.ok());
+      opened->journal->Started(0, kPoison);
+    }  // the "process" dies with the event running
+    Start();
+    ASSERT_EQ(left_behind_, std::vector<ActorId>{kPoison});
+    service_->RecordCrashStrikes(left_behind_);
+    SettleStrikes();
+    EXPECT_EQ(service_->stats().crash_strikes, 1u);
+    auto record = Record(kPoison);
+    ASSERT_TRUE(record);
+    EXPECT_EQ(record->strikes.size(), static_cast<std::size_t>(crash));
+    EXPECT_NE(record->reason.find("node process ended"), std::string::npos);
+    EXPECT_EQ(record->QuarantinedAt(env_.WallNow()), crash == 3);
+    TearDownNode();
+  }
+}
+
+}  // namespace
+}  // namespace wk
