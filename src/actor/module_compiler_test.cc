@@ -52,18 +52,34 @@ class CompileGate {
   bool timed_out_ = false;
 };
 
+// A compiler on a real loop whose compiles are held at their start until the test opens
+// the gate (or the gate's limit passes).
+struct HeldCompiler {
+  explicit HeldCompiler(Duration timeout = std::chrono::seconds(30), bool on_loop = false,
+                        milliseconds gate_limit = milliseconds(5000))
+      : gate(gate_limit), compiler(env, engine, Options(gate, timeout, on_loop)) {}
+
+  static ModuleCompilerOptions Options(CompileGate& gate, Duration timeout, bool on_loop) {
+    ModuleCompilerOptions o;
+    o.before_compile_for_test = [&gate] { gate.Wait(); };
+    o.timeout = timeout;
+    o.compile_on_loop_for_test = on_loop;
+    return o;
+  }
+
+  RealEnv env;
+  engine::Engine engine;
+  CompileGate gate;
+  ModuleCompiler compiler;
+};
+
 // The rule: a compile never runs on the loop. A compile held in progress on its thread is
 // released by a timer on the loop, which can only fire if the loop is free. With the broken
 // model (compile on the loop) the gate is never opened by the timer: the compile waits out
 // the gate's limit first, and the test fails.
 void LoopKeepsRunningDuringACompile(bool broken) {
-  RealEnv env;
-  engine::Engine engine;
-  CompileGate gate(milliseconds(2000));
-  ModuleCompilerOptions options;
-  options.before_compile_for_test = [&gate] { gate.Wait(); };
-  options.compile_on_loop_for_test = broken;
-  ModuleCompiler compiler(env, engine, options);
+  HeldCompiler held(std::chrono::seconds(30), broken, milliseconds(2000));
+  auto& [env, engine, gate, compiler] = held;
   bool timer_fired_first = false;
   bool compiled = false;
   auto run = [](RealEnv& env, ModuleCompiler& compiler, CompileGate& gate, bool* timer_fired_first,
@@ -90,12 +106,8 @@ TEST(ModuleCompilerTest, BrokenModelCompilingOnTheLoopIsCaught) {
 }
 
 TEST(ModuleCompilerTest, ConcurrentCallsForOneClassShareOneCompile) {
-  RealEnv env;
-  engine::Engine engine;
-  CompileGate gate(milliseconds(5000));
-  ModuleCompilerOptions options;
-  options.before_compile_for_test = [&gate] { gate.Wait(); };
-  ModuleCompiler compiler(env, engine, options);
+  HeldCompiler held;
+  auto& [env, engine, gate, compiler] = held;
   int ok = 0;
   auto run = [](RealEnv& env, ModuleCompiler& compiler, CompileGate& gate, int* ok) -> Task<void> {
     std::vector<TaskHandle> handles;
@@ -122,13 +134,8 @@ TEST(ModuleCompilerTest, ConcurrentCallsForOneClassShareOneCompile) {
 }
 
 TEST(ModuleCompilerTest, ACallerGivesUpAfterTheTimeoutAndTheResultServesTheNext) {
-  RealEnv env;
-  engine::Engine engine;
-  CompileGate gate(milliseconds(5000));
-  ModuleCompilerOptions options;
-  options.before_compile_for_test = [&gate] { gate.Wait(); };
-  options.timeout = milliseconds(30);
-  ModuleCompiler compiler(env, engine, options);
+  HeldCompiler held(milliseconds(30));
+  auto& [env, engine, gate, compiler] = held;
   auto run = [](RealEnv& env, ModuleCompiler& compiler, CompileGate& gate) -> Task<void> {
     auto first = co_await compiler.Compile("t/slow@1", ProbeModule(), ActorLimits{});
     EXPECT_EQ(first.status().code(), Code::kRetryable) << first.status().ToString();
