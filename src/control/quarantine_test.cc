@@ -145,6 +145,18 @@ struct QuarantineTest : ControlTest {
   Result<StrikeOutcome> Strike(const std::string& node = "n1", const std::string& reason = "heap limit") {
     return Run(RecordStrike(store, env, kActor, node, reason, policy));
   }
+  // `writers` strikes from nodes n0.. at once, run to the end; each one's outcome.
+  std::vector<std::optional<Result<StrikeOutcome>>> RaceStrikes(int writers) {
+    std::vector<std::optional<Result<StrikeOutcome>>> out(writers);
+    for (int i = 0; i < writers; ++i) {
+      env.Spawn([](ObjectStore* s, Env* e, QuarantinePolicy p, std::string node,
+                   std::optional<Result<StrikeOutcome>>* o) -> Task<void> {
+        o->emplace(co_await RecordStrike(*s, *e, kActor, node, "race", p));
+      }(&store, &env, policy, "n" + std::to_string(i), &out[i]), "strike");
+    }
+    world.RunUntilIdle();
+    return out;
+  }
   std::optional<QuarantineRecord> Read() {
     auto r = Run(ReadQuarantine(store, kActor));
     EXPECT_TRUE(r.ok()) << r.status().ToString();
@@ -218,14 +230,7 @@ TEST_F(QuarantineTest, RacingStrikesFromSeveralNodesAreAllCounted) {
   policy.strikes = 10;
   store.set_fault_hook([](const OpInfo&) { return OpFault{milliseconds(5)}; });
   constexpr int kWriters = 4;
-  std::vector<std::optional<Result<StrikeOutcome>>> out(kWriters);
-  for (int i = 0; i < kWriters; ++i) {
-    env.Spawn([](ObjectStore* s, Env* e, QuarantinePolicy p, std::string node,
-                 std::optional<Result<StrikeOutcome>>* o) -> Task<void> {
-      o->emplace(co_await RecordStrike(*s, *e, kActor, node, "race", p));
-    }(&store, &env, policy, "n" + std::to_string(i), &out[i]), "strike");
-  }
-  world.RunUntilIdle();
+  auto out = RaceStrikes(kWriters);
   for (int i = 0; i < kWriters; ++i) {
     ASSERT_TRUE(out[i].has_value() && out[i]->ok()) << i << ": " << (out[i] ? out[i]->status().ToString() : "not done");
     EXPECT_TRUE((*out[i])->counted);
@@ -244,14 +249,7 @@ TEST_F(QuarantineTest, RacingStrikesFromSeveralNodesAreAllCounted) {
 TEST_F(QuarantineTest, RacingStrikesQuarantineExactlyOnce) {
   store.set_fault_hook([](const OpInfo&) { return OpFault{milliseconds(5)}; });
   constexpr int kWriters = 5;
-  std::vector<std::optional<Result<StrikeOutcome>>> out(kWriters);
-  for (int i = 0; i < kWriters; ++i) {
-    env.Spawn([](ObjectStore* s, Env* e, QuarantinePolicy p, std::string node,
-                 std::optional<Result<StrikeOutcome>>* o) -> Task<void> {
-      o->emplace(co_await RecordStrike(*s, *e, kActor, node, "race", p));
-    }(&store, &env, policy, "n" + std::to_string(i), &out[i]), "strike");
-  }
-  world.RunUntilIdle();
+  auto out = RaceStrikes(kWriters);
   int counted = 0, imposed = 0;
   for (auto& o : out) {
     ASSERT_TRUE(o.has_value() && o->ok());
