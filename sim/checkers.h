@@ -72,15 +72,15 @@ class Checkers {
     std::optional<MonoTime> sender_valid_since;
   };
 
-  MonoTime SendTrue(const std::string& instance, WallTime written_at) const;
-  void CheckProcessBound(const std::string& instance);
+  MonoTime SendTrue(const InstanceToken& instance, WallTime written_at) const;
+  void CheckProcessBound(const InstanceToken& instance);
   // A segment or snapshot landed. Returns false for other keys.
   bool OnLogLanded(const std::string& key);
 
   World& w_;
   CheckerOptions options_;
-  std::map<std::string, MonoTime> landed_bound_;
-  std::map<std::string, MonoTime> fence_bound_;
+  std::map<InstanceToken, MonoTime> landed_bound_;
+  std::map<InstanceToken, MonoTime> fence_bound_;
   std::map<std::string, FenceSend> fence_sends_;
   std::map<std::string, std::uint64_t> last_generation_;
   StorageHistory history_;

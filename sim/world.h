@@ -68,8 +68,8 @@ struct Process {
   int number = 0;
   int slot = 0;
   bool twin = false;
-  std::string node_id;
-  std::string instance;
+  NodeId node_id;
+  InstanceToken instance;
   Duration skew{0};
   // Its Env and its MemStore view of the bucket (the shared harness, cluster/testing.h).
   std::unique_ptr<cluster_testing::SimHost> host;
@@ -170,8 +170,8 @@ class World {
   std::set<int> pending_start;
   Duration slot_skew[kSlots]{};
   // Per instance, what the checkers need to place its wall clock in true time.
-  std::map<std::string, Duration> instance_skew;
-  std::map<std::string, int> instance_process;
+  std::map<InstanceToken, Duration> instance_skew;
+  std::map<InstanceToken, int> instance_process;
 
  private:
   Task<void> RunProcess(Process* p);

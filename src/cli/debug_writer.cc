@@ -44,7 +44,7 @@ struct Writer {
   RealEnv* env;
   ClusterNode* node;
   replica::ReplicaMetrics* metrics;
-  std::string node_id;
+  NodeId node_id;
   std::shared_ptr<const DebugWriterOptions> options;
   ActorId actor;
   std::unique_ptr<ReadGauge> store;
@@ -126,7 +126,7 @@ Task<bool> WriteOneHold(Writer* w) {
   LogRestore(*r, generation, w->store->TakeMaxInFlight());
 
   auto in_flight = std::make_shared<InFlight>();
-  const std::string id_prefix = w->node_id + "." + std::to_string(generation) + ".";
+  const std::string id_prefix = w->node_id.str() + "." + std::to_string(generation) + ".";
   std::uint64_t n = 0;
   double credit = 0;
   bool idle_logged = false;
@@ -254,7 +254,7 @@ Result<DebugWriterOptions> ParseDebugWriter(std::string_view actors, std::string
 }
 
 void StartDebugWriters(RealEnv* env, ClusterNode* node, ObjectStore* store, replica::ReplicaMetrics* metrics,
-                       std::string node_id, std::shared_ptr<const DebugWriterOptions> options) {
+                       NodeId node_id, std::shared_ptr<const DebugWriterOptions> options) {
   for (const ActorId& actor : options->actors) {
     auto w = std::make_shared<Writer>(Writer{env, node, metrics, node_id, options, actor, std::make_unique<ReadGauge>(*store)});
     ScheduleHold(std::move(w));

@@ -68,7 +68,7 @@ class ClusterMetrics {
     r.AddCallbackGauge("wasmkeep_holds_resident", "Actors this node holds now", [&node] { return static_cast<double>(node.owners().holds()); });
     r.AddCallbackGauge("wasmkeep_releases_pending", "Pending releases and unresolved acquires", [&node] { return static_cast<double>(node.owners().pending()); });
     r.AddCallbackGauge("wasmkeep_draining", "1 while a drain is requested or done for this node", [&node] { return node.drain_control().drained_or_draining() ? 1.0 : 0.0; });
-    node.membership().AddListener([this](const std::map<std::string, NodeView>&) {
+    node.membership().AddListener([this](const Membership::View&) {
       listing_.Observe(ToSeconds(node_.membership().stats().last_duration));
     });
   }
@@ -132,7 +132,7 @@ struct DebugWriterHook {
   std::shared_ptr<const DebugWriterOptions> options;
   replica::ReplicaMetrics* metrics = nullptr;
   ObjectStore* store = nullptr;
-  std::string node_id;
+  NodeId node_id;
 };
 
 // What serves actors, made once the cluster secret is read (the HTTP handler answers 503
@@ -155,7 +155,7 @@ Task<void> StartActors(ActorServing* s) {
     if (secret.ok()) {
       s->host = std::make_unique<ActorHost>(*s->env, *s->store, *s->node, *s->metrics, *s->replica_metrics, *secret,
                                             s->options);
-      WK_LOG_INFO("serving actors", {{"node", s->options.node_id}});
+      WK_LOG_INFO("serving actors", {{"node", s->options.node_id.str()}});
       co_return;
     }
     if (secret.code() != Code::kRetryable && secret.code() != Code::kUnknownOutcome) {
@@ -240,7 +240,7 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
   auto config = LoadConfigFromOptions(g);
   if (!config.ok()) return Fail(config.status());
   NodeIdentity identity;
-  identity.node_id = !a.node_id.empty() ? a.node_id : config->node_id ? *config->node_id : DefaultNodeId();
+  identity.node_id = NodeId(!a.node_id.empty() ? a.node_id : config->node_id ? *config->node_id : DefaultNodeId());
   if (Status s = ValidateNodeId(identity.node_id); !s.ok()) return Fail(InvalidArgument("--node-id: " + s.message()));
   const std::string listen = !a.listen.empty() ? a.listen : config->listen ? *config->listen : std::string(kDefaultListen);
   identity.address = !a.advertise.empty() ? a.advertise : config->advertise ? *config->advertise : listen;
@@ -251,7 +251,7 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
   RealEnv env;
   auto store = OpenBucket(env, g, *config);
   if (!store.ok()) return Fail(store.status());
-  const std::string instance = env.RandomHex(16);
+  const InstanceToken instance(env.RandomHex(16));
   ClusterNode node(env, **store, identity, timing, instance);
 
   MetricsRegistry metrics;
@@ -299,7 +299,7 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
       [&admin, &serving](ServerRequest request) { return Route(&admin, &serving, std::move(request)); }, limits);
   if (!http.ok()) return Fail(http.status());
 
-  WK_LOG_INFO("serving", {{"node", identity.node_id}, {"instance", instance}, {"bucket", (*store)->Describe()},
+  WK_LOG_INFO("serving", {{"node", identity.node_id.str()}, {"instance", instance.str()}, {"bucket", (*store)->Describe()},
                           {"listen", listen}, {"ttl", FormatDuration(timing.ttl)}});
   int code = env.RunMain(ServeMain(&env, &node, timing, &writer, &serving));
   (*http)->Stop();

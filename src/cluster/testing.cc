@@ -6,11 +6,11 @@ SimHost::SimHost(SimWorld& world, std::shared_ptr<MemBucket> bucket, HostOptions
     : env_(world, FromUnixMs(options.origin_ms), options.skew),
       store_(env_, std::move(bucket), std::move(options.fault), options.transit) {}
 
-NodeIdentity TestIdentity(std::string node_id, std::string build) {
+NodeIdentity TestIdentity(NodeId node_id, std::string build) {
   return NodeIdentity{std::move(node_id), "127.0.0.1:1", std::move(build), ""};
 }
 
-SimLeaseNode::SimLeaseNode(SimWorld& world, std::shared_ptr<MemBucket> bucket, std::string id, std::string instance,
+SimLeaseNode::SimLeaseNode(SimWorld& world, std::shared_ptr<MemBucket> bucket, NodeId id, InstanceToken instance,
                            Duration skew, LeaseTiming timing)
     : host_(world, std::move(bucket), HostOptions{.skew = skew}),
       env(host_.env()),
@@ -21,7 +21,7 @@ void SimLeaseNode::Start() {
   run = env.Spawn([](SimLeaseNode* n) -> Task<void> { n->end = co_await n->lease.Run(); }(this), "lease");
 }
 
-SimNode::SimNode(SimWorld& world, std::shared_ptr<MemBucket> bucket, std::string id, std::string instance,
+SimNode::SimNode(SimWorld& world, std::shared_ptr<MemBucket> bucket, NodeId id, InstanceToken instance,
                  std::string build, LeaseTiming timing, bool start)
     : host_(world, std::move(bucket)),
       env(host_.env()),

@@ -48,11 +48,11 @@ class SimHost {
 };
 
 // The identity the unit tests give a node named `node_id`.
-NodeIdentity TestIdentity(std::string node_id, std::string build = "test");
+NodeIdentity TestIdentity(NodeId node_id, std::string build = "test");
 
 class SimLeaseNode {
  public:
-  SimLeaseNode(SimWorld& world, std::shared_ptr<MemBucket> bucket, std::string id, std::string instance,
+  SimLeaseNode(SimWorld& world, std::shared_ptr<MemBucket> bucket, NodeId id, InstanceToken instance,
                Duration skew = Duration(0), LeaseTiming timing = {});
   // Spawns the lease's Run; `end` gets its LeaseEnd.
   void Start();
@@ -71,7 +71,7 @@ class SimLeaseNode {
 class SimNode {
  public:
   // Started at once unless start is false.
-  SimNode(SimWorld& world, std::shared_ptr<MemBucket> bucket, std::string id, std::string instance,
+  SimNode(SimWorld& world, std::shared_ptr<MemBucket> bucket, NodeId id, InstanceToken instance,
           std::string build = "test", LeaseTiming timing = {}, bool start = true);
   // Spawns the node's Run; `end` gets its LeaseEnd.
   void Start();

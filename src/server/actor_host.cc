@@ -71,7 +71,7 @@ Task<Status> ActorHost::LoadClass(std::string tenant, std::string class_name) {
   }
   classes_.Set(tenant, class_name, *module);
   loaded_[key] = Loaded{digest, checked, true};
-  WK_LOG_INFO("class loaded", {{"node", options_.node_id},
+  WK_LOG_INFO("class loaded", {{"node", options_.node_id.str()},
                                {"class", tenant + "/" + class_name},
                                {"module", digest.hex.substr(0, 12)},
                                {"bytes", std::to_string(bytes->size())}});
