@@ -59,11 +59,11 @@ void Checkers::OnLanded(const std::string& key, const std::string& body) {
     ++result.acquisitions;
     // 9. Never one generation for two holds.
     auto& last = last_generation_[key];
-    if (rec->generation.value <= last) {
+    if (rec->generation <= last) {
       w_.Violation(key + " acquired at generation " + std::to_string(rec->generation.value) + " by " + rec->node_id.str() +
-                   "/" + rec->instance.str() + ", not above " + std::to_string(last) + ": one generation for two holds");
+                   "/" + rec->instance.str() + ", not above " + std::to_string(last.value) + ": one generation for two holds");
     }
-    last = std::max(last, rec->generation.value);
+    last = std::max(last, rec->generation);
     return;
   }
   if (!key.starts_with(kNodesPrefix)) return;
@@ -201,7 +201,7 @@ void Checkers::OnAcknowledged(const std::string& who, const ActorId& actor, cons
   for (const auto& v : history_.OnAcknowledged(actor.ToString(), log)) w_.Violation(who + " acknowledged " + id + ": " + v);
 }
 
-void Checkers::OnRestored(const ActorId& actor, std::uint64_t generation) {
+void Checkers::OnRestored(const ActorId& actor, Generation generation) {
   auto& newest = opened_generation_[actor.ToString()];
   newest = std::max(newest, generation);
 }
@@ -244,7 +244,7 @@ bool Checkers::OnLogLanded(const std::string& key) {
     // A later hold already restored without it: off the chain, garbage (the output gate
     // acknowledged nothing of it).
     ++result.off_chain_segments;
-    w_.Trace(key + " landed late, off the chain (g" + std::to_string(opened->second) + " restored already)");
+    w_.Trace(key + " landed late, off the chain (g" + std::to_string(opened->second.value) + " restored already)");
   } else {
     w_.Trace(key + " landed");
   }
@@ -253,7 +253,7 @@ bool Checkers::OnLogLanded(const std::string& key) {
 
 // Above every hold's generation: the audit only reads, and a restore refuses a log that
 // already holds its own generation or a later one.
-constexpr std::uint64_t kAuditGeneration = ~std::uint64_t{0};
+constexpr Generation kAuditGeneration{~std::uint64_t{0}};
 
 // 16. After the run: every process gone, every request in transit landed, each actor's log
 // restored once more from the bucket as it is (no faults) and judged like any restore.

@@ -83,7 +83,7 @@ struct Process {
   // Generations that already served a replica here, per actor: a hold that went invalid
   // (the replica was cut) can become valid again in the same lease epoch, and its log keys
   // are taken. As ReplicaProvider::Open does, such a hold is released, not reused.
-  std::map<ActorId, std::set<std::uint64_t>> used_generations;
+  std::map<ActorId, std::set<Generation>> used_generations;
   bool running = false;
   bool stopping = false;
   bool draining = false;

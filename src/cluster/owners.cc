@@ -61,7 +61,7 @@ void Owners::Park(const ActorId& actor, Generation g, Version v) {
   ++stats_.releases_parked;
   Pending p{actor, g, std::move(v), env_.MonoNow(), kEntryBackoffMin};
   p.serial = next_serial_++;
-  pending_[{actor, g.value}] = std::move(p);
+  pending_[{actor, g}] = std::move(p);
 }
 
 Task<Owners::Freed> Owners::IsFree(OwnerRecord record) {
@@ -172,7 +172,7 @@ Task<AcquireResult> Owners::Acquire(ActorId actor) {
   }
   // Undecided: the write may still be in flight and land.
   ++stats_.unresolved;
-  unresolved_[{actor, next.value}] =
+  unresolved_[{actor, next}] =
       Unresolved{actor, next, read_version, env_.MonoNow(), kEntryBackoffMin, next_serial_++};
   WK_LOG_WARN("acquire outcome unknown; kept for the resolver",
               {{"actor", actor.ToString()}, {"generation", std::to_string(next.value)}, {"error", put.status().ToString()}});
