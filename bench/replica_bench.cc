@@ -248,7 +248,7 @@ Task<std::vector<Row>> RestoreCase(Bench* b, std::string backend, int reps) {
     for (int k = 0; k < 2; ++k) {
       replica::RestoreOptions ro;
       ro.parallelism = rows[static_cast<std::size_t>(k)].concurrency;
-      auto restored = co_await replica::Restore(*b->env, *b->store, actor, 2, ro);
+      auto restored = co_await replica::Restore(*b->env, *b->store, actor, Generation{2}, ro);
       if (!restored.ok()) {
         rows[static_cast<std::size_t>(k)].note = restored.status().ToString();
         continue;

@@ -23,7 +23,7 @@ World::Stages Connect(World& world, Faults& faults, Checkers& checkers) {
   return stages;
 }
 
-MonoTime Checkers::SendTrue(const std::string& instance, WallTime written_at) const {
+MonoTime Checkers::SendTrue(const InstanceToken& instance, WallTime written_at) const {
   auto it = w_.instance_skew.find(instance);
   const Duration skew = it == w_.instance_skew.end() ? Duration(0) : it->second;
   return MonoTime(milliseconds(ToUnixMs(written_at) - kOriginMs)) - skew;
@@ -59,11 +59,11 @@ void Checkers::OnLanded(const std::string& key, const std::string& body) {
     ++result.acquisitions;
     // 9. Never one generation for two holds.
     auto& last = last_generation_[key];
-    if (rec->generation.value <= last) {
-      w_.Violation(key + " acquired at generation " + std::to_string(rec->generation.value) + " by " + rec->node_id +
-                   "/" + rec->instance + ", not above " + std::to_string(last) + ": one generation for two holds");
+    if (rec->generation <= last) {
+      w_.Violation(key + " acquired at generation " + std::to_string(rec->generation.value) + " by " + rec->node_id.str() +
+                   "/" + rec->instance.str() + ", not above " + std::to_string(last.value) + ": one generation for two holds");
     }
-    last = std::max(last, rec->generation.value);
+    last = std::max(last, rec->generation);
     return;
   }
   if (!key.starts_with(kNodesPrefix)) return;
@@ -77,7 +77,7 @@ void Checkers::OnLanded(const std::string& key, const std::string& body) {
     b = std::max(b, bound);
     return;
   }
-  w_.Trace(key + " " + std::string(LeaseStateName(r.state)) + " instance " + r.instance + " written_at " +
+  w_.Trace(key + " " + std::string(LeaseStateName(r.state)) + " instance " + r.instance.str() + " written_at " +
            std::to_string(ToUnixMs(r.written_at) - kOriginMs));
   if (r.state != LeaseState::kFenced) return;
   ++result.fences;
@@ -106,7 +106,7 @@ void Checkers::OnLanded(const std::string& key, const std::string& body) {
 }
 
 // 1. Validity bound and 2. fence bound, for one instance.
-void Checkers::CheckProcessBound(const std::string& instance) {
+void Checkers::CheckProcessBound(const InstanceToken& instance) {
   auto pn = w_.instance_process.find(instance);
   if (pn == w_.instance_process.end()) return;
   auto it = w_.processes().find(pn->second);
@@ -143,13 +143,13 @@ void Checkers::CheckEveryStep() {
     }
   }
   // 6. One holder per id.
-  std::map<std::string, int> valid_per_id;
+  std::map<NodeId, int> valid_per_id;
   for (auto& [n, p] : w_.processes()) {
     if (!p->running || !p->node) continue;
     const NodeLease& lease = p->node->lease();
     w_.result().adoptions = std::max<std::uint64_t>(w_.result().adoptions, lease.stats().adoptions);
     if (!lease.IsValid()) continue;
-    if (++valid_per_id[p->node_id] > 1) w_.Violation("two processes hold a valid lease for " + p->node_id);
+    if (++valid_per_id[p->node_id] > 1) w_.Violation("two processes hold a valid lease for " + p->node_id.str());
     CheckProcessBound(p->instance);
   }
 }
@@ -158,13 +158,13 @@ void Checkers::CheckEveryStep() {
 void Checkers::FinalChecks() {
   for (int s = 0; s < kSlots; ++s) {
     Process* p = w_.Primary(s);
-    const std::string id = "n" + std::to_string(s);
+    const NodeId id = SlotNodeId(s);
     if (p == nullptr) {
-      w_.Violation(id + " has no running process after " + std::to_string(World::Ms(kHealFor)) + "ms without faults");
+      w_.Violation(id.str() + " has no running process after " + std::to_string(World::Ms(kHealFor)) + "ms without faults");
       continue;
     }
     if (!p->node->lease().IsValid()) {
-      w_.Violation("p" + std::to_string(p->number) + " (" + id + ") is not valid after healing");
+      w_.Violation("p" + std::to_string(p->number) + " (" + id.str() + ") is not valid after healing");
     }
     auto obj = w_.bucket()->objects().find(NodeKey(id));
     if (obj == w_.bucket()->objects().end()) {
@@ -179,7 +179,7 @@ void Checkers::FinalChecks() {
   }
   for (int s = 0; s < kSlots; ++s) {
     if (w_.Running(s) > 1) {
-      w_.Violation("n" + std::to_string(s) + " still has " + std::to_string(w_.Running(s)) +
+      w_.Violation(SlotNodeId(s).str() + " still has " + std::to_string(w_.Running(s)) +
                    " processes after healing");
     }
   }
@@ -201,7 +201,7 @@ void Checkers::OnAcknowledged(const std::string& who, const ActorId& actor, cons
   for (const auto& v : history_.OnAcknowledged(actor.ToString(), log)) w_.Violation(who + " acknowledged " + id + ": " + v);
 }
 
-void Checkers::OnRestored(const ActorId& actor, std::uint64_t generation) {
+void Checkers::OnRestored(const ActorId& actor, Generation generation) {
   auto& newest = opened_generation_[actor.ToString()];
   newest = std::max(newest, generation);
 }
@@ -244,7 +244,7 @@ bool Checkers::OnLogLanded(const std::string& key) {
     // A later hold already restored without it: off the chain, garbage (the output gate
     // acknowledged nothing of it).
     ++result.off_chain_segments;
-    w_.Trace(key + " landed late, off the chain (g" + std::to_string(opened->second) + " restored already)");
+    w_.Trace(key + " landed late, off the chain (g" + std::to_string(opened->second.value) + " restored already)");
   } else {
     w_.Trace(key + " landed");
   }
@@ -253,7 +253,7 @@ bool Checkers::OnLogLanded(const std::string& key) {
 
 // Above every hold's generation: the audit only reads, and a restore refuses a log that
 // already holds its own generation or a later one.
-constexpr std::uint64_t kAuditGeneration = ~std::uint64_t{0};
+constexpr Generation kAuditGeneration{~std::uint64_t{0}};
 
 // 16. After the run: every process gone, every request in transit landed, each actor's log
 // restored once more from the bucket as it is (no faults) and judged like any restore.

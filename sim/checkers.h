@@ -51,7 +51,7 @@ class Checkers {
   // A write acknowledged (WhenDurable said Ok) with the log it committed: 11, 12.
   void OnAcknowledged(const std::string& who, const ActorId& actor, const std::string& id, const std::string& log);
   // A replica of `generation` restored: later segments of older holds are off the chain.
-  void OnRestored(const ActorId& actor, std::uint64_t generation);
+  void OnRestored(const ActorId& actor, Generation generation);
   // A restore failed: 14.
   void OnRestoreFailed(const std::string& who, const Status& status);
   // Judges a restored state (a replica's, or the final audit's StateMap: same reads): 11-13.
@@ -72,19 +72,19 @@ class Checkers {
     std::optional<MonoTime> sender_valid_since;
   };
 
-  MonoTime SendTrue(const std::string& instance, WallTime written_at) const;
-  void CheckProcessBound(const std::string& instance);
+  MonoTime SendTrue(const InstanceToken& instance, WallTime written_at) const;
+  void CheckProcessBound(const InstanceToken& instance);
   // A segment or snapshot landed. Returns false for other keys.
   bool OnLogLanded(const std::string& key);
 
   World& w_;
   CheckerOptions options_;
-  std::map<std::string, MonoTime> landed_bound_;
-  std::map<std::string, MonoTime> fence_bound_;
+  std::map<InstanceToken, MonoTime> landed_bound_;
+  std::map<InstanceToken, MonoTime> fence_bound_;
   std::map<std::string, FenceSend> fence_sends_;
-  std::map<std::string, std::uint64_t> last_generation_;
+  std::map<std::string, Generation> last_generation_;
   StorageHistory history_;
-  std::map<std::string, std::uint64_t> opened_generation_;  // the newest hold that restored each actor
+  std::map<std::string, Generation> opened_generation_;  // the newest hold that restored each actor
 };
 
 // Plugs the faults and the checkers into the world's hooks (fault, on_send, on_landed, a

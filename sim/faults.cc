@@ -126,7 +126,7 @@ void Faults::ChaosStep() {
     if (recent_start || w_.Running(slot) > 1) return;
     ++result.deleted_heartbeats;
     w_.Trace("delete nodes/n" + std::to_string(slot));
-    (void)w_.bucket()->ApplyDelete(NodeKey("n" + std::to_string(slot)), Precondition::None());
+    (void)w_.bucket()->ApplyDelete(NodeKey(SlotNodeId(slot)), Precondition::None());
   } else if (roll < 85) {
     if (Process* p = w_.Primary(slot); p && !p->stopping) {
       ++result.clean_stops;

@@ -45,8 +45,10 @@ constexpr Duration kClientTimeout = seconds(30);
 constexpr std::string_view kToken = "Bearer routing-test-token";
 constexpr std::string_view kTenant = "t";
 constexpr std::string_view kClass = "list";
+// What the clients' transport is called on the peer network (no node has this id).
+constexpr std::string_view kClientId = "client";
 
-std::string AddressOf(int slot) { return "n" + std::to_string(slot) + ":7000"; }
+std::string AddressOf(int slot) { return SlotNodeId(slot).str() + ":7000"; }
 
 std::vector<std::string> SplitList(std::string_view list) {
   std::vector<std::string> out;
@@ -72,9 +74,9 @@ Task<Status> LoadClass(std::string tenant, std::string class_name) {
 struct Node {
   int number = 0;
   int slot = 0;
-  std::string node_id;
+  NodeId node_id;
   std::string address;
-  std::string instance;
+  InstanceToken instance;
   std::unique_ptr<SimEnv> env;
   std::unique_ptr<MemStore> store;
   std::unique_ptr<ClusterNode> cluster;
@@ -110,7 +112,7 @@ class RoutingSim {
         bucket_env_(world_, FromUnixMs(kOriginMs)),
         client_env_(world_, FromUnixMs(kOriginMs)),
         bucket_(std::make_shared<MemBucket>()),
-        network_(world_, [this](const std::string& from, const std::string& to) { return PeerFault(from, to); }) {
+        network_(world_, [this](const NodeId& from, const NodeId& to) { return PeerFault(from, to); }) {
     secret_.bytes.fill(0x5a);
     replica_options_.gc_off_chain_after = timing_.takeover_after();
     replica_options_.segment_max_batches = static_cast<std::uint32_t>(Uniform(2, 8));
@@ -121,7 +123,7 @@ class RoutingSim {
     // Long enough that a node frozen past its lease usually still has its actors in memory
     // when it resumes: the zombie case.
     host_options_.idle_hibernate = milliseconds(Uniform(20000, 40000));
-    client_transport_ = network_.TransportFor("client", client_env_);
+    client_transport_ = network_.TransportFor(NodeId(kClientId), client_env_);
   }
 
   ~RoutingSim() {
@@ -172,11 +174,11 @@ class RoutingSim {
     auto p = std::make_unique<Node>();
     p->number = next_number_++;
     p->slot = slot;
-    p->node_id = "n" + std::to_string(slot);
+    p->node_id = SlotNodeId(slot);
     p->address = AddressOf(slot);
     // Clock skew within the bound: the forwarder's timestamps and the leases both see it.
     p->env = std::make_unique<SimEnv>(world_, FromUnixMs(kOriginMs), milliseconds(Uniform(-1000, 1000)));
-    p->instance = p->env->RandomHex(8);
+    p->instance = InstanceToken(p->env->RandomHex(8));
     p->store = std::make_unique<MemStore>(*p->env, bucket_, [this, slot](const OpInfo& op) { return BucketFault(slot, op); },
                                           &bucket_env_);
     p->cluster = std::make_unique<ClusterNode>(*p->env, *p->store, NodeIdentity{p->node_id, p->address, "sim", ""},
@@ -211,7 +213,7 @@ class RoutingSim {
     Front* front = p->front.get();
     network_.Listen(p->address, p->node_id, p->env.get(), [front](ServerRequest r) { return front->Handle(std::move(r)); });
     p->running = true;
-    Trace("start p" + std::to_string(number) + " as " + p->node_id + " instance " + p->instance);
+    Trace("start p" + std::to_string(number) + " as " + p->node_id.str() + " instance " + p->instance.str());
     Node* raw = p.get();
     nodes_[number] = std::move(p);
     raw->env->Spawn(RunNode(raw), "node");
@@ -473,11 +475,11 @@ class RoutingSim {
     return f;
   }
 
-  SimPeerNetwork::MessageFault PeerFault(const std::string& from, const std::string& to) {
+  SimPeerNetwork::MessageFault PeerFault(const NodeId& from, const NodeId& to) {
     SimPeerNetwork::MessageFault f;
     f.request_delay = milliseconds(Uniform(1, 10));
     f.reply_delay = milliseconds(Uniform(1, 10));
-    if (healed_ || from == "client" || to.empty()) return f;
+    if (healed_ || from.str() == kClientId || to.empty()) return f;
     auto cut = peer_cut_until_.find(from < to ? std::make_pair(from, to) : std::make_pair(to, from));
     if (cut != peer_cut_until_.end() && world_.Now() < cut->second) {
       f.drop_request = true;
@@ -519,12 +521,12 @@ class RoutingSim {
       }
     } else if (roll < 65) {
       const int other = static_cast<int>((slot + Uniform(1, kSlots - 1)) % kSlots);
-      const std::string a = "n" + std::to_string(std::min(slot, other));
-      const std::string b = "n" + std::to_string(std::max(slot, other));
+      const NodeId a = SlotNodeId(std::min(slot, other));
+      const NodeId b = SlotNodeId(std::max(slot, other));
       const Duration d = milliseconds(Uniform(2000, 20000));
       peer_cut_until_[{a, b}] = world_.Now() + d;
       ++result_.partitions;
-      Trace("partition " + a + " | " + b + " for " + std::to_string(Ms(d)) + "ms");
+      Trace("partition " + a.str() + " | " + b.str() + " for " + std::to_string(Ms(d)) + "ms");
     } else if (roll < 85) {
       const Duration d = milliseconds(Uniform(2000, 20000));
       bucket_cut_until_[slot] = world_.Now() + d;
@@ -579,7 +581,7 @@ class RoutingSim {
   std::uint64_t next_value_ = 0;
   std::deque<Op> ops_;
   MonoTime bucket_cut_until_[kSlots]{};
-  std::map<std::pair<std::string, std::string>, MonoTime> peer_cut_until_;
+  std::map<std::pair<NodeId, NodeId>, MonoTime> peer_cut_until_;
   MonoTime slow_until_{};
   bool healed_ = false;
   bool finished_ = false;

@@ -12,7 +12,13 @@
 #include <string>
 #include <vector>
 
+#include "base/ids.h"
+
 namespace wk::sim {
+
+// The node id every scenario gives slot `slot` ("n0", "n1", ...): each process started in
+// a slot, its restarts and its twins run under it.
+inline NodeId SlotNodeId(int slot) { return NodeId("n" + std::to_string(slot)); }
 
 struct RunOptions {
   std::uint64_t seed = 0;

@@ -20,7 +20,7 @@ Task<void> Serve(SimPeerNetwork::Handler handler, ServerRequest request, std::fu
 
 class SimPeerNetwork::Transport final : public PeerTransport {
  public:
-  Transport(SimPeerNetwork& net, std::string from, SimEnv& env) : net_(net), from_(std::move(from)), env_(env) {}
+  Transport(SimPeerNetwork& net, NodeId from, SimEnv& env) : net_(net), from_(std::move(from)), env_(env) {}
   ~Transport() override { *alive_ = false; }
 
   Task<Result<ServerResponse>> Send(std::string address, ServerRequest request, Duration timeout) override {
@@ -29,7 +29,7 @@ class SimPeerNetwork::Transport final : public PeerTransport {
                                             })});
     SimWorld& world = net_.world_;
     auto it = net_.listeners_.find(address);
-    const std::string to = it == net_.listeners_.end() ? std::string() : it->second.node_id;
+    const NodeId to = it == net_.listeners_.end() ? NodeId() : it->second.node_id;
     const MessageFault fault = net_.fault_(from_, to);
     ++net_.sent_;
     auto answer = [call](Result<ServerResponse> r) {
@@ -75,7 +75,7 @@ class SimPeerNetwork::Transport final : public PeerTransport {
 
  private:
   SimPeerNetwork& net_;
-  std::string from_;
+  NodeId from_;
   SimEnv& env_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
@@ -87,10 +87,10 @@ SimPeerNetwork::~SimPeerNetwork() {
   for (auto& [address, l] : listeners_) *l.alive = false;
 }
 
-void SimPeerNetwork::Listen(const std::string& address, const std::string& node_id, SimEnv* env, Handler handler) {
+void SimPeerNetwork::Listen(const std::string& address, NodeId node_id, SimEnv* env, Handler handler) {
   auto it = listeners_.find(address);
   if (it != listeners_.end()) *it->second.alive = false;
-  listeners_[address] = Listener{node_id, env, std::move(handler), std::make_shared<bool>(true)};
+  listeners_[address] = Listener{std::move(node_id), env, std::move(handler), std::make_shared<bool>(true)};
 }
 
 void SimPeerNetwork::Close(const std::string& address, const SimEnv* env) {
@@ -100,7 +100,7 @@ void SimPeerNetwork::Close(const std::string& address, const SimEnv* env) {
   listeners_.erase(it);
 }
 
-std::unique_ptr<PeerTransport> SimPeerNetwork::TransportFor(std::string from, SimEnv& env) {
+std::unique_ptr<PeerTransport> SimPeerNetwork::TransportFor(NodeId from, SimEnv& env) {
   return std::make_unique<Transport>(*this, std::move(from), env);
 }
 

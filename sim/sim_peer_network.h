@@ -20,6 +20,7 @@
 #include <memory>
 #include <string>
 
+#include "base/ids.h"
 #include "env/sim_env.h"
 #include "net/peer_transport.h"
 
@@ -33,8 +34,9 @@ class SimPeerNetwork {
     bool drop_request = false;  // never delivered: kRetryable to the sender
     bool lose_reply = false;    // delivered and run, the answer never arrives
   };
-  // from and to are the node ids (the addresses' owners, as the scenario registered them).
-  using FaultFn = std::function<MessageFault(const std::string& from, const std::string& to)>;
+  // from and to are the node ids (the addresses' owners, as the scenario registered them;
+  // to is empty when nobody listens at the address).
+  using FaultFn = std::function<MessageFault(const NodeId& from, const NodeId& to)>;
   using Handler = std::function<Task<ServerResponse>(ServerRequest)>;
 
   SimPeerNetwork(SimWorld& world, FaultFn fault);
@@ -45,11 +47,11 @@ class SimPeerNetwork {
   // A process listens on address as node_id; handler runs on env. A later Listen on the
   // same address replaces it (a restarted process); Close(address, env) removes it only if
   // env is still the listener (a process killed after its successor started stays silent).
-  void Listen(const std::string& address, const std::string& node_id, SimEnv* env, Handler handler);
+  void Listen(const std::string& address, NodeId node_id, SimEnv* env, Handler handler);
   void Close(const std::string& address, const SimEnv* env);
 
   // The transport of the process with node id `from`, sending from env.
-  std::unique_ptr<PeerTransport> TransportFor(std::string from, SimEnv& env);
+  std::unique_ptr<PeerTransport> TransportFor(NodeId from, SimEnv& env);
 
   std::uint64_t sent() const { return sent_; }
   std::uint64_t dropped() const { return dropped_; }
@@ -58,7 +60,7 @@ class SimPeerNetwork {
  private:
   class Transport;
   struct Listener {
-    std::string node_id;
+    NodeId node_id;
     SimEnv* env = nullptr;
     Handler handler;
     // Cleared when the listener goes (the handler may point into a dead process).

@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <vector>
+
 #include "base/log.h"
 #include "scenario.h"
 #include "storage_history.h"
@@ -7,95 +10,90 @@
 namespace wk::sim {
 namespace {
 
-TEST(SimTest, SameSeedSameHistory) {
+using ScenarioFn = RunResult (*)(const RunOptions&);
+
+struct TwoRuns {
+  RunResult first;
+  RunResult second;
+};
+
+// Runs scenario twice with seed and once with seed + 1: the same seed must give the same
+// history (digest and trace), the next seed another. Returns the two runs of seed, for the
+// test to compare its own counters.
+TwoRuns ExpectSameSeedSameHistory(ScenarioFn scenario, std::uint64_t seed) {
   log::SetLevel(log::Level::kOff);
   RunOptions o;
-  o.seed = 17;
-  RunResult a = RunLeaseScenario(o);
-  RunResult b = RunLeaseScenario(o);
-  EXPECT_EQ(a.history_digest, b.history_digest);
-  EXPECT_EQ(a.lease_writes, b.lease_writes);
-  EXPECT_EQ(a.trace, b.trace);
-  o.seed = 18;
-  EXPECT_NE(RunLeaseScenario(o).history_digest, a.history_digest);
+  o.seed = seed;
+  TwoRuns runs{scenario(o), scenario(o)};
+  EXPECT_EQ(runs.first.history_digest, runs.second.history_digest);
+  EXPECT_EQ(runs.first.trace, runs.second.trace);
+  o.seed = seed + 1;
+  EXPECT_NE(scenario(o).history_digest, runs.first.history_digest);
+  return runs;
 }
 
-TEST(SimTest, ASeedExercisesTheFaults) {
+// Runs seeds 1 to 10 of scenario, each of which must pass; returns the runs.
+std::vector<RunResult> ExpectTenSeedsPass(ScenarioFn scenario) {
   log::SetLevel(log::Level::kOff);
-  RunResult total;
+  std::vector<RunResult> runs;
   for (std::uint64_t seed = 1; seed <= 10; ++seed) {
     RunOptions o;
     o.seed = seed;
-    RunResult r = RunLeaseScenario(o);
+    runs.push_back(scenario(o));
+    const RunResult& r = runs.back();
     EXPECT_TRUE(r.ok) << "seed " << seed << ": " << (r.violations.empty() ? "" : r.violations[0]);
-    total.lease_writes += r.lease_writes;
-    total.fences += r.fences;
-    total.kills += r.kills;
-    total.lost_leases += r.lost_leases;
-    total.lapses += r.lapses;
   }
-  EXPECT_GT(total.lease_writes, 1000u);
-  EXPECT_GT(total.fences, 0u) << "no seed fenced anybody: the scenario is too gentle";
-  EXPECT_GT(total.kills, 0u);
-  EXPECT_GT(total.lost_leases, 0u);
-  EXPECT_GT(total.lapses, 0u);
+  return runs;
+}
+
+// One counter summed over runs.
+std::uint64_t Total(const std::vector<RunResult>& runs, std::uint64_t RunResult::*counter) {
+  std::uint64_t total = 0;
+  for (const RunResult& r : runs) total += r.*counter;
+  return total;
+}
+
+TEST(SimTest, SameSeedSameHistory) {
+  TwoRuns runs = ExpectSameSeedSameHistory(RunLeaseScenario, 17);
+  EXPECT_EQ(runs.first.lease_writes, runs.second.lease_writes);
+}
+
+TEST(SimTest, ASeedExercisesTheFaults) {
+  const std::vector<RunResult> runs = ExpectTenSeedsPass(RunLeaseScenario);
+  EXPECT_GT(Total(runs, &RunResult::lease_writes), 1000u);
+  EXPECT_GT(Total(runs, &RunResult::fences), 0u) << "no seed fenced anybody: the scenario is too gentle";
+  EXPECT_GT(Total(runs, &RunResult::kills), 0u);
+  EXPECT_GT(Total(runs, &RunResult::lost_leases), 0u);
+  EXPECT_GT(Total(runs, &RunResult::lapses), 0u);
 }
 
 TEST(SimTest, StorageSameSeedSameHistory) {
-  log::SetLevel(log::Level::kOff);
-  RunOptions o;
-  o.seed = 5;
-  RunResult a = RunStorageScenario(o);
-  RunResult b = RunStorageScenario(o);
-  EXPECT_EQ(a.history_digest, b.history_digest);
-  EXPECT_EQ(a.acked_writes, b.acked_writes);
-  EXPECT_EQ(a.segments, b.segments);
-  EXPECT_EQ(a.trace, b.trace);
-  o.seed = 6;
-  EXPECT_NE(RunStorageScenario(o).history_digest, a.history_digest);
+  TwoRuns runs = ExpectSameSeedSameHistory(RunStorageScenario, 5);
+  EXPECT_EQ(runs.first.acked_writes, runs.second.acked_writes);
+  EXPECT_EQ(runs.first.segments, runs.second.segments);
 }
 
 // The routing checker's own ability to fail is the CTest entry
 // sim.routing.mutant.answer-without-gate (caught at seed 1).
 TEST(SimTest, RoutingSameSeedSameHistoryAndTheHistoryIsChecked) {
-  log::SetLevel(log::Level::kOff);
-  RunOptions o;
-  o.seed = 3;
-  RunResult a = RunRoutingScenario(o);
-  RunResult b = RunRoutingScenario(o);
+  TwoRuns runs = ExpectSameSeedSameHistory(RunRoutingScenario, 3);
+  const RunResult& a = runs.first;
   EXPECT_TRUE(a.ok) << (a.violations.empty() ? "" : a.violations.front());
-  EXPECT_EQ(a.history_digest, b.history_digest);
-  EXPECT_EQ(a.acked_appends, b.acked_appends);
-  EXPECT_EQ(a.trace, b.trace);
+  EXPECT_EQ(a.acked_appends, runs.second.acked_appends);
   EXPECT_GT(a.acked_appends, 0u);
   EXPECT_GT(a.ok_reads, 0u);
-  o.seed = 4;
-  EXPECT_NE(RunRoutingScenario(o).history_digest, a.history_digest);
 }
 
 TEST(SimTest, StorageSeedsExerciseTheFaults) {
-  log::SetLevel(log::Level::kOff);
-  RunResult total;
-  for (std::uint64_t seed = 1; seed <= 10; ++seed) {
-    RunOptions o;
-    o.seed = seed;
-    RunResult r = RunStorageScenario(o);
-    EXPECT_TRUE(r.ok) << "seed " << seed << ": " << (r.violations.empty() ? "" : r.violations[0]);
-    total.acked_writes += r.acked_writes;
-    total.restores += r.restores;
-    total.snapshots += r.snapshots;
-    total.gc_deletes += r.gc_deletes;
-    total.late_uploads += r.late_uploads;
-    total.off_chain_segments += r.off_chain_segments;
-    total.replica_failures += r.replica_failures;
-  }
-  EXPECT_GT(total.acked_writes, 1000u);
-  EXPECT_GT(total.restores, 0u);
-  EXPECT_GT(total.snapshots, 0u);
-  EXPECT_GT(total.gc_deletes, 0u);
-  EXPECT_GT(total.late_uploads, 0u) << "no upload completed after its hold ended: the scenario is too gentle";
-  EXPECT_GT(total.off_chain_segments, 0u) << "no segment landed after the next owner restored";
-  EXPECT_GT(total.replica_failures, 0u);
+  const std::vector<RunResult> runs = ExpectTenSeedsPass(RunStorageScenario);
+  EXPECT_GT(Total(runs, &RunResult::acked_writes), 1000u);
+  EXPECT_GT(Total(runs, &RunResult::restores), 0u);
+  EXPECT_GT(Total(runs, &RunResult::snapshots), 0u);
+  EXPECT_GT(Total(runs, &RunResult::gc_deletes), 0u);
+  EXPECT_GT(Total(runs, &RunResult::late_uploads), 0u)
+      << "no upload completed after its hold ended: the scenario is too gentle";
+  EXPECT_GT(Total(runs, &RunResult::off_chain_segments), 0u) << "no segment landed after the next owner restored";
+  EXPECT_GT(Total(runs, &RunResult::replica_failures), 0u);
 }
 
 // The checkers themselves: each catches what it is for (a checker that cannot fail proves

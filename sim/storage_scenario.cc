@@ -59,7 +59,7 @@ class StorageWorkload {
         r = co_await p->node->owners().Acquire(actor);
         ++result.acquire_attempts;
       }
-      if (r.kind == AcquireResult::Kind::kAcquired && p->used_generations[actor].count(r.hold.generation().value)) {
+      if (r.kind == AcquireResult::Kind::kAcquired && p->used_generations[actor].count(r.hold.generation())) {
         w_.Trace("p" + std::to_string(p->number) + " " + actor.name + "@g" +
                  std::to_string(r.hold.generation().value) + " served a replica already: released");
         co_await w_.ReleaseHold(p, actor);
@@ -69,9 +69,9 @@ class StorageWorkload {
                  std::to_string(static_cast<int>(r.kind)) + " g" + std::to_string(r.hold.generation().value) + " " +
                  r.why);
       }
-      if (r.kind == AcquireResult::Kind::kAcquired && !p->used_generations[actor].count(r.hold.generation().value)) {
+      if (r.kind == AcquireResult::Kind::kAcquired && !p->used_generations[actor].count(r.hold.generation())) {
         ++result.holds;
-        p->used_generations[actor].insert(r.hold.generation().value);
+        p->used_generations[actor].insert(r.hold.generation());
         co_await UseActor(p, actor, r.hold);
       }
       p->in_use.erase(actor);
@@ -87,8 +87,8 @@ class StorageWorkload {
 
   Task<void> UseActor(Process* p, ActorId actor, HoldView hold) {
     RunResult& result = w_.result();
-    const std::uint64_t generation = hold.generation().value;
-    const std::string who = "p" + std::to_string(p->number) + " " + actor.name + "@g" + std::to_string(generation);
+    const Generation generation = hold.generation();
+    const std::string who = "p" + std::to_string(p->number) + " " + actor.name + "@g" + std::to_string(generation.value);
     w_.Trace(who + " acquired: restoring");
     Env* env = p->env();
     std::function<void(std::function<void()>)> post = [env](std::function<void()> fn) { env->Post(std::move(fn)); };

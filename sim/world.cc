@@ -63,14 +63,14 @@ void World::StartProcess(int slot, bool twin) {
   p->number = next_process_++;
   p->slot = slot;
   p->twin = twin;
-  p->node_id = "n" + std::to_string(slot);
+  p->node_id = SlotNodeId(slot);
   p->skew = slot_skew[slot];
   cluster_testing::HostOptions host;
   host.skew = p->skew;
   host.fault = [this, slot](const OpInfo& op) { return hooks.fault ? hooks.fault(slot, op) : OpFault{}; };
   host.transit = &bucket_env_;
   p->host = std::make_unique<cluster_testing::SimHost>(sim_, bucket_, std::move(host));
-  p->instance = p->env()->RandomHex(8);
+  p->instance = InstanceToken(p->env()->RandomHex(8));
   instance_skew[p->instance] = p->skew;
   instance_process[p->instance] = p->number;
   const int number = p->number;
@@ -109,8 +109,8 @@ void World::StartProcess(int slot, bool twin) {
   });
   p->running = true;
   p->started = sim_.Now();
-  Trace("start p" + std::to_string(number) + " as " + p->node_id + (twin ? " (twin)" : "") + " instance " +
-        p->instance + " skew " + std::to_string(Ms(p->skew)) + "ms");
+  Trace("start p" + std::to_string(number) + " as " + p->node_id.str() + (twin ? " (twin)" : "") + " instance " +
+        p->instance.str() + " skew " + std::to_string(Ms(p->skew)) + "ms");
   Process* raw = p.get();
   processes_[number] = std::move(p);
   raw->env()->Spawn(RunProcess(raw), "process");

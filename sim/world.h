@@ -68,8 +68,8 @@ struct Process {
   int number = 0;
   int slot = 0;
   bool twin = false;
-  std::string node_id;
-  std::string instance;
+  NodeId node_id;
+  InstanceToken instance;
   Duration skew{0};
   // Its Env and its MemStore view of the bucket (the shared harness, cluster/testing.h).
   std::unique_ptr<cluster_testing::SimHost> host;
@@ -83,7 +83,7 @@ struct Process {
   // Generations that already served a replica here, per actor: a hold that went invalid
   // (the replica was cut) can become valid again in the same lease epoch, and its log keys
   // are taken. As ReplicaProvider::Open does, such a hold is released, not reused.
-  std::map<ActorId, std::set<std::uint64_t>> used_generations;
+  std::map<ActorId, std::set<Generation>> used_generations;
   bool running = false;
   bool stopping = false;
   bool draining = false;
@@ -170,8 +170,8 @@ class World {
   std::set<int> pending_start;
   Duration slot_skew[kSlots]{};
   // Per instance, what the checkers need to place its wall clock in true time.
-  std::map<std::string, Duration> instance_skew;
-  std::map<std::string, int> instance_process;
+  std::map<InstanceToken, Duration> instance_skew;
+  std::map<InstanceToken, int> instance_process;
 
  private:
   Task<void> RunProcess(Process* p);

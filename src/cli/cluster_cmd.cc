@@ -23,8 +23,8 @@ Task<int> Status_(RealEnv* env, ObjectStore* store, LeaseTiming timing, bool jso
   if (json) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& n : *nodes) {
-      nlohmann::json j = {{"node", n.node_id}, {"state", n.state}, {"detail", n.detail},
-                          {"instance", n.instance}, {"address", n.address}, {"version", n.software_version},
+      nlohmann::json j = {{"node", n.node_id.str()}, {"state", n.state}, {"detail", n.detail},
+                          {"instance", n.instance.str()}, {"address", n.address}, {"version", n.software_version},
                           {"error", n.error}};
       if (n.age) j["age_seconds"] = ToSeconds(*n.age);
       out.push_back(j);
@@ -36,8 +36,8 @@ Task<int> Status_(RealEnv* env, ObjectStore* store, LeaseTiming timing, bool jso
     for (const auto& n : *nodes) {
       char age[24] = "-";
       if (n.age) std::snprintf(age, sizeof age, "%.1fs", ToSeconds(*n.age));
-      std::printf("%-20s %-13s %-8s %-33s %-22s %s\n", n.node_id.c_str(), n.state.c_str(), age,
-                  n.instance.empty() ? "-" : n.instance.c_str(), n.address.empty() ? "-" : n.address.c_str(),
+      std::printf("%-20s %-13s %-8s %-33s %-22s %s\n", n.node_id.str().c_str(), n.state.c_str(), age,
+                  n.instance.empty() ? "-" : n.instance.str().c_str(), n.address.empty() ? "-" : n.address.c_str(),
                   n.detail.c_str());
       errors |= n.error;
     }
@@ -47,41 +47,41 @@ Task<int> Status_(RealEnv* env, ObjectStore* store, LeaseTiming timing, bool jso
   co_return kExitOk;
 }
 
-Task<int> Fence(RealEnv* env, ObjectStore* store, LeaseTiming timing, std::string node, std::string if_match) {
+Task<int> Fence(RealEnv* env, ObjectStore* store, LeaseTiming timing, NodeId node, std::string if_match) {
   std::optional<Version> v;
   if (!if_match.empty()) v = Version(if_match);
   auto out = co_await OperatorFence(*env, *store, node, timing, v);
   if (!out.ok()) co_return Fail(out.status());
   if (!out->written) {
-    std::printf("nodes/%s is already fenced; nothing written\n", node.c_str());
+    std::printf("nodes/%s is already fenced; nothing written\n", node.str().c_str());
   } else if (out->created) {
-    std::printf("fenced nodes/%s (no object existed): records naming it are free from %s\n", node.c_str(),
+    std::printf("fenced nodes/%s (no object existed): records naming it are free from %s\n", node.str().c_str(),
                 IsoUtc(out->free_at).c_str());
   } else {
     std::printf("fenced nodes/%s (instance %s, last written %s): its process exits at its next write; "
                 "records naming it are free from %s\n",
-                node.c_str(), out->instance.c_str(), IsoUtc(out->written_at).c_str(), IsoUtc(out->free_at).c_str());
+                node.str().c_str(), out->instance.str().c_str(), IsoUtc(out->written_at).c_str(), IsoUtc(out->free_at).c_str());
   }
   co_return kExitOk;
 }
 
-Task<int> Forget(RealEnv* env, ObjectStore* store, LeaseTiming timing, std::string node) {
+Task<int> Forget(RealEnv* env, ObjectStore* store, LeaseTiming timing, NodeId node) {
   Status s = co_await OperatorForget(*env, *store, node, timing);
   if (!s.ok()) co_return Fail(s);
-  std::printf("forgot nodes/%s (a retired old-format heartbeat)\n", node.c_str());
+  std::printf("forgot nodes/%s (a retired old-format heartbeat)\n", node.str().c_str());
   co_return kExitOk;
 }
 
 // `cluster drain NODE`: writes the request (control/drain/NODE), then waits for the node to
 // report drained (every resident actor released, nothing pending).
-Task<int> Drain(RealEnv* env, ObjectStore* store, LeaseTiming timing, std::string node, double wait_seconds) {
+Task<int> Drain(RealEnv* env, ObjectStore* store, LeaseTiming timing, NodeId node, double wait_seconds) {
   if (Status s = ValidateNodeId(node); !s.ok()) co_return Fail(s);
   const std::string key = DrainKey(node);
   const CallOptions call{timing.ttl};
   std::string body = EncodeDrainRecord(DrainRecord{DrainState::kRequested, env->WallNow()});
   auto put = co_await store->Put(key, std::move(body), Precondition::IfNoneMatchAny(), call);
   if (!put.ok() && put.code() != Code::kPreconditionFailed) co_return Fail(put.status());
-  std::printf(put.ok() ? "drain of %s requested\n" : "a drain of %s was already requested\n", node.c_str());
+  std::printf(put.ok() ? "drain of %s requested\n" : "a drain of %s was already requested\n", node.str().c_str());
   const MonoTime deadline = env->MonoNow() + std::chrono::duration_cast<Duration>(std::chrono::duration<double>(wait_seconds));
   while (env->MonoNow() < deadline) {
     auto got = co_await store->Get(key, call);
@@ -89,7 +89,7 @@ Task<int> Drain(RealEnv* env, ObjectStore* store, LeaseTiming timing, std::strin
       auto rec = DecodeDrainRecord(got->body);
       if (rec.ok() && rec->state == DrainState::kDrained) {
         std::printf("%s is drained: no actor resident, no release pending (undo with `cluster undrain %s`)\n",
-                    node.c_str(), node.c_str());
+                    node.str().c_str(), node.str().c_str());
         co_return kExitOk;
       }
     } else if (got.code() == Code::kNotFound) {
@@ -98,15 +98,15 @@ Task<int> Drain(RealEnv* env, ObjectStore* store, LeaseTiming timing, std::strin
     (void)co_await env->SleepFor(std::chrono::milliseconds(500));
   }
   std::fprintf(stderr, "wasmkeep: %s is not drained yet (a node drains only while its lease is valid and "
-               "reports drained once no release is pending); the request stays\n", node.c_str());
+               "reports drained once no release is pending); the request stays\n", node.str().c_str());
   co_return kExitUnknownOutcome;
 }
 
-Task<int> Undrain(RealEnv*, ObjectStore* store, LeaseTiming timing, std::string node) {
+Task<int> Undrain(RealEnv*, ObjectStore* store, LeaseTiming timing, NodeId node) {
   if (Status s = ValidateNodeId(node); !s.ok()) co_return Fail(s);
   Status s = co_await store->Delete(DrainKey(node), Precondition::None(), CallOptions{timing.ttl});
   if (!s.ok()) co_return Fail(s);
-  std::printf("%s takes actors again at its next listing\n", node.c_str());
+  std::printf("%s takes actors again at its next listing\n", node.str().c_str());
   co_return kExitOk;
 }
 
@@ -116,12 +116,13 @@ int RunCluster(const GlobalOptions& g, const ClusterArgs& a, int which) {
   RealEnv env;
   auto store = OpenBucket(env, g, *config);
   if (!store.ok()) return Fail(store.status());
+  const NodeId node(a.node);  // the command line's text; each command validates it
   switch (which) {
     case 0: return env.RunMain(Status_(&env, store->get(), config->lease, a.json));
-    case 1: return env.RunMain(Fence(&env, store->get(), config->lease, a.node, a.if_match));
-    case 3: return env.RunMain(Drain(&env, store->get(), config->lease, a.node, a.wait_seconds));
-    case 4: return env.RunMain(Undrain(&env, store->get(), config->lease, a.node));
-    default: return env.RunMain(Forget(&env, store->get(), config->lease, a.node));
+    case 1: return env.RunMain(Fence(&env, store->get(), config->lease, node, a.if_match));
+    case 3: return env.RunMain(Drain(&env, store->get(), config->lease, node, a.wait_seconds));
+    case 4: return env.RunMain(Undrain(&env, store->get(), config->lease, node));
+    default: return env.RunMain(Forget(&env, store->get(), config->lease, node));
   }
 }
 

@@ -44,7 +44,7 @@ struct Writer {
   RealEnv* env;
   ClusterNode* node;
   replica::ReplicaTotals* totals;
-  std::string node_id;
+  NodeId node_id;
   std::shared_ptr<const DebugWriterOptions> options;
   ActorId actor;
   std::unique_ptr<ReadGauge> store;
@@ -68,7 +68,7 @@ std::vector<std::string> SplitIds(std::string_view log) {
   return ids;
 }
 
-void LogRestore(const replica::Replica& r, std::uint64_t generation, int max_reads_in_flight) {
+void LogRestore(const replica::Replica& r, Generation generation, int max_reads_in_flight) {
   const std::string log = r.Get("log").value_or("");
   const std::vector<std::string> ids = SplitIds(log);
   std::set<std::string> e_ids;
@@ -86,7 +86,7 @@ void LogRestore(const replica::Replica& r, std::uint64_t generation, int max_rea
   std::snprintf(took, sizeof took, "%.1f", took_ms);
   WK_LOG_INFO("debug writer restored",
               {{"actor", r.actor().ToString()},
-               {"generation", std::to_string(generation)},
+               {"generation", std::to_string(generation.value)},
                {"log_ids", std::to_string(ids.size())},
                {"log_unique", log_ids.size() == ids.size() ? "true" : "false"},
                {"e_keys", std::to_string(e_ids.size())},
@@ -107,7 +107,7 @@ Task<bool> WriteOneHold(Writer* w) {
   AcquireResult acquired = co_await w->node->owners().Acquire(w->actor);
   if (acquired.kind != AcquireResult::Kind::kAcquired) co_return true;
   const HoldView hold = acquired.hold;
-  const std::uint64_t generation = hold.generation().value;
+  const Generation generation = hold.generation();
   const DebugWriterOptions& o = *w->options;
 
   RealEnv* env = w->env;
@@ -118,7 +118,7 @@ Task<bool> WriteOneHold(Writer* w) {
   auto opened = co_await replica::Replica::Open(std::move(deps), w->actor, std::move(replica_hold), o.replica);
   if (!opened.ok()) {
     WK_LOG_WARN("debug writer: restore failed",
-                {{"actor", w->actor.ToString()}, {"generation", std::to_string(generation)}, {"error", opened.status().ToString()}});
+                {{"actor", w->actor.ToString()}, {"generation", std::to_string(generation.value)}, {"error", opened.status().ToString()}});
     if (hold.IsValid()) (void)co_await w->node->owners().Release(w->actor);
     co_return true;
   }
@@ -126,7 +126,7 @@ Task<bool> WriteOneHold(Writer* w) {
   LogRestore(*r, generation, w->store->TakeMaxInFlight());
 
   auto in_flight = std::make_shared<InFlight>();
-  const std::string id_prefix = w->node_id + "." + std::to_string(generation) + ".";
+  const std::string id_prefix = w->node_id.str() + "." + std::to_string(generation.value) + ".";
   std::uint64_t n = 0;
   double credit = 0;
   bool idle_logged = false;
@@ -160,7 +160,7 @@ Task<bool> WriteOneHold(Writer* w) {
     if (o.writes > 0 && n >= o.writes && in_flight->count == 0 && !idle_logged) {
       idle_logged = true;
       const replica::ReplicaStats s = r->stats();
-      WK_LOG_INFO("debug writer idle", {{"actor", w->actor.ToString()}, {"generation", std::to_string(generation)},
+      WK_LOG_INFO("debug writer idle", {{"actor", w->actor.ToString()}, {"generation", std::to_string(generation.value)},
                                         {"writes", std::to_string(n)}, {"segments", std::to_string(s.segments)},
                                         {"batches", std::to_string(s.batches)}, {"snapshots", std::to_string(s.snapshots)}});
     }
@@ -174,7 +174,7 @@ Task<bool> WriteOneHold(Writer* w) {
   }
   if (r->failure().ok()) r->Cut("debug writer: the hold is no longer valid");
   WK_LOG_WARN("debug writer: replica failed",
-              {{"actor", w->actor.ToString()}, {"generation", std::to_string(generation)},
+              {{"actor", w->actor.ToString()}, {"generation", std::to_string(generation.value)},
                {"late", r->stats().late ? "true" : "false"}, {"writes", std::to_string(n)},
                {"acked", std::to_string(in_flight->acked)}, {"error", r->failure().ToString()}});
   r.reset();
@@ -254,7 +254,7 @@ Result<DebugWriterOptions> ParseDebugWriter(std::string_view actors, std::string
 }
 
 void StartDebugWriters(RealEnv* env, ClusterNode* node, ObjectStore* store, replica::ReplicaTotals* totals,
-                       std::string node_id, std::shared_ptr<const DebugWriterOptions> options) {
+                       NodeId node_id, std::shared_ptr<const DebugWriterOptions> options) {
   for (const ActorId& actor : options->actors) {
     auto w = std::make_shared<Writer>(Writer{env, node, totals, node_id, options, actor, std::make_unique<ReadGauge>(*store)});
     ScheduleHold(std::move(w));

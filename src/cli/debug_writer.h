@@ -56,6 +56,6 @@ Result<DebugWriterOptions> ParseDebugWriter(std::string_view actors, std::string
 
 // Spawns one writer per actor on env. Every pointer must outlive env's tasks.
 void StartDebugWriters(RealEnv* env, ClusterNode* node, ObjectStore* store, replica::ReplicaTotals* totals,
-                       std::string node_id, std::shared_ptr<const DebugWriterOptions> options);
+                       NodeId node_id, std::shared_ptr<const DebugWriterOptions> options);
 
 }  // namespace wk::cli

@@ -52,7 +52,7 @@ struct DebugWriterHook {
   std::shared_ptr<const DebugWriterOptions> options;
   replica::ReplicaTotals* totals = nullptr;
   ObjectStore* store = nullptr;
-  std::string node_id;
+  NodeId node_id;
 };
 
 // What serves actors, made once the cluster secret is read (the HTTP handler answers 503
@@ -75,7 +75,7 @@ Task<void> StartActors(ActorServing* s) {
     if (secret.ok()) {
       s->host = std::make_unique<ActorHost>(*s->env, *s->store, *s->node, *s->metrics, *s->replica_totals, *secret,
                                             s->options);
-      WK_LOG_INFO("serving actors", {{"node", s->options.node_id}});
+      WK_LOG_INFO("serving actors", {{"node", s->options.node_id.str()}});
       co_return;
     }
     if (secret.code() != Code::kRetryable && secret.code() != Code::kUnknownOutcome) {
@@ -160,7 +160,7 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
   auto config = LoadConfigFromOptions(g);
   if (!config.ok()) return Fail(config.status());
   NodeIdentity identity;
-  identity.node_id = !a.node_id.empty() ? a.node_id : config->node_id ? *config->node_id : DefaultNodeId();
+  identity.node_id = NodeId(!a.node_id.empty() ? a.node_id : config->node_id ? *config->node_id : DefaultNodeId());
   if (Status s = ValidateNodeId(identity.node_id); !s.ok()) return Fail(InvalidArgument("--node-id: " + s.message()));
   const std::string listen = !a.listen.empty() ? a.listen : config->listen ? *config->listen : std::string(kDefaultListen);
   identity.address = !a.advertise.empty() ? a.advertise : config->advertise ? *config->advertise : listen;
@@ -175,7 +175,7 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
   std::vector<ActorId> crashed_during_events;
   const std::optional<std::string> data_dir = !a.data_dir.empty() ? std::optional<std::string>(a.data_dir) : config->data_dir;
   if (data_dir) {
-    auto opened = RunningEvents::Open(*data_dir + "/running-events-" + identity.node_id);
+    auto opened = RunningEvents::Open(*data_dir + "/running-events-" + identity.node_id.str());
     if (!opened.ok()) return Fail(opened.status());
     journal = std::move(opened->journal);
     crashed_during_events = std::move(opened->left_behind);
@@ -190,7 +190,7 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
   RealEnv env;
   auto store = OpenBucket(env, g, *config);
   if (!store.ok()) return Fail(store.status());
-  const std::string instance = env.RandomHex(16);
+  const InstanceToken instance(env.RandomHex(16));
   ClusterNode node(env, **store, identity, timing, instance);
 
   MetricsRegistry metrics;
@@ -239,7 +239,7 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
       [&admin, &serving](ServerRequest request) { return Route(&admin, &serving, std::move(request)); }, limits);
   if (!http.ok()) return Fail(http.status());
 
-  WK_LOG_INFO("serving", {{"node", identity.node_id}, {"instance", instance}, {"bucket", (*store)->Describe()},
+  WK_LOG_INFO("serving", {{"node", identity.node_id.str()}, {"instance", instance.str()}, {"bucket", (*store)->Describe()},
                           {"listen", listen}, {"ttl", FormatDuration(timing.ttl)}});
   int code = env.RunMain(ServeMain(&env, &node, timing, &writer, &serving));
   (*http)->Stop();

@@ -3,15 +3,15 @@
 namespace wk {
 
 ClusterNode::ClusterNode(Env& env, ObjectStore& store, NodeIdentity identity, LeaseTiming timing,
-                         std::string instance)
+                         InstanceToken instance)
     : env_(env),
       lease_(env, store, std::move(identity), timing, std::move(instance)),
       membership_(env, store, timing),
       fence_watch_(env, store, lease_, timing),
       owners_(env, store, lease_, membership_, timing),
       drain_control_(env, store, owners_, lease_.identity().node_id, timing) {
-  membership_.AddListener([this](const std::map<std::string, NodeView>& view) { fence_watch_.OnListing(view); });
-  membership_.AddListener([this](const std::map<std::string, NodeView>&) {
+  membership_.AddListener([this](const Membership::View& view) { fence_watch_.OnListing(view); });
+  membership_.AddListener([this](const Membership::View&) {
     if (lease_.IsValid()) drain_control_.OnListing();
   });
   NodeLease::Observer holds;

@@ -23,7 +23,7 @@ namespace wk {
 class ClusterNode {
  public:
   ClusterNode(Env& env, ObjectStore& store, NodeIdentity identity, LeaseTiming timing,
-              std::string instance);
+              InstanceToken instance);
 
   Task<LeaseEnd> Run();
   // Clean stop (ADR §4): release every hold and wait for the releases (bounded by half

@@ -36,7 +36,7 @@ Result<DrainRecord> DecodeDrainRecord(std::string_view body) {
   return r;
 }
 
-DrainControl::DrainControl(Env& env, ObjectStore& store, Owners& owners, std::string node_id, LeaseTiming timing)
+DrainControl::DrainControl(Env& env, ObjectStore& store, Owners& owners, NodeId node_id, LeaseTiming timing)
     : env_(env), store_(store), owners_(owners), node_id_(std::move(node_id)), timing_(timing) {}
 
 void DrainControl::OnListing() {
@@ -51,7 +51,7 @@ Task<void> DrainControl::Check() {
     if (got.code() == Code::kNotFound && held_) {
       held_ = false;
       owners_.SetAccepting(true);
-      WK_LOG_INFO("drain lifted: taking actors again", {{"node", node_id_}});
+      WK_LOG_INFO("drain lifted: taking actors again", {{"node", node_id_.str()}});
     }
     co_return;
   }
@@ -63,18 +63,18 @@ Task<void> DrainControl::Check() {
   held_ = true;
   owners_.SetAccepting(false);
   if (rec->state == DrainState::kDrained) co_return;
-  WK_LOG_INFO("draining", {{"node", node_id_}});
+  WK_LOG_INFO("draining", {{"node", node_id_.str()}});
   // Bounded by a few lease periods; a drain not done by then is tried again at the next
   // listing (the request stays).
   Status s = co_await owners_.Drain(timing_.ttl);
   if (!s.ok()) {
-    WK_LOG_WARN("drain not finished yet", {{"node", node_id_}, {"why", s.ToString()}});
+    WK_LOG_WARN("drain not finished yet", {{"node", node_id_.str()}, {"why", s.ToString()}});
     co_return;
   }
   std::string body = EncodeDrainRecord(DrainRecord{DrainState::kDrained, env_.WallNow()});
   auto put = co_await store_.Put(key, std::move(body), Precondition::IfMatch(got->version),
                                  CallOptions{timing_.attempt_timeout()});
-  if (put.ok()) WK_LOG_INFO("drained", {{"node", node_id_}});
+  if (put.ok()) WK_LOG_INFO("drained", {{"node", node_id_.str()}});
 }
 
 }  // namespace wk

@@ -35,13 +35,13 @@ struct DrainRecord {
   WallTime at{};
 };
 
-inline std::string DrainKey(std::string_view node) { return "control/drain/" + std::string(node); }
+inline std::string DrainKey(const NodeId& node) { return "control/drain/" + node.str(); }
 std::string EncodeDrainRecord(const DrainRecord& r);
 Result<DrainRecord> DecodeDrainRecord(std::string_view body);
 
 class DrainControl {
  public:
-  DrainControl(Env& env, ObjectStore& store, Owners& owners, std::string node_id, LeaseTiming timing);
+  DrainControl(Env& env, ObjectStore& store, Owners& owners, NodeId node_id, LeaseTiming timing);
 
   // Register with Membership::AddListener: checks the control object after each listing.
   void OnListing();
@@ -54,7 +54,7 @@ class DrainControl {
   Env& env_;
   ObjectStore& store_;
   Owners& owners_;
-  const std::string node_id_;
+  const NodeId node_id_;
   const LeaseTiming timing_;
   bool held_ = false;       // a control object exists: not accepting
   TaskHandle check_;

@@ -30,7 +30,7 @@ TEST(DrainControlTest, RequestedDrainReleasesEverythingThenReportsDrainedAndUndr
   SimEnv env(world, FromUnixMs(1'764'000'000'000));
   auto bucket = std::make_shared<MemBucket>();
   MemStore store(env, bucket);
-  ClusterNode node(env, store, NodeIdentity{"a", "x", "t", ""}, LeaseTiming{}, "ia");
+  ClusterNode node(env, store, NodeIdentity{NodeId("a"), "x", "t", ""}, LeaseTiming{}, InstanceToken("ia"));
   env.Spawn([](ClusterNode* n) -> Task<void> { (void)co_await n->Run(); }(&node), "node");
   ASSERT_TRUE(world.RunUntil([&] { return node.lease().IsValid(); }, seconds(30)));
   auto acquire = [&](ActorId id) { return *RunTask(world, env, node.owners().Acquire(std::move(id)), seconds(10)); };
@@ -38,12 +38,12 @@ TEST(DrainControlTest, RequestedDrainReleasesEverythingThenReportsDrainedAndUndr
   auto h2 = acquire(ActorId{"t", "c", "two"});
   ASSERT_TRUE(h1.hold.IsValid() && h2.hold.IsValid());
 
-  ASSERT_TRUE(bucket->ApplyPut(DrainKey("a"), EncodeDrainRecord(DrainRecord{}), Precondition::IfNoneMatchAny()).ok());
+  ASSERT_TRUE(bucket->ApplyPut(DrainKey(NodeId("a")), EncodeDrainRecord(DrainRecord{}), Precondition::IfNoneMatchAny()).ok());
   world.RunFor(seconds(8));
   EXPECT_FALSE(h1.hold.IsValid());
   EXPECT_FALSE(h2.hold.IsValid());
   EXPECT_TRUE(node.drain_control().drained_or_draining());
-  auto rec = DecodeDrainRecord(bucket->objects().at(DrainKey("a")).body);
+  auto rec = DecodeDrainRecord(bucket->objects().at(DrainKey(NodeId("a"))).body);
   ASSERT_TRUE(rec.ok());
   EXPECT_EQ(rec->state, DrainState::kDrained);
   for (const auto& [key, obj] : bucket->objects()) {
@@ -53,7 +53,7 @@ TEST(DrainControlTest, RequestedDrainReleasesEverythingThenReportsDrainedAndUndr
   }
   EXPECT_EQ(acquire(ActorId{"t", "c", "three"}).kind, AcquireResult::Kind::kNotValid) << "no new actors while drained";
 
-  ASSERT_TRUE(bucket->ApplyDelete(DrainKey("a"), Precondition::None()).ok());
+  ASSERT_TRUE(bucket->ApplyDelete(DrainKey(NodeId("a")), Precondition::None()).ok());
   world.RunFor(seconds(4));
   EXPECT_FALSE(node.drain_control().drained_or_draining());
   EXPECT_EQ(acquire(ActorId{"t", "c", "three"}).kind, AcquireResult::Kind::kAcquired);

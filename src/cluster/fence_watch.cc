@@ -7,7 +7,7 @@ namespace wk {
 FenceWatch::FenceWatch(Env& env, ObjectStore& store, const NodeLease& self, LeaseTiming timing)
     : env_(env), store_(store), self_(self), timing_(timing) {}
 
-void FenceWatch::OnListing(const std::map<std::string, NodeView>& view) {
+void FenceWatch::OnListing(const Membership::View& view) {
   if (!self_.IsValid()) return;  // only a node with a valid lease judges others
   const MonoTime now = env_.MonoNow();
   const WallTime wall = env_.WallNow();
@@ -23,11 +23,11 @@ void FenceWatch::OnListing(const std::map<std::string, NodeView>& view) {
     // grace on our clock.
     if (wall < v.record->written_at + timing_.takeover_after()) continue;
     in_flight_.insert(id);
-    env_.Spawn(Fence(id, v.record->instance, v.record->written_at, self_.epoch()), "fence " + id);
+    env_.Spawn(Fence(id, v.record->instance, v.record->written_at, self_.epoch()), "fence " + id.str());
   }
 }
 
-Task<void> FenceWatch::Fence(std::string node_id, std::string instance, WallTime written_at, std::uint64_t epoch) {
+Task<void> FenceWatch::Fence(NodeId node_id, InstanceToken instance, WallTime written_at, std::uint64_t epoch) {
   const std::string key = NodeKey(node_id);
   const CallOptions call{timing_.attempt_timeout()};
   auto got = co_await store_.Get(key, call);
@@ -60,7 +60,7 @@ Task<void> FenceWatch::Fence(std::string node_id, std::string instance, WallTime
   if (put.ok()) {
     ++stats_.fences_written;
     WK_LOG_WARN("fenced a node whose lease ran out",
-                {{"node", node_id}, {"instance", instance}, {"written_at", std::to_string(ToUnixMs(written_at))}});
+                {{"node", node_id.str()}, {"instance", instance.str()}, {"written_at", std::to_string(ToUnixMs(written_at))}});
     if (on_fence_) on_fence_(node_id, instance, written_at);
   } else if (put.code() == Code::kPreconditionFailed) {
     ++stats_.fences_refused;  // it wrote in between: alive

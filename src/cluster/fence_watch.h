@@ -44,12 +44,12 @@ struct FenceMutants {
 class FenceWatch {
  public:
   // Called with (fenced node id, its instance, kept written_at) when a fence lands.
-  using OnFence = std::function<void(const std::string&, const std::string&, WallTime)>;
+  using OnFence = std::function<void(const NodeId&, const InstanceToken&, WallTime)>;
 
   FenceWatch(Env& env, ObjectStore& store, const NodeLease& self, LeaseTiming timing);
 
   // Feeds one listing (register with Membership::AddListener).
-  void OnListing(const std::map<std::string, NodeView>& view);
+  void OnListing(const Membership::View& view);
 
   const FenceStats& stats() const { return stats_; }
   int in_flight() const { return static_cast<int>(in_flight_.size()); }
@@ -59,13 +59,13 @@ class FenceWatch {
  private:
   // epoch: our lease's validity epoch when the watch decided; the fence is written only
   // if it is still the current one.
-  Task<void> Fence(std::string node_id, std::string instance, WallTime written_at, std::uint64_t epoch);
+  Task<void> Fence(NodeId node_id, InstanceToken instance, WallTime written_at, std::uint64_t epoch);
 
   Env& env_;
   ObjectStore& store_;
   const NodeLease& self_;
   const LeaseTiming timing_;
-  std::set<std::string> in_flight_;
+  std::set<NodeId> in_flight_;
   FenceStats stats_;
   FenceMutants mutants_;
   OnFence on_fence_;

@@ -23,7 +23,7 @@ bool SameFingerprint(const NodeView& a, const NodeView& b) {
 Membership::Membership(Env& env, ObjectStore& store, LeaseTiming timing)
     : env_(env), store_(store), timing_(timing) {}
 
-bool Membership::IsLive(const std::string& node_id, const std::string& instance) const {
+bool Membership::IsLive(const NodeId& node_id, const InstanceToken& instance) const {
   auto it = view_.find(node_id);
   return it != view_.end() && it->second.live() && it->second.record->instance == instance;
 }
@@ -45,10 +45,10 @@ Task<Status> Membership::ListOnce() {
     options.continuation = *listed->next_continuation;
   }
 
-  std::map<std::string, NodeView> next;
+  View next;
   const MonoTime now = env_.MonoNow();
   for (const auto& key : keys) {
-    std::string id = key.substr(kNodesPrefix.size());
+    const NodeId id(key.substr(kNodesPrefix.size()));
     if (!ValidateNodeId(id).ok()) continue;  // not a node object (nothing else lives here)
     auto got = co_await store_.Get(key, call);
     if (!got.ok()) {
@@ -66,7 +66,7 @@ Task<Status> Membership::ListOnce() {
     } else {
       v.old = std::get<OldHeartbeat>(*obj);
       WK_LOG_ERROR("old-format heartbeat in the bucket: an old version may be running",
-                   {{"node", id}, {"format", std::to_string(v.old->format_version)}});
+                   {{"node", id.str()}, {"format", std::to_string(v.old->format_version)}});
     }
     auto prev = view_.find(id);
     v.unchanged_since = (prev != view_.end() && SameFingerprint(prev->second, v)) ? prev->second.unchanged_since : now;

@@ -27,7 +27,7 @@
 namespace wk {
 
 struct NodeView {
-  std::string node_id;
+  NodeId node_id;
   std::optional<NodeRecord> record;     // a wasmkeep-node 3 object
   std::optional<OldHeartbeat> old;      // an old-format heartbeat
   std::string error;                    // corrupt or unreadable, if neither
@@ -48,7 +48,8 @@ struct ListingStats {
 
 class Membership {
  public:
-  using Listener = std::function<void(const std::map<std::string, NodeView>&)>;
+  using View = std::map<NodeId, NodeView>;
+  using Listener = std::function<void(const View&)>;
 
   Membership(Env& env, ObjectStore& store, LeaseTiming timing);
 
@@ -57,9 +58,9 @@ class Membership {
   // One listing now (also used by `cluster status`). Returns the view or the error.
   Task<Status> ListOnce();
 
-  const std::map<std::string, NodeView>& view() const { return view_; }
+  const View& view() const { return view_; }
   // Whether the view shows node_id live under exactly this instance (routing's test).
-  bool IsLive(const std::string& node_id, const std::string& instance) const;
+  bool IsLive(const NodeId& node_id, const InstanceToken& instance) const;
   const ListingStats& stats() const { return stats_; }
   void AddListener(Listener l) { listeners_.push_back(std::move(l)); }
 
@@ -67,7 +68,7 @@ class Membership {
   Env& env_;
   ObjectStore& store_;
   const LeaseTiming timing_;
-  std::map<std::string, NodeView> view_;
+  View view_;
   ListingStats stats_;
   std::vector<Listener> listeners_;
 };

@@ -19,7 +19,7 @@ constexpr int kFirstWriteRetries = 3;
 
 std::string Describe(const NodeRecord& r) {
   return std::string(LeaseStateName(r.state)) + " (instance " +
-         (r.instance.empty() ? std::string("none") : r.instance) + ", written_at " +
+         (r.instance.empty() ? std::string("none") : r.instance.str()) + ", written_at " +
          std::to_string(ToUnixMs(r.written_at)) + ")";
 }
 
@@ -30,7 +30,7 @@ struct Fingerprint {
   bool old_format = false;
   bool corrupt = false;
   LeaseState state = LeaseState::kLive;
-  std::string instance;
+  InstanceToken instance;
   std::int64_t written_at_ms = 0;
   friend bool operator==(const Fingerprint&, const Fingerprint&) = default;
 };
@@ -70,7 +70,7 @@ std::string_view LeaseEndReasonName(LeaseEndReason r) {
 }
 
 NodeLease::NodeLease(Env& env, ObjectStore& store, NodeIdentity identity, LeaseTiming timing,
-                     std::string instance)
+                     InstanceToken instance)
     : env_(env),
       store_(store),
       identity_(std::move(identity)),
@@ -117,8 +117,8 @@ void NodeLease::Acknowledged(const Version& version, WallTime written_at, MonoTi
     valid_ = true;
     ++epoch_;
     valid_since_ = now;
-    WK_LOG_INFO("node lease valid", {{"node", identity_.node_id},
-                                     {"instance", instance_},
+    WK_LOG_INFO("node lease valid", {{"node", identity_.node_id.str()},
+                                     {"instance", instance_.str()},
                                      {"epoch", std::to_string(epoch_)}});
     for (auto& o : observers_)
       if (o.on_valid) o.on_valid(epoch_);
@@ -131,7 +131,7 @@ void NodeLease::CheckLapse() {
   valid_since_.reset();
   ++stats_.lapses;
   WK_LOG_WARN("node lease ran out; not ready, still renewing",
-              {{"node", identity_.node_id}, {"epoch", std::to_string(epoch_)}});
+              {{"node", identity_.node_id.str()}, {"epoch", std::to_string(epoch_)}});
   for (auto& o : observers_)
     if (o.on_lapse) o.on_lapse(epoch_);
 }
@@ -141,7 +141,7 @@ void NodeLease::Lose(const std::string& why) {
   lost_ = true;
   valid_ = false;
   lost_why_ = why;
-  WK_LOG_ERROR("node lease lost", {{"node", identity_.node_id}, {"instance", instance_}, {"why", why}});
+  WK_LOG_ERROR("node lease lost", {{"node", identity_.node_id.str()}, {"instance", instance_.str()}, {"why", why}});
   for (auto& o : observers_)
     if (o.on_lost) o.on_lost(why);
 }
@@ -219,11 +219,11 @@ Task<std::optional<bool>> NodeLease::ReReadAndAdopt(std::string* why) {
       written_at_ = std::max(written_at_, r.written_at);
     }
     WK_LOG_INFO("adopted our own lease write after a conflict",
-                {{"node", identity_.node_id}, {"written_at", std::to_string(ms)}});
+                {{"node", identity_.node_id.str()}, {"written_at", std::to_string(ms)}});
     co_return true;
   }
   if (r.state == LeaseState::kLive) {
-    *why = key_ + " is live under another instance " + r.instance +
+    *why = key_ + " is live under another instance " + r.instance.str() +
            ": another process uses this node id (twin)";
   } else {
     *why = key_ + " is " + Describe(r);
@@ -245,7 +245,7 @@ Task<NodeLease::CheckResult> NodeLease::StartCheck(std::string* twin_message) {
   }
   std::optional<NodeRecord> record;
   Fingerprint seen = FingerprintOf(got, &record);
-  const std::string first_instance = record ? record->instance : std::string();
+  const InstanceToken first_instance = record ? record->instance : InstanceToken();
   last_check_version_ = got.ok() ? std::optional<Version>(got->version) : std::nullopt;
 
   // Our own instance, live: a write of ours from an earlier round of this check landed.
@@ -260,7 +260,7 @@ Task<NodeLease::CheckResult> NodeLease::StartCheck(std::string* twin_message) {
   }
 
   const MonoTime deadline = env_.MonoNow() + timing_.takeover_after();
-  WK_LOG_INFO("start check", {{"node", identity_.node_id},
+  WK_LOG_INFO("start check", {{"node", identity_.node_id.str()},
                               {"found", seen.present ? (record ? Describe(*record) : std::string("old or corrupt object")) : "nothing"},
                               {"wait", FormatDuration(timing_.takeover_after())}});
   while (!ours()) {
@@ -284,9 +284,9 @@ Task<NodeLease::CheckResult> NodeLease::StartCheck(std::string* twin_message) {
       const bool live_other = again_record && again_record->state == LeaseState::kLive &&
                               again_record->instance != instance_;
       if (live_other || now_seen.old_format) {
-        *twin_message = "node id " + identity_.node_id + " is in use by another process: " + key_ +
+        *twin_message = "node id " + identity_.node_id.str() + " is in use by another process: " + key_ +
                         (now_seen.old_format ? " is being rewritten in an old format (an old version runs)"
-                                             : " was rewritten live by instance " + again_record->instance);
+                                             : " was rewritten live by instance " + again_record->instance.str());
         co_return CheckResult::kTwin;
       }
       seen = now_seen;
@@ -358,7 +358,7 @@ Task<LeaseEnd> NodeLease::Run() {
       if (adopted.value_or(false)) break;
     }
     WK_LOG_WARN("first lease write failed; back to the start check",
-                {{"node", identity_.node_id}, {"error", s.ToString()}});
+                {{"node", identity_.node_id.str()}, {"error", s.ToString()}});
   }
 
   // The renewal loop: a period starts at its first send; the first period starts at the
@@ -440,7 +440,7 @@ Task<Status> NodeLease::Stop(Duration limit) {
     auto put = co_await store_.Put(key_, EncodeNodeRecord(released), Precondition::IfMatch(*version_),
                                    CallOptions{budget});
     if (put.ok()) {
-      WK_LOG_INFO("node lease released", {{"node", identity_.node_id}, {"instance", instance_}});
+      WK_LOG_INFO("node lease released", {{"node", identity_.node_id.str()}, {"instance", instance_.str()}});
       co_return Status::Ok();
     }
     if (put.code() == Code::kPreconditionFailed) {

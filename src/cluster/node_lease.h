@@ -50,7 +50,7 @@
 namespace wk {
 
 struct NodeIdentity {
-  std::string node_id;
+  NodeId node_id;
   std::string address;           // host:port peers use; may be empty
   std::string software_version;  // printable, no spaces
   std::string cert_pin;          // empty until inter-node TLS exists
@@ -96,7 +96,7 @@ class NodeLease {
   };
 
   NodeLease(Env& env, ObjectStore& store, NodeIdentity identity, LeaseTiming timing,
-            std::string instance);
+            InstanceToken instance);
 
   // Runs the start check, then the renewal loop, until Stop() or the lease is lost.
   // REQUIRES: timing.Validate().ok(); called once.
@@ -122,7 +122,7 @@ class NodeLease {
   // The send time validity runs from, and when it ends (monotonic).
   MonoTime valid_until() const { return valid_until_; }
 
-  const std::string& instance() const { return instance_; }
+  const InstanceToken& instance() const { return instance_; }
   const NodeIdentity& identity() const { return identity_; }
   const LeaseTiming& timing() const { return timing_; }
   const NodeLeaseStats& stats() const { return stats_; }
@@ -154,7 +154,7 @@ class NodeLease {
   ObjectStore& store_;
   const NodeIdentity identity_;
   const LeaseTiming timing_;
-  const std::string instance_;
+  const InstanceToken instance_;
   const std::string key_;
   const WallTime started_at_;
 

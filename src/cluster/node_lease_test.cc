@@ -19,15 +19,15 @@ struct LeaseTest : ::testing::Test {
   std::shared_ptr<MemBucket> bucket = std::make_shared<MemBucket>();
 
   NodeRecord Read(const std::string& id) {
-    auto obj = DecodeNodeObject(bucket->objects().at(NodeKey(id)).body);
+    auto obj = DecodeNodeObject(bucket->objects().at(NodeKey(NodeId(id))).body);
     EXPECT_TRUE(obj.ok());
     return std::get<NodeRecord>(*obj);
   }
-  Version VersionOf(const std::string& id) { return bucket->objects().at(NodeKey(id)).version; }
+  Version VersionOf(const std::string& id) { return bucket->objects().at(NodeKey(NodeId(id))).version; }
 };
 
 TEST_F(LeaseTest, FreshNodeWaitsTtlPlusGraceThenRenewsEveryPeriod) {
-  Node a(world, bucket, "a", "i1");
+  Node a(world, bucket, NodeId("a"), InstanceToken("i1"));
   a.Start();
   world.RunFor(seconds(14));
   EXPECT_FALSE(a.lease.IsValid()) << "the start check waits ttl + grace even with no object";
@@ -36,7 +36,7 @@ TEST_F(LeaseTest, FreshNodeWaitsTtlPlusGraceThenRenewsEveryPeriod) {
   ASSERT_TRUE(a.lease.IsValid());
   EXPECT_TRUE(a.lease.IsReady());
   EXPECT_EQ(Read("a").state, LeaseState::kLive);
-  EXPECT_EQ(Read("a").instance, "i1");
+  EXPECT_EQ(Read("a").instance.str(), "i1");
   const auto writes = a.lease.stats().writes_ok;
   world.RunFor(seconds(60));
   EXPECT_TRUE(a.lease.IsValid());
@@ -45,7 +45,7 @@ TEST_F(LeaseTest, FreshNodeWaitsTtlPlusGraceThenRenewsEveryPeriod) {
 }
 
 TEST_F(LeaseTest, ValidityRunsFromTheSendNotTheReply) {
-  Node a(world, bucket, "a", "i1");
+  Node a(world, bucket, NodeId("a"), InstanceToken("i1"));
   a.store.set_fault_hook([](const OpInfo& op) {
     OpFault f;
     if (op.op == StoreOp::kPut) f.reply_delay = milliseconds(1500);
@@ -59,11 +59,11 @@ TEST_F(LeaseTest, ValidityRunsFromTheSendNotTheReply) {
 }
 
 TEST_F(LeaseTest, ATwinIsRefusedAndTheRunningNodeIsUnaffected) {
-  Node a(world, bucket, "a", "i1");
+  Node a(world, bucket, NodeId("a"), InstanceToken("i1"));
   a.Start();
   world.RunFor(seconds(20));
   ASSERT_TRUE(a.lease.IsValid());
-  Node twin(world, bucket, "a", "i2");
+  Node twin(world, bucket, NodeId("a"), InstanceToken("i2"));
   twin.Start();
   world.RunFor(seconds(20));
   ASSERT_TRUE(twin.end.has_value());
@@ -71,11 +71,11 @@ TEST_F(LeaseTest, ATwinIsRefusedAndTheRunningNodeIsUnaffected) {
   EXPECT_NE(twin.end->message.find("in use by another process"), std::string::npos) << twin.end->message;
   EXPECT_FALSE(twin.lease.IsValid());
   EXPECT_TRUE(a.lease.IsValid());
-  EXPECT_EQ(Read("a").instance, "i1");
+  EXPECT_EQ(Read("a").instance.str(), "i1");
 }
 
 TEST_F(LeaseTest, AFenceMakesTheNodeLoseItsLease) {
-  Node a(world, bucket, "a", "i1");
+  Node a(world, bucket, NodeId("a"), InstanceToken("i1"));
   a.Start();
   world.RunFor(seconds(20));
   ASSERT_TRUE(a.lease.IsValid());
@@ -91,7 +91,7 @@ TEST_F(LeaseTest, AFenceMakesTheNodeLoseItsLease) {
 }
 
 TEST_F(LeaseTest, ALostReplyIsAdoptedNotTakenForAFence) {
-  Node a(world, bucket, "a", "i1");
+  Node a(world, bucket, NodeId("a"), InstanceToken("i1"));
   int puts = 0;
   a.store.set_fault_hook([&puts](const OpInfo& op) {
     OpFault f;
@@ -107,7 +107,7 @@ TEST_F(LeaseTest, ALostReplyIsAdoptedNotTakenForAFence) {
 }
 
 TEST_F(LeaseTest, AnOutageLapsesTheLeaseWithoutLosingIt) {
-  Node a(world, bucket, "a", "i1");
+  Node a(world, bucket, NodeId("a"), InstanceToken("i1"));
   bool outage = false;
   std::vector<std::string> events;
   a.lease.AddObserver({[&](std::uint64_t e) { events.push_back("valid " + std::to_string(e)); },
@@ -135,7 +135,7 @@ TEST_F(LeaseTest, AnOutageLapsesTheLeaseWithoutLosingIt) {
 }
 
 TEST_F(LeaseTest, ADeletedObjectMakesTheNodeLoseItsLease) {
-  Node a(world, bucket, "a", "i1");
+  Node a(world, bucket, NodeId("a"), InstanceToken("i1"));
   a.Start();
   world.RunFor(seconds(20));
   ASSERT_TRUE(bucket->ApplyDelete("nodes/a", Precondition::None()).ok());
@@ -147,7 +147,7 @@ TEST_F(LeaseTest, ADeletedObjectMakesTheNodeLoseItsLease) {
 }
 
 TEST_F(LeaseTest, CleanStopCutsAtOnceAndWritesReleasedKeepingWrittenAt) {
-  Node a(world, bucket, "a", "i1");
+  Node a(world, bucket, NodeId("a"), InstanceToken("i1"));
   a.Start();
   world.RunFor(seconds(20));
   const auto last_written = Read("a").written_at;
@@ -161,12 +161,12 @@ TEST_F(LeaseTest, CleanStopCutsAtOnceAndWritesReleasedKeepingWrittenAt) {
   EXPECT_EQ(a.end->reason, LeaseEndReason::kStopped);
   NodeRecord r = Read("a");
   EXPECT_EQ(r.state, LeaseState::kReleased);
-  EXPECT_EQ(r.instance, "i1");
+  EXPECT_EQ(r.instance.str(), "i1");
   EXPECT_EQ(r.written_at, last_written);
 }
 
 TEST_F(LeaseTest, RestartAfterARelease_TakesTheShortcut) {
-  Node a(world, bucket, "a", "i1");
+  Node a(world, bucket, NodeId("a"), InstanceToken("i1"));
   a.Start();
   world.RunFor(seconds(20));
   a.env.Spawn([](Node* n) -> Task<void> { (void)co_await n->lease.Stop(seconds(5)); }(&a), "stop");
@@ -174,31 +174,31 @@ TEST_F(LeaseTest, RestartAfterARelease_TakesTheShortcut) {
   ASSERT_EQ(Read("a").state, LeaseState::kReleased);
   // A fresh process under the same id, right away: the release proves i1 lapsed once its
   // kept written_at + ttl + grace has passed, so the check ends then, not a full wait later.
-  Node b(world, bucket, "a", "i2");
+  Node b(world, bucket, NodeId("a"), InstanceToken("i2"));
   const MonoTime start = world.Now();
   b.Start();
   world.RunUntil([&] { return b.lease.IsValid(); }, seconds(60));
   ASSERT_TRUE(b.lease.IsValid());
   const auto kept = Read("a");
-  EXPECT_EQ(kept.instance, "i2");
+  EXPECT_EQ(kept.instance.str(), "i2");
   EXPECT_LE(world.Now() - start, seconds(15)) << "waited less than a full check";
 }
 
 TEST_F(LeaseTest, RestartAfterACrashWaitsThenTakesOver) {
   {
-    Node a(world, bucket, "a", "i1");
+    Node a(world, bucket, NodeId("a"), InstanceToken("i1"));
     a.Start();
     world.RunFor(seconds(20));
     a.run.Cancel();  // the process dies: no release
     world.RunFor(milliseconds(1));
   }
-  Node b(world, bucket, "a", "i2");
+  Node b(world, bucket, NodeId("a"), InstanceToken("i2"));
   b.Start();
   world.RunFor(seconds(14));
   EXPECT_FALSE(b.lease.IsValid());
   world.RunFor(seconds(3));
   EXPECT_TRUE(b.lease.IsValid());
-  EXPECT_EQ(Read("a").instance, "i2");
+  EXPECT_EQ(Read("a").instance.str(), "i2");
 }
 
 }  // namespace

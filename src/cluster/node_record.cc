@@ -40,7 +40,7 @@ Status ValidateNodeRecord(const NodeRecord& r) {
     if (r.state != LeaseState::kFenced) {
       return InvalidArgument("only a fence may name no instance");
     }
-  } else if (!IsToken(r.instance, kMaxInstanceBytes) || r.instance == "-") {
+  } else if (!IsToken(r.instance.str(), kMaxInstanceBytes) || r.instance.str() == "-") {
     return InvalidArgument("instance must be 1 to 64 printable characters without spaces");
   }
   if (ToUnixMs(r.written_at) < 0 || ToUnixMs(r.started_at) < 0) {
@@ -62,9 +62,9 @@ std::string EncodeNodeRecord(const NodeRecord& r) {
   WK_CHECK(s.ok(), "encoding an invalid node record: " + s.ToString());
   line_format::LineWriter w("node", 3);
   w.Reserve(256);
-  w.Field("lease", std::string(LeaseStateName(r.state)) + " " + OptionalField(r.instance));
+  w.Field("lease", std::string(LeaseStateName(r.state)) + " " + OptionalField(r.instance.str()));
   w.Field("written_at", static_cast<std::uint64_t>(ToUnixMs(r.written_at)));
-  w.Field("node", r.node_id);
+  w.Field("node", r.node_id.str());
   w.Field("address", OptionalField(r.address));
   w.Field("version", r.software_version);
   w.Field("started_at", static_cast<std::uint64_t>(ToUnixMs(r.started_at)));
@@ -119,14 +119,14 @@ Result<NodeObject> DecodeNodeObject(std::string_view body) {
   else if (state == "released") r.state = LeaseState::kReleased;
   else if (state == "fenced") r.state = LeaseState::kFenced;
   else return reader->Corrupt("unknown lease state '" + std::string(state.substr(0, 20)) + "'");
-  r.instance = FromOptionalField(instance);
+  r.instance = InstanceToken(FromOptionalField(instance));
 
   auto written = reader->UintField("written_at", kMaxMs);
   if (!written.ok()) return written.status();
   r.written_at = FromUnixMs(static_cast<std::int64_t>(*written));
   auto node = reader->Field("node");
   if (!node.ok()) return node.status();
-  r.node_id = std::string(*node);
+  r.node_id = NodeId(*node);
   auto address = reader->Field("address");
   if (!address.ok()) return address.status();
   r.address = FromOptionalField(*address);

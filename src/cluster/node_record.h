@@ -26,7 +26,7 @@
 #include <string_view>
 #include <variant>
 
-#include "base/ids.h"  // ValidateNodeId
+#include "base/ids.h"  // NodeId, InstanceToken, ValidateNodeId
 #include "base/status.h"
 #include "base/time.h"
 
@@ -37,9 +37,9 @@ std::string_view LeaseStateName(LeaseState s);
 
 struct NodeRecord {
   LeaseState state = LeaseState::kLive;
-  std::string instance;  // empty only for an operator's fence of an absent object
-  WallTime written_at;   // the send time of the last live write (kept by fences, releases)
-  std::string node_id;
+  InstanceToken instance;  // empty only for an operator's fence of an absent object
+  WallTime written_at;     // the send time of the last live write (kept by fences, releases)
+  NodeId node_id;
   std::string address;   // where peers reach this node; empty if none yet
   std::string software_version;
   WallTime started_at;
@@ -56,7 +56,7 @@ struct OldHeartbeat {
 using NodeObject = std::variant<NodeRecord, OldHeartbeat>;
 
 inline constexpr std::string_view kNodesPrefix = "nodes/";
-inline std::string NodeKey(std::string_view id) { return std::string(kNodesPrefix) + std::string(id); }
+inline std::string NodeKey(const NodeId& id) { return std::string(kNodesPrefix) + id.str(); }
 
 // REQUIRES: record passes ValidateNodeRecord (checked: a bad record is a programmer error).
 std::string EncodeNodeRecord(const NodeRecord& record);

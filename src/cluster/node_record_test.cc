@@ -12,9 +12,9 @@ namespace {
 NodeRecord Sample() {
   NodeRecord r;
   r.state = LeaseState::kLive;
-  r.instance = "3f9a0c1d2e4b5a6978695a4b3c2d1e0f";
+  r.instance = InstanceToken("3f9a0c1d2e4b5a6978695a4b3c2d1e0f");
   r.written_at = FromUnixMs(1'764'000'000'123);
-  r.node_id = "node-a";
+  r.node_id = NodeId("node-a");
   r.address = "127.0.0.1:8080";
   r.software_version = "0.1.0";
   r.started_at = FromUnixMs(1'764'000'000'000);
@@ -47,7 +47,7 @@ TEST(NodeRecordTest, ExactEncoding) {
 TEST(NodeRecordTest, OperatorFenceWithoutInstance) {
   NodeRecord r = Sample();
   r.state = LeaseState::kFenced;
-  r.instance.clear();
+  r.instance = InstanceToken();
   r.address.clear();
   auto d = DecodeNodeObject(EncodeNodeRecord(r));
   ASSERT_TRUE(d.ok());

@@ -76,7 +76,7 @@ Task<Result<std::vector<NodeStatus>>> ClusterStatus(Env& env, ObjectStore& store
   co_return out;
 }
 
-Task<Result<FenceOutcome>> OperatorFence(Env& env, ObjectStore& store, std::string node_id, LeaseTiming timing,
+Task<Result<FenceOutcome>> OperatorFence(Env& env, ObjectStore& store, NodeId node_id, LeaseTiming timing,
                                          std::optional<Version> if_match) {
   if (Status s = ValidateNodeId(node_id); !s.ok()) co_return s;
   const std::string key = NodeKey(node_id);
@@ -99,7 +99,7 @@ Task<Result<FenceOutcome>> OperatorFence(Env& env, ObjectStore& store, std::stri
     out.written = out.created = true;
     out.written_at = fence.written_at;
     out.free_at = fence.written_at + std::chrono::duration_cast<std::chrono::milliseconds>(timing.takeover_after());
-    WK_LOG_WARN("operator fenced an absent node", {{"node", node_id}});
+    WK_LOG_WARN("operator fenced an absent node", {{"node", node_id.str()}});
     co_return out;
   }
   auto obj = DecodeNodeObject(got->body);
@@ -123,11 +123,11 @@ Task<Result<FenceOutcome>> OperatorFence(Env& env, ObjectStore& store, std::stri
     co_return put.status();
   }
   out.written = true;
-  WK_LOG_WARN("operator fenced a node", {{"node", node_id}, {"instance", r.instance}});
+  WK_LOG_WARN("operator fenced a node", {{"node", node_id.str()}, {"instance", r.instance.str()}});
   co_return out;
 }
 
-Task<Status> OperatorForget(Env& env, ObjectStore& store, std::string node_id, LeaseTiming timing) {
+Task<Status> OperatorForget(Env& env, ObjectStore& store, NodeId node_id, LeaseTiming timing) {
   if (Status s = ValidateNodeId(node_id); !s.ok()) co_return s;
   const std::string key = NodeKey(node_id);
   const CallOptions call{timing.ttl};

@@ -17,11 +17,11 @@ namespace wk {
 
 // One node as `cluster status` shows it.
 struct NodeStatus {
-  std::string node_id;
+  NodeId node_id;
   // live | live-expired | released | fenced | old-running | old-retired | corrupt
   std::string state;
   std::string detail;       // a sentence for people
-  std::string instance;     // empty if none
+  InstanceToken instance;   // empty if none
   std::string address;
   std::string software_version;
   std::optional<Duration> age;  // operator's clock minus written_at
@@ -37,7 +37,7 @@ Task<Result<std::vector<NodeStatus>>> ClusterStatus(Env& env, ObjectStore& store
 struct FenceOutcome {
   bool written = false;         // false: nothing to do (already fenced)
   bool created = false;         // the object was absent: a fence with no instance
-  std::string instance;         // the instance fenced (empty when created)
+  InstanceToken instance;       // the instance fenced (empty when created)
   WallTime written_at{};        // kept, or the operator's clock when created
   WallTime free_at{};           // records naming it are free from then (written_at + ttl + grace)
 };
@@ -46,12 +46,12 @@ struct FenceOutcome {
 // if_match, when given: a fence decided on that earlier read); created with
 // If-None-Match: * when absent. Nothing over a fence (written=false) or an old format
 // (kInvalidArgument). kPreconditionFailed: the object changed in between.
-Task<Result<FenceOutcome>> OperatorFence(Env& env, ObjectStore& store, std::string node_id,
+Task<Result<FenceOutcome>> OperatorFence(Env& env, ObjectStore& store, NodeId node_id,
                                          LeaseTiming timing, std::optional<Version> if_match);
 
 // `cluster forget NODE`: deletes an old-format heartbeat once stale by the start guard's
 // test (written_at + ttl + grace + max_skew passed on the operator's clock). Anything else
 // is refused (kInvalidArgument / kPreconditionFailed) with the reason.
-Task<Status> OperatorForget(Env& env, ObjectStore& store, std::string node_id, LeaseTiming timing);
+Task<Status> OperatorForget(Env& env, ObjectStore& store, NodeId node_id, LeaseTiming timing);
 
 }  // namespace wk

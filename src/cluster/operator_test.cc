@@ -24,22 +24,22 @@ struct OperatorTest : ::testing::Test {
   }
   NodeRecord Live(const std::string& id) {
     NodeRecord r;
-    r.instance = "i-" + id;
+    r.instance = InstanceToken("i-" + id);
     r.written_at = env.WallNow();
-    r.node_id = id;
+    r.node_id = NodeId(id);
     r.software_version = "0.1.0";
     r.started_at = env.WallNow();
     return r;
   }
   NodeRecord Read(const std::string& id) {
-    return std::get<NodeRecord>(DecodeNodeObject(bucket->objects().at(NodeKey(id)).body).value());
+    return std::get<NodeRecord>(DecodeNodeObject(bucket->objects().at(NodeKey(NodeId(id))).body).value());
   }
 };
 
 TEST_F(OperatorTest, FenceKeepsInstanceAndWrittenAt) {
   NodeRecord r = Live("a");
   ASSERT_TRUE(bucket->ApplyPut("nodes/a", EncodeNodeRecord(r), Precondition::None()).ok());
-  auto out = Run(OperatorFence(env, store, "a", timing, std::nullopt));
+  auto out = Run(OperatorFence(env, store, NodeId("a"), timing, std::nullopt));
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   EXPECT_TRUE(out->written);
   EXPECT_EQ(out->free_at, r.written_at + seconds(15));
@@ -49,14 +49,14 @@ TEST_F(OperatorTest, FenceKeepsInstanceAndWrittenAt) {
   EXPECT_EQ(f.written_at, r.written_at);
   // Nothing over a fence.
   const Version v = bucket->objects().at("nodes/a").version;
-  auto again = Run(OperatorFence(env, store, "a", timing, std::nullopt));
+  auto again = Run(OperatorFence(env, store, NodeId("a"), timing, std::nullopt));
   ASSERT_TRUE(again.ok());
   EXPECT_FALSE(again->written);
   EXPECT_EQ(bucket->objects().at("nodes/a").version, v);
 }
 
 TEST_F(OperatorTest, FenceOfAnAbsentNodeCreatesOneWithoutInstance) {
-  auto out = Run(OperatorFence(env, store, "gone", timing, std::nullopt));
+  auto out = Run(OperatorFence(env, store, NodeId("gone"), timing, std::nullopt));
   ASSERT_TRUE(out.ok());
   EXPECT_TRUE(out->created);
   NodeRecord f = Read("gone");
@@ -69,15 +69,15 @@ TEST_F(OperatorTest, FenceOnAStaleVersionIsRefused) {
   auto v1 = bucket->ApplyPut("nodes/a", EncodeNodeRecord(Live("a")), Precondition::None());
   world.RunFor(seconds(3));
   ASSERT_TRUE(bucket->ApplyPut("nodes/a", EncodeNodeRecord(Live("a")), Precondition::None()).ok());
-  auto out = Run(OperatorFence(env, store, "a", timing, *v1));
+  auto out = Run(OperatorFence(env, store, NodeId("a"), timing, *v1));
   EXPECT_EQ(out.code(), Code::kPreconditionFailed);
   EXPECT_EQ(Read("a").state, LeaseState::kLive);
 }
 
 TEST_F(OperatorTest, FenceRefusesAnOldFormatAndBadIds) {
   ASSERT_TRUE(bucket->ApplyPut("nodes/old", "wasmkeep-node 2\nwritten_at_ms 1\n", Precondition::None()).ok());
-  EXPECT_EQ(Run(OperatorFence(env, store, "old", timing, std::nullopt)).code(), Code::kInvalidArgument);
-  EXPECT_EQ(Run(OperatorFence(env, store, "../x", timing, std::nullopt)).code(), Code::kInvalidArgument);
+  EXPECT_EQ(Run(OperatorFence(env, store, NodeId("old"), timing, std::nullopt)).code(), Code::kInvalidArgument);
+  EXPECT_EQ(Run(OperatorFence(env, store, NodeId("../x"), timing, std::nullopt)).code(), Code::kInvalidArgument);
 }
 
 TEST_F(OperatorTest, ForgetOnlyAStaleOldFormatHeartbeat) {
@@ -85,9 +85,9 @@ TEST_F(OperatorTest, ForgetOnlyAStaleOldFormatHeartbeat) {
   ASSERT_TRUE(bucket->ApplyPut("nodes/fresh", "wasmkeep-node 1\nwritten_at_ms " + std::to_string(now - 1000) + "\n", Precondition::None()).ok());
   ASSERT_TRUE(bucket->ApplyPut("nodes/stale", "wasmkeep-node 1\nwritten_at_ms " + std::to_string(now - 60'000) + "\n", Precondition::None()).ok());
   ASSERT_TRUE(bucket->ApplyPut("nodes/new", EncodeNodeRecord(Live("new")), Precondition::None()).ok());
-  EXPECT_EQ(Run(OperatorForget(env, store, "fresh", timing)).code(), Code::kPreconditionFailed);
-  EXPECT_EQ(Run(OperatorForget(env, store, "new", timing)).code(), Code::kInvalidArgument);
-  EXPECT_TRUE(Run(OperatorForget(env, store, "stale", timing)).ok());
+  EXPECT_EQ(Run(OperatorForget(env, store, NodeId("fresh"), timing)).code(), Code::kPreconditionFailed);
+  EXPECT_EQ(Run(OperatorForget(env, store, NodeId("new"), timing)).code(), Code::kInvalidArgument);
+  EXPECT_TRUE(Run(OperatorForget(env, store, NodeId("stale"), timing)).ok());
   EXPECT_EQ(bucket->objects().count("nodes/stale"), 0u);
   EXPECT_EQ(bucket->objects().count("nodes/fresh"), 1u);
 }
@@ -107,7 +107,7 @@ TEST_F(OperatorTest, StatusClassifiesEveryKind) {
   auto status = Run(ClusterStatus(env, store, timing));
   ASSERT_TRUE(status.ok());
   std::map<std::string, std::string> states;
-  for (auto& n : *status) states[n.node_id] = n.state;
+  for (auto& n : *status) states[n.node_id.str()] = n.state;
   EXPECT_EQ(states, (std::map<std::string, std::string>{{"a", "live"}, {"b", "live-expired"}, {"c", "released"},
                                                          {"d", "old-running"}, {"e", "old-retired"}, {"f", "corrupt"}}));
 }

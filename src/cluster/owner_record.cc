@@ -23,8 +23,8 @@ std::string EncodeOwnerRecord(const OwnerRecord& r) {
     WK_CHECK(r.instance.empty(), "a record naming nobody has no instance");
     w.Field("owner", "nobody");
   } else {
-    WK_CHECK(ValidateNodeId(r.node_id).ok() && IsInstance(r.instance), "encoding an invalid owner record");
-    w.Field("owner", r.node_id + " " + r.instance);
+    WK_CHECK(ValidateNodeId(r.node_id).ok() && IsInstance(r.instance.str()), "encoding an invalid owner record");
+    w.Field("owner", r.node_id.str() + " " + r.instance.str());
   }
   w.Field("generation", r.generation.value);
   return std::move(w).Take();
@@ -39,9 +39,9 @@ Result<OwnerRecord> DecodeOwnerRecord(std::string_view body) {
   if (*owner != "nobody") {
     std::size_t sp = owner->find(' ');
     if (sp == std::string_view::npos) return reader->Corrupt("the owner line needs a node and an instance");
-    r.node_id = std::string(owner->substr(0, sp));
-    r.instance = std::string(owner->substr(sp + 1));
-    if (!ValidateNodeId(r.node_id).ok() || !IsInstance(r.instance)) return reader->Corrupt("bad node id or instance");
+    r.node_id = NodeId(owner->substr(0, sp));
+    r.instance = InstanceToken(owner->substr(sp + 1));
+    if (!ValidateNodeId(r.node_id).ok() || !IsInstance(r.instance.str())) return reader->Corrupt("bad node id or instance");
   }
   auto generation = reader->UintField("generation");
   if (!generation.ok()) return generation.status();

@@ -16,7 +16,7 @@
 #include <string>
 #include <string_view>
 
-#include "base/ids.h"  // ActorId, Generation
+#include "base/ids.h"  // ActorId, Generation, NodeId, InstanceToken
 #include "base/status.h"
 
 namespace wk {
@@ -26,12 +26,15 @@ inline std::string OwnerKey(const ActorId& id) { return std::string(kOwnersPrefi
 
 struct OwnerRecord {
   // Empty node_id: names nobody (released), the generation kept.
-  std::string node_id;
-  std::string instance;
+  NodeId node_id;
+  InstanceToken instance;
   Generation generation;
 
+  // The record a release writes: nobody, at the released hold's generation.
+  static OwnerRecord Nobody(Generation generation) { return OwnerRecord{NodeId(), InstanceToken(), generation}; }
+
   bool names_nobody() const { return node_id.empty(); }
-  bool Names(std::string_view node, std::string_view inst) const { return node_id == node && instance == inst; }
+  bool Names(const NodeId& node, const InstanceToken& inst) const { return node_id == node && instance == inst; }
   friend bool operator==(const OwnerRecord&, const OwnerRecord&) = default;
 };
 

@@ -8,10 +8,10 @@ namespace wk {
 namespace {
 
 TEST(OwnerRecordTest, RoundTripAndExactEncoding) {
-  OwnerRecord held{"node-a", "3f9a0c1d", Generation{7}};
+  OwnerRecord held{NodeId("node-a"), InstanceToken("3f9a0c1d"), Generation{7}};
   EXPECT_EQ(EncodeOwnerRecord(held), "wasmkeep-owner 1\nowner node-a 3f9a0c1d\ngeneration 7\n");
   EXPECT_EQ(DecodeOwnerRecord(EncodeOwnerRecord(held)).value(), held);
-  OwnerRecord nobody{"", "", Generation{7}};
+  OwnerRecord nobody = OwnerRecord::Nobody(Generation{7});
   EXPECT_EQ(EncodeOwnerRecord(nobody), "wasmkeep-owner 1\nowner nobody\ngeneration 7\n");
   EXPECT_EQ(DecodeOwnerRecord(EncodeOwnerRecord(nobody)).value(), nobody);
   EXPECT_TRUE(nobody.names_nobody());
@@ -37,7 +37,7 @@ TEST(OwnerRecordTest, StrictDecoder) {
 
 TEST(OwnerRecordTest, MutationsNeverCrashAndAcceptedBodiesRoundTrip) {
   std::mt19937_64 rng(3);
-  const std::string good = EncodeOwnerRecord(OwnerRecord{"n1", "abc", Generation{42}});
+  const std::string good = EncodeOwnerRecord(OwnerRecord{NodeId("n1"), InstanceToken("abc"), Generation{42}});
   for (int i = 0; i < 20000; ++i) {
     std::string b = good;
     for (int e = 0; e < 1 + static_cast<int>(rng() % 3) && !b.empty(); ++e) {

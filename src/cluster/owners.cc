@@ -61,7 +61,7 @@ void Owners::Park(const ActorId& actor, Generation g, Version v) {
   ++stats_.releases_parked;
   Pending p{actor, g, std::move(v), env_.MonoNow(), kEntryBackoffMin};
   p.serial = next_serial_++;
-  pending_[{actor, g.value}] = std::move(p);
+  pending_[{actor, g}] = std::move(p);
 }
 
 Task<Owners::Freed> Owners::IsFree(OwnerRecord record) {
@@ -99,7 +99,7 @@ Task<AcquireResult> Owners::Acquire(ActorId actor) {
 
   const std::string key = OwnerKey(actor);
   const CallOptions call{timing_.attempt_timeout()};
-  const std::string& self = lease_.identity().node_id;
+  const NodeId& self = lease_.identity().node_id;
   auto got = co_await store_.Get(key, call);
   Generation next{1};
   Precondition condition = Precondition::IfNoneMatchAny();
@@ -116,7 +116,7 @@ Task<AcquireResult> Owners::Acquire(ActorId actor) {
       if (freed != Freed::kFree) {
         ++stats_.acquire_conflicts;
         AcquireResult r = Outcome(freed == Freed::kHeld ? AcquireResult::Kind::kHeldElsewhere : AcquireResult::Kind::kError,
-                                  "held by " + rec->node_id + " (instance " + rec->instance + ")");
+                                  "held by " + rec->node_id.str() + " (instance " + rec->instance.str() + ")");
         r.owner = *rec;
         co_return r;
       }
@@ -164,7 +164,7 @@ Task<AcquireResult> Owners::Acquire(ActorId actor) {
       Freed freed = co_await IsFree(*rec);
       if (freed == Freed::kHeld) {
         ++stats_.acquire_conflicts;
-        AcquireResult r = Outcome(AcquireResult::Kind::kHeldElsewhere, "lost the race to " + rec->node_id);
+        AcquireResult r = Outcome(AcquireResult::Kind::kHeldElsewhere, "lost the race to " + rec->node_id.str());
         r.owner = *rec;
         co_return r;
       }
@@ -172,7 +172,7 @@ Task<AcquireResult> Owners::Acquire(ActorId actor) {
   }
   // Undecided: the write may still be in flight and land.
   ++stats_.unresolved;
-  unresolved_[{actor, next.value}] =
+  unresolved_[{actor, next}] =
       Unresolved{actor, next, read_version, env_.MonoNow(), kEntryBackoffMin, next_serial_++};
   WK_LOG_WARN("acquire outcome unknown; kept for the resolver",
               {{"actor", actor.ToString()}, {"generation", std::to_string(next.value)}, {"error", put.status().ToString()}});
@@ -189,7 +189,7 @@ Task<Status> Owners::Release(ActorId actor) {
   holds_.erase(it);
 
   const std::string key = OwnerKey(actor);
-  const OwnerRecord nobody{"", "", hold->generation};
+  const OwnerRecord nobody = OwnerRecord::Nobody(hold->generation);
   const MonoTime deadline = env_.MonoNow() + kReleaseTries;
   while (env_.MonoNow() < deadline && lease_.IsValid()) {
     const Duration budget = std::min(timing_.attempt_timeout(), deadline - env_.MonoNow());
@@ -233,7 +233,7 @@ Task<bool> Owners::TryPending(Pending entry) {
   // read later (that would release a later hold).
   // Named locals, not temporaries bound inside the co_await operand: GCC 12 destroys such
   // temporaries twice (docs/DEVELOPING.md).
-  std::string body = EncodeOwnerRecord(OwnerRecord{"", "", entry.generation});
+  std::string body = EncodeOwnerRecord(OwnerRecord::Nobody(entry.generation));
   auto put = co_await store_.Put(key, std::move(body), Precondition::IfMatch(entry.version), call);
   if (put.ok()) {
     ++stats_.pending_landed;
@@ -283,7 +283,7 @@ Task<bool> Owners::TryUnresolved(Unresolved entry) {
   }
   // It landed and nothing here holds it: release it, If-Match that read's version (only
   // this node could have written this instance at that generation).
-  std::string body = EncodeOwnerRecord(OwnerRecord{"", "", entry.generation});
+  std::string body = EncodeOwnerRecord(OwnerRecord::Nobody(entry.generation));
   auto put = co_await store_.Put(key, std::move(body), Precondition::IfMatch(got->version), call);
   if (put.ok()) {
     ++stats_.resolver_released;

@@ -175,7 +175,7 @@ class Owners {
     std::uint64_t serial = 0;
   };
   enum class Freed { kFree, kHeld, kUnknown };
-  using EntryKey = std::pair<ActorId, std::uint64_t>;  // (actor, generation)
+  using EntryKey = std::pair<ActorId, Generation>;
 
   AsyncMutex& LockFor(const ActorId& actor);
   // Whether a record naming (node, instance) is free, from a read of nodes/<node> made now

@@ -15,8 +15,13 @@ using std::chrono::seconds;
 // A ClusterNode on its own simulated host, started at once (cluster/testing.h).
 struct Proc : cluster_testing::SimNode {
   Proc(SimWorld& w, std::shared_ptr<MemBucket> b, std::string id, std::string inst)
-      : SimNode(w, std::move(b), std::move(id), std::move(inst), "t") {}
+      : SimNode(w, std::move(b), NodeId(std::move(id)), InstanceToken(std::move(inst)), "t") {}
 };
+
+// The record an acquisition by (node, instance) at generation g writes.
+OwnerRecord Owner(std::string node, std::string instance, std::uint64_t g) {
+  return OwnerRecord{NodeId(std::move(node)), InstanceToken(std::move(instance)), Generation{g}};
+}
 
 struct OwnersTest : ::testing::Test {
   SimWorld world{21};
@@ -39,13 +44,13 @@ TEST_F(OwnersTest, AcquireReleaseReacquireNeverReusesAGeneration) {
   auto r = Run(a.env, a.node.owners().Acquire(actor));
   ASSERT_EQ(r.kind, AcquireResult::Kind::kAcquired) << r.why;
   EXPECT_TRUE(r.hold.IsValid());
-  EXPECT_EQ(Record(), (OwnerRecord{"a", "ia", Generation{1}}));
+  EXPECT_EQ(Record(), Owner("a", "ia", 1));
   // Acquiring again returns the same hold.
   auto again = Run(a.env, a.node.owners().Acquire(actor));
   EXPECT_EQ(again.hold.generation(), Generation{1});
   ASSERT_TRUE(Run(a.env, a.node.owners().Release(actor)).ok());
   EXPECT_FALSE(r.hold.IsValid()) << "a released hold stops acting";
-  EXPECT_EQ(Record(), (OwnerRecord{"", "", Generation{1}}));
+  EXPECT_EQ(Record(), OwnerRecord::Nobody(Generation{1}));
   auto wake = Run(a.env, a.node.owners().Acquire(actor));
   ASSERT_EQ(wake.kind, AcquireResult::Kind::kAcquired);
   EXPECT_EQ(wake.hold.generation(), Generation{2});
@@ -59,13 +64,13 @@ TEST_F(OwnersTest, AnotherNodesLiveHoldIsNotTaken) {
   ASSERT_EQ(Run(a.env, a.node.owners().Acquire(actor)).kind, AcquireResult::Kind::kAcquired);
   auto r = Run(b.env, b.node.owners().Acquire(actor));
   EXPECT_EQ(r.kind, AcquireResult::Kind::kHeldElsewhere);
-  EXPECT_EQ(r.owner.node_id, "a");
+  EXPECT_EQ(r.owner.node_id, NodeId("a"));
   // Routing names a, live in b's view.
   world.RunFor(seconds(4));
   auto other = Run(b.env, b.node.owners().OtherOwner(actor));
   ASSERT_TRUE(other.ok());
   ASSERT_TRUE(other->has_value());
-  EXPECT_EQ((*other)->node_id, "a");
+  EXPECT_EQ((*other)->node_id, NodeId("a"));
 }
 
 TEST_F(OwnersTest, AFencedNodesActorIsTakenAtTheNextGenerationAfterTheBound) {
@@ -80,7 +85,7 @@ TEST_F(OwnersTest, AFencedNodesActorIsTakenAtTheNextGenerationAfterTheBound) {
   world.RunFor(seconds(25));
   auto r = Run(b.env, b.node.owners().Acquire(actor));
   ASSERT_EQ(r.kind, AcquireResult::Kind::kAcquired) << r.why;
-  EXPECT_EQ(Record(), (OwnerRecord{"b", "ib", Generation{2}}));
+  EXPECT_EQ(Record(), Owner("b", "ib", 2));
 }
 
 TEST_F(OwnersTest, ADeletedHeartbeatFreesNothing) {
@@ -93,7 +98,7 @@ TEST_F(OwnersTest, ADeletedHeartbeatFreesNothing) {
   ASSERT_TRUE(bucket->ApplyDelete("nodes/a", Precondition::None()).ok());
   world.RunFor(seconds(60));
   EXPECT_EQ(Run(b.env, b.node.owners().Acquire(actor)).kind, AcquireResult::Kind::kHeldElsewhere);
-  EXPECT_EQ(Record().node_id, "a");
+  EXPECT_EQ(Record().node_id, NodeId("a"));
 }
 
 TEST_F(OwnersTest, ARestartedNodeTakesItsPredecessorsActorBackAtANewGeneration) {
@@ -105,7 +110,7 @@ TEST_F(OwnersTest, ARestartedNodeTakesItsPredecessorsActorBackAtANewGeneration) 
   Ready(a2);
   auto r = Run(a2.env, a2.node.owners().Acquire(actor));
   ASSERT_EQ(r.kind, AcquireResult::Kind::kAcquired) << r.why;
-  EXPECT_EQ(Record(), (OwnerRecord{"a", "ia2", Generation{2}}));
+  EXPECT_EQ(Record(), Owner("a", "ia2", 2));
 }
 
 TEST_F(OwnersTest, ALapseEndsHoldsIntoPendingReleasesThatLandLater) {
@@ -127,7 +132,7 @@ TEST_F(OwnersTest, ALapseEndsHoldsIntoPendingReleasesThatLandLater) {
   world.RunFor(seconds(5));
   EXPECT_TRUE(a.node.lease().IsValid());
   EXPECT_EQ(a.node.owners().pending(), 0u);
-  EXPECT_EQ(Record(), (OwnerRecord{"", "", Generation{1}}));
+  EXPECT_EQ(Record(), OwnerRecord::Nobody(Generation{1}));
   EXPECT_FALSE(r.hold.IsValid()) << "a lapsed hold never comes back";
 }
 
@@ -159,7 +164,7 @@ TEST_F(OwnersTest, AnAcquireWithUnknownOutcomeIsReleasedIfItLanded) {
   slow = false;
   world.RunFor(seconds(5));  // the write lands, the resolver finds it and releases it
   EXPECT_EQ(a.node.owners().pending(), 0u);
-  EXPECT_EQ(Record(), (OwnerRecord{"", "", Generation{1}}));
+  EXPECT_EQ(Record(), OwnerRecord::Nobody(Generation{1}));
   EXPECT_EQ(a.node.owners().stats().resolver_released, 1u);
 }
 
@@ -180,7 +185,7 @@ TEST_F(OwnersTest, ASecondAcquireAtTheSameGenerationIsNeverReleasedByTheResolver
   EXPECT_EQ(second.hold.generation(), Generation{1});
   world.RunFor(seconds(10));
   EXPECT_TRUE(second.hold.IsValid()) << "the resolver must not release a hold that lives";
-  EXPECT_EQ(Record(), (OwnerRecord{"a", "ia", Generation{1}}));
+  EXPECT_EQ(Record(), Owner("a", "ia", 1));
 }
 
 TEST_F(OwnersTest, APendingReleaseNeverAppliesToALaterHold) {
@@ -203,7 +208,7 @@ TEST_F(OwnersTest, APendingReleaseNeverAppliesToALaterHold) {
   world.RunFor(seconds(5));
   EXPECT_EQ(a.node.owners().pending(), 0u);
   EXPECT_TRUE(r.hold.IsValid());
-  EXPECT_EQ(Record(), (OwnerRecord{"a", "ia", Generation{2}})) << "the old release must not apply";
+  EXPECT_EQ(Record(), Owner("a", "ia", 2)) << "the old release must not apply";
 }
 
 TEST_F(OwnersTest, DrainReportsDrainedOnlyWhenNothingIsPending) {
@@ -220,7 +225,7 @@ TEST_F(OwnersTest, DrainReportsDrainedOnlyWhenNothingIsPending) {
   EXPECT_EQ(short_drain.code(), Code::kUnknownOutcome) << "not drained while a release is pending";
   Status drained = Run(a.env, a.node.owners().Drain(seconds(30)));
   EXPECT_TRUE(drained.ok()) << drained.ToString();
-  EXPECT_EQ(Record(), (OwnerRecord{"", "", Generation{1}}));
+  EXPECT_EQ(Record(), OwnerRecord::Nobody(Generation{1}));
 }
 
 TEST_F(OwnersTest, CleanStopReleasesThenWritesReleased) {
@@ -229,7 +234,7 @@ TEST_F(OwnersTest, CleanStopReleasesThenWritesReleased) {
   auto r = Run(a.env, a.node.owners().Acquire(actor));
   ASSERT_TRUE(Run(a.env, a.node.Stop(seconds(10))).ok());
   EXPECT_FALSE(r.hold.IsValid());
-  EXPECT_EQ(Record(), (OwnerRecord{"", "", Generation{1}}));
+  EXPECT_EQ(Record(), OwnerRecord::Nobody(Generation{1}));
   auto node = std::get<NodeRecord>(DecodeNodeObject(bucket->objects().at("nodes/a").body).value());
   EXPECT_EQ(node.state, LeaseState::kReleased);
 }

@@ -6,32 +6,29 @@ SimHost::SimHost(SimWorld& world, std::shared_ptr<MemBucket> bucket, HostOptions
     : env_(world, FromUnixMs(options.origin_ms), options.skew),
       store_(env_, std::move(bucket), std::move(options.fault), options.transit) {}
 
-NodeIdentity TestIdentity(std::string node_id, std::string build) {
+NodeIdentity TestIdentity(NodeId node_id, std::string build) {
   return NodeIdentity{std::move(node_id), "127.0.0.1:1", std::move(build), ""};
 }
 
-SimLeaseNode::SimLeaseNode(SimWorld& world, std::shared_ptr<MemBucket> bucket, std::string id, std::string instance,
+SimProcess::SimProcess(SimWorld& world, std::shared_ptr<MemBucket> bucket, HostOptions options)
+    : host_(world, std::move(bucket), std::move(options)), env(host_.env()), store(host_.store()) {}
+
+void SimProcess::Spawn(Task<LeaseEnd> task, std::string name) {
+  // The task by value into the coroutine's frame (docs/DEVELOPING.md, "Coroutines").
+  run = env.Spawn([](SimProcess* p, Task<LeaseEnd> t) -> Task<void> { p->end = co_await t; }(this, std::move(task)),
+                  std::move(name));
+}
+
+SimLeaseNode::SimLeaseNode(SimWorld& world, std::shared_ptr<MemBucket> bucket, NodeId id, InstanceToken instance,
                            Duration skew, LeaseTiming timing)
-    : host_(world, std::move(bucket), HostOptions{.skew = skew}),
-      env(host_.env()),
-      store(host_.store()),
+    : SimProcess(world, std::move(bucket), HostOptions{.skew = skew}),
       lease(env, store, TestIdentity(std::move(id)), timing, std::move(instance)) {}
 
-void SimLeaseNode::Start() {
-  run = env.Spawn([](SimLeaseNode* n) -> Task<void> { n->end = co_await n->lease.Run(); }(this), "lease");
-}
-
-SimNode::SimNode(SimWorld& world, std::shared_ptr<MemBucket> bucket, std::string id, std::string instance,
+SimNode::SimNode(SimWorld& world, std::shared_ptr<MemBucket> bucket, NodeId id, InstanceToken instance,
                  std::string build, LeaseTiming timing, bool start)
-    : host_(world, std::move(bucket)),
-      env(host_.env()),
-      store(host_.store()),
+    : SimProcess(world, std::move(bucket), HostOptions{}),
       node(env, store, TestIdentity(std::move(id), std::move(build)), timing, std::move(instance)) {
   if (start) Start();
-}
-
-void SimNode::Start() {
-  run = env.Spawn([](SimNode* n) -> Task<void> { n->end = co_await n->node.Run(); }(this), "node");
 }
 
 }  // namespace wk::cluster_testing

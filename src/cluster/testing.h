@@ -5,6 +5,7 @@
 //
 //   SimHost      one machine: its Env on the world (wall clock at kSimOriginMs plus a
 //                skew) and its MemStore view of the shared bucket (faults optional)
+//   SimProcess   what the two below share: a SimHost and the run of a Task<LeaseEnd>
 //   SimLeaseNode a lone NodeLease on its own SimHost
 //   SimNode      a ClusterNode (lease, listing, fence watch, owners) on its own SimHost
 //
@@ -48,14 +49,15 @@ class SimHost {
 };
 
 // The identity the unit tests give a node named `node_id`.
-NodeIdentity TestIdentity(std::string node_id, std::string build = "test");
+NodeIdentity TestIdentity(NodeId node_id, std::string build = "test");
 
-class SimLeaseNode {
- public:
-  SimLeaseNode(SimWorld& world, std::shared_ptr<MemBucket> bucket, std::string id, std::string instance,
-               Duration skew = Duration(0), LeaseTiming timing = {});
-  // Spawns the lease's Run; `end` gets its LeaseEnd.
-  void Start();
+// What SimLeaseNode and SimNode share: their SimHost (as `env` and `store`) and the run of
+// their Run task, whose LeaseEnd lands in `end`.
+class SimProcess {
+ protected:
+  SimProcess(SimWorld& world, std::shared_ptr<MemBucket> bucket, HostOptions options);
+  // Spawns task (a NodeLease's or a ClusterNode's Run) as `name`; `run` is its handle.
+  void Spawn(Task<LeaseEnd> task, std::string name);
 
  private:
   SimHost host_;
@@ -63,28 +65,29 @@ class SimLeaseNode {
  public:
   SimEnv& env;
   MemStore& store;
-  NodeLease lease;
   TaskHandle run;
   std::optional<LeaseEnd> end;
 };
 
-class SimNode {
+class SimLeaseNode : public SimProcess {
+ public:
+  SimLeaseNode(SimWorld& world, std::shared_ptr<MemBucket> bucket, NodeId id, InstanceToken instance,
+               Duration skew = Duration(0), LeaseTiming timing = {});
+  // Spawns the lease's Run; `end` gets its LeaseEnd.
+  void Start() { Spawn(lease.Run(), "lease"); }
+
+  NodeLease lease;
+};
+
+class SimNode : public SimProcess {
  public:
   // Started at once unless start is false.
-  SimNode(SimWorld& world, std::shared_ptr<MemBucket> bucket, std::string id, std::string instance,
+  SimNode(SimWorld& world, std::shared_ptr<MemBucket> bucket, NodeId id, InstanceToken instance,
           std::string build = "test", LeaseTiming timing = {}, bool start = true);
   // Spawns the node's Run; `end` gets its LeaseEnd.
-  void Start();
+  void Start() { Spawn(node.Run(), "node"); }
 
- private:
-  SimHost host_;
-
- public:
-  SimEnv& env;
-  MemStore& store;
   ClusterNode node;
-  TaskHandle run;
-  std::optional<LeaseEnd> end;
 };
 
 }  // namespace wk::cluster_testing

@@ -30,7 +30,7 @@ std::optional<Position> ParsePosition(std::string_view s) {
   auto g = line_format::ParseUint(s.substr(0, dash));
   auto q = line_format::ParseUint(s.substr(dash + 1));
   if (!g || !q) return std::nullopt;
-  return Position{*g, *q};
+  return Position{Generation{*g}, *q};
 }
 
 void PutU32(std::string& out, std::uint32_t v) {
@@ -174,7 +174,7 @@ bool ReadBatch(Reader& r, actor::Batch* b) {
 
 }  // namespace
 
-std::string Position::ToString() const { return std::to_string(generation) + "-" + std::to_string(seq); }
+std::string Position::ToString() const { return std::to_string(generation.value) + "-" + std::to_string(seq); }
 
 std::optional<Position> FenceInfo::tip() const {
   if (!run.empty()) return run.back();
@@ -184,10 +184,10 @@ std::optional<Position> FenceInfo::tip() const {
 std::string WalPrefix(const ActorId& actor) { return std::string(kWalPrefix) + actor.ToString() + "/"; }
 std::string SnapshotPrefix(const ActorId& actor) { return std::string(kSnapshotPrefix) + actor.ToString() + "/"; }
 std::string SegmentKey(const ActorId& actor, Position p) {
-  return WalPrefix(actor) + Padded(p.generation) + "-" + Padded(p.seq);
+  return WalPrefix(actor) + Padded(p.generation.value) + "-" + Padded(p.seq);
 }
 std::string SnapshotKey(const ActorId& actor, Position p) {
-  return SnapshotPrefix(actor) + Padded(p.generation) + "-" + Padded(p.seq);
+  return SnapshotPrefix(actor) + Padded(p.generation.value) + "-" + Padded(p.seq);
 }
 
 Result<Position> ParseKeyPosition(std::string_view prefix, std::string_view key) {
@@ -202,7 +202,7 @@ Result<Position> ParseKeyPosition(std::string_view prefix, std::string_view key)
   auto r1 = std::from_chars(rest.data(), rest.data() + kPadDigits, g);
   auto r2 = std::from_chars(rest.data() + kPadDigits + 1, rest.data() + rest.size(), q);
   if (r1.ec != std::errc() || r2.ec != std::errc()) return bad();
-  return Position{g, q};
+  return Position{Generation{g}, q};
 }
 
 std::size_t AppendBatch(const actor::Batch& b, std::string& out) {

@@ -57,7 +57,7 @@ namespace wk::replica {
 
 // A place in an actor's log: segment `seq` of the hold of generation `generation`.
 struct Position {
-  std::uint64_t generation = 0;
+  Generation generation;
   std::uint64_t seq = 0;
   friend auto operator<=>(const Position&, const Position&) = default;
   std::string ToString() const;  // "<gen>-<seq>", unpadded

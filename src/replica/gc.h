@@ -26,7 +26,7 @@
 namespace wk::replica {
 
 struct GcInput {
-  std::uint64_t generation = 0;          // the owner's
+  Generation generation;                 // the owner's
   std::optional<Position> snapshot;      // newest acknowledged snapshot on the chain
   std::set<Position> chain;              // chain positions after the restore's base, and ours
   bool off_chain_ripe = false;

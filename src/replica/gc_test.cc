@@ -11,7 +11,7 @@ bool Contains(const std::vector<Position>& v, Position p) { return std::find(v.b
 // hold 3 has written 3-0..3-4 and a snapshot at 3-3.
 GcInput Sample() {
   GcInput in;
-  in.generation = 3;
+  in.generation = Generation{3};
   in.snapshot = Position{3, 3};
   in.chain = {{1, 5}, {2, 0}, {2, 1}};
   in.segments = {{1, 0}, {1, 4}, {1, 5}, {2, 0}, {2, 1}, {2, 2}, {3, 0}, {3, 1}, {3, 2}, {3, 3}, {3, 4}};

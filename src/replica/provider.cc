@@ -99,7 +99,7 @@ Task<Result<Replica::Hold>> OwnersHoldSource::Acquire(ActorId actor) {
     }
     case AcquireResult::Kind::kHeldElsewhere:
       co_return PreconditionFailed(actor.ToString() + " is held by " +
-                                   (r.owner.node_id.empty() ? std::string("another node") : r.owner.node_id));
+                                   (r.owner.node_id.empty() ? std::string("another node") : r.owner.node_id.str()));
     case AcquireResult::Kind::kNotValid:
     case AcquireResult::Kind::kUnknown:
       co_return Retryable("cannot acquire " + actor.ToString() + ": " + r.why);

@@ -25,9 +25,10 @@ std::string ActorWasm(const std::string& name) { return std::string(WK_ACTORS_DI
 // Holds without the cluster: a new generation per acquisition, valid until the test says.
 class TestHolds final : public HoldSource {
  public:
-  explicit TestHolds(std::uint64_t first_generation) : next_(first_generation) {}
+  explicit TestHolds(Generation first_generation) : next_(first_generation) {}
   Task<Result<Replica::Hold>> Acquire(ActorId) override {
-    const Generation g{next_++};
+    const Generation g = next_;
+    next_ = next_.Next();
     ++acquisitions;
     std::shared_ptr<bool> valid = valid_;
     co_return Replica::Hold{g, [valid] { return *valid; }};
@@ -44,14 +45,14 @@ class TestHolds final : public HoldSource {
   int releases = 0;
 
  private:
-  std::uint64_t next_;
+  Generation next_;
   std::shared_ptr<bool> valid_ = std::make_shared<bool>(true);
 };
 
 // The store, the holds and the provider, made on the harness's env.
 class DurableStorage final : public actor::StorageProvider {
  public:
-  DurableStorage(RealEnv& env, const std::string& dir, std::uint64_t first_generation) : holds(first_generation) {
+  DurableStorage(RealEnv& env, const std::string& dir, Generation first_generation) : holds(first_generation) {
     auto s = OpenStore(env, "file://" + dir);
     EXPECT_TRUE(s.ok()) << s.status().ToString();
     store = std::move(*s);
@@ -77,7 +78,7 @@ class ProviderTest : public ::testing::Test {
   }
   ~ProviderTest() override { std::filesystem::remove_all(dir_); }
 
-  std::unique_ptr<Harness> Node(std::uint64_t first_generation) {
+  std::unique_ptr<Harness> Node(Generation first_generation) {
     actor::RuntimeOptions o = actor::testing::DefaultHarnessOptions();
     o.idle_hibernate = milliseconds(200);
     auto h = std::make_unique<Harness>(o, [this, first_generation](RealEnv& env) {
@@ -102,7 +103,7 @@ class ProviderTest : public ::testing::Test {
 
 TEST_F(ProviderTest, TheCounterSurvivesHibernationAndARestartOfTheNode) {
   {
-    auto node = Node(1);
+    auto node = Node(Generation{1});
     for (int i = 1; i <= 20; ++i) {
       auto r = node->Call("acme/counter/a", MakeRequest("POST", "/increment"));
       ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -118,14 +119,14 @@ TEST_F(ProviderTest, TheCounterSurvivesHibernationAndARestartOfTheNode) {
     EXPECT_EQ(storage_->holds.acquisitions, 2);
   }
   // A new node process on the same bucket (generations go on from 10).
-  auto node = Node(10);
+  auto node = Node(Generation{10});
   auto r = node->Call("acme/counter/a", MakeRequest("GET", "/"));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->body, "21\n");
 }
 
 TEST_F(ProviderTest, AHoldThatEndsAnswersUnavailableAndLosesNothingAcknowledged) {
-  auto node = Node(1);
+  auto node = Node(Generation{1});
   for (int i = 0; i < 5; ++i) ASSERT_TRUE(node->Call("acme/counter/a", MakeRequest("POST", "/increment")).ok());
   storage_->holds.EndEveryHold();
   auto cut = node->CallRaw("acme/counter/a", MakeRequest("POST", "/increment"));

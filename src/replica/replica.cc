@@ -138,7 +138,7 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
       }
       payload = open_payload.substr(0, bytes);
       open_payload.erase(0, bytes);
-      position = Position{hold.generation.value, next_seq++};
+      position = Position{hold.generation, next_seq++};
       // The state now is exactly the state as of this segment only if it holds every
       // batch committed so far.
       if (open_batches.empty() && SnapshotDue(bytes)) {
@@ -242,7 +242,7 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
   // ---- garbage collection
   GcInput MakeGcInput(std::vector<Position> segments, std::vector<Position> snapshots) const {
     GcInput in;
-    in.generation = hold.generation.value;
+    in.generation = hold.generation;
     in.snapshot = snapshot;
     in.chain = chain;
     in.off_chain_ripe = env.MonoNow() - opened >= options.gc_off_chain_after;
@@ -374,7 +374,7 @@ Task<Result<std::unique_ptr<Replica>>> Replica::Open(Deps deps, ActorId actor, H
   RestoreOptions ro = options.restore;
   ro.ignore_fence = deps.mutants.restore_ignores_fence;
   const MonoTime start = env.MonoNow();
-  auto restored = co_await Restore(env, store, actor, hold.generation.value, ro);
+  auto restored = co_await Restore(env, store, actor, hold.generation, ro);
   if (!restored.ok()) {
     if (totals) ++totals->restore_failures;
     // A restore that outlived its hold listed and read while later holds wrote and collected
@@ -408,7 +408,7 @@ Task<Result<std::unique_ptr<Replica>>> Replica::Open(Deps deps, ActorId actor, H
   // The fence: the first segment of this hold, naming the chain it restored.
   Segment fence;
   fence.actor = actor;
-  fence.position = Position{core->hold.generation.value, 0};
+  fence.position = Position{core->hold.generation, 0};
   fence.fence = core->restored.chain;
   std::string body = EncodeSegment(fence);
   std::optional<std::string> snapshot_body;

@@ -39,14 +39,14 @@ class ReplicaTest : public ::testing::Test {
     return f;
   }
 
-  std::unique_ptr<Replica> Open(std::uint64_t gen, ReplicaOptions options = {}, ReplicaMutants mutants = {}) {
+  std::unique_ptr<Replica> Open(Generation gen, ReplicaOptions options = {}, ReplicaMutants mutants = {}) {
     auto r = TryOpen(gen, options, mutants);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return r.ok() ? std::move(*r) : nullptr;
   }
-  Result<std::unique_ptr<Replica>> TryOpen(std::uint64_t gen, ReplicaOptions options = {}, ReplicaMutants mutants = {}) {
+  Result<std::unique_ptr<Replica>> TryOpen(Generation gen, ReplicaOptions options = {}, ReplicaMutants mutants = {}) {
     Replica::Deps deps{env_, *store_, [this](std::function<void()> fn) { env_.Post(std::move(fn)); }, nullptr, mutants};
-    Replica::Hold hold{Generation{gen}, [this] { return valid_; }};
+    Replica::Hold hold{gen, [this] { return valid_; }};
     auto r = RunTask(world_, env_, Replica::Open(std::move(deps), actor_, std::move(hold), options));
     if (!r) return Fatal("open did not finish");
     return std::move(*r);
@@ -84,7 +84,7 @@ class ReplicaTest : public ::testing::Test {
 };
 
 TEST_F(ReplicaTest, AcknowledgedWritesSurviveARestoreAtTheNextGeneration) {
-  auto r = Open(1);
+  auto r = Open(Generation{1});
   auto a = Write(*r, "k1", "v1");
   auto b = Write(*r, "k2", "v2");
   EXPECT_EQ(r->Get("k1"), "v1") << "reads see the commit at once";
@@ -97,7 +97,7 @@ TEST_F(ReplicaTest, AcknowledgedWritesSurviveARestoreAtTheNextGeneration) {
   ASSERT_TRUE(RunTask(world_, env_, r->Close(seconds(5)))->ok());
   r.reset();
 
-  auto r2 = Open(2);
+  auto r2 = Open(Generation{2});
   EXPECT_EQ(r2->Get("k1"), "v1");
   EXPECT_EQ(r2->Get("k2"), "v2");
   const FenceInfo& chain = r2->restored().chain;
@@ -112,7 +112,7 @@ TEST_F(ReplicaTest, AcknowledgedWritesSurviveARestoreAtTheNextGeneration) {
 
 TEST_F(ReplicaTest, GroupCommitSendsTheBatchesOfAnUploadRoundTripTogether) {
   wal_put_delay_ = milliseconds(50);
-  auto r = Open(1);
+  auto r = Open(Generation{1});
   std::vector<std::shared_ptr<std::optional<Status>>> answers;
   for (int i = 0; i < 100; ++i) {
     answers.push_back(Write(*r, "k" + std::to_string(i), "v"));
@@ -131,7 +131,7 @@ TEST_F(ReplicaTest, SegmentsRespectTheirBatchAndByteBounds) {
   ReplicaOptions o;
   o.segment_max_batches = 2;
   wal_put_delay_ = milliseconds(50);
-  auto r = Open(1, o);
+  auto r = Open(Generation{1}, o);
   std::vector<std::shared_ptr<std::optional<Status>>> answers;
   for (int i = 0; i < 5; ++i) answers.push_back(Write(*r, "k" + std::to_string(i), "v"));
   Settle();
@@ -140,7 +140,7 @@ TEST_F(ReplicaTest, SegmentsRespectTheirBatchAndByteBounds) {
 
   o = ReplicaOptions{};
   o.segment_max_bytes = 1024;
-  auto r2 = Open(2, o);
+  auto r2 = Open(Generation{2}, o);
   answers.clear();
   for (int i = 0; i < 4; ++i) answers.push_back(Write(*r2, "big" + std::to_string(i), std::string(600, 'x')));
   Settle();
@@ -151,7 +151,7 @@ TEST_F(ReplicaTest, SegmentsRespectTheirBatchAndByteBounds) {
 
 TEST_F(ReplicaTest, NothingIsAcknowledgedBeforeTheFence) {
   wal_put_delay_ = milliseconds(500);
-  auto r = Open(1);
+  auto r = Open(Generation{1});
   auto a = Write(*r, "k", "v");
   world_.RunFor(milliseconds(400));
   EXPECT_FALSE(Has(SegmentKey(actor_, {1, 0})));
@@ -165,7 +165,7 @@ TEST_F(ReplicaTest, NothingIsAcknowledgedBeforeTheFence) {
 }
 
 TEST_F(ReplicaTest, AnUploadAcknowledgedAfterValidityEndedIsLateAndAcknowledgesNothing) {
-  auto r = Open(1);
+  auto r = Open(Generation{1});
   Settle();
   Status failed;
   r->set_on_failed([&](Status s) { failed = s; });
@@ -191,7 +191,7 @@ TEST_F(ReplicaTest, AnUploadAcknowledgedAfterValidityEndedIsLateAndAcknowledgesN
 TEST_F(ReplicaTest, TheBrokenModelAcknowledgesALateUpload) {
   ReplicaMutants m;
   m.ack_late_upload = true;
-  auto r = Open(1, {}, m);
+  auto r = Open(Generation{1}, {}, m);
   Settle();
   wal_put_delay_ = milliseconds(300);
   auto a = Write(*r, "k", "v");
@@ -203,7 +203,7 @@ TEST_F(ReplicaTest, TheBrokenModelAcknowledgesALateUpload) {
 }
 
 TEST_F(ReplicaTest, AFailedUploadFailsEveryWaiterAndTheReplica) {
-  auto r = Open(1);
+  auto r = Open(Generation{1});
   Settle();
   fail_wal_puts_ = true;
   auto a = Write(*r, "k", "v");
@@ -216,7 +216,7 @@ TEST_F(ReplicaTest, AFailedUploadFailsEveryWaiterAndTheReplica) {
 }
 
 TEST_F(ReplicaTest, ACutHoldSendsNothingMoreAndFailsItsWaiters) {
-  auto r = Open(1);
+  auto r = Open(Generation{1});
   Settle();
   wal_put_delay_ = milliseconds(300);
   auto a = Write(*r, "k", "v");
@@ -231,7 +231,7 @@ TEST_F(ReplicaTest, ACutHoldSendsNothingMoreAndFailsItsWaiters) {
 }
 
 TEST_F(ReplicaTest, AnInvalidHoldSendsNothing) {
-  auto r = Open(1);
+  auto r = Open(Generation{1});
   Settle();
   valid_ = false;
   auto a = Write(*r, "k", "v");
@@ -248,7 +248,7 @@ TEST_F(ReplicaTest, AnAlreadyDurableSequenceIsRefusedOnceTheHoldIsInvalid) {
     valid_ = true;
     ReplicaMutants m;
     m.release_without_validity = mutant;
-    auto r = Open(mutant ? 2 : 1, {}, m);
+    auto r = Open(mutant ? Generation{2} : Generation{1}, {}, m);
     Status failed;
     r->set_on_failed([&](Status s) { failed = s; });
     auto a = Write(*r, "k", "v");
@@ -274,7 +274,7 @@ TEST_F(ReplicaTest, AnAlreadyDurableSequenceIsRefusedOnceTheHoldIsInvalid) {
 
 TEST_F(ReplicaTest, CloseWaitsUntilEveryCommitIsDurable) {
   wal_put_delay_ = milliseconds(200);
-  auto r = Open(1);
+  auto r = Open(Generation{1});
   auto a = Write(*r, "k", "v");
   auto closed = RunTask(world_, env_, r->Close(seconds(5)));
   ASSERT_TRUE(closed.has_value());
@@ -287,7 +287,7 @@ TEST_F(ReplicaTest, SnapshotsFollowTheBoundAndGarbageCollectionKeepsTheChain) {
   ReplicaOptions o;
   o.snapshot_every_segments = 3;
   o.gc_delete_interval = milliseconds(1);
-  auto r = Open(1, o);
+  auto r = Open(Generation{1}, o);
   for (int i = 0; i < 10; ++i) {
     auto a = Write(*r, "k" + std::to_string(i), std::to_string(i));
     Settle();
@@ -302,10 +302,10 @@ TEST_F(ReplicaTest, SnapshotsFollowTheBoundAndGarbageCollectionKeepsTheChain) {
   ASSERT_TRUE(RunTask(world_, env_, r->Close(seconds(5)))->ok());
   r.reset();
 
-  auto r2 = Open(2, o);
+  auto r2 = Open(Generation{2}, o);
   for (int i = 0; i < 10; ++i) EXPECT_EQ(r2->Get("k" + std::to_string(i)), std::to_string(i));
   ASSERT_TRUE(r2->restored().chain.base.has_value());
-  EXPECT_EQ(r2->restored().chain.base->generation, 1u);
+  EXPECT_EQ(r2->restored().chain.base->generation, Generation{1});
   EXPECT_LE(r2->restored().reads, 1 + 1 + 3) << "the fence, the snapshot and the segments after it";
 }
 
@@ -314,7 +314,7 @@ TEST_F(ReplicaTest, ASnapshotThatLandsAfterTheHoldEndedCollectsNothing) {
   o.snapshot_every_segments = 2;
   o.gc_delete_interval = milliseconds(1);
   snapshot_put_delay_ = milliseconds(300);
-  auto r = Open(1, o);
+  auto r = Open(Generation{1}, o);
   for (int i = 0; i < 2; ++i) {
     auto a = Write(*r, "k" + std::to_string(i), "v");
     world_.RunFor(milliseconds(100));
@@ -331,7 +331,7 @@ TEST_F(ReplicaTest, ASnapshotThatLandsAfterTheHoldEndedCollectsNothing) {
 TEST_F(ReplicaTest, ALongInheritedChainIsSnapshottedAtTheFence) {
   ReplicaOptions o;
   o.snapshot_every_segments = 1000;
-  auto r = Open(1, o);
+  auto r = Open(Generation{1}, o);
   for (int i = 0; i < 6; ++i) {
     auto a = Write(*r, "k" + std::to_string(i), "v");
     Settle();
@@ -339,23 +339,23 @@ TEST_F(ReplicaTest, ALongInheritedChainIsSnapshottedAtTheFence) {
   ASSERT_TRUE(RunTask(world_, env_, r->Close(seconds(5)))->ok());
   r.reset();
   o.snapshot_every_segments = 5;
-  auto r2 = Open(2, o);
+  auto r2 = Open(Generation{2}, o);
   Settle();
   EXPECT_TRUE(Has(SnapshotKey(actor_, {2, 0}))) << "the restored state, as of the fence";
   ASSERT_TRUE(RunTask(world_, env_, r2->Close(seconds(5)))->ok());
   r2.reset();
-  auto r3 = Open(3, o);
+  auto r3 = Open(Generation{3}, o);
   EXPECT_EQ(r3->restored().chain.base, (Position{2, 0}));
   EXPECT_EQ(r3->Get("k5"), "v");
 }
 
 TEST_F(ReplicaTest, ASegmentOfAnOlderHoldThatLandedAfterTheNextRestoreIsOffTheChain) {
-  auto r = Open(1);
+  auto r = Open(Generation{1});
   auto a = Write(*r, "k", "v1");
   Settle();
   ASSERT_TRUE(RunTask(world_, env_, r->Close(seconds(5)))->ok());
   r.reset();
-  auto r2 = Open(2);
+  auto r2 = Open(Generation{2});
   Settle();
   // Hold 1's late upload lands now, after hold 2 restored and fenced.
   actor::Batch ghost = Put("ghost", "boo");
@@ -368,7 +368,7 @@ TEST_F(ReplicaTest, ASegmentOfAnOlderHoldThatLandedAfterTheNextRestoreIsOffTheCh
   ASSERT_TRUE(RunTask(world_, env_, r2->Close(seconds(5)))->ok());
   r2.reset();
 
-  auto r3 = Open(3);
+  auto r3 = Open(Generation{3});
   EXPECT_EQ(r3->Get("k"), "v2");
   EXPECT_FALSE(r3->Get("ghost").has_value()) << "the chain from fence 2-0 does not include 1-2";
   ASSERT_TRUE(RunTask(world_, env_, r3->Close(seconds(5)))->ok());
@@ -376,7 +376,7 @@ TEST_F(ReplicaTest, ASegmentOfAnOlderHoldThatLandedAfterTheNextRestoreIsOffTheCh
 
   ReplicaMutants m;
   m.restore_ignores_fence = true;
-  auto broken = Open(4, {}, m);
+  auto broken = Open(Generation{4}, {}, m);
   EXPECT_TRUE(broken->Get("ghost").has_value()) << "the broken model must be able to fail the checkers";
 }
 
@@ -384,7 +384,7 @@ TEST_F(ReplicaTest, OffChainObjectsAreCollectedOnlyAfterTheFencingBound) {
   ReplicaOptions o;
   o.gc_off_chain_after = seconds(15);
   o.gc_delete_interval = milliseconds(1);
-  auto r = Open(1, o);
+  auto r = Open(Generation{1}, o);
   Settle();
   ASSERT_TRUE(RunTask(world_, env_, r->Close(seconds(5)))->ok());
   r.reset();
@@ -392,7 +392,7 @@ TEST_F(ReplicaTest, OffChainObjectsAreCollectedOnlyAfterTheFencingBound) {
   AppendBatch(Put("ghost", "boo"), payload);
   ASSERT_TRUE(bucket_->ApplyPut(SegmentKey(actor_, {1, 7}), EncodeDataSegment(actor_, {1, 7}, 1, payload),
                                 Precondition::IfNoneMatchAny()).ok());
-  auto r2 = Open(2, o);
+  auto r2 = Open(Generation{2}, o);
   world_.RunFor(seconds(10));
   EXPECT_TRUE(Has(SegmentKey(actor_, {1, 7}))) << "may still be in flight from the old owner's view";
   world_.RunFor(seconds(10));
@@ -405,7 +405,7 @@ TEST_F(ReplicaTest, RestoreReadsTheSnapshotAndSegmentsInParallel) {
   ReplicaOptions o;
   o.snapshot_every_segments = 1'000'000;
   o.gc_max_deletes_per_pass = 0;
-  auto r = Open(1, o);
+  auto r = Open(Generation{1}, o);
   for (int i = 0; i < 50; ++i) {
     auto a = Write(*r, "k" + std::to_string(i), std::to_string(i));
     Settle();
@@ -415,7 +415,7 @@ TEST_F(ReplicaTest, RestoreReadsTheSnapshotAndSegmentsInParallel) {
   get_delay_ = milliseconds(20);
   ReplicaOptions one = o;
   one.restore.parallelism = 1;
-  auto slow = Open(2, one);
+  auto slow = Open(Generation{2}, one);
   ASSERT_TRUE(slow);
   const Duration serial = slow->restored().took;
   EXPECT_EQ(slow->restored().reads, 1 + 50);
@@ -423,7 +423,7 @@ TEST_F(ReplicaTest, RestoreReadsTheSnapshotAndSegmentsInParallel) {
   slow.reset();
   ReplicaOptions many = o;
   many.restore.parallelism = 16;
-  auto fast = Open(3, many);
+  auto fast = Open(Generation{3}, many);
   ASSERT_TRUE(fast);
   EXPECT_EQ(fast->Get("k49"), "49");
   EXPECT_LT(fast->restored().took * 5, serial) << "parallel " << fast->restored().took.count() << " vs one at a time "
@@ -431,36 +431,36 @@ TEST_F(ReplicaTest, RestoreReadsTheSnapshotAndSegmentsInParallel) {
 }
 
 TEST_F(ReplicaTest, ALaterGenerationInTheLogRefusesTheRestore) {
-  auto r = Open(5);
+  auto r = Open(Generation{5});
   Settle();
   ASSERT_TRUE(RunTask(world_, env_, r->Close(seconds(5)))->ok());
   r.reset();
-  auto stale = TryOpen(4);
+  auto stale = TryOpen(Generation{4});
   ASSERT_FALSE(stale.ok());
   EXPECT_EQ(stale.code(), Code::kPreconditionFailed) << stale.status().ToString();
 }
 
 TEST_F(ReplicaTest, AMissingChainSegmentFailsTheRestoreRatherThanLoseWrites) {
-  auto r = Open(1);
+  auto r = Open(Generation{1});
   for (int i = 0; i < 3; ++i) {
     auto a = Write(*r, "k" + std::to_string(i), "v");
     Settle();
   }
   ASSERT_TRUE(RunTask(world_, env_, r->Close(seconds(5)))->ok());
   r.reset();
-  auto r2 = Open(2);
+  auto r2 = Open(Generation{2});
   Settle();
   ASSERT_TRUE(RunTask(world_, env_, r2->Close(seconds(5)))->ok());
   r2.reset();
   ASSERT_TRUE(bucket_->ApplyDelete(SegmentKey(actor_, {1, 2}), Precondition::None()).ok());
-  auto r3 = TryOpen(3);
+  auto r3 = TryOpen(Generation{3});
   ASSERT_FALSE(r3.ok());
   EXPECT_EQ(r3.code(), Code::kFatal);
   EXPECT_NE(r3.status().message().find("missing"), std::string::npos) << r3.status().ToString();
 }
 
 TEST_F(ReplicaTest, ACorruptSegmentFailsTheRestoreNamingIt) {
-  auto r = Open(1);
+  auto r = Open(Generation{1});
   auto a = Write(*r, "k", "v");
   Settle();
   ASSERT_TRUE(RunTask(world_, env_, r->Close(seconds(5)))->ok());
@@ -468,14 +468,14 @@ TEST_F(ReplicaTest, ACorruptSegmentFailsTheRestoreNamingIt) {
   std::string body = bucket_->objects().at(SegmentKey(actor_, {1, 1})).body;
   body[body.size() / 2] ^= 0x20;
   ASSERT_TRUE(bucket_->ApplyPut(SegmentKey(actor_, {1, 1}), body, Precondition::None()).ok());
-  auto r2 = TryOpen(2);
+  auto r2 = TryOpen(Generation{2});
   ASSERT_FALSE(r2.ok());
   EXPECT_EQ(r2.code(), Code::kFatal);
   EXPECT_NE(r2.status().message().find(SegmentKey(actor_, {1, 1})), std::string::npos) << r2.status().ToString();
 }
 
 TEST_F(ReplicaTest, ARestoreReadThatFailsOnceIsRetried) {
-  auto r = Open(1);
+  auto r = Open(Generation{1});
   auto a = Write(*r, "k", "v");
   Settle();
   ASSERT_TRUE(RunTask(world_, env_, r->Close(seconds(5)))->ok());
@@ -489,7 +489,7 @@ TEST_F(ReplicaTest, ARestoreReadThatFailsOnceIsRetried) {
     if (op.op == StoreOp::kGet && op.key.starts_with(kWalPrefix) && ++gets == 1) f.request_delay = milliseconds(150);
     return f;
   });
-  auto r2 = Open(2, o);
+  auto r2 = Open(Generation{2}, o);
   ASSERT_TRUE(r2);
   EXPECT_EQ(r2->Get("k"), "v");
   EXPECT_GE(r2->restored().read_retries, 1);

@@ -124,7 +124,7 @@ Task<Result<std::vector<ListEntry>>> ListAll(Env& env, ObjectStore& store, std::
   co_return out;
 }
 
-Task<Result<Restored>> Restore(Env& env, ObjectStore& store, ActorId actor, std::uint64_t generation,
+Task<Result<Restored>> Restore(Env& env, ObjectStore& store, ActorId actor, Generation generation,
                                RestoreOptions options) {
   const MonoTime start = env.MonoNow();
   Restored out;
@@ -163,12 +163,12 @@ Task<Result<Restored>> Restore(Env& env, ObjectStore& store, ActorId actor, std:
   }
   std::sort(snapshots.begin(), snapshots.end());
   out.listed_snapshots = snapshots;
-  std::uint64_t newest_generation = segments.empty() ? 0 : segments.rbegin()->first.generation;
+  Generation newest_generation = segments.empty() ? Generation{} : segments.rbegin()->first.generation;
   if (!snapshots.empty()) newest_generation = std::max(newest_generation, snapshots.back().generation);
   if (newest_generation >= generation) {
     co_return PreconditionFailed("the log of " + actor.ToString() + " already has generation " +
-                                 std::to_string(newest_generation) + ", not below this hold's " +
-                                 std::to_string(generation) + ": a later hold exists");
+                                 std::to_string(newest_generation.value) + ", not below this hold's " +
+                                 std::to_string(generation.value) + ": a later hold exists");
   }
 
   auto q = std::make_shared<ReadQueue>();
@@ -186,7 +186,7 @@ Task<Result<Restored>> Restore(Env& env, ObjectStore& store, ActorId actor, std:
     }
   } else {
     // 2. The newest fence.
-    std::optional<std::uint64_t> fence_gen;
+    std::optional<Generation> fence_gen;
     for (auto it = segments.rbegin(); it != segments.rend(); ++it) {
       if (it->first.seq == 0) {
         fence_gen = it->first.generation;
@@ -204,7 +204,7 @@ Task<Result<Restored>> Restore(Env& env, ObjectStore& store, ActorId actor, std:
         co_return Fatal("the log of " + actor.ToString() + " has snapshots but no segments");
       }
     } else {
-      const std::uint64_t g = *fence_gen;
+      const Generation g = *fence_gen;
       Read fence_read{SegmentKey(actor, Position{g, 0}), false, std::nullopt, Status::Ok()};
       auto fq = std::make_shared<ReadQueue>();
       fq->reads.push_back(std::move(fence_read));

@@ -56,7 +56,7 @@ struct Restored {
 };
 
 // Restores actor's state for a hold of generation `generation`.
-Task<Result<Restored>> Restore(Env& env, ObjectStore& store, ActorId actor, std::uint64_t generation,
+Task<Result<Restored>> Restore(Env& env, ObjectStore& store, ActorId actor, Generation generation,
                                RestoreOptions options);
 
 // Every key under prefix, all pages, each page bounded by timeout and retried up to

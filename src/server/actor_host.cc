@@ -51,7 +51,7 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
   PublishQuarantineMetrics(metrics, quarantine_);
   if (!options_.crashed_during_events.empty()) {
     WK_LOG_WARN("the previous process ended while events ran: one quarantine strike each",
-                {{"node", options_.node_id}, {"actors", std::to_string(options_.crashed_during_events.size())}});
+                {{"node", options_.node_id.str()}, {"actors", std::to_string(options_.crashed_during_events.size())}});
     quarantine_.RecordCrashStrikes(options_.crashed_during_events);
   }
 }
@@ -101,7 +101,7 @@ Task<Status> ActorHost::LoadClass(std::string tenant, std::string class_name) {
   }
   classes_.Set(tenant, class_name, *module);
   loaded_[key] = Loaded{digest, checked, true};
-  WK_LOG_INFO("class loaded", {{"node", options_.node_id},
+  WK_LOG_INFO("class loaded", {{"node", options_.node_id.str()},
                                {"class", tenant + "/" + class_name},
                                {"module", digest.hex.substr(0, 12)},
                                {"bytes", std::to_string(size)},

@@ -52,7 +52,7 @@ namespace wk {
 inline constexpr std::size_t kMaxRememberedClasses = 10'000;
 
 struct ActorHostOptions {
-  std::string node_id;
+  NodeId node_id;
   actor::RuntimeOptions runtime;
   replica::ReplicaOptions storage;
   // How long a class's `current` pointer is trusted before it is read again (the bound on

@@ -30,7 +30,7 @@ bool Forwarder::IsForwardingHeader(std::string_view name) {
   return false;
 }
 
-Forwarder::Forwarder(Env& env, PeerTransport& transport, std::string node_id, control::ClusterSecret secret,
+Forwarder::Forwarder(Env& env, PeerTransport& transport, NodeId node_id, control::ClusterSecret secret,
                      ForwarderOptions options)
     : env_(env), transport_(transport), node_id_(std::move(node_id)), secret_(secret), options_(options) {}
 
@@ -57,7 +57,7 @@ Task<Result<ServerResponse>> Forwarder::Forward(std::string address, ServerReque
     if (!HopByHop(n) && !IsForwardingHeader(n)) out.headers.emplace_back(n, v);
   }
   const std::int64_t now = ToUnixMs(env_.WallNow());
-  out.headers.emplace_back(std::string(kForwardedBy), node_id_);
+  out.headers.emplace_back(std::string(kForwardedBy), node_id_.str());
   out.headers.emplace_back(std::string(kTenant), tenant);
   out.headers.emplace_back(std::string(kHops), std::to_string(hops));
   out.headers.emplace_back(std::string(kTimestamp), std::to_string(now));
@@ -96,7 +96,7 @@ Result<std::optional<ForwardedFrom>> Forwarder::Verify(const ServerRequest& requ
   if (!secret_.Verify(SignedText(request.method, request.target, *tenant, h, t, request.body), *sig)) {
     return InvalidArgument("bad forwarding signature");
   }
-  return std::optional<ForwardedFrom>(ForwardedFrom{std::string(*by), std::string(*tenant), h});
+  return std::optional<ForwardedFrom>(ForwardedFrom{NodeId(*by), std::string(*tenant), h});
 }
 
 }  // namespace wk

@@ -28,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/ids.h"
 #include "base/status.h"
 #include "control/cluster_secret.h"
 #include "env/env.h"
@@ -38,7 +39,7 @@ namespace wk {
 
 // What a verified forwarded request says about itself.
 struct ForwardedFrom {
-  std::string node_id;
+  NodeId node_id;
   std::string tenant;
   int hops = 0;
 };
@@ -51,7 +52,7 @@ struct ForwarderOptions {
 class Forwarder {
  public:
   // transport must outlive the forwarder.
-  Forwarder(Env& env, PeerTransport& transport, std::string node_id, control::ClusterSecret secret,
+  Forwarder(Env& env, PeerTransport& transport, NodeId node_id, control::ClusterSecret secret,
             ForwarderOptions options = {});
 
   // Sends request to the node at address ("host:port"), signed, with hop count hops.
@@ -88,7 +89,7 @@ class Forwarder {
 
   Env& env_;
   PeerTransport& transport_;
-  std::string node_id_;
+  NodeId node_id_;
   control::ClusterSecret secret_;
   ForwarderOptions options_;
 };

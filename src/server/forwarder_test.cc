@@ -39,7 +39,7 @@ class ForwarderTest : public ::testing::Test {
 };
 
 TEST_F(ForwarderTest, AClientRequestIsNotForwarded) {
-  Forwarder f(env_, peers_, "b", Secret(1));
+  Forwarder f(env_, peers_, NodeId("b"), Secret(1));
   ServerRequest r;
   r.method = "GET";
   r.target = "/v1/actors/acme/counter/x";
@@ -49,17 +49,17 @@ TEST_F(ForwarderTest, AClientRequestIsNotForwarded) {
 }
 
 TEST_F(ForwarderTest, ASignedRequestVerifiesAndNamesItsSenderTenantAndHops) {
-  Forwarder f(env_, peers_, "b", Secret(1));
+  Forwarder f(env_, peers_, NodeId("b"), Secret(1));
   auto v = f.Verify(Signed(f, "body", Now()));
   ASSERT_TRUE(v.ok()) << v.status().ToString();
   ASSERT_TRUE(v->has_value());
-  EXPECT_EQ((*v)->node_id, "a");
+  EXPECT_EQ((*v)->node_id, NodeId("a"));
   EXPECT_EQ((*v)->tenant, "acme");
   EXPECT_EQ((*v)->hops, 1);
 }
 
 TEST_F(ForwarderTest, TamperingAnotherSecretAStaleTimestampOrMissingHeadersAreRefused) {
-  Forwarder f(env_, peers_, "b", Secret(1));
+  Forwarder f(env_, peers_, NodeId("b"), Secret(1));
   ServerRequest body = Signed(f, "body", Now());
   body.body = "other";
   EXPECT_FALSE(f.Verify(body).ok()) << "the body is signed";
@@ -69,7 +69,7 @@ TEST_F(ForwarderTest, TamperingAnotherSecretAStaleTimestampOrMissingHeadersAreRe
   ServerRequest tenant = Signed(f, "body", Now());
   tenant.headers[1].second = "other";
   EXPECT_FALSE(f.Verify(tenant).ok()) << "the tenant is signed";
-  Forwarder stranger(env_, peers_, "c", Secret(2));
+  Forwarder stranger(env_, peers_, NodeId("c"), Secret(2));
   EXPECT_FALSE(f.Verify(Signed(stranger, "body", Now())).ok()) << "another cluster's secret";
   EXPECT_FALSE(f.Verify(Signed(f, "body", Now() - 120'000)).ok()) << "outside the 60 s window";
   ServerRequest partial = Signed(f, "body", Now());
@@ -120,7 +120,7 @@ TEST(ForwarderTransportTest, ForwardSignsTheRequestAndTheReceiverVerifiesIt) {
   ScriptedTransport transport{Result<ServerResponse>(reply)};
   ForwarderOptions options;
   options.timeout = std::chrono::seconds(7);
-  Forwarder sender(env, transport, "a", Secret(3), options);
+  Forwarder sender(env, transport, NodeId("a"), Secret(3), options);
   auto got = RunTask(world, env, sender.Forward("10.0.0.2:7000", ClientRequest(), "acme", 1));
   ASSERT_TRUE(got.has_value());
   ASSERT_TRUE(got->ok()) << got->status().ToString();
@@ -139,15 +139,15 @@ TEST(ForwarderTransportTest, ForwardSignsTheRequestAndTheReceiverVerifiesIt) {
   EXPECT_EQ(sent.request.Header("X-Wasmkeep-Hops").value_or(""), "1") << "the client's own hop header is replaced";
   // The receiving node (same cluster secret) accepts it and learns who sent it.
   ScriptedTransport unused{Result<ServerResponse>(Retryable("unused"))};
-  Forwarder receiver(env, unused, "b", Secret(3));
+  Forwarder receiver(env, unused, NodeId("b"), Secret(3));
   auto verified = receiver.Verify(sent.request);
   ASSERT_TRUE(verified.ok()) << verified.status().ToString();
   ASSERT_TRUE(verified->has_value());
-  EXPECT_EQ((*verified)->node_id, "a");
+  EXPECT_EQ((*verified)->node_id, NodeId("a"));
   EXPECT_EQ((*verified)->tenant, "acme");
   EXPECT_EQ((*verified)->hops, 1);
   // Another cluster's node does not.
-  Forwarder stranger(env, unused, "c", Secret(4));
+  Forwarder stranger(env, unused, NodeId("c"), Secret(4));
   EXPECT_FALSE(stranger.Verify(sent.request).ok());
 }
 
@@ -156,7 +156,7 @@ TEST(ForwarderTransportTest, TheTransportsOutcomeComesBackUnchanged) {
   SimEnv env(world, FromUnixMs(1'764'000'000'000));
   for (Code code : {Code::kRetryable, Code::kUnknownOutcome, Code::kInvalidArgument}) {
     ScriptedTransport transport{Result<ServerResponse>(Status(code, "scripted"))};
-    Forwarder f(env, transport, "a", Secret(3));
+    Forwarder f(env, transport, NodeId("a"), Secret(3));
     auto got = RunTask(world, env, f.Forward("10.0.0.2:7000", ClientRequest(), "acme", 2));
     ASSERT_TRUE(got.has_value());
     ASSERT_FALSE(got->ok());

@@ -147,8 +147,8 @@ Task<ServerResponse> Front::Handle(ServerRequest request) {
   }
   if (other->has_value()) {
     if (hops >= options_.max_hops) co_return Error(503, id.ToString() + " is moving between nodes", true);
-    const std::string owner = (*other)->node_id;
-    co_return co_await ForwardTo(owner, std::move(request), std::move(tenant), hops + 1);
+    NodeId owner = (*other)->node_id;
+    co_return co_await ForwardTo(std::move(owner), std::move(request), std::move(tenant), hops + 1);
   }
   Status loaded = co_await deps_.load_class(id.tenant, id.class_name);
   if (!loaded.ok()) {
@@ -173,8 +173,8 @@ Task<ServerResponse> Front::Handle(ServerRequest request) {
     case AcquireResult::Kind::kHeldElsewhere:
       if (hops < options_.max_hops && !acquired.owner.node_id.empty() &&
           acquired.owner.node_id != options_.node_id) {
-        const std::string owner = acquired.owner.node_id;
-        co_return co_await ForwardTo(owner, std::move(request), std::move(tenant), hops + 1);
+        NodeId owner = acquired.owner.node_id;
+        co_return co_await ForwardTo(std::move(owner), std::move(request), std::move(tenant), hops + 1);
       }
       co_return Error(503, id.ToString() + " is held by another node: " + acquired.why, true);
     case AcquireResult::Kind::kNotValid:
@@ -186,25 +186,25 @@ Task<ServerResponse> Front::Handle(ServerRequest request) {
   co_return Error(503, "cannot acquire " + id.ToString() + ": " + acquired.why, true);
 }
 
-Task<ServerResponse> Front::ForwardTo(const std::string& node_id, ServerRequest request, std::string tenant, int hops) {
+Task<ServerResponse> Front::ForwardTo(NodeId node_id, ServerRequest request, std::string tenant, int hops) {
   auto it = deps_.membership.view().find(node_id);
   if (it == deps_.membership.view().end() || !it->second.record || it->second.record->address.empty()) {
-    co_return Error(503, "the owner " + node_id + " has no address in the membership view", true);
+    co_return Error(503, "the owner " + node_id.str() + " has no address in the membership view", true);
   }
   const std::string address = it->second.record->address;
   auto got = co_await deps_.forwarder.Forward(address, std::move(request), std::move(tenant), hops);
   if (!got.ok()) {
     if (got.code() == Code::kInvalidArgument) co_return Error(501, got.status().message());
-    WK_LOG_WARN("forwarding failed", {{"node", options_.node_id}, {"owner", node_id}, {"error", got.status().ToString()}});
-    co_return Error(503, "the owner " + node_id + " did not answer: " + got.status().message(), true);
+    WK_LOG_WARN("forwarding failed", {{"node", options_.node_id.str()}, {"owner", node_id.str()}, {"error", got.status().ToString()}});
+    co_return Error(503, "the owner " + node_id.str() + " did not answer: " + got.status().message(), true);
   }
   if (got->status == 401) {
     for (const auto& [n, v] : got->headers) {
       if (EqualsIgnoreAsciiCase(n, kForwardingRefused)) {
         // The peer refused our signature (clocks more than 60 s apart, or another cluster
         // secret): not the client's fault, and not a token problem.
-        WK_LOG_WARN("a peer refused a forwarded request", {{"node", options_.node_id}, {"owner", node_id}, {"why", v}});
-        co_return Error(503, "the owner " + node_id + " refused the forwarded request: " + v, true);
+        WK_LOG_WARN("a peer refused a forwarded request", {{"node", options_.node_id.str()}, {"owner", node_id.str()}, {"why", v}});
+        co_return Error(503, "the owner " + node_id.str() + " refused the forwarded request: " + v, true);
       }
     }
   }
@@ -219,7 +219,7 @@ Task<ServerResponse> Front::Run(ActorId id, actor::Request request) {
   ++stats_.local;
   // One line per event at debug level (log.level = "debug"): an access log.
   if (log::Enabled(log::Level::kDebug)) {
-    WK_LOG_DEBUG("event", {{"node", options_.node_id},
+    WK_LOG_DEBUG("event", {{"node", options_.node_id.str()},
                            {"actor", name},
                            {"method", method},
                            {"outcome", std::string(actor::EventOutcomeName(result.outcome))},
@@ -241,7 +241,7 @@ Task<ServerResponse> Front::Run(ActorId id, actor::Request request) {
       co_return Error(503, name + " is overloaded: " + result.error, true);
     case actor::EventOutcome::kActorFailed:
       ++stats_.actor_failed;
-      WK_LOG_WARN("event failed", {{"node", options_.node_id}, {"actor", name}, {"error", result.error}});
+      WK_LOG_WARN("event failed", {{"node", options_.node_id.str()}, {"actor", name}, {"error", result.error}});
       co_return Error(500, "actor " + name + " failed: " + result.error);
     case actor::EventOutcome::kUnavailable:
       break;

@@ -54,7 +54,7 @@ inline constexpr std::string_view kActorsPrefix = "/v1/actors/";
 inline constexpr std::string_view kForwardingRefused = "X-Wasmkeep-Forwarding-Refused";
 
 struct FrontOptions {
-  std::string node_id;
+  NodeId node_id;
   std::uint64_t max_request_bytes = 1ull << 20;
   int max_hops = 2;
   int retry_after_seconds = 1;
@@ -96,7 +96,7 @@ class Front {
 
  private:
   Task<ServerResponse> Run(ActorId id, actor::Request request);
-  Task<ServerResponse> ForwardTo(const std::string& node_id, ServerRequest request, std::string tenant, int hops);
+  Task<ServerResponse> ForwardTo(NodeId node_id, ServerRequest request, std::string tenant, int hops);
   ServerResponse Error(int status, std::string message, bool retry_after = false);
   ServerResponse Quarantined(const control::QuarantineRecord& record);
 

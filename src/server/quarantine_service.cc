@@ -89,7 +89,7 @@ void QuarantineService::Strike(const ActorId& actor, std::string reason, bool cr
 Task<void> QuarantineService::RunStrike(ActorId actor, std::string reason, bool crash) {
   std::shared_ptr<bool> alive = alive_;
   const std::string name = actor.ToString();
-  auto outcome = co_await control::RecordStrike(store_, env_, actor, options_.node_id, reason, options_.policy,
+  auto outcome = co_await control::RecordStrike(store_, env_, actor, options_.node_id.str(), reason, options_.policy,
                                                 options_.call);
   if (!*alive) co_return;
   --in_flight_;
@@ -97,7 +97,7 @@ Task<void> QuarantineService::RunStrike(ActorId actor, std::string reason, bool 
   if (!outcome.ok()) {
     ++stats_.strike_failures;
     WK_LOG_WARN("quarantine strike not recorded",
-                {{"node", options_.node_id}, {"actor", name}, {"cause", cause}, {"error", outcome.status().ToString()}});
+                {{"node", options_.node_id.str()}, {"actor", name}, {"cause", cause}, {"error", outcome.status().ToString()}});
     co_return;
   }
   const control::QuarantineRecord& record = outcome->record;
@@ -108,7 +108,7 @@ Task<void> QuarantineService::RunStrike(ActorId actor, std::string reason, bool 
     } else {
       ++stats_.instance_strikes;
     }
-    WK_LOG_WARN("actor strike", {{"node", options_.node_id},
+    WK_LOG_WARN("actor strike", {{"node", options_.node_id.str()},
                                  {"actor", name},
                                  {"cause", cause},
                                  {"strikes", std::to_string(record.strikes.size()) + "/" +
@@ -119,7 +119,7 @@ Task<void> QuarantineService::RunStrike(ActorId actor, std::string reason, bool 
   }
   if (outcome->quarantined_now) {
     ++stats_.quarantines;
-    WK_LOG_WARN("actor quarantined", {{"node", options_.node_id},
+    WK_LOG_WARN("actor quarantined", {{"node", options_.node_id.str()},
                                       {"actor", name},
                                       {"until", control::FormatUtc(record.until)},
                                       {"strikes", std::to_string(record.strikes.size())},

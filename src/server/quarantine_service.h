@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "actor/runtime.h"
+#include "base/ids.h"
 #include "base/metrics.h"
 #include "control/quarantine.h"
 #include "control/quarantine_cache.h"
@@ -38,7 +39,7 @@
 namespace wk {
 
 struct QuarantineServiceOptions {
-  std::string node_id;
+  NodeId node_id;
   control::QuarantinePolicy policy;
   // One attempt of a strike's read or write.
   CallOptions call{std::chrono::seconds(10)};

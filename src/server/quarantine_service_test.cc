@@ -63,7 +63,7 @@ class QuarantineServiceTest : public ::testing::Test {
     left_behind_ = std::move(opened->left_behind);
     metrics_ = std::make_unique<MetricsRegistry>();  // one per node process
     service_ = std::make_unique<QuarantineService>(env_, store_, cache_,
-                                                   QuarantineServiceOptions{"n1", policy, CallOptions{seconds(5)}},
+                                                   QuarantineServiceOptions{NodeId("n1"), policy, CallOptions{seconds(5)}},
                                                    journal_.get());
     PublishQuarantineMetrics(*metrics_, *service_);
     actor::RuntimeOptions options;
