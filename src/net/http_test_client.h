@@ -2,7 +2,8 @@
 // tests (raw requests out, Beast's parser in). Every operation gives up after
 // kClientTimeout (or the time it is given), so a server bug fails a test, never hangs it.
 //
-// Threading: the loop thread; awaited from the test's coroutines. 127.0.0.1 only.
+// Threading: the loop thread; awaited from the test's coroutines. To 127.0.0.1 only (from
+// any loopback address).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -84,8 +85,16 @@ class TestClient {
  public:
   explicit TestClient(RealEnv& env) : env_(env), stream_(env.context()) {}
 
-  Task<error_code> Connect(std::uint16_t port) {
+  // from: the local address to connect from ("127.0.0.2": all of 127/8 is loopback), or
+  // empty for the system's choice.
+  Task<error_code> Connect(std::uint16_t port, std::string from = {}) {
     const tcp::endpoint endpoint(net::ip::address_v4::loopback(), port);
+    if (!from.empty()) {
+      error_code bind_ec;
+      stream_.socket().open(tcp::v4(), bind_ec);
+      if (!bind_ec) stream_.socket().bind(tcp::endpoint(net::ip::make_address(from), 0), bind_ec);
+      if (bind_ec) co_return bind_ec;
+    }
     IoStart start = [this, endpoint](Latch<IoDone> done) {
       stream_.expires_after(kClientTimeout);
       stream_.async_connect(endpoint, [done](const error_code& ec) { done.Set(IoDone{ec, 0}); });
