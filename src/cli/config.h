@@ -10,8 +10,16 @@
 //   level = "info"               # debug | info | warn | error
 //   [node]
 //   id = "node-a"                # default: the host name
-//   listen = "127.0.0.1:8080"    # the node's HTTP port (/metrics, /healthz, /readyz)
+//   listen = "127.0.0.1:8080"    # the node's HTTP port (the actor API; and /metrics,
+//                                #   /healthz, /readyz unless admin_listen is set)
 //   advertise = "10.0.0.5:8080"  # what peers use to reach it (default: listen)
+//   admin_listen = "127.0.0.1:9090"  # /metrics, /healthz, /readyz on their own listener,
+//                                #   and only there (default: none, they share listen)
+//   [server]                     # the client listener's connections (docs/security.md)
+//   max_connections = 1024       # open at once; past it, one that sent no request is evicted
+//   max_connections_per_client = 64  # from one IPv4 address or IPv6 /64
+//   first_request_timeout_ms = 10000 # accept to the end of the first request's header
+//   max_buffered_body_bytes = 67108864  # request bodies held at once; past it 503
 //   [lease]                      # ADR 0020 §5; every value in milliseconds
 //   ttl_ms = 10000
 //   grace_ms = 5000
@@ -56,6 +64,7 @@
 
 #include "base/status.h"
 #include "actor/runtime.h"
+#include "net/http_server.h"
 #include "cluster/timing.h"
 #include "replica/replica.h"
 #include "store/open_store.h"
@@ -71,6 +80,10 @@ struct Config {
   std::optional<std::string> node_id;
   std::optional<std::string> listen;
   std::optional<std::string> advertise;
+  std::optional<std::string> admin_listen;
+  // Defaults unless [server] sets them; validated by LoadConfig. (max_body_bytes is not a
+  // setting: `serve` sets it to actors.max_request_bytes.)
+  HttpServerLimits server;
   LeaseTiming lease;  // defaults unless [lease] sets them; validated by LoadConfig
   actor::RuntimeOptions actors;  // defaults unless [actors] sets them; validated by LoadConfig
   // Defaults unless [storage] sets them; validated by LoadConfig. gc_off_chain_after is not
