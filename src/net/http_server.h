@@ -113,7 +113,7 @@ struct HttpServerLimits {
   // An actor's request body is at most actors.max_request_bytes, 1 MiB by default
   // (docs/abi.md); 64 KiB above it lets a body slightly over that limit reach the
   // router, which answers it with the actor API's own 413. The whole body is held in
-  // memory: this times max_connections bounds the memory requests can take.
+  // memory; max_buffered_body_bytes bounds all of them together.
   std::size_t max_body_bytes = 1024 * 1024 + 64 * 1024;
   // Bounds file descriptors and memory if something (or someone) opens connections in a
   // loop; well above what a node serves at once.
