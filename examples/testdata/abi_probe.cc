@@ -129,6 +129,21 @@ extern "C" __attribute__((export_name("wk_on_request"))) int32_t on_request(void
     Put(key, body);
   } else if (strcmp(path, "/bad-status") == 0) {
     wk_response_set_status(42);
+  } else if (strcmp(path, "/status") == 0) {
+    // Query N: writes, then answers status N (a 1xx must fail the event, writes and all).
+    char* q = Take(wk_request_get(2));
+    Put("status-write", q);
+    wk_response_set_status(atoi(q));
+    Say("answered");
+  } else if (strcmp(path, "/log-controls") == 0) {
+    // Bytes a log line must never carry as themselves: CR LF (a forged record), ESC (a
+    // terminal sequence), NUL, BEL, invalid UTF-8.
+    static const char msg[] = "forged\r\nERROR fake record\x1b[2J\x07nul:\0:bad\xff";
+    wk_log(2, msg, sizeof msg - 1);
+    static const char out[] = "stdout\x1b]0;owned\x07 line\r\n";
+    const uint32_t iov[2] = {static_cast<uint32_t>(reinterpret_cast<uintptr_t>(out)), sizeof out - 1};
+    uint32_t written = 0;
+    wasi_fd_write(1, iov, 1, &written);
   } else if (strcmp(path, "/bad-header") == 0) {
     wk_response_add_header("x", 1, "a\r\nb", 4);
   } else if (strcmp(path, "/big-response") == 0) {

@@ -71,7 +71,7 @@ WK_IMPORT(request_get) int32_t wk_request_get(int32_t field);
 /* Puts the value of a request header (case-insensitive name) in the result buffer; returns its length, or -1 if absent. */
 WK_IMPORT(request_header) int32_t wk_request_header(const void* name, uint32_t name_len);
 
-/* Sets the response status (100..599; the response starts as 200). */
+/* Sets the response status (200..599; anything else fails the event; it starts as 200). */
 WK_IMPORT(response_set_status) void wk_response_set_status(int32_t status);
 /* Adds a response header (name an HTTP token; value without CR, LF or NUL). */
 WK_IMPORT(response_add_header) void wk_response_add_header(const void* name, uint32_t name_len, const void* value, uint32_t value_len);

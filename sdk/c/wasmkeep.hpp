@@ -164,7 +164,7 @@ class Response {
   Response(const Response&) = delete;
   Response& operator=(const Response&) = delete;
 
-  // Sets the status (100..599; anything else fails the event).
+  // Sets the status (200..599; anything else, a 1xx included, fails the event).
   Response& status(int code) {
     wk_response_set_status(code);
     return *this;

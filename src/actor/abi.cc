@@ -116,8 +116,12 @@ Status RequestHeader(HostCall& c) {
 
 Status ResponseSetStatus(HostCall& c) {
   const std::int32_t status = c.I32(0);
-  if (status < 100 || status > 599) {
-    return InvalidArgument(fmt::format("response_set_status: {} is not an HTTP status (100..599)", status));
+  // Only final statuses: a 1xx is not an answer (HTTP would wait for another), so the
+  // server could only replace it with a 500, and a 500 must mean "nothing committed"
+  // (docs/abi.md). Refused here, the event fails and its writes are discarded.
+  if (status < kMinResponseStatus || status > kMaxResponseStatus) {
+    return InvalidArgument(fmt::format("response_set_status: {} is not an HTTP status an actor may answer ({}..{})",
+                                       status, kMinResponseStatus, kMaxResponseStatus));
   }
   Ctx(c).response.status = status;
   return Status::Ok();

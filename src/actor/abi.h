@@ -6,6 +6,7 @@
 // Threading: the functions run on the worker thread of the event, inside the module's call.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -48,5 +49,11 @@ const std::vector<engine::ExportSpec>& AbiExports();
 
 inline constexpr std::string_view kRequestExport = "wk_on_request";
 inline constexpr std::string_view kAlarmExport = "wk_on_alarm";
+
+// The statuses an actor may answer (response_set_status): final ones only. A 1xx is not an
+// answer, and what the server would make of one (a 500) must keep meaning "the event's
+// writes were discarded" (docs/abi.md).
+inline constexpr std::int32_t kMinResponseStatus = 200;
+inline constexpr std::int32_t kMaxResponseStatus = 599;
 
 }  // namespace wk::actor

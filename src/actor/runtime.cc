@@ -538,6 +538,12 @@ ActorRuntime::ExecResult ActorRuntime::Execute(engine::Worker& worker, Slot& slo
     // The gate will refuse this answer (Deliver says why); commit nothing more.
     out.result.outcome = EventOutcome::kUnavailable;
     out.result.error = broken.ToString();
+  } else if (call.ok() && call.value == 0 &&
+             (ctx.response.status < kMinResponseStatus || ctx.response.status > kMaxResponseStatus)) {
+    // response_set_status refuses these; checked again before anything is committed, so
+    // an answer the server would turn into a 500 never comes with committed writes.
+    fail(fmt::format("the actor's response status {} is not in {}..{}", ctx.response.status, kMinResponseStatus,
+                     kMaxResponseStatus));
   } else if (call.ok() && call.value == 0) {
     Batch batch = txn.TakeBatch();
     if (!batch.empty()) slot.last_seq = slot.storage->Commit(std::move(batch));

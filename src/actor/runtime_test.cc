@@ -158,6 +158,57 @@ TEST_F(RuntimeTest, BadActorsFailTheirOwnEventNamingTheCause) {
   EXPECT_EQ(bystander->body, "2");
 }
 
+// The finding: response_set_status took 100..599, so an event could commit its writes and
+// answer 101, which the server replaces with a 500, documented as "nothing was committed".
+TEST_F(RuntimeTest, AStatusThatIsNotFinalFailsTheEventAndCommitsNothing) {
+  const ActorId id{"t", "probe", "st"};
+  for (int status : {100, 101, 103, 199, 600, 0, -1}) {
+    auto r = h_.CallRaw("t/probe/st", MakeRequest("POST", "/status", std::to_string(status)));
+    EXPECT_EQ(r.outcome, EventOutcome::kActorFailed) << status << ": " << ErrorOf(r);
+    EXPECT_NE(r.error.find("200..599"), std::string::npos) << r.error;
+    auto state = h_.storage().State(id);
+    EXPECT_TRUE(state == nullptr || state->data().count("status-write") == 0)
+        << status << ": the failed event's write was committed";
+  }
+  for (int status : {200, 204, 404, 599}) {
+    auto r = h_.Call("t/probe/st", MakeRequest("POST", "/status", std::to_string(status)));
+    ASSERT_TRUE(r.ok()) << status << ": " << r.status().ToString();
+    EXPECT_EQ(r->status, status);
+    auto state = h_.storage().State(id);
+    ASSERT_NE(state, nullptr);
+    EXPECT_EQ(state->data().at("status-write"), std::to_string(status));
+  }
+}
+
+// The finding: an actor's log message reached the node's log as it was, so CR LF forged
+// records, terminal escapes acted on an operator's screen and NUL cut lines.
+TEST_F(RuntimeTest, AnActorsLogLinesCarryNoControlCharacters) {
+  ::testing::internal::CaptureStderr();
+  auto r = h_.CallRaw("t/probe/logs", MakeRequest("POST", "/log-controls"));
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(r.ok()) << ErrorOf(r);
+  EXPECT_NE(err.find("msg=\"forged\\r\\nERROR fake record\\x1b[2J\\x07nul:\\x00:bad\\xff\""), std::string::npos)
+      << err;
+  EXPECT_NE(err.find("msg=\"stdout\\x1b]0;owned\\x07 line\\r\""), std::string::npos) << err;
+  for (const char c : {'\r', '\x1b', '\x07', '\0', '\xff'}) {
+    EXPECT_EQ(err.find(c), std::string::npos) << "byte " << static_cast<int>(static_cast<unsigned char>(c));
+  }
+  // Each message is one record: the forged "record" is inside the actor's line.
+  std::size_t records = 0;
+  std::size_t start = 0;
+  while (start < err.size()) {
+    const std::size_t end = err.find('\n', start);
+    const std::string line = err.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (line.find("fake record") != std::string::npos) {
+      ++records;
+      EXPECT_NE(line.find("actor log actor=t/probe/logs"), std::string::npos) << line;
+    }
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  EXPECT_EQ(records, 1u) << err;
+}
+
 // Host calls cannot be interrupted by the CPU watchdog, so each bounds its own work:
 // fd_write takes at most 64 KiB per call (a short write), and log output has a budget.
 TEST_F(RuntimeTest, AHugeWriteToStdoutIsAShortWrite) {

@@ -3,6 +3,10 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <fmt/format.h>
+
+#include <cstdint>
+
 namespace wk::log {
 namespace {
 
@@ -27,22 +31,110 @@ spdlog::level::level_enum ToSpd(Level level) {
   return spdlog::level::info;
 }
 
-// Quotes a value when it has spaces, quotes or '=' so a line stays machine-splittable.
+// Log lines carry text from outside the node (an actor's log messages, header names, an
+// error a peer sent): a byte that a terminal or a log shipper would act on must not reach
+// the line as itself. Control characters (C0, DEL, C1), Unicode line separators and bidi
+// overrides are escaped, and so is every byte that is not part of valid UTF-8, so one
+// record is one line, and what it shows is what it holds.
+
+// The length of the valid UTF-8 sequence at the start of text (1..4), or 0 if the first
+// byte does not start one (RFC 3629: no overlong forms, no surrogates, at most U+10FFFF).
+std::size_t Utf8SequenceLength(std::string_view text, char32_t* code_point) {
+  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
+  const unsigned char lead = byte(0);
+  std::size_t length = 0;
+  char32_t cp = 0;
+  if (lead < 0x80) {
+    *code_point = lead;
+    return 1;
+  } else if (lead >= 0xC2 && lead <= 0xDF) {
+    length = 2;
+    cp = lead & 0x1F;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    length = 3;
+    cp = lead & 0x0F;
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    length = 4;
+    cp = lead & 0x07;
+  } else {
+    return 0;
+  }
+  if (text.size() < length) return 0;
+  for (std::size_t i = 1; i < length; ++i) {
+    if ((byte(i) & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (byte(i) & 0x3F);
+  }
+  if ((length == 3 && cp < 0x800) || (length == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+      (cp >= 0xD800 && cp <= 0xDFFF)) {
+    return 0;
+  }
+  *code_point = cp;
+  return length;
+}
+
+// A code point that must not appear as itself in a line (besides C0 and DEL).
+bool IsInvisibleControl(char32_t cp) {
+  return (cp >= 0x80 && cp <= 0x9F) ||      // C1 controls (0x9B is a CSI on some terminals)
+         cp == 0x2028 || cp == 0x2029 ||    // line and paragraph separators
+         (cp >= 0x202A && cp <= 0x202E) ||  // bidi embeddings and overrides
+         (cp >= 0x2066 && cp <= 0x2069);    // bidi isolates
+}
+
+// Appends text with \n, \r, \t, \\, \" (when quoted), \xNN for other control bytes
+// and bytes outside valid UTF-8, and \u{NNNN} for the code points above.
+void AppendEscaped(std::string& out, std::string_view text, bool quoted) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  while (!text.empty()) {
+    char32_t cp = 0;
+    const std::size_t length = Utf8SequenceLength(text, &cp);
+    if (length == 0 || (length == 1 && (cp < 0x20 || cp == 0x7F))) {
+      const auto b = static_cast<unsigned char>(text[0]);
+      if (b == '\n') {
+        out += "\\n";
+      } else if (b == '\r') {
+        out += "\\r";
+      } else if (b == '\t') {
+        out += "\\t";
+      } else {
+        out += "\\x";
+        out += kHex[b >> 4];
+        out += kHex[b & 0xF];
+      }
+      text.remove_prefix(1);
+      continue;
+    }
+    if (IsInvisibleControl(cp)) {
+      out += fmt::format("\\u{{{:04x}}}", static_cast<std::uint32_t>(cp));
+    } else if (length == 1 && (cp == '\\' || (quoted && cp == '"'))) {
+      out += '\\';
+      out += static_cast<char>(cp);
+    } else {
+      out.append(text.substr(0, length));
+    }
+    text.remove_prefix(length);
+  }
+}
+
+// Whether a value can be written as it is: not empty, and nothing AppendEscaped would
+// change, and no space, quote or '=' that would make the line ambiguous to split.
+bool IsPlain(std::string_view v) {
+  if (v.empty()) return false;
+  for (const char c : v) {
+    const auto b = static_cast<unsigned char>(c);
+    if (b <= 0x20 || b == 0x7F || b >= 0x80 || c == '"' || c == '=' || c == '\\') return false;
+  }
+  return true;
+}
+
+// Quotes a value when it has spaces, quotes, '=' or anything escaped, so a line stays
+// machine-splittable.
 void AppendValue(std::string& out, std::string_view v) {
-  bool plain = !v.empty() && v.find_first_of(" \"=\t\n") == std::string_view::npos;
-  if (plain) {
+  if (IsPlain(v)) {
     out += v;
     return;
   }
   out += '"';
-  for (char c : v) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
+  AppendEscaped(out, v, /*quoted=*/true);
   out += '"';
 }
 
@@ -62,16 +154,21 @@ bool ParseLevel(std::string_view text, Level* out) {
 
 bool Enabled(Level level) { return Logger().should_log(ToSpd(level)); }
 
-void Write(Level level, std::string_view message, std::initializer_list<Field> fields) {
-  if (!Enabled(level)) return;
-  std::string line(message);
+std::string FormatLine(std::string_view message, std::initializer_list<Field> fields) {
+  std::string line;
+  AppendEscaped(line, message, /*quoted=*/false);
   for (const auto& [key, value] : fields) {
     line += ' ';
-    line += key;
+    AppendEscaped(line, key, /*quoted=*/false);
     line += '=';
     AppendValue(line, value);
   }
-  Logger().log(ToSpd(level), line);
+  return line;
+}
+
+void Write(Level level, std::string_view message, std::initializer_list<Field> fields) {
+  if (!Enabled(level)) return;
+  Logger().log(ToSpd(level), FormatLine(message, fields));
 }
 
 }  // namespace wk::log

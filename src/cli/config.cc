@@ -139,6 +139,21 @@ Status ReadStorage(const toml::table& t, replica::ReplicaOptions* o) {
   return s;
 }
 
+Status ReadServer(const toml::table& t, HttpServerLimits* o) {
+  constexpr std::string_view sec = "server";
+  constexpr std::int64_t kMaxBytes = std::int64_t{1} << 40;
+  Status s = CheckKeys(t, sec,
+                       {"max_connections", "max_connections_per_client", "first_request_timeout_ms",
+                        "max_buffered_body_bytes"});
+  if (s.ok()) s = ReadUint(t, sec, "max_connections", 1, 1'000'000, &o->max_connections);
+  if (s.ok()) s = ReadUint(t, sec, "max_connections_per_client", 1, 1'000'000, &o->max_connections_per_client);
+  if (s.ok()) s = ReadUint(t, sec, "max_buffered_body_bytes", 1, kMaxBytes, &o->max_buffered_body_bytes);
+  std::int64_t first_ms = -1;
+  if (s.ok()) s = ReadUint(t, sec, "first_request_timeout_ms", 1, 3'600'000, &first_ms);
+  if (first_ms >= 0) o->first_request_timeout = std::chrono::milliseconds(first_ms);
+  return s;
+}
+
 }  // namespace
 
 Result<Config> LoadConfig(const std::string& path) {
@@ -169,12 +184,15 @@ Result<Config> LoadConfig(const std::string& path) {
       if (s.ok()) s = ReadString(*table, section, "secret_access_key", &config.secret_access_key);
       if (s.ok()) s = ReadString(*table, section, "session_token", &config.session_token);
     } else if (section == "node") {
-      s = CheckKeys(*table, section, {"id", "listen", "advertise", "data_dir"});
+      s = CheckKeys(*table, section, {"id", "listen", "advertise", "data_dir", "admin_listen"});
       if (s.ok()) s = ReadString(*table, section, "id", &config.node_id);
       if (s.ok()) s = ReadString(*table, section, "listen", &config.listen);
       if (s.ok()) s = ReadString(*table, section, "advertise", &config.advertise);
       if (s.ok()) s = ReadString(*table, section, "data_dir", &config.data_dir);
       if (s.ok() && config.data_dir && config.data_dir->empty()) s = InvalidArgument("node.data_dir must not be empty");
+      if (s.ok()) s = ReadString(*table, section, "admin_listen", &config.admin_listen);
+    } else if (section == "server") {
+      s = ReadServer(*table, &config.server);
     } else if (section == "lease") {
       s = CheckKeys(*table, section, {"ttl_ms", "grace_ms", "safety_ms", "max_skew_ms", "heartbeat_period_ms"});
       if (s.ok()) s = ReadMs(*table, section, "ttl_ms", &config.lease.ttl);
@@ -196,6 +214,13 @@ Result<Config> LoadConfig(const std::string& path) {
     if (!s.ok()) return InvalidArgument(path + ": " + s.message());
   }
   config.storage.gc_off_chain_after = std::max(config.lease.takeover_after(), config.storage.upload_timeout);
+  if (config.server.max_buffered_body_bytes < config.actors.limits.max_request_bytes) {
+    // One maximal request must fit, or no request of that size could ever be served.
+    return InvalidArgument(path + ": server.max_buffered_body_bytes (" +
+                           std::to_string(config.server.max_buffered_body_bytes) +
+                           ") must be at least actors.max_request_bytes (" +
+                           std::to_string(config.actors.limits.max_request_bytes) + ")");
+  }
   return config;
 }
 

@@ -10,11 +10,19 @@
 //   level = "info"               # debug | info | warn | error
 //   [node]
 //   id = "node-a"                # default: the host name
-//   listen = "127.0.0.1:8080"    # the node's HTTP port (/metrics, /healthz, /readyz)
+//   listen = "127.0.0.1:8080"    # the node's HTTP port (the actor API; and /metrics,
+//                                #   /healthz, /readyz unless admin_listen is set)
 //   advertise = "10.0.0.5:8080"  # what peers use to reach it (default: listen)
 //   data_dir = "/var/lib/wasmkeep"  # the node's local files (the running-events journal
 //                                # that turns a crash during an event into a quarantine
 //                                # strike); none by default: crashes then strike nothing
+//   admin_listen = "127.0.0.1:9090"  # /metrics, /healthz, /readyz on their own listener,
+//                                #   and only there (default: none, they share listen)
+//   [server]                     # the client listener's connections (docs/security.md)
+//   max_connections = 1024       # open at once; past it, one that sent no request is evicted
+//   max_connections_per_client = 64  # from one IPv4 address or IPv6 /64
+//   first_request_timeout_ms = 10000 # accept to the end of the first request's header
+//   max_buffered_body_bytes = 67108864  # request bodies held at once; past it 503
 //   [lease]                      # ADR 0020 §5; every value in milliseconds
 //   ttl_ms = 10000
 //   grace_ms = 5000
@@ -65,6 +73,7 @@
 
 #include "base/status.h"
 #include "actor/runtime.h"
+#include "net/http_server.h"
 #include "cluster/timing.h"
 #include "control/quarantine.h"
 #include "replica/replica.h"
@@ -82,6 +91,10 @@ struct Config {
   std::optional<std::string> listen;
   std::optional<std::string> advertise;
   std::optional<std::string> data_dir;  // node.data_dir (serve --data-dir wins)
+  std::optional<std::string> admin_listen;
+  // Defaults unless [server] sets them; validated by LoadConfig. (max_body_bytes is not a
+  // setting: `serve` sets it to actors.max_request_bytes.)
+  HttpServerLimits server;
   LeaseTiming lease;  // defaults unless [lease] sets them; validated by LoadConfig
   actor::RuntimeOptions actors;  // defaults unless [actors] sets them; validated by LoadConfig
   control::QuarantinePolicy quarantine;  // [actors] quarantine_*; validated by LoadConfig

@@ -131,6 +131,50 @@ TEST(ConfigTest, QuarantineSettingsAndTheDataDir) {
   }
 }
 
+TEST(ConfigTest, ServerSectionAndAdminListenSetTheListeners) {
+  auto c = Load(R"([node]
+listen = "0.0.0.0:8080"
+admin_listen = "127.0.0.1:9090"
+[server]
+max_connections = 5000
+max_connections_per_client = 16
+first_request_timeout_ms = 2500
+max_buffered_body_bytes = 16777216
+)");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->admin_listen, "127.0.0.1:9090");
+  EXPECT_EQ(c->server.max_connections, 5000u);
+  EXPECT_EQ(c->server.max_connections_per_client, 16u);
+  EXPECT_EQ(c->server.first_request_timeout, std::chrono::milliseconds(2500));
+  EXPECT_EQ(c->server.max_buffered_body_bytes, 16777216u);
+  // Without them: one listener, and HttpServerLimits' defaults.
+  auto d = Load("[log]\nlevel = \"info\"\n");
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d->admin_listen.has_value());
+  EXPECT_EQ(d->server.max_connections, 1024u);
+  EXPECT_EQ(d->server.max_connections_per_client, 64u);
+  EXPECT_EQ(d->server.first_request_timeout, std::chrono::seconds(10));
+  EXPECT_EQ(d->server.max_buffered_body_bytes, 64u << 20);
+}
+
+TEST(ConfigTest, BadServerSettingsAreNamed) {
+  struct Case {
+    const char* text;
+    const char* want;
+  };
+  for (Case c : {Case{"[server]\nmax_connections = 0\n", "server.max_connections"},
+                 Case{"[server]\nmax_connections_per_client = -3\n", "server.max_connections_per_client"},
+                 Case{"[server]\nfirst_request_timeout_ms = 0\n", "server.first_request_timeout_ms"},
+                 Case{"[server]\nmax_buffered_body_bytes = 1000\n",
+                      "server.max_buffered_body_bytes (1000) must be at least actors.max_request_bytes"},
+                 Case{"[server]\nidle_timeout_ms = 5\n", "unknown setting server.idle_timeout_ms"},
+                 Case{"[node]\nadmin_listen = 9090\n", "node.admin_listen must be a string"}}) {
+    auto r = Load(c.text);
+    ASSERT_FALSE(r.ok()) << c.text;
+    EXPECT_NE(r.status().message().find(c.want), std::string::npos) << r.status().ToString();
+  }
+}
+
 TEST(ConfigTest, StorageSectionSetsTheReplica) {
   auto n = [](auto field) {
     return [field](const Config& c) { return static_cast<std::int64_t>(c.storage.*field); };

@@ -1,5 +1,6 @@
 #include "cli/serve_cmd.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <boost/asio/signal_set.hpp>
@@ -23,12 +24,21 @@ namespace wk::cli {
 namespace {
 
 constexpr std::string_view kDefaultListen = "127.0.0.1:8080";
+// The admin listener (node.admin_listen) serves probes and scrapes: a handful of clients
+// (a kubelet, a Prometheus or two, an operator's curl), so small caps, and no request
+// bodies (its routes take none).
+constexpr std::size_t kAdminMaxConnections = 128;
+constexpr std::size_t kAdminMaxConnectionsPerClient = 32;
+// File descriptors a node uses besides its listeners' connections: the bucket's (a file://
+// bucket's open files, an S3 pool), the peer pools (up to 64 per peer), V8, the log. Ample.
+constexpr rlim_t kFilesBesideConnections = 1024;
 
 struct ServeArgs {
   std::string node_id;
   std::string listen;
   std::string advertise;
   std::string data_dir;
+  std::string admin_listen;
 };
 
 // Tests only (WASMKEEP_DEBUG_ACQUIRE=t/c/a,t/c/b): the multi-process ownership tests need
@@ -90,15 +100,55 @@ Task<void> StartActors(ActorServing* s) {
 // A plain function spawns it (GCC 12 and several Spawns in one coroutine).
 void SpawnActorStart(RealEnv* env, ActorServing* serving) { env->Spawn(StartActors(serving), "start actors"); }
 
-// The HTTP handler: the admin routes, then the actor API.
-Task<ServerResponse> Route(const AdminRoutes* admin, ActorServing* serving, ServerRequest request) {
-  if (auto r = admin->Handle(request)) co_return std::move(*r);
-  if (!serving->host) {
-    ServerResponse r = TextResponse(503, "this node is starting: actors are not served yet\n");
-    r.headers.emplace_back("Retry-After", "1");
-    co_return r;
+// Each connection is a file descriptor: a soft limit below the listeners' caps (1,024 is a
+// common default) makes accept fail once it is reached, and then nobody can connect, so a
+// flood would succeed after all. Raises the soft limit up to the hard one; warns if that is
+// not enough.
+void EnsureFileLimit(std::size_t connections) {
+  const rlim_t want = static_cast<rlim_t>(connections) + kFilesBesideConnections;
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur >= want) return;
+  const rlim_t target = limit.rlim_max == RLIM_INFINITY ? want : std::min(limit.rlim_max, want);
+  if (target > limit.rlim_cur) {
+    limit.rlim_cur = target;
+    if (setrlimit(RLIMIT_NOFILE, &limit) != 0) getrlimit(RLIMIT_NOFILE, &limit);
   }
+  if (limit.rlim_cur < want) {
+    WK_LOG_WARN("the open-file limit is below what the listeners' connection caps need; lower "
+                "server.max_connections or raise the limit (ulimit -n)",
+                {{"limit", std::to_string(limit.rlim_cur)}, {"needed", std::to_string(want)}});
+  }
+}
+
+ServerResponse Starting() {
+  ServerResponse r = TextResponse(503, "this node is starting: actors are not served yet\n");
+  r.headers.emplace_back("Retry-After", "1");
+  return r;
+}
+
+// The client listener's handler: the admin routes (admin is null when they have their own
+// listener), then the actor API.
+Task<ServerResponse> Route(const AdminRoutes* admin, ActorServing* serving, ServerRequest request) {
+  if (admin != nullptr) {
+    if (auto r = admin->Handle(request)) co_return std::move(*r);
+  }
+  if (!serving->host) co_return Starting();
   co_return co_await serving->host->Handle(std::move(request));
+}
+
+// The client listener's header check: an actor request's path, size and token are checked
+// before its body is read (Front::CheckBeforeBody), so an unauthenticated body is never read.
+Task<std::optional<ServerResponse>> CheckBeforeBody(const AdminRoutes* admin, ActorServing* serving,
+                                                    ServerRequest request) {
+  if (admin != nullptr && AdminRoutes::Matches(request.target)) co_return std::nullopt;
+  if (!serving->host) co_return Starting();
+  co_return co_await serving->host->CheckBeforeBody(std::move(request));
+}
+
+// The admin listener's handler: the admin routes only.
+ServerResponse AdminOnly(const AdminRoutes* admin, const ServerRequest& request) {
+  if (auto r = admin->Handle(request)) return std::move(*r);
+  return TextResponse(404, "not found: this listener serves /metrics, /healthz and /readyz\n");
 }
 
 Task<int> ServeMain(RealEnv* env, ClusterNode* node, LeaseTiming timing, DebugWriterHook* writer,
@@ -163,6 +213,8 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
   identity.node_id = NodeId(!a.node_id.empty() ? a.node_id : config->node_id ? *config->node_id : DefaultNodeId());
   if (Status s = ValidateNodeId(identity.node_id); !s.ok()) return Fail(InvalidArgument("--node-id: " + s.message()));
   const std::string listen = !a.listen.empty() ? a.listen : config->listen ? *config->listen : std::string(kDefaultListen);
+  const std::string admin_listen =
+      !a.admin_listen.empty() ? a.admin_listen : config->admin_listen ? *config->admin_listen : std::string();
   identity.address = !a.advertise.empty() ? a.advertise : config->advertise ? *config->advertise : listen;
   identity.software_version = std::string(kVersion);
   const LeaseTiming timing = config->lease;
@@ -231,17 +283,43 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
   serving.options.journal = journal.get();
   serving.options.crashed_during_events = std::move(crashed_during_events);
   AdminRoutes admin(handlers);
-  HttpServerLimits limits;
+  EnsureFileLimit(config->server.max_connections + (admin_listen.empty() ? 0 : kAdminMaxConnections));
+  // With node.admin_listen the probes have a listener of their own (and only it), so no
+  // flood of client connections can make a node look dead; without it they share the
+  // client listener, as before that setting existed (docs/security.md).
+  const AdminRoutes* admin_on_api = admin_listen.empty() ? &admin : nullptr;
+  HttpServerLimits limits = config->server;
   // A body over the actors' limit is refused (413) before it is read.
   limits.max_body_bytes = config->actors.limits.max_request_bytes;
   auto http = HttpServer::Start(
       env, listen,
-      [&admin, &serving](ServerRequest request) { return Route(&admin, &serving, std::move(request)); }, limits);
+      [admin_on_api, &serving](ServerRequest request) { return Route(admin_on_api, &serving, std::move(request)); },
+      limits, [admin_on_api, &serving](const ServerRequest& request) {
+        return CheckBeforeBody(admin_on_api, &serving, request);
+      });
   if (!http.ok()) return Fail(http.status());
+  PublishHttpServerMetrics(metrics, **http, "api");
+  std::unique_ptr<HttpServer> admin_http;
+  if (!admin_listen.empty()) {
+    HttpServerLimits admin_limits;
+    admin_limits.max_connections = kAdminMaxConnections;
+    admin_limits.max_connections_per_client = kAdminMaxConnectionsPerClient;
+    admin_limits.max_body_bytes = 0;
+    admin_limits.max_buffered_body_bytes = 0;
+    admin_limits.first_request_timeout = config->server.first_request_timeout;
+    auto started = HttpServer::Start(
+        env, admin_listen,
+        [&admin](ServerRequest request) { return ReadyResponse(AdminOnly(&admin, request)); }, admin_limits);
+    if (!started.ok()) return Fail(started.status());
+    admin_http = std::move(started).value();
+    PublishHttpServerMetrics(metrics, *admin_http, "admin");
+  }
 
   WK_LOG_INFO("serving", {{"node", identity.node_id.str()}, {"instance", instance.str()}, {"bucket", (*store)->Describe()},
-                          {"listen", listen}, {"ttl", FormatDuration(timing.ttl)}});
+                          {"listen", listen}, {"admin_listen", admin_listen.empty() ? "(listen)" : admin_listen},
+                          {"ttl", FormatDuration(timing.ttl)}});
   int code = env.RunMain(ServeMain(&env, &node, timing, &writer, &serving));
+  if (admin_http) admin_http->Stop();
   (*http)->Stop();
   serving.host.reset();
   return code;
@@ -270,6 +348,9 @@ void AddServeCommand(CLI::App& app, const GlobalOptions& globals, int* result) {
   serve->add_option("--advertise", args->advertise, "Address peers use to reach this node (default: the listen address)");
   serve->add_option("--data-dir", args->data_dir,
                     "Directory of the node's local files: the running-events journal (default: config node.data_dir, else none)");
+  serve->add_option("--admin-listen", args->admin_listen,
+                    "HTTP address for /metrics, /healthz and /readyz alone (default: config node.admin_listen, else "
+                    "they are served on the listen address)");
   serve->callback([&globals, args, result] { *result = RunServe(globals, *args); });
 }
 

@@ -77,8 +77,14 @@ Result<ParsedToken> ParseToken(std::string_view token) {
 // ---- TenantAuth.
 
 TenantAuth::TenantAuth(Env& env, ObjectStore& store, Options options)
-    : env_(env), store_(store), options_(options) {
-  WK_CHECK(options_.cache_ttl > Duration(0) && options_.max_cache_entries > 0, "TenantAuth options");
+    : env_(env),
+      store_(store),
+      options_(options),
+      unknown_reads_left_(options.unknown_reads_burst),
+      unknown_reads_refilled_at_(env.MonoNow()) {
+  WK_CHECK(options_.cache_ttl > Duration(0) && options_.max_cache_entries > 0 && options_.max_unknown_entries > 0 &&
+               options_.unknown_reads_burst >= 1 && options_.unknown_reads_per_second > 0,
+           "TenantAuth options");
 }
 
 Task<Result<std::string>> TenantAuth::Authenticate(std::string_view authorization_header_value) {
@@ -92,16 +98,56 @@ bool TenantAuth::Fresh(const Entry& e) const {
 }
 
 std::shared_ptr<TenantAuth::Entry> TenantAuth::EntryFor(const std::string& tenant) {
-  if (auto it = cache_.find(tenant); it != cache_.end()) return it->second;
-  if (cache_.size() >= options_.max_cache_entries) {
-    // Stale entries first; if every entry is fresh, all of them. Entries in use stay alive
-    // through their users' shared_ptrs, so dropping them is safe (at worst one extra GET).
-    std::erase_if(cache_, [this](const auto& kv) { return !Fresh(*kv.second); });
-    if (cache_.size() >= options_.max_cache_entries) cache_.clear();
-  }
+  if (auto it = known_.find(tenant); it != known_.end()) return it->second;
+  if (auto it = unknown_.find(tenant); it != unknown_.end()) return it->second.entry;
   auto entry = std::make_shared<Entry>(env_);
-  cache_.emplace(tenant, entry);
+  File(tenant, entry);
   return entry;
+}
+
+void TenantAuth::File(const std::string& tenant, const std::shared_ptr<Entry>& entry) {
+  // Entries in use stay alive through their users' shared_ptrs, so dropping one from
+  // either map is safe (at worst one extra GET).
+  if (entry->exists || !entry->corrupt.empty()) {
+    if (auto it = unknown_.find(tenant); it != unknown_.end()) {
+      unknown_order_.erase(it->second.order);
+      unknown_.erase(it);
+    }
+    if (known_.count(tenant) == 0 && known_.size() >= options_.max_cache_entries) {
+      // Stale entries first; if every one is fresh (more tenants in use than the cache
+      // holds), all of them.
+      std::erase_if(known_, [this](const auto& kv) { return !Fresh(*kv.second); });
+      if (known_.size() >= options_.max_cache_entries) known_.clear();
+    }
+    known_[tenant] = entry;
+    return;
+  }
+  known_.erase(tenant);
+  if (auto it = unknown_.find(tenant); it != unknown_.end()) {
+    it->second.entry = entry;
+    return;
+  }
+  while (unknown_.size() >= options_.max_unknown_entries) {
+    unknown_.erase(unknown_order_.front());
+    unknown_order_.pop_front();
+  }
+  unknown_order_.push_back(tenant);
+  unknown_.emplace(tenant, Unknown{entry, std::prev(unknown_order_.end())});
+}
+
+bool TenantAuth::TakeUnknownRead() {
+  const MonoTime now = env_.MonoNow();
+  const double elapsed_s = std::chrono::duration<double>(now - unknown_reads_refilled_at_).count();
+  unknown_reads_refilled_at_ = now;
+  unknown_reads_left_ =
+      std::min(options_.unknown_reads_burst, unknown_reads_left_ + elapsed_s * options_.unknown_reads_per_second);
+  if (unknown_reads_left_ < 1) return false;
+  unknown_reads_left_ -= 1;
+  return true;
+}
+
+void TenantAuth::GiveBackUnknownRead() {
+  unknown_reads_left_ = std::min(options_.unknown_reads_burst, unknown_reads_left_ + 1);
 }
 
 Task<Result<std::string>> TenantAuth::Check(ParsedToken token) {
@@ -111,11 +157,18 @@ Task<Result<std::string>> TenantAuth::Check(ParsedToken token) {
     AsyncMutex::Guard guard = co_await entry->mutex.Lock();
     if (!guard.owns()) co_return Cancelled("cancelled while authenticating");
     if (!Fresh(*entry)) {  // nobody refreshed it while we waited
+      // A name not known to exist reads from the budget (tokens.h); one that exists never.
+      const bool budgeted = !entry->exists && entry->corrupt.empty();
+      if (budgeted && !TakeUnknownRead()) {
+        ++unknown_refused_;
+        co_return Retryable("too many tokens of unknown tenants; retry later");
+      }
       const MonoTime sent = env_.MonoNow();
       const std::string key = TenantKey(token.tenant);
       CallOptions call{options_.read_timeout};
       ++reads_;
       auto got = co_await store_.Get(key, call);
+      if (budgeted && (got.ok() || got.code() != Code::kNotFound)) GiveBackUnknownRead();
       if (got.ok()) {
         auto record = DecodeTenantRecord(got->body, token.tenant);
         entry->hashes.clear();
@@ -138,6 +191,7 @@ Task<Result<std::string>> TenantAuth::Check(ParsedToken token) {
         co_return got.code() == Code::kUnknownOutcome ? Retryable(got.status().message()) : got.status();
       }
       entry->fetched_at = sent;
+      File(token.tenant, entry);
     }
   }
   if (!entry->corrupt.empty()) co_return Fatal(entry->corrupt);

@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <list>
 #include <map>
 #include <memory>
 #include <optional>
@@ -33,9 +34,19 @@ namespace wk::control {
 // How long TenantAuth trusts a tenant record it read: the bound on how late a revocation
 // (or a new token, or a new tenant) takes effect on a node.
 inline constexpr Duration kDefaultAuthCacheTtl = std::chrono::seconds(2);
-// Tenants whose records TenantAuth keeps (unknown tenants included, so a flood of bad
-// tokens for one name costs one GET per TTL, not one per request).
+// Tenants whose records TenantAuth keeps, of tenants that exist.
 inline constexpr std::size_t kDefaultAuthCacheEntries = 10'000;
+// Names TenantAuth remembers as absent (a flood of bad tokens for one name costs one GET
+// per TTL, not one per request). Kept apart from the tenants that exist, so a flood of
+// made-up names never pushes a real tenant out; the oldest goes first when it is full.
+inline constexpr std::size_t kDefaultAuthUnknownEntries = 10'000;
+// GETs of names not known to exist (never seen, or absent at the last read): at most this
+// many at once in a burst, refilled at kDefaultAuthUnknownReadsPerSecond. A read that
+// finds the tenant gives its share back, so only absent names use the budget up; past it,
+// such a name is refused as retryable (503) without a GET. A client without a valid
+// token then costs the bucket at most these GETs, however many names it makes up.
+inline constexpr double kDefaultAuthUnknownReadsBurst = 200;
+inline constexpr double kDefaultAuthUnknownReadsPerSecond = 20;
 
 // A token as its tenant's record stores it (one `token` line, tenants.h).
 struct TokenEntry {
@@ -85,7 +96,9 @@ Result<ParsedToken> ParseToken(std::string_view token);
 // A tenant's record is read at most once per cache TTL (concurrent requests for a tenant
 // whose entry is stale share one GET). An entry is trusted for the TTL counted from when
 // its GET was sent, so a revocation acknowledged at time T is refused by every node from
-// T + TTL on. A failed read is never answered from a stale entry.
+// T + TTL on. A failed read is never answered from a stale entry. A malformed token costs
+// no GET. Names not known to exist are remembered apart and their GETs budgeted (see
+// kDefaultAuthUnknownReadsBurst): past the budget they are kRetryable without a GET.
 //
 // REQUIRES: env and store outlive this object, and this object outlives every
 // Authenticate call in flight.
@@ -94,6 +107,9 @@ class TenantAuth {
   struct Options {
     Duration cache_ttl = kDefaultAuthCacheTtl;
     std::size_t max_cache_entries = kDefaultAuthCacheEntries;
+    std::size_t max_unknown_entries = kDefaultAuthUnknownEntries;
+    double unknown_reads_burst = kDefaultAuthUnknownReadsBurst;
+    double unknown_reads_per_second = kDefaultAuthUnknownReadsPerSecond;
     // Deadline of one GET of a tenant record.
     Duration read_timeout = std::chrono::seconds(2);
   };
@@ -108,6 +124,8 @@ class TenantAuth {
 
   // GETs of tenant records so far (tests, metrics).
   std::uint64_t reads() const { return reads_; }
+  // Authentications refused without a GET because the budget for unknown names was spent.
+  std::uint64_t unknown_refused() const { return unknown_refused_; }
 
  private:
   struct Entry {
@@ -119,14 +137,30 @@ class TenantAuth {
     std::map<std::string, std::string> hashes;  // token id -> secret sha256 hex
   };
   std::shared_ptr<Entry> EntryFor(const std::string& tenant);
+  // Files the entry under known_ (the record exists, or is corrupt) or unknown_ (absent).
+  void File(const std::string& tenant, const std::shared_ptr<Entry>& entry);
   bool Fresh(const Entry& e) const;
+  // Takes one GET from the unknown names' budget; false if it is spent.
+  bool TakeUnknownRead();
+  void GiveBackUnknownRead();
   Task<Result<std::string>> Check(ParsedToken token);
 
   Env& env_;
   ObjectStore& store_;
   const Options options_;
-  std::unordered_map<std::string, std::shared_ptr<Entry>> cache_;
+  // Tenants whose record existed at their last read (corrupt ones included).
+  std::unordered_map<std::string, std::shared_ptr<Entry>> known_;
+  // Names absent at their last read, or not read yet; unknown_order_ oldest first.
+  struct Unknown {
+    std::shared_ptr<Entry> entry;
+    std::list<std::string>::iterator order;
+  };
+  std::unordered_map<std::string, Unknown> unknown_;
+  std::list<std::string> unknown_order_;
+  double unknown_reads_left_ = 0;
+  MonoTime unknown_reads_refilled_at_{};
   std::uint64_t reads_ = 0;
+  std::uint64_t unknown_refused_ = 0;
 };
 
 }  // namespace wk::control

@@ -80,11 +80,77 @@ TEST_F(ControlTest, ATokenOpensItsOwnTenantOnly) {
 TEST_F(ControlTest, MalformedAuthorizationIsInvalidArgument) {
   NewToken t = Create("acme");
   TenantAuth auth(env, store);
-  for (const std::string& bad : std::vector<std::string>{"", "Bearer", "Bearer ", "Basic " + t.token,
-                                 t.token, "Bearer wk.acme.x.y", "Bearer " + t.token + "x", "Bearer " + t.token + " x"}) {
+  const std::string id(16, 'a'), secret(64, 'b');
+  for (const std::string& bad : std::vector<std::string>{
+           "", "Bearer", "Bearer ", "Basic " + t.token, t.token, "Bearer wk.acme.x.y", "Bearer " + t.token + "x",
+           "Bearer " + t.token + " x",
+           // Well-shaped but malformed: a bad tenant name, id or secret never reaches the bucket.
+           "Bearer wk.Acme." + id + "." + secret, "Bearer wk.-acme." + id + "." + secret,
+           "Bearer wk." + std::string(64, 'a') + "." + id + "." + secret, "Bearer wk.ac/me." + id + "." + secret,
+           "Bearer wk.acme." + id + "." + std::string(64, 'B'), "Bearer wk.acme." + id + "." + secret + "b",
+           "Bearer wk.acme." + std::string(16, 'G') + "." + secret, "Bearer wk.acme.." + secret,
+           "Bearer wk.acme." + id + "." + secret + ".", "Bearer wk.." + id + "." + secret}) {
     EXPECT_EQ(Auth(auth, bad).code(), Code::kInvalidArgument) << bad;
   }
   EXPECT_EQ(auth.reads(), 0u) << "malformed tokens cost no GET";
+}
+
+// A well-formed token of a tenant that does not exist, the name made up.
+std::string MadeUp(int i) {
+  return "Bearer wk.nobody" + std::to_string(i) + "." + std::string(16, 'a') + "." + std::string(64, 'b');
+}
+
+TEST_F(ControlTest, MadeUpTenantNamesCostABoundedNumberOfReads) {
+  // The finding: every made-up tenant name cost one GET of the bucket, unauthenticated,
+  // however many a client sent.
+  TenantAuth auth(env, store);
+  for (int i = 0; i < 1000; ++i) {
+    const Code code = Auth(auth, MadeUp(i)).code();
+    EXPECT_TRUE(code == Code::kNotFound || code == Code::kRetryable) << i;
+  }
+  EXPECT_EQ(auth.reads(), static_cast<std::uint64_t>(kDefaultAuthUnknownReadsBurst));
+  EXPECT_EQ(auth.unknown_refused(), 1000u - static_cast<std::uint64_t>(kDefaultAuthUnknownReadsBurst));
+  // A name already read is answered from the cache within the TTL, budget or not.
+  EXPECT_EQ(Auth(auth, MadeUp(0)).code(), Code::kNotFound);
+  EXPECT_EQ(auth.reads(), static_cast<std::uint64_t>(kDefaultAuthUnknownReadsBurst));
+  // The budget refills over time: one second is kDefaultAuthUnknownReadsPerSecond reads.
+  world.RunFor(seconds(1));
+  const std::uint64_t before = auth.reads();
+  for (int i = 1000; i < 1100; ++i) (void)Auth(auth, MadeUp(i));
+  EXPECT_EQ(auth.reads() - before, static_cast<std::uint64_t>(kDefaultAuthUnknownReadsPerSecond));
+}
+
+TEST_F(ControlTest, ATenantThatExistsIsReadWhateverTheFloodOfMadeUpNames) {
+  NewToken acme = Create("acme");
+  TenantAuth::Options options;
+  options.max_unknown_entries = 50;
+  options.unknown_reads_burst = 100;
+  TenantAuth auth(env, store, options);
+  const std::string header = "Bearer " + acme.token;
+  ASSERT_EQ(Auth(auth, header).value(), "acme");
+  for (int i = 0; i < 500; ++i) (void)Auth(auth, MadeUp(i));
+  EXPECT_EQ(auth.reads(), 101u);
+  // Still cached: made-up names neither pushed it out nor spent a read of it.
+  EXPECT_EQ(Auth(auth, header).value(), "acme");
+  EXPECT_EQ(auth.reads(), 101u);
+  // Past its TTL it is read again, though the unknown names' budget is spent.
+  world.RunFor(kDefaultAuthCacheTtl);
+  for (int i = 500; i < 1000; ++i) (void)Auth(auth, MadeUp(i));
+  ASSERT_GT(auth.unknown_refused(), 0u);
+  const std::uint64_t before = auth.reads();
+  EXPECT_EQ(Auth(auth, header).value(), "acme");
+  EXPECT_EQ(auth.reads(), before + 1);
+  // A tenant created while the budget is spent: refused as retryable until it refills.
+  NewToken late = Create("latecomer");
+  for (int i = 1000; i < 1200; ++i) (void)Auth(auth, MadeUp(i));
+  EXPECT_EQ(Auth(auth, "Bearer " + late.token).code(), Code::kRetryable);
+  world.RunFor(seconds(1));
+  EXPECT_EQ(Auth(auth, "Bearer " + late.token).value(), "latecomer");
+  // Once found it is known: its reads no longer come from the budget.
+  for (int i = 1200; i < 1400; ++i) (void)Auth(auth, MadeUp(i));
+  world.RunFor(kDefaultAuthCacheTtl);
+  for (int i = 1400; i < 1600; ++i) (void)Auth(auth, MadeUp(i));
+  EXPECT_EQ(Auth(auth, "Bearer " + late.token).value(), "latecomer");
 }
 
 TEST_F(ControlTest, TheCacheReadsATenantOncePerTtlAndConcurrentRequestsShareOneRead) {

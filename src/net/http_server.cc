@@ -17,6 +17,7 @@
 #include <boost/beast/http/write.hpp>
 #include <charconv>
 #include <limits>
+#include <map>
 #include <optional>
 #include <string_view>
 #include <unordered_map>
@@ -121,6 +122,20 @@ std::string FormatEndpoint(const tcp::endpoint& endpoint) {
   return endpoint.address().is_v6() ? "[" + ip + "]:" + port : ip + ":" + port;
 }
 
+// What max_connections_per_client counts by: an IPv4 address (an IPv4-mapped IPv6 one
+// included), or an IPv6 address's /64, the block one host or one customer is usually
+// given (counting whole IPv6 addresses would let one host open as many as it likes).
+std::string ClientKey(const net::ip::address& address) {
+  if (address.is_v6()) {
+    const net::ip::address_v6 v6 = address.to_v6();
+    if (v6.is_v4_mapped()) return net::ip::make_address_v4(net::ip::v4_mapped, v6).to_string();
+    net::ip::address_v6::bytes_type bytes = v6.to_bytes();
+    std::fill(bytes.begin() + 8, bytes.end(), 0);
+    return net::ip::address_v6(bytes).to_string() + "/64";
+  }
+  return address.to_string();
+}
+
 // RFC 9110 section 5.6.2: token = 1*tchar.
 bool IsToken(std::string_view text) {
   if (text.empty()) return false;
@@ -174,10 +189,11 @@ class Session;
 }  // namespace
 
 struct HttpServer::State {
-  State(RealEnv& e, std::string address, ServerHandler h, HttpServerLimits l)
+  State(RealEnv& e, std::string address, ServerHandler h, HttpServerLimits l, HeaderCheck check)
       : env(e),
         listen_address(std::move(address)),
         handler(std::make_shared<const ServerHandler>(std::move(h))),
+        header_check(check ? std::make_shared<const HeaderCheck>(std::move(check)) : nullptr),
         limits(l),
         acceptor(e.context()),
         retry_timer(e.context()) {}
@@ -186,6 +202,8 @@ struct HttpServer::State {
   const std::string listen_address;
   // Reset by Stop(); each handler task holds its own reference while it runs.
   std::shared_ptr<const ServerHandler> handler;
+  // Null when Start had none; reset by Stop() like handler.
+  std::shared_ptr<const HeaderCheck> header_check;
   const HttpServerLimits limits;
   tcp::acceptor acceptor;
   net::steady_timer retry_timer;
@@ -193,6 +211,21 @@ struct HttpServer::State {
   bool stopped = false;
   std::uint64_t next_session_id = 1;
   std::uint64_t rejected = 0;
+  std::uint64_t rejected_per_client = 0;
+  std::uint64_t evicted = 0;
+  std::uint64_t bodies_refused = 0;
+  // Connections holding a slot: accepted and not yet closed (a closed Session may live a
+  // little longer, until its pending Asio handlers have run, without holding one).
+  std::size_t open = 0;
+  // Slots held per ClientKey; an entry is erased when its count reaches 0.
+  std::unordered_map<std::string, std::size_t> per_client;
+  // The connections that may be evicted (no complete request header yet), oldest first:
+  // (tier, order) -> session id. Tier 0: no request yet on the connection; tier 1: an idle
+  // keep-alive connection, or one reading a later request's header.
+  std::map<std::pair<int, std::uint64_t>, std::uint64_t> evictable;
+  std::uint64_t next_evictable_order = 0;
+  // Bytes of request bodies reserved (see BodyReservation).
+  std::size_t body_bytes = 0;
   // Open connections, by id. Not owning: every Session is owned by its pending Asio
   // handler or by its running handler task, and removes itself here when the last one
   // lets go. Emptied by Stop().
@@ -201,6 +234,28 @@ struct HttpServer::State {
 
 namespace {
 
+// Bytes of max_buffered_body_bytes held by one request's body, from its header until its
+// handler's Task ends (the body lives in that Task) or the connection closes before.
+class BodyReservation {
+ public:
+  BodyReservation(std::shared_ptr<HttpServer::State> state, std::size_t bytes)
+      : state_(std::move(state)), bytes_(bytes) {
+    state_->body_bytes += bytes_;
+  }
+  ~BodyReservation() {
+    if (state_) state_->body_bytes -= bytes_;
+  }
+  BodyReservation(BodyReservation&& other) noexcept
+      : state_(std::move(other.state_)), bytes_(std::exchange(other.bytes_, 0)) {}
+  BodyReservation& operator=(BodyReservation&&) = delete;
+  BodyReservation(const BodyReservation&) = delete;
+  BodyReservation& operator=(const BodyReservation&) = delete;
+
+ private:
+  std::shared_ptr<HttpServer::State> state_;
+  std::size_t bytes_;
+};
+
 // One accepted connection; see the states in http_server.h: waiting -> reading ->
 // handling -> writing -> waiting (keep-alive), or lingering -> closed after a response
 // that closes. Also closed by a timeout, a socket error or Stop(). Always owned by
@@ -208,22 +263,41 @@ namespace {
 // buffers outlive every operation using them.
 class Session : public std::enable_shared_from_this<Session> {
  public:
+  // Takes one slot (open, per_client[client_key]); the caller has checked the caps.
   Session(std::shared_ptr<HttpServer::State> state, tcp::socket socket, std::uint64_t id,
-          std::string remote)
+          std::string remote, std::string client_key)
       : state_(std::move(state)),
         stream_(std::move(socket)),
         // Twice the header limit: room for one maximal header plus the start of a
         // pipelined one. A header that does not fit is answered 431 like one too long.
         buffer_(2 * state_->limits.max_header_bytes),
         id_(id),
-        remote_(std::move(remote)) {}
+        remote_(std::move(remote)),
+        client_key_(std::move(client_key)),
+        first_request_deadline_(std::chrono::steady_clock::now() + state_->limits.first_request_timeout) {
+    ++state_->open;
+    ++state_->per_client[client_key_];
+  }
 
-  ~Session() { state_->sessions.erase(id_); }
+  ~Session() {
+    ReleaseSlot();
+    state_->sessions.erase(id_);
+  }
 
   void Start() { WaitForRequest(); }
 
   // Stop(): cancels whatever is in flight; the Asio handlers then see state_->stopped.
-  void Abort() { stream_.close(); }
+  void Abort() {
+    ReleaseSlot();
+    stream_.close();
+  }
+
+  // Closes the connection to make room for a new one (it has no complete request).
+  void Evict() {
+    WK_LOG_DEBUG("HTTP connection evicted for a new one",
+                 {{"address", state_->listen_address}, {"remote", remote_}});
+    Close();
+  }
 
   bool stopped() const { return state_->stopped; }
 
@@ -234,17 +308,20 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
  private:
-  // Waiting: for the first bytes of the next request, under idle_timeout.
+  // Waiting: for the first bytes of the next request, under idle_timeout (the first
+  // request: also under first_request_timeout from the accept).
   void WaitForRequest() {
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(state_->limits.max_header_bytes));
     parser_->body_limit(state_->limits.max_body_bytes);
     reading_body_ = false;
+    MarkEvictable();
     if (buffer_.size() > 0) {  // a pipelined request has arrived already
       ReadHeader();
       return;
     }
-    stream_.expires_after(state_->limits.idle_timeout);
+    const auto idle_deadline = std::chrono::steady_clock::now() + state_->limits.idle_timeout;
+    stream_.expires_at(headers_read_ == 0 ? std::min(idle_deadline, first_request_deadline_) : idle_deadline);
     stream_.async_read_some(buffer_.prepare(buffer_.max_size()),
                             [self = shared_from_this()](const error_code& ec, std::size_t n) {
                               if (self->state_->stopped) return;
@@ -258,9 +335,12 @@ class Session : public std::enable_shared_from_this<Session> {
                             });
   }
 
-  // Reading: the deadline set here covers the header, the body and a 100 Continue.
+  // Reading: read_timeout from here covers the header, the body and a 100 Continue; the
+  // first request's header must also end by first_request_deadline_.
   void ReadHeader() {
-    stream_.expires_after(state_->limits.read_timeout);
+    request_deadline_ = std::chrono::steady_clock::now() + state_->limits.read_timeout;
+    stream_.expires_at(headers_read_ == 0 ? std::min(request_deadline_, first_request_deadline_)
+                                          : request_deadline_);
     http::async_read_header(stream_, buffer_, *parser_,
                             [self = shared_from_this()](const error_code& ec, std::size_t) {
                               self->OnHeader(ec);
@@ -269,19 +349,40 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void OnHeader(const error_code& ec) {
     if (state_->stopped) return;
+    UnmarkEvictable();
     if (ec) {
       OnReadError(ec);
       return;
     }
+    ++headers_read_;
+    stream_.expires_at(request_deadline_);  // the body: read_timeout from the first byte
     const http::request_parser<http::string_body>::value_type& header = parser_->get();
     if (header.version() >= 11 && header.find(http::field::host) == header.end()) {
       RespondError(400, "bad request: an HTTP/1.1 request needs a Host header\n");
+      return;
+    }
+    if (header.count(http::field::host) > 1) {
+      // Two Hosts may be read differently by a proxy in front and by this server.
+      RespondError(400, "bad request: more than one Host header\n");
       return;
     }
     if (header.find(http::field::transfer_encoding) != header.end() && !parser_->chunked()) {
       RespondError(400, "bad request: the last Transfer-Encoding must be chunked\n");
       return;
     }
+    // The request as the handler will see it, taken now: fields a chunked body's trailer
+    // adds later are not the header's and are dropped (http_server.h, "Requests").
+    version_ = header.version();
+    keep_alive_ = header.keep_alive();
+    head_ = header.method() == http::verb::head;
+    request_ = ServerRequest{};
+    request_.method.assign(header.method_string().data(), header.method_string().size());
+    request_.target.assign(header.target().data(), header.target().size());
+    request_.headers.reserve(static_cast<std::size_t>(std::distance(header.begin(), header.end())));
+    for (const auto& field : header) {
+      request_.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
+    }
+    request_.remote = remote_;
     if (parser_->is_done()) {
       Dispatch();
       return;
@@ -290,6 +391,49 @@ class Session : public std::enable_shared_from_this<Session> {
       RespondError(413, "request bodies are not accepted\n");
       return;
     }
+    if (state_->header_check) {
+      std::string name = "http check " + request_.method + " " + request_.target.substr(0, kTaskNameTargetBytes);
+      state_->env.Spawn(RunHeaderCheck(state_->header_check, shared_from_this(), request_), std::move(name));
+      return;
+    }
+    ReceiveBody();
+  }
+
+  // Checking: the header check's Task, on the Env (like a handler's).
+  static Task<void> RunHeaderCheck(std::shared_ptr<const HeaderCheck> check, std::shared_ptr<Session> session,
+                                   ServerRequest request) {
+    if (session->stopped()) co_return;
+    Task<std::optional<ServerResponse>> call = (*check)(request);
+    std::optional<ServerResponse> answer = co_await std::move(call);
+    session->OnChecked(std::move(answer));
+  }
+
+  void OnChecked(std::optional<ServerResponse> answer) {
+    if (state_->stopped) return;
+    if (answer) {
+      // The body stays unread: the connection cannot carry another request.
+      keep_alive_ = false;
+      Write(std::move(*answer));
+      return;
+    }
+    stream_.expires_at(request_deadline_);
+    ReceiveBody();
+  }
+
+  // Reserves the body's bytes, answers a 100 Continue if asked, then reads the body.
+  void ReceiveBody() {
+    const std::uint64_t declared = parser_->chunked() ? state_->limits.max_body_bytes
+                                                      : parser_->content_length().value_or(0);
+    const std::size_t bytes = static_cast<std::size_t>(declared);
+    if (state_->body_bytes + bytes > state_->limits.max_buffered_body_bytes) {
+      ++state_->bodies_refused;
+      WK_LOG_DEBUG("HTTP request body refused: too many bodies held",
+                   {{"address", state_->listen_address}, {"remote", remote_}, {"bytes", std::to_string(bytes)}});
+      RespondError(503, "busy: too many request bodies are being received; retry\n", /*retry_after=*/true);
+      return;
+    }
+    body_.emplace(state_, bytes);
+    const http::request_parser<http::string_body>::value_type& header = parser_->get();
     const auto expect = header.find(http::field::expect);
     if (header.version() >= 11 && expect != header.end() &&
         beast::iequals(expect->value(), "100-continue")) {
@@ -337,45 +481,42 @@ class Session : public std::enable_shared_from_this<Session> {
     }
   }
 
-  // Handling: the request goes to the handler as its own task on the Env.
+  // Handling: the request (taken in OnHeader; the body now) goes to the handler as its
+  // own task on the Env.
   void Dispatch() {
     http::request<http::string_body> message = parser_->release();
     parser_.reset();
-    version_ = message.version();
-    keep_alive_ = message.keep_alive();
-    head_ = message.method() == http::verb::head;
-
-    ServerRequest request;
-    request.method.assign(message.method_string().data(), message.method_string().size());
-    request.target.assign(message.target().data(), message.target().size());
-    request.headers.reserve(static_cast<std::size_t>(std::distance(message.begin(), message.end())));
-    for (const auto& field : message) {
-      request.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
-    }
+    ServerRequest request = std::move(request_);
+    request_ = ServerRequest{};
     request.body = std::move(message.body());
-    request.remote = remote_;
 
     std::string name = "http " + request.method + " " + request.target.substr(0, kTaskNameTargetBytes);
     stream_.expires_never();  // the handler bounds its own time
-    state_->env.Spawn(RunHandler(state_->handler, shared_from_this(), std::move(request)),
+    std::optional<BodyReservation> body = std::move(body_);
+    body_.reset();
+    state_->env.Spawn(RunHandler(state_->handler, shared_from_this(), std::move(request), std::move(body)),
                       std::move(name));
   }
 
   // A spawned task starts on a later turn of the loop: the server may have stopped by
-  // then, and the handler must not be called after Stop().
+  // then, and the handler must not be called after Stop(). body holds the request body's
+  // share of max_buffered_body_bytes until the task ends.
   static Task<void> RunHandler(std::shared_ptr<const ServerHandler> handler,
-                               std::shared_ptr<Session> session, ServerRequest request) {
+                               std::shared_ptr<Session> session, ServerRequest request,
+                               std::optional<BodyReservation> body) {
     if (session->stopped()) co_return;
     Task<ServerResponse> call = (*handler)(std::move(request));
     ServerResponse response = co_await std::move(call);
+    body.reset();  // the handler is done with the body (a cancelled task frees it too)
     session->OnHandled(std::move(response));
   }
 
-  void RespondError(int status, std::string_view text) {
+  void RespondError(int status, std::string_view text, bool retry_after = false) {
     version_ = 11;
     keep_alive_ = false;
     head_ = false;
     ServerResponse response = TextResponse(status, std::string(text));
+    if (retry_after) response.headers.emplace_back("Retry-After", "1");
     Write(std::move(response));
   }
 
@@ -445,9 +586,34 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void Close() {
+    ReleaseSlot();
     error_code ignored;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
     stream_.close();
+  }
+
+  // The slot counts (open, per_client), eviction and the body's bytes: given back once,
+  // when the connection closes (or the Session goes).
+  void ReleaseSlot() {
+    if (!holds_slot_) return;
+    holds_slot_ = false;
+    UnmarkEvictable();
+    body_.reset();
+    --state_->open;
+    const auto it = state_->per_client.find(client_key_);
+    if (it != state_->per_client.end() && --it->second == 0) state_->per_client.erase(it);
+  }
+
+  void MarkEvictable() {
+    if (!holds_slot_ || evictable_key_) return;
+    evictable_key_.emplace(headers_read_ == 0 ? 0 : 1, state_->next_evictable_order++);
+    state_->evictable.emplace(*evictable_key_, id_);
+  }
+
+  void UnmarkEvictable() {
+    if (!evictable_key_) return;
+    state_->evictable.erase(*evictable_key_);
+    evictable_key_.reset();
   }
 
   const std::shared_ptr<HttpServer::State> state_;
@@ -455,7 +621,15 @@ class Session : public std::enable_shared_from_this<Session> {
   beast::flat_buffer buffer_;
   const std::uint64_t id_;
   const std::string remote_;
+  const std::string client_key_;
+  const std::chrono::steady_clock::time_point first_request_deadline_;
+  std::chrono::steady_clock::time_point request_deadline_{};
+  bool holds_slot_ = true;
+  std::optional<std::pair<int, std::uint64_t>> evictable_key_;
+  std::uint64_t headers_read_ = 0;  // complete request headers on this connection
   std::optional<http::request_parser<http::string_body>> parser_;
+  ServerRequest request_;  // the request being read, from its header on
+  std::optional<BodyReservation> body_;
   bool reading_body_ = false;
   // Of the request being handled: how to frame its response.
   unsigned version_ = 11;
@@ -467,6 +641,25 @@ class Session : public std::enable_shared_from_this<Session> {
 };
 
 void Accept(const std::shared_ptr<HttpServer::State>& state);
+
+// Closes the connection that has waited longest without a complete request header (tier
+// 0, never sent one, before tier 1); false if there is none.
+bool EvictOne(HttpServer::State& state) {
+  while (!state.evictable.empty()) {
+    const auto oldest = state.evictable.begin();
+    const std::uint64_t id = oldest->second;
+    const auto it = state.sessions.find(id);
+    std::shared_ptr<Session> session = it == state.sessions.end() ? nullptr : it->second.lock();
+    if (!session) {  // going away already; not counted, so not the one to free
+      state.evictable.erase(oldest);
+      continue;
+    }
+    session->Evict();  // gives its slot back, and leaves the evictable set
+    ++state.evicted;
+    return true;
+  }
+  return false;
+}
 
 void OnAccepted(const std::shared_ptr<HttpServer::State>& state, const error_code& ec,
                 tcp::socket socket) {
@@ -485,24 +678,36 @@ void OnAccepted(const std::shared_ptr<HttpServer::State>& state, const error_cod
     // The peer is gone already (reset before we looked): nothing to serve.
     error_code ignored;
     socket.close(ignored);
-  } else if (state->sessions.size() >= state->limits.max_connections) {
-    // Closed before reading anything: the cheapest answer, and it keeps the slots for
-    // the clients already connected. Debug level: a flood would otherwise flood the log.
-    ++state->rejected;
-    WK_LOG_DEBUG("HTTP connection rejected: too many open",
-                 {{"address", state->listen_address}, {"remote", FormatEndpoint(remote)}});
-    error_code ignored;
-    socket.close(ignored);
   } else {
-    // Responses are written whole, often several in a row on one connection (pipelining,
-    // a 100 Continue): Nagle's algorithm would hold each small one until the client's
-    // delayed ACK (about 40 ms).
-    error_code ignored;
-    socket.set_option(tcp::no_delay(true), ignored);
-    const std::uint64_t id = state->next_session_id++;
-    auto session = std::make_shared<Session>(state, std::move(socket), id, FormatEndpoint(remote));
-    state->sessions.emplace(id, session);
-    session->Start();
+    // Refused ones are closed before reading anything: the cheapest answer. Debug level:
+    // a flood would otherwise flood the log.
+    std::string client_key = ClientKey(remote.address());
+    const auto client = state->per_client.find(client_key);
+    if (client != state->per_client.end() && client->second >= state->limits.max_connections_per_client) {
+      ++state->rejected;
+      ++state->rejected_per_client;
+      WK_LOG_DEBUG("HTTP connection rejected: too many open from this client",
+                   {{"address", state->listen_address}, {"remote", FormatEndpoint(remote)}});
+      error_code ignored;
+      socket.close(ignored);
+    } else if (state->open >= state->limits.max_connections && !EvictOne(*state)) {
+      ++state->rejected;
+      WK_LOG_DEBUG("HTTP connection rejected: too many open",
+                   {{"address", state->listen_address}, {"remote", FormatEndpoint(remote)}});
+      error_code ignored;
+      socket.close(ignored);
+    } else {
+      // Responses are written whole, often several in a row on one connection (pipelining,
+      // a 100 Continue): Nagle's algorithm would hold each small one until the client's
+      // delayed ACK (about 40 ms).
+      error_code ignored;
+      socket.set_option(tcp::no_delay(true), ignored);
+      const std::uint64_t id = state->next_session_id++;
+      auto session = std::make_shared<Session>(state, std::move(socket), id, FormatEndpoint(remote),
+                                               std::move(client_key));
+      state->sessions.emplace(id, session);
+      session->Start();
+    }
   }
   Accept(state);
 }
@@ -516,9 +721,14 @@ void Accept(const std::shared_ptr<HttpServer::State>& state) {
 }  // namespace
 
 Result<std::unique_ptr<HttpServer>> HttpServer::Start(RealEnv& env, std::string listen_address,
-                                                      ServerHandler handler, HttpServerLimits limits) {
+                                                      ServerHandler handler, HttpServerLimits limits,
+                                                      HeaderCheck header_check) {
   WK_CHECK(static_cast<bool>(handler), "HttpServer needs a handler");
   WK_CHECK(limits.max_connections > 0, "HttpServer: max_connections must be > 0");
+  WK_CHECK(limits.max_connections_per_client > 0, "HttpServer: max_connections_per_client must be > 0");
+  WK_CHECK(limits.first_request_timeout > Duration::zero(), "HttpServer: first_request_timeout must be > 0");
+  WK_CHECK(limits.max_buffered_body_bytes >= limits.max_body_bytes,
+           "HttpServer: max_buffered_body_bytes must hold at least one body of max_body_bytes");
   WK_CHECK(limits.max_header_bytes >= 1024 && limits.max_header_bytes <= 1024 * 1024,
            "HttpServer: max_header_bytes must be in 1 KiB..1 MiB");
   WK_CHECK(limits.idle_timeout > Duration::zero() && limits.read_timeout > Duration::zero() &&
@@ -528,7 +738,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(RealEnv& env, std::string 
   Result<tcp::endpoint> endpoint = ParseListenAddress(listen_address);
   if (!endpoint.ok()) return endpoint.status();
 
-  auto state = std::make_shared<State>(env, listen_address, std::move(handler), limits);
+  auto state = std::make_shared<State>(env, listen_address, std::move(handler), limits, std::move(header_check));
   tcp::acceptor& acceptor = state->acceptor;
   error_code ec;
   std::string_view step = "open";
@@ -564,8 +774,12 @@ HttpServer::~HttpServer() { Stop(); }
 
 std::uint16_t HttpServer::bound_port() const { return state_->port; }
 const std::string& HttpServer::listen_address() const { return state_->listen_address; }
-std::size_t HttpServer::open_connections() const { return state_->sessions.size(); }
+std::size_t HttpServer::open_connections() const { return state_->open; }
 std::uint64_t HttpServer::rejected_connections() const { return state_->rejected; }
+std::uint64_t HttpServer::rejected_per_client() const { return state_->rejected_per_client; }
+std::uint64_t HttpServer::evicted_connections() const { return state_->evicted; }
+std::uint64_t HttpServer::bodies_refused() const { return state_->bodies_refused; }
+std::size_t HttpServer::buffered_body_bytes() const { return state_->body_bytes; }
 
 void HttpServer::Stop() {
   State& s = *state_;
@@ -585,7 +799,31 @@ void HttpServer::Stop() {
   for (const auto& session : live) session->Abort();
   live.clear();
   s.handler.reset();
+  s.header_check.reset();
   WK_LOG_INFO("HTTP server stopped", {{"address", s.listen_address}, {"port", std::to_string(s.port)}});
+}
+
+void PublishHttpServerMetrics(MetricsRegistry& registry, const HttpServer& server, const std::string& listener) {
+  const HttpServer* srv = &server;
+  const std::string rejected_help =
+      "Connections closed at accept: every slot busy mid-request, or the client's cap reached";
+  registry.AddCallbackCounter(
+      "wasmkeep_http_connections_rejected_total", rejected_help,
+      [srv] { return static_cast<double>(srv->rejected_connections() - srv->rejected_per_client()); },
+      {{"listener", listener}, {"reason", "full"}});
+  registry.AddCallbackCounter("wasmkeep_http_connections_rejected_total", rejected_help,
+                              [srv] { return static_cast<double>(srv->rejected_per_client()); },
+                              {{"listener", listener}, {"reason", "per_client"}});
+  registry.AddCallbackCounter("wasmkeep_http_connections_evicted_total",
+                              "Connections without a request closed to make room for a new one",
+                              [srv] { return static_cast<double>(srv->evicted_connections()); }, {{"listener", listener}});
+  registry.AddCallbackCounter("wasmkeep_http_bodies_refused_total",
+                              "Requests answered 503 because server.max_buffered_body_bytes were held",
+                              [srv] { return static_cast<double>(srv->bodies_refused()); }, {{"listener", listener}});
+  registry.AddCallbackGauge("wasmkeep_http_connections_open", "Connections holding a slot",
+                            [srv] { return static_cast<double>(srv->open_connections()); }, {{"listener", listener}});
+  registry.AddCallbackGauge("wasmkeep_http_buffered_body_bytes", "Bytes of request bodies held now",
+                            [srv] { return static_cast<double>(srv->buffered_body_bytes()); }, {{"listener", listener}});
 }
 
 }  // namespace wk

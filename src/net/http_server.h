@@ -1,12 +1,17 @@
-// HttpServer: the node's one HTTP/1.1 listener. It frames requests and responses and
-// hands every request to an asynchronous handler; what the paths mean (the actor API
+// HttpServer: one HTTP/1.1 listener. It frames requests and responses and hands every
+// request to an asynchronous handler; what the paths mean (the actor API
 // `/v1/actors/...`, `/metrics`, `/healthz`, `/readyz`, see server/admin_routes.h) is the handler's
-// business (docs/architecture.md, "Serving and routing").
+// business (docs/architecture.md, "Serving and routing"). A node runs one for its clients
+// and, with node.admin_listen set, a second one for the admin routes, so a flood of client
+// connections cannot starve the probes (cli/serve_cmd.cc).
 //
 // One connection, one request at a time:
 //   waiting   for the first byte of a request, at most idle_timeout (an idle keep-alive
-//             connection is closed after it);
+//             connection is closed after it); a new connection's first request must have
+//             its whole header within first_request_timeout of the accept;
 //   reading   the header and the body, from that first byte, within read_timeout;
+//   checking  (only with a header check, for a request that has a body) the check's Task
+//             runs on the Env; then back to reading the body, or answering;
 //   handling  the handler's Task runs as its own task on the Env (Env::Spawn), so many
 //             connections are handled concurrently; the server sets no deadline here (an
 //             actor event may take long; the handler bounds its own work);
@@ -30,8 +35,32 @@
 //   - After any of these error replies the server reads and discards what the client
 //     still sends for a short while before closing (a "lingering close"), so the reply is
 //     not destroyed by a reset.
-//   - At most max_connections open connections; one accepted beyond that is closed at
-//     once, before anything is read from it.
+//   - A chunked body's trailer fields are read and dropped: the handler sees only the
+//     header's fields (a field a trailer could add after the header was checked, an
+//     Authorization say, never reaches it).
+//   - A request with more than one Host field gets 400 (RFC 9112 section 3.2).
+//
+// Connections (docs/security.md, "Connections and requests"):
+//   - At most max_connections open connections, and at most max_connections_per_client
+//     from one client address (an IPv4 address; an IPv6 /64, what one host is usually
+//     given). A connection over the per-client cap is closed at once, before anything is
+//     read from it. One over max_connections first evicts the open connection that has
+//     waited longest without a complete request header (connections that never completed
+//     one before idle keep-alive ones); when every connection is mid-request it is closed
+//     at once instead. So idle or slow connections, from however many addresses, cannot
+//     keep a client that sends its request promptly out.
+//   - A new connection must complete its first request's header within
+//     first_request_timeout of being accepted (a slowloris bound); later requests have
+//     idle_timeout to start and read_timeout to be read.
+//   - Request bodies being received or handled hold at most max_buffered_body_bytes in
+//     all: a request whose body would pass it gets 503 with Retry-After before its body is
+//     read (a Content-Length counts in full; a chunked body counts as max_body_bytes), and
+//     the connection closes. A body's bytes count until its handler's Task ends.
+//   - The header check, when one is given to Start, sees a request that has a body (its
+//     method, target, header fields and remote, with an empty body) before the body is
+//     read; an answer it returns is sent at once, the body is never read, and the
+//     connection closes. So a handler can refuse an unauthenticated request before its
+//     body takes memory or time.
 //
 // Responses. The handler's ServerResponse is sent with the request's HTTP version:
 //   - Content-Length is the body's size, set by the server; the handler's Content-Length
@@ -64,9 +93,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "base/metrics.h"
 #include "base/status.h"
 #include "base/time.h"
 #include "env/real_env.h"
@@ -82,7 +114,7 @@ struct HttpServerLimits {
   // An actor's request body is at most actors.max_request_bytes, 1 MiB by default
   // (docs/abi.md); 64 KiB above it lets a body slightly over that limit reach the
   // router, which answers it with the actor API's own 413. The whole body is held in
-  // memory: this times max_connections bounds the memory requests can take.
+  // memory; max_buffered_body_bytes bounds all of them together.
   std::size_t max_body_bytes = 1024 * 1024 + 64 * 1024;
   // Bounds file descriptors and memory if something (or someone) opens connections in a
   // loop; well above what a node serves at once.
@@ -96,7 +128,26 @@ struct HttpServerLimits {
   Duration read_timeout = std::chrono::seconds(30);
   // Writing one response. Same reasoning as read_timeout.
   Duration write_timeout = std::chrono::seconds(30);
+  // Connections from one client address (IPv4 address, IPv6 /64): one host cannot take
+  // every slot. Well above what one client's pool opens (a few to a few dozen), well
+  // below max_connections.
+  std::size_t max_connections_per_client = 64;
+  // From accept to the end of the first request's header. A client sends its first
+  // request at once (a few round trips at most); a connection that sends nothing, or its
+  // header a byte at a time, is cut after this instead of after idle_timeout plus
+  // read_timeout. Above any sane network's round trips, well below those timeouts.
+  Duration first_request_timeout = std::chrono::seconds(10);
+  // Request bodies held at once, across all connections (reserved when the header is
+  // read, freed when the handler's Task ends). Bounds the memory bodies take whatever
+  // the number of connections: 64 MiB is about 60 maximal actor requests at once.
+  std::size_t max_buffered_body_bytes = 64 * 1024 * 1024;
 };
+
+// Sees a request that has a body before the body is read (the request's body is empty
+// then). nullopt: read the body and hand the request to the handler. A response: send it
+// instead, without reading the body, and close the connection. Called on the loop thread;
+// its Task runs as its own task on the Env. Must not throw.
+using HeaderCheck = std::function<Task<std::optional<ServerResponse>>(const ServerRequest&)>;
 
 class HttpServer {
  public:
@@ -104,14 +155,16 @@ class HttpServer {
   // "localhost" means 127.0.0.1; PORT 0 picks a free port, see bound_port()) and starts
   // accepting on env's loop. REQUIRES: env outlives the server and every handler task;
   // handler is set; limits are sane (max_connections > 0, max_header_bytes in
-  // 1 KiB..1 MiB, timeouts > 0): checked, a crash otherwise.
+  // 1 KiB..1 MiB, timeouts > 0, max_connections_per_client > 0): checked, a crash
+  // otherwise. header_check may be empty (every body is read before the handler is called).
   // Errors, each a one-line message naming the address:
   //   kInvalidArgument  the address does not parse (no port, port not in 0..65535, host
   //                     not an IP address)
   //   kFatal            the socket cannot be bound or listened on (address in use,
   //                     permission denied, address not on this host)
   static Result<std::unique_ptr<HttpServer>> Start(RealEnv& env, std::string listen_address,
-                                                   ServerHandler handler, HttpServerLimits limits = {});
+                                                   ServerHandler handler, HttpServerLimits limits = {},
+                                                   HeaderCheck header_check = {});
 
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
@@ -127,11 +180,20 @@ class HttpServer {
   // Tasks already running finish on their own (see the header comment).
   void Stop();
 
-  // Connections currently open (including ones closing after their last response and
-  // ones waiting for their handler); 0 after Stop().
+  // Connections currently holding a slot (including ones closing after their last
+  // response and ones waiting for their handler); 0 after Stop().
   std::size_t open_connections() const;
-  // Connections closed at accept because max_connections were open.
+  // Connections closed at accept: max_connections were open and none could be evicted,
+  // or the client already had max_connections_per_client open.
   std::uint64_t rejected_connections() const;
+  // Of those, the ones refused by the per-client cap.
+  std::uint64_t rejected_per_client() const;
+  // Connections closed to make room for a new one (see "Connections").
+  std::uint64_t evicted_connections() const;
+  // Requests answered 503 because max_buffered_body_bytes were held.
+  std::uint64_t bodies_refused() const;
+  // Bytes of request bodies held now (see max_buffered_body_bytes).
+  std::size_t buffered_body_bytes() const;
 
   struct State;  // shared with in-flight Asio handlers and handler tasks; in the .cc
 
@@ -139,5 +201,12 @@ class HttpServer {
   explicit HttpServer(std::shared_ptr<State> state);
   std::shared_ptr<State> state_;
 };
+
+// The listener's counters as views in registry (docs/architecture.md, "Metrics"), labelled
+// listener=`listener` ("api", "admin"): wasmkeep_http_connections_open,
+// _connections_rejected_total{reason="full"|"per_client"}, _connections_evicted_total,
+// wasmkeep_http_bodies_refused_total and wasmkeep_http_buffered_body_bytes. server must
+// outlive every scrape of registry; scrapes run on the loop thread, as the server does.
+void PublishHttpServerMetrics(MetricsRegistry& registry, const HttpServer& server, const std::string& listener);
 
 }  // namespace wk

@@ -4,7 +4,8 @@
 // RunServed sets up what most of those tests start with: a server on 127.0.0.1:0 and a
 // client connected to it.
 //
-// Threading: the loop thread; awaited from the test's coroutines. 127.0.0.1 only.
+// Threading: the loop thread; awaited from the test's coroutines. To 127.0.0.1 only (from
+// any loopback address).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -87,8 +88,16 @@ class TestClient {
  public:
   explicit TestClient(RealEnv& env) : env_(env), stream_(env.context()) {}
 
-  Task<error_code> Connect(std::uint16_t port) {
+  // from: the local address to connect from ("127.0.0.2": all of 127/8 is loopback), or
+  // empty for the system's choice.
+  Task<error_code> Connect(std::uint16_t port, std::string from = {}) {
     const tcp::endpoint endpoint(net::ip::address_v4::loopback(), port);
+    if (!from.empty()) {
+      error_code bind_ec;
+      stream_.socket().open(tcp::v4(), bind_ec);
+      if (!bind_ec) stream_.socket().bind(tcp::endpoint(net::ip::make_address(from), 0), bind_ec);
+      if (bind_ec) co_return bind_ec;
+    }
     IoStart start = [this, endpoint](Latch<IoDone> done) {
       stream_.expires_after(kClientTimeout);
       stream_.async_connect(endpoint, [done](const error_code& ec) { done.Set(IoDone{ec, 0}); });
@@ -214,6 +223,16 @@ struct Served {
   TestClient client;
 };
 
+// An HttpServer on 127.0.0.1:0 with handler and limits, or nullptr after failing the test.
+inline std::unique_ptr<HttpServer> StartOrFail(RealEnv& env, ServerHandler handler, HttpServerLimits limits = {}) {
+  auto started = HttpServer::Start(env, "127.0.0.1:0", std::move(handler), limits);
+  if (!started.ok()) {
+    ADD_FAILURE() << started.status().ToString();
+    return nullptr;
+  }
+  return std::move(started).value();
+}
+
 // Runs test on env's loop with an HttpServer started on 127.0.0.1:0 (handler, limits) and
 // Served::client connected to it. A server that does not start, or a client that cannot
 // connect, fails the test without running test. The server is destroyed when test ends
@@ -223,12 +242,8 @@ inline void RunServed(RealEnv& env, ServerHandler handler, HttpServerLimits limi
   auto main = [](RealEnv& e, ServerHandler h, HttpServerLimits l,
                  const std::function<Task<void>(Served&)>* t) -> Task<void> {
     Served s(e);
-    auto started = HttpServer::Start(e, "127.0.0.1:0", std::move(h), l);
-    if (!started.ok()) {
-      ADD_FAILURE() << started.status().ToString();
-      co_return;
-    }
-    s.server = std::move(started).value();
+    s.server = StartOrFail(e, std::move(h), l);
+    if (s.server == nullptr) co_return;
     CO_ASSERT_TRUE(!(co_await s.client.Connect(s.server->bound_port())));
     co_await (*t)(s);
   };

@@ -82,6 +82,10 @@ class ActorHost {
 
   // One /v1/actors/... request.
   Task<ServerResponse> Handle(ServerRequest request) { return front_->Handle(std::move(request)); }
+  // A /v1/actors/... request whose body is not read yet (Front::CheckBeforeBody).
+  Task<std::optional<ServerResponse>> CheckBeforeBody(ServerRequest request) {
+    return front_->CheckBeforeBody(std::move(request));
+  }
   // See "Stopping" above. False if actors were still resident at the limit.
   Task<bool> Shutdown(Duration limit) { return runtime_->Shutdown(limit); }
 

@@ -1,13 +1,35 @@
 #include "server/front.h"
 
-#include "base/ascii.h"
+#include <limits>
 
+#include "base/ascii.h"
 #include "base/log.h"
 
 namespace wk {
 namespace {
 
 bool Unavailable(Code c) { return c == Code::kRetryable || c == Code::kUnknownOutcome || c == Code::kCancelled; }
+
+// The node's own header prefix: an actor's response may not carry such a header, since a
+// node reads them from its peers (kForwardingRefused) and trusts them.
+constexpr std::string_view kInternalHeaderPrefix = "x-wasmkeep-";
+
+bool IsInternalHeader(std::string_view name) {
+  return name.size() >= kInternalHeaderPrefix.size() &&
+         EqualsIgnoreAsciiCase(name.substr(0, kInternalHeaderPrefix.size()), kInternalHeaderPrefix);
+}
+
+// The Content-Length a request announces, if it has a well-formed one.
+std::optional<std::uint64_t> AnnouncedLength(const ServerRequest& request) {
+  auto text = request.Header("Content-Length");
+  if (!text || text->empty()) return std::nullopt;
+  std::uint64_t length = 0;
+  for (const char c : *text) {
+    if (c < '0' || c > '9' || length > (std::numeric_limits<std::uint64_t>::max() - 9) / 10) return std::nullopt;
+    length = length * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  return length;
+}
 
 }  // namespace
 
@@ -52,11 +74,8 @@ ServerResponse Front::Quarantined(const control::QuarantineRecord& record) {
   return r;
 }
 
-Task<ServerResponse> Front::Handle(ServerRequest request) {
-  ++stats_.requests;
-  // 1. The actor's name and the rest of the path.
-  std::string_view target = request.target;
-  if (!target.starts_with(kActorsPrefix)) co_return Error(404, "not found: actor paths are /v1/actors/<tenant>/<class>/<name>/...");
+std::optional<ServerResponse> Front::ParseTarget(std::string_view target, ParsedTarget* out) {
+  if (!target.starts_with(kActorsPrefix)) return Error(404, "not found: actor paths are /v1/actors/<tenant>/<class>/<name>/...");
   std::string_view query;
   if (auto q = target.find('?'); q != std::string_view::npos) {
     query = target.substr(q + 1);
@@ -69,16 +88,66 @@ Task<ServerResponse> Front::Handle(ServerRequest request) {
     parts[i] = rest.substr(0, slash);
     rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash);
     if (i < 2) {
-      if (rest.empty()) co_return Error(400, "bad actor path: expected /v1/actors/<tenant>/<class>/<name>[/<path>]");
+      if (rest.empty()) return Error(400, "bad actor path: expected /v1/actors/<tenant>/<class>/<name>[/<path>]");
       rest.remove_prefix(1);
     }
   }
-  ActorId id{std::string(parts[0]), std::string(parts[1]), std::string(parts[2])};
-  if (Status v = ValidateActorId(id); !v.ok()) co_return Error(400, "bad actor name: " + v.message());
-  if (request.body.size() > options_.max_request_bytes) {
-    co_return Error(413, "request body of " + std::to_string(request.body.size()) + " bytes is over actors.max_request_bytes (" +
-                             std::to_string(options_.max_request_bytes) + ")");
+  out->id = ActorId{std::string(parts[0]), std::string(parts[1]), std::string(parts[2])};
+  if (Status v = ValidateActorId(out->id); !v.ok()) return Error(400, "bad actor name: " + v.message());
+  out->rest = rest;
+  out->query = query;
+  return std::nullopt;
+}
+
+std::optional<ServerResponse> Front::TooLarge(std::uint64_t body_bytes) {
+  if (body_bytes <= options_.max_request_bytes) return std::nullopt;
+  return Error(413, "request body of " + std::to_string(body_bytes) + " bytes is over actors.max_request_bytes (" +
+                        std::to_string(options_.max_request_bytes) + ")");
+}
+
+std::optional<ServerResponse> Front::AuthenticationRefused(const Result<std::string>& who) {
+  if (who.ok()) return std::nullopt;
+  // docs/tenants.md: a missing, malformed, unknown or revoked token is 401 (one answer
+  // for all, so a caller learns nothing about which); a corrupt tenant record is 500.
+  if (who.code() == Code::kInvalidArgument || who.code() == Code::kNotFound) return Error(401, who.status().message());
+  if (who.code() == Code::kFatal) return Error(500, "cannot check the token: " + who.status().message());
+  if (Unavailable(who.code())) return Error(503, "cannot check the token: " + who.status().message(), true);
+  return Error(403, who.status().message());
+}
+
+Task<std::optional<ServerResponse>> Front::CheckBeforeBody(ServerRequest request) {
+  ParsedTarget target;
+  std::optional<ServerResponse> refused = ParseTarget(request.target, &target);
+  if (!refused) {
+    if (auto length = AnnouncedLength(request)) refused = TooLarge(*length);
   }
+  if (!refused) {
+    for (const auto& [n, v] : request.headers) {
+      // A forwarded request's signature covers its body: Handle verifies it once read.
+      if (Forwarder::IsForwardingHeader(n)) co_return std::nullopt;
+    }
+    auto auth = request.Header("Authorization");
+    // Not inside the co_await expression: GCC 12 miscompiles a conditional there.
+    std::string value = auth ? std::string(*auth) : std::string();
+    auto who = co_await deps_.authenticate(std::move(value));
+    refused = AuthenticationRefused(who);
+    if (!refused && *who != target.id.tenant) {
+      refused = Error(403, "this token is for tenant " + *who + ", not " + target.id.tenant);
+    }
+  }
+  if (refused) ++stats_.requests;  // Handle will not see it
+  co_return refused;
+}
+
+Task<ServerResponse> Front::Handle(ServerRequest request) {
+  ++stats_.requests;
+  // 1. The actor's name and the rest of the path.
+  ParsedTarget target;
+  if (auto refused = ParseTarget(request.target, &target)) co_return std::move(*refused);
+  ActorId id = std::move(target.id);
+  const std::string_view rest = target.rest;
+  const std::string_view query = target.query;
+  if (auto refused = TooLarge(request.body.size())) co_return std::move(*refused);
 
   // 2. Who is asking.
   int hops = 0;
@@ -96,14 +165,7 @@ Task<ServerResponse> Front::Handle(ServerRequest request) {
     auto auth = request.Header("Authorization");
     std::string value = auth ? std::string(*auth) : std::string();
     auto who = co_await deps_.authenticate(std::move(value));
-    if (!who.ok()) {
-      // docs/tenants.md: a missing, malformed, unknown or revoked token is 401 (one answer
-      // for all, so a caller learns nothing about which); a corrupt tenant record is 500.
-      if (who.code() == Code::kInvalidArgument || who.code() == Code::kNotFound) co_return Error(401, who.status().message());
-      if (who.code() == Code::kFatal) co_return Error(500, "cannot check the token: " + who.status().message());
-      if (Unavailable(who.code())) co_return Error(503, "cannot check the token: " + who.status().message(), true);
-      co_return Error(403, who.status().message());
-    }
+    if (auto refused = AuthenticationRefused(who)) co_return std::move(*refused);
     tenant = std::move(*who);
   }
   if (tenant != id.tenant) co_return Error(403, "this token is for tenant " + tenant + ", not " + id.tenant);
@@ -229,7 +291,11 @@ Task<ServerResponse> Front::Run(ActorId id, actor::Request request) {
     case actor::EventOutcome::kOk: {
       ServerResponse r;
       r.status = result.response.status;
-      r.headers = std::move(result.response.headers);
+      for (auto& [n, v] : result.response.headers) {
+        // The node's own headers are the node's: a peer's X-Wasmkeep-Forwarding-Refused
+        // must come from its front, never from an actor (docs/http-api.md).
+        if (!IsInternalHeader(n)) r.headers.emplace_back(std::move(n), std::move(v));
+      }
       r.body = std::move(result.response.body);
       co_return r;
     }

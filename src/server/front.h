@@ -26,17 +26,21 @@
 //      actor taken meanwhile forwards to the taker. A request is forwarded at most
 //      `max_hops` times in all (a forwarded request that finds its target no longer the
 //      owner is routed once more, never bounced forever); past that it is 503.
-//   5. Answer: the actor's response once durable; its trap or timeout is 500 naming the
-//      cause; its queue full, the node draining, the node lease not valid, or the bucket
-//      unreachable is 503 with Retry-After. Nothing acknowledged is ever lost: a 503 means
-//      the request was not acknowledged and may be retried.
+//   5. Answer: the actor's response once durable, without any X-Wasmkeep-* header (the
+//      node's own: a node trusts them from its peers' fronts only, so an actor may not set
+//      them); its trap or timeout is 500 naming the cause; its queue full, the node
+//      draining, the node lease not valid, or the bucket unreachable is 503 with
+//      Retry-After. Nothing acknowledged is ever lost: a 503 means the request was not
+//      acknowledged and may be retried.
 //
 // Threading: the Env loop thread. Simulator-clean: it reaches other nodes only through the
 // forwarder's PeerTransport and runs events through an actor::EventHost.
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "actor/event_host.h"
 #include "base/metrics.h"
@@ -92,9 +96,25 @@ class Front {
  public:
   Front(FrontDeps deps, FrontOptions options);
   Task<ServerResponse> Handle(ServerRequest request);
+  // Steps 1 and 2 for a request whose body is not read yet (HttpServer's HeaderCheck):
+  // the refusal Handle would give for its path, its announced Content-Length or its token
+  // (one GET of the tenant's record at most, shared with Handle's through the cache), or
+  // nullopt to read the body and call Handle. A request carrying forwarding headers is
+  // passed (its signature covers the body; Handle verifies it). So an unauthenticated
+  // client's body is never read.
+  Task<std::optional<ServerResponse>> CheckBeforeBody(ServerRequest request);
   const FrontStats& stats() const { return stats_; }
 
  private:
+  struct ParsedTarget {
+    ActorId id;
+    std::string_view rest;   // the path after the actor's name, into the target
+    std::string_view query;  // without '?', into the target
+  };
+  // Refusals (400, 404, 413, 401/403/500/503), or nullopt.
+  std::optional<ServerResponse> ParseTarget(std::string_view target, ParsedTarget* out);
+  std::optional<ServerResponse> TooLarge(std::uint64_t body_bytes);
+  std::optional<ServerResponse> AuthenticationRefused(const Result<std::string>& who);
   Task<ServerResponse> Run(ActorId id, actor::Request request);
   Task<ServerResponse> ForwardTo(NodeId node_id, ServerRequest request, std::string tenant, int hops);
   ServerResponse Error(int status, std::string message, bool retry_after = false);

@@ -1,0 +1,153 @@
+// The Front's own answers, on a simulated node with a scripted event host: what it takes
+// from an actor's response, and the checks it makes before a body is read. (Routing and
+// forwarding run in the simulator's `routing` scenario and tests/cluster/serve_test.sh.)
+#include "server/front.h"
+
+#include <gtest/gtest.h>
+
+#include "cluster/testing.h"
+#include "env/sim_env.h"
+
+namespace wk {
+namespace {
+
+constexpr std::string_view kGoodToken = "Bearer good";
+
+// Every actor is resident, and each event answers `answer`.
+class ScriptedHost final : public actor::EventHost {
+ public:
+  Task<actor::EventResult> HandleRequest(ActorId, actor::Request request) override {
+    requests.push_back(std::move(request));
+    actor::EventResult result;
+    result.response = answer;
+    co_return result;
+  }
+  void Unload(const ActorId&) override {}
+  bool IsResident(const ActorId&) const override { return true; }
+
+  actor::Response answer;
+  std::vector<actor::Request> requests;
+};
+
+// A peer network that fails every request: nothing here is forwarded.
+class NoPeers final : public PeerTransport {
+ public:
+  Task<Result<ServerResponse>> Send(std::string, ServerRequest, Duration) override {
+    co_return Retryable("no peers in this test");
+  }
+};
+
+class FrontTest : public ::testing::Test {
+ protected:
+  FrontTest() {
+    secret_.bytes.fill(7);
+    FrontDeps deps{host_,
+                   node_.node.owners(),
+                   node_.node.membership(),
+                   forwarder_,
+                   [this](std::string authorization) { return Authenticate(std::move(authorization)); },
+                   [](std::string, std::string) -> Task<Status> { co_return Status::Ok(); },
+                   nullptr};
+    FrontOptions options;
+    options.node_id = NodeId("a");
+    options.max_request_bytes = 1000;
+    front_ = std::make_unique<Front>(std::move(deps), options);
+  }
+
+  Task<Result<std::string>> Authenticate(std::string authorization) {
+    ++authentications_;
+    if (authorization == kGoodToken) co_return std::string("acme");
+    if (authorization == "Bearer globex") co_return std::string("globex");
+    if (authorization.empty()) co_return InvalidArgument("no Authorization header");
+    co_return NotFound("token not recognised");
+  }
+
+  ServerResponse Handle(ServerRequest request) {
+    auto out = RunTask(world_, node_.env, front_->Handle(std::move(request)));
+    EXPECT_TRUE(out.has_value());
+    return out ? std::move(*out) : ServerResponse{};
+  }
+  std::optional<ServerResponse> Check(ServerRequest request) {
+    auto out = RunTask(world_, node_.env, front_->CheckBeforeBody(std::move(request)));
+    EXPECT_TRUE(out.has_value());
+    return out ? std::move(*out) : std::nullopt;
+  }
+
+  static ServerRequest Request(std::string target, ServerHeaders headers, std::string body = {}) {
+    ServerRequest r;
+    r.method = "POST";
+    r.target = std::move(target);
+    r.headers = std::move(headers);
+    r.body = std::move(body);
+    return r;
+  }
+
+  SimWorld world_{3};
+  std::shared_ptr<MemBucket> bucket_ = std::make_shared<MemBucket>();
+  cluster_testing::SimNode node_{world_, bucket_, NodeId("a"), InstanceToken("i1"), "test", LeaseTiming{}, /*start=*/false};
+  ScriptedHost host_;
+  NoPeers peers_;
+  control::ClusterSecret secret_;
+  Forwarder forwarder_{node_.env, peers_, NodeId("a"), secret_};
+  std::unique_ptr<Front> front_;
+  int authentications_ = 0;
+};
+
+TEST_F(FrontTest, AnActorCannotSetTheNodesOwnHeaders) {
+  // The finding: an actor answering 401 with X-Wasmkeep-Forwarding-Refused made the node
+  // that forwarded to it take the answer for a peer's refusal of its signature (and
+  // answer its client 503). The node's X-Wasmkeep-* headers now come from nodes only.
+  host_.answer.status = 401;
+  host_.answer.headers = {{"X-Wasmkeep-Forwarding-Refused", "forged"},
+                          {"x-wasmkeep-tenant", "globex"},
+                          {"X-WASMKEEP-HOPS", "1"},
+                          {"X-Wasmkeeper", "not ours: kept"},
+                          {"Content-Type", "text/plain"}};
+  host_.answer.body = "the actor's own 401\n";
+  ServerResponse r = Handle(Request("/v1/actors/acme/c/n/x", {{"Authorization", std::string(kGoodToken)}}));
+  EXPECT_EQ(r.status, 401);
+  EXPECT_EQ(r.body, "the actor's own 401\n");
+  const ServerHeaders expected = {{"X-Wasmkeeper", "not ours: kept"}, {"Content-Type", "text/plain"}};
+  EXPECT_EQ(r.headers, expected);
+  ASSERT_EQ(host_.requests.size(), 1u);
+}
+
+TEST_F(FrontTest, TheCheckBeforeTheBodyRefusesWhatHandleWouldRefuse) {
+  const ServerHeaders good = {{"Authorization", std::string(kGoodToken)}};
+  // Unauthenticated, or another tenant's token: refused before the body is read.
+  auto none = Check(Request("/v1/actors/acme/c/n/x", {{"Content-Length", "900"}}));
+  ASSERT_TRUE(none.has_value());
+  EXPECT_EQ(none->status, 401);
+  auto unknown = Check(Request("/v1/actors/acme/c/n/x", {{"Authorization", "Bearer nope"}}));
+  ASSERT_TRUE(unknown.has_value());
+  EXPECT_EQ(unknown->status, 401);
+  auto other = Check(Request("/v1/actors/acme/c/n/x", {{"Authorization", "Bearer globex"}}));
+  ASSERT_TRUE(other.has_value());
+  EXPECT_EQ(other->status, 403);
+  // A bad path or an announced body over actors.max_request_bytes: no token is checked.
+  const int before = authentications_;
+  auto path = Check(Request("/v1/actors/acme", good));
+  ASSERT_TRUE(path.has_value());
+  EXPECT_EQ(path->status, 400);
+  auto elsewhere = Check(Request("/v2/x", good));
+  ASSERT_TRUE(elsewhere.has_value());
+  EXPECT_EQ(elsewhere->status, 404);
+  auto big = Check(Request("/v1/actors/acme/c/n/x", {{"Authorization", std::string(kGoodToken)}, {"Content-Length", "1001"}}));
+  ASSERT_TRUE(big.has_value());
+  EXPECT_EQ(big->status, 413);
+  EXPECT_EQ(authentications_, before);
+  // Passed: a client of the right tenant, and a forwarded request (its signature covers the
+  // body, so Handle checks it).
+  EXPECT_FALSE(Check(Request("/v1/actors/acme/c/n/x", {{"Authorization", std::string(kGoodToken)}, {"Content-Length", "1000"}}))
+                   .has_value());
+  EXPECT_FALSE(Check(Request("/v1/actors/acme/c/n/x", {{"X-Wasmkeep-Signature", "00"}})).has_value());
+  // Handle still refuses that one once its body is read.
+  ServerResponse forged = Handle(Request("/v1/actors/acme/c/n/x", {{"X-Wasmkeep-Signature", "00"}}, "body"));
+  EXPECT_EQ(forged.status, 401);
+  EXPECT_EQ(front_->stats().requests, 7u) << "each refusal counted once, as a request";
+  EXPECT_EQ(front_->stats().refused, 7u);
+  EXPECT_TRUE(host_.requests.empty());
+}
+
+}  // namespace
+}  // namespace wk
