@@ -1,8 +1,11 @@
 #include "net/http_server.h"
 
+#include <openssl/ssl.h>
+
 #include <array>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/error.hpp>
@@ -15,6 +18,7 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
 #include <charconv>
 #include <limits>
 #include <optional>
@@ -25,6 +29,7 @@
 
 #include "base/check.h"
 #include "base/log.h"
+#include "net/tls_identity.h"
 
 namespace wk {
 
@@ -169,16 +174,24 @@ std::optional<std::uint64_t> ParseContentLength(std::string_view text) {
   return length;
 }
 
-class Session;
+// What Stop() needs of a session, whichever stream it runs on.
+class SessionBase {
+ public:
+  virtual ~SessionBase() = default;
+  // Cancels whatever is in flight; the Asio handlers then see the server stopped.
+  virtual void Abort() = 0;
+};
 
 }  // namespace
 
 struct HttpServer::State {
-  State(RealEnv& e, std::string address, ServerHandler h, HttpServerLimits l)
+  State(RealEnv& e, std::string address, ServerHandler h, HttpServerLimits l,
+        std::shared_ptr<net::ssl::context> tls_context)
       : env(e),
         listen_address(std::move(address)),
         handler(std::make_shared<const ServerHandler>(std::move(h))),
         limits(l),
+        tls(std::move(tls_context)),
         acceptor(e.context()),
         retry_timer(e.context()) {}
 
@@ -187,6 +200,7 @@ struct HttpServer::State {
   // Reset by Stop(); each handler task holds its own reference while it runs.
   std::shared_ptr<const ServerHandler> handler;
   const HttpServerLimits limits;
+  const std::shared_ptr<net::ssl::context> tls;  // null: plain HTTP
   tcp::acceptor acceptor;
   net::steady_timer retry_timer;
   std::uint16_t port = 0;
@@ -196,7 +210,7 @@ struct HttpServer::State {
   // Open connections, by id. Not owning: every Session is owned by its pending Asio
   // handler or by its running handler task, and removes itself here when the last one
   // lets go. Emptied by Stop().
-  std::unordered_map<std::uint64_t, std::weak_ptr<Session>> sessions;
+  std::unordered_map<std::uint64_t, std::weak_ptr<SessionBase>> sessions;
 };
 
 namespace {
@@ -205,27 +219,39 @@ namespace {
 // handling -> writing -> waiting (keep-alive), or lingering -> closed after a response
 // that closes. Also closed by a timeout, a socket error or Stop(). Always owned by
 // shared_ptr, held by whichever Asio handler is pending or by the handler task, so
-// buffers outlive every operation using them.
-class Session : public std::enable_shared_from_this<Session> {
+// buffers outlive every operation using them. Stream is beast::tcp_stream (plain) or
+// beast::ssl_stream over one (TLS: a handshake comes first, within read_timeout).
+template <typename Stream>
+class Session : public SessionBase, public std::enable_shared_from_this<Session<Stream>> {
  public:
-  Session(std::shared_ptr<HttpServer::State> state, tcp::socket socket, std::uint64_t id,
+  static constexpr bool kTls = !std::is_same_v<Stream, beast::tcp_stream>;
+
+  Session(std::shared_ptr<HttpServer::State> state, Stream stream, std::uint64_t id,
           std::string remote)
       : state_(std::move(state)),
-        stream_(std::move(socket)),
+        stream_(std::move(stream)),
         // Twice the header limit: room for one maximal header plus the start of a
         // pipelined one. A header that does not fit is answered 431 like one too long.
         buffer_(2 * state_->limits.max_header_bytes),
         id_(id),
         remote_(std::move(remote)) {}
 
-  ~Session() { state_->sessions.erase(id_); }
+  ~Session() override { state_->sessions.erase(id_); }
 
-  void Start() { WaitForRequest(); }
+  void Start() {
+    if constexpr (kTls) {
+      Handshake();
+    } else {
+      WaitForRequest();
+    }
+  }
 
   // Stop(): cancels whatever is in flight; the Asio handlers then see state_->stopped.
-  void Abort() { stream_.close(); }
+  void Abort() override { Lowest().close(); }
 
   bool stopped() const { return state_->stopped; }
+
+  using std::enable_shared_from_this<Session<Stream>>::shared_from_this;
 
   // The handler task's answer to the request Dispatch() handed out.
   void OnHandled(ServerResponse response) {
@@ -234,6 +260,26 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
  private:
+  beast::tcp_stream& Lowest() { return beast::get_lowest_layer(stream_); }
+
+  // TLS: the handshake, under read_timeout. A client whose certificate the context refuses
+  // (the peer listener's pin check) fails here and is closed without an answer.
+  void Handshake() {
+    Lowest().expires_after(state_->limits.read_timeout);
+    stream_.async_handshake(net::ssl::stream_base::server, [self = shared_from_this()](const error_code& ec) {
+      if (self->state_->stopped) return;
+      if (ec) {
+        // Debug level: a scanner or a refused peer would otherwise flood the log.
+        WK_LOG_DEBUG("TLS handshake failed",
+                     {{"address", self->state_->listen_address}, {"remote", self->remote_}, {"error", ec.message()}});
+        self->Close();
+        return;
+      }
+      if (X509* cert = SSL_get0_peer_certificate(self->stream_.native_handle())) self->peer_pin_ = SpkiPin(cert);
+      self->WaitForRequest();
+    });
+  }
+
   // Waiting: for the first bytes of the next request, under idle_timeout.
   void WaitForRequest() {
     parser_.emplace();
@@ -244,7 +290,7 @@ class Session : public std::enable_shared_from_this<Session> {
       ReadHeader();
       return;
     }
-    stream_.expires_after(state_->limits.idle_timeout);
+    Lowest().expires_after(state_->limits.idle_timeout);
     stream_.async_read_some(buffer_.prepare(buffer_.max_size()),
                             [self = shared_from_this()](const error_code& ec, std::size_t n) {
                               if (self->state_->stopped) return;
@@ -260,7 +306,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // Reading: the deadline set here covers the header, the body and a 100 Continue.
   void ReadHeader() {
-    stream_.expires_after(state_->limits.read_timeout);
+    Lowest().expires_after(state_->limits.read_timeout);
     http::async_read_header(stream_, buffer_, *parser_,
                             [self = shared_from_this()](const error_code& ec, std::size_t) {
                               self->OnHeader(ec);
@@ -354,9 +400,10 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     request.body = std::move(message.body());
     request.remote = remote_;
+    request.peer_cert_pin = peer_pin_;
 
     std::string name = "http " + request.method + " " + request.target.substr(0, kTaskNameTargetBytes);
-    stream_.expires_never();  // the handler bounds its own time
+    Lowest().expires_never();  // the handler bounds its own time
     state_->env.Spawn(RunHandler(state_->handler, shared_from_this(), std::move(request)),
                       std::move(name));
   }
@@ -407,7 +454,7 @@ class Session : public std::enable_shared_from_this<Session> {
       response_.content_length(head_length ? *handler_length : response.body.size());
       if (!head_) response_.body() = std::move(response.body);
     }
-    stream_.expires_after(state_->limits.write_timeout);
+    Lowest().expires_after(state_->limits.write_timeout);
     http::async_write(stream_, response_,
                       [self = shared_from_this(), keep_alive](const error_code& ec, std::size_t) {
                         self->OnWritten(ec, keep_alive);
@@ -423,8 +470,9 @@ class Session : public std::enable_shared_from_this<Session> {
       WaitForRequest();
     } else {
       error_code ignored;
-      stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
-      stream_.expires_after(kLingerTimeout);
+      // (TLS: no close_notify; every response is framed by its Content-Length.)
+      Lowest().socket().shutdown(tcp::socket::shutdown_send, ignored);
+      Lowest().expires_after(kLingerTimeout);
       Linger();
     }
   }
@@ -446,15 +494,16 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void Close() {
     error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
-    stream_.close();
+    Lowest().socket().shutdown(tcp::socket::shutdown_both, ignored);
+    Lowest().close();
   }
 
   const std::shared_ptr<HttpServer::State> state_;
-  beast::tcp_stream stream_;
+  Stream stream_;
   beast::flat_buffer buffer_;
   const std::uint64_t id_;
   const std::string remote_;
+  std::string peer_pin_;  // TLS: the pin of the client's certificate, if it sent one
   std::optional<http::request_parser<http::string_body>> parser_;
   bool reading_body_ = false;
   // Of the request being handled: how to frame its response.
@@ -500,9 +549,18 @@ void OnAccepted(const std::shared_ptr<HttpServer::State>& state, const error_cod
     error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
     const std::uint64_t id = state->next_session_id++;
-    auto session = std::make_shared<Session>(state, std::move(socket), id, FormatEndpoint(remote));
-    state->sessions.emplace(id, session);
-    session->Start();
+    if (state->tls) {
+      using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+      auto session = std::make_shared<Session<TlsStream>>(
+          state, TlsStream(beast::tcp_stream(std::move(socket)), *state->tls), id, FormatEndpoint(remote));
+      state->sessions.emplace(id, session);
+      session->Start();
+    } else {
+      auto session = std::make_shared<Session<beast::tcp_stream>>(state, beast::tcp_stream(std::move(socket)), id,
+                                                                  FormatEndpoint(remote));
+      state->sessions.emplace(id, session);
+      session->Start();
+    }
   }
   Accept(state);
 }
@@ -516,7 +574,8 @@ void Accept(const std::shared_ptr<HttpServer::State>& state) {
 }  // namespace
 
 Result<std::unique_ptr<HttpServer>> HttpServer::Start(RealEnv& env, std::string listen_address,
-                                                      ServerHandler handler, HttpServerLimits limits) {
+                                                      ServerHandler handler, HttpServerLimits limits,
+                                                      std::shared_ptr<net::ssl::context> tls) {
   WK_CHECK(static_cast<bool>(handler), "HttpServer needs a handler");
   WK_CHECK(limits.max_connections > 0, "HttpServer: max_connections must be > 0");
   WK_CHECK(limits.max_header_bytes >= 1024 && limits.max_header_bytes <= 1024 * 1024,
@@ -528,7 +587,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(RealEnv& env, std::string 
   Result<tcp::endpoint> endpoint = ParseListenAddress(listen_address);
   if (!endpoint.ok()) return endpoint.status();
 
-  auto state = std::make_shared<State>(env, listen_address, std::move(handler), limits);
+  auto state = std::make_shared<State>(env, listen_address, std::move(handler), limits, std::move(tls));
   tcp::acceptor& acceptor = state->acceptor;
   error_code ec;
   std::string_view step = "open";
@@ -553,8 +612,9 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(RealEnv& env, std::string 
   }
 
   Accept(state);
-  WK_LOG_INFO("HTTP server listening",
-              {{"address", listen_address}, {"port", std::to_string(state->port)}});
+  WK_LOG_INFO("HTTP server listening", {{"address", listen_address},
+                                        {"port", std::to_string(state->port)},
+                                        {"tls", state->tls ? "on" : "off"}});
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(state)));
 }
 
@@ -576,7 +636,7 @@ void HttpServer::Stop() {
   s.retry_timer.cancel();
   // Collected first: a Session whose last owner is released below erases itself from
   // the map, which must not happen while the map is being iterated.
-  std::vector<std::shared_ptr<Session>> live;
+  std::vector<std::shared_ptr<SessionBase>> live;
   live.reserve(s.sessions.size());
   for (const auto& [id, weak] : s.sessions) {
     if (auto session = weak.lock()) live.push_back(std::move(session));

@@ -1,7 +1,15 @@
-// HttpServer: the node's one HTTP/1.1 listener. It frames requests and responses and
+// HttpServer: an HTTP/1.1 listener, plain or over TLS. It frames requests and responses and
 // hands every request to an asynchronous handler; what the paths mean (the actor API
 // `/v1/actors/...`, `/metrics`, `/healthz`, `/readyz`, see server/admin_routes.h) is the handler's
-// business (docs/architecture.md, "Serving and routing").
+// business (docs/architecture.md, "Serving and routing"). A node runs two: the client API
+// and the peer listener (TLS with client certificates, docs/security.md).
+//
+// TLS. With a TLS context, each connection starts with the handshake (within
+// read_timeout); one that fails is closed without an answer. The context decides what is
+// required of the client: the peer listener's (net/tls_identity.h MakePeerServerContext)
+// requires a certificate and checks its pin during the handshake. The pin of the client's
+// certificate, when it sent one, is handed to the handler with each request
+// (ServerRequest::peer_cert_pin).
 //
 // One connection, one request at a time:
 //   waiting   for the first byte of a request, at most idle_timeout (an idle keep-alive
@@ -72,6 +80,10 @@
 #include "env/real_env.h"
 #include "net/http_types.h"
 
+namespace boost::asio::ssl {
+class context;
+}
+
 namespace wk {
 
 // The bounds of one HttpServer (see the header comment). Start checks them.
@@ -110,8 +122,10 @@ class HttpServer {
   //                     not an IP address)
   //   kFatal            the socket cannot be bound or listened on (address in use,
   //                     permission denied, address not on this host)
+  // tls: serve TLS with this context (shared by every connection); null for plain HTTP.
   static Result<std::unique_ptr<HttpServer>> Start(RealEnv& env, std::string listen_address,
-                                                   ServerHandler handler, HttpServerLimits limits = {});
+                                                   ServerHandler handler, HttpServerLimits limits = {},
+                                                   std::shared_ptr<boost::asio::ssl::context> tls = nullptr);
 
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
