@@ -10,8 +10,13 @@
 //   level = "info"               # debug | info | warn | error
 //   [node]
 //   id = "node-a"                # default: the host name
-//   listen = "127.0.0.1:8080"    # the node's HTTP port (/metrics, /healthz, /readyz)
-//   advertise = "10.0.0.5:8080"  # what peers use to reach it (default: listen)
+//   listen = "127.0.0.1:8080"    # the client API (/v1/actors, /metrics, /healthz, /readyz)
+//   peer_listen = "10.0.0.5:7443"  # the peer listener, TLS between nodes (default: listen's
+//                                # host, port 0 = any free port)
+//   advertise = "10.0.0.5:7443"  # the peer listener as other nodes reach it, written in the
+//                                # node record (default: peer_listen; port 0 = the bound one)
+//   tls_cert_file = "node.crt"   # TLS for the client API: certificate chain (PEM)...
+//   tls_key_file = "node.key"    # ...and its private key (PEM); both or neither
 //   [lease]                      # ADR 0020 §5; every value in milliseconds
 //   ttl_ms = 10000
 //   grace_ms = 5000
@@ -70,7 +75,10 @@ struct Config {
   std::optional<std::string> log_level;
   std::optional<std::string> node_id;
   std::optional<std::string> listen;
+  std::optional<std::string> peer_listen;
   std::optional<std::string> advertise;
+  std::optional<std::string> tls_cert_file;
+  std::optional<std::string> tls_key_file;
   LeaseTiming lease;  // defaults unless [lease] sets them; validated by LoadConfig
   actor::RuntimeOptions actors;  // defaults unless [actors] sets them; validated by LoadConfig
   // Defaults unless [storage] sets them; validated by LoadConfig. gc_off_chain_after is not

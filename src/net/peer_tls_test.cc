@@ -1,5 +1,9 @@
-// TLS between nodes: the pin (a known answer, and the same whichever way it is computed),
-// PeerTrust's rules, and the client API's TLS from files on a real socket.
+// TLS between nodes on real sockets in one process: the pin (a known answer, and the same
+// whichever way it is computed), PeerTrust's rules, and HttpPeerTransport against an
+// HttpServer peer listener: a matching pin both ways works, a wrong server pin or a client
+// the listener does not trust is refused before the handler runs, and a peer dropped from
+// the trust is not connected to again (its pooled connection included). The same between
+// processes: tests/cluster/peer_tls_test.sh.
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
@@ -12,6 +16,7 @@
 #include "base/digest.h"
 #include "env/real_env.h"
 #include "net/http_client.h"
+#include "net/http_peer_transport.h"
 #include "net/http_server.h"
 #include "net/peer_trust.h"
 #include "net/tls_identity.h"
@@ -109,6 +114,135 @@ TEST(PeerTrustTest, OnlyWellFormedEntriesWithAPinOfTheirOwnAreTrusted) {
 }
 
 // ---- real sockets
+
+struct Peer {
+  std::unique_ptr<TlsIdentity> identity;
+  PeerTrust trust;
+  std::unique_ptr<HttpServer> server;
+  std::vector<ServerRequest> seen;  // what its handler got
+  std::string address() const { return "127.0.0.1:" + std::to_string(server->bound_port()); }
+};
+
+// Starts p's peer listener: TLS with p's identity, accepting the pins p trusts.
+void Listen(RealEnv& env, Peer& p) {
+  auto ctx = MakePeerServerContext(*p.identity, [&p](std::string_view pin) { return p.trust.FindByPin(pin) != nullptr; });
+  ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+  auto started = HttpServer::Start(
+      env, "127.0.0.1:0",
+      [&p](ServerRequest r) {
+        p.seen.push_back(r);
+        return ReadyResponse(TextResponse(200, "hello from the peer\n"));
+      },
+      {}, *ctx);
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  p.server = std::move(*started);
+}
+
+ServerRequest Get() {
+  ServerRequest r;
+  r.method = "GET";
+  r.target = "/v1/actors/t/c/n";
+  return r;
+}
+
+class PeerTransportTlsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    a_.identity = NewIdentity("a");
+    b_.identity = NewIdentity("b");
+    ASSERT_TRUE(a_.identity && b_.identity);
+    Listen(env_, b_);
+  }
+  // a's view: b live at its listener under pin; b's view: a live under a's pin.
+  void TrustEachOther() {
+    a_.trust.Update({{"b", "ib", b_.address(), b_.identity->pin()}});
+    b_.trust.Update({{"a", "ia", "127.0.0.1:1", a_.identity->pin()}});
+  }
+  Result<ServerResponse> Send(HttpPeerTransport& t, PeerTarget to) {
+    return env_.RunMain(t.Send(std::move(to), Get(), std::chrono::seconds(5)));
+  }
+  PeerTarget ToB() { return PeerTarget{"b", "ib", b_.address()}; }
+
+  RealEnv env_;
+  Peer a_;
+  Peer b_;
+};
+
+TEST_F(PeerTransportTlsTest, PinsThatMatchBothWaysCarryTheRequestAndTheListenerLearnsTheClientsPin) {
+  TrustEachOther();
+  HttpPeerTransport transport(env_, *a_.identity, a_.trust);
+  auto got = Send(transport, ToB());
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->status, 200);
+  EXPECT_EQ(got->body, "hello from the peer\n");
+  ASSERT_EQ(b_.seen.size(), 1u);
+  EXPECT_EQ(b_.seen[0].peer_cert_pin, a_.identity->pin());
+}
+
+TEST_F(PeerTransportTlsTest, AServerWhosePinIsNotTheRecordsIsRefusedBeforeAnythingIsSent) {
+  TrustEachOther();
+  auto impostor = NewIdentity("impostor");
+  ASSERT_TRUE(impostor);
+  // a believes b's record names another key: whoever answers at b's address is not b.
+  a_.trust.Update({{"b", "ib", b_.address(), impostor->pin()}});
+  HttpPeerTransport transport(env_, *a_.identity, a_.trust);
+  auto got = Send(transport, ToB());
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.code(), Code::kRetryable) << "nothing was sent: " << got.status().ToString();
+  EXPECT_NE(got.status().message().find("tls-verify-failed"), std::string::npos) << got.status().ToString();
+  EXPECT_TRUE(b_.seen.empty());
+}
+
+TEST_F(PeerTransportTlsTest, AClientWhosePinTheListenerDoesNotTrustIsRefused) {
+  TrustEachOther();
+  b_.trust.Update({});  // b's listing no longer shows a live (a was fenced)
+  HttpPeerTransport transport(env_, *a_.identity, a_.trust);
+  auto got = Send(transport, ToB());
+  ASSERT_FALSE(got.ok()) << "status " << got->status;
+  // TLS 1.3: the client may finish its handshake and write before the server's refusal
+  // arrives, so the outcome is retryable or unknown, never an answer.
+  EXPECT_TRUE(got.code() == Code::kRetryable || got.code() == Code::kUnknownOutcome) << got.status().ToString();
+  EXPECT_TRUE(b_.seen.empty()) << "the handler never runs for an untrusted client";
+}
+
+TEST_F(PeerTransportTlsTest, APeerDroppedFromTheTrustIsNotUsedAgainPooledConnectionsIncluded) {
+  TrustEachOther();
+  HttpPeerTransport transport(env_, *a_.identity, a_.trust);
+  ASSERT_TRUE(Send(transport, ToB()).ok());
+  EXPECT_EQ(transport.pools(), 1u) << "a keep-alive pool for b";
+  // The next listing shows b fenced.
+  a_.trust.Update({});
+  transport.DropUntrusted();
+  EXPECT_EQ(transport.pools(), 0u);
+  EXPECT_EQ(transport.stats().pools_dropped, 1u);
+  auto got = Send(transport, ToB());
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.code(), Code::kRetryable);
+  EXPECT_EQ(transport.stats().untrusted_sends, 1u);
+  EXPECT_EQ(b_.seen.size(), 1u) << "nothing more reached b";
+  // Another instance or another address than the trusted record's is refused too.
+  a_.trust.Update({{"b", "ib", b_.address(), b_.identity->pin()}});
+  EXPECT_FALSE(Send(transport, PeerTarget{"b", "ib-before", b_.address()}).ok());
+  EXPECT_FALSE(Send(transport, PeerTarget{"b", "ib", "127.0.0.1:1"}).ok());
+  EXPECT_EQ(b_.seen.size(), 1u);
+}
+
+TEST_F(PeerTransportTlsTest, ARestartedPeerIsANewPinAndANewPool) {
+  TrustEachOther();
+  HttpPeerTransport transport(env_, *a_.identity, a_.trust);
+  ASSERT_TRUE(Send(transport, ToB()).ok());
+  // b restarts: a new process, a new key, a new listener; its record names them.
+  Peer b2;
+  b2.identity = NewIdentity("b again");
+  b2.trust.Update({{"a", "ia", "127.0.0.1:1", a_.identity->pin()}});
+  Listen(env_, b2);
+  a_.trust.Update({{"b", "ib2", b2.address(), b2.identity->pin()}});
+  transport.DropUntrusted();
+  auto got = Send(transport, PeerTarget{"b", "ib2", b2.address()});
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(b2.seen.size(), 1u);
+  EXPECT_EQ(transport.stats().pools_opened, 2u);
+}
 
 // ---- the client API's TLS from files
 

@@ -6,14 +6,13 @@ namespace wk {
 
 ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, MetricsRegistry& metrics,
                      replica::ReplicaMetrics& replica_metrics, const control::ClusterSecret& secret,
-                     ActorHostOptions options)
+                     PeerTransport& peers, ActorHostOptions options)
     : env_(env),
       store_(store),
       options_(std::move(options)),
       holds_(node.owners()),
       auth_(env, store),
-      peers_(env),
-      forwarder_(env, peers_, options_.node_id, secret) {
+      forwarder_(env, peers, ForwarderIdentity{options_.node_id, options_.instance}, secret) {
   replica::Replica::Deps deps{env, store, [&env](std::function<void()> fn) { env.PostFromAnyThread(std::move(fn)); },
                               &replica_metrics};
   provider_ = std::make_unique<replica::ReplicaProvider>(std::move(deps), holds_, options_.storage, options_.close_limit);
@@ -27,6 +26,7 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
                   &metrics};
   FrontOptions fo;
   fo.node_id = options_.node_id;
+  fo.check_peer_pins = true;
   fo.max_request_bytes = options_.runtime.limits.max_request_bytes;
   front_ = std::make_unique<Front>(std::move(front), fo);
 }

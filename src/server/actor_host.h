@@ -1,7 +1,9 @@
 // ActorHost: everything a node needs to serve actors, assembled — the WebAssembly engine,
 // the classes it has loaded, the actor runtime over durable replicas (holds from the
 // ownership records), tenant authentication, the forwarder and the front (front.h).
-// `wasmkeep serve` makes one after its ClusterNode and hands it the /v1/actors/ requests.
+// `wasmkeep serve` makes one after its ClusterNode and hands it the /v1/actors/ requests of
+// both its listeners (the client API and the peer listener). The peer transport (TLS with
+// pins, net/http_peer_transport.h) is the caller's: it exists before the node serves.
 //
 // Classes. When an actor that is not resident gets a request, its class's `current`
 // pointer (classes/<tenant>/<class>/current) is read — at most once per `class_check`
@@ -28,7 +30,7 @@
 #include "control/tokens.h"
 #include "engine/engine.h"
 #include "env/real_env.h"
-#include "net/http_peer_transport.h"
+#include "net/peer_transport.h"
 #include "replica/provider.h"
 #include "server/forwarder.h"
 #include "server/front.h"
@@ -41,6 +43,7 @@ inline constexpr std::size_t kMaxRememberedClasses = 10'000;
 
 struct ActorHostOptions {
   std::string node_id;
+  std::string instance;  // this process's, as in its node record
   actor::RuntimeOptions runtime;
   replica::ReplicaOptions storage;
   // How long a class's `current` pointer is trusted before it is read again (the bound on
@@ -52,20 +55,23 @@ struct ActorHostOptions {
 
 class ActorHost {
  public:
-  // replica_metrics: the process's one set (registered once in metrics).
+  // replica_metrics: the process's one set (registered once in metrics). peers must
+  // outlive the host.
   ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, MetricsRegistry& metrics,
-            replica::ReplicaMetrics& replica_metrics, const control::ClusterSecret& secret, ActorHostOptions options);
+            replica::ReplicaMetrics& replica_metrics, const control::ClusterSecret& secret, PeerTransport& peers,
+            ActorHostOptions options);
   ~ActorHost();
   ActorHost(const ActorHost&) = delete;
   ActorHost& operator=(const ActorHost&) = delete;
 
-  // One /v1/actors/... request.
-  Task<ServerResponse> Handle(ServerRequest request) { return front_->Handle(std::move(request)); }
+  // One /v1/actors/... request, from the listener via names.
+  Task<ServerResponse> Handle(ServerRequest request, Via via) { return front_->Handle(std::move(request), via); }
   // See "Stopping" above. False if actors were still resident at the limit.
   Task<bool> Shutdown(Duration limit) { return runtime_->Shutdown(limit); }
 
   actor::ActorRuntime& runtime() { return *runtime_; }
   const FrontStats& front_stats() const { return front_->stats(); }
+  const ForwarderStats& forwarder_stats() const { return forwarder_.stats(); }
 
  private:
   struct Loaded {
@@ -84,7 +90,6 @@ class ActorHost {
   std::unique_ptr<replica::ReplicaProvider> provider_;
   std::unique_ptr<actor::ActorRuntime> runtime_;
   control::TenantAuth auth_;
-  HttpPeerTransport peers_;
   Forwarder forwarder_;
   std::unique_ptr<Front> front_;
   std::map<std::pair<std::string, std::string>, Loaded> loaded_;
