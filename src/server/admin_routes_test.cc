@@ -232,7 +232,7 @@ TEST(AdminRoutesTest, ConnectionCloseAndHttp10AreHonoured) {
   }(env));
 }
 
-// ---- The routes on the node's one listener (how serve uses them).
+// ---- The routes on the node's client API listener (how serve uses them).
 
 // Admin paths to the routes, everything else to a stand-in for the actor API.
 ServerHandler SharedListenerHandler(const AdminRoutes* routes, int* api_calls) {
