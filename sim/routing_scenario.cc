@@ -16,6 +16,7 @@
 #include <random>
 #include <set>
 
+#include "base/digest.h"
 #include "cluster/cluster_node.h"
 #include "env/sim_env.h"
 #include "native_actor_host.h"
@@ -48,7 +49,10 @@ constexpr std::string_view kClass = "list";
 // What the clients' transport is called on the peer network (no node has this id).
 constexpr std::string_view kClientId = "client";
 
+// Each node has two listeners, as `wasmkeep serve` does: the client API, which the clients
+// use, and the peer listener, which its node record names and other nodes forward to.
 std::string AddressOf(int slot) { return SlotNodeId(slot).str() + ":7000"; }
+std::string PeerAddressOf(int slot) { return SlotNodeId(slot).str() + ":7001"; }
 
 std::vector<std::string> SplitList(std::string_view list) {
   std::vector<std::string> out;
@@ -76,7 +80,9 @@ struct Node {
   int slot = 0;
   NodeId node_id;
   std::string address;
+  std::string peer_address;
   InstanceToken instance;
+  std::string cert_pin;
   std::unique_ptr<SimEnv> env;
   std::unique_ptr<MemStore> store;
   std::unique_ptr<ClusterNode> cluster;
@@ -176,12 +182,16 @@ class RoutingSim {
     p->slot = slot;
     p->node_id = SlotNodeId(slot);
     p->address = AddressOf(slot);
+    p->peer_address = PeerAddressOf(slot);
     // Clock skew within the bound: the forwarder's timestamps and the leases both see it.
     p->env = std::make_unique<SimEnv>(world_, FromUnixMs(kOriginMs), milliseconds(Uniform(-1000, 1000)));
     p->instance = InstanceToken(p->env->RandomHex(8));
+    // A fresh pin per process, as a node's fresh TLS key gives one (no randomness drawn:
+    // derived from the instance).
+    p->cert_pin = Sha256Hex("simulated key of " + p->instance.str());
     p->store = std::make_unique<MemStore>(*p->env, bucket_, [this, slot](const OpInfo& op) { return BucketFault(slot, op); },
                                           &bucket_env_);
-    p->cluster = std::make_unique<ClusterNode>(*p->env, *p->store, NodeIdentity{p->node_id, p->address, "sim", ""},
+    p->cluster = std::make_unique<ClusterNode>(*p->env, *p->store, NodeIdentity{p->node_id, p->peer_address, "sim", p->cert_pin},
                                                timing_, p->instance);
     p->holds = std::make_unique<replica::OwnersHoldSource>(p->cluster->owners());
     Env* env = p->env.get();
@@ -193,10 +203,11 @@ class RoutingSim {
     p->host->set_on_closed([this, number](const ActorId& id, const std::string& why) {
       Trace("p" + std::to_string(number) + " " + id.name + " left memory: " + why);
     });
-    p->transport = network_.TransportFor(p->node_id, *p->env);
+    p->transport = network_.TransportFor(p->node_id, *p->env, p->cert_pin);
     ForwarderOptions fo;
     fo.timeout = seconds(20);
-    p->forwarder = std::make_unique<Forwarder>(*p->env, *p->transport, p->node_id, secret_, fo);
+    p->forwarder =
+        std::make_unique<Forwarder>(*p->env, *p->transport, ForwarderIdentity{p->node_id, p->instance}, secret_, fo);
     FrontDeps deps_front{*p->host, p->cluster->owners(), p->cluster->membership(), *p->forwarder,
                          [](std::string authorization) { return Authenticate(std::move(authorization)); },
                          [](std::string tenant, std::string class_name) {
@@ -204,6 +215,7 @@ class RoutingSim {
                          }};
     FrontOptions front_options;
     front_options.node_id = p->node_id;
+    front_options.check_peer_pins = true;
     p->front = std::make_unique<Front>(std::move(deps_front), front_options);
     p->cluster->lease().AddObserver({
         [this, number](std::uint64_t e) { Trace("p" + std::to_string(number) + " valid epoch " + std::to_string(e)); },
@@ -211,7 +223,10 @@ class RoutingSim {
         [this, number](const std::string& why) { Trace("p" + std::to_string(number) + " lost: " + why); },
     });
     Front* front = p->front.get();
-    network_.Listen(p->address, p->node_id, p->env.get(), [front](ServerRequest r) { return front->Handle(std::move(r)); });
+    network_.Listen(p->address, p->node_id, p->env.get(),
+                    [front](ServerRequest r) { return front->Handle(std::move(r), Via::kClient); });
+    network_.Listen(p->peer_address, p->node_id, p->env.get(),
+                    [front](ServerRequest r) { return front->Handle(std::move(r), Via::kPeer); });
     p->running = true;
     Trace("start p" + std::to_string(number) + " as " + p->node_id.str() + " instance " + p->instance.str());
     Node* raw = p.get();
@@ -234,6 +249,7 @@ class RoutingSim {
   void Teardown(Node& p) {
     // kill -9: nothing more is answered or sent; requests already in flight stay in flight.
     network_.Close(p.address, p.env.get());
+    network_.Close(p.peer_address, p.env.get());
     if (p.cluster) p.cluster->owners().StopBackground();
     // The host first, while its Env still works: its replicas answer what they owe (into
     // frames that never resume).
@@ -302,7 +318,8 @@ class RoutingSim {
                              " via n" + std::to_string(op.slot);
     ops_.push_back(std::move(op));
     if (ops_[index].append) ++result_.appends; else ++result_.reads;
-    auto got = co_await client_transport_->Send(AddressOf(ops_[index].slot), std::move(request), kClientTimeout);
+    PeerTarget node{SlotNodeId(ops_[index].slot), InstanceToken(), AddressOf(ops_[index].slot)};
+    auto got = co_await client_transport_->Send(std::move(node), std::move(request), kClientTimeout);
     Op& done = ops_[index];
     done.completed = world_.Now();
     done.done = true;

@@ -20,10 +20,13 @@ Task<void> Serve(SimPeerNetwork::Handler handler, ServerRequest request, std::fu
 
 class SimPeerNetwork::Transport final : public PeerTransport {
  public:
-  Transport(SimPeerNetwork& net, NodeId from, SimEnv& env) : net_(net), from_(std::move(from)), env_(env) {}
+  Transport(SimPeerNetwork& net, NodeId from, SimEnv& env, std::string cert_pin)
+      : net_(net), from_(std::move(from)), env_(env), cert_pin_(std::move(cert_pin)) {}
   ~Transport() override { *alive_ = false; }
 
-  Task<Result<ServerResponse>> Send(std::string address, ServerRequest request, Duration timeout) override {
+  Task<Result<ServerResponse>> Send(PeerTarget to_node, ServerRequest request, Duration timeout) override {
+    const std::string address = std::move(to_node.address);
+    request.peer_cert_pin = cert_pin_;
     auto call = std::make_shared<Call>(Call{alive_, Latch<Result<ServerResponse>>(env_, [] {
                                               return Result<ServerResponse>(Cancelled("the sender was cancelled"));
                                             })});
@@ -77,6 +80,7 @@ class SimPeerNetwork::Transport final : public PeerTransport {
   SimPeerNetwork& net_;
   NodeId from_;
   SimEnv& env_;
+  const std::string cert_pin_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
@@ -100,8 +104,8 @@ void SimPeerNetwork::Close(const std::string& address, const SimEnv* env) {
   listeners_.erase(it);
 }
 
-std::unique_ptr<PeerTransport> SimPeerNetwork::TransportFor(NodeId from, SimEnv& env) {
-  return std::make_unique<Transport>(*this, std::move(from), env);
+std::unique_ptr<PeerTransport> SimPeerNetwork::TransportFor(NodeId from, SimEnv& env, std::string cert_pin) {
+  return std::make_unique<Transport>(*this, std::move(from), env, std::move(cert_pin));
 }
 
 }  // namespace wk::sim

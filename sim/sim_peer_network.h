@@ -50,8 +50,10 @@ class SimPeerNetwork {
   void Listen(const std::string& address, NodeId node_id, SimEnv* env, Handler handler);
   void Close(const std::string& address, const SimEnv* env);
 
-  // The transport of the process with node id `from`, sending from env.
-  std::unique_ptr<PeerTransport> TransportFor(NodeId from, SimEnv& env);
+  // The transport of the process with node id `from`, sending from env. Its requests arrive
+  // with peer_cert_pin set to cert_pin, as a peer listener reports the pin of a TLS client
+  // certificate (empty: a client without one).
+  std::unique_ptr<PeerTransport> TransportFor(NodeId from, SimEnv& env, std::string cert_pin = "");
 
   std::uint64_t sent() const { return sent_; }
   std::uint64_t dropped() const { return dropped_; }

@@ -62,7 +62,21 @@ int RunCall(const GlobalOptions& globals, CallOptions_ opts) {
     std::fprintf(stderr, "wasmkeep: no token: pass --token or set WASMKEEP_TOKEN (wasmkeep tenant add prints one)\n");
     return kExitUsage;
   }
+  // A bare HOST:PORT is http://, or https:// when the config gives the client API a
+  // certificate (node.tls_cert_file, also trusted as a CA here: it may be self-signed).
   if (opts.node.empty()) opts.node = config->listen.value_or("127.0.0.1:8080");
+  if (!opts.node.starts_with("http://") && !opts.node.starts_with("https://")) {
+    opts.node = (config->tls_cert_file ? "https://" : "http://") + opts.node;
+  }
+  HttpClientOptions client_options;
+  if (config->tls_cert_file) {
+    std::ifstream cert(*config->tls_cert_file, std::ios::binary);
+    if (!cert) {
+      std::fprintf(stderr, "wasmkeep: cannot read node.tls_cert_file %s\n", config->tls_cert_file->c_str());
+      return kExitUsage;
+    }
+    client_options.extra_ca_pem.assign(std::istreambuf_iterator<char>(cert), {});
+  }
   if (opts.actor.empty() || opts.actor.front() == '/') {
     std::fprintf(stderr, "wasmkeep: the actor is TENANT/CLASS/NAME[/PATH]\n");
     return kExitUsage;
@@ -96,12 +110,12 @@ int RunCall(const GlobalOptions& globals, CallOptions_ opts) {
   }
   request.body = std::move(opts.data);
   RealEnv env;
-  auto endpoint = ParseHttpEndpoint("http://" + opts.node);
+  auto endpoint = ParseHttpEndpoint(opts.node);
   if (!endpoint.ok()) {
     std::fprintf(stderr, "wasmkeep: bad --node %s: %s\n", opts.node.c_str(), endpoint.status().message().c_str());
     return kExitUsage;
   }
-  auto client = HttpClient::Create(env, *endpoint);
+  auto client = HttpClient::Create(env, *endpoint, client_options);
   if (!client.ok()) {
     std::fprintf(stderr, "wasmkeep: %s\n", client.status().ToString().c_str());
     return kExitUsage;
@@ -123,7 +137,9 @@ void AddCallCommand(CLI::App& app, const GlobalOptions& globals, int* result) {
   });
   c->add_option("-H,--header", opts->headers, "Extra header 'Name: value' (repeatable)");
   c->add_option("--token", opts->token, "Access token (default: WASMKEEP_TOKEN)");
-  c->add_option("--node", opts->node, "Node address HOST:PORT (default: the config's node.listen, else 127.0.0.1:8080)");
+  c->add_option("--node", opts->node,
+                "Node address HOST:PORT or http(s)://HOST:PORT (default: the config's node.listen, else "
+                "127.0.0.1:8080; https when the config sets node.tls_cert_file)");
   c->add_flag("-i,--include", opts->include, "Print the status line and headers before the body");
   c->callback([&globals, opts, result] { *result = RunCall(globals, *opts); });
 }

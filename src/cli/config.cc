@@ -184,10 +184,17 @@ Result<Config> LoadConfig(const std::string& path) {
       if (s.ok()) s = ReadString(*table, section, "secret_access_key", &config.secret_access_key);
       if (s.ok()) s = ReadString(*table, section, "session_token", &config.session_token);
     } else if (section == "node") {
-      s = CheckKeys(*table, section, {"id", "listen", "advertise", "data_dir", "admin_listen"});
+      s = CheckKeys(*table, section,
+                    {"id", "listen", "peer_listen", "advertise", "tls_cert_file", "tls_key_file", "data_dir", "admin_listen"});
       if (s.ok()) s = ReadString(*table, section, "id", &config.node_id);
       if (s.ok()) s = ReadString(*table, section, "listen", &config.listen);
+      if (s.ok()) s = ReadString(*table, section, "peer_listen", &config.peer_listen);
       if (s.ok()) s = ReadString(*table, section, "advertise", &config.advertise);
+      if (s.ok()) s = ReadString(*table, section, "tls_cert_file", &config.tls_cert_file);
+      if (s.ok()) s = ReadString(*table, section, "tls_key_file", &config.tls_key_file);
+      if (s.ok() && config.tls_cert_file.has_value() != config.tls_key_file.has_value()) {
+        s = InvalidArgument("node.tls_cert_file and node.tls_key_file go together: set both or neither");
+      }
       if (s.ok()) s = ReadString(*table, section, "data_dir", &config.data_dir);
       if (s.ok() && config.data_dir && config.data_dir->empty()) s = InvalidArgument("node.data_dir must not be empty");
       if (s.ok()) s = ReadString(*table, section, "admin_listen", &config.admin_listen);

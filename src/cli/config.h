@@ -10,9 +10,14 @@
 //   level = "info"               # debug | info | warn | error
 //   [node]
 //   id = "node-a"                # default: the host name
-//   listen = "127.0.0.1:8080"    # the node's HTTP port (the actor API; and /metrics,
-//                                #   /healthz, /readyz unless admin_listen is set)
-//   advertise = "10.0.0.5:8080"  # what peers use to reach it (default: listen)
+//   listen = "127.0.0.1:8080"    # the client API (/v1/actors; and /metrics, /healthz,
+//                                #   /readyz unless admin_listen is set)
+//   peer_listen = "10.0.0.5:7443"  # the peer listener, TLS between nodes (default: listen's
+//                                # host, port 0 = any free port)
+//   advertise = "10.0.0.5:7443"  # the peer listener as other nodes reach it, written in the
+//                                # node record (default: peer_listen; port 0 = the bound one)
+//   tls_cert_file = "node.crt"   # TLS for the client API: certificate chain (PEM)...
+//   tls_key_file = "node.key"    # ...and its private key (PEM); both or neither
 //   data_dir = "/var/lib/wasmkeep"  # the node's local files (the running-events journal
 //                                # that turns a crash during an event into a quarantine
 //                                # strike); none by default: crashes then strike nothing
@@ -89,12 +94,15 @@ struct Config {
   std::optional<std::string> log_level;
   std::optional<std::string> node_id;
   std::optional<std::string> listen;
+  std::optional<std::string> peer_listen;
   std::optional<std::string> advertise;
   std::optional<std::string> data_dir;  // node.data_dir (serve --data-dir wins)
   std::optional<std::string> admin_listen;
   // Defaults unless [server] sets them; validated by LoadConfig. (max_body_bytes is not a
   // setting: `serve` sets it to actors.max_request_bytes.)
   HttpServerLimits server;
+  std::optional<std::string> tls_cert_file;
+  std::optional<std::string> tls_key_file;
   LeaseTiming lease;  // defaults unless [lease] sets them; validated by LoadConfig
   actor::RuntimeOptions actors;  // defaults unless [actors] sets them; validated by LoadConfig
   control::QuarantinePolicy quarantine;  // [actors] quarantine_*; validated by LoadConfig

@@ -81,6 +81,29 @@ TEST(ConfigTest, ActorsSectionSetsTheRuntimeAndLimits) {
         [](const Config& c) { return static_cast<std::int64_t>(c.actors.isolate_heap_limit_bytes); }}});
 }
 
+TEST(ConfigTest, NodeSectionSetsTheListenersAndTheClientApiTls) {
+  auto c = Load(R"([node]
+id = "a"
+listen = "0.0.0.0:8080"
+peer_listen = "0.0.0.0:7443"
+advertise = "10.0.0.5:7443"
+tls_cert_file = "/etc/wasmkeep/node.crt"
+tls_key_file = "/etc/wasmkeep/node.key"
+)");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->peer_listen.value_or(""), "0.0.0.0:7443");
+  EXPECT_EQ(c->advertise.value_or(""), "10.0.0.5:7443");
+  EXPECT_EQ(c->tls_cert_file.value_or(""), "/etc/wasmkeep/node.crt");
+  EXPECT_EQ(c->tls_key_file.value_or(""), "/etc/wasmkeep/node.key");
+  auto half = Load("[node]\ntls_cert_file = \"node.crt\"\n");
+  ASSERT_FALSE(half.ok());
+  EXPECT_NE(half.status().message().find("tls_key_file"), std::string::npos) << half.status().ToString();
+  auto defaults = Load("[node]\nid = \"a\"\n");
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_FALSE(defaults->peer_listen.has_value());
+  EXPECT_FALSE(defaults->tls_cert_file.has_value());
+}
+
 TEST(ConfigTest, DefaultsWithoutTheSection) {
   auto c = Load("[log]\nlevel = \"info\"\n");
   ASSERT_TRUE(c.ok());

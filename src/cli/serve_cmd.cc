@@ -6,6 +6,8 @@
 #include <boost/asio/signal_set.hpp>
 #include <csignal>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 
 #include "base/log.h"
 #include "base/metrics.h"
@@ -14,10 +16,14 @@
 #include "cluster/cluster_metrics.h"
 #include "cluster/cluster_node.h"
 #include "control/cluster_secret.h"
+#include "net/http_peer_transport.h"
 #include "net/http_server.h"
+#include "net/peer_trust.h"
+#include "net/tls_identity.h"
 #include "server/actor_host.h"
 #include "server/admin_routes.h"
 #include "server/running_events.h"
+#include "server/peer_trust_view.h"
 #include "store/open_store.h"
 
 namespace wk::cli {
@@ -36,10 +42,24 @@ constexpr rlim_t kFilesBesideConnections = 1024;
 struct ServeArgs {
   std::string node_id;
   std::string listen;
+  std::string peer_listen;
   std::string advertise;
   std::string data_dir;
   std::string admin_listen;
 };
+
+// "host:port" → "host:0": the peer listener's default, on the client API's host, on any
+// free port (its address reaches the other nodes through the node record).
+std::string AnyPortOn(const std::string& listen) {
+  const auto colon = listen.rfind(':');
+  return (colon == std::string::npos ? listen : listen.substr(0, colon)) + ":0";
+}
+
+// address with a port of 0 replaced by port (the one the listener was given).
+std::string WithBoundPort(const std::string& address, std::uint16_t port) {
+  if (address.ends_with(":0")) return address.substr(0, address.size() - 1) + std::to_string(port);
+  return address;
+}
 
 // Tests only (WASMKEEP_DEBUG_ACQUIRE=t/c/a,t/c/b): the multi-process ownership tests need
 // a node that holds actors without running them (record races the HTTP API cannot stage). This task acquires each
@@ -73,6 +93,7 @@ struct ActorServing {
   ClusterNode* node = nullptr;
   MetricsRegistry* metrics = nullptr;
   replica::ReplicaTotals* replica_totals = nullptr;
+  PeerTransport* peers = nullptr;
   ActorHostOptions options;
   std::unique_ptr<ActorHost> host;
 };
@@ -84,7 +105,7 @@ Task<void> StartActors(ActorServing* s) {
     auto secret = co_await control::EnsureClusterSecret(*s->store, *s->env, CallOptions{std::chrono::seconds(5)});
     if (secret.ok()) {
       s->host = std::make_unique<ActorHost>(*s->env, *s->store, *s->node, *s->metrics, *s->replica_totals, *secret,
-                                            s->options);
+                                            *s->peers, s->options);
       WK_LOG_INFO("serving actors", {{"node", s->options.node_id.str()}});
       co_return;
     }
@@ -133,7 +154,43 @@ Task<ServerResponse> Route(const AdminRoutes* admin, ActorServing* serving, Serv
     if (auto r = admin->Handle(request)) co_return std::move(*r);
   }
   if (!serving->host) co_return Starting();
-  co_return co_await serving->host->Handle(std::move(request));
+  co_return co_await serving->host->Handle(std::move(request), Via::kClient);
+}
+
+// Tests only (WASMKEEP_DEBUG_CAPTURE_FORWARDED=DIR): each request the peer listener gets is
+// written to DIR/<n>.http as it arrived ("METHOD TARGET", one "Name: value" line per
+// header, an empty line, the body), so a cluster test can check what crossed between
+// nodes and replay it.
+struct ForwardCapture {
+  std::string dir;
+  std::uint64_t count = 0;
+  void Write(const ServerRequest& r) {
+    std::ofstream out(dir + "/" + std::to_string(++count) + ".http", std::ios::binary);
+    out << r.method << ' ' << r.target << '\n';
+    for (const auto& [n, v] : r.headers) out << n << ": " << v << '\n';
+    out << '\n' << r.body;
+  }
+};
+
+// The peer listener's handler: forwarded actor requests only (Front checks them).
+Task<ServerResponse> RoutePeer(ActorServing* serving, ForwardCapture* capture, ServerRequest request) {
+  if (!capture->dir.empty()) capture->Write(request);
+  if (!serving->host) co_return Starting();
+  co_return co_await serving->host->Handle(std::move(request), Via::kPeer);
+}
+
+// This process's TLS identity for the peer listener: fresh, in memory only. (Tests only,
+// WASMKEEP_DEBUG_PEER_KEY_FILE: around a key the test made, so the test can present it.)
+Result<std::unique_ptr<TlsIdentity>> MakePeerIdentity(const NodeId& node_id) {
+  const std::string name = "wasmkeep node " + node_id.str();
+  auto key_file = ProcessGetEnv("WASMKEEP_DEBUG_PEER_KEY_FILE");
+  if (!key_file || key_file->empty()) return TlsIdentity::Generate(name);
+  std::ifstream in(*key_file, std::ios::binary);
+  if (!in) return Fatal("WASMKEEP_DEBUG_PEER_KEY_FILE: cannot read " + *key_file);
+  std::stringstream pem;
+  pem << in.rdbuf();
+  WK_LOG_WARN("WASMKEEP_DEBUG_PEER_KEY_FILE: the peer TLS key comes from a file, for tests only", {{"file", *key_file}});
+  return TlsIdentity::FromPrivateKeyPem(pem.str(), name);
 }
 
 // The client listener's header check: an actor request's path, size and token are checked
@@ -215,7 +272,10 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
   const std::string listen = !a.listen.empty() ? a.listen : config->listen ? *config->listen : std::string(kDefaultListen);
   const std::string admin_listen =
       !a.admin_listen.empty() ? a.admin_listen : config->admin_listen ? *config->admin_listen : std::string();
-  identity.address = !a.advertise.empty() ? a.advertise : config->advertise ? *config->advertise : listen;
+  const std::string peer_listen = !a.peer_listen.empty() ? a.peer_listen
+                                  : config->peer_listen   ? *config->peer_listen
+                                                          : AnyPortOn(listen);
+  const std::string advertise = !a.advertise.empty() ? a.advertise : config->advertise ? *config->advertise : peer_listen;
   identity.software_version = std::string(kVersion);
   const LeaseTiming timing = config->lease;
   if (Status s = timing.Validate(); !s.ok()) return Fail(s);
@@ -243,7 +303,54 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
   auto store = OpenBucket(env, g, *config);
   if (!store.ok()) return Fail(store.status());
   const InstanceToken instance(env.RandomHex(16));
+  std::shared_ptr<boost::asio::ssl::context> client_tls;
+  if (config->tls_cert_file) {
+    auto ctx = MakeServerContextFromFiles(*config->tls_cert_file, *config->tls_key_file);
+    if (!ctx.ok()) return Fail(ctx.status());
+    client_tls = std::move(*ctx);
+  }
+
+  // TLS between nodes (docs/security.md, "Between nodes"): a fresh key and certificate,
+  // whose pin the node record publishes; peers are trusted by the pins of the records the
+  // listing shows live (PeerTrust, updated after every listing below).
+  auto peer_identity = MakePeerIdentity(identity.node_id);
+  if (!peer_identity.ok()) return Fail(peer_identity.status());
+  identity.cert_pin = (*peer_identity)->pin();
+  PeerTrust trust;
+  HttpPeerTransport peers(env, **peer_identity, trust);
+  auto peer_tls = MakePeerServerContext(**peer_identity, [&trust](std::string_view pin) {
+    return trust.FindByPin(pin) != nullptr;
+  });
+  if (!peer_tls.ok()) return Fail(peer_tls.status());
+  ActorServing serving;
+  ForwardCapture capture;
+  if (auto dir = ProcessGetEnv("WASMKEEP_DEBUG_CAPTURE_FORWARDED"); dir && !dir->empty()) {
+    WK_LOG_WARN("WASMKEEP_DEBUG_CAPTURE_FORWARDED: writing every peer request to files, for tests only", {{"dir", *dir}});
+    capture.dir = *dir;
+  }
+  // Its own listener, so peers have connections that clients cannot take. Every peer
+  // connection is pinned (the TLS handshake refuses strangers), and several nodes may share
+  // one address (one host), so the per-client cap is the whole cap here.
+  HttpServerLimits peer_limits;
+  peer_limits.max_connections_per_client = peer_limits.max_connections;
+  // A body over the actors' limit is refused (413) before it is read.
+  peer_limits.max_body_bytes = config->actors.limits.max_request_bytes;
+  peer_limits.max_buffered_body_bytes = config->server.max_buffered_body_bytes;
+  auto peer_http = HttpServer::Start(
+      env, peer_listen,
+      [&serving, &capture](ServerRequest request) { return RoutePeer(&serving, &capture, std::move(request)); },
+      peer_limits, {}, *peer_tls);
+  if (!peer_http.ok()) return Fail(peer_http.status());
+  identity.address = WithBoundPort(advertise, (*peer_http)->bound_port());
+  if (identity.address.starts_with("0.0.0.0:") || identity.address.starts_with("[::]:")) {
+    WK_LOG_WARN("the peer address names every interface: other hosts cannot reach it; set node.advertise",
+                {{"address", identity.address}});
+  }
+
   ClusterNode node(env, **store, identity, timing, instance);
+  node.membership().AddListener([&trust, &peers, id = identity.node_id](const Membership::View& view) {
+    if (trust.Update(TrustedPeersFromView(view, id))) peers.DropUntrusted();
+  });
 
   MetricsRegistry metrics;
   PublishClusterMetrics(metrics, node);
@@ -261,6 +368,8 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
     writer.node_id = identity.node_id;
   }
   AdminRoutes::Handlers handlers;
+  metrics.AddCallbackGauge("wasmkeep_peer_pins_trusted", "Peers whose TLS pin this node accepts (live in its last listing)",
+                           [&trust] { return static_cast<double>(trust.size()); });
   handlers.metrics_text = [&metrics] { return metrics.RenderText(); };
   handlers.healthy = [] { return true; };
   handlers.ready = [&node] { return node.lease().IsReady() && !node.drain_control().drained_or_draining(); };
@@ -270,20 +379,22 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
     if (node.lease().epoch() == 0) return std::string("not ready: start check in progress (waits ttl + grace)\n");
     return std::string("not ready: node lease not valid\n");
   };
-  ActorServing serving;
   serving.env = &env;
   serving.store = store->get();
   serving.node = &node;
   serving.metrics = &metrics;
   serving.replica_totals = &replica_totals;
+  serving.peers = &peers;
   serving.options.node_id = identity.node_id;
+  serving.options.instance = instance;
   serving.options.runtime = config->actors;
   serving.options.storage = config->storage;
   serving.options.quarantine = config->quarantine;
   serving.options.journal = journal.get();
   serving.options.crashed_during_events = std::move(crashed_during_events);
   AdminRoutes admin(handlers);
-  EnsureFileLimit(config->server.max_connections + (admin_listen.empty() ? 0 : kAdminMaxConnections));
+  EnsureFileLimit(config->server.max_connections + peer_limits.max_connections +
+                  (admin_listen.empty() ? 0 : kAdminMaxConnections));
   // With node.admin_listen the probes have a listener of their own (and only it), so no
   // flood of client connections can make a node look dead; without it they share the
   // client listener, as before that setting existed (docs/security.md).
@@ -296,9 +407,11 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
       [admin_on_api, &serving](ServerRequest request) { return Route(admin_on_api, &serving, std::move(request)); },
       limits, [admin_on_api, &serving](const ServerRequest& request) {
         return CheckBeforeBody(admin_on_api, &serving, request);
-      });
+      },
+      client_tls);
   if (!http.ok()) return Fail(http.status());
   PublishHttpServerMetrics(metrics, **http, "api");
+  PublishHttpServerMetrics(metrics, **peer_http, "peer");
   std::unique_ptr<HttpServer> admin_http;
   if (!admin_listen.empty()) {
     HttpServerLimits admin_limits;
@@ -316,11 +429,14 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
   }
 
   WK_LOG_INFO("serving", {{"node", identity.node_id.str()}, {"instance", instance.str()}, {"bucket", (*store)->Describe()},
-                          {"listen", listen}, {"admin_listen", admin_listen.empty() ? "(listen)" : admin_listen},
-                          {"ttl", FormatDuration(timing.ttl)}});
+                          {"listen", listen}, {"client_tls", client_tls ? "on" : "off"},
+                          {"admin_listen", admin_listen.empty() ? "(listen)" : admin_listen},
+                          {"peer_listen", peer_listen}, {"peer_address", identity.address},
+                          {"cert_pin", identity.cert_pin}, {"ttl", FormatDuration(timing.ttl)}});
   int code = env.RunMain(ServeMain(&env, &node, timing, &writer, &serving));
   if (admin_http) admin_http->Stop();
   (*http)->Stop();
+  (*peer_http)->Stop();
   serving.host.reset();
   return code;
 }
@@ -344,8 +460,13 @@ void AddServeCommand(CLI::App& app, const GlobalOptions& globals, int* result) {
   auto args = std::make_shared<ServeArgs>();
   CLI::App* serve = app.add_subcommand("serve", "Run a node: the actor API (/v1/actors/...), /metrics, /healthz, /readyz");
   serve->add_option("--node-id", args->node_id, "This node's id (default: config node.id, else the host name)");
-  serve->add_option("--listen", args->listen, "HTTP address to listen on (default: config node.listen, else 127.0.0.1:8080)");
-  serve->add_option("--advertise", args->advertise, "Address peers use to reach this node (default: the listen address)");
+  serve->add_option("--listen", args->listen, "The client API's address (default: config node.listen, else 127.0.0.1:8080)");
+  serve->add_option("--peer-listen", args->peer_listen,
+                    "The peer listener's address, TLS between nodes (default: config node.peer_listen, else the "
+                    "listen host on any free port)");
+  serve->add_option("--advertise", args->advertise,
+                    "The peer listener's address as other nodes reach it (default: config node.advertise, else "
+                    "the peer listen address; a port of 0 means the bound port)");
   serve->add_option("--data-dir", args->data_dir,
                     "Directory of the node's local files: the running-events journal (default: config node.data_dir, else none)");
   serve->add_option("--admin-listen", args->admin_listen,

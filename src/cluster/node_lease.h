@@ -51,9 +51,9 @@ namespace wk {
 
 struct NodeIdentity {
   NodeId node_id;
-  std::string address;           // host:port peers use; may be empty
+  std::string address;           // host:port of the peer listener; may be empty
   std::string software_version;  // printable, no spaces
-  std::string cert_pin;          // empty until inter-node TLS exists
+  std::string cert_pin;          // this process's TLS pin (net/tls_identity.h); may be empty
 };
 
 enum class LeaseEndReason : std::uint8_t {

@@ -40,10 +40,10 @@ struct NodeRecord {
   InstanceToken instance;  // empty only for an operator's fence of an absent object
   WallTime written_at;     // the send time of the last live write (kept by fences, releases)
   NodeId node_id;
-  std::string address;   // where peers reach this node; empty if none yet
+  std::string address;   // its peer listener, where peers reach it; empty if none yet
   std::string software_version;
   WallTime started_at;
-  std::string cert_pin;  // empty until TLS between nodes exists
+  std::string cert_pin;  // hex SHA-256 of the TLS key's SubjectPublicKeyInfo (docs/security.md); may be empty
 
   friend bool operator==(const NodeRecord&, const NodeRecord&) = default;
 };

@@ -245,7 +245,7 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
   RealEnv& env;
   const HttpEndpoint endpoint;
   const HttpClientOptions options;
-  std::unique_ptr<ssl::context> tls;  // null for http://
+  std::shared_ptr<ssl::context> tls;  // null for http://
   // Connections checked out plus slots reserved for connections being opened. Invariant:
   // in_use + idle.size() <= options.max_connections.
   int in_use = 0;
@@ -382,8 +382,12 @@ Task<HttpOutcome> Connect(std::shared_ptr<Pool> pool, std::shared_ptr<CallState>
     SSL* native = conn->tls->native_handle();
     // SNI must be a DNS name (RFC 6066 forbids IP literals).
     if (!IsIpLiteral(ep.host)) SSL_set_tlsext_host_name(native, ep.host.c_str());
-    conn->tls->set_verify_mode(ssl::verify_peer, ignored);
-    conn->tls->set_verify_callback(ssl::host_name_verification(ep.host), ignored);
+    if (!pool->options.tls_context) {
+      // The default context: the CAs, then the host name. (A caller's context verifies
+      // what it chose to, such as a pin.)
+      conn->tls->set_verify_mode(ssl::verify_peer, ignored);
+      conn->tls->set_verify_callback(ssl::host_name_verification(ep.host), ignored);
+    }
     wake = co_await Step(pool->env, call, [&conn](const Latch<Wake>& latch) {
       conn->tls->async_handshake(ssl::stream_base::client, [conn, latch](const error_code& ec) {
         latch.Set(Wake{Wake::kDone, ec});
@@ -546,8 +550,10 @@ Result<std::unique_ptr<HttpClient>> HttpClient::Create(RealEnv& env, HttpEndpoin
   }
   if (options.max_idle <= Duration::zero()) return InvalidArgument("max_idle must be positive");
   auto pool = std::make_shared<Pool>(env, std::move(endpoint), std::move(options));
-  if (pool->endpoint.tls) {
-    auto ctx = std::make_unique<ssl::context>(ssl::context::tls_client);
+  if (pool->endpoint.tls && pool->options.tls_context) {
+    pool->tls = pool->options.tls_context;
+  } else if (pool->endpoint.tls) {
+    auto ctx = std::make_shared<ssl::context>(ssl::context::tls_client);
     error_code ec;
     ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
                          ssl::context::no_sslv3 | ssl::context::no_tlsv1 |

@@ -57,6 +57,10 @@
 #include "env/task.h"
 #include "net/http_endpoint.h"
 
+namespace boost::asio::ssl {
+class context;
+}
+
 namespace wk {
 
 using HttpHeaders = std::vector<std::pair<std::string, std::string>>;
@@ -110,6 +114,11 @@ struct HttpClientOptions {
   // PEM certificates trusted in addition to the system's default verify paths (a private
   // CA; tests use a self-signed certificate).
   std::string extra_ca_pem;
+  // For https: the TLS context to connect with, instead of one that checks the server's
+  // certificate against the CAs and the host name. Whoever makes it decides what is
+  // verified and what the client presents (the peer transport's pinned context,
+  // net/tls_identity.h); extra_ca_pem is then unused. Shared by every connection.
+  std::shared_ptr<boost::asio::ssl::context> tls_context;
   // Bound on a reply body held in memory. WasmKeep's objects are actor snapshots and
   // records; a larger reply means a misconfigured bucket, not data to buffer.
   std::size_t max_response_body_bytes = std::size_t{1} << 30;  // 1 GiB

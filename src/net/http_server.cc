@@ -1,8 +1,11 @@
 #include "net/http_server.h"
 
+#include <openssl/ssl.h>
+
 #include <array>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/error.hpp>
@@ -15,6 +18,7 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
 #include <charconv>
 #include <limits>
 #include <map>
@@ -26,6 +30,7 @@
 
 #include "base/check.h"
 #include "base/log.h"
+#include "net/tls_identity.h"
 
 namespace wk {
 
@@ -184,17 +189,27 @@ std::optional<std::uint64_t> ParseContentLength(std::string_view text) {
   return length;
 }
 
-class Session;
+// What Stop() and the eviction need of a session, whichever stream it runs on.
+class SessionBase {
+ public:
+  virtual ~SessionBase() = default;
+  // Cancels whatever is in flight; the Asio handlers then see the server stopped.
+  virtual void Abort() = 0;
+  // Closes the connection to make room for a new one (it has no complete request).
+  virtual void Evict() = 0;
+};
 
 }  // namespace
 
 struct HttpServer::State {
-  State(RealEnv& e, std::string address, ServerHandler h, HttpServerLimits l, HeaderCheck check)
+  State(RealEnv& e, std::string address, ServerHandler h, HttpServerLimits l, HeaderCheck check,
+        std::shared_ptr<net::ssl::context> tls_context)
       : env(e),
         listen_address(std::move(address)),
         handler(std::make_shared<const ServerHandler>(std::move(h))),
         header_check(check ? std::make_shared<const HeaderCheck>(std::move(check)) : nullptr),
         limits(l),
+        tls(std::move(tls_context)),
         acceptor(e.context()),
         retry_timer(e.context()) {}
 
@@ -205,6 +220,7 @@ struct HttpServer::State {
   // Null when Start had none; reset by Stop() like handler.
   std::shared_ptr<const HeaderCheck> header_check;
   const HttpServerLimits limits;
+  const std::shared_ptr<net::ssl::context> tls;  // null: plain HTTP
   tcp::acceptor acceptor;
   net::steady_timer retry_timer;
   std::uint16_t port = 0;
@@ -229,7 +245,7 @@ struct HttpServer::State {
   // Open connections, by id. Not owning: every Session is owned by its pending Asio
   // handler or by its running handler task, and removes itself here when the last one
   // lets go. Emptied by Stop().
-  std::unordered_map<std::uint64_t, std::weak_ptr<Session>> sessions;
+  std::unordered_map<std::uint64_t, std::weak_ptr<SessionBase>> sessions;
 };
 
 namespace {
@@ -260,14 +276,19 @@ class BodyReservation {
 // handling -> writing -> waiting (keep-alive), or lingering -> closed after a response
 // that closes. Also closed by a timeout, a socket error or Stop(). Always owned by
 // shared_ptr, held by whichever Asio handler is pending or by the handler task, so
-// buffers outlive every operation using them.
-class Session : public std::enable_shared_from_this<Session> {
+// buffers outlive every operation using them. Stream is beast::tcp_stream (plain) or
+// beast::ssl_stream over one (TLS: a handshake comes first, within read_timeout and the
+// first request's deadline).
+template <typename Stream>
+class Session : public SessionBase, public std::enable_shared_from_this<Session<Stream>> {
  public:
+  static constexpr bool kTls = !std::is_same_v<Stream, beast::tcp_stream>;
+
   // Takes one slot (open, per_client[client_key]); the caller has checked the caps.
-  Session(std::shared_ptr<HttpServer::State> state, tcp::socket socket, std::uint64_t id,
+  Session(std::shared_ptr<HttpServer::State> state, Stream stream, std::uint64_t id,
           std::string remote, std::string client_key)
       : state_(std::move(state)),
-        stream_(std::move(socket)),
+        stream_(std::move(stream)),
         // Twice the header limit: room for one maximal header plus the start of a
         // pipelined one. A header that does not fit is answered 431 like one too long.
         buffer_(2 * state_->limits.max_header_bytes),
@@ -279,21 +300,29 @@ class Session : public std::enable_shared_from_this<Session> {
     ++state_->per_client[client_key_];
   }
 
-  ~Session() {
+  ~Session() override {
     ReleaseSlot();
     state_->sessions.erase(id_);
   }
 
-  void Start() { WaitForRequest(); }
-
-  // Stop(): cancels whatever is in flight; the Asio handlers then see state_->stopped.
-  void Abort() {
-    ReleaseSlot();
-    stream_.close();
+  void Start() {
+    if constexpr (kTls) {
+      Handshake();
+    } else {
+      WaitForRequest();
+    }
   }
 
+  // Stop(): cancels whatever is in flight; the Asio handlers then see state_->stopped.
+  void Abort() override {
+    ReleaseSlot();
+    Lowest().close();
+  }
+
+  using std::enable_shared_from_this<Session<Stream>>::shared_from_this;
+
   // Closes the connection to make room for a new one (it has no complete request).
-  void Evict() {
+  void Evict() override {
     WK_LOG_DEBUG("HTTP connection evicted for a new one",
                  {{"address", state_->listen_address}, {"remote", remote_}});
     Close();
@@ -308,6 +337,29 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
  private:
+  beast::tcp_stream& Lowest() { return beast::get_lowest_layer(stream_); }
+
+  // TLS: the handshake, under read_timeout and the first request's deadline. A client
+  // whose certificate the context refuses (the peer listener's pin check) fails here and
+  // is closed without an answer. Evictable meanwhile, like a connection without a request.
+  void Handshake() {
+    MarkEvictable();
+    Lowest().expires_at(
+        std::min(std::chrono::steady_clock::now() + state_->limits.read_timeout, first_request_deadline_));
+    stream_.async_handshake(net::ssl::stream_base::server, [self = shared_from_this()](const error_code& ec) {
+      if (self->state_->stopped) return;
+      if (ec) {
+        // Debug level: a scanner or a refused peer would otherwise flood the log.
+        WK_LOG_DEBUG("TLS handshake failed",
+                     {{"address", self->state_->listen_address}, {"remote", self->remote_}, {"error", ec.message()}});
+        self->Close();
+        return;
+      }
+      if (X509* cert = SSL_get0_peer_certificate(self->stream_.native_handle())) self->peer_pin_ = SpkiPin(cert);
+      self->WaitForRequest();
+    });
+  }
+
   // Waiting: for the first bytes of the next request, under idle_timeout (the first
   // request: also under first_request_timeout from the accept).
   void WaitForRequest() {
@@ -321,7 +373,7 @@ class Session : public std::enable_shared_from_this<Session> {
       return;
     }
     const auto idle_deadline = std::chrono::steady_clock::now() + state_->limits.idle_timeout;
-    stream_.expires_at(headers_read_ == 0 ? std::min(idle_deadline, first_request_deadline_) : idle_deadline);
+    Lowest().expires_at(headers_read_ == 0 ? std::min(idle_deadline, first_request_deadline_) : idle_deadline);
     stream_.async_read_some(buffer_.prepare(buffer_.max_size()),
                             [self = shared_from_this()](const error_code& ec, std::size_t n) {
                               if (self->state_->stopped) return;
@@ -339,7 +391,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // first request's header must also end by first_request_deadline_.
   void ReadHeader() {
     request_deadline_ = std::chrono::steady_clock::now() + state_->limits.read_timeout;
-    stream_.expires_at(headers_read_ == 0 ? std::min(request_deadline_, first_request_deadline_)
+    Lowest().expires_at(headers_read_ == 0 ? std::min(request_deadline_, first_request_deadline_)
                                           : request_deadline_);
     http::async_read_header(stream_, buffer_, *parser_,
                             [self = shared_from_this()](const error_code& ec, std::size_t) {
@@ -355,7 +407,7 @@ class Session : public std::enable_shared_from_this<Session> {
       return;
     }
     ++headers_read_;
-    stream_.expires_at(request_deadline_);  // the body: read_timeout from the first byte
+    Lowest().expires_at(request_deadline_);  // the body: read_timeout from the first byte
     const http::request_parser<http::string_body>::value_type& header = parser_->get();
     if (header.version() >= 11 && header.find(http::field::host) == header.end()) {
       RespondError(400, "bad request: an HTTP/1.1 request needs a Host header\n");
@@ -383,6 +435,7 @@ class Session : public std::enable_shared_from_this<Session> {
       request_.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
     }
     request_.remote = remote_;
+    request_.peer_cert_pin = peer_pin_;
     if (parser_->is_done()) {
       Dispatch();
       return;
@@ -416,7 +469,7 @@ class Session : public std::enable_shared_from_this<Session> {
       Write(std::move(*answer));
       return;
     }
-    stream_.expires_at(request_deadline_);
+    Lowest().expires_at(request_deadline_);
     ReceiveBody();
   }
 
@@ -491,7 +544,7 @@ class Session : public std::enable_shared_from_this<Session> {
     request.body = std::move(message.body());
 
     std::string name = "http " + request.method + " " + request.target.substr(0, kTaskNameTargetBytes);
-    stream_.expires_never();  // the handler bounds its own time
+    Lowest().expires_never();  // the handler bounds its own time
     std::optional<BodyReservation> body = std::move(body_);
     body_.reset();
     state_->env.Spawn(RunHandler(state_->handler, shared_from_this(), std::move(request), std::move(body)),
@@ -548,7 +601,7 @@ class Session : public std::enable_shared_from_this<Session> {
       response_.content_length(head_length ? *handler_length : response.body.size());
       if (!head_) response_.body() = std::move(response.body);
     }
-    stream_.expires_after(state_->limits.write_timeout);
+    Lowest().expires_after(state_->limits.write_timeout);
     http::async_write(stream_, response_,
                       [self = shared_from_this(), keep_alive](const error_code& ec, std::size_t) {
                         self->OnWritten(ec, keep_alive);
@@ -564,8 +617,8 @@ class Session : public std::enable_shared_from_this<Session> {
       WaitForRequest();
     } else {
       error_code ignored;
-      stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
-      stream_.expires_after(kLingerTimeout);
+      Lowest().socket().shutdown(tcp::socket::shutdown_send, ignored);
+      Lowest().expires_after(kLingerTimeout);
       Linger();
     }
   }
@@ -588,8 +641,8 @@ class Session : public std::enable_shared_from_this<Session> {
   void Close() {
     ReleaseSlot();
     error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
-    stream_.close();
+    Lowest().socket().shutdown(tcp::socket::shutdown_both, ignored);
+    Lowest().close();
   }
 
   // The slot counts (open, per_client), eviction and the body's bytes: given back once,
@@ -617,11 +670,12 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   const std::shared_ptr<HttpServer::State> state_;
-  beast::tcp_stream stream_;
+  Stream stream_;
   beast::flat_buffer buffer_;
   const std::uint64_t id_;
   const std::string remote_;
   const std::string client_key_;
+  std::string peer_pin_;  // TLS: the pin of the client's certificate, if it sent one
   const std::chrono::steady_clock::time_point first_request_deadline_;
   std::chrono::steady_clock::time_point request_deadline_{};
   bool holds_slot_ = true;
@@ -649,7 +703,7 @@ bool EvictOne(HttpServer::State& state) {
     const auto oldest = state.evictable.begin();
     const std::uint64_t id = oldest->second;
     const auto it = state.sessions.find(id);
-    std::shared_ptr<Session> session = it == state.sessions.end() ? nullptr : it->second.lock();
+    std::shared_ptr<SessionBase> session = it == state.sessions.end() ? nullptr : it->second.lock();
     if (!session) {  // going away already; not counted, so not the one to free
       state.evictable.erase(oldest);
       continue;
@@ -703,10 +757,19 @@ void OnAccepted(const std::shared_ptr<HttpServer::State>& state, const error_cod
       error_code ignored;
       socket.set_option(tcp::no_delay(true), ignored);
       const std::uint64_t id = state->next_session_id++;
-      auto session = std::make_shared<Session>(state, std::move(socket), id, FormatEndpoint(remote),
-                                               std::move(client_key));
-      state->sessions.emplace(id, session);
-      session->Start();
+      if (state->tls) {
+        using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+        auto session = std::make_shared<Session<TlsStream>>(
+            state, TlsStream(beast::tcp_stream(std::move(socket)), *state->tls), id, FormatEndpoint(remote),
+            std::move(client_key));
+        state->sessions.emplace(id, session);
+        session->Start();
+      } else {
+        auto session = std::make_shared<Session<beast::tcp_stream>>(state, beast::tcp_stream(std::move(socket)), id,
+                                                                    FormatEndpoint(remote), std::move(client_key));
+        state->sessions.emplace(id, session);
+        session->Start();
+      }
     }
   }
   Accept(state);
@@ -722,7 +785,8 @@ void Accept(const std::shared_ptr<HttpServer::State>& state) {
 
 Result<std::unique_ptr<HttpServer>> HttpServer::Start(RealEnv& env, std::string listen_address,
                                                       ServerHandler handler, HttpServerLimits limits,
-                                                      HeaderCheck header_check) {
+                                                      HeaderCheck header_check,
+                                                      std::shared_ptr<net::ssl::context> tls) {
   WK_CHECK(static_cast<bool>(handler), "HttpServer needs a handler");
   WK_CHECK(limits.max_connections > 0, "HttpServer: max_connections must be > 0");
   WK_CHECK(limits.max_connections_per_client > 0, "HttpServer: max_connections_per_client must be > 0");
@@ -738,7 +802,8 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(RealEnv& env, std::string 
   Result<tcp::endpoint> endpoint = ParseListenAddress(listen_address);
   if (!endpoint.ok()) return endpoint.status();
 
-  auto state = std::make_shared<State>(env, listen_address, std::move(handler), limits, std::move(header_check));
+  auto state = std::make_shared<State>(env, listen_address, std::move(handler), limits, std::move(header_check),
+                                       std::move(tls));
   tcp::acceptor& acceptor = state->acceptor;
   error_code ec;
   std::string_view step = "open";
@@ -763,8 +828,9 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(RealEnv& env, std::string 
   }
 
   Accept(state);
-  WK_LOG_INFO("HTTP server listening",
-              {{"address", listen_address}, {"port", std::to_string(state->port)}});
+  WK_LOG_INFO("HTTP server listening", {{"address", listen_address},
+                                        {"port", std::to_string(state->port)},
+                                        {"tls", state->tls ? "on" : "off"}});
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(state)));
 }
 
@@ -790,7 +856,7 @@ void HttpServer::Stop() {
   s.retry_timer.cancel();
   // Collected first: a Session whose last owner is released below erases itself from
   // the map, which must not happen while the map is being iterated.
-  std::vector<std::shared_ptr<Session>> live;
+  std::vector<std::shared_ptr<SessionBase>> live;
   live.reserve(s.sessions.size());
   for (const auto& [id, weak] : s.sessions) {
     if (auto session = weak.lock()) live.push_back(std::move(session));

@@ -1,9 +1,18 @@
-// HttpServer: one HTTP/1.1 listener. It frames requests and responses and hands every
-// request to an asynchronous handler; what the paths mean (the actor API
-// `/v1/actors/...`, `/metrics`, `/healthz`, `/readyz`, see server/admin_routes.h) is the handler's
-// business (docs/architecture.md, "Serving and routing"). A node runs one for its clients
-// and, with node.admin_listen set, a second one for the admin routes, so a flood of client
-// connections cannot starve the probes (cli/serve_cmd.cc).
+// HttpServer: one HTTP/1.1 listener, plain or over TLS. It frames requests and responses
+// and hands every request to an asynchronous handler; what the paths mean (the actor API
+// `/v1/actors/...`, `/metrics`, `/healthz`, `/readyz`, see server/admin_routes.h) is the
+// handler's business (docs/architecture.md, "Serving and routing"). A node runs one for its
+// clients, one for its peers (TLS with client certificates, docs/security.md) and, with
+// node.admin_listen set, a third for the admin routes, so a flood of client connections
+// cannot starve the probes (cli/serve_cmd.cc).
+//
+// TLS. With a TLS context, each connection starts with the handshake (within
+// read_timeout and the first request's deadline; evictable meanwhile); one that fails is
+// closed without an answer. The context decides what is required of the client: the peer
+// listener's (net/tls_identity.h MakePeerServerContext) requires a certificate and checks
+// its pin during the handshake. The pin of the client's certificate, when it sent one, is
+// handed to the header check and the handler with each request
+// (ServerRequest::peer_cert_pin).
 //
 // One connection, one request at a time:
 //   waiting   for the first byte of a request, at most idle_timeout (an idle keep-alive
@@ -104,6 +113,10 @@
 #include "env/real_env.h"
 #include "net/http_types.h"
 
+namespace boost::asio::ssl {
+class context;
+}
+
 namespace wk {
 
 // The bounds of one HttpServer (see the header comment). Start checks them.
@@ -157,6 +170,7 @@ class HttpServer {
   // handler is set; limits are sane (max_connections > 0, max_header_bytes in
   // 1 KiB..1 MiB, timeouts > 0, max_connections_per_client > 0): checked, a crash
   // otherwise. header_check may be empty (every body is read before the handler is called).
+  // tls: serve TLS with this context (shared by every connection); null for plain HTTP.
   // Errors, each a one-line message naming the address:
   //   kInvalidArgument  the address does not parse (no port, port not in 0..65535, host
   //                     not an IP address)
@@ -164,7 +178,8 @@ class HttpServer {
   //                     permission denied, address not on this host)
   static Result<std::unique_ptr<HttpServer>> Start(RealEnv& env, std::string listen_address,
                                                    ServerHandler handler, HttpServerLimits limits = {},
-                                                   HeaderCheck header_check = {});
+                                                   HeaderCheck header_check = {},
+                                                   std::shared_ptr<boost::asio::ssl::context> tls = nullptr);
 
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;

@@ -27,6 +27,10 @@ struct ServerRequest {
   ServerHeaders headers;  // in order, names as sent (trailers of a chunked body included)
   std::string body;     // the whole body, de-chunked; empty when none was sent
   std::string remote;   // "ip:port" of the peer ("[v6]:port" for IPv6)
+  // TLS: the pin (hex SHA-256 of the SubjectPublicKeyInfo, net/tls_identity.h) of the
+  // client's certificate; empty without TLS or without a client certificate. The
+  // simulator's peer network sets what a peer listener would.
+  std::string peer_cert_pin;
 
   // First header with this name, case-insensitive; nullopt if absent.
   std::optional<std::string_view> Header(std::string_view name) const;

@@ -20,6 +20,7 @@
 
 #include <string>
 
+#include "base/ids.h"
 #include "base/status.h"
 #include "base/time.h"
 #include "env/task.h"
@@ -27,13 +28,23 @@
 
 namespace wk {
 
+// Which node a request is for, as the sender's membership view shows it live.
+struct PeerTarget {
+  NodeId node_id;
+  InstanceToken instance;  // of its live node record
+  std::string address;   // its peer listener, "host:port" (the record's `address`)
+};
+
 class PeerTransport {
  public:
   virtual ~PeerTransport() = default;
-  // Sends request to the node at address ("host:port", as in its node record) and waits up
-  // to timeout for the whole answer. The request's headers are sent as given (the caller
-  // drops hop-by-hop ones); the response's come back as received.
-  virtual Task<Result<ServerResponse>> Send(std::string address, ServerRequest request, Duration timeout) = 0;
+  // Sends request to the node `to` names and waits up to timeout for the whole answer.
+  // The request's headers are sent as given (the caller drops hop-by-hop ones); the
+  // response's come back as received. The real transport talks TLS and accepts the node
+  // only under the pin of its current live record (docs/security.md, "Between nodes"): a
+  // node it does not trust (not live, another instance, another address) is kRetryable
+  // without anything sent.
+  virtual Task<Result<ServerResponse>> Send(PeerTarget to, ServerRequest request, Duration timeout) = 0;
 };
 
 }  // namespace wk

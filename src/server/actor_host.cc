@@ -15,7 +15,7 @@ actor::ModuleCompilerOptions CompilerOptions(const actor::RuntimeOptions& runtim
 
 ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, MetricsRegistry& metrics,
                      replica::ReplicaTotals& replica_totals, const control::ClusterSecret& secret,
-                     ActorHostOptions options)
+                     PeerTransport& peers, ActorHostOptions options)
     : env_(env),
       store_(store),
       options_(std::move(options)),
@@ -27,8 +27,7 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
       owner_holds_(node.owners()),
       holds_(owner_holds_, quarantine_cache_),
       auth_(env, store),
-      peers_(env),
-      forwarder_(env, peers_, options_.node_id, secret) {
+      forwarder_(env, peers, ForwarderIdentity{options_.node_id, options_.instance}, secret) {
   replica::Replica::Deps deps{env, store, [&env](std::function<void()> fn) { env.PostFromAnyThread(std::move(fn)); },
                               &replica_totals};
   provider_ = std::make_unique<replica::ReplicaProvider>(std::move(deps), holds_, options_.storage, options_.close_limit);
@@ -43,10 +42,12 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
                   options_.quarantine.enabled() ? &quarantine_cache_ : nullptr};
   FrontOptions fo;
   fo.node_id = options_.node_id;
+  fo.check_peer_pins = true;
   fo.max_request_bytes = options_.runtime.limits.max_request_bytes;
   front_ = std::make_unique<Front>(std::move(front), fo);
   actor::PublishRuntimeMetrics(metrics, *runtime_);
   PublishFrontMetrics(metrics, *front_);
+  PublishForwarderMetrics(metrics, forwarder_);
   control::PublishQuarantineCacheMetrics(metrics, quarantine_cache_);
   PublishQuarantineMetrics(metrics, quarantine_);
   if (!options_.crashed_during_events.empty()) {

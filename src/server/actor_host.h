@@ -1,7 +1,9 @@
 // ActorHost: everything a node needs to serve actors, assembled — the WebAssembly engine,
 // the classes it has loaded, the actor runtime over durable replicas (holds from the
 // ownership records), tenant authentication, the forwarder and the front (front.h).
-// `wasmkeep serve` makes one after its ClusterNode and hands it the /v1/actors/ requests.
+// `wasmkeep serve` makes one after its ClusterNode and hands it the /v1/actors/ requests of
+// both its listeners (the client API and the peer listener). The peer transport (TLS with
+// pins, net/http_peer_transport.h) is the caller's: it exists before the node serves.
 //
 // Classes. When an actor that is not resident gets a request, its class's `current`
 // pointer (classes/<tenant>/<class>/current) is read — at most once per `class_check`
@@ -38,7 +40,7 @@
 #include "control/tokens.h"
 #include "engine/engine.h"
 #include "env/real_env.h"
-#include "net/http_peer_transport.h"
+#include "net/peer_transport.h"
 #include "replica/provider.h"
 #include "server/forwarder.h"
 #include "server/front.h"
@@ -53,6 +55,7 @@ inline constexpr std::size_t kMaxRememberedClasses = 10'000;
 
 struct ActorHostOptions {
   NodeId node_id;
+  InstanceToken instance;  // this process's, as in its node record
   actor::RuntimeOptions runtime;
   replica::ReplicaOptions storage;
   // How long a class's `current` pointer is trusted before it is read again (the bound on
@@ -72,16 +75,18 @@ struct ActorHostOptions {
 
 class ActorHost {
  public:
-  // replica_totals: the process's one (its owner publishes it). The runtime's and the
-  // front's metrics are published in metrics here.
+  // replica_totals: the process's one (its owner publishes it). The runtime's, the
+  // front's, the forwarder's and the quarantine's metrics are published in metrics here.
+  // peers must outlive the host.
   ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, MetricsRegistry& metrics,
-            replica::ReplicaTotals& replica_totals, const control::ClusterSecret& secret, ActorHostOptions options);
+            replica::ReplicaTotals& replica_totals, const control::ClusterSecret& secret, PeerTransport& peers,
+            ActorHostOptions options);
   ~ActorHost();
   ActorHost(const ActorHost&) = delete;
   ActorHost& operator=(const ActorHost&) = delete;
 
-  // One /v1/actors/... request.
-  Task<ServerResponse> Handle(ServerRequest request) { return front_->Handle(std::move(request)); }
+  // One /v1/actors/... request, from the listener via names.
+  Task<ServerResponse> Handle(ServerRequest request, Via via) { return front_->Handle(std::move(request), via); }
   // A /v1/actors/... request whose body is not read yet (Front::CheckBeforeBody).
   Task<std::optional<ServerResponse>> CheckBeforeBody(ServerRequest request) {
     return front_->CheckBeforeBody(std::move(request));
@@ -91,6 +96,7 @@ class ActorHost {
 
   actor::ActorRuntime& runtime() { return *runtime_; }
   const FrontStats& front_stats() const { return front_->stats(); }
+  const ForwarderStats& forwarder_stats() const { return forwarder_.stats(); }
   const QuarantineStats& quarantine_stats() const { return quarantine_.stats(); }
 
  private:
@@ -114,7 +120,6 @@ class ActorHost {
   std::unique_ptr<replica::ReplicaProvider> provider_;
   std::unique_ptr<actor::ActorRuntime> runtime_;
   control::TenantAuth auth_;
-  HttpPeerTransport peers_;
   Forwarder forwarder_;
   std::unique_ptr<Front> front_;
   std::map<std::pair<std::string, std::string>, Loaded> loaded_;

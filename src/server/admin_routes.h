@@ -1,7 +1,7 @@
 // The node's operator endpoint: Prometheus metrics and health probes.
 //
 // AdminRoutes answers these paths (any query string is ignored); HttpServer carries them
-// on the node's one listener, next to the actor API (net/http_server.h):
+// on the node's client API listener, next to the actor API (net/http_server.h):
 //   GET /metrics  200, Content-Type kPrometheusTextContentType, body metrics_text()
 //   GET /healthz  200 "ok\n" while healthy(), else 503 "unhealthy\n"   (liveness: restart
 //                 the process if this fails)

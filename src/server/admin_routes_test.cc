@@ -191,7 +191,7 @@ TEST(AdminRoutesTest, ConnectionCloseAndHttp10AreHonoured) {
   });
 }
 
-// ---- The routes on the node's one listener (how serve uses them).
+// ---- The routes on the node's client API listener (how serve uses them).
 
 // Admin paths to the routes, everything else to a stand-in for the actor API.
 ServerHandler SharedListenerHandler(const AdminRoutes* routes, int* api_calls) {

@@ -1,24 +1,41 @@
 // Forwarder: sends a request for an actor to the node that owns it, and checks the
-// signature of requests other nodes forwarded here (docs/architecture.md, "Serving and
-// routing").
+// signature of requests other nodes forwarded here (docs/architecture.md, "How a request
+// flows"; docs/security.md, "Between nodes").
 //
-// Authentication. A forwarded request carries, besides the client's own request:
-//   X-Wasmkeep-Forwarded-By   the sending node's id
-//   X-Wasmkeep-Tenant         the tenant the sender authenticated (the client's token is
-//                             not re-checked: the sender did that)
-//   X-Wasmkeep-Hops           how many nodes forwarded it (1 after the first hop)
-//   X-Wasmkeep-Timestamp      the sender's wall clock, ms since the epoch
-//   X-Wasmkeep-Signature      hex HMAC-SHA256, keyed by the cluster secret, over
-//                             "wasmkeep-forward 1\n" method \n target \n tenant \n hops \n
-//                             timestamp \n hex SHA-256 of the body
-// A request whose signature does not verify, or whose timestamp is more than
-// `max_clock_difference` away from ours, is refused (a replay window of that size remains;
-// the network between nodes is assumed private, as the cluster secret is).
+// What is forwarded. The client's method, target and body; of its headers, every one but
+// the hop-by-hop ones (Connection, Host, Content-Length, ...), the forwarding headers below
+// and the credentials: `Authorization` (the client's bearer token never leaves the node
+// that checked it) and `Proxy-Authorization`. Repeated headers of one name are sent once,
+// their values joined with ", " (RFC 9110 §5.3), so each name is signed once.
+//
+// Authentication. The forwarder adds:
+//   X-Wasmkeep-Forwarded-By     the sending node's id
+//   X-Wasmkeep-Forwarded-To     "<node id> <instance>" of the receiving node, as the
+//                               sender's membership view shows it live
+//   X-Wasmkeep-Tenant           the tenant the sender authenticated (the client's token is
+//                               not re-checked: the sender did that)
+//   X-Wasmkeep-Hops             how many nodes forwarded it (1 after the first hop)
+//   X-Wasmkeep-Timestamp        the sender's wall clock, ms since the epoch
+//   X-Wasmkeep-Nonce            16 random bytes from the sender's Env, 32 hex digits
+//   X-Wasmkeep-Signed-Headers   the lowercase names of the forwarded client headers,
+//                               comma-separated, in the order they are signed
+//   X-Wasmkeep-Signature        hex HMAC-SHA256, keyed by the cluster secret, over
+//       "wasmkeep-forward 2\n" from \n to-node \n to-instance \n method \n target \n
+//       tenant \n hops \n timestamp \n nonce \n hex SHA-256 of the body \n
+//       signed-headers \n and then one "name:value\n" per signed header
+// The receiver (Verify) refuses a request unless: every one of these headers is present
+// and well formed; it is addressed to this node and this instance (so a request captured
+// on its way to one node cannot be replayed to another, nor to this node's next process);
+// its timestamp is within `max_clock_difference` of our clock; each signed header is
+// present exactly once with no CR or LF in its value; the signature verifies; and its
+// nonce has not been used (replay_cache.h). Only the signed headers reach the actor
+// (ForwardedFrom::headers): whatever else arrives (the transport's own Host, User-Agent
+// or Content-Length) is not the client's and is dropped.
 //
 // Transport. Requests go out through a PeerTransport (net/peer_transport.h): the real one
-// keeps a keep-alive pool per peer; the simulator's delivers to simulated nodes. The
-// forwarder itself reads only its Env's wall clock (the timestamp), so it is
-// simulator-clean.
+// talks TLS to the peer listener with pins from the node records; the simulator's delivers
+// to simulated nodes. The forwarder reads only its Env's wall clock (the timestamp, the
+// window and the replay cache) and randomness (the nonce), so it is simulator-clean.
 //
 // Threading: the Env loop thread (the transport's).
 #pragma once
@@ -29,11 +46,13 @@
 #include <vector>
 
 #include "base/ids.h"
+#include "base/metrics.h"
 #include "base/status.h"
 #include "control/cluster_secret.h"
 #include "env/env.h"
 #include "net/http_types.h"
 #include "net/peer_transport.h"
+#include "server/replay_cache.h"
 
 namespace wk {
 
@@ -42,56 +61,104 @@ struct ForwardedFrom {
   NodeId node_id;
   std::string tenant;
   int hops = 0;
+  // The client's headers as signed (names as received, in the signed order): all the
+  // actor may see.
+  ServerHeaders headers;
+};
+
+// The node a Forwarder runs on: its id and this process's instance (its node record's).
+struct ForwarderIdentity {
+  NodeId node_id;
+  InstanceToken instance;
 };
 
 struct ForwarderOptions {
   Duration timeout = std::chrono::seconds(60);
   Duration max_clock_difference = std::chrono::seconds(60);
+  // The replay cache's bound (replay_cache.h): about 130 bytes an entry, so 100,000 is
+  // about 13 MB and remembers every nonce of a whole window up to about 1,600 forwarded
+  // requests a second; beyond that rate the oldest are forgotten early and their late
+  // twins refused (a retry, never a replay).
+  std::size_t replay_cache_entries = 100'000;
+};
+
+struct ForwarderStats {
+  std::uint64_t forwarded = 0;
+  std::uint64_t verified = 0;
+  std::uint64_t refused = 0;   // every refusal, the two below included
+  std::uint64_t replays = 0;   // a nonce used before
+  std::uint64_t beyond_memory = 0;  // a timestamp older than what the cache remembers
 };
 
 class Forwarder {
  public:
   // transport must outlive the forwarder.
-  Forwarder(Env& env, PeerTransport& transport, NodeId node_id, control::ClusterSecret secret,
+  Forwarder(Env& env, PeerTransport& transport, ForwarderIdentity self, control::ClusterSecret secret,
             ForwarderOptions options = {});
 
-  // Sends request to the node at address ("host:port"), signed, with hop count hops.
-  // Errors (the transport's): kRetryable if nothing was sent (connect refused...),
-  // kUnknownOutcome if the request may have reached the peer, kInvalidArgument if it
-  // cannot be sent (a method HTTP cannot carry).
-  Task<Result<ServerResponse>> Forward(std::string address, ServerRequest request, std::string tenant, int hops);
+  // Sends request to the node `to`, signed for it, with hop count hops.
+  // Errors (the transport's): kRetryable if nothing was sent (connect refused, a peer not
+  // trusted...), kUnknownOutcome if the request may have reached the peer,
+  // kInvalidArgument if it cannot be sent (a method HTTP cannot carry).
+  Task<Result<ServerResponse>> Forward(PeerTarget to, ServerRequest request, std::string tenant, int hops);
 
   // nullopt if the request carries no forwarding headers (a client's request); an error
-  // (kInvalidArgument) if it carries them and they do not verify.
-  Result<std::optional<ForwardedFrom>> Verify(const ServerRequest& request) const;
+  // (kInvalidArgument, its message saying why) if it carries any and they do not verify
+  // (see above). A request that verifies has its nonce remembered: the same request is
+  // refused the next time.
+  Result<std::optional<ForwardedFrom>> Verify(const ServerRequest& request);
 
-  // The signature Forward would send (tests).
-  std::string SignForTest(std::string_view method, std::string_view target, std::string_view tenant, int hops,
-                          std::int64_t timestamp_ms, std::string_view body) const {
-    return Sign(method, target, tenant, hops, timestamp_ms, body);
-  }
-
+  // Whether the request carries any forwarding header.
+  static bool HasForwardingHeaders(const ServerRequest& request);
   // One of the headers above (case-insensitive): set by the forwarder, never passed on.
   static bool IsForwardingHeader(std::string_view name);
+  // A header the forwarder never passes on from a client: the forwarding headers, the
+  // hop-by-hop ones and the credentials.
+  static bool IsNeverForwarded(std::string_view name);
+
+  const ForwarderStats& stats() const { return stats_; }
+  const ReplayCache& replay_cache() const { return replays_; }
 
   static constexpr std::string_view kForwardedBy = "X-Wasmkeep-Forwarded-By";
+  static constexpr std::string_view kForwardedTo = "X-Wasmkeep-Forwarded-To";
   static constexpr std::string_view kTenant = "X-Wasmkeep-Tenant";
   static constexpr std::string_view kHops = "X-Wasmkeep-Hops";
   static constexpr std::string_view kTimestamp = "X-Wasmkeep-Timestamp";
+  static constexpr std::string_view kNonce = "X-Wasmkeep-Nonce";
+  static constexpr std::string_view kSignedHeaders = "X-Wasmkeep-Signed-Headers";
   static constexpr std::string_view kSignature = "X-Wasmkeep-Signature";
 
+  // What the signature covers (the text above), for tests that forge or check one.
+  struct Signed {
+    std::string_view from;
+    std::string_view to_node;
+    std::string_view to_instance;
+    std::string_view method;
+    std::string_view target;
+    std::string_view tenant;
+    int hops = 0;
+    std::int64_t timestamp_ms = 0;
+    std::string_view nonce;
+    std::string_view body;
+    const ServerHeaders* headers = nullptr;  // lowercase names, in order
+  };
+  static std::string SignedText(const Signed& s);
+
  private:
-  // What the signature covers.
-  static std::string SignedText(std::string_view method, std::string_view target, std::string_view tenant, int hops,
-                                std::int64_t timestamp_ms, std::string_view body);
-  std::string Sign(std::string_view method, std::string_view target, std::string_view tenant, int hops,
-                   std::int64_t timestamp_ms, std::string_view body) const;
+  Result<std::optional<ForwardedFrom>> Refuse(std::string why);
 
   Env& env_;
   PeerTransport& transport_;
-  NodeId node_id_;
+  ForwarderIdentity self_;
   control::ClusterSecret secret_;
   ForwarderOptions options_;
+  ReplayCache replays_;
+  ForwarderStats stats_;
 };
+
+// Publishes wasmkeep_peer_requests_refused_total{reason="replayed"|"other"} over
+// forwarder's stats (base/metrics.h, "How WasmKeep publishes"). REQUIRES: forwarder
+// outlives every RenderText(), which runs on the loop thread.
+void PublishForwarderMetrics(MetricsRegistry& registry, const Forwarder& forwarder);
 
 }  // namespace wk

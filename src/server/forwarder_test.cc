@@ -1,16 +1,21 @@
-// Forwarded requests: what Verify accepts and refuses, and what Forward hands its
-// PeerTransport and passes back. (Forward over real HTTP is exercised end to end by
-// tests/cluster/serve_test.sh, three nodes forwarding to the owner; over the simulated
-// network by the simulator's `routing` scenario.)
+// Forwarded requests: what Forward hands its PeerTransport (signed, without the client's
+// token), what Verify accepts and refuses (tampering, another node or instance, the time
+// window, a replayed nonce), and what comes back. Over real TLS between processes:
+// tests/cluster/peer_tls_test.sh; over the simulated network: the simulator's `routing`
+// scenario.
 #include "server/forwarder.h"
 
 #include <gtest/gtest.h>
 
+#include <cctype>
+#include <functional>
+
 #include "env/sim_env.h"
-#include "net/http_peer_transport.h"
 
 namespace wk {
 namespace {
+
+constexpr std::int64_t kStartMs = 1'764'000'000'000;
 
 control::ClusterSecret Secret(std::uint8_t fill) {
   control::ClusterSecret s;
@@ -18,76 +23,17 @@ control::ClusterSecret Secret(std::uint8_t fill) {
   return s;
 }
 
-class ForwarderTest : public ::testing::Test {
- protected:
-  // A request as node "a" would send it: signed with secret at timestamp (ms).
-  ServerRequest Signed(const Forwarder& f, std::string body, std::int64_t timestamp_ms) {
-    ServerRequest r;
-    r.method = "POST";
-    r.target = "/v1/actors/acme/counter/x/increment";
-    r.body = std::move(body);
-    r.headers.emplace_back("X-Wasmkeep-Forwarded-By", "a");
-    r.headers.emplace_back("X-Wasmkeep-Tenant", "acme");
-    r.headers.emplace_back("X-Wasmkeep-Hops", "1");
-    r.headers.emplace_back("X-Wasmkeep-Timestamp", std::to_string(timestamp_ms));
-    r.headers.emplace_back("X-Wasmkeep-Signature", f.SignForTest(r.method, r.target, "acme", 1, timestamp_ms, r.body));
-    return r;
-  }
-  std::int64_t Now() { return ToUnixMs(env_.WallNow()); }
-  RealEnv env_;
-  HttpPeerTransport peers_{env_};
-};
-
-TEST_F(ForwarderTest, AClientRequestIsNotForwarded) {
-  Forwarder f(env_, peers_, NodeId("b"), Secret(1));
-  ServerRequest r;
-  r.method = "GET";
-  r.target = "/v1/actors/acme/counter/x";
-  auto v = f.Verify(r);
-  ASSERT_TRUE(v.ok());
-  EXPECT_FALSE(v->has_value());
-}
-
-TEST_F(ForwarderTest, ASignedRequestVerifiesAndNamesItsSenderTenantAndHops) {
-  Forwarder f(env_, peers_, NodeId("b"), Secret(1));
-  auto v = f.Verify(Signed(f, "body", Now()));
-  ASSERT_TRUE(v.ok()) << v.status().ToString();
-  ASSERT_TRUE(v->has_value());
-  EXPECT_EQ((*v)->node_id, NodeId("a"));
-  EXPECT_EQ((*v)->tenant, "acme");
-  EXPECT_EQ((*v)->hops, 1);
-}
-
-TEST_F(ForwarderTest, TamperingAnotherSecretAStaleTimestampOrMissingHeadersAreRefused) {
-  Forwarder f(env_, peers_, NodeId("b"), Secret(1));
-  ServerRequest body = Signed(f, "body", Now());
-  body.body = "other";
-  EXPECT_FALSE(f.Verify(body).ok()) << "the body is signed";
-  ServerRequest target = Signed(f, "body", Now());
-  target.target = "/v1/actors/acme/counter/y/increment";
-  EXPECT_FALSE(f.Verify(target).ok()) << "the target is signed";
-  ServerRequest tenant = Signed(f, "body", Now());
-  tenant.headers[1].second = "other";
-  EXPECT_FALSE(f.Verify(tenant).ok()) << "the tenant is signed";
-  Forwarder stranger(env_, peers_, NodeId("c"), Secret(2));
-  EXPECT_FALSE(f.Verify(Signed(stranger, "body", Now())).ok()) << "another cluster's secret";
-  EXPECT_FALSE(f.Verify(Signed(f, "body", Now() - 120'000)).ok()) << "outside the 60 s window";
-  ServerRequest partial = Signed(f, "body", Now());
-  partial.headers.pop_back();
-  EXPECT_FALSE(f.Verify(partial).ok()) << "no signature";
-}
-
 // A transport that records what it was asked to send and answers with a scripted outcome.
 class ScriptedTransport final : public PeerTransport {
  public:
   explicit ScriptedTransport(Result<ServerResponse> answer) : answer_(std::move(answer)) {}
-  Task<Result<ServerResponse>> Send(std::string address, ServerRequest request, Duration timeout) override {
-    sent.push_back(Sent{std::move(address), std::move(request), timeout});
+  Task<Result<ServerResponse>> Send(PeerTarget to, ServerRequest request, Duration timeout) override {
+    sent.push_back(Sent{std::move(to), std::move(request), timeout});
     Result<ServerResponse> answer = answer_;
     co_return answer;
   }
   struct Sent {
-    std::string address;
+    PeerTarget to;
     ServerRequest request;
     Duration timeout;
   };
@@ -100,18 +46,199 @@ class ScriptedTransport final : public PeerTransport {
 ServerRequest ClientRequest() {
   ServerRequest r;
   r.method = "POST";
-  r.target = "/v1/actors/acme/counter/x/increment";
+  r.target = "/v1/actors/acme/counter/x/increment?by=2";
   r.body = "payload";
   r.headers.emplace_back("Authorization", "Bearer secret-token");
+  r.headers.emplace_back("Proxy-Authorization", "Basic also-secret");
   r.headers.emplace_back("Connection", "keep-alive");
+  r.headers.emplace_back("Host", "node-a:8080");
   r.headers.emplace_back("X-Wasmkeep-Hops", "7");  // a client cannot smuggle forwarding headers
+  r.headers.emplace_back("Content-Type", "application/json");
   r.headers.emplace_back("X-Custom", "kept");
+  r.headers.emplace_back("x-custom", "twice");
   return r;
 }
 
-TEST(ForwarderTransportTest, ForwardSignsTheRequestAndTheReceiverVerifiesIt) {
-  SimWorld world(1);
-  SimEnv env(world, FromUnixMs(1'764'000'000'000));
+const PeerTarget kToB{NodeId("b"), InstanceToken("instance-b"), "10.0.0.2:7443"};
+
+// A sender "a" and a receiver "b" of one cluster on one simulated clock.
+class ForwarderTest : public ::testing::Test {
+ protected:
+  // What a forwards to b for the client's request.
+  ServerRequest Forwarded(ServerRequest client = ClientRequest(), PeerTarget to = kToB) {
+    ScriptedTransport transport{Result<ServerResponse>(ServerResponse{})};
+    Forwarder a(env_, transport, ForwarderIdentity{NodeId("a"), InstanceToken("instance-a")}, Secret(3));
+    auto got = RunTask(world_, env_, a.Forward(std::move(to), std::move(client), "acme", 1));
+    EXPECT_TRUE(got.has_value() && got->ok());
+    EXPECT_EQ(transport.sent.size(), 1u);
+    return transport.sent.empty() ? ServerRequest{} : transport.sent[0].request;
+  }
+  static void SetHeader(ServerRequest& r, std::string_view name, std::string value) {
+    for (auto& [n, v] : r.headers) {
+      if (EqualsName(n, name)) v = std::move(value);
+    }
+  }
+  static bool EqualsName(std::string_view a, std::string_view b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
+    }
+    return true;
+  }
+  // b's verdict on r (a fresh receiver each time unless one is given).
+  Result<std::optional<ForwardedFrom>> VerifyAtB(const ServerRequest& r) {
+    ScriptedTransport unused{Result<ServerResponse>(Retryable("unused"))};
+    Forwarder b(env_, unused, ForwarderIdentity{NodeId("b"), InstanceToken("instance-b")}, Secret(3));
+    return b.Verify(r);
+  }
+
+  SimWorld world_{1};
+  SimEnv env_{world_, FromUnixMs(kStartMs)};
+};
+
+TEST_F(ForwarderTest, AClientRequestIsNotForwarded) {
+  ServerRequest r;
+  r.method = "GET";
+  r.target = "/v1/actors/acme/counter/x";
+  r.headers.emplace_back("Authorization", "Bearer t");
+  auto v = VerifyAtB(r);
+  ASSERT_TRUE(v.ok());
+  EXPECT_FALSE(v->has_value());
+}
+
+TEST_F(ForwarderTest, ForwardSignsTheRequestForItsReceiverWithoutTheClientsToken) {
+  const ServerRequest sent = Forwarded();
+  EXPECT_EQ(sent.method, "POST");
+  EXPECT_EQ(sent.target, "/v1/actors/acme/counter/x/increment?by=2");
+  EXPECT_EQ(sent.body, "payload");
+  EXPECT_FALSE(sent.Header("Authorization").has_value()) << "the bearer token never leaves the node that checked it";
+  EXPECT_FALSE(sent.Header("Proxy-Authorization").has_value());
+  for (const auto& [n, v] : sent.headers) EXPECT_EQ(v.find("secret"), std::string::npos) << n << ": " << v;
+  EXPECT_FALSE(sent.Header("Connection").has_value());
+  EXPECT_FALSE(sent.Header("Host").has_value());
+  EXPECT_EQ(sent.Header("X-Custom").value_or(""), "kept, twice") << "repeated headers are joined, signed once";
+  EXPECT_EQ(sent.Header("X-Wasmkeep-Hops").value_or(""), "1") << "the client's own hop header is replaced";
+  EXPECT_EQ(sent.Header("X-Wasmkeep-Forwarded-By").value_or(""), "a");
+  EXPECT_EQ(sent.Header("X-Wasmkeep-Forwarded-To").value_or(""), "b instance-b");
+  EXPECT_EQ(sent.Header("X-Wasmkeep-Signed-Headers").value_or(""), "content-type,x-custom");
+  EXPECT_EQ(sent.Header("X-Wasmkeep-Nonce").value_or("").size(), 32u);
+
+  auto verified = VerifyAtB(sent);
+  ASSERT_TRUE(verified.ok()) << verified.status().ToString();
+  ASSERT_TRUE(verified->has_value());
+  const ForwardedFrom& from = **verified;
+  EXPECT_EQ(from.node_id, NodeId("a"));
+  EXPECT_EQ(from.tenant, "acme");
+  EXPECT_EQ(from.hops, 1);
+  ServerHeaders want{{"Content-Type", "application/json"}, {"X-Custom", "kept, twice"}};
+  EXPECT_EQ(from.headers, want) << "the actor sees the signed client headers and nothing else";
+}
+
+TEST_F(ForwarderTest, TwoForwardsOfOneRequestCarryDifferentNonces) {
+  EXPECT_NE(Forwarded().Header("X-Wasmkeep-Nonce"), Forwarded().Header("X-Wasmkeep-Nonce"));
+}
+
+TEST_F(ForwarderTest, ASecondUseOfTheSameForwardedRequestIsRefused) {
+  const ServerRequest sent = Forwarded();
+  ScriptedTransport unused{Result<ServerResponse>(Retryable("unused"))};
+  Forwarder b(env_, unused, ForwarderIdentity{NodeId("b"), InstanceToken("instance-b")}, Secret(3));
+  auto first = b.Verify(sent);
+  ASSERT_TRUE(first.ok() && first->has_value()) << first.status().ToString();
+  auto replayed = b.Verify(sent);
+  ASSERT_FALSE(replayed.ok()) << "a replay of a captured request must be refused";
+  EXPECT_NE(replayed.status().message().find("replayed"), std::string::npos) << replayed.status().ToString();
+  EXPECT_EQ(b.stats().replays, 1u);
+  EXPECT_EQ(b.stats().verified, 1u);
+  // Still refused later in the window, and past it (then by the window itself).
+  world_.RunFor(std::chrono::seconds(30));
+  EXPECT_FALSE(b.Verify(sent).ok());
+  world_.RunFor(std::chrono::seconds(40));
+  auto late = b.Verify(sent);
+  ASSERT_FALSE(late.ok());
+  EXPECT_NE(late.status().message().find("time window"), std::string::npos) << late.status().ToString();
+  // A fresh forward of the same client request is a new request.
+  EXPECT_TRUE(b.Verify(Forwarded()).ok());
+}
+
+TEST_F(ForwarderTest, AnythingChangedInASignedRequestIsRefused) {
+  struct Case {
+    const char* what;
+    std::function<void(ServerRequest&)> change;
+  };
+  const std::vector<Case> cases = {
+      {"the body", [](ServerRequest& r) { r.body = "other"; }},
+      {"the target", [](ServerRequest& r) { r.target = "/v1/actors/acme/counter/y/increment?by=2"; }},
+      {"the query", [](ServerRequest& r) { r.target = "/v1/actors/acme/counter/x/increment?by=3"; }},
+      {"the method", [](ServerRequest& r) { r.method = "PUT"; }},
+      {"the tenant", [](ServerRequest& r) { SetHeader(r, "X-Wasmkeep-Tenant", "other"); }},
+      {"the hops", [](ServerRequest& r) { SetHeader(r, "X-Wasmkeep-Hops", "2"); }},
+      {"the sender", [](ServerRequest& r) { SetHeader(r, "X-Wasmkeep-Forwarded-By", "c"); }},
+      {"the nonce", [](ServerRequest& r) { SetHeader(r, "X-Wasmkeep-Nonce", std::string(32, 'a')); }},
+      {"the timestamp", [](ServerRequest& r) { SetHeader(r, "X-Wasmkeep-Timestamp", std::to_string(kStartMs + 1)); }},
+      {"a signed header's value", [](ServerRequest& r) { SetHeader(r, "Content-Type", "text/plain"); }},
+      {"a signed header removed",
+       [](ServerRequest& r) { std::erase_if(r.headers, [](const auto& h) { return h.first == "X-Custom"; }); }},
+      {"a signed header sent twice", [](ServerRequest& r) { r.headers.emplace_back("content-type", "text/plain"); }},
+      {"the list of signed headers", [](ServerRequest& r) { SetHeader(r, "X-Wasmkeep-Signed-Headers", "content-type"); }},
+      {"the list with a trailing comma",
+       [](ServerRequest& r) { SetHeader(r, "X-Wasmkeep-Signed-Headers", "content-type,x-custom,"); }},
+      {"the token listed as signed",
+       [](ServerRequest& r) {
+         r.headers.emplace_back("Authorization", "Bearer x");
+         SetHeader(r, "X-Wasmkeep-Signed-Headers", "content-type,x-custom,authorization");
+       }},
+      {"a forwarding header repeated", [](ServerRequest& r) { r.headers.emplace_back("X-Wasmkeep-Tenant", "acme"); }},
+      {"a forwarding header missing",
+       [](ServerRequest& r) {
+         std::erase_if(r.headers, [](const auto& h) { return h.first == "X-Wasmkeep-Nonce"; });
+       }},
+  };
+  for (const Case& c : cases) {
+    ServerRequest r = Forwarded();
+    c.change(r);
+    auto v = VerifyAtB(r);
+    EXPECT_FALSE(v.ok()) << c.what << " changed, yet the request verified";
+  }
+  // The unchanged request verifies (so the refusals above are the changes' doing).
+  EXPECT_TRUE(VerifyAtB(Forwarded()).ok());
+}
+
+TEST_F(ForwarderTest, AnUnsignedHeaderAddedOnTheWayNeverReachesTheActor) {
+  ServerRequest r = Forwarded();
+  r.headers.emplace_back("User-Agent", "the transport's");
+  r.headers.emplace_back("X-Injected", "evil");
+  auto v = VerifyAtB(r);
+  ASSERT_TRUE(v.ok() && v->has_value()) << v.status().ToString();
+  for (const auto& [n, value] : (*v)->headers) {
+    EXPECT_NE(n, "X-Injected");
+    EXPECT_NE(n, "User-Agent");
+  }
+}
+
+TEST_F(ForwarderTest, ARequestForAnotherNodeOrAnotherInstanceOrCluster) {
+  // Signed for b's previous process: refused by b's current one (a replay across restarts).
+  auto old_instance = VerifyAtB(Forwarded(ClientRequest(), PeerTarget{NodeId("b"), InstanceToken("instance-b-before"), "10.0.0.2:7443"}));
+  ASSERT_FALSE(old_instance.ok());
+  EXPECT_NE(old_instance.status().message().find("addressed to"), std::string::npos);
+  // Signed for c: refused by b (a request captured on its way to c replayed to b).
+  EXPECT_FALSE(VerifyAtB(Forwarded(ClientRequest(), PeerTarget{NodeId("c"), InstanceToken("instance-b"), "10.0.0.3:7443"})).ok());
+  // Another cluster's secret.
+  ScriptedTransport unused{Result<ServerResponse>(Retryable("unused"))};
+  Forwarder stranger(env_, unused, ForwarderIdentity{NodeId("b"), InstanceToken("instance-b")}, Secret(4));
+  auto v = stranger.Verify(Forwarded());
+  ASSERT_FALSE(v.ok());
+  EXPECT_NE(v.status().message().find("signature"), std::string::npos);
+}
+
+TEST_F(ForwarderTest, ATimestampOutsideTheWindowIsRefused) {
+  ServerRequest sent = Forwarded();
+  world_.RunFor(std::chrono::seconds(61));
+  auto v = VerifyAtB(sent);
+  ASSERT_FALSE(v.ok());
+  EXPECT_NE(v.status().message().find("time window"), std::string::npos);
+}
+
+TEST_F(ForwarderTest, TheRepliesHopByHopHeadersAreDroppedAndTheTimeoutPassed) {
   ServerResponse reply;
   reply.status = 201;
   reply.headers.emplace_back("Connection", "close");
@@ -120,62 +247,30 @@ TEST(ForwarderTransportTest, ForwardSignsTheRequestAndTheReceiverVerifiesIt) {
   ScriptedTransport transport{Result<ServerResponse>(reply)};
   ForwarderOptions options;
   options.timeout = std::chrono::seconds(7);
-  Forwarder sender(env, transport, NodeId("a"), Secret(3), options);
-  auto got = RunTask(world, env, sender.Forward("10.0.0.2:7000", ClientRequest(), "acme", 1));
+  Forwarder sender(env_, transport, ForwarderIdentity{NodeId("a"), InstanceToken("instance-a")}, Secret(3), options);
+  auto got = RunTask(world_, env_, sender.Forward(kToB, ClientRequest(), "acme", 1));
   ASSERT_TRUE(got.has_value());
   ASSERT_TRUE(got->ok()) << got->status().ToString();
   EXPECT_EQ((*got)->status, 201);
   EXPECT_EQ((*got)->body, "done");
   ASSERT_EQ((*got)->headers.size(), 1u) << "hop-by-hop headers of the reply are dropped";
   EXPECT_EQ((*got)->headers[0].first, "X-Answer");
-
   ASSERT_EQ(transport.sent.size(), 1u);
-  const auto& sent = transport.sent[0];
-  EXPECT_EQ(sent.address, "10.0.0.2:7000");
-  EXPECT_EQ(sent.timeout, std::chrono::seconds(7));
-  EXPECT_EQ(sent.request.body, "payload");
-  EXPECT_FALSE(sent.request.Header("Connection").has_value());
-  EXPECT_EQ(sent.request.Header("X-Custom").value_or(""), "kept");
-  EXPECT_EQ(sent.request.Header("X-Wasmkeep-Hops").value_or(""), "1") << "the client's own hop header is replaced";
-  // The receiving node (same cluster secret) accepts it and learns who sent it.
-  ScriptedTransport unused{Result<ServerResponse>(Retryable("unused"))};
-  Forwarder receiver(env, unused, NodeId("b"), Secret(3));
-  auto verified = receiver.Verify(sent.request);
-  ASSERT_TRUE(verified.ok()) << verified.status().ToString();
-  ASSERT_TRUE(verified->has_value());
-  EXPECT_EQ((*verified)->node_id, NodeId("a"));
-  EXPECT_EQ((*verified)->tenant, "acme");
-  EXPECT_EQ((*verified)->hops, 1);
-  // Another cluster's node does not.
-  Forwarder stranger(env, unused, NodeId("c"), Secret(4));
-  EXPECT_FALSE(stranger.Verify(sent.request).ok());
+  EXPECT_EQ(transport.sent[0].to.node_id, NodeId("b"));
+  EXPECT_EQ(transport.sent[0].to.instance, InstanceToken("instance-b"));
+  EXPECT_EQ(transport.sent[0].to.address, "10.0.0.2:7443");
+  EXPECT_EQ(transport.sent[0].timeout, std::chrono::seconds(7));
 }
 
-TEST(ForwarderTransportTest, TheTransportsOutcomeComesBackUnchanged) {
-  SimWorld world(2);
-  SimEnv env(world, FromUnixMs(1'764'000'000'000));
+TEST_F(ForwarderTest, TheTransportsOutcomeComesBackUnchanged) {
   for (Code code : {Code::kRetryable, Code::kUnknownOutcome, Code::kInvalidArgument}) {
     ScriptedTransport transport{Result<ServerResponse>(Status(code, "scripted"))};
-    Forwarder f(env, transport, NodeId("a"), Secret(3));
-    auto got = RunTask(world, env, f.Forward("10.0.0.2:7000", ClientRequest(), "acme", 2));
+    Forwarder f(env_, transport, ForwarderIdentity{NodeId("a"), InstanceToken("instance-a")}, Secret(3));
+    auto got = RunTask(world_, env_, f.Forward(kToB, ClientRequest(), "acme", 2));
     ASSERT_TRUE(got.has_value());
     ASSERT_FALSE(got->ok());
     EXPECT_EQ(got->code(), code) << "a retryable failure must stay retryable, an unknown outcome unknown";
   }
-}
-
-TEST(ForwarderTransportTest, TheHttpTransportRefusesAMethodHttpCannotCarryAndAnUnreachablePeerIsRetryable) {
-  RealEnv env;
-  HttpPeerTransport transport(env);
-  ServerRequest bad = ClientRequest();
-  bad.method = "NOT A METHOD";
-  auto refused = env.RunMain(transport.Send("127.0.0.1:1", std::move(bad), std::chrono::seconds(2)));
-  ASSERT_FALSE(refused.ok());
-  EXPECT_EQ(refused.code(), Code::kInvalidArgument);
-  // Port 1 on loopback: nobody listens, the connection is refused before anything is sent.
-  auto unreachable = env.RunMain(transport.Send("127.0.0.1:1", ClientRequest(), std::chrono::seconds(2)));
-  ASSERT_FALSE(unreachable.ok());
-  EXPECT_EQ(unreachable.code(), Code::kRetryable) << unreachable.status().ToString();
 }
 
 }  // namespace

@@ -63,6 +63,12 @@ ServerResponse Front::Error(int status, std::string message, bool retry_after) {
   return r;
 }
 
+ServerResponse Front::RefuseForwarded(const std::string& why) {
+  ServerResponse refused = Error(401, "forwarded request refused: " + why);
+  refused.headers.emplace_back(std::string(kForwardingRefused), why);
+  return refused;
+}
+
 ServerResponse Front::Quarantined(const control::QuarantineRecord& record) {
   ServerResponse r;
   r.status = 503;
@@ -121,11 +127,12 @@ Task<std::optional<ServerResponse>> Front::CheckBeforeBody(ServerRequest request
   if (!refused) {
     if (auto length = AnnouncedLength(request)) refused = TooLarge(*length);
   }
+  if (!refused && Forwarder::HasForwardingHeaders(request)) {
+    // Forwarded requests come through the peer listener only (Handle refuses them here
+    // too), so a client cannot skip this check by adding forwarding headers.
+    refused = RefuseForwarded("forwarded requests are accepted on the peer listener only");
+  }
   if (!refused) {
-    for (const auto& [n, v] : request.headers) {
-      // A forwarded request's signature covers its body: Handle verifies it once read.
-      if (Forwarder::IsForwardingHeader(n)) co_return std::nullopt;
-    }
     auto auth = request.Header("Authorization");
     // Not inside the co_await expression: GCC 12 miscompiles a conditional there.
     std::string value = auth ? std::string(*auth) : std::string();
@@ -139,7 +146,7 @@ Task<std::optional<ServerResponse>> Front::CheckBeforeBody(ServerRequest request
   co_return refused;
 }
 
-Task<ServerResponse> Front::Handle(ServerRequest request) {
+Task<ServerResponse> Front::Handle(ServerRequest request, Via via) {
   ++stats_.requests;
   // 1. The actor's name and the rest of the path.
   ParsedTarget target;
@@ -152,32 +159,46 @@ Task<ServerResponse> Front::Handle(ServerRequest request) {
   // 2. Who is asking.
   int hops = 0;
   std::string tenant;
-  auto forwarded = deps_.forwarder.Verify(request);
-  if (!forwarded.ok()) {
-    ServerResponse refused = Error(401, "forwarded request refused: " + forwarded.status().message());
-    refused.headers.emplace_back(std::string(kForwardingRefused), forwarded.status().message());
-    co_return refused;
-  }
-  if (forwarded->has_value()) {
-    hops = (*forwarded)->hops;
-    tenant = (*forwarded)->tenant;
+  actor::Request actor_request;
+  if (via == Via::kPeer) {
+    auto forwarded = deps_.forwarder.Verify(request);
+    if (!forwarded.ok()) co_return RefuseForwarded(forwarded.status().message());
+    if (!forwarded->has_value()) co_return RefuseForwarded("the peer listener takes forwarded requests only");
+    ForwardedFrom& from = **forwarded;
+    if (options_.check_peer_pins) {
+      // The TLS identity must be the signer's: a node may not sign for another, and a
+      // node that is no longer live (fenced, released, restarted) is not heard.
+      auto it = deps_.membership.view().find(from.node_id);
+      const bool signer_live = it != deps_.membership.view().end() && it->second.live();
+      if (!signer_live || it->second.record->cert_pin.empty() || request.peer_cert_pin.empty() ||
+          it->second.record->cert_pin != request.peer_cert_pin) {
+        co_return RefuseForwarded("the TLS certificate is not that of " + from.node_id.str() + "'s live node record");
+      }
+    }
+    hops = from.hops;
+    tenant = std::move(from.tenant);
+    // Only what was signed goes on: to the actor, and to the next node if it moved.
+    request.headers = std::move(from.headers);
+    actor_request.headers = request.headers;
   } else {
+    if (Forwarder::HasForwardingHeaders(request)) {
+      co_return RefuseForwarded("forwarded requests are accepted on the peer listener only");
+    }
     auto auth = request.Header("Authorization");
     std::string value = auth ? std::string(*auth) : std::string();
     auto who = co_await deps_.authenticate(std::move(value));
     if (auto refused = AuthenticationRefused(who)) co_return std::move(*refused);
     tenant = std::move(*who);
+    for (const auto& [n, v] : request.headers) {
+      if (EqualsIgnoreAsciiCase(n, "Authorization")) continue;  // the actor never sees the token
+      actor_request.headers.emplace_back(n, v);
+    }
   }
   if (tenant != id.tenant) co_return Error(403, "this token is for tenant " + tenant + ", not " + id.tenant);
 
-  actor::Request actor_request;
   actor_request.method = request.method;
   actor_request.path = std::string(rest);
   actor_request.query = std::string(query);
-  for (const auto& [n, v] : request.headers) {
-    if (EqualsIgnoreAsciiCase(n, "Authorization")) continue;  // the actor never sees the token
-    if (!Forwarder::IsForwardingHeader(n)) actor_request.headers.emplace_back(n, v);
-  }
   actor_request.body = request.body;
 
   // 3. Quarantined actors are refused here, wherever the request landed.
@@ -250,11 +271,11 @@ Task<ServerResponse> Front::Handle(ServerRequest request) {
 
 Task<ServerResponse> Front::ForwardTo(NodeId node_id, ServerRequest request, std::string tenant, int hops) {
   auto it = deps_.membership.view().find(node_id);
-  if (it == deps_.membership.view().end() || !it->second.record || it->second.record->address.empty()) {
-    co_return Error(503, "the owner " + node_id.str() + " has no address in the membership view", true);
+  if (it == deps_.membership.view().end() || !it->second.live() || it->second.record->address.empty()) {
+    co_return Error(503, "the owner " + node_id.str() + " is not live with an address in the membership view", true);
   }
-  const std::string address = it->second.record->address;
-  auto got = co_await deps_.forwarder.Forward(address, std::move(request), std::move(tenant), hops);
+  PeerTarget to{node_id, it->second.record->instance, it->second.record->address};
+  auto got = co_await deps_.forwarder.Forward(std::move(to), std::move(request), std::move(tenant), hops);
   if (!got.ok()) {
     if (got.code() == Code::kInvalidArgument) co_return Error(501, got.status().message());
     WK_LOG_WARN("forwarding failed", {{"node", options_.node_id.str()}, {"owner", node_id.str()}, {"error", got.status().ToString()}});
@@ -263,8 +284,9 @@ Task<ServerResponse> Front::ForwardTo(NodeId node_id, ServerRequest request, std
   if (got->status == 401) {
     for (const auto& [n, v] : got->headers) {
       if (EqualsIgnoreAsciiCase(n, kForwardingRefused)) {
-        // The peer refused our signature (clocks more than 60 s apart, or another cluster
-        // secret): not the client's fault, and not a token problem.
+        // The peer refused what we sent (clocks more than 60 s apart, another cluster
+        // secret, a view of us that is not live yet): not the client's fault, and not a
+        // token problem.
         WK_LOG_WARN("a peer refused a forwarded request", {{"node", options_.node_id.str()}, {"owner", node_id.str()}, {"why", v}});
         co_return Error(503, "the owner " + node_id.str() + " refused the forwarded request: " + v, true);
       }

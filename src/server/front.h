@@ -4,10 +4,18 @@
 // For each request, in order:
 //   1. Parse and validate the actor's name (400 naming the bad part) and the body size
 //      (413).
-//   2. Authenticate. A client's request carries `Authorization: Bearer <token>`: none, a
-//      malformed, unknown or revoked one is 401, a token of another tenant 403. A request
-//      another node forwarded carries that node's signature instead (forwarder.h): a bad
-//      one is 401.
+//   2. Authenticate. Which listener the request came through decides what it must carry
+//      (docs/security.md, "Between nodes"):
+//      - the client API (Via::kClient): `Authorization: Bearer <token>`: none, a
+//        malformed, unknown or revoked one is 401, a token of another tenant 403. A
+//        request with forwarding headers is refused here (401): nodes forward only to
+//        each other's peer listeners.
+//      - the peer listener (Via::kPeer): another node's signature (forwarder.h), which
+//        must verify (fresh, addressed to this instance, nonce unused); with
+//        check_peer_pins, the TLS client certificate's pin must also be the pin of the
+//        signing node's record, live in this node's membership view. Anything else is
+//        401 with X-Wasmkeep-Forwarding-Refused naming why. The actor sees only the
+//        signed client headers.
 //   3. Quarantine (docs/security.md, "Poisoned actors"): an actor quarantined cluster-wide
 //      is 503 with Retry-After (until the quarantine ends) and a body naming the reason and
 //      the end, on whichever node the request lands, before it is forwarded or started. For
@@ -20,8 +28,9 @@
 //   4. Route. Served here if this node has the actor resident and still holds it (resident
 //      with its hold ended: 503, and the actor is unloaded). Otherwise one GET of its
 //      ownership record within 250 ms (Owners::OtherOwner): another node that the
-//      membership view shows live → forward the request there, unchanged, and pass its
-//      answer back unchanged. Nobody, or a holder not live → load the class (404 if there
+//      membership view shows live → forward the request there (its peer listener, the
+//      record's `address`; without the client's Authorization header) and pass its answer
+//      back unchanged. Nobody, or a holder not live → load the class (404 if there
 //      is none), acquire the actor here and run the event. An acquisition that finds the
 //      actor taken meanwhile forwards to the taker. A request is forwarded at most
 //      `max_hops` times in all (a forwarded request that finds its target no longer the
@@ -57,8 +66,19 @@ inline constexpr std::string_view kActorsPrefix = "/v1/actors/";
 // (which answers its client 503) from a client's bad token.
 inline constexpr std::string_view kForwardingRefused = "X-Wasmkeep-Forwarding-Refused";
 
+// Which listener a request came through.
+enum class Via : std::uint8_t {
+  kClient,  // the client API
+  kPeer,    // the peer listener: only other nodes' forwarded requests
+};
+
 struct FrontOptions {
   NodeId node_id;
+  // Peer requests must come with a TLS client certificate whose pin is the signer's live
+  // record's (ServerRequest::peer_cert_pin). On in `wasmkeep serve` (the peer listener
+  // requires client certificates) and in the simulator (its network reports the sender's
+  // pin); off only in tests without TLS.
+  bool check_peer_pins = false;
   std::uint64_t max_request_bytes = 1ull << 20;
   int max_hops = 2;
   int retry_after_seconds = 1;
@@ -95,13 +115,13 @@ struct FrontStats {
 class Front {
  public:
   Front(FrontDeps deps, FrontOptions options);
-  Task<ServerResponse> Handle(ServerRequest request);
-  // Steps 1 and 2 for a request whose body is not read yet (HttpServer's HeaderCheck):
-  // the refusal Handle would give for its path, its announced Content-Length or its token
-  // (one GET of the tenant's record at most, shared with Handle's through the cache), or
-  // nullopt to read the body and call Handle. A request carrying forwarding headers is
-  // passed (its signature covers the body; Handle verifies it). So an unauthenticated
-  // client's body is never read.
+  Task<ServerResponse> Handle(ServerRequest request, Via via);
+  // Steps 1 and 2 for a client API request whose body is not read yet (HttpServer's
+  // HeaderCheck): the refusal Handle(request, Via::kClient) would give for its path, its
+  // announced Content-Length, forwarding headers (401: those come through the peer
+  // listener only) or its token (one GET of the tenant's record at most, shared with
+  // Handle's through the cache), or nullopt to read the body and call Handle. So an
+  // unauthenticated client's body is never read.
   Task<std::optional<ServerResponse>> CheckBeforeBody(ServerRequest request);
   const FrontStats& stats() const { return stats_; }
 
@@ -117,6 +137,8 @@ class Front {
   std::optional<ServerResponse> AuthenticationRefused(const Result<std::string>& who);
   Task<ServerResponse> Run(ActorId id, actor::Request request);
   Task<ServerResponse> ForwardTo(NodeId node_id, ServerRequest request, std::string tenant, int hops);
+  // A 401 telling the sending node (X-Wasmkeep-Forwarding-Refused) why.
+  ServerResponse RefuseForwarded(const std::string& why);
   ServerResponse Error(int status, std::string message, bool retry_after = false);
   ServerResponse Quarantined(const control::QuarantineRecord& record);
 

@@ -32,7 +32,7 @@ class ScriptedHost final : public actor::EventHost {
 // A peer network that fails every request: nothing here is forwarded.
 class NoPeers final : public PeerTransport {
  public:
-  Task<Result<ServerResponse>> Send(std::string, ServerRequest, Duration) override {
+  Task<Result<ServerResponse>> Send(PeerTarget, ServerRequest, Duration) override {
     co_return Retryable("no peers in this test");
   }
 };
@@ -63,7 +63,7 @@ class FrontTest : public ::testing::Test {
   }
 
   ServerResponse Handle(ServerRequest request) {
-    auto out = RunTask(world_, node_.env, front_->Handle(std::move(request)));
+    auto out = RunTask(world_, node_.env, front_->Handle(std::move(request), Via::kClient));
     EXPECT_TRUE(out.has_value());
     return out ? std::move(*out) : ServerResponse{};
   }
@@ -88,7 +88,7 @@ class FrontTest : public ::testing::Test {
   ScriptedHost host_;
   NoPeers peers_;
   control::ClusterSecret secret_;
-  Forwarder forwarder_{node_.env, peers_, NodeId("a"), secret_};
+  Forwarder forwarder_{node_.env, peers_, ForwarderIdentity{NodeId("a"), InstanceToken("i1")}, secret_};
   std::unique_ptr<Front> front_;
   int authentications_ = 0;
 };
@@ -136,16 +136,20 @@ TEST_F(FrontTest, TheCheckBeforeTheBodyRefusesWhatHandleWouldRefuse) {
   ASSERT_TRUE(big.has_value());
   EXPECT_EQ(big->status, 413);
   EXPECT_EQ(authentications_, before);
-  // Passed: a client of the right tenant, and a forwarded request (its signature covers the
-  // body, so Handle checks it).
+  // Forwarding headers on the client API: refused before the body (forwarded requests
+  // come through the peer listener only), so adding them skips no check.
+  auto forged_early = Check(Request("/v1/actors/acme/c/n/x", {{"X-Wasmkeep-Signature", "00"}}));
+  ASSERT_TRUE(forged_early.has_value());
+  EXPECT_EQ(forged_early->status, 401);
+  EXPECT_EQ(authentications_, before) << "no token is read for it";
+  // Passed: a client of the right tenant.
   EXPECT_FALSE(Check(Request("/v1/actors/acme/c/n/x", {{"Authorization", std::string(kGoodToken)}, {"Content-Length", "1000"}}))
                    .has_value());
-  EXPECT_FALSE(Check(Request("/v1/actors/acme/c/n/x", {{"X-Wasmkeep-Signature", "00"}})).has_value());
-  // Handle still refuses that one once its body is read.
+  // Handle refuses the forged one too, had it got that far.
   ServerResponse forged = Handle(Request("/v1/actors/acme/c/n/x", {{"X-Wasmkeep-Signature", "00"}}, "body"));
   EXPECT_EQ(forged.status, 401);
-  EXPECT_EQ(front_->stats().requests, 7u) << "each refusal counted once, as a request";
-  EXPECT_EQ(front_->stats().refused, 7u);
+  EXPECT_EQ(front_->stats().requests, 8u) << "each refusal counted once, as a request";
+  EXPECT_EQ(front_->stats().refused, 8u);
   EXPECT_TRUE(host_.requests.empty());
 }
 
