@@ -105,8 +105,15 @@ check "a forwarded request with a bad signature: 401" '[ "$r" = 401 ]'
 # ---- a new version of a class reaches actors when they next start
 W deploy --tenant acme --class swap "$actors/kv.wasm" >/dev/null 2>&1
 check "swap (kv): PUT /x" '[ "$(status 1 PUT acme/swap/s1/x "$TOKEN" --data-binary v1)" = 200 ]'
+# The deploy (a CLI process) can take longer than idle_hibernate_ms on a loaded machine:
+# reads every 200 ms keep the actor resident meanwhile, so the GET below is sure to find it
+# in memory on its first version.
+( while [ ! -e "$work/swap.deployed" ]; do req 1 GET acme/swap/s1/x >/dev/null; sleep 0.2; done ) &
+keeper=$!
 W deploy --tenant acme --class swap "$actors/counter.wasm" >/dev/null 2>&1
 check "the resident actor finishes on its version (kv answers GET /x)" '[ "$(req 1 GET acme/swap/s1/x)" = "200 v1" ]'
+touch "$work/swap.deployed"
+wait "$keeper"
 sleep 3  # idle_hibernate_ms = 1000: it leaves memory
 check "once it starts again it runs the new version (counter)" '[ "$(req 1 POST acme/swap/s1/increment)" = "200 1" ]'
 
