@@ -1,7 +1,7 @@
 // store_bench: conditional put latency and throughput of ObjectStore backends, side by
 // side in one run.
 //
-//   store_bench [--seconds S] [--writers 1,16] [--body-bytes N] [--churn N] URL...
+//   store_bench [--seconds S] [--writers 1,16] [--body-bytes N] [--churn N] [--gets N] URL...
 //
 // Each writer owns its own keys and loops: create the key with If-None-Match: *, then
 // replace it twice with If-Match on the version just written (the node lease's and the
@@ -13,6 +13,9 @@
 // collection does to segments, and then measures: on file:// each create and delete is a
 // file, and some file systems slow down creating files after many deletes
 // (docs/benchmarks.md); on sqlite:// a delete frees a row's pages for reuse.
+//
+// --gets N then reads one object N times in a row from one task (on s3://, over one reused
+// keep-alive connection) and prints the GET latency percentiles.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -99,6 +102,23 @@ Task<double> Churn(RealEnv* env, ObjectStore* store, int count) {
   co_return std::chrono::duration<double>(env->MonoNow() - start).count();
 }
 
+// Writes one object, then reads it count times in a row; returns each GET's milliseconds.
+Task<std::vector<double>> SequentialGets(RealEnv* env, ObjectStore* store, int count, int body_bytes) {
+  CallOptions call{std::chrono::seconds(30)};
+  std::vector<double> ms;
+  const std::string key = "bench/" + env->RandomHex(6) + "/get";
+  auto put = co_await store->Put(key, std::string(static_cast<std::size_t>(body_bytes), 'g'),
+                                 Precondition::None(), call);
+  if (!put.ok()) co_return ms;
+  for (int i = 0; i < count; ++i) {
+    const MonoTime start = env->MonoNow();
+    auto got = co_await store->Get(key, call);
+    if (!got.ok()) break;
+    ms.push_back(std::chrono::duration<double, std::milli>(env->MonoNow() - start).count());
+  }
+  co_return ms;
+}
+
 double Percentile(std::vector<double>& v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -114,6 +134,7 @@ int main(int argc, char** argv) {
   double seconds = 5;
   int body_bytes = 256;
   int churn = 0;
+  int gets = 0;
   std::vector<int> writer_counts = {1, 16};
   std::vector<std::string> urls;
   for (int i = 1; i < argc; ++i) {
@@ -121,6 +142,7 @@ int main(int argc, char** argv) {
     if (a == "--seconds" && i + 1 < argc) seconds = std::stod(argv[++i]);
     else if (a == "--body-bytes" && i + 1 < argc) body_bytes = std::stoi(argv[++i]);
     else if (a == "--churn" && i + 1 < argc) churn = std::stoi(argv[++i]);
+    else if (a == "--gets" && i + 1 < argc) gets = std::stoi(argv[++i]);
     else if (a == "--writers" && i + 1 < argc) {
       writer_counts.clear();
       std::string list = argv[++i];
@@ -131,7 +153,7 @@ int main(int argc, char** argv) {
         pos = comma + 1;
       }
     } else if (a.starts_with("--")) {
-      std::fprintf(stderr, "usage: store_bench [--seconds S] [--writers 1,16] [--body-bytes N] [--churn N] URL...\n");
+      std::fprintf(stderr, "usage: store_bench [--seconds S] [--writers 1,16] [--body-bytes N] [--churn N] [--gets N] URL...\n");
       return 2;
     } else {
       urls.push_back(a);
@@ -179,6 +201,16 @@ int main(int argc, char** argv) {
       std::printf("%-48s %8d %9zu %10.0f %9.2f %9.2f %9.2f %6d %12s\n", shown.c_str(), writers,
                   s.latencies_ms.size(), rate, p50, p99, mx, s.failures, per_commit.c_str());
       std::fflush(stdout);
+    }
+    if (gets > 0) {
+      RealEnv env;
+      auto store = OpenStore(env, url);
+      if (!store.ok()) return 1;
+      std::vector<double> ms = env.RunMain(SequentialGets(&env, store->get(), gets, body_bytes));
+      const double p50 = Percentile(ms, 0.50), p99 = Percentile(ms, 0.99);
+      std::printf("%-48s %zu sequential GETs of one %d-byte object: p50 %.2f ms, p99 %.2f ms, max %.2f ms\n",
+                  (*store)->Describe().substr(0, 48).c_str(), ms.size(), body_bytes, p50, p99,
+                  ms.empty() ? 0.0 : ms.back());
     }
   }
   return 0;
