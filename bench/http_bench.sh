@@ -40,7 +40,9 @@
 #
 # Environment: WASMKEEP_WORKERD_VERSION (default 1.20261117.1), WASMKEEP_HTTP_BENCH_ROUNDS
 # (default 3), WASMKEEP_HTTP_BENCH_STRACE=0 skips the strace check, WASMKEEP_HTTP_BENCH_BUCKET
-# (sqlite or file; default sqlite), WASMKEEP_HTTP_BENCH_GC_MINUTES (default 0: no long case).
+# (sqlite or file; default sqlite), WASMKEEP_HTTP_BENCH_GC_MINUTES (default 0: no long case),
+# WASMKEEP_HTTP_BENCH_CASES (default "hot:1 hot:16 rr:1 rr:16 rr10k:16"; empty runs only the
+# long case).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-10}
@@ -264,7 +266,17 @@ done
 # (workerd evicts objects idle for about 10 s, WasmKeep hibernates actors after 30 s: both
 # still hold all of them when the second figure is read).
 declare -A rss_per_actor
+selected=${WASMKEEP_HTTP_BENCH_CASES-hot:1 hot:16 rr:1 rr:16 rr10k:16}
+cases=()
+for c in $selected; do
+  case $c in
+    hot:1 | rr:1) cases+=("${c%%:*} 1 1") ;;
+    hot:16 | rr:16 | rr10k:16) cases+=("${c%%:*} 16 2") ;;
+    *) echo "WASMKEEP_HTTP_BENCH_CASES: unknown case $c"; exit 2 ;;
+  esac
+done
 for sys in wasmkeep workerd; do
+  [[ " $selected " == *" rr10k:16 "* ]] || break
   url=$wk_url pid=$wk_pid
   [ "$sys" = workerd ] && url=$workerd_url pid=$workerd_pid
   r0=$(rss_kib "$pid")
@@ -279,7 +291,6 @@ for sys in wasmkeep workerd; do
 done
 echo
 mismatches=0
-cases=("hot 1 1" "hot 16 2" "rr 1 1" "rr 16 2" "rr10k 16 2")
 for c in "${cases[@]}"; do
   read -r case conns threads <<<"$c"
   echo "case $case c$conns ($rounds rounds of ${seconds} s each, alternating; load average $(cut -d' ' -f1-3 /proc/loadavg)):"
@@ -324,10 +335,12 @@ done)"
 echo "machine: $(nproc) cores; load average before $load_before, after $load_after"
 echo "disk: before $disk_before; after $disk_after"
 echo "correctness: $mismatches of $((2 * rounds * ${#cases[@]})) runs off (counters read back against wrk's 2xx count)"
-echo "resident memory per actor (creating $many_actors actors): WasmKeep ${rss_per_actor[wasmkeep]} KiB, workerd ${rss_per_actor[workerd]} KiB"
+[ -n "${rss_per_actor[wasmkeep]:-}" ] &&
+  echo "resident memory per actor (creating $many_actors actors): WasmKeep ${rss_per_actor[wasmkeep]} KiB, workerd ${rss_per_actor[workerd]} KiB"
 
 # The goals of docs/benchmarks.md ("The embedded bucket at disk speed"), from the medians.
 goal() {  # TEXT CASE CONNS MIN_RATIO CHECK_P99
+  [ -n "${res[wasmkeep,$2,$3,1]:-}" ] || return 0
   local a b ratio verdict=met
   a=$(median wasmkeep "$2" "$3" 1) b=$(median workerd "$2" "$3" 1)
   ratio=$(awk -v a="$a" -v b="$b" 'BEGIN {printf "%.2f", (b > 0 ? a / b : 0)}')
