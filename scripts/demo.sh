@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Install, build and run WasmKeep on its embedded default bucket (a local directory,
-# ./wasmkeep-data), from a clean clone on a fresh Debian 12 machine. Idempotent.
+# Install, build and run WasmKeep on its embedded default bucket (a local directory holding
+# one SQLite database, sqlite://./wasmkeep-data), from a clean clone on a fresh Debian 12 machine. Idempotent.
 #
 # It starts a node (`wasmkeep serve`, 127.0.0.1:8080), creates a tenant (or, if it exists,
 # mints a new token for it), deploys the four example actors, calls the counter, and prints
 # the commands to call each one. The node then keeps running in the foreground until
 # Ctrl-C, which is a clean stop. WASMKEEP_DEMO_EXIT=1 stops it after the demo instead.
 #
-# Environment: WASMKEEP_BUCKET (default file://./wasmkeep-data), WASMKEEP_DEMO_PORT
+# Environment: WASMKEEP_BUCKET (default sqlite://./wasmkeep-data), WASMKEEP_DEMO_PORT
 # (default 8080), WASMKEEP_DEMO_EXIT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 cmake --preset release >/dev/null
 cmake --build --preset release --target wasmkeep wk_actors
 wk=./build/release/src/cli/wasmkeep
-bucket=${WASMKEEP_BUCKET:-file://./wasmkeep-data}
+bucket=${WASMKEEP_BUCKET:-sqlite://./wasmkeep-data}
 port=${WASMKEEP_DEMO_PORT:-8080}
 node="127.0.0.1:$port"
 W() { "$wk" --bucket "$bucket" "$@"; }

@@ -1,7 +1,7 @@
 # Shared by the cluster test scripts (sourced, not run): the backend under test, a
 # scratch directory, short lease timings, and small helpers. Callers set wk, backend and
 # a scratch name prefix first:
-#   wk=...; backend=file|s3; prefix=name; source "$(dirname "$0")/common.sh"
+#   wk=...; backend=file|sqlite|s3; prefix=name; source "$(dirname "$0")/common.sh"
 # s3 needs the RGW environment scripts/test.sh exports (WASMKEEP_S3_ENDPOINT, ...); when it
 # is missing the run is skipped, unless WASMKEEP_REQUIRE_S3=1 makes that a failure.
 
@@ -23,6 +23,7 @@ finish() {
 
 case "$backend" in
   file) bucket="file://$work/bucket" ;;
+  sqlite) bucket="sqlite://$work/bucket" ;;
   s3)
     if [ -z "${WASMKEEP_S3_ENDPOINT:-}" ]; then
       if [ "${WASMKEEP_REQUIRE_S3:-0}" = 1 ]; then echo "FAIL s3 backend required but WASMKEEP_S3_ENDPOINT is unset"; echo "0 passed, 1 failed"; exit 1; fi
