@@ -73,7 +73,10 @@ export class Log {
     logAt(LOG_ERROR, msg);
   }
 }
-export const log = new Log();
+// @lazy: made on first use, inside an event, after the runtime is set up. An object made
+// at the top level of a library file may be allocated before the collector's lists exist.
+// @ts-ignore: decorator
+@lazy export const log = new Log();
 
 // Commits the event's writes so far as their own batch and waits until it (and every batch
 // before it) is durable. True when durable. False if durability failed, the node no longer
@@ -105,7 +108,8 @@ export class Alarm {
     alarm_delete();
   }
 }
-export const alarm = new Alarm();
+// @ts-ignore: decorator (@lazy: see log)
+@lazy export const alarm = new Alarm();
 
 // What an alarm handler is told about its alarm.
 //

@@ -267,4 +267,6 @@ export class Storage {
 }
 
 // The actor's storage.
-export const storage = new Storage();
+// @lazy: made on first use, inside an event, after the runtime is set up (see actor.ts, log).
+// @ts-ignore: decorator
+@lazy export const storage = new Storage();
