@@ -649,6 +649,10 @@ void BM_TwinRawEvent(benchmark::State& state, std::size_t event, bool assemblysc
   g_twins[{event, BuildName(assemblyscript)}].raw_event_ns = ns;
 }
 
+// The twins' measured instances, kept until the end of the run (destroyed in main, before
+// the worker): memory freed by one measurement would be reused by the next and hide its cost.
+std::vector<std::vector<RawActor>> g_kept_instances;
+
 // 200 instances of the module on one worker, each after its setup and one event: RSS
 // (/proc/self/statm) per instance and linear memory per instance. Run once.
 void BM_TwinMemory(benchmark::State& state, std::size_t event, bool assemblyscript) {
@@ -679,8 +683,7 @@ void BM_TwinMemory(benchmark::State& state, std::size_t event, bool assemblyscri
     f.linear_kib = static_cast<double>(linear) / kInstances / 1024;
     state.counters["rss_KiB_per_instance"] = f.rss_kib_per_instance;
     state.counters["linear_KiB_per_instance"] = f.linear_kib;
-    actors.clear();
-    g_rig->worker.PumpMessageLoop();
+    g_kept_instances.push_back(std::move(actors));
   }
   state.SetLabel(std::string("twins, memory: 200 instances after ") + e.what + ", " + BuildName(assemblyscript));
 }
@@ -813,6 +816,8 @@ int main(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks();
   wk::actor::PrintTwinTable();
   benchmark::Shutdown();
+  wk::actor::g_kept_instances.clear();  // instances before their worker
+  wk::actor::g_rig->worker.PumpMessageLoop();
   wk::actor::g_harness.reset();  // its own engine and worker thread
   delete wk::actor::g_rig;       // the worker before the engine (Rig's member order)
   return 0;

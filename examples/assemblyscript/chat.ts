@@ -66,13 +66,28 @@ function read(req: Request, res: Response): void {
   options.endBytes = prefixEnd(utf8(MESSAGE_PREFIX));
   options.limit = MAX_MESSAGES_PER_RESPONSE;
   const entries = storage.list(options);
+  // The answer is assembled in one buffer and written with one host call: the numbers are
+  // ASCII, the messages bytes as stored.
+  const numbers = new Array<string>(entries.length);
+  let size = 0;
   for (let i = 0; i < entries.length; i++) {
-    const digits = entries[i].key.substring(MESSAGE_PREFIX.length);
-    const n = parseInt64(digits);
-    res.write((n === null ? "0" : n.value.toString()) + "\t");
-    res.writeBytes(entries[i].valueBytes);
-    res.write("\n");
+    const digits = entries[i].keyBytes.subarray(MESSAGE_PREFIX.length);
+    let n: i64 = 0;
+    for (let j = 0; j < digits.length; j++) n = n * 10 + <i64>(digits[j] - 0x30);
+    numbers[i] = n.toString();
+    size += numbers[i].length + 1 + entries[i].valueBytes.length + 1;
   }
+  const answer = new Uint8Array(size);
+  let pos = 0;
+  for (let i = 0; i < entries.length; i++) {
+    const number = numbers[i];
+    for (let j = 0; j < number.length; j++) answer[pos++] = <u8>number.charCodeAt(j);
+    answer[pos++] = 0x09;  // tab
+    answer.set(entries[i].valueBytes, pos);
+    pos += entries[i].valueBytes.length;
+    answer[pos++] = 0x0a;  // newline
+  }
+  res.writeBytes(answer);
 }
 
 function handle(req: Request, res: Response): void {
