@@ -30,7 +30,6 @@
 // "wasmkeep_v1" fails the build here, naming the AssemblyScript feature that pulled it in,
 // rather than at deploy time. So is a module without the wk_on_request export.
 import { existsSync, mkdirSync, readFileSync, realpathSync, symlinkSync, lstatSync, readlinkSync, unlinkSync } from "node:fs";
-import { createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
@@ -98,10 +97,16 @@ async function loadCompiler(ascDir) {
       throw new Error(`no AssemblyScript compiler in ${ascDir} (scripts/asc-toolchain.sh ${ascDir} installs it)`);
     }
   } else {
-    try {
-      entry = createRequire(join(process.cwd(), "package.json")).resolve("assemblyscript/asc");
-    } catch {
-      throw new Error("no AssemblyScript compiler: npm install --save-dev assemblyscript@0.28.20, or pass --asc-dir");
+    // The project's own: node_modules/assemblyscript in the current directory or above.
+    for (let dir = process.cwd(); ; dir = dirname(dir)) {
+      const candidate = join(dir, "node_modules", "assemblyscript", "dist", "asc.js");
+      if (existsSync(candidate)) {
+        entry = candidate;
+        break;
+      }
+      if (dirname(dir) === dir) {
+        throw new Error("no AssemblyScript compiler: npm install --save-dev assemblyscript@0.28.20, or pass --asc-dir");
+      }
     }
   }
   return (await import(pathToFileURL(entry).href)).default;
