@@ -102,3 +102,28 @@ wait_for() {
 }
 # metric INDEX NAME: one sample of the node's /metrics.
 metric() { curl -sf "127.0.0.1:$(port_of "$1")/metrics" | awk -v m="$2" '$1==m {print $2}'; }
+
+# Calling actors through node INDEX, with the tenant token $TOKEN unless TOKEN is given (""
+# for none); a suite may define its own req after sourcing this file.
+# req INDEX METHOD PATH [TOKEN] [curl args...]: prints "STATUS BODY" (body on one line).
+req() {
+  local idx=$1 method=$2 path=$3 token=${4-$TOKEN}
+  shift 4 2>/dev/null || shift $#
+  local out
+  out=$(curl -s -m 20 -X "$method" ${token:+-H "Authorization: Bearer $token"} -w '\n%{http_code}' "$@" \
+    "http://127.0.0.1:$(port_of "$idx")/v1/actors/$path")
+  echo "$(tail -n1 <<<"$out") $(head -n -1 <<<"$out" | tr '\n' ' ' | sed 's/ *$//')"
+}
+status() { req "$@" | cut -d' ' -f1; }
+# until_ok SECONDS INDEX METHOD PATH [TOKEN] [curl args...]: retries until a 2xx answer; prints it.
+until_ok() {
+  local deadline=$((SECONDS + $1)) r
+  shift
+  while [ $SECONDS -lt $deadline ]; do
+    r=$(req "$@")
+    case "$r" in 2*) echo "$r"; return 0 ;; esac
+    sleep 0.2
+  done
+  echo "$r"
+  return 1
+}

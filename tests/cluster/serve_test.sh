@@ -25,29 +25,6 @@ max_queued_events = 1
 idle_hibernate_ms = 1000
 TOML
 
-# req INDEX METHOD PATH [TOKEN] [curl args...]: prints "STATUS BODY" (body on one line).
-req() {
-  local idx=$1 method=$2 path=$3 token=${4-$TOKEN}
-  shift 4 2>/dev/null || shift $#
-  local out
-  out=$(curl -s -m 20 -X "$method" ${token:+-H "Authorization: Bearer $token"} -w '\n%{http_code}' "$@" \
-    "http://127.0.0.1:$(port_of "$idx")/v1/actors/$path")
-  echo "$(tail -n1 <<<"$out") $(head -n -1 <<<"$out" | tr '\n' ' ' | sed 's/ *$//')"
-}
-status() { req "$@" | cut -d' ' -f1; }
-# until_ok SECONDS INDEX METHOD PATH: retries until a 2xx answer; prints it.
-until_ok() {
-  local deadline=$((SECONDS + $1)) r
-  shift
-  while [ $SECONDS -lt $deadline ]; do
-    r=$(req "$@")
-    case "$r" in 2*) echo "$r"; return 0 ;; esac
-    sleep 0.2
-  done
-  echo "$r"
-  return 1
-}
-
 echo "== serving on $backend"
 W tenant add acme >"$work/acme.out" 2>&1
 TOKEN=$(tail -n1 "$work/acme.out")
