@@ -14,6 +14,11 @@
 //   - runtime: the same runtime with 1,000 events in flight at once (throughput per worker).
 // Plus instantiation time, resident memory per instance, and compile time per class.
 //
+// Twins: each example that has an AssemblyScript twin (examples/assemblyscript/) is measured
+// in both builds, the same event for both: events per second through the runtime on one
+// worker, the raw event's time, the module's size, and memory per instance. The run ends
+// with a table of them side by side (PrintTwinTable), for docs/benchmarks.md.
+//
 // Every benchmark reports wall time (UseRealTime) and process CPU time (all threads: the
 // harness's worker, V8's background compile threads, the CPU watchdog).
 #include <benchmark/benchmark.h>
@@ -154,6 +159,9 @@ struct RawActor {
   ActorLimits limits;
   MapStorage storage;
   std::unique_ptr<engine::Instance> instance;
+  // The event's now_ms(): a millisecond later for each event, so that clock-driven actors
+  // (ratelimit's refill) see time pass as they would under load.
+  std::int64_t now_ms = 1'800'000'000'000;
 
   Status Instantiate(const std::shared_ptr<const engine::Module>& module) {
     EventTxn txn(storage, limits);
@@ -175,7 +183,7 @@ struct RawActor {
     ctx.actor = "t/bench/a";
     ctx.request = &request;
     ctx.txn = &txn;
-    ctx.now_ms = 1'800'000'000'000;
+    ctx.now_ms = ++now_ms;
     engine::CallResult call = instance->Call(kRequestExport, &ctx, kCpuLimit);
     ctx.FlushOutput();
     if (!call.ok()) return InvalidArgument("event failed: " + call.message);
@@ -353,35 +361,48 @@ void BM_HostCall(benchmark::State& state) {
 // ---------------------------------------------------------------------------------------
 // Raw events: a real actor's handler through the full ABI on an engine Instance.
 
-void RawEvent(benchmark::State& state, const std::string& actor, const std::string& path) {
+// Skips the benchmark with why; 0, for the functions that return a figure.
+double Skip(benchmark::State& state, const std::string& why) {
+  state.SkipWithError(why.c_str());
+  return 0;
+}
+
+// Returns ns per event (0 after a skip).
+double RawEvent(benchmark::State& state, const std::string& actor, const Request& req,
+                const Request* setup = nullptr, int setup_repeats = 1) {
   auto module = CompileActor(actor);
-  if (!module.ok()) return state.SkipWithError(module.status().ToString().c_str());
+  if (!module.ok()) return Skip(state, module.status().ToString());
   RawActor a;
-  if (auto s = a.Instantiate(*module); !s.ok()) return state.SkipWithError(s.ToString().c_str());
-  const Request req = PostRequest(path);
-  if (auto r = a.Event(req); !r.ok()) return state.SkipWithError(r.status().ToString().c_str());
+  if (auto s = a.Instantiate(*module); !s.ok()) return Skip(state, s.ToString());
+  for (int k = 0; setup != nullptr && k < setup_repeats; ++k) {
+    auto r = a.Event(*setup);
+    if (!r.ok() || *r != 200) return Skip(state, "setup: " + (r.ok() ? "status " + std::to_string(*r) : r.status().ToString()));
+  }
+  if (auto r = a.Event(req); !r.ok()) return Skip(state, r.status().ToString());
   std::int64_t n = 0;
   const auto t0 = Clock::now();
   for (auto _ : state) {
     auto r = a.Event(req);
-    if (!r.ok() || *r != 200) return state.SkipWithError(r.ok() ? "status not 200" : r.status().ToString().c_str());
+    if (!r.ok() || *r != 200) return Skip(state, r.ok() ? "status " + std::to_string(*r) : r.status().ToString());
     // abi_probe never frees what it mallocs (a few dozen bytes an event): give it a fresh
     // instance over the same storage before its linear memory nears the 16 MiB maximum.
     if (++n % 4096 == 0 && a.instance->MemoryBytes() > (8u << 20)) {
       state.PauseTiming();
-      if (auto s = a.Instantiate(*module); !s.ok()) return state.SkipWithError(s.ToString().c_str());
+      if (auto s = a.Instantiate(*module); !s.ok()) return Skip(state, s.ToString());
       state.ResumeTiming();
     }
   }
-  state.counters["ns_per_event"] = NsSince(t0) / static_cast<double>(state.iterations());
+  const double ns_per_event = NsSince(t0) / static_cast<double>(state.iterations());
+  state.counters["ns_per_event"] = ns_per_event;
   state.SetItemsProcessed(state.iterations());
   state.SetLabel("raw event: engine Instance + AbiHostInterface + EventContext/EventTxn + commit; no runtime, no loop");
+  return ns_per_event;
 }
 
 // abi_probe's POST /count: storage_get, result_read, storage_put, response_write.
-void BM_RawEventAbiProbeCount(benchmark::State& state) { RawEvent(state, "abi_probe", "/count"); }
+void BM_RawEventAbiProbeCount(benchmark::State& state) { RawEvent(state, "abi_probe", PostRequest("/count")); }
 // counter's POST /increment through the C++ SDK (request_get and storage get+put).
-void BM_RawEventCounterIncrement(benchmark::State& state) { RawEvent(state, "counter", "/increment"); }
+void BM_RawEventCounterIncrement(benchmark::State& state) { RawEvent(state, "counter", PostRequest("/increment")); }
 
 // ---------------------------------------------------------------------------------------
 // Harness: events through ActorRuntime (1 worker, in-memory storage), one call at a time.
@@ -397,6 +418,14 @@ testing::Harness* TheHarness() {
   options.idle_hibernate = std::chrono::hours(1);
   auto h = std::make_unique<testing::Harness>(options);
   for (const char* cls : {"counter", "abi_probe"}) {
+    if (Status s = h->TryDeploy(cls, ActorWasm(cls)); !s.ok()) {
+      g_harness_error = s.ToString();
+      return nullptr;
+    }
+  }
+  // The twins, where built (as_*.wasm needs node and npm at build time).
+  for (const char* cls : {"chat", "ratelimit", "as_counter", "as_chat", "as_ratelimit"}) {
+    if (testing::ReadFileBytes(ActorWasm(cls)).empty()) continue;
     if (Status s = h->TryDeploy(cls, ActorWasm(cls)); !s.ok()) {
       g_harness_error = s.ToString();
       return nullptr;
@@ -480,6 +509,25 @@ Task<int> IncrementAll(Env* env, ActorRuntime* runtime, const std::vector<ActorI
   co_return failures;
 }
 
+// The same with any request: one event per actor, all in flight at once.
+Task<void> SendOne(ActorRuntime* runtime, ActorId id, const Request* request, int* failures) {
+  Task<EventResult> event = runtime->HandleRequest(std::move(id), *request);
+  EventResult result = co_await std::move(event);
+  if (!result.ok() || result.response.status != 200) ++*failures;
+}
+
+Task<int> SendAll(Env* env, ActorRuntime* runtime, const std::vector<ActorId>* ids, const Request* request) {
+  int failures = 0;
+  std::vector<TaskHandle> handles;
+  handles.reserve(ids->size());
+  for (const ActorId& id : *ids) handles.push_back(env->Spawn(SendOne(runtime, id, request, &failures), "bench-event"));
+  for (const TaskHandle& h : handles) {
+    Task<bool> join = h.Join();
+    (void)co_await std::move(join);
+  }
+  co_return failures;
+}
+
 void BM_RuntimeCounter1000Concurrent(benchmark::State& state) {
   constexpr int kActors = 1000;
   testing::Harness* h = TheHarness();
@@ -501,6 +549,171 @@ void BM_RuntimeCounter1000Concurrent(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * kActors);
   state.SetLabel("runtime: 1000 concurrent events (one per resident counter) per iteration, 1 worker");
+}
+
+// ---------------------------------------------------------------------------------------
+// Twins: an example's C++ module against its AssemblyScript twin, the same event for both.
+
+// One example's event, and the request that prepares an actor for it.
+struct TwinEvent {
+  const char* example;
+  const char* what;  // the event, for the table
+  Request request;
+  std::optional<Request> setup;  // sent once to each actor before the timed events
+};
+
+const std::vector<TwinEvent>& TwinEvents() {
+  static const std::vector<TwinEvent> events = [] {
+    Request post_message = PostRequest("/messages");
+    post_message.body = "hello, this is a chat message of some length";
+    Request read_messages;
+    read_messages.path = "/messages";
+    read_messages.query = "since=0";
+    Request seed_twenty = post_message;  // chat-read actors hold 20 messages (see TwinSetUp)
+    Request config = PostRequest("/config");
+    // With the clock a millisecond later each event (RawActor) or iteration (BM_TwinRuntime),
+    // 1,000,000 tokens a second refill 1,000 a millisecond: takes never run out.
+    config.query = "capacity=1000000&refill_per_sec=1000000";
+    return std::vector<TwinEvent>{
+        {"counter", "POST /increment", PostRequest("/increment"), std::nullopt},
+        {"chat", "POST /messages (44 bytes)", post_message, std::nullopt},
+        {"chat", "GET /messages, 20 messages", read_messages, seed_twenty},
+        {"ratelimit", "POST /take", PostRequest("/take"), config},
+    };
+  }();
+  return events;
+}
+
+// How many times TwinSetUp sends the setup request: chat reads list 20 messages.
+int SetupRepeats(const TwinEvent& e) { return e.request.method == "GET" ? 20 : 1; }
+
+struct TwinFigures {
+  double module_bytes = 0;
+  double events_per_s = 0;       // runtime, 1 worker, 1000 actors, 1000 events in flight
+  double raw_event_ns = 0;       // raw event on one instance
+  double linear_kib = 0;         // linear memory of one instance after its events
+  double rss_kib_per_instance = 0;
+};
+// (event index, build) -> figures; build is "C++" or "AssemblyScript".
+std::map<std::pair<std::size_t, std::string>, TwinFigures> g_twins;
+
+std::string TwinModule(const TwinEvent& e, bool assemblyscript) {
+  return assemblyscript ? std::string("as_") + e.example : std::string(e.example);
+}
+const char* BuildName(bool assemblyscript) { return assemblyscript ? "AssemblyScript" : "C++"; }
+
+void BM_TwinRuntime(benchmark::State& state, std::size_t event, bool assemblyscript) {
+  constexpr int kActors = 1000;
+  const TwinEvent& e = TwinEvents()[event];
+  const std::string cls = TwinModule(e, assemblyscript);
+  testing::Harness* h = TheHarness();
+  if (h == nullptr) return state.SkipWithError(g_harness_error.c_str());
+  const std::string wasm = ActorWasm(cls);
+  if (testing::ReadFileBytes(wasm).empty()) return state.SkipWithError(("not built: " + wasm).c_str());
+  std::vector<ActorId> ids;
+  for (int i = 0; i < kActors; ++i) {
+    const std::string name = "t/" + cls + "/e" + std::to_string(event) + "-" + std::to_string(i);
+    auto call = [&](const Request& r) {
+      return h->Call(name, {.method = r.method, .path = r.path, .query = r.query, .body = r.body});
+    };
+    for (int k = 0; e.setup && k < SetupRepeats(e); ++k) {
+      if (auto r = call(*e.setup); !r.ok()) return state.SkipWithError(r.status().ToString().c_str());
+    }
+    if (auto r = call(e.request); !r.ok() || r->status != 200) {
+      return state.SkipWithError(r.ok() ? "status not 200" : r.status().ToString().c_str());
+    }
+    auto id = ParseActorId(name);
+    if (!id.ok()) return state.SkipWithError(id.status().ToString().c_str());
+    ids.push_back(*id);
+  }
+  const auto t0 = Clock::now();
+  for (auto _ : state) {
+    h->AdvanceClock(1);  // ratelimit refills 1,000 tokens a millisecond after its setup
+    const int failures = h->env().RunMain(SendAll(&h->env(), &h->runtime(), &ids, &e.request));
+    if (failures != 0) return state.SkipWithError("some events failed");
+  }
+  const double events_per_s = static_cast<double>(state.iterations()) * kActors / (NsSince(t0) / 1e9);
+  state.SetItemsProcessed(state.iterations() * kActors);
+  state.SetLabel(std::string("twins, runtime: 1000 concurrent ") + e.what + " per iteration, 1 worker, " +
+                 BuildName(assemblyscript));
+  TwinFigures& f = g_twins[{event, BuildName(assemblyscript)}];
+  f.events_per_s = events_per_s;
+  f.module_bytes = static_cast<double>(testing::ReadFileBytes(wasm).size());
+}
+
+void BM_TwinRawEvent(benchmark::State& state, std::size_t event, bool assemblyscript) {
+  const TwinEvent& e = TwinEvents()[event];
+  const double ns = RawEvent(state, TwinModule(e, assemblyscript), e.request, e.setup ? &*e.setup : nullptr,
+                             SetupRepeats(e));
+  state.SetLabel(std::string("twins, raw event: ") + e.what + ", " + BuildName(assemblyscript));
+  g_twins[{event, BuildName(assemblyscript)}].raw_event_ns = ns;
+}
+
+// The twins' measured instances, kept until the end of the run (destroyed in main, before
+// the worker): memory freed by one measurement would be reused by the next and hide its cost.
+std::vector<std::vector<RawActor>> g_kept_instances;
+
+// 200 instances of the module on one worker, each after its setup and one event: RSS
+// (/proc/self/statm) per instance and linear memory per instance. Run once.
+void BM_TwinMemory(benchmark::State& state, std::size_t event, bool assemblyscript) {
+  constexpr int kInstances = 200;
+  const TwinEvent& e = TwinEvents()[event];
+  auto module = CompileActor(TwinModule(e, assemblyscript));
+  if (!module.ok()) return state.SkipWithError(module.status().ToString().c_str());
+  for (auto _ : state) {
+    std::vector<RawActor> actors(kInstances);
+    {
+      RawActor warm;  // loads the module into the worker: not a per-actor cost
+      if (auto s = warm.Instantiate(*module); !s.ok()) return state.SkipWithError(s.ToString().c_str());
+    }
+    g_rig->worker.PumpMessageLoop();
+    const std::uint64_t rss0 = RssBytes();
+    for (RawActor& a : actors) {
+      if (auto s = a.Instantiate(*module); !s.ok()) return state.SkipWithError(s.ToString().c_str());
+      for (int k = 0; e.setup && k < SetupRepeats(e); ++k) {
+        if (auto r = a.Event(*e.setup); !r.ok()) return state.SkipWithError(r.status().ToString().c_str());
+      }
+      if (auto r = a.Event(e.request); !r.ok() || *r != 200) return state.SkipWithError("event failed");
+    }
+    const std::uint64_t rss1 = RssBytes();
+    std::uint64_t linear = 0;
+    for (RawActor& a : actors) linear += a.instance->MemoryBytes();
+    TwinFigures& f = g_twins[{event, BuildName(assemblyscript)}];
+    f.rss_kib_per_instance = (static_cast<double>(rss1) - rss0) / kInstances / 1024;
+    f.linear_kib = static_cast<double>(linear) / kInstances / 1024;
+    state.counters["rss_KiB_per_instance"] = f.rss_kib_per_instance;
+    state.counters["linear_KiB_per_instance"] = f.linear_kib;
+    g_kept_instances.push_back(std::move(actors));
+  }
+  state.SetLabel(std::string("twins, memory: 200 instances after ") + e.what + ", " + BuildName(assemblyscript));
+}
+
+// The twins side by side, after every benchmark ran (skipped ones print as "-").
+void PrintTwinTable() {
+  if (g_twins.empty()) return;
+  auto cell = [](double v, const char* fmt) {
+    if (v <= 0) return std::string("-");
+    char buf[32];
+    std::snprintf(buf, sizeof buf, fmt, v);
+    return std::string(buf);
+  };
+  std::printf("\nTwins: each example's C++ module and its AssemblyScript twin, the same event\n");
+  std::printf("(events/s: runtime, 1 worker, 1000 actors with 1000 events in flight; raw: one event\n");
+  std::printf("on one instance, no runtime; memory: per instance, 200 instances after the event)\n\n");
+  std::printf("| example | event | build | events/s | raw event us | module bytes | linear KiB | RSS KiB |\n");
+  std::printf("|---|---|---|---|---|---|---|---|\n");
+  for (std::size_t i = 0; i < TwinEvents().size(); ++i) {
+    for (const char* build : {"C++", "AssemblyScript"}) {
+      auto it = g_twins.find({i, build});
+      if (it == g_twins.end()) continue;
+      const TwinFigures& f = it->second;
+      std::printf("| %s | %s | %s | %s | %s | %s | %s | %s |\n", TwinEvents()[i].example, TwinEvents()[i].what, build,
+                  cell(f.events_per_s, "%.0f").c_str(), cell(f.raw_event_ns / 1e3, "%.2f").c_str(),
+                  cell(f.module_bytes, "%.0f").c_str(), cell(f.linear_kib, "%.0f").c_str(),
+                  cell(f.rss_kib_per_instance, "%.0f").c_str());
+    }
+  }
+  std::fflush(stdout);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -556,6 +769,15 @@ void Register() {
   };
   common(benchmark::RegisterBenchmark("BM_InstanceMemoryCounter", BM_InstanceMemoryCounter)
              ->Iterations(1)->Repetitions(1)->Unit(benchmark::kMillisecond));
+  // Memory next, while the heap is fresh.
+  for (std::size_t i = 0; i < TwinEvents().size(); ++i) {
+    for (bool as : {false, true}) {
+      const std::string suffix = std::string("/") + TwinEvents()[i].example + "/" + std::to_string(i) + "/" +
+                                 (as ? "as" : "cpp");
+      common(benchmark::RegisterBenchmark(("BM_TwinMemory" + suffix).c_str(), BM_TwinMemory, i, as)
+                 ->Iterations(1)->Repetitions(1)->Unit(benchmark::kMillisecond));
+    }
+  }
   common(benchmark::RegisterBenchmark("BM_InstantiateCounter", BM_InstantiateCounter));
   common(benchmark::RegisterBenchmark("BM_ThreadCpuClockRead", BM_ThreadCpuClockRead));
   benchmark::RegisterBenchmark("BM_ExportCallNoop", BM_ExportCallNoop)->UseRealTime()->MeasureProcessCPUTime();
@@ -568,6 +790,15 @@ void Register() {
   common(benchmark::RegisterBenchmark("BM_HarnessAbiProbeCount", BM_HarnessAbiProbeCount));
   common(benchmark::RegisterBenchmark("BM_RuntimeCounter1000Concurrent", BM_RuntimeCounter1000Concurrent)
              ->Unit(benchmark::kMillisecond));
+  for (std::size_t i = 0; i < TwinEvents().size(); ++i) {
+    for (bool as : {false, true}) {
+      const std::string suffix = std::string("/") + TwinEvents()[i].example + "/" + std::to_string(i) + "/" +
+                                 (as ? "as" : "cpp");
+      common(benchmark::RegisterBenchmark(("BM_TwinRawEvent" + suffix).c_str(), BM_TwinRawEvent, i, as));
+      common(benchmark::RegisterBenchmark(("BM_TwinRuntime" + suffix).c_str(), BM_TwinRuntime, i, as)
+                 ->Unit(benchmark::kMillisecond));
+    }
+  }
   for (const char* actor : {"counter", "chat"}) {
     common(benchmark::RegisterBenchmark((std::string("BM_CompileFresh/") + actor).c_str(), BM_CompileFresh, actor));
     common(benchmark::RegisterBenchmark((std::string("BM_CompileSameBytes/") + actor).c_str(), BM_CompileSameBytes,
@@ -583,7 +814,10 @@ int main(int argc, char** argv) {
   Register();
   wk::actor::g_rig = new wk::actor::Rig();
   benchmark::RunSpecifiedBenchmarks();
+  wk::actor::PrintTwinTable();
   benchmark::Shutdown();
+  wk::actor::g_kept_instances.clear();  // instances before their worker
+  wk::actor::g_rig->worker.PumpMessageLoop();
   wk::actor::g_harness.reset();  // its own engine and worker thread
   delete wk::actor::g_rig;       // the worker before the engine (Rig's member order)
   return 0;

@@ -3,11 +3,13 @@
 # one run. Prints one table (req/s, p50, p99 of each, and the ratio) plus
 # the correctness and durability checks; docs/benchmarks.md records a run and its setup.
 #
-#   bench/http_bench.sh [SECONDS_PER_RUN]        (default 10; about 9 minutes in all)
+#   bench/http_bench.sh [SECONDS_PER_RUN]        (default 10; about 14 minutes in all)
 #
 # Workload, the same for both: POST /v1/actors/bench/counter/<name>/increment with
 # "Authorization: Bearer <token>", driven by wrk (bench/http/increment.lua) on one hot actor,
-# then round robin over 1,000 actors, each at 1 connection (wrk -t1 -c1) and 16 (-t2 -c16).
+# then round robin over 1,000 actors, each at 1 connection (wrk -t1 -c1) and 16 (-t2 -c16),
+# then round robin over 10,000 actors at 16 connections (their creation measures each
+# server's resident memory per actor: VmRSS after creating them minus before, / 10,000).
 # Before each measurement the actors are warmed (every one called once, then 2 s of the
 # same load, unmeasured), because workerd evicts objects idle for about 10 s. Each case runs
 # in 3 rounds (WASMKEEP_HTTP_BENCH_ROUNDS), the two systems alternating (A B, B A, A B), and
@@ -15,7 +17,8 @@
 # changes several times over within a minute (a 1 s write+fsync probe is printed before each
 # round).
 #
-#   WasmKeep: the release build's `wasmkeep serve`, one node on a fresh file:// bucket,
+#   WasmKeep: the release build's `wasmkeep serve`, one node on a fresh sqlite:// bucket
+#             (WASMKEEP_HTTP_BENCH_BUCKET=file for the one-file-per-object file:// instead),
 #             default settings except a short node lease ([lease] ttl 3 s, grace 1 s) so the
 #             node is ready in about 4 s instead of 15 s; the counter is
 #             build/release/actors/counter.wasm (examples/counter/counter.cc).
@@ -30,8 +33,16 @@
 # strace present, 20 increments of a fresh actor are traced on each server to show what each
 # syncs per acknowledged write.
 #
+# Long case (opt-in): WASMKEEP_HTTP_BENCH_GC_MINUTES=10 then runs WasmKeep alone on the 1,000
+# actors at 16 connections for that many minutes, printing req/s per minute beside the
+# objects garbage collection deleted so far (wasmkeep_replica_gc_deleted_total), to show
+# whether throughput falls once GC has run for a while.
+#
 # Environment: WASMKEEP_WORKERD_VERSION (default 1.20261117.1), WASMKEEP_HTTP_BENCH_ROUNDS
-# (default 3), WASMKEEP_HTTP_BENCH_STRACE=0 skips the strace check.
+# (default 3), WASMKEEP_HTTP_BENCH_STRACE=0 skips the strace check, WASMKEEP_HTTP_BENCH_BUCKET
+# (sqlite or file; default sqlite), WASMKEEP_HTTP_BENCH_GC_MINUTES (default 0: no long case),
+# WASMKEEP_HTTP_BENCH_CASES (default "hot:1 hot:16 rr:1 rr:16 rr10k:16"; empty runs only the
+# long case).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-10}
@@ -39,7 +50,11 @@ workerd_version=${WASMKEEP_WORKERD_VERSION:-1.20261117.1}
 warm_seconds=2
 rounds=${WASMKEEP_HTTP_BENCH_ROUNDS:-3}
 actors=1000
+many_actors=10000
 tenant=bench
+bucket_scheme=${WASMKEEP_HTTP_BENCH_BUCKET:-sqlite}
+gc_minutes=${WASMKEEP_HTTP_BENCH_GC_MINUTES:-0}
+case "$bucket_scheme" in sqlite | file) ;; *) echo "WASMKEEP_HTTP_BENCH_BUCKET must be sqlite or file"; exit 2 ;; esac
 
 # --- tools -------------------------------------------------------------------------------
 ./scripts/install-deps.sh >/dev/null
@@ -84,7 +99,7 @@ trap 'exit 130' INT TERM
 wk_port=$(free_port)
 cat >"$tmp/wasmkeep.toml" <<TOML
 [bucket]
-url = "file://$tmp/wk-bucket"
+url = "$bucket_scheme://$tmp/wk-bucket"
 [node]
 id = "bench"
 listen = "127.0.0.1:$wk_port"
@@ -186,17 +201,22 @@ run_wrk() {  # NAME URL CONNS THREADS SECONDS SERVER_PID LUA_ARGS...
     'BEGIN {printf "%.0f", 100 * t / hz / (d / 1e6)}')
 }
 
+# Sets base and n, the wrk arguments of a case: one hot actor, or round robin.
+case_target() {  # CASE CONNS
+  case $1 in
+    hot) base=/v1/actors/$tenant/counter/hot-c$2 n=0 ;;
+    rr) base=/v1/actors/$tenant/counter/rr- n=$actors ;;
+    rr10k) base=/v1/actors/$tenant/counter/many- n=$many_actors ;;
+  esac
+}
+rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
 # One round of one case on one system: warm, read the counters, measure, read them again,
 # check. Sets res[SYSTEM,CASE,CONNS,ROUND] = "req/s p50 p99 cpu%".
 declare -A res
 run_case() {  # SYSTEM URL PID CASE CONNS THREADS ROUND
   local sys=$1 url=$2 pid=$3 case=$4 conns=$5 threads=$6 round=$7
   local base n
-  if [ "$case" = hot ]; then
-    base=/v1/actors/$tenant/counter/hot-c$conns n=0
-  else
-    base=/v1/actors/$tenant/counter/rr- n=$actors
-  fi
+  case_target "$case" "$conns"
   warm_calls "$url$base" "$n"
   run_wrk "$sys-$case-c$conns-$round-warm" "$url" "$conns" "$threads" "$warm_seconds" "$pid" "$base" "$n"
   local before after
@@ -224,7 +244,7 @@ load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 wk_git="$(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 [ -z "$(git status --porcelain --untracked-files=no -- src 2>/dev/null)" ] || wk_git="$wk_git+uncommitted src/ changes"
 echo "setup: $(nproc) cores ($(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo)), $(free -g | awk '/Mem:/{print $2}') GiB, $(uname -r), $(date -u +%Y-%m-%dT%H:%MZ)"
-echo "       WasmKeep git $wk_git (release preset), one node, file:// on $(df -h "$tmp" | awk 'NR==2{print $1}'), $(W --version 2>/dev/null | head -1)"
+echo "       WasmKeep git $wk_git (release preset), one node, $bucket_scheme:// on $(df -h "$tmp" | awk 'NR==2{print $1}'), $(W --version 2>/dev/null | head -1)"
 echo "       workerd $workerd_version from npm ($("$workerd" --version 2>&1 | head -1)), localDisk on the same disk"
 echo "       $(wrk --version 2>&1 | head -1 | cut -d' ' -f1-2), $rounds rounds of ${seconds} s per case and system, each after ${warm_seconds} s of warm-up; load average before: $load_before"
 disk_before=$(disk_probe)
@@ -242,9 +262,35 @@ for sys in wasmkeep workerd; do
   printf 'first call of %s new actors (16 at a time), %-8s %6.2f s\n' "$actors" "$sys" \
     "$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')"
 done
+# The 10,000 actors likewise, with each server's resident memory before and right after
+# (workerd evicts objects idle for about 10 s, WasmKeep hibernates actors after 30 s: both
+# still hold all of them when the second figure is read).
+declare -A rss_per_actor
+selected=${WASMKEEP_HTTP_BENCH_CASES-hot:1 hot:16 rr:1 rr:16 rr10k:16}
+cases=()
+for c in $selected; do
+  case $c in
+    hot:1 | rr:1) cases+=("${c%%:*} 1 1") ;;
+    hot:16 | rr:16 | rr10k:16) cases+=("${c%%:*} 16 2") ;;
+    *) echo "WASMKEEP_HTTP_BENCH_CASES: unknown case $c"; exit 2 ;;
+  esac
+done
+for sys in wasmkeep workerd; do
+  [[ " $selected " == *" rr10k:16 "* ]] || break
+  url=$wk_url pid=$wk_pid
+  [ "$sys" = workerd ] && url=$workerd_url pid=$workerd_pid
+  r0=$(rss_kib "$pid")
+  t0=$(date +%s.%N)
+  warm_calls "$url/v1/actors/$tenant/counter/many-" "$many_actors"
+  t1=$(date +%s.%N)
+  r1=$(rss_kib "$pid")
+  rss_per_actor[$sys]=$(awk -v a="$r0" -v b="$r1" -v n="$many_actors" 'BEGIN {printf "%.1f", (b - a) / n}')
+  printf 'first call of %s new actors (16 at a time), %-8s %6.2f s; resident %s MiB -> %s MiB: %s KiB per actor\n' \
+    "$many_actors" "$sys" "$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')" \
+    "$((r0 / 1024))" "$((r1 / 1024))" "${rss_per_actor[$sys]}"
+done
 echo
 mismatches=0
-cases=("hot 1 1" "hot 16 2" "rr 1 1" "rr 16 2")
 for c in "${cases[@]}"; do
   read -r case conns threads <<<"$c"
   echo "case $case c$conns ($rounds rounds of ${seconds} s each, alternating; load average $(cut -d' ' -f1-3 /proc/loadavg)):"
@@ -272,6 +318,7 @@ for c in "${cases[@]}"; do
   read -r case conns _ <<<"$c"
   label="1 hot actor"
   [ "$case" = rr ] && label="$actors actors round robin"
+  [ "$case" = rr10k ] && label="$many_actors actors round robin"
   a_rps=$(median wasmkeep "$case" "$conns" 1) b_rps=$(median workerd "$case" "$conns" 1)
   ratio=$(awk -v a="$a_rps" -v b="$b_rps" 'BEGIN {printf (b > 0 ? "%.2f" : "-"), a / b}')
   range=$(for r in $(seq 1 "$rounds"); do
@@ -288,14 +335,57 @@ done)"
 echo "machine: $(nproc) cores; load average before $load_before, after $load_after"
 echo "disk: before $disk_before; after $disk_after"
 echo "correctness: $mismatches of $((2 * rounds * ${#cases[@]})) runs off (counters read back against wrk's 2xx count)"
+[ -n "${rss_per_actor[wasmkeep]:-}" ] &&
+  echo "resident memory per actor (creating $many_actors actors): WasmKeep ${rss_per_actor[wasmkeep]} KiB, workerd ${rss_per_actor[workerd]} KiB"
+
+# The goals of docs/benchmarks.md ("The embedded bucket at disk speed"), from the medians.
+goal() {  # TEXT CASE CONNS MIN_RATIO CHECK_P99
+  [ -n "${res[wasmkeep,$2,$3,1]:-}" ] || return 0
+  local a b ratio verdict=met
+  a=$(median wasmkeep "$2" "$3" 1) b=$(median workerd "$2" "$3" 1)
+  ratio=$(awk -v a="$a" -v b="$b" 'BEGIN {printf "%.2f", (b > 0 ? a / b : 0)}')
+  awk -v r="$ratio" -v m="$4" 'BEGIN {exit !(r >= m)}' || verdict="NOT met"
+  local p99=""
+  if [ "$5" = 1 ]; then
+    local pa pb
+    pa=$(median wasmkeep "$2" "$3" 3 %.2f) pb=$(median workerd "$2" "$3" 3 %.2f)
+    p99=", p99 $pa ms vs $pb ms"
+    awk -v a="$pa" -v b="$pb" 'BEGIN {exit !(a <= b)}' || verdict="NOT met"
+  fi
+  echo "  $1: ${ratio}x (goal >= $4x$([ "$5" = 1 ] && echo ", p99 <= workerd's")$p99): $verdict"
+}
+echo "goals:"
+goal "1 hot actor, 1 connection" hot 1 1.0 0
+goal "1 hot actor, 16 connections" hot 16 3 0
+goal "$actors actors round robin, 16 connections" rr 16 3 1
+goal "$many_actors actors round robin, 16 connections" rr10k 16 2 0
+metric() { curl -s "$wk_url/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
+if [ "$bucket_scheme" = sqlite ]; then
+  commits=$(metric wasmkeep_store_sqlite_commits_total) applied=$(metric wasmkeep_store_sqlite_writes_applied_total)
+  echo "sqlite:// store so far: $applied writes in $commits commits ($(awk -v a="$applied" -v c="$commits" 'BEGIN {printf "%.1f", (c > 0 ? a / c : 0)}') writes per commit, one WAL fdatasync each), $(metric wasmkeep_store_sqlite_checkpoints_total) checkpoints; garbage collection deleted $(metric wasmkeep_replica_gc_deleted_total) objects"
+fi
+
+# --- the long case: does throughput hold once garbage collection has run for a while? ---
+if ((gc_minutes > 0)); then
+  echo
+  echo "long case: WasmKeep alone, $actors actors round robin at 16 connections, $gc_minutes x 60 s (req/s per minute):"
+  for minute in $(seq 1 "$gc_minutes"); do
+    run_wrk "long-$minute" "$wk_url" 16 2 60 "$wk_pid" "/v1/actors/$tenant/counter/rr-" "$actors"
+    printf '  minute %2d: %6s req/s  p50 %6s ms  p99 %7s ms  CPU %3s%%  non-2xx %s, errors %s; deleted by GC so far %s\n' \
+      "$minute" "$r_rps" "$r_p50" "$r_p99" "$r_cpu" "$r_non2xx" "$r_errors" "$(metric wasmkeep_replica_gc_deleted_total)"
+  done
+  echo "  disk now: $(disk_probe 1)"
+fi
 
 # --- what each syncs per acknowledged write --------------------------------------------------
 echo
 echo "durability:"
-echo "  WasmKeep answers once the segment holding the event's write is in the bucket; on file://"
-echo "  a PUT writes tmp/<random>.tmp, fdatasync()s it, renames it over objects/... under the key's"
-echo "  lock, then fsync()s the object's directory (and any directory it created), before the PUT"
-echo "  completes; writes of one actor waiting together share one segment (group commit)."
+echo "  WasmKeep answers once the segment holding the event's write is in the bucket; writes of"
+echo "  one actor waiting together share one segment (group commit). On sqlite:// the store's"
+echo "  writer commits every PUT waiting at that moment, of any actor, in one transaction whose"
+echo "  commit fdatasync()s wasmkeep.sqlite-wal once (group commit across actors). On file:// a"
+echo "  PUT writes tmp/<random>.tmp, fdatasync()s it, renames it over objects/... under the key's"
+echo "  lock, then fsync()s the object's directory (and any directory it created)."
 echo "  workerd: one SQLite database per object in WAL mode; the output gate holds the response"
 echo "  until the implicit transaction has committed, and each commit fsync()s the -wal file."
 if [ "${WASMKEEP_HTTP_BENCH_STRACE:-1}" = 1 ] && command -v strace >/dev/null; then

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Install, build and run WasmKeep on its embedded default bucket (a local directory,
-# ./wasmkeep-data), from a clean clone on a fresh Debian 12 machine. Idempotent.
+# Install, build and run WasmKeep on its embedded default bucket (a local directory holding
+# one SQLite database, sqlite://./wasmkeep-data), from a clean clone on a fresh Debian 12 machine. Idempotent.
 #
 # It starts a node (`wasmkeep serve`, 127.0.0.1:8080), creates a tenant (or, if it exists,
-# mints a new token for it), deploys the four example actors, calls the counter, and prints
-# the commands to call each one. The node then keeps running in the foreground until
-# Ctrl-C, which is a clean stop. WASMKEEP_DEMO_EXIT=1 stops it after the demo instead.
+# mints a new token for it), deploys the four C++ example actors and two AssemblyScript
+# ones (the document store and the counter's twin, as classes docstore and counter-as),
+# calls the counters and the document store, and prints the commands to call each one. The
+# node then keeps running in the foreground until Ctrl-C, which is a clean stop. WASMKEEP_DEMO_EXIT=1 stops it after the demo instead.
 #
-# Environment: WASMKEEP_BUCKET (default file://./wasmkeep-data), WASMKEEP_DEMO_PORT
+# Environment: WASMKEEP_BUCKET (default sqlite://./wasmkeep-data), WASMKEEP_DEMO_PORT
 # (default 8080), WASMKEEP_DEMO_EXIT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +17,7 @@ cd "$(dirname "$0")/.."
 cmake --preset release >/dev/null
 cmake --build --preset release --target wasmkeep wk_actors
 wk=./build/release/src/cli/wasmkeep
-bucket=${WASMKEEP_BUCKET:-file://./wasmkeep-data}
+bucket=${WASMKEEP_BUCKET:-sqlite://./wasmkeep-data}
 port=${WASMKEEP_DEMO_PORT:-8080}
 node="127.0.0.1:$port"
 W() { "$wk" --bucket "$bucket" "$@"; }
@@ -53,6 +54,12 @@ for class in counter kv chat ratelimit; do
   say "wasmkeep deploy --tenant demo --class $class build/release/actors/$class.wasm"
   W deploy --tenant demo --class "$class" "build/release/actors/$class.wasm"
 done
+# AssemblyScript (examples/assemblyscript/): built by the same wk_actors target.
+for pair in docstore:as_docstore counter-as:as_counter; do
+  class=${pair%%:*} module=${pair#*:}
+  say "wasmkeep deploy --tenant demo --class $class build/release/actors/$module.wasm   # AssemblyScript"
+  W deploy --tenant demo --class "$class" "build/release/actors/$module.wasm"
+done
 
 printf '\n(waiting for the node lease: a node waits ttl + grace, 15 s, before it acts)\n'
 for _ in $(seq 1 300); do
@@ -67,6 +74,10 @@ say "wasmkeep call demo/counter/visits/increment -X POST --token \$TOKEN --node 
 "$wk" call demo/counter/visits/increment -X POST --token "$token" --node "$node"
 say "curl -X POST -H 'Authorization: Bearer \$TOKEN' http://$node/v1/actors/demo/counter/visits/increment"
 curl -s -X POST -H "Authorization: Bearer $token" "http://$node/v1/actors/demo/counter/visits/increment"
+say "curl -X POST -H 'Authorization: Bearer \$TOKEN' http://$node/v1/actors/demo/counter-as/visits/increment   # the AssemblyScript twin"
+curl -s -X POST -H "Authorization: Bearer $token" "http://$node/v1/actors/demo/counter-as/visits/increment"
+say "curl -X PUT -H 'Authorization: Bearer \$TOKEN' --data-binary '{\"name\": \"Ann\"}' http://$node/v1/actors/demo/docstore/users/docs/ann"
+curl -s -X PUT -H "Authorization: Bearer $token" --data-binary '{"name": "Ann"}' "http://$node/v1/actors/demo/docstore/users/docs/ann"
 
 cat <<TXT
 
@@ -81,6 +92,8 @@ counter goes on from where it was. Try, in another terminal:
   curl -X POST -H "Authorization: Bearer \$TOKEN" --data-binary 'hi all' http://$node/v1/actors/demo/chat/lobby/messages
   curl         -H "Authorization: Bearer \$TOKEN" 'http://$node/v1/actors/demo/chat/lobby/messages?since=0'
   curl -X POST -H "Authorization: Bearer \$TOKEN" http://$node/v1/actors/demo/ratelimit/client-42/take
+  curl -X PATCH -H "Authorization: Bearer \$TOKEN" --data-binary '{"age": 31}' http://$node/v1/actors/demo/docstore/users/docs/ann
+  curl         -H "Authorization: Bearer \$TOKEN" 'http://$node/v1/actors/demo/docstore/users/docs?prefix=a'
   $wk call demo/counter/visits --token \$TOKEN --node $node
 
 Metrics: curl $node/metrics. Docs: docs/http-api.md, docs/tenants.md, docs/storage.md.

@@ -19,6 +19,7 @@ packages=(
   nlohmann-json3-dev        # JSON output of the CLI and status documents
   libspdlog-dev libfmt-dev  # structured logging
   libpugixml-dev            # S3 XML responses (ListObjectsV2, errors)
+  libsqlite3-dev            # sqlite://, the embedded bucket (SQLite 3.40)
   wasi-libc libclang-rt-14-dev-wasm32 wabt  # building actors: clang-14 --target=wasm32-wasi
   libc++-14-dev-wasm32 libc++abi-14-dev-wasm32  # the C++ layer of the actor SDK (sdk/c/wasmkeep.hpp)
 )
@@ -37,6 +38,25 @@ if ((${#missing[@]})); then
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 echo "install-deps: all build packages present"
+
+# Node.js and npm run the AssemblyScript compiler (sdk/assemblyscript/; the compiler itself
+# comes from the npm registry, pinned by sdk/assemblyscript/package-lock.json, installed by
+# scripts/asc-toolchain.sh). Debian 12's nodejs (18) and npm (9) are enough. Any node 18 or
+# later already on PATH is used as it is: a machine with nodesource's nodejs (which bundles
+# npm and conflicts with Debian's npm package) keeps it.
+node_major=0
+if command -v node >/dev/null; then node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0); fi
+if [ "$node_major" -ge 18 ] && command -v npm >/dev/null; then
+  echo "install-deps: node $(node --version) and npm $(npm --version) present"
+else
+  echo "install-deps: installing nodejs npm (the AssemblyScript compiler runs on them)"
+  SUDO=""
+  [ "$(id -u)" = 0 ] || SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+  command -v node >/dev/null && command -v npm >/dev/null || { echo "install-deps: nodejs/npm install failed" >&2; exit 1; }
+fi
 
 # V8 (the WebAssembly engine) comes from Debian's libnode108 (Node.js 18 as a library, V8
 # 10.2) and its headers from libnode-dev. On a plain Debian 12 machine they install normally;

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "base/ascii.h"
 #include "base/log.h"
 
 namespace wk::actor {
@@ -127,21 +128,13 @@ Status ResponseSetStatus(HostCall& c) {
   return Status::Ok();
 }
 
-bool IsToken(std::string_view s) {
-  if (s.empty()) return false;
-  for (unsigned char ch : s) {
-    if (ch <= 32 || ch >= 127 || std::strchr("()<>@,;:\\\"/[]?={}", ch) != nullptr) return false;
-  }
-  return true;
-}
-
 Status ResponseAddHeader(HostCall& c) {
   EventContext& ctx = Ctx(c);
   auto name = c.Text("name", c.U32(0), c.U32(1));
   if (!name.ok()) return name.status();
   auto value = c.Text("value", c.U32(2), c.U32(3));
   if (!value.ok()) return value.status();
-  if (!IsToken(*name)) return InvalidArgument("response_add_header: the header name is not an HTTP token");
+  if (!IsHttpToken(*name)) return InvalidArgument("response_add_header: the header name is not an HTTP token");
   if (value->find_first_of(std::string_view("\r\n\0", 3)) != std::string_view::npos) {
     return InvalidArgument("response_add_header: the header value contains CR, LF or NUL");
   }

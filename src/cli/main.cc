@@ -22,8 +22,8 @@ int main(int argc, char** argv) {
 
   GlobalOptions globals;
   app.add_option("--bucket", globals.bucket_url,
-                 "Bucket URL: file://DIR, s3://BUCKET?endpoint=URL&region=R or mem:// "
-                 "(default: the config file's, else file://./wasmkeep-data)")
+                 "Bucket URL: sqlite://DIR, file://DIR, s3://BUCKET?endpoint=URL&region=R or mem:// "
+                 "(default: the config file's, else sqlite://./wasmkeep-data)")
       ->envname("WASMKEEP_BUCKET");
   app.add_option("--config", globals.config_path, "TOML config file (docs/configuration.md)")
       ->envname("WASMKEEP_CONFIG");

@@ -364,6 +364,7 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
 
   MetricsRegistry metrics;
   PublishClusterMetrics(metrics, node);
+  PublishStoreMetrics(metrics, **store);
   replica::ReplicaTotals replica_totals;
   replica::PublishReplicaMetrics(metrics, replica_totals);
   DebugWriterHook writer;

@@ -8,18 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "engine/wasm_module_info.h"
+
 namespace wk::engine::testing {
 
 using Bytes = std::vector<std::uint8_t>;
 
-inline void Leb(Bytes& out, std::uint64_t v) {
-  do {
-    std::uint8_t b = v & 0x7f;
-    v >>= 7;
-    if (v != 0) b |= 0x80;
-    out.push_back(b);
-  } while (v != 0);
-}
+inline void Leb(Bytes& out, std::uint64_t v) { AppendUleb128(out, v); }
 
 inline void Append(Bytes& out, const Bytes& b) { out.insert(out.end(), b.begin(), b.end()); }
 

@@ -169,14 +169,6 @@ Result<TableLimits> ReadTableType(Reader& r) {
   return TableLimits{*t, l->min_pages, l->max_pages, false};
 }
 
-void WriteLeb(std::vector<std::uint8_t>& out, std::uint64_t v) {
-  do {
-    std::uint8_t b = v & 0x7f;
-    v >>= 7;
-    if (v != 0) b |= 0x80;
-    out.push_back(b);
-  } while (v != 0);
-}
 
 struct Section {
   std::uint8_t id;
@@ -551,14 +543,14 @@ Result<std::vector<std::uint8_t>> WithMemoryMaximum(std::span<const std::uint8_t
                                        lim->min_pages, max_pages));
   }
   std::vector<std::uint8_t> payload;
-  WriteLeb(payload, 1);
+  AppendUleb128(payload, 1);
   payload.push_back(0x01);
-  WriteLeb(payload, lim->min_pages);
-  WriteLeb(payload, max_pages);
+  AppendUleb128(payload, lim->min_pages);
+  AppendUleb128(payload, max_pages);
 
   std::vector<std::uint8_t> out(bytes.begin(), bytes.begin() + mem->header_start);
   out.push_back(kSectionMemory);
-  WriteLeb(out, payload.size());
+  AppendUleb128(out, payload.size());
   out.insert(out.end(), payload.begin(), payload.end());
   out.insert(out.end(), bytes.begin() + mem->payload_start + mem->payload_size, bytes.end());
   return out;
@@ -580,7 +572,7 @@ Result<std::vector<std::uint8_t>> WithTableMaximums(std::span<const std::uint8_t
     return InvalidArgument(fmt::format("the module defines {} tables, not {}", *n, max.size()));
   }
   std::vector<std::uint8_t> payload;
-  WriteLeb(payload, *n);
+  AppendUleb128(payload, *n);
   for (std::uint32_t i = 0; i < *n; ++i) {
     auto t = ReadTableType(r);
     if (!t.ok()) return t.status();
@@ -589,17 +581,26 @@ Result<std::vector<std::uint8_t>> WithTableMaximums(std::span<const std::uint8_t
     }
     payload.push_back(t->element == ValType::kFuncRef ? 0x70 : 0x6f);
     payload.push_back(0x01);
-    WriteLeb(payload, t->min);
-    WriteLeb(payload, max[i]);
+    AppendUleb128(payload, t->min);
+    AppendUleb128(payload, max[i]);
   }
   if (!r.done()) return r.Malformed("bytes after the last table");
 
   std::vector<std::uint8_t> out(bytes.begin(), bytes.begin() + table->header_start);
   out.push_back(kSectionTable);
-  WriteLeb(out, payload.size());
+  AppendUleb128(out, payload.size());
   out.insert(out.end(), payload.begin(), payload.end());
   out.insert(out.end(), bytes.begin() + table->payload_start + table->payload_size, bytes.end());
   return out;
+}
+
+void AppendUleb128(std::vector<std::uint8_t>& out, std::uint64_t v) {
+  do {
+    std::uint8_t b = v & 0x7f;
+    v >>= 7;
+    if (v != 0) b |= 0x80;
+    out.push_back(b);
+  } while (v != 0);
 }
 
 }  // namespace wk::engine

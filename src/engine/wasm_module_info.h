@@ -158,4 +158,8 @@ Result<std::vector<std::uint8_t>> WithTableMaximums(std::span<const std::uint8_t
 Result<std::vector<std::uint8_t>> WithMemoryMaximum(std::span<const std::uint8_t> bytes,
                                                     std::uint64_t max_pages);
 
+// Appends v to out as unsigned LEB128, WebAssembly's integer encoding (also used by the
+// engine's tests to build modules byte by byte).
+void AppendUleb128(std::vector<std::uint8_t>& out, std::uint64_t v);
+
 }  // namespace wk::engine

@@ -3,6 +3,8 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509_vfy.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -38,6 +40,12 @@ using tcp = net::ip::tcp;
 using boost::system::error_code;
 
 namespace {
+
+// Sets TCP_QUICKACK on the socket (best effort: a failure only costs the delayed ACK).
+void QuickAck(boost::asio::ip::tcp::socket& socket) {
+  const int one = 1;
+  (void)::setsockopt(socket.native_handle(), IPPROTO_TCP, TCP_QUICKACK, &one, sizeof(one));
+}
 
 // Limits, with their reasons.
 // S3's reply headers are about 1 KiB; this leaves room for proxies and CDNs.
@@ -475,6 +483,12 @@ Task<AttemptResult> Attempt(std::shared_ptr<Pool> pool, std::shared_ptr<CallStat
   }
 
   // ---- Receive.
+  // Acknowledge the reply's first segment at once. A server that writes the header and the
+  // body in two sends with Nagle's algorithm on (Ceph RGW does) holds the body until that
+  // segment is acknowledged, and Linux delays the ACK of a reused connection by up to 40 ms
+  // when nothing of ours is ready to carry it (docs/benchmarks.md). Quick-ACK mode is not
+  // sticky (the kernel leaves it by itself), so it is set again before every reply.
+  QuickAck(conn->socket());
   auto& parser = conn->parser.emplace();
   parser.body_limit(static_cast<std::uint64_t>(pool->options.max_response_body_bytes));
   parser.header_limit(kMaxResponseHeaderBytes);

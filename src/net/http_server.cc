@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "base/check.h"
+#include "base/ascii.h"
 #include "base/log.h"
 #include "net/tls_identity.h"
 
@@ -142,22 +143,13 @@ std::string ClientKey(const net::ip::address& address) {
 }
 
 // RFC 9110 section 5.6.2: token = 1*tchar.
-bool IsToken(std::string_view text) {
-  if (text.empty()) return false;
-  for (const char c : text) {
-    const bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-    if (!alnum && std::string_view("!#$%&'*+-.^_`|~").find(c) == std::string_view::npos) return false;
-  }
-  return true;
-}
-
 // Why the server will not send a handler's response as it is; empty when it will.
 std::string InvalidResponseReason(const ServerResponse& response) {
   if (response.status < 200 || response.status > 599) {
     return "status " + std::to_string(response.status) + " is not in 200..599";
   }
   for (const auto& [name, value] : response.headers) {
-    if (!IsToken(name) || name.size() > kMaxResponseFieldBytes) {
+    if (!IsHttpToken(name) || name.size() > kMaxResponseFieldBytes) {
       return "header name '" + name.substr(0, 64) + "' is not a token";
     }
     if (value.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos ||

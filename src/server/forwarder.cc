@@ -34,15 +34,6 @@ bool Credential(std::string_view name) {
 }
 
 // RFC 9110 §5.6.2: token = 1*tchar (header names).
-bool IsToken(std::string_view text) {
-  if (text.empty()) return false;
-  for (const char c : text) {
-    const bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-    if (!alnum && std::string_view("!#$%&'*+-.^_`|~").find(c) == std::string_view::npos) return false;
-  }
-  return true;
-}
-
 bool HasLineBreak(std::string_view value) { return value.find_first_of(std::string_view("\r\n\0", 3)) != std::string_view::npos; }
 
 // A whole-string decimal (from_chars alone accepts a prefix).
@@ -57,7 +48,7 @@ bool ParseWhole(std::string_view text, T* out) {
 ServerHeaders ForwardedHeaders(const ServerHeaders& client) {
   ServerHeaders out;
   for (const auto& [n, v] : client) {
-    if (Forwarder::IsNeverForwarded(n) || !IsToken(n) || HasLineBreak(v)) continue;
+    if (Forwarder::IsNeverForwarded(n) || !IsHttpToken(n) || HasLineBreak(v)) continue;
     auto same = std::find_if(out.begin(), out.end(), [&n](const auto& h) { return IEquals(h.first, n); });
     if (same == out.end()) {
       out.emplace_back(n, v);
@@ -204,7 +195,7 @@ Result<std::optional<ForwardedFrom>> Forwarder::Verify(const ServerRequest& requ
     const auto comma = list.find(',');
     const std::string_view name = list.substr(0, comma);
     list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
-    if (!IsToken(name) || Lower(name) != name || IsNeverForwarded(name) || !seen.insert(std::string(name)).second) {
+    if (!IsHttpToken(name) || Lower(name) != name || IsNeverForwarded(name) || !seen.insert(std::string(name)).second) {
       return Refuse("bad X-Wasmkeep-Signed-Headers");
     }
     const std::pair<std::string, std::string>* found = nullptr;

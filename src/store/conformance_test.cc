@@ -1,5 +1,5 @@
 // The ObjectStore conformance suite: one set of behaviours, run against every backend
-// (mem://, file://, and s3:// against a real S3 implementation — the local Ceph RGW that
+// (mem://, file://, sqlite://, and s3:// against a real S3 implementation — the local Ceph RGW that
 // scripts/test.sh starts). The cluster's safety rests on exactly these behaviours, so a
 // backend that fails any of them must not be used.
 //
@@ -51,6 +51,7 @@ const std::vector<Backend>& Backends() {
   static const std::vector<Backend> backends = {
       {"mem", [](std::string*) -> std::optional<std::string> { return "mem://"; }},
       {"file", [](std::string*) -> std::optional<std::string> { return "file://" + TempDir(); }},
+      {"sqlite", [](std::string*) -> std::optional<std::string> { return "sqlite://" + TempDir(); }},
       {"s3", S3UrlFromEnv},
   };
   return backends;
@@ -344,6 +345,7 @@ TEST(OpenStoreTest, BadUrlsGiveOneLineErrors) {
   EXPECT_EQ(unknown.code(), Code::kInvalidArgument);
   EXPECT_NE(unknown.status().message().find("ftp"), std::string::npos);
   EXPECT_EQ(OpenStore(env, "file://").code(), Code::kInvalidArgument);
+  EXPECT_EQ(OpenStore(env, "sqlite://").code(), Code::kInvalidArgument);
   EXPECT_EQ(OpenStore(env, "mem://x").code(), Code::kInvalidArgument);
   auto no_endpoint = OpenStore(env, "s3://bucket", [](const char*) { return std::nullopt; });
   EXPECT_EQ(no_endpoint.code(), Code::kInvalidArgument);
@@ -359,6 +361,8 @@ TEST(OpenStoreTest, BadUrlsGiveOneLineErrors) {
   auto unwritable = OpenStore(env, "file:///etc/hostname/bucket");
   EXPECT_EQ(unwritable.code(), Code::kFatal) << unwritable.status().ToString();
   EXPECT_NE(unwritable.status().message().find("/etc/hostname/bucket"), std::string::npos);
+  auto unwritable_sqlite = OpenStore(env, "sqlite:///etc/hostname/bucket");
+  EXPECT_EQ(unwritable_sqlite.code(), Code::kFatal) << unwritable_sqlite.status().ToString();
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include "store/mem/mem_store.h"
 #include "store/s3/s3_config.h"
 #include "store/s3/s3_store.h"
+#include "store/sqlite/sqlite_store.h"
 
 namespace wk {
 
@@ -29,6 +30,13 @@ Result<std::unique_ptr<ObjectStore>> OpenStore(RealEnv& env, std::string_view ur
     if (!store.ok()) return store.status();
     return std::unique_ptr<ObjectStore>(std::move(store).value());
   }
+  if (url.starts_with("sqlite://")) {
+    std::string dir(url.substr(9));
+    if (dir.empty()) return InvalidArgument("sqlite:// needs a directory, e.g. sqlite://./wasmkeep-data");
+    auto store = SqliteStore::Open(env, dir, SqliteStoreOptions{});
+    if (!store.ok()) return store.status();
+    return std::unique_ptr<ObjectStore>(std::move(store).value());
+  }
   if (url.starts_with("s3://")) {
     auto config = ParseS3Url(url, getenv);
     if (!config.ok()) return config.status();
@@ -40,7 +48,13 @@ Result<std::unique_ptr<ObjectStore>> OpenStore(RealEnv& env, std::string_view ur
   std::string scheme = colon == std::string_view::npos ? std::string(url)
                                                        : std::string(url.substr(0, colon));
   return InvalidArgument("unknown bucket URL scheme '" + scheme +
-                         "' (expected mem://, file://DIR or s3://BUCKET?endpoint=URL)");
+                         "' (expected mem://, sqlite://DIR, file://DIR or s3://BUCKET?endpoint=URL)");
+}
+
+void PublishStoreMetrics(MetricsRegistry& registry, const ObjectStore& store) {
+  if (const auto* sqlite = dynamic_cast<const SqliteStore*>(&store)) {
+    PublishSqliteStoreMetrics(registry, sqlite->stats());
+  }
 }
 
 }  // namespace wk

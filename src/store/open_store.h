@@ -1,7 +1,11 @@
 // OpenStore: turns a bucket URL into an ObjectStore.
 //
 //   mem://                 a fresh in-memory bucket (tests; gone when the process ends)
-//   file://DIR             a local directory (relative paths are from the working dir)
+//   sqlite://DIR           a local directory holding one SQLite database, writes of many
+//                          actors committed together (the embedded default;
+//                          store/sqlite/sqlite_store.h)
+//   file://DIR             a local directory, one file per object (store/file/file_store.h)
+//                          (relative paths, in both, are from the working directory)
 //   s3://BUCKET?endpoint=URL&region=R[&if_match_quoted=true|false][&conditional_delete=…]
 //                          any S3-compatible service; credentials from AWS_ACCESS_KEY_ID,
 //                          AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN)
@@ -19,6 +23,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/metrics.h"
 #include "env/real_env.h"
 #include "store/object_store.h"
 
@@ -31,7 +36,13 @@ std::optional<std::string> ProcessGetEnv(const char* name);
 Result<std::unique_ptr<ObjectStore>> OpenStore(RealEnv& env, std::string_view url,
                                                const GetEnvFn& getenv = ProcessGetEnv);
 
-// The embedded default: a directory beside the working directory.
-inline constexpr std::string_view kDefaultBucketUrl = "file://./wasmkeep-data";
+// The embedded default: a directory beside the working directory, as one SQLite database
+// (docs/storage-backends.md says why sqlite:// rather than file://).
+inline constexpr std::string_view kDefaultBucketUrl = "sqlite://./wasmkeep-data";
+
+// Registers the metrics of store's backend, where it has any (sqlite://:
+// wasmkeep_store_sqlite_*; the others publish none). REQUIRES: store outlives registry's
+// scrapes.
+void PublishStoreMetrics(MetricsRegistry& registry, const ObjectStore& store);
 
 }  // namespace wk

@@ -1,7 +1,7 @@
 # Shared by the cluster test scripts (sourced, not run): the backend under test, a
 # scratch directory, short lease timings, and small helpers. Callers set wk, backend and
 # a scratch name prefix first:
-#   wk=...; backend=file|s3; prefix=name; source "$(dirname "$0")/common.sh"
+#   wk=...; backend=file|sqlite|s3; prefix=name; source "$(dirname "$0")/common.sh"
 # s3 needs the RGW environment scripts/test.sh exports (WASMKEEP_S3_ENDPOINT, ...); when it
 # is missing the run is skipped, unless WASMKEEP_REQUIRE_S3=1 makes that a failure.
 
@@ -23,6 +23,7 @@ finish() {
 
 case "$backend" in
   file) bucket="file://$work/bucket" ;;
+  sqlite) bucket="sqlite://$work/bucket" ;;
   s3)
     if [ -z "${WASMKEEP_S3_ENDPOINT:-}" ]; then
       if [ "${WASMKEEP_REQUIRE_S3:-0}" = 1 ]; then echo "FAIL s3 backend required but WASMKEEP_S3_ENDPOINT is unset"; echo "0 passed, 1 failed"; exit 1; fi
@@ -113,3 +114,28 @@ if line:
 }
 # written_at_ms KEY: the written_at of a nodes/ object in the bucket.
 written_at_ms() { W bucket get "$1" 2>/dev/null | awk '/^written_at /{print $2}'; }
+
+# Calling actors through node INDEX, with the tenant token $TOKEN unless TOKEN is given (""
+# for none); a suite may define its own req after sourcing this file.
+# req INDEX METHOD PATH [TOKEN] [curl args...]: prints "STATUS BODY" (body on one line).
+req() {
+  local idx=$1 method=$2 path=$3 token=${4-$TOKEN}
+  shift 4 2>/dev/null || shift $#
+  local out
+  out=$(curl -s -m 20 -X "$method" ${token:+-H "Authorization: Bearer $token"} -w '\n%{http_code}' "$@" \
+    "http://127.0.0.1:$(port_of "$idx")/v1/actors/$path")
+  echo "$(tail -n1 <<<"$out") $(head -n -1 <<<"$out" | tr '\n' ' ' | sed 's/ *$//')"
+}
+status() { req "$@" | cut -d' ' -f1; }
+# until_ok SECONDS INDEX METHOD PATH [TOKEN] [curl args...]: retries until a 2xx answer; prints it.
+until_ok() {
+  local deadline=$((SECONDS + $1)) r
+  shift
+  while [ $SECONDS -lt $deadline ]; do
+    r=$(req "$@")
+    case "$r" in 2*) echo "$r"; return 0 ;; esac
+    sleep 0.2
+  done
+  echo "$r"
+  return 1
+}

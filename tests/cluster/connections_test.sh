@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# End to end, one real `wasmkeep serve` on 127.0.0.1 with node.admin_listen: 2,000 idle
+# End to end, a real `wasmkeep serve` on 127.0.0.1 with node.admin_listen: 2,000 idle
 # connections from one address and 2,000 from 40 others (127.0.0.0/8 is all loopback) do
-# not stop the probes on the admin listener nor an authenticated actor request, and an
-# unauthenticated request body is refused before it is read (docs/security.md,
-# "Connections and requests").
+# not stop the probes on the admin listener, an authenticated actor request, nor a request
+# a second node forwards to it (peers use their own listener), and an unauthenticated
+# request body is refused before it is read (docs/security.md, "Connections and requests").
 #
 #   connections_test.sh WASMKEEP_BINARY ACTORS_DIR
 #
@@ -46,6 +46,13 @@ check "the client listener does not serve the probes then" '[ "$(code "127.0.0.1
 check "the admin listener serves nothing else" \
   '[ "$(code -H "Authorization: Bearer $TOKEN" "127.0.0.1:$admin/v1/actors/acme/counter/c/increment")" = 404 ]'
 check "an authenticated increment answers 1" '[ "$(call POST acme/counter/c/increment "$TOKEN")" = "200 1" ]'
+# A second node: requests for n1's actor reach n1 through n1's peer listener.
+start n2 n2 3
+check "n2 becomes ready" 'wait_ready 3 30'
+via_n2() {
+  curl -s -m 10 -X POST -H "Authorization: Bearer $TOKEN" -w ' %{http_code}' \
+    "http://127.0.0.1:$(port_of 3)/v1/actors/acme/counter/c/increment" | tr -d '\n'
+}
 
 # The flood: held open, sending nothing, until this script ends.
 python3 - "$api" "$work/flood.ready" <<'PY' &
@@ -79,6 +86,7 @@ check "/readyz answers on the admin listener" '[ "$(code "127.0.0.1:$admin/ready
 check "an authenticated increment still answers (2)" '[ "$(call POST acme/counter/c/increment "$TOKEN")" = "200 2" ]'
 check "and from one of the flooding addresses (3)" \
   '[ "$(call POST acme/counter/c/increment "$TOKEN" --interface 127.0.0.3)" = "200 3" ]'
+check "n2 forwards to n1 through the flood (4)" '[ "$(via_n2)" = "4 200" ]'
 check "the client listener holds at most 1,024 connections" \
   '[ "$(admin_metric "wasmkeep_http_connections_open{listener=\"api\"}")" -le 1024 ]'
 
@@ -91,5 +99,5 @@ took=$(( $(date +%s%3N) - start_ms ))
 check "an unauthenticated 1 MiB body is refused 401 before it is sent (${took} ms)" \
   '[ "${r%% *}" = 401 ] && [ "$took" -lt 1000 ]'
 check "no request body is held" '[ "$(admin_metric "wasmkeep_http_buffered_body_bytes{listener=\"api\"}")" = 0 ]'
-check "the counter was not touched: 4" '[ "$(call POST acme/counter/c/increment "$TOKEN")" = "200 4" ]'
+check "the counter was not touched: 5" '[ "$(call POST acme/counter/c/increment "$TOKEN")" = "200 5" ]'
 finish

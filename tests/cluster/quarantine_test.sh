@@ -159,10 +159,16 @@ check "the nodes counted 3 strikes and 1 quarantine, logged once each" \
 
 # ---- b. the cache: twenty requests on one node, a few reads at most
 reads0=$(metric 3 'wasmkeep_quarantine_checks_total{answer="read"}'); reads0=${reads0%%.*}
+started_ms=$(date +%s%3N)
 for _ in $(seq 1 20); do req 3 GET acme/hog/p1 >/dev/null; done
+took_ms=$(( $(date +%s%3N) - started_ms ))
 reads1=$(metric 3 'wasmkeep_quarantine_checks_total{answer="read"}'); reads1=${reads1%%.*}
-echo "     (node c read the record $((reads1 - reads0)) times for 20 requests)"
-check "twenty requests to a quarantined actor cost at most 3 reads of its record" '[ $((reads1 - reads0)) -le 3 ]'
+# One read per 2 s cache lifetime at most (on a loaded machine twenty requests can take
+# several lifetimes); without the cache it would be twenty.
+allowed=$(( 2 + took_ms / 2000 ))
+echo "     (node c read the record $((reads1 - reads0)) times for 20 requests in ${took_ms} ms; at most $allowed)"
+check "twenty requests to a quarantined actor cost at most one read of its record per 2 s" \
+  '[ $((reads1 - reads0)) -le "$allowed" ] && [ "$allowed" -lt 20 ]'
 
 # ---- c. listing and lifting
 check "actor quarantined lists it with 3 strikes" 'W actor quarantined 2>/dev/null | grep -q "^acme/hog/p1 .* 3 .*heap limit"'

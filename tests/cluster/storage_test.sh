@@ -18,7 +18,7 @@
 # Prints one line per check and closes with "N passed, N failed".
 set -u
 wk=${1:?usage: storage_test.sh WASMKEEP_BINARY file|s3}
-backend=${2:?usage: storage_test.sh WASMKEEP_BINARY file|s3}
+backend=${2:?usage: storage_test.sh WASMKEEP_BINARY file|sqlite|s3}
 prefix=storage
 # shellcheck source=common.sh
 source "$(dirname "$0")/common.sh"

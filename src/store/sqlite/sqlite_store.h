@@ -1,0 +1,199 @@
+// sqlite://DIR — the embedded bucket at disk speed: one SQLite database standing in for S3.
+//
+// Concept. A SqliteStore gives a directory the semantics of an S3 bucket with conditional
+// writes (object_store.h), like file:// (store/file/file_store.h), but keeps every object as
+// one row of one SQLite database (DIR/wasmkeep.sqlite, in WAL mode) instead of one file per
+// object. What that buys is group commit across actors: one writer thread per process takes
+// every write waiting at that moment, checks each one's condition in order, applies the
+// ones that hold, and commits them all in one transaction, so one fsync of the WAL
+// acknowledges the segments of many actors at once. A per-file backend pays a write, an
+// fdatasync, a rename and a directory fsync per object, and its directories slow down after
+// tens of thousands of deletes; here a delete frees a row's pages for reuse, and listing a
+// page reads that page's rows from the key index (O(log n + page size)).
+//
+// The database (FROZEN as format 1; a change is a new format):
+//   DIR/wasmkeep.sqlite   PRAGMA application_id = kSqliteApplicationId,
+//                         PRAGMA user_version = kSqliteFormatVersion, journal_mode=WAL,
+//                         one table:
+//     CREATE TABLE objects(key BLOB PRIMARY KEY NOT NULL,   -- the key's bytes
+//                          version BLOB NOT NULL,           -- 16 random bytes
+//                          size INTEGER NOT NULL,           -- the body's bytes
+//                          crc INTEGER NOT NULL,            -- CRC-32C of the body
+//                          body BLOB NOT NULL) WITHOUT ROWID
+//   DIR/wasmkeep.sqlite-wal, -shm   SQLite's own (never delete them while a node runs).
+// Keys are compared as BLOBs (memcmp), so listing is in byte order. Open refuses a directory
+// holding anything else, a file:// bucket included (its FORMAT file names it).
+//
+// Guarantees.
+//   - Durability. synchronous=FULL: a write is acknowledged only after the transaction that
+//     holds it is committed and the WAL fsynced. A kill -9 at any moment loses nothing
+//     acknowledged; power loss relies on the disk honouring fsync.
+//   - Conditions are checked inside the writing transaction, so they are atomic across
+//     threads and processes: SQLite's write lock (BEGIN IMMEDIATE) admits one writer at a
+//     time to the database, whichever process it is in. Writes of one batch are checked
+//     and applied in the order they were called, each answered with its own outcome: a
+//     refused condition refuses that write only.
+//   - Versions are 128 random bits from getrandom(2) per write: never reused, even after
+//     delete and re-create, by any process.
+//   - Readers see committed transactions only, each call one consistent snapshot (a List
+//     page is one statement), and never wait for the writer (WAL).
+//   - Bodies carry a CRC-32C, checked on every Get: a mismatch, or a database SQLite finds
+//     corrupt, is kFatal naming the database and the key.
+//   - Errors. The write lock held by another process past busy_timeout, SQLITE_FULL and
+//     out-of-memory are kRetryable (nothing was applied); a failure of the COMMIT itself
+//     (an fsync error) makes every write of that batch that would have applied
+//     kUnknownOutcome; anything else (I/O errors, a read-only or corrupt database) is kFatal.
+//
+// Threading. Every method is called on the Env's loop thread (object_store.h). The store
+// owns threads of its own, all created by Open and joined by the destructor:
+//   - one writer thread, owning the one read-write connection: it takes every queued Put
+//     and Delete (at most kMaxSqliteBatchWrites, kMaxSqliteBatchBytes), runs them as one
+//     transaction, and hands each result back with Env::PostFromAnyThread into its caller's
+//     Latch; when the WAL passes kSqliteCheckpointFrames it checkpoints (PASSIVE), after
+//     the batch is answered, so no answer waits for it;
+//   - read_threads reader threads, each owning one read-only connection, for Get, Head and
+//     List, so reads never queue behind a commit's fsync.
+// A thread is the only way to wait on SQLite's blocking calls without blocking the loop;
+// this mirrors file:// (whose workers wait on fsync). SQLite connections are opened
+// SQLITE_OPEN_NOMUTEX: each is used by one thread at a time. A call past its deadline
+// returns kUnknownOutcome (a write may still commit) and its late result is dropped; a
+// cancelled read returns kCancelled, a cancelled write kUnknownOutcome.
+// Real runtime only: SimEnv has no other threads (use mem:// there).
+//
+// Several processes on one machine may share DIR (multi-node tests): SQLite's file locks
+// order their transactions; a writer finding the lock held polls for it (a busy handler
+// sleeping 50 µs to 1 ms between tries) for up to busy_timeout. Local file systems only
+// (WAL needs shared memory; never NFS).
+//
+// Stats (SqliteStoreStats) are written by the writer thread and read from any thread:
+// PublishSqliteStoreMetrics (store/open_store.h, PublishStoreMetrics) publishes them.
+//
+// Lifetime. REQUIRES: the Env outlives the SqliteStore. Destroying it lets the writer
+// finish the batch it is committing (answered as usual), drops the queued operations
+// (their callers get kRetryable: nothing was applied) and joins every thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "base/metrics.h"
+#include "env/env.h"
+#include "store/object_store.h"
+
+namespace wk {
+
+namespace sqlite_store_internal {
+class Writer;   // the writer thread, its connection and its queue (sqlite_store.cc)
+class Readers;  // the reader threads and their connections
+}  // namespace sqlite_store_internal
+
+// Limits, with their reasons.
+// A batch is one transaction; more writes than this wait for the next one, so one commit's
+// latency stays bounded while still sharing its fsync among many actors (a node runs at
+// most a few thousand events at once).
+inline constexpr std::size_t kMaxSqliteBatchWrites = 1024;
+// A batch stops growing past this many body bytes (a transaction's pages stay in the
+// writer's cache until the commit); a single larger write is a batch of its own.
+inline constexpr std::size_t kMaxSqliteBatchBytes = 64u << 20;
+// The WAL is checkpointed into the database once it holds this many 4 KiB pages (16 MiB);
+// SQLite's own default is 1,000, whose checkpoints would run ten times as often.
+inline constexpr int kSqliteCheckpointFrames = 4096;
+inline constexpr int kMaxSqliteReadThreads = 64;
+// The format the database file records (user_version) and its application id ('WKSQ').
+inline constexpr int kSqliteFormatVersion = 1;
+inline constexpr std::int32_t kSqliteApplicationId = 0x574B5351;
+// The database's file name inside DIR.
+inline constexpr std::string_view kSqliteDbFile = "wasmkeep.sqlite";
+
+struct SqliteStoreOptions {
+  // Reader threads (and read-only connections), 1..kMaxSqliteReadThreads.
+  int read_threads = 4;
+  // Operations queued for the writer or the readers beyond which a call fails fast with
+  // kRetryable.
+  std::size_t max_queued_ops = 16384;
+  // How long a transaction waits for another process's write lock before the batch fails
+  // kRetryable. Within one process there is one writer, so this only matters when several
+  // processes share DIR.
+  std::chrono::milliseconds busy_timeout{10'000};
+  // false sets synchronous=OFF: only for benchmarks that show the cost of the fsync, and
+  // tests whose subject is not durability. Nothing survives power loss (or kill -9 of
+  // the machine) then.
+  bool fsync = true;
+  // Test hook: runs on the writer thread before each batch's transaction, with the number
+  // of writes in it. Tests block in it to let a batch build up. Must be thread-safe.
+  // Null in production.
+  std::function<void(std::size_t writes)> before_batch_for_test;
+};
+
+// What the writer did, for the operator (wasmkeep_store_sqlite_*). Written by the writer
+// thread, readable from any thread (counters are atomics, histograms are thread-safe).
+struct SqliteStoreStats {
+  // Transactions committed (each one fsync of the WAL).
+  std::atomic<std::uint64_t> commits{0};
+  // Writes answered from committed batches: applied, and refused by their condition.
+  std::atomic<std::uint64_t> writes_applied{0};
+  std::atomic<std::uint64_t> writes_refused{0};
+  // Batches that failed as a whole (busy past the timeout, disk full, commit errors).
+  std::atomic<std::uint64_t> failed_batches{0};
+  // WAL checkpoints run (each fsyncs the WAL and the database file).
+  std::atomic<std::uint64_t> checkpoints{0};
+  // Times the writer found another process holding the write lock and slept.
+  std::atomic<std::uint64_t> busy_waits{0};
+  // Writes per committed transaction.
+  Histogram batch_writes{{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}};
+  // From BEGIN to the end of COMMIT (the fsync included), seconds.
+  Histogram commit_seconds{{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                            0.1, 0.25, 0.5, 1}};
+};
+
+class SqliteStore final : public ObjectStore {
+ public:
+  // Opens (creating with mkdir -p if missing) the bucket directory dir and its database.
+  // Errors: kInvalidArgument for an empty dir or bad options; kFatal, with one line naming
+  // the path and the reason, if the directory cannot be created, holds something that is
+  // not this format's database (a file:// bucket, another SQLite file, other files), or
+  // the database cannot be opened for writing. Blocks the calling thread for a few file
+  // operations (start-up only; several processes may open one new DIR at once).
+  static Result<std::unique_ptr<SqliteStore>> Open(Env& env, std::string dir,
+                                                   SqliteStoreOptions options);
+  ~SqliteStore() override;
+
+  Task<Result<GetOutput>> Get(std::string key, CallOptions options) override;
+  Task<Result<ObjectMeta>> Head(std::string key, CallOptions options) override;
+  Task<Result<Version>> Put(std::string key, std::string body, Precondition condition,
+                            CallOptions options) override;
+  Task<Status> Delete(std::string key, Precondition condition, CallOptions options) override;
+  Task<Result<ListPage>> List(ListOptions options, CallOptions call) override;
+  // "sqlite://<absolute directory>".
+  std::string Describe() const override;
+
+  // The absolute bucket directory.
+  const std::string& dir() const { return dir_; }
+  const SqliteStoreStats& stats() const { return *stats_; }
+
+ private:
+  SqliteStore(Env& env, std::string dir, std::shared_ptr<SqliteStoreStats> stats,
+              std::unique_ptr<sqlite_store_internal::Readers> readers,
+              std::unique_ptr<sqlite_store_internal::Writer> writer);
+
+  // "sqlite://DIR: OP 'KEY'", for messages.
+  std::string Where(std::string_view op, std::string_view key) const;
+
+  Env& env_;
+  const std::string dir_;
+  std::shared_ptr<SqliteStoreStats> stats_;
+  std::unique_ptr<sqlite_store_internal::Readers> readers_;  // joined first
+  std::unique_ptr<sqlite_store_internal::Writer> writer_;
+};
+
+// Registers wasmkeep_store_sqlite_* views of stats (base/metrics.h, "How WasmKeep
+// publishes"). REQUIRES: stats outlives registry's scrapes.
+void PublishSqliteStoreMetrics(MetricsRegistry& registry, const SqliteStoreStats& stats);
+
+}  // namespace wk
