@@ -75,6 +75,10 @@ void Checkers::OnLanded(const std::string& key, const std::string& body) {
     ++result.lease_writes;
     auto& b = landed_bound_[r.instance];
     b = std::max(b, bound);
+    // A live write of this instance that lands after a fence naming it: conditioned on a
+    // version read after the fence, so written by a fresh start check (ADR §1: a first
+    // write whose outcome was unknown re-reads, then goes back to the check).
+    if (fence_bound_.count(r.instance)) renewed_after_fence_.insert(r.instance);
     return;
   }
   w_.Trace(key + " " + std::string(LeaseStateName(r.state)) + " instance " + r.instance.str() + " written_at " +
@@ -120,7 +124,8 @@ void Checkers::CheckProcessBound(const InstanceToken& instance) {
                  "ms, past send + ttl - safety of its last landed write");
   }
   auto fenced = fence_bound_.find(instance);
-  if (fenced != fence_bound_.end() && lease.valid_until() > fenced->second + kTolerance) {
+  if (fenced != fence_bound_.end() && lease.valid_until() > fenced->second + kTolerance &&
+      !renewed_after_fence_.count(instance)) {
     w_.Violation(who + " is valid until " + std::to_string(World::Ms(lease.valid_until().time_since_epoch())) +
                  "ms, past the bound of the fence that names it (" +
                  std::to_string(World::Ms(fenced->second.time_since_epoch())) + "ms)");

@@ -81,6 +81,9 @@ class Checkers {
   CheckerOptions options_;
   std::map<InstanceToken, MonoTime> landed_bound_;
   std::map<InstanceToken, MonoTime> fence_bound_;
+  // Instances with a live write that landed after a fence named them (checker 2 bounds
+  // only the validity the fence cut; see OnLanded).
+  std::set<InstanceToken> renewed_after_fence_;
   std::map<std::string, FenceSend> fence_sends_;
   std::map<std::string, Generation> last_generation_;
   StorageHistory history_;

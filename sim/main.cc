@@ -63,6 +63,10 @@ int main(int argc, char** argv) {
     if (scenario != "all" && scenario != sc.name) continue;
     found = true;
     if (!mutant.empty()) {
+      if (auto parsed = wk::BrokenModels::Parse(mutant); !parsed.ok()) {
+        std::fprintf(stderr, "wasmkeep-sim: %s\n", parsed.status().message().c_str());
+        return 2;
+      }
       bool known = false;
       for (const auto& m : sc.mutants) known |= m == mutant;
       if (!known) {

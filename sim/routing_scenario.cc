@@ -124,8 +124,8 @@ class RoutingSim {
     replica_options_.segment_max_batches = static_cast<std::uint32_t>(Uniform(2, 8));
     replica_options_.snapshot_every_segments = static_cast<std::uint32_t>(Uniform(3, 6));
     WK_CHECK(replica::ValidateReplicaOptions(replica_options_).ok(), "bad simulator replica options");
-    replica_mutants_.release_without_validity = options_.mutant == "release-without-validity";
-    host_options_.answer_without_gate = options_.mutant == "answer-without-gate";
+    broken_ = options_.broken();
+    host_options_.answer_without_gate = broken_.on(BrokenModel::kAnswerWithoutGate);
     // Long enough that a node frozen past its lease usually still has its actors in memory
     // when it resumes: the zombie case.
     host_options_.idle_hibernate = milliseconds(Uniform(20000, 40000));
@@ -193,10 +193,11 @@ class RoutingSim {
                                           &bucket_env_);
     p->cluster = std::make_unique<ClusterNode>(*p->env, *p->store, NodeIdentity{p->node_id, p->peer_address, "sim", p->cert_pin},
                                                timing_, p->instance);
+    p->cluster->set_broken_models(broken_);
     p->holds = std::make_unique<replica::OwnersHoldSource>(p->cluster->owners());
     Env* env = p->env.get();
     replica::Replica::Deps deps{*p->env, *p->store, [env](std::function<void()> fn) { env->Post(std::move(fn)); },
-                                nullptr, replica_mutants_};
+                                nullptr, broken_};
     p->provider = std::make_unique<replica::ReplicaProvider>(std::move(deps), *p->holds, replica_options_, seconds(10));
     p->host = std::make_unique<NativeActorHost>(*p->env, *p->provider, host_options_);
     const int number = p->number;
@@ -591,7 +592,7 @@ class RoutingSim {
   LeaseTiming timing_;
   control::ClusterSecret secret_;
   replica::ReplicaOptions replica_options_;
-  replica::ReplicaMutants replica_mutants_;
+  BrokenModels broken_;
   NativeActorHostOptions host_options_;
   std::map<int, std::unique_ptr<Node>> nodes_;
   int next_number_ = 0;

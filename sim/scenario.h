@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "base/broken_models.h"
 #include "base/ids.h"
 
 namespace wk::sim {
@@ -23,8 +24,10 @@ inline NodeId SlotNodeId(int slot) { return NodeId("n" + std::to_string(slot)); 
 struct RunOptions {
   std::uint64_t seed = 0;
   // "" (the real design) or one of Mutants() of the scenario: a deliberately broken model
-  // the checkers must catch.
+  // the checkers must catch (a name of base/broken_models.h).
   std::string mutant;
+  // The switch `mutant` names. REQUIRES: BrokenModels::Parse(mutant) succeeds (main checks).
+  BrokenModels broken() const { return BrokenModels::Parse(mutant).value(); }
   // Keep the last N trace lines for a failure report.
   std::size_t trace_lines = 60;
 };

@@ -4,8 +4,10 @@
 #include <vector>
 
 #include "base/log.h"
+#include "checkers.h"
 #include "scenario.h"
 #include "storage_history.h"
+#include "world.h"
 
 namespace wk::sim {
 namespace {
@@ -94,6 +96,51 @@ TEST(SimTest, StorageSeedsExerciseTheFaults) {
       << "no upload completed after its hold ended: the scenario is too gentle";
   EXPECT_GT(Total(runs, &RunResult::off_chain_segments), 0u) << "no segment landed after the next owner restored";
   EXPECT_GT(Total(runs, &RunResult::replica_failures), 0u);
+}
+
+// A limit of ADR 0020 §1, staged (docs/node-lease.md, "Never delete a nodes/ object"): the
+// start check waits ttl + grace even when no object exists, so that a process whose object
+// was deleted while it ran can show itself. It cannot if the deletion falls *during* the
+// check of a second process under the same id: the first process (p0, its own check just
+// ended) creates nodes/n0 and becomes valid, an operator deletes the object at once, and
+// the second one (a twin started a second later) never sees it: its last read found
+// nothing, and its first write, If-None-Match: *, lands on the empty key. Both hold a
+// valid lease for one id until p0's next renewal finds the twin's object. No read pattern
+// can see a create-then-delete between two reads, so this is not prevented; the checker
+// must see it (checker 6), or it could not see a real violation either.
+TEST(SimTest, ADeletionDuringATwinsStartCheckGivesTwoValidLeasesAndTheCheckerSeesIt) {
+  log::SetLevel(log::Level::kOff);
+  RunOptions o;
+  o.seed = 7;
+  World world(o, /*actors=*/0);
+  Checkers checkers(world, CheckerOptions{});
+  world.chaos_for = std::chrono::seconds(30);
+  World* w = &world;
+  bool deleted = false;
+  world.hooks.on_send = [&checkers](int number, const std::string& key, const std::string& body) {
+    checkers.OnSend(number, key, body);
+  };
+  world.hooks.on_landed = [&checkers, &deleted, w](const std::string& key, const std::string& body) {
+    checkers.OnLanded(key, body);
+    // The first live write of n0 lands: the operator deletes the object right after it.
+    if (!deleted && key == "nodes/n0" && body.find("\nlease live ") != std::string::npos) {
+      deleted = true;
+      w->bucket_env().StartTimer(w->Now() + std::chrono::milliseconds(100), [w] {
+        w->Trace("operator deletes nodes/n0");
+        (void)w->bucket()->ApplyDelete("nodes/n0", Precondition::None());
+      });
+    }
+  };
+  World::Stages stages;
+  stages.begin = [w] {
+    w->bucket_env().StartTimer(w->Now() + std::chrono::seconds(1), [w] { w->StartProcess(0, /*twin=*/true); });
+  };
+  stages.every_step = [&checkers] { checkers.CheckEveryStep(); };
+  RunResult r = world.Run(stages);
+  ASSERT_TRUE(deleted);
+  ASSERT_FALSE(r.violations.empty()) << "the checker did not see the two valid leases";
+  EXPECT_NE(r.violations.front().find("two processes hold a valid lease for n0"), std::string::npos)
+      << r.violations.front();
 }
 
 // The checkers themselves: each catches what it is for (a checker that cannot fail proves

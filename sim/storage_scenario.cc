@@ -34,12 +34,7 @@ class StorageWorkload {
     // The fencing bound: an older hold's upload may still be in flight until then.
     replica_options_.gc_off_chain_after = w_.timing().takeover_after();
     WK_CHECK(replica::ValidateReplicaOptions(replica_options_).ok(), "bad simulator replica options");
-    const std::string& mutant = w_.options().mutant;
-    replica_mutants_.ack_before_durable = mutant == "ack-before-durable";
-    replica_mutants_.ack_late_upload = mutant == "ack-late-upload";
-    replica_mutants_.restore_ignores_fence = mutant == "restore-ignores-fence";
-    replica_mutants_.gc_deletes_chain = mutant == "gc-deletes-chain";
-    replica_mutants_.release_without_validity = mutant == "release-without-validity";
+    broken_ = w_.options().broken();
   }
 
   Task<void> Run(Process* p) {
@@ -92,7 +87,7 @@ class StorageWorkload {
     w_.Trace(who + " acquired: restoring");
     Env* env = p->env();
     std::function<void(std::function<void()>)> post = [env](std::function<void()> fn) { env->Post(std::move(fn)); };
-    replica::Replica::Deps deps{*p->env(), *p->replica_store, std::move(post), nullptr, replica_mutants_};
+    replica::Replica::Deps deps{*p->env(), *p->replica_store, std::move(post), nullptr, broken_};
     replica::Replica::Hold replica_hold{hold.generation(), [hold] { return hold.IsValid(); }};
     auto opened = co_await replica::Replica::Open(std::move(deps), actor, std::move(replica_hold), replica_options_);
     if (!opened.ok()) {
@@ -184,7 +179,7 @@ class StorageWorkload {
   World& w_;
   Checkers& checkers_;
   replica::ReplicaOptions replica_options_;
-  replica::ReplicaMutants replica_mutants_;
+  BrokenModels broken_;
   std::uint64_t writes_issued_ = 0;
 };
 

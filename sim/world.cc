@@ -86,19 +86,7 @@ void World::StartProcess(int slot, bool twin) {
   }
   p->node = std::make_unique<ClusterNode>(*p->env(), *p->store, NodeIdentity{p->node_id, "sim", "sim", ""}, timing_,
                                           p->instance);
-  LeaseMutants lm;
-  lm.validity_from_reply = options_.mutant == "validity-from-reply";
-  p->node->lease().set_mutants(lm);
-  FenceMutants fm;
-  fm.unconditional_fence = options_.mutant == "unconditional-fence";
-  fm.no_watch_wait = options_.mutant == "no-watch-wait";
-  p->node->fence_watch().set_mutants(fm);
-  OwnersMutants om;
-  om.wake_reuses_generation = options_.mutant == "wake-reuses-generation";
-  om.resolver_without_lock = options_.mutant == "resolver-without-lock";
-  om.free_on_view = options_.mutant == "free-on-view";
-  om.free_on_absent_node = options_.mutant == "free-on-absent-node";
-  p->node->owners().set_mutants(om);
+  p->node->set_broken_models(options_.broken());
   p->node->lease().AddObserver({
       [this, number](std::uint64_t e) { Trace("p" + std::to_string(number) + " valid epoch " + std::to_string(e)); },
       [this, number](std::uint64_t) {

@@ -13,6 +13,7 @@ struct ClusterArgs {
   bool json = false;
   std::string node;
   std::string if_match;
+  bool force = false;
   double wait_seconds = 60;
 };
 
@@ -47,10 +48,10 @@ Task<int> Status_(RealEnv* env, ObjectStore* store, LeaseTiming timing, bool jso
   co_return kExitOk;
 }
 
-Task<int> Fence(RealEnv* env, ObjectStore* store, LeaseTiming timing, NodeId node, std::string if_match) {
+Task<int> Fence(RealEnv* env, ObjectStore* store, LeaseTiming timing, NodeId node, std::string if_match, bool force) {
   std::optional<Version> v;
   if (!if_match.empty()) v = Version(if_match);
-  auto out = co_await OperatorFence(*env, *store, node, timing, v);
+  auto out = co_await OperatorFence(*env, *store, node, timing, v, force);
   if (!out.ok()) co_return Fail(out.status());
   if (!out->written) {
     std::printf("nodes/%s is already fenced; nothing written\n", node.str().c_str());
@@ -119,7 +120,7 @@ int RunCluster(const GlobalOptions& g, const ClusterArgs& a, int which) {
   const NodeId node(a.node);  // the command line's text; each command validates it
   switch (which) {
     case 0: return env.RunMain(Status_(&env, store->get(), config->lease, a.json));
-    case 1: return env.RunMain(Fence(&env, store->get(), config->lease, node, a.if_match));
+    case 1: return env.RunMain(Fence(&env, store->get(), config->lease, node, a.if_match, a.force));
     case 3: return env.RunMain(Drain(&env, store->get(), config->lease, node, a.wait_seconds));
     case 4: return env.RunMain(Undrain(&env, store->get(), config->lease, node));
     default: return env.RunMain(Forget(&env, store->get(), config->lease, node));
@@ -140,6 +141,9 @@ void AddClusterCommand(CLI::App& app, const GlobalOptions& globals, int* result)
   CLI::App* fence = cluster->add_subcommand("fence", "Fence NODE: its process exits at its next write, its actors become free");
   fence->add_option("node", args->node, "Node id")->required();
   fence->add_option("--if-match", args->if_match, "Fence only if nodes/NODE is still at VERSION");
+  fence->add_flag("--force", args->force,
+                  "Create the fence of an absent NODE even if this machine's clock differs from the bucket's by more "
+                  "than max_skew (it dates the fence)");
   fence->callback([&globals, args, result] { *result = RunCluster(globals, *args, 1); });
 
   CLI::App* forget = cluster->add_subcommand("forget", "Delete a retired node's stale old-format heartbeat");

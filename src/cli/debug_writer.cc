@@ -112,7 +112,7 @@ Task<bool> WriteOneHold(Writer* w) {
 
   RealEnv* env = w->env;
   replica::Replica::Deps deps{*env, *w->store, [env](std::function<void()> fn) { env->Post(std::move(fn)); },
-                              w->totals, {}};
+                              w->totals, w->node->broken_models()};
   replica::Replica::Hold replica_hold{hold.generation(), [hold] { return hold.IsValid(); }};
   (void)w->store->TakeMaxInFlight();
   auto opened = co_await replica::Replica::Open(std::move(deps), w->actor, std::move(replica_hold), o.replica);

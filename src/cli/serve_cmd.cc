@@ -279,6 +279,11 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
   identity.software_version = std::string(kVersion);
   const LeaseTiming timing = config->lease;
   if (Status s = timing.Validate(); !s.ok()) return Fail(s);
+  // Tests only (WASMKEEP_BROKEN_MODELS, base/broken_models.h): rules of the design switched
+  // off, so a cluster test can show it catches their absence. Refused (exit 2) by a build
+  // without broken models (the release preset).
+  auto broken = BrokenModels::FromEnvironment();
+  if (!broken.ok()) return Fail(broken.status());
 
   // The running-events journal (docs/security.md, "Poisoned actors"): read what a crashed
   // previous process left (one quarantine strike each, once actors are served), then kept
@@ -348,6 +353,11 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
   }
 
   ClusterNode node(env, **store, identity, timing, instance);
+  if (broken->any()) {
+    WK_LOG_WARN("WASMKEEP_BROKEN_MODELS: rules of the design are switched off, for tests only",
+                {{"broken_models", broken->ToString()}});
+    node.set_broken_models(*broken);
+  }
   node.membership().AddListener([&trust, &peers, id = identity.node_id](const Membership::View& view) {
     if (trust.Update(TrustedPeersFromView(view, id))) peers.DropUntrusted();
   });

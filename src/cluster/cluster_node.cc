@@ -20,6 +20,14 @@ ClusterNode::ClusterNode(Env& env, ObjectStore& store, NodeIdentity identity, Le
   lease_.AddObserver(std::move(holds));
 }
 
+void ClusterNode::set_broken_models(BrokenModels broken) {
+  broken_ = broken;
+  lease_.set_broken_models(broken);
+  membership_.set_broken_models(broken);
+  fence_watch_.set_broken_models(broken);
+  owners_.set_broken_models(broken);
+}
+
 Task<LeaseEnd> ClusterNode::Run() {
   // The listing runs on a task of its own so a slow listing never delays a lease write.
   StartHelpers();
@@ -41,7 +49,7 @@ Task<Status> ClusterNode::Stop(Duration limit) {
   const MonoTime deadline = env_.MonoNow() + limit;
   // Releases still pending after half the limit are freed by the released write itself
   // (ADR §4), so the drain's own outcome does not decide the stop's.
-  (void)co_await owners_.Drain(limit / 2);
+  if (!broken_.on(BrokenModel::kStopSkipsReleases)) (void)co_await owners_.Drain(limit / 2);
   co_return co_await lease_.Stop(deadline - env_.MonoNow());
 }
 

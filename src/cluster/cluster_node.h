@@ -37,6 +37,10 @@ class ClusterNode {
   FenceWatch& fence_watch() { return fence_watch_; }
   Owners& owners() { return owners_; }
   DrainControl& drain_control() { return drain_control_; }
+  // Broken models (base/broken_models.h) for the lease, the fence watch and the owners:
+  // tests and the simulator only. Set before Run.
+  void set_broken_models(BrokenModels broken);
+  const BrokenModels& broken_models() const { return broken_; }
 
  private:
   void StartHelpers();
@@ -48,6 +52,7 @@ class ClusterNode {
   Owners owners_;
   DrainControl drain_control_;
   TaskHandle listing_;
+  BrokenModels broken_;
 };
 
 }  // namespace wk

@@ -14,8 +14,12 @@ void FenceWatch::OnListing(const Membership::View& view) {
   const MonoTime judged_from = *self_.valid_since();
   for (const auto& [id, v] : view) {
     if (id == self_.identity().node_id || !v.live()) continue;
-    if (in_flight_.count(id) || static_cast<int>(in_flight_.size()) >= kFenceConcurrency) continue;
-    if (!mutants_.no_watch_wait) {
+    if (in_flight_.count(id)) continue;
+    if (static_cast<int>(in_flight_.size()) >= kFenceConcurrency &&
+        !broken_.on(BrokenModel::kUnboundedFenceConcurrency)) {
+      continue;  // the next listing tries again
+    }
+    if (!broken_.on(BrokenModel::kNoWatchWait)) {
       const MonoTime watch_start = std::max(v.unchanged_since, judged_from);
       if (now - watch_start < timing_.fence_watch()) continue;
     }
@@ -23,6 +27,7 @@ void FenceWatch::OnListing(const Membership::View& view) {
     // grace on our clock.
     if (wall < v.record->written_at + timing_.takeover_after()) continue;
     in_flight_.insert(id);
+    stats_.max_in_flight = std::max<std::uint64_t>(stats_.max_in_flight, in_flight_.size());
     env_.Spawn(Fence(id, v.record->instance, v.record->written_at, self_.epoch()), "fence " + id.str());
   }
 }
@@ -54,7 +59,7 @@ Task<void> FenceWatch::Fence(NodeId node_id, InstanceToken instance, WallTime wr
   }
   NodeRecord fence = *r;
   fence.state = LeaseState::kFenced;  // instance and written_at kept
-  Precondition condition = mutants_.unconditional_fence ? Precondition::None()
+  Precondition condition = broken_.on(BrokenModel::kUnconditionalFence) ? Precondition::None()
                                                         : Precondition::IfMatch(got->version);
   auto put = co_await store_.Put(key, EncodeNodeRecord(fence), condition, call);
   if (put.ok()) {

@@ -33,12 +33,7 @@ struct FenceStats {
   std::uint64_t fences_refused = 0;   // condition failed: the node wrote meanwhile
   std::uint64_t decided_alive = 0;    // the deciding GET showed a change
   std::uint64_t fence_errors = 0;     // unknown outcome or unavailable
-};
-
-// Broken models for the simulator only.
-struct FenceMutants {
-  bool unconditional_fence = false;  // write the fence without If-Match
-  bool no_watch_wait = false;        // fence without watching a full period after our own lapse
+  std::uint64_t max_in_flight = 0;    // the most fences in flight at once (at most kFenceConcurrency)
 };
 
 class FenceWatch {
@@ -53,7 +48,8 @@ class FenceWatch {
 
   const FenceStats& stats() const { return stats_; }
   int in_flight() const { return static_cast<int>(in_flight_.size()); }
-  void set_mutants(FenceMutants m) { mutants_ = m; }
+  // Broken models (base/broken_models.h): tests and the simulator only.
+  void set_broken_models(BrokenModels b) { broken_ = b; }
   void set_on_fence(OnFence f) { on_fence_ = std::move(f); }
 
  private:
@@ -67,7 +63,7 @@ class FenceWatch {
   const LeaseTiming timing_;
   std::set<NodeId> in_flight_;
   FenceStats stats_;
-  FenceMutants mutants_;
+  BrokenModels broken_;
   OnFence on_fence_;
 };
 

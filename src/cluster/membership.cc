@@ -46,7 +46,7 @@ Task<Status> Membership::ListOnce() {
   }
 
   View next;
-  const MonoTime now = env_.MonoNow();
+  const MonoTime listed_at = env_.MonoNow();
   for (const auto& key : keys) {
     const NodeId id(key.substr(kNodesPrefix.size()));
     if (!ValidateNodeId(id).ok()) continue;  // not a node object (nothing else lives here)
@@ -65,20 +65,47 @@ Task<Status> Membership::ListOnce() {
       v.record = *r;
     } else {
       v.old = std::get<OldHeartbeat>(*obj);
-      WK_LOG_ERROR("old-format heartbeat in the bucket: an old version may be running",
-                   {{"node", id.str()}, {"format", std::to_string(v.old->format_version)}});
+      ReportOldFormat(id, *v.old);
     }
+    // Taken at the read (ADR §2: the watch runs from when B saw the object, and a body can
+    // describe no later instant than its GET's reply).
+    const MonoTime read_at = broken_.on(BrokenModel::kWatchFromListingStart) ? listed_at : env_.MonoNow();
     auto prev = view_.find(id);
-    v.unchanged_since = (prev != view_.end() && SameFingerprint(prev->second, v)) ? prev->second.unchanged_since : now;
+    v.unchanged_since = (prev != view_.end() && SameFingerprint(prev->second, v)) ? prev->second.unchanged_since : read_at;
     next.emplace(id, std::move(v));
   }
   view_ = std::move(next);
+  for (auto it = old_reported_.begin(); it != old_reported_.end();) {
+    auto v = view_.find(it->first);
+    it = (v == view_.end() || !v->second.old) ? old_reported_.erase(it) : std::next(it);
+  }
   stats_.last_duration = env_.MonoNow() - start;
   stats_.total_seconds += ToSeconds(stats_.last_duration);
   stats_.seconds.Observe(ToSeconds(stats_.last_duration));
   ++stats_.listings;
   for (auto& l : listeners_) l(view_);
   co_return Status::Ok();
+}
+
+void Membership::ReportOldFormat(const NodeId& id, const OldHeartbeat& old) {
+  // Once per change, not at every listing: a retired node's heartbeat stays for good.
+  const std::int64_t written_ms = old.written_at ? ToUnixMs(*old.written_at) : -1;
+  auto [it, fresh_entry] = old_reported_.try_emplace(id, written_ms);
+  if (!fresh_entry && it->second == written_ms) return;
+  it->second = written_ms;
+  // Fresh by the start guard's test (docs/node-lease.md, "When to forget"): an old version
+  // may be running under this id, which is an error; stale: a retired node's, a notice.
+  const bool fresh = !old.written_at || env_.WallNow() - *old.written_at < timing_.takeover_after() + timing_.max_skew;
+  if (fresh) {
+    ++stats_.old_format_errors;
+    WK_LOG_ERROR("old-format heartbeat in the bucket, fresh: an old version may be running under this id (it frees "
+                 "nothing; stop it)",
+                 {{"node", id.str()}, {"format", std::to_string(old.format_version)}});
+  } else {
+    ++stats_.old_format_notices;
+    WK_LOG_INFO("old-format heartbeat of a retired node (it frees nothing; `cluster forget` removes it)",
+                {{"node", id.str()}, {"format", std::to_string(old.format_version)}});
+  }
 }
 
 Task<void> Membership::Run() {

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "base/broken_models.h"
 #include "cluster/node_record.h"
 #include "cluster/timing.h"
 #include "base/metrics.h"
@@ -31,7 +32,9 @@ struct NodeView {
   std::optional<NodeRecord> record;     // a wasmkeep-node 3 object
   std::optional<OldHeartbeat> old;      // an old-format heartbeat
   std::string error;                    // corrupt or unreadable, if neither
-  // When this listing's (state, instance, written_at) was first seen unchanged.
+  // When this (state, instance, written_at) was first read: the time the GET of the first
+  // listing that showed it returned (the latest instant that body can describe), so a
+  // watch counted from it is never shorter than it says, however long the listing took.
   MonoTime unchanged_since{};
 
   bool live() const { return record && record->state == LeaseState::kLive; }
@@ -42,6 +45,10 @@ struct ListingStats {
   std::uint64_t failures = 0;
   Duration last_duration{0};
   double total_seconds = 0;
+  // Old-format heartbeats reported in the log (once per change of each: an error while it
+  // is fresh, an old version running; a notice once stale, a retired node's).
+  std::uint64_t old_format_errors = 0;
+  std::uint64_t old_format_notices = 0;
   // Seconds per complete listing (the list and a read of each body).
   Histogram seconds{{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}};
 };
@@ -63,14 +70,22 @@ class Membership {
   bool IsLive(const NodeId& node_id, const InstanceToken& instance) const;
   const ListingStats& stats() const { return stats_; }
   void AddListener(Listener l) { listeners_.push_back(std::move(l)); }
+  // Broken models (base/broken_models.h): tests and the simulator only.
+  void set_broken_models(BrokenModels b) { broken_ = b; }
 
  private:
+  // Logs an old-format heartbeat the first time it is seen and whenever it changes.
+  void ReportOldFormat(const NodeId& id, const OldHeartbeat& old);
+
   Env& env_;
   ObjectStore& store_;
   const LeaseTiming timing_;
   View view_;
   ListingStats stats_;
   std::vector<Listener> listeners_;
+  BrokenModels broken_;
+  // Per node, the old-format heartbeat last reported (its written_at, -1 if unreadable).
+  std::map<NodeId, std::int64_t> old_reported_;
 };
 
 }  // namespace wk

@@ -83,7 +83,8 @@ NodeLease::NodeLease(Env& env, ObjectStore& store, NodeIdentity identity, LeaseT
 }
 
 bool NodeLease::IsValid() const {
-  return valid_ && !stopping_ && !lost_ && env_.MonoNow() < valid_until_;
+  const bool stopped = stopping_ && !broken_.on(BrokenModel::kStopKeepsLeaseValid);
+  return valid_ && !stopped && !lost_ && env_.MonoNow() < valid_until_;
 }
 
 bool NodeLease::IsReady() const {
@@ -105,10 +106,15 @@ NodeRecord NodeLease::LiveRecord(WallTime written_at) const {
 
 void NodeLease::Acknowledged(const Version& version, WallTime written_at, MonoTime sent,
                              MonoTime replied) {
+  // An acknowledgement that arrives after validity ended (the write was sent in time, its
+  // reply came late) must not make validity come back inside the same epoch: IsValid() has
+  // already said no, and a hold cut in that gap would come back with it. The gap is a lapse
+  // like any other, reported before this write starts the next epoch.
+  if (!broken_.on(BrokenModel::kAckAfterLapseKeepsEpoch)) CheckLapse();
   version_ = version;
   written_at_ = written_at;
   unacked_sends_.clear();
-  const MonoTime from = mutants_.validity_from_reply ? replied : sent;
+  const MonoTime from = broken_.on(BrokenModel::kValidityFromReply) ? replied : sent;
   const MonoTime until = from + timing_.validity();
   const MonoTime now = env_.MonoNow();
   if (until <= now) return;  // acknowledged too late to be valid on; the version still counts
@@ -127,6 +133,10 @@ void NodeLease::Acknowledged(const Version& version, WallTime written_at, MonoTi
 
 void NodeLease::CheckLapse() {
   if (!valid_ || env_.MonoNow() < valid_until_) return;
+  if (broken_.on(BrokenModel::kLapseIsLost)) {
+    Lose("the node lease ran out (broken model lapse-is-lost)");
+    return;
+  }
   valid_ = false;
   valid_since_.reset();
   ++stats_.lapses;
@@ -183,25 +193,35 @@ Task<Status> NodeLease::WriteLive(Precondition condition, Duration timeout) {
   co_return put.status();
 }
 
-Task<std::optional<bool>> NodeLease::ReReadAndAdopt(std::string* why) {
+Task<NodeLease::ReRead> NodeLease::ReReadAndAdopt() {
+  ReRead out;
   auto got = co_await store_.Get(key_, CallOptions{timing_.attempt_timeout()});
   if (!got.ok()) {
     if (got.code() == Code::kNotFound) {
-      *why = key_ + " no longer exists (deleted)";
-      co_return false;
+      out.kind = ReReadKind::kAbsent;
+      out.what = key_ + " is absent";
+    } else {
+      out.what = "cannot read " + key_ + ": " + got.status().ToString();
     }
-    co_return std::nullopt;
+    co_return out;
   }
   auto obj = DecodeNodeObject(got->body);
   if (!obj.ok()) {
-    *why = key_ + " is unreadable: " + obj.status().message();
-    co_return false;
+    out.kind = ReReadKind::kForeign;
+    out.what = key_ + " is unreadable: " + obj.status().message();
+    co_return out;
   }
   if (std::holds_alternative<OldHeartbeat>(*obj)) {
-    *why = key_ + " was overwritten by an old-format heartbeat (an old version runs under this id)";
-    co_return false;
+    out.kind = ReReadKind::kForeign;
+    out.what = key_ + " is an old-format heartbeat (an old version runs under this id)";
+    co_return out;
   }
   const auto& r = std::get<NodeRecord>(*obj);
+  if (r.instance == instance_ && r.state != LeaseState::kLive) {
+    out.kind = ReReadKind::kOursEnded;
+    out.what = key_ + " is " + Describe(r) + ": this process's own lease was ended by another writer";
+    co_return out;
+  }
   if (r.state == LeaseState::kLive && r.instance == instance_) {
     // Our own write whose reply was lost: adopt the read's version (R2's read token
     // differs from the write's) and its written_at. Validity runs from that write's own
@@ -220,15 +240,18 @@ Task<std::optional<bool>> NodeLease::ReReadAndAdopt(std::string* why) {
     }
     WK_LOG_INFO("adopted our own lease write after a conflict",
                 {{"node", identity_.node_id.str()}, {"written_at", std::to_string(ms)}});
-    co_return true;
+    out.kind = ReReadKind::kOursLive;
+    co_return out;
   }
+  out.kind = ReReadKind::kForeign;
   if (r.state == LeaseState::kLive) {
-    *why = key_ + " is live under another instance " + r.instance.str() +
-           ": another process uses this node id (twin)";
+    out.what = key_ + " is live under instance " + r.instance.str() +
+               ": another process runs under this node id (a second process started with it, or one that took "
+               "the id over after this process's object was fenced or deleted)";
   } else {
-    *why = key_ + " is " + Describe(r);
+    out.what = key_ + " is " + Describe(r) + ", written by another process";
   }
-  co_return false;
+  co_return out;
 }
 
 Task<NodeLease::CheckResult> NodeLease::StartCheck(std::string* twin_message) {
@@ -247,13 +270,17 @@ Task<NodeLease::CheckResult> NodeLease::StartCheck(std::string* twin_message) {
   Fingerprint seen = FingerprintOf(got, &record);
   const InstanceToken first_instance = record ? record->instance : InstanceToken();
   last_check_version_ = got.ok() ? std::optional<Version>(got->version) : std::nullopt;
+  if (!seen.present && broken_.on(BrokenModel::kStartCheckNoWait)) co_return CheckResult::kGo;
 
   // Our own instance, live: a write of ours from an earlier round of this check landed.
   auto ours = [&] { return record && record->state == LeaseState::kLive && record->instance == instance_; };
   // Our own instance, fenced or released by someone else: a first write of ours landed
   // unacknowledged and was then fenced. That instance may never be valid again (records
   // naming it may already be free): the lease is lost, as the re-read rule says.
-  auto ours_ended = [&] { return record && record->state != LeaseState::kLive && record->instance == instance_; };
+  auto ours_ended = [&] {
+    return record && record->state != LeaseState::kLive && record->instance == instance_ &&
+           !broken_.on(BrokenModel::kOwnFenceNotLost);
+  };
   if (ours_ended()) {
     *twin_message = key_ + " is " + Describe(*record) + ": this process's own lease was ended before it was acknowledged";
     co_return CheckResult::kLost;
@@ -267,7 +294,7 @@ Task<NodeLease::CheckResult> NodeLease::StartCheck(std::string* twin_message) {
     // The shortcut: a fence or release of the instance first read proves that process
     // lapsed once the kept written_at + ttl + grace has passed on our clock.
     if (record && record->state != LeaseState::kLive && !first_instance.empty() &&
-        record->instance == first_instance &&
+        record->instance == first_instance && !broken_.on(BrokenModel::kNoReleaseShortcut) &&
         env_.WallNow() >= record->written_at + timing_.takeover_after()) {
       break;
     }
@@ -283,7 +310,7 @@ Task<NodeLease::CheckResult> NodeLease::StartCheck(std::string* twin_message) {
     if (now_seen != seen) {
       const bool live_other = again_record && again_record->state == LeaseState::kLive &&
                               again_record->instance != instance_;
-      if (live_other || now_seen.old_format) {
+      if ((live_other || now_seen.old_format) && !broken_.on(BrokenModel::kStartCheckIgnoresChanges)) {
         *twin_message = "node id " + identity_.node_id.str() + " is in use by another process: " + key_ +
                         (now_seen.old_format ? " is being rewritten in an old format (an old version runs)"
                                              : " was rewritten live by instance " + again_record->instance.str());
@@ -333,29 +360,34 @@ Task<LeaseEnd> NodeLease::Run() {
     if (s.ok()) break;
     if (aborted_) co_return end(LeaseEndReason::kStopped, "cancelled");
     if (stopping_) co_return end(LeaseEndReason::kStopped, "stopped during the start check");
-    if (s.code() == Code::kUnknownOutcome) {
-      // The write may have landed, and then been fenced or replaced: decide by the re-read
-      // rule before anything else, retrying the read until the bucket answers. Going back
-      // to the check undecided could later make this instance valid again after a fence
-      // named it (found by the simulator, `lease` seed 2148 of a deep run).
-      std::string why;
-      std::optional<bool> adopted;
+    if (s.code() == Code::kUnknownOutcome || s.code() == Code::kPreconditionFailed) {
+      // ADR §1: a first write whose outcome is unknown (or that met a failed condition: a
+      // retried request can conflict with its own first attempt) follows the re-read rule,
+      // then goes back to the check. The read is retried until the bucket answers: going
+      // back undecided could later make this instance valid again after a fence named it
+      // (found by the simulator, `lease` seed 2148 of a deep run).
+      ReRead read = co_await ReReadAndAdopt();
       Duration read_backoff = kRetryBackoffMin;
-      while (!(adopted = co_await ReReadAndAdopt(&why)).has_value()) {
+      while (read.kind == ReReadKind::kUndecided) {
         if (!co_await WaitUntil(env_.MonoNow() + read_backoff)) break;
         read_backoff = std::min(read_backoff * 2, timing_.lease_period());
+        read = co_await ReReadAndAdopt();
       }
       if (aborted_ || stopping_) co_return end(LeaseEndReason::kStopped, "stopped during the start check");
       // Adopted: ours landed. Without a known send time it gives no validity, and the
       // renewal loop writes again at its first period.
-      if (*adopted) break;
-      Lose(why);
-      co_return end(LeaseEndReason::kLost, why);
-    }
-    if (s.code() == Code::kPreconditionFailed) {
-      std::string why;
-      auto adopted = co_await ReReadAndAdopt(&why);
-      if (adopted.value_or(false)) break;
+      if (read.kind == ReReadKind::kOursLive) break;
+      // Our own instance fenced or released: it may never be valid (records naming it may
+      // be free already): lost, as the check itself decides.
+      if (read.kind == ReReadKind::kOursEnded && !broken_.on(BrokenModel::kOwnFenceNotLost)) {
+        Lose(read.what);
+        co_return end(LeaseEndReason::kLost, read.what);
+      }
+      // Absent (our write did not land) or another process's object: the check decides,
+      // waiting ttl + grace again (a live object that keeps changing is a twin).
+      WK_LOG_WARN("first lease write did not hold; back to the start check",
+                  {{"node", identity_.node_id.str()}, {"error", s.ToString()}, {"found", read.what}});
+      continue;
     }
     WK_LOG_WARN("first lease write failed; back to the start check",
                 {{"node", identity_.node_id.str()}, {"error", s.ToString()}});
@@ -380,26 +412,39 @@ Task<LeaseEnd> NodeLease::Run() {
     // This period's attempts, each bounded by the attempt timeout and by the period.
     while (!stopping_ && !lost_ && !aborted_) {
       CheckLapse();
-      const Duration budget = std::min(timing_.attempt_timeout(), period_end - env_.MonoNow());
+      if (lost_) break;
+      const Duration left = period_end - env_.MonoNow();
+      const Duration budget =
+          broken_.on(BrokenModel::kLeaseAttemptUnbounded) ? left : std::min(timing_.attempt_timeout(), left);
       if (budget <= Duration(0)) break;
-      Status s = co_await WriteLive(Precondition::IfMatch(*version_), budget);
+      const Precondition condition = broken_.on(BrokenModel::kLeaseWriteUnconditional)
+                                         ? Precondition::None()
+                                         : Precondition::IfMatch(*version_);
+      Status s = co_await WriteLive(condition, budget);
       if (s.ok()) {
         backoff = kRetryBackoffMin;
         break;
       }
       if (s.code() == Code::kPreconditionFailed) {
-        std::string why;
-        auto adopted = co_await ReReadAndAdopt(&why);
-        if (adopted.has_value() && !*adopted) {
+        if (broken_.on(BrokenModel::kConflictIsLost)) {
+          Lose(key_ + ": a renewal met a failed condition (taken for a fence without the re-read)");
+          co_return end(LeaseEndReason::kLost, lost_why_);
+        }
+        ReRead read = co_await ReReadAndAdopt();
+        if (read.kind != ReReadKind::kUndecided && read.kind != ReReadKind::kOursLive) {
+          std::string why = read.kind == ReReadKind::kAbsent
+                                ? key_ + " is absent: it was deleted while this process held it"
+                                : read.what;
           Lose(why);
           co_return end(LeaseEndReason::kLost, why);
         }
-        if (adopted.value_or(false)) {
+        if (read.kind == ReReadKind::kOursLive) {
           backoff = kRetryBackoffMin;
           if (IsValid()) break;
           continue;  // adopted a version without validity: write again on it at once
         }
       }
+      if (broken_.on(BrokenModel::kLeaseNoRetry)) break;
       // Not applied, or unknown (if it landed, the next If-Match conflicts and the
       // re-read adopts it): retry within the period after a short back-off.
       const Duration wait = std::min(backoff, period_end - env_.MonoNow());

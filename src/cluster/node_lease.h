@@ -42,6 +42,7 @@
 #include <string>
 #include <vector>
 
+#include "base/broken_models.h"
 #include "cluster/node_record.h"
 #include "cluster/timing.h"
 #include "env/env.h"
@@ -76,12 +77,6 @@ struct NodeLeaseStats {
   std::uint64_t adoptions = 0;        // conflicts explained by our own landed write
   std::uint64_t lapses = 0;           // times the lease ran out without a conflict
   std::uint64_t start_check_reads = 0;
-};
-
-// Test and simulator switches that break the protocol on purpose (broken models). Never
-// set in production code paths: only the simulator's --mutant flag sets them.
-struct LeaseMutants {
-  bool validity_from_reply = false;  // count validity from the reply, not the send
 };
 
 class NodeLease {
@@ -130,7 +125,8 @@ class NodeLease {
 
   // Observers are called in the order added.
   void AddObserver(Observer o) { observers_.push_back(std::move(o)); }
-  void set_mutants(LeaseMutants m) { mutants_ = m; }
+  // Broken models (base/broken_models.h): tests and the simulator only.
+  void set_broken_models(BrokenModels b) { broken_ = b; }
 
  private:
   enum class CheckResult { kGo, kTwin, kLost };
@@ -138,10 +134,20 @@ class NodeLease {
   Task<CheckResult> StartCheck(std::string* twin_message);
   // One write of a live record. Returns the status; on success updates the lease.
   Task<Status> WriteLive(Precondition condition, Duration timeout);
-  // The re-read rule after a failed condition or an unknown outcome. Returns true if the
-  // object is our own live write (adopted), false if the lease is lost (why in *why).
-  // A read that fails returns nullopt (undecided).
-  Task<std::optional<bool>> ReReadAndAdopt(std::string* why);
+  // What one read of nodes/<id> after a failed condition or an unknown outcome shows.
+  enum class ReReadKind {
+    kUndecided,  // the read failed: read again
+    kOursLive,   // our own live write (its reply was lost): adopted
+    kOursEnded,  // our own instance, fenced or released by another writer
+    kAbsent,     // no object
+    kForeign,    // another process's object (live or not), an old format or a corrupt body
+  };
+  struct ReRead {
+    ReReadKind kind = ReReadKind::kUndecided;
+    std::string what;  // the object as found, for the log or the exit message
+  };
+  // The re-read rule (ADR §1): one versioned read; our own live write is adopted.
+  Task<ReRead> ReReadAndAdopt();
   // Sleeps until deadline or until Stop() asks the loop to end. Returns false if woken by
   // a stop (or cancelled).
   Task<bool> WaitUntil(MonoTime deadline);
@@ -181,7 +187,7 @@ class NodeLease {
   std::optional<Latch<bool>> loop_end_latch_;
 
   NodeLeaseStats stats_;
-  LeaseMutants mutants_;
+  BrokenModels broken_;
   std::vector<Observer> observers_;
 };
 

@@ -44,6 +44,128 @@ TEST_F(LeaseTest, FreshNodeWaitsTtlPlusGraceThenRenewsEveryPeriod) {
   EXPECT_EQ(a.lease.epoch(), 1u);
 }
 
+// ADR §1: each attempt is bounded by (ttl - safety) / 3 and retried within the period, so
+// a node has two tries before its lease runs out. Here the first attempt of every period
+// hangs (its request never arrives in time); the retry within the period lands, and the
+// lease never lapses. (Fails with the broken models lease-attempt-unbounded: the hung
+// attempt takes the whole period; and lease-no-retry: the next try waits for the next
+// period, which hangs too.)
+TEST_F(LeaseTest, ASlowLeaseWriteIsCutAtTheAttemptTimeoutAndRetriedWithinThePeriod) {
+  Node a(world, bucket, NodeId("a"), InstanceToken("i1"));
+  std::optional<MonoTime> last_put;
+  std::vector<MonoTime> sends;
+  a.store.set_fault_hook([&](const OpInfo& op) {
+    OpFault f;
+    if (op.op != StoreOp::kPut) return f;
+    const MonoTime now = world.Now();
+    // The first attempt of a period (a full period after the previous send) hangs: its
+    // request arrives a minute later, long after its condition stopped holding.
+    if (last_put && now - *last_put >= milliseconds(2900)) f.request_delay = seconds(60);
+    last_put = now;
+    sends.push_back(now);
+    return f;
+  });
+  a.Start();
+  ASSERT_TRUE(world.RunUntil([&] { return a.lease.IsValid(); }, seconds(30)));
+  world.RunFor(seconds(60));
+  EXPECT_FALSE(a.end.has_value());
+  EXPECT_TRUE(a.lease.IsValid());
+  EXPECT_EQ(a.lease.stats().lapses, 0u) << "the retry within each period kept the lease";
+  EXPECT_EQ(a.lease.epoch(), 1u);
+  ASSERT_GE(sends.size(), 3u);
+  // The first renewal hung; the retry went at its attempt timeout (2.67 s) plus a back-off.
+  EXPECT_LE(sends[2] - sends[1], milliseconds(2667 + 200)) << "the hung attempt was not cut at (ttl - safety) / 3";
+}
+
+// An acknowledgement that arrives after validity ended (the write was sent in time, its
+// reply came late) is a lapse: validity never comes back inside one epoch, so a hold cut in
+// the gap stays cut (docs/simulation.md, "A hold can come back"). (Fails with the broken
+// model ack-after-lapse-keeps-epoch.)
+TEST_F(LeaseTest, AnAcknowledgementAfterValidityEndedStartsANewEpoch) {
+  Node a(world, bucket, NodeId("a"), InstanceToken("i1"));
+  bool late_reply_given = false;
+  a.store.set_fault_hook([&](const OpInfo& op) {
+    OpFault f;
+    if (op.op != StoreOp::kPut) return f;
+    const MonoTime now = world.Now();
+    if (now >= MonoTime(seconds(17)) && now < MonoTime(seconds(22))) {
+      f.fail_before_apply = Retryable("test: refused");
+    } else if (now >= MonoTime(seconds(22)) && !late_reply_given) {
+      late_reply_given = true;
+      f.reply_delay = milliseconds(1500);  // applied at once, answered after validity ended
+    }
+    return f;
+  });
+  std::vector<std::string> events;
+  a.lease.AddObserver({[&](std::uint64_t e) { events.push_back("valid " + std::to_string(e)); },
+                       [&](std::uint64_t e) { events.push_back("lapse " + std::to_string(e)); },
+                       [&](const std::string&) { events.push_back("lost"); }});
+  a.Start();
+  ASSERT_TRUE(world.RunUntil([&] { return a.lease.IsValid(); }, seconds(20)));
+  const MonoTime valid_until = a.lease.valid_until();
+  world.RunUntil([&] { return world.Now() >= valid_until + milliseconds(100); }, seconds(30));
+  EXPECT_FALSE(a.lease.IsValid()) << "validity ended: the late write was not acknowledged yet";
+  ASSERT_TRUE(world.RunUntil([&] { return a.lease.IsValid(); }, seconds(5)));
+  EXPECT_EQ(a.lease.epoch(), 2u) << "validity came back in a new epoch";
+  EXPECT_EQ(a.lease.stats().lapses, 1u);
+  EXPECT_EQ(events, (std::vector<std::string>{"valid 1", "lapse 1", "valid 2"}));
+}
+
+// ADR §1: a first write whose outcome is unknown follows the re-read rule, then goes back
+// to the check. Here it never arrived: the re-read finds no object, so the process goes
+// back to the check (waiting ttl + grace again) with the same instance, instead of taking
+// the absence for a deletion and exiting.
+TEST_F(LeaseTest, AFirstWriteWithAnUnknownOutcomeThatDidNotLandGoesBackToTheCheck) {
+  Node a(world, bucket, NodeId("a"), InstanceToken("i1"));
+  int puts = 0;
+  a.store.set_fault_hook([&puts](const OpInfo& op) {
+    OpFault f;
+    if (op.op == StoreOp::kPut && ++puts == 1) f.request_delay = seconds(100);  // arrives long after
+    return f;
+  });
+  a.Start();
+  world.RunFor(seconds(20));
+  EXPECT_FALSE(a.end.has_value()) << a.end->message;
+  EXPECT_FALSE(a.lease.IsValid()) << "back in the check";
+  EXPECT_EQ(bucket->objects().count("nodes/a"), 0u);
+  ASSERT_TRUE(world.RunUntil([&] { return a.lease.IsValid(); }, seconds(20)));
+  EXPECT_GE(world.Now(), MonoTime(seconds(15 + 2) + seconds(15))) << "a second full check";
+  world.RunFor(seconds(100));  // the stray first write arrives, and its condition fails
+  EXPECT_TRUE(a.lease.IsValid());
+  EXPECT_EQ(Read("a").instance.str(), "i1");
+  EXPECT_EQ(a.lease.epoch(), 1u);
+}
+
+// The same re-read finding this process's own first write fenced (it landed, its reply was
+// lost, and a peer or an operator fenced it meanwhile): that instance may never be valid,
+// since records naming it may be free already. The lease is lost. (Fails with the broken
+// model own-fence-not-lost.)
+TEST_F(LeaseTest, AFirstWriteThatLandedAndWasFencedLosesTheLease) {
+  Node a(world, bucket, NodeId("a"), InstanceToken("i1"));
+  int puts = 0;
+  bool fence_before_next_read = false;
+  a.store.set_fault_hook([&](const OpInfo& op) {
+    OpFault f;
+    if (op.op == StoreOp::kPut && ++puts == 1) {
+      f.lose_reply = true;  // lands, never answered
+      fence_before_next_read = true;
+    } else if (op.op == StoreOp::kGet && fence_before_next_read) {
+      fence_before_next_read = false;
+      NodeRecord fence = Read("a");
+      fence.state = LeaseState::kFenced;
+      EXPECT_TRUE(bucket->ApplyPut("nodes/a", EncodeNodeRecord(fence), Precondition::IfMatch(VersionOf("a"))).ok());
+    }
+    return f;
+  });
+  a.Start();
+  world.RunFor(seconds(60));
+  ASSERT_TRUE(a.end.has_value());
+  EXPECT_EQ(a.end->reason, LeaseEndReason::kLost);
+  EXPECT_NE(a.end->message.find("fenced"), std::string::npos) << a.end->message;
+  EXPECT_EQ(a.lease.epoch(), 0u) << "never valid";
+  EXPECT_EQ(Read("a").state, LeaseState::kFenced);
+}
+
 TEST_F(LeaseTest, ValidityRunsFromTheSendNotTheReply) {
   Node a(world, bucket, NodeId("a"), InstanceToken("i1"));
   a.store.set_fault_hook([](const OpInfo& op) {
@@ -165,23 +287,33 @@ TEST_F(LeaseTest, CleanStopCutsAtOnceAndWritesReleasedKeepingWrittenAt) {
   EXPECT_EQ(r.written_at, last_written);
 }
 
+// The clock of a node with no skew reads kSimOriginMs plus the world's monotonic time.
+MonoTime MonoOf(WallTime t) { return MonoTime(milliseconds(ToUnixMs(t) - cluster_testing::kSimOriginMs)); }
+
+// (Fails with the broken model no-release-shortcut.)
 TEST_F(LeaseTest, RestartAfterARelease_TakesTheShortcut) {
   Node a(world, bucket, NodeId("a"), InstanceToken("i1"));
   a.Start();
   world.RunFor(seconds(20));
   a.env.Spawn([](Node* n) -> Task<void> { (void)co_await n->lease.Stop(seconds(5)); }(&a), "stop");
   world.RunFor(seconds(1));
-  ASSERT_EQ(Read("a").state, LeaseState::kReleased);
+  const NodeRecord released = Read("a");
+  ASSERT_EQ(released.state, LeaseState::kReleased);
   // A fresh process under the same id, right away: the release proves i1 lapsed once its
-  // kept written_at + ttl + grace has passed, so the check ends then, not a full wait later.
+  // kept written_at + ttl + grace has passed, so the check ends then (at its next read, a
+  // period at most later), not a full ttl + grace after the check began.
+  const MonoTime free_at = MonoOf(released.written_at) + seconds(15);
   Node b(world, bucket, NodeId("a"), InstanceToken("i2"));
   const MonoTime start = world.Now();
+  ASSERT_GE(start + seconds(15) - free_at, seconds(3)) << "the shortcut must be measurably earlier than a full check";
   b.Start();
+  ASSERT_FALSE(world.RunUntil([&] { return b.lease.IsValid(); }, free_at - start - milliseconds(1)))
+      << "valid before the released object's written_at + ttl + grace";
   world.RunUntil([&] { return b.lease.IsValid(); }, seconds(60));
   ASSERT_TRUE(b.lease.IsValid());
-  const auto kept = Read("a");
-  EXPECT_EQ(kept.instance.str(), "i2");
-  EXPECT_LE(world.Now() - start, seconds(15)) << "waited less than a full check";
+  EXPECT_EQ(Read("a").instance.str(), "i2");
+  EXPECT_LE(world.Now(), free_at + seconds(3) + milliseconds(100)) << "the check ended at its first read after the bound";
+  EXPECT_LT(world.Now() - start, seconds(15)) << "not a full check";
 }
 
 TEST_F(LeaseTest, RestartAfterACrashWaitsThenTakesOver) {

@@ -77,7 +77,7 @@ Task<Result<std::vector<NodeStatus>>> ClusterStatus(Env& env, ObjectStore& store
 }
 
 Task<Result<FenceOutcome>> OperatorFence(Env& env, ObjectStore& store, NodeId node_id, LeaseTiming timing,
-                                         std::optional<Version> if_match) {
+                                         std::optional<Version> if_match, bool force, BrokenModels broken) {
   if (Status s = ValidateNodeId(node_id); !s.ok()) co_return s;
   const std::string key = NodeKey(node_id);
   const CallOptions call{timing.ttl};
@@ -87,7 +87,26 @@ Task<Result<FenceOutcome>> OperatorFence(Env& env, ObjectStore& store, NodeId no
   if (!got.ok()) {
     // Absent (deleted by mistake, the machine gone): a fence with no instance, dated by
     // the operator's clock. Records naming this id are free ttl + grace later; a process
-    // still running under it fails its next write and exits.
+    // still running under it fails its next write and exits. That argument holds only if
+    // the operator's clock is within max_skew of true time (ADR §2: "within the skew
+    // bound"), so it is held against the bucket's first.
+    if (!force && !broken.on(BrokenModel::kOperatorFenceTrustsClock)) {
+      auto bucket = co_await store.BucketTime(call);
+      if (!bucket.ok()) {
+        co_return PreconditionFailed(key + " is absent, and the bucket's clock cannot be read to check this "
+                                     "machine's (" + bucket.status().message() + "); nothing written (--force dates the "
+                                     "fence by this machine's clock anyway)");
+      }
+      const WallTime now = env.WallNow();
+      const auto ms = [](Duration d) { return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()); };
+      if (now < bucket->earliest - timing.max_skew || now > bucket->latest + timing.max_skew) {
+        const bool behind = now < bucket->earliest;
+        co_return PreconditionFailed(
+            "this machine's clock is " + (behind ? ms(bucket->earliest - now) + " ms behind" : ms(now - bucket->latest) + " ms ahead of") +
+            " the bucket's, more than max_skew (" + ms(timing.max_skew) + " ms): a fence of the absent " + key +
+            " dated by it could free records too early; nothing written. Fix the clock (NTP), or pass --force");
+      }
+    }
     NodeRecord fence;
     fence.state = LeaseState::kFenced;
     fence.written_at = env.WallNow();
@@ -115,7 +134,11 @@ Task<Result<FenceOutcome>> OperatorFence(Env& env, ObjectStore& store, NodeId no
   // No watch needed: the time bound alone keeps an operator's fence safe (ADR §2).
   r.state = LeaseState::kFenced;  // instance, written_at and the rest kept
   const Version condition = if_match ? *if_match : got->version;
-  auto put = co_await store.Put(key, EncodeNodeRecord(r), Precondition::IfMatch(condition), call);
+  // If-Match the version read: a node that wrote in between is alive, and its write must
+  // not be overwritten with an older written_at (ADR §2).
+  Precondition precondition = broken.on(BrokenModel::kOperatorFenceUnconditional) ? Precondition::None()
+                                                                                   : Precondition::IfMatch(condition);
+  auto put = co_await store.Put(key, EncodeNodeRecord(r), precondition, call);
   if (!put.ok()) {
     if (put.code() == Code::kPreconditionFailed) {
       co_return PreconditionFailed(key + " changed after it was read (the node wrote); nothing written");

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "base/broken_models.h"
 #include "cluster/membership.h"
 #include "cluster/timing.h"
 #include "env/env.h"
@@ -46,8 +47,14 @@ struct FenceOutcome {
 // if_match, when given: a fence decided on that earlier read); created with
 // If-None-Match: * when absent. Nothing over a fence (written=false) or an old format
 // (kInvalidArgument). kPreconditionFailed: the object changed in between.
+//
+// A fence created over an absent object is dated by the operator's clock, which nothing
+// else bounds: it is compared first with the bucket's (ObjectStore::BucketTime), and the
+// fence is refused (kPreconditionFailed, nothing written) when the two differ by more than
+// max_skew, unless `force`. broken: tests only (base/broken_models.h).
 Task<Result<FenceOutcome>> OperatorFence(Env& env, ObjectStore& store, NodeId node_id,
-                                         LeaseTiming timing, std::optional<Version> if_match);
+                                         LeaseTiming timing, std::optional<Version> if_match,
+                                         bool force = false, BrokenModels broken = {});
 
 // `cluster forget NODE`: deletes an old-format heartbeat once stale by the start guard's
 // test (written_at + ttl + grace + max_skew passed on the operator's clock). Anything else

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "cluster/testing.h"
+#include "store/store_wrapper.h"
 #include "env/sim_env.h"
 #include "store/mem/mem_store.h"
 
@@ -65,11 +67,48 @@ TEST_F(OperatorTest, FenceOfAnAbsentNodeCreatesOneWithoutInstance) {
   EXPECT_EQ(f.written_at, env.WallNow());
 }
 
+// (Fails with the broken model operator-fence-unconditional.)
+// A bucket whose clock reads `offset` away from this machine's.
+class OffsetBucketClock final : public StoreWrapper {
+ public:
+  OffsetBucketClock(ObjectStore& inner, Env& env, Duration offset) : StoreWrapper(inner), env_(env), offset_(offset) {}
+  Task<Result<BucketClock>> BucketTime(CallOptions) override {
+    const WallTime t = env_.WallNow() + std::chrono::duration_cast<std::chrono::milliseconds>(offset_);
+    co_return BucketClock{t, t + std::chrono::milliseconds(1000)};  // S3's one-second resolution
+  }
+
+ private:
+  Env& env_;
+  Duration offset_;
+};
+
+// The fence of an absent node is dated by the operator's clock: it is held against the
+// bucket's first, and refused beyond max_skew unless forced. (Fails with the broken model
+// operator-fence-trusts-clock.)
+TEST_F(OperatorTest, FenceOfAnAbsentNodeChecksTheOperatorsClockAgainstTheBuckets) {
+  const BrokenModels broken = cluster_testing::TestBrokenModels();
+  OffsetBucketClock ahead(store, env, seconds(5));  // this machine is 5 s behind the bucket
+  auto refused = Run(OperatorFence(env, ahead, NodeId("gone"), timing, std::nullopt, false, broken));
+  EXPECT_EQ(refused.code(), Code::kPreconditionFailed) << refused.status().ToString();
+  EXPECT_NE(refused.status().message().find("behind"), std::string::npos) << refused.status().message();
+  EXPECT_EQ(bucket->objects().count("nodes/gone"), 0u) << "nothing written";
+  OffsetBucketClock behind(store, env, -seconds(5));  // 5 s ahead
+  EXPECT_EQ(Run(OperatorFence(env, behind, NodeId("gone"), timing, std::nullopt, false, broken)).code(),
+            Code::kPreconditionFailed);
+  OffsetBucketClock close(store, env, -std::chrono::milliseconds(1500));  // within max_skew of [t, t + 1 s]
+  auto fenced = Run(OperatorFence(env, close, NodeId("gone"), timing, std::nullopt, false, broken));
+  ASSERT_TRUE(fenced.ok()) << fenced.status().ToString();
+  EXPECT_TRUE(fenced->created);
+  auto forced = Run(OperatorFence(env, ahead, NodeId("gone2"), timing, std::nullopt, true, broken));
+  ASSERT_TRUE(forced.ok()) << forced.status().ToString();
+  EXPECT_TRUE(forced->created) << "--force dates it by this machine's clock anyway";
+}
+
 TEST_F(OperatorTest, FenceOnAStaleVersionIsRefused) {
   auto v1 = bucket->ApplyPut("nodes/a", EncodeNodeRecord(Live("a")), Precondition::None());
   world.RunFor(seconds(3));
   ASSERT_TRUE(bucket->ApplyPut("nodes/a", EncodeNodeRecord(Live("a")), Precondition::None()).ok());
-  auto out = Run(OperatorFence(env, store, NodeId("a"), timing, *v1));
+  auto out = Run(OperatorFence(env, store, NodeId("a"), timing, *v1, false, cluster_testing::TestBrokenModels()));
   EXPECT_EQ(out.code(), Code::kPreconditionFailed);
   EXPECT_EQ(Read("a").state, LeaseState::kLive);
 }

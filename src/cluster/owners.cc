@@ -26,11 +26,55 @@ Owners::Owners(Env& env, ObjectStore& store, NodeLease& lease, const Membership&
 
 Owners::~Owners() { StopBackground(); }
 
-AsyncMutex& Owners::LockFor(const ActorId& actor) {
-  auto& m = locks_[actor];
-  if (!m) m = std::make_unique<AsyncMutex>(env_);
-  return *m;
+// ---- the per-actor locks
+
+void Owners::LockTable::Unlock(const ActorId& actor) {
+  auto it = entries.find(actor);
+  if (it == entries.end()) return;
+  // Hand the lock to the first waiter still waiting (a cancelled one already got its
+  // fallback, so its Set fails and the next is tried).
+  while (!it->second.waiters.empty()) {
+    Latch<bool> next = it->second.waiters.front();
+    it->second.waiters.pop_front();
+    if (next.Set(true)) return;  // stays locked, now theirs
+  }
+  entries.erase(it);  // nobody holds it, nobody waits: the entry goes
 }
+
+Owners::ActorLock& Owners::ActorLock::operator=(ActorLock&& o) noexcept {
+  if (this != &o) {
+    Release();
+    table_ = std::move(o.table_);
+    actor_ = std::move(o.actor_);
+    o.table_.reset();
+  }
+  return *this;
+}
+
+void Owners::ActorLock::Release() {
+  if (auto table = table_.lock()) table->Unlock(actor_);
+  table_.reset();
+}
+
+Task<Owners::ActorLock> Owners::LockActor(ActorId actor) {
+  std::shared_ptr<LockTable> table = locks_;
+  auto& entry = table->entries[actor];
+  if (!entry.locked) {
+    entry.locked = true;
+    co_return ActorLock(table, actor);
+  }
+  Latch<bool> turn(env_, [] { return false; });
+  entry.waiters.push_back(turn);
+  if (!co_await turn.Wait()) {
+    // Cancelled. The entry stays for its holder, who skips this waiter when it unlocks.
+    co_return ActorLock();
+  }
+  co_return ActorLock(table, actor);
+}
+
+bool Owners::AcquisitionsInFlight() const { return !locks_->entries.empty(); }
+
+// ---- holds
 
 HoldView Owners::Find(const ActorId& actor) const {
   auto it = holds_.find(actor);
@@ -58,6 +102,7 @@ HoldView Owners::Register(const ActorId& actor, Generation g, Version v, std::ui
 }
 
 void Owners::Park(const ActorId& actor, Generation g, Version v) {
+  if (lost_) return;  // the fence (or the other instance) frees it
   ++stats_.releases_parked;
   Pending p{actor, g, std::move(v), env_.MonoNow(), kEntryBackoffMin};
   p.serial = next_serial_++;
@@ -65,28 +110,39 @@ void Owners::Park(const ActorId& actor, Generation g, Version v) {
 }
 
 Task<Owners::Freed> Owners::IsFree(OwnerRecord record) {
-  if (mutants_.free_on_view) {
+  if (broken_.on(BrokenModel::kFreeOnView)) {
     // Broken model: judging from the membership view (possibly older than the record).
     co_return membership_.IsLive(record.node_id, record.instance) ? Freed::kHeld : Freed::kFree;
   }
   // A read of nodes/<A> issued after the read of the record (ADR §2).
   auto got = co_await store_.Get(NodeKey(record.node_id), CallOptions{timing_.attempt_timeout()});
   if (!got.ok()) {
-    if (got.code() == Code::kNotFound) co_return mutants_.free_on_absent_node ? Freed::kFree : Freed::kHeld;
+    if (got.code() == Code::kNotFound) co_return broken_.on(BrokenModel::kFreeOnAbsentNode) ? Freed::kFree : Freed::kHeld;
     co_return Freed::kUnknown;
   }
   auto obj = DecodeNodeObject(got->body);
-  if (!obj.ok() || std::holds_alternative<OldHeartbeat>(*obj)) co_return Freed::kHeld;  // never free
+  if (!obj.ok()) co_return Freed::kHeld;  // corrupt: never free
+  if (std::holds_alternative<OldHeartbeat>(*obj)) {
+    // An old binary writes its heartbeat unconditionally: it may have overwritten A's
+    // object while A was still valid. Never free, however old (ADR §2).
+    co_return broken_.on(BrokenModel::kFreeOnOldFormat) ? Freed::kFree : Freed::kHeld;
+  }
   const NodeRecord& n = std::get<NodeRecord>(*obj);
-  if (n.state == LeaseState::kLive) co_return n.instance == record.instance ? Freed::kHeld : Freed::kFree;
+  if (n.state == LeaseState::kLive) {
+    if (n.instance == record.instance) co_return Freed::kHeld;
+    // Another instance is live: A restarted, and the instance the record names can never
+    // write again (its object was replaced, and the new one waited ttl + grace first).
+    co_return broken_.on(BrokenModel::kRestartFreesNothing) ? Freed::kHeld : Freed::kFree;
+  }
   // Fenced or released, naming any instance: free once its kept written_at + ttl + grace
   // has passed on our clock.
+  if (broken_.on(BrokenModel::kFreeIgnoresFenceBound)) co_return Freed::kFree;
   co_return env_.WallNow() >= n.written_at + timing_.takeover_after() ? Freed::kFree : Freed::kHeld;
 }
 
 Task<AcquireResult> Owners::Acquire(ActorId actor) {
   if (Status s = ValidateActorId(actor); !s.ok()) co_return Outcome(AcquireResult::Kind::kError, s.message());
-  AsyncMutex::Guard guard = co_await LockFor(actor).Lock();
+  ActorLock guard = co_await LockActor(actor);
   if (!guard.owns()) co_return Outcome(AcquireResult::Kind::kError, "cancelled");
   if (HoldView existing = Find(actor); existing.IsValid()) {
     AcquireResult r;
@@ -121,7 +177,7 @@ Task<AcquireResult> Owners::Acquire(ActorId actor) {
         co_return r;
       }
     }
-    next = (mutants_.wake_reuses_generation && mine_or_nobody) ? rec->generation : rec->generation.Next();
+    next = (broken_.on(BrokenModel::kWakeReusesGeneration) && mine_or_nobody) ? rec->generation : rec->generation.Next();
     read_version = got->version;
     condition = Precondition::IfMatch(got->version);
   }
@@ -147,33 +203,36 @@ Task<AcquireResult> Owners::Acquire(ActorId actor) {
   // No reply, a timeout, a cancellation or a conflict: the write may have landed (a
   // conflict too, since a retried request can conflict with its own first attempt). Read
   // back once, still under the lock.
-  auto back = co_await store_.Get(key, call);
-  if (back.ok()) {
-    auto rec = DecodeOwnerRecord(back->body);
-    if (rec.ok() && rec->Names(self, lease_.instance()) && rec->generation == next) {
-      // This write: only this node writes this instance, one acquisition of an actor at
-      // a time, and the generation is the attempt's.
-      AcquireResult r;
-      r.kind = AcquireResult::Kind::kAcquired;
-      r.hold = Register(actor, next, back->version, epoch);
-      if (!r.hold.IsValid()) r = Outcome(AcquireResult::Kind::kNotValid, "node lease lapsed during the acquisition");
-      co_return r;
-    }
-    const bool changed = !read_version || back->version != *read_version;
-    if (rec.ok() && changed && !rec->names_nobody() && !rec->Names(self, lease_.instance())) {
-      Freed freed = co_await IsFree(*rec);
-      if (freed == Freed::kHeld) {
-        ++stats_.acquire_conflicts;
-        AcquireResult r = Outcome(AcquireResult::Kind::kHeldElsewhere, "lost the race to " + rec->node_id.str());
-        r.owner = *rec;
+  if (!broken_.on(BrokenModel::kNoAcquireReadBack)) {
+    auto back = co_await store_.Get(key, call);
+    if (back.ok()) {
+      auto rec = DecodeOwnerRecord(back->body);
+      if (rec.ok() && rec->Names(self, lease_.instance()) && rec->generation == next) {
+        // This write: only this node writes this instance, one acquisition of an actor at
+        // a time, and the generation is the attempt's.
+        AcquireResult r;
+        r.kind = AcquireResult::Kind::kAcquired;
+        r.hold = Register(actor, next, back->version, epoch);
+        if (!r.hold.IsValid()) r = Outcome(AcquireResult::Kind::kNotValid, "node lease lapsed during the acquisition");
         co_return r;
+      }
+      const bool changed = !read_version || back->version != *read_version;
+      if (rec.ok() && changed && !rec->names_nobody() && !rec->Names(self, lease_.instance())) {
+        Freed freed = co_await IsFree(*rec);
+        if (freed == Freed::kHeld) {
+          ++stats_.acquire_conflicts;
+          AcquireResult r = Outcome(AcquireResult::Kind::kHeldElsewhere, "lost the race to " + rec->node_id.str());
+          r.owner = *rec;
+          co_return r;
+        }
       }
     }
   }
   // Undecided: the write may still be in flight and land.
+  if (lost_) co_return Outcome(AcquireResult::Kind::kNotValid, "node lease lost");
   ++stats_.unresolved;
   unresolved_[{actor, next}] =
-      Unresolved{actor, next, read_version, env_.MonoNow(), kEntryBackoffMin, next_serial_++};
+      Unresolved{actor, next, read_version, env_.MonoNow(), kEntryBackoffMin, next_serial_++, env_.MonoNow()};
   WK_LOG_WARN("acquire outcome unknown; kept for the resolver",
               {{"actor", actor.ToString()}, {"generation", std::to_string(next.value)}, {"error", put.status().ToString()}});
   co_return Outcome(AcquireResult::Kind::kUnknown, "acquire outcome unknown: " + put.status().ToString());
@@ -181,7 +240,7 @@ Task<AcquireResult> Owners::Acquire(ActorId actor) {
 
 Task<Status> Owners::Release(ActorId actor) {
   // The lock orders this release after any acquisition of the same actor in flight.
-  AsyncMutex::Guard guard = co_await LockFor(actor).Lock();
+  ActorLock guard = co_await LockActor(actor);
   auto it = holds_.find(actor);
   if (it == holds_.end()) co_return Status::Ok();
   std::shared_ptr<HoldState> hold = it->second;
@@ -207,6 +266,7 @@ Task<Status> Owners::Release(ActorId actor) {
 }
 
 void Owners::OnLapse() {
+  if (broken_.on(BrokenModel::kLapseKeepsHolds)) return;
   // Every hold ends at once into the pending releases (ADR §3).
   for (auto& [actor, hold] : holds_) {
     hold->alive = false;
@@ -224,9 +284,17 @@ void Owners::OnLost() {
   holds_.clear();
   pending_.clear();
   unresolved_.clear();
+  if (broken_.on(BrokenModel::kResolverIgnoresLost)) return;
+  // A lost process sends nothing more (ADR §1: no releases): the pass and every entry in
+  // flight are cancelled, and each one checks lost_ before it would send.
+  lost_ = true;
+  StopBackground();
 }
 
+bool Owners::MaySend() const { return !lost_ || broken_.on(BrokenModel::kResolverIgnoresLost); }
+
 Task<bool> Owners::TryPending(Pending entry) {
+  if (!MaySend()) co_return false;
   const std::string key = OwnerKey(entry.actor);
   const CallOptions call{timing_.attempt_timeout()};
   // Always the same write: nobody at g, If-Match the acquire's version. Never a version
@@ -249,7 +317,16 @@ Task<bool> Owners::TryPending(Pending entry) {
     co_return false;
   }
   auto rec = DecodeOwnerRecord(got->body);
-  if (rec.ok() && !(rec->Names(lease_.identity().node_id, lease_.instance()) && rec->generation == entry.generation)) {
+  const bool ours = rec.ok() && rec->Names(lease_.identity().node_id, lease_.instance());
+  if (ours && broken_.on(BrokenModel::kPendingReleaseAdoptsVersion) && MaySend()) {
+    // Broken model: the release adopts the version just read, and frees whatever hold of
+    // this instance the record names now.
+    std::string adopted = EncodeOwnerRecord(OwnerRecord::Nobody(rec->generation));
+    auto again = co_await store_.Put(key, std::move(adopted), Precondition::IfMatch(got->version), call);
+    if (again.ok()) ++stats_.pending_landed;
+    co_return again.ok();
+  }
+  if (rec.ok() && !(ours && rec->generation == entry.generation)) {
     ++stats_.pending_ended;  // nobody, another owner, a higher generation
     co_return true;
   }
@@ -257,27 +334,51 @@ Task<bool> Owners::TryPending(Pending entry) {
 }
 
 Task<bool> Owners::TryUnresolved(Unresolved entry) {
-  AsyncMutex::Guard guard;
-  if (!mutants_.resolver_without_lock) {
-    guard = co_await LockFor(entry.actor).Lock();
+  ActorLock guard;
+  if (!broken_.on(BrokenModel::kResolverWithoutLock)) {
+    guard = co_await LockActor(entry.actor);
     if (!guard.owns()) co_return false;
   }
+  if (!MaySend()) co_return false;
   const std::string key = OwnerKey(entry.actor);
   const CallOptions call{timing_.attempt_timeout()};
   auto got = co_await store_.Get(key, call);
-  if (!got.ok()) {
-    if (got.code() != Code::kNotFound) co_return false;  // undecided: read again later
-    if (!entry.read_version) co_return false;           // still absent: may yet land
-    ++stats_.resolver_dropped;                          // deleted since: cannot land
+  if (!MaySend()) co_return false;
+  if (!got.ok() && got.code() != Code::kNotFound) co_return false;  // undecided: read again later
+  const bool absent = !got.ok();
+  if (absent && entry.read_version) {
+    ++stats_.resolver_dropped;  // deleted since: the write (If-Match) can never land
     co_return true;
   }
-  auto rec = DecodeOwnerRecord(got->body);
-  const bool ours_at_g = rec.ok() && rec->Names(lease_.identity().node_id, lease_.instance()) &&
-                         rec->generation == entry.generation;
-  if (!ours_at_g && entry.read_version && got->version == *entry.read_version) {
-    co_return false;  // unchanged: the write may still be in flight and land
+  const bool unchanged = absent || (entry.read_version && got->version == *entry.read_version);
+  std::optional<OwnerRecord> rec;
+  if (!absent) {
+    auto decoded = DecodeOwnerRecord(got->body);
+    if (decoded.ok()) rec = *decoded;
   }
-  if (!ours_at_g || holds_.count(entry.actor)) {
+  const bool ours_at_g =
+      rec && rec->Names(lease_.identity().node_id, lease_.instance()) && rec->generation == entry.generation;
+  if (!ours_at_g && unchanged) {
+    // The lost write may still be in flight and land. Close it: write what this entry's
+    // generation would leave if released, `nobody` at g, conditioned exactly as the lost
+    // write was. Once it lands the lost write can never land (its condition names a
+    // version the record no longer has), and the record frees nothing it did not free
+    // already (owners.h, "Closing"; docs/node-lease.md, "Unresolved acquires").
+    // Not before ttl + grace: a write merely slow in transit usually lands meanwhile, and
+    // is then released (or found by a second acquisition) as usual.
+    if (env_.MonoNow() - entry.created < timing_.takeover_after()) co_return false;
+    if (broken_.on(BrokenModel::kUnresolvedNeverClosed)) co_return false;
+    std::string body = EncodeOwnerRecord(OwnerRecord::Nobody(entry.generation));
+    const Precondition condition =
+        entry.read_version ? Precondition::IfMatch(*entry.read_version) : Precondition::IfNoneMatchAny();
+    auto put = co_await store_.Put(key, std::move(body), condition, call);
+    if (!put.ok()) co_return false;  // landed or not, the next read decides
+    ++stats_.resolver_closed;
+    WK_LOG_INFO("unresolved acquire closed: its write can no longer land",
+                {{"actor", entry.actor.ToString()}, {"generation", std::to_string(entry.generation.value)}});
+    co_return true;
+  }
+  if (!ours_at_g || holds_.count(entry.actor) || broken_.on(BrokenModel::kResolverNeverReleases)) {
     ++stats_.resolver_dropped;  // names anything else (it can never land now), or a hold lives here
     co_return true;
   }
@@ -297,27 +398,33 @@ Task<bool> Owners::TryUnresolved(Unresolved entry) {
 // a lambda: GCC 12 mis-built the frames of this file's other coroutines when this was a
 // lambda coroutine capturing by reference (garbage at their first resume).
 Task<void> Owners::RunBatch(bool pendings, std::vector<EntryKey> keys, int* refusals) {
-  for (std::size_t i = 0; i < keys.size() && *refusals < kMaxRefusalsInARow && lease_.IsValid();) {
+  const bool unbounded = broken_.on(BrokenModel::kUnboundedPendingConcurrency);
+  const bool no_limit = broken_.on(BrokenModel::kNoRefusalLimit);
+  const bool while_invalid = broken_.on(BrokenModel::kPendingRetriesWhileInvalid);
+  for (std::size_t i = 0; i < keys.size() && (no_limit || *refusals < kMaxRefusalsInARow) &&
+                          (while_invalid || lease_.IsValid()) && MaySend();) {
     std::vector<EntryKey> batch_keys;
     std::vector<std::uint64_t> serials;
-    std::vector<TaskHandle> handles;
     std::vector<std::shared_ptr<bool>> done;
-    for (; i < keys.size() && static_cast<int>(handles.size()) < kPendingConcurrency; ++i) {
+    batch_.clear();
+    for (; i < keys.size() && (unbounded || static_cast<int>(batch_.size()) < kPendingConcurrency); ++i) {
       auto flag = std::make_shared<bool>(false);
       if (pendings) {
         auto it = pending_.find(keys[i]);
         if (it == pending_.end()) continue;
         serials.push_back(it->second.serial);
-        handles.push_back(env_.Spawn(TryPendingInto(it->second, flag), "pending release"));
+        batch_.push_back(env_.Spawn(TryPendingInto(it->second, flag), "pending release"));
       } else {
         auto it = unresolved_.find(keys[i]);
         if (it == unresolved_.end()) continue;
         serials.push_back(it->second.serial);
-        handles.push_back(env_.Spawn(TryUnresolvedInto(it->second, flag), "resolver"));
+        batch_.push_back(env_.Spawn(TryUnresolvedInto(it->second, flag), "resolver"));
       }
       batch_keys.push_back(keys[i]);
       done.push_back(flag);
     }
+    stats_.max_entries_in_flight = std::max<std::uint64_t>(stats_.max_entries_in_flight, batch_.size());
+    std::vector<TaskHandle> handles = batch_;
     for (std::size_t j = 0; j < handles.size(); ++j) {
       if (!co_await handles[j].Join()) co_return;  // cancelled
       const EntryKey& k = batch_keys[j];
@@ -338,6 +445,7 @@ Task<void> Owners::RunBatch(bool pendings, std::vector<EntryKey> keys, int* refu
         if (auto it = unresolved_.find(k); it != unresolved_.end()) Backoff(it->second.backoff, it->second.next_try);
       }
     }
+    batch_.clear();
   }
 }
 
@@ -373,6 +481,7 @@ Task<void> Owners::Pass() {
 // first resume, SIGILL), while the passes themselves compile correctly.
 void Owners::StartBackground() {
   StopBackground();
+  if (lost_) return;
   background_on_ = true;
   ScheduleTick();
 }
@@ -383,6 +492,13 @@ void Owners::StopBackground() {
   tick_timer_.reset();
   if (pass_.valid()) pass_.Cancel();
   pass_ = TaskHandle();
+  // The entries in flight too (their writes stop with them), but for the broken model
+  // resolver-ignores-lost, which leaves them running.
+  if (!broken_.on(BrokenModel::kResolverIgnoresLost)) {
+    for (TaskHandle& h : batch_)
+      if (h.valid()) h.Cancel();
+  }
+  batch_.clear();
 }
 
 void Owners::ScheduleTick() {
@@ -395,34 +511,44 @@ void Owners::ScheduleTick() {
   });
 }
 
-bool Owners::HasWork() const { return lease_.IsValid() && (!pending_.empty() || !unresolved_.empty()); }
+bool Owners::HasWork() const {
+  const bool may = lease_.IsValid() || broken_.on(BrokenModel::kPendingRetriesWhileInvalid);
+  return may && MaySend() && (!pending_.empty() || !unresolved_.empty());
+}
 
 Task<Status> Owners::Drain(Duration limit) {
   accepting_ = false;
   const MonoTime deadline = env_.MonoNow() + limit;
+  auto drained = [this] {
+    if (broken_.on(BrokenModel::kDrainIgnoresPending)) return holds_.empty();
+    return holds_.empty() && pending() == 0 && !AcquisitionsInFlight();
+  };
   // Holds can still appear from acquisitions that were past their checks when the drain
-  // began (at most one attempt timeout later): release until none is left.
+  // began (at most one attempt timeout later): release until none is left. Each release
+  // starts only before the deadline, so a slow bucket cannot stretch the drain (nor the
+  // clean stop, whose lease-level cut then ends what is left: ADR §4).
   while (env_.MonoNow() < deadline && lease_.IsValid()) {
     std::vector<ActorId> actors;
     for (auto& [a, h] : holds_) actors.push_back(a);
-    for (auto& a : actors) (void)co_await Release(a);  // parked ones are awaited below
-    if (holds_.empty() && pending() == 0 && !AcquisitionsInFlight()) co_return Status::Ok();
+    for (auto& a : actors) {
+      if (env_.MonoNow() >= deadline) break;
+      (void)co_await Release(a);  // parked ones are awaited below
+    }
+    if (drained()) co_return Status::Ok();
     // Retries pause while the lease is invalid: then nothing more can land, and the
     // released write (or a fence) frees what is left.
+    if (env_.MonoNow() >= deadline) break;
     if (!co_await env_.SleepFor(std::min<Duration>(kBackgroundTick, deadline - env_.MonoNow()))) break;
   }
-  if (holds_.empty() && pending() == 0 && !AcquisitionsInFlight()) co_return Status::Ok();
+  if (drained()) co_return Status::Ok();
   co_return UnknownOutcome(std::to_string(holds_.size() + pending()) + " holds or releases still pending");
 }
 
-bool Owners::AcquisitionsInFlight() const {
-  for (const auto& [actor, lock] : locks_)
-    if (lock->locked()) return true;
-  return false;
-}
-
 Task<Result<std::optional<OwnerRecord>>> Owners::OtherOwner(ActorId actor) {
-  auto got = co_await store_.Get(OwnerKey(actor), CallOptions{kAdmissionWait});
+  // One GET within the admission wait (ADR §3): a slow bucket answers this request 503,
+  // it does not hold it.
+  const Duration wait = broken_.on(BrokenModel::kRoutingReadUnbounded) ? timing_.ttl : kAdmissionWait;
+  auto got = co_await store_.Get(OwnerKey(actor), CallOptions{wait});
   if (!got.ok()) {
     if (got.code() == Code::kNotFound) co_return std::optional<OwnerRecord>();
     co_return got.status();
@@ -432,7 +558,9 @@ Task<Result<std::optional<OwnerRecord>>> Owners::OtherOwner(ActorId actor) {
   if (rec->names_nobody() || rec->node_id == lease_.identity().node_id) co_return std::optional<OwnerRecord>();
   // Trusted only if the view shows the named process live; otherwise acquire here (the
   // acquisition reads nodes/<A> fresh before taking it).
-  if (membership_.IsLive(rec->node_id, rec->instance)) co_return std::optional<OwnerRecord>(*rec);
+  if (membership_.IsLive(rec->node_id, rec->instance) || broken_.on(BrokenModel::kRouteToAnyOwner)) {
+    co_return std::optional<OwnerRecord>(*rec);
+  }
   co_return std::optional<OwnerRecord>();
 }
 

@@ -17,7 +17,20 @@
 //   Unknown   an acquire write without a clear answer reads the record back once, under
 //             the actor's lock: naming us at the generation tried, the hold is ours (at
 //             that read's version); taken by a holder that is not free, the race is lost;
-//             otherwise the attempt becomes an unresolved acquire for the background task.
+//             otherwise the attempt becomes an unresolved acquire for the background task,
+//             which reads the record until it can decide: ours at that generation with no
+//             hold here, released; anything else, dropped; unchanged since the version the
+//             attempt was conditioned on, closed (see "Closing" below).
+//   Closing   an unresolved acquire whose record is still unchanged ttl + grace after the
+//             attempt (a write in transit that long is taken for lost) is ended by a write of
+//             `nobody` at the generation tried, conditioned exactly as the lost write was
+//             (If-Match its read version, or If-None-Match: *). Once that lands, the lost
+//             write can never land: its condition names a version the record no longer
+//             has. It frees nothing: the record it replaces named nobody, a process that
+//             is gone (the acquisition judged it free, and freedom is final), or this
+//             instance's own ended hold, whose pending release it completes. Without it an
+//             acquire whose write never lands stays pending for ever, and a drain never
+//             reports drained (docs/node-lease.md, "Unresolved acquires").
 //   Release   stop acting first (IsValid says no at once), then write nobody If-Match v
 //             (the acquire's version), generation kept. Tried for RELEASE_TRIES (1 s) in
 //             the foreground, then parked as a pending release, retried in the background
@@ -25,22 +38,26 @@
 //             names this instance at that generation.
 //   Lapse     the node lease ran out: every hold ends at once into the pending releases.
 //   Lost      fenced, replaced or a twin: every hold is dropped, nothing released.
-//   Lock      one AsyncMutex per actor orders acquisitions and the resolver.
+//   Lock      one lock per actor orders acquisitions, releases and the resolver; an entry
+//             lives only while someone holds or awaits it.
+//   Lost      also stops every background task at once: nothing is sent after it.
 //
 // Threading: Env loop thread only. HoldView::IsValid is a few loads: ask it on every
 // storage acknowledgement (it is LeaseView::is_valid).
 #pragma once
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "cluster/membership.h"
 #include "cluster/node_lease.h"
 #include "cluster/owner_record.h"
-#include "env/async_mutex.h"
+#include "env/env.h"
 
 namespace wk {
 
@@ -91,6 +108,8 @@ struct AcquireResult {
 };
 
 struct OwnersStats {
+  std::uint64_t resolver_closed = 0;     // unresolved acquires ended by the closing write
+  std::uint64_t max_entries_in_flight = 0;  // pending entries worked at once, at most (kPendingConcurrency)
   std::uint64_t acquisitions = 0;        // holds registered
   std::uint64_t acquire_conflicts = 0;   // held elsewhere
   std::uint64_t releases_ok = 0;         // landed in the foreground
@@ -101,14 +120,6 @@ struct OwnersStats {
   std::uint64_t resolver_released = 0;   // resolved: it had landed, released
   std::uint64_t resolver_dropped = 0;    // resolved: not ours, or a hold exists
   std::uint64_t dropped_holds = 0;       // dropped on a lost lease
-};
-
-// Broken models for the simulator only.
-struct OwnersMutants {
-  bool wake_reuses_generation = false;  // re-acquiring our own/nobody's record keeps g
-  bool resolver_without_lock = false;   // the resolver does not take the actor's lock
-  bool free_on_view = false;            // freeing from the membership view, not a fresh read
-  bool free_on_absent_node = false;     // an absent nodes/<A> frees A's records
 };
 
 class Owners {
@@ -148,9 +159,12 @@ class Owners {
   void OnLost();
 
   std::size_t holds() const { return holds_.size(); }
+  // Actors whose lock is held or awaited now (the lock table keeps nothing else).
+  std::size_t locks_in_use() const { return locks_->entries.size(); }
   std::size_t pending() const { return pending_.size() + unresolved_.size(); }
   const OwnersStats& stats() const { return stats_; }
-  void set_mutants(OwnersMutants m) { mutants_ = m; }
+  // Broken models (base/broken_models.h): tests and the simulator only.
+  void set_broken_models(BrokenModels b) { broken_ = b; }
 
  private:
   struct Pending {
@@ -173,11 +187,39 @@ class Owners {
     // entry while the resolver may be working on the first; only the entry it worked on
     // may be erased (found by the simulator, `storage` seed 225 at 50cb5b5).
     std::uint64_t serial = 0;
+    MonoTime created{};  // when the attempt was found undecided (the closing waits ttl + grace)
   };
   enum class Freed { kFree, kHeld, kUnknown };
   using EntryKey = std::pair<ActorId, Generation>;
 
-  AsyncMutex& LockFor(const ActorId& actor);
+  // The per-actor locks (ADR §3), FIFO, one entry per actor that is locked or awaited:
+  // an entry is erased when its last holder unlocks with nobody waiting, so the table
+  // never grows with the actors a node ever saw. Shared with the guards (weakly), so a
+  // guard destroyed with a task frame after the Owners is harmless.
+  struct LockTable {
+    struct Entry {
+      bool locked = false;
+      std::deque<Latch<bool>> waiters;
+    };
+    std::map<ActorId, Entry> entries;
+    void Unlock(const ActorId& actor);
+  };
+  class ActorLock {
+   public:
+    ActorLock() = default;
+    ActorLock(std::weak_ptr<LockTable> table, ActorId actor) : table_(std::move(table)), actor_(std::move(actor)) {}
+    ActorLock(ActorLock&& o) noexcept : table_(std::move(o.table_)), actor_(std::move(o.actor_)) { o.table_.reset(); }
+    ActorLock& operator=(ActorLock&& o) noexcept;
+    ~ActorLock() { Release(); }
+    bool owns() const { return !table_.expired(); }
+
+   private:
+    void Release();
+    std::weak_ptr<LockTable> table_;
+    ActorId actor_;
+  };
+  // Waits for actor's lock; an empty ActorLock (owns() false) if cancelled meanwhile.
+  Task<ActorLock> LockActor(ActorId actor);
   // Whether a record naming (node, instance) is free, from a read of nodes/<node> made now
   // (after the record's read).
   Task<Freed> IsFree(OwnerRecord record);
@@ -188,6 +230,8 @@ class Owners {
   Task<bool> TryUnresolved(Unresolved entry);
   Task<void> Pass();
   bool HasWork() const;
+  // False once the lease was lost: nothing more may be sent (but for a broken model).
+  bool MaySend() const;
   bool AcquisitionsInFlight() const;
   Task<void> RunBatch(bool pendings, std::vector<EntryKey> keys, int* refusals);
   Task<void> TryPendingInto(Pending entry, std::shared_ptr<bool> done);
@@ -201,16 +245,18 @@ class Owners {
   const Membership& membership_;
   const LeaseTiming timing_;
   std::map<ActorId, std::shared_ptr<HoldState>> holds_;
-  std::map<ActorId, std::unique_ptr<AsyncMutex>> locks_;
+  std::shared_ptr<LockTable> locks_ = std::make_shared<LockTable>();
   std::map<EntryKey, Pending> pending_;
   std::map<EntryKey, Unresolved> unresolved_;
   OwnersStats stats_;
-  OwnersMutants mutants_;
+  BrokenModels broken_;
   std::uint64_t next_serial_ = 1;
   bool accepting_ = true;  // false from a drain on: Acquire refuses
   bool background_on_ = false;
+  bool lost_ = false;  // OnLost ran: nothing more is sent
   std::optional<Env::TimerId> tick_timer_;
   TaskHandle pass_;
+  std::vector<TaskHandle> batch_;  // the entries the pass is working on now
 };
 
 }  // namespace wk

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "cluster/cluster_node.h"
+#include "cluster/operator.h"
 #include "cluster/testing.h"
 
 namespace wk {
@@ -34,8 +35,24 @@ struct OwnersTest : ::testing::Test {
     EXPECT_TRUE(out.has_value());
     return std::move(*out);
   }
-  OwnerRecord Record() { return DecodeOwnerRecord(bucket->objects().at(OwnerKey(actor)).body).value(); }
+  OwnerRecord Record(const ActorId& of) { return DecodeOwnerRecord(bucket->objects().at(OwnerKey(of)).body).value(); }
+  OwnerRecord Record() { return Record(actor); }
+  NodeRecord Node(const std::string& id) {
+    return std::get<NodeRecord>(DecodeNodeObject(bucket->objects().at(NodeKey(NodeId(id))).body).value());
+  }
   void Ready(Proc& p) { ASSERT_TRUE(world.RunUntil([&] { return p.node.lease().IsValid(); }, seconds(30))); }
+  // The world's monotonic time at which a wall time of a clock without skew is read.
+  static MonoTime MonoOf(WallTime t) { return MonoTime(milliseconds(ToUnixMs(t) - cluster_testing::kSimOriginMs)); }
+  void RunUntilTime(MonoTime t) { world.RunUntil([&] { return world.Now() >= t; }, seconds(600)); }
+  // Fences nodes/<id> as an operator would, over whatever object is there.
+  void FenceNow(const std::string& id) {
+    NodeRecord fence = Node(id);
+    fence.state = LeaseState::kFenced;
+    ASSERT_TRUE(bucket->ApplyPut(NodeKey(NodeId(id)), EncodeNodeRecord(fence),
+                                 Precondition::IfMatch(bucket->objects().at(NodeKey(NodeId(id))).version))
+                    .ok());
+  }
+  static ActorId Nth(int i) { return ActorId{"acme", "counter", "x" + std::to_string(100 + i)}; }
 };
 
 TEST_F(OwnersTest, AcquireReleaseReacquireNeverReusesAGeneration) {
@@ -73,6 +90,11 @@ TEST_F(OwnersTest, AnotherNodesLiveHoldIsNotTaken) {
   EXPECT_EQ((*other)->node_id, NodeId("a"));
 }
 
+// ADR §2: a record naming A is free on a fresh read of nodes/A that shows it fenced or
+// released, once that object's kept written_at + ttl + grace has passed on the reader's
+// clock, and not before. An operator's fence needs no watch, so it lands long before the
+// bound: the time check alone keeps the acquisition out until then. (Fails with the
+// broken model free-ignores-fence-bound.)
 TEST_F(OwnersTest, AFencedNodesActorIsTakenAtTheNextGenerationAfterTheBound) {
   auto a = std::make_unique<Proc>(world, bucket, "a", "ia");
   Proc b(world, bucket, "b", "ib");
@@ -80,12 +102,67 @@ TEST_F(OwnersTest, AFencedNodesActorIsTakenAtTheNextGenerationAfterTheBound) {
   Ready(b);
   ASSERT_EQ(Run(a->env, a->node.owners().Acquire(actor)).kind, AcquireResult::Kind::kAcquired);
   a.reset();  // a dies without releasing
-  EXPECT_EQ(Run(b.env, b.node.owners().Acquire(actor)).kind, AcquireResult::Kind::kHeldElsewhere);
-  // b's fence watch fences a after ttl + grace; then the record is free.
-  world.RunFor(seconds(25));
+  auto fenced = Run(b.env, OperatorFence(b.env, b.store, NodeId("a"), LeaseTiming{}, std::nullopt));
+  ASSERT_TRUE(fenced.ok() && fenced->written) << fenced.status().ToString();
+  const MonoTime free_at = MonoOf(Node("a").written_at) + seconds(15);
+  ASSERT_GT(free_at, world.Now() + seconds(5)) << "the fence landed well before the bound";
+  auto early = Run(b.env, b.node.owners().Acquire(actor));
+  EXPECT_EQ(early.kind, AcquireResult::Kind::kHeldElsewhere) << "fenced, but written_at + ttl + grace not passed";
+  RunUntilTime(free_at - milliseconds(500));
+  EXPECT_EQ(Run(b.env, b.node.owners().Acquire(actor)).kind, AcquireResult::Kind::kHeldElsewhere)
+      << "half a second before the bound";
+  EXPECT_EQ(Record(), Owner("a", "ia", 1));
+  RunUntilTime(free_at);
   auto r = Run(b.env, b.node.owners().Acquire(actor));
   ASSERT_EQ(r.kind, AcquireResult::Kind::kAcquired) << r.why;
   EXPECT_EQ(Record(), Owner("b", "ib", 2));
+}
+
+// The same bound after a clean stop whose release of the actor could not land: `released`
+// frees the record, ttl + grace after its kept written_at. (Fails with the broken model
+// free-ignores-fence-bound.)
+TEST_F(OwnersTest, AReleasedNodesActorIsTakenAtTheNextGenerationAfterTheBound) {
+  Proc b(world, bucket, "b", "ib");
+  Proc c(world, bucket, "c", "ic");
+  Ready(b);
+  Ready(c);
+  ASSERT_EQ(Run(c.env, c.node.owners().Acquire(actor)).kind, AcquireResult::Kind::kAcquired);
+  c.store.set_fault_hook([](const OpInfo& op) {
+    OpFault f;
+    if (op.op == StoreOp::kPut && op.key.starts_with("owners/")) f.fail_before_apply = Retryable("test: refused");
+    return f;
+  });
+  (void)Run(c.env, c.node.Stop(seconds(4)));
+  ASSERT_EQ(Node("c").state, LeaseState::kReleased);
+  ASSERT_EQ(Record(), Owner("c", "ic", 1)) << "the release did not land";
+  const MonoTime free_at = MonoOf(Node("c").written_at) + seconds(15);
+  EXPECT_EQ(Run(b.env, b.node.owners().Acquire(actor)).kind, AcquireResult::Kind::kHeldElsewhere);
+  RunUntilTime(free_at - milliseconds(500));
+  EXPECT_EQ(Run(b.env, b.node.owners().Acquire(actor)).kind, AcquireResult::Kind::kHeldElsewhere);
+  RunUntilTime(free_at);
+  auto r = Run(b.env, b.node.owners().Acquire(actor));
+  ASSERT_EQ(r.kind, AcquireResult::Kind::kAcquired) << r.why;
+  EXPECT_EQ(Record(), Owner("b", "ib", 2));
+}
+
+// ADR §2: an old-format nodes/<A> (headers 1 and 2) frees nothing, however old: an old
+// binary writes its heartbeat unconditionally and may have overwritten A's object while A
+// was still valid. (Fails with the broken model free-on-old-format.)
+TEST_F(OwnersTest, AnOldFormatHeartbeatFreesNothing) {
+  auto a = std::make_unique<Proc>(world, bucket, "a", "ia");
+  Proc b(world, bucket, "b", "ib");
+  Ready(*a);
+  Ready(b);
+  ASSERT_EQ(Run(a->env, a->node.owners().Acquire(actor)).kind, AcquireResult::Kind::kAcquired);
+  a.reset();
+  for (const std::string old : {"wasmkeep-node 1\nnode a\nwritten_at_ms 1000\n", "wasmkeep-node 2\n{}\n"}) {
+    ASSERT_TRUE(bucket->ApplyPut("nodes/a", old, Precondition::None()).ok());
+    world.RunFor(seconds(60));
+    auto r = Run(b.env, b.node.owners().Acquire(actor));
+    EXPECT_EQ(r.kind, AcquireResult::Kind::kHeldElsewhere) << old;
+    EXPECT_EQ(Record(), Owner("a", "ia", 1)) << old;
+  }
+  EXPECT_EQ(b.node.fence_watch().stats().fences_written, 0u) << "nobody fences an old format either";
 }
 
 TEST_F(OwnersTest, ADeletedHeartbeatFreesNothing) {
@@ -168,26 +245,47 @@ TEST_F(OwnersTest, AnAcquireWithUnknownOutcomeIsReleasedIfItLanded) {
   EXPECT_EQ(a.node.owners().stats().resolver_released, 1u);
 }
 
+// ADR §3, the per-actor lock: the first acquisition's write is lost in transit (unknown
+// outcome, kept for the resolver at generation 1); a second acquisition writes the same
+// generation, and it lands, but its reply takes a second. The resolver's next pass falls
+// in that second, between the landing and the registration of the hold: it reads the
+// record naming this instance at generation 1 with no hold registered yet. Holding the
+// actor's lock, it waits for the acquisition and then sees the hold; without the lock it
+// would release a hold that is about to act. Staged deterministically: the resolver runs
+// every 250 ms. (Fails with the broken model resolver-without-lock.)
 TEST_F(OwnersTest, ASecondAcquireAtTheSameGenerationIsNeverReleasedByTheResolver) {
   Proc a(world, bucket, "a", "ia");
   Ready(a);
   int puts = 0;
   a.store.set_fault_hook([&puts](const OpInfo& op) {
     OpFault f;
-    if (op.op == StoreOp::kPut && op.key.starts_with("owners/") && ++puts == 1) f.request_delay = seconds(4);
+    if (op.op == StoreOp::kPut && op.key.starts_with("owners/")) {
+      ++puts;
+      if (puts == 1) f.request_delay = seconds(4);       // in transit past the deadline
+      if (puts == 2) f.reply_delay = milliseconds(1000);  // lands at once, answered a second later
+    }
     return f;
   });
   auto first = Run(a.env, a.node.owners().Acquire(actor));
   ASSERT_EQ(first.kind, AcquireResult::Kind::kUnknown);
-  // The second attempt reads the old record too and writes the same generation.
+  ASSERT_EQ(a.node.owners().pending(), 1u);
+  // The second attempt reads no record either and writes the same generation.
   auto second = Run(a.env, a.node.owners().Acquire(actor));
   ASSERT_EQ(second.kind, AcquireResult::Kind::kAcquired) << second.why;
   EXPECT_EQ(second.hold.generation(), Generation{1});
   world.RunFor(seconds(10));
   EXPECT_TRUE(second.hold.IsValid()) << "the resolver must not release a hold that lives";
   EXPECT_EQ(Record(), Owner("a", "ia", 1));
+  EXPECT_EQ(a.node.owners().stats().resolver_released, 0u);
+  EXPECT_EQ(a.node.owners().stats().resolver_dropped, 1u);
+  EXPECT_EQ(a.node.owners().pending(), 0u);
 }
 
+// ADR §3: a pending release retries the very same write, If-Match the acquire's version,
+// and never adopts a version read later. The dangerous order is forced: the release of
+// generation 1 is parked, the background retries are paused, the node takes the actor
+// again at generation 2, and only then is the parked release retried. (Fails with the
+// broken model pending-release-adopts-version.)
 TEST_F(OwnersTest, APendingReleaseNeverAppliesToALaterHold) {
   Proc a(world, bucket, "a", "ia");
   Ready(a);
@@ -200,13 +298,17 @@ TEST_F(OwnersTest, APendingReleaseNeverAppliesToALaterHold) {
   });
   EXPECT_EQ(Run(a.env, a.node.owners().Release(actor)).code(), Code::kUnknownOutcome);
   EXPECT_EQ(a.node.owners().pending(), 1u);
+  a.node.owners().StopBackground();  // no retry until the next hold has landed
   refuse_releases = false;
-  // Re-acquire before the pending release is retried: g = 2 over the unreleased g = 1.
   auto r = Run(a.env, a.node.owners().Acquire(actor));
   ASSERT_EQ(r.kind, AcquireResult::Kind::kAcquired) << r.why;
   EXPECT_EQ(r.hold.generation(), Generation{2});
+  ASSERT_EQ(Record(), Owner("a", "ia", 2));
+  a.node.owners().StartBackground();  // now the parked release of generation 1 is retried
   world.RunFor(seconds(5));
   EXPECT_EQ(a.node.owners().pending(), 0u);
+  EXPECT_EQ(a.node.owners().stats().pending_ended, 1u) << "ended by the read showing generation 2";
+  EXPECT_EQ(a.node.owners().stats().pending_landed, 0u);
   EXPECT_TRUE(r.hold.IsValid());
   EXPECT_EQ(Record(), Owner("a", "ia", 2)) << "the old release must not apply";
 }
@@ -237,6 +339,250 @@ TEST_F(OwnersTest, CleanStopReleasesThenWritesReleased) {
   EXPECT_EQ(Record(), OwnerRecord::Nobody(Generation{1}));
   auto node = std::get<NodeRecord>(DecodeNodeObject(bucket->objects().at("nodes/a").body).value());
   EXPECT_EQ(node.state, LeaseState::kReleased);
+}
+
+// An unresolved acquire whose write never lands is closed: after ttl + grace the resolver
+// writes `nobody` at the generation tried, conditioned as the lost write was, so the lost
+// write can never land; the entry ends and a drain reports drained. (Fails with the broken
+// model unresolved-never-closed.)
+TEST_F(OwnersTest, AnAcquireWhoseWriteNeverLandsIsClosedAndTheDrainEnds) {
+  Proc a(world, bucket, "a", "ia");
+  Ready(a);
+  int puts = 0;
+  a.store.set_fault_hook([&puts](const OpInfo& op) {
+    OpFault f;
+    if (op.op == StoreOp::kPut && op.key.starts_with("owners/") && ++puts == 1) f.request_delay = seconds(600);
+    return f;
+  });
+  ASSERT_EQ(Run(a.env, a.node.owners().Acquire(actor)).kind, AcquireResult::Kind::kUnknown);
+  const MonoTime asked = world.Now();
+  Status drained = Run(a.env, a.node.owners().Drain(seconds(40)));
+  EXPECT_TRUE(drained.ok()) << drained.ToString();
+  EXPECT_GE(world.Now() - asked, seconds(15)) << "closed only after ttl + grace";
+  EXPECT_EQ(a.node.owners().stats().resolver_closed, 1u);
+  EXPECT_EQ(a.node.owners().pending(), 0u);
+  ASSERT_EQ(Record(), OwnerRecord::Nobody(Generation{1}));
+  world.RunFor(seconds(620));  // the lost write arrives: its condition no longer holds
+  EXPECT_EQ(Record(), OwnerRecord::Nobody(Generation{1}));
+  a.node.owners().SetAccepting(true);
+  auto again = Run(a.env, a.node.owners().Acquire(actor));
+  ASSERT_EQ(again.kind, AcquireResult::Kind::kAcquired) << again.why;
+  EXPECT_EQ(again.hold.generation(), Generation{2});
+}
+
+// Parks the releases of `n` fresh holds of a by cutting its lease writes off until the
+// lease lapses, then lets the lease renew.
+void ParkByALapse(SimWorld& world, Proc& a, int n, bool* lease_down) {
+  for (int i = 0; i < n; ++i) {
+    auto r = RunTask(world, a.env, a.node.owners().Acquire(OwnersTest::Nth(i)), seconds(60));
+    ASSERT_TRUE(r && r->kind == AcquireResult::Kind::kAcquired);
+  }
+  *lease_down = true;
+  ASSERT_TRUE(world.RunUntil([&] { return a.node.owners().pending() == static_cast<std::size_t>(n); }, seconds(20)));
+  ASSERT_FALSE(a.node.lease().IsValid());
+  *lease_down = false;
+}
+
+// ADR bounds table: at most PENDING_CONCURRENCY (32) pending entries are worked at once.
+// Forty holds end in a lapse; their releases take a second to answer; the first pass sends
+// 32 of them at once, then the rest. (Fails with the broken model
+// unbounded-pending-concurrency.)
+TEST_F(OwnersTest, AtMost32PendingReleasesAreSentAtOnce) {
+  Proc a(world, bucket, "a", "ia");
+  Ready(a);
+  bool lease_down = false;
+  std::map<MonoTime, int> releases_sent_at;
+  a.store.set_fault_hook([&](const OpInfo& op) {
+    OpFault f;
+    if (op.op != StoreOp::kPut) return f;
+    if (op.key.starts_with("nodes/") && lease_down) f.fail_before_apply = Retryable("test: lease writes cut");
+    if (op.key.starts_with("owners/") && a.node.owners().pending() > 0) {
+      f.reply_delay = seconds(1);
+      ++releases_sent_at[world.Now()];
+    }
+    return f;
+  });
+  ParkByALapse(world, a, 40, &lease_down);
+  ASSERT_TRUE(world.RunUntil([&] { return a.node.owners().pending() == 0; }, seconds(30)));
+  ASSERT_FALSE(releases_sent_at.empty());
+  int most = 0, total = 0;
+  for (auto& [t, n] : releases_sent_at) {
+    most = std::max(most, n);
+    total += n;
+  }
+  EXPECT_EQ(total, 40);
+  EXPECT_EQ(most, kPendingConcurrency) << "at most 32 at once, and the bound is reached";
+  EXPECT_EQ(Record(Nth(39)), OwnerRecord::Nobody(Generation{1}));
+}
+
+// ADR bounds table: a pass stops after 32 refusals in a row, so a refusing bucket gets no
+// burst of writes. A hundred holds end in a lapse and the bucket refuses every record
+// write: the first pass sends 32. (Fails with the broken model no-refusal-limit.)
+TEST_F(OwnersTest, APassStopsAfter32RefusalsInARow) {
+  Proc a(world, bucket, "a", "ia");
+  Ready(a);
+  bool lease_down = false;
+  bool refuse = false;
+  std::vector<MonoTime> sent;
+  a.store.set_fault_hook([&](const OpInfo& op) {
+    OpFault f;
+    if (op.op != StoreOp::kPut) return f;
+    if (op.key.starts_with("nodes/") && lease_down) f.fail_before_apply = Retryable("test: lease writes cut");
+    if (op.key.starts_with("owners/") && refuse) {
+      f.fail_before_apply = Retryable("test: SlowDown");
+      sent.push_back(world.Now());
+    }
+    return f;
+  });
+  ParkByALapse(world, a, 100, &lease_down);
+  refuse = true;
+  ASSERT_TRUE(world.RunUntil([&] { return !sent.empty(); }, seconds(20)));
+  world.RunFor(milliseconds(100));  // the first pass, and less than the next tick
+  EXPECT_EQ(sent.size(), static_cast<std::size_t>(kMaxRefusalsInARow));
+  EXPECT_EQ(a.node.owners().pending(), 100u);
+}
+
+// ADR §3: pending releases pause while the node lease is invalid. The lease writes are cut
+// off, the hold lapses into a pending release, the records stay reachable: nothing is sent
+// until the lease is valid again. (Fails with the broken model pending-retries-while-invalid.)
+TEST_F(OwnersTest, PendingReleasesPauseWhileTheLeaseIsInvalid) {
+  Proc a(world, bucket, "a", "ia");
+  Ready(a);
+  bool lease_down = false;
+  int record_writes_while_invalid = 0;
+  a.store.set_fault_hook([&](const OpInfo& op) {
+    OpFault f;
+    if (op.op != StoreOp::kPut) return f;
+    if (op.key.starts_with("nodes/") && lease_down) f.fail_before_apply = Retryable("test: lease writes cut");
+    if (op.key.starts_with("owners/") && !a.node.lease().IsValid()) ++record_writes_while_invalid;
+    return f;
+  });
+  ParkByALapse(world, a, 1, &lease_down);
+  lease_down = true;  // keep it invalid a while
+  world.RunFor(seconds(20));
+  EXPECT_EQ(record_writes_while_invalid, 0);
+  EXPECT_EQ(a.node.owners().pending(), 1u);
+  lease_down = false;
+  ASSERT_TRUE(world.RunUntil([&] { return a.node.owners().pending() == 0; }, seconds(20)));
+  EXPECT_EQ(Record(Nth(0)), OwnerRecord::Nobody(Generation{1}));
+}
+
+// Routing (ADR §3): a record naming a node the membership view does not show live, under
+// the named instance, is not trusted: the request is served here (the acquisition then
+// reads nodes/<A> fresh). (Fails with the broken model route-to-any-owner.)
+TEST_F(OwnersTest, ARecordNamingANodeThatIsNotLiveIsAcquiredHere) {
+  Proc b(world, bucket, "b", "ib");
+  Proc c(world, bucket, "c", "ic");
+  Ready(b);
+  Ready(c);
+  ASSERT_EQ(Run(c.env, c.node.owners().Acquire(actor)).kind, AcquireResult::Kind::kAcquired);
+  world.RunFor(seconds(4));
+  auto live = Run(b.env, b.node.owners().OtherOwner(actor));
+  ASSERT_TRUE(live.ok() && live->has_value()) << "c is live in b's view: route there";
+  // c stops cleanly, its release refused: the record names c, whose object is `released`.
+  c.store.set_fault_hook([](const OpInfo& op) {
+    OpFault f;
+    if (op.op == StoreOp::kPut && op.key.starts_with("owners/")) f.fail_before_apply = Retryable("test: refused");
+    return f;
+  });
+  (void)Run(c.env, c.node.Stop(seconds(4)));
+  world.RunFor(seconds(4));  // b lists it
+  ASSERT_EQ(Record().node_id, NodeId("c"));
+  auto released = Run(b.env, b.node.owners().OtherOwner(actor));
+  ASSERT_TRUE(released.ok());
+  EXPECT_FALSE(released->has_value()) << "c is not live: acquire here";
+  // A record naming a node the view does not have at all.
+  const ActorId ghost_actor{"acme", "counter", "ghost"};
+  ASSERT_TRUE(bucket->ApplyPut(OwnerKey(ghost_actor), EncodeOwnerRecord(Owner("ghost", "ig", 3)), Precondition::None()).ok());
+  auto ghost = Run(b.env, b.node.owners().OtherOwner(ghost_actor));
+  ASSERT_TRUE(ghost.ok());
+  EXPECT_FALSE(ghost->has_value()) << "a node missing from the view is not live";
+}
+
+// Routing (ADR §3): one GET of the record within the 250 ms admission wait; a slower
+// bucket answers this request 503 instead of holding it. (Fails with the broken model
+// routing-read-unbounded.)
+TEST_F(OwnersTest, TheRoutingReadGivesUpAfterTheAdmissionWait) {
+  Proc b(world, bucket, "b", "ib");
+  Proc c(world, bucket, "c", "ic");
+  Ready(b);
+  Ready(c);
+  ASSERT_EQ(Run(c.env, c.node.owners().Acquire(actor)).kind, AcquireResult::Kind::kAcquired);
+  world.RunFor(seconds(4));
+  b.store.set_fault_hook([](const OpInfo& op) {
+    OpFault f;
+    if (op.op == StoreOp::kGet && op.key.starts_with("owners/")) f.reply_delay = milliseconds(1000);
+    return f;
+  });
+  const MonoTime start = world.Now();
+  auto slow = Run(b.env, b.node.owners().OtherOwner(actor));
+  EXPECT_FALSE(slow.ok()) << "answered after a second";
+  EXPECT_LE(world.Now() - start, kAdmissionWait + milliseconds(5));
+}
+
+// ADR §1: a lost lease sends nothing more. A resolver read in flight when the lease is
+// lost (its node was fenced, and its next renewal found out) comes back naming this
+// instance with no hold: it must not send the release. The timeline is the harness's
+// (no latency): valid at 15 s, renewals every 3 s, the resolver every 250 ms; the
+// unresolved acquire is found at 17.667 s, the resolver reads at 17.75 s, the fence lands
+// then, the renewal of 18 s loses the lease, and the read answers at 18.75 s. (Fails with
+// the broken model resolver-ignores-lost.)
+TEST_F(OwnersTest, NothingIsSentAfterTheLeaseIsLost) {
+  Proc a(world, bucket, "a", "ia");
+  Ready(a);
+  int record_puts = 0, record_gets = 0;
+  std::optional<MonoTime> lost_at;
+  std::vector<MonoTime> sent;
+  a.node.lease().AddObserver({nullptr, nullptr, [&](const std::string&) { lost_at = world.Now(); }});
+  a.store.set_fault_hook([&](const OpInfo& op) {
+    OpFault f;
+    if (!op.key.starts_with("owners/")) return f;
+    if (op.op == StoreOp::kPut) {
+      sent.push_back(world.Now());
+      if (++record_puts == 1) f.lose_reply = true;  // the acquisition lands, unanswered
+    } else if (op.op == StoreOp::kGet) {
+      ++record_gets;
+      if (record_gets == 2) f.fail_before_apply = Retryable("test: read back fails");
+      if (record_gets == 3) {  // the resolver's read: the node is fenced while it is in flight
+        NodeRecord fence = Node("a");
+        fence.state = LeaseState::kFenced;
+        EXPECT_TRUE(bucket->ApplyPut("nodes/a", EncodeNodeRecord(fence),
+                                     Precondition::IfMatch(bucket->objects().at("nodes/a").version))
+                        .ok());
+        f.reply_delay = seconds(1);
+      }
+    }
+    return f;
+  });
+  ASSERT_EQ(Run(a.env, a.node.owners().Acquire(actor)).kind, AcquireResult::Kind::kUnknown);
+  world.RunFor(seconds(10));
+  ASSERT_EQ(record_gets, 3);
+  ASSERT_TRUE(lost_at.has_value());
+  for (MonoTime t : sent) EXPECT_LT(t, *lost_at) << "a record write sent after the lease was lost";
+  EXPECT_EQ(Record(), Owner("a", "ia", 1)) << "left for the fence to free";
+}
+
+// The per-actor locks: an entry lives only while its lock is held or awaited, so the table
+// does not grow with every actor a node ever saw.
+TEST_F(OwnersTest, TheLockTableKeepsOnlyTheLocksInUse) {
+  Proc a(world, bucket, "a", "ia");
+  Ready(a);
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_EQ(Run(a.env, a.node.owners().Acquire(Nth(i))).kind, AcquireResult::Kind::kAcquired);
+    ASSERT_TRUE(Run(a.env, a.node.owners().Release(Nth(i))).ok());
+  }
+  EXPECT_EQ(a.node.owners().locks_in_use(), 0u);
+  a.store.set_fault_hook([](const OpInfo& op) {
+    OpFault f;
+    if (op.op == StoreOp::kPut && op.key.starts_with("owners/")) f.reply_delay = seconds(1);
+    return f;
+  });
+  auto handle = a.env.Spawn([](Proc* p, const ActorId* x) -> Task<void> { (void)co_await p->node.owners().Acquire(*x); }(&a, &actor),
+                            "acquire");
+  world.RunFor(milliseconds(500));
+  EXPECT_EQ(a.node.owners().locks_in_use(), 1u) << "one acquisition in flight";
+  world.RunFor(seconds(2));
+  EXPECT_EQ(a.node.owners().locks_in_use(), 0u);
 }
 
 }  // namespace

@@ -1,10 +1,18 @@
 #include "cluster/testing.h"
 
+#include "base/check.h"
+
 namespace wk::cluster_testing {
 
 SimHost::SimHost(SimWorld& world, std::shared_ptr<MemBucket> bucket, HostOptions options)
     : env_(world, FromUnixMs(options.origin_ms), options.skew),
       store_(env_, std::move(bucket), std::move(options.fault), options.transit) {}
+
+BrokenModels TestBrokenModels() {
+  auto broken = BrokenModels::FromEnvironment();
+  WK_CHECK(broken.ok(), broken.status().message());
+  return *broken;
+}
 
 NodeIdentity TestIdentity(NodeId node_id, std::string build) {
   return NodeIdentity{std::move(node_id), "127.0.0.1:1", std::move(build), ""};
@@ -22,12 +30,15 @@ void SimProcess::Spawn(Task<LeaseEnd> task, std::string name) {
 SimLeaseNode::SimLeaseNode(SimWorld& world, std::shared_ptr<MemBucket> bucket, NodeId id, InstanceToken instance,
                            Duration skew, LeaseTiming timing)
     : SimProcess(world, std::move(bucket), HostOptions{.skew = skew}),
-      lease(env, store, TestIdentity(std::move(id)), timing, std::move(instance)) {}
+      lease(env, store, TestIdentity(std::move(id)), timing, std::move(instance)) {
+  lease.set_broken_models(TestBrokenModels());
+}
 
 SimNode::SimNode(SimWorld& world, std::shared_ptr<MemBucket> bucket, NodeId id, InstanceToken instance,
                  std::string build, LeaseTiming timing, bool start)
     : SimProcess(world, std::move(bucket), HostOptions{}),
       node(env, store, TestIdentity(std::move(id), std::move(build)), timing, std::move(instance)) {
+  node.set_broken_models(TestBrokenModels());
   if (start) Start();
 }
 

@@ -9,6 +9,9 @@
 //   SimLeaseNode a lone NodeLease on its own SimHost
 //   SimNode      a ClusterNode (lease, listing, fence watch, owners) on its own SimHost
 //
+// SimLeaseNode and SimNode switch on the broken models WASMKEEP_BROKEN_MODELS names
+// (TestBrokenModels), so scripts/check-proofs.sh can run a unit test with one rule removed.
+//
 // Each holds its Env, store and node by value; the node's frames die with the Env (a kill).
 // A SimHost's Env draws its seed from the world when it is built, so building hosts in the
 // same order gives the same run.
@@ -47,6 +50,10 @@ class SimHost {
   SimEnv env_;
   MemStore store_;
 };
+
+// The switches WASMKEEP_BROKEN_MODELS names (base/broken_models.h); none when unset. An
+// unknown name stops the test binary with the reason.
+BrokenModels TestBrokenModels();
 
 // The identity the unit tests give a node named `node_id`.
 NodeIdentity TestIdentity(NodeId node_id, std::string build = "test");

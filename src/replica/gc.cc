@@ -7,7 +7,7 @@ GcPlan PlanGc(const GcInput& in) {
   const Position own_fence{in.generation, 0};
   for (const Position& p : in.segments) {
     if (p == own_fence || p.generation > in.generation) continue;
-    if (in.deletes_chain && p.generation < in.generation) {
+    if (in.broken.on(BrokenModel::kGcDeletesChain) && p.generation < in.generation) {
       plan.segments.push_back(p);
       continue;
     }

@@ -21,6 +21,7 @@
 #include <set>
 #include <vector>
 
+#include "base/broken_models.h"
 #include "replica/format.h"
 
 namespace wk::replica {
@@ -32,7 +33,7 @@ struct GcInput {
   bool off_chain_ripe = false;
   std::vector<Position> segments;        // listed
   std::vector<Position> snapshots;       // listed
-  bool deletes_chain = false;            // broken model `gc-deletes-chain` (simulator only)
+  BrokenModels broken;                   // gc-deletes-chain (base/broken_models.h)
 };
 
 struct GcPlan {

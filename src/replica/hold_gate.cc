@@ -87,11 +87,11 @@ void HoldGate::WhenReleasable(std::uint64_t seq, std::function<void(Status)> don
     std::lock_guard lock(s.mu);
     if (s.failure) {
       answer = *s.failure;
-    } else if (seq > s.durable && !s.deps.mutants.ack_before_durable) {
+    } else if (seq > s.durable && !s.deps.broken.on(BrokenModel::kAckBeforeDurable)) {
       // Decided by the acknowledgement that covers it, which asks validity then.
       s.waiters.emplace(seq, std::move(done));
       return;
-    } else if (s.deps.mutants.release_without_validity && seq <= s.durable) {
+    } else if (s.deps.broken.on(BrokenModel::kReleaseWithoutValidity) && seq <= s.durable) {
       // Broken model: durable once is taken to be releasable forever.
       answer = Status::Ok();
     } else {
@@ -107,7 +107,7 @@ void HoldGate::WhenReleasable(std::uint64_t seq, std::function<void(Status)> don
 HoldGate::AckOutcome HoldGate::Acknowledged(std::uint64_t seq, std::string_view what) {
   State& s = *s_;
   if (s.current_failure().code() != Code::kOk) return AckOutcome::kBroken;
-  if (!s.deps.is_valid() && !s.deps.mutants.ack_late_upload) {
+  if (!s.deps.is_valid() && !s.deps.broken.on(BrokenModel::kAckLateUpload)) {
     s.FailOnLoop(Retryable(std::string(what) + " was acknowledged after the hold's validity ended (Late)"));
     return AckOutcome::kLate;
   }

@@ -47,17 +47,11 @@
 #include <optional>
 #include <string>
 
+#include "base/broken_models.h"
 #include "base/status.h"
 #include "cluster/owner_record.h"
 
 namespace wk::replica {
-
-// Broken models for the simulator and the gate's own tests only.
-struct GateMutants {
-  bool ack_before_durable = false;        // a sequence is released before it is durable
-  bool ack_late_upload = false;           // an acknowledgement after validity ended counts
-  bool release_without_validity = false;  // an already-durable sequence is released without the validity check
-};
 
 class HoldGate {
  public:
@@ -69,7 +63,8 @@ class HoldGate {
     // For messages: the actor and the hold's generation.
     ActorId actor;
     Generation generation;
-    GateMutants mutants;
+    // ack-before-durable, ack-late-upload, release-without-validity (base/broken_models.h).
+    BrokenModels broken;
   };
   enum class AckOutcome : std::uint8_t {
     kAcknowledged,  // durable up to the sequence; waiters up to it released

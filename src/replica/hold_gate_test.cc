@@ -1,6 +1,6 @@
 // HoldGate on its own (SimWorld's loop, a hold whose validity the test sets): an answer is
 // released only when its sequence is durable AND the hold is valid at that instant, every
-// time; Late acknowledgements; the gate is sticky; and each broken model (GateMutants)
+// time; Late acknowledgements; the gate is sticky; and each broken model of the gate (base/broken_models.h)
 // makes the gate misbehave in a way a test here sees.
 #include "replica/hold_gate.h"
 
@@ -15,9 +15,10 @@ namespace {
 
 class HoldGateTest : public ::testing::Test {
  protected:
-  std::unique_ptr<HoldGate> MakeGate(GateMutants mutants = {}) {
+  // By default the switches WASMKEEP_BROKEN_MODELS names (scripts/check-proofs.sh).
+  std::unique_ptr<HoldGate> MakeGate(BrokenModels broken = BrokenModels::FromEnvironment().value()) {
     HoldGate::Deps deps{[this] { return valid_; }, [this](std::function<void()> fn) { env_.Post(std::move(fn)); },
-                        ActorId{"t", "c", "a"}, Generation{3}, mutants};
+                        ActorId{"t", "c", "a"}, Generation{3}, broken};
     auto gate = std::make_unique<HoldGate>(std::move(deps));
     gate->set_on_failed([this](Status s) {
       ++failures_;
@@ -59,7 +60,7 @@ TEST_F(HoldGateTest, ASequenceIsReleasedOnceDurableWhileTheHoldIsValid) {
   EXPECT_EQ(gate->durable(), 2u);
 }
 
-// Fails with GateMutants::release_without_validity (see the mutant test below).
+// Fails with the broken model release-without-validity (see the test below).
 TEST_F(HoldGateTest, AnAlreadyDurableSequenceIsRefusedOnceTheHoldEnded) {
   auto gate = MakeGate();
   EXPECT_EQ(gate->Acknowledged(5, "segment 3-1"), HoldGate::AckOutcome::kAcknowledged);
@@ -167,7 +168,8 @@ TEST_F(HoldGateTest, ADestroyedGateAnswersWhatItOwes) {
 // simulator) can see it.
 
 TEST_F(HoldGateTest, TheBrokenModelAckBeforeDurableReleasesWhatIsNotDurable) {
-  auto gate = MakeGate(GateMutants{.ack_before_durable = true});
+  if (!BrokenModels::kBuilt) GTEST_SKIP() << "built with WK_BROKEN_MODELS=OFF";
+  auto gate = MakeGate(BrokenModels::Of({BrokenModel::kAckBeforeDurable}));
   auto a = Ask(*gate, 7);
   Run();
   ASSERT_TRUE(a->has_value()) << "the mutant must differ from the design";
@@ -176,7 +178,8 @@ TEST_F(HoldGateTest, TheBrokenModelAckBeforeDurableReleasesWhatIsNotDurable) {
 }
 
 TEST_F(HoldGateTest, TheBrokenModelAckLateUploadCountsALateAcknowledgement) {
-  auto gate = MakeGate(GateMutants{.ack_late_upload = true});
+  if (!BrokenModels::kBuilt) GTEST_SKIP() << "built with WK_BROKEN_MODELS=OFF";
+  auto gate = MakeGate(BrokenModels::Of({BrokenModel::kAckLateUpload}));
   auto a = Ask(*gate, 1);
   valid_ = false;
   EXPECT_EQ(gate->Acknowledged(1, "segment 3-1"), HoldGate::AckOutcome::kAcknowledged)
@@ -186,7 +189,8 @@ TEST_F(HoldGateTest, TheBrokenModelAckLateUploadCountsALateAcknowledgement) {
 }
 
 TEST_F(HoldGateTest, TheBrokenModelReleaseWithoutValidityReleasesADurableSequenceOfAHoldThatEnded) {
-  auto gate = MakeGate(GateMutants{.release_without_validity = true});
+  if (!BrokenModels::kBuilt) GTEST_SKIP() << "built with WK_BROKEN_MODELS=OFF";
+  auto gate = MakeGate(BrokenModels::Of({BrokenModel::kReleaseWithoutValidity}));
   EXPECT_EQ(gate->Acknowledged(1, "segment 3-1"), HoldGate::AckOutcome::kAcknowledged);
   valid_ = false;
   auto a = Ask(*gate, 1);
@@ -204,7 +208,7 @@ TEST_F(HoldGateTest, EachBrokenModelChangesTheAnswersOfTheSameScript) {
     bool late = false;       // seq 3 acknowledged after validity ended: released?
     bool after_end = false;  // seq 1, durable earlier, asked after the hold ended: released?
   };
-  auto script = [this](GateMutants m) {
+  auto script = [this](BrokenModels m) {
     Answers out;
     valid_ = true;
     {
@@ -233,11 +237,12 @@ TEST_F(HoldGateTest, EachBrokenModelChangesTheAnswersOfTheSameScript) {
     }
     return out;
   };
-  const Answers design = script({});
+  const Answers design = script(BrokenModels());
+  if (!BrokenModels::kBuilt) return;
   EXPECT_FALSE(design.early || design.late || design.after_end);
-  EXPECT_TRUE(script(GateMutants{.ack_before_durable = true}).early);
-  EXPECT_TRUE(script(GateMutants{.ack_late_upload = true}).late);
-  EXPECT_TRUE(script(GateMutants{.release_without_validity = true}).after_end);
+  EXPECT_TRUE(script(BrokenModels::Of({BrokenModel::kAckBeforeDurable})).early);
+  EXPECT_TRUE(script(BrokenModels::Of({BrokenModel::kAckLateUpload})).late);
+  EXPECT_TRUE(script(BrokenModels::Of({BrokenModel::kReleaseWithoutValidity})).after_end);
 }
 
 }  // namespace

@@ -54,17 +54,16 @@ void PublishReplicaMetrics(MetricsRegistry& r, const ReplicaTotals& totals) {
 
 struct Replica::Core : std::enable_shared_from_this<Core> {
   Core(Deps d, ActorId a, Hold h, ReplicaOptions o)
-      : env(d.env), store(d.store), post(d.post), totals(d.totals), mutants(d.mutants),
+      : env(d.env), store(d.store), post(d.post), totals(d.totals), broken(d.broken),
         actor(std::move(a)), hold(std::move(h)), options(o),
         gate(HoldGate::Deps{hold.is_valid, std::move(d.post), actor, hold.generation,
-                            GateMutants{mutants.ack_before_durable, mutants.ack_late_upload,
-                                        mutants.release_without_validity}}) {}
+                            broken}) {}
 
   Env& env;
   ObjectStore& store;
   std::function<void(std::function<void()>)> post;
   ReplicaTotals* totals;
-  ReplicaMutants mutants;
+  BrokenModels broken;
   ActorId actor;
   Hold hold;
   ReplicaOptions options;
@@ -248,7 +247,7 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
     in.off_chain_ripe = env.MonoNow() - opened >= options.gc_off_chain_after;
     in.segments = std::move(segments);
     in.snapshots = std::move(snapshots);
-    in.deletes_chain = mutants.gc_deletes_chain;
+    in.broken = broken;
     return in;
   }
 
@@ -372,7 +371,7 @@ Task<Result<std::unique_ptr<Replica>>> Replica::Open(Deps deps, ActorId actor, H
   ObjectStore& store = deps.store;
   ReplicaTotals* totals = deps.totals;
   RestoreOptions ro = options.restore;
-  ro.ignore_fence = deps.mutants.restore_ignores_fence;
+  ro.broken = deps.broken;
   const MonoTime start = env.MonoNow();
   auto restored = co_await Restore(env, store, actor, hold.generation, ro);
   if (!restored.ok()) {

@@ -83,16 +83,6 @@ struct ReplicaOptions {
 // The error names the setting.
 Status ValidateReplicaOptions(const ReplicaOptions& options);
 
-// Broken models for the simulator only. The first two and the last are the gate's
-// (GateMutants, hold_gate.h): the replica passes them through.
-struct ReplicaMutants {
-  bool ack_before_durable = false;   // WhenReleasable says Ok at commit
-  bool ack_late_upload = false;      // an upload that completes after validity ended counts
-  bool restore_ignores_fence = false;  // every listed segment applied in key order
-  bool gc_deletes_chain = false;       // GC deletes older generations' segments, chain or not
-  bool release_without_validity = false;  // an already-durable sequence is released without the validity check
-};
-
 // What every replica of a process did, summed (one per process, shared by its replicas;
 // replicas come and go, the totals stay). Loop thread only.
 struct ReplicaTotals {
@@ -138,7 +128,9 @@ class Replica final : public actor::ActorStorage {
     // runs on.
     std::function<void(std::function<void()>)> post;
     ReplicaTotals* totals = nullptr;
-    ReplicaMutants mutants;
+    // Broken models (base/broken_models.h): the gate's (ack-before-durable, ack-late-upload,
+    // release-without-validity), the restore's and GC's; tests and the simulator only.
+    BrokenModels broken;
   };
 
   // Restores the actor for `hold` and sends its fence. Returns once restored; the fence may

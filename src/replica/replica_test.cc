@@ -39,13 +39,16 @@ class ReplicaTest : public ::testing::Test {
     return f;
   }
 
-  std::unique_ptr<Replica> Open(Generation gen, ReplicaOptions options = {}, ReplicaMutants mutants = {}) {
-    auto r = TryOpen(gen, options, mutants);
+  // By default the switches WASMKEEP_BROKEN_MODELS names (scripts/check-proofs.sh).
+  std::unique_ptr<Replica> Open(Generation gen, ReplicaOptions options = {},
+                                BrokenModels broken = BrokenModels::FromEnvironment().value()) {
+    auto r = TryOpen(gen, options, broken);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return r.ok() ? std::move(*r) : nullptr;
   }
-  Result<std::unique_ptr<Replica>> TryOpen(Generation gen, ReplicaOptions options = {}, ReplicaMutants mutants = {}) {
-    Replica::Deps deps{env_, *store_, [this](std::function<void()> fn) { env_.Post(std::move(fn)); }, nullptr, mutants};
+  Result<std::unique_ptr<Replica>> TryOpen(Generation gen, ReplicaOptions options = {},
+                                          BrokenModels broken = BrokenModels::FromEnvironment().value()) {
+    Replica::Deps deps{env_, *store_, [this](std::function<void()> fn) { env_.Post(std::move(fn)); }, nullptr, broken};
     Replica::Hold hold{gen, [this] { return valid_; }};
     auto r = RunTask(world_, env_, Replica::Open(std::move(deps), actor_, std::move(hold), options));
     if (!r) return Fatal("open did not finish");
@@ -189,9 +192,8 @@ TEST_F(ReplicaTest, AnUploadAcknowledgedAfterValidityEndedIsLateAndAcknowledgesN
 }
 
 TEST_F(ReplicaTest, TheBrokenModelAcknowledgesALateUpload) {
-  ReplicaMutants m;
-  m.ack_late_upload = true;
-  auto r = Open(Generation{1}, {}, m);
+  if (!BrokenModels::kBuilt) GTEST_SKIP() << "built with WK_BROKEN_MODELS=OFF";
+  auto r = Open(Generation{1}, {}, BrokenModels::Of({BrokenModel::kAckLateUpload}));
   Settle();
   wal_put_delay_ = milliseconds(300);
   auto a = Write(*r, "k", "v");
@@ -242,13 +244,13 @@ TEST_F(ReplicaTest, AnInvalidHoldSendsNothing) {
 }
 
 // Durable once is not releasable forever: the gate asks the hold at every release.
-// (Fails with ReplicaMutants::release_without_validity.)
+// (Fails with the broken model release-without-validity.)
 TEST_F(ReplicaTest, AnAlreadyDurableSequenceIsRefusedOnceTheHoldIsInvalid) {
   for (const bool mutant : {false, true}) {
+    if (mutant && !BrokenModels::kBuilt) break;
     valid_ = true;
-    ReplicaMutants m;
-    m.release_without_validity = mutant;
-    auto r = Open(mutant ? Generation{2} : Generation{1}, {}, m);
+    auto r = Open(mutant ? Generation{2} : Generation{1}, {},
+                  mutant ? BrokenModels::Of({BrokenModel::kReleaseWithoutValidity}) : BrokenModels::FromEnvironment().value());
     Status failed;
     r->set_on_failed([&](Status s) { failed = s; });
     auto a = Write(*r, "k", "v");
@@ -374,9 +376,8 @@ TEST_F(ReplicaTest, ASegmentOfAnOlderHoldThatLandedAfterTheNextRestoreIsOffTheCh
   ASSERT_TRUE(RunTask(world_, env_, r3->Close(seconds(5)))->ok());
   r3.reset();
 
-  ReplicaMutants m;
-  m.restore_ignores_fence = true;
-  auto broken = Open(Generation{4}, {}, m);
+  if (!BrokenModels::kBuilt) return;
+  auto broken = Open(Generation{4}, {}, BrokenModels::Of({BrokenModel::kRestoreIgnoresFence}));
   EXPECT_TRUE(broken->Get("ghost").has_value()) << "the broken model must be able to fail the checkers";
 }
 

@@ -175,7 +175,7 @@ Task<Result<Restored>> Restore(Env& env, ObjectStore& store, ActorId actor, Gene
   std::optional<Position> base;
   std::vector<Position> chain;  // data segments to apply, in order
 
-  if (options.ignore_fence) {
+  if (options.broken.on(BrokenModel::kRestoreIgnoresFence)) {
     // Broken model: the newest snapshot of any generation, then every later segment in key
     // order, chain or not.
     if (!snapshots.empty()) base = snapshots.back();

@@ -27,6 +27,7 @@
 
 #include "actor/state_map.h"
 #include "base/time.h"
+#include "base/broken_models.h"
 #include "env/env.h"
 #include "replica/format.h"
 #include "store/object_store.h"
@@ -38,7 +39,7 @@ struct RestoreOptions {
   int read_attempts = 4;
   int parallelism = 16;  // 1: one read at a time (the benchmark's comparison)
   Duration list_timeout = std::chrono::seconds(10);
-  bool ignore_fence = false;  // broken model `restore-ignores-fence` (simulator only)
+  BrokenModels broken;  // restore-ignores-fence (base/broken_models.h)
 };
 
 struct Restored {

@@ -29,7 +29,7 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
       auth_(env, store),
       forwarder_(env, peers, ForwarderIdentity{options_.node_id, options_.instance}, secret) {
   replica::Replica::Deps deps{env, store, [&env](std::function<void()> fn) { env.PostFromAnyThread(std::move(fn)); },
-                              &replica_totals};
+                              &replica_totals, node.broken_models()};
   provider_ = std::make_unique<replica::ReplicaProvider>(std::move(deps), holds_, options_.storage, options_.close_limit);
   runtime_ = std::make_unique<actor::ActorRuntime>(env, engine_, classes_, *provider_, options_.runtime,
                                                    quarantine_.Hooks());

@@ -18,6 +18,13 @@
 //   slow_put_ms=MS       every put waits MS milliseconds (on the Env's timers) before it
 //                        is sent: it lands, and is answered, that much later
 //   slow_put_prefix=P    limits slow_put_ms to keys starting with P (say wal/)
+//   outage_body=TEXT     limits outage_file to puts whose body contains TEXT (say
+//                        `owner nobody`: releases refused, acquisitions let through)
+//   hold_file=PATH       while PATH exists, a put waits (polled every 20 ms, on the Env's
+//                        timers) before it is sent: a write in flight the test lets go
+//   hold_prefix=P        limits hold_file to keys starting with P (say nodes/)
+//   slow_reply_ms=MS     every put is applied at once and answered MS milliseconds later
+//   slow_reply_prefix=P  limits slow_reply_ms to keys starting with P (say owners/)
 //
 // Threading: as the wrapped store; the Env's loop thread.
 #pragma once
@@ -38,9 +45,14 @@ struct FaultSpec {
   std::string lost_first_put;     // empty: none
   int slow_put_ms = 0;            // 0: no delay
   std::string slow_put_prefix;    // empty: every key
+  std::string outage_body;        // empty: any body
+  std::string hold_file;          // empty: none
+  std::string hold_prefix;        // empty: every key
+  int slow_reply_ms = 0;          // 0: no delay
+  std::string slow_reply_prefix;  // empty: every key
   bool any() const {
     return lose_put_reply_every > 0 || !outage_file.empty() || !unknown_first_put.empty() ||
-           !lost_first_put.empty() || slow_put_ms > 0;
+           !lost_first_put.empty() || slow_put_ms > 0 || !hold_file.empty() || slow_reply_ms > 0;
   }
 };
 
@@ -63,9 +75,13 @@ class FaultyStore final : public StoreWrapper {
   std::uint64_t lost_replies() const { return lost_replies_; }
 
  private:
-  bool InOutage(std::string_view key) const;
-  // Waits slow_put_ms; false if cancelled first.
-  Task<bool> SlowDown();
+  // put_body: the body of a put (outage_body limits the outage to some puts).
+  bool InOutage(std::string_view key, const std::string* put_body = nullptr) const;
+  // Waits ms milliseconds; false if cancelled first.
+  Task<bool> SlowDown(int ms);
+  // Waits while hold_file exists; false if cancelled first.
+  Task<bool> Hold();
+  void PollHold(Latch<bool> released);
 
   Env& env_;
   FaultSpec spec_;

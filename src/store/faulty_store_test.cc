@@ -5,7 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <memory>
+#include <optional>
 #include <string_view>
 
 #include "base/check.h"
@@ -82,6 +86,46 @@ TEST(FaultyStoreTest, LostFirstPutIsNotAppliedAndItsReadFailsOnce) {
   EXPECT_EQ(f.bucket->objects().count("owners/x"), 0u);
   EXPECT_EQ(f.Run(store->Get("owners/x", f.call)).code(), Code::kRetryable);
   EXPECT_EQ(f.Run(store->Get("owners/x", f.call)).code(), Code::kNotFound);
+}
+
+TEST(FaultyStoreTest, AnOutageLimitedToABodyRefusesOnlyThosePuts) {
+  Fixture f;
+  const std::string file = "/tmp/wasmkeep-faulty-store-test-" + std::to_string(::getpid());
+  auto store = f.Faulty("outage_file=" + file + ",outage_prefix=owners/,outage_body=owner nobody");
+  { std::FILE* fp = std::fopen(file.c_str(), "w"); ASSERT_NE(fp, nullptr); std::fclose(fp); }
+  EXPECT_TRUE(f.Run(store->Put("owners/x", "owner a i\n", Precondition::None(), f.call)).ok());
+  EXPECT_EQ(f.Run(store->Put("owners/x", "owner nobody\n", Precondition::None(), f.call)).code(), Code::kRetryable);
+  EXPECT_TRUE(f.Run(store->Get("owners/x", f.call)).ok());
+  std::remove(file.c_str());
+  EXPECT_TRUE(f.Run(store->Put("owners/x", "owner nobody\n", Precondition::None(), f.call)).ok());
+}
+
+TEST(FaultyStoreTest, AHeldPutIsSentWhenTheFileGoesAndASlowReplyLandsFirst) {
+  Fixture f;
+  const std::string file = "/tmp/wasmkeep-faulty-store-hold-" + std::to_string(::getpid());
+  auto store = f.Faulty("hold_file=" + file + ",hold_prefix=nodes/,slow_reply_ms=500,slow_reply_prefix=owners/");
+  { std::FILE* fp = std::fopen(file.c_str(), "w"); ASSERT_NE(fp, nullptr); std::fclose(fp); }
+  std::optional<Result<Version>> held;
+  f.env.Spawn([](FaultyStore* s, std::optional<Result<Version>>* out) -> Task<void> {
+    out->emplace(co_await s->Put("nodes/a", "1", Precondition::None(), CallOptions{std::chrono::seconds(30)}));
+  }(store.get(), &held), "held put");
+  f.world.RunFor(milliseconds(300));
+  EXPECT_FALSE(held.has_value());
+  EXPECT_EQ(f.bucket->objects().count("nodes/a"), 0u) << "not sent while the file exists";
+  std::remove(file.c_str());
+  f.world.RunFor(milliseconds(100));
+  ASSERT_TRUE(held.has_value());
+  EXPECT_TRUE(held->ok());
+  std::optional<Result<Version>> slow;
+  f.env.Spawn([](FaultyStore* s, std::optional<Result<Version>>* out) -> Task<void> {
+    out->emplace(co_await s->Put("owners/x", "1", Precondition::None(), CallOptions{std::chrono::seconds(30)}));
+  }(store.get(), &slow), "slow reply");
+  f.world.RunFor(milliseconds(100));
+  EXPECT_EQ(f.bucket->objects().count("owners/x"), 1u) << "applied at once";
+  EXPECT_FALSE(slow.has_value()) << "answered later";
+  f.world.RunFor(milliseconds(500));
+  ASSERT_TRUE(slow.has_value());
+  EXPECT_TRUE(slow->ok());
 }
 
 TEST(FaultyStoreTest, BadSpecNamesTheItem) {

@@ -85,4 +85,8 @@ Status ValidateListOptions(const ListOptions& options) {
   return Status::Ok();
 }
 
+Task<Result<BucketClock>> ObjectStore::BucketTime(CallOptions) {
+  co_return NotFound(Describe() + " cannot tell the bucket's clock");
+}
+
 }  // namespace wk

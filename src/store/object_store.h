@@ -122,6 +122,14 @@ struct ListPage {
   std::optional<std::string> next_continuation;
 };
 
+// The bucket's clock at the moment a BucketTime call returned, as an interval: S3's Date
+// header has a resolution of one second and the reply took a while to come back, so the
+// bucket's time then lies between `earliest` and `latest`.
+struct BucketClock {
+  WallTime earliest;
+  WallTime latest;
+};
+
 // Limits shared by every backend, with their reasons.
 inline constexpr std::size_t kMaxKeyBytes = 1024;     // S3's limit on a key
 inline constexpr int kMaxListPageSize = 1000;         // S3's limit on max-keys
@@ -151,6 +159,12 @@ class ObjectStore {
   // Whether Delete honours IfMatch atomically. S3 added conditional deletes late and
   // several S3-compatible servers ignore the header; callers that need it check first.
   virtual bool SupportsConditionalDelete() const { return true; }
+
+  // The bucket's own clock (S3: the Date header of a request to the bucket; file:// and
+  // mem://: this machine's clock, where the bucket lives). An operator's tool compares its
+  // clock with it before dating anything the protocol relies on (`cluster fence` of an
+  // absent node, docs/node-lease.md). kNotFound: this store cannot tell (the default).
+  virtual Task<Result<BucketClock>> BucketTime(CallOptions options);
 };
 
 }  // namespace wk

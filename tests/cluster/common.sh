@@ -49,7 +49,7 @@ heartbeat_period_ms = 600
 TOML
 W() { "$wk" --config "$work/fast.toml" --bucket "$bucket" "$@"; }
 
-# Node ports: port_of 1..12 above a random base in [61000, 65400), above Linux's ephemeral
+# Node ports: port_of 1..20 above a random base in [61000, 65400), above Linux's ephemeral
 # range (32768-60999: an outgoing connection could take a port there between our pick and
 # the node's bind) and clear of RGW's ports (scripts/rgw.sh: 20000-32000). A base whose
 # ports are in use (another suite running at the same time) is skipped.
@@ -57,7 +57,7 @@ port_free() { ! command -v ss >/dev/null 2>&1 || [ -z "$(ss -Htan "( sport = :$1
 for _ in $(seq 1 50); do
   port_base=$((61000 + RANDOM % 4400))
   all_free=1
-  for k in $(seq 1 12); do port_free $((port_base + k)) || { all_free=0; break; }; done
+  for k in $(seq 1 20); do port_free $((port_base + k)) || { all_free=0; break; }; done
   [ "$all_free" = 1 ] && break
 done
 port_of() { echo $((port_base + $1)); }
@@ -102,6 +102,18 @@ wait_for() {
 }
 # metric INDEX NAME: one sample of the node's /metrics.
 metric() { curl -sf "127.0.0.1:$(port_of "$1")/metrics" | awk -v m="$2" '$1==m {print $2}'; }
+# log_ms FILE PATTERN: the Unix time in ms of the first log line of FILE matching PATTERN
+# (grep -E), from its timestamp; empty if none.
+log_ms() {
+  grep -E -m1 "$2" "$1" 2>/dev/null | python3 -c '
+import sys, datetime
+line = sys.stdin.readline()
+if line:
+    t = datetime.datetime.strptime(line.split()[0], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc)
+    print(int(t.timestamp() * 1000))'
+}
+# written_at_ms KEY: the written_at of a nodes/ object in the bucket.
+written_at_ms() { W bucket get "$1" 2>/dev/null | awk '/^written_at /{print $2}'; }
 
 # Calling actors through node INDEX, with the tenant token $TOKEN unless TOKEN is given (""
 # for none); a suite may define its own req after sourcing this file.

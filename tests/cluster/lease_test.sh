@@ -32,7 +32,8 @@ printf '[lease]\nttl_ms = 2000\nsafety_ms = 400\ngrace_ms = 1000\nmax_skew_ms = 
 out=$("$wk" --config "$work/bad.toml" --bucket "$bucket" serve --node-id x --listen 127.0.0.1:$(port_of 99) 2>&1); code=$?
 check "a heartbeat period above ttl/3 is refused, naming the setting" '[ $code = 2 ] && grep -q heartbeat_period <<<"$out"'
 
-start a a 1; start b b 2; start c c 3 WASMKEEP_DEBUG_FAULTS="lose_put_reply=3,$outage"; start d d 4; start g g 7
+start a a 1; start b b 2 WASMKEEP_DEBUG_FAULTS="hold_file=$work/b_hold,hold_prefix=nodes/b,$outage"
+start c c 3 WASMKEEP_DEBUG_FAULTS="lose_put_reply=3,$outage"; start d d 4; start g g 7
 check "nodes become ready after the start check (ttl + grace)" 'wait_ready 1 15 && wait_ready 2 15 && wait_ready 3 15 && wait_ready 4 15 && wait_ready 7 15'
 check "cluster status shows them live" '[ "$(state_of a)" = live ] && [ "$(state_of b)" = live ]'
 
@@ -43,13 +44,21 @@ check "a twin exits with status 7" '[ "$code" = 7 ]'
 check "the twin's message names the other process" 'grep -q "in use by another process" "$work/a-twin.log"'
 check "the original node is unaffected" 'curl -sf 127.0.0.1:$(port_of 1)/readyz >/dev/null'
 
-# cluster fence makes the fenced node exit, and no heartbeat lands after the fence.
+# cluster fence makes the fenced node exit, and a heartbeat in flight during the fence is
+# refused: b's next lease write is held on its way (sent, not yet arrived) while the
+# operator fences b, then let go. It arrives after the fence, If-Match the version the fence
+# replaced, and must not overwrite it.
+touch "$work/b_hold"
+check "b's next heartbeat is held in flight" 'wait_for 5 "grep -q \"debug faults: put held\" \"$work/b.log\""'
 check "cluster fence b succeeds" 'W cluster fence b >/dev/null 2>&1'
+fenced_b=$(W bucket get nodes/b 2>/dev/null | awk '/^lease /{print $2}')
+rm -f "$work/b_hold"
 wait_exit "$pid_b" 10
 check "the fenced node exits with status 6" '[ "$code" = 6 ]'
 check "its message says it was fenced" 'grep -q "is fenced" "$work/b.log"'
+check "its held heartbeat was sent after the fence" '[ "$fenced_b" = fenced ] && grep -q "debug faults: held put sent" "$work/b.log"'
 sleep 1
-check "nodes/b is still fenced (a later heartbeat was refused)" '[ "$(state_of b)" = fenced ]'
+check "the heartbeat in flight during the fence was refused (nodes/b is still fenced)" '[ "$(state_of b)" = fenced ]'
 
 # A lost reply is adopted, not taken for a fence.
 sleep 2
@@ -63,7 +72,8 @@ check "a node whose object was deleted exits with status 6" '[ "$code" = 6 ]'
 check "its message says the object was deleted" 'grep -q deleted "$work/d.log"'
 check "a lost node does not recreate its object" '[ "$(state_of d)" = absent ]'
 
-# A fence decided on a stale read is refused by its condition.
+# A fence decided on a stale read is refused by its condition (the operator's --if-match;
+# the fence watch's own one-GET decision: FenceWatchTest.AFenceDecidedOnAStaleReadIsRefusedByItsCondition).
 old=$(W bucket get nodes/g 2>&1 >/dev/null | sed -n 's/^version: //p')
 sleep 1.5
 W cluster fence g --if-match "$old" >/dev/null 2>&1; code=$?

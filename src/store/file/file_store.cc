@@ -971,4 +971,9 @@ Task<Result<ListPage>> FileStore::List(ListOptions options, CallOptions call) {
   co_return co_await Run<Result<ListPage>>("list", options.prefix, false, call, std::move(work));
 }
 
+Task<Result<BucketClock>> FileStore::BucketTime(CallOptions) {
+  const WallTime now = env_.WallNow();
+  co_return BucketClock{now, now};
+}
+
 }  // namespace wk

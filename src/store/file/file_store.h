@@ -114,6 +114,8 @@ class FileStore final : public ObjectStore {
   Task<Result<ListPage>> List(ListOptions options, CallOptions call) override;
   // "file://<absolute directory>".
   std::string Describe() const override;
+  // This machine's clock: the bucket is a directory here.
+  Task<Result<BucketClock>> BucketTime(CallOptions options) override;
 
   // The absolute bucket directory.
   const std::string& dir() const;

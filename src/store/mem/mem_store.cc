@@ -191,4 +191,9 @@ Task<Result<ListPage>> MemStore::List(ListOptions options, CallOptions call) {
                                            std::move(apply));
 }
 
+Task<Result<BucketClock>> MemStore::BucketTime(CallOptions) {
+  const WallTime now = env_.WallNow();
+  co_return BucketClock{now, now};
+}
+
 }  // namespace wk

@@ -104,6 +104,8 @@ class MemStore final : public ObjectStore {
   Task<Status> Delete(std::string key, Precondition condition, CallOptions options) override;
   Task<Result<ListPage>> List(ListOptions options, CallOptions call) override;
   std::string Describe() const override { return "mem://"; }
+  // The clock of the Env the store runs on (the simulated bucket has no clock of its own).
+  Task<Result<BucketClock>> BucketTime(CallOptions options) override;
 
   void set_fault_hook(FaultHook hook) { hook_ = std::move(hook); }
   MemBucket& bucket() { return *bucket_; }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <boost/beast/http/verb.hpp>
 #include <charconv>
+#include <ctime>
 
 #include "store/s3/s3_xml.h"
 #include "store/s3/sigv4.h"
@@ -388,6 +389,28 @@ Task<Status> DoCreateBucket(std::shared_ptr<Shared> s, CallOptions options) {
   co_return r.ok() ? Status::Ok() : r.status();
 }
 
+// An HTTP date (RFC 9110 §5.6.7, the IMF-fixdate S3 sends: "Tue, 03 Dec 2026 08:49:37 GMT").
+Result<WallTime> ParseHttpDate(const std::string& text) {
+  std::tm tm{};
+  const char* end = ::strptime(text.c_str(), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+  if (end == nullptr || *end != '\0') return Fatal("the bucket's Date header '" + text + "' is not an HTTP date");
+  const std::time_t secs = ::timegm(&tm);
+  return FromUnixMs(static_cast<std::int64_t>(secs) * 1000);
+}
+
+Task<Result<BucketClock>> DoBucketTime(std::shared_ptr<Shared> s, CallOptions options) {
+  S3Call call = MakeCall(S3Op::kHead, http::verb::head, "");
+  const MonoTime sent = s->env.MonoNow();
+  Result<HttpResponse> r = co_await Execute(s, std::move(call), options);
+  if (!r.ok()) co_return r.status();
+  auto date = ParseHttpDate(r->Header("date"));
+  if (!date.ok()) co_return date.status();
+  // The Date was taken while the request was served: the bucket's time now is at least
+  // it, and at most a second (its resolution) plus the whole round trip later.
+  const Duration round_trip = s->env.MonoNow() - sent;
+  co_return BucketClock{*date, *date + std::chrono::seconds(1) + std::chrono::duration_cast<std::chrono::milliseconds>(round_trip)};
+}
+
 }  // namespace
 
 Result<std::unique_ptr<S3Store>> S3Store::Create(RealEnv& env, S3Config cfg,
@@ -436,6 +459,7 @@ Task<Status> S3Store::CreateBucket(CallOptions options) { return DoCreateBucket(
 
 std::string S3Store::Describe() const { return DescribeS3Config(shared_->cfg); }
 bool S3Store::SupportsConditionalDelete() const { return shared_->cfg.conditional_delete; }
+Task<Result<BucketClock>> S3Store::BucketTime(CallOptions options) { return DoBucketTime(shared_, options); }
 HttpClientStats S3Store::http_stats() const { return shared_->client->stats(); }
 
 Result<S3Config> S3ConfigFromEnv(const GetenvFn& getenv) {

@@ -87,6 +87,8 @@ class S3Store final : public ObjectStore {
   Task<Result<ListPage>> List(ListOptions options, CallOptions call) override;
   std::string Describe() const override;
   bool SupportsConditionalDelete() const override;
+  // From the Date header of a HEAD of the bucket: [Date, Date + 1 s + the round trip].
+  Task<Result<BucketClock>> BucketTime(CallOptions options) override;
 
   // PUT /bucket, for tests and tools. Ok if the bucket already exists and is ours.
   Task<Status> CreateBucket(CallOptions options = {});

@@ -77,6 +77,20 @@ TEST_F(S3StoreRgwTest, RoundTripAndKeepAlive) {
   EXPECT_EQ(store->http_stats().reused, 6u);
 }
 
+// The bucket's clock, from the Date header of a HEAD of the bucket (`cluster fence` of an
+// absent node checks the operator's clock against it): RGW runs on this machine, so this
+// machine's clock falls inside the interval.
+TEST_F(S3StoreRgwTest, TheBucketsClockIsReadFromItsDateHeader) {
+  auto store = Open();
+  const WallTime before = env_.WallNow();
+  auto clock = Run(store->BucketTime(call_));
+  const WallTime after = env_.WallNow();
+  ASSERT_TRUE(clock.ok()) << clock.status().ToString();
+  EXPECT_LE(clock->earliest, after);
+  EXPECT_GE(clock->latest, before);
+  EXPECT_LE(clock->latest - clock->earliest, seconds(1) + (after - before) + std::chrono::milliseconds(1));
+}
+
 TEST_F(S3StoreRgwTest, SixteenConcurrentCreatesHaveOneWinner) {
   auto store = Open();
   auto race = [](RealEnv& env, S3Store& s, std::string key, CallOptions call) -> Task<std::vector<Code>> {

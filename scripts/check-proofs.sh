@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# Every proof can fail (docs/STATUS.md, column "caught by").
+#
+# For each rule of the design that a row of docs/STATUS.md guards (safety or liveness), this
+# runs the test the row cites twice: once with the rule removed, by switching on its broken
+# model (WASMKEEP_BROKEN_MODELS, src/base/broken_models.h; the simulator's --mutant), where
+# the test must FAIL; and once as built, where it must PASS. A rule is "caught" only when
+# both hold. It prints one table line per rule and exits non-zero if any rule is not caught.
+#
+#   scripts/check-proofs.sh [BUILD_DIR]          BUILD_DIR: default build/ci (needs
+#                                                 WK_BROKEN_MODELS=ON, every preset but release)
+#
+# Environment:
+#   CHECK_PROOFS_ONLY=REGEX   only the rows whose rule, switch or test match REGEX
+#   CHECK_PROOFS_CLUSTER=0    skip the rows whose proof is a real-process cluster test
+#   CHECK_PROOFS_BACKEND=file the cluster tests' backend (file, or s3 with scripts/rgw.sh's env)
+#   CHECK_PROOFS_SEEDS=200    seeds a simulator row may take to catch its broken model
+#
+# Slow (the cluster rows start real processes, the simulator rows run up to 200 seeds each):
+# not part of the default suite. Its last table is recorded in docs/STATUS.md.
+set -u
+cd "$(dirname "$0")/.."
+build=${1:-build/ci}
+only=${CHECK_PROOFS_ONLY:-}
+with_cluster=${CHECK_PROOFS_CLUSTER:-1}
+backend=${CHECK_PROOFS_BACKEND:-file}
+seeds=${CHECK_PROOFS_SEEDS:-200}
+logs=$(mktemp -d /tmp/wasmkeep-check-proofs.XXXXXX)
+
+cluster_test="$build/src/cluster/wk_cluster_test"
+replica_test="$build/src/replica/wk_replica_test"
+sim="$build/sim/wasmkeep-sim"
+wk="$build/src/cli/wasmkeep"
+needed=("$cluster_test" "$replica_test" "$sim")
+[ "$with_cluster" = 1 ] && needed+=("$wk")
+for f in "${needed[@]}"; do
+  [ -x "$f" ] || { echo "check-proofs: $f is missing: build it first (cmake --build --preset ci)"; exit 2; }
+done
+
+# One rule a line: RULE | BROKEN MODEL | KIND | TEST | FAILING CHECK (cluster rows)
+#   gtest    TEST is BINARY:Suite.Name (BINARY: cluster or replica)
+#   sim      TEST is a scenario; the broken model is its --mutant
+#   cluster  TEST is a tests/cluster suite; FAILING CHECK is text of the check line that must FAIL
+rows=$(cat <<'ROWS'
+§1 old formats never free|free-on-old-format|gtest|cluster:OwnersTest.AnOldFormatHeartbeatFreesNothing|
+§1 old formats never free (real processes)|free-on-old-format|cluster|ownership|an old-format heartbeat frees nothing
+§1 each lease write bounded by (ttl - safety) / 3|lease-attempt-unbounded|gtest|cluster:LeaseTest.ASlowLeaseWriteIsCutAtTheAttemptTimeoutAndRetriedWithinThePeriod|
+§1 a failed lease write retried within its period|lease-no-retry|gtest|cluster:LeaseTest.ASlowLeaseWriteIsCutAtTheAttemptTimeoutAndRetriedWithinThePeriod|
+§1 validity from the send, not the reply|validity-from-reply|gtest|cluster:LeaseTest.ValidityRunsFromTheSendNotTheReply|
+§1 validity from the send, not the reply (simulator)|validity-from-reply|sim|lease|
+§1 validity never returns within an epoch|ack-after-lapse-keeps-epoch|gtest|cluster:LeaseTest.AnAcknowledgementAfterValidityEndedStartsANewEpoch|
+§1 the start check waits ttl + grace, even with no object|start-check-no-wait|gtest|cluster:LeaseTest.FreshNodeWaitsTtlPlusGraceThenRenewsEveryPeriod|
+§1 the start check's shortcut after a release|no-release-shortcut|gtest|cluster:LeaseTest.RestartAfterARelease_TakesTheShortcut|
+§1 own instance fenced during the first write = lost|own-fence-not-lost|gtest|cluster:LeaseTest.AFirstWriteThatLandedAndWasFencedLosesTheLease|
+§1 conflict re-read: a lost reply is adopted|conflict-is-lost|gtest|cluster:LeaseTest.ALostReplyIsAdoptedNotTakenForAFence|
+§1 conflict re-read: a fence makes the node lose its lease|lease-write-unconditional|gtest|cluster:LeaseTest.AFenceMakesTheNodeLoseItsLease|
+§1 a heartbeat in flight during a fence is refused (real processes)|lease-write-unconditional|cluster|lease|the heartbeat in flight during the fence was refused
+§1 a lease that ran out is not lost|lapse-is-lost|gtest|cluster:LeaseTest.AnOutageLapsesTheLeaseWithoutLosingIt|
+§1 twins caught by the start check|start-check-ignores-changes|gtest|cluster:LeaseTest.ATwinIsRefusedAndTheRunningNodeIsUnaffected|
+§2 the watch counts from the read|watch-from-listing-start|gtest|cluster:FenceWatchTest.TheWatchRunsFromTheReadNotFromTheListingsStart|
+§2 the watch after the fencer's own lapse|no-watch-wait|sim|lease|
+§2 a fence is conditional|unconditional-fence|sim|lease|
+§2 a fence decided on a stale read is refused|unconditional-fence|gtest|cluster:FenceWatchTest.AFenceDecidedOnAStaleReadIsRefusedByItsCondition|
+§2 at most 8 fences at once|unbounded-fence-concurrency|gtest|cluster:FenceWatchTest.AtMostEightFencesAtOnce|
+§2 cluster fence is conditional|operator-fence-unconditional|gtest|cluster:OperatorTest.FenceOnAStaleVersionIsRefused|
+§2 cluster fence of an absent node checks the operator's clock|operator-fence-trusts-clock|gtest|cluster:OperatorTest.FenceOfAnAbsentNodeChecksTheOperatorsClockAgainstTheBuckets|
+§2 freeing: ttl + grace after a fence|free-ignores-fence-bound|gtest|cluster:OwnersTest.AFencedNodesActorIsTakenAtTheNextGenerationAfterTheBound|
+§2 freeing: ttl + grace after a release|free-ignores-fence-bound|gtest|cluster:OwnersTest.AReleasedNodesActorIsTakenAtTheNextGenerationAfterTheBound|
+§2 freeing: a fenced node's actors after the bound (real processes)|free-ignores-fence-bound|cluster|ownership|not before the bound
+§2 freeing: a fresh read of nodes/A, not the view|free-on-view|sim|ownership|
+§2 freeing: an absent nodes/A frees nothing|free-on-absent-node|gtest|cluster:OwnersTest.ADeletedHeartbeatFreesNothing|
+§2 freeing: an absent nodes/A frees nothing (simulator)|free-on-absent-node|sim|ownership|
+§2 freeing: another live instance frees (restart)|restart-frees-nothing|gtest|cluster:OwnersTest.ARestartedNodeTakesItsPredecessorsActorBackAtANewGeneration|
+§3 every acquisition at generation + 1|wake-reuses-generation|gtest|cluster:OwnersTest.AcquireReleaseReacquireNeverReusesAGeneration|
+§3 every acquisition at generation + 1 (simulator)|wake-reuses-generation|sim|ownership|
+§3 a lapse ends every hold into pending releases|lapse-keeps-holds|gtest|cluster:OwnersTest.ALapseEndsHoldsIntoPendingReleasesThatLandLater|
+§3 a pending release never applies to a later hold|pending-release-adopts-version|gtest|cluster:OwnersTest.APendingReleaseNeverAppliesToALaterHold|
+§3 a pending release never applies to a later hold (real processes)|pending-release-adopts-version|cluster|ownership|the parked release of generation 1 did not free it
+§3 at most 32 pending entries at once|unbounded-pending-concurrency|gtest|cluster:OwnersTest.AtMost32PendingReleasesAreSentAtOnce|
+§3 a pass stops after 32 refusals in a row|no-refusal-limit|gtest|cluster:OwnersTest.APassStopsAfter32RefusalsInARow|
+§3 pending releases pause while the lease is invalid|pending-retries-while-invalid|gtest|cluster:OwnersTest.PendingReleasesPauseWhileTheLeaseIsInvalid|
+§3 an unknown acquire is read back under the lock|no-acquire-read-back|gtest|cluster:OwnersTest.ALostAcquireReplyIsReadBackAsOurs|
+§3 the resolver releases an acquire that landed|resolver-never-releases|gtest|cluster:OwnersTest.AnAcquireWithUnknownOutcomeIsReleasedIfItLanded|
+§3 the resolver releases an acquire that landed (real processes)|resolver-never-releases|cluster|ownership|the resolver released it
+§3 an acquire whose write never lands is closed|unresolved-never-closed|gtest|cluster:OwnersTest.AnAcquireWhoseWriteNeverLandsIsClosedAndTheDrainEnds|
+§3 one lock per actor (resolver)|resolver-without-lock|gtest|cluster:OwnersTest.ASecondAcquireAtTheSameGenerationIsNeverReleasedByTheResolver|
+§3 one lock per actor (resolver, real processes)|resolver-without-lock|cluster|ownership|the hold lives
+§3 one lock per actor (resolver, simulator)|resolver-without-lock|sim|ownership|
+§3 nothing is sent after the lease is lost|resolver-ignores-lost|gtest|cluster:OwnersTest.NothingIsSentAfterTheLeaseIsLost|
+§3 routing: an owner not live is acquired here|route-to-any-owner|gtest|cluster:OwnersTest.ARecordNamingANodeThatIsNotLiveIsAcquiredHere|
+§3 routing: one read within 250 ms|routing-read-unbounded|gtest|cluster:OwnersTest.TheRoutingReadGivesUpAfterTheAdmissionWait|
+§4 clean stop: lease locally invalid at once|stop-keeps-lease-valid|gtest|cluster:LeaseTest.CleanStopCutsAtOnceAndWritesReleasedKeepingWrittenAt|
+§4 clean stop: the lease-level cut of a straggler (real processes)|stop-keeps-lease-valid|cluster|ownership|the lease-level cut made the straggler's upload Late
+§4 clean stop: release holds before released|stop-skips-releases|gtest|cluster:OwnersTest.CleanStopReleasesThenWritesReleased|
+§4 a drain reports drained only with nothing pending|drain-ignores-pending|gtest|cluster:OwnersTest.DrainReportsDrainedOnlyWhenNothingIsPending|
+§4 a drain reports drained only with nothing pending (real processes)|drain-ignores-pending|cluster|ownership|the drain does not report drained
+gate: released only when durable|ack-before-durable|gtest|replica:HoldGateTest.ASequenceIsReleasedOnceDurableWhileTheHoldIsValid|
+gate: released only when durable (simulator)|ack-before-durable|sim|storage|
+gate: an acknowledgement after validity ended is Late|ack-late-upload|gtest|replica:ReplicaTest.AnUploadAcknowledgedAfterValidityEndedIsLateAndAcknowledgesNothing|
+gate: an acknowledgement after validity ended is Late (simulator)|ack-late-upload|sim|storage|
+gate: every release asks the hold|release-without-validity|gtest|replica:ReplicaTest.AnAlreadyDurableSequenceIsRefusedOnceTheHoldIsInvalid|
+gate: every release asks the hold (simulator)|release-without-validity|sim|storage|
+gate: every release asks the hold (routing)|release-without-validity|sim|routing|
+gate: every answer through the gate (routing)|answer-without-gate|sim|routing|
+restore follows the owner fences|restore-ignores-fence|gtest|replica:ReplicaTest.ASegmentOfAnOlderHoldThatLandedAfterTheNextRestoreIsOffTheChain|
+restore follows the owner fences (simulator)|restore-ignores-fence|sim|storage|
+GC never deletes the chain|gc-deletes-chain|gtest|replica:GcTest.CoveredSegmentsAndOlderSnapshotsGoTheFenceAndTheTailStay|
+GC never deletes the chain (simulator)|gc-deletes-chain|sim|storage|
+ROWS
+)
+
+# ---- runners: each returns 0 when the test passed, 1 when it failed
+
+run_gtest() {  # BINARY FILTER BROKEN
+  local bin=$cluster_test
+  [ "${1%%:*}" = replica ] && bin=$replica_test
+  local filter=${1#*:}
+  WASMKEEP_BROKEN_MODELS="$2" "$bin" --gtest_filter="$filter" >"$3" 2>&1 || return 1
+  grep -q "\[  PASSED  \] 1 test" "$3" || return 1  # the filter named exactly one test, which ran
+}
+
+declare -A sim_caught_at=()
+run_sim_on() {  # SCENARIO MUTANT LOG: 1 (failed) when caught; remembers the seed
+  "$sim" --scenario "$1" --seeds "$seeds" --mutant "$2" --expect-failure --quiet >"$3" 2>&1 || return 0
+  sim_caught_at["$1/$2"]=$(sed -n 's/^FAILED at seed \([0-9]*\).*/\1/p' "$3" | head -1)
+  return 1
+}
+run_sim_off() {  # SCENARIO MUTANT LOG: the seeds the mutant needed, without it
+  local n=${sim_caught_at["$1/$2"]:-$seeds}
+  "$sim" --scenario "$1" --seeds "$n" --quiet >"$3" 2>&1
+}
+
+declare -A cluster_off=()
+run_cluster_on() {  # SUITE BROKEN CHECK LOG: 1 when the named check failed
+  WASMKEEP_BROKEN_MODELS="$2" tests/cluster/"$1"_test.sh "$wk" "$backend" >"$4" 2>&1 </dev/null
+  if grep -q "^FAIL .*$3" "$4"; then return 1; fi
+  return 0
+}
+run_cluster_off() {  # SUITE LOG: once per suite
+  if [ -z "${cluster_off[$1]:-}" ]; then
+    if tests/cluster/"$1"_test.sh "$wk" "$backend" >"$2" 2>&1 </dev/null; then cluster_off[$1]=pass; else cluster_off[$1]=fail; fi
+  fi
+  [ "${cluster_off[$1]}" = pass ]
+}
+
+printf '| %-66s | %-30s | %-100s | %-6s |\n' "rule" "broken model" "test" "caught"
+printf '|%s|%s|%s|%s|\n' "$(printf -- '-%.0s' $(seq 68))" "$(printf -- '-%.0s' $(seq 32))" "$(printf -- '-%.0s' $(seq 102))" "$(printf -- '-%.0s' $(seq 8))"
+not_caught=0
+n=0
+while IFS='|' read -r rule broken kind test check; do
+  [ -z "$rule" ] && continue
+  if [ -n "$only" ] && ! grep -Eq -- "$only" <<<"$rule $broken $test"; then continue; fi
+  if [ "$kind" = cluster ] && [ "$with_cluster" != 1 ]; then continue; fi
+  n=$((n + 1))
+  on="$logs/$n.on.log"
+  off="$logs/$n.off.log"
+  case "$kind" in
+    gtest)
+      name="${test#*:}"
+      if run_gtest "$test" "$broken" "$on"; then failed_on=0; else failed_on=1; fi
+      if run_gtest "$test" "" "$off"; then passed_off=1; else passed_off=0; fi ;;
+    sim)
+      name="sim.$test.mutant.$broken"
+      if run_sim_on "$test" "$broken" "$on"; then failed_on=0; else failed_on=1; fi
+      if run_sim_off "$test" "$broken" "$off"; then passed_off=1; else passed_off=0; fi
+      [ $failed_on = 1 ] && name="$name (seed ${sim_caught_at["$test/$broken"]:-?})" ;;
+    cluster)
+      name="cluster.$test.$backend: $check"
+      if run_cluster_on "$test" "$broken" "$check" "$on"; then failed_on=0; else failed_on=1; fi
+      if run_cluster_off "$test" "$logs/cluster.$test.off.log"; then passed_off=1; else passed_off=0; fi
+      off="$logs/cluster.$test.off.log" ;;
+  esac
+  if [ $failed_on = 1 ] && [ $passed_off = 1 ]; then
+    caught=yes
+  else
+    caught=no
+    not_caught=$((not_caught + 1))
+    [ $failed_on = 0 ] && caught="no: passes with it ($on)"
+    [ $passed_off = 0 ] && caught="no: fails without it ($off)"
+  fi
+  printf '| %-66s | %-30s | %-100s | %-6s |\n' "$rule" "\`$broken\`" "\`$name\`" "$caught"
+done <<<"$rows"
+echo
+echo "$n rules, $((n - not_caught)) caught, $not_caught not caught (logs in $logs)"
+[ "$not_caught" -eq 0 ]

@@ -1,0 +1,126 @@
+// BrokenModels: the switches that break a rule of the design on purpose, so that a test or
+// the simulator can show that its proof of that rule fails without it ("a proof that cannot
+// fail is a defect": docs/STATUS.md's column "caught by", scripts/check-proofs.sh).
+//
+// One mechanism for every broken model of the production code (FoundationDB's BUGGIFY is
+// the model: a switch the release binary cannot turn on). A BrokenModels value is a set of
+// named switches; the production code asks `on(BrokenModel::kX)` at the one place each
+// switch changes. A value is made only from names (Parse), by:
+//   - the simulator's --mutant NAME (sim/main.cc);
+//   - the unit tests' harnesses, from the environment variable WASMKEEP_BROKEN_MODELS
+//     (FromEnvironment; cluster/testing.h and the replica tests), so that
+//     scripts/check-proofs.sh can run one test with one switch on;
+//   - `wasmkeep serve`, from the same variable, for the real-process cluster tests.
+// In a build configured with WK_BROKEN_MODELS=OFF (the `release` preset: the binaries that
+// ship) every switch is compiled out: on() is a constant false, so each broken branch is
+// dead code the optimiser removes, Parse refuses every name, and `wasmkeep serve` refuses
+// to start when WASMKEEP_BROKEN_MODELS is set. Nothing else can set a switch.
+//
+// Names are kebab-case and stable (tests and docs cite them). Each switch's line below
+// says which component it breaks and how.
+//
+// Threading: an immutable value; copy it freely, read it from any thread.
+#pragma once
+
+#include <bitset>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/broken_models_build.h"  // generated: WK_BROKEN_MODELS_BUILT
+#include "base/status.h"
+
+namespace wk {
+
+enum class BrokenModel : std::uint8_t {
+  // ---- NodeLease (cluster/node_lease.*), ADR 0020 §1, §4
+  kValidityFromReply,        // validity counted from the reply's arrival, not the send
+  kLeaseAttemptUnbounded,    // a lease write attempt may take its whole period, not (ttl - safety) / 3
+  kLeaseNoRetry,             // a failed lease write is not retried within its period
+  kLeaseWriteUnconditional,  // renewals are written without If-Match (a write in flight overwrites a fence)
+  kConflictIsLost,           // a failed condition is taken for a fence, without the re-read
+  kLapseIsLost,              // a lease that only ran out is treated as lost (the process exits)
+  kAckAfterLapseKeepsEpoch,  // an acknowledgement after validity ended extends it in the same epoch
+  kStartCheckNoWait,         // the start check ends at once when it finds no object
+  kNoReleaseShortcut,        // the start check waits ttl + grace in full after a clean stop
+  kOwnFenceNotLost,          // the start check takes its own instance fenced for another process's object
+  kStartCheckIgnoresChanges, // a live object that changes during the start check is no twin
+  kStopKeepsLeaseValid,      // a clean stop leaves the lease valid until `released` is written
+  // ---- Membership and FenceWatch (cluster/membership.*, fence_watch.*), ADR 0020 §2
+  kWatchFromListingStart,    // "unchanged since" is the listing's start, before the body was read
+  kUnconditionalFence,       // the fence is written without If-Match
+  kNoWatchWait,              // fencing without the watch after the fencer's own lapse
+  kUnboundedFenceConcurrency,  // every stale node fenced at once (no FENCE_CONCURRENCY)
+  // ---- Operator commands (cluster/operator.*), ADR 0020 §2
+  kOperatorFenceUnconditional,  // `cluster fence` writes without If-Match the version it read
+  kOperatorFenceTrustsClock,    // `cluster fence` of an absent node dates it without checking the bucket's clock
+  // ---- Owners (cluster/owners.*, cluster_node.*), ADR 0020 §2, §3, §4
+  kFreeOnView,               // a record is freed from the membership view, not a fresh read of nodes/<A>
+  kFreeOnAbsentNode,         // an absent nodes/<A> frees A's records
+  kFreeOnOldFormat,          // an old-format nodes/<A> frees A's records
+  kFreeIgnoresFenceBound,    // a fenced or released nodes/<A> frees at once, not after written_at + ttl + grace
+  kRestartFreesNothing,      // a live nodes/<A> under another instance does not free A's old records
+  kWakeReusesGeneration,     // re-acquiring a record naming nobody (or our instance) keeps its generation
+  kNoAcquireReadBack,        // an acquire without a clear answer is not read back under the lock
+  kResolverWithoutLock,      // the resolver does not take the actor's lock
+  kResolverNeverReleases,    // the resolver drops an unresolved acquire that landed instead of releasing it
+  kResolverIgnoresLost,      // background tasks in flight still send after the lease is lost
+  kUnresolvedNeverClosed,    // an unresolved acquire whose write never lands is read forever
+  kPendingReleaseAdoptsVersion,  // a pending release retries If-Match a version read later
+  kUnboundedPendingConcurrency,  // every pending entry worked at once (no PENDING_CONCURRENCY)
+  kNoRefusalLimit,           // a pass of pending entries never stops on refusals in a row
+  kPendingRetriesWhileInvalid,  // pending releases are retried while the node lease is invalid
+  kLapseKeepsHolds,          // a lapse leaves the holds in place instead of parking their releases
+  kDrainIgnoresPending,      // a drain reports drained with releases still pending
+  kStopSkipsReleases,        // a clean stop writes `released` without releasing its holds first
+  kRouteToAnyOwner,          // the routing read trusts a holder the membership view does not show live
+  kRoutingReadUnbounded,     // the routing read waits for the bucket beyond the admission wait
+  // ---- HoldGate and Replica (replica/*), docs/storage.md
+  kAckBeforeDurable,         // WhenReleasable says Ok at commit
+  kAckLateUpload,            // an upload acknowledged after validity ended counts
+  kReleaseWithoutValidity,   // an already-durable sequence is released without the validity check
+  kRestoreIgnoresFence,      // restore applies every listed segment after the newest snapshot, in key order
+  kGcDeletesChain,           // GC deletes older generations' segments, on the chain or not
+  // ---- The simulator's own hosts (sim/), never production code
+  kAnswerWithoutGate,        // the routing scenario's native host answers without the output gate
+  kCount
+};
+
+class BrokenModels {
+ public:
+  // False in a build configured with WK_BROKEN_MODELS=OFF: every switch is compiled out.
+  static constexpr bool kBuilt = WK_BROKEN_MODELS_BUILT != 0;
+  static constexpr std::string_view kEnvironmentVariable = "WASMKEEP_BROKEN_MODELS";
+
+  // None on: the design.
+  BrokenModels() = default;
+
+  // "name,name,...": each a known name (Name). Empty text: none on. kInvalidArgument names
+  // an unknown name, and refuses any name at all in a build without broken models.
+  static Result<BrokenModels> Parse(std::string_view names);
+  // Parse(getenv(WASMKEEP_BROKEN_MODELS)), none when unset.
+  static Result<BrokenModels> FromEnvironment();
+  // REQUIRES: kBuilt (tests that name a switch in code skip themselves otherwise).
+  static BrokenModels Of(std::initializer_list<BrokenModel> models);
+
+  bool on(BrokenModel m) const {
+    if constexpr (!kBuilt) {
+      return false;
+    } else {
+      return bits_.test(static_cast<std::size_t>(m));
+    }
+  }
+  bool any() const { return kBuilt && bits_.any(); }
+  // The names switched on, comma-separated ("" for none).
+  std::string ToString() const;
+
+  static std::string_view Name(BrokenModel m);
+  static std::vector<std::string_view> AllNames();
+
+ private:
+  std::bitset<static_cast<std::size_t>(BrokenModel::kCount)> bits_;
+};
+
+}  // namespace wk
