@@ -125,7 +125,7 @@ class FileStore final : public ObjectStore {
  private:
   // The blocking operations and the open directory, shared with the worker threads.
   struct Core;
-  class WorkerPool;
+  class Pool;  // the worker threads (store/local/worker_pool.h)
 
   FileStore(Env& env, std::shared_ptr<Core> core, const FileStoreOptions& options,
             std::size_t stale_temps_removed);
@@ -139,7 +139,7 @@ class FileStore final : public ObjectStore {
   Env& env_;
   std::shared_ptr<Core> core_;
   std::size_t stale_temps_removed_ = 0;
-  std::unique_ptr<WorkerPool> pool_;  // last: destroyed (joined) first
+  std::unique_ptr<Pool> pool_;  // last: destroyed (joined) first
 };
 
 }  // namespace wk
