@@ -14,10 +14,7 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 
 // A ClusterNode on its own simulated host, started at once (cluster/testing.h).
-struct Proc : cluster_testing::SimNode {
-  Proc(SimWorld& w, std::shared_ptr<MemBucket> b, std::string id, std::string inst)
-      : SimNode(w, std::move(b), NodeId(std::move(id)), InstanceToken(std::move(inst)), "t") {}
-};
+using Proc = cluster_testing::TestProc;
 
 // The record an acquisition by (node, instance) at generation g writes.
 OwnerRecord Owner(std::string node, std::string instance, std::uint64_t g) {

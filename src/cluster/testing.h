@@ -22,6 +22,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "cluster/cluster_node.h"
 #include "cluster/node_lease.h"
@@ -95,6 +96,13 @@ class SimNode : public SimProcess {
   void Start() { Spawn(node.Run(), "node"); }
 
   ClusterNode node;
+};
+
+// A SimNode named by plain strings, build "t", default timing, started at once: the
+// cluster unit tests' shorthand.
+struct TestProc : SimNode {
+  TestProc(SimWorld& world, std::shared_ptr<MemBucket> bucket, std::string id, std::string instance)
+      : SimNode(world, std::move(bucket), NodeId(std::move(id)), InstanceToken(std::move(instance)), "t") {}
 };
 
 }  // namespace wk::cluster_testing
