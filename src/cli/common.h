@@ -24,6 +24,10 @@ enum ExitCode : int {
   kExitUnknownOutcome = 5,      // the write may or may not have been applied
   kExitLeaseLost = 6,           // serve: the node lease was lost (fenced, replaced, deleted)
   kExitTwin = 7,                // serve: another process runs under this node id
+  kExitNoBucket = 8,            // no bucket at that sqlite:// or file:// path (commands that
+                                //   only read never create one)
+  kExitOldVersionRunning = 9,   // serve: an old (per-actor-lease) version runs against the
+                                //   bucket (ADR 0020 §6, the start guard)
 };
 
 int ExitCodeFor(const Status& status);
