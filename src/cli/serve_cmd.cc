@@ -316,8 +316,8 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
   }
 
   RealEnv env;
-  auto store = OpenBucket(env, g, *config);
-  if (!store.ok()) return Fail(store.status());
+  auto store = OpenBucket(env, g, *config, BucketOpen::kCreateIfMissing);
+  if (!store.ok()) return FailOpen(store.status());
   const InstanceToken instance(env.RandomHex(16));
   std::shared_ptr<boost::asio::ssl::context> client_tls;
   if (config->tls_cert_file) {
