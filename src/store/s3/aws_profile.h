@@ -15,6 +15,8 @@
 //              the config file for the credential keys, as in the AWS CLI.
 //   syntax     INI: `[section]`, `key = value`, full-line comments starting with # or ;,
 //              an indented `key = value` under `name =` belongs to that nested block.
+//   not read   role_arn / source_profile, credential_process, SSO, web identity, instance
+//              roles (IMDS): the store signs with a static key (and session token) only.
 //
 // Threading: pure functions over the environment and file readers they are given.
 #pragma once
