@@ -9,6 +9,7 @@
 # Prints one line per check and closes with "N passed, N failed".
 set -u
 wk=${1:?usage: check_unit.sh WASMKEEP_BINARY}
+wk=$(realpath -- "$wk")  # ExecStart needs an absolute path
 root=$(cd "$(dirname "$0")/../.." && pwd)
 unit="$root/packaging/wasmkeep.service"
 example="$root/packaging/wasmkeep.toml"
