@@ -71,6 +71,13 @@ rows=$(cat <<'ROWS'
 §2 freeing: an absent nodes/A frees nothing|free-on-absent-node|gtest|cluster:OwnersTest.ADeletedHeartbeatFreesNothing|
 §2 freeing: an absent nodes/A frees nothing (simulator)|free-on-absent-node|sim|ownership|
 §2 freeing: another live instance frees (restart)|restart-frees-nothing|gtest|cluster:OwnersTest.ARestartedNodeTakesItsPredecessorsActorBackAtANewGeneration|
+§6 an actor without a record starts above its log|unseeded-first-generation|gtest|cluster:FirstGenerationTest.AnActorWithoutARecordStartsAboveEveryGenerationInItsLog|
+§6 a lost record: acquired above the log, restored whole|unseeded-first-generation|gtest|replica:ReplicaTest.AnActorWhoseRecordWasLostIsAcquiredAboveItsLogAndRestoresEverything|
+§6 the upgrade seeds above every segment (real processes)|unseeded-first-generation|cluster|upgrade|the found actor is acquired above every generation in its log
+§6 a live old lease refuses, even naming this node|old-lease-ignored|gtest|cluster:FirstGenerationTest.ALiveOldLeaseRefusesEvenWhenItNamesThisNode|
+§6 a live old lease refuses, even naming this node (real processes)|old-lease-ignored|cluster|upgrade|a live old lease naming this node's own id is refused
+§6 the start guard waits for fresh old heartbeats|start-guard-off|gtest|cluster:StartGuardTest.AFreshOldHeartbeatHoldsTheFirstWriteUntilItCannotBeRunning|
+§6 the start guard waits for fresh old heartbeats (real processes)|start-guard-off|cluster|upgrade|the start guard held its first write
 §3 every acquisition at generation + 1|wake-reuses-generation|gtest|cluster:OwnersTest.AcquireReleaseReacquireNeverReusesAGeneration|
 §3 every acquisition at generation + 1 (simulator)|wake-reuses-generation|sim|ownership|
 §3 a lapse ends every hold into pending releases|lapse-keeps-holds|gtest|cluster:OwnersTest.ALapseEndsHoldsIntoPendingReleasesThatLandLater|

@@ -56,6 +56,10 @@ enum class BrokenModel : std::uint8_t {
   // ---- Operator commands (cluster/operator.*), ADR 0020 §2
   kOperatorFenceUnconditional,  // `cluster fence` writes without If-Match the version it read
   kOperatorFenceTrustsClock,    // `cluster fence` of an absent node dates it without checking the bucket's clock
+  // ---- The upgrade path (cluster/first_generation.*, start_guard.*), ADR 0020 §6
+  kUnseededFirstGeneration,  // an actor without a record starts at its marker's generation, not above its log
+  kOldLeaseIgnored,          // a live old per-actor lease (`wasmkeep-lease 1`) does not refuse the first acquisition
+  kStartGuardOff,            // the start guard does not wait for fresh old-format heartbeats
   // ---- Owners (cluster/owners.*, cluster_node.*), ADR 0020 §2, §3, §4
   kFreeOnView,               // a record is freed from the membership view, not a fresh read of nodes/<A>
   kFreeOnAbsentNode,         // an absent nodes/<A> frees A's records

@@ -141,8 +141,8 @@ int RunQuarantine(const GlobalOptions& g, const QuarantineArgs& a, bool lift) {
   auto config = LoadConfigFromOptions(g);
   if (!config.ok()) return Fail(config.status());
   RealEnv env;
-  auto store = OpenBucket(env, g, *config);
-  if (!store.ok()) return Fail(store.status());
+  auto store = OpenBucket(env, g, *config, BucketOpen::kMustExist);
+  if (!store.ok()) return FailOpen(store.status());
   if (lift) return env.RunMain(Unquarantine(store->get(), actor, *call));
   return env.RunMain(ListQuarantined(store->get(), &env, a, *call));
 }

@@ -115,8 +115,8 @@ int RunCluster(const GlobalOptions& g, const ClusterArgs& a, int which) {
   auto config = LoadConfigFromOptions(g);
   if (!config.ok()) return Fail(config.status());
   RealEnv env;
-  auto store = OpenBucket(env, g, *config);
-  if (!store.ok()) return Fail(store.status());
+  auto store = OpenBucket(env, g, *config, BucketOpen::kMustExist);
+  if (!store.ok()) return FailOpen(store.status());
   const NodeId node(a.node);  // the command line's text; each command validates it
   switch (which) {
     case 0: return env.RunMain(Status_(&env, store->get(), config->lease, a.json));

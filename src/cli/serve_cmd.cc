@@ -257,7 +257,18 @@ Task<int> ServeMain(RealEnv* env, ClusterNode* node, LeaseTiming timing, DebugWr
   if (!end) co_return kExitError;
   if (end->reason == LeaseEndReason::kStopped) co_return kExitOk;
   // Lost or a twin: exit at once, releasing nothing (the fence or the other instance
-  // already frees what this process held).
+  // already frees what this process held). A refused start (the bucket check, the start
+  // guard) wrote nothing.
+  switch (end->reason) {
+    case LeaseEndReason::kBucketUnfit:
+      std::fprintf(stderr, "wasmkeep: bucket check: %s\n", end->message.c_str());
+      co_return kExitUsage;
+    case LeaseEndReason::kOldVersionRunning:
+      std::fprintf(stderr, "wasmkeep: start guard: %s\n", end->message.c_str());
+      co_return kExitOldVersionRunning;
+    default:
+      break;
+  }
   std::fprintf(stderr, "wasmkeep: node lease %s: %s\n", std::string(LeaseEndReasonName(end->reason)).c_str(),
                end->message.c_str());
   co_return end->reason == LeaseEndReason::kTwin ? kExitTwin : kExitLeaseLost;
@@ -305,8 +316,8 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
   }
 
   RealEnv env;
-  auto store = OpenBucket(env, g, *config);
-  if (!store.ok()) return Fail(store.status());
+  auto store = OpenBucket(env, g, *config, BucketOpen::kCreateIfMissing);
+  if (!store.ok()) return FailOpen(store.status());
   const InstanceToken instance(env.RandomHex(16));
   std::shared_ptr<boost::asio::ssl::context> client_tls;
   if (config->tls_cert_file) {
@@ -387,7 +398,10 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
   handlers.ready_detail = [&node] {
     if (node.drain_control().drained_or_draining()) return std::string("not ready: drained (cluster undrain puts it back)\n");
     if (node.lease().IsReady()) return std::string("ready\n");
-    if (node.lease().epoch() == 0) return std::string("not ready: start check in progress (waits ttl + grace)\n");
+    if (node.lease().epoch() == 0) {
+      return std::string("not ready: starting (the bucket check, then the start check, which waits ttl + grace, and "
+                         "the start guard)\n");
+    }
     return std::string("not ready: node lease not valid\n");
   };
   serving.env = &env;

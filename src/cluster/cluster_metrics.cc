@@ -49,6 +49,11 @@ void PublishClusterMetrics(MetricsRegistry& r, ClusterNode& node) {
   counter("wasmkeep_resolver_total", "Unresolved acquires decided", owners.resolver_released,
           {{"outcome", "released"}});
   counter("wasmkeep_resolver_total", "Unresolved acquires decided", owners.resolver_dropped, {{"outcome", "dropped"}});
+  counter("wasmkeep_upgrade_markers_total", "leases/ markers written by first acquisitions of actors (ADR 0020 §6)",
+          owners.markers_written);
+  counter("wasmkeep_old_lease_refusals_total",
+          "First acquisitions refused by a live per-actor lease of an older version; alert on any increment",
+          owners.old_lease_refusals);
   r.AddHistogramView("wasmkeep_listing_seconds", "Duration of one listing of nodes/ with a read of each body",
                      node.membership().stats().seconds);
 

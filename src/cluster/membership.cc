@@ -1,6 +1,7 @@
 #include "cluster/membership.h"
 
 #include "base/log.h"
+#include "cluster/start_guard.h"
 
 namespace wk {
 namespace {
@@ -95,7 +96,7 @@ void Membership::ReportOldFormat(const NodeId& id, const OldHeartbeat& old) {
   it->second = written_ms;
   // Fresh by the start guard's test (docs/node-lease.md, "When to forget"): an old version
   // may be running under this id, which is an error; stale: a retired node's, a notice.
-  const bool fresh = !old.written_at || env_.WallNow() - *old.written_at < timing_.takeover_after() + timing_.max_skew;
+  const bool fresh = OldHeartbeatFresh(old, env_.WallNow(), timing_);
   if (fresh) {
     ++stats_.old_format_errors;
     WK_LOG_ERROR("old-format heartbeat in the bucket, fresh: an old version may be running under this id (it frees "

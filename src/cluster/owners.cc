@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/log.h"
+#include "cluster/first_generation.h"
 
 namespace wk {
 namespace {
@@ -162,6 +163,23 @@ Task<AcquireResult> Owners::Acquire(ActorId actor) {
   std::optional<Version> read_version;
   if (!got.ok() && got.code() != Code::kNotFound) {
     co_return Outcome(AcquireResult::Kind::kError, "reading " + key + ": " + got.status().ToString());
+  }
+  if (!got.ok()) {
+    // No record: the first acquisition of this actor (an upgraded one, a new one, or one
+    // whose record was lost) starts above every generation its log and leases/ carry, and
+    // never takes an actor a live old per-actor lease holds (ADR §6; first_generation.h).
+    auto first = co_await SeedFirstGeneration(env_, store_, actor, self, timing_, call, broken_);
+    if (!first.ok()) co_return Outcome(AcquireResult::Kind::kError, "seeding " + key + ": " + first.status().ToString());
+    if (first->held_by_old_lease) {
+      ++stats_.acquire_conflicts;
+      ++stats_.old_lease_refusals;
+      const std::string why = "held by a live per-actor lease of an older version (" + LeaseMarkerKey(actor) + ": " +
+                              DescribeOldLease(*first->held_by_old_lease) + ")";
+      WK_LOG_WARN("actor refused: an old version's per-actor lease still holds it", {{"actor", actor.ToString()}, {"why", why}});
+      co_return Outcome(AcquireResult::Kind::kHeldElsewhere, why);
+    }
+    if (first->marker_written) ++stats_.markers_written;
+    next = first->seed.Next();
   }
   if (got.ok()) {
     auto rec = DecodeOwnerRecord(got->body);

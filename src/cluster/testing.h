@@ -6,7 +6,8 @@
 //   SimHost      one machine: its Env on the world (wall clock at kSimOriginMs plus a
 //                skew) and its MemStore view of the shared bucket (faults optional)
 //   SimProcess   what the two below share: a SimHost and the run of a Task<LeaseEnd>
-//   SimLeaseNode a lone NodeLease on its own SimHost
+//   SimLeaseNode a lone NodeLease on its own SimHost, without the bucket check and the
+//                start guard (NodeLease::StartSteps), so its writes can be counted exactly
 //   SimNode      a ClusterNode (lease, listing, fence watch, owners) on its own SimHost
 //
 // SimLeaseNode and SimNode switch on the broken models WASMKEEP_BROKEN_MODELS names

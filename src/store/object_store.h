@@ -165,6 +165,11 @@ class ObjectStore {
   // clock with it before dating anything the protocol relies on (`cluster fence` of an
   // absent node, docs/node-lease.md). kNotFound: this store cannot tell (the default).
   virtual Task<Result<BucketClock>> BucketTime(CallOptions options);
+
+  // What to change when the bucket refuses an If-Match on the version it returned itself
+  // (store/bucket_check.h): for s3://, the if_match_quoted setting. Empty: nothing to
+  // suggest (the default; mem://, file:// and sqlite:// never refuse it).
+  virtual std::string IfMatchRefusedHint() const { return {}; }
 };
 
 }  // namespace wk

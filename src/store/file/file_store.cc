@@ -700,6 +700,17 @@ Status CheckOrWriteFormat(int root, const std::string& abs, bool sync) {
 
 }  // namespace
 
+Status FileStore::CheckExists(const std::string& dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    return NotFound("file://" + dir + ": no bucket there: the directory does not exist");
+  }
+  if (!std::filesystem::exists(std::filesystem::path(dir) / std::string(fl::kFormatFile), ec)) {
+    return NotFound("file://" + dir + ": no bucket there: the directory holds no WasmKeep bucket (no FORMAT file)");
+  }
+  return Status::Ok();
+}
+
 Result<std::unique_ptr<FileStore>> FileStore::Open(Env& env, std::string dir,
                                                    FileStoreOptions options) {
   if (dir.empty()) return InvalidArgument("file:// needs a directory");

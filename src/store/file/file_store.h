@@ -104,6 +104,10 @@ class FileStore final : public ObjectStore {
   // system. Blocks the calling thread for a few file operations (start-up only).
   static Result<std::unique_ptr<FileStore>> Open(Env& env, std::string dir,
                                                  FileStoreOptions options);
+  // Whether dir already holds a bucket (its FORMAT file), without creating or changing
+  // anything: OK, or kNotFound naming the path and what is missing. Commands that only
+  // read call it first, so a mistyped path is an error, not a new empty bucket.
+  static Status CheckExists(const std::string& dir);
   ~FileStore() override;
 
   Task<Result<GetOutput>> Get(std::string key, CallOptions options) override;

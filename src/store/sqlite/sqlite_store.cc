@@ -726,6 +726,18 @@ Status MakeDirectory(const std::string& dir, bool sync) {
 
 }  // namespace
 
+Status SqliteStore::CheckExists(const std::string& dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    return NotFound("sqlite://" + dir + ": no bucket there: the directory does not exist");
+  }
+  if (!std::filesystem::exists(std::filesystem::path(dir) / std::string(kSqliteDbFile), ec)) {
+    return NotFound("sqlite://" + dir + ": no bucket there: the directory holds no WasmKeep bucket (no " +
+                    std::string(kSqliteDbFile) + ")");
+  }
+  return Status::Ok();
+}
+
 Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(Env& env, std::string dir,
                                                        SqliteStoreOptions options) {
   if (dir.empty()) return InvalidArgument("sqlite:// needs a directory");
