@@ -5,7 +5,7 @@
 namespace wk {
 
 FenceWatch::FenceWatch(Env& env, ObjectStore& store, const NodeLease& self, LeaseTiming timing)
-    : env_(env), store_(store), self_(self), timing_(timing) {}
+    : env_(env), store_(store.ForPurpose(BucketPurpose::kFence)), self_(self), timing_(timing) {}
 
 void FenceWatch::OnListing(const Membership::View& view) {
   if (!self_.IsValid()) return;  // only a node with a valid lease judges others

@@ -21,7 +21,7 @@ bool SameFingerprint(const NodeView& a, const NodeView& b) {
 }  // namespace
 
 Membership::Membership(Env& env, ObjectStore& store, LeaseTiming timing)
-    : env_(env), store_(store), timing_(timing) {}
+    : env_(env), store_(store.ForPurpose(BucketPurpose::kListing)), timing_(timing) {}
 
 bool Membership::IsLive(const NodeId& node_id, const InstanceToken& instance) const {
   auto it = view_.find(node_id);
