@@ -13,7 +13,10 @@ void FenceWatch::OnListing(const Membership::View& view) {
   const WallTime wall = env_.WallNow();
   const MonoTime judged_from = *self_.valid_since();
   for (const auto& [id, v] : view) {
-    if (id == self_.identity().node_id || !v.live()) continue;
+    // Only a body read at the version listed: after renewals the listing took for such
+    // (Membership), written_at is older than the object's; the listing reads it before the
+    // watch can be due.
+    if (id == self_.identity().node_id || !v.live() || !v.body_current) continue;
     if (in_flight_.count(id)) continue;
     if (static_cast<int>(in_flight_.size()) >= kFenceConcurrency &&
         !broken_.on(BrokenModel::kUnboundedFenceConcurrency)) {
