@@ -58,6 +58,8 @@ rows=$(cat <<'ROWS'
 §1 a lease that ran out is not lost|lapse-is-lost|gtest|cluster:LeaseTest.AnOutageLapsesTheLeaseWithoutLosingIt|
 §1 twins caught by the start check|start-check-ignores-changes|gtest|cluster:LeaseTest.ATwinIsRefusedAndTheRunningNodeIsUnaffected|
 §2 the watch counts from the read|watch-from-listing-start|gtest|cluster:FenceWatchTest.TheWatchRunsFromTheReadNotFromTheListingsStart|
+§1 the ETag-aware listing reads a restart under the same id|listing-assumes-renewals|gtest|cluster:MembershipTest.ARestartUnderTheSameIdIsReadAtTheFirstListingAfterItsWrite|
+§1 the ETag-aware listing: views converge (simulator)|listing-assumes-renewals|sim|lease|
 §2 the watch after the fencer's own lapse|no-watch-wait|sim|lease|
 §2 a fence is conditional|unconditional-fence|sim|lease|
 §2 a fence decided on a stale read is refused|unconditional-fence|gtest|cluster:FenceWatchTest.AFenceDecidedOnAStaleReadIsRefusedByItsCondition|

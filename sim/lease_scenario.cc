@@ -21,7 +21,7 @@ RunResult RunLeaseScenario(const RunOptions& options) {
 const std::vector<Scenario>& Scenarios() {
   static const std::vector<Scenario> all = {
       {"lease", "node leases, listing and fencing of 3 nodes (ADR 0020 §1, §2, §5)",
-       {"unconditional-fence", "no-watch-wait", "validity-from-reply"}, &RunLeaseScenario},
+       {"unconditional-fence", "no-watch-wait", "validity-from-reply", "listing-assumes-renewals"}, &RunLeaseScenario},
       {"ownership", "3 nodes acquiring, using, hibernating and releasing 6 actors (ADR 0020 §3, §4)",
        {"wake-reuses-generation", "resolver-without-lock", "free-on-view", "free-on-absent-node"},
        &RunOwnershipScenario},

@@ -103,6 +103,9 @@ int main(int argc, char** argv) {
       total.lapses += r.lapses;
       total.adoptions += r.adoptions;
       total.clean_stops += r.clean_stops;
+      total.listings += r.listings;
+      total.listing_reads += r.listing_reads;
+      total.listing_renewals += r.listing_renewals;
       total.acquire_attempts += r.acquire_attempts;
       total.acquisitions += r.acquisitions;
       total.holds += r.holds;
@@ -145,6 +148,12 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(total.outages), static_cast<unsigned long long>(total.clean_stops),
                 static_cast<unsigned long long>(total.lost_leases), static_cast<unsigned long long>(total.lapses),
                 static_cast<unsigned long long>(total.adoptions));
+    if (total.listings > 0) {
+      std::printf("  listing: %llu listings, %llu bodies read (%.2f per listing), %llu renewals taken unread\n",
+                  static_cast<unsigned long long>(total.listings), static_cast<unsigned long long>(total.listing_reads),
+                  static_cast<double>(total.listing_reads) / static_cast<double>(total.listings),
+                  static_cast<unsigned long long>(total.listing_renewals));
+    }
     if (total.acquire_attempts > 0) {
       std::printf("  ownership: %llu acquire attempts, %llu acquisitions landed, %llu holds, %llu releases parked, "
                   "%llu drains, %llu heartbeats deleted\n",

@@ -48,6 +48,10 @@ struct RunResult {
   std::uint64_t lapses = 0;
   std::uint64_t adoptions = 0;
   std::uint64_t clean_stops = 0;
+  // the listing (every process's Membership, summed at its end)
+  std::uint64_t listings = 0;
+  std::uint64_t listing_reads = 0;     // bodies of nodes/ read
+  std::uint64_t listing_renewals = 0;  // new versions taken for renewals, not read
   // ownership scenario
   std::uint64_t acquire_attempts = 0;
   std::uint64_t acquisitions = 0;  // owner records that landed naming a node

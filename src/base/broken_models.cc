@@ -25,6 +25,7 @@ constexpr std::array<std::string_view, kModels> kNames = {
     "start-check-ignores-changes",
     "stop-keeps-lease-valid",
     "watch-from-listing-start",
+    "listing-assumes-renewals",
     "unconditional-fence",
     "no-watch-wait",
     "unbounded-fence-concurrency",

@@ -50,6 +50,8 @@ enum class BrokenModel : std::uint8_t {
   kStopKeepsLeaseValid,      // a clean stop leaves the lease valid until `released` is written
   // ---- Membership and FenceWatch (cluster/membership.*, fence_watch.*), ADR 0020 §2
   kWatchFromListingStart,    // "unchanged since" is the listing's start, before the body was read
+  kListingAssumesRenewals,   // the listing takes every new version of a live record for its renewal (no size,
+                             // silence or refresh check): a restarted node's new instance is never read
   kUnconditionalFence,       // the fence is written without If-Match
   kNoWatchWait,              // fencing without the watch after the fencer's own lapse
   kUnboundedFenceConcurrency,  // every stale node fenced at once (no FENCE_CONCURRENCY)

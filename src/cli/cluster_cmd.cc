@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "cli/cost_cmd.h"
 #include "cluster/drain_control.h"
 #include "cluster/operator.h"
 
@@ -15,6 +16,7 @@ struct ClusterArgs {
   std::string if_match;
   bool force = false;
   double wait_seconds = 60;
+  CostArgs cost;
 };
 
 Task<int> Status_(RealEnv* env, ObjectStore* store, LeaseTiming timing, bool json) {
@@ -123,6 +125,7 @@ int RunCluster(const GlobalOptions& g, const ClusterArgs& a, int which) {
     case 1: return env.RunMain(Fence(&env, store->get(), config->lease, node, a.if_match, a.force));
     case 3: return env.RunMain(Drain(&env, store->get(), config->lease, node, a.wait_seconds));
     case 4: return env.RunMain(Undrain(&env, store->get(), config->lease, node));
+    case 5: return RunClusterCost(env, **store, config->lease, a.cost);
     default: return env.RunMain(Forget(&env, store->get(), config->lease, node));
   }
 }
@@ -158,6 +161,16 @@ void AddClusterCommand(CLI::App& app, const GlobalOptions& globals, int* result)
   CLI::App* undrain = cluster->add_subcommand("undrain", "Put a drained NODE back in service");
   undrain->add_option("node", args->node, "Node id")->required();
   undrain->callback([&globals, args, result] { *result = RunCluster(globals, *args, 4); });
+
+  CLI::App* cost = cluster->add_subcommand(
+      "cost", "Bucket requests per second by purpose, summed over the live nodes, and their price per day");
+  cost->add_option("--since", args->cost.since,
+                   "Measure over this long from now (30s, 5m, 1h; default: since each node's process started)");
+  cost->add_option("--prices", args->cost.prices, "aws-s3 (default), r2, or a price file (TOML, docs/cli.md)");
+  cost->add_option("--metrics", args->cost.metrics,
+                   "A node's metrics URL (repeatable); default: every live node's, from the bucket");
+  cost->add_flag("--json", args->cost.json, "Print JSON");
+  cost->callback([&globals, args, result] { *result = RunCluster(globals, *args, 5); });
 }
 
 }  // namespace wk::cli

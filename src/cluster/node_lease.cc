@@ -75,7 +75,7 @@ std::string_view LeaseEndReasonName(LeaseEndReason r) {
 NodeLease::NodeLease(Env& env, ObjectStore& store, NodeIdentity identity, LeaseTiming timing,
                      InstanceToken instance)
     : env_(env),
-      store_(store),
+      store_(store.ForPurpose(BucketPurpose::kLease)),
       identity_(std::move(identity)),
       timing_(timing),
       instance_(std::move(instance)),

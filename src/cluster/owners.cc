@@ -23,7 +23,7 @@ AcquireResult Outcome(AcquireResult::Kind kind, std::string why) {
 }  // namespace
 
 Owners::Owners(Env& env, ObjectStore& store, NodeLease& lease, const Membership& membership, LeaseTiming timing)
-    : env_(env), store_(store), lease_(lease), membership_(membership), timing_(timing) {}
+    : env_(env), store_(store.ForPurpose(BucketPurpose::kOwner)), lease_(lease), membership_(membership), timing_(timing) {}
 
 Owners::~Owners() { StopBackground(); }
 

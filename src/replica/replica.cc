@@ -171,8 +171,8 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
     const MonoTime sent = c->env.MonoNow();
     const std::size_t size = body.size();
     std::string key = SegmentKey(c->actor, position);
-    auto put = co_await c->store.Put(key, std::move(body), Precondition::IfNoneMatchAny(),
-                                     CallOptions{c->options.upload_timeout});
+    auto put = co_await c->store.ForPurpose(BucketPurpose::kSegment)
+                   .Put(key, std::move(body), Precondition::IfNoneMatchAny(), CallOptions{c->options.upload_timeout});
     c->uploading = false;
     if (c->stopped) co_return;  // closed or destroyed meanwhile: its waiters were answered
     if (!put.ok()) {
@@ -216,8 +216,8 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
     if (!c->hold.is_valid()) co_return;  // as in Upload: nothing is sent after the hold ended
     c->snapshot_in_flight = true;
     std::string key = SnapshotKey(c->actor, position);
-    auto put = co_await c->store.Put(key, std::move(body), Precondition::IfNoneMatchAny(),
-                                     CallOptions{c->options.upload_timeout});
+    auto put = co_await c->store.ForPurpose(BucketPurpose::kSnapshot)
+                   .Put(key, std::move(body), Precondition::IfNoneMatchAny(), CallOptions{c->options.upload_timeout});
     c->snapshot_in_flight = false;
     if (!put.ok()) {
       if (c->totals) ++c->totals->snapshot_failures;
@@ -274,9 +274,10 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
       c->gc_again = false;
       const std::string wal_prefix = WalPrefix(c->actor);
       const std::string snap_prefix = SnapshotPrefix(c->actor);
-      auto wal = co_await ListAll(c->env, c->store, wal_prefix, c->options.restore.list_timeout, 1);
+      ObjectStore& gc_store = c->store.ForPurpose(BucketPurpose::kGc);
+      auto wal = co_await ListAll(c->env, gc_store, wal_prefix, c->options.restore.list_timeout, 1);
       if (!wal.ok() || c->stopped) break;
-      auto snaps = co_await ListAll(c->env, c->store, snap_prefix, c->options.restore.list_timeout, 1);
+      auto snaps = co_await ListAll(c->env, gc_store, snap_prefix, c->options.restore.list_timeout, 1);
       if (!snaps.ok() || c->stopped) break;
       std::vector<Position> segments, snapshots;
       bool foreign = false;
@@ -305,7 +306,7 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
         // Only this actor's log, ever (never nodes/, owners/, leases/).
         WK_CHECK(key.starts_with(wal_prefix) || key.starts_with(snap_prefix), "gc of a key outside the log: " + key);
         std::string k = key;
-        Status st = co_await c->store.Delete(std::move(k), Precondition::None(), CallOptions{c->options.upload_timeout});
+        Status st = co_await gc_store.Delete(std::move(k), Precondition::None(), CallOptions{c->options.upload_timeout});
         if (!st.ok()) break;  // the next pass tries again
         ++deleted;
         ++c->stats.gc_deleted;
@@ -368,7 +369,7 @@ Replica::~Replica() {
 
 Task<Result<std::unique_ptr<Replica>>> Replica::Open(Deps deps, ActorId actor, Hold hold, ReplicaOptions options) {
   Env& env = deps.env;
-  ObjectStore& store = deps.store;
+  ObjectStore& store = deps.store.ForPurpose(BucketPurpose::kRestore);
   ReplicaTotals* totals = deps.totals;
   RestoreOptions ro = options.restore;
   ro.broken = deps.broken;
