@@ -69,25 +69,39 @@ series=(wasmkeep_replica_segments_total wasmkeep_replica_snapshots_total wasmkee
 
 echo "alarms bench: $actors actors x $runs runs on 3 nodes, $scheme:// bucket, build $build"
 # Every actor once (acquired on the node its first request lands on), then the alarms.
+warm_start=$(date +%s%3N)
 seq 0 $((actors - 1)) | xargs -P 16 -I{} sh -c \
   'curl -sf -o /dev/null -H "Authorization: Bearer '"$token"'" "http://127.0.0.1:$(('"$base"' + {} % 3 + 1))/v1/actors/bench/probe/a{}"'
-t0=$(( $(date +%s%3N) + 8000 ))
+warm_ms=$(( $(date +%s%3N) - warm_start ))
+echo "  $actors actors started in $warm_ms ms"
+# The first alarm is due once every set is surely in: twice the warm-up, at least 8 s.
+t0=$(( $(date +%s%3N) + (2 * warm_ms > 8000 ? 2 * warm_ms : 8000) ))
 before=$(metrics "${series[@]}")
 set_start=$(date +%s%3N)
 seq 0 $((actors - 1)) | xargs -P 16 -I{} sh -c \
   'curl -sf -o /dev/null -X POST -H "Authorization: Bearer '"$token"'" "http://127.0.0.1:$(('"$base"' + {} % 3 + 1))/v1/actors/bench/probe/a{}/set?t=$(('"$t0"' + {} % 100))&rearm=100&count='"$((runs - 1))"'"'
 echo "  $actors alarms set in $(( $(date +%s%3N) - set_start )) ms; the first due $(( t0 - $(date +%s%3N) )) ms later"
-sleep $(( (t0 - $(date +%s%3N)) / 1000 + 6 ))
+sleep $(( (t0 - $(date +%s%3N)) / 1000 + 1 ))
+# Until every alarm fired, or none fired for 10 s.
+last=-1; still=0
+while [ "$still" -lt 10 ]; do
+  fired=$(metrics wasmkeep_alarms_fired_total)
+  [ "$fired" -ge $((actors * runs)) ] && break
+  if [ "$fired" = "$last" ]; then still=$((still + 1)); else still=0; last=$fired; fi
+  sleep 1
+done
 after=$(metrics "${series[@]}")
+mkdir -p "$work/logs.d"
 seq 0 $((actors - 1)) | xargs -P 16 -I{} sh -c \
-  'curl -sf -H "Authorization: Bearer '"$token"'" "http://127.0.0.1:$(('"$base"' + {} % 3 + 1))/v1/actors/bench/probe/a{}"; echo' >"$work/logs"
-python3 - "$t0" "$actors" "$runs" "$before" "$after" <"$work/logs" <<'PY'
+  'curl -sf -o "'"$work"'/logs.d/{}" -H "Authorization: Bearer '"$token"'" "http://127.0.0.1:$(('"$base"' + {} % 3 + 1))/v1/actors/bench/probe/a{}"'
+for f in "$work"/logs.d/*; do cat "$f"; echo; done >"$work/logs"
+python3 - "$t0" "$actors" "$runs" "$before" "$after" "$work/logs" <<'PY'
 import sys
 t0, actors, runs = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 before = [int(x) for x in sys.argv[4].split()]
 after = [int(x) for x in sys.argv[5].split()]
 late, fires = [], []
-for line in sys.stdin:
+for line in open(sys.argv[6]):
     for op in line.strip().split(","):
         if op.startswith("f"):
             due, _retry, now = op[1:].split(":")
