@@ -103,6 +103,9 @@ void AlarmService::OnIndexChange(const ActorId& actor, std::optional<std::int64_
 
 bool AlarmService::MayDeliver(const ActorId& actor, std::int64_t due_ms) const {
   if (deliveries_.count(actor)) return false;
+  // Resident here with its owner's timer armed: that timer delivers it (a scan would only
+  // queue a second event behind a busy owner).
+  if (deps_.host.IsResident(actor) && timers_.count(actor)) return false;
   auto w = wait_until_.find(actor);
   return w == wait_until_.end() || w->second.first != due_ms || deps_.env.MonoNow() >= w->second.second;
 }
@@ -281,6 +284,7 @@ void AlarmService::Finish(const ActorId& actor, Outcome outcome) {
       return;
     }
     case Outcome::kHanded:
+      PruneWaits();
       // Broken model drop-handed-alarm: never looked at again by this node.
       wait_until_[actor] = {d.due_ms, deps_.broken.on(BrokenModel::kDropHandedAlarm)
                                           ? MonoTime::max()
@@ -292,6 +296,13 @@ void AlarmService::Finish(const ActorId& actor, Outcome outcome) {
       End(actor);
       return;
   }
+}
+
+void AlarmService::PruneWaits() {
+  // Past waits are forgotten once there are many: the map holds only alarms rechecked soon.
+  if (wait_until_.size() < kMaxWakeTimers) return;
+  const MonoTime now = deps_.env.MonoNow();
+  std::erase_if(wait_until_, [now](const auto& w) { return w.second.second <= now; });
 }
 
 void AlarmService::Retry(const ActorId& actor, Duration after) {

@@ -122,7 +122,8 @@ class AlarmService {
   // once a delivery runs here, 409 if the actor is not resident here, 400 for a bad body.
   ServerResponse ReceiveHandOver(const ActorId& actor, std::string_view body);
   // Whether the scanner may deliver this actor's alarm of due_ms now (no delivery running,
-  // no hand-over of that alarm waiting for its recheck).
+  // not resident here with its owner's timer armed, no hand-over of that alarm waiting for
+  // its recheck).
   bool MayDeliver(const ActorId& actor, std::int64_t due_ms) const;
   // Whether non-owner deliveries are at kDeliveryConcurrency.
   bool Saturated() const { return acquiring_ >= kDeliveryConcurrency; }
@@ -162,6 +163,7 @@ class AlarmService {
                    const actor::EventResult& r, std::int64_t started_ms, bool last_attempt);
   void Finish(const ActorId& actor, Outcome outcome);
   void Retry(const ActorId& actor, Duration after);
+  void PruneWaits();
   void End(const ActorId& actor);
   std::int64_t WallMs() const;
   MonoTime MonoAt(std::int64_t wall_ms) const;
