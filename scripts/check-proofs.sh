@@ -29,16 +29,17 @@ logs=$(mktemp -d /tmp/wasmkeep-check-proofs.XXXXXX)
 
 cluster_test="$build/src/cluster/wk_cluster_test"
 replica_test="$build/src/replica/wk_replica_test"
+alarms_test="$build/src/alarms/wk_alarms_test"
 sim="$build/sim/wasmkeep-sim"
 wk="$build/src/cli/wasmkeep"
-needed=("$cluster_test" "$replica_test" "$sim")
+needed=("$cluster_test" "$replica_test" "$alarms_test" "$sim")
 [ "$with_cluster" = 1 ] && needed+=("$wk")
 for f in "${needed[@]}"; do
   [ -x "$f" ] || { echo "check-proofs: $f is missing: build it first (cmake --build --preset ci)"; exit 2; }
 done
 
 # One rule a line: RULE | BROKEN MODEL | KIND | TEST | FAILING CHECK (cluster rows)
-#   gtest    TEST is BINARY:Suite.Name (BINARY: cluster or replica)
+#   gtest    TEST is BINARY:Suite.Name (BINARY: cluster, replica or alarms)
 #   sim      TEST is a scenario; the broken model is its --mutant
 #   cluster  TEST is a tests/cluster suite; FAILING CHECK is text of the check line that must FAIL
 rows=$(cat <<'ROWS'
@@ -115,6 +116,13 @@ restore follows the owner fences|restore-ignores-fence|gtest|replica:ReplicaTest
 restore follows the owner fences (simulator)|restore-ignores-fence|sim|storage|
 GC never deletes the chain|gc-deletes-chain|gtest|replica:GcTest.CoveredSegmentsAndOlderSnapshotsGoTheFenceAndTheTailStay|
 GC never deletes the chain (simulator)|gc-deletes-chain|sim|storage|
+alarms: the segment setting an alarm waits for its index entry|segment-before-entry|gtest|alarms:AlarmIndexTest.TheSegmentSettingAnAlarmLandsOnlyAfterItsEntry|
+alarms: the segment setting an alarm waits for its index entry (simulator)|segment-before-entry|sim|alarms|
+alarms: an entry goes only once the change is durable|index-entry-removed-before-durable|gtest|alarms:AlarmIndexTest.AnEntryGoesOnlyOnceTheChangeThatReplacedItIsDurable|
+alarms: an entry goes only once the change is durable (simulator)|index-entry-removed-before-durable|sim|alarms|
+alarms: never before its time|fire-before-due|gtest|alarms:AlarmServiceTest.TheOwnersTimerFiresAtTheAlarmsTimeAndNotBefore|
+alarms: never before its time (simulator)|fire-before-due|sim|alarms|
+alarms: a handed alarm is looked at again (simulator)|drop-handed-alarm|sim|alarms|
 ROWS
 )
 
@@ -123,6 +131,7 @@ ROWS
 run_gtest() {  # BINARY FILTER BROKEN
   local bin=$cluster_test
   [ "${1%%:*}" = replica ] && bin=$replica_test
+  [ "${1%%:*}" = alarms ] && bin=$alarms_test
   local filter=${1#*:}
   WASMKEEP_BROKEN_MODELS="$2" "$bin" --gtest_filter="$filter" >"$3" 2>&1 || return 1
   grep -q "\[  PASSED  \] 1 test" "$3" || return 1  # the filter named exactly one test, which ran

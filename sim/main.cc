@@ -1,6 +1,6 @@
 // wasmkeep-sim: runs the deterministic simulator's scenarios over many seeds.
 //
-//   wasmkeep-sim --scenario lease|ownership|storage|routing|all --seeds N [--first-seed S] [--mutant NAME] [--expect-failure]
+//   wasmkeep-sim --scenario lease|ownership|storage|routing|alarms|all --seeds N [--first-seed S] [--mutant NAME] [--expect-failure]
 //                [--quiet] [--trace LINES] [--digest]
 // --trace LINES keeps that many trace lines and prints them for passing seeds too.
 // --digest prints each seed's history digest (RunResult::history_digest), so that a
@@ -130,6 +130,15 @@ int main(int argc, char** argv) {
       total.acked_appends += r.acked_appends;
       total.reads += r.reads;
       total.ok_reads += r.ok_reads;
+      total.alarm_sets += r.alarm_sets;
+      total.alarm_acked_sets += r.alarm_acked_sets;
+      total.alarm_runs += r.alarm_runs;
+      total.alarm_failed_runs += r.alarm_failed_runs;
+      total.alarm_fired += r.alarm_fired;
+      total.alarm_given_up += r.alarm_given_up;
+      total.alarm_lost += r.alarm_lost;
+      total.alarm_handovers += r.alarm_handovers;
+      total.alarm_entries_deleted += r.alarm_entries_deleted;
       if (!r.ok) {
         failed_seed = seed;
         failure = std::move(r);
@@ -178,6 +187,16 @@ int main(int argc, char** argv) {
       std::printf("  routing: %llu appends sent (%llu acknowledged), %llu reads sent (%llu answered), %llu freezes\n",
                   static_cast<ull>(total.appends), static_cast<ull>(total.acked_appends), static_cast<ull>(total.reads),
                   static_cast<ull>(total.ok_reads), static_cast<ull>(total.freezes));
+    }
+    if (total.alarm_sets > 0) {
+      using ull = unsigned long long;
+      std::printf("  alarms: %llu sets sent (%llu acknowledged), %llu handler runs (%llu failed), %llu fired in the "
+                  "durable logs, %llu given up, %llu hand-overs, %llu index entries deleted, %llu freezes\n",
+                  static_cast<ull>(total.alarm_sets), static_cast<ull>(total.alarm_acked_sets),
+                  static_cast<ull>(total.alarm_runs), static_cast<ull>(total.alarm_failed_runs),
+                  static_cast<ull>(total.alarm_fired), static_cast<ull>(total.alarm_given_up),
+                  static_cast<ull>(total.alarm_handovers), static_cast<ull>(total.alarm_entries_deleted),
+                  static_cast<ull>(total.freezes));
     }
     if (failed_seed != 0) {
       std::printf("FAILED at seed %llu (replay: wasmkeep-sim --scenario %s --first-seed %llu --seeds 1%s)\n",

@@ -59,6 +59,10 @@ constexpr std::array<std::string_view, kModels> kNames = {
     "release-without-validity",
     "restore-ignores-fence",
     "gc-deletes-chain",
+    "index-entry-removed-before-durable",
+    "fire-before-due",
+    "drop-handed-alarm",
+    "segment-before-entry",
     "answer-without-gate",
 };
 static_assert(kNames.size() == kModels, "one name per BrokenModel");

@@ -89,6 +89,11 @@ enum class BrokenModel : std::uint8_t {
   kReleaseWithoutValidity,   // an already-durable sequence is released without the validity check
   kRestoreIgnoresFence,      // restore applies every listed segment after the newest snapshot, in key order
   kGcDeletesChain,           // GC deletes older generations' segments, on the chain or not
+  // ---- Alarms (alarms/*, actor/alarm_event.h, replica/replica.cc), docs/alarms.md
+  kIndexEntryRemovedBeforeDurable,  // an alarm's index entries are removed at commit, not once the change is durable
+  kFireBeforeDue,            // an alarm runs up to kFireBeforeDueMs before its time
+  kDropHandedAlarm,          // a handed alarm is never looked at again by the node that handed it
+  kSegmentBeforeEntry,       // the segment setting an alarm is sent without waiting for its index entry
   // ---- The simulator's own hosts (sim/), never production code
   kAnswerWithoutGate,        // the routing scenario's native host answers without the output gate
   kCount

@@ -40,6 +40,10 @@ struct ActorId {
 };
 
 Status ValidateActorId(const ActorId& id);
+// A system actor: an ownership record the nodes hold for their own work, not a tenant's
+// actor (an alarm shard, docs/alarms.md). Its tenant is '_' and then 1..62 of [a-z0-9_-],
+// so no tenant can have it (ValidateActorId refuses it); class and name as above.
+Status ValidateSystemActorId(const ActorId& id);
 // Parses "tenant/class/name"; kInvalidArgument names the bad part.
 Result<ActorId> ParseActorId(std::string_view text);
 

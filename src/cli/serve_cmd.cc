@@ -450,6 +450,8 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
   serving.options.runtime = config->actors;
   serving.options.storage = config->storage;
   serving.options.quarantine = config->quarantine;
+  serving.options.alarms = config->alarms;
+  serving.options.timing = config->lease;
   serving.options.journal = journal.get();
   serving.options.crashed_during_events = std::move(crashed_during_events);
   AdminRoutes admin(handlers);
