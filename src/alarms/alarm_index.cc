@@ -15,7 +15,7 @@ constexpr int kPrefixPageSize = 100;
 }  // namespace
 
 AlarmIndex::AlarmIndex(Env& env, ObjectStore& store, AlarmIndexOptions options)
-    : env_(env), store_(store), options_(options) {}
+    : env_(env), store_(store.ForPurpose(BucketPurpose::kAlarm)), options_(options) {}
 
 AlarmIndex::~AlarmIndex() { *alive_ = false; }
 

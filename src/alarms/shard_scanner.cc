@@ -17,7 +17,7 @@ std::uint32_t Rank(const NodeId& node, int shard) { return Crc32c(node.str() + "
 
 ShardScanner::ShardScanner(Env& env, ObjectStore& store, Owners& owners, const Membership& membership,
                            const NodeLease& lease, AlarmService& service)
-    : env_(env), store_(store), owners_(owners), membership_(membership), lease_(lease), service_(service) {}
+    : env_(env), store_(store.ForPurpose(BucketPurpose::kAlarm)), owners_(owners), membership_(membership), lease_(lease), service_(service) {}
 
 ShardScanner::~ShardScanner() {
   Stop();

@@ -248,8 +248,8 @@ int RunAlarm(const GlobalOptions& g, const AlarmArgs& a) {
   auto config = LoadConfigFromOptions(g);
   if (!config.ok()) return Fail(config.status());
   RealEnv env;
-  auto store = OpenBucket(env, g, *config);
-  if (!store.ok()) return Fail(store.status());
+  auto store = OpenBucket(env, g, *config, BucketOpen::kMustExist);
+  if (!store.ok()) return FailOpen(store.status());
   return env.RunMain(ShowAlarm(store->get(), &env, a, *id, *call));
 }
 

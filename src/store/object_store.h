@@ -150,7 +150,7 @@ enum class BucketPurpose : std::uint8_t {
   kSnapshot,  // snapshot/ uploads
   kRestore,   // an actor's restore: its listings and reads of wal/ and snapshot/
   kGc,        // garbage collection: its listings and deletes
-  kAlarm,     // the alarm index (not in this build: nothing sends under it yet)
+  kAlarm,     // alarms/: index entries, their removal, shard scans (the shard holds are kOwner)
   kControl,   // control/ (tenants, the cluster secret, drains), quarantine/
   kClass,     // classes/: class pointers and modules
   kOther,
