@@ -117,6 +117,19 @@ int RunCluster(const GlobalOptions& g, const ClusterArgs& a, int which) {
   auto config = LoadConfigFromOptions(g);
   if (!config.ok()) return Fail(config.status());
   RealEnv env;
+  if (which == 5) {
+    // cluster cost: its options are checked before the bucket is opened, and with --metrics
+    // it reads nothing from the bucket, so it needs none.
+    auto prepared = PrepareClusterCost(a.cost);
+    if (!prepared.ok()) return Fail(prepared.status());
+    std::unique_ptr<ObjectStore> bucket;
+    if (a.cost.metrics.empty()) {
+      auto opened = OpenBucket(env, g, *config, BucketOpen::kMustExist);
+      if (!opened.ok()) return FailOpen(opened.status());
+      bucket = std::move(*opened);
+    }
+    return RunClusterCost(env, bucket.get(), config->lease, a.cost, std::move(*prepared));
+  }
   auto store = OpenBucket(env, g, *config, BucketOpen::kMustExist);
   if (!store.ok()) return FailOpen(store.status());
   const NodeId node(a.node);  // the command line's text; each command validates it
@@ -125,7 +138,6 @@ int RunCluster(const GlobalOptions& g, const ClusterArgs& a, int which) {
     case 1: return env.RunMain(Fence(&env, store->get(), config->lease, node, a.if_match, a.force));
     case 3: return env.RunMain(Drain(&env, store->get(), config->lease, node, a.wait_seconds));
     case 4: return env.RunMain(Undrain(&env, store->get(), config->lease, node));
-    case 5: return RunClusterCost(env, **store, config->lease, a.cost);
     default: return env.RunMain(Forget(&env, store->get(), config->lease, node));
   }
 }

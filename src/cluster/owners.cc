@@ -167,7 +167,11 @@ Task<AcquireResult> Owners::Acquire(ActorId actor) {
   if (!got.ok() && got.code() != Code::kNotFound) {
     co_return Outcome(AcquireResult::Kind::kError, "reading " + key + ": " + got.status().ToString());
   }
-  if (!got.ok()) {
+  if (!got.ok() && IsSystemActor(actor)) {
+    // A system actor (an alarm shard) has no log to seed above, and no older version ever
+    // held one under a per-actor lease, so its first hold starts at 1 with no leases/
+    // marker: seeding would only cost two listings, a read and a marker per shard.
+  } else if (!got.ok()) {
     // No record: the first acquisition of this actor (an upgraded one, a new one, or one
     // whose record was lost) starts above every generation its log and leases/ carry, and
     // never takes an actor a live old per-actor lease holds (ADR §6; first_generation.h).
@@ -551,6 +555,11 @@ Task<Status> Owners::Drain(Duration limit) {
   while (env_.MonoNow() < deadline && lease_.IsValid()) {
     std::vector<ActorId> actors;
     for (auto& [a, h] : holds_) actors.push_back(a);
+    // Tenants' actors first, system actors (alarm shards) last: the phase is bounded, and a
+    // tenant's actor is what clients wait for at its next owner, while a shard's release
+    // only delays the scan of its alarms (docs/alarms.md). Releases are sequential, so the
+    // order decides which holds the bound reaches.
+    std::stable_partition(actors.begin(), actors.end(), [](const ActorId& a) { return !IsSystemActor(a); });
     for (auto& a : actors) {
       if (env_.MonoNow() >= deadline) break;
       (void)co_await Release(a);  // parked ones are awaited below

@@ -141,7 +141,7 @@ class Owners {
   // the release landed, kUnknownOutcome once it is parked as pending.
   Task<Status> Release(ActorId actor);
   // Stops taking new actors, releases every hold (including any an acquisition in flight
-  // registers meanwhile), then waits until no release or unresolved acquire is pending, up
+  // registers meanwhile; tenants' actors before system actors), then waits until no release or unresolved acquire is pending, up
   // to limit. OK only then ("drained"). The node keeps refusing new actors until
   // SetAccepting(true).
   Task<Status> Drain(Duration limit);
