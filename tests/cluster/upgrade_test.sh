@@ -51,10 +51,11 @@ put "$(key snapshot/t/c/found/ 9 0)" "x"
 put leases/t/c/found "wasmkeep-lease 1\nnode old-1\ngeneration 5\nexpires_at_ms $((t0 - 60000))\n"
 # new: nothing at all. Last, the heartbeat of an old node that stopped just now, and
 # mine: an old lease naming node a itself, the id the new node starts under, still live for
-# 14 s (then grace 1 s): an old record has no instance, so it is refused whoever it names.
+# 20 s (then grace 1 s: time for a loaded machine to see it refused and untouched first): an
+# old record has no instance, so it is refused whoever it names.
 t1=$(now_ms)
 put nodes/old-1 "wasmkeep-node 1\nnode old-1\nwritten_at_ms $t1\n"
-mine_expires=$(($(now_ms) + 14000))
+mine_expires=$(($(now_ms) + 20000))
 put leases/t/c/mine "wasmkeep-lease 1\nnode a\ngeneration 3\nexpires_at_ms $mine_expires\n"
 
 start a a 1 "t/c/found,t/c/mine,t/c/new"
@@ -62,18 +63,18 @@ check "the new node becomes ready" 'wait_ready 1 20'
 valid_ms=$(log_ms "$work/a.log" "node lease valid")
 check "the start guard held its first write while the old heartbeat was fresh (5 s after it)" \
   '[ -n "$valid_ms" ] && [ "$valid_ms" -ge $((t1 + 4900)) ] && grep -q "start guard: waiting" "$work/a.log"'
-check "the found actor is acquired above every generation in its log (snapshot 9: generation 10)" \
-  'wait_for 10 "[ \"\$(owner t/c/found)\" = \"a 10\" ]"'
 check "a live old lease naming this node's own id is refused: no record" \
   'wait_for 5 "grep -q \"actor refused: an old version.*t/c/mine\" \"$work/a.log\"" && [ "$(owner t/c/mine)" = absent ]'
 check "and the old lease is left as it was" '[ "$(header_of leases/t/c/mine)" = "wasmkeep-lease 1" ]'
+check "the found actor is acquired above every generation in its log (snapshot 9: generation 10)" \
+  'wait_for 10 "[ \"\$(owner t/c/found)\" = \"a 10\" ]"'
 check "the refusals are counted" '[ "$(metric 1 wasmkeep_old_lease_refusals_total)" -ge 1 ] 2>/dev/null'
 check "its old lease is replaced by a wasmkeep-lease 2 marker seeded at 9" \
   '[ "$(header_of leases/t/c/found)" = "wasmkeep-lease 2" ] && [ "$(seed_of leases/t/c/found)" = 9 ]'
 check "a new actor starts at generation 1 and is marked too" \
   'wait_for 10 "[ \"\$(owner t/c/new)\" = \"a 1\" ]" && [ "$(header_of leases/t/c/new)" = "wasmkeep-lease 2" ] && [ "$(seed_of leases/t/c/new)" = 0 ]'
 check "once expires_at + grace has passed, it is taken at the old generation + 1" \
-  'wait_for 20 "[ \"\$(owner t/c/mine)\" = \"a 4\" ]" && [ "$(log_ms "$work/a.log" "debug hold acquired actor=t/c/mine")" -ge $((mine_expires + 1000)) ]'
+  'wait_for 30 "[ \"\$(owner t/c/mine)\" = \"a 4\" ]" && [ "$(log_ms "$work/a.log" "debug hold acquired actor=t/c/mine")" -ge $((mine_expires + 1000)) ]'
 check "and marked" '[ "$(header_of leases/t/c/mine)" = "wasmkeep-lease 2" ] && [ "$(seed_of leases/t/c/mine)" = 3 ]'
 check "three markers written" '[ "$(metric 1 wasmkeep_upgrade_markers_total)" = 3 ]'
 stop "$pid_a"
