@@ -57,6 +57,7 @@ class NativeActorHost final : public actor::EventHost {
 
   Task<actor::EventResult> HandleRequest(ActorId id, actor::Request request) override;
   void Unload(const ActorId& id) override;
+  void Warm(const ActorId& id) override;
   bool IsResident(const ActorId& id) const override;
 
   const NativeActorHostStats& stats() const { return stats_; }
@@ -78,6 +79,8 @@ class NativeActorHost final : public actor::EventHost {
   };
 
   Task<actor::EventResult> Run(std::shared_ptr<Slot> slot, actor::Request request);
+  // Opens a warmed slot's storage (Warm), as a first event would, without one.
+  Task<void> Open(std::shared_ptr<Slot> slot);
   // What the list actor does with one request, against its storage.
   actor::Response Execute(Slot& slot, const actor::Request& request);
   static Task<Status> Gate(Env* env, actor::ActorStorage* storage, std::uint64_t seq);

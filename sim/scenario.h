@@ -75,6 +75,8 @@ struct RunResult {
   std::uint64_t acked_appends = 0;  // appends answered 200
   std::uint64_t reads = 0;          // reads clients sent
   std::uint64_t ok_reads = 0;       // reads answered 200
+  // move scenario (moves and drains count in `moves` and `drains`)
+  std::uint64_t moved = 0;          // hand-overs whose target took the actor
 };
 
 struct Scenario {
@@ -98,5 +100,10 @@ RunResult RunStorageScenario(const RunOptions& options);
 // ownership and the durable replica of 3 nodes end to end, clients checking linearizability
 // (sim/routing_scenario.cc).
 RunResult RunRoutingScenario(const RunOptions& options);
+// The move scenario (docs/architecture.md, "Drain and move"): the routing scenario with
+// actors moved between nodes and nodes drained, racing kills, frozen nodes and lost
+// replies; never two owners, no acknowledged write lost, a drain ends only with nothing
+// pending (sim/routing_scenario.cc).
+RunResult RunMoveScenario(const RunOptions& options);
 
 }  // namespace wk::sim

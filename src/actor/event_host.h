@@ -27,6 +27,11 @@ class EventHost {
   virtual Task<EventResult> HandleRequest(ActorId id, Request request) = 0;
   // Asks an actor to leave memory as soon as it is idle. No effect if it is not resident.
   virtual void Unload(const ActorId& id) = 0;
+  // Starts an actor now, without an event (its storage opens: the hold, the restore), so
+  // that the target of a move restores it at once (docs/architecture.md, "Drain and
+  // move"). No effect if it is resident or its class is not loaded; a start that fails
+  // leaves nothing behind.
+  virtual void Warm(const ActorId& id) = 0;
   virtual bool IsResident(const ActorId& id) const = 0;
 };
 

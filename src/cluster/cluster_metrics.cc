@@ -49,6 +49,18 @@ void PublishClusterMetrics(MetricsRegistry& r, ClusterNode& node) {
   counter("wasmkeep_resolver_total", "Unresolved acquires decided", owners.resolver_released,
           {{"outcome", "released"}});
   counter("wasmkeep_resolver_total", "Unresolved acquires decided", owners.resolver_dropped, {{"outcome", "dropped"}});
+  const HandOverStats& hand_overs = node.hand_overs().stats();
+  const std::string hand_over_help = "Actors handed over by drains and moves (docs/node-lease.md, Drain), by how they ended";
+  counter("wasmkeep_hand_overs_total", hand_over_help, hand_overs.closed, {{"outcome", "closed"}});
+  counter("wasmkeep_hand_overs_total", hand_over_help, hand_overs.cut, {{"outcome", "cut"}});
+  counter("wasmkeep_hand_overs_total", hand_over_help, hand_overs.moved, {{"outcome", "moved"}});
+  counter("wasmkeep_hand_overs_total", hand_over_help, hand_overs.pending, {{"outcome", "pending"}});
+  counter("wasmkeep_hand_over_waits_total", "Requests held while their actor was leaving this node", hand_overs.waited);
+  const MoveControlStats& moves = node.move_control().stats();
+  const std::string moves_help = "Moves requested through control/move/ that this node carried out, by outcome";
+  counter("wasmkeep_moves_total", moves_help, moves.moved, {{"outcome", "moved"}});
+  counter("wasmkeep_moves_total", moves_help, moves.refused, {{"outcome", "refused"}});
+  counter("wasmkeep_moves_total", moves_help, moves.other, {{"outcome", "released_or_pending"}});
   r.AddHistogramView("wasmkeep_listing_seconds", "Duration of one listing of nodes/ with a read of each body",
                      node.membership().stats().seconds);
 
@@ -72,6 +84,8 @@ void PublishClusterMetrics(MetricsRegistry& r, ClusterNode& node) {
                      [&node] { return static_cast<double>(node.owners().pending()); });
   r.AddCallbackGauge("wasmkeep_draining", "1 while a drain is requested or done for this node",
                      [&node] { return node.drain_control().drained_or_draining() ? 1.0 : 0.0; });
+  r.AddCallbackGauge("wasmkeep_hand_overs_in_progress", "Actors leaving this node now (drains and moves)",
+                     [&node] { return static_cast<double>(node.hand_overs().leaving()); });
 }
 
 }  // namespace wk

@@ -39,12 +39,25 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
                   [this](std::string tenant, std::string class_name) {
                     return LoadClass(std::move(tenant), std::move(class_name));
                   },
-                  options_.quarantine.enabled() ? &quarantine_cache_ : nullptr};
+                  options_.quarantine.enabled() ? &quarantine_cache_ : nullptr, &node.hand_overs()};
   FrontOptions fo;
   fo.node_id = options_.node_id;
   fo.check_peer_pins = true;
   fo.max_request_bytes = options_.runtime.limits.max_request_bytes;
   front_ = std::make_unique<Front>(std::move(front), fo);
+  // Drains and moves close resident actors the way hibernation does, and a move's target
+  // is told over the peer network (cluster/hand_over.h).
+  HandOverHost hand_over;
+  hand_over.unload = [this](const ActorId& id) {
+    if (!runtime_->IsResident(id)) return false;
+    runtime_->Unload(id);
+    return true;
+  };
+  hand_over.take = [this](NodeId to, ActorId actor, Version released, Generation generation) {
+    return front_->SendTake(std::move(to), std::move(actor), std::move(released), generation);
+  };
+  hand_overs_ = &node.hand_overs();
+  hand_overs_->set_host(std::move(hand_over));
   actor::PublishRuntimeMetrics(metrics, *runtime_);
   PublishFrontMetrics(metrics, *front_);
   PublishForwarderMetrics(metrics, forwarder_);
@@ -57,7 +70,10 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
   }
 }
 
-ActorHost::~ActorHost() { *alive_ = false; }
+ActorHost::~ActorHost() {
+  *alive_ = false;
+  hand_overs_->set_host({});  // the node outlives this host
+}
 
 Task<Status> ActorHost::LoadClass(std::string tenant, std::string class_name) {
   std::shared_ptr<bool> alive = alive_;

@@ -123,6 +123,7 @@ class ActorHost {
   Forwarder forwarder_;
   std::unique_ptr<Front> front_;
   std::map<std::pair<std::string, std::string>, Loaded> loaded_;
+  HandOvers* hand_overs_ = nullptr;  // the node's; its host hooks point here until destroyed
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

@@ -25,14 +25,20 @@
 //      resident one is only looked up in memory (its start was checked) and unloaded if
 //      found quarantined. A record that cannot be read in time lets the request through
 //      (quarantine is a brake, not a lock); a corrupt one is 500.
-//   4. Route. Served here if this node has the actor resident and still holds it (resident
+//   4. Route. An actor that is leaving this node (a drain or a move: cluster/hand_over.h)
+//      is not run here: the request waits for the hand-over's end (at most
+//      kHandOverWait), then is routed again, so it reaches the next owner instead of a 503.
+//      Served here if this node has the actor resident and still holds it (resident
 //      with its hold ended: 503, and the actor is unloaded). Otherwise one GET of its
 //      ownership record within 250 ms (Owners::OtherOwner): another node that the
 //      membership view shows live → forward the request there (its peer listener, the
 //      record's `address`; without the client's Authorization header) and pass its answer
 //      back unchanged. Nobody, or a holder not live → load the class (404 if there
 //      is none), acquire the actor here and run the event. An acquisition that finds the
-//      actor taken meanwhile forwards to the taker. A request is forwarded at most
+//      actor taken meanwhile forwards to the taker. A draining node acquires nothing: a
+//      request for an actor nobody holds is forwarded to the peer that takes its actors
+//      (HandOvers::DrainTarget), which acquires it; 503 only when there is no such peer.
+//      A request is forwarded at most
 //      `max_hops` times in all (a forwarded request that finds its target no longer the
 //      owner is routed once more, never bounced forever); past that it is 503.
 //   5. Answer: the actor's response once durable, without any X-Wasmkeep-* header (the
@@ -41,6 +47,13 @@
 //      draining, the node lease not valid, or the bucket unreachable is 503 with
 //      Retry-After. Nothing acknowledged is ever lost: a 503 means the request was not
 //      acknowledged and may be retried.
+//
+// The peer listener also takes a move's hand-over (HandOvers, "Move"): a signed
+//   POST /v1/hand-over/<tenant>/<class>/<name>?generation=<g>   body: the record's version
+// from the node that released the actor: this node acquires it from that record
+// (Owners::AcquireHandedOver) and starts restoring it at once (EventHost::Warm). 200 once
+// it holds the actor; 409 when someone else took it meanwhile; 503 when it takes no actors
+// (draining, lease not valid) or the bucket did not answer. SendTake sends one.
 //
 // Threading: the Env loop thread. Simulator-clean: it reaches other nodes only through the
 // forwarder's PeerTransport and runs events through an actor::EventHost.
@@ -53,6 +66,7 @@
 
 #include "actor/event_host.h"
 #include "base/metrics.h"
+#include "cluster/hand_over.h"
 #include "cluster/membership.h"
 #include "cluster/owners.h"
 #include "control/quarantine_cache.h"
@@ -62,6 +76,8 @@
 namespace wk {
 
 inline constexpr std::string_view kActorsPrefix = "/v1/actors/";
+// A move's hand-over, on the peer listener only (see above).
+inline constexpr std::string_view kHandOverPrefix = "/v1/hand-over/";
 // On a 401 for a forwarded request whose signature did not verify: tells the sending node
 // (which answers its client 503) from a client's bad token.
 inline constexpr std::string_view kForwardingRefused = "X-Wasmkeep-Forwarding-Refused";
@@ -100,6 +116,9 @@ struct FrontDeps {
   std::function<Task<Status>(std::string tenant, std::string class_name)> load_class;
   // The node's quarantine cache; null: no quarantine check (the simulator's nodes).
   control::QuarantineCache* quarantine = nullptr;
+  // The node's hand-overs (drains, moves); null: requests for a draining node's actors are
+  // answered 503, and no hand-over is taken.
+  HandOvers* hand_overs = nullptr;
 };
 
 struct FrontStats {
@@ -110,6 +129,8 @@ struct FrontStats {
   std::uint64_t unavailable = 0;  // 503
   std::uint64_t actor_failed = 0;  // 500: the actor's event failed (counted in local too)
   std::uint64_t quarantined = 0;  // 503: the actor is quarantined
+  std::uint64_t held = 0;         // requests held while their actor was leaving this node
+  std::uint64_t taken = 0;        // hand-overs taken (this node is a move's target)
 };
 
 class Front {
@@ -124,6 +145,9 @@ class Front {
   // unauthenticated client's body is never read.
   Task<std::optional<ServerResponse>> CheckBeforeBody(ServerRequest request);
   const FrontStats& stats() const { return stats_; }
+  // Tells node `to` (live in the membership view) to take actor from the record this
+  // node's release left (nobody at generation, at version released). OK once it holds it.
+  Task<Status> SendTake(NodeId to, ActorId actor, Version released, Generation generation);
 
  private:
   struct ParsedTarget {
@@ -136,6 +160,10 @@ class Front {
   std::optional<ServerResponse> TooLarge(std::uint64_t body_bytes);
   std::optional<ServerResponse> AuthenticationRefused(const Result<std::string>& who);
   Task<ServerResponse> Run(ActorId id, actor::Request request);
+  // Step 2 for the peer listener: the signature, and with check_peer_pins the TLS pin.
+  Result<ForwardedFrom> VerifyPeer(const ServerRequest& request);
+  // A hand-over's take (POST kHandOverPrefix...), already verified.
+  Task<ServerResponse> HandleTake(ServerRequest request);
   Task<ServerResponse> ForwardTo(NodeId node_id, ServerRequest request, std::string tenant, int hops);
   // A 401 telling the sending node (X-Wasmkeep-Forwarding-Refused) why.
   ServerResponse RefuseForwarded(const std::string& why);
