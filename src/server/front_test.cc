@@ -23,6 +23,7 @@ class ScriptedHost final : public actor::EventHost {
     co_return result;
   }
   void Unload(const ActorId&) override {}
+  void Warm(const ActorId&) override {}
   bool IsResident(const ActorId&) const override { return true; }
 
   actor::Response answer;
