@@ -98,6 +98,7 @@ rows=$(cat <<'ROWS'
 §3 a move's target takes the actor only once the release landed (simulator)|move-acquires-before-release-lands|sim|move|
 §3 a move's take is conditioned on the released version|take-unconditional|gtest|cluster:HandOverTest.ATakeFromAReleaseThatSomeoneElseFollowedIsRefusedByItsCondition|
 §3 a move's take is conditioned on the released version (simulator)|take-unconditional|sim|move|
+§4 a drain reports drained only with nothing pending (simulator: drains racing moves)|drain-ignores-pending|sim|move|
 §4 a drain closes resident actors before releasing them|drain-releases-under-actors|gtest|cluster:HandOverTest.AResidentActorIsClosedThenReleasedAndNothingStartsOnItMeanwhile|
 §4 a drain closes resident actors before releasing them (real processes)|drain-releases-under-actors|cluster|drain|no request was refused during the drain
 gate: released only when durable|ack-before-durable|gtest|replica:HoldGateTest.ASequenceIsReleasedOnceDurableWhileTheHoldIsValid|

@@ -206,9 +206,13 @@ Task<Status> HandOvers::Drain(Duration limit) {
   owners_.SetAccepting(false);
   std::shared_ptr<bool> alive = alive_;
   const MonoTime deadline = env_.MonoNow() + limit;
+  // Drained only while the node lease is valid: a lost lease drops holds and pending
+  // releases without writing anything (the fence frees those records later), so empty sets
+  // then prove nothing about the records.
   auto drained = [this] {
     if (broken_.on(BrokenModel::kDrainIgnoresPending)) return owners_.holds() == 0;
-    return owners_.holds() == 0 && entries_.empty() && owners_.pending() == 0 && owners_.locks_in_use() == 0;
+    return owners_.lease_valid() && owners_.holds() == 0 && entries_.empty() && owners_.pending() == 0 &&
+           owners_.locks_in_use() == 0;
   };
   while (env_.MonoNow() < deadline && owners_.lease_valid()) {
     // Holds can still appear from acquisitions that were past their checks when the
