@@ -12,9 +12,9 @@ actors i = w, w + workers, ... in turn, through the first node (or, with --sprea
 each node in turn), with one keep-alive connection per worker and node, until the stop file
 exists. It records, per actor, the increments sent and the ones acknowledged (200), and
 every answer that is not 200 (time, node, actor, status, body) as a refusal. `verify` reads
-each counter back (GET, through the first node, retried until 200) and checks that every
+each counter back (GET, --workers at once, through each node in turn, retried until 200) and checks that every
 acknowledged increment is there: acknowledged <= value <= sent (summed over the --in files,
-which must be runs over the same actors).
+which may cover different numbers of actors: the counts add up per actor).
 
 Standard library only. Prints one summary line; the JSON holds the details.
 """
@@ -110,28 +110,44 @@ def verify(args):
         with open(name) as f:
             run_data = json.load(f)
         if data is None:
-            data = run_data
-        else:
-            data["sent"] = [a + b for a, b in zip(data["sent"], run_data["sent"])]
-            data["acked"] = [a + b for a, b in zip(data["acked"], run_data["acked"])]
-    conns = {}
+            data = {"sent": [], "acked": []}
+        # Runs may cover fewer actors than others (the first n): the counts add up per actor.
+        for field in ("sent", "acked"):
+            counts = run_data[field]
+            if len(counts) > len(data[field]):
+                data[field] += [0] * (len(counts) - len(data[field]))
+            for i, c in enumerate(counts):
+                data[field][i] += c
     lost = []
-    extra = 0
-    for i, (s, a) in enumerate(zip(data["sent"], data["acked"])):
-        if s == 0:
-            continue
-        path = "/v1/actors/%s/%s/%s%d" % (args.tenant, args.klass, args.prefix, i)
-        deadline = time.time() + 30
-        while True:
-            status, body = request(conns, nodes[i % len(nodes)] if args.spread else nodes[0], "GET", path, args.token)
-            if status == 200 or time.time() > deadline:
-                break
-            time.sleep(0.2)
-        value = int(body.strip()) if status == 200 and body.strip().isdigit() else -1
-        if value < a or value > s:
-            lost.append({"actor": i, "acked": a, "sent": s, "value": value, "status": status})
-        else:
-            extra += value - a
+    extra = [0]
+    lock = threading.Lock()
+    todo = [i for i, s in enumerate(data["sent"]) if s > 0]
+
+    def reader(w):
+        conns = {}
+        for i in todo[w::args.workers]:
+            s, a = data["sent"][i], data["acked"][i]
+            path = "/v1/actors/%s/%s/%s%d" % (args.tenant, args.klass, args.prefix, i)
+            deadline = time.time() + 30
+            while True:
+                status, body = request(conns, nodes[i % len(nodes)], "GET", path, args.token)
+                if status == 200 or time.time() > deadline:
+                    break
+                time.sleep(0.2)
+            value = int(body.strip()) if status == 200 and body.strip().isdigit() else -1
+            with lock:
+                if value < a or value > s:
+                    lost.append({"actor": i, "acked": a, "sent": s, "value": value, "status": status})
+                else:
+                    extra[0] += value - a
+
+    # Read back by --workers readers, each actor through one of the nodes in turn.
+    threads = [threading.Thread(target=reader, args=(w,)) for w in range(args.workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    extra = extra[0]
     print("verify: %d actors read back, %d acknowledged increments, %d with an acknowledged increment missing; "
           "%d unacknowledged increments took effect" % (sum(1 for s in data["sent"] if s), sum(data["acked"]),
                                                         len(lost), extra))
