@@ -45,6 +45,9 @@ void PublishFrontMetrics(MetricsRegistry& registry, const Front& front) {
     registry.AddCallbackCounter("wasmkeep_api_requests_total", help, [field] { return static_cast<double>(*field); },
                                 {{"route", route}});
   }
+  registry.AddCallbackCounter("wasmkeep_hand_overs_taken_total",
+                              "Actors this node took as a move's target (docs/node-lease.md, Moving actors)",
+                              [&stats] { return static_cast<double>(stats.taken); });
 }
 
 ServerResponse Front::Error(int status, std::string message, bool retry_after) {
