@@ -31,7 +31,7 @@ cat >>"$work/fast.toml" <<TOML
 workers = 2
 idle_hibernate_ms = 600000
 TOML
-echo "move bench: $backend, $moves moves, $(basename "$(dirname "$(dirname "$(dirname "$bin")")")") build, $(nproc) cores"
+echo "move bench: $backend, $moves moves, $(basename "$(dirname "$(dirname "$(dirname "$bin")")")") build, $(nproc) cores, git $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(date -u +%Y-%m-%dT%H:%MZ), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 W tenant add acme >"$work/acme.out" 2>&1
 TOKEN=$(tail -n1 "$work/acme.out")
 W deploy --tenant acme --class counter "$actors_dir/counter.wasm" >/dev/null 2>&1
