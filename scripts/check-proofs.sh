@@ -100,7 +100,7 @@ rows=$(cat <<'ROWS'
 §3 a move's take is conditioned on the released version (simulator)|take-unconditional|sim|move|
 §4 a drain reports drained only with nothing pending (simulator: drains racing moves)|drain-ignores-pending|sim|move|
 §4 a drain closes resident actors before releasing them|drain-releases-under-actors|gtest|cluster:HandOverTest.AResidentActorIsClosedThenReleasedAndNothingStartsOnItMeanwhile|
-§4 a drain closes resident actors before releasing them (real processes)|drain-releases-under-actors|cluster|drain|no request was refused during the drain
+§4 a drain closes resident actors before releasing them (real processes)|drain-releases-under-actors|cluster|drain|before releasing it
 gate: released only when durable|ack-before-durable|gtest|replica:HoldGateTest.ASequenceIsReleasedOnceDurableWhileTheHoldIsValid|
 gate: released only when durable (simulator)|ack-before-durable|sim|storage|
 gate: an acknowledgement after validity ended is Late|ack-late-upload|gtest|replica:ReplicaTest.AnUploadAcknowledgedAfterValidityEndedIsLateAndAcknowledgesNothing|

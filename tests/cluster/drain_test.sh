@@ -63,6 +63,11 @@ echo "     requests refused during the drain: $refused (goal: none)"
 python3 -c 'import json,sys
 for r in json.load(open(sys.argv[1]))["refusals"][:5]: print("       ", r)' "$work/load.json"
 check "no request was refused during the drain" '[ "$refused" = 0 ]'
+closed=$(metric 1 'wasmkeep_hand_overs_total{outcome="closed"}')
+cut=$(metric 1 'wasmkeep_hand_overs_total{outcome="cut"}')
+held=$(metric 1 wasmkeep_hand_over_waits_total)
+echo "     a's hand-overs: $closed closed then released, $cut cut; $held requests held while their actor was leaving"
+check "a closed each of its $actors actors before releasing it ($closed closed, $cut cut)" '[ "$closed" = "$actors" ] && [ "$cut" = 0 ]'
 check "a holds nothing and releases nothing" '[ "$(metric 1 wasmkeep_holds_resident)" = 0 ] && [ "$(metric 1 wasmkeep_releases_pending)" = 0 ]'
 # One more round through a alone, over the first 200 actors (enough to see it, and a lean
 # test): the drained node forwards every request to the peer that took the actor.
