@@ -21,7 +21,7 @@ RunResult RunLeaseScenario(const RunOptions& options) {
 const std::vector<Scenario>& Scenarios() {
   static const std::vector<Scenario> all = {
       {"lease", "node leases, listing and fencing of 3 nodes (ADR 0020 §1, §2, §5)",
-       {"unconditional-fence", "no-watch-wait", "validity-from-reply"}, &RunLeaseScenario},
+       {"unconditional-fence", "no-watch-wait", "validity-from-reply", "listing-assumes-renewals"}, &RunLeaseScenario},
       {"ownership", "3 nodes acquiring, using, hibernating and releasing 6 actors (ADR 0020 §3, §4)",
        {"wake-reuses-generation", "resolver-without-lock", "free-on-view", "free-on-absent-node"},
        &RunOwnershipScenario},
@@ -31,6 +31,9 @@ const std::vector<Scenario>& Scenarios() {
        {"release-without-validity", "answer-without-gate"}, &RunRoutingScenario},
       {"move", "the routing scenario with actors moved between nodes and nodes drained (docs/architecture.md, Drain and move)",
        {"move-acquires-before-release-lands", "take-unconditional", "drain-ignores-pending"}, &RunMoveScenario},
+      {"alarms", "clients setting, deleting and reading the alarms of 22 actors on 3 nodes that fire them (docs/alarms.md)",
+       {"index-entry-removed-before-durable", "fire-before-due", "drop-handed-alarm", "segment-before-entry"},
+       &RunAlarmsScenario},
   };
   return all;
 }

@@ -48,6 +48,10 @@ struct RunResult {
   std::uint64_t lapses = 0;
   std::uint64_t adoptions = 0;
   std::uint64_t clean_stops = 0;
+  // the listing (every process's Membership, summed at its end)
+  std::uint64_t listings = 0;
+  std::uint64_t listing_reads = 0;     // bodies of nodes/ read
+  std::uint64_t listing_renewals = 0;  // new versions taken for renewals, not read
   // ownership scenario
   std::uint64_t acquire_attempts = 0;
   std::uint64_t acquisitions = 0;  // owner records that landed naming a node
@@ -77,6 +81,16 @@ struct RunResult {
   std::uint64_t ok_reads = 0;       // reads answered 200
   // move scenario (moves and drains count in `moves` and `drains`)
   std::uint64_t moved = 0;          // hand-overs whose target took the actor
+  // alarms scenario
+  std::uint64_t alarm_sets = 0;             // sets clients sent
+  std::uint64_t alarm_acked_sets = 0;       // sets answered 200
+  std::uint64_t alarm_runs = 0;             // handler runs (in memory, on any node)
+  std::uint64_t alarm_failed_runs = 0;      // handler runs that failed (retried)
+  std::uint64_t alarm_fired = 0;            // fired records in the actors' durable logs
+  std::uint64_t alarm_given_up = 0;         // alarms cleared after their last attempt failed
+  std::uint64_t alarm_lost = 0;             // alarms never fired (violations)
+  std::uint64_t alarm_handovers = 0;        // hand-overs received
+  std::uint64_t alarm_entries_deleted = 0;  // index entry deletes sent
 };
 
 struct Scenario {
@@ -105,5 +119,8 @@ RunResult RunRoutingScenario(const RunOptions& options);
 // replies; never two owners, no acknowledged write lost, a drain ends only with nothing
 // pending (sim/routing_scenario.cc).
 RunResult RunMoveScenario(const RunOptions& options);
+// The alarms scenario (docs/alarms.md): the routing scenario's nodes with the alarm index,
+// delivery and shard scanning; clients set, delete and read alarms (sim/alarms_scenario.cc).
+RunResult RunAlarmsScenario(const RunOptions& options);
 
 }  // namespace wk::sim

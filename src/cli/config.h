@@ -69,6 +69,13 @@
 //   restore_parallelism = 16     # reads of one restore in flight at once
 //   gc_delete_interval_ms = 20   # pacing of garbage collection's deletes
 //   gc_max_deletes_per_pass = 500
+//   [alarms]                     # alarm delivery (docs/alarms.md); every value in milliseconds
+//   scan_period_ms = 10000       # each index shard is listed at least this often
+//   scan_lag_ms = 1000           # a scan leaves alarms due more recently to their owner's timer
+//   first_retry_ms = 2000        # a failed alarm handler runs again after this, then twice as long
+//   max_retries = 6              # retries after the first run; then the alarm is cleared
+//   handed_recheck_ms = 30000    # a handed alarm is looked at again after this (default:
+//                                # max(30000, 2 * ttl_ms + grace_ms); never less than that)
 //
 // Precedence: command-line flags, then the environment (AWS_* variables), then the file,
 // then the defaults. Unknown sections or keys are refused with their name, so a typo is
@@ -80,6 +87,7 @@
 
 #include "base/status.h"
 #include "actor/runtime.h"
+#include "alarms/alarm_service.h"
 #include "net/http_server.h"
 #include "cluster/timing.h"
 #include "control/quarantine.h"
@@ -114,6 +122,8 @@ struct Config {
   // [moves] per_second: hand-overs a node starts per second for requested moves (`actor
   // move`, `cluster balance`; cluster/move_control.h).
   std::int64_t moves_per_second = 10;
+  // Defaults unless [alarms] sets them; validated by LoadConfig against [lease].
+  alarms::AlarmOptions alarms;
 };
 
 // Reads and validates path. kInvalidArgument names the file and the bad key or value;

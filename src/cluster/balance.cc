@@ -90,6 +90,8 @@ Task<Result<ClusterLoad>> ReadClusterLoad(Env& env, ObjectStore& store, LeaseTim
     if (!r.record || r.record->names_nobody()) continue;
     auto it = live.find(r.record->node_id);
     if (it == live.end() || it->second != r.record->instance) continue;
+    // System actors (the alarm shards, owners/_alarms/...) do not parse as tenants' actors:
+    // they are spread by the membership view, never counted or moved here.
     auto actor = ParseActorId(std::string_view(r.key).substr(kOwnersPrefix.size()));
     if (!actor.ok()) continue;
     load.held[it->first].push_back(*actor);

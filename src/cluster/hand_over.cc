@@ -221,6 +221,10 @@ Task<Status> HandOvers::Drain(Duration limit) {
     for (ActorId& a : owners_.HeldActors()) {
       if (!Leaving(a)) queue->push_back(std::move(a));
     }
+    // Tenants' actors first, system actors (alarm shards) last: clients wait for a tenant's
+    // actor at its next owner, while a shard's release only delays the scan of its alarms
+    // (docs/alarms.md); the workers take the queue in order.
+    std::stable_partition(queue->begin(), queue->end(), [](const ActorId& a) { return !IsSystemActor(a); });
     if (!queue->empty()) {
       std::vector<TaskHandle> workers;
       const std::size_t n = std::min<std::size_t>(kHandOverConcurrency, queue->size());

@@ -76,7 +76,7 @@ Result<MoveRecord> DecodeMoveRecord(std::string_view body) {
 
 MoveControl::MoveControl(Env& env, ObjectStore& store, Owners& owners, HandOvers& hand_overs,
                          const Membership& membership, NodeId node_id, LeaseTiming timing, double per_second)
-    : env_(env), store_(store), owners_(owners), hand_overs_(hand_overs), membership_(membership),
+    : env_(env), store_(store.ForPurpose(BucketPurpose::kControl)), owners_(owners), hand_overs_(hand_overs), membership_(membership),
       node_id_(std::move(node_id)), timing_(timing), per_second_(per_second) {}
 
 MoveControl::~MoveControl() { *alive_ = false; }

@@ -24,12 +24,14 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
       quarantine_(env, store, quarantine_cache_,
                   QuarantineServiceOptions{options_.node_id, options_.quarantine, CallOptions{std::chrono::seconds(10)}},
                   options_.journal),
+      alarm_index_(env, store),
       owner_holds_(node.owners()),
       holds_(owner_holds_, quarantine_cache_),
       auth_(env, store),
       forwarder_(env, peers, ForwarderIdentity{options_.node_id, options_.instance}, secret) {
   replica::Replica::Deps deps{env, store, [&env](std::function<void()> fn) { env.PostFromAnyThread(std::move(fn)); },
-                              &replica_totals, node.broken_models()};
+                              &replica_totals, node.broken_models(), &alarm_index_};
+  options_.runtime.broken = node.broken_models();
   provider_ = std::make_unique<replica::ReplicaProvider>(std::move(deps), holds_, options_.storage, options_.close_limit);
   runtime_ = std::make_unique<actor::ActorRuntime>(env, engine_, classes_, *provider_, options_.runtime,
                                                    quarantine_.Hooks());
@@ -39,7 +41,9 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
                   [this](std::string tenant, std::string class_name) {
                     return LoadClass(std::move(tenant), std::move(class_name));
                   },
-                  options_.quarantine.enabled() ? &quarantine_cache_ : nullptr, &node.hand_overs()};
+                  options_.quarantine.enabled() ? &quarantine_cache_ : nullptr,
+                  [this](ActorId actor, std::string_view body) { return alarms_->ReceiveHandOver(actor, body); },
+                  &node.hand_overs()};
   FrontOptions fo;
   fo.node_id = options_.node_id;
   fo.check_peer_pins = true;
@@ -58,6 +62,15 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
   };
   hand_overs_ = &node.hand_overs();
   hand_overs_->set_host(std::move(hand_over));
+  alarms::AlarmServiceDeps alarm_deps{env, node.owners(), node.membership(), *runtime_, alarm_index_, &forwarder_,
+                                      [this](std::string tenant, std::string class_name) {
+                                        return LoadClass(std::move(tenant), std::move(class_name));
+                                      },
+                                      node.broken_models()};
+  alarms_ = std::make_unique<alarms::AlarmService>(std::move(alarm_deps), options_.alarms, options_.timing);
+  scanner_ = std::make_unique<alarms::ShardScanner>(env, store, node.owners(), node.membership(), node.lease(), *alarms_);
+  scanner_->Start();
+  alarms::PublishAlarmMetrics(metrics, *alarms_, alarm_index_, *scanner_);
   actor::PublishRuntimeMetrics(metrics, *runtime_);
   PublishFrontMetrics(metrics, *front_);
   PublishForwarderMetrics(metrics, forwarder_);
@@ -73,6 +86,12 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
 ActorHost::~ActorHost() {
   *alive_ = false;
   hand_overs_->set_host({});  // the node outlives this host
+  StopAlarms();
+}
+
+void ActorHost::StopAlarms() {
+  if (scanner_) scanner_->Stop();
+  if (alarms_) alarms_->Stop();
 }
 
 Task<Status> ActorHost::LoadClass(std::string tenant, std::string class_name) {

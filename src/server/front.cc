@@ -169,7 +169,10 @@ Result<ForwardedFrom> Front::VerifyPeer(const ServerRequest& request) {
 
 Task<ServerResponse> Front::Handle(ServerRequest request, Via via) {
   ++stats_.requests;
-  if (via == Via::kPeer && request.target.starts_with(kHandOverPrefix)) co_return co_await HandleTake(std::move(request));
+  if (via == Via::kPeer && deps_.alarm_handover && request.target.starts_with(kAlarmsHandOverPrefix)) {
+    co_return co_await HandleAlarmHandOver(std::move(request));
+  }
+  if (via == Via::kPeer && request.target.starts_with(kMoveHandOverPrefix)) co_return co_await HandleTake(std::move(request));
   // 1. The actor's name and the rest of the path.
   ParsedTarget target;
   if (auto refused = ParseTarget(request.target, &target)) co_return std::move(*refused);
@@ -320,7 +323,7 @@ Task<Status> Front::SendTake(NodeId to, ActorId actor, Version released, Generat
   PeerTarget target{to, it->second.record->instance, it->second.record->address};
   ServerRequest request;
   request.method = "POST";
-  request.target = std::string(kHandOverPrefix) + actor.ToString() + "?generation=" + std::to_string(generation.value);
+  request.target = std::string(kMoveHandOverPrefix) + actor.ToString() + "?generation=" + std::to_string(generation.value);
   request.body = released.token();
   std::string tenant = actor.tenant;
   auto got = co_await deps_.forwarder.Forward(std::move(target), std::move(request), std::move(tenant), 1);
@@ -336,7 +339,7 @@ Task<ServerResponse> Front::HandleTake(ServerRequest request) {
   auto verified = VerifyPeer(request);
   if (!verified.ok()) co_return RefuseForwarded(verified.status().message());
   if (request.method != "POST") co_return Error(405, "a hand-over is a POST");
-  std::string_view rest = std::string_view(request.target).substr(kHandOverPrefix.size());
+  std::string_view rest = std::string_view(request.target).substr(kMoveHandOverPrefix.size());
   std::string_view query;
   if (auto q = rest.find('?'); q != std::string_view::npos) {
     query = rest.substr(q + 1);
@@ -388,6 +391,18 @@ Task<ServerResponse> Front::HandleTake(ServerRequest request) {
       break;
   }
   co_return Error(503, "cannot take " + id->ToString() + ": " + acquired.why, true);
+}
+
+Task<ServerResponse> Front::HandleAlarmHandOver(ServerRequest request) {
+  // Verified exactly as a forwarded request: the signature, and the live signer's TLS pin.
+  auto verified = VerifyPeer(request);
+  if (!verified.ok()) co_return RefuseForwarded(verified.status().message());
+  const ForwardedFrom& from = *verified;
+  if (request.method != "POST") co_return Error(405, "alarm hand-overs are POST");
+  auto id = ParseActorId(std::string_view(request.target).substr(kAlarmsHandOverPrefix.size()));
+  if (!id.ok()) co_return Error(400, "bad actor name: " + id.status().message());
+  if (from.tenant != id->tenant) co_return Error(403, "signed for tenant " + from.tenant + ", not " + id->tenant);
+  co_return deps_.alarm_handover(*id, request.body);
 }
 
 Task<ServerResponse> Front::ForwardTo(NodeId node_id, ServerRequest request, std::string tenant, int hops) {

@@ -158,7 +158,7 @@ TEST_F(FrontTest, AHandOverIsTakenOnlyFromASignedPeerNeverFromAClient) {
   // A move's take (POST /v1/hand-over/...) acquires an actor at once, with no read of its
   // record first: a client must never be able to send one, with or without a token, and a
   // peer only with a verified signature (cluster/hand_over.h, step 4).
-  const std::string take = std::string(kHandOverPrefix) + "acme/c/n?generation=1";
+  const std::string take = std::string(kMoveHandOverPrefix) + "acme/c/n?generation=1";
   ServerResponse client = Handle(Request(take, {{"Authorization", std::string(kGoodToken)}}, "some-version"));
   EXPECT_EQ(client.status, 404) << client.body;
   auto peer = RunTask(world_, node_.env, front_->Handle(Request(take, {}, "some-version"), Via::kPeer));

@@ -34,24 +34,7 @@ W tenant add acme >"$work/acme.out" 2>&1
 TOKEN=$(tail -n1 "$work/acme.out")
 W deploy --tenant acme --class counter "$actors/counter.wasm" >/dev/null 2>&1
 
-# req INDEX METHOD PATH: "STATUS BODY" from the node's client API.
-req() {
-  local out
-  out=$(curl -s -m 20 -X "$2" -H "Authorization: Bearer $TOKEN" -w '\n%{http_code}' \
-    "http://127.0.0.1:$(port_of "$1")/v1/actors/$3")
-  echo "$(tail -n1 <<<"$out") $(head -n -1 <<<"$out" | tr '\n' ' ' | sed 's/ *$//')"
-}
-until_ok() {
-  local deadline=$((SECONDS + $1)) r
-  shift
-  while [ $SECONDS -lt $deadline ]; do
-    r=$(req "$@")
-    case "$r" in 2*) echo "$r"; return 0 ;; esac
-    sleep 0.2
-  done
-  echo "$r"
-  return 1
-}
+# req, status and until_ok: common.sh.
 # peer NODE KEY [curl args...]: a request to NODE's peer listener presenting KEY's
 # certificate (none if KEY is "-"), checking NODE's own pin; prints the HTTP status (000:
 # no answer, the TLS handshake refused) and saves the reply's headers in $work/peer.h.
