@@ -193,6 +193,7 @@ int main(int argc, char** argv) {
       using ull = unsigned long long;
       std::printf("  move: %llu moves (%llu taken by their target), %llu drains reported drained\n",
                   static_cast<ull>(total.moves), static_cast<ull>(total.moved), static_cast<ull>(total.drains));
+    }
     if (total.alarm_sets > 0) {
       using ull = unsigned long long;
       std::printf("  alarms: %llu sets sent (%llu acknowledged), %llu handler runs (%llu failed), %llu fired in the "
