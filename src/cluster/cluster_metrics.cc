@@ -91,8 +91,12 @@ void PublishClusterMetrics(MetricsRegistry& r, ClusterNode& node) {
         },
         {{"state", std::string(state)}});
   }
-  r.AddCallbackGauge("wasmkeep_holds_resident", "Actors this node holds now",
-                     [&node] { return static_cast<double>(node.owners().holds()); });
+  // Tenants' actors only: the alarm shards a node holds (docs/alarms.md) are counted apart,
+  // so that this gauge is what drains, moves and balancing act on.
+  r.AddCallbackGauge("wasmkeep_holds_resident", "Tenants' actors this node holds now",
+                     [&node] { return static_cast<double>(node.owners().holds() - node.owners().system_holds()); });
+  r.AddCallbackGauge("wasmkeep_holds_system", "System actors (alarm shards) this node holds now",
+                     [&node] { return static_cast<double>(node.owners().system_holds()); });
   r.AddCallbackGauge("wasmkeep_releases_pending", "Pending releases and unresolved acquires",
                      [&node] { return static_cast<double>(node.owners().pending()); });
   r.AddCallbackGauge("wasmkeep_draining", "1 while a drain is requested or done for this node",

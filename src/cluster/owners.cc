@@ -155,6 +155,12 @@ void Owners::SetLeaving(const ActorId& actor, bool leaving) {
   }
 }
 
+std::size_t Owners::system_holds() const {
+  std::size_t n = 0;
+  for (const auto& [a, h] : holds_) n += IsSystemActor(a) ? 1 : 0;
+  return n;
+}
+
 std::vector<ActorId> Owners::HeldActors() const {
   std::vector<ActorId> out;
   out.reserve(holds_.size());

@@ -195,6 +195,9 @@ class Owners {
   void OnLost();
 
   std::size_t holds() const { return holds_.size(); }
+  // Of those, the holds of system actors (alarm shards, base/ids.h): counted at each call
+  // (a metrics scrape), not on the hold path.
+  std::size_t system_holds() const;
   bool lease_valid() const { return lease_.IsValid(); }
   // Actors whose lock is held or awaited now (the lock table keeps nothing else).
   std::size_t locks_in_use() const { return locks_->entries.size(); }
