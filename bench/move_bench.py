@@ -18,7 +18,6 @@ than 200 (none expected) are counted.
 Prints the p50, p99 and max over the moves, the probe's refused requests, and the load's.
 """
 import argparse
-import http.client
 import os
 import subprocess
 import sys
@@ -26,23 +25,10 @@ import threading
 import time
 
 
-def request(conns, node, method, path, token):
-    for attempt in range(2):
-        conn = conns.get(node)
-        if conn is None:
-            host, port = node.rsplit(":", 1)
-            conn = conns[node] = http.client.HTTPConnection(host, int(port), timeout=30)
-        try:
-            conn.request(method, path, body=b"" if method == "POST" else None,
-                         headers={"Authorization": "Bearer " + token})
-            r = conn.getresponse()
-            return r.status, r.read().decode("utf-8", "replace")
-        except (http.client.HTTPException, OSError) as e:
-            conn.close()
-            conns.pop(node, None)
-            if attempt == 1:
-                return 0, str(e)
-    return 0, ""
+# One request on a keep-alive connection, retried once on a dropped connection: the
+# cluster tests' load generator's (tests/cluster/load.py), so both count answers alike.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "cluster"))
+from load import request  # noqa: E402
 
 
 def main():
