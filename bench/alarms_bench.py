@@ -187,12 +187,15 @@ def main():
         if status == 200:
             logs[i] = body
     late, first_late, fires, early, retries = [], [], [], 0, 0
+    by_run = [[] for _ in range(a.runs)]
     for i in ids:
         f = parse(logs.get(i, ""))
         for k, (due, retry, now) in enumerate(f):
             late.append(now - due)
             if k == 0:
                 first_late.append(now - due)
+            if k < a.runs:
+                by_run[k].append(now - due)
             fires.append(now)
             early += 1 if now < due else 0
             retries += 1 if retry else 0
@@ -206,7 +209,13 @@ def main():
            "lateness_ms": {"p50": pct(late, 0.5), "p99": pct(late, 0.99), "max": max(late) if late else None},
            "first_run_lateness_ms": {"p50": pct(first_late, 0.5), "p99": pct(first_late, 0.99),
                                      "max": max(first_late) if first_late else None},
-           "span_s": span, "fired_per_s": round(len(late) / span, 1) if span else None}
+           "span_s": span, "fired_per_s": round(len(late) / span, 1) if span else None,
+           # Where the tail comes from: lateness by the run's place in its actor's chain (the
+           # first is the set's, the others re-arms), and runs in each 10 s after T0.
+           "lateness_by_run_ms": [{"run": k + 1, "n": len(v), "p50": pct(v, 0.5), "p99": pct(v, 0.99),
+                                   "max": max(v) if v else None} for k, v in enumerate(by_run)],
+           "fired_per_10s": [sum(1 for x in fires if b * 10000 <= x - t0 < (b + 1) * 10000)
+                             for b in range(int(span // 10) + 1)] if span else []}
     if a.metrics:
         n = max(after[FIRED] - before[FIRED], 1)
         out["fired_counter"] = int(after[FIRED] - before[FIRED])

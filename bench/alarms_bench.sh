@@ -21,7 +21,9 @@
 # Environment: WASMKEEP_ALARMS_BENCH_BUCKET (sqlite or file; default sqlite),
 # WASMKEEP_ALARMS_BENCH_ACTORS (default 1000), WASMKEEP_ALARMS_BENCH_RUNS (runs per actor,
 # default 10), WASMKEEP_ALARMS_BENCH_WORKERD (1, the default, runs workerd too; 0 skips it),
-# WASMKEEP_WORKERD_VERSION (default 1.20261117.1, as bench/http_bench.sh).
+# WASMKEEP_WORKERD_VERSION (default 1.20261117.1, as bench/http_bench.sh),
+# WASMKEEP_ALARMS_BENCH_OUT (a directory to keep each system's JSON summary, with lateness by
+# run and runs per 10 s, and the nodes' logs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -102,6 +104,10 @@ if [ "$with_workerd" = 1 ]; then
 fi
 
 # ---- side by side -----------------------------------------------------------------------
+if [ -n "${WASMKEEP_ALARMS_BENCH_OUT:-}" ]; then
+  mkdir -p "$WASMKEEP_ALARMS_BENCH_OUT"
+  cp "$work"/*.json "$work"/n?.log "$WASMKEEP_ALARMS_BENCH_OUT/" 2>/dev/null || true
+fi
 python3 - "$work/wasmkeep.json" "$work/workerd.json" <<'PY'
 import json, os, sys
 res = [json.load(open(p)) for p in sys.argv[1:] if os.path.exists(p)]
