@@ -68,7 +68,10 @@ ports=()
 for n in 1 2 3; do
   port=$(free_port)
   ports+=("$port")
-  W serve --node-id "n$n" --listen "127.0.0.1:$port" >"$work/n$n.out" 2>"$work/n$n.log" &
+  # Not through W: $! must be the node itself, so that stop_all ends it (a function in the
+  # background is a subshell, and killing it would leave the node running).
+  "$wk" --config "$work/bench.toml" --bucket "$bucket" serve --node-id "n$n" --listen "127.0.0.1:$port" \
+    >"$work/n$n.out" 2>"$work/n$n.log" &
   pids+=($!)
 done
 for port in "${ports[@]}"; do
