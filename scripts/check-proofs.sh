@@ -125,6 +125,7 @@ GC never deletes the chain|gc-deletes-chain|gtest|replica:GcTest.CoveredSegments
 GC never deletes the chain (simulator)|gc-deletes-chain|sim|storage|
 alarms: the segment setting an alarm waits for its index entry|segment-before-entry|gtest|alarms:AlarmIndexTest.TheSegmentSettingAnAlarmLandsOnlyAfterItsEntry|
 alarms: the segment setting an alarm waits for its index entry (simulator)|segment-before-entry|sim|alarms|
+alarms: an earlier hold's entry goes only once this hold's fence landed|earlier-entries-before-fence|gtest|alarms:AlarmIndexTest.AnEarlierHoldsEntryGoesOnlyOnceThisHoldsFenceLanded|
 alarms: an entry goes only once the change is durable|index-entry-removed-before-durable|gtest|alarms:AlarmIndexTest.AnEntryGoesOnlyOnceTheChangeThatReplacedItIsDurable|
 alarms: an entry goes only once the change is durable (simulator)|index-entry-removed-before-durable|sim|alarms|
 alarms: never before its time|fire-before-due|gtest|alarms:AlarmServiceTest.TheOwnersTimerFiresAtTheAlarmsTimeAndNotBefore|

@@ -66,6 +66,7 @@ constexpr std::array<std::string_view, kModels> kNames = {
     "fire-before-due",
     "drop-handed-alarm",
     "segment-before-entry",
+    "earlier-entries-before-fence",
     "answer-without-gate",
 };
 static_assert(kNames.size() == kModels, "one name per BrokenModel");

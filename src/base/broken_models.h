@@ -98,6 +98,7 @@ enum class BrokenModel : std::uint8_t {
   kFireBeforeDue,            // an alarm runs up to kFireBeforeDueMs before its time
   kDropHandedAlarm,          // a handed alarm is never looked at again by the node that handed it
   kSegmentBeforeEntry,       // the segment setting an alarm is sent without waiting for its index entry
+  kEarlierEntriesBeforeFence,  // earlier holds' index entries are removed before this hold's fence landed
   // ---- The simulator's own hosts (sim/), never production code
   kAnswerWithoutGate,        // the routing scenario's native host answers without the output gate
   kCount

@@ -553,6 +553,7 @@ TEST(ReplicaTeardownTest, AReplicaStillClosingWhenItsProviderGoesTellsTheAlarmIn
       written(Status::Ok());
     }
     void Durable(const ActorId&, Generation, std::uint64_t, std::optional<std::int64_t>) override { Call(); }
+    void Fenced(const ActorId&, Generation) override { Call(); }
     void Closed(const ActorId&, Generation, std::optional<std::int64_t>) override { Call(); }
     void Call() { (gone ? calls_after_gone : calls) += 1; }
     bool gone = false;

@@ -24,7 +24,7 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
       quarantine_(env, store, quarantine_cache_,
                   QuarantineServiceOptions{options_.node_id, options_.quarantine, CallOptions{std::chrono::seconds(10)}},
                   options_.journal),
-      alarm_index_(env, store),
+      alarm_index_(env, store, alarms::AlarmIndexOptions{.broken = node.broken_models()}),
       owner_holds_(node.owners()),
       holds_(owner_holds_, quarantine_cache_),
       auth_(env, store),
