@@ -32,7 +32,8 @@ const std::vector<Scenario>& Scenarios() {
       {"move", "the routing scenario with actors moved between nodes and nodes drained (docs/architecture.md, Drain and move)",
        {"move-acquires-before-release-lands", "take-unconditional", "drain-ignores-pending"}, &RunMoveScenario},
       {"alarms", "clients setting, deleting and reading the alarms of 22 actors on 3 nodes that fire them (docs/alarms.md)",
-       {"index-entry-removed-before-durable", "fire-before-due", "drop-handed-alarm", "segment-before-entry"},
+       {"index-entry-removed-before-durable", "fire-before-due", "drop-handed-alarm", "segment-before-entry",
+        "earlier-entries-before-fence"},
        &RunAlarmsScenario},
   };
   return all;
