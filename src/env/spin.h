@@ -16,6 +16,8 @@
 // Real threads only: the simulator never spins (it has no threads to hand over to).
 #pragma once
 
+#include <sched.h>
+
 #include <chrono>
 #include <cstdint>
 
@@ -45,11 +47,14 @@ class SpinWindow {
   void Worked() { last_work_ = std::chrono::steady_clock::now(); }
 
   // Called when a poll found nothing: pauses briefly and says whether to poll again (true)
-  // or to go to sleep (false, the window has passed since the last work). Reads the clock
-  // only every 32 calls: a steady_clock read is a vDSO call, cheap but not free.
+  // or to go to sleep (false, the window has passed since the last work). Every 32 calls
+  // it reads the clock (a vDSO call, cheap but not free) and yields the core: where more
+  // threads are runnable than there are cores (the thread it waits for among them), a
+  // spinner must not keep the core from them for a whole time slice.
   bool KeepSpinning() {
     CpuRelax();
     if ((++polls_ & 31u) != 0) return true;
+    sched_yield();
     return std::chrono::steady_clock::now() - last_work_ < window_;
   }
 
