@@ -12,10 +12,7 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-struct Proc : cluster_testing::SimNode {
-  Proc(SimWorld& w, std::shared_ptr<MemBucket> b, std::string id, std::string inst)
-      : SimNode(w, std::move(b), NodeId(std::move(id)), InstanceToken(std::move(inst)), "t") {}
-};
+using Proc = cluster_testing::TestProc;  // a SimNode from plain strings (cluster/testing.h)
 
 Task<void> ReleaseNow(Owners* owners, ActorId actor) { (void)co_await owners->Release(std::move(actor)); }
 
