@@ -340,6 +340,9 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
   }
 
   RealEnv env;
+  // The loop polls as long as the workers do after work (env/spin.h): a worker's result
+  // then reaches it without an eventfd wake-up.
+  env.set_idle_spin(config->actors.spin);
   auto store = OpenBucket(env, g, *config, BucketOpen::kCreateIfMissing);
   if (!store.ok()) return FailOpen(store.status());
   // Every request this node sends, counted by purpose (store/counting_store.h): outermost,
