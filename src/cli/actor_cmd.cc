@@ -8,6 +8,7 @@
 #include <iterator>
 
 #include "actor/abi.h"
+#include "cli/actor_api_cmd.h"
 #include "actor/runtime.h"
 #include "control/quarantine.h"
 #include "control/tenants.h"
@@ -169,6 +170,9 @@ void AddActorCommand(CLI::App& app, const GlobalOptions& globals, int* result) {
   q->add_flag("--all", list->all, "Also actors with strikes that are not quarantined (now)");
   q->add_flag("--json", list->json, "Print JSON");
   q->callback([&globals, list, result] { *result = RunQuarantine(globals, *list, false); });
+
+  // Listing, inspecting and deleting actors through a node (cli/actor_api_cmd.h).
+  AddActorApiCommands(*actor, globals, result);
 }
 
 }  // namespace wk::cli

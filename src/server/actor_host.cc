@@ -27,10 +27,11 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
       owner_holds_(node.owners()),
       holds_(owner_holds_, quarantine_cache_),
       auth_(env, store),
+      operators_(env, store),
       forwarder_(env, peers, ForwarderIdentity{options_.node_id, options_.instance}, secret) {
   replica::Replica::Deps deps{env, store, [&env](std::function<void()> fn) { env.PostFromAnyThread(std::move(fn)); },
                               &replica_totals, node.broken_models()};
-  provider_ = std::make_unique<replica::ReplicaProvider>(std::move(deps), holds_, options_.storage, options_.close_limit);
+  provider_ = std::make_unique<replica::ReplicaProvider>(std::move(deps), deletions_, options_.storage, options_.close_limit);
   runtime_ = std::make_unique<actor::ActorRuntime>(env, engine_, classes_, *provider_, options_.runtime,
                                                    quarantine_.Hooks());
   quarantine_.set_unload([this](const ActorId& id) { runtime_->Unload(id); });
@@ -45,6 +46,9 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
   fo.check_peer_pins = true;
   fo.max_request_bytes = options_.runtime.limits.max_request_bytes;
   front_ = std::make_unique<Front>(std::move(front), fo);
+  admin_ = std::make_unique<ActorAdmin>(ActorAdminDeps{env, store, node, *runtime_, *provider_, deletions_, forwarder_,
+                                                       auth_, operators_, metrics, replica_totals, options_.node_id,
+                                                       options_.instance});
   actor::PublishRuntimeMetrics(metrics, *runtime_);
   PublishFrontMetrics(metrics, *front_);
   PublishForwarderMetrics(metrics, forwarder_);
@@ -58,6 +62,27 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
 }
 
 ActorHost::~ActorHost() { *alive_ = false; }
+
+Task<ServerResponse> ActorHost::Handle(ServerRequest request, Via via) {
+  if (ActorAdmin::Matches(request.target)) co_return co_await admin_->Handle(std::move(request), via);
+  if (via != Via::kClient) co_return co_await front_->Handle(std::move(request), via);
+  std::shared_ptr<bool> alive = alive_;
+  const MonoTime start = env_.MonoNow();
+  std::string target = request.target;
+  ServerResponse r = co_await front_->Handle(std::move(request), via);
+  if (*alive) admin_->RecordTraffic(target, r.status, env_.MonoNow() - start);
+  co_return r;
+}
+
+Task<std::optional<ServerResponse>> ActorHost::CheckBeforeBody(ServerRequest request) {
+  if (ActorAdmin::Matches(request.target)) co_return admin_->CheckBeforeBody(request);
+  std::shared_ptr<bool> alive = alive_;
+  std::string target = request.target;
+  auto refused = co_await front_->CheckBeforeBody(std::move(request));
+  // Refused before its body was read: Handle never sees it, so it is counted here.
+  if (refused && *alive) admin_->RecordTraffic(target, refused->status, Duration(0));
+  co_return refused;
+}
 
 Task<Status> ActorHost::LoadClass(std::string tenant, std::string class_name) {
   std::shared_ptr<bool> alive = alive_;

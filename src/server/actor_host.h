@@ -36,12 +36,14 @@
 #include "control/classes.h"
 #include "control/cluster_secret.h"
 #include "control/quarantine.h"
+#include "control/operators.h"
 #include "control/quarantine_cache.h"
 #include "control/tokens.h"
 #include "engine/engine.h"
 #include "env/real_env.h"
 #include "net/peer_transport.h"
 #include "replica/provider.h"
+#include "server/actor_admin.h"
 #include "server/forwarder.h"
 #include "server/front.h"
 #include "server/quarantine_service.h"
@@ -85,12 +87,12 @@ class ActorHost {
   ActorHost(const ActorHost&) = delete;
   ActorHost& operator=(const ActorHost&) = delete;
 
-  // One /v1/actors/... request, from the listener via names.
-  Task<ServerResponse> Handle(ServerRequest request, Via via) { return front_->Handle(std::move(request), via); }
-  // A /v1/actors/... request whose body is not read yet (Front::CheckBeforeBody).
-  Task<std::optional<ServerResponse>> CheckBeforeBody(ServerRequest request) {
-    return front_->CheckBeforeBody(std::move(request));
-  }
+  // One request, from the listener via names: the admin JSON routes (ActorAdmin::Matches:
+  // /v1/classes..., /v1/admin/..., /v1/whoami) go to the ActorAdmin, the rest to the front
+  // (/v1/actors/...; the client listener's are counted per class for the console).
+  Task<ServerResponse> Handle(ServerRequest request, Via via);
+  // A request whose body is not read yet (Front::CheckBeforeBody, or the admin routes').
+  Task<std::optional<ServerResponse>> CheckBeforeBody(ServerRequest request);
   // See "Stopping" above. False if actors were still resident at the limit.
   Task<bool> Shutdown(Duration limit) { return runtime_->Shutdown(limit); }
 
@@ -117,11 +119,14 @@ class ActorHost {
   QuarantineService quarantine_;
   replica::OwnersHoldSource owner_holds_;
   QuarantineHoldSource holds_;
+  DeletionGuard deletions_{holds_};
   std::unique_ptr<replica::ReplicaProvider> provider_;
   std::unique_ptr<actor::ActorRuntime> runtime_;
   control::TenantAuth auth_;
+  control::OperatorAuth operators_;
   Forwarder forwarder_;
   std::unique_ptr<Front> front_;
+  std::unique_ptr<ActorAdmin> admin_;
   std::map<std::pair<std::string, std::string>, Loaded> loaded_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The console in a real browser (docs/console.md): three `wasmkeep serve` processes on
+# 127.0.0.1, an operator token and a tenant, a little traffic; then headless Chromium signs
+# in, sees the three nodes, sees one of them killed change state, opens an actor and sees
+# its keys (tests/browser/console_browser.py), saving a screenshot of each page in
+# SHOTS_DIR.
+#
+#   console_test.sh WASMKEEP_BINARY ACTORS_DIR SHOTS_DIR
+set -u
+wk=${1:?usage: console_test.sh WASMKEEP_BINARY ACTORS_DIR SHOTS_DIR}
+actors=${2:?usage: console_test.sh WASMKEEP_BINARY ACTORS_DIR SHOTS_DIR}
+shots=${3:?usage: console_test.sh WASMKEEP_BINARY ACTORS_DIR SHOTS_DIR}
+backend=file
+prefix=console
+# shellcheck source=common.sh
+source "$(dirname "$0")/common.sh"
+
+# Debian's Python sees Debian's selenium; a python3 earlier on the PATH may not.
+py=/usr/bin/python3
+if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ] || ! "$py" -c 'import selenium' 2>/dev/null; then
+  echo "FAIL chromium, chromium-driver and python3-selenium are needed (scripts/install-deps.sh installs them)"
+  echo "0 passed, 1 failed"
+  exit 1
+fi
+
+W tenant add acme >"$work/acme.out" 2>&1
+TOKEN=$(tail -n1 "$work/acme.out")
+W admin token add console-test >"$work/op.out" 2>&1
+OP=$(tail -n1 "$work/op.out")
+W deploy --tenant acme --class kv "$actors/kv.wasm" >/dev/null 2>&1
+W deploy --tenant acme --class counter "$actors/counter.wasm" >/dev/null 2>&1
+
+start n1 node-1 1
+start n2 node-2 2
+start n3 node-3 3
+for i in 1 2 3; do wait_ready "$i" 30; done
+check "three nodes ready" 'wait_ready 1 1 && wait_ready 2 1 && wait_ready 3 1'
+
+until_ok 20 1 PUT acme/kv/room-1/theme "$TOKEN" --data-binary dark >/dev/null
+until_ok 10 1 PUT acme/kv/room-1/lang "$TOKEN" --data-binary en >/dev/null
+until_ok 10 1 PUT acme/kv/room-1/motd "$TOKEN" --data-binary 'Welcome to room 1: be kind.' >/dev/null
+printf 'session\000\001\002\377' >"$work/bin"
+until_ok 10 1 PUT acme/kv/room-1/session "$TOKEN" --data-binary @"$work/bin" >/dev/null
+for r in 2 3 4; do until_ok 10 $(( (r % 3) + 1 )) PUT acme/kv/room-$r/owner "$TOKEN" --data-binary "user-$r" >/dev/null; done
+
+# Light traffic through every node while the browser looks (bounded: 60 s at most).
+(
+  end=$((SECONDS + 60))
+  n=0
+  while [ $SECONDS -lt $end ]; do
+    n=$((n + 1))
+    curl -s -o /dev/null -m 2 -X POST -H "Authorization: Bearer $TOKEN" \
+      "http://127.0.0.1:$(port_of $(( (n % 3) + 1 )))/v1/actors/acme/counter/visits-$((n % 5))/increment"
+    curl -s -o /dev/null -m 2 -H "Authorization: Bearer $TOKEN" \
+      "http://127.0.0.1:$(port_of $(( (n % 2) + 1 )))/v1/actors/acme/kv/room-$(( (n % 4) + 1 ))/owner"
+    [ $((n % 7)) = 0 ] && curl -s -o /dev/null -m 2 -H "Authorization: Bearer $TOKEN" \
+      "http://127.0.0.1:$(port_of 1)/v1/actors/acme/nosuchclass/x"
+    sleep 0.1
+  done
+) &
+load=$!
+pids+=("$load")
+
+mkdir -p "$shots"
+WK_URL="http://127.0.0.1:$(port_of 1)" WK_OP_TOKEN="$OP" WK_TENANT_TOKEN="$TOKEN" WK_KILL_PID="$pid_n3" \
+  WK_KILL_NODE=node-3 WK_SHOTS="$shots" timeout 120 "$py" "$(dirname "$0")/../browser/console_browser.py" >"$work/browser.out" 2>&1
+browser=$?
+cat "$work/browser.out"
+kill "$load" 2>/dev/null
+# The browser's own counts join this script's.
+b_passed=$(awk '/^[0-9]+ passed, [0-9]+ failed$/ {print $1}' "$work/browser.out")
+b_failed=$(awk '/^[0-9]+ passed, [0-9]+ failed$/ {print $3}' "$work/browser.out")
+passed=$((passed + ${b_passed:-0}))
+failed=$((failed + ${b_failed:-0}))
+check "the browser run ended cleanly" '[ "$browser" = 0 ] && [ -n "$b_passed" ]'
+finish
