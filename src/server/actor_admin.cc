@@ -417,16 +417,19 @@ Task<ServerResponse> ActorAdmin::Inspect(ActorId id, ServerRequest request, Prin
   std::uint64_t keys = 0, bytes = 0;
   std::optional<std::int64_t> alarm;
   w.Key("entries").BeginArray();
+  // The cursor is the last key shown: the next page starts after it.
   std::optional<std::string> next_after;
+  std::string last_shown;
   std::int64_t shown = 0;
   auto visit = [&](std::string_view key, std::string_view value) {
     if (!prefix.empty() && !key.starts_with(prefix)) return true;
     if (!after.empty() && key <= after) return true;
     if (shown == limit) {
-      next_after = std::string(key);
+      next_after = last_shown;
       return false;
     }
     ++shown;
+    last_shown.assign(key);
     w.BeginObject();
     WriteBytes(w, "key", key, format);
     const std::string_view cut = value.substr(0, static_cast<std::size_t>(max_value));
@@ -436,9 +439,15 @@ Task<ServerResponse> ActorAdmin::Inspect(ActorId id, ServerRequest request, Prin
     w.EndObject();
     return true;
   };
+  // A range from the cursor (or the prefix) to the prefix's end, so a page costs its own
+  // keys, not the keys of the pages before it.
   actor::ListQuery query;
   query.start = prefix;
-  query.prefix = !prefix.empty();
+  if (!after.empty() && after >= prefix) {
+    query.start = after;
+    query.start.push_back('\0');  // the smallest key after `after`
+  }
+  if (!prefix.empty()) query.end = actor::PrefixEnd(prefix);
   if (restored) {
     keys = restored->entries().size();
     bytes = restored->bytes();
@@ -534,10 +543,12 @@ Task<ServerResponse> ActorAdmin::Delete(ActorId id, ServerRequest request, Princ
     co_return Error(503, "cannot acquire " + id.ToString() + " to delete it: " + acquired.why, true);
   }
   // 3. Under our own hold: the empty fence, then the log.
-  HoldView hold = acquired.hold;
-  const Generation generation = hold.generation();
-  auto deleted = co_await replica::DeleteStoredActor(deps_.env, deps_.store, id, generation,
-                                                     [hold] { return hold.IsValid(); });
+  // The validity check is bound to a named local before the co_await (GCC 12 destroys a
+  // lambda-to-std::function temporary in a co_await operand twice: docs/DEVELOPING.md).
+  const Generation generation = acquired.hold.generation();
+  std::function<bool()> hold_valid = [hold = acquired.hold] { return hold.IsValid(); };
+  auto deleted =
+      co_await replica::DeleteStoredActor(deps_.env, deps_.store, id, generation, std::move(hold_valid));
   if (!*alive) co_return Error(503, "node stopping", true);
   // 4. Released either way: the record names nobody at this generation.
   Status released = co_await owners.Release(id);

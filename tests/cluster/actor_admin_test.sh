@@ -6,15 +6,16 @@
 # that writes nothing); a deletion of an actor resident on another node; who may ask
 # (a tenant's token, another tenant's, an operator's, none, a revoked one).
 #
-#   actor_admin_test.sh WASMKEEP_BINARY ACTORS_DIR
+#   actor_admin_test.sh WASMKEEP_BINARY BACKEND ACTORS_DIR      BACKEND: file | s3
 set -u
-wk=${1:?usage: actor_admin_test.sh WASMKEEP_BINARY ACTORS_DIR}
-actors=${2:?usage: actor_admin_test.sh WASMKEEP_BINARY ACTORS_DIR}
-backend=file
+wk=${1:?usage: actor_admin_test.sh WASMKEEP_BINARY file|s3 ACTORS_DIR}
+backend=${2:?usage: actor_admin_test.sh WASMKEEP_BINARY file|s3 ACTORS_DIR}
+actors=${3:?usage: actor_admin_test.sh WASMKEEP_BINARY file|s3 ACTORS_DIR}
 prefix=actoradmin
 # shellcheck source=common.sh
 source "$(dirname "$0")/common.sh"
 
+echo "== listing, inspecting and deleting actors on $backend"
 W tenant add acme >"$work/acme.out" 2>&1
 TOKEN=$(tail -n1 "$work/acme.out")
 W tenant add globex >"$work/globex.out" 2>&1

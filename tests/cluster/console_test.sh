@@ -5,12 +5,13 @@
 # its keys (tests/browser/console_browser.py), saving a screenshot of each page in
 # SHOTS_DIR.
 #
-#   console_test.sh WASMKEEP_BINARY ACTORS_DIR SHOTS_DIR
+#   console_test.sh WASMKEEP_BINARY BACKEND ACTORS_DIR SHOTS_DIR      BACKEND: file | s3
 set -u
-wk=${1:?usage: console_test.sh WASMKEEP_BINARY ACTORS_DIR SHOTS_DIR}
-actors=${2:?usage: console_test.sh WASMKEEP_BINARY ACTORS_DIR SHOTS_DIR}
-shots=${3:?usage: console_test.sh WASMKEEP_BINARY ACTORS_DIR SHOTS_DIR}
-backend=file
+usage="usage: console_test.sh WASMKEEP_BINARY file|s3 ACTORS_DIR SHOTS_DIR"
+wk=${1:?$usage}
+backend=${2:?$usage}
+actors=${3:?$usage}
+shots=${4:?$usage}
 prefix=console
 # shellcheck source=common.sh
 source "$(dirname "$0")/common.sh"
