@@ -435,7 +435,7 @@ async function inspect(fresh) {
     const r = await api(`/v1/classes/${s.tenant}/${s.cls}/actors/${encodeURIComponent(s.name)}?${q}`);
     const facts = $("#inspect-facts");
     facts.replaceChildren("read from ", el("b", {text: r.source === "owner" ? "its owner " + r.node : "the bucket (read-only restore)"}),
-      ` · ${r.keys} keys · ${bytes(r.stored_bytes)} · generation ${r.generation}` + (r.alarm_ms != null ? " · alarm " + new Date(r.alarm_ms).toISOString() : ""));
+      ` · ${r.keys} ${r.keys === 1 ? "key" : "keys"} · ${bytes(r.stored_bytes)} · generation ${r.generation}` + (r.alarm_ms != null ? " · alarm " + new Date(r.alarm_ms).toISOString() : ""));
     if (fresh) tbody.replaceChildren();
     for (const e of r.entries) {
       const v = el("td", {}, e.value_encoding === "hex" ? el("span", {class: "enc", text: "hex"}) : null, e.value + (e.truncated ? " …" : ""));
@@ -520,6 +520,8 @@ function signOut(message) {
   $("#tabs").hidden = true;
   $("#who").replaceChildren();
   document.querySelectorAll(".page").forEach((p) => { p.hidden = p.id !== "signin-page"; });
+  // The next sign-in starts on its own first page, not on the tab this one left open.
+  history.replaceState(null, "", location.pathname);
   $("#signin-error").textContent = message || "";
 }
 

@@ -2,11 +2,16 @@
 """The console in a real browser: headless Chromium from Debian, driven by Selenium from
 Debian's python3-selenium (docs/console.md). tests/cluster/console_test.sh starts three
 nodes and calls this with what it made; this script signs in, checks what the pages show
-(three nodes; one of them killed and seen to change state; an actor's keys), saves a
-screenshot of each page, and prints one line per check and 'N passed, N failed'.
+(three nodes; one of them killed and seen to change state; an actor's keys; tenant data
+that looks like HTML shown as text; a deletion; a tenant seeing its own tenant only),
+saves a screenshot of each page, and prints one line per check and 'N passed, N failed'.
 
-Environment: WK_URL (a node's client API, http://127.0.0.1:PORT), WK_OP_TOKEN, WK_TENANT_TOKEN,
-WK_KILL_PID (the node to kill), WK_KILL_NODE (its id), WK_SHOTS (where screenshots go).
+The pages re-render their tables every 2 s, so what a check reads is taken in one
+execute_script call (one turn of the page's event loop), never element by element.
+
+Environment: WK_URL (a node's client API, http://127.0.0.1:PORT), WK_OP_TOKEN,
+WK_TENANT_TOKEN (tenant acme's), WK_KILL_PID (the node to kill), WK_KILL_NODE (its id),
+WK_SHOTS (where screenshots go), WK_HOSTILE_KEY (a key of acme/kv/xss that is HTML).
 """
 import os
 import signal
@@ -25,6 +30,7 @@ TENANT = os.environ["WK_TENANT_TOKEN"]
 KILL_PID = int(os.environ["WK_KILL_PID"])
 KILL_NODE = os.environ["WK_KILL_NODE"]
 SHOTS = os.environ["WK_SHOTS"]
+HOSTILE_KEY = os.environ["WK_HOSTILE_KEY"]
 
 passed = 0
 failed = 0
@@ -62,13 +68,28 @@ def shot(driver, name):
     print("     screenshot " + path, flush=True)
 
 
-def node_rows(driver):
-    """{node id: (lease state text, row classes, cells)} of the nodes table."""
-    rows = {}
-    for tr in driver.find_elements(By.CSS_SELECTOR, "#nodes tbody tr"):
-        cells = [td.text for td in tr.find_elements(By.TAG_NAME, "td")]
-        rows[tr.get_attribute("data-node")] = (cells[1] if len(cells) > 1 else "", tr.get_attribute("class") or "", cells)
-    return rows
+def rows(driver, table, key):
+    """The rows of a table's body, read at once: [{key, cls, cells: [text]}]."""
+    return driver.execute_script(
+        """return [...document.querySelectorAll(arguments[0] + ' tbody tr')].map((tr) => (
+             {key: tr.getAttribute(arguments[1]), cls: tr.className, cells: [...tr.cells].map((td) => td.innerText)}));""",
+        table, key)
+
+
+def nodes(driver):
+    """{node id: {lease: text, down: bool, cells}} of the cluster page's table."""
+    return {r["key"]: {"lease": r["cells"][1] if len(r["cells"]) > 1 else "", "down": "down" in r["cls"].split(),
+                       "cells": r["cells"]}
+            for r in rows(driver, "#nodes", "data-node") if r["key"]}
+
+
+def text(driver, selector):
+    return driver.execute_script("const e = document.querySelector(arguments[0]); return e ? e.innerText : '';", selector)
+
+
+def tokens_in_url(driver):
+    url = driver.current_url
+    return OP in url or TENANT in url or OP.split(".")[-1] in url or TENANT.split(".")[-1] in url
 
 
 def main():
@@ -89,89 +110,145 @@ def main():
 
 
 def sign_in(driver, token):
-    driver.get(URL + "/console/")
     box = wait_for(lambda: driver.find_element(By.ID, "token"), 10)
     box.clear()
     box.send_keys(token)
     driver.find_element(By.ID, "signin").click()
 
 
+def go(driver, tab):
+    """Opens a tab the way a person does: a click on its link (the page keeps its samples)."""
+    driver.find_element(By.CSS_SELECTOR, 'nav a[data-tab="%s"]' % tab).click()
+
+
+def pick_actor(driver, name):
+    """Clicks the actor's row of the listing, found and clicked in one step (the listing may
+    be re-rendered at any moment)."""
+    return wait_for(lambda: driver.execute_script(
+        """const tr = [...document.querySelectorAll('#actors tbody tr')].find((r) => r.dataset.actor === arguments[0]);
+           if (tr) tr.click();
+           return !!tr;""", name), 15)
+
+
+def entries(driver):
+    return [r for r in rows(driver, "#entries", "data-key") if r["key"] is not None]
+
+
 def run(driver):
-    # Sign-in page, a bad token, then the operator's.
+    # Sign-in page, a made-up token, then the operator's.
     driver.get(URL + "/console/")
     check("the console's page loads from the node", wait_for(lambda: driver.find_element(By.ID, "token").is_displayed(), 10))
     shot(driver, "signin")
     sign_in(driver, "wko.0123456789abcdef." + "0" * 64)
     check("a made-up token is refused with a message",
-          wait_for(lambda: "not recognised" in driver.find_element(By.ID, "signin-error").text, 10))
+          wait_for(lambda: "not recognised" in text(driver, "#signin-error"), 10))
     sign_in(driver, OP)
-    check("signed in as the operator", wait_for(lambda: "operator" in driver.find_element(By.ID, "who").text, 10))
+    check("signed in as the operator", wait_for(lambda: "operator" in text(driver, "#who"), 10))
 
     # Three nodes, live, each answering with its state.
     def three_live():
-        rows = node_rows(driver)
-        return len(rows) == 3 and all(r[0].startswith("live") and "down" not in r[1] for r in rows.values()) and rows
-    rows = wait_for(three_live, 20)
-    check("the cluster page shows three live nodes", bool(rows))
-    # A few refreshes, so the charts have a line.
-    time.sleep(6)
+        n = nodes(driver)
+        return len(n) == 3 and all(v["lease"].startswith("live") and not v["down"] for v in n.values()) and n
+    n = wait_for(three_live, 20)
+    check("the cluster page shows three live nodes, each ready with its address and version",
+          bool(n) and all(v["cells"][5] == "yes" and v["cells"][3].startswith("127.0.0.1:") and v["cells"][4] != "–"
+                          for v in n.values()))
+    # Three refreshes, so the charts have lines.
+    wait_for(lambda: driver.execute_script("return document.querySelectorAll('#chart-requests polyline').length") > 0, 10)
+    time.sleep(2)
     shot(driver, "cluster")
 
-    # Kill one: its row changes (not answering at once, fenced once the fence watch runs).
+    # Kill one: its row changes (not answering at once, fenced once a fence watch runs).
     os.kill(KILL_PID, signal.SIGKILL)
-    def changed():
-        r = node_rows(driver).get(KILL_NODE)
-        return r and "down" in r[1] and r
-    r = wait_for(changed, 20)
-    check("the killed node's row is marked down (%s)" % (r[0].replace("\n", " ") if r else "unchanged"), bool(r))
-    fenced = wait_for(lambda: node_rows(driver).get(KILL_NODE, ("",))[0].startswith("fenced"), 30)
-    check("the killed node is shown fenced", bool(fenced))
-    others = node_rows(driver)
-    check("the two others stay live", sum(1 for k, v in others.items() if k != KILL_NODE and v[0].startswith("live")) == 2)
+    r = wait_for(lambda: nodes(driver).get(KILL_NODE, {}).get("down") and nodes(driver)[KILL_NODE], 20)
+    check("the killed node's row is marked down (%s)" % (r["lease"].replace("\n", " ") if r else "unchanged"), bool(r))
+    check("the killed node is shown fenced",
+          bool(wait_for(lambda: nodes(driver).get(KILL_NODE, {}).get("lease", "").startswith("fenced"), 30)))
+    others = nodes(driver)
+    check("the two others stay live",
+          sum(1 for k, v in others.items() if k != KILL_NODE and v["lease"].startswith("live") and not v["down"]) == 2)
+    check("the summary counts 2 / 3 live nodes", "2 / 3" in text(driver, "#cluster-summary"))
     shot(driver, "cluster-node-fenced")
 
     # Traffic and bucket pages.
-    driver.get(URL + "/console/#traffic")
-    check("the traffic page lists acme/kv",
-          wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, '#classes-traffic tr[data-class="acme/kv"]'), 15))
-    time.sleep(4.5)
+    go(driver, "traffic")
+    def kv_rate():
+        for r in rows(driver, "#classes-traffic", "data-class"):
+            if r["key"] == "acme/kv" and r["cells"][2] not in ("–", "0"):
+                return r
+        return None
+    check("the traffic page shows acme/kv's request rate", bool(wait_for(kv_rate, 15)))
     shot(driver, "traffic")
-    driver.get(URL + "/console/#bucket")
+    go(driver, "bucket")
     check("the bucket page shows request series",
-          wait_for(lambda: len(driver.find_elements(By.CSS_SELECTOR, "#bucket-series tbody tr")) > 0, 15))
-    time.sleep(4.5)
+          wait_for(lambda: len(rows(driver, "#bucket-series", "x")) > 0, 15))
+    time.sleep(2.5)
     shot(driver, "bucket")
 
-    # The actor browser: list acme/kv, open room-1, see its keys.
-    driver.get(URL + "/console/#actors")
-    row = wait_for(lambda: driver.find_element(By.CSS_SELECTOR, '#actors tr[data-actor="room-1"]'), 15)
-    check("the actor browser lists room-1", bool(row))
-    if row:
-        row.click()
-        keys = wait_for(lambda: [tr.get_attribute("data-key") for tr in driver.find_elements(By.CSS_SELECTOR, "#entries tbody tr")
-                                 if tr.get_attribute("data-key")], 15)
-        check("the inspector shows room-1's keys (%s)" % keys, keys and "theme" in keys and "lang" in keys)
-        facts = driver.find_element(By.ID, "inspect-facts").text
-        check("the inspector says where it read from (%s)" % facts, "read from" in facts)
-        Select(driver.find_element(By.ID, "format")).select_by_value("hex")
-        check("hex shows the values as hex",
-              wait_for(lambda: "6461726b" in driver.find_element(By.ID, "entries").text, 10))
-        Select(driver.find_element(By.ID, "format")).select_by_value("auto")
-        wait_for(lambda: "dark" in driver.find_element(By.ID, "entries").text, 10)
-        shot(driver, "actors")
+    # The actor browser: acme/kv, room-1's keys.
+    go(driver, "actors")
+    wait_for(lambda: driver.execute_script("return document.querySelector('#class-select').options.length") > 0, 10)
+    Select(driver.find_element(By.ID, "class-select")).select_by_value("acme/kv")
+    check("the actor browser lists acme/kv's actors",
+          wait_for(lambda: {"room-1", "room-2", "xss", "scratch"} <= {r["key"] for r in rows(driver, "#actors", "data-actor")}, 15))
+    pick_actor(driver, "room-1")
+    keys = wait_for(lambda: {e["key"] for e in entries(driver)} >= {"theme", "lang", "motd", "session"} and entries(driver), 15)
+    check("the inspector shows room-1's keys (%s)" % ([e["key"] for e in keys] if keys else None), bool(keys))
+    facts = text(driver, "#inspect-facts")
+    check("the inspector says where it read from (%s)" % facts, "read from" in facts and "4 keys" in facts)
+    session = [e for e in (keys or []) if e["key"] == "session"]
+    check("a binary value is shown as hex", bool(session) and "73657373696f6e000102ff" in session[0]["cells"][1])
+    Select(driver.find_element(By.ID, "format")).select_by_value("hex")
+    check("the hex view shows text values as hex too",
+          wait_for(lambda: any("6461726b" in e["cells"][1] for e in entries(driver)), 10))
+    Select(driver.find_element(By.ID, "format")).select_by_value("auto")
+    wait_for(lambda: any(e["cells"][1] == "dark" for e in entries(driver)), 10)
+    shot(driver, "actors")
 
-    driver.get(URL + "/console/#alarms")
-    check("the alarms page says honestly that alarms are not available",
-          wait_for(lambda: "Not available" in driver.find_element(By.ID, "alarms-na").text, 10))
+    # Tenant data that is HTML is shown as text: nothing of it becomes an element or runs.
+    pick_actor(driver, "xss")
+    got = wait_for(lambda: [e for e in entries(driver) if e["key"] == HOSTILE_KEY], 15)
+    check("a key and value that are HTML are shown as their text", bool(got) and "<script>" in got[0]["cells"][1])
+    check("none of it became an element, none of it ran",
+          driver.execute_script("return document.querySelectorAll('#entries img, #entries script, #entries svg').length") == 0
+          and driver.execute_script("return window.__pwned === undefined"))
+    shot(driver, "actors-hostile")
 
-    # A tenant sees its actors only: no cluster tabs.
+    # Deleting from the inspector: a confirmation, then the actor is empty.
+    pick_actor(driver, "scratch")
+    wait_for(lambda: any(e["key"] == "k" for e in entries(driver)), 15)
+    driver.find_element(By.ID, "delete-actor").click()
+    alert = wait_for(lambda: driver.switch_to.alert, 5)
+    check("deleting asks first", bool(alert) and "scratch" in alert.text)
+    if alert:
+        alert.accept()
+    check("the inspector reports the deletion",
+          bool(wait_for(lambda: "deleted on" in text(driver, "#inspect-facts"), 30)))
+    pick_actor(driver, "scratch")
+    check("the deleted actor has no keys",
+          bool(wait_for(lambda: "0 keys" in text(driver, "#inspect-facts") and not entries(driver), 15)))
+
+    go(driver, "alarms")
+    check("the alarms page says what it shows",
+          bool(wait_for(lambda: text(driver, "#alarms-page").strip() != "", 10)))
+    check("no token ever appears in the page's address", not tokens_in_url(driver))
+
+    # A tenant sees its own tenant only: no cluster tabs, its own classes.
     driver.find_element(By.CSS_SELECTOR, "#who button").click()
+    check("signing out forgets the token", driver.execute_script("return sessionStorage.length") == 0)
     sign_in(driver, TENANT)
-    check("a tenant signs in", wait_for(lambda: "tenant acme" in driver.find_element(By.ID, "who").text, 10))
+    check("a tenant signs in", wait_for(lambda: "tenant acme" in text(driver, "#who"), 10))
     visible = [a.text for a in driver.find_elements(By.CSS_SELECTOR, "nav a") if a.is_displayed()]
     check("a tenant sees Actors and Alarms only (%s)" % visible, visible == ["Actors", "Alarms"])
-    check("a tenant's actor browser lists its actors",
-          wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, '#actors tr[data-actor="room-1"]'), 15))
+    classes = wait_for(lambda: driver.execute_script(
+        "return [...document.querySelector('#class-select').options].map((o) => o.value)"), 10)
+    check("a tenant's class list holds its own classes only (%s)" % classes,
+          bool(classes) and all(c.startswith("acme/") for c in classes))
+    driver.get(URL + "/console/#cluster")
+    check("a tenant sent to the cluster page gets its actors instead",
+          wait_for(lambda: driver.execute_script("return document.querySelector('#actors-page').hidden === false "
+                                                 "&& document.querySelector('#cluster-page').hidden"), 10))
+    check("no token ever appears in the page's address", not tokens_in_url(driver))
 
 
 if __name__ == "__main__":

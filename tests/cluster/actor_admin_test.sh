@@ -84,6 +84,18 @@ check "whoami names the tenant" '[ "$(field "$(body <<<"$r")" tenant)" = acme ]'
 check "a body is refused before it is read: 413" \
   '[ "$(curl -s -o /dev/null -w "%{http_code}" -X POST --data-binary x -H "Authorization: Bearer $OP" http://127.0.0.1:$(port_of 1)/v1/classes)" = 413 ]'
 
+# No cookie and no CORS: another site's page can neither send a token it does not have nor
+# read an answer (docs/security.md, "Operators").
+hdrs=$(curl -s -D - -o /dev/null -X OPTIONS -H "Origin: http://evil.example" -H "Access-Control-Request-Method: DELETE" \
+  -H "Access-Control-Request-Headers: authorization" "http://127.0.0.1:$(port_of 1)/v1/classes/acme/kv/actors/room-1")
+check "a cross-site preflight is granted nothing (no Access-Control-Allow-*)" '! grep -qi "^access-control-allow" <<<"$hdrs"'
+hdrs=$(curl -s -D - -o /dev/null "http://127.0.0.1:$(port_of 1)/v1/classes/acme/kv/actors" -H "Authorization: Bearer $TOKEN")
+check "the JSON routes set no cookie and allow no other origin" \
+  '! grep -qiE "^(set-cookie|access-control-allow)" <<<"$hdrs" && grep -qi "^cache-control: no-store" <<<"$hdrs"'
+hdrs=$(curl -s -D - -o /dev/null "http://127.0.0.1:$(port_of 1)/console/")
+check "the console's page comes with a CSP (own scripts only, no inline) and no framing" \
+  'grep -qiE "^content-security-policy: default-src .none.; script-src .self.;" <<<"$hdrs" && grep -qi "^x-frame-options: DENY" <<<"$hdrs"'
+
 # ---- inspecting: resident here, resident on another node
 r=$(api 1 GET "/v1/classes/acme/kv/actors/room-1" "$TOKEN")
 j=$(body <<<"$r")
