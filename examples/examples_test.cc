@@ -378,6 +378,93 @@ TEST_P(RateLimitTest, RetryAfterRoundsUpToWholeSeconds) {
 
 INSTANTIATE_TEST_SUITE_P(Builds, RateLimitTest, ::testing::ValuesIn(Builds("ratelimit")), BuildName);
 
+// ---- reminders (examples/reminders/README.md): the alarm fires reminders in order ----
+
+class RemindersTest : public ::testing::Test {
+ protected:
+  void SetUp() override { harness_.Deploy("reminders", ActorWasm("reminders")); }
+  static constexpr std::int64_t kStart = 1'800'000'000'000;  // the harness's clock
+  TestResponse Add(std::int64_t in_ms, const std::string& text) {
+    return Send(harness_, kActor, MakeRequest("POST", "/add", "at=" + std::to_string(kStart + in_ms), text));
+  }
+  std::optional<std::int64_t> Alarm() {
+    auto state = harness_.storage().State(ActorId{"acme", "reminders", "u1"});
+    return state ? state->map.alarm() : std::nullopt;
+  }
+  const std::string kActor = "acme/reminders/u1";
+  Harness harness_;
+};
+
+TEST_F(RemindersTest, TheAlarmFiresRemindersInOrderAndFollowsTheEarliest) {
+  EXPECT_EQ(Add(3000, "third").body, std::to_string(kStart + 3000) + "-1\n");
+  EXPECT_EQ(Add(1000, "first").status, 200);
+  EXPECT_EQ(Add(2000, "second").status, 200);
+  EXPECT_EQ(Alarm(), kStart + 1000) << "the alarm is the earliest reminder's time";
+  harness_.AdvanceClock(2500);
+  actor::EventResult fired = harness_.Alarm(kActor);
+  EXPECT_TRUE(fired.alarm_fired) << fired.error;
+  EXPECT_EQ(Send(harness_, kActor, MakeRequest("GET", "/fired")).body,
+            std::to_string(kStart + 1000) + "-2 fired_at=" + std::to_string(kStart + 2500) + " retry=0 first\n" +
+                std::to_string(kStart + 2000) + "-3 fired_at=" + std::to_string(kStart + 2500) + " retry=0 second\n");
+  EXPECT_EQ(Send(harness_, kActor, MakeRequest("GET", "/")).body, std::to_string(kStart + 3000) + "-1 third\n");
+  EXPECT_EQ(Alarm(), kStart + 3000) << "re-armed for the next one";
+  harness_.AdvanceClock(1000);
+  EXPECT_TRUE(harness_.Alarm(kActor, actor::AlarmEvent{2, false}).alarm_fired);
+  EXPECT_NE(Send(harness_, kActor, MakeRequest("GET", "/fired")).body.find("-1 fired_at=" + std::to_string(kStart + 3500) + " retry=2 third"),
+            std::string::npos);
+  EXPECT_EQ(Alarm(), std::nullopt) << "nothing pending: no alarm";
+}
+
+TEST_F(RemindersTest, AnEarlyDeliveryFiresNothingAndCancelReArms) {
+  Add(1000, "a");
+  const std::string id = Add(2000, "b").body;
+  harness_.AdvanceClock(500);
+  EXPECT_FALSE(harness_.Alarm(kActor).alarm_fired) << "not due: the node runs nothing";
+  EXPECT_EQ(Send(harness_, kActor, MakeRequest("POST", "/cancel", "id=" + std::to_string(kStart + 1000) + "-1")).status, 200);
+  EXPECT_EQ(Alarm(), kStart + 2000);
+  EXPECT_EQ(Send(harness_, kActor, MakeRequest("POST", "/cancel", "id=nope")).status, 404);
+  EXPECT_EQ(Send(harness_, kActor, MakeRequest("POST", "/add", "at=soon", "x")).status, 400);
+  EXPECT_EQ(Send(harness_, kActor, MakeRequest("GET", "/other")).status, 404);
+}
+
+// ---- ttlcache (examples/ttlcache/README.md): an entry that deletes itself ----
+
+class TtlCacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override { harness_.Deploy("ttlcache", ActorWasm("ttlcache")); }
+  const std::string kActor = "acme/ttlcache/session-1";
+  Harness harness_;
+};
+
+TEST_F(TtlCacheTest, TheEntryLivesItsTtlThenItsAlarmDeletesIt) {
+  EXPECT_EQ(Send(harness_, kActor, MakeRequest("PUT", "/", "ttl_ms=1000", "hello")).body, "stored\n");
+  EXPECT_EQ(Send(harness_, kActor, MakeRequest("GET", "/")).body, "hello");
+  harness_.AdvanceClock(999);
+  EXPECT_FALSE(harness_.Alarm(kActor).alarm_fired) << "not expired yet";
+  EXPECT_EQ(Send(harness_, kActor, MakeRequest("GET", "/")).status, 200);
+  harness_.AdvanceClock(1);
+  EXPECT_EQ(Send(harness_, kActor, MakeRequest("GET", "/")).status, 404) << "never served past its ttl";
+  EXPECT_TRUE(harness_.Alarm(kActor).alarm_fired);
+  auto state = harness_.storage().State(ActorId{"acme", "ttlcache", "session-1"});
+  ASSERT_NE(state, nullptr);
+  EXPECT_TRUE(state->data().empty()) << "the alarm deleted the entry: it costs no storage";
+  EXPECT_FALSE(state->map.alarm().has_value());
+}
+
+TEST_F(TtlCacheTest, APutReplacesTheExpiryAndDeleteRemovesTheAlarm) {
+  Send(harness_, kActor, MakeRequest("PUT", "/", "ttl_ms=1000", "v1"));
+  harness_.AdvanceClock(800);
+  Send(harness_, kActor, MakeRequest("PUT", "/", "ttl_ms=1000", "v2"));
+  harness_.AdvanceClock(500);
+  EXPECT_FALSE(harness_.Alarm(kActor).alarm_fired) << "the first expiry was replaced";
+  EXPECT_EQ(Send(harness_, kActor, MakeRequest("GET", "/")).body, "v2");
+  EXPECT_EQ(Send(harness_, kActor, MakeRequest("DELETE", "/")).status, 200);
+  auto state = harness_.storage().State(ActorId{"acme", "ttlcache", "session-1"});
+  EXPECT_FALSE(state->map.alarm().has_value());
+  EXPECT_EQ(Send(harness_, kActor, MakeRequest("PUT", "/", "ttl_ms=0", "x")).status, 400);
+  EXPECT_EQ(Send(harness_, kActor, MakeRequest("POST", "/")).status, 405);
+}
+
 #if WK_AS_ACTORS
 
 // ---- docstore (AssemblyScript only) ----
@@ -655,15 +742,19 @@ TEST_F(AsSdkTest, AThrowOrABoundsErrorFailsTheEventAndDiscardsItsWrites) {
 
 TEST_F(AsSdkTest, AlarmTimeRandomnessAndSync) {
   EXPECT_EQ(Do("GET", "/alarm").body, "-1 unset");
-  EXPECT_EQ(Do("POST", "/alarm", "", "at=1900000000000").body, "1900000000000 set");
-  EXPECT_EQ(Do("GET", "/alarm").body, "1900000000000 set");  // stored with the actor's state
-  actor::EventResult fired = harness_.Alarm(kActor);
-  EXPECT_TRUE(fired.ok()) << fired.error;
-  EXPECT_EQ(Do("GET", "/alarms-fired").body, "1");
-  EXPECT_EQ(Do("DELETE", "/alarm").body, "-1 unset");
   EXPECT_EQ(Do("GET", "/now").body, "1800000000000");  // the harness's clock
+  EXPECT_EQ(Do("POST", "/alarm", "", "at=1800000000100").body, "1800000000100 set");
+  EXPECT_EQ(Do("GET", "/alarm").body, "1800000000100 set");  // stored with the actor's state
+  actor::EventResult early = harness_.Alarm(kActor);
+  EXPECT_TRUE(early.ok() && !early.alarm_fired) << "not due yet: nothing runs";
+  harness_.AdvanceClock(100);
+  actor::EventResult fired = harness_.Alarm(kActor, actor::AlarmEvent{2, false});
+  EXPECT_TRUE(fired.ok() && fired.alarm_fired) << fired.error;
+  EXPECT_EQ(Do("GET", "/alarms-fired").body, "1 retry 2 true") << "AlarmInfo: retryCount, isRetry";
+  EXPECT_EQ(Do("GET", "/alarm").body, "-1 unset") << "cleared as the handler started";
+  EXPECT_EQ(Do("DELETE", "/alarm").body, "-1 unset");
   harness_.AdvanceClock(5);
-  EXPECT_EQ(Do("GET", "/now").body, "1800000000005");
+  EXPECT_EQ(Do("GET", "/now").body, "1800000000105");
   TestResponse random = Do("GET", "/random", "", "n=100000");  // more than one random_fill
   EXPECT_EQ(random.body.size(), std::string("100000 01234567 ok").size()) << random.body;
   EXPECT_TRUE(random.body.starts_with("100000 ") && random.body.ends_with(" ok")) << random.body;

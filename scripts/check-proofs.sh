@@ -29,16 +29,17 @@ logs=$(mktemp -d /tmp/wasmkeep-check-proofs.XXXXXX)
 
 cluster_test="$build/src/cluster/wk_cluster_test"
 replica_test="$build/src/replica/wk_replica_test"
+alarms_test="$build/src/alarms/wk_alarms_test"
 sim="$build/sim/wasmkeep-sim"
 wk="$build/src/cli/wasmkeep"
-needed=("$cluster_test" "$replica_test" "$sim")
+needed=("$cluster_test" "$replica_test" "$alarms_test" "$sim")
 [ "$with_cluster" = 1 ] && needed+=("$wk")
 for f in "${needed[@]}"; do
   [ -x "$f" ] || { echo "check-proofs: $f is missing: build it first (cmake --build --preset ci)"; exit 2; }
 done
 
 # One rule a line: RULE | BROKEN MODEL | KIND | TEST | FAILING CHECK (cluster rows)
-#   gtest    TEST is BINARY:Suite.Name (BINARY: cluster or replica)
+#   gtest    TEST is BINARY:Suite.Name (BINARY: cluster, replica or alarms)
 #   sim      TEST is a scenario; the broken model is its --mutant
 #   cluster  TEST is a tests/cluster suite; FAILING CHECK is text of the check line that must FAIL
 rows=$(cat <<'ROWS'
@@ -58,6 +59,8 @@ rows=$(cat <<'ROWS'
 §1 a lease that ran out is not lost|lapse-is-lost|gtest|cluster:LeaseTest.AnOutageLapsesTheLeaseWithoutLosingIt|
 §1 twins caught by the start check|start-check-ignores-changes|gtest|cluster:LeaseTest.ATwinIsRefusedAndTheRunningNodeIsUnaffected|
 §2 the watch counts from the read|watch-from-listing-start|gtest|cluster:FenceWatchTest.TheWatchRunsFromTheReadNotFromTheListingsStart|
+§1 the ETag-aware listing reads a restart under the same id|listing-assumes-renewals|gtest|cluster:MembershipTest.ARestartUnderTheSameIdIsReadAtTheFirstListingAfterItsWrite|
+§1 the ETag-aware listing: views converge (simulator)|listing-assumes-renewals|sim|lease|
 §2 the watch after the fencer's own lapse|no-watch-wait|sim|lease|
 §2 a fence is conditional|unconditional-fence|sim|lease|
 §2 a fence decided on a stale read is refused|unconditional-fence|gtest|cluster:FenceWatchTest.AFenceDecidedOnAStaleReadIsRefusedByItsCondition|
@@ -71,6 +74,13 @@ rows=$(cat <<'ROWS'
 §2 freeing: an absent nodes/A frees nothing|free-on-absent-node|gtest|cluster:OwnersTest.ADeletedHeartbeatFreesNothing|
 §2 freeing: an absent nodes/A frees nothing (simulator)|free-on-absent-node|sim|ownership|
 §2 freeing: another live instance frees (restart)|restart-frees-nothing|gtest|cluster:OwnersTest.ARestartedNodeTakesItsPredecessorsActorBackAtANewGeneration|
+§6 an actor without a record starts above its log|unseeded-first-generation|gtest|cluster:FirstGenerationTest.AnActorWithoutARecordStartsAboveEveryGenerationInItsLog|
+§6 a lost record: acquired above the log, restored whole|unseeded-first-generation|gtest|replica:ReplicaTest.AnActorWhoseRecordWasLostIsAcquiredAboveItsLogAndRestoresEverything|
+§6 the upgrade seeds above every segment (real processes)|unseeded-first-generation|cluster|upgrade|the found actor is acquired above every generation in its log
+§6 a live old lease refuses, even naming this node|old-lease-ignored|gtest|cluster:FirstGenerationTest.ALiveOldLeaseRefusesEvenWhenItNamesThisNode|
+§6 a live old lease refuses, even naming this node (real processes)|old-lease-ignored|cluster|upgrade|a live old lease naming this node's own id is refused
+§6 the start guard waits for fresh old heartbeats|start-guard-off|gtest|cluster:StartGuardTest.AFreshOldHeartbeatHoldsTheFirstWriteUntilItCannotBeRunning|
+§6 the start guard waits for fresh old heartbeats (real processes)|start-guard-off|cluster|upgrade|the start guard held its first write
 §3 every acquisition at generation + 1|wake-reuses-generation|gtest|cluster:OwnersTest.AcquireReleaseReacquireNeverReusesAGeneration|
 §3 every acquisition at generation + 1 (simulator)|wake-reuses-generation|sim|ownership|
 §3 a lapse ends every hold into pending releases|lapse-keeps-holds|gtest|cluster:OwnersTest.ALapseEndsHoldsIntoPendingReleasesThatLandLater|
@@ -106,6 +116,13 @@ restore follows the owner fences|restore-ignores-fence|gtest|replica:ReplicaTest
 restore follows the owner fences (simulator)|restore-ignores-fence|sim|storage|
 GC never deletes the chain|gc-deletes-chain|gtest|replica:GcTest.CoveredSegmentsAndOlderSnapshotsGoTheFenceAndTheTailStay|
 GC never deletes the chain (simulator)|gc-deletes-chain|sim|storage|
+alarms: the segment setting an alarm waits for its index entry|segment-before-entry|gtest|alarms:AlarmIndexTest.TheSegmentSettingAnAlarmLandsOnlyAfterItsEntry|
+alarms: the segment setting an alarm waits for its index entry (simulator)|segment-before-entry|sim|alarms|
+alarms: an entry goes only once the change is durable|index-entry-removed-before-durable|gtest|alarms:AlarmIndexTest.AnEntryGoesOnlyOnceTheChangeThatReplacedItIsDurable|
+alarms: an entry goes only once the change is durable (simulator)|index-entry-removed-before-durable|sim|alarms|
+alarms: never before its time|fire-before-due|gtest|alarms:AlarmServiceTest.TheOwnersTimerFiresAtTheAlarmsTimeAndNotBefore|
+alarms: never before its time (simulator)|fire-before-due|sim|alarms|
+alarms: a handed alarm is looked at again (simulator)|drop-handed-alarm|sim|alarms|
 ROWS
 )
 
@@ -114,6 +131,7 @@ ROWS
 run_gtest() {  # BINARY FILTER BROKEN
   local bin=$cluster_test
   [ "${1%%:*}" = replica ] && bin=$replica_test
+  [ "${1%%:*}" = alarms ] && bin=$alarms_test
   local filter=${1#*:}
   WASMKEEP_BROKEN_MODELS="$2" "$bin" --gtest_filter="$filter" >"$3" 2>&1 || return 1
   grep -q "\[  PASSED  \] 1 test" "$3" || return 1  # the filter named exactly one test, which ran

@@ -3,9 +3,10 @@
 # one SQLite database, sqlite://./wasmkeep-data), from a clean clone on a fresh Debian 12 machine. Idempotent.
 #
 # It starts a node (`wasmkeep serve`, 127.0.0.1:8080), creates a tenant (or, if it exists,
-# mints a new token for it), deploys the four C++ example actors and two AssemblyScript
-# ones (the document store and the counter's twin, as classes docstore and counter-as),
-# calls the counters and the document store, and prints the commands to call each one. The
+# mints a new token for it), deploys the C++ example actors and two AssemblyScript ones
+# (the document store and the counter's twin, as classes docstore and counter-as), calls
+# the counters and the document store, sets a reminder and shows its alarm firing two
+# seconds later (examples/reminders, docs/alarms.md), and prints the commands to call each. The
 # node then keeps running in the foreground until Ctrl-C, which is a clean stop. WASMKEEP_DEMO_EXIT=1 stops it after the demo instead.
 #
 # Environment: WASMKEEP_BUCKET (default sqlite://./wasmkeep-data), WASMKEEP_DEMO_PORT
@@ -50,7 +51,7 @@ else
 fi
 token=$(tail -n1 "$tmp/tenant.out")
 
-for class in counter kv chat ratelimit; do
+for class in counter kv chat ratelimit reminders; do
   say "wasmkeep deploy --tenant demo --class $class build/release/actors/$class.wasm"
   W deploy --tenant demo --class "$class" "build/release/actors/$class.wasm"
 done
@@ -79,6 +80,16 @@ curl -s -X POST -H "Authorization: Bearer $token" "http://$node/v1/actors/demo/c
 say "curl -X PUT -H 'Authorization: Bearer \$TOKEN' --data-binary '{\"name\": \"Ann\"}' http://$node/v1/actors/demo/docstore/users/docs/ann"
 curl -s -X PUT -H "Authorization: Bearer $token" --data-binary '{"name": "Ann"}' "http://$node/v1/actors/demo/docstore/users/docs/ann"
 
+# An alarm: a reminder due in 2 s; the actor's alarm fires it, and it moves to /fired.
+due=$(( $(date +%s%3N) + 2000 ))
+say "curl -X POST -H 'Authorization: Bearer \$TOKEN' --data-binary 'stretch' 'http://$node/v1/actors/demo/reminders/me/add?at=$due'   # due in 2 s"
+curl -s -X POST -H "Authorization: Bearer $token" --data-binary 'stretch' "http://$node/v1/actors/demo/reminders/me/add?at=$due"
+say "$wk actor alarm demo/reminders/me   # its alarm, and the index entry that lets the cluster find it"
+W actor alarm demo/reminders/me || true
+sleep 3
+say "curl -H 'Authorization: Bearer \$TOKEN' http://$node/v1/actors/demo/reminders/me/fired   # 3 s later: the alarm fired it"
+curl -s -H "Authorization: Bearer $token" "http://$node/v1/actors/demo/reminders/me/fired"
+
 cat <<TXT
 
 The node is serving. Its state lives in $bucket: kill the node, start it again, and the
@@ -95,6 +106,8 @@ counter goes on from where it was. Try, in another terminal:
   curl -X PATCH -H "Authorization: Bearer \$TOKEN" --data-binary '{"age": 31}' http://$node/v1/actors/demo/docstore/users/docs/ann
   curl         -H "Authorization: Bearer \$TOKEN" 'http://$node/v1/actors/demo/docstore/users/docs?prefix=a'
   $wk call demo/counter/visits --token \$TOKEN --node $node
+  curl -X POST -H "Authorization: Bearer \$TOKEN" --data-binary 'tea' "http://$node/v1/actors/demo/reminders/me/add?at=\$((\$(date +%s%3N) + 5000))"
+  curl         -H "Authorization: Bearer \$TOKEN" http://$node/v1/actors/demo/reminders/me/fired
 
 Metrics: curl $node/metrics. Docs: docs/http-api.md, docs/tenants.md, docs/storage.md.
 TXT

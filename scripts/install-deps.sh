@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."  # third_party/local/ is relative to the repository root
 packages=(
   build-essential cmake ninja-build pkg-config git curl ca-certificates
   python3 iproute2 procps   # test scripts: JSON parsing, free-port search (ss), process checks
+  systemd                   # systemd-analyze, which checks packaging/wasmkeep.service
   g++ clang-14 lld-14
   libboost1.81-dev          # Asio (event loop), Beast (HTTP client and test servers)
   libssl-dev                # SHA-256 / HMAC for SigV4, TLS to https endpoints

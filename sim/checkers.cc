@@ -182,6 +182,27 @@ void Checkers::FinalChecks() {
       w_.Violation(NodeKey(id) + " does not name the running process p" + std::to_string(p->number) + " live");
     }
   }
+  // 7b. The views converge: every node that has run a while sees every other that has,
+  // live under its running instance (the listing read what changed; docs/node-lease.md).
+  // A process started less than ttl + grace + three periods ago may not be listed yet.
+  const Duration settled = w_.timing().takeover_after() + 3 * w_.timing().heartbeat_period;
+  for (int observer = 0; observer < kSlots; ++observer) {
+    Process* o = w_.Primary(observer);
+    if (o == nullptr || w_.Now() - o->started < settled) continue;
+    for (int s = 0; s < kSlots; ++s) {
+      Process* p = w_.Primary(s);
+      if (p == nullptr || w_.Now() - p->started < settled) continue;
+      if (!o->node->membership().IsLive(p->node_id, p->instance)) {
+        auto v = o->node->membership().view().find(p->node_id);
+        const std::string shown = v == o->node->membership().view().end() ? "nothing"
+                                  : v->second.record ? std::string(LeaseStateName(v->second.record->state)) + " " +
+                                                           v->second.record->instance.str()
+                                                     : "no record";
+        w_.Violation("p" + std::to_string(o->number) + "'s view does not show p" + std::to_string(p->number) + " (" +
+                     p->node_id.str() + ", instance " + p->instance.str() + ") live after healing; it shows " + shown);
+      }
+    }
+  }
   for (int s = 0; s < kSlots; ++s) {
     if (w_.Running(s) > 1) {
       w_.Violation(SlotNodeId(s).str() + " still has " + std::to_string(w_.Running(s)) +

@@ -21,7 +21,7 @@ RunResult RunLeaseScenario(const RunOptions& options) {
 const std::vector<Scenario>& Scenarios() {
   static const std::vector<Scenario> all = {
       {"lease", "node leases, listing and fencing of 3 nodes (ADR 0020 §1, §2, §5)",
-       {"unconditional-fence", "no-watch-wait", "validity-from-reply"}, &RunLeaseScenario},
+       {"unconditional-fence", "no-watch-wait", "validity-from-reply", "listing-assumes-renewals"}, &RunLeaseScenario},
       {"ownership", "3 nodes acquiring, using, hibernating and releasing 6 actors (ADR 0020 §3, §4)",
        {"wake-reuses-generation", "resolver-without-lock", "free-on-view", "free-on-absent-node"},
        &RunOwnershipScenario},
@@ -29,6 +29,9 @@ const std::vector<Scenario>& Scenarios() {
        {"ack-before-durable", "ack-late-upload", "restore-ignores-fence", "gc-deletes-chain", "release-without-validity"}, &RunStorageScenario},
       {"routing", "clients appending to and reading 3 list actors through the front of 3 nodes (docs/architecture.md, How a request flows)",
        {"release-without-validity", "answer-without-gate"}, &RunRoutingScenario},
+      {"alarms", "clients setting, deleting and reading the alarms of 22 actors on 3 nodes that fire them (docs/alarms.md)",
+       {"index-entry-removed-before-durable", "fire-before-due", "drop-handed-alarm", "segment-before-entry"},
+       &RunAlarmsScenario},
   };
   return all;
 }

@@ -1,6 +1,6 @@
 // wasmkeep-sim: runs the deterministic simulator's scenarios over many seeds.
 //
-//   wasmkeep-sim --scenario lease|ownership|storage|routing|all --seeds N [--first-seed S] [--mutant NAME] [--expect-failure]
+//   wasmkeep-sim --scenario lease|ownership|storage|routing|alarms|all --seeds N [--first-seed S] [--mutant NAME] [--expect-failure]
 //                [--quiet] [--trace LINES] [--digest]
 // --trace LINES keeps that many trace lines and prints them for passing seeds too.
 // --digest prints each seed's history digest (RunResult::history_digest), so that a
@@ -103,6 +103,9 @@ int main(int argc, char** argv) {
       total.lapses += r.lapses;
       total.adoptions += r.adoptions;
       total.clean_stops += r.clean_stops;
+      total.listings += r.listings;
+      total.listing_reads += r.listing_reads;
+      total.listing_renewals += r.listing_renewals;
       total.acquire_attempts += r.acquire_attempts;
       total.acquisitions += r.acquisitions;
       total.holds += r.holds;
@@ -127,6 +130,15 @@ int main(int argc, char** argv) {
       total.acked_appends += r.acked_appends;
       total.reads += r.reads;
       total.ok_reads += r.ok_reads;
+      total.alarm_sets += r.alarm_sets;
+      total.alarm_acked_sets += r.alarm_acked_sets;
+      total.alarm_runs += r.alarm_runs;
+      total.alarm_failed_runs += r.alarm_failed_runs;
+      total.alarm_fired += r.alarm_fired;
+      total.alarm_given_up += r.alarm_given_up;
+      total.alarm_lost += r.alarm_lost;
+      total.alarm_handovers += r.alarm_handovers;
+      total.alarm_entries_deleted += r.alarm_entries_deleted;
       if (!r.ok) {
         failed_seed = seed;
         failure = std::move(r);
@@ -145,6 +157,12 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(total.outages), static_cast<unsigned long long>(total.clean_stops),
                 static_cast<unsigned long long>(total.lost_leases), static_cast<unsigned long long>(total.lapses),
                 static_cast<unsigned long long>(total.adoptions));
+    if (total.listings > 0) {
+      std::printf("  listing: %llu listings, %llu bodies read (%.2f per listing), %llu renewals taken unread\n",
+                  static_cast<unsigned long long>(total.listings), static_cast<unsigned long long>(total.listing_reads),
+                  static_cast<double>(total.listing_reads) / static_cast<double>(total.listings),
+                  static_cast<unsigned long long>(total.listing_renewals));
+    }
     if (total.acquire_attempts > 0) {
       std::printf("  ownership: %llu acquire attempts, %llu acquisitions landed, %llu holds, %llu releases parked, "
                   "%llu drains, %llu heartbeats deleted\n",
@@ -169,6 +187,16 @@ int main(int argc, char** argv) {
       std::printf("  routing: %llu appends sent (%llu acknowledged), %llu reads sent (%llu answered), %llu freezes\n",
                   static_cast<ull>(total.appends), static_cast<ull>(total.acked_appends), static_cast<ull>(total.reads),
                   static_cast<ull>(total.ok_reads), static_cast<ull>(total.freezes));
+    }
+    if (total.alarm_sets > 0) {
+      using ull = unsigned long long;
+      std::printf("  alarms: %llu sets sent (%llu acknowledged), %llu handler runs (%llu failed), %llu fired in the "
+                  "durable logs, %llu given up, %llu hand-overs, %llu index entries deleted, %llu freezes\n",
+                  static_cast<ull>(total.alarm_sets), static_cast<ull>(total.alarm_acked_sets),
+                  static_cast<ull>(total.alarm_runs), static_cast<ull>(total.alarm_failed_runs),
+                  static_cast<ull>(total.alarm_fired), static_cast<ull>(total.alarm_given_up),
+                  static_cast<ull>(total.alarm_handovers), static_cast<ull>(total.alarm_entries_deleted),
+                  static_cast<ull>(total.freezes));
     }
     if (failed_seed != 0) {
       std::printf("FAILED at seed %llu (replay: wasmkeep-sim --scenario %s --first-seed %llu --seeds 1%s)\n",

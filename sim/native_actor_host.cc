@@ -24,6 +24,19 @@ void NativeActorHost::Unload(const ActorId& id) {
 }
 
 Task<actor::EventResult> NativeActorHost::HandleRequest(ActorId id, actor::Request request) {
+  std::optional<actor::Request> r(std::move(request));
+  actor::EventResult result = co_await Submit(std::move(id), std::move(r), actor::AlarmEvent{});
+  co_return result;
+}
+
+Task<actor::EventResult> NativeActorHost::HandleAlarm(ActorId id, actor::AlarmEvent event) {
+  std::optional<actor::Request> none;
+  actor::EventResult result = co_await Submit(std::move(id), std::move(none), event);
+  co_return result;
+}
+
+Task<actor::EventResult> NativeActorHost::Submit(ActorId id, std::optional<actor::Request> request,
+                                                 actor::AlarmEvent alarm) {
   auto it = slots_.find(id);
   if (it == slots_.end()) it = slots_.emplace(id, std::make_shared<Slot>(env_, id)).first;
   std::shared_ptr<Slot> slot = it->second;
@@ -33,14 +46,15 @@ Task<actor::EventResult> NativeActorHost::HandleRequest(ActorId id, actor::Reque
     slot->idle_timer.reset();
   }
   std::shared_ptr<bool> alive = alive_;
-  actor::EventResult result = co_await Run(slot, std::move(request));
+  actor::EventResult result = co_await Run(slot, std::move(request), alarm);
   if (!*alive) co_return result;
   --slot->inflight;
   AfterEvent(slot);
   co_return result;
 }
 
-Task<actor::EventResult> NativeActorHost::Run(std::shared_ptr<Slot> slot, actor::Request request) {
+Task<actor::EventResult> NativeActorHost::Run(std::shared_ptr<Slot> slot, std::optional<actor::Request> request,
+                                              actor::AlarmEvent alarm) {
   std::shared_ptr<bool> alive = alive_;
   actor::EventResult result;
   std::uint64_t wait_seq = 0;
@@ -77,7 +91,11 @@ Task<actor::EventResult> NativeActorHost::Run(std::shared_ptr<Slot> slot, actor:
       co_return result;
     }
     ++stats_.events;
-    result.response = Execute(*slot, request);
+    if (request) {
+      result.response = Execute(*slot, *request);
+    } else {
+      result = ExecuteAlarm(*slot, alarm);
+    }
     wait_seq = slot->last_seq;
     storage = slot->storage.get();
   }  // the next event may run now: its batch joins this one's upload
@@ -94,8 +112,73 @@ Task<actor::EventResult> NativeActorHost::Run(std::shared_ptr<Slot> slot, actor:
   co_return result;
 }
 
+actor::EventResult NativeActorHost::ExecuteAlarm(Slot& slot, const actor::AlarmEvent& alarm) {
+  actor::EventResult r;
+  actor::ActorStorage& storage = *slot.storage;
+  const std::optional<std::int64_t> current = storage.Alarm();
+  const std::int64_t now = ToUnixMs(env_.WallNow());
+  if (slot.id.class_name != "alarm" || !actor::AlarmDue(current, now, options_.broken)) {
+    r.alarm_after = current;  // nothing runs: a stale or early delivery (actor/alarm_event.h)
+    return r;
+  }
+  const std::int64_t due = *current;
+  const bool fail = PoisonedAlarm(due) || static_cast<int>(env_.RandomBelow(100)) < options_.alarm_failure_percent;
+  if (options_.on_alarm_run) options_.on_alarm_run(slot.id, due, now, alarm.retry_count, fail, alarm.last_attempt);
+  if (fail) {
+    r.outcome = actor::EventOutcome::kActorFailed;
+    r.error = "the alarm handler failed";
+    if (alarm.last_attempt) {
+      actor::Batch clear;
+      clear.alarm = std::optional<std::int64_t>();
+      slot.last_seq = storage.Commit(std::move(clear));
+    }
+    r.alarm_after = storage.Alarm();
+    return r;
+  }
+  std::string log = storage.Get("log").value_or("");
+  auto append = [&log](const std::string& op) { log = log.empty() ? op : log + "," + op; };
+  append("f" + std::to_string(due) + ":" + std::to_string(alarm.retry_count) + ":" + std::to_string(now));
+  actor::Batch batch;
+  batch.alarm = std::optional<std::int64_t>();  // cleared as the handler starts
+  if (static_cast<int>(env_.RandomBelow(100)) < options_.alarm_rearm_percent) {
+    const std::int64_t next = now + 500 + static_cast<std::int64_t>(env_.RandomBelow(7500));
+    batch.alarm = std::optional<std::int64_t>(next);
+    append("s" + std::to_string(next));
+  }
+  batch.mutations.push_back(actor::Mutation{actor::Mutation::Kind::kPut, "log", log});
+  slot.last_seq = storage.Commit(std::move(batch));
+  r.alarm_fired = true;
+  r.alarm_after = storage.Alarm();
+  return r;
+}
+
 actor::Response NativeActorHost::Execute(Slot& slot, const actor::Request& request) {
   actor::Response response;
+  if (slot.id.class_name == "alarm") {
+    std::string log = slot.storage->Get("log").value_or("");
+    if (request.method == "GET") {
+      response.body = log;
+      return response;
+    }
+    actor::Batch batch;
+    std::string op;
+    if (request.method == "POST" && request.path == "/set" && request.query.starts_with("t=")) {
+      const std::int64_t t = std::stoll(request.query.substr(2));
+      batch.alarm = std::optional<std::int64_t>(t);
+      op = "s" + std::to_string(t);
+    } else if (request.method == "POST" && request.path == "/del") {
+      batch.alarm = std::optional<std::int64_t>();
+      op = "d";
+    } else {
+      response.status = 400;
+      response.body = "the alarm actor takes GET, POST /set?t=<ms> and POST /del";
+      return response;
+    }
+    batch.mutations.push_back(actor::Mutation{actor::Mutation::Kind::kPut, "log", log.empty() ? op : log + "," + op});
+    slot.last_seq = slot.storage->Commit(std::move(batch));
+    response.body = op;
+    return response;
+  }
   const std::string list = slot.storage->Get("list").value_or("");
   if (request.method == "GET") {
     response.body = list;

@@ -16,6 +16,14 @@
 // (kept under one key, "list", comma-separated) and answers 200 "appended"; GET answers
 // 200 with the list. Any other method is 405.
 //
+// The "alarm" class (the `alarms` scenario, docs/alarms.md): its state is a log (key "log",
+// comma-separated) and its alarm. POST /set?t=<ms> sets the alarm (logs s<ms>), POST /del
+// deletes it (logs d), GET answers the log. Its alarm events follow actor/alarm_event.h
+// exactly as the runtime does: nothing runs unless the state's alarm is due on this node's
+// clock; the alarm is cleared as the handler starts; the handler logs f<due>:<retry>:<now>,
+// fails (writes discarded) for a poisoned time (due % 97 == 0) or at the seed's failure
+// rate, and sometimes re-arms (logs s<ms>); a failure on the last attempt clears the alarm.
+//
 // Broken model (answer_without_gate): events are answered straight from memory, without
 // asking the gate — an append before it is durable, a read without the hold's validity.
 //
@@ -38,7 +46,18 @@ namespace wk::sim {
 struct NativeActorHostOptions {
   Duration idle_hibernate = std::chrono::seconds(5);
   bool answer_without_gate = false;
+  // The alarm class: the broken models of alarm events (fire-before-due), the percentage of
+  // handler runs that fail, the percentage that re-arm, and a report of every handler run
+  // (actor, due, the node's clock at the run, retry count, failed, last attempt).
+  BrokenModels broken;
+  int alarm_failure_percent = 10;
+  int alarm_rearm_percent = 15;
+  std::function<void(const ActorId&, std::int64_t due_ms, std::int64_t now_ms, int retry, bool failed, bool last)>
+      on_alarm_run;
 };
+
+// A poisoned alarm time: its handler always fails (the alarms scenario's given-up alarms).
+inline bool PoisonedAlarm(std::int64_t due_ms) { return due_ms % 97 == 0; }
 
 struct NativeActorHostStats {
   std::uint64_t events = 0;
@@ -56,6 +75,7 @@ class NativeActorHost final : public actor::EventHost {
   NativeActorHost& operator=(const NativeActorHost&) = delete;
 
   Task<actor::EventResult> HandleRequest(ActorId id, actor::Request request) override;
+  Task<actor::EventResult> HandleAlarm(ActorId id, actor::AlarmEvent event) override;
   void Unload(const ActorId& id) override;
   bool IsResident(const ActorId& id) const override;
 
@@ -77,9 +97,13 @@ class NativeActorHost final : public actor::EventHost {
     std::optional<Env::TimerId> idle_timer;
   };
 
-  Task<actor::EventResult> Run(std::shared_ptr<Slot> slot, actor::Request request);
-  // What the list actor does with one request, against its storage.
+  Task<actor::EventResult> Submit(ActorId id, std::optional<actor::Request> request, actor::AlarmEvent alarm);
+  Task<actor::EventResult> Run(std::shared_ptr<Slot> slot, std::optional<actor::Request> request,
+                               actor::AlarmEvent alarm);
+  // What the list or alarm actor does with one request, against its storage.
   actor::Response Execute(Slot& slot, const actor::Request& request);
+  // The alarm actor's alarm event (its result's outcome, alarm_fired and alarm_after).
+  actor::EventResult ExecuteAlarm(Slot& slot, const actor::AlarmEvent& alarm);
   static Task<Status> Gate(Env* env, actor::ActorStorage* storage, std::uint64_t seq);
   void AfterEvent(const std::shared_ptr<Slot>& slot);
   void Close(const std::shared_ptr<Slot>& slot, const std::string& why);

@@ -48,6 +48,10 @@ struct RunResult {
   std::uint64_t lapses = 0;
   std::uint64_t adoptions = 0;
   std::uint64_t clean_stops = 0;
+  // the listing (every process's Membership, summed at its end)
+  std::uint64_t listings = 0;
+  std::uint64_t listing_reads = 0;     // bodies of nodes/ read
+  std::uint64_t listing_renewals = 0;  // new versions taken for renewals, not read
   // ownership scenario
   std::uint64_t acquire_attempts = 0;
   std::uint64_t acquisitions = 0;  // owner records that landed naming a node
@@ -75,6 +79,16 @@ struct RunResult {
   std::uint64_t acked_appends = 0;  // appends answered 200
   std::uint64_t reads = 0;          // reads clients sent
   std::uint64_t ok_reads = 0;       // reads answered 200
+  // alarms scenario
+  std::uint64_t alarm_sets = 0;             // sets clients sent
+  std::uint64_t alarm_acked_sets = 0;       // sets answered 200
+  std::uint64_t alarm_runs = 0;             // handler runs (in memory, on any node)
+  std::uint64_t alarm_failed_runs = 0;      // handler runs that failed (retried)
+  std::uint64_t alarm_fired = 0;            // fired records in the actors' durable logs
+  std::uint64_t alarm_given_up = 0;         // alarms cleared after their last attempt failed
+  std::uint64_t alarm_lost = 0;             // alarms never fired (violations)
+  std::uint64_t alarm_handovers = 0;        // hand-overs received
+  std::uint64_t alarm_entries_deleted = 0;  // index entry deletes sent
 };
 
 struct Scenario {
@@ -98,5 +112,8 @@ RunResult RunStorageScenario(const RunOptions& options);
 // ownership and the durable replica of 3 nodes end to end, clients checking linearizability
 // (sim/routing_scenario.cc).
 RunResult RunRoutingScenario(const RunOptions& options);
+// The alarms scenario (docs/alarms.md): the routing scenario's nodes with the alarm index,
+// delivery and shard scanning; clients set, delete and read alarms (sim/alarms_scenario.cc).
+RunResult RunAlarmsScenario(const RunOptions& options);
 
 }  // namespace wk::sim

@@ -125,7 +125,13 @@ Task<void> World::RunProcess(Process* p) {
 void World::Teardown(Process& p) {
   // Killing a process: its frames go with its Env (while the node they point into still
   // exists); requests it sent stay in transit.
-  if (p.node) p.node->owners().StopBackground();
+  if (p.node) {
+    const ListingStats& listing = p.node->membership().stats();
+    result_.listings += listing.listings;
+    result_.listing_reads += listing.bodies_read();
+    result_.listing_renewals += listing.renewals_assumed;
+    p.node->owners().StopBackground();
+  }
   p.host.reset();
   p.node.reset();
   p.store.reset();

@@ -2,6 +2,7 @@
 // contract of docs/abi.md: the result buffer, request fields, list encoding and flags,
 // alarms, sync, and what a module sees of WASI. Paths select the probe.
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -127,6 +128,8 @@ extern "C" __attribute__((export_name("wk_on_request"))) int32_t on_request(void
     char* key = Take(wk_request_get(2));
     char* body = Take(wk_request_get(3));
     Put(key, body);
+  } else if (strcmp(path, "/set-alarm") == 0) {
+    wk_alarm_set(atoll(Take(wk_request_get(2))));
   } else if (strcmp(path, "/bad-status") == 0) {
     wk_response_set_status(42);
   } else if (strcmp(path, "/status") == 0) {
@@ -199,7 +202,24 @@ extern "C" __attribute__((export_name("wk_on_request"))) int32_t on_request(void
   return 0;
 }
 
+// The alarm handler records its retry count and what alarm_get says as it starts; an
+// actor whose "alarm-fail" key is set fails (to exercise retries), and one whose
+// "alarm-rearm" key holds a time re-arms to it.
 extern "C" __attribute__((export_name("wk_on_alarm"))) int32_t on_alarm(void) {
-  Put("alarm-ran", "yes");
+  char buf[64];
+  int32_t retry = wk_alarm_retry_count();
+  int64_t seen = wk_alarm_get();
+  int n = snprintf(buf, sizeof buf, "yes %d %lld", (int)retry, (long long)seen);
+  wk_storage_put("alarm-ran", 9, buf, (uint32_t)n);
+  if (wk_storage_get("alarm-fail", 10) >= 0) {
+    wk_storage_put("alarm-failed-write", 18, "x", 1);
+    return 3;
+  }
+  int32_t len = wk_storage_get("alarm-rearm", 11);
+  if (len > 0 && len < 32) {
+    char t[32] = {0};
+    wk_result_read(t, (uint32_t)len);
+    wk_alarm_set(atoll(t));
+  }
   return 0;
 }

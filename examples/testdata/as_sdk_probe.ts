@@ -20,7 +20,8 @@
 //   GET  /sync            sync() as "true"/"false"
 //   GET  /throw           throws: the event fails, its writes discarded
 //   GET  /bounds          reads past an array's end: the event fails
-//   GET  /alarms-fired    how many times wk_on_alarm ran (stored under "alarms")
+//   GET  /alarms-fired    how many times wk_on_alarm ran (stored under "alarms"), and the
+//                         last run's AlarmInfo: "<n> retry <retryCount> <isRetry>"
 //   GET  /memory          the linear memory's size in 64 KiB pages
 import {
   Request, Response, storage, handleRequest, handleAlarm, AlarmInfo, Json, ListOptions, alarm, now, random,
@@ -134,7 +135,8 @@ function handle(req: Request, res: Response): void {
   } else if (path == "/memory") {
     res.text(200, memory.size().toString());
   } else if (path == "/alarms-fired") {
-    res.text(200, storage.getInt("alarms").toString());
+    const info = storage.get("alarm-info");
+    res.text(200, storage.getInt("alarms").toString() + " retry " + (info !== null ? info : "none"));
   } else {
     log.warn("as_sdk_probe: no probe at " + path);
     res.text(404, "no such probe");
@@ -143,6 +145,7 @@ function handle(req: Request, res: Response): void {
 
 function onAlarm(info: AlarmInfo): void {
   storage.putInt("alarms", storage.getInt("alarms") + 1);
+  storage.put("alarm-info", info.retryCount.toString() + " " + (info.isRetry ? "true" : "false"));
 }
 
 export function wk_on_request(): i32 {

@@ -95,6 +95,10 @@ WK_IMPORT(alarm_set) void wk_alarm_set(int64_t time_ms);
 WK_IMPORT(alarm_get) int64_t wk_alarm_get(void);
 /* Removes the alarm. */
 WK_IMPORT(alarm_delete) void wk_alarm_delete(void);
+/* In wk_on_alarm: 0 on the alarm's first run, n on its n-th retry after a failed run (a
+ * trap, a limit, a non-zero return; at most [alarms] max_retries); -1 in a request. An
+ * addition to wasmkeep_v1: a module that calls it needs a node with alarm delivery. */
+WK_IMPORT(alarm_retry_count) int32_t wk_alarm_retry_count(void);
 
 /* Returns wall-clock time in ms since the Unix epoch. */
 WK_IMPORT(now_ms) int64_t wk_now_ms(void);
@@ -290,7 +294,9 @@ static inline void wk_list_free(wk_list* list) {
 /* ---- Exports. ----
  * WK_ON_REQUEST(fn) defines the wk_on_request export as a call of `int fn(void)`: return 0
  * to send the response built with wk_response_*, anything else to fail the event (its
- * storage writes are discarded). WK_ON_ALARM(fn) does the same for wk_on_alarm. Use each
+ * storage writes are discarded). WK_ON_ALARM(fn) does the same for wk_on_alarm, which runs at or after the alarm's
+ * time, at least once (docs/alarms.md): the alarm is cleared as it starts (set it again to
+ * re-arm), and a failure discards its writes and retries it with back-off. Use each
  * at most once per module, at file scope. */
 #define WK_ON_REQUEST(fn) \
   __attribute__((export_name("wk_on_request"))) int32_t wk_export_on_request(void) { return (int32_t)(fn)(); }

@@ -306,7 +306,8 @@ inline void put_int64(std::string_view key, int64_t value) { put(key, std::to_st
 
 }  // namespace storage
 
-// The actor's one alarm, stored with its state (delivery arrives in a later release).
+// The actor's one alarm, stored with its state. When it comes due the node runs the
+// WASMKEEP_ALARM_HANDLER, at least once (docs/alarms.md).
 namespace alarm {
 // Sets or replaces the alarm (ms since the Unix epoch, >= 0).
 inline void set(int64_t time_ms) { wk_alarm_set(time_ms); }
@@ -318,6 +319,11 @@ inline std::optional<int64_t> get() {
 }
 // Removes the alarm.
 inline void del() { wk_alarm_delete(); }
+// In the alarm handler: how many times this alarm's handler failed before this run (0 on
+// its first run); -1 outside the alarm handler.
+inline int32_t retry_count() { return wk_alarm_retry_count(); }
+// In the alarm handler: whether this run is a retry after a failed one.
+inline bool is_retry() { return wk_alarm_retry_count() > 0; }
 }  // namespace alarm
 
 // Wall-clock time, ms since the Unix epoch.
@@ -373,7 +379,9 @@ int32_t RunHandler(Fn&& fn, Args&&... args) {
     return wasmkeep::detail::RunHandler(fn, wasmkeep_request, wasmkeep_response); \
   }
 
-// Defines the wk_on_alarm export as a call of `void fn()` or `int fn()` (0 succeeds).
-// Alarms are stored now and delivered by a later release.
+// Defines the wk_on_alarm export as a call of `void fn()` or `int fn()` (0 succeeds). It
+// runs at or after the alarm's time, at least once; the alarm is cleared as it starts
+// (alarm::set re-arms it), and a failure discards its writes and is retried with back-off
+// (alarm::retry_count()).
 #define WASMKEEP_ALARM_HANDLER(fn) \
   __attribute__((export_name("wk_on_alarm"))) int32_t wk_export_on_alarm() { return wasmkeep::detail::RunHandler(fn); }

@@ -240,6 +240,11 @@ Status AlarmDelete(HostCall& c) {
   Ctx(c).txn->SetAlarm(std::nullopt);
   return Status::Ok();
 }
+// Added to wasmkeep_v1 with alarm delivery: a module that does not import it is unchanged.
+Status AlarmRetryCount(HostCall& c) {
+  c.ReturnI32(Ctx(c).alarm_retry_count);
+  return Status::Ok();
+}
 
 Status NowMs(HostCall& c) {
   c.ReturnI64(Ctx(c).now_ms);
@@ -426,6 +431,7 @@ std::shared_ptr<const engine::HostInterface> AbiHostInterface() {
         f(abi, "alarm_set", {i64}, {}, &AlarmSet),
         f(abi, "alarm_get", {}, {i64}, &AlarmGet),
         f(abi, "alarm_delete", {}, {}, &AlarmDelete),
+        f(abi, "alarm_retry_count", {}, {i32}, &AlarmRetryCount),
         f(abi, "now_ms", {}, {i64}, &NowMs),
         f(abi, "random_fill", {i32, i32}, {}, &RandomFill),
         f(abi, "log", {i32, i32, i32}, {}, &Log),

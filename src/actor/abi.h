@@ -25,6 +25,8 @@ struct EventContext {
   Response response;
   EventTxn* txn = nullptr;
   std::int64_t now_ms = 0;  // wall clock at the event's start (see runtime.h: frozen time)
+  // An alarm event's retry count (alarm_retry_count); -1 for a request.
+  std::int32_t alarm_retry_count = -1;
   // exec-durable: commit the batch so far and wait until durable; false if that failed.
   std::function<bool()> sync;
   std::string result;  // the result buffer

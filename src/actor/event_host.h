@@ -11,6 +11,7 @@
 // Threading: the Env loop thread.
 #pragma once
 
+#include "actor/alarm_event.h"
 #include "actor/types.h"
 #include "cluster/owner_record.h"
 #include "env/task.h"
@@ -25,6 +26,17 @@ class EventHost {
   // Runs a request event for the actor (starting it if needed) and answers once its
   // response may be released.
   virtual Task<EventResult> HandleRequest(ActorId id, Request request) = 0;
+  // Runs an alarm event for the actor (starting it if needed), by the rules of
+  // alarm_event.h, and answers once its answer may be released (the fields alarm_fired and
+  // alarm_after, types.h). A host without alarms answers kNotFound.
+  virtual Task<EventResult> HandleAlarm(ActorId id, AlarmEvent event) {
+    (void)id;
+    (void)event;
+    EventResult r;
+    r.outcome = EventOutcome::kNotFound;
+    r.error = "this host runs no alarms";
+    co_return r;
+  }
   // Asks an actor to leave memory as soon as it is idle. No effect if it is not resident.
   virtual void Unload(const ActorId& id) = 0;
   virtual bool IsResident(const ActorId& id) const = 0;

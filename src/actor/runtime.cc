@@ -154,6 +154,7 @@ class ActorRuntime::WorkerThread {
 
 struct ActorRuntime::Pending {
   std::optional<Request> request;  // nullopt: an alarm event
+  AlarmEvent alarm;                // for an alarm event
   Latch<EventResult> done;
   MonoTime queued_at;
 };
@@ -308,13 +309,13 @@ Task<EventResult> ActorRuntime::HandleRequest(ActorId id, Request request) {
   co_return r;
 }
 
-Task<EventResult> ActorRuntime::HandleAlarm(ActorId id) {
+Task<EventResult> ActorRuntime::HandleAlarm(ActorId id, AlarmEvent event) {
   std::optional<Request> none;
-  EventResult r = co_await Submit(std::move(id), std::move(none));
+  EventResult r = co_await Submit(std::move(id), std::move(none), event);
   co_return r;
 }
 
-Task<EventResult> ActorRuntime::Submit(ActorId id, std::optional<Request> request) {
+Task<EventResult> ActorRuntime::Submit(ActorId id, std::optional<Request> request, AlarmEvent alarm) {
   EventResult refused;
   if (shutting_down_) {
     refused.outcome = EventOutcome::kUnavailable;
@@ -330,11 +331,6 @@ Task<EventResult> ActorRuntime::Submit(ActorId id, std::optional<Request> reques
     refused.outcome = EventOutcome::kNotFound;
     refused.error = fmt::format("no class {}/{} is deployed", id.tenant, id.class_name);
     co_return refused;
-  }
-  if (!request.has_value() && !module->HasExport(kAlarmExport)) {
-    refused.outcome = EventOutcome::kNotFound;
-    refused.error = fmt::format("the class of {} has no alarm handler ({})", key, kAlarmExport);
-    co_return refused;  // checked before starting the actor: no restore for nothing
   }
   if (!slot && options_.memory_budget_bytes > 0 && MemoryBytes() > options_.memory_budget_bytes) {
     // Admission: a new actor starts only if evicting idle ones brings the node back under
@@ -373,7 +369,7 @@ Task<EventResult> ActorRuntime::Submit(ActorId id, std::optional<Request> reques
     return r;
   });
   const MonoTime queued_at = env_.MonoNow();
-  slot->queue.push_back(Pending{std::move(request), done, queued_at});
+  slot->queue.push_back(Pending{std::move(request), alarm, done, queued_at});
   Pump(slot);
   auto alive = alive_;
   EventResult result = co_await done.Wait();
@@ -437,7 +433,7 @@ void ActorRuntime::Pump(const std::shared_ptr<Slot>& slot) {
   workers_[slot->worker]->Post([this, env, alive, slot, shared_pending, now_ms, stopping](engine::Worker& worker) {
     if (stopping->load()) return;  // the runtime is being destroyed; the event was answered
     if (hooks_.on_event_start) hooks_.on_event_start(slot->id, slot->worker);
-    ExecResult exec = Execute(worker, *slot, shared_pending->request, now_ms);
+    ExecResult exec = Execute(worker, *slot, shared_pending->request, shared_pending->alarm, now_ms);
     if (hooks_.on_event_end) hooks_.on_event_end(slot->id, slot->worker, EventEnd{exec.call_outcome, exec.call_message});
     // The output gate: this event's answer waits until everything it may depend on (the
     // actor's last committed batch, its own or an earlier event's) is durable, and is
@@ -459,8 +455,35 @@ void ActorRuntime::Pump(const std::shared_ptr<Slot>& slot) {
 }
 
 ActorRuntime::ExecResult ActorRuntime::Execute(engine::Worker& worker, Slot& slot,
-                                               const std::optional<Request>& request, std::int64_t now_ms) {
+                                               const std::optional<Request>& request, const AlarmEvent& alarm,
+                                               std::int64_t now_ms) {
   ExecResult out;
+  // An alarm event first asks the actor's committed state (alarm_event.h): nothing runs for
+  // an alarm that is absent or not due here (a stale index entry, a deleted or replaced
+  // alarm, a clock behind the scanner's); its answer still passes the output gate, so the
+  // caller learns the alarm as durably as any answer.
+  std::optional<std::int64_t> due_alarm;
+  if (!request) {
+    due_alarm = slot.storage->Alarm();
+    const bool due = AlarmDue(due_alarm, now_ms, options_.broken);
+    if (!due || !slot.module->HasExport(kAlarmExport)) {
+      if (Status broken = slot.storage->failure(); !broken.ok()) {
+        out.result.outcome = EventOutcome::kUnavailable;
+        out.result.error = broken.ToString();
+      } else if (due) {
+        // A class without wk_on_alarm: the due alarm is cleared, nothing runs (docs/alarms.md).
+        Batch clear;
+        clear.alarm = std::optional<std::int64_t>();
+        slot.last_seq = slot.storage->Commit(std::move(clear));
+      }
+      out.result.alarm_after = slot.storage->Alarm();
+      out.wait_seq = slot.last_seq;
+      out.memory.linear = slot.instance ? slot.instance->MemoryBytes() : 0;
+      out.memory.state = slot.storage->MemoryBytes();
+      out.memory.heap = worker.HeapUsedBytes();
+      return out;
+    }
+  }
   const auto cpu_limit = std::chrono::milliseconds(options_.limits.max_event_cpu_ms);
   EventTxn txn(*slot.storage, options_.limits);
   EventContext ctx;
@@ -469,6 +492,11 @@ ActorRuntime::ExecResult ActorRuntime::Execute(engine::Worker& worker, Slot& slo
   ctx.request = request ? &*request : nullptr;
   ctx.txn = &txn;
   ctx.now_ms = now_ms;
+  if (!request) {
+    // The alarm is cleared as the handler starts; setting it again re-arms it.
+    txn.SetAlarm(std::nullopt);
+    ctx.alarm_retry_count = alarm.retry_count;
+  }
   // All of an event's sync calls share one deadline: a wait uses no CPU, so the watchdog
   // cannot bound it, and a loop of put+sync must not hold the worker (and every actor on
   // it) for longer than sync_timeout in total.
@@ -548,6 +576,7 @@ ActorRuntime::ExecResult ActorRuntime::Execute(engine::Worker& worker, Slot& slo
     Batch batch = txn.TakeBatch();
     if (!batch.empty()) slot.last_seq = slot.storage->Commit(std::move(batch));
     out.result.response = std::move(ctx.response);
+    out.result.alarm_fired = !request.has_value();
   } else if (call.ok()) {
     fail(fmt::format("the actor's {} returned {}", export_name, call.value));
   } else {
@@ -557,6 +586,14 @@ ActorRuntime::ExecResult ActorRuntime::Execute(engine::Worker& worker, Slot& slo
     if (call.outcome == engine::CallOutcome::kOutOfMemory) message += " (actors.max_memory_bytes)";
     fail(std::move(message));
   }
+  if (!request && alarm.last_attempt && out.result.outcome == EventOutcome::kActorFailed &&
+      slot.storage->failure().ok() && slot.storage->Alarm() == due_alarm) {
+    // The retries are used up: the alarm is cleared, without the failed run's writes.
+    Batch clear;
+    clear.alarm = std::optional<std::int64_t>();
+    slot.last_seq = slot.storage->Commit(std::move(clear));
+  }
+  if (!request) out.result.alarm_after = slot.storage->Alarm();
   out.wait_seq = slot.last_seq;
   out.memory.linear = slot.instance ? slot.instance->MemoryBytes() : 0;
   out.memory.state = slot.storage->MemoryBytes();

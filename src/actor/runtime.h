@@ -44,6 +44,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "actor/alarm_event.h"
 #include "actor/event_host.h"
 #include "actor/storage.h"
 #include "actor/types.h"
@@ -75,6 +76,8 @@ struct RuntimeOptions {
   // The wall clock events see, in ms since the epoch. Default: the Env's WallNow. Tests
   // replace it to move time.
   std::function<std::int64_t()> wall_clock_ms;
+  // Broken models (base/broken_models.h) of alarm events (fire-before-due): tests only.
+  BrokenModels broken;
 };
 
 // Range of isolate_heap_limit_bytes: V8 needs a few MiB to start an isolate, and the heap
@@ -159,8 +162,10 @@ class ActorRuntime final : public EventHost {
   // Runs a request event for the actor (starting it if needed) and answers once its
   // response may be released. Never throws; the outcome says what happened.
   Task<EventResult> HandleRequest(ActorId id, Request request) override;
-  // Runs the actor's alarm handler (wk_on_alarm); kNotFound if the module has none.
-  Task<EventResult> HandleAlarm(ActorId id);
+  // Runs an alarm event (alarm_event.h, docs/alarms.md): the handler (wk_on_alarm) only if
+  // the actor's committed alarm is due now; a module without wk_on_alarm has a due alarm
+  // cleared without running anything. kNotFound only if no class is deployed.
+  Task<EventResult> HandleAlarm(ActorId id, AlarmEvent event) override;
 
   // Asks an actor to leave memory as soon as it is idle (events queued meanwhile restart
   // it). No effect if it is not resident.
@@ -180,12 +185,12 @@ class ActorRuntime final : public EventHost {
   class WorkerThread;
   struct ExecResult;
 
-  Task<EventResult> Submit(ActorId id, std::optional<Request> request);
+  Task<EventResult> Submit(ActorId id, std::optional<Request> request, AlarmEvent alarm = {});
   Task<void> Start(std::shared_ptr<Slot> slot);
   void Pump(const std::shared_ptr<Slot>& slot);
   // On the worker thread.
   ExecResult Execute(engine::Worker& worker, Slot& slot, const std::optional<Request>& request,
-                     std::int64_t now_ms);
+                     const AlarmEvent& alarm, std::int64_t now_ms);
   struct MemoryUse {
     std::uint64_t linear = 0;
     std::uint64_t state = 0;

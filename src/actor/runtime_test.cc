@@ -62,9 +62,66 @@ TEST_F(RuntimeTest, AlarmValueIsStoredWithTheBatch) {
   EXPECT_EQ(state->map.alarm(), 12345);
   auto alarm = h_.Alarm("t/probe/al");
   EXPECT_TRUE(alarm.ok()) << ErrorOf(alarm);
-  EXPECT_EQ(state->data().at("alarm-ran"), "yes");
+  EXPECT_TRUE(alarm.alarm_fired);
+  EXPECT_FALSE(alarm.alarm_after.has_value()) << "cleared as the handler starts";
+  EXPECT_EQ(state->data().at("alarm-ran"), "yes 0 -1") << "retry 0; alarm_get sees it cleared";
+  EXPECT_FALSE(state->map.alarm().has_value());
+}
+
+// docs/alarms.md, rule 3: an alarm event runs the handler only for a due alarm of the state.
+TEST_F(RuntimeTest, AnAlarmEventRunsNothingUnlessTheStatesAlarmIsDue) {
+  auto none = h_.Alarm("t/probe/none");
+  ASSERT_TRUE(none.ok()) << ErrorOf(none);
+  EXPECT_FALSE(none.alarm_fired);
+  EXPECT_FALSE(none.alarm_after.has_value());
+  auto state = h_.storage().State(ActorId{"t", "probe", "none"});
+  ASSERT_NE(state, nullptr);
+  EXPECT_EQ(state->data().count("alarm-ran"), 0u) << "no alarm: nothing ran";
+
+  ASSERT_TRUE(h_.Call("t/probe/later", MakeRequest("POST", "/set-alarm", "1800000005000")).ok());
+  auto later = h_.storage().State(ActorId{"t", "probe", "later"});
+  auto early = h_.Alarm("t/probe/later");
+  ASSERT_TRUE(early.ok()) << ErrorOf(early);
+  EXPECT_FALSE(early.alarm_fired) << "not due on this node's clock";
+  EXPECT_EQ(early.alarm_after, std::optional<std::int64_t>(1800000005000));
+  EXPECT_EQ(later->data().count("alarm-ran"), 0u);
+  h_.AdvanceClock(5000);
+  auto due = h_.Alarm("t/probe/later");
+  EXPECT_TRUE(due.alarm_fired) << ErrorOf(due);
+  EXPECT_EQ(later->data().count("alarm-ran"), 1u);
+}
+
+TEST_F(RuntimeTest, AFailedAlarmKeepsItsAlarmUntilTheLastAttemptClearsIt) {
+  ASSERT_TRUE(h_.Call("t/probe/f", MakeRequest("PUT", "/put", "alarm-fail", "1")).ok());
+  ASSERT_TRUE(h_.Call("t/probe/f", MakeRequest("POST", "/alarm")).ok());
+  auto state = h_.storage().State(ActorId{"t", "probe", "f"});
+  auto first = h_.Alarm("t/probe/f", AlarmEvent{0, false});
+  EXPECT_EQ(first.outcome, EventOutcome::kActorFailed) << ErrorOf(first);
+  EXPECT_EQ(first.alarm_after, std::optional<std::int64_t>(12345)) << "kept for a retry";
+  EXPECT_EQ(state->data().count("alarm-failed-write"), 0u) << "the failed run's writes are discarded";
+  auto last = h_.Alarm("t/probe/f", AlarmEvent{6, true});
+  EXPECT_EQ(last.outcome, EventOutcome::kActorFailed);
+  EXPECT_FALSE(last.alarm_after.has_value()) << "the retries are used up: cleared";
+  EXPECT_FALSE(state->map.alarm().has_value());
+  EXPECT_EQ(state->data().count("alarm-failed-write"), 0u);
+}
+
+TEST_F(RuntimeTest, AnAlarmHandlerReadsItsRetryCountAndReArms) {
+  ASSERT_TRUE(h_.Call("t/probe/r", MakeRequest("PUT", "/put", "alarm-rearm", "1900000000000")).ok());
+  ASSERT_TRUE(h_.Call("t/probe/r", MakeRequest("POST", "/alarm")).ok());
+  auto r = h_.Alarm("t/probe/r", AlarmEvent{2, false});
+  ASSERT_TRUE(r.ok()) << ErrorOf(r);
+  EXPECT_TRUE(r.alarm_fired);
+  EXPECT_EQ(r.alarm_after, std::optional<std::int64_t>(1900000000000)) << "re-armed in the same batch";
+  auto state = h_.storage().State(ActorId{"t", "probe", "r"});
+  EXPECT_EQ(state->data().at("alarm-ran"), "yes 2 -1");
+  EXPECT_EQ(state->map.alarm(), std::optional<std::int64_t>(1900000000000));
+}
+
+TEST_F(RuntimeTest, AClassWithoutAnAlarmHandlerHasItsDueAlarmCleared) {
   auto none = h_.Alarm("t/bad/x");
-  EXPECT_EQ(none.outcome, EventOutcome::kNotFound) << "a module without wk_on_alarm";
+  EXPECT_TRUE(none.ok()) << ErrorOf(none);
+  EXPECT_FALSE(none.alarm_fired);
 }
 
 TEST_F(RuntimeTest, TimeIsFrozenPerEventAndRandomIsFilled) {

@@ -106,8 +106,8 @@ Result<TestResponse> Harness::Call(const std::string& actor, TestRequest req) {
   return out;
 }
 
-EventResult Harness::Alarm(const std::string& actor) {
-  return env_.RunMain(runtime_->HandleAlarm(Resolve(actor)));
+EventResult Harness::Alarm(const std::string& actor, AlarmEvent event) {
+  return env_.RunMain(runtime_->HandleAlarm(Resolve(actor), event));
 }
 
 void Harness::AdvanceClock(std::int64_t ms) { clock_ms_ += ms; }

@@ -56,7 +56,7 @@ class Harness {
   Result<TestResponse> Call(const std::string& actor, TestRequest req);
   // The same, with the runtime's full EventResult.
   EventResult CallRaw(const std::string& actor, TestRequest req);
-  EventResult Alarm(const std::string& actor);
+  EventResult Alarm(const std::string& actor, AlarmEvent event = {});
 
   // The actors' now_ms() moves forward by ms.
   void AdvanceClock(std::int64_t ms);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -76,6 +77,13 @@ struct EventResult {
   EventOutcome outcome = EventOutcome::kOk;
   Response response;
   std::string error;  // for every outcome but kOk: what happened, naming the cause
+  // Alarm events only (EventHost::HandleAlarm, alarm_event.h). kOk means the event's answer
+  // was released through the output gate: everything it committed is durable. Then
+  // `alarm_fired` says whether the handler ran and succeeded, and `alarm_after` is the
+  // actor's alarm once the event's batch was committed (nullopt: none), as durable as the
+  // answer. An alarm that was not due (or absent) runs nothing: kOk, not fired.
+  bool alarm_fired = false;
+  std::optional<std::int64_t> alarm_after;
   bool ok() const { return outcome == EventOutcome::kOk; }
 };
 

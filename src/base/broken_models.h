@@ -50,12 +50,18 @@ enum class BrokenModel : std::uint8_t {
   kStopKeepsLeaseValid,      // a clean stop leaves the lease valid until `released` is written
   // ---- Membership and FenceWatch (cluster/membership.*, fence_watch.*), ADR 0020 §2
   kWatchFromListingStart,    // "unchanged since" is the listing's start, before the body was read
+  kListingAssumesRenewals,   // the listing takes every new version of a live record for its renewal (no size,
+                             // silence or refresh check): a restarted node's new instance is never read
   kUnconditionalFence,       // the fence is written without If-Match
   kNoWatchWait,              // fencing without the watch after the fencer's own lapse
   kUnboundedFenceConcurrency,  // every stale node fenced at once (no FENCE_CONCURRENCY)
   // ---- Operator commands (cluster/operator.*), ADR 0020 §2
   kOperatorFenceUnconditional,  // `cluster fence` writes without If-Match the version it read
   kOperatorFenceTrustsClock,    // `cluster fence` of an absent node dates it without checking the bucket's clock
+  // ---- The upgrade path (cluster/first_generation.*, start_guard.*), ADR 0020 §6
+  kUnseededFirstGeneration,  // an actor without a record starts at its marker's generation, not above its log
+  kOldLeaseIgnored,          // a live old per-actor lease (`wasmkeep-lease 1`) does not refuse the first acquisition
+  kStartGuardOff,            // the start guard does not wait for fresh old-format heartbeats
   // ---- Owners (cluster/owners.*, cluster_node.*), ADR 0020 §2, §3, §4
   kFreeOnView,               // a record is freed from the membership view, not a fresh read of nodes/<A>
   kFreeOnAbsentNode,         // an absent nodes/<A> frees A's records
@@ -83,6 +89,11 @@ enum class BrokenModel : std::uint8_t {
   kReleaseWithoutValidity,   // an already-durable sequence is released without the validity check
   kRestoreIgnoresFence,      // restore applies every listed segment after the newest snapshot, in key order
   kGcDeletesChain,           // GC deletes older generations' segments, on the chain or not
+  // ---- Alarms (alarms/*, actor/alarm_event.h, replica/replica.cc), docs/alarms.md
+  kIndexEntryRemovedBeforeDurable,  // an alarm's index entries are removed at commit, not once the change is durable
+  kFireBeforeDue,            // an alarm runs up to kFireBeforeDueMs before its time
+  kDropHandedAlarm,          // a handed alarm is never looked at again by the node that handed it
+  kSegmentBeforeEntry,       // the segment setting an alarm is sent without waiting for its index entry
   // ---- The simulator's own hosts (sim/), never production code
   kAnswerWithoutGate,        // the routing scenario's native host answers without the output gate
   kCount

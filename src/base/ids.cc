@@ -38,6 +38,13 @@ Status ValidateActorId(const ActorId& id) {
   return Status::Ok();
 }
 
+Status ValidateSystemActorId(const ActorId& id) {
+  if (id.tenant.size() < 2 || id.tenant[0] != '_' || !TenantOrClassOk(id.tenant.substr(1))) {
+    return InvalidArgument("a system actor's tenant is '_' followed by a tenant name");
+  }
+  return ValidateActorId(ActorId{id.tenant.substr(1), id.class_name, id.name});
+}
+
 Result<ActorId> ParseActorId(std::string_view text) {
   std::size_t a = text.find('/');
   std::size_t b = a == std::string_view::npos ? a : text.find('/', a + 1);

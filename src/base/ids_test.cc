@@ -42,3 +42,20 @@ TEST(IdsTest, GenerationsOnlyGrow) {
 
 }  // namespace
 }  // namespace wk
+
+namespace wk {
+namespace {
+
+TEST(IdsTest, SystemActorsAreNoTenantsActors) {
+  const ActorId shard{"_alarms", "shard", "07"};
+  EXPECT_TRUE(ValidateSystemActorId(shard).ok());
+  EXPECT_FALSE(ValidateActorId(shard).ok());
+  EXPECT_FALSE(ValidateSystemActorId(ActorId{"alarms", "shard", "07"}).ok());
+  EXPECT_FALSE(ValidateSystemActorId(ActorId{"_", "shard", "07"}).ok());
+  EXPECT_FALSE(ValidateSystemActorId(ActorId{"__x", "shard", "07"}).ok());
+  EXPECT_FALSE(ValidateSystemActorId(ActorId{"_alarms", "shard", ".."}).ok());
+  EXPECT_FALSE(ParseActorId("_alarms/shard/07").ok());  // never from a client's path
+}
+
+}  // namespace
+}  // namespace wk

@@ -10,9 +10,12 @@
 #include "actor/abi.h"
 #include "cli/actor_api_cmd.h"
 #include "actor/runtime.h"
+#include "alarms/format.h"
+#include "cluster/owner_record.h"
 #include "control/quarantine.h"
 #include "control/tenants.h"
 #include "engine/engine.h"
+#include "replica/restore.h"
 
 namespace wk::cli {
 namespace {
@@ -142,16 +145,120 @@ int RunQuarantine(const GlobalOptions& g, const QuarantineArgs& a, bool lift) {
   auto config = LoadConfigFromOptions(g);
   if (!config.ok()) return Fail(config.status());
   RealEnv env;
-  auto store = OpenBucket(env, g, *config);
-  if (!store.ok()) return Fail(store.status());
+  auto store = OpenBucket(env, g, *config, BucketOpen::kMustExist);
+  if (!store.ok()) return FailOpen(store.status());
   if (lift) return env.RunMain(Unquarantine(store->get(), actor, *call));
   return env.RunMain(ListQuarantined(store->get(), &env, a, *call));
+}
+
+struct AlarmArgs {
+  std::string actor;
+  bool json = false;
+};
+
+// Pages of the actor's shard listed to find its index entries (stale ones included).
+constexpr int kAlarmShardPages = 10;
+
+// `actor alarm`: the actor's alarm as its durable state holds it (a read-only restore, as
+// a node's; nothing is written), who holds the actor, and its index entries
+// (docs/alarms.md).
+Task<int> ShowAlarm(ObjectStore* store, RealEnv* env, AlarmArgs a, ActorId actor, CallOptions call) {
+  replica::RestoreOptions ro;
+  ro.read_timeout = call.timeout;
+  ro.list_timeout = call.timeout;
+  // The highest generation there is: a restore that reads and never writes.
+  auto restored = co_await replica::Restore(*env, *store, actor, Generation{UINT64_MAX - 1}, ro);
+  if (!restored.ok()) co_return Fail(restored.status());
+  const std::optional<std::int64_t> alarm = restored->state.alarm();
+  auto owner = co_await store->Get(OwnerKey(actor), call);
+  if (!owner.ok() && owner.code() != Code::kNotFound) co_return Fail(owner.status());
+  std::optional<OwnerRecord> record;
+  if (owner.ok()) {
+    auto decoded = DecodeOwnerRecord(owner->body);
+    if (!decoded.ok()) co_return Fail(decoded.status());
+    record = *decoded;
+  }
+  std::vector<alarms::EntryKey> entries;
+  bool more = false;
+  ListOptions lo;
+  lo.prefix = alarms::ShardPrefix(alarms::ShardOf(actor));
+  for (int page = 0; page < kAlarmShardPages; ++page) {
+    ListOptions this_page = lo;
+    auto listed = co_await store->List(std::move(this_page), call);
+    if (!listed.ok()) co_return Fail(listed.status());
+    for (const ListEntry& e : listed->entries) {
+      auto k = alarms::ParseEntryKey(e.key);
+      if (k.ok() && k->actor == actor) entries.push_back(*k);
+    }
+    more = listed->next_continuation.has_value();
+    if (!more) break;
+    lo.continuation = *listed->next_continuation;
+  }
+  const std::int64_t now_ms = ToUnixMs(env->WallNow());
+  if (a.json) {
+    nlohmann::json j = {{"actor", actor.ToString()}};
+    j["alarm_ms"] = alarm ? nlohmann::json(*alarm) : nlohmann::json(nullptr);
+    if (record) {
+      j["owner"] = {{"node", record->names_nobody() ? std::string() : record->node_id.str()},
+                    {"generation", record->generation.value}};
+    } else {
+      j["owner"] = nullptr;
+    }
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& e : entries) {
+      list.push_back({{"due_ms", e.due_ms}, {"generation", e.generation.value}, {"batch", e.batch},
+                      {"key", alarms::EncodeEntryKey(e)}, {"stale", alarm != std::optional<std::int64_t>(e.due_ms)}});
+    }
+    j["index_entries"] = list;
+    j["index_listing_complete"] = !more;
+    std::printf("%s\n", j.dump(2).c_str());
+    co_return kExitOk;
+  }
+  std::printf("actor     %s\n", actor.ToString().c_str());
+  if (alarm) {
+    const std::int64_t in = *alarm - now_ms;
+    std::printf("alarm     %s (%lld ms since the epoch), %s %.1f s\n", control::FormatUtc(FromUnixMs(*alarm)).c_str(),
+                static_cast<long long>(*alarm), in >= 0 ? "due in" : "due", static_cast<double>(in >= 0 ? in : -in) / 1000.0);
+    if (in < 0) std::printf("          (%s)\n", "past due: it fires at its holder's next delivery, or is firing now");
+  } else {
+    std::printf("alarm     none\n");
+  }
+  if (!record) {
+    std::printf("held by   nobody (no ownership record yet)\n");
+  } else if (record->names_nobody()) {
+    std::printf("held by   nobody (generation %llu)\n", static_cast<unsigned long long>(record->generation.value));
+  } else {
+    std::printf("held by   %s (generation %llu)\n", record->node_id.str().c_str(),
+                static_cast<unsigned long long>(record->generation.value));
+  }
+  std::printf("index     %zu entr%s%s\n", entries.size(), entries.size() == 1 ? "y" : "ies",
+              more ? " (the shard is larger than this listing: there may be more)" : "");
+  for (const auto& e : entries) {
+    std::printf("          due %lld, set by generation %llu batch %llu%s\n", static_cast<long long>(e.due_ms),
+                static_cast<unsigned long long>(e.generation.value), static_cast<unsigned long long>(e.batch),
+                alarm == std::optional<std::int64_t>(e.due_ms) ? "" : "  (stale: removed at its next delivery)");
+  }
+  co_return kExitOk;
+}
+
+int RunAlarm(const GlobalOptions& g, const AlarmArgs& a) {
+  auto call = CallOptionsFrom(g);
+  if (!call.ok()) return Fail(call.status());
+  auto id = ParseActorId(a.actor);
+  if (!id.ok()) return Fail(id.status());
+  auto config = LoadConfigFromOptions(g);
+  if (!config.ok()) return Fail(config.status());
+  RealEnv env;
+  auto store = OpenBucket(env, g, *config, BucketOpen::kMustExist);
+  if (!store.ok()) return FailOpen(store.status());
+  return env.RunMain(ShowAlarm(store->get(), &env, a, *id, *call));
 }
 
 }  // namespace
 
 void AddActorCommand(CLI::App& app, const GlobalOptions& globals, int* result) {
-  CLI::App* actor = app.add_subcommand("actor", "Work with actor modules (WebAssembly classes) and quarantined actors");
+  CLI::App* actor =
+      app.add_subcommand("actor", "Work with actor modules (WebAssembly classes), quarantined actors and alarms");
   actor->require_subcommand(1);
   auto check = std::make_shared<CheckOptions>();
   CLI::App* c = actor->add_subcommand("check", "Check a module against the ABI and the [actors] limits, and compile it");
@@ -170,6 +277,13 @@ void AddActorCommand(CLI::App& app, const GlobalOptions& globals, int* result) {
   q->add_flag("--all", list->all, "Also actors with strikes that are not quarantined (now)");
   q->add_flag("--json", list->json, "Print JSON");
   q->callback([&globals, list, result] { *result = RunQuarantine(globals, *list, false); });
+
+  // Alarms (docs/alarms.md).
+  auto alarm = std::make_shared<AlarmArgs>();
+  CLI::App* al = actor->add_subcommand("alarm", "Print an actor's alarm, who holds it, and its index entries");
+  al->add_option("actor", alarm->actor, "TENANT/CLASS/NAME")->required();
+  al->add_flag("--json", alarm->json, "Print JSON");
+  al->callback([&globals, alarm, result] { *result = RunAlarm(globals, *alarm); });
 
   // Listing, inspecting and deleting actors through a node (cli/actor_api_cmd.h).
   AddActorApiCommands(*actor, globals, result);

@@ -4,6 +4,7 @@
 //   wasmkeep actor check FILE.wasm [--json]
 //   wasmkeep actor quarantined [--tenant T] [--all] [--json]
 //   wasmkeep actor unquarantine TENANT/CLASS/NAME
+//   wasmkeep actor alarm TENANT/CLASS/NAME [--json]
 //
 // `check` runs the checks a node runs before it accepts a class (docs/abi.md): the bytes are
 // WebAssembly, every import is one the host provides with the right signature, the ABI's
@@ -12,7 +13,9 @@
 // cause if not. `quarantined` lists the quarantine records (control/quarantine.h) of actors
 // quarantined now (`--all`: every record, strikes only included; a corrupt one is listed
 // with its error); `unquarantine` deletes an actor's record, lifting its quarantine (exit 4
-// if it had none). Documented in docs/cli.md.
+// if it had none). `alarm` prints the actor's alarm as its durable state holds it (a
+// read-only restore), its ownership record and its alarm index entries, stale ones marked
+// (docs/alarms.md). Documented in docs/cli.md.
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -90,15 +90,16 @@ Task<int> Rm(ObjectStore& store, BucketArgs a, CallOptions call) {
   co_return kExitOk;
 }
 
+// mode: only `bucket put` may create the bucket; ls, get and rm need an existing one.
 int RunBucket(const GlobalOptions& g, const BucketArgs& a,
-              Task<int> (*op)(ObjectStore&, BucketArgs, CallOptions)) {
+              Task<int> (*op)(ObjectStore&, BucketArgs, CallOptions), BucketOpen mode = BucketOpen::kMustExist) {
   auto call = CallOptionsFrom(g);
   if (!call.ok()) return Fail(call.status());
   auto config = LoadConfigFromOptions(g);
   if (!config.ok()) return Fail(config.status());
   RealEnv env;
-  auto store = OpenBucket(env, g, *config);
-  if (!store.ok()) return Fail(store.status());
+  auto store = OpenBucket(env, g, *config, mode);
+  if (!store.ok()) return FailOpen(store.status());
   return env.RunMain(op(**store, a, *call));
 }
 
@@ -128,7 +129,7 @@ void AddBucketCommand(CLI::App& app, const GlobalOptions& globals, int* result) 
   auto* im = put->add_option("--if-match", args->if_match,
                              "Replace only version VERSION: fail (exit 3) otherwise");
   inm->excludes(im);
-  put->callback([&globals, args, result] { *result = RunBucket(globals, *args, Put); });
+  put->callback([&globals, args, result] { *result = RunBucket(globals, *args, Put, BucketOpen::kCreateIfMissing); });
 
   CLI::App* rm = bucket->add_subcommand("rm", "Delete KEY");
   rm->add_option("key", args->key, "Object key")->required();

@@ -99,8 +99,8 @@ int RunDeploy(const GlobalOptions& g, const ClassArgs& a) {
     if (!module.ok()) return Fail(InvalidArgument(a.file + ": " + module.status().message()));
   }
   RealEnv env;
-  auto store = OpenBucket(env, g, *config);
-  if (!store.ok()) return Fail(store.status());
+  auto store = OpenBucket(env, g, *config, BucketOpen::kMustExist);
+  if (!store.ok()) return FailOpen(store.status());
   return env.RunMain(Deploy(store->get(), &env, a, std::move(bytes), *call));
 }
 
@@ -115,8 +115,8 @@ int RunList(const GlobalOptions& g, const ClassArgs& a) {
   auto config = LoadConfigFromOptions(g);
   if (!config.ok()) return Fail(config.status());
   RealEnv env;
-  auto store = OpenBucket(env, g, *config);
-  if (!store.ok()) return Fail(store.status());
+  auto store = OpenBucket(env, g, *config, BucketOpen::kMustExist);
+  if (!store.ok()) return FailOpen(store.status());
   return env.RunMain(List(store->get(), tenant, a.json, *call));
 }
 

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "cli/cost_cmd.h"
 #include "cluster/drain_control.h"
 #include "cluster/operator.h"
 
@@ -15,6 +16,7 @@ struct ClusterArgs {
   std::string if_match;
   bool force = false;
   double wait_seconds = 60;
+  CostArgs cost;
 };
 
 Task<int> Status_(RealEnv* env, ObjectStore* store, LeaseTiming timing, bool json) {
@@ -115,8 +117,21 @@ int RunCluster(const GlobalOptions& g, const ClusterArgs& a, int which) {
   auto config = LoadConfigFromOptions(g);
   if (!config.ok()) return Fail(config.status());
   RealEnv env;
-  auto store = OpenBucket(env, g, *config);
-  if (!store.ok()) return Fail(store.status());
+  if (which == 5) {
+    // cluster cost: its options are checked before the bucket is opened, and with --metrics
+    // it reads nothing from the bucket, so it needs none.
+    auto prepared = PrepareClusterCost(a.cost);
+    if (!prepared.ok()) return Fail(prepared.status());
+    std::unique_ptr<ObjectStore> bucket;
+    if (a.cost.metrics.empty()) {
+      auto opened = OpenBucket(env, g, *config, BucketOpen::kMustExist);
+      if (!opened.ok()) return FailOpen(opened.status());
+      bucket = std::move(*opened);
+    }
+    return RunClusterCost(env, bucket.get(), config->lease, a.cost, std::move(*prepared));
+  }
+  auto store = OpenBucket(env, g, *config, BucketOpen::kMustExist);
+  if (!store.ok()) return FailOpen(store.status());
   const NodeId node(a.node);  // the command line's text; each command validates it
   switch (which) {
     case 0: return env.RunMain(Status_(&env, store->get(), config->lease, a.json));
@@ -158,6 +173,16 @@ void AddClusterCommand(CLI::App& app, const GlobalOptions& globals, int* result)
   CLI::App* undrain = cluster->add_subcommand("undrain", "Put a drained NODE back in service");
   undrain->add_option("node", args->node, "Node id")->required();
   undrain->callback([&globals, args, result] { *result = RunCluster(globals, *args, 4); });
+
+  CLI::App* cost = cluster->add_subcommand(
+      "cost", "Bucket requests per second by purpose, summed over the live nodes, and their price per day");
+  cost->add_option("--since", args->cost.since,
+                   "Measure over this long from now (30s, 5m, 1h; default: since each node's process started)");
+  cost->add_option("--prices", args->cost.prices, "aws-s3 (default), r2, or a price file (TOML, docs/cli.md)");
+  cost->add_option("--metrics", args->cost.metrics,
+                   "A node's metrics URL (repeatable); default: every live node's, from the bucket");
+  cost->add_flag("--json", args->cost.json, "Print JSON");
+  cost->callback([&globals, args, result] { *result = RunCluster(globals, *args, 5); });
 }
 
 }  // namespace wk::cli

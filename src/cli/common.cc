@@ -45,11 +45,18 @@ Result<Config> LoadConfigFromOptions(const GlobalOptions& g) {
   return config;
 }
 
-Result<std::unique_ptr<ObjectStore>> OpenBucket(RealEnv& env, const GlobalOptions& g, const Config& config) {
+int FailOpen(const Status& status) {
+  if (status.code() != Code::kNotFound) return Fail(status);
+  std::fprintf(stderr, "wasmkeep: %s\n", status.ToString().c_str());
+  return kExitNoBucket;
+}
+
+Result<std::unique_ptr<ObjectStore>> OpenBucket(RealEnv& env, const GlobalOptions& g, const Config& config,
+                                                BucketOpen mode) {
   std::string url = !g.bucket_url.empty() ? g.bucket_url
                     : config.bucket_url   ? *config.bucket_url
                                           : std::string(kDefaultBucketUrl);
-  auto store = OpenStore(env, url, EnvWithConfig(config));
+  auto store = OpenStore(env, url, EnvWithConfig(config), mode);
   if (!store.ok()) return store.status();
   if (auto faults = ProcessGetEnv("WASMKEEP_DEBUG_FAULTS"); faults && !faults->empty()) {
     auto spec = ParseFaultSpec(*faults);

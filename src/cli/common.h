@@ -24,6 +24,10 @@ enum ExitCode : int {
   kExitUnknownOutcome = 5,      // the write may or may not have been applied
   kExitLeaseLost = 6,           // serve: the node lease was lost (fenced, replaced, deleted)
   kExitTwin = 7,                // serve: another process runs under this node id
+  kExitNoBucket = 8,            // no bucket at that sqlite:// or file:// path (commands that
+                                //   only read never create one)
+  kExitOldVersionRunning = 9,   // serve: an old (per-actor-lease) version runs against the
+                                //   bucket (ADR 0020 §6, the start guard)
 };
 
 int ExitCodeFor(const Status& status);
@@ -39,9 +43,14 @@ struct GlobalOptions {
 // The config file named by the options (an empty Config when none), with its log level
 // applied.
 Result<Config> LoadConfigFromOptions(const GlobalOptions& g);
-// Opens the bucket: --bucket, else the config file's, else the default. With
-// WASMKEEP_DEBUG_FAULTS set, wraps it in a FaultyStore (tests only; logged loudly).
-Result<std::unique_ptr<ObjectStore>> OpenBucket(RealEnv& env, const GlobalOptions& g, const Config& config);
+// Opens the bucket: --bucket, else the config file's, else the default. mode: only `serve`
+// and the commands that create things pass kCreateIfMissing (store/open_store.h); the rest
+// fail with kNotFound on a path that holds no bucket. With WASMKEEP_DEBUG_FAULTS set, wraps
+// it in a FaultyStore (tests only; logged loudly).
+Result<std::unique_ptr<ObjectStore>> OpenBucket(RealEnv& env, const GlobalOptions& g, const Config& config,
+                                                BucketOpen mode);
+// Fail for an OpenBucket error: kNotFound (no bucket there) exits kExitNoBucket.
+int FailOpen(const Status& status);
 // t as ISO 8601 UTC to the second ("2026-12-02T14:48:04Z"), for command output.
 std::string IsoUtc(WallTime t);
 // The per-request deadline from --timeout, or kInvalidArgument.

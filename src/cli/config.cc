@@ -170,6 +170,7 @@ Result<Config> LoadConfig(const std::string& path) {
                            std::to_string(where.column) + ": " + std::string(e.description()));
   }
   Config config;
+  bool handed_recheck_set = false;  // [alarms] handed_recheck_ms (its default follows [lease])
   for (auto&& [name, node] : root) {
     std::string section(name.str());
     const toml::table* table = node.as_table();
@@ -212,6 +213,17 @@ Result<Config> LoadConfig(const std::string& path) {
       s = ReadActors(*table, &config.actors, &config.quarantine);
     } else if (section == "storage") {
       s = ReadStorage(*table, &config.storage);
+    } else if (section == "alarms") {
+      s = CheckKeys(*table, section,
+                    {"scan_period_ms", "scan_lag_ms", "first_retry_ms", "max_retries", "handed_recheck_ms"});
+      if (s.ok()) s = ReadMs(*table, section, "scan_period_ms", &config.alarms.scan_period);
+      if (s.ok()) s = ReadMs(*table, section, "scan_lag_ms", &config.alarms.scan_lag);
+      if (s.ok()) s = ReadMs(*table, section, "first_retry_ms", &config.alarms.first_retry);
+      if (s.ok()) s = ReadUint(*table, section, "max_retries", 0, 20, &config.alarms.max_retries);
+      if (s.ok() && table->get("handed_recheck_ms") != nullptr) {
+        handed_recheck_set = true;
+        s = ReadMs(*table, section, "handed_recheck_ms", &config.alarms.handed_recheck);
+      }
     } else if (section == "log") {
       s = CheckKeys(*table, section, {"level"});
       if (s.ok()) s = ReadString(*table, section, "level", &config.log_level);
@@ -221,6 +233,11 @@ Result<Config> LoadConfig(const std::string& path) {
     if (!s.ok()) return InvalidArgument(path + ": " + s.message());
   }
   config.storage.gc_off_chain_after = std::max(config.lease.takeover_after(), config.storage.upload_timeout);
+  // ADR 0020's bounds table: 30 s, or twice ttl plus grace.
+  if (!handed_recheck_set) {
+    config.alarms.handed_recheck = std::max<Duration>(std::chrono::seconds(30), 2 * config.lease.ttl + config.lease.grace);
+  }
+  if (Status s = alarms::ValidateAlarmOptions(config.alarms, config.lease); !s.ok()) return InvalidArgument(path + ": " + s.message());
   if (config.server.max_buffered_body_bytes < config.actors.limits.max_request_bytes) {
     // One maximal request must fit, or no request of that size could ever be served.
     return InvalidArgument(path + ": server.max_buffered_body_bytes (" +

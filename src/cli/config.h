@@ -67,6 +67,13 @@
 //   restore_parallelism = 16     # reads of one restore in flight at once
 //   gc_delete_interval_ms = 20   # pacing of garbage collection's deletes
 //   gc_max_deletes_per_pass = 500
+//   [alarms]                     # alarm delivery (docs/alarms.md); every value in milliseconds
+//   scan_period_ms = 10000       # each index shard is listed at least this often
+//   scan_lag_ms = 1000           # a scan leaves alarms due more recently to their owner's timer
+//   first_retry_ms = 2000        # a failed alarm handler runs again after this, then twice as long
+//   max_retries = 6              # retries after the first run; then the alarm is cleared
+//   handed_recheck_ms = 30000    # a handed alarm is looked at again after this (default:
+//                                # max(30000, 2 * ttl_ms + grace_ms); never less than that)
 //
 // Precedence: command-line flags, then the environment (AWS_* variables), then the file,
 // then the defaults. Unknown sections or keys are refused with their name, so a typo is
@@ -78,6 +85,7 @@
 
 #include "base/status.h"
 #include "actor/runtime.h"
+#include "alarms/alarm_service.h"
 #include "net/http_server.h"
 #include "cluster/timing.h"
 #include "control/quarantine.h"
@@ -109,6 +117,8 @@ struct Config {
   // Defaults unless [storage] sets them; validated by LoadConfig. gc_off_chain_after is not
   // a setting: it is the fencing bound, max(ttl + grace, upload_timeout), set from [lease].
   replica::ReplicaOptions storage;
+  // Defaults unless [alarms] sets them; validated by LoadConfig against [lease].
+  alarms::AlarmOptions alarms;
 };
 
 // Reads and validates path. kInvalidArgument names the file and the bad key or value;

@@ -15,6 +15,7 @@
 #include "cli/debug_writer.h"
 #include "cluster/cluster_metrics.h"
 #include "cluster/cluster_node.h"
+#include "cluster/node_endpoints.h"
 #include "control/cluster_secret.h"
 #include "net/http_peer_transport.h"
 #include "net/http_server.h"
@@ -25,6 +26,7 @@
 #include "server/console_routes.h"
 #include "server/running_events.h"
 #include "server/peer_trust_view.h"
+#include "store/counting_store.h"
 #include "store/open_store.h"
 
 namespace wk::cli {
@@ -60,6 +62,28 @@ std::string AnyPortOn(const std::string& listen) {
 std::string WithBoundPort(const std::string& address, std::uint16_t port) {
   if (address.ends_with(":0")) return address.substr(0, address.size() - 1) + std::to_string(port);
   return address;
+}
+
+// The URL of /metrics on a listener bound at `listen` (host:port, port as bound): a host
+// naming every interface is replaced by the advertised peer address's host, which other
+// machines reach (docs/cli.md, "cluster cost").
+std::string MetricsUrl(const std::string& listen, std::uint16_t port, bool tls, const std::string& advertised) {
+  auto host_of = [](const std::string& address) {
+    const auto colon = address.rfind(':');
+    return colon == std::string::npos ? address : address.substr(0, colon);
+  };
+  std::string host = host_of(listen);
+  if (host == "0.0.0.0" || host == "[::]" || host.empty()) host = host_of(advertised);
+  if (host == "localhost") host = "127.0.0.1";
+  return std::string(tls ? "https://" : "http://") + host + ":" + std::to_string(port) + "/metrics";
+}
+
+// Writes control/endpoints/<node> once (cluster/node_endpoints.h). A plain function spawns
+// it (GCC 12 and several Spawns in one coroutine).
+void SpawnEndpoints(RealEnv* env, ObjectStore* store, NodeEndpoints endpoints) {
+  env->Spawn([](RealEnv* e, ObjectStore* s, NodeEndpoints ep) -> Task<void> {
+    (void)co_await PublishNodeEndpoints(*e, *s, std::move(ep));
+  }(env, store, std::move(endpoints)), "endpoints");
 }
 
 // Tests only (WASMKEEP_DEBUG_ACQUIRE=t/c/a,t/c/b): the multi-process ownership tests need
@@ -261,7 +285,18 @@ Task<int> ServeMain(RealEnv* env, ClusterNode* node, LeaseTiming timing, DebugWr
   if (!end) co_return kExitError;
   if (end->reason == LeaseEndReason::kStopped) co_return kExitOk;
   // Lost or a twin: exit at once, releasing nothing (the fence or the other instance
-  // already frees what this process held).
+  // already frees what this process held). A refused start (the bucket check, the start
+  // guard) wrote nothing.
+  switch (end->reason) {
+    case LeaseEndReason::kBucketUnfit:
+      std::fprintf(stderr, "wasmkeep: bucket check: %s\n", end->message.c_str());
+      co_return kExitUsage;
+    case LeaseEndReason::kOldVersionRunning:
+      std::fprintf(stderr, "wasmkeep: start guard: %s\n", end->message.c_str());
+      co_return kExitOldVersionRunning;
+    default:
+      break;
+  }
   std::fprintf(stderr, "wasmkeep: node lease %s: %s\n", std::string(LeaseEndReasonName(end->reason)).c_str(),
                end->message.c_str());
   co_return end->reason == LeaseEndReason::kTwin ? kExitTwin : kExitLeaseLost;
@@ -309,8 +344,13 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
   }
 
   RealEnv env;
-  auto store = OpenBucket(env, g, *config);
-  if (!store.ok()) return Fail(store.status());
+  auto store = OpenBucket(env, g, *config, BucketOpen::kCreateIfMissing);
+  if (!store.ok()) return FailOpen(store.status());
+  // Every request this node sends, counted by purpose (store/counting_store.h): outermost,
+  // so that each subsystem's view of it counts what that subsystem sends.
+  auto counting_store = std::make_unique<CountingStore>(std::move(*store));
+  CountingStore& counting = *counting_store;
+  *store = std::move(counting_store);
   const InstanceToken instance(env.RandomHex(16));
   std::shared_ptr<boost::asio::ssl::context> client_tls;
   if (config->tls_cert_file) {
@@ -368,7 +408,8 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
 
   MetricsRegistry metrics;
   PublishClusterMetrics(metrics, node);
-  PublishStoreMetrics(metrics, **store);
+  PublishStoreMetrics(metrics, counting.wrapped());
+  PublishBucketMetrics(metrics, counting.stats());
   replica::ReplicaTotals replica_totals;
   replica::PublishReplicaMetrics(metrics, replica_totals);
   DebugWriterHook writer;
@@ -383,6 +424,11 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
     writer.node_id = identity.node_id;
   }
   AdminRoutes::Handlers handlers;
+  // Rates since the process started (`cluster cost`) divide by its age; a changed value
+  // tells a scraper the counters restarted.
+  const double started_seconds = static_cast<double>(ToUnixMs(env.WallNow())) / 1000;
+  metrics.AddCallbackGauge("wasmkeep_process_start_time_seconds", "When this process started, in Unix seconds",
+                           [started_seconds] { return started_seconds; });
   metrics.AddCallbackGauge("wasmkeep_peer_pins_trusted", "Peers whose TLS pin this node accepts (live in its last listing)",
                            [&trust] { return static_cast<double>(trust.size()); });
   handlers.metrics_text = [&metrics] { return metrics.RenderText(); };
@@ -391,7 +437,10 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
   handlers.ready_detail = [&node] {
     if (node.drain_control().drained_or_draining()) return std::string("not ready: drained (cluster undrain puts it back)\n");
     if (node.lease().IsReady()) return std::string("ready\n");
-    if (node.lease().epoch() == 0) return std::string("not ready: start check in progress (waits ttl + grace)\n");
+    if (node.lease().epoch() == 0) {
+      return std::string("not ready: starting (the bucket check, then the start check, which waits ttl + grace, and "
+                         "the start guard)\n");
+    }
     return std::string("not ready: node lease not valid\n");
   };
   serving.env = &env;
@@ -405,6 +454,8 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
   serving.options.runtime = config->actors;
   serving.options.storage = config->storage;
   serving.options.quarantine = config->quarantine;
+  serving.options.alarms = config->alarms;
+  serving.options.timing = config->lease;
   serving.options.journal = journal.get();
   serving.options.crashed_during_events = std::move(crashed_during_events);
   AdminRoutes admin(handlers);
@@ -448,6 +499,17 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
                           {"admin_listen", admin_listen.empty() ? "(listen)" : admin_listen},
                           {"peer_listen", peer_listen}, {"peer_address", identity.address},
                           {"cert_pin", identity.cert_pin}, {"ttl", FormatDuration(timing.ttl)}});
+  // Where `cluster cost` finds this process's metrics: the admin listener if any, else the
+  // client API.
+  NodeEndpoints endpoints{identity.node_id, instance,
+                          admin_http ? MetricsUrl(admin_listen, admin_http->bound_port(), false, identity.address)
+                                     : MetricsUrl(listen, (*http)->bound_port(), client_tls != nullptr, identity.address)};
+  if (ValidateNodeEndpoints(endpoints).ok()) {
+    SpawnEndpoints(&env, store->get(), std::move(endpoints));
+  } else {
+    WK_LOG_WARN("this node's metrics address cannot be published (cluster cost will not find it)",
+                {{"metrics", endpoints.metrics_url}});
+  }
   int code = env.RunMain(ServeMain(&env, &node, timing, &writer, &serving));
   if (admin_http) admin_http->Stop();
   (*http)->Stop();

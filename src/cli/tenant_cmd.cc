@@ -99,8 +99,10 @@ int RunTenant(const GlobalOptions& g, const TenantArgs& a, TenantOp op) {
   auto config = LoadConfigFromOptions(g);
   if (!config.ok()) return Fail(config.status());
   RealEnv env;
-  auto store = OpenBucket(env, g, *config);
-  if (!store.ok()) return Fail(store.status());
+  // Only `tenant add` may create the bucket (the first step of a new cluster); the others
+  // need its tenants.
+  auto store = OpenBucket(env, g, *config, op == TenantOp::kAdd ? BucketOpen::kCreateIfMissing : BucketOpen::kMustExist);
+  if (!store.ok()) return FailOpen(store.status());
   switch (op) {
     case TenantOp::kAdd: return env.RunMain(Add(store->get(), &env, a, *call));
     case TenantOp::kAddToken: return env.RunMain(AddToken(store->get(), &env, a, *call));

@@ -49,8 +49,21 @@ void PublishClusterMetrics(MetricsRegistry& r, ClusterNode& node) {
   counter("wasmkeep_resolver_total", "Unresolved acquires decided", owners.resolver_released,
           {{"outcome", "released"}});
   counter("wasmkeep_resolver_total", "Unresolved acquires decided", owners.resolver_dropped, {{"outcome", "dropped"}});
-  r.AddHistogramView("wasmkeep_listing_seconds", "Duration of one listing of nodes/ with a read of each body",
+  counter("wasmkeep_upgrade_markers_total", "leases/ markers written by first acquisitions of actors (ADR 0020 §6)",
+          owners.markers_written);
+  counter("wasmkeep_old_lease_refusals_total",
+          "First acquisitions refused by a live per-actor lease of an older version; alert on any increment",
+          owners.old_lease_refusals);
+  r.AddHistogramView("wasmkeep_listing_seconds", "Duration of one listing of nodes/ with the reads it made",
                      node.membership().stats().seconds);
+  const ListingStats& listing = node.membership().stats();
+  for (std::size_t reason = 0; reason < kReadReasons; ++reason) {
+    counter("wasmkeep_listing_reads_total", "Bodies of nodes/ the listing read, by why (docs/node-lease.md)",
+            listing.reads[reason], {{"reason", std::string(ReadReasonName(static_cast<ReadReason>(reason)))}});
+  }
+  counter("wasmkeep_listing_renewals_assumed_total",
+          "New versions of live node records the listing took for renewals without reading them",
+          listing.renewals_assumed);
 
   r.AddCallbackGauge("wasmkeep_node_lease_valid", "1 while this node's lease is valid",
                      [&node] { return node.lease().IsValid() ? 1.0 : 0.0; });

@@ -16,10 +16,7 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-struct Proc : cluster_testing::SimNode {
-  Proc(SimWorld& w, std::shared_ptr<MemBucket> b, std::string id, std::string inst)
-      : SimNode(w, std::move(b), NodeId(std::move(id)), InstanceToken(std::move(inst)), "t") {}
-};
+using Proc = cluster_testing::TestProc;
 
 // The value of one sample ("name" or "name{labels}") in a scrape; NaN if absent.
 double Sample(const std::string& text, const std::string& series) {
@@ -91,6 +88,14 @@ TEST(ClusterMetricsTest, EverySeriesShowsWhatItsComponentCounted) {
   EXPECT_EQ(Sample(text, "wasmkeep_cluster_nodes{state=\"live\"}"), 2.0);
   EXPECT_EQ(Sample(text, "wasmkeep_cluster_nodes{state=\"fenced\"}"), 1.0);
   EXPECT_EQ(Sample(text, "wasmkeep_cluster_nodes{state=\"released\"}"), 0.0);
+  // The listing read each new object once, took most renewals for such, and read c's body
+  // when it stopped changing (the watch) and when the fence changed its size.
+  EXPECT_EQ(listing.reads[static_cast<std::size_t>(ReadReason::kNew)], 3u);
+  EXPECT_EQ(Sample(text, "wasmkeep_listing_reads_total{reason=\"new\"}"), 3.0);
+  EXPECT_GE(Sample(text, "wasmkeep_listing_reads_total{reason=\"watch\"}"), 1.0);
+  EXPECT_GE(Sample(text, "wasmkeep_listing_reads_total{reason=\"size_changed\"}"), 1.0);
+  ASSERT_GT(listing.renewals_assumed, 5u);
+  EXPECT_EQ(Sample(text, "wasmkeep_listing_renewals_assumed_total"), static_cast<double>(listing.renewals_assumed));
   // After a lapse: not valid, and the next validity is a new epoch.
   a.store.set_fault_hook([](const OpInfo& op) {
     OpFault f;

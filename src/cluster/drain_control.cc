@@ -37,7 +37,7 @@ Result<DrainRecord> DecodeDrainRecord(std::string_view body) {
 }
 
 DrainControl::DrainControl(Env& env, ObjectStore& store, Owners& owners, NodeId node_id, LeaseTiming timing)
-    : env_(env), store_(store), owners_(owners), node_id_(std::move(node_id)), timing_(timing) {}
+    : env_(env), store_(store.ForPurpose(BucketPurpose::kControl)), owners_(owners), node_id_(std::move(node_id)), timing_(timing) {}
 
 void DrainControl::OnListing() {
   if (!check_.done()) return;  // one check (and drain) at a time

@@ -5,7 +5,7 @@
 namespace wk {
 
 FenceWatch::FenceWatch(Env& env, ObjectStore& store, const NodeLease& self, LeaseTiming timing)
-    : env_(env), store_(store), self_(self), timing_(timing) {}
+    : env_(env), store_(store.ForPurpose(BucketPurpose::kFence)), self_(self), timing_(timing) {}
 
 void FenceWatch::OnListing(const Membership::View& view) {
   if (!self_.IsValid()) return;  // only a node with a valid lease judges others
@@ -13,7 +13,10 @@ void FenceWatch::OnListing(const Membership::View& view) {
   const WallTime wall = env_.WallNow();
   const MonoTime judged_from = *self_.valid_since();
   for (const auto& [id, v] : view) {
-    if (id == self_.identity().node_id || !v.live()) continue;
+    // Only a body read at the version listed: after renewals the listing took for such
+    // (Membership), written_at is older than the object's; the listing reads it before the
+    // watch can be due.
+    if (id == self_.identity().node_id || !v.live() || !v.body_current) continue;
     if (in_flight_.count(id)) continue;
     if (static_cast<int>(in_flight_.size()) >= kFenceConcurrency &&
         !broken_.on(BrokenModel::kUnboundedFenceConcurrency)) {

@@ -16,10 +16,7 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-struct Proc : cluster_testing::SimNode {
-  Proc(SimWorld& w, std::shared_ptr<MemBucket> b, std::string id, std::string inst)
-      : SimNode(w, std::move(b), NodeId(std::move(id)), InstanceToken(std::move(inst)), "t") {}
-};
+using Proc = cluster_testing::TestProc;
 
 struct FenceWatchTest : ::testing::Test {
   SimWorld world{31};

@@ -1,10 +1,42 @@
 // Membership: the listing task (ADR 0020 §1, "the heartbeat listing"), separate from the
 // lease task so a slow listing never delays a lease write.
 //
-// Every heartbeat period it lists nodes/ and reads each body, one after another (the
-// ADR's cost model: one LIST and N GETs per period). The result is the membership view:
-// which nodes are live, by their objects alone. A fenced or released object, an old
-// format, a corrupt body or a missing object is not live, whatever its age.
+// Every heartbeat period it lists nodes/ and reads the bodies it needs, one after another.
+// The result is the membership view: which nodes are live, by their objects alone. A
+// fenced or released object, an old format, a corrupt body or a missing object is not
+// live, whatever its age.
+//
+// ETag-aware listing (beyond the ADR, which reads every body every period: N x (1 + N)
+// requests a period for N nodes). A listing carries each object's version (ETag) and size.
+// A body is read only when it can change a decision (ReadReason):
+//   kNew         a key this node has not read yet;
+//   kNotLive     the version changed and the last body read was not a live record (a
+//                fenced, released, old-format or corrupt object changed: a new process, or
+//                an old binary writing);
+//   kSizeChanged the version of a live record changed and its size too (a fence, a release,
+//                another address: a live record's renewal keeps its size, since only
+//                written_at changes and it keeps its 13 digits);
+//   kAfterSilence the version of a live record changed after the previous one had been
+//                listed for at least the fence watch (period + attempt timeout): not the
+//                cadence of a renewal, so perhaps a new process under that id (which can
+//                write only after its start check saw the object unchanged for ttl + grace);
+//   kWatch       the version is unchanged for the fence watch but the body this node holds
+//                is older than it (renewals were taken as such): the fence watch is about
+//                to judge it, and needs its instance and written_at;
+//   kRefresh     the body was last read kRefreshPeriods periods ago or more (a bound on how
+//                long anything a listing took for a renewal can stand);
+// and otherwise not: a version unchanged since the body was read describes the same bytes,
+// and a live record's same-size version within the watch is its renewal (same instance,
+// state, address and pin; only written_at moved, which the view then does not know: its
+// `body_current` is false). docs/node-lease.md ("The listing reads only what changed")
+// argues why no decision of ADR §1-§3 needs a body this skips: the decisions that need the
+// object's exact state (a fence, freeing a record) make their own fresh read, as before.
+// With N live, healthy nodes a listing is one LIST and, every kRefreshPeriods periods, N
+// reads.
+//
+// The "unchanged since" of the fence watch (ADR §2) is taken at the read that showed a body
+// (its GET's reply, the latest instant it can describe), or at the LIST's reply for a
+// version taken for a renewal: the watch restarts whenever the object changed.
 //
 // Listeners (the fence watch) get every completed listing. The view carries no versions:
 // only a fence decision needs one, and it makes its own versioned read (§2).
@@ -12,6 +44,7 @@
 // Threading: Env loop thread only; Run is one task.
 #pragma once
 
+#include <array>
 #include <functional>
 #include <map>
 #include <optional>
@@ -35,10 +68,23 @@ struct NodeView {
   // When this (state, instance, written_at) was first read: the time the GET of the first
   // listing that showed it returned (the latest instant that body can describe), so a
   // watch counted from it is never shorter than it says, however long the listing took.
+  // For a version taken for a renewal: the LIST's reply that first showed it.
   MonoTime unchanged_since{};
+  // Whether `record` was read at the version the last listing showed. False after renewals
+  // the listing did not read: instance, state, address and pin are still the object's,
+  // written_at is older than its. The fence watch judges only current bodies.
+  bool body_current = true;
 
   bool live() const { return record && record->state == LeaseState::kLive; }
 };
+
+// Why a listing read a body (Membership's header).
+enum class ReadReason : std::uint8_t { kNew, kNotLive, kSizeChanged, kAfterSilence, kWatch, kRefresh };
+std::string_view ReadReasonName(ReadReason r);  // "new", "not_live", "size_changed", ...
+
+// A body taken for renewals is read again at least this many periods after its last read.
+inline constexpr int kRefreshPeriods = 10;
+inline constexpr std::size_t kReadReasons = 6;
 
 struct ListingStats {
   std::uint64_t listings = 0;
@@ -49,8 +95,17 @@ struct ListingStats {
   // is fresh, an old version running; a notice once stale, a retired node's).
   std::uint64_t old_format_errors = 0;
   std::uint64_t old_format_notices = 0;
-  // Seconds per complete listing (the list and a read of each body).
+  // Seconds per complete listing (the list and the reads it made).
   Histogram seconds{{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}};
+  // Bodies read, by ReadReason; versions taken for renewals; versions unchanged.
+  std::array<std::uint64_t, kReadReasons> reads{};  // indexed by ReadReason
+  std::uint64_t renewals_assumed = 0;
+  std::uint64_t unchanged = 0;
+  std::uint64_t bodies_read() const {
+    std::uint64_t n = 0;
+    for (auto r : reads) n += r;
+    return n;
+  }
 };
 
 class Membership {
@@ -86,6 +141,14 @@ class Membership {
   BrokenModels broken_;
   // Per node, the old-format heartbeat last reported (its written_at, -1 if unreadable).
   std::map<NodeId, std::int64_t> old_reported_;
+  // Per node, what the listings showed of its object (the ETag-aware listing).
+  struct Listed {
+    Version version;        // the last listing's
+    std::uint64_t size = 0;
+    MonoTime version_since{};  // the LIST reply that first showed `version`
+    MonoTime read_at{};        // the last read of the body
+  };
+  std::map<NodeId, Listed> listed_;
 };
 
 }  // namespace wk

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/log.h"
+#include "store/bucket_check.h"
 
 namespace wk {
 namespace {
@@ -65,6 +66,8 @@ std::string_view LeaseEndReasonName(LeaseEndReason r) {
     case LeaseEndReason::kStopped: return "stopped";
     case LeaseEndReason::kLost: return "lost";
     case LeaseEndReason::kTwin: return "twin";
+    case LeaseEndReason::kBucketUnfit: return "bucket unfit";
+    case LeaseEndReason::kOldVersionRunning: return "old version running";
   }
   return "?";
 }
@@ -72,7 +75,7 @@ std::string_view LeaseEndReasonName(LeaseEndReason r) {
 NodeLease::NodeLease(Env& env, ObjectStore& store, NodeIdentity identity, LeaseTiming timing,
                      InstanceToken instance)
     : env_(env),
-      store_(store),
+      store_(store.ForPurpose(BucketPurpose::kLease)),
       identity_(std::move(identity)),
       timing_(timing),
       instance_(std::move(instance)),
@@ -327,12 +330,54 @@ Task<NodeLease::CheckResult> NodeLease::StartCheck(std::string* twin_message) {
   co_return CheckResult::kGo;
 }
 
+Task<Status> NodeLease::CheckBucket() {
+  const std::string key = std::string(kBucketCheckPrefix) + identity_.node_id.str();
+  Duration backoff = kRetryBackoffMin;
+  for (int attempt = 1;; ++attempt) {
+    // A nonce per attempt and process: no two probe bodies are ever the same.
+    Status s = co_await CheckBucketOnce(store_, key, instance_.str() + "." + std::to_string(attempt),
+                                        CallOptions{timing_.attempt_timeout()});
+    if (s.ok() || s.code() == Code::kInvalidArgument || s.code() == Code::kFatal) co_return s;
+    WK_LOG_WARN("bucket check undecided; probing again", {{"node", identity_.node_id.str()}, {"error", s.ToString()}});
+    if (!co_await WaitUntil(env_.MonoNow() + backoff)) co_return Cancelled("stopped during the bucket check");
+    backoff = std::min(backoff * 2, timing_.lease_period());
+  }
+}
+
+void NodeLease::SpawnStartGuard() {
+  guard_ = std::make_unique<StartGuard>(env_, store_, timing_);
+  guard_->set_broken_models(broken_);
+  guard_outcome_ = std::make_shared<std::optional<StartGuardOutcome>>();
+  guard_task_ = env_.Spawn(
+      [](StartGuard* g, std::shared_ptr<std::optional<StartGuardOutcome>> out) -> Task<void> {
+        out->emplace(co_await g->Run());
+      }(guard_.get(), guard_outcome_),
+      "start guard");
+}
+
 Task<LeaseEnd> NodeLease::Run() {
   auto end = [this](LeaseEndReason reason, std::string message) {
     loop_ended_ = true;
     if (loop_end_latch_) loop_end_latch_->Set(true);
+    if (guard_task_.valid()) guard_task_.Cancel();  // a guard still waiting ends with the run
     return LeaseEnd{reason, std::move(message)};
   };
+
+  // The bucket check first (ADR §6): a bucket that cannot hold the protocol's records is
+  // refused before anything is written, with the setting to change.
+  if (start_steps_.bucket_check) {
+    Status bucket = co_await CheckBucket();
+    if (aborted_) co_return end(LeaseEndReason::kStopped, "cancelled");
+    if (stopping_) co_return end(LeaseEndReason::kStopped, "stopped during the bucket check");
+    if (!bucket.ok()) {
+      WK_LOG_ERROR("bucket check failed: this node will not start", {{"node", identity_.node_id.str()}, {"why", bucket.ToString()}});
+      Lose(bucket.message());
+      co_return end(LeaseEndReason::kBucketUnfit, bucket.message());
+    }
+  }
+  // Then the start guard beside the start check (ADR §6): the first write waits for both.
+  if (start_steps_.start_guard) SpawnStartGuard();
+  bool guard_pending = start_steps_.start_guard;
 
   // Start check and first write, repeated (same instance) until the first write holds.
   for (;;) {
@@ -347,6 +392,24 @@ Task<LeaseEnd> NodeLease::Run() {
     if (check == CheckResult::kLost) {
       Lose(twin);
       co_return end(LeaseEndReason::kLost, twin);
+    }
+    if (guard_pending) {
+      guard_pending = false;
+      TaskHandle guard = guard_task_;
+      if (!co_await guard.Join()) {
+        aborted_ = true;
+        co_return end(LeaseEndReason::kStopped, "cancelled");
+      }
+      if (aborted_) co_return end(LeaseEndReason::kStopped, "cancelled");
+      if (stopping_) co_return end(LeaseEndReason::kStopped, "stopped during the start guard");
+      if (guard_outcome_->has_value() && (*guard_outcome_)->kind == StartGuardOutcome::Kind::kOldVersionRunning) {
+        const std::string why = (*guard_outcome_)->message;
+        Lose(why);
+        co_return end(LeaseEndReason::kOldVersionRunning, why);
+      }
+      // If the guard waited past the check, the first write still conditions on the
+      // check's last read: a change since (a twin's write) fails that condition, and the
+      // re-read below sends this node back to the check.
     }
     // A write of ours found live by the check: re-read rule adopts it.
     Precondition first = last_check_version_ ? Precondition::IfMatch(*last_check_version_)
@@ -461,6 +524,7 @@ Task<Status> NodeLease::Stop(Duration limit) {
   const MonoTime deadline = env_.MonoNow() + limit;
   stopping_ = true;  // IsValid() is false from here on: stragglers are cut
   if (wake_) wake_->Set(false);
+  if (guard_task_.valid()) guard_task_.Cancel();  // a start guard still waiting ends the run
   if (!loop_ended_) {
     Latch<bool> ended(env_, [] { return false; });
     loop_end_latch_ = ended;

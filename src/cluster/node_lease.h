@@ -3,6 +3,12 @@
 // Concept. A node acts as owner of anything only while its node lease is valid. The lease
 // is the node's heartbeat object, written conditionally on a task of its own:
 //
+//   bucket check  first (ADR §6): one probe that the bucket applies If-Match and
+//                 If-None-Match as the protocol needs (store/bucket_check.h), retried while
+//                 undecided; a refusal ends Run with kBucketUnfit before anything is written.
+//   start guard   beside the first start check (ADR §6, cluster/start_guard.h): the first
+//                 write waits while an old-format heartbeat is fresh; one rewritten
+//                 meanwhile ends Run with kOldVersionRunning.
 //   start check   read nodes/<id> (with its version); wait ttl + grace in every case,
 //                 re-reading every lease period: a live object that changes meanwhile is a
 //                 twin (another process with this id) and the start is refused. A
@@ -38,12 +44,14 @@
 
 #include <deque>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "base/broken_models.h"
 #include "cluster/node_record.h"
+#include "cluster/start_guard.h"
 #include "cluster/timing.h"
 #include "env/env.h"
 #include "store/object_store.h"
@@ -61,6 +69,8 @@ enum class LeaseEndReason : std::uint8_t {
   kStopped,  // Stop() completed (released written, or the attempt given up)
   kLost,     // a conflict the re-read did not explain: fenced, another instance, gone
   kTwin,     // the start check saw another live process under this id
+  kBucketUnfit,        // the bucket check refused the bucket (nothing was written): fix the setting it names
+  kOldVersionRunning,  // the start guard saw an old-format heartbeat rewritten (ADR §6)
 };
 std::string_view LeaseEndReasonName(LeaseEndReason r);
 
@@ -123,6 +133,15 @@ class NodeLease {
   const NodeLeaseStats& stats() const { return stats_; }
   const std::optional<Version>& version() const { return version_; }
 
+  // The steps before the first write (ADR §6). Both on by default; the lease's own unit
+  // tests switch them off to count its writes and times exactly. Set before Run.
+  struct StartSteps {
+    bool bucket_check = true;
+    bool start_guard = true;
+  };
+  void set_start_steps(StartSteps steps) { start_steps_ = steps; }
+  const StartGuardStats* start_guard_stats() const { return guard_ ? &guard_->stats() : nullptr; }
+
   // Observers are called in the order added.
   void AddObserver(Observer o) { observers_.push_back(std::move(o)); }
   // Broken models (base/broken_models.h): tests and the simulator only.
@@ -130,6 +149,11 @@ class NodeLease {
 
  private:
   enum class CheckResult { kGo, kTwin, kLost };
+  // The bucket check, probed until decided (or a stop): OK, or why the bucket is unfit.
+  Task<Status> CheckBucket();
+  // Spawns the start guard into guard_task_ (a plain function: GCC 12 and Spawn inside a
+  // coroutine, docs/DEVELOPING.md).
+  void SpawnStartGuard();
   // *why explains a kTwin or kLost.
   Task<CheckResult> StartCheck(std::string* twin_message);
   // One write of a live record. Returns the status; on success updates the lease.
@@ -189,6 +213,10 @@ class NodeLease {
   NodeLeaseStats stats_;
   BrokenModels broken_;
   std::vector<Observer> observers_;
+  StartSteps start_steps_;
+  std::unique_ptr<StartGuard> guard_;
+  TaskHandle guard_task_;
+  std::shared_ptr<std::optional<StartGuardOutcome>> guard_outcome_;
 };
 
 }  // namespace wk

@@ -1,6 +1,7 @@
 #include "cluster/operator.h"
 
 #include "base/log.h"
+#include "cluster/start_guard.h"
 
 namespace wk {
 namespace {
@@ -52,7 +53,7 @@ NodeStatus DescribeNode(const NodeView& v, WallTime now, const LeaseTiming& timi
       s.detail = "old-format heartbeat of unknown age: an old version may be running";
     } else {
       s.age = now - *v.old->written_at;
-      const bool fresh = *s.age < timing.takeover_after() + timing.max_skew;
+      const bool fresh = OldHeartbeatFresh(*v.old, now, timing);  // the start guard's test (ADR §6)
       s.state = fresh ? "old-running" : "old-retired";
       s.error = fresh;
       s.detail = fresh ? "an old version is running under this id: stop it (old and new versions never run together)"
@@ -164,8 +165,8 @@ Task<Status> OperatorForget(Env& env, ObjectStore& store, NodeId node_id, LeaseT
   const auto& old = std::get<OldHeartbeat>(*obj);
   if (!old.written_at) co_return PreconditionFailed(key + " has no readable written_at: its age cannot be judged");
   const Duration age = env.WallNow() - *old.written_at;
-  const Duration stale_after = timing.takeover_after() + timing.max_skew;
-  if (age < stale_after) {
+  const Duration stale_after = OldHeartbeatFreshFor(timing);
+  if (OldHeartbeatFresh(old, env.WallNow(), timing)) {
     co_return PreconditionFailed(key + " was written " + FormatDuration(age) + " ago; an old version may still run (stale after " +
                                  FormatDuration(stale_after) + ")");
   }

@@ -57,7 +57,8 @@ Task<Result<FenceOutcome>> OperatorFence(Env& env, ObjectStore& store, NodeId no
                                          bool force = false, BrokenModels broken = {});
 
 // `cluster forget NODE`: deletes an old-format heartbeat once stale by the start guard's
-// test (written_at + ttl + grace + max_skew passed on the operator's clock). Anything else
+// test (OldHeartbeatFresh, start_guard.h: written_at + 3 heartbeat periods + ttl + grace +
+// max_skew passed on the operator's clock). Anything else
 // is refused (kInvalidArgument / kPreconditionFailed) with the reason.
 Task<Status> OperatorForget(Env& env, ObjectStore& store, NodeId node_id, LeaseTiming timing);
 

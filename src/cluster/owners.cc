@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/log.h"
+#include "cluster/first_generation.h"
 
 namespace wk {
 namespace {
@@ -22,7 +23,7 @@ AcquireResult Outcome(AcquireResult::Kind kind, std::string why) {
 }  // namespace
 
 Owners::Owners(Env& env, ObjectStore& store, NodeLease& lease, const Membership& membership, LeaseTiming timing)
-    : env_(env), store_(store), lease_(lease), membership_(membership), timing_(timing) {}
+    : env_(env), store_(store.ForPurpose(BucketPurpose::kOwner)), lease_(lease), membership_(membership), timing_(timing) {}
 
 Owners::~Owners() { StopBackground(); }
 
@@ -141,7 +142,10 @@ Task<Owners::Freed> Owners::IsFree(OwnerRecord record) {
 }
 
 Task<AcquireResult> Owners::Acquire(ActorId actor) {
-  if (Status s = ValidateActorId(actor); !s.ok()) co_return Outcome(AcquireResult::Kind::kError, s.message());
+  // Tenants' actors, and the nodes' own records (alarm shards, docs/alarms.md).
+  if (Status s = ValidateActorId(actor); !s.ok() && !ValidateSystemActorId(actor).ok()) {
+    co_return Outcome(AcquireResult::Kind::kError, s.message());
+  }
   ActorLock guard = co_await LockActor(actor);
   if (!guard.owns()) co_return Outcome(AcquireResult::Kind::kError, "cancelled");
   if (HoldView existing = Find(actor); existing.IsValid()) {
@@ -162,6 +166,27 @@ Task<AcquireResult> Owners::Acquire(ActorId actor) {
   std::optional<Version> read_version;
   if (!got.ok() && got.code() != Code::kNotFound) {
     co_return Outcome(AcquireResult::Kind::kError, "reading " + key + ": " + got.status().ToString());
+  }
+  if (!got.ok() && IsSystemActor(actor)) {
+    // A system actor (an alarm shard) has no log to seed above, and no older version ever
+    // held one under a per-actor lease, so its first hold starts at 1 with no leases/
+    // marker: seeding would only cost two listings, a read and a marker per shard.
+  } else if (!got.ok()) {
+    // No record: the first acquisition of this actor (an upgraded one, a new one, or one
+    // whose record was lost) starts above every generation its log and leases/ carry, and
+    // never takes an actor a live old per-actor lease holds (ADR §6; first_generation.h).
+    auto first = co_await SeedFirstGeneration(env_, store_, actor, self, timing_, call, broken_);
+    if (!first.ok()) co_return Outcome(AcquireResult::Kind::kError, "seeding " + key + ": " + first.status().ToString());
+    if (first->held_by_old_lease) {
+      ++stats_.acquire_conflicts;
+      ++stats_.old_lease_refusals;
+      const std::string why = "held by a live per-actor lease of an older version (" + LeaseMarkerKey(actor) + ": " +
+                              DescribeOldLease(*first->held_by_old_lease) + ")";
+      WK_LOG_WARN("actor refused: an old version's per-actor lease still holds it", {{"actor", actor.ToString()}, {"why", why}});
+      co_return Outcome(AcquireResult::Kind::kHeldElsewhere, why);
+    }
+    if (first->marker_written) ++stats_.markers_written;
+    next = first->seed.Next();
   }
   if (got.ok()) {
     auto rec = DecodeOwnerRecord(got->body);
@@ -530,6 +555,11 @@ Task<Status> Owners::Drain(Duration limit) {
   while (env_.MonoNow() < deadline && lease_.IsValid()) {
     std::vector<ActorId> actors;
     for (auto& [a, h] : holds_) actors.push_back(a);
+    // Tenants' actors first, system actors (alarm shards) last: the phase is bounded, and a
+    // tenant's actor is what clients wait for at its next owner, while a shard's release
+    // only delays the scan of its alarms (docs/alarms.md). Releases are sequential, so the
+    // order decides which holds the bound reaches.
+    std::stable_partition(actors.begin(), actors.end(), [](const ActorId& a) { return !IsSystemActor(a); });
     for (auto& a : actors) {
       if (env_.MonoNow() >= deadline) break;
       (void)co_await Release(a);  // parked ones are awaited below

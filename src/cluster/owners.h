@@ -12,8 +12,10 @@
 //             nodes/<A> made after r shows A's process gone: live under another instance,
 //             or fenced/released with written_at + ttl + grace passed on our clock), or
 //             names our own current instance, write it If-Match r at generation + 1
-//             naming us; no record: If-None-Match: * at generation 1. An absent nodes/<A>,
-//             an old-format or a corrupt one frees nothing.
+//             naming us; no record: If-None-Match: * above every generation the actor's
+//             log and leases/ object carry, refused while a live old per-actor lease holds
+//             it (first_generation.h, ADR §6). An absent nodes/<A>, an old-format or a
+//             corrupt one frees nothing.
 //   Unknown   an acquire write without a clear answer reads the record back once, under
 //             the actor's lock: naming us at the generation tried, the hold is ours (at
 //             that read's version); taken by a holder that is not free, the race is lost;
@@ -120,6 +122,8 @@ struct OwnersStats {
   std::uint64_t resolver_released = 0;   // resolved: it had landed, released
   std::uint64_t resolver_dropped = 0;    // resolved: not ours, or a hold exists
   std::uint64_t dropped_holds = 0;       // dropped on a lost lease
+  std::uint64_t markers_written = 0;     // leases/ markers written by first acquisitions (ADR §6)
+  std::uint64_t old_lease_refusals = 0;  // first acquisitions refused by a live old per-actor lease
 };
 
 class Owners {
@@ -137,7 +141,7 @@ class Owners {
   // the release landed, kUnknownOutcome once it is parked as pending.
   Task<Status> Release(ActorId actor);
   // Stops taking new actors, releases every hold (including any an acquisition in flight
-  // registers meanwhile), then waits until no release or unresolved acquire is pending, up
+  // registers meanwhile; tenants' actors before system actors), then waits until no release or unresolved acquire is pending, up
   // to limit. OK only then ("drained"). The node keeps refusing new actors until
   // SetAccepting(true).
   Task<Status> Drain(Duration limit);

@@ -6,7 +6,8 @@
 //   SimHost      one machine: its Env on the world (wall clock at kSimOriginMs plus a
 //                skew) and its MemStore view of the shared bucket (faults optional)
 //   SimProcess   what the two below share: a SimHost and the run of a Task<LeaseEnd>
-//   SimLeaseNode a lone NodeLease on its own SimHost
+//   SimLeaseNode a lone NodeLease on its own SimHost, without the bucket check and the
+//                start guard (NodeLease::StartSteps), so its writes can be counted exactly
 //   SimNode      a ClusterNode (lease, listing, fence watch, owners) on its own SimHost
 //
 // SimLeaseNode and SimNode switch on the broken models WASMKEEP_BROKEN_MODELS names
@@ -22,6 +23,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "cluster/cluster_node.h"
 #include "cluster/node_lease.h"
@@ -95,6 +97,13 @@ class SimNode : public SimProcess {
   void Start() { Spawn(node.Run(), "node"); }
 
   ClusterNode node;
+};
+
+// A SimNode named by plain strings, build "t", default timing, started at once: the
+// cluster unit tests' shorthand.
+struct TestProc : SimNode {
+  TestProc(SimWorld& world, std::shared_ptr<MemBucket> bucket, std::string id, std::string instance)
+      : SimNode(world, std::move(bucket), NodeId(std::move(id)), InstanceToken(std::move(instance)), "t") {}
 };
 
 }  // namespace wk::cluster_testing

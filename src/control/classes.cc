@@ -147,7 +147,7 @@ Task<Result<std::optional<ClassVersion>>> CurrentClass(ObjectStore& store, std::
                                                        CallOptions call) {
   if (Status s = ValidateClassArgs(tenant, class_name); !s.ok()) co_return s;
   const std::string key = ClassPointerKey(tenant, class_name);
-  auto got = co_await store.Get(key, call);
+  auto got = co_await store.ForPurpose(BucketPurpose::kClass).Get(key, call);
   if (!got.ok()) {
     if (got.code() == Code::kNotFound) co_return std::optional<ClassVersion>();
     co_return got.status();
@@ -162,7 +162,7 @@ Task<Result<std::string>> ReadModule(ObjectStore& store, std::string tenant, std
   if (Status s = ValidateClassArgs(tenant, class_name); !s.ok()) co_return s;
   if (Status s = ValidateModuleDigest(digest); !s.ok()) co_return s;
   const std::string key = ModuleKey(tenant, class_name, digest);
-  auto got = co_await store.Get(key, call);
+  auto got = co_await store.ForPurpose(BucketPurpose::kClass).Get(key, call);
   if (!got.ok()) {
     if (got.code() == Code::kNotFound) co_return NotFound("no module " + key);
     co_return got.status();

@@ -43,7 +43,8 @@ Result<ClusterSecret> DecodeClusterSecret(std::string_view body) {
   return secret;
 }
 
-Task<Result<ClusterSecret>> EnsureClusterSecret(ObjectStore& store, Env& env, CallOptions call) {
+Task<Result<ClusterSecret>> EnsureClusterSecret(ObjectStore& bucket, Env& env, CallOptions call) {
+  ObjectStore& store = bucket.ForPurpose(BucketPurpose::kControl);
   const std::string key(kClusterSecretKey);
   Status last = Retryable("no attempt made");
   for (int attempt = 1; attempt <= kMaxUpdateAttempts; ++attempt) {

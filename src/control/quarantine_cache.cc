@@ -3,7 +3,7 @@
 namespace wk::control {
 
 QuarantineCache::QuarantineCache(Env& env, ObjectStore& store, QuarantineCacheOptions options)
-    : env_(env), store_(store), options_(options) {}
+    : env_(env), store_(store.ForPurpose(BucketPurpose::kControl)), options_(options) {}
 
 void PublishQuarantineCacheMetrics(MetricsRegistry& registry, const QuarantineCache& cache) {
   const QuarantineCacheStats& stats = cache.stats();

@@ -78,7 +78,7 @@ Result<ParsedToken> ParseToken(std::string_view token) {
 
 TenantAuth::TenantAuth(Env& env, ObjectStore& store, Options options)
     : env_(env),
-      store_(store),
+      store_(store.ForPurpose(BucketPurpose::kControl)),
       options_(options),
       unknown_reads_left_(options.unknown_reads_burst),
       unknown_reads_refilled_at_(env.MonoNow()) {

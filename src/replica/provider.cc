@@ -12,6 +12,7 @@ ReplicaProvider::~ReplicaProvider() { *alive_ = false; }
 Task<Result<std::unique_ptr<actor::ActorStorage>>> ReplicaProvider::Open(const ActorId& id_ref) {
   const ActorId id = id_ref;
   std::shared_ptr<bool> alive = alive_;
+  const MonoTime started = deps_.env.MonoNow();
   auto hold = co_await holds_.Acquire(id);
   if (!*alive) co_return Cancelled("storage provider gone");
   auto used = [this, &id](Generation g) {
@@ -35,8 +36,15 @@ Task<Result<std::unique_ptr<actor::ActorStorage>>> ReplicaProvider::Open(const A
   const Generation generation = hold->generation;
   last_generation_[id] = generation;
   Replica::Deps deps = deps_;
+  const MonoTime acquired = deps_.env.MonoNow();
   auto replica = co_await Replica::Open(std::move(deps), id, std::move(*hold), options_);
   if (!*alive) co_return Cancelled("storage provider gone");
+  if (replica.ok() && log::Enabled(log::Level::kDebug)) {
+    // Where a wake's time goes (the soak splits "writable again" with it: docs/benchmarks.md).
+    const auto ms = [](Duration d) { return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()); };
+    WK_LOG_DEBUG("actor opened", {{"actor", id.ToString()}, {"generation", std::to_string(generation.value)},
+                                  {"acquire_ms", ms(acquired - started)}, {"restore_ms", ms(deps_.env.MonoNow() - acquired)}});
+  }
   if (!replica.ok()) {
     WK_LOG_WARN("restore failed", {{"actor", id.ToString()}, {"generation", std::to_string(generation.value)},
                                    {"error", replica.status().ToString()}});

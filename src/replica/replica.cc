@@ -54,7 +54,7 @@ void PublishReplicaMetrics(MetricsRegistry& r, const ReplicaTotals& totals) {
 
 struct Replica::Core : std::enable_shared_from_this<Core> {
   Core(Deps d, ActorId a, Hold h, ReplicaOptions o)
-      : env(d.env), store(d.store), post(d.post), totals(d.totals), broken(d.broken),
+      : env(d.env), store(d.store), post(d.post), totals(d.totals), broken(d.broken), alarms(d.alarms),
         actor(std::move(a)), hold(std::move(h)), options(o),
         gate(HoldGate::Deps{hold.is_valid, std::move(d.post), actor, hold.generation,
                             broken}) {}
@@ -64,6 +64,7 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
   std::function<void(std::function<void()>)> post;
   ReplicaTotals* totals;
   BrokenModels broken;
+  AlarmIndexHook* alarms;  // null: no alarm index
   ActorId actor;
   Hold hold;
   ReplicaOptions options;
@@ -82,6 +83,13 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
   };
   std::deque<OpenBatch> open_batches;
   bool kick_posted = false;
+  // Committed batches that changed the alarm, not yet reported to the index (the alarm
+  // after each).
+  struct AlarmChange {
+    std::uint64_t seq;
+    std::optional<std::int64_t> alarm;
+  };
+  std::deque<AlarmChange> alarm_commits;
 
   // ---- loop thread only
   std::uint64_t next_seq = 1;  // the fence is 0
@@ -99,14 +107,53 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
   std::function<void(Status)> on_failed;
   bool stopped = false;  // Close finished or destroyed: no more background work
   ReplicaStats stats;
+  // Alarm changes reported as committed, not yet durable (in commit order), and the sets
+  // whose index entry is not written yet: no segment holding one of those is sent.
+  std::deque<AlarmChange> alarm_log;
+  std::set<std::uint64_t> entry_pending;
+  bool closed_reported = false;
 
   // Loop thread.
   void Kick() {
+    std::deque<AlarmChange> changes;
     {
       std::lock_guard lock(mu);
       kick_posted = false;
+      changes.swap(alarm_commits);
+    }
+    if (alarms != nullptr && !gate.broken()) {
+      for (const AlarmChange& c : changes) ReportCommitted(c);
     }
     if (!uploading) StartNextUpload();
+  }
+
+  // Rule 1 of docs/alarms.md: a set holds back its segment until its index entry is written.
+  void ReportCommitted(const AlarmChange& c) {
+    alarm_log.push_back(c);
+    const std::uint64_t seq = c.seq;
+    if (c.alarm.has_value()) entry_pending.insert(seq);
+    std::weak_ptr<Core> weak = shared_from_this();
+    alarms->Committed(actor, hold.generation, seq, c.alarm, [weak, seq](Status written) {
+      if (auto core = weak.lock()) core->EntryWritten(seq, std::move(written));
+    });
+    if (broken.on(BrokenModel::kIndexEntryRemovedBeforeDurable)) {
+      // Broken model: the change is reported durable as it is committed.
+      alarms->Durable(actor, hold.generation, seq, c.alarm);
+    }
+  }
+
+  void EntryWritten(std::uint64_t seq, Status written) {
+    if (stopped || gate.broken() || entry_pending.erase(seq) == 0) return;
+    if (!written.ok()) {
+      Fail(Retryable("the alarm index entry of " + actor.ToString() + " was not written: " + written.ToString()));
+      return;
+    }
+    if (!uploading) StartNextUpload();
+  }
+
+  // The first open batch that must wait for its index entry (0: none).
+  bool BlockedByEntry(std::uint64_t seq) const {
+    return !entry_pending.empty() && entry_pending.count(seq) > 0 && !broken.on(BrokenModel::kSegmentBeforeEntry);
   }
 
   void StartNextUpload() {
@@ -119,6 +166,8 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
     {
       std::lock_guard lock(mu);
       if (open_batches.empty()) return;
+      // Rule 1 of docs/alarms.md: nothing from a set whose index entry is not written on.
+      if (BlockedByEntry(open_batches.front().seq)) return;
     }
     // The lost-lease cut: a hold that is no longer valid sends nothing more.
     if (!hold.is_valid()) {
@@ -129,7 +178,8 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
       std::lock_guard lock(mu);
       std::size_t bytes = 0;
       while (!open_batches.empty() && count < options.segment_max_batches &&
-             (count == 0 || bytes + open_batches.front().bytes <= options.segment_max_bytes)) {
+             (count == 0 || bytes + open_batches.front().bytes <= options.segment_max_bytes) &&
+             !BlockedByEntry(open_batches.front().seq)) {
         bytes += open_batches.front().bytes;
         last_seq = open_batches.front().seq;
         open_batches.pop_front();
@@ -152,6 +202,30 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
               "segment upload");
   }
 
+  // Rule 2 of docs/alarms.md: the gate acknowledged every batch up to last_seq while the
+  // hold was valid; the alarm as of it is the last change at or before it.
+  void ReportDurable(std::uint64_t last_seq) {
+    if (alarms == nullptr || alarm_log.empty() || alarm_log.front().seq > last_seq) return;
+    std::optional<std::int64_t> alarm;
+    while (!alarm_log.empty() && alarm_log.front().seq <= last_seq) {
+      alarm = alarm_log.front().alarm;
+      alarm_log.pop_front();
+    }
+    if (!broken.on(BrokenModel::kIndexEntryRemovedBeforeDurable)) alarms->Durable(actor, hold.generation, last_seq, alarm);
+  }
+
+  // The replica reports nothing more to the alarm index (closed, failed or destroyed).
+  void ReportClosed() {
+    if (alarms == nullptr || closed_reported) return;
+    closed_reported = true;
+    std::optional<std::int64_t> alarm;
+    {
+      std::lock_guard lock(mu);
+      alarm = state.alarm();
+    }
+    alarms->Closed(actor, hold.generation, alarm);
+  }
+
   bool SnapshotDue(std::uint64_t next_bytes) const {
     if (snapshot_in_flight) return false;
     return segments_since_snapshot + 1 >= options.snapshot_every_segments ||
@@ -171,8 +245,8 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
     const MonoTime sent = c->env.MonoNow();
     const std::size_t size = body.size();
     std::string key = SegmentKey(c->actor, position);
-    auto put = co_await c->store.Put(key, std::move(body), Precondition::IfNoneMatchAny(),
-                                     CallOptions{c->options.upload_timeout});
+    auto put = co_await c->store.ForPurpose(BucketPurpose::kSegment)
+                   .Put(key, std::move(body), Precondition::IfNoneMatchAny(), CallOptions{c->options.upload_timeout});
     c->uploading = false;
     if (c->stopped) co_return;  // closed or destroyed meanwhile: its waiters were answered
     if (!put.ok()) {
@@ -192,6 +266,7 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
       case HoldGate::AckOutcome::kBroken:
         co_return;
     }
+    c->ReportDurable(last_seq);
     if (c->totals) {
       ++c->totals->segments;
       c->totals->segment_bytes += size;
@@ -216,8 +291,8 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
     if (!c->hold.is_valid()) co_return;  // as in Upload: nothing is sent after the hold ended
     c->snapshot_in_flight = true;
     std::string key = SnapshotKey(c->actor, position);
-    auto put = co_await c->store.Put(key, std::move(body), Precondition::IfNoneMatchAny(),
-                                     CallOptions{c->options.upload_timeout});
+    auto put = co_await c->store.ForPurpose(BucketPurpose::kSnapshot)
+                   .Put(key, std::move(body), Precondition::IfNoneMatchAny(), CallOptions{c->options.upload_timeout});
     c->snapshot_in_flight = false;
     if (!put.ok()) {
       if (c->totals) ++c->totals->snapshot_failures;
@@ -274,9 +349,10 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
       c->gc_again = false;
       const std::string wal_prefix = WalPrefix(c->actor);
       const std::string snap_prefix = SnapshotPrefix(c->actor);
-      auto wal = co_await ListAll(c->env, c->store, wal_prefix, c->options.restore.list_timeout, 1);
+      ObjectStore& gc_store = c->store.ForPurpose(BucketPurpose::kGc);
+      auto wal = co_await ListAll(c->env, gc_store, wal_prefix, c->options.restore.list_timeout, 1);
       if (!wal.ok() || c->stopped) break;
-      auto snaps = co_await ListAll(c->env, c->store, snap_prefix, c->options.restore.list_timeout, 1);
+      auto snaps = co_await ListAll(c->env, gc_store, snap_prefix, c->options.restore.list_timeout, 1);
       if (!snaps.ok() || c->stopped) break;
       std::vector<Position> segments, snapshots;
       bool foreign = false;
@@ -305,7 +381,7 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
         // Only this actor's log, ever (never nodes/, owners/, leases/).
         WK_CHECK(key.starts_with(wal_prefix) || key.starts_with(snap_prefix), "gc of a key outside the log: " + key);
         std::string k = key;
-        Status st = co_await c->store.Delete(std::move(k), Precondition::None(), CallOptions{c->options.upload_timeout});
+        Status st = co_await gc_store.Delete(std::move(k), Precondition::None(), CallOptions{c->options.upload_timeout});
         if (!st.ok()) break;  // the next pass tries again
         ++deleted;
         ++c->stats.gc_deleted;
@@ -358,6 +434,7 @@ Replica::Replica(std::shared_ptr<Core> core) : core_(std::move(core)) {}
 
 Replica::~Replica() {
   Core& c = *core_;
+  c.ReportClosed();
   c.stopped = true;
   c.on_failed = nullptr;
   c.gate.set_on_failed(nullptr);  // a close, not a failure: nothing to abandon or log
@@ -368,7 +445,7 @@ Replica::~Replica() {
 
 Task<Result<std::unique_ptr<Replica>>> Replica::Open(Deps deps, ActorId actor, Hold hold, ReplicaOptions options) {
   Env& env = deps.env;
-  ObjectStore& store = deps.store;
+  ObjectStore& store = deps.store.ForPurpose(BucketPurpose::kRestore);
   ReplicaTotals* totals = deps.totals;
   RestoreOptions ro = options.restore;
   ro.broken = deps.broken;
@@ -403,6 +480,7 @@ Task<Result<std::unique_ptr<Replica>>> Replica::Open(Deps deps, ActorId actor, H
     if (p.seq > 0) ++core->segments_since_snapshot;
   }
   core->bytes_since_snapshot = core->restored.bytes_since_base;
+  if (core->alarms != nullptr) core->alarms->Opened(actor, core->hold.generation, core->state.alarm(), core->hold.is_valid);
 
   // The fence: the first segment of this hold, naming the chain it restored.
   Segment fence;
@@ -418,7 +496,10 @@ Task<Result<std::unique_ptr<Replica>>> Replica::Open(Deps deps, ActorId actor, H
     core->segments_since_snapshot = 0;
     core->bytes_since_snapshot = 0;
   }
-  if (!core->hold.is_valid()) co_return Retryable("the hold of " + actor.ToString() + " ended during its restore");
+  if (!core->hold.is_valid()) {
+    core->ReportClosed();
+    co_return Retryable("the hold of " + actor.ToString() + " ended during its restore");
+  }
   core->uploading = true;
   env.Spawn(Core::Upload(core, fence.position, std::move(body), 0, 0, std::move(snapshot_body)), "fence upload");
   co_return std::unique_ptr<Replica>(new Replica(std::move(core)));
@@ -458,6 +539,7 @@ std::uint64_t Replica::Commit(actor::Batch batch) {
     seq = ++c.committed;
     c.state.Apply(batch);
     if (c.gate.broken()) return seq;
+    if (c.alarms != nullptr && batch.alarm.has_value()) c.alarm_commits.push_back(Core::AlarmChange{seq, c.state.alarm()});
     const std::size_t bytes = AppendBatch(batch, c.open_payload);
     c.open_batches.push_back(Core::OpenBatch{seq, bytes});
     kick = !c.kick_posted;

@@ -23,6 +23,12 @@
 // gone). The hold's first segment is its fence <gen>-0, sent before any batch, so nothing
 // is acknowledged before the fence is.
 //
+// Alarms. With an alarm index (Deps::alarms, alarm_hook.h), a batch that sets the alarm is
+// reported as it is committed, and no segment holding it (nor any later batch) is sent until
+// its index entry is written; each acknowledgement reports the alarm as of the last batch it
+// covers, which is when the index may remove entries the alarm no longer needs
+// (docs/alarms.md, rules 1 and 2).
+//
 // Snapshots. When the segments (or bytes) since the chain's snapshot pass a bound, the
 // state is serialized at the moment a segment is cut that holds every batch committed so
 // far, and uploaded once that segment is acknowledged (valid): snapshot/<...>/<gen>-<seq>
@@ -57,6 +63,7 @@
 #include "base/metrics.h"
 #include "cluster/owner_record.h"
 #include "env/env.h"
+#include "replica/alarm_hook.h"
 #include "replica/hold_gate.h"
 #include "replica/restore.h"
 #include "store/object_store.h"
@@ -129,8 +136,13 @@ class Replica final : public actor::ActorStorage {
     std::function<void(std::function<void()>)> post;
     ReplicaTotals* totals = nullptr;
     // Broken models (base/broken_models.h): the gate's (ack-before-durable, ack-late-upload,
-    // release-without-validity), the restore's and GC's; tests and the simulator only.
+    // release-without-validity), the restore's and GC's, and the alarm index's
+    // (segment-before-entry, index-entry-removed-before-durable); tests and the simulator only.
     BrokenModels broken;
+    // The alarm index (alarm_hook.h): told of the alarm at open, at each commit that changes
+    // it (a set holds back its segment until its index entry is written) and as it becomes
+    // durable. Null: no alarm index (tests of the replica alone).
+    AlarmIndexHook* alarms = nullptr;
   };
 
   // Restores the actor for `hold` and sends its fence. Returns once restored; the fence may

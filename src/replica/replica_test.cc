@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "base/log.h"
+#include "cluster/first_generation.h"
 #include "cluster/testing.h"
 
 namespace wk::replica {
@@ -439,6 +440,45 @@ TEST_F(ReplicaTest, ALaterGenerationInTheLogRefusesTheRestore) {
   auto stale = TryOpen(Generation{4});
   ASSERT_FALSE(stale.ok());
   EXPECT_EQ(stale.code(), Code::kPreconditionFailed) << stale.status().ToString();
+}
+
+// The failure a lost ownership record used to cause: its next acquisition started again at
+// generation 1 and the restore refused it ("already has generation N"), so the actor stayed
+// unavailable. An acquisition without a record now starts above every generation in the
+// log (cluster/first_generation.h), and the restore at that generation has everything.
+// (Fails with the broken model unseeded-first-generation.)
+TEST_F(ReplicaTest, AnActorWhoseRecordWasLostIsAcquiredAboveItsLogAndRestoresEverything) {
+  for (std::uint64_t g : {1, 2}) {
+    auto r = Open(Generation{g});
+    auto a = Write(*r, "k" + std::to_string(g), "v" + std::to_string(g));
+    Settle();
+    ASSERT_TRUE(a->has_value() && (*a)->ok());
+    ASSERT_TRUE(RunTask(world_, env_, r->Close(seconds(5)))->ok());
+  }
+  ASSERT_EQ(TryOpen(Generation{1}).code(), Code::kPreconditionFailed) << "what generation 1 met before";
+  // No owners/ record (never written here, as after a hand deletion): a node acquires it.
+  cluster_testing::SimNode node(world_, bucket_, NodeId("n"), InstanceToken("in"));
+  ASSERT_TRUE(world_.RunUntil([&] { return node.node.lease().IsValid(); }, seconds(60)));
+  auto held = RunTask(world_, node.env, node.node.owners().Acquire(actor_));
+  ASSERT_TRUE(held.has_value());
+  ASSERT_EQ(held->kind, AcquireResult::Kind::kAcquired) << held->why;
+  EXPECT_EQ(held->hold.generation(), Generation{3});
+  auto r3 = Open(held->hold.generation(), {}, BrokenModels());
+  ASSERT_NE(r3, nullptr);
+  EXPECT_EQ(r3->Get("k1"), "v1");
+  EXPECT_EQ(r3->Get("k2"), "v2");
+}
+
+// The ownership code reads log keys with its own small parser (the cluster layer cannot
+// use the replica's): it must agree with the replica's layout.
+TEST(LogLayoutTest, TheOwnershipCodeReadsTheReplicasKeys) {
+  const ActorId a{"t", "c", "a"};
+  EXPECT_EQ(LogWalPrefix(a), WalPrefix(a));
+  EXPECT_EQ(LogSnapshotPrefix(a), SnapshotPrefix(a));
+  for (Position p : {Position{Generation{1}, 0}, Position{Generation{42}, 7}, Position{Generation{UINT64_MAX}, UINT64_MAX}}) {
+    EXPECT_EQ(GenerationOfLogKey(WalPrefix(a), SegmentKey(a, p)).value(), p.generation) << p.ToString();
+    EXPECT_EQ(GenerationOfLogKey(SnapshotPrefix(a), SnapshotKey(a, p)).value(), p.generation) << p.ToString();
+  }
 }
 
 TEST_F(ReplicaTest, AMissingChainSegmentFailsTheRestoreRatherThanLoseWrites) {

@@ -24,13 +24,15 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
       quarantine_(env, store, quarantine_cache_,
                   QuarantineServiceOptions{options_.node_id, options_.quarantine, CallOptions{std::chrono::seconds(10)}},
                   options_.journal),
+      alarm_index_(env, store),
       owner_holds_(node.owners()),
       holds_(owner_holds_, quarantine_cache_),
       auth_(env, store),
       operators_(env, store),
       forwarder_(env, peers, ForwarderIdentity{options_.node_id, options_.instance}, secret) {
   replica::Replica::Deps deps{env, store, [&env](std::function<void()> fn) { env.PostFromAnyThread(std::move(fn)); },
-                              &replica_totals, node.broken_models()};
+                              &replica_totals, node.broken_models(), &alarm_index_};
+  options_.runtime.broken = node.broken_models();
   provider_ = std::make_unique<replica::ReplicaProvider>(std::move(deps), deletions_, options_.storage, options_.close_limit);
   runtime_ = std::make_unique<actor::ActorRuntime>(env, engine_, classes_, *provider_, options_.runtime,
                                                    quarantine_.Hooks());
@@ -40,12 +42,22 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
                   [this](std::string tenant, std::string class_name) {
                     return LoadClass(std::move(tenant), std::move(class_name));
                   },
-                  options_.quarantine.enabled() ? &quarantine_cache_ : nullptr};
+                  options_.quarantine.enabled() ? &quarantine_cache_ : nullptr,
+                  [this](ActorId actor, std::string_view body) { return alarms_->ReceiveHandOver(actor, body); }};
   FrontOptions fo;
   fo.node_id = options_.node_id;
   fo.check_peer_pins = true;
   fo.max_request_bytes = options_.runtime.limits.max_request_bytes;
   front_ = std::make_unique<Front>(std::move(front), fo);
+  alarms::AlarmServiceDeps alarm_deps{env, node.owners(), node.membership(), *runtime_, alarm_index_, &forwarder_,
+                                      [this](std::string tenant, std::string class_name) {
+                                        return LoadClass(std::move(tenant), std::move(class_name));
+                                      },
+                                      node.broken_models()};
+  alarms_ = std::make_unique<alarms::AlarmService>(std::move(alarm_deps), options_.alarms, options_.timing);
+  scanner_ = std::make_unique<alarms::ShardScanner>(env, store, node.owners(), node.membership(), node.lease(), *alarms_);
+  scanner_->Start();
+  alarms::PublishAlarmMetrics(metrics, *alarms_, alarm_index_, *scanner_);
   admin_ = std::make_unique<ActorAdmin>(ActorAdminDeps{env, store, node, *runtime_, *provider_, deletions_, forwarder_,
                                                        auth_, operators_, metrics, replica_totals, options_.node_id,
                                                        options_.instance});
@@ -61,7 +73,15 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
   }
 }
 
-ActorHost::~ActorHost() { *alive_ = false; }
+ActorHost::~ActorHost() {
+  *alive_ = false;
+  StopAlarms();
+}
+
+void ActorHost::StopAlarms() {
+  if (scanner_) scanner_->Stop();
+  if (alarms_) alarms_->Stop();
+}
 
 Task<ServerResponse> ActorHost::Handle(ServerRequest request, Via via) {
   if (ActorAdmin::Matches(request.target)) co_return co_await admin_->Handle(std::move(request), via);

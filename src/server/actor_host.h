@@ -18,6 +18,12 @@
 // actor is forwarded or started. Strikes left by a crashed previous process (the journal's
 // leftovers) are recorded when the host is made.
 //
+// Alarms (docs/alarms.md): the replicas write and remove index entries through the node's
+// AlarmIndex; the AlarmService fires resident actors' alarms on their owner's timer, wakes
+// actors that left memory, and takes hand-overs from peers (the front's /v1/alarms/ on the
+// peer listener); the ShardScanner holds its share of the index's shards and delivers the
+// alarms no timer covers.
+//
 // Stopping (ADR 0020 §4's clean stop, before the node's own Stop): Shutdown refuses new
 // events, lets running ones finish, unloads every actor (each replica waits until its
 // writes are durable, then its hold is released) and stops the workers.
@@ -31,6 +37,9 @@
 
 #include "actor/module_compiler.h"
 #include "actor/runtime.h"
+#include "alarms/alarm_index.h"
+#include "alarms/alarm_service.h"
+#include "alarms/shard_scanner.h"
 #include "base/metrics.h"
 #include "cluster/cluster_node.h"
 #include "control/classes.h"
@@ -72,7 +81,10 @@ struct ActorHostOptions {
   RunningEvents* journal = nullptr;
   // Actors whose events ran when the previous process died (the journal's leftovers): one
   // strike each.
-  std::vector<ActorId> crashed_during_events;
+  std::vector<ActorId> crashed_during_events;  // Alarm delivery and shard scanning ([alarms], docs/alarms.md), and the lease timing it
+  // is checked against.
+  alarms::AlarmOptions alarms;
+  LeaseTiming timing;
 };
 
 class ActorHost {
@@ -93,13 +105,19 @@ class ActorHost {
   Task<ServerResponse> Handle(ServerRequest request, Via via);
   // A request whose body is not read yet (Front::CheckBeforeBody, or the admin routes').
   Task<std::optional<ServerResponse>> CheckBeforeBody(ServerRequest request);
-  // See "Stopping" above. False if actors were still resident at the limit.
-  Task<bool> Shutdown(Duration limit) { return runtime_->Shutdown(limit); }
+  // See "Stopping" above. False if actors were still resident at the limit. Alarm delivery
+  // and scanning stop first (the actors' shards are released with the node's holds).
+  Task<bool> Shutdown(Duration limit) {
+    StopAlarms();
+    return runtime_->Shutdown(limit);
+  }
+  void StopAlarms();
 
   actor::ActorRuntime& runtime() { return *runtime_; }
   const FrontStats& front_stats() const { return front_->stats(); }
   const ForwarderStats& forwarder_stats() const { return forwarder_.stats(); }
   const QuarantineStats& quarantine_stats() const { return quarantine_.stats(); }
+  alarms::AlarmService& alarms() { return *alarms_; }
 
  private:
   struct Loaded {
@@ -117,6 +135,8 @@ class ActorHost {
   actor::ClassRegistry classes_;
   control::QuarantineCache quarantine_cache_;
   QuarantineService quarantine_;
+  // Before the provider and the runtime: their replicas report to it until destroyed.
+  alarms::AlarmIndex alarm_index_;
   replica::OwnersHoldSource owner_holds_;
   QuarantineHoldSource holds_;
   DeletionGuard deletions_{holds_};
@@ -126,6 +146,10 @@ class ActorHost {
   control::OperatorAuth operators_;
   Forwarder forwarder_;
   std::unique_ptr<Front> front_;
+  // After the runtime: they deliver through it, so they go first.
+  std::unique_ptr<alarms::AlarmService> alarms_;
+  std::unique_ptr<alarms::ShardScanner> scanner_;
+  // Last: it reads the runtime, the provider and the alarms, so it goes first.
   std::unique_ptr<ActorAdmin> admin_;
   std::map<std::pair<std::string, std::string>, Loaded> loaded_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

@@ -148,6 +148,9 @@ Task<std::optional<ServerResponse>> Front::CheckBeforeBody(ServerRequest request
 
 Task<ServerResponse> Front::Handle(ServerRequest request, Via via) {
   ++stats_.requests;
+  if (via == Via::kPeer && deps_.alarm_handover && request.target.starts_with(kAlarmsHandOverPrefix)) {
+    co_return co_await HandleAlarmHandOver(std::move(request));
+  }
   // 1. The actor's name and the rest of the path.
   ParsedTarget target;
   if (auto refused = ParseTarget(request.target, &target)) co_return std::move(*refused);
@@ -267,6 +270,27 @@ Task<ServerResponse> Front::Handle(ServerRequest request, Via via) {
       break;
   }
   co_return Error(503, "cannot acquire " + id.ToString() + ": " + acquired.why, true);
+}
+
+Task<ServerResponse> Front::HandleAlarmHandOver(ServerRequest request) {
+  auto forwarded = deps_.forwarder.Verify(request);
+  if (!forwarded.ok()) co_return RefuseForwarded(forwarded.status().message());
+  if (!forwarded->has_value()) co_return RefuseForwarded("the peer listener takes forwarded requests only");
+  const ForwardedFrom& from = **forwarded;
+  if (options_.check_peer_pins) {
+    // As for a forwarded request: the TLS identity must be the live signer's.
+    auto it = deps_.membership.view().find(from.node_id);
+    const bool signer_live = it != deps_.membership.view().end() && it->second.live();
+    if (!signer_live || it->second.record->cert_pin.empty() || request.peer_cert_pin.empty() ||
+        it->second.record->cert_pin != request.peer_cert_pin) {
+      co_return RefuseForwarded("the TLS certificate is not that of " + from.node_id.str() + "'s live node record");
+    }
+  }
+  if (request.method != "POST") co_return Error(405, "alarm hand-overs are POST");
+  auto id = ParseActorId(std::string_view(request.target).substr(kAlarmsHandOverPrefix.size()));
+  if (!id.ok()) co_return Error(400, "bad actor name: " + id.status().message());
+  if (from.tenant != id->tenant) co_return Error(403, "signed for tenant " + from.tenant + ", not " + id->tenant);
+  co_return deps_.alarm_handover(*id, request.body);
 }
 
 Task<ServerResponse> Front::ForwardTo(NodeId node_id, ServerRequest request, std::string tenant, int hops) {

@@ -35,6 +35,9 @@
 //      actor taken meanwhile forwards to the taker. A request is forwarded at most
 //      `max_hops` times in all (a forwarded request that finds its target no longer the
 //      owner is routed once more, never bounced forever); past that it is 503.
+//   Alarm hand-overs (docs/alarms.md): on the peer listener, POST /v1/alarms/<actor> with
+//      another node's signature (the same checks as step 2's), handed to the node's alarm
+//      service; 401 as in step 2 when it does not verify.
 //   5. Answer: the actor's response once durable, without any X-Wasmkeep-* header (the
 //      node's own: a node trusts them from its peers' fronts only, so an actor may not set
 //      them); its trap or timeout is 500 naming the cause; its queue full, the node
@@ -62,6 +65,9 @@
 namespace wk {
 
 inline constexpr std::string_view kActorsPrefix = "/v1/actors/";
+// Alarm hand-overs between nodes (docs/alarms.md, "Who fires"): POST
+// /v1/alarms/<tenant>/<class>/<name> on the peer listener only, signed as a forwarded request.
+inline constexpr std::string_view kAlarmsHandOverPrefix = "/v1/alarms/";
 // On a 401 for a forwarded request whose signature did not verify: tells the sending node
 // (which answers its client 503) from a client's bad token.
 inline constexpr std::string_view kForwardingRefused = "X-Wasmkeep-Forwarding-Refused";
@@ -100,6 +106,9 @@ struct FrontDeps {
   std::function<Task<Status>(std::string tenant, std::string class_name)> load_class;
   // The node's quarantine cache; null: no quarantine check (the simulator's nodes).
   control::QuarantineCache* quarantine = nullptr;
+  // A peer's verified alarm hand-over (AlarmService::ReceiveHandOver): the actor and the
+  // request's body. Unset: /v1/alarms/ is not served (404).
+  std::function<ServerResponse(ActorId actor, std::string_view body)> alarm_handover;
 };
 
 struct FrontStats {
@@ -136,6 +145,9 @@ class Front {
   std::optional<ServerResponse> TooLarge(std::uint64_t body_bytes);
   std::optional<ServerResponse> AuthenticationRefused(const Result<std::string>& who);
   Task<ServerResponse> Run(ActorId id, actor::Request request);
+  // A peer's POST /v1/alarms/<actor>: verified exactly as a forwarded request (step 2 for
+  // the peer listener), then handed to FrontDeps::alarm_handover.
+  Task<ServerResponse> HandleAlarmHandOver(ServerRequest request);
   Task<ServerResponse> ForwardTo(NodeId node_id, ServerRequest request, std::string tenant, int hops);
   // A 401 telling the sending node (X-Wasmkeep-Forwarding-Refused) why.
   ServerResponse RefuseForwarded(const std::string& why);

@@ -6,7 +6,7 @@ namespace wk {
 
 QuarantineService::QuarantineService(Env& env, ObjectStore& store, control::QuarantineCache& cache,
                                      QuarantineServiceOptions options, RunningEvents* journal)
-    : env_(env), store_(store), cache_(cache), options_(std::move(options)), journal_(journal) {}
+    : env_(env), store_(store.ForPurpose(BucketPurpose::kControl)), cache_(cache), options_(std::move(options)), journal_(journal) {}
 
 void PublishQuarantineMetrics(MetricsRegistry& registry, const QuarantineService& service) {
   const QuarantineStats& stats = service.stats();

@@ -21,6 +21,7 @@
 
 #include "env/real_env.h"
 #include "store/open_store.h"
+#include "store/local/local_store_testing.h"
 #include "store/process_testing.h"
 
 namespace wk {
@@ -30,20 +31,8 @@ namespace fs = std::filesystem;
 using namespace process_testing;
 using std::chrono::milliseconds;
 
-std::string MakeTempDir() {
-  auto base = fs::temp_directory_path() / "wasmkeep-multiprocess-test";
-  fs::create_directories(base);
-  std::string tmpl = (base / "XXXXXX").string();
-  WK_CHECK(mkdtemp(tmpl.data()) != nullptr, "mkdtemp failed");
-  return tmpl;
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using local_store_testing::ReadFile;
+std::string MakeTempDir() { return local_store_testing::MakeTempDir("wasmkeep-multiprocess-test"); }
 
 // The parameter: a URL scheme of a local backend.
 class MultiProcessTest : public ::testing::TestWithParam<std::string> {

@@ -13,6 +13,25 @@ std::string Precondition::ToString() const {
   return "?";
 }
 
+std::string_view BucketPurposeName(BucketPurpose purpose) {
+  switch (purpose) {
+    case BucketPurpose::kLease: return "lease";
+    case BucketPurpose::kListing: return "listing";
+    case BucketPurpose::kFence: return "fence";
+    case BucketPurpose::kOwner: return "owner";
+    case BucketPurpose::kSegment: return "segment";
+    case BucketPurpose::kSnapshot: return "snapshot";
+    case BucketPurpose::kRestore: return "restore";
+    case BucketPurpose::kGc: return "gc";
+    case BucketPurpose::kAlarm: return "alarm";
+    case BucketPurpose::kControl: return "control";
+    case BucketPurpose::kClass: return "class";
+    case BucketPurpose::kOther:
+    case BucketPurpose::kCount: break;
+  }
+  return "other";
+}
+
 namespace {
 // True if text is valid UTF-8 (no overlongs, no surrogates, at most U+10FFFF).
 bool IsValidUtf8(std::string_view text) {

@@ -32,6 +32,14 @@
 //
 // Keys: 1 to 1024 bytes of UTF-8 without NUL or control characters (ValidateKey).
 //
+// Purposes. Every request a node sends serves one subsystem's purpose (BucketPurpose): its
+// lease, the listing, a fence, an ownership record, a segment... A component asks its store
+// for the view that counts under its purpose (ForPurpose) once, where it knows what its
+// calls are for, and sends through that view. A store that counts nothing (every backend,
+// and every decorator but store/counting_store.h) returns itself, so components behave
+// the same with or without accounting; docs/storage-backends.md ("What the bucket is asked,
+// and why") lists the series.
+//
 // Threading: every method is called on the owning Env's loop thread, and its Task
 // completes there. Any number of calls may be in flight at once.
 #pragma once
@@ -130,6 +138,28 @@ struct BucketClock {
   WallTime latest;
 };
 
+// What a request to the bucket is for: the `purpose` label of
+// wasmkeep_bucket_requests_total (docs/storage-backends.md). kOther is a request no subsystem
+// claimed (a call on the root of a counting store): a non-zero count names a missing tag.
+enum class BucketPurpose : std::uint8_t {
+  kLease,     // nodes/<self>: the start check, lease writes and their re-reads, `released`
+  kListing,   // the listing of nodes/ and the bodies it reads
+  kFence,     // a fence's deciding read and its write
+  kOwner,     // owners/: acquire, release, pending releases, the resolver, the routing read
+  kSegment,   // wal/ segment uploads (the owner fence <gen>-0 included)
+  kSnapshot,  // snapshot/ uploads
+  kRestore,   // an actor's restore: its listings and reads of wal/ and snapshot/
+  kGc,        // garbage collection: its listings and deletes
+  kAlarm,     // alarms/: index entries, their removal, shard scans (the shard holds are kOwner)
+  kControl,   // control/ (tenants, the cluster secret, drains), quarantine/
+  kClass,     // classes/: class pointers and modules
+  kOther,
+  kCount
+};
+inline constexpr std::size_t kBucketPurposes = static_cast<std::size_t>(BucketPurpose::kCount);
+// "lease", "listing", ... (the label values).
+std::string_view BucketPurposeName(BucketPurpose purpose);
+
 // Limits shared by every backend, with their reasons.
 inline constexpr std::size_t kMaxKeyBytes = 1024;     // S3's limit on a key
 inline constexpr int kMaxListPageSize = 1000;         // S3's limit on max-keys
@@ -165,6 +195,19 @@ class ObjectStore {
   // clock with it before dating anything the protocol relies on (`cluster fence` of an
   // absent node, docs/node-lease.md). kNotFound: this store cannot tell (the default).
   virtual Task<Result<BucketClock>> BucketTime(CallOptions options);
+
+  // What to change when the bucket refuses an If-Match on the version it returned itself
+  // (store/bucket_check.h): for s3://, the if_match_quoted setting. Empty: nothing to
+  // suggest (the default; mem://, file:// and sqlite:// never refuse it).
+  virtual std::string IfMatchRefusedHint() const { return {}; }
+
+  // The view of this store whose requests count under `purpose` (see "Purposes" above).
+  // The default, for stores that count nothing, is the store itself. The view lives as
+  // long as this store; asking again gives the same view.
+  virtual ObjectStore& ForPurpose(BucketPurpose purpose) {
+    (void)purpose;
+    return *this;
+  }
 };
 
 }  // namespace wk

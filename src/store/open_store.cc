@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include "base/log.h"
+
 #include "store/file/file_store.h"
 #include "store/mem/mem_store.h"
 #include "store/s3/s3_config.h"
@@ -17,7 +19,7 @@ std::optional<std::string> ProcessGetEnv(const char* name) {
 }
 
 Result<std::unique_ptr<ObjectStore>> OpenStore(RealEnv& env, std::string_view url,
-                                               const GetEnvFn& getenv) {
+                                               const GetEnvFn& getenv, BucketOpen mode) {
   if (url.starts_with("mem://")) {
     if (url.size() > 6) return InvalidArgument("mem:// takes no path (got '" + std::string(url) + "')");
     return std::unique_ptr<ObjectStore>(
@@ -26,20 +28,29 @@ Result<std::unique_ptr<ObjectStore>> OpenStore(RealEnv& env, std::string_view ur
   if (url.starts_with("file://")) {
     std::string dir(url.substr(7));
     if (dir.empty()) return InvalidArgument("file:// needs a directory, e.g. file://./wasmkeep-data");
+    const Status existing = FileStore::CheckExists(dir);
+    if (!existing.ok() && mode == BucketOpen::kMustExist) return existing;
     auto store = FileStore::Open(env, dir, FileStoreOptions{});
     if (!store.ok()) return store.status();
+    if (!existing.ok()) WK_LOG_INFO("created a new bucket", {{"bucket", (*store)->Describe()}});
     return std::unique_ptr<ObjectStore>(std::move(store).value());
   }
   if (url.starts_with("sqlite://")) {
     std::string dir(url.substr(9));
     if (dir.empty()) return InvalidArgument("sqlite:// needs a directory, e.g. sqlite://./wasmkeep-data");
+    const Status existing = SqliteStore::CheckExists(dir);
+    if (!existing.ok() && mode == BucketOpen::kMustExist) return existing;
     auto store = SqliteStore::Open(env, dir, SqliteStoreOptions{});
     if (!store.ok()) return store.status();
+    if (!existing.ok()) WK_LOG_INFO("created a new bucket", {{"bucket", (*store)->Describe()}});
     return std::unique_ptr<ObjectStore>(std::move(store).value());
   }
   if (url.starts_with("s3://")) {
     auto config = ParseS3Url(url, getenv);
     if (!config.ok()) return config.status();
+    if (!config->settings_from.empty()) {
+      WK_LOG_DEBUG("s3 settings", {{"bucket", DescribeS3Config(*config)}, {"from", config->settings_from}});
+    }
     auto store = S3Store::Create(env, std::move(config).value());
     if (!store.ok()) return store.status();
     return std::unique_ptr<ObjectStore>(std::move(store).value());

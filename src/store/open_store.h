@@ -11,12 +11,13 @@
 //                          AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN)
 //
 // Errors are kInvalidArgument (a malformed URL, an unknown scheme, a missing endpoint or
-// credentials) or kFatal (an unwritable directory), each with a one-line message naming
-// the problem. Opening sends no request to a remote bucket; the first call does.
+// credentials), kNotFound (kMustExist: no bucket at that directory) or kFatal (an
+// unwritable directory), each with a one-line message naming the problem. Opening sends no request to a remote bucket; the first call does.
 //
 // Threading: call on env's loop thread (or before the loop runs).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -33,8 +34,15 @@ using GetEnvFn = std::function<std::optional<std::string>(const char*)>;
 // The process environment.
 std::optional<std::string> ProcessGetEnv(const char* name);
 
+// Whether opening may create the bucket. Only `serve` and commands that create things
+// (tenant add, deploy, bucket put) create an embedded bucket (sqlite://, file://), and a
+// log line says so; every other command needs an existing one, so a mistyped path is an
+// error (kNotFound naming the path), never a new empty bucket. s3:// never creates a bucket.
+enum class BucketOpen : std::uint8_t { kCreateIfMissing, kMustExist };
+
 Result<std::unique_ptr<ObjectStore>> OpenStore(RealEnv& env, std::string_view url,
-                                               const GetEnvFn& getenv = ProcessGetEnv);
+                                               const GetEnvFn& getenv = ProcessGetEnv,
+                                               BucketOpen mode = BucketOpen::kCreateIfMissing);
 
 // The embedded default: a directory beside the working directory, as one SQLite database
 // (docs/storage-backends.md says why sqlite:// rather than file://).

@@ -47,6 +47,7 @@ class StoreWrapper : public ObjectStore {
   std::string Describe() const override { return inner_->Describe(); }
   bool SupportsConditionalDelete() const override { return inner_->SupportsConditionalDelete(); }
   Task<Result<BucketClock>> BucketTime(CallOptions options) override { return inner_->BucketTime(options); }
+  std::string IfMatchRefusedHint() const override { return inner_->IfMatchRefusedHint(); }
 
  protected:
   ObjectStore& inner() const { return *inner_; }

@@ -65,8 +65,9 @@ check "and the record names nobody, generation kept" '[ "$(owner t/c/w)" = "nobo
 stop "$pid_d"
 
 # An acquire with an unknown outcome is released if it landed (by the resolver), and the
-# actor is then acquired again at the next generation.
-start e e 6 "t/c/u" WASMKEEP_DEBUG_FAULTS="unknown_first_put=owners/"
+# actor is then acquired again at the next generation. Faults aimed at one actor's record
+# (here and below) leave the node's alarm shard holds alone, so the counts are the actor's.
+start e e 6 "t/c/u" WASMKEEP_DEBUG_FAULTS="unknown_first_put=owners/t/c/u"
 check "the acquire whose outcome was unknown is kept for the resolver" 'wait_for 20 "grep -q \"acquire outcome unknown\" \"$work/e.log\""'
 check "the resolver released it (it had landed)" 'wait_for 10 "[ \"\$(metric 6 '"'"'wasmkeep_resolver_total{outcome=\"released\"}'"'"')\" = 1 ]"'
 check "the actor is then held at generation 2" 'wait_for 10 "[ \"\$(owner t/c/u | cut -d\" \" -f1,3)\" = \"e 2\" ]"'
@@ -75,8 +76,9 @@ stop "$pid_e"
 # A pending release never applies to a later hold of the same node, in the dangerous order:
 # the release of g1 is parked (releases refused: only puts naming nobody), the node takes
 # the actor again at g2 while its release of g1 is still refused, and only then may the
-# parked release (If-Match g1's version) be retried: it must not free g2.
-start f f 7 "t/c/v" WASMKEEP_DEBUG_FAULTS="outage_file=$work/v_down,outage_prefix=owners/,outage_body=owner nobody"
+# parked release (If-Match g1's version) be retried: it must not free g2. The outage is
+# this actor's record alone: the node's alarm shard holds (docs/alarms.md) go on unharmed.
+start f f 7 "t/c/v" WASMKEEP_DEBUG_FAULTS="outage_file=$work/v_down,outage_prefix=owners/t/c/v,outage_body=owner nobody"
 check "node f holds t/c/v at generation 1" 'wait_for 15 "[ \"\$(owner t/c/v | cut -d\" \" -f1,3)\" = \"f 1\" ]"'
 touch "$work/v_down"
 W cluster drain f --wait 2 >/dev/null 2>&1
@@ -97,7 +99,7 @@ stop "$pid_f"
 # release (ADR 0020 §3; the simulator's resolver-without-lock).
 # The second acquisition's reply takes 1.5 s (it lands at once), so the resolver's passes
 # (every 250 ms) read the record between its landing and the registration of its hold.
-start h h 9 "t/c/s" WASMKEEP_DEBUG_FAULTS="lost_first_put=owners/,slow_reply_ms=1500,slow_reply_prefix=owners/"
+start h h 9 "t/c/s" WASMKEEP_DEBUG_FAULTS="lost_first_put=owners/t/c/s,slow_reply_ms=1500,slow_reply_prefix=owners/t/c/s"
 check "the lost acquire is kept for the resolver" 'wait_for 20 "grep -sq \"acquire outcome unknown\" \"$work/h.log\""'
 check "a second acquire holds the actor at the same generation 1" 'wait_for 10 "grep -q \"debug hold acquired actor=t/c/s generation=1\" \"$work/h.log\""'
 check "the resolver dropped its entry without releasing" 'wait_for 10 "[ \"\$(metric 9 '"'"'wasmkeep_resolver_total{outcome=\"dropped\"}'"'"')\" = 1 ]"'

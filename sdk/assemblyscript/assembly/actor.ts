@@ -5,7 +5,8 @@ import { Request } from "./request";
 import { Response } from "./response";
 import { fail, utf8 } from "./bytes";
 import {
-  LOG_DEBUG, LOG_ERROR, LOG_INFO, LOG_WARN, RANDOM_FILL_MAX_BYTES, alarm_delete, alarm_get, alarm_set, log as host_log,
+  LOG_DEBUG, LOG_ERROR, LOG_INFO, LOG_WARN, RANDOM_FILL_MAX_BYTES, alarm_delete, alarm_get, alarm_retry_count,
+  alarm_set, log as host_log,
   now_ms, random_fill, sync as host_sync,
 } from "./host";
 
@@ -88,8 +89,10 @@ export function sync(): bool {
 }
 
 // The actor's one alarm: a wall-clock time in ms since the Unix epoch, stored with its state
-// in the same batch as the event's writes. (The node stores it now; delivery, which calls
-// the module's wk_on_alarm export, arrives in a later release.)
+// in the same batch as the event's writes. When it comes due the node runs the module's
+// wk_on_alarm export (handleAlarm), at least once (docs/alarms.md): the alarm is cleared as
+// the handler starts (set it again to re-arm), and a handler that throws has its writes
+// discarded and is retried with back-off.
 export class Alarm {
   // Sets or replaces the alarm (timeMs >= 0, else the event fails).
   set(timeMs: i64): void {
@@ -111,13 +114,19 @@ export class Alarm {
 // @ts-ignore: decorator (@lazy: see log)
 @lazy export const alarm = new Alarm();
 
-// What an alarm handler is told about its alarm.
-//
-// This is the place reserved for the retry information that a later ABI release adds
-// (whether this delivery is a retry, and its attempt number). ABI v1 has no host call that
-// reports it, so nothing here invents one: today the class carries no fields. Handlers take
-// it already, so adding the fields later changes no handler's signature.
-export class AlarmInfo {}
+// What an alarm handler is told about its alarm: whether this run is a retry after a failed
+// one, and how many failed before it (the host's alarm_retry_count, read when asked, so a
+// module that never asks does not import it).
+export class AlarmInfo {
+  // 0 on the alarm's first run, n on its n-th retry.
+  get retryCount(): i32 {
+    return alarm_retry_count();
+  }
+  // True when an earlier run of this alarm failed.
+  get isRetry(): bool {
+    return alarm_retry_count() > 0;
+  }
+}
 
 // Runs a request handler as the body of the wk_on_request export:
 //

@@ -97,6 +97,12 @@ export declare function alarm_get(): i64;
 @external("wasmkeep_v1", "alarm_delete")
 export declare function alarm_delete(): void;
 
+// In wk_on_alarm: 0 on the alarm's first run, n on its n-th retry; -1 in a request. Added
+// to wasmkeep_v1 with alarm delivery (docs/abi.md): imported only by modules that use it.
+// @ts-ignore: decorator
+@external("wasmkeep_v1", "alarm_retry_count")
+export declare function alarm_retry_count(): i32;
+
 // ---- Time, randomness, logging, durability
 
 // @ts-ignore: decorator

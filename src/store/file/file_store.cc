@@ -24,6 +24,8 @@
 
 #include "base/crc32c.h"
 #include "store/file/file_layout.h"
+#include "store/local/local_text.h"
+#include "store/local/worker_pool.h"
 
 namespace wk {
 
@@ -40,21 +42,9 @@ constexpr int kMaxRenameAttempts = 64;
 // The lock is the real guard (a live writer holds it from creation to rename); the age
 // only covers the microseconds between a writer's open and its flock.
 constexpr auto kStaleTempAge = std::chrono::seconds(60);
-// Keys in messages are cut to this many bytes (keys go up to 1024).
-constexpr std::size_t kMaxQuotedKeyBytes = 120;
 
-std::string Quote(std::string_view key) {
-  if (key.size() <= kMaxQuotedKeyBytes) return "'" + std::string(key) + "'";
-  return "'" + std::string(key.substr(0, kMaxQuotedKeyBytes)) + "...' (" +
-         std::to_string(key.size()) + " bytes)";
-}
-
-std::string ErrnoText(int err) {
-  char buf[256];
-  // GNU strerror_r: thread-safe, returns the message (maybe not in buf).
-  const char* text = strerror_r(err, buf, sizeof(buf));
-  return text;
-}
+using local_store::ErrnoText;
+using local_store::Quote;
 
 // What an errno from a failed write or read means to the caller (status.h): retry after a
 // backoff when the condition can clear by itself, otherwise it needs an operator.
@@ -599,66 +589,6 @@ Result<ListPage> FileStore::Core::List(const ListOptions& options) const {
 }
 
 // ---------------------------------------------------------------------------------------
-// WorkerPool: a fixed set of threads running jobs in FIFO order, with a bounded queue.
-
-class FileStore::WorkerPool {
- public:
-  struct Job {
-    std::function<void()> run;
-    std::function<void()> abandon;  // instead of run, when the pool stops first
-  };
-
-  WorkerPool(int threads, std::size_t max_queued) : max_queued_(max_queued) {
-    for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { Loop(); });
-  }
-  // Drops the queued jobs (abandoning each) and joins the threads after their current job.
-  ~WorkerPool() {
-    std::deque<Job> dropped;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stopping_ = true;
-      dropped.swap(queue_);
-    }
-    cv_.notify_all();
-    for (Job& job : dropped) job.abandon();
-    for (std::thread& t : threads_) t.join();
-  }
-
-  // False if the queue is full.
-  bool Submit(Job job) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (queue_.size() >= max_queued_) return false;
-      queue_.push_back(std::move(job));
-    }
-    cv_.notify_one();
-    return true;
-  }
-
- private:
-  void Loop() {
-    while (true) {
-      Job job;
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-        if (stopping_) return;
-        job = std::move(queue_.front());
-        queue_.pop_front();
-      }
-      job.run();
-    }
-  }
-
-  const std::size_t max_queued_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Job> queue_;
-  bool stopping_ = false;
-  std::vector<std::thread> threads_;
-};
-
-// ---------------------------------------------------------------------------------------
 // Open.
 
 namespace {
@@ -770,6 +700,17 @@ Status CheckOrWriteFormat(int root, const std::string& abs, bool sync) {
 
 }  // namespace
 
+Status FileStore::CheckExists(const std::string& dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    return NotFound("file://" + dir + ": no bucket there: the directory does not exist");
+  }
+  if (!std::filesystem::exists(std::filesystem::path(dir) / std::string(fl::kFormatFile), ec)) {
+    return NotFound("file://" + dir + ": no bucket there: the directory holds no WasmKeep bucket (no FORMAT file)");
+  }
+  return Status::Ok();
+}
+
 Result<std::unique_ptr<FileStore>> FileStore::Open(Env& env, std::string dir,
                                                    FileStoreOptions options) {
   if (dir.empty()) return InvalidArgument("file:// needs a directory");
@@ -871,12 +812,18 @@ Result<std::unique_ptr<FileStore>> FileStore::Open(Env& env, std::string dir,
   return std::unique_ptr<FileStore>(new FileStore(env, std::move(core), options, removed));
 }
 
+// The worker threads: no context of their own (each job carries the Core).
+class FileStore::Pool : public local_store::WorkerPool<local_store::NoContext> {
+ public:
+  using WorkerPool::WorkerPool;
+};
+
 FileStore::FileStore(Env& env, std::shared_ptr<Core> core, const FileStoreOptions& options,
                      std::size_t stale_temps_removed)
     : env_(env),
       core_(std::move(core)),
       stale_temps_removed_(stale_temps_removed),
-      pool_(std::make_unique<WorkerPool>(options.io_threads, options.max_queued_ops)) {}
+      pool_(std::make_unique<Pool>(options.io_threads, options.max_queued_ops)) {}
 
 FileStore::~FileStore() { pool_.reset(); }
 
@@ -898,33 +845,23 @@ Task<R> FileStore::Run(const char* op, std::string key, bool is_write, CallOptio
     return R(Cancelled(where + ": cancelled"));
   });
 
-  WorkerPool::Job job;
-  job.run = [core = core_, work = std::move(work), latch, &env, op, key]() mutable {
+  Pool::Job job;
+  job.run = [core = core_, work = std::move(work), latch, &env, op, key](local_store::NoContext&) mutable {
     if (core->before_io) core->before_io(op, key);
     R result = work(*core);
     core.reset();
     // Only the Latch crosses back to the loop; its state is shared, so this is safe
     // whether or not the caller still waits, or the store still exists.
-    env.PostFromAnyThread([latch = std::move(latch), result = std::move(result)]() mutable {
-      latch.Set(std::move(result));
-    });
+    local_store::DeliverToLoop<R>(env, std::move(latch), std::move(result));
   };
   job.abandon = [latch, &env, where]() mutable {
-    env.PostFromAnyThread([latch = std::move(latch), where] {
-      latch.Set(R(Retryable(where + ": the file store closed before the operation started")));
-    });
+    local_store::DeliverToLoop<R>(
+        env, std::move(latch), R(Retryable(where + ": the file store closed before the operation started")));
   };
   if (!pool_->Submit(std::move(job))) {
     co_return R(Retryable(where + ": too many operations queued for the file store's workers"));
   }
-  const Env::TimerId deadline =
-      env.StartTimer(env.MonoNow() + options.timeout, [latch, where, is_write] {
-        latch.Set(R(UnknownOutcome(where + ": no result before the deadline" +
-                                   (is_write ? "; the write may still land" : ""))));
-      });
-  R result = co_await latch.Wait();
-  env.CancelTimer(deadline);
-  co_return result;
+  co_return co_await local_store::AwaitOnLoop<R>(env, std::move(latch), options.timeout, where, is_write);
 }
 
 // Each operation builds its work as a named local before awaiting Run (GCC 12 mishandles

@@ -104,6 +104,10 @@ class FileStore final : public ObjectStore {
   // system. Blocks the calling thread for a few file operations (start-up only).
   static Result<std::unique_ptr<FileStore>> Open(Env& env, std::string dir,
                                                  FileStoreOptions options);
+  // Whether dir already holds a bucket (its FORMAT file), without creating or changing
+  // anything: OK, or kNotFound naming the path and what is missing. Commands that only
+  // read call it first, so a mistyped path is an error, not a new empty bucket.
+  static Status CheckExists(const std::string& dir);
   ~FileStore() override;
 
   Task<Result<GetOutput>> Get(std::string key, CallOptions options) override;
@@ -125,7 +129,7 @@ class FileStore final : public ObjectStore {
  private:
   // The blocking operations and the open directory, shared with the worker threads.
   struct Core;
-  class WorkerPool;
+  class Pool;  // the worker threads (store/local/worker_pool.h)
 
   FileStore(Env& env, std::shared_ptr<Core> core, const FileStoreOptions& options,
             std::size_t stale_temps_removed);
@@ -139,7 +143,7 @@ class FileStore final : public ObjectStore {
   Env& env_;
   std::shared_ptr<Core> core_;
   std::size_t stale_temps_removed_ = 0;
-  std::unique_ptr<WorkerPool> pool_;  // last: destroyed (joined) first
+  std::unique_ptr<Pool> pool_;  // last: destroyed (joined) first
 };
 
 }  // namespace wk

@@ -27,6 +27,7 @@
 #include "base/crc32c.h"
 #include "env/real_env.h"
 #include "store/file/file_layout.h"
+#include "store/local/local_store_testing.h"
 #include "store/process_testing.h"
 
 namespace wk {
@@ -36,20 +37,7 @@ namespace fl = file_layout;
 namespace fs = std::filesystem;
 using std::chrono::milliseconds;
 
-std::string MakeTempDir() {
-  auto base = fs::temp_directory_path() / "wasmkeep-file-test";
-  fs::create_directories(base);
-  std::string tmpl = (base / "XXXXXX").string();
-  WK_CHECK(mkdtemp(tmpl.data()) != nullptr, "mkdtemp failed");
-  return tmpl;
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using local_store_testing::ReadFile;
 
 void WriteFile(const std::string& path, const std::string& content) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -183,66 +171,11 @@ TEST(FileLayoutTest, HeaderRoundTripsAndEveryHeaderByteIsChecked) {
 
 // ---- The store.
 
-class FileStoreTest : public ::testing::Test {
+class FileStoreTest : public local_store_testing::LocalStoreTest<FileStore, FileStoreOptions> {
  protected:
-  void SetUp() override { dir_ = MakeTempDir(); }
-  void TearDown() override {
-    store_.reset();
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-
-  void Open(FileStoreOptions options = {}) {
-    store_.reset();
-    auto store = FileStore::Open(env_, dir_, std::move(options));
-    ASSERT_TRUE(store.ok()) << store.status().ToString();
-    store_ = std::move(store).value();
-  }
-
-  template <typename T>
-  T Run(Task<T> task) {
-    return env_.RunMain(std::move(task));
-  }
-  Result<Version> Put(const std::string& key, std::string body,
-                      Precondition c = Precondition::None()) {
-    return Run(store_->Put(key, std::move(body), std::move(c), call_));
-  }
-  Result<GetOutput> Get(const std::string& key) { return Run(store_->Get(key, call_)); }
-  Result<ObjectMeta> Head(const std::string& key) { return Run(store_->Head(key, call_)); }
-  Status Delete(const std::string& key, Precondition c = Precondition::None()) {
-    return Run(store_->Delete(key, std::move(c), call_));
-  }
-  Result<ListPage> List(ListOptions options) {
-    return Run(store_->List(std::move(options), call_));
-  }
-
-  // Every key under prefix after start_after, following continuations.
-  std::vector<std::string> ListAll(const std::string& prefix, int page_size,
-                                   const std::string& start_after = "") {
-    std::vector<std::string> keys;
-    ListOptions options;
-    options.prefix = prefix;
-    options.page_size = page_size;
-    options.start_after = start_after;
-    for (int pages = 0; pages < 100'000; ++pages) {
-      auto page = List(options);
-      EXPECT_TRUE(page.ok()) << page.status().ToString();
-      if (!page.ok()) break;
-      EXPECT_LE(static_cast<int>(page->entries.size()), page_size);
-      for (auto& e : page->entries) keys.push_back(e.key);
-      if (!page->next_continuation) break;
-      EXPECT_EQ(static_cast<int>(page->entries.size()), page_size);
-      options.continuation = *page->next_continuation;
-    }
-    return keys;
-  }
+  FileStoreTest() : LocalStoreTest("wasmkeep-file-test") {}
 
   std::string ObjectFile(const std::string& key) const { return dir_ + "/" + fl::ObjectPath(key); }
-
-  RealEnv env_;
-  std::string dir_;
-  std::unique_ptr<FileStore> store_;
-  CallOptions call_{std::chrono::seconds(20)};
 };
 
 TEST_F(FileStoreTest, OpenCreatesTheDirectoryAndDescribesItsAbsolutePath) {
@@ -743,16 +676,7 @@ class Gate {
   bool open_ = false;
 };
 
-// Polls until key is readable (a write that was given up on may land later).
-Task<Result<GetOutput>> GetEventually(Env& env, ObjectStore& store, std::string key) {
-  CallOptions call{std::chrono::seconds(20)};
-  for (int i = 0; i < 1000; ++i) {
-    auto g = co_await store.Get(key, call);
-    if (g.code() != Code::kNotFound) co_return g;
-    co_await env.SleepFor(milliseconds(5));
-  }
-  co_return NotFound(key + " never appeared");
-}
+using local_store_testing::GetEventually;
 
 TEST_F(FileStoreTest, PastTheDeadlineIsUnknownOutcomeAndTheWriteMayStillLand) {
   Gate gate;

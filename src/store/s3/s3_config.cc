@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <set>
+#include <vector>
 
 namespace wk {
 namespace {
@@ -62,7 +63,7 @@ GetenvFn SystemGetenv() {
   };
 }
 
-Result<S3Config> ParseS3Url(std::string_view url, const GetenvFn& getenv) {
+Result<S3Config> ParseS3Url(std::string_view url, const GetenvFn& getenv, const ReadFileFn& read_file) {
   if (!url.starts_with(kScheme)) {
     return InvalidArgument("s3 URL must start with s3:// (got '" + std::string(url) + "')");
   }
@@ -92,6 +93,7 @@ Result<S3Config> ParseS3Url(std::string_view url, const GetenvFn& getenv) {
   S3Config cfg;
   cfg.bucket = std::string(bucket);
   std::optional<std::string> endpoint;
+  std::optional<std::string> region;
   std::set<std::string, std::less<>> seen;
   while (!query.empty()) {
     std::size_t amp = query.find('&');
@@ -112,7 +114,7 @@ Result<S3Config> ParseS3Url(std::string_view url, const GetenvFn& getenv) {
       endpoint = *value;
     } else if (*name == "region") {
       if (value->empty()) return InvalidArgument("s3 URL: region is empty");
-      cfg.region = *value;
+      region = *value;
     } else if (*name == "if_match_quoted") {
       auto b = ParseBool(*name, *value);
       if (!b.ok()) return b.status();
@@ -138,27 +140,70 @@ Result<S3Config> ParseS3Url(std::string_view url, const GetenvFn& getenv) {
     }
   }
 
-  if (!endpoint) endpoint = getenv("AWS_ENDPOINT_URL");
-  if (!endpoint || endpoint->empty()) {
-    return InvalidArgument("s3 URL: missing endpoint (add ?endpoint=http(s)://host:port or set "
-                           "AWS_ENDPOINT_URL)");
+  // Everything the URL leaves out comes from where AWS users keep it: the URL first, then
+  // the environment, then the AWS shared files (aws_profile.h), then the defaults.
+  auto profile = LoadAwsProfile(getenv, read_file);
+  if (!profile.ok()) return profile.status();
+  std::vector<std::string> sources;
+  auto first_of = [&](std::optional<std::string>* out, const char* what,
+                      std::initializer_list<const char*> variables, const std::optional<std::string>& from_profile) {
+    if (*out) {
+      sources.push_back(std::string(what) + " from the URL");
+      return;
+    }
+    for (const char* v : variables) {
+      if (auto value = getenv(v); value && !value->empty()) {
+        *out = std::move(*value);
+        sources.push_back(std::string(what) + " from " + v);
+        return;
+      }
+    }
+    if (from_profile) {
+      *out = *from_profile;
+      sources.push_back(std::string(what) + " from " + profile->sources[what]);
+    }
+  };
+  first_of(&region, "region", {"AWS_REGION", "AWS_DEFAULT_REGION"}, profile->region);
+  first_of(&endpoint, "endpoint", {"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"}, profile->endpoint_url);
+  if (!endpoint && region) {
+    // A region and no endpoint anywhere: AWS S3 itself (path-style, as every request here).
+    endpoint = "https://s3." + *region + ".amazonaws.com";
+    sources.push_back("endpoint: AWS S3 in that region");
   }
+  if (!endpoint || endpoint->empty()) {
+    return InvalidArgument("s3 URL: missing endpoint (add ?endpoint=http(s)://host:port, set AWS_ENDPOINT_URL_S3 or "
+                           "AWS_ENDPOINT_URL, endpoint_url in ~/.aws/config, or a region for AWS S3)");
+  }
+  if (region) cfg.region = *region;
   auto ep = ParseS3Endpoint(*endpoint);
   if (!ep.ok()) return ep.status();
   if (endpoint->ends_with("/")) endpoint->pop_back();
   cfg.endpoint = std::move(*endpoint);
 
+  // Credentials: the environment (and the config file's [s3], which the caller's getenv
+  // serves under the same names), then the AWS profile; key and secret from one place.
   auto access = getenv("AWS_ACCESS_KEY_ID");
   auto secret = getenv("AWS_SECRET_ACCESS_KEY");
+  auto token = getenv("AWS_SESSION_TOKEN");
+  const bool from_env = (access && !access->empty()) || (secret && !secret->empty());
+  if (!from_env && profile->access_key_id) {
+    access = profile->access_key_id;
+    secret = profile->secret_access_key;
+    token = profile->session_token;
+    sources.push_back("credentials from " + profile->sources["aws_access_key_id"]);
+  }
   if (!access || access->empty()) {
-    return InvalidArgument("s3 store: missing credentials: AWS_ACCESS_KEY_ID is not set");
+    return InvalidArgument("s3 store: missing credentials: AWS_ACCESS_KEY_ID is not set (nor aws_access_key_id in "
+                           "the AWS profile '" + profile->name + "')");
   }
   if (!secret || secret->empty()) {
-    return InvalidArgument("s3 store: missing credentials: AWS_SECRET_ACCESS_KEY is not set");
+    return InvalidArgument("s3 store: missing credentials: AWS_SECRET_ACCESS_KEY is not set (nor "
+                           "aws_secret_access_key beside the access key)");
   }
   cfg.access_key = std::move(*access);
   cfg.secret_key = std::move(*secret);
-  if (auto token = getenv("AWS_SESSION_TOKEN")) cfg.session_token = std::move(*token);
+  if (token) cfg.session_token = std::move(*token);
+  for (const auto& src : sources) cfg.settings_from += (cfg.settings_from.empty() ? "" : "; ") + src;
   return cfg;
 }
 

@@ -149,5 +149,125 @@ TEST(S3ConfigTest, DescribeHasNoSecrets) {
   EXPECT_EQ(d.find("TOKEN"), std::string::npos);
 }
 
+
+// ---- Where the settings come from: the URL, then the AWS variables, then the AWS shared
+// files (aws_profile.h), then the defaults.
+
+// Files by path, for ReadFileFn.
+ReadFileFn FakeFiles(std::map<std::string, std::string> files) {
+  return [files = std::move(files)](const std::string& path) -> std::optional<std::string> {
+    auto it = files.find(path);
+    if (it == files.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+constexpr char kConfig[] = R"(# ~/.aws/config
+[default]
+region = eu-central-1
+
+[profile r2]
+region = auto
+s3 =
+  endpoint_url = https://acct.r2.cloudflarestorage.com
+  addressing_style = path
+endpoint_url = https://ignored-for-s3.example.com
+
+[profile minio]
+region = us-east-1
+endpoint_url = http://minio.local:9000
+aws_access_key_id = FROMCONFIG
+aws_secret_access_key = CONFIGSECRET
+)";
+
+constexpr char kCredentials[] = R"([default]
+aws_access_key_id = DEFAULTKEY
+aws_secret_access_key = DEFAULTSECRET
+
+; the R2 token
+[r2]
+aws_access_key_id = R2KEY
+aws_secret_access_key = R2SECRET
+aws_session_token = R2TOKEN
+)";
+
+ReadFileFn AwsFiles() { return FakeFiles({{"/home/u/.aws/config", kConfig}, {"/home/u/.aws/credentials", kCredentials}}); }
+
+TEST(AwsProfileTest, TheIniFormatWithNestedBlocksAndComments) {
+  AwsIni ini = ParseAwsIni(kConfig);
+  EXPECT_EQ(ini["default"]["region"], "eu-central-1");
+  EXPECT_EQ(ini["profile r2"]["s3.endpoint_url"], "https://acct.r2.cloudflarestorage.com");
+  EXPECT_EQ(ini["profile r2"]["s3.addressing_style"], "path");
+  EXPECT_EQ(ini["profile r2"]["endpoint_url"], "https://ignored-for-s3.example.com") << "the block ends at an unindented line";
+  EXPECT_EQ(ini["profile minio"]["aws_access_key_id"], "FROMCONFIG");
+  EXPECT_EQ(ParseAwsIni("Region = x\n[a]\nREGION=y\r\n#c\n")["a"]["region"], "y") << "keys outside a section ignored";
+}
+
+TEST(S3ConfigTest, TheDefaultProfileGivesRegionCredentialsAndTheAwsEndpoint) {
+  auto r = ParseS3Url("s3://b", FakeEnv({{"HOME", "/home/u"}}), AwsFiles());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->region, "eu-central-1");
+  EXPECT_EQ(r->endpoint, "https://s3.eu-central-1.amazonaws.com") << "a region and no endpoint: AWS S3";
+  EXPECT_EQ(r->access_key, "DEFAULTKEY");
+  EXPECT_EQ(r->secret_key, "DEFAULTSECRET");
+  EXPECT_NE(r->settings_from.find("region from /home/u/.aws/config [default]"), std::string::npos) << r->settings_from;
+  EXPECT_NE(r->settings_from.find("credentials from /home/u/.aws/credentials [default]"), std::string::npos);
+}
+
+TEST(S3ConfigTest, AwsProfileSelectsTheS3EndpointAndTheCredentialsFileWins) {
+  auto r = ParseS3Url("s3://b", FakeEnv({{"HOME", "/home/u"}, {"AWS_PROFILE", "r2"}}), AwsFiles());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->region, "auto");
+  EXPECT_EQ(r->endpoint, "https://acct.r2.cloudflarestorage.com") << "the s3 block's endpoint_url wins";
+  EXPECT_EQ(r->access_key, "R2KEY");
+  EXPECT_EQ(r->session_token, "R2TOKEN");
+  auto minio = ParseS3Url("s3://b", FakeEnv({{"HOME", "/home/u"}, {"AWS_PROFILE", "minio"}}), AwsFiles());
+  ASSERT_TRUE(minio.ok()) << minio.status().ToString();
+  EXPECT_EQ(minio->endpoint, "http://minio.local:9000");
+  EXPECT_EQ(minio->access_key, "FROMCONFIG") << "keys in the config file when the credentials file has none";
+}
+
+TEST(S3ConfigTest, ExplicitSettingsWinOverTheEnvironmentWhichWinsOverTheFiles) {
+  auto env = FakeEnv({{"HOME", "/home/u"},
+                      {"AWS_PROFILE", "r2"},
+                      {"AWS_REGION", "us-west-2"},
+                      {"AWS_DEFAULT_REGION", "ignored"},
+                      {"AWS_ENDPOINT_URL", "http://generic:1"},
+                      {"AWS_ENDPOINT_URL_S3", "http://s3-only:2"},
+                      {"AWS_ACCESS_KEY_ID", "ENVKEY"},
+                      {"AWS_SECRET_ACCESS_KEY", "ENVSECRET"}});
+  auto r = ParseS3Url("s3://b", env, AwsFiles());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->region, "us-west-2");
+  EXPECT_EQ(r->endpoint, "http://s3-only:2") << "AWS_ENDPOINT_URL_S3 before AWS_ENDPOINT_URL";
+  EXPECT_EQ(r->access_key, "ENVKEY");
+  EXPECT_TRUE(r->session_token.empty()) << "key and secret from one place: the profile's token is not mixed in";
+  auto url = ParseS3Url("s3://b?endpoint=http://url:3&region=ap-south-1", env, AwsFiles());
+  ASSERT_TRUE(url.ok());
+  EXPECT_EQ(url->endpoint, "http://url:3");
+  EXPECT_EQ(url->region, "ap-south-1");
+  EXPECT_NE(url->settings_from.find("region from the URL"), std::string::npos);
+  auto default_region = ParseS3Url("s3://b", FakeEnv({{"AWS_DEFAULT_REGION", "sa-east-1"}, {"AWS_ACCESS_KEY_ID", "k"},
+                                                      {"AWS_SECRET_ACCESS_KEY", "s"}}));
+  ASSERT_TRUE(default_region.ok());
+  EXPECT_EQ(default_region->endpoint, "https://s3.sa-east-1.amazonaws.com");
+}
+
+TEST(S3ConfigTest, FilesComeFromTheirVariablesAndAMissingNamedProfileIsAnError) {
+  auto files = FakeFiles({{"/etc/wk/aws-config", "[profile p]\nregion = eu-north-1\n"},
+                          {"/etc/wk/aws-creds", "[p]\naws_access_key_id = K\naws_secret_access_key = S\n"}});
+  auto r = ParseS3Url("s3://b", FakeEnv({{"AWS_CONFIG_FILE", "/etc/wk/aws-config"},
+                                         {"AWS_SHARED_CREDENTIALS_FILE", "/etc/wk/aws-creds"},
+                                         {"AWS_PROFILE", "p"}}),
+                      files);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->region, "eu-north-1");
+  EXPECT_EQ(r->access_key, "K");
+  ExpectError("s3://b?endpoint=http://h", FakeEnv({{"HOME", "/home/u"}, {"AWS_PROFILE", "nope"}}),
+              "AWS profile 'nope' (from AWS_PROFILE) is in neither");
+  // Nothing anywhere: the error lists every place an endpoint may come from.
+  ExpectError("s3://b", WithKeys(), "AWS_ENDPOINT_URL_S3");
+}
+
 }  // namespace
 }  // namespace wk

@@ -461,6 +461,15 @@ std::string S3Store::Describe() const { return DescribeS3Config(shared_->cfg); }
 bool S3Store::SupportsConditionalDelete() const { return shared_->cfg.conditional_delete; }
 Task<Result<BucketClock>> S3Store::BucketTime(CallOptions options) { return DoBucketTime(shared_, options); }
 HttpClientStats S3Store::http_stats() const { return shared_->client->stats(); }
+std::string S3Store::IfMatchRefusedHint() const {
+  // FACTS: Ceph RGW fails every quoted If-Match; AWS S3 documents the quoted form.
+  if (shared_->cfg.if_match_quoted) {
+    return "it was sent quoted (\"etag\"): if this is Ceph RGW, add if_match_quoted=false to the s3:// URL "
+           "(or set s3.if_match_quoted = false in the config file)";
+  }
+  return "it was sent unquoted: add if_match_quoted=true to the s3:// URL (or set s3.if_match_quoted = true "
+         "in the config file); AWS S3 and Cloudflare R2 take the quoted form";
+}
 
 Result<S3Config> S3ConfigFromEnv(const GetenvFn& getenv) {
   auto endpoint = getenv("WASMKEEP_S3_ENDPOINT");

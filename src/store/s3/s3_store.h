@@ -89,6 +89,9 @@ class S3Store final : public ObjectStore {
   bool SupportsConditionalDelete() const override;
   // From the Date header of a HEAD of the bucket: [Date, Date + 1 s + the round trip].
   Task<Result<BucketClock>> BucketTime(CallOptions options) override;
+  // Names the if_match_quoted setting and the value to try (the probe of
+  // store/bucket_check.h calls it when the bucket refused its own version).
+  std::string IfMatchRefusedHint() const override;
 
   // PUT /bucket, for tests and tools. Ok if the bucket already exists and is ours.
   Task<Status> CreateBucket(CallOptions options = {});

@@ -9,6 +9,7 @@
 
 #include "env/real_env.h"
 #include "net/scripted_http_server.h"
+#include "store/bucket_check.h"
 #include "store/s3/s3_store.h"
 #include "store/s3/sigv4.h"
 
@@ -620,6 +621,47 @@ TEST(S3StoreEnvTest, ConfigFromEnvironment) {
   auto missing = S3ConfigFromEnv(getenv);
   EXPECT_EQ(missing.code(), Code::kInvalidArgument);
   EXPECT_NE(missing.status().message().find("WASMKEEP_S3_BUCKET"), std::string::npos);
+}
+
+
+// The bucket check (store/bucket_check.h) against a server that, like Ceph RGW, refuses
+// every quoted If-Match: found at the start's one probe, and the message names the setting
+// to change instead of the node failing later with what looks like lost races.
+TEST_F(S3StoreScriptedTest, TheBucketCheckFindsAQuotedIfMatchRefusalAndNamesTheSetting) {
+  auto& store = Store();  // if_match_quoted = true, the default (AWS's documented form)
+  const std::string key = "control/bucket-check/a";
+  const std::string body1 = "wasmkeep-bucket-check 1\nnonce n1\nstep 1\n";
+  server_.Expect("PUT", "/bkt/" + key).Respond(200, {{"ETag", "\"e1\""}}).Check([&](auto& r) {
+    EXPECT_EQ(r.body, body1);
+    EXPECT_EQ(r.Header("if-match"), "");
+  });
+  server_.Expect("PUT", "/bkt/" + key)
+      .Respond(412, {}, ErrorXml("PreconditionFailed", "At least one of the pre-conditions you specified did not hold"))
+      .Check([](auto& r) { EXPECT_EQ(r.Header("if-match"), "\"e1\""); });
+  server_.Expect("GET", "/bkt/" + key).Respond(200, {{"ETag", "\"e1\""}}, body1);
+  Status s = Run(CheckBucketOnce(store, key, "n1", Timeout(seconds(5))));
+  EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.ToString();
+  EXPECT_NE(s.message().find("add if_match_quoted=false to the s3:// URL"), std::string::npos) << s.message();
+  EXPECT_EQ(s.message().find('\n'), std::string::npos) << "one line";
+}
+
+// The same probe passing on a server that takes the unquoted form: four writes, the last
+// two refused as they must be.
+TEST_F(S3StoreScriptedTest, TheBucketCheckPassesWhenConditionsHold) {
+  auto& store = Store([](S3Config& c) { c.if_match_quoted = false; });
+  const std::string key = "control/bucket-check/a";
+  server_.Expect("PUT", "/bkt/" + key).Respond(200, {{"ETag", "\"e1\""}});
+  server_.Expect("PUT", "/bkt/" + key).Respond(200, {{"ETag", "\"e2\""}}).Check([](auto& r) {
+    EXPECT_EQ(r.Header("if-match"), "e1");
+  });
+  server_.Expect("PUT", "/bkt/" + key).Respond(412, {}, ErrorXml("PreconditionFailed", "no")).Check([](auto& r) {
+    EXPECT_EQ(r.Header("if-match"), "e1");
+  });
+  server_.Expect("PUT", "/bkt/" + key).Respond(412, {}, ErrorXml("PreconditionFailed", "no")).Check([](auto& r) {
+    EXPECT_EQ(r.Header("if-none-match"), "*");
+  });
+  Status s = Run(CheckBucketOnce(store, key, "n1", Timeout(seconds(5))));
+  EXPECT_TRUE(s.ok()) << s.ToString();
 }
 
 }  // namespace

@@ -21,14 +21,14 @@
 
 #include "base/check.h"
 #include "base/crc32c.h"
+#include "store/local/local_text.h"
+#include "store/local/worker_pool.h"
 
 namespace wk {
 
 namespace {
 
 // Limits, with their reasons.
-// Keys in messages are cut to this many bytes (keys go up to 1024).
-constexpr std::size_t kMaxQuotedKeyBytes = 120;
 // Versions are this many random bytes (as file://: collisions are out of reach).
 constexpr std::size_t kVersionBytes = 16;
 // Page cache of the writer's connection, and of each reader's (KiB; SQLite takes a
@@ -44,16 +44,8 @@ constexpr auto kBusyMaxSleep = std::chrono::microseconds(1000);
 // How long an open retries the switch to WAL mode while other processes open the file.
 constexpr auto kJournalModeRetryLimit = std::chrono::seconds(10);
 
-std::string Quote(std::string_view key) {
-  if (key.size() <= kMaxQuotedKeyBytes) return "'" + std::string(key) + "'";
-  return "'" + std::string(key.substr(0, kMaxQuotedKeyBytes)) + "...' (" +
-         std::to_string(key.size()) + " bytes)";
-}
-
-std::string ErrnoText(int err) {
-  char buf[256];
-  return strerror_r(err, buf, sizeof(buf));  // GNU: returns the message
-}
+using local_store::ErrnoText;
+using local_store::Quote;
 
 // What a SQLite result code means to the caller (status.h). Lock contention, a full disk
 // and memory pressure can clear by themselves; the rest needs an operator.
@@ -226,27 +218,6 @@ std::optional<std::string> PrefixEnd(std::string prefix) {
     prefix.pop_back();
   }
   return std::nullopt;
-}
-
-// Delivers r into latch on the loop thread (from any thread).
-template <typename R>
-void Deliver(Env& env, Latch<R> latch, R r) {
-  env.PostFromAnyThread(
-      [latch = std::move(latch), r = std::move(r)]() mutable { latch.Set(std::move(r)); });
-}
-
-// Awaits latch until the call's deadline: past it, kUnknownOutcome (a write may still land).
-// Touches only its arguments, so the store may be gone when it resumes.
-template <typename R>
-Task<R> AwaitResult(Env& env, Latch<R> latch, Duration timeout, std::string where, bool is_write) {
-  const Env::TimerId deadline =
-      env.StartTimer(env.MonoNow() + timeout, [latch, where, is_write] {
-        latch.Set(R(UnknownOutcome(where + ": no result before the deadline" +
-                                   (is_write ? "; the write may still land" : ""))));
-      });
-  R result = co_await latch.Wait();
-  env.CancelTimer(deadline);
-  co_return result;
 }
 
 }  // namespace
@@ -545,36 +516,19 @@ class Writer {
 // The readers: a fixed set of threads, each with its own connection and statements, taking
 // jobs in FIFO order from one bounded queue.
 
-class Readers {
- public:
-  // One reader's connection and its prepared statements.
-  struct Conn {
-    std::unique_ptr<Connection> conn;
-    Stmt get, head;
-    // List by the lower bound's kind (> start_after, or >= prefix) and whether the prefix
-    // gives an upper bound: four statements, so each is one index range scan.
-    Stmt list[2][2];
-  };
-  struct Job {
-    std::function<void(Conn&)> run;
-    std::function<void()> abandon;  // instead of run, when the store closes first
-  };
+// One reader's connection and its prepared statements.
+struct ReaderConn {
+  std::unique_ptr<Connection> conn;
+  Stmt get, head;
+  // List by the lower bound's kind (> start_after, or >= prefix) and whether the prefix
+  // gives an upper bound: four statements, so each is one index range scan.
+  Stmt list[2][2];
+};
 
-  Readers(std::vector<std::unique_ptr<Conn>> conns, std::size_t max_queued)
-      : max_queued_(max_queued), conns_(std::move(conns)) {
-    for (auto& conn : conns_) threads_.emplace_back([this, c = conn.get()] { Loop(*c); });
-  }
-  ~Readers() {
-    std::deque<Job> dropped;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stopping_ = true;
-      dropped.swap(queue_);
-    }
-    cv_.notify_all();
-    for (Job& job : dropped) job.abandon();
-    for (std::thread& t : threads_) t.join();
-  }
+class Readers : public local_store::WorkerPool<ReaderConn> {
+ public:
+  using Conn = ReaderConn;
+  using WorkerPool::WorkerPool;
 
   // Prepares c's statements.
   static Status Prepare(Conn& c, const std::string& where) {
@@ -602,39 +556,6 @@ class Readers {
     }
     return Status::Ok();
   }
-
-  bool Submit(Job job) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (queue_.size() >= max_queued_) return false;
-      queue_.push_back(std::move(job));
-    }
-    cv_.notify_one();
-    return true;
-  }
-
- private:
-  void Loop(Conn& conn) {
-    while (true) {
-      Job job;
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-        if (stopping_) return;
-        job = std::move(queue_.front());
-        queue_.pop_front();
-      }
-      job.run(conn);
-    }
-  }
-
-  const std::size_t max_queued_;
-  std::vector<std::unique_ptr<Conn>> conns_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Job> queue_;
-  bool stopping_ = false;
-  std::vector<std::thread> threads_;
 };
 
 }  // namespace sqlite_store_internal
@@ -805,6 +726,18 @@ Status MakeDirectory(const std::string& dir, bool sync) {
 
 }  // namespace
 
+Status SqliteStore::CheckExists(const std::string& dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    return NotFound("sqlite://" + dir + ": no bucket there: the directory does not exist");
+  }
+  if (!std::filesystem::exists(std::filesystem::path(dir) / std::string(kSqliteDbFile), ec)) {
+    return NotFound("sqlite://" + dir + ": no bucket there: the directory holds no WasmKeep bucket (no " +
+                    std::string(kSqliteDbFile) + ")");
+  }
+  return Status::Ok();
+}
+
 Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(Env& env, std::string dir,
                                                        SqliteStoreOptions options) {
   if (dir.empty()) return InvalidArgument("sqlite:// needs a directory");
@@ -897,15 +830,15 @@ Task<R> RunRead(Env& env, Readers& readers, std::string where, CallOptions optio
   Latch<R> latch(env, [where]() -> R { return R(Cancelled(where + ": cancelled")); });
   Readers::Job job;
   job.run = [work = std::move(work), latch, &env](Readers::Conn& conn) {
-    Deliver<R>(env, latch, work(conn));
+    local_store::DeliverToLoop<R>(env, latch, work(conn));
   };
   job.abandon = [latch, &env, where] {
-    Deliver<R>(env, latch, R(Retryable(where + ": the sqlite store closed before the read started")));
+    local_store::DeliverToLoop<R>(env, latch, R(Retryable(where + ": the sqlite store closed before the read started")));
   };
   if (!readers.Submit(std::move(job))) {
     co_return R(Retryable(where + ": too many reads queued for the sqlite store's readers"));
   }
-  co_return co_await AwaitResult<R>(env, latch, options.timeout, where, /*is_write=*/false);
+  co_return co_await local_store::AwaitOnLoop<R>(env, latch, options.timeout, where, /*is_write=*/false);
 }
 
 // Reads one row of key (get: version, size, crc, body; head: version, size) and checks it.
@@ -1055,7 +988,7 @@ Task<Result<Version>> SqliteStore::Put(std::string key, std::string body, Precon
   if (!writer_->Submit(std::move(op))) {
     co_return Retryable(where + ": too many writes queued for the sqlite store's writer");
   }
-  co_return co_await AwaitResult<Result<Version>>(env, latch, options.timeout, where,
+  co_return co_await local_store::AwaitOnLoop<Result<Version>>(env, latch, options.timeout, where,
                                                   /*is_write=*/true);
 }
 
@@ -1078,7 +1011,7 @@ Task<Status> SqliteStore::Delete(std::string key, Precondition condition, CallOp
   if (!writer_->Submit(std::move(op))) {
     co_return Retryable(where + ": too many writes queued for the sqlite store's writer");
   }
-  co_return co_await AwaitResult<Status>(env, latch, options.timeout, where, /*is_write=*/true);
+  co_return co_await local_store::AwaitOnLoop<Status>(env, latch, options.timeout, where, /*is_write=*/true);
 }
 
 // ---------------------------------------------------------------------------------------

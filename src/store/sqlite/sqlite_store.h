@@ -162,6 +162,9 @@ class SqliteStore final : public ObjectStore {
   // operations (start-up only; several processes may open one new DIR at once).
   static Result<std::unique_ptr<SqliteStore>> Open(Env& env, std::string dir,
                                                    SqliteStoreOptions options);
+  // Whether dir already holds a bucket (its database file), without creating or changing
+  // anything: OK, or kNotFound naming the path and what is missing (see FileStore).
+  static Status CheckExists(const std::string& dir);
   ~SqliteStore() override;
 
   Task<Result<GetOutput>> Get(std::string key, CallOptions options) override;

@@ -17,6 +17,7 @@
 
 #include "base/metrics.h"
 #include "env/real_env.h"
+#include "store/local/local_store_testing.h"
 
 namespace wk {
 namespace {
@@ -24,13 +25,6 @@ namespace {
 namespace fs = std::filesystem;
 using std::chrono::milliseconds;
 
-std::string MakeTempDir() {
-  auto base = fs::temp_directory_path() / "wasmkeep-sqlite-test";
-  fs::create_directories(base);
-  std::string tmpl = (base / "XXXXXX").string();
-  WK_CHECK(mkdtemp(tmpl.data()) != nullptr, "mkdtemp failed");
-  return tmpl;
-}
 
 // Holds the writer before its next batch until opened, counting the batches it saw.
 class BatchGate {
@@ -65,30 +59,9 @@ class BatchGate {
   bool open_ = false;
 };
 
-class SqliteStoreTest : public ::testing::Test {
+class SqliteStoreTest : public local_store_testing::LocalStoreTest<SqliteStore, SqliteStoreOptions> {
  protected:
-  void SetUp() override { dir_ = MakeTempDir(); }
-  void TearDown() override {
-    store_.reset();
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-
-  void Open(SqliteStoreOptions options = {}) {
-    store_.reset();
-    auto store = SqliteStore::Open(env_, dir_, std::move(options));
-    ASSERT_TRUE(store.ok()) << store.status().ToString();
-    store_ = std::move(store).value();
-  }
-  template <typename T>
-  T Run(Task<T> task) {
-    return env_.RunMain(std::move(task));
-  }
-  Result<Version> Put(const std::string& key, std::string body,
-                      Precondition c = Precondition::None()) {
-    return Run(store_->Put(key, std::move(body), std::move(c), call_));
-  }
-  Result<GetOutput> Get(const std::string& key) { return Run(store_->Get(key, call_)); }
+  SqliteStoreTest() : LocalStoreTest("wasmkeep-sqlite-test") {}
 
   // Runs the writes at once (each its own task) and returns their outcomes in call order.
   struct Write {
@@ -121,11 +94,6 @@ class SqliteStoreTest : public ::testing::Test {
   }
 
   std::string DbPath() const { return dir_ + "/" + std::string(kSqliteDbFile); }
-
-  RealEnv env_;
-  std::string dir_;
-  std::unique_ptr<SqliteStore> store_;
-  CallOptions call_{std::chrono::seconds(20)};
 };
 
 TEST_F(SqliteStoreTest, OpenCreatesTheDatabaseAndReopensIt) {
@@ -196,16 +164,7 @@ TEST_F(SqliteStoreTest, OpenRefusesWhatIsNotItsBucketWithOneLine) {
       << newer.status().message();
 }
 
-// Polls until key is readable (a write that was given up on may land later).
-Task<Result<GetOutput>> GetEventually(Env& env, ObjectStore& store, std::string key) {
-  CallOptions call{std::chrono::seconds(20)};
-  for (int i = 0; i < 1000; ++i) {
-    auto g = co_await store.Get(key, call);
-    if (g.code() != Code::kNotFound) co_return g;
-    co_await env.SleepFor(milliseconds(5));
-  }
-  co_return NotFound(key + " never appeared");
-}
+using local_store_testing::GetEventually;
 
 // The writer is held in its first batch (one put) while 40 more writes queue; they commit
 // together in one transaction, each answered with its own outcome, checked in call order:

@@ -1,0 +1,759 @@
+#!/usr/bin/env python3
+"""The soak's driver (bench/soak.sh sets up the bucket and runs this; docs/benchmarks.md,
+"The soak").
+
+Phases: a tenant and the chat example deployed; N `wasmkeep serve` processes on one bucket,
+kept running by a supervisor (a process that exits is restarted a second later, as systemd's
+Restart=on-failure would); a steady load of appends to busy actors and many cold ones; a
+nemesis; then every node restarted if needed, every actor read back through a node, the
+list-append checker, the bucket requests from the nodes' /metrics, and the report.
+
+The workload is the chat example (examples/chat/chat.cc): POST /messages appends the body
+as the next message and answers its number; GET /messages?since=N pages through them. Each
+append's body is unique ("<writer>-<seq>"). An append answered 200 is acknowledged: the
+checker requires it present exactly once, at the number it was answered with, and after
+every earlier acknowledged append of its writer to that actor (a Jepsen list-append check).
+Anything else (a 503, a timeout, a connection reset) may or may not have taken effect: it
+may be present, once.
+
+The nemesis, in turn: kill -9 of a node (restarted 1-3 s later); a node frozen with
+SIGSTOP past its lease (ttl + grace + the fence watch + a margin) and resumed with SIGCONT
+(it must find itself fenced and exit 6, then the supervisor restarts it); a paused bucket
+(SIGSTOP of the soak's own radosgw, or the nodes' outage fault on file://), alternately
+shorter than the lease's validity and longer. Before each kill or freeze a probe actor is
+acquired on the victim (an append sent to it directly); from the event on, the other nodes
+are asked to append to it every 250 ms, so "writable again" (the event until the first
+append answered 200) splits, from the nodes' logs (run at debug level), into: the lease
+bound (until the victim's records were free: a peer's fence of it, or its restarted
+process's first valid lease write), the acquisition (until the node that took the probe
+had acquired it: its "actor opened" line less the restore it reports; this includes the
+wait for the next probe append) and the restore (from then until the answer: the restore,
+the write and the answer).
+
+Alarms: the ALARMS HOOK below. This build has no alarm delivery, and the hook says so
+("alarms: not available in this build") rather than counting anything.
+"""
+
+import argparse
+import datetime
+import http.client
+import json
+import os
+import random
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+TENANT = "soak"
+CLASS = "chat"
+# Per request, by operation: the built-in tables of `wasmkeep cluster cost`
+# (src/cli/cost.cc, sources and dates in docs/cli.md). Kept equal by hand.
+PRICES = {
+    "aws-s3": {"put": 0.005 / 1000, "list": 0.005 / 1000, "get": 0.0004 / 1000, "head": 0.0004 / 1000, "delete": 0.0},
+    "r2": {"put": 4.50 / 1e6, "list": 4.50 / 1e6, "get": 0.36 / 1e6, "head": 0.36 / 1e6, "delete": 0.0},
+}
+METRIC_RE = re.compile(r'^wasmkeep_bucket_requests_total\{op="([a-z]+)",purpose="([a-z_]+)",outcome="([a-z_]+)"\} ([0-9.e+]+)$')
+START_RE = re.compile(r"^wasmkeep_process_start_time_seconds ([0-9.e+]+)$")
+
+
+def log(*parts):
+    print(time.strftime("%H:%M:%S"), "soak:", *parts, file=sys.stderr, flush=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def log_time(line):
+    """The Unix time of a node's log line ("2026-12-04T11:00:00.123Z warning ...")."""
+    try:
+        t = datetime.datetime.strptime(line.split(" ", 1)[0], "%Y-%m-%dT%H:%M:%S.%fZ")
+        return t.replace(tzinfo=datetime.timezone.utc).timestamp()
+    except (ValueError, IndexError):
+        return None
+
+
+def percentile(values, p):
+    if not values:
+        return None
+    s = sorted(values)
+    k = min(len(s) - 1, max(0, int(round(p / 100 * (len(s) - 1)))))
+    return round(s[k], 2)
+
+
+def summary(values):
+    return {"count": len(values), "p50": percentile(values, 50), "p99": percentile(values, 99),
+            "max": round(max(values), 2) if values else None}
+
+
+class Node:
+    def __init__(self, soak, idx):
+        self.soak = soak
+        self.id = f"n{idx}"
+        self.port = free_port()
+        self.admin_port = free_port()
+        self.proc = None
+        self.incarnation = 0
+        self.held = False      # the nemesis owns its state (killed, frozen): no supervisor restart
+        self.frozen = False
+        self.exits = []        # (time, exit status) of processes that ended
+        self.logs = []
+
+    def start(self):
+        self.incarnation += 1
+        path = os.path.join(self.soak.out, f"{self.id}.{self.incarnation}.log")
+        self.logs.append(path)
+        env = dict(os.environ)
+        if self.soak.pause_kind == "fault":
+            env["WASMKEEP_DEBUG_FAULTS"] = "outage_file=" + self.soak.outage_file
+        out = open(path, "w")
+        self.proc = subprocess.Popen(
+            [self.soak.wk, "--config", self.soak.config, "--bucket", self.soak.bucket, "serve", "--node-id", self.id,
+             "--listen", f"127.0.0.1:{self.port}", "--admin-listen", f"127.0.0.1:{self.admin_port}"],
+            stdout=out, stderr=subprocess.STDOUT, env=env)
+        out.close()
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def ready(self):
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", self.admin_port, timeout=2)
+            c.request("GET", "/readyz")
+            ok = c.getresponse().status == 200
+            c.close()
+            return ok
+        except OSError:
+            return False
+
+
+class Soak:
+    def __init__(self, a):
+        self.a = a
+        self.wk = a.wasmkeep
+        self.bucket = a.bucket
+        self.out = a.out
+        self.rng = random.Random(a.seed)
+        self.finished = False
+        self.t_started = time.time()
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.history = []      # every append: dict(writer, actor, value, t0, t1, status, number)
+        self.events = []       # nemesis events
+        self.failovers = []    # measured kills and freezes
+        self.pauses = []
+        self.scrapes = {}      # (node, start_time) -> dict(first, last, counts)
+        self.pause_kind, _, self.pause_arg = a.pause.partition(":")
+        self.outage_file = os.path.join(self.out, "bucket-outage")
+        if a.fast_leases:
+            self.ttl, self.grace, self.safety, self.period = 2.0, 1.0, 0.4, 0.6
+        else:
+            self.ttl, self.grace, self.safety, self.period = 10.0, 5.0, 2.0, 3.0
+        self.attempt = (self.ttl - self.safety) / 3
+        self.config = os.path.join(self.out, "soak.toml")
+        with open(self.config, "w") as f:
+            if a.fast_leases:
+                f.write("[lease]\nttl_ms = 2000\ngrace_ms = 1000\nsafety_ms = 400\nmax_skew_ms = 200\n"
+                        "heartbeat_period_ms = 600\n")
+            # Two shared cores: one worker per node; cold actors hibernate between their writes.
+            f.write("[actors]\nworkers = 1\n")
+            # Debug lines say when each actor was acquired and restored ("actor opened"), which
+            # splits a failover; they cost a line per event.
+            f.write("[log]\nlevel = \"debug\"\n")
+        self.nodes = [Node(self, i) for i in range(a.nodes)]
+
+    # ---- commands ---------------------------------------------------------------------
+    def W(self, *args, check=True):
+        r = subprocess.run([self.wk, "--config", self.config, "--bucket", self.bucket, *args],
+                           capture_output=True, text=True, timeout=60)
+        if check and r.returncode != 0:
+            raise RuntimeError(f"wasmkeep {' '.join(args)}: {r.stderr.strip()}")
+        return r
+
+    def setup(self):
+        r = self.W("tenant", "add", TENANT, check=False)
+        if r.returncode not in (0, 3):
+            raise RuntimeError("tenant add: " + r.stderr.strip())
+        if r.returncode == 3:
+            raise RuntimeError("the bucket already has tenant soak: use a fresh bucket")
+        self.token = r.stdout.strip().splitlines()[-1]
+        self.W("deploy", "--tenant", TENANT, "--class", CLASS, os.path.join(self.a.actors, "chat.wasm"))
+
+    # ---- HTTP -------------------------------------------------------------------------
+    def request(self, node, method, path, body=None, timeout=10.0):
+        """(status, body) or (None, error) for no answer."""
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", node.port, timeout=timeout)
+            headers = {"Authorization": "Bearer " + self.token}
+            c.request(method, f"/v1/actors/{TENANT}/{CLASS}/{path}", body=body, headers=headers)
+            resp = c.getresponse()
+            data = resp.read().decode("utf-8", "replace")
+            c.close()
+            return resp.status, data
+        except (OSError, http.client.HTTPException) as e:
+            return None, str(e)
+
+    def append(self, writer, actor, value, node=None, timeout=10.0):
+        node = node or self.rng.choice(self.nodes)
+        t0 = time.time()
+        status, body = self.request(node, "POST", f"{actor}/messages", value.encode(), timeout)
+        t1 = time.time()
+        number = int(body.strip()) if status == 200 and body.strip().isdigit() else None
+        entry = {"writer": writer, "actor": actor, "value": value, "t0": round(t0, 3), "t1": round(t1, 3),
+                 "status": status, "number": number, "node": node.id}
+        with self.lock:
+            self.history.append(entry)
+        return entry
+
+    # ---- the nodes --------------------------------------------------------------------
+    def supervise(self):
+        while not self.stop.is_set():
+            for n in self.nodes:
+                if n.proc is not None and not n.held and n.proc.poll() is not None:
+                    n.exits.append((time.time(), n.proc.returncode))
+                    log(f"{n.id} exited with status {n.proc.returncode}; restarting it in 1 s")
+                    n.proc = None
+                    threading.Timer(1.0, self._restart, args=(n,)).start()
+            time.sleep(0.25)
+
+    def _restart(self, n):
+        if not n.held and n.proc is None and not self.finished:
+            n.start()
+
+    def wait_ready(self, seconds):
+        deadline = time.time() + seconds
+        while time.time() < deadline:
+            if all(n.ready() for n in self.nodes):
+                return True
+            time.sleep(0.3)
+        return False
+
+    # ---- load -------------------------------------------------------------------------
+    def writer(self, wid, rate, cold_writer=False):
+        """Appends at `rate` per second: to random busy actors, or (the cold writer) to the
+        cold actors in turn, each then idle long enough to hibernate."""
+        rng = random.Random(self.a.seed * 1000 + wid)
+        seq = 0
+        busy = [f"busy-{i}" for i in range(self.a.busy)]
+        cold = [f"cold-{i}" for i in range(self.a.cold)]
+        rng.shuffle(cold)
+        cold_next = 0
+        period = 1.0 / rate
+        next_at = time.time()
+        while not self.stop.is_set():
+            if cold_writer:
+                actor = cold[cold_next % len(cold)]
+                cold_next += 1
+            else:
+                actor = rng.choice(busy)
+            seq += 1
+            self.append(f"w{wid}", actor, f"w{wid}-{seq}")
+            next_at += period
+            delay = next_at - time.time()
+            if delay > 0:
+                self.stop.wait(delay)
+            else:
+                next_at = time.time()
+
+    # ---- the nodes' metrics -----------------------------------------------------------
+    def scrape_once(self):
+        for n in self.nodes:
+            if not n.alive() or n.frozen:
+                continue
+            try:
+                c = http.client.HTTPConnection("127.0.0.1", n.admin_port, timeout=2)
+                c.request("GET", "/metrics")
+                text = c.getresponse().read().decode()
+                c.close()
+            except (OSError, http.client.HTTPException):
+                continue
+            counts, start = {}, None
+            for line in text.splitlines():
+                m = METRIC_RE.match(line)
+                if m:
+                    op, purpose, _outcome, v = m.groups()
+                    counts[(op, purpose)] = counts.get((op, purpose), 0) + float(v)
+                    continue
+                m = START_RE.match(line)
+                if m:
+                    start = float(m.group(1))
+            if start is None:
+                continue
+            now = time.time()
+            key = (n.id, start)
+            with self.lock:
+                s = self.scrapes.setdefault(key, {"start": start, "first": now, "last": now, "counts": {}})
+                s["last"], s["counts"] = now, counts
+
+    def scraper(self):
+        while not self.stop.is_set():
+            self.scrape_once()
+            self.stop.wait(5.0)
+
+    # ---- the nemesis ------------------------------------------------------------------
+    def probe(self, victim, name):
+        """An actor the victim holds: an append sent to it directly until one is answered."""
+        deadline = time.time() + 30
+        while time.time() < deadline and not self.stop.is_set():
+            e = self.append("probe", name, f"probe-{name}-{int(time.time() * 1000)}", node=victim, timeout=5)
+            if e["status"] == 200:
+                return True
+            time.sleep(0.5)
+        return False
+
+    def measure(self, kind, victim, name, t0):
+        """Appends to the probe through the other nodes every 250 ms until one is answered."""
+        others = [n for n in self.nodes if n is not victim]
+        t_ack = None
+        limit = t0 + 20 * (self.ttl + self.grace) + 30
+        while time.time() < limit and t_ack is None:
+            e = self.append("probe", name, f"probe-{name}-{int(time.time() * 1000)}", node=self.rng.choice(others),
+                            timeout=5)
+            if e["status"] == 200:
+                t_ack = e["t1"]
+            else:
+                time.sleep(0.25)
+        self.failovers.append({"kind": kind, "victim": victim.id, "probe": name, "at": t0, "acknowledged": t_ack})
+
+    def kill(self, k):
+        victim = self.rng.choice(self.nodes)
+        name = f"probe-{k}"
+        if not self.probe(victim, name):
+            log(f"kill {k}: {victim.id} could not take its probe; killed without a measurement")
+            name = None
+        victim.held = True
+        t0 = time.time()
+        if victim.proc is not None:
+            victim.proc.kill()
+            victim.proc.wait()
+        self.events.append({"kind": "kill", "node": victim.id, "at": t0})
+        log(f"kill -9 {victim.id}")
+        measurer = threading.Thread(target=self.measure, args=("kill", victim, name, t0)) if name else None
+        if measurer:
+            measurer.start()
+        time.sleep(self.rng.uniform(1, 3))
+        victim.start()
+        victim.held = False
+        if measurer:
+            measurer.join()
+
+    def freeze(self, k):
+        victim = self.rng.choice(self.nodes)
+        name = f"probe-{k}"
+        if not self.probe(victim, name):
+            log(f"freeze {k}: {victim.id} could not take its probe; frozen without a measurement")
+            name = None
+        if victim.proc is None:
+            return
+        victim.held = True
+        victim.frozen = True
+        t0 = time.time()
+        os.kill(victim.proc.pid, signal.SIGSTOP)
+        frozen_for = self.ttl + self.grace + (self.period + self.attempt) + max(2.0, self.period)
+        self.events.append({"kind": "freeze", "node": victim.id, "at": t0, "seconds": round(frozen_for, 1)})
+        log(f"SIGSTOP {victim.id} for {frozen_for:.1f} s")
+        measurer = threading.Thread(target=self.measure, args=("freeze", victim, name, t0)) if name else None
+        if measurer:
+            measurer.start()
+        time.sleep(frozen_for)
+        os.kill(victim.proc.pid, signal.SIGCONT)
+        victim.frozen = False
+        log(f"SIGCONT {victim.id}")
+        # It should find itself fenced at its next write and exit 6.
+        try:
+            code = victim.proc.wait(timeout=self.ttl + 10)
+        except subprocess.TimeoutExpired:
+            code = None
+        self.events[-1]["exit_after_resume"] = code
+        victim.held = False  # the supervisor restarts it
+        if measurer:
+            measurer.join()
+
+    def radosgw_pids(self):
+        pids = []
+        for p in os.listdir("/proc"):
+            if not p.isdigit():
+                continue
+            try:
+                with open(f"/proc/{p}/cmdline", "rb") as f:
+                    cmd = f.read().split(b"\0")
+            except OSError:
+                continue
+            if cmd and os.path.basename(cmd[0]) == b"radosgw" and any(self.pause_arg.encode() in c for c in cmd):
+                pids.append(int(p))
+        return pids
+
+    def pause(self, k):
+        if self.pause_kind == "none":
+            return
+        validity = self.ttl - self.safety
+        seconds = validity / 2 if k % 2 == 0 else validity + max(2.0, self.period)
+        t0 = time.time()
+        if self.pause_kind == "rgw":
+            pids = self.radosgw_pids()
+            if not pids:
+                log("pause: no radosgw of this soak found; skipped")
+                return
+            for p in pids:
+                os.kill(p, signal.SIGSTOP)
+            self.stop.wait(seconds)
+            for p in pids:
+                os.kill(p, signal.SIGCONT)
+        else:
+            open(self.outage_file, "w").close()
+            self.stop.wait(seconds)
+            os.unlink(self.outage_file)
+        t1 = time.time()
+        log(f"bucket paused {seconds:.1f} s")
+        self.events.append({"kind": "pause", "at": t0, "seconds": round(seconds, 1)})
+        # Recovery: the first append answered after the pause ended.
+        deadline = t1 + 60
+        recovered = None
+        while time.time() < deadline and recovered is None:
+            with self.lock:
+                acks = [e["t1"] for e in self.history[-400:] if e["status"] == 200 and e["t0"] >= t1]
+            if acks:
+                recovered = min(acks) - t1
+            else:
+                time.sleep(0.2)
+        self.pauses.append({"at": t0, "seconds": round(seconds, 1), "first_ack_after_s": recovered})
+
+    def nemesis(self, end):
+        steps = [self.kill, self.pause, self.freeze]
+        k = 0
+        # Room for the slowest event (a freeze and its restart) before the end.
+        gap = max(5.0, 2 * (self.ttl + self.grace))
+        self.stop.wait(min(gap, (end - time.time()) / 4))
+        while not self.stop.is_set() and time.time() + (self.ttl + self.grace) * 2 < end:
+            steps[k % len(steps)](k)
+            k += 1
+            self.stop.wait(self.rng.uniform(gap / 2, gap))
+
+    # ---- the checker ------------------------------------------------------------------
+    def read_all(self, actor):
+        """Every message of actor, read through any ready node: [(number, text)]."""
+        out, since = [], 0
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            node = self.rng.choice(self.nodes)
+            status, body = self.request(node, "GET", f"{actor}/messages?since={since}", timeout=10)
+            if status != 200:
+                time.sleep(0.5)
+                continue
+            lines = [l for l in body.split("\n") if l]
+            if not lines:
+                return out
+            for l in lines:
+                num, _, text = l.partition("\t")
+                out.append((int(num), text))
+            since = out[-1][0]
+        raise RuntimeError(f"could not read {actor} back")
+
+    def check(self):
+        by_actor = {}
+        for e in self.history:
+            by_actor.setdefault(e["actor"], []).append(e)
+        lost, duplicated, misplaced, out_of_order, phantom, unacked_present = [], [], [], [], [], 0
+        for actor, entries in sorted(by_actor.items()):
+            stored = self.read_all(actor)
+            seen = {}
+            for num, text in stored:
+                seen.setdefault(text, []).append(num)
+            sent = {e["value"] for e in entries}
+            for text, nums in seen.items():
+                if len(nums) > 1:
+                    duplicated.append({"actor": actor, "value": text, "numbers": nums})
+                if text not in sent:
+                    phantom.append({"actor": actor, "value": text})
+            numbers = [n for n, _ in stored]
+            if numbers != list(range(1, len(numbers) + 1)):
+                misplaced.append({"actor": actor, "problem": "numbers are not 1..n"})
+            last_by_writer = {}
+            for e in sorted(entries, key=lambda e: e["t0"]):
+                where = seen.get(e["value"], [])
+                if e["status"] == 200:
+                    if not where:
+                        lost.append({"actor": actor, "value": e["value"], "number": e["number"]})
+                        continue
+                    if e["number"] is not None and where[0] != e["number"]:
+                        misplaced.append({"actor": actor, "value": e["value"], "acknowledged": e["number"], "at": where[0]})
+                    prev = last_by_writer.get(e["writer"])
+                    if prev is not None and where[0] <= prev:
+                        out_of_order.append({"actor": actor, "value": e["value"]})
+                    last_by_writer[e["writer"]] = where[0]
+                elif where:
+                    unacked_present += 1
+        return {"lost": lost, "duplicated": duplicated, "misplaced": misplaced, "out_of_order": out_of_order,
+                "phantom": phantom, "unacknowledged_present": unacked_present, "actors_checked": len(by_actor)}
+
+    # ---- ALARMS HOOK ------------------------------------------------------------------
+    # The alarms helper's build adds alarm delivery (src/alarms). Until then nothing here
+    # sets or counts alarms. To fill in: in alarms_setup(), deploy an actor that sets an alarm
+    # on each write (or give chat an alarm), remember what was set; in alarms_result(), read
+    # what fired (an actor's own record, or wasmkeep_alarms_* from the nodes' /metrics) and
+    # return {"available": True, "set": n, "fired": m, "missing": [...]}; the report and the
+    # exit status take it from there.
+    def alarms_setup(self):
+        return None
+
+    def alarms_result(self):
+        return {"available": False, "set": None, "fired": None, "note": "alarms: not available in this build"}
+
+    # ---- the run ----------------------------------------------------------------------
+    def run(self):
+        t_setup = time.time()
+        self.setup()
+        for n in self.nodes:
+            n.start()
+        log(f"{len(self.nodes)} nodes starting on {self.bucket.split('?')[0]} (start check: ttl + grace)")
+        threading.Thread(target=self.supervise, daemon=True).start()
+        if not self.wait_ready(self.ttl + self.grace + 60):
+            raise RuntimeError("the nodes did not become ready")
+        self.alarms_setup()
+        log(f"ready after {time.time() - t_setup:.1f} s; load and nemesis for {self.a.minutes} min")
+        start = time.time()
+        end = start + self.a.minutes * 60
+        busy_rate = max(self.a.rate - self.a.cold_rate, 0.1)
+        threads = [threading.Thread(target=self.writer, args=(w, busy_rate / self.a.writers), daemon=True)
+                   for w in range(self.a.writers)]
+        if self.a.cold and self.a.cold_rate > 0:
+            threads.append(threading.Thread(target=self.writer, args=(self.a.writers, self.a.cold_rate, True),
+                                            daemon=True))
+        threads.append(threading.Thread(target=self.scraper, daemon=True))
+        for t in threads:
+            t.start()
+        nem = threading.Thread(target=self.nemesis, args=(end,), daemon=True)
+        nem.start()
+        while time.time() < end:
+            time.sleep(1)
+        log("load ends")
+        self.stop.set()
+        nem.join(timeout=self.ttl * 10 + 60)
+        for t in threads:
+            t.join(timeout=30)
+        self.stop.clear()
+        # Every node back and ready, then the final scrape and the read-back.
+        for n in self.nodes:
+            n.held = False
+            if n.frozen and n.proc:
+                os.kill(n.proc.pid, signal.SIGCONT)
+                n.frozen = False
+        sup = threading.Thread(target=self.supervise, daemon=True)
+        sup.start()
+        ready = self.wait_ready(self.ttl + self.grace + 60)
+        self.scrape_once()
+        load_seconds = time.time() - start
+        verdict = self.check()
+        self.scrape_once()
+        self.finished = True
+        self.stop.set()
+        for n in self.nodes:
+            if n.alive():
+                n.proc.send_signal(signal.SIGTERM)
+        for n in self.nodes:
+            if n.proc:
+                try:
+                    n.proc.wait(timeout=self.ttl * 3)
+                except subprocess.TimeoutExpired:
+                    n.proc.kill()
+        return self.report(verdict, load_seconds, ready)
+
+    # ---- the report -------------------------------------------------------------------
+    def node_log_lines(self):
+        if not hasattr(self, "_log_lines"):
+            self._log_lines = []
+            for n in self.nodes:
+                for path in n.logs:
+                    try:
+                        with open(path, errors="replace") as fh:
+                            for line in fh:
+                                if ("fenced a node" in line or "node lease valid" in line or "actor opened" in line):
+                                    self._log_lines.append((n.id, line))
+                    except OSError:
+                        pass
+        return self._log_lines
+
+    def free_time(self, f):
+        """When the victim's records became free: a peer's fence of it, or its next process's
+        first valid lease write, whichever came first after the event (the nodes' logs)."""
+        best = None
+        for node_id, line in self.node_log_lines():
+            fenced = "fenced a node whose lease ran out" in line and f" node={f['victim']} " in line
+            valid = node_id == f["victim"] and "node lease valid" in line
+            if not (fenced or valid):
+                continue
+            t = log_time(line)
+            if t is not None and t > f["at"] and (best is None or t < best):
+                best = t
+        return best
+
+    def opened_time(self, f):
+        """When another node had acquired the probe (its "actor opened" line, less the restore)."""
+        actor = f"actor={TENANT}/{CLASS}/{f['probe']} "
+        for node_id, line in self.node_log_lines():
+            if "actor opened" not in line or actor not in line or node_id == f["victim"]:
+                continue
+            t = log_time(line)
+            m = re.search(r" restore_ms=([0-9]+)", line)
+            if t is not None and m and t > f["at"]:
+                return t - int(m.group(1)) / 1000.0
+        return None
+
+    def report(self, verdict, load_seconds, ready):
+        acked = sum(1 for e in self.history if e["status"] == 200)
+        split = {"kill": {"writable_again": [], "lease_bound": [], "acquisition": [], "restore": []},
+                 "freeze": {"writable_again": [], "lease_bound": [], "acquisition": [], "restore": []}}
+        for f in self.failovers:
+            if f["acknowledged"] is None:
+                continue
+            s = split[f["kind"]]
+            s["writable_again"].append(f["acknowledged"] - f["at"])
+            t_free = self.free_time(f)
+            t_acq = self.opened_time(f)
+            if t_acq is None or t_acq > f["acknowledged"]:
+                t_acq = f["acknowledged"]
+            if t_free is None or t_free > t_acq:
+                t_free = t_acq
+            f["acquired"] = t_acq
+            f["free"] = t_free
+            s["lease_bound"].append(t_free - f["at"])
+            s["acquisition"].append(t_acq - t_free)
+            s["restore"].append(f["acknowledged"] - t_acq)
+        writable = {k: {part: summary(v) for part, v in parts.items()} for k, parts in split.items()}
+        # Bucket requests: each process's last scrape, summed.
+        totals, node_seconds = {}, 0.0
+        for s in self.scrapes.values():
+            node_seconds += max(0.0, s["last"] - s["start"])
+            for (op, purpose), v in s["counts"].items():
+                totals[(op, purpose)] = totals.get((op, purpose), 0) + v
+        purposes = sorted({p for (_, p) in totals})
+        per_node_second = {p: round(sum(v for (o, q), v in totals.items() if q == p) / node_seconds, 4)
+                           for p in purposes} if node_seconds else {}
+        non_segment_puts = sum(v for (o, p), v in totals.items() if o == "put" and p != "segment")
+        span = (max(s["last"] for s in self.scrapes.values()) - min(s["start"] for s in self.scrapes.values())) \
+            if self.scrapes else 0
+        money = {}
+        for name, table in PRICES.items():
+            per_second = sum(v * table[o] for (o, _), v in totals.items() if o in table) / span if span else 0
+            money[name] = round(per_second * 86400, 4)
+        by_op = {}
+        for (o, p), v in totals.items():
+            by_op.setdefault(p, {})[o] = int(v)
+        kills = [e for e in self.events if e["kind"] == "kill"]
+        freezes = [e for e in self.events if e["kind"] == "freeze"]
+        report = {
+            "conditions": {"nodes": len(self.nodes), "minutes": self.a.minutes, "bucket": self.a.backend,
+                           "timings": {"ttl_s": self.ttl, "grace_s": self.grace, "safety_s": self.safety,
+                                       "period_s": self.period},
+                           "rate_target_per_s": self.a.rate, "cold_writes_per_s": self.a.cold_rate,
+                           "busy_actors": self.a.busy, "cold_actors": self.a.cold,
+                           "writers": self.a.writers, "seed": self.a.seed, "binary": self.wk,
+                           "cores": os.cpu_count(), "load_seconds": round(load_seconds, 1),
+                           "started": datetime.datetime.fromtimestamp(self.t_started, datetime.timezone.utc).isoformat()},
+            "writes": {"sent": len(self.history), "acknowledged": acked,
+                       "acknowledged_per_s": round(acked / load_seconds, 2) if load_seconds else 0,
+                       "lost": len(verdict["lost"]), "duplicated": len(verdict["duplicated"]),
+                       "misplaced": len(verdict["misplaced"]), "out_of_order": len(verdict["out_of_order"]),
+                       "phantom": len(verdict["phantom"]),
+                       "unacknowledged_present": verdict["unacknowledged_present"],
+                       "actors_checked": verdict["actors_checked"]},
+            "alarms": self.alarms_result(),
+            "nemesis": {"kills": len(kills), "freezes": len(freezes), "bucket_pauses": len(self.pauses),
+                        "freezes_that_exited_6": sum(1 for e in freezes if e.get("exit_after_resume") == 6),
+                        "unplanned_exits": sum(len(n.exits) for n in self.nodes) - len(freezes)},
+            "writable_again_s": writable,
+            "bucket_pauses": self.pauses,
+            "bucket_requests": {"node_seconds": round(node_seconds, 1), "per_node_second": per_node_second,
+                                "non_segment_puts_per_node_second": round(non_segment_puts / node_seconds, 4)
+                                if node_seconds else None,
+                                "by_purpose_and_op": by_op},
+            "money_per_day_usd": money,
+            "all_ready_at_end": ready,
+            "failures": {k: v[:20] for k, v in verdict.items() if isinstance(v, list) and v},
+        }
+        with open(os.path.join(self.out, "report.json"), "w") as f:
+            json.dump(report, f, indent=2)
+        with open(os.path.join(self.out, "history.jsonl"), "w") as f:
+            for e in self.history:
+                f.write(json.dumps(e) + "\n")
+        with open(os.path.join(self.out, "failovers.json"), "w") as f:
+            json.dump({"failovers": self.failovers, "events": self.events}, f, indent=2)
+        return report
+
+
+def print_report(r, out):
+    w, n, wa = r["writes"], r["nemesis"], r["writable_again_s"]
+    c = r["conditions"]
+    print(f"soak: {c['nodes']} nodes on {c['bucket']}, {c['load_seconds']} s of load "
+          f"(ttl {c['timings']['ttl_s']} s, grace {c['timings']['grace_s']} s), {c['cores']} cores")
+    print(f"  writes: {w['sent']} sent, {w['acknowledged']} acknowledged ({w['acknowledged_per_s']}/s), "
+          f"lost {w['lost']}, duplicated {w['duplicated']}, misplaced {w['misplaced']}, "
+          f"out of order {w['out_of_order']}, never sent {w['phantom']}; "
+          f"{w['unacknowledged_present']} unacknowledged present; {w['actors_checked']} actors")
+    a = r["alarms"]
+    print("  " + (a["note"] if not a["available"] else f"alarms: {a['set']} set, {a['fired']} fired"))
+    print(f"  nemesis: {n['kills']} kills, {n['freezes']} freezes ({n['freezes_that_exited_6']} exited 6 on resume), "
+          f"{n['bucket_pauses']} bucket pauses, {n['unplanned_exits']} other exits")
+    for kind in ("kill", "freeze"):
+        s = wa[kind]
+        if s["writable_again"]["count"]:
+            print(f"  writable again after a {kind} (s): " +
+                  ", ".join(f"{part} p50 {v['p50']} p99 {v['p99']} max {v['max']}" for part, v in s.items()) +
+                  f" ({s['writable_again']['count']} measured)")
+    br = r["bucket_requests"]
+    print(f"  bucket requests per node-second: " + ", ".join(f"{p} {v}" for p, v in br["per_node_second"].items()))
+    print(f"  PUTs other than segments per node-second: {br['non_segment_puts_per_node_second']}")
+    print(f"  money per day (requests only): " + ", ".join(f"{k} ${v}" for k, v in r["money_per_day_usd"].items()))
+    print(f"  report: {out}/report.json")
+
+
+def main():
+    p = argparse.ArgumentParser(description="the soak's driver (run bench/soak.sh)")
+    p.add_argument("--wasmkeep", required=True)
+    p.add_argument("--actors", required=True)
+    p.add_argument("--bucket", required=True)
+    p.add_argument("--backend", default="?")
+    p.add_argument("--pause", default="none", help="rgw:STATE_DIR, fault or none")
+    p.add_argument("--nodes", type=int, default=3)
+    p.add_argument("--minutes", type=float, default=10)
+    p.add_argument("--out", required=True)
+    p.add_argument("--fast-leases", action="store_true")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--rate", type=float, default=20)
+    p.add_argument("--busy", type=int, default=6)
+    p.add_argument("--cold", type=int, default=200)
+    p.add_argument("--cold-rate", type=float, default=0.5)
+    p.add_argument("--writers", type=int, default=8)
+    a = p.parse_args()
+    if a.nodes < 2 or a.minutes <= 0 or a.rate <= 0 or a.busy < 1 or a.cold < 0 or a.writers < 1:
+        print("soak: --nodes >= 2, --minutes > 0, --rate > 0, --busy >= 1 are required", file=sys.stderr)
+        return 2
+    soak = Soak(a)
+    try:
+        r = soak.run()
+    except (RuntimeError, subprocess.SubprocessError, OSError) as e:
+        print(f"soak: {e}", file=sys.stderr)
+        for n in soak.nodes:
+            if n.proc and n.proc.poll() is None:
+                if n.frozen:
+                    os.kill(n.proc.pid, signal.SIGCONT)
+                n.proc.kill()
+        return 2
+    print_report(r, a.out)
+    w = r["writes"]
+    bad = w["lost"] or w["duplicated"] or w["misplaced"] or w["out_of_order"] or w["phantom"]
+    if bad or not r["all_ready_at_end"] or w["acknowledged"] == 0:
+        print("soak: FAILED (see failures in the report)")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

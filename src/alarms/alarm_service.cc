@@ -1,0 +1,325 @@
+#include "alarms/alarm_service.h"
+
+#include <algorithm>
+
+#include "base/log.h"
+#include "base/line_format.h"
+
+namespace wk::alarms {
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr Duration kNotRunBackoffMin = milliseconds(500);
+
+double Seconds(std::int64_t ms) { return static_cast<double>(ms) / 1000.0; }
+
+}  // namespace
+
+Status ValidateAlarmOptions(const AlarmOptions& o, const LeaseTiming& timing) {
+  if (o.scan_period < milliseconds(100) || o.scan_period > std::chrono::hours(1)) {
+    return InvalidArgument("alarms.scan_period_ms must be between 100 and 3600000");
+  }
+  if (o.scan_lag < Duration(0) || o.scan_lag > o.scan_period) {
+    return InvalidArgument("alarms.scan_lag_ms must be between 0 and alarms.scan_period_ms");
+  }
+  if (o.first_retry < milliseconds(1) || o.first_retry > std::chrono::hours(1)) {
+    return InvalidArgument("alarms.first_retry_ms must be between 1 and 3600000");
+  }
+  if (o.max_retries < 0 || o.max_retries > 20) return InvalidArgument("alarms.max_retries must be between 0 and 20");
+  if (o.handed_recheck < 2 * timing.ttl + timing.grace) {
+    return InvalidArgument("alarms.handed_recheck_ms must be at least 2 * lease.ttl_ms + lease.grace_ms (" +
+                           FormatDuration(2 * timing.ttl + timing.grace) +
+                           "): a handed alarm's record frees only after the sender's release lands or a fence");
+  }
+  return Status::Ok();
+}
+
+AlarmService::AlarmService(AlarmServiceDeps deps, AlarmOptions options, LeaseTiming timing)
+    : deps_(std::move(deps)), options_(options), timing_(timing) {
+  std::weak_ptr<bool> alive = alive_;
+  deps_.index.set_listener([this, alive](const ActorId& actor, std::optional<std::int64_t> alarm, bool resident) {
+    if (auto a = alive.lock(); a && *a) OnIndexChange(actor, alarm, resident);
+  });
+}
+
+AlarmService::~AlarmService() {
+  Stop();
+  *alive_ = false;
+  deps_.index.set_listener(nullptr);
+}
+
+void AlarmService::Stop() {
+  for (auto& [actor, t] : timers_) deps_.env.CancelTimer(t.id);
+  timers_.clear();
+  wake_timers_ = 0;
+  for (auto& [actor, d] : deliveries_) {
+    if (d.timer) deps_.env.CancelTimer(*d.timer);
+    if (d.attempt.valid()) d.attempt.Cancel();
+  }
+  deliveries_.clear();
+  acquiring_ = 0;
+}
+
+std::int64_t AlarmService::WallMs() const { return ToUnixMs(deps_.env.WallNow()); }
+
+MonoTime AlarmService::MonoAt(std::int64_t wall_ms) const {
+  const std::int64_t wait = std::max<std::int64_t>(0, wall_ms - WallMs());
+  return deps_.env.MonoNow() + milliseconds(wait);
+}
+
+// ---- timers
+
+void AlarmService::OnIndexChange(const ActorId& actor, std::optional<std::int64_t> alarm, bool resident) {
+  if (auto it = timers_.find(actor); it != timers_.end()) {
+    deps_.env.CancelTimer(it->second.id);
+    if (!it->second.resident) --wake_timers_;
+    timers_.erase(it);
+  }
+  if (!alarm) {
+    stats_.wake_timers = wake_timers_;
+    return;
+  }
+  if (!resident && wake_timers_ >= kMaxWakeTimers) return;  // the scanner's then
+  const std::int64_t due = *alarm;
+  const MonoTime at = MonoAt(actor::EarliestFireMs(due, deps_.broken));
+  std::weak_ptr<bool> alive = alive_;
+  const Env::TimerId id = deps_.env.StartTimer(at, [this, alive, actor, due] {
+    if (auto a = alive.lock(); !a || !*a) return;
+    auto it = timers_.find(actor);
+    if (it == timers_.end() || it->second.due_ms != due) return;
+    const DeliverySource source = it->second.resident ? DeliverySource::kOwnerTimer : DeliverySource::kWakeTimer;
+    if (!it->second.resident) --wake_timers_;
+    timers_.erase(it);
+    stats_.wake_timers = wake_timers_;
+    Deliver(actor, due, source);
+  });
+  timers_[actor] = Timer{due, resident, id};
+  if (!resident) ++wake_timers_;
+  stats_.wake_timers = wake_timers_;
+}
+
+// ---- deliveries
+
+bool AlarmService::MayDeliver(const ActorId& actor, std::int64_t due_ms) const {
+  if (deliveries_.count(actor)) return false;
+  // Resident here with its owner's timer armed: that timer delivers it (a scan would only
+  // queue a second event behind a busy owner).
+  if (deps_.host.IsResident(actor) && timers_.count(actor)) return false;
+  auto w = wait_until_.find(actor);
+  return w == wait_until_.end() || w->second.first != due_ms || deps_.env.MonoNow() >= w->second.second;
+}
+
+void AlarmService::Deliver(const ActorId& actor, std::int64_t due_ms, DeliverySource source,
+                           std::optional<Generation> entry_generation) {
+  if (deliveries_.count(actor)) return;  // one at a time; the running one asks the state
+  const bool own = source == DeliverySource::kOwnerTimer || source == DeliverySource::kHandOver;
+  if (!own) {
+    // A handed alarm is looked at again only after handed_recheck (ADR 0020's bounds
+    // table): the node it went to runs it, or its release is pending.
+    if (auto w = wait_until_.find(actor); w != wait_until_.end()) {
+      if (w->second.first == due_ms && deps_.env.MonoNow() < w->second.second) return;
+      wait_until_.erase(w);
+    }
+    if (Saturated()) return;  // the scanner asks again at its next scan
+  }
+  Delivery& d = deliveries_[actor];
+  d.due_ms = due_ms;
+  d.source = source;
+  d.entry_generation = entry_generation;
+  if (!own) {
+    d.acquiring = true;
+    ++acquiring_;
+  }
+  StartAttempt(actor);
+}
+
+ServerResponse AlarmService::ReceiveHandOver(const ActorId& actor, std::string_view body) {
+  // The body is one line, "due <ms>\n".
+  constexpr std::string_view kDue = "due ";
+  std::optional<std::int64_t> due;
+  if (body.starts_with(kDue) && body.ends_with("\n")) {
+    if (auto t = line_format::ParseUnixMs(body.substr(kDue.size(), body.size() - kDue.size() - 1))) due = ToUnixMs(*t);
+  }
+  if (!due) return TextResponse(400, "a hand-over's body is \"due <ms>\\n\"\n");
+  if (!deps_.host.IsResident(actor)) {
+    return TextResponse(409, actor.ToString() + " is not resident here (its release may be pending)\n");
+  }
+  ++stats_.received;
+  Deliver(actor, *due, DeliverySource::kHandOver);
+  return TextResponse(202, "accepted: delivered by this node\n");
+}
+
+void AlarmService::StartAttempt(const ActorId& actor) {
+  auto it = deliveries_.find(actor);
+  if (it == deliveries_.end()) return;
+  it->second.timer.reset();
+  it->second.attempt = deps_.env.Spawn(Attempt(alive_, this, actor), "alarm delivery");
+}
+
+Task<void> AlarmService::Attempt(std::shared_ptr<bool> alive, AlarmService* self, ActorId actor) {
+  auto it = self->deliveries_.find(actor);
+  if (it == self->deliveries_.end()) co_return;
+  const std::int64_t due = it->second.due_ms;
+  const std::optional<Generation> generation = it->second.entry_generation;
+  actor::AlarmEvent event;
+  event.retry_count = it->second.retries;
+  event.last_attempt = it->second.retries >= self->options_.max_retries;
+  Outcome outcome = co_await self->Run(actor, due, event, generation);
+  if (!*alive) co_return;
+  self->Finish(actor, outcome);
+}
+
+Task<AlarmService::Outcome> AlarmService::Run(ActorId actor, std::int64_t due_ms, actor::AlarmEvent event,
+                                              std::optional<Generation> generation) {
+  std::shared_ptr<bool> alive = alive_;
+  const std::int64_t started_ms = WallMs();
+  if (!deps_.host.IsResident(actor)) {
+    // Routed as the front routes a request: the holder's, or acquired here.
+    if (!deps_.owners.accepting()) co_return Outcome::kNotRun;  // draining: the shard's next scanner
+    auto other = co_await deps_.owners.OtherOwner(actor);
+    if (!*alive) co_return Outcome::kNotRun;
+    if (!other.ok()) co_return Outcome::kNotRun;
+    if (other->has_value()) {
+      NodeId owner = (*other)->node_id;
+      Outcome handed = co_await HandOver(actor, due_ms, std::move(owner));
+      co_return handed;
+    }
+    Status loaded = co_await deps_.load_class(actor.tenant, actor.class_name);
+    if (!*alive) co_return Outcome::kNotRun;
+    if (loaded.code() == Code::kNotFound) co_return Outcome::kNoClass;
+    if (!loaded.ok()) co_return Outcome::kNotRun;
+  }
+  ++stats_.due;
+  actor::EventResult r = co_await deps_.host.HandleAlarm(actor, event);
+  if (!*alive) co_return Outcome::kNotRun;
+  co_return Classify(actor, due_ms, generation, r, started_ms, event.last_attempt);
+}
+
+AlarmService::Outcome AlarmService::Classify(const ActorId& actor, std::int64_t due_ms,
+                                             std::optional<Generation> generation, const actor::EventResult& r,
+                                             std::int64_t started_ms, bool last_attempt) {
+  switch (r.outcome) {
+    case actor::EventOutcome::kOk:
+      // Released through the gate: r.alarm_after is durable. Entries of earlier holds for
+      // this time go if the state holds another (rule 2; the replica reports this hold's).
+      if (generation || !r.alarm_fired) deps_.index.AfterAlarmEvent(actor, due_ms, r.alarm_after);
+      if (r.alarm_fired) {
+        ++stats_.fired;
+        stats_.late_seconds.Observe(Seconds(std::max<std::int64_t>(0, started_ms - due_ms)));
+        return Outcome::kFired;
+      }
+      if (r.alarm_after == std::optional<std::int64_t>(due_ms)) return Outcome::kNotDue;
+      ++stats_.stale;
+      return Outcome::kStale;
+    case actor::EventOutcome::kActorFailed:
+      if (last_attempt) {
+        ++stats_.gave_up;
+        WK_LOG_WARN("alarm handler failed its last retry: the alarm is cleared",
+                    {{"actor", actor.ToString()}, {"due_ms", std::to_string(due_ms)}, {"error", r.error}});
+        return Outcome::kGaveUp;
+      }
+      return Outcome::kFailed;
+    case actor::EventOutcome::kNotFound:
+      return Outcome::kNoClass;
+    case actor::EventOutcome::kBadRequest:
+    case actor::EventOutcome::kOverloaded:
+    case actor::EventOutcome::kUnavailable:
+      break;
+  }
+  return Outcome::kNotRun;
+}
+
+Task<AlarmService::Outcome> AlarmService::HandOver(ActorId actor, std::int64_t due_ms, NodeId owner) {
+  if (deps_.forwarder == nullptr) co_return Outcome::kNotRun;
+  const auto& view = deps_.membership.view();
+  auto it = view.find(owner);
+  if (it == view.end() || !it->second.live() || it->second.record->address.empty()) co_return Outcome::kNotRun;
+  PeerTarget to{owner, it->second.record->instance, it->second.record->address};
+  ServerRequest request;
+  request.method = "POST";
+  request.target = std::string(kAlarmsHandOverPrefix) + actor.ToString();
+  request.body = "due " + std::to_string(due_ms) + "\n";
+  ++stats_.handed;
+  std::string tenant = actor.tenant;
+  auto got = co_await deps_.forwarder->Forward(std::move(to), std::move(request), std::move(tenant), 1);
+  if (got.ok() && got->status != 202) {
+    WK_LOG_DEBUG("alarm hand-over not accepted", {{"actor", actor.ToString()}, {"owner", owner.str()},
+                                                  {"status", std::to_string(got->status)}});
+  }
+  // Whatever the answer, the alarm is looked at again after handed_recheck: a receiver
+  // that accepted runs it (and removes its entries); one that refused may hold the actor
+  // with its release pending, or be gone, its record freeing by release or fence.
+  co_return Outcome::kHanded;
+}
+
+void AlarmService::Finish(const ActorId& actor, Outcome outcome) {
+  auto it = deliveries_.find(actor);
+  if (it == deliveries_.end()) return;
+  Delivery& d = it->second;
+  switch (outcome) {
+    case Outcome::kFired:
+    case Outcome::kStale:
+    case Outcome::kNotDue:
+    case Outcome::kGaveUp:
+      End(actor);
+      return;
+    case Outcome::kFailed: {
+      ++d.retries;
+      ++stats_.retried;
+      // first_retry, then twice as long each time.
+      const int shift = std::min(d.retries - 1, 20);
+      Retry(actor, options_.first_retry * (std::int64_t{1} << shift));
+      return;
+    }
+    case Outcome::kNotRun: {
+      ++stats_.not_run;
+      if (++d.not_run > kMaxUnrunAttempts) {
+        End(actor);  // the entry stays: the scanner, or a timer, asks again
+        return;
+      }
+      const Duration backoff = std::min<Duration>(kNotRunBackoffMin * (std::int64_t{1} << (d.not_run - 1)),
+                                                  options_.scan_period);
+      Retry(actor, backoff);
+      return;
+    }
+    case Outcome::kHanded:
+      PruneWaits();
+      // Broken model drop-handed-alarm: never looked at again by this node.
+      wait_until_[actor] = {d.due_ms, deps_.broken.on(BrokenModel::kDropHandedAlarm)
+                                          ? MonoTime::max()
+                                          : deps_.env.MonoNow() + options_.handed_recheck};
+      End(actor);
+      return;
+    case Outcome::kNoClass:
+      wait_until_[actor] = {d.due_ms, deps_.env.MonoNow() + 10 * options_.scan_period};
+      End(actor);
+      return;
+  }
+}
+
+void AlarmService::PruneWaits() {
+  // Past waits are forgotten once there are many: the map holds only alarms rechecked soon.
+  if (wait_until_.size() < kMaxWakeTimers) return;
+  const MonoTime now = deps_.env.MonoNow();
+  std::erase_if(wait_until_, [now](const auto& w) { return w.second.second <= now; });
+}
+
+void AlarmService::Retry(const ActorId& actor, Duration after) {
+  auto it = deliveries_.find(actor);
+  if (it == deliveries_.end()) return;
+  std::weak_ptr<bool> alive = alive_;
+  it->second.timer = deps_.env.StartTimer(deps_.env.MonoNow() + after, [this, alive, actor] {
+    if (auto a = alive.lock(); a && *a) StartAttempt(actor);
+  });
+}
+
+void AlarmService::End(const ActorId& actor) {
+  auto it = deliveries_.find(actor);
+  if (it == deliveries_.end()) return;
+  if (it->second.acquiring) --acquiring_;
+  if (it->second.timer) deps_.env.CancelTimer(*it->second.timer);
+  deliveries_.erase(it);
+}
+
+}  // namespace wk::alarms

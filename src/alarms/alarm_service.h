@@ -1,0 +1,186 @@
+// AlarmService: delivers due alarms to actors, at least once (docs/alarms.md, "Who fires",
+// "Retries, in detail").
+//
+// Who asks for a delivery:
+//   - the owner's timer: for every actor whose replica is open here, a timer at its alarm
+//     (armed from the AlarmIndex's reports: the restore, every committed change);
+//   - the last owner's timer: when such an actor leaves memory with an alarm, the timer is
+//     kept (at most kMaxWakeTimers of them), so a hibernated actor is woken on time;
+//   - the shard scanner (shard_scanner.h), for entries whose node went away;
+//   - a peer's hand-over (ReceiveHandOver).
+//
+// A delivery routes the alarm as the front routes a request (server/front.h): run here if
+// the actor is resident; else one routing read of its ownership record (Owners::OtherOwner):
+// another live node holds it → hand the alarm over to that node (a peer request to
+// /v1/alarms/<tenant>/<class>/<name>, signed by the Forwarder exactly like a forwarded
+// request); nobody → load the class and run the alarm event here (the runtime acquires the
+// actor). The alarm event itself decides against the actor's state whether the handler
+// runs (actor/alarm_event.h): a delivery never fires anything on its own.
+//
+// One delivery per actor at a time; its states:
+//   attempt --fired / stale / not due--> done
+//           --handler failed--> again after first_retry * 2^(n-1), n <= max_retries (the
+//                               last one clears the alarm if it fails too)
+//           --not run (unavailable)--> again after 0.5 s doubling to scan_period, at most
+//                               kMaxUnrunAttempts times; then done (the entry stays: the
+//                               scanner or a timer asks again)
+//           --handed over--> done; deliveries not from the owner's timer wait
+//                               handed_recheck (ADR 0020's bounds table) before the next
+//           --no class--> done; the same wait, ten scan periods
+// The retry count lives here, in memory: an alarm that changes nodes counts from 0 again.
+//
+// Threading: Env loop thread only. Simulator-clean: it reaches other nodes only through the
+// Forwarder's PeerTransport and runs events through an actor::EventHost.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "actor/event_host.h"
+#include "alarms/alarm_index.h"
+#include "base/metrics.h"
+#include "cluster/membership.h"
+#include "cluster/owners.h"
+#include "cluster/timing.h"
+#include "net/http_types.h"
+#include "server/forwarder.h"
+#include "server/front.h"
+
+namespace wk::alarms {
+
+// The [alarms] settings (docs/alarms.md, "Settings"; docs/configuration.md).
+struct AlarmOptions {
+  Duration scan_period = std::chrono::seconds(10);
+  Duration scan_lag = std::chrono::seconds(1);
+  Duration first_retry = std::chrono::seconds(2);
+  int max_retries = 6;
+  Duration handed_recheck = std::chrono::seconds(30);
+};
+// Ranges, and handed_recheck >= 2 * ttl + grace (the time a sender's pending release or a
+// fence takes to free the record, ADR 0020's bounds table). The error names the setting.
+Status ValidateAlarmOptions(const AlarmOptions& options, const LeaseTiming& timing);
+
+// Bounds, with their reasons.
+// Deliveries that may acquire an actor (not the owner's own), in flight at once per node:
+// each costs an acquisition and a restore, so a burst of due alarms of hibernated actors
+// does not stampede the bucket.
+inline constexpr std::size_t kDeliveryConcurrency = 64;
+// Timers kept for actors that left memory; beyond it their alarms wait for the scanner.
+inline constexpr std::size_t kMaxWakeTimers = 100'000;
+// Attempts that could not run the event (the actor could not start here, the bucket
+// failed) before a delivery gives up and leaves the entry to the next scan or timer.
+inline constexpr int kMaxUnrunAttempts = 6;
+
+struct AlarmStats {
+  std::uint64_t due = 0;        // alarm events started
+  std::uint64_t fired = 0;      // handlers that ran and succeeded
+  std::uint64_t retried = 0;    // retries scheduled after a failed handler
+  std::uint64_t gave_up = 0;    // alarms cleared after the last retry failed
+  std::uint64_t stale = 0;      // deliveries the state found stale (nothing ran)
+  std::uint64_t not_run = 0;    // attempts that could not run the event
+  std::uint64_t handed = 0;     // hand-overs sent
+  std::uint64_t received = 0;   // hand-overs received and accepted
+  std::uint64_t wake_timers = 0;  // timers kept for actors that left memory (now)
+  // From the alarm's time to the start of the run that succeeded.
+  Histogram late_seconds{{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300}};
+};
+
+// Who asked for a delivery (for the handed rule and the concurrency bound).
+enum class DeliverySource : std::uint8_t { kOwnerTimer, kWakeTimer, kScanner, kHandOver };
+
+struct AlarmServiceDeps {
+  Env& env;
+  Owners& owners;
+  const Membership& membership;
+  actor::EventHost& host;
+  AlarmIndex& index;
+  // Signs hand-overs; null: no hand-over (such a delivery counts as not run).
+  Forwarder* forwarder = nullptr;
+  // Makes the class's module known before an actor starts here (FrontDeps::load_class).
+  std::function<Task<Status>(std::string tenant, std::string class_name)> load_class;
+  // drop-handed-alarm (base/broken_models.h), and fire-before-due for the timers.
+  BrokenModels broken;
+};
+
+class AlarmService {
+ public:
+  AlarmService(AlarmServiceDeps deps, AlarmOptions options, LeaseTiming timing);
+  ~AlarmService();
+  AlarmService(const AlarmService&) = delete;
+  AlarmService& operator=(const AlarmService&) = delete;
+
+  // Delivers the alarm of `actor` due at `due_ms` (now, or not at all if one is running or
+  // the actor's alarm was handed over recently). `entry_generation`: the hold that wrote
+  // the entry a scan found (its earlier entries are removed if the event finds it stale).
+  void Deliver(const ActorId& actor, std::int64_t due_ms, DeliverySource source,
+               std::optional<Generation> entry_generation = std::nullopt);
+  // A peer's hand-over of a verified /v1/alarms/... request (its body "due <ms>\n"): 202
+  // once a delivery runs here, 409 if the actor is not resident here, 400 for a bad body.
+  ServerResponse ReceiveHandOver(const ActorId& actor, std::string_view body);
+  // Whether the scanner may deliver this actor's alarm of due_ms now (no delivery running,
+  // not resident here with its owner's timer armed, no hand-over of that alarm waiting for
+  // its recheck).
+  bool MayDeliver(const ActorId& actor, std::int64_t due_ms) const;
+  // Whether non-owner deliveries are at kDeliveryConcurrency.
+  bool Saturated() const { return acquiring_ >= kDeliveryConcurrency; }
+
+  // Cancels every timer and attempt (a stopping node).
+  void Stop();
+
+  const AlarmStats& stats() const { return stats_; }
+  const AlarmOptions& options() const { return options_; }
+  std::size_t deliveries() const { return deliveries_.size(); }
+  std::size_t timers() const { return timers_.size(); }
+
+ private:
+  enum class Outcome : std::uint8_t { kFired, kStale, kNotDue, kFailed, kGaveUp, kNotRun, kHanded, kNoClass };
+  struct Delivery {
+    std::int64_t due_ms = 0;
+    DeliverySource source = DeliverySource::kOwnerTimer;
+    std::optional<Generation> entry_generation;
+    int retries = 0;  // failed handler runs
+    int not_run = 0;
+    bool acquiring = false;  // counted in acquiring_
+    std::optional<Env::TimerId> timer;
+    TaskHandle attempt;
+  };
+  struct Timer {
+    std::int64_t due_ms = 0;
+    bool resident = false;
+    Env::TimerId id = 0;
+  };
+
+  void OnIndexChange(const ActorId& actor, std::optional<std::int64_t> alarm, bool resident);
+  void StartAttempt(const ActorId& actor);
+  static Task<void> Attempt(std::shared_ptr<bool> alive, AlarmService* self, ActorId actor);
+  Task<Outcome> Run(ActorId actor, std::int64_t due_ms, actor::AlarmEvent event, std::optional<Generation> generation);
+  Task<Outcome> HandOver(ActorId actor, std::int64_t due_ms, NodeId owner);
+  Outcome Classify(const ActorId& actor, std::int64_t due_ms, std::optional<Generation> generation,
+                   const actor::EventResult& r, std::int64_t started_ms, bool last_attempt);
+  void Finish(const ActorId& actor, Outcome outcome);
+  void Retry(const ActorId& actor, Duration after);
+  void PruneWaits();
+  void End(const ActorId& actor);
+  std::int64_t WallMs() const;
+  MonoTime MonoAt(std::int64_t wall_ms) const;
+
+  AlarmServiceDeps deps_;
+  AlarmOptions options_;
+  LeaseTiming timing_;
+  std::map<ActorId, Delivery> deliveries_;
+  std::map<ActorId, Timer> timers_;
+  std::size_t wake_timers_ = 0;
+  std::size_t acquiring_ = 0;
+  // Alarms (actor, due time) handed over (or whose class is missing): not delivered again
+  // by this node's scanner or wake timers before this time. Another time of the same actor
+  // is not held back.
+  std::map<ActorId, std::pair<std::int64_t, MonoTime>> wait_until_;
+  AlarmStats stats_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace wk::alarms

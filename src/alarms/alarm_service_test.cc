@@ -1,0 +1,143 @@
+// The alarm service's deliveries on a simulated node, with a scripted actor host: the owner's
+// timer fires at the alarm's time and not before, a failing handler is retried with back-off
+// until its last attempt, a hand-over is taken only for a resident actor, and the handed rule
+// holds back only the alarm that was handed.
+#include "alarms/alarm_service.h"
+
+#include <gtest/gtest.h>
+
+#include <deque>
+
+#include "base/log.h"
+#include "cluster/testing.h"
+
+namespace wk::alarms {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr std::int64_t kOrigin = cluster_testing::kSimOriginMs;
+
+// Runs alarm events as told; records each one with the node's wall clock.
+class ScriptedHost final : public actor::EventHost {
+ public:
+  explicit ScriptedHost(Env& env) : env_(env) {}
+  struct Call {
+    ActorId actor;
+    std::int64_t at_ms;
+    actor::AlarmEvent event;
+  };
+  Task<actor::EventResult> HandleRequest(ActorId, actor::Request) override { co_return actor::EventResult{}; }
+  Task<actor::EventResult> HandleAlarm(ActorId id, actor::AlarmEvent event) override {
+    calls.push_back(Call{id, ToUnixMs(env_.WallNow()), event});
+    actor::EventResult r;
+    if (fail) {
+      r.outcome = actor::EventOutcome::kActorFailed;
+      r.alarm_after = event.last_attempt ? std::nullopt : alarm;
+    } else {
+      r.alarm_fired = true;
+    }
+    co_return r;
+  }
+  void Unload(const ActorId&) override {}
+  bool IsResident(const ActorId& id) const override { return resident.count(id) > 0; }
+
+  std::vector<Call> calls;
+  std::set<ActorId> resident;
+  bool fail = false;
+  std::optional<std::int64_t> alarm;
+
+ private:
+  Env& env_;
+};
+
+class AlarmServiceTest : public ::testing::Test {
+ protected:
+  AlarmServiceTest() {
+    log::SetLevel(log::Level::kOff);
+    options_.first_retry = seconds(1);
+    options_.max_retries = 3;
+    options_.scan_period = seconds(2);
+    service_ = std::make_unique<AlarmService>(
+        AlarmServiceDeps{node_.env, node_.node.owners(), node_.node.membership(), host_, index_, nullptr,
+                         [](std::string, std::string) -> Task<Status> { co_return Status::Ok(); },
+                         cluster_testing::TestBrokenModels()},
+        options_, LeaseTiming{});
+  }
+
+  SimWorld world_{5};
+  std::shared_ptr<MemBucket> bucket_ = std::make_shared<MemBucket>();
+  cluster_testing::SimNode node_{world_, bucket_, NodeId("n1"), InstanceToken("i1"), "test", {}, false};
+  ScriptedHost host_{node_.env};
+  AlarmIndex index_{node_.env, node_.store};
+  AlarmOptions options_;
+  std::unique_ptr<AlarmService> service_;
+  ActorId actor_{"t", "c", "a"};
+};
+
+TEST_F(AlarmServiceTest, TheOwnersTimerFiresAtTheAlarmsTimeAndNotBefore) {
+  host_.resident.insert(actor_);
+  const std::int64_t due = kOrigin + 5000;
+  index_.Opened(actor_, Generation{1}, due, [] { return true; });
+  world_.RunFor(milliseconds(4990));
+  EXPECT_TRUE(host_.calls.empty()) << "nothing before the alarm's time";
+  world_.RunFor(milliseconds(20));
+  ASSERT_EQ(host_.calls.size(), 1u);
+  EXPECT_GE(host_.calls[0].at_ms, due);
+  EXPECT_EQ(host_.calls[0].event.retry_count, 0);
+  EXPECT_EQ(service_->stats().fired, 1u);
+  world_.RunFor(seconds(10));
+  EXPECT_EQ(host_.calls.size(), 1u) << "fired once";
+  index_.Closed(actor_, Generation{1}, std::nullopt);
+}
+
+TEST_F(AlarmServiceTest, AFailingHandlerIsRetriedWithBackOffAndItsLastAttemptSaysSo) {
+  host_.resident.insert(actor_);
+  host_.fail = true;
+  const std::int64_t due = kOrigin + 1000;
+  host_.alarm = due;
+  index_.Opened(actor_, Generation{1}, due, [] { return true; });
+  world_.RunFor(seconds(30));
+  ASSERT_EQ(host_.calls.size(), 4u) << "the first run and max_retries retries";
+  const std::int64_t waits[] = {0, 1000, 2000, 4000};  // first_retry, then twice as long
+  std::int64_t at = due;
+  for (std::size_t i = 0; i < host_.calls.size(); ++i) {
+    at += waits[i];
+    EXPECT_EQ(host_.calls[i].event.retry_count, static_cast<int>(i));
+    EXPECT_EQ(host_.calls[i].event.last_attempt, i == 3);
+    EXPECT_GE(host_.calls[i].at_ms, at) << "retry " << i;
+    EXPECT_LT(host_.calls[i].at_ms, at + 100) << "retry " << i;
+  }
+  EXPECT_EQ(service_->stats().retried, 3u);
+  EXPECT_EQ(service_->stats().gave_up, 1u);
+  EXPECT_EQ(service_->deliveries(), 0u);
+  index_.Closed(actor_, Generation{1}, std::nullopt);
+}
+
+TEST_F(AlarmServiceTest, AHandOverIsTakenOnlyForAResidentActor) {
+  ServerResponse bad = service_->ReceiveHandOver(actor_, "due soon\n");
+  EXPECT_EQ(bad.status, 400);
+  ServerResponse away = service_->ReceiveHandOver(actor_, "due " + std::to_string(kOrigin) + "\n");
+  EXPECT_EQ(away.status, 409) << "not resident here: its release may be pending";
+  host_.resident.insert(actor_);
+  ServerResponse taken = service_->ReceiveHandOver(actor_, "due " + std::to_string(kOrigin) + "\n");
+  EXPECT_EQ(taken.status, 202);
+  world_.RunFor(milliseconds(10));
+  ASSERT_EQ(host_.calls.size(), 1u);
+  EXPECT_EQ(service_->stats().received, 1u);
+}
+
+TEST_F(AlarmServiceTest, DeliveriesOfOneActorRunOneAtATime) {
+  host_.resident.insert(actor_);
+  host_.fail = true;
+  host_.alarm = kOrigin;
+  service_->Deliver(actor_, kOrigin, DeliverySource::kScanner);
+  service_->Deliver(actor_, kOrigin, DeliverySource::kOwnerTimer);
+  EXPECT_FALSE(service_->MayDeliver(actor_, kOrigin));
+  world_.RunFor(milliseconds(500));
+  EXPECT_EQ(host_.calls.size(), 1u) << "the second waits for the first (which is in its back-off)";
+}
+
+}  // namespace
+}  // namespace wk::alarms

@@ -1,0 +1,106 @@
+// What `wasmkeep cluster cost` computes: the cluster's bucket requests per second by
+// purpose (summed over the live nodes' wasmkeep_bucket_requests_total, store/counting_store.h)
+// and what they cost per day at a price table (docs/cli.md, "cluster cost").
+//
+// The pure parts live here (price tables, the TOML price file, reading a node's /metrics
+// text, the rates and the report), so tests reach them without a cluster; cluster_cmd.cc
+// finds the nodes and scrapes them.
+//
+// Prices are per request, by operation. Built in (sources and dates in docs/cli.md):
+//   aws-s3  AWS S3 Standard, us-east-1: PUT and LIST $0.005 per 1,000, GET and HEAD
+//           $0.0004 per 1,000, DELETE free
+//   r2      Cloudflare R2 Standard: Class A (PUT, LIST) $4.50 per million, Class B (GET,
+//           HEAD) $0.36 per million, DELETE free
+// Only requests are priced: not storage, data transfer or free tiers.
+//
+// Threading: pure functions and values.
+#pragma once
+
+#include <array>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/ids.h"
+#include "base/status.h"
+#include "base/time.h"
+#include "store/counting_store.h"
+
+namespace wk::cli {
+
+struct PriceTable {
+  std::string name;      // "aws-s3", "r2", or the file's `name`
+  std::string title;     // one line for the report
+  std::string currency;  // "USD"
+  std::array<double, kBucketOps> per_request{};  // indexed by BucketOp
+};
+
+PriceTable AwsS3StandardPrices();
+PriceTable CloudflareR2Prices();
+
+// A price file (TOML), every operation required, in the currency's units per 1,000 requests:
+//   name = "my-store"          # optional (default: the file name)
+//   currency = "USD"           # optional (default USD)
+//   [per_1000_requests]
+//   put = 0.005
+//   get = 0.0004
+//   head = 0.0004
+//   list = 0.005
+//   delete = 0
+// kInvalidArgument naming the key or the line (origin names the file in messages).
+Result<PriceTable> ParsePriceToml(std::string_view text, std::string_view origin);
+// "aws-s3", "r2", or a path to a price file.
+Result<PriceTable> LoadPriceTable(std::string_view arg);
+
+// "250ms", "30s", "5m", "2h" (a positive whole number and a unit); kInvalidArgument else.
+Result<Duration> ParseDurationArg(std::string_view text);
+
+// What one scrape of one node's /metrics says about the bucket.
+struct NodeCounts {
+  // [op][purpose], every outcome summed (a failed request is sent, and most are billed).
+  std::array<std::array<double, kBucketPurposes>, kBucketOps> requests{};
+  std::array<double, kBucketPurposes> sent_bytes{};
+  std::array<double, kBucketPurposes> received_bytes{};
+  std::optional<double> start_time_seconds;  // wasmkeep_process_start_time_seconds
+};
+// Reads the series of a Prometheus text exposition; other series are ignored, and
+// unknown label values (a purpose a newer node has) are counted under "other".
+// kInvalidArgument when the text has no wasmkeep_bucket_requests_total at all (not a
+// node of this version, or not a node).
+Result<NodeCounts> ParseNodeMetrics(std::string_view text);
+
+// One node's contribution: its counts over `seconds` (a rate's denominator).
+struct NodeWindow {
+  NodeId node_id;
+  NodeCounts counts;  // a difference of two scrapes, or since the process started
+  double seconds = 0;
+};
+
+struct CostReport {
+  std::string basis;  // how the rates were taken, for the header
+  PriceTable prices;
+  int nodes = 0;
+  double node_seconds = 0;
+  // Cluster-wide requests per second, [op][purpose], and bytes per second per purpose.
+  std::array<std::array<double, kBucketPurposes>, kBucketOps> per_second{};
+  std::array<double, kBucketPurposes> sent_per_second{};
+  std::array<double, kBucketPurposes> received_per_second{};
+  std::vector<std::string> notes;  // nodes skipped, and why
+
+  double PerSecond(BucketPurpose p) const;
+  double TotalPerSecond() const;
+  double MoneyPerDay(BucketPurpose p) const;
+  double TotalMoneyPerDay() const;
+  // PUTs per node-second, segments excluded: the ADR's measure of the protocol's own writes.
+  double NonSegmentPutsPerNodeSecond() const;
+};
+
+// Sums the windows (each node's counts over its own seconds, so nodes started at different
+// times are each a rate of their own, then added).
+CostReport ComputeCost(const std::vector<NodeWindow>& windows, PriceTable prices, std::string basis);
+std::string FormatCostText(const CostReport& report);
+std::string FormatCostJson(const CostReport& report);
+
+}  // namespace wk::cli
