@@ -121,11 +121,18 @@ Task<int> List(Api api, ApiArgs a) {
         continue;
       }
       if (!header) {
-        std::printf("%-40s %-8s %-20s %10s %12s\n", "NAME", "STATE", "NODE", "GENERATION", "STORED");
+        std::printf("%-40s %-8s %-20s %10s %12s  %s\n", "NAME", "STATE", "NODE", "GENERATION", "STORED", "ALARM");
         header = true;
       }
-      std::printf("%-40s %-8s %-20s %10s %12s\n", Str(actor, "name").c_str(), Str(actor, "state").c_str(),
-                  Str(actor, "node").c_str(), Str(actor, "generation").c_str(), Str(actor, "stored_bytes").c_str());
+      std::string alarm = "-";
+      if (actor.contains("alarm_unknown")) {
+        alarm = "?";  // its shard of the index could not be read whole
+      } else if (actor.contains("alarm_ms") && actor["alarm_ms"].is_number_integer()) {
+        alarm = IsoUtc(FromUnixMs(actor["alarm_ms"].get<std::int64_t>()));
+      }
+      std::printf("%-40s %-8s %-20s %10s %12s  %s\n", Str(actor, "name").c_str(), Str(actor, "state").c_str(),
+                  Str(actor, "node").c_str(), Str(actor, "generation").c_str(), Str(actor, "stored_bytes").c_str(),
+                  alarm.c_str());
     }
     const bool more = page.contains("next_after") && page["next_after"].is_string();
     if (more) after = page["next_after"].get<std::string>();

@@ -68,8 +68,10 @@ int RunToken(const GlobalOptions& g, const AdminArgs& a, TokenOp op) {
   auto config = LoadConfigFromOptions(g);
   if (!config.ok()) return Fail(config.status());
   RealEnv env;
-  auto store = OpenBucket(env, g, *config);
-  if (!store.ok()) return Fail(store.status());
+  // As `tenant add`: minting the first token may create the bucket; listing and revoking
+  // never do (exit 8 naming it, cli/common.h).
+  auto store = OpenBucket(env, g, *config, op == TokenOp::kAdd ? BucketOpen::kCreateIfMissing : BucketOpen::kMustExist);
+  if (!store.ok()) return FailOpen(store.status());
   switch (op) {
     case TokenOp::kAdd: return env.RunMain(Add(store->get(), &env, a, *call));
     case TokenOp::kRevoke: return env.RunMain(Revoke(store->get(), &env, a, *call));

@@ -458,6 +458,7 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
   serving.options.timing = config->lease;
   serving.options.journal = journal.get();
   serving.options.crashed_during_events = std::move(crashed_during_events);
+  serving.options.bucket_requests = &counting.stats();
   AdminRoutes admin(handlers);
   EnsureFileLimit(config->server.max_connections + peer_limits.max_connections +
                   (admin_listen.empty() ? 0 : kAdminMaxConnections));

@@ -14,7 +14,8 @@ const state = {
   tab: "cluster",
   timer: null,
   samples: [],                  // {t, nodes: {id: status}} from /v1/admin/cluster
-  metrics: [],                  // {t, series: Map} from /v1/admin/metrics
+  ticks: 0,
+  dueStale: true,               // list the due alarms at the next tick
   list: {cls: "", after: "", rows: []},
   inspect: null,                // {tenant, cls, name, afterHex}
 };
@@ -71,7 +72,11 @@ function num(v, digits = 1) {
 }
 function ms(seconds) {
   if (seconds == null || !isFinite(seconds)) return "–";
-  return seconds < 0.001 ? (seconds * 1e6).toFixed(0) + " µs" : seconds < 1 ? (seconds * 1000).toFixed(1) + " ms" : seconds.toFixed(2) + " s";
+  if (seconds < 0.001) return (seconds * 1e6).toFixed(0) + " µs";
+  if (seconds < 1) return (seconds * 1000).toFixed(1) + " ms";
+  if (seconds < 60) return seconds.toFixed(1) + " s";
+  const m = Math.floor(seconds / 60);
+  return m < 60 ? m + " min " + Math.round(seconds - 60 * m) + " s" : (seconds / 3600).toFixed(1) + " h";
 }
 function age(msv) {
   if (msv == null) return "–";
@@ -190,6 +195,11 @@ function showTab(tab) {
   document.querySelectorAll(".page").forEach((p) => { p.hidden = p.id !== tab + "-page"; });
   document.querySelectorAll("nav a").forEach((a) => a.classList.toggle("active", a.dataset.tab === tab));
   if (tab === "actors" && !$("#class-select").options.length) loadClasses();
+  if (tab === "alarms" && state.who) {
+    document.querySelectorAll(".op-only").forEach((e) => { e.hidden = state.who.kind !== "operator"; });
+    state.dueStale = false;
+    pollDueAlarms().catch((e) => { $("#alarms-updated").textContent = "not listed: " + e.message; });
+  }
 }
 
 async function pollCluster() {
@@ -227,6 +237,7 @@ async function pollCluster() {
       el("td", {class: "num", text: st ? String(st.resident_actors) : "–"}),
       el("td", {class: "num", text: st ? String(st.holds) : "–"}),
       el("td", {class: "num", text: st ? String(st.pending_releases) : "–"}),
+      el("td", {class: "num", text: st && st.alarms && st.alarms.shards_held != null ? String(st.alarms.shards_held) : "–"}),
       el("td", {class: "num", text: num(reqs)})));
     if (!answering && n.status_error) tbody.lastChild.title = n.status_error;
   }
@@ -261,6 +272,8 @@ async function pollCluster() {
     "mean (solid), p99 bucket bound (dashed)");
   chart("#chart-writes", "Segment writes / s (group commits)", [{values: writes}], (v) => num(v));
   renderTraffic(sample, before);
+  renderBucket();
+  renderAlarmCharts();
 }
 
 function stat(k, v) { return el("div", {class: "stat"}, el("div", {class: "v", text: v}), el("div", {class: "k", text: k})); }
@@ -306,71 +319,204 @@ function renderTraffic(sample, before) {
   }
 }
 
-// What each series the bucket page shows costs the bucket.
-const BUCKET_SERIES = [
-  [/^wasmkeep_replica_segments_total/, "segment PUTs: durable writes (group-committed)"],
-  [/^wasmkeep_replica_snapshots_total/, "snapshot PUTs"],
-  [/^wasmkeep_replica_restores_total/, "restores: 2 LISTs and a GET per chain object"],
-  [/^wasmkeep_replica_gc_deleted_total/, "DELETEs by garbage collection"],
-  [/^wasmkeep_replica_upload_failures_total/, "segment PUTs that failed or whose outcome is unknown"],
-  [/^wasmkeep_node_lease_writes_total/, "node lease PUTs (heartbeats)"],
-  [/^wasmkeep_listing_seconds_count/, "listings of nodes/: a LIST and a GET per node"],
-  [/^wasmkeep_fences_total/, "fence PUTs"],
-  [/^wasmkeep_store_sqlite_/, "the sqlite:// bucket's own counters"],
-  [/^wasmkeep_(store|bucket)_/, "the bucket's own counters"],
-];
+// ---- the bucket: requests by purpose, and what they cost
 
-// Prometheus text → Map("name{labels}" → value).
-function parseMetrics(text) {
-  const m = new Map();
-  for (const line of text.split("\n")) {
-    if (!line || line.startsWith("#")) continue;
-    const sp = line.lastIndexOf(" ");
-    const v = Number(line.slice(sp + 1));
-    if (isFinite(v)) m.set(line.slice(0, sp), v);
+// Per request, by operation: the built-in price tables of `wasmkeep cluster cost`
+// (src/cli/cost.h; sources and dates in docs/cli.md). Requests only.
+const PRICES = {
+  "aws-s3": {currency: "$", put: 0.005 / 1000, get: 0.0004 / 1000, head: 0.0004 / 1000, list: 0.005 / 1000, delete: 0},
+  "r2": {currency: "$", put: 4.5 / 1e6, get: 0.36 / 1e6, head: 0.36 / 1e6, list: 4.5 / 1e6, delete: 0},
+};
+const OPS = ["put", "get", "head", "list", "delete"];
+// What sends each purpose's requests (docs/storage-backends.md).
+const PURPOSES = {
+  lease: "the node's own lease: a write every heartbeat period",
+  listing: "the listing of nodes/ every period, and the bodies it reads",
+  fence: "fences: a deciding read and a write",
+  owner: "ownership records: acquire, release, routing reads; alarm shard holds",
+  segment: "durable writes: segment uploads (group-committed)",
+  snapshot: "snapshot uploads",
+  restore: "restores: listing and reading an actor's log",
+  gc: "garbage collection: listing logs, deleting what snapshots cover",
+  alarm: "the alarm index: entries, their removal, shard scans",
+  control: "control/: drain requests, tenants and tokens, the cluster secret",
+  class: "classes/: class pointers and modules",
+  admin: "the console and the admin routes: listings, inspections, deletions",
+  other: "requests no subsystem claimed (should stay 0)",
+};
+const RATE_WINDOW = 5;  // samples: rates over the last 10 s
+
+// Per purpose and operation, the requests of every node of a sample.
+function bucketCounts(sample) {
+  const m = {};
+  for (const st of Object.values(sample.nodes)) {
+    for (const [purpose, ops] of Object.entries(st.bucket_requests || {})) {
+      m[purpose] = m[purpose] || {};
+      for (const [op, n] of Object.entries(ops)) m[purpose][op] = (m[purpose][op] || 0) + n;
+    }
   }
   return m;
 }
+// Rates per purpose and operation between two samples: a node in both counts its growth
+// (a restarted node, whose counters went down, from zero); a node in one of them only is
+// left out, so a node that stops answering does not look like a drop to zero.
+function bucketRates(now, before) {
+  const dt = (now.t - before.t) / 1000;
+  const out = {};
+  if (dt <= 0) return out;
+  for (const [id, st] of Object.entries(now.nodes)) {
+    const b = before.nodes[id];
+    if (!b) continue;
+    for (const [purpose, ops] of Object.entries(st.bucket_requests || {})) {
+      for (const [op, n] of Object.entries(ops)) {
+        const p = ((b.bucket_requests || {})[purpose] || {})[op] || 0;
+        out[purpose] = out[purpose] || {};
+        out[purpose][op] = (out[purpose][op] || 0) + (n >= p ? n - p : n) / dt;
+      }
+    }
+  }
+  return out;
+}
+function perDay(ops, prices) {
+  return OPS.reduce((a, op) => a + (ops[op] || 0) * prices[op], 0) * 86400;
+}
+function money(v, currency) {
+  if (v == null || !isFinite(v)) return "–";
+  return currency + (v >= 100 ? Math.round(v).toLocaleString("en") : v >= 1 ? v.toFixed(2) : v.toFixed(4));
+}
 
-async function pollBucket() {
-  const text = await api("/v1/admin/metrics", {text: true});
-  const series = parseMetrics(text);
-  const t = Date.now();
-  state.metrics.push({t, series});
-  if (state.metrics.length > HISTORY) state.metrics.shift();
-  const before = state.metrics.length > 1 ? state.metrics[state.metrics.length - 2] : null;
-  const dt = before ? (t - before.t) / 1000 : 0;
-  const perSec = (k) => (before && dt > 0 && before.series.has(k) ? Math.max(0, series.get(k) - before.series.get(k)) / dt : null);
-  $("#bucket-node").textContent = "(this node's /metrics)";
-  // What the bucket is asked, as this node's /metrics has it: the store's own series, the
-  // replica's writes and restores, the listing and the lease writes.
-  const wanted = /^(wasmkeep_(store|bucket)_\w+|wasmkeep_replica_(segments|snapshots|gc_deleted|restores|upload_failures)_total|wasmkeep_node_lease_writes_total|wasmkeep_listing_seconds_count|wasmkeep_fences_total)/;
-  const rows = [...series.keys()].filter((k) => wanted.test(k) && !/_bucket\{/.test(k)).sort();
-  const tbody = $("#bucket-series tbody");
+function renderBucket() {
+  const n = state.samples.length;
+  if (!n) return;
+  const now = state.samples[n - 1];
+  const before = state.samples[Math.max(0, n - 1 - RATE_WINDOW)];
+  const prices = PRICES[$("#prices").value] || PRICES["aws-s3"];
+  const rates = before === now ? {} : bucketRates(now, before);
+  const tbody = $("#bucket-purposes tbody");
   tbody.replaceChildren();
-  for (const k of rows) {
-    const what = BUCKET_SERIES.find(([re]) => re.test(k));
-    tbody.append(el("tr", {}, el("td", {}, el("code", {text: k})), el("td", {class: "muted", text: what ? what[1] : ""}),
-      el("td", {class: "num", text: num(series.get(k), 3)}), el("td", {class: "num", text: num(perSec(k), 2)})));
+  const totals = {};
+  let totalDay = 0;
+  const purposes = Object.keys(bucketCounts(now)).sort();
+  for (const purpose of purposes) {
+    const ops = rates[purpose] || {};
+    const sum = OPS.reduce((a, op) => a + (ops[op] || 0), 0);
+    const day = perDay(ops, prices);
+    totalDay += day;
+    OPS.forEach((op) => { totals[op] = (totals[op] || 0) + (ops[op] || 0); });
+    tbody.append(el("tr", {"data-purpose": purpose},
+      el("td", {}, el("code", {text: purpose})),
+      ...OPS.map((op) => el("td", {class: "num", text: num(ops[op] || 0, 2)})),
+      el("td", {class: "num", text: num(sum, 2)}),
+      el("td", {class: "num", text: money(day, prices.currency)}),
+      el("td", {class: "muted small", text: PURPOSES[purpose] || ""})));
   }
-  // Requests by purpose, when this build counts them (a `purpose` label), with their cost.
-  const purpose = rows.filter((k) => /purpose="/.test(k));
-  const cost = [...series.keys()].filter((k) => /(dollars|cost)/.test(k));
-  const box = $("#bucket-purpose");
-  if (purpose.length) {
-    box.replaceChildren(el("p", {class: "muted", text: "Requests by purpose: " + purpose.map((k) => k.match(/purpose="([^"]*)"/)[1] + " " + num(perSec(k), 2) + "/s").join(", ")}));
+  if (!purposes.length) {
+    tbody.append(el("tr", {}, el("td", {colSpan: 9, class: "muted", text: "No node reports its bucket requests yet."})));
   } else {
-    box.replaceChildren(el("p", {class: "note", text: "Requests by purpose and their money per day are not counted by this build: it shows the bucket requests its /metrics has (segment and snapshot writes, restores, lease writes, listings, and the store's own counters)."}));
+    const all = OPS.reduce((a, op) => a + totals[op], 0);
+    tbody.append(el("tr", {class: "total"}, el("td", {text: "all"}),
+      ...OPS.map((op) => el("td", {class: "num", text: num(totals[op], 2)})),
+      el("td", {class: "num", text: num(all, 2)}), el("td", {class: "num", text: money(totalDay, prices.currency)}), el("td", {})));
   }
-  if (cost.length) box.append(el("p", {text: cost.map((k) => k + " = " + num(series.get(k), 4)).join(", ")}));
-  const hist = (k) => state.metrics.map((s, i) => {
-    if (!i) return null;
-    const a = s.series.get(k), b = state.metrics[i - 1].series.get(k);
-    const d = (s.t - state.metrics[i - 1].t) / 1000;
-    return a != null && b != null && d > 0 ? Math.max(0, a - b) / d : null;
+  const all = OPS.reduce((a, op) => a + (totals[op] || 0), 0);
+  $("#bucket-summary").replaceChildren(
+    stat("requests / s", num(all, 1)),
+    stat("writes (put) / s", num(totals.put || 0, 1)),
+    stat("reads (get, head) / s", num((totals.get || 0) + (totals.head || 0), 1)),
+    stat("lists / s", num(totals.list || 0, 1)),
+    stat("per day at this rate", money(totalDay, prices.currency)));
+  $("#bucket-updated").textContent = "(every live node, the last " + Math.round((now.t - before.t) / 1000) + " s)";
+  // Charts over the history, each point over the window before it.
+  const total = [], day = [];
+  state.samples.forEach((s, i) => {
+    const b = state.samples[Math.max(0, i - RATE_WINDOW)];
+    if (b === s) { total.push(null); day.push(null); return; }
+    const r = bucketRates(s, b);
+    total.push(Object.values(r).reduce((a, ops) => a + OPS.reduce((x, op) => x + (ops[op] || 0), 0), 0));
+    day.push(Object.values(r).reduce((a, ops) => a + perDay(ops, prices), 0));
   });
-  chart("#chart-bucket-writes", "Segment PUTs / s (this node)", [{values: hist("wasmkeep_replica_segments_total")}], (v) => num(v));
-  chart("#chart-bucket-listing", "Lease writes / s (this node)", [{values: hist("wasmkeep_node_lease_writes_total")}], (v) => num(v, 2));
+  chart("#chart-bucket-total", "Bucket requests / s (all nodes)", [{values: total}], (v) => num(v, 1));
+  chart("#chart-bucket-money", "Money per day at that rate", [{values: day}], (v) => money(v, prices.currency),
+    "requests only, priced as chosen above");
+}
+
+// ---- alarms
+
+// Lateness of the alarm runs that succeeded over an interval: mean, and the bucket bound
+// under which 99% fell (every node's wasmkeep_alarms_late_seconds).
+function alarmLateness(now, before) {
+  if (!before) return {mean: null, p99: null};
+  let count = 0, sum = 0;
+  const buckets = new Map();
+  for (const [id, s] of Object.entries(now.nodes)) {
+    const a = s.alarms, b = before.nodes[id] ? before.nodes[id].alarms : null;
+    if (!a) continue;
+    const dc = a.late_seconds_count - (b ? b.late_seconds_count : 0);
+    if (dc < 0) continue;
+    count += dc;
+    sum += a.late_seconds_sum - (b ? b.late_seconds_sum : 0);
+    a.late_seconds_buckets.forEach(([le, c], i) => {
+      const prev = b ? b.late_seconds_buckets[i][1] : 0;
+      buckets.set(le, (buckets.get(le) || 0) + (c - prev));
+    });
+  }
+  if (count <= 0) return {mean: null, p99: null};
+  let p99 = null;
+  for (const [le, c] of buckets) { if (c >= 0.99 * count) { p99 = le; break; } }
+  return {mean: sum / count, p99};
+}
+
+function renderAlarmCharts() {
+  const fired = [], retried = [], mean = [], p99 = [];
+  state.samples.forEach((s, i) => {
+    const b = i ? state.samples[i - 1] : null;
+    fired.push(rate(s, b, (x) => (x.alarms ? x.alarms.fired : 0)));
+    retried.push(rate(s, b, (x) => (x.alarms ? x.alarms.retried : 0)));
+    const l = alarmLateness(s, b);
+    mean.push(l.mean == null ? null : l.mean * 1000);
+    p99.push(l.p99 == null ? null : l.p99 * 1000);
+  });
+  chart("#chart-alarms-fired", "Alarms fired / s (all nodes)", [{values: fired}, {values: retried, cls: "line2"}], (v) => num(v, 2),
+    "handlers that succeeded (solid), retries after a failure (dashed)");
+  chart("#chart-alarms-late", "Alarm lateness (ms)", [{values: mean}, {values: p99, cls: "line2"}], (v) => num(v, 1),
+    "from the alarm's time to its run: mean (solid), p99 bucket bound (dashed)");
+}
+
+const DUE_EVERY = 5;  // ticks: the due alarms are listed every 10 s (16 LISTs each time)
+const LATE_MS = 5000; // an entry due longer ago than this is shown as late
+const DUE_WITHIN_MS = 300000;  // and the alarms due in the next 5 minutes
+
+async function pollDueAlarms() {
+  const r = await api("/v1/due-alarms?within_ms=" + DUE_WITHIN_MS + "&limit=100");
+  const tbody = $("#due-alarms tbody");
+  tbody.replaceChildren();
+  let late = 0;
+  for (const a of r.alarms) {
+    const isLate = a.late_ms > LATE_MS;
+    if (isLate) late++;
+    tbody.append(el("tr", {class: isLate ? "late" : "", "data-actor": a.actor},
+      el("td", {}, el("code", {text: a.actor})),
+      el("td", {text: new Date(a.due_ms).toLocaleTimeString()}),
+      el("td", {}, a.late_ms >= 0 ? badge("late " + ms(a.late_ms / 1000), isLate ? "fenced" : "live-expired")
+                                  : badge("in " + ms(-a.late_ms / 1000), "idle")),
+      el("td", {class: "num", text: a.generation + " · " + a.batch})));
+  }
+  if (!r.alarms.length) tbody.append(el("tr", {}, el("td", {colSpan: 4, class: "muted", text: "No alarm due now or in the next 5 minutes."})));
+  const sample = state.samples[state.samples.length - 1];
+  const before = state.samples.length > 1 ? state.samples[state.samples.length - 2] : null;
+  const stats = [
+    stat("due now", String(r.due)),
+    stat("late (> " + LATE_MS / 1000 + " s)", String(late)),
+    stat("due in the next 5 min", String(r.upcoming)),
+  ];
+  if (sample && state.who.kind === "operator") {
+    stats.push(stat("fired / s", num(rate(sample, before, (x) => (x.alarms ? x.alarms.fired : 0)), 2)));
+    stats.push(stat("shards held", String(sumNodes(sample, (x) => (x.alarms ? x.alarms.shards_held : 0))) + " / 16"));
+  }
+  $("#alarms-summary").replaceChildren(...stats);
+  $("#alarms-updated").textContent = "updated " + new Date(r.time_ms).toLocaleTimeString() +
+    (r.tenant ? " · tenant " + r.tenant : " · every tenant") + (r.complete ? "" : " · some shards not read whole") +
+    (r.truncated ? " · the first 100 shown" : "");
 }
 
 // ---- actor browser
@@ -403,7 +549,9 @@ async function listActors(fresh) {
         el("td", {}, badge(a.state)),
         el("td", {text: a.node || "–"}),
         el("td", {class: "num", text: a.generation == null ? "–" : String(a.generation)}),
-        el("td", {class: "num", text: bytes(a.stored_bytes)}));
+        el("td", {class: "num", text: bytes(a.stored_bytes)}),
+        el("td", {class: "small", text: a.alarm_unknown ? "?" : a.alarm_ms == null ? "–" : new Date(a.alarm_ms).toLocaleString("en-GB")}));
+      if (a.alarm_entries > 1) tr.lastChild.title = a.alarm_entries + " index entries: the latest set's shown, the others stale";
       tr.addEventListener("click", () => {
         document.querySelectorAll("#actors tr.selected").forEach((x) => x.classList.remove("selected"));
         tr.classList.add("selected");
@@ -413,7 +561,7 @@ async function listActors(fresh) {
       });
       tbody.append(tr);
     }
-    if (fresh && !r.actors.length) tbody.append(el("tr", {}, el("td", {colSpan: 5, class: "muted", text: "No actors."})));
+    if (fresh && !r.actors.length) tbody.append(el("tr", {}, el("td", {colSpan: 6, class: "muted", text: "No actors."})));
     state.list.after = r.next_after || "";
     $("#list-more").hidden = !r.next_after;
     $("#list-note").textContent = "";
@@ -469,10 +617,12 @@ async function deleteActor() {
 // ---- sign-in and the loop
 
 async function tick() {
+  const n = state.ticks++;
   try {
-    if (state.who && state.who.kind === "operator") {
-      await pollCluster();
-      await pollBucket();
+    if (state.who && state.who.kind === "operator") await pollCluster();
+    if (state.who && state.tab === "alarms" && (n % DUE_EVERY === 0 || state.dueStale)) {
+      state.dueStale = false;
+      await pollDueAlarms();
     }
     $("#footer").textContent = "";
   } catch (e) {
@@ -509,12 +659,13 @@ function signOut(message) {
   state.token = "";
   state.who = null;
   state.samples = [];
-  state.metrics = [];
+  state.dueStale = true;
   state.inspect = null;
-  // Nothing of the last session stays on the page.
+  // Nothing of the last session stays on the page: every table, count and chart goes (the
+  // next sign-in may be another tenant's).
   $("#class-select").replaceChildren();
-  $("#actors tbody").replaceChildren();
-  $("#entries tbody").replaceChildren();
+  document.querySelectorAll("main tbody, .summary, .chart, #inspect-facts, #inspect-name, #list-note, #alarms-updated, #cluster-updated, #bucket-updated")
+    .forEach((e) => e.replaceChildren());
   $("#inspector-body").hidden = true;
   $("#inspector-empty").hidden = false;
   $("#tabs").hidden = true;
@@ -537,5 +688,6 @@ window.addEventListener("DOMContentLoaded", () => {
   $("#format").addEventListener("change", () => inspect(true));
   $("#keys-more").addEventListener("click", () => inspect(false));
   $("#delete-actor").addEventListener("click", deleteActor);
+  $("#prices").addEventListener("change", renderBucket);
   if (state.token) signIn(state.token);
 });

@@ -212,7 +212,7 @@ Result<std::string_view> BearerToken(std::string_view header) {
 // ---- OperatorAuth.
 
 OperatorAuth::OperatorAuth(Env& env, ObjectStore& store, Options options)
-    : env_(env), store_(store), options_(options), mutex_(env) {
+    : env_(env), store_(store.ForPurpose(BucketPurpose::kControl)), options_(options), mutex_(env) {
   WK_CHECK(options_.cache_ttl > Duration(0), "OperatorAuth options");
 }
 

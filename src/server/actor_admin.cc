@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
+#include <tuple>
 
+#include "alarms/index_reader.h"
 #include "base/ascii.h"
 #include "base/log.h"
 #include "base/version.h"
@@ -17,6 +20,15 @@ namespace {
 constexpr std::string_view kClassesPath = "/v1/classes";
 constexpr std::string_view kAdminPrefix = "/v1/admin/";
 constexpr std::string_view kWhoamiPath = "/v1/whoami";
+// Not under /v1/alarms/: that is the alarm hand-over between nodes (the front's).
+constexpr std::string_view kDueAlarmsPath = "/v1/due-alarms";
+// Due alarms: entries shown at most (the counts cover every entry read), and the window.
+constexpr int kDefaultDueAlarmsLimit = 100;
+constexpr int kMaxDueAlarmsLimit = 1000;
+constexpr std::int64_t kMaxDueWithinMs = 24LL * 3600 * 1000;
+// LIST pages of 1,000 entries read per shard, for a listing page's alarms and for the
+// due alarms: a bound on what one request costs (more than this: said so, not guessed).
+constexpr int kAlarmIndexPages = 4;
 // Inspect: keys per page, and the bytes of each value shown (the rest is cut, and said so).
 constexpr int kDefaultInspectLimit = 100;
 constexpr int kMaxInspectLimit = 1000;
@@ -162,11 +174,12 @@ Task<void> DeletionGuard::Release(ActorId actor, Generation generation) {
 
 // ---- ActorAdmin.
 
-ActorAdmin::ActorAdmin(ActorAdminDeps deps) : deps_(std::move(deps)) {}
+ActorAdmin::ActorAdmin(ActorAdminDeps deps)
+    : deps_(std::move(deps)), store_(deps_.store.ForPurpose(BucketPurpose::kAdmin)) {}
 
 bool ActorAdmin::Matches(std::string_view target) {
   const std::string_view path = PathOf(target);
-  return path == kWhoamiPath || path == kClassesPath || path.starts_with(std::string(kClassesPath) + "/") ||
+  return path == kWhoamiPath || path == kDueAlarmsPath || path == kClassesPath || path.starts_with(std::string(kClassesPath) + "/") ||
          path.starts_with(kAdminPrefix);
 }
 
@@ -259,6 +272,10 @@ Task<ServerResponse> ActorAdmin::Handle(ServerRequest request, Via via) {
     w.Member("node", deps_.node_id.str()).EndObject();
     co_return Json(200, std::move(w).Take());
   }
+  if (path == kDueAlarmsPath) {
+    if (!get) co_return Error(405, "GET only");
+    co_return co_await DueAlarms(*who, query);
+  }
   if (path.starts_with(kAdminPrefix)) {
     if (!who->operator_ && !who->peer) co_return Error(403, "the admin routes take an operator token (wasmkeep admin token add)");
     if (!get) co_return Error(405, "GET only");
@@ -291,7 +308,7 @@ Task<ServerResponse> ActorAdmin::Handle(ServerRequest request, Via via) {
 Task<ServerResponse> ActorAdmin::ListClasses(Principal who) {
   std::optional<std::string> tenant;
   if (!who.operator_ && !who.peer) tenant = who.tenant;
-  auto classes = co_await control::ListClasses(deps_.store, tenant, CallOptions{std::chrono::seconds(10)});
+  auto classes = co_await control::ListClasses(store_, tenant, CallOptions{std::chrono::seconds(10)});
   if (!classes.ok()) co_return ErrorFor(classes.status(), "cannot list the classes");
   JsonWriter w;
   w.BeginObject().Key("classes").BeginArray();
@@ -310,6 +327,84 @@ Task<ServerResponse> ActorAdmin::ListClasses(Principal who) {
   co_return Json(200, std::move(w).Take());
 }
 
+Task<ServerResponse> ActorAdmin::DueAlarms(Principal who, std::string query) {
+  auto q = ParseQuery(query);
+  std::int64_t within_ms = 0;
+  if (!q["within_ms"].empty() && !ParseInt(q["within_ms"], 0, kMaxDueWithinMs, &within_ms)) {
+    co_return Error(400, "within_ms must be 0.." + std::to_string(kMaxDueWithinMs));
+  }
+  std::int64_t limit = kDefaultDueAlarmsLimit;
+  if (!q["limit"].empty() && !ParseInt(q["limit"], 1, kMaxDueAlarmsLimit, &limit)) {
+    co_return Error(400, "limit must be 1.." + std::to_string(kMaxDueAlarmsLimit));
+  }
+  std::string tenant = q["tenant"];
+  if (!who.operator_ && !who.peer) {
+    if (!tenant.empty() && tenant != who.tenant) {
+      co_return Error(403, "this token is for tenant " + who.tenant + ", not " + tenant);
+    }
+    tenant = who.tenant;
+  }
+  std::shared_ptr<bool> alive = alive_;
+  const std::int64_t now_ms = ToUnixMs(deps_.env.WallNow());
+  alarms::IndexReadOptions io;
+  io.max_pages = kAlarmIndexPages;
+  io.due_until_ms = now_ms + within_ms;
+  std::vector<int> shards;
+  for (int s = 0; s < alarms::kShards; ++s) shards.push_back(s);
+  std::map<int, Result<alarms::ShardListing>> index = co_await alarms::ReadShards(deps_.env, store_, std::move(shards), io);
+  if (!*alive) co_return Error(503, "node stopping", true);
+  // Every entry read, the tenant's only, by due time; counted all, shown up to the limit.
+  std::vector<alarms::EntryKey> entries;
+  std::vector<std::string> errors;
+  bool complete = true;
+  std::uint64_t lists = 0;
+  for (auto& [shard, listing] : index) {
+    if (!listing.ok()) {
+      errors.push_back("shard " + std::to_string(shard) + ": " + listing.status().message());
+      complete = false;
+      continue;
+    }
+    lists += listing->lists;
+    complete = complete && listing->complete;
+    for (auto& e : listing->entries) {
+      if (tenant.empty() || e.actor.tenant == tenant) entries.push_back(std::move(e));
+    }
+  }
+  std::sort(entries.begin(), entries.end(),
+            [](const alarms::EntryKey& a, const alarms::EntryKey& b) { return std::tie(a.due_ms, a.actor) < std::tie(b.due_ms, b.actor); });
+  std::uint64_t due = 0;
+  for (const auto& e : entries) due += e.due_ms <= now_ms ? 1 : 0;
+  JsonWriter w;
+  w.BeginObject()
+      .Member("time_ms", now_ms)
+      .Member("within_ms", within_ms)
+      .Member("complete", complete)
+      .Member("lists", lists)
+      .Member("due", due)
+      .Member("upcoming", static_cast<std::uint64_t>(entries.size()) - due);
+  if (!tenant.empty()) w.Member("tenant", tenant);
+  w.Key("errors").BeginArray();
+  for (const auto& e : errors) w.String(e);
+  w.EndArray().Key("alarms").BeginArray();
+  std::int64_t shown = 0;
+  for (const auto& e : entries) {
+    if (shown++ == limit) break;
+    w.BeginObject()
+        .Member("actor", e.actor.ToString())
+        .Member("tenant", e.actor.tenant)
+        .Member("class", e.actor.class_name)
+        .Member("name", e.actor.name)
+        .Member("due_ms", e.due_ms)
+        .Member("late_ms", now_ms - e.due_ms)
+        .Member("generation", e.generation.value)
+        .Member("batch", e.batch)
+        .Member("shard", e.shard)
+        .EndObject();
+  }
+  w.EndArray().Member("truncated", static_cast<std::int64_t>(entries.size()) > limit).EndObject();
+  co_return Json(200, std::move(w).Take());
+}
+
 Task<ServerResponse> ActorAdmin::ListActors(std::string tenant, std::string class_name, std::string query) {
   auto q = ParseQuery(query);
   replica::ListActorsOptions o;
@@ -323,9 +418,28 @@ Task<ServerResponse> ActorAdmin::ListActors(std::string tenant, std::string clas
     o.limit = static_cast<int>(limit);
   }
   std::shared_ptr<bool> alive = alive_;
-  auto page = co_await replica::ListStoredActors(deps_.env, deps_.store, tenant, class_name, o);
+  auto page = co_await replica::ListStoredActors(deps_.env, store_, tenant, class_name, o);
   if (!*alive) co_return Error(503, "node stopping", true);
   if (!page.ok()) co_return ErrorFor(page.status(), "cannot list the actors of " + tenant + "/" + class_name);
+  // The page's alarms, by the alarm index (alarms/index_reader.h): the shards of its actors,
+  // read at once. A shard that cannot be read, or holds more than one read covers, leaves
+  // its actors' alarms unknown (said so), never "none".
+  std::vector<int> shards;
+  for (const auto& a : page->actors) shards.push_back(alarms::ShardOf(ActorId{tenant, class_name, a.name}));
+  alarms::IndexReadOptions io;
+  io.max_pages = kAlarmIndexPages;
+  std::map<int, Result<alarms::ShardListing>> index =
+      co_await alarms::ReadShards(deps_.env, store_, std::move(shards), io);
+  if (!*alive) co_return Error(503, "node stopping", true);
+  std::map<ActorId, alarms::IndexedAlarm> indexed;
+  std::set<int> unknown_shards;
+  for (const auto& [shard, listing] : index) {
+    if (!listing.ok() || !listing->complete) {
+      unknown_shards.insert(shard);
+      continue;
+    }
+    for (auto& [id, alarm] : alarms::LatestSetPerActor(listing->entries)) indexed.insert_or_assign(id, alarm);
+  }
   const Membership& membership = deps_.node.membership();
   JsonWriter w;
   w.BeginObject().Member("tenant", tenant).Member("class", class_name).Key("actors").BeginArray();
@@ -344,6 +458,13 @@ Task<ServerResponse> ActorAdmin::ListActors(std::string tenant, std::string clas
       w.Member("state", "corrupt").Member("error", a.record_error);
     } else {
       w.Member("state", "gone");
+    }
+    if (unknown_shards.count(alarms::ShardOf(id))) {
+      w.Key("alarm_ms").Null().Member("alarm_unknown", true);
+    } else if (auto it = indexed.find(id); it != indexed.end()) {
+      w.Member("alarm_ms", it->second.latest.due_ms).Member("alarm_entries", it->second.entries);
+    } else {
+      w.Key("alarm_ms").Null();
     }
     w.Member("resident_here", deps_.runtime.IsResident(id))
         .Member("stored_bytes", a.stored_bytes)
@@ -399,7 +520,7 @@ Task<ServerResponse> ActorAdmin::Inspect(ActorId id, ServerRequest request, Prin
       }
       if (!other.ok() && other.code() == Code::kFatal) co_return ErrorFor(other.status(), "the owner record");
     }
-    auto state = co_await replica::RestoreReadOnly(deps_.env, deps_.store, id, replica::RestoreOptions{});
+    auto state = co_await replica::RestoreReadOnly(deps_.env, store_, id, replica::RestoreOptions{});
     if (!*alive) co_return Error(503, "node stopping", true);
     if (!state.ok()) co_return ErrorFor(state.status(), "cannot restore " + id.ToString() + " from the bucket");
     restored = std::move(state->state);
@@ -548,9 +669,17 @@ Task<ServerResponse> ActorAdmin::Delete(ActorId id, ServerRequest request, Princ
   const Generation generation = acquired.hold.generation();
   std::function<bool()> hold_valid = [hold = acquired.hold] { return hold.IsValid(); };
   auto deleted =
-      co_await replica::DeleteStoredActor(deps_.env, deps_.store, id, generation, std::move(hold_valid));
+      co_await replica::DeleteStoredActor(deps_.env, store_, id, generation, std::move(hold_valid));
   if (!*alive) co_return Error(503, "node stopping", true);
-  // 4. Released either way: the record names nobody at this generation.
+  // 4. Its alarm index entries of earlier holds, once the empty fence is durable (the
+  // deletion wrote it, outcome known, before deleting anything).
+  Result<std::uint64_t> alarm_entries = std::uint64_t{0};
+  if (deleted.ok()) {
+    std::function<bool()> still_valid = [hold = acquired.hold] { return hold.IsValid(); };
+    alarm_entries = co_await DeleteAlarmEntries(id, generation, std::move(still_valid));
+    if (!*alive) co_return Error(503, "node stopping", true);
+  }
+  // 5. Released either way: the record names nobody at this generation.
   Status released = co_await owners.Release(id);
   if (!*alive) co_return Error(503, "node stopping", true);
   if (!deleted.ok()) co_return ErrorFor(deleted.status(), "deleting " + id.ToString());
@@ -566,9 +695,33 @@ Task<ServerResponse> ActorAdmin::Delete(ActorId id, ServerRequest request, Princ
       .Member("generation", generation.value)
       .Member("objects", deleted->objects)
       .Member("bytes", deleted->bytes)
-      .Member("record", released.ok() ? "released" : "release pending")
-      .EndObject();
+      .Member("record", released.ok() ? "released" : "release pending");
+  if (alarm_entries.ok()) {
+    w.Member("alarm_entries", *alarm_entries);
+  } else {
+    w.Member("alarm_entries_error", alarm_entries.status().message());
+  }
+  w.EndObject();
   co_return Json(200, std::move(w).Take());
+}
+
+Task<Result<std::uint64_t>> ActorAdmin::DeleteAlarmEntries(ActorId id, Generation generation,
+                                                           std::function<bool()> valid) {
+  alarms::IndexReadOptions o;
+  o.max_pages = kAlarmIndexPages;
+  auto listed = co_await alarms::ReadShard(deps_.env, store_, alarms::ShardOf(id), o);
+  if (!listed.ok()) co_return listed.status();
+  std::uint64_t deleted = 0;
+  for (const alarms::EntryKey& e : listed->entries) {
+    // Another actor's, or of our hold or a later one (never ours to delete: rule 2).
+    if (e.actor != id || e.generation >= generation) continue;
+    if (!valid()) co_return Retryable("the hold ended while its alarm entries were deleted");
+    Status s = co_await store_.Delete(alarms::EncodeEntryKey(e), Precondition::None(), CallOptions{std::chrono::seconds(5)});
+    if (!s.ok() && s.code() != Code::kNotFound) co_return s;
+    deleted += s.ok() ? 1 : 0;
+  }
+  if (!listed->complete) co_return Retryable("the alarm shard holds more entries than one read covers; the rest stay");
+  co_return deleted;
 }
 
 Task<Result<ServerResponse>> ActorAdmin::AskPeer(NodeId node, ServerRequest request, Duration timeout, int hops) {
@@ -648,6 +801,54 @@ std::string ActorAdmin::NodeJson() const {
     w.Uint(t.upload_seconds.CumulativeCount(i)).EndArray();
   }
   w.EndArray().Member("restores", t.restores).EndObject();
+  // Requests to the bucket by purpose and operation, every outcome (store/counting_store.h):
+  // the console's bucket page sums them over the nodes and prices them.
+  if (const BucketRequestStats* b = deps_.bucket_requests) {
+    w.Key("bucket_requests").BeginObject();
+    for (std::size_t p = 0; p < kBucketPurposes; ++p) {
+      const auto purpose = static_cast<BucketPurpose>(p);
+      if (b->Requests(purpose) == 0) continue;
+      w.Key(BucketPurposeName(purpose)).BeginObject();
+      for (std::size_t op = 0; op < kBucketOps; ++op) {
+        const std::uint64_t n = b->Requests(static_cast<BucketOp>(op), purpose);
+        if (n != 0) w.Member(BucketOpName(static_cast<BucketOp>(op)), n);
+      }
+      w.EndObject();
+    }
+    w.EndObject();
+  }
+  if (const alarms::AlarmStats* a = deps_.alarm_stats) {
+    w.Key("alarms")
+        .BeginObject()
+        .Member("due", a->due)
+        .Member("fired", a->fired)
+        .Member("retried", a->retried)
+        .Member("gave_up", a->gave_up)
+        .Member("stale", a->stale)
+        .Member("not_run", a->not_run)
+        .Member("handed", a->handed)
+        .Member("late_seconds_count", a->late_seconds.count())
+        .Member("late_seconds_sum", a->late_seconds.sum())
+        .Key("late_seconds_buckets")
+        .BeginArray();
+    for (std::size_t i = 0; i <= a->late_seconds.bounds().size(); ++i) {
+      w.BeginArray();
+      if (i < a->late_seconds.bounds().size()) {
+        w.Double(a->late_seconds.bounds()[i]);
+      } else {
+        w.Null();
+      }
+      w.Uint(a->late_seconds.CumulativeCount(i)).EndArray();
+    }
+    w.EndArray();
+    if (const alarms::ShardScannerStats* s = deps_.scanner_stats) {
+      w.Member("shards_held", static_cast<std::uint64_t>(s->shards_held))
+          .Member("index_due_entries", static_cast<std::uint64_t>(s->index_due_entries))
+          .Member("scans", s->scans)
+          .Member("scan_failures", s->scan_failures);
+    }
+    w.EndObject();
+  }
   w.Key("classes").BeginArray();
   std::set<std::string> names;
   for (const auto& [k, v] : traffic_) names.insert(k);
@@ -691,7 +892,20 @@ Task<ServerResponse> ActorAdmin::Cluster() {
       .EndObject();
   w.Key("nodes").BeginArray();
   for (const auto& [id, v] : view) {
-    const NodeStatus s = DescribeNode(v, now, timing);
+    NodeStatus s = DescribeNode(v, now, timing);
+    if (v.live() && !v.body_current) {
+      // The listing saw renewals whose bodies it did not read (it reads a body only when it
+      // can change a decision: cluster/membership.h), so written_at is the last body read,
+      // not the last write. Shown instead: the time since the listing that first showed the
+      // latest renewal (at most one listing period younger than the write). For display
+      // only: the fence watch decides on bodies it read.
+      const Duration seen = deps_.env.MonoNow() - v.unchanged_since;
+      char seconds[32];
+      std::snprintf(seconds, sizeof seconds, "%.1f", ToSeconds(seen));
+      s.age = seen;
+      s.state = seen <= timing.ttl ? "live" : "live-expired";
+      s.detail = std::string("renewal seen by the listing ") + seconds + " s ago";
+    }
     w.BeginObject()
         .Member("node", id.str())
         .Member("state", s.state)

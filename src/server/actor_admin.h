@@ -9,10 +9,13 @@
 //   GET    /v1/classes/<t>/<c>/actors?prefix=&after=&limit=
 //                                                       one page of the class's actors: name,
 //                                                       holder (and whether it is live), generation,
-//                                                       stored size. From the bucket; wakes nothing
+//                                                       stored size, alarm (by the alarm index).
+//                                                       From the bucket; wakes nothing
 //   GET    /v1/classes/<t>/<c>/actors/<name>?prefix=&after=&after_hex=&limit=&max_value_bytes=
 //                                                       its keys and values, a page at a time
 //   DELETE /v1/classes/<t>/<c>/actors/<name>            delete its state and log (see below)
+//   GET    /v1/due-alarms?within_ms=&limit=&tenant=     alarms due (and late) by the alarm index,
+//                                                       every shard read (a tenant: its own)
 //   GET    /v1/admin/node                               this node: lease, readiness, resident
 //                                                       actors, holds, pending releases, traffic
 //                                                       per class, durable writes
@@ -21,7 +24,7 @@
 //   GET    /v1/admin/metrics[?node=<id>]                a node's Prometheus text
 //
 // Who may ask. A tenant token (`Authorization: Bearer wk.<tenant>...`) opens /v1/whoami,
-// /v1/classes (its own) and its own tenant's actors (another tenant's: 403); an operator
+// /v1/classes (its own), its own tenant's actors and due alarms (another tenant's: 403); an operator
 // token (`wko....`, control/operators.h) opens everything; anything else is 401. On the
 // peer listener these routes take only other nodes' signed requests (forwarder.h, with
 // the pin checked as the front does): that is how a node reaches an actor's owner, and how
@@ -41,8 +44,14 @@
 // acquires it through the ownership protocol (Owners::Acquire: generation + 1, If-Match),
 // so no other node can act on it while the deletion runs; replica::DeleteStoredActor writes
 // the empty fence and deletes the log under that hold, each delete only while the hold is
-// valid; then the hold is released (record: nobody, generation kept). What a later
+// valid; then the actor's alarm index entries of earlier holds go too (rule 2 of
+// docs/alarms.md: our hold is valid and its durable fence left the actor without an alarm;
+// an entry of our generation or later is never touched), so no stale entry wakes the
+// deleted actor; then the hold is released (record: nobody, generation kept). What a later
 // acquisition sees: generation + 1, an empty state (replica/inspect.h).
+//
+// Bucket requests of these routes count under the purpose `admin` (store/object_store.h),
+// the acquisition and release under `owner`.
 //
 // Bodies: these routes take none; CheckBeforeBody refuses one (413) before it is read.
 //
@@ -57,6 +66,8 @@
 #include <string_view>
 
 #include "actor/runtime.h"
+#include "alarms/alarm_service.h"
+#include "alarms/shard_scanner.h"
 #include "base/metrics.h"
 #include "cluster/cluster_node.h"
 #include "control/operators.h"
@@ -65,6 +76,7 @@
 #include "replica/provider.h"
 #include "server/forwarder.h"
 #include "server/front.h"
+#include "store/counting_store.h"
 
 namespace wk {
 
@@ -111,6 +123,10 @@ struct ActorAdminDeps {
   const replica::ReplicaTotals& replica_totals;
   NodeId node_id;
   InstanceToken instance;
+  // What /v1/admin/node reports besides; each may be null (not shown then).
+  const BucketRequestStats* bucket_requests = nullptr;  // this node's requests to the bucket
+  const alarms::AlarmStats* alarm_stats = nullptr;
+  const alarms::ShardScannerStats* scanner_stats = nullptr;
 };
 
 class ActorAdmin {
@@ -139,6 +155,10 @@ class ActorAdmin {
   Task<ServerResponse> Inspect(ActorId id, ServerRequest request, Principal who);
   Task<ServerResponse> Delete(ActorId id, ServerRequest request, Principal who);
   Task<ServerResponse> ListClasses(Principal who);
+  Task<ServerResponse> DueAlarms(Principal who, std::string query);
+  // The actor's alarm index entries of holds before `generation`, deleted while valid().
+  // How many went; an error leaves the rest, stale and harmless (rule 3 of docs/alarms.md).
+  Task<Result<std::uint64_t>> DeleteAlarmEntries(ActorId id, Generation generation, std::function<bool()> valid);
   Task<ServerResponse> Cluster();
   Task<ServerResponse> Metrics(ServerRequest request);
   std::string NodeJson() const;
@@ -150,6 +170,7 @@ class ActorAdmin {
                                           const std::shared_ptr<std::map<NodeId, Result<ServerResponse>>>& out);
 
   ActorAdminDeps deps_;
+  ObjectStore& store_;  // deps_.store's view for the purpose `admin`
   std::map<std::string, ClassTraffic> traffic_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

@@ -81,10 +81,14 @@ struct ActorHostOptions {
   RunningEvents* journal = nullptr;
   // Actors whose events ran when the previous process died (the journal's leftovers): one
   // strike each.
-  std::vector<ActorId> crashed_during_events;  // Alarm delivery and shard scanning ([alarms], docs/alarms.md), and the lease timing it
+  std::vector<ActorId> crashed_during_events;
+  // Alarm delivery and shard scanning ([alarms], docs/alarms.md), and the lease timing it
   // is checked against.
   alarms::AlarmOptions alarms;
   LeaseTiming timing;
+  // The node's requests to the bucket by purpose (the CountingStore's, outliving the host),
+  // shown by /v1/admin/node; null: not shown.
+  const BucketRequestStats* bucket_requests = nullptr;
 };
 
 class ActorHost {

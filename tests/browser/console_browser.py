@@ -87,6 +87,14 @@ def text(driver, selector):
     return driver.execute_script("const e = document.querySelector(arguments[0]); return e ? e.innerText : '';", selector)
 
 
+def number(s):
+    """A number as the page shows it ("1,234", "0.50"); 0 for "–"."""
+    try:
+        return float(s.replace(",", ""))
+    except ValueError:
+        return 0.0
+
+
 def tokens_in_url(driver):
     url = driver.current_url
     return OP in url or TENANT in url or OP.split(".")[-1] in url or TENANT.split(".")[-1] in url
@@ -138,6 +146,9 @@ def run(driver):
     # Sign-in page, a made-up token, then the operator's.
     driver.get(URL + "/console/")
     check("the console's page loads from the node", wait_for(lambda: driver.find_element(By.ID, "token").is_displayed(), 10))
+    check("before signing in no page but the sign-in shows (no tabs)",
+          not driver.find_element(By.ID, "tabs").is_displayed()
+          and not any(p.is_displayed() for p in driver.find_elements(By.CSS_SELECTOR, ".page:not(#signin-page)")))
     shot(driver, "signin")
     sign_in(driver, "wko.0123456789abcdef." + "0" * 64)
     check("a made-up token is refused with a message",
@@ -180,9 +191,17 @@ def run(driver):
     check("the traffic page shows acme/kv's request rate", bool(wait_for(kv_rate, 15)))
     shot(driver, "traffic")
     go(driver, "bucket")
-    check("the bucket page shows request series",
-          wait_for(lambda: len(rows(driver, "#bucket-series", "x")) > 0, 15))
-    time.sleep(2.5)
+    def purposes():
+        p = {r["key"]: r["cells"] for r in rows(driver, "#bucket-purposes", "data-purpose") if r["key"]}
+        return {"lease", "listing", "segment"} <= set(p) and number(p["lease"][1]) > 0 and p
+    p = wait_for(purposes, 15)
+    check("the bucket page shows every node's requests by purpose (lease writes, listings, segments)", bool(p))
+    total = text(driver, "#bucket-purposes tr.total")
+    check("and what they cost per day (%s)" % total.replace("\t", " "), "$" in total)
+    Select(driver.find_element(By.ID, "prices")).select_by_value("r2")
+    r2 = wait_for(lambda: text(driver, "#bucket-purposes tr.total") != total and text(driver, "#bucket-purposes tr.total"), 5)
+    check("another price table prices them again", bool(r2))
+    Select(driver.find_element(By.ID, "prices")).select_by_value("aws-s3")
     shot(driver, "bucket")
 
     # The actor browser: acme/kv, room-1's keys.
@@ -229,13 +248,24 @@ def run(driver):
           bool(wait_for(lambda: "0 keys" in text(driver, "#inspect-facts") and not entries(driver), 15)))
 
     go(driver, "alarms")
-    check("the alarms page says what it shows",
-          bool(wait_for(lambda: text(driver, "#alarms-page").strip() != "", 10)))
+    def due():
+        d = {r["key"]: r for r in rows(driver, "#due-alarms", "data-actor") if r["key"]}
+        return {"acme/probe/flaky", "acme/reminders/user-1", "globex/probe/g1"} <= set(d) and d
+    d = wait_for(due, 15)
+    check("the alarms page lists the alarms due and coming, of every tenant", bool(d))
+    check("an alarm whose handler keeps failing is shown late",
+          bool(d) and "late" in d["acme/probe/flaky"]["cls"].split() and d["acme/probe/flaky"]["cells"][2].startswith("late"))
+    check("a reminder not yet due is shown coming", bool(d) and d["acme/reminders/user-1"]["cells"][2].startswith("in "))
+    check("the alarm charts are drawn",
+          bool(wait_for(lambda: driver.execute_script("return document.querySelectorAll('#chart-alarms-fired svg').length") > 0, 10)))
+    shot(driver, "alarms")
     check("no token ever appears in the page's address", not tokens_in_url(driver))
 
     # A tenant sees its own tenant only: no cluster tabs, its own classes.
     driver.find_element(By.CSS_SELECTOR, "#who button").click()
     check("signing out forgets the token", driver.execute_script("return sessionStorage.length") == 0)
+    check("and leaves nothing of the session on the page",
+          driver.execute_script("return document.querySelectorAll('main tbody tr, .summary .stat, .chart svg').length") == 0)
     sign_in(driver, TENANT)
     check("a tenant signs in", wait_for(lambda: "tenant acme" in text(driver, "#who"), 10))
     visible = [a.text for a in driver.find_elements(By.CSS_SELECTOR, "nav a") if a.is_displayed()]
@@ -244,6 +274,11 @@ def run(driver):
         "return [...document.querySelector('#class-select').options].map((o) => o.value)"), 10)
     check("a tenant's class list holds its own classes only (%s)" % classes,
           bool(classes) and all(c.startswith("acme/") for c in classes))
+    go(driver, "alarms")
+    mine = wait_for(lambda: {r["key"] for r in rows(driver, "#due-alarms", "data-actor") if r["key"]} >= {"acme/probe/flaky"}
+                    and [r["key"] for r in rows(driver, "#due-alarms", "data-actor") if r["key"]], 15)
+    check("a tenant's alarms page shows its own alarms only (%s)" % mine,
+          bool(mine) and all(k.startswith("acme/") for k in mine))
     driver.get(URL + "/console/#cluster")
     check("a tenant sent to the cluster page gets its actors instead",
           wait_for(lambda: driver.execute_script("return document.querySelector('#actors-page').hidden === false "

@@ -165,6 +165,37 @@ check "room-2 is empty afterwards" '[ "$(status 1 GET acme/kv/room-2/k)" = 404 ]
 W actor delete acme/kv/room-2 --node "127.0.0.1:$(port_of 1)" --token "$GLOBEX" >/dev/null 2>&1; rc=$?
 check "actor delete with another tenant's token: exit 2" '[ "$rc" = 2 ]'
 
+# ---- alarms: in the listing (by the alarm index), the due alarms, and gone with a deletion
+W deploy --tenant acme --class probe "$actors/alarm_probe.wasm" >/dev/null 2>&1
+due=$(( $(date +%s%3N) + 600000 ))
+until_ok 10 2 POST "acme/probe/p1/set?t=$due" "$TOKEN" >/dev/null
+until_ok 10 2 PUT acme/kv/plain/k "$TOKEN" --data-binary v >/dev/null
+r=$(api 1 GET "/v1/classes/acme/probe/actors" "$TOKEN")
+check "the listing shows an actor's alarm from the index" '[ "$(field "$(body <<<"$r")" actors 0 alarm_ms)" = "$due" ]'
+r=$(api 1 GET "/v1/classes/acme/kv/actors?prefix=plain" "$TOKEN")
+check "and none for an actor without one" '[ "$(field "$(body <<<"$r")" actors 0 name)" = plain ] && [ -z "$(field "$(body <<<"$r")" actors 0 alarm_ms)" ]'
+r=$(api 1 GET "/v1/classes/acme/probe/actors/p1" "$TOKEN")
+check "the inspector shows the alarm of its state" '[ "$(field "$(body <<<"$r")" alarm_ms)" = "$due" ]'
+r=$(api 1 GET "/v1/due-alarms?within_ms=3600000" "$TOKEN")
+j=$(body <<<"$r")
+check "due alarms within the hour, for the tenant: p1, not yet due" \
+  '[ "${r%% *}" = 200 ] && [ "$(field "$j" alarms 0 actor)" = acme/probe/p1 ] && [ "$(field "$j" due)" = 0 ] && [ "$(field "$j" upcoming)" = 1 ] && [ "$(field "$j" tenant)" = acme ]'
+r=$(api 1 GET "/v1/due-alarms?within_ms=3600000" "$GLOBEX")
+check "another tenant's due alarms do not show it" '[ "$(field "$(body <<<"$r")" upcoming)" = 0 ] && [ "$(field "$(body <<<"$r")" tenant)" = globex ]'
+check "a tenant asking for another tenant's due alarms: 403" '[ "$(code 1 GET "/v1/due-alarms?tenant=acme" "$GLOBEX")" = 403 ]'
+check "due alarms without a token: 401" '[ "$(code 1 GET /v1/due-alarms "")" = 401 ]'
+r=$(api 1 GET "/v1/due-alarms?within_ms=3600000")
+check "an operator sees every tenant's" '[ "$(field "$(body <<<"$r")" alarms 0 actor)" = acme/probe/p1 ] && [ -z "$(field "$(body <<<"$r")" tenant)" ]'
+r=$(api 1 DELETE "/v1/classes/acme/probe/actors/p1" "$TOKEN")
+check "deleting an actor with an alarm removes its index entry" '[ "${r%% *}" = 200 ] && [ "$(field "$(body <<<"$r")" alarm_entries)" = 1 ]'
+check "the index has no entry left for it" 'W actor alarm acme/probe/p1 2>/dev/null | grep -q "^index     0 entries"'
+check "and its state no alarm" 'W actor alarm acme/probe/p1 2>/dev/null | grep -q "^alarm     none"'
+n=$(curl -s "http://127.0.0.1:$(port_of 1)/metrics" | awk '/^wasmkeep_bucket_requests_total\{op="[a-z]+",purpose="admin"/ {s += $2} END {print s + 0}')
+check "the admin routes' bucket requests count under purpose admin ($n)" '[ "$n" -gt 0 ]'
+r=$(api 1 GET /v1/admin/node)
+check "a node's status has its bucket requests by purpose and its alarm counters" \
+  '[ -n "$(field "$(body <<<"$r")" bucket_requests lease put)" ] && [ -n "$(field "$(body <<<"$r")" alarms fired)" ]'
+
 # ---- revoking the operator token
 id=$(W admin token list --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])')
 W admin token revoke "$id" >/dev/null

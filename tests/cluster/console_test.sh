@@ -39,6 +39,9 @@ OP=$(tail -n1 "$work/op.out")
 W deploy --tenant acme --class kv "$actors/kv.wasm" >/dev/null 2>&1
 W deploy --tenant acme --class counter "$actors/counter.wasm" >/dev/null 2>&1
 W deploy --tenant globex --class secrets "$actors/kv.wasm" >/dev/null 2>&1
+W deploy --tenant acme --class reminders "$actors/reminders.wasm" >/dev/null 2>&1
+W deploy --tenant acme --class probe "$actors/alarm_probe.wasm" >/dev/null 2>&1
+W deploy --tenant globex --class probe "$actors/alarm_probe.wasm" >/dev/null 2>&1
 
 start n1 node-1 1
 start n2 node-2 2
@@ -60,6 +63,16 @@ check "an actor with an HTML key and value is stored" \
   '[ "$(req 1 GET "acme/kv/xss/$hostile_key")" = "200 <script>window.__pwned=2</script>" ]'
 until_ok 10 2 PUT acme/kv/scratch/k "$TOKEN" --data-binary 'to be deleted' >/dev/null
 until_ok 10 1 PUT globex/secrets/vault/k "$GLOBEX" --data-binary 'globex only' >/dev/null
+# Alarms for the alarms page: reminders coming in a few minutes, one alarm whose handler
+# keeps failing (retried with back-off, so late meanwhile), and another tenant's.
+now=$(date +%s%3N)
+until_ok 10 1 POST "acme/reminders/user-1/add?at=$((now + 150000))" "$TOKEN" --data-binary 'stand up' >/dev/null
+until_ok 10 2 POST "acme/reminders/user-2/add?at=$((now + 200000))" "$TOKEN" --data-binary 'water the plants' >/dev/null
+until_ok 10 2 POST "acme/probe/flaky/set?t=$((now + 1000))&fail=6" "$TOKEN" >/dev/null
+until_ok 10 1 POST "globex/probe/g1/set?t=$((now + 250000))" "$GLOBEX" >/dev/null
+# And one that fires every 3 s (re-armed by its handler), for the charts of alarms fired
+# and their lateness.
+until_ok 10 1 POST "acme/probe/tick/set?t=$((now + 3000))&rearm=3000&count=40" "$TOKEN" >/dev/null
 
 # Light traffic through every node while the browser looks (bounded: 60 s at most).
 (
