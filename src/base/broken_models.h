@@ -83,6 +83,10 @@ enum class BrokenModel : std::uint8_t {
   kStopSkipsReleases,        // a clean stop writes `released` without releasing its holds first
   kRouteToAnyOwner,          // the routing read trusts a holder the membership view does not show live
   kRoutingReadUnbounded,     // the routing read waits for the bucket beyond the admission wait
+  // ---- Hand-overs: drain and move (cluster/hand_over.*), ADR 0020 §3, §4
+  kMoveAcquiresBeforeReleaseLands,  // a move tells its target to acquire before its own release landed
+  kTakeUnconditional,        // the target of a move writes the record without If-Match the released version
+  kDrainReleasesUnderActors, // a drain releases holds under resident actors instead of closing them first
   // ---- HoldGate and Replica (replica/*), docs/storage.md
   kAckBeforeDurable,         // WhenReleasable says Ok at commit
   kAckLateUpload,            // an upload acknowledged after validity ended counts

@@ -55,7 +55,7 @@ void PublishReplicaMetrics(MetricsRegistry& r, const ReplicaTotals& totals) {
 struct Replica::Core : std::enable_shared_from_this<Core> {
   Core(Deps d, ActorId a, Hold h, ReplicaOptions o)
       : env(d.env), store(d.store), post(d.post), totals(d.totals), broken(d.broken), alarms(d.alarms),
-        actor(std::move(a)), hold(std::move(h)), options(o),
+        alarms_alive(std::move(d.alarms_alive)), actor(std::move(a)), hold(std::move(h)), options(o),
         gate(HoldGate::Deps{hold.is_valid, std::move(d.post), actor, hold.generation,
                             broken}) {}
 
@@ -65,6 +65,7 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
   ReplicaTotals* totals;
   BrokenModels broken;
   AlarmIndexHook* alarms;  // null: no alarm index
+  std::shared_ptr<const bool> alarms_alive;  // null: the index outlives the replica
   ActorId actor;
   Hold hold;
   ReplicaOptions options;
@@ -204,8 +205,11 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
 
   // Rule 2 of docs/alarms.md: the gate acknowledged every batch up to last_seq while the
   // hold was valid; the alarm as of it is the last change at or before it.
+  // Whether the alarm index may still be told anything (Deps::alarms_alive).
+  bool AlarmsReachable() const { return alarms != nullptr && (alarms_alive == nullptr || *alarms_alive); }
+
   void ReportDurable(std::uint64_t last_seq) {
-    if (alarms == nullptr || alarm_log.empty() || alarm_log.front().seq > last_seq) return;
+    if (!AlarmsReachable() || alarm_log.empty() || alarm_log.front().seq > last_seq) return;
     std::optional<std::int64_t> alarm;
     while (!alarm_log.empty() && alarm_log.front().seq <= last_seq) {
       alarm = alarm_log.front().alarm;
@@ -216,7 +220,7 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
 
   // The replica reports nothing more to the alarm index (closed, failed or destroyed).
   void ReportClosed() {
-    if (alarms == nullptr || closed_reported) return;
+    if (!AlarmsReachable() || closed_reported) return;
     closed_reported = true;
     std::optional<std::int64_t> alarm;
     {

@@ -156,6 +156,7 @@ class ActorHost {
   // Last: it reads the runtime, the provider and the alarms, so it goes first.
   std::unique_ptr<ActorAdmin> admin_;
   std::map<std::pair<std::string, std::string>, Loaded> loaded_;
+  HandOvers* hand_overs_ = nullptr;  // the node's; its host hooks point here until destroyed
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

@@ -19,15 +19,6 @@ prefix=upgrade
 # shellcheck source=common.sh
 source "$(dirname "$0")/common.sh"
 
-# start NAME NODE_ID INDEX ACTORS [ENV=VALUE...]
-start() {
-  local name=$1 id=$2 idx=$3 actors=$4
-  shift 4
-  env WASMKEEP_DEBUG_ACQUIRE="$actors" "$@" "$wk" --config "$work/fast.toml" --bucket "$bucket" serve \
-    --node-id "$id" --listen "127.0.0.1:$(port_of "$idx")" >"$work/$name.out" 2>"$work/$name.log" &
-  pids+=("$!")
-  eval "pid_${name}=$!"
-}
 now_ms() { date +%s%3N; }
 put() { printf '%b' "$2" >"$work/obj"; W bucket put "$1" "$work/obj" >/dev/null 2>&1; }
 # owner KEY: "node generation", or "absent"
@@ -58,7 +49,7 @@ put nodes/old-1 "wasmkeep-node 1\nnode old-1\nwritten_at_ms $t1\n"
 mine_expires=$(($(now_ms) + 20000))
 put leases/t/c/mine "wasmkeep-lease 1\nnode a\ngeneration 3\nexpires_at_ms $mine_expires\n"
 
-start a a 1 "t/c/found,t/c/mine,t/c/new"
+start_acquiring a a 1 "t/c/found,t/c/mine,t/c/new"
 check "the new node becomes ready" 'wait_ready 1 20'
 valid_ms=$(log_ms "$work/a.log" "node lease valid")
 check "the start guard held its first write while the old heartbeat was fresh (5 s after it)" \
@@ -82,7 +73,7 @@ stop "$pid_a"
 # An old node still running: its heartbeat is rewritten while a new node's guard waits.
 # The new node refuses to start (status 9) and writes no lease.
 put nodes/old-2 "wasmkeep-node 2\nwritten_at_ms $(now_ms)\n"
-start b b 2 ""
+start_acquiring b b 2 ""
 for _ in 1 2 3 4 5 6; do sleep 0.5; put nodes/old-2 "wasmkeep-node 2\nwritten_at_ms $(now_ms)\n"; done
 wait_exit "$pid_b" 20
 check "a new node refuses to start while an old version runs (exit 9)" '[ "$code" = 9 ]'
