@@ -308,8 +308,12 @@ function renderTraffic(sample, before) {
       const t = (state.samples[i].t - state.samples[i - 1].t) / 1000;
       return x && t > 0 ? Math.max(0, x.requests - (y ? y.requests : 0)) / t : 0;
     });
+    // "(unknown class)" and "(other)" are the nodes' shared rows (src/server/class_traffic.h).
+    const shared = cls.startsWith("(");
     tbody.append(el("tr", {"data-class": cls},
-      el("td", {text: cls}),
+      el("td", shared ? {text: cls, class: "muted",
+        title: cls === "(other)" ? "deployed classes past the nodes' 1,000 rows" : "classes not deployed, or not known to the node they reached"}
+        : {text: cls}),
       el("td", {class: "num", text: String(a.resident)}),
       el("td", {class: "num", text: num(d("requests"))}),
       el("td", {class: "num", text: num(d("client_errors"), 2)}),

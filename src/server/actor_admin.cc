@@ -191,23 +191,6 @@ std::optional<ServerResponse> ActorAdmin::CheckBeforeBody(const ServerRequest& r
   return std::nullopt;
 }
 
-void ActorAdmin::RecordTraffic(std::string_view target, int status, Duration took) {
-  if (!target.starts_with(kActorsPrefix)) return;
-  const auto parts = Segments(PathOf(target).substr(kActorsPrefix.size()));
-  if (parts.size() < 3) return;
-  std::string key = std::string(parts[0]) + "/" + std::string(parts[1]);
-  if (!ValidateActorId(ActorId{std::string(parts[0]), std::string(parts[1]), "n"}).ok()) return;
-  if (traffic_.count(key) == 0 && traffic_.size() >= kMaxTrafficClasses) key = "(other)";
-  ClassTraffic& t = traffic_[key];
-  t.requests += 1;
-  if (status >= 500) {
-    t.errors += 1;
-  } else if (status >= 400) {
-    t.client_errors += 1;
-  }
-  t.seconds += ToSeconds(took);
-}
-
 Task<Result<ActorAdmin::Principal>> ActorAdmin::Authenticate(const ServerRequest& request, Via via) {
   Principal who;
   if (via == Via::kPeer) {
@@ -851,11 +834,11 @@ std::string ActorAdmin::NodeJson() const {
   }
   w.Key("classes").BeginArray();
   std::set<std::string> names;
-  for (const auto& [k, v] : traffic_) names.insert(k);
+  for (const auto& [k, v] : traffic_.rows()) names.insert(k);
   for (const auto& [k, v] : resident) names.insert(k);
   for (const std::string& k : names) {
-    const auto it = traffic_.find(k);
-    const ClassTraffic t0 = it == traffic_.end() ? ClassTraffic{} : it->second;
+    const auto it = traffic_.rows().find(k);
+    const ClassTraffic t0 = it == traffic_.rows().end() ? ClassTraffic{} : it->second;
     const auto r = resident.find(k);
     w.BeginObject()
         .Member("class", k)

@@ -74,6 +74,7 @@
 #include "control/tokens.h"
 #include "net/http_types.h"
 #include "replica/provider.h"
+#include "server/class_traffic.h"
 #include "server/forwarder.h"
 #include "server/front.h"
 #include "store/counting_store.h"
@@ -97,17 +98,6 @@ class DeletionGuard final : public replica::HoldSource {
   replica::HoldSource& inner_;
   std::set<ActorId> blocked_;
 };
-
-// Requests, errors and time of the actor API per tenant/class, as this node's client
-// listener saw them (a forwarded request is counted once, where it arrived).
-struct ClassTraffic {
-  std::uint64_t requests = 0;
-  std::uint64_t client_errors = 0;  // 4xx
-  std::uint64_t errors = 0;         // 5xx
-  double seconds = 0;               // summed, from arrival to answer
-};
-// Classes a node keeps traffic for; past it, one "other" entry.
-inline constexpr std::size_t kMaxTrafficClasses = 1'000;
 
 struct ActorAdminDeps {
   Env& env;
@@ -138,9 +128,13 @@ class ActorAdmin {
   Task<ServerResponse> Handle(ServerRequest request, Via via);
   // Before the body is read (client listener): a refusal for a body, or nullopt.
   std::optional<ServerResponse> CheckBeforeBody(const ServerRequest& request) const;
-  // Counts one actor API request of the client listener (target /v1/actors/...).
-  void RecordTraffic(std::string_view target, int status, Duration took);
-  const std::map<std::string, ClassTraffic>& traffic() const { return traffic_; }
+  // Counts one actor API request of the client listener (target /v1/actors/...) under its
+  // class if deployed says the class is deployed, else under kUnknownClassRow
+  // (server/class_traffic.h).
+  void RecordTraffic(std::string_view target, int status, Duration took, const ClassTrafficTable::Deployed& deployed) {
+    traffic_.Record(target, status, took, deployed);
+  }
+  const std::map<std::string, ClassTraffic>& traffic() const { return traffic_.rows(); }
 
  private:
   struct Principal {
@@ -171,7 +165,7 @@ class ActorAdmin {
 
   ActorAdminDeps deps_;
   ObjectStore& store_;  // deps_.store's view for the purpose `admin`
-  std::map<std::string, ClassTraffic> traffic_;
+  ClassTrafficTable traffic_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

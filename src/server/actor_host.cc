@@ -105,8 +105,15 @@ Task<ServerResponse> ActorHost::Handle(ServerRequest request, Via via) {
   std::shared_ptr<bool> alive = alive_;
   const MonoTime start = env_.MonoNow();
   std::string target = request.target;
-  ServerResponse r = co_await front_->Handle(std::move(request), via);
-  if (*alive) admin_->RecordTraffic(target, r.status, env_.MonoNow() - start);
+  bool reached_actor = false;
+  ServerResponse r = co_await front_->Handle(std::move(request), via, &reached_actor);
+  if (*alive) {
+    // Its class's own row only for a class known to be deployed (server/class_traffic.h).
+    admin_->RecordTraffic(target, r.status, env_.MonoNow() - start,
+                          [this, reached_actor](const std::string& tenant, const std::string& class_name) {
+                            return reached_actor || ClassKnown(tenant, class_name);
+                          });
+  }
   co_return r;
 }
 
@@ -116,8 +123,17 @@ Task<std::optional<ServerResponse>> ActorHost::CheckBeforeBody(ServerRequest req
   std::string target = request.target;
   auto refused = co_await front_->CheckBeforeBody(std::move(request));
   // Refused before its body was read: Handle never sees it, so it is counted here.
-  if (refused && *alive) admin_->RecordTraffic(target, refused->status, Duration(0));
+  if (refused && *alive) {
+    admin_->RecordTraffic(target, refused->status, Duration(0), [this](const std::string& tenant, const std::string& class_name) {
+      return ClassKnown(tenant, class_name);
+    });
+  }
   co_return refused;
+}
+
+bool ActorHost::ClassKnown(const std::string& tenant, const std::string& class_name) const {
+  const auto it = loaded_.find(std::make_pair(tenant, class_name));
+  return it != loaded_.end() && it->second.exists;
 }
 
 Task<Status> ActorHost::LoadClass(std::string tenant, std::string class_name) {

@@ -130,6 +130,9 @@ class ActorHost {
     bool exists = false;
   };
   Task<Status> LoadClass(std::string tenant, std::string class_name);
+  // Whether LoadClass found tenant/class_name deployed (it stays known; a class is never
+  // undeployed).
+  bool ClassKnown(const std::string& tenant, const std::string& class_name) const;
 
   RealEnv& env_;
   ObjectStore& store_;
