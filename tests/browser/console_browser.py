@@ -189,6 +189,13 @@ def run(driver):
                 return r
         return None
     check("the traffic page shows acme/kv's request rate", bool(wait_for(kv_rate, 15)))
+    # console_test.sh also calls acme/nosuchclass: one shared row, never a row of its own.
+    def unknown_row():
+        keys = [r["key"] for r in rows(driver, "#classes-traffic", "data-class")]
+        return "(unknown class)" in keys and keys
+    keys = wait_for(unknown_row, 15) or []
+    check("a class nobody deployed is counted in the one (unknown class) row (%s)" % keys,
+          bool(keys) and not any("nosuch" in k for k in keys))
     shot(driver, "traffic")
     go(driver, "bucket")
     def purposes():
