@@ -1,6 +1,7 @@
 #include "server/actor_admin.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cstdio>
 #include <tuple>
@@ -10,7 +11,9 @@
 #include "base/log.h"
 #include "base/version.h"
 #include "cluster/operator.h"
+#include "cluster/owner_record.h"
 #include "control/classes.h"
+#include "replica/format.h"
 #include "replica/inspect.h"
 #include "server/json_writer.h"
 
@@ -629,6 +632,13 @@ Task<ServerResponse> ActorAdmin::Delete(ActorId id, ServerRequest request, Princ
   if (other->has_value()) forward_to = (*other)->node_id;
   AcquireResult acquired;
   if (!forward_to) {
+    // Nothing stored (no ownership record, no log): nothing to delete, and acquiring would
+    // write a record for a name nobody used (a tenant could fill owners/ with made-up
+    // names). An actor created right after this check was created after the deletion.
+    auto stored = co_await AnythingStored(id);
+    if (!*alive) co_return Error(503, "node stopping", true);
+    if (!stored.ok()) co_return ErrorFor(stored.status(), "looking for what " + id.ToString() + " stored");
+    if (!*stored) co_return Error(404, "nothing is stored for " + id.ToString());
     acquired = co_await owners.Acquire(id);
     if (!*alive) co_return Error(503, "node stopping", true);
     if (acquired.kind == AcquireResult::Kind::kHeldElsewhere && !acquired.owner.node_id.empty() &&
@@ -686,6 +696,22 @@ Task<ServerResponse> ActorAdmin::Delete(ActorId id, ServerRequest request, Princ
   }
   w.EndObject();
   co_return Json(200, std::move(w).Take());
+}
+
+Task<Result<bool>> ActorAdmin::AnythingStored(ActorId id) {
+  auto record = co_await store_.Head(OwnerKey(id), CallOptions{std::chrono::seconds(5)});
+  if (record.ok()) co_return true;
+  if (record.code() != Code::kNotFound) co_return record.status();
+  const std::array<std::string, 2> prefixes{replica::WalPrefix(id), replica::SnapshotPrefix(id)};
+  for (const std::string& prefix : prefixes) {
+    ListOptions lo;
+    lo.prefix = prefix;
+    lo.page_size = 1;
+    auto page = co_await store_.List(std::move(lo), CallOptions{std::chrono::seconds(5)});
+    if (!page.ok()) co_return page.status();
+    if (!page->entries.empty()) co_return true;
+  }
+  co_return false;
 }
 
 Task<Result<std::uint64_t>> ActorAdmin::DeleteAlarmEntries(ActorId id, Generation generation,

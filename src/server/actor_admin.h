@@ -152,6 +152,9 @@ class ActorAdmin {
   Task<ServerResponse> DueAlarms(Principal who, std::string query);
   // The actor's alarm index entries of holds before `generation`, deleted while valid().
   // How many went; an error leaves the rest, stale and harmless (rule 3 of docs/alarms.md).
+  // Whether the actor has an ownership record or any object of its log (one HEAD, up to
+  // two one-entry LISTs).
+  Task<Result<bool>> AnythingStored(ActorId id);
   Task<Result<std::uint64_t>> DeleteAlarmEntries(ActorId id, Generation generation, std::function<bool()> valid);
   Task<ServerResponse> Cluster();
   Task<ServerResponse> Metrics(ServerRequest request);

@@ -163,6 +163,11 @@ until_ok 10 2 PUT acme/kv/room-1/theme "$TOKEN" --data-binary light >/dev/null
 check "and writes again at a newer generation" \
   '[ "$(req 2 GET acme/kv/room-1/theme)" = "200 light" ] && [ "$(gen_of room-1)" = $((g1 + 2)) ]'
 
+# ---- deleting an actor that never stored anything: 404, and no record written for it
+r=$(api 2 DELETE "/v1/classes/acme/kv/actors/never-used" "$TOKEN")
+check "delete of a name nothing was stored for: 404, no record created" \
+  '[ "${r%% *}" = 404 ] && ! W bucket get owners/acme/kv/never-used >/dev/null 2>&1'
+
 # ---- deleting an actor resident on another node (room-2 on b; asked of a restarted a)
 until_ok 10 2 PUT acme/kv/room-2/k "$TOKEN" --data-binary v >/dev/null
 start a2 a 1
