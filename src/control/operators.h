@@ -122,8 +122,4 @@ class OperatorAuth {
   std::uint64_t reads_ = 0;
 };
 
-// Splits an Authorization header value "Bearer <token>" (scheme case-insensitive, blanks
-// around the token trimmed); kInvalidArgument if it is not one.
-Result<std::string_view> BearerToken(std::string_view authorization);
-
 }  // namespace wk::control
