@@ -132,7 +132,9 @@ TEST_F(AlarmIndexTest, TheSegmentSettingAnAlarmLandsOnlyAfterItsEntry) {
 
 // A set committed (on a worker) while a segment is in flight, its Kick not yet run on the
 // loop when that upload ends: the next segment must not carry the set before its entry.
-// The upload's end starts the next upload itself (simulator, `alarms` seed 303).
+// The upload's end starts the next upload itself (found by the `alarms` deep run). Fails
+// with StartNextUpload's old order (no ReportAlarmCommits first) and with the broken model
+// segment-before-entry.
 TEST_F(AlarmIndexTest, ASetCommittedWhileASegmentIsInFlightWaitsForItsEntryEvenBeforeItsKickRuns) {
   auto r = Open(Generation{1});
   Settle();
