@@ -177,6 +177,10 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
   };
 
   int total() const { return in_use + static_cast<int>(idle.size()); }
+  // How many connections may be checked out for a request of this lane to take one more.
+  int Limit(bool urgent) const {
+    return urgent ? options.max_connections : options.max_connections - options.reserved_urgent_connections;
+  }
 
   // REQUIRES: the caller holds a slot (in_use counts it).
   std::shared_ptr<Connection> NewConnection() {
@@ -190,18 +194,15 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
     return !options.peek_idle_connections || conn.LooksAlive();
   }
 
-  // Gives back a checked-out connection (or the slot of one that is not reusable),
-  // first to the oldest waiter still waiting.
+  // Gives back a checked-out connection (or the slot of one that is not reusable): to the
+  // oldest urgent waiter still waiting, else to the oldest other waiter if the slot is one
+  // that lane may take (in_use still counts the slot being handed over).
   void Release(std::shared_ptr<Connection> conn, bool reusable) {
     busy.erase(conn->id);
     if (shut_down || conn->broken) reusable = false;
     if (!reusable) conn->Abort();
-    while (!shut_down && !waiters.empty()) {
-      std::shared_ptr<Waiter> w = std::move(waiters.front());
-      waiters.pop_front();
-      // Set fails for a waiter that already timed out or was cancelled: try the next.
-      if (w->latch && w->latch->Set(Wake{Wake::kDone, {}, reusable ? conn : nullptr})) return;
-    }
+    if (!shut_down && HandOver(urgent_waiters, conn, reusable)) return;
+    if (!shut_down && in_use <= Limit(false) && HandOver(other_waiters, conn, reusable)) return;
     --in_use;
     WK_CHECK(in_use >= 0, "HttpClient pool slot released twice");
     if (reusable) {
@@ -209,6 +210,19 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
       idle.push_back(std::move(conn));
       ScheduleReaper();
     }
+  }
+
+  // Hands the slot (and the connection, if reusable) to the first waiter of the queue that
+  // is still waiting. False if none is.
+  bool HandOver(std::deque<std::shared_ptr<Waiter>>& queue, const std::shared_ptr<Connection>& conn,
+                bool reusable) {
+    while (!queue.empty()) {
+      std::shared_ptr<Waiter> w = std::move(queue.front());
+      queue.pop_front();
+      // Set fails for a waiter that already timed out or was cancelled: try the next.
+      if (w->latch && w->latch->Set(Wake{Wake::kDone, {}, reusable ? conn : nullptr})) return true;
+    }
+    return false;
   }
 
   void ReapIdle() {
@@ -243,10 +257,12 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
     for (auto& [id, weak] : busy) {
       if (auto conn = weak.lock()) conn->Abort();
     }
-    auto waiting = std::move(waiters);
-    waiters.clear();
-    for (auto& w : waiting) {
-      if (w->latch) w->latch->Set(Wake{Wake::kShutdown});
+    for (auto* queue : {&urgent_waiters, &other_waiters}) {
+      auto waiting = std::move(*queue);
+      queue->clear();
+      for (auto& w : waiting) {
+        if (w->latch) w->latch->Set(Wake{Wake::kShutdown});
+      }
     }
   }
 
@@ -254,11 +270,13 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
   const HttpEndpoint endpoint;
   const HttpClientOptions options;
   std::shared_ptr<ssl::context> tls;  // null for http://
-  // Connections checked out plus slots reserved for connections being opened. Invariant:
-  // in_use + idle.size() <= options.max_connections.
+  // Connections checked out plus slots reserved for connections being opened. Invariants:
+  // in_use + idle.size() <= options.max_connections; requests that are not urgent hold at
+  // most Limit(false) of them.
   int in_use = 0;
   std::vector<std::shared_ptr<Connection>> idle;  // oldest first; reuse takes the newest
-  std::deque<std::shared_ptr<Waiter>> waiters;    // FIFO
+  std::deque<std::shared_ptr<Waiter>> urgent_waiters;  // FIFO
+  std::deque<std::shared_ptr<Waiter>> other_waiters;   // FIFO
   std::unordered_map<std::uint64_t, std::weak_ptr<Connection>> busy;  // for Shutdown
   std::uint64_t next_connection_id = 1;
   bool shut_down = false;
@@ -275,12 +293,14 @@ struct Lease {
   Wake::Kind failure = Wake::kDone;
 };
 
-// A connection (pooled, or new and unconnected) and the slot it occupies. Waits at most
-// once, for a Release or the deadline.
-Task<Lease> Acquire(std::shared_ptr<Pool> pool, std::shared_ptr<CallState> call, bool allow_reuse) {
+// A connection (pooled, or new and unconnected) and the slot it occupies, if the request's
+// lane may take one ("Lanes", http_client.h). Waits at most once, for a Release or the
+// deadline.
+Task<Lease> Acquire(std::shared_ptr<Pool> pool, std::shared_ptr<CallState> call, bool allow_reuse, bool urgent) {
   if (pool->shut_down) co_return Lease{nullptr, Wake::kShutdown};
   const int max = pool->options.max_connections;
-  if (allow_reuse) {
+  const bool lane_has_room = pool->in_use < pool->Limit(urgent);
+  if (lane_has_room && allow_reuse) {
     while (!pool->idle.empty()) {
       std::shared_ptr<Connection> conn = std::move(pool->idle.back());
       pool->idle.pop_back();
@@ -292,12 +312,12 @@ Task<Lease> Acquire(std::shared_ptr<Pool> pool, std::shared_ptr<CallState> call,
       conn->Abort();
       ++pool->stats.stale_dropped;
     }
-  } else if (!pool->idle.empty() && pool->total() >= max) {
+  } else if (lane_has_room && !pool->idle.empty() && pool->total() >= max) {
     // A fresh connection is wanted and the pool is full of idle ones: retire the oldest.
     pool->idle.front()->Abort();
     pool->idle.erase(pool->idle.begin());
   }
-  if (pool->total() < max) {
+  if (lane_has_room && pool->total() < max) {
     ++pool->in_use;
     auto conn = pool->NewConnection();
     pool->CheckOut(conn);
@@ -305,13 +325,18 @@ Task<Lease> Acquire(std::shared_ptr<Pool> pool, std::shared_ptr<CallState> call,
   }
 
   auto waiter = std::make_shared<Pool::Waiter>();
-  Wake wake = co_await Step(pool->env, call, [&pool, &waiter](const Latch<Wake>& latch) {
+  auto& queue = urgent ? pool->urgent_waiters : pool->other_waiters;
+  ++(urgent ? pool->stats.urgent_waits : pool->stats.other_waits);
+  Wake wake = co_await Step(pool->env, call, [&queue, &waiter](const Latch<Wake>& latch) {
     waiter->latch = latch;
-    pool->waiters.push_back(waiter);
+    queue.push_back(waiter);
   });
   // Still queued if the wait ended by timeout or cancellation.
-  std::erase(pool->waiters, waiter);
-  if (wake.kind != Wake::kDone) co_return Lease{nullptr, wake.kind};
+  std::erase(queue, waiter);
+  if (wake.kind != Wake::kDone) {
+    if (wake.kind != Wake::kShutdown) ++(urgent ? pool->stats.urgent_wait_timeouts : pool->stats.other_wait_timeouts);
+    co_return Lease{nullptr, wake.kind};
+  }
   // Granted: Release handed its slot to us without decrementing in_use.
   std::shared_ptr<Connection> conn = std::move(wake.granted);
   if (conn && !allow_reuse) {
@@ -433,7 +458,7 @@ struct AttemptResult {
 Task<AttemptResult> Attempt(std::shared_ptr<Pool> pool, std::shared_ptr<CallState> call,
                             const HttpRequest& req, bool allow_reuse) {
   AttemptResult result;
-  Lease lease = co_await Acquire(pool, call, allow_reuse);
+  Lease lease = co_await Acquire(pool, call, allow_reuse, req.urgent);
   if (!lease.conn) {
     result.outcome = *Interrupted(*pool, Wake{lease.failure}, false, "wait for a free connection");
     co_return result;
@@ -561,6 +586,10 @@ Result<std::unique_ptr<HttpClient>> HttpClient::Create(RealEnv& env, HttpEndpoin
                                                       HttpClientOptions options) {
   if (options.max_connections < 1 || options.max_connections > kMaxConnectionsLimit) {
     return InvalidArgument("max_connections must be in 1.." + std::to_string(kMaxConnectionsLimit));
+  }
+  if (options.reserved_urgent_connections < 0 || options.reserved_urgent_connections >= options.max_connections) {
+    return InvalidArgument("reserved_urgent_connections must be in 0.." + std::to_string(options.max_connections - 1) +
+                           " (below max_connections)");
   }
   if (options.max_idle <= Duration::zero()) return InvalidArgument("max_idle must be positive");
   auto pool = std::make_shared<Pool>(env, std::move(endpoint), std::move(options));

@@ -25,6 +25,16 @@
 //     written into a connection the server is closing is ambiguous: did it arrive?
 //   - a non-blocking peek sees no EOF and no unexpected bytes on the socket.
 // Idle connections past max_idle are also closed by a timer, so they do not linger.
+//
+// Lanes. Requests are urgent or not (HttpRequest::urgent). Of max_connections,
+// reserved_urgent_connections are kept for urgent ones: a request that is not urgent takes
+// a connection (idle, new, or handed over) only while fewer than max_connections -
+// reserved_urgent_connections are checked out; an urgent one while fewer than
+// max_connections are. A released connection goes to the oldest urgent waiter first, then
+// to the oldest other waiter if that one may take it. So however much bulk traffic the
+// caller sends (an S3 store's segment uploads, restores and deletes), an urgent request
+// (its lease write, its routing read) never queues behind more than the urgent requests
+// already in flight. Within a lane, order is FIFO.
 // If an idempotent request fails on a reused connection before any byte of the response
 // arrived (the server closed it just before our write), it is re-sent once on a new
 // connection; a non-idempotent one never is (the caller must learn the outcome is
@@ -72,6 +82,8 @@ struct HttpRequest {
   std::string body;
   // Safe to re-send once if a reused connection turned out to be dead (see above).
   bool idempotent = false;
+  // May use the connections reserved for urgent requests (see "Lanes" above).
+  bool urgent = false;
 };
 
 struct HttpResponse {
@@ -109,6 +121,8 @@ struct HttpOutcome {
 
 struct HttpClientOptions {
   int max_connections = 64;
+  // Of those, kept for urgent requests (see "Lanes"): 0 .. max_connections - 1.
+  int reserved_urgent_connections = 0;
   // See "The pool" above for why this is short.
   Duration max_idle = std::chrono::seconds(4);
   // PEM certificates trusted in addition to the system's default verify paths (a private
@@ -133,6 +147,12 @@ struct HttpClientStats {
   std::uint64_t reused = 0;              // exchanges on a pooled connection
   std::uint64_t stale_dropped = 0;       // idle connections found dead or too old
   std::uint64_t stale_resends = 0;       // idempotent re-sends after a dead reused one
+  // Requests that found no connection they could take and waited, by lane, and those whose
+  // deadline passed (or that were cancelled) while they waited.
+  std::uint64_t urgent_waits = 0;
+  std::uint64_t other_waits = 0;
+  std::uint64_t urgent_wait_timeouts = 0;
+  std::uint64_t other_wait_timeouts = 0;
   int idle = 0;                          // connections in the pool now
   int in_use = 0;                        // connections (or slots) checked out now
 };

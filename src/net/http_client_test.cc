@@ -48,19 +48,22 @@ HttpOutcome SendOne(RealEnv& env, HttpClient& client, HttpRequest req,
   return env.RunMain(main(env, client, std::move(req), timeout));
 }
 
-// A GET of /hang (which the script leaves unanswered) running as its own task, already
-// received by the server; its outcome is set when the task ends.
+// A GET of `target` (/hang by default, which the script leaves unanswered) running as its
+// own task, already received by the server; its outcome is set when the task ends.
 struct Hanging {
   TaskHandle task;
   std::shared_ptr<HttpOutcome> outcome;
 };
-Task<Hanging> StartHangingGet(RealEnv& env, HttpClient& client, ScriptedHttpServer& server) {
+Task<Hanging> StartHangingGet(RealEnv& env, HttpClient& client, ScriptedHttpServer& server,
+                              std::string target = "/hang", bool urgent = false) {
   Hanging h{{}, std::make_shared<HttpOutcome>()};
   const std::size_t received = server.received().size();
+  HttpRequest req = Get(std::move(target));
+  req.urgent = urgent;
   h.task = env.Spawn(
-      [](RealEnv& e, HttpClient& c, std::shared_ptr<HttpOutcome> out) -> Task<void> {
-        *out = co_await c.Send(Get("/hang"), e.MonoNow() + seconds(30));
-      }(env, client, h.outcome),
+      [](RealEnv& e, HttpClient& c, HttpRequest r, std::shared_ptr<HttpOutcome> out) -> Task<void> {
+        *out = co_await c.Send(std::move(r), e.MonoNow() + seconds(30));
+      }(env, client, std::move(req), h.outcome),
       "hang");
   std::function<bool()> sent = [&server, received] { return server.received().size() == received + 1; };
   EXPECT_TRUE(co_await WaitUntil(env, sent));
@@ -198,6 +201,102 @@ TEST(HttpClientTest, WaitingForASlotTimesOutBeforeSending) {
   EXPECT_EQ(server.received().size(), 1u);
   EXPECT_EQ(client->stats().in_use, 0);
   EXPECT_EQ(client->stats().idle, 0);  // the timed-out connection was not pooled
+}
+
+HttpRequest UrgentGet(std::string target) {
+  HttpRequest r = Get(std::move(target));
+  r.urgent = true;
+  return r;
+}
+
+// The reserved share ("Lanes", http_client.h): with every connection other requests may
+// take in use (hanging), another such request waits and times out before sending, while an
+// urgent one gets a connection at once. Without the reservation both would wait.
+TEST(HttpClientTest, AnUrgentRequestGetsAReservedConnectionWhileBulkRequestsFillTheRest) {
+  RealEnv env;
+  ScriptedHttpServer server(env.context());
+  server.Expect("GET", "/hang1").Hang();
+  server.Expect("GET", "/hang2").Hang();
+  server.Expect("GET", "/lease").Respond(200, {}, "ok");
+  HttpClientOptions options;
+  options.max_connections = 3;
+  options.reserved_urgent_connections = 1;
+  auto client = MakeClient(env, server.url(), options);
+  auto main = [](RealEnv& e, HttpClient& c,
+                 ScriptedHttpServer& s) -> Task<std::pair<HttpOutcome, HttpOutcome>> {
+    Hanging h1 = co_await StartHangingGet(e, c, s, "/hang1");
+    Hanging h2 = co_await StartHangingGet(e, c, s, "/hang2");
+    HttpOutcome bulk = co_await c.Send(Get("/segment"), e.MonoNow() + milliseconds(100));
+    HttpOutcome urgent = co_await c.Send(UrgentGet("/lease"), e.MonoNow() + seconds(5));
+    EXPECT_EQ(c.stats().other_waits, 1u);
+    EXPECT_EQ(c.stats().other_wait_timeouts, 1u);
+    EXPECT_EQ(c.stats().urgent_waits, 0u);
+    h1.task.Cancel();
+    h2.task.Cancel();
+    co_await h1.task.Join();
+    co_await h2.task.Join();
+    co_return std::make_pair(bulk, urgent);
+  };
+  auto [bulk, urgent] = env.RunMain(main(env, *client, server));
+  EXPECT_EQ(bulk.failure, HttpFailure::kTimeout) << bulk.detail;
+  EXPECT_FALSE(bulk.request_sent);
+  EXPECT_NE(bulk.detail.find("free connection"), std::string::npos) << bulk.detail;
+  ASSERT_TRUE(urgent.ok()) << urgent.detail;
+  EXPECT_EQ(urgent.response.body, "ok");
+  EXPECT_EQ(server.connections_accepted(), 3);
+  server.VerifyAllConsumed();
+}
+
+// A released connection goes to the oldest urgent waiter before an older bulk waiter, and a
+// bulk waiter gets one only once bulk requests hold fewer than their share.
+TEST(HttpClientTest, AReleasedConnectionGoesToTheUrgentWaiterFirstAndBulkKeepsToItsShare) {
+  RealEnv env;
+  ScriptedHttpServer server(env.context());
+  server.Expect("GET", "/hang1").Hang();
+  server.Expect("GET", "/hang2").Hang();
+  server.Expect("GET", "/hang-urgent").Hang();
+  server.Expect("GET", "/urgent").Respond(200, {}, "u");
+  server.Expect("GET", "/bulk").Respond(200, {}, "b");
+  HttpClientOptions options;
+  options.max_connections = 3;
+  options.reserved_urgent_connections = 1;
+  auto client = MakeClient(env, server.url(), options);
+  auto main = [](RealEnv& e, HttpClient& c, ScriptedHttpServer& s) -> Task<std::vector<std::string>> {
+    Hanging h1 = co_await StartHangingGet(e, c, s, "/hang1");
+    Hanging h2 = co_await StartHangingGet(e, c, s, "/hang2");
+    Hanging hu = co_await StartHangingGet(e, c, s, "/hang-urgent", /*urgent=*/true);
+    auto order = std::make_shared<std::vector<std::string>>();
+    auto send = [](RealEnv& en, HttpClient& cl, HttpRequest r, std::shared_ptr<std::vector<std::string>> o) -> Task<void> {
+      HttpOutcome out = co_await cl.Send(std::move(r), en.MonoNow() + seconds(10));
+      o->push_back(out.ok() ? out.response.body : "failed: " + out.detail);
+    };
+    // The bulk request queues first, the urgent one second.
+    TaskHandle bulk = e.Spawn(send(e, c, Get("/bulk"), order), "bulk");
+    std::function<bool()> bulk_waits = [&c] { return c.stats().other_waits == 1; };
+    EXPECT_TRUE(co_await WaitUntil(e, bulk_waits));
+    TaskHandle urgent = e.Spawn(send(e, c, UrgentGet("/urgent"), order), "urgent");
+    std::function<bool()> urgent_waits = [&c] { return c.stats().urgent_waits == 1; };
+    EXPECT_TRUE(co_await WaitUntil(e, urgent_waits));
+    // The urgent hanging request ends: its slot goes to the urgent waiter, though the bulk
+    // one waited longer.
+    hu.task.Cancel();
+    co_await urgent.Join();
+    EXPECT_EQ(*order, std::vector<std::string>{"u"});
+    // The urgent request is done, but the two hanging bulk requests still hold the bulk
+    // share: the bulk waiter keeps waiting.
+    co_await e.SleepFor(milliseconds(50));
+    EXPECT_EQ(order->size(), 1u);
+    h1.task.Cancel();
+    co_await bulk.Join();
+    h2.task.Cancel();
+    co_await h1.task.Join();
+    co_await h2.task.Join();
+    co_await hu.task.Join();
+    co_return *order;
+  };
+  EXPECT_EQ(env.RunMain(main(env, *client, server)), (std::vector<std::string>{"u", "b"}));
+  EXPECT_EQ(client->stats().in_use, 0);
+  server.VerifyAllConsumed();
 }
 
 TEST(HttpClientTest, LostReplyIsConnectionLostAfterSending) {
@@ -404,6 +503,12 @@ TEST(HttpClientTest, RejectsBadOptions) {
   HttpClientOptions zero;
   zero.max_connections = 0;
   EXPECT_EQ(HttpClient::Create(env, *ep, zero).code(), Code::kInvalidArgument);
+  HttpClientOptions all_reserved;
+  all_reserved.max_connections = 4;
+  all_reserved.reserved_urgent_connections = 4;
+  auto refused = HttpClient::Create(env, *ep, all_reserved);
+  EXPECT_EQ(refused.code(), Code::kInvalidArgument);
+  EXPECT_NE(refused.status().ToString().find("reserved_urgent_connections"), std::string::npos);
   HttpClientOptions bad_ca;
   bad_ca.extra_ca_pem = "-----BEGIN CERTIFICATE-----\nnope\n-----END CERTIFICATE-----\n";
   EXPECT_EQ(HttpClient::Create(env, *ep, bad_ca).code(), Code::kInvalidArgument);

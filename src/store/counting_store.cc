@@ -67,10 +67,12 @@ void Count(BucketRequestStats& s, BucketOp op, BucketPurpose purpose, Code code)
 }
 
 // The counting calls, shared by the root (kOther) and the views. Each is a coroutine of its
-// own: it holds the stats pointer (the root outlives its calls) and the purpose, and counts
-// once the inner call completed.
+// own: it holds the stats pointer (the root outlives its calls) and the purpose, tags the
+// call with it (CallOptions::purpose: the store below may schedule by it), and counts once
+// the inner call completed.
 Task<Result<GetOutput>> CountedGet(ObjectStore& inner, BucketRequestStats* s, BucketPurpose p, std::string key,
                                    CallOptions options) {
+  options.purpose = p;
   auto got = co_await inner.Get(std::move(key), options);
   Count(*s, BucketOp::kGet, p, got.code());
   if (got.ok()) s->received_bytes[static_cast<std::size_t>(p)] += got->body.size();
@@ -79,6 +81,7 @@ Task<Result<GetOutput>> CountedGet(ObjectStore& inner, BucketRequestStats* s, Bu
 
 Task<Result<ObjectMeta>> CountedHead(ObjectStore& inner, BucketRequestStats* s, BucketPurpose p, std::string key,
                                      CallOptions options) {
+  options.purpose = p;
   auto got = co_await inner.Head(std::move(key), options);
   Count(*s, BucketOp::kHead, p, got.code());
   co_return got;
@@ -87,6 +90,7 @@ Task<Result<ObjectMeta>> CountedHead(ObjectStore& inner, BucketRequestStats* s, 
 Task<Result<Version>> CountedPut(ObjectStore& inner, BucketRequestStats* s, BucketPurpose p, std::string key,
                                  std::string body, Precondition condition, CallOptions options) {
   const std::size_t bytes = body.size();
+  options.purpose = p;
   auto put = co_await inner.Put(std::move(key), std::move(body), std::move(condition), options);
   Count(*s, BucketOp::kPut, p, put.code());
   if (put.code() != Code::kInvalidArgument) s->sent_bytes[static_cast<std::size_t>(p)] += bytes;
@@ -95,6 +99,7 @@ Task<Result<Version>> CountedPut(ObjectStore& inner, BucketRequestStats* s, Buck
 
 Task<Status> CountedDelete(ObjectStore& inner, BucketRequestStats* s, BucketPurpose p, std::string key,
                            Precondition condition, CallOptions options) {
+  options.purpose = p;
   Status st = co_await inner.Delete(std::move(key), std::move(condition), options);
   Count(*s, BucketOp::kDelete, p, st.code());
   co_return st;
@@ -102,6 +107,7 @@ Task<Status> CountedDelete(ObjectStore& inner, BucketRequestStats* s, BucketPurp
 
 Task<Result<ListPage>> CountedList(ObjectStore& inner, BucketRequestStats* s, BucketPurpose p, ListOptions options,
                                    CallOptions call) {
+  call.purpose = p;
   auto page = co_await inner.List(std::move(options), call);
   Count(*s, BucketOp::kList, p, page.code());
   if (page.ok()) {

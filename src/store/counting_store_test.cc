@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "store/mem/testing.h"
 
@@ -115,6 +116,44 @@ TEST(CountingStoreTest, AStoreThatCountsNothingIsItsOwnViewOfEveryPurpose) {
     co_return 0;
   }());
   EXPECT_EQ(counting.stats().Requests(BucketOp::kGet, BucketPurpose::kOther, BucketOutcome::kNotFound), 1u);
+}
+
+// Each view tags its calls with its purpose on the way down (CallOptions::purpose), which is
+// what lets the S3 store give urgent purposes their reserved connections.
+TEST(CountingStoreTest, EachViewTellsTheStoreBelowWhatTheCallIsFor) {
+  Fixture f;
+  struct Recorder final : StoreWrapper {
+    using StoreWrapper::StoreWrapper;
+    std::vector<BucketPurpose> seen;
+    Task<Result<GetOutput>> Get(std::string key, CallOptions options) override {
+      seen.push_back(options.purpose);
+      return StoreWrapper::Get(std::move(key), options);
+    }
+    Task<Result<Version>> Put(std::string key, std::string body, Precondition condition,
+                              CallOptions options) override {
+      seen.push_back(options.purpose);
+      return StoreWrapper::Put(std::move(key), std::move(body), std::move(condition), options);
+    }
+    Task<Result<ListPage>> List(ListOptions options, CallOptions call) override {
+      seen.push_back(call.purpose);
+      return StoreWrapper::List(std::move(options), call);
+    }
+  } recorder(f.store);
+  CountingStore counting(recorder);
+  f.Run([&]() -> Task<int> {
+    (void)co_await counting.ForPurpose(BucketPurpose::kOwner).Get("owners/x", f.call);
+    (void)co_await counting.ForPurpose(BucketPurpose::kSegment).Put("wal/x", "b", Precondition::None(), f.call);
+    ListOptions options;
+    (void)co_await counting.ForPurpose(BucketPurpose::kListing).List(options, f.call);
+    (void)co_await counting.Get("x", f.call);
+    co_return 0;
+  }());
+  EXPECT_EQ(recorder.seen, (std::vector<BucketPurpose>{BucketPurpose::kOwner, BucketPurpose::kSegment,
+                                                       BucketPurpose::kListing, BucketPurpose::kOther}));
+  EXPECT_TRUE(BucketPurposeIsUrgent(BucketPurpose::kOwner));
+  EXPECT_TRUE(BucketPurposeIsUrgent(BucketPurpose::kLease));
+  EXPECT_FALSE(BucketPurposeIsUrgent(BucketPurpose::kSegment));
+  EXPECT_FALSE(BucketPurposeIsUrgent(BucketPurpose::kRestore));
 }
 
 TEST(CountingStoreTest, EveryPurposeHasALabel) {

@@ -33,6 +33,16 @@ std::string_view BucketPurposeName(BucketPurpose purpose) {
   return "other";
 }
 
+bool BucketPurposeIsUrgent(BucketPurpose purpose) {
+  switch (purpose) {
+    case BucketPurpose::kLease:
+    case BucketPurpose::kListing:
+    case BucketPurpose::kFence:
+    case BucketPurpose::kOwner: return true;
+    default: return false;
+  }
+}
+
 namespace {
 // True if text is valid UTF-8 (no overlongs, no surrogates, at most U+10FFFF).
 bool IsValidUtf8(std::string_view text) {

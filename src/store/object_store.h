@@ -91,10 +91,42 @@ class Precondition {
   Version version_;
 };
 
+// What a request to the bucket is for: the `purpose` label of
+// wasmkeep_bucket_requests_total (docs/storage-backends.md). kOther is a request no subsystem
+// claimed (a call on the root of a counting store): a non-zero count names a missing tag.
+enum class BucketPurpose : std::uint8_t {
+  kLease,     // nodes/<self>: the start check, lease writes and their re-reads, `released`
+  kListing,   // the listing of nodes/ and the bodies it reads
+  kFence,     // a fence's deciding read and its write
+  kOwner,     // owners/: acquire, release, pending releases, the resolver, the routing read
+  kSegment,   // wal/ segment uploads (the owner fence <gen>-0 included)
+  kSnapshot,  // snapshot/ uploads
+  kRestore,   // an actor's restore: its listings and reads of wal/ and snapshot/
+  kGc,        // garbage collection: its listings and deletes
+  kAlarm,     // alarms/: index entries, their removal, shard scans (the shard holds are kOwner)
+  kControl,   // control/ (tenants, the cluster secret, drains, moves), quarantine/
+  kClass,     // classes/: class pointers and modules
+  kAdmin,     // the admin routes and the console: actor listings, inspections, deletions, index reads
+  kOther,
+  kCount
+};
+inline constexpr std::size_t kBucketPurposes = static_cast<std::size_t>(BucketPurpose::kCount);
+// "lease", "listing", ... (the label values).
+std::string_view BucketPurposeName(BucketPurpose purpose);
+// Whether a request of this purpose is urgent: late, it costs a lease (kLease), the view of
+// who is live (kListing), a fence, or a client's request waiting on an ownership record
+// (kOwner: the routing read, an acquisition, a release). A store with a bounded pool of
+// connections (s3://) keeps a share of it for urgent requests, so bulk traffic (segment
+// uploads, restores, garbage collection) cannot queue them (docs/storage-backends.md).
+bool BucketPurposeIsUrgent(BucketPurpose purpose);
+
 struct CallOptions {
   // Deadline of one call. The default suits interactive use; the cluster code passes the
   // ADR's bounds (for example a third of ttl - safety for a lease write).
   Duration timeout = std::chrono::seconds(30);
+  // What the call is for. Set by the counting view it came through (CountingStore's
+  // ForPurpose), not by callers; a store may schedule by it (BucketPurposeIsUrgent).
+  BucketPurpose purpose = BucketPurpose::kOther;
 };
 
 struct ObjectMeta {
@@ -138,28 +170,6 @@ struct BucketClock {
   WallTime latest;
 };
 
-// What a request to the bucket is for: the `purpose` label of
-// wasmkeep_bucket_requests_total (docs/storage-backends.md). kOther is a request no subsystem
-// claimed (a call on the root of a counting store): a non-zero count names a missing tag.
-enum class BucketPurpose : std::uint8_t {
-  kLease,     // nodes/<self>: the start check, lease writes and their re-reads, `released`
-  kListing,   // the listing of nodes/ and the bodies it reads
-  kFence,     // a fence's deciding read and its write
-  kOwner,     // owners/: acquire, release, pending releases, the resolver, the routing read
-  kSegment,   // wal/ segment uploads (the owner fence <gen>-0 included)
-  kSnapshot,  // snapshot/ uploads
-  kRestore,   // an actor's restore: its listings and reads of wal/ and snapshot/
-  kGc,        // garbage collection: its listings and deletes
-  kAlarm,     // alarms/: index entries, their removal, shard scans (the shard holds are kOwner)
-  kControl,   // control/ (tenants, the cluster secret, drains, moves), quarantine/
-  kClass,     // classes/: class pointers and modules
-  kAdmin,     // the admin routes and the console: actor listings, inspections, deletions, index reads
-  kOther,
-  kCount
-};
-inline constexpr std::size_t kBucketPurposes = static_cast<std::size_t>(BucketPurpose::kCount);
-// "lease", "listing", ... (the label values).
-std::string_view BucketPurposeName(BucketPurpose purpose);
 
 // Limits shared by every backend, with their reasons.
 inline constexpr std::size_t kMaxKeyBytes = 1024;     // S3's limit on a key

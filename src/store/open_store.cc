@@ -66,6 +66,7 @@ void PublishStoreMetrics(MetricsRegistry& registry, const ObjectStore& store) {
   if (const auto* sqlite = dynamic_cast<const SqliteStore*>(&store)) {
     PublishSqliteStoreMetrics(registry, sqlite->stats());
   }
+  if (const auto* s3 = dynamic_cast<const S3Store*>(&store)) PublishS3StoreMetrics(registry, *s3);
 }
 
 }  // namespace wk

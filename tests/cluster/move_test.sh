@@ -98,6 +98,13 @@ echo "     requests refused during the moves and the balance: $refused (goal: no
 python3 -c 'import json,sys
 for r in json.load(open(sys.argv[1]))["refusals"][:5]: print("       ", r)' "$work/load.json"
 check "no request was refused" '[ "$refused" = 0 ]'
+if [ "$backend" = s3 ]; then
+  # The S3 pool's lanes (docs/storage-backends.md): what waited for a connection, by lane.
+  for n in 1 2 3; do
+    echo "     node $n bucket connection waits: urgent $(metric $n 'wasmkeep_bucket_connection_waits_total{lane="urgent"}') (timed out $(metric $n 'wasmkeep_bucket_connection_wait_timeouts_total{lane="urgent"}')), bulk $(metric $n 'wasmkeep_bucket_connection_waits_total{lane="bulk"}')"
+  done
+  check "the S3 pool's lanes are published" '[ -n "$(metric 1 "wasmkeep_bucket_connection_waits_total{lane=\"urgent\"}")" ]'
+fi
 $load verify --nodes "$nodes" --token "$TOKEN" --workers 16 --in "$work/warm.json,$work/load.json" >"$work/verify.out" 2>&1; vcode=$?
 cat "$work/verify.out"
 check "every acknowledged increment is still there" '[ "$vcode" = 0 ]'

@@ -220,7 +220,9 @@ Task<Result<HttpResponse>> Execute(std::shared_ptr<Shared> s, S3Call call, CallO
   call.payload_hash = Sha256Hex(call.body);
   Status last = Retryable(what + ": no attempt made");
   for (int attempt = 1; attempt <= kS3MaxAttempts; ++attempt) {
-    HttpOutcome out = co_await s->client->Send(BuildRequest(*s, call), deadline);
+    HttpRequest request = BuildRequest(*s, call);
+    request.urgent = BucketPurposeIsUrgent(options.purpose);
+    HttpOutcome out = co_await s->client->Send(std::move(request), deadline);
     if (!out.ok()) co_return TransportStatus(call.op, out, what);
     const int status = out.response.status;
     const S3Error err = status >= 300 ? ParseS3Error(out.response.body) : S3Error{};
@@ -429,6 +431,7 @@ Result<std::unique_ptr<S3Store>> S3Store::Create(RealEnv& env, S3Config cfg,
   Result<S3Endpoint> ep = ParseS3Endpoint(cfg.endpoint);
   if (!ep.ok()) return ep.status();
   http_options.max_connections = cfg.max_connections;
+  http_options.reserved_urgent_connections = ReservedUrgentConnections(cfg.max_connections);
   auto client = HttpClient::Create(env, std::move(ep).value(), std::move(http_options));
   if (!client.ok()) return client.status();
   auto shared = std::make_shared<Shared>(env, std::move(cfg), std::move(client).value());
@@ -461,6 +464,39 @@ std::string S3Store::Describe() const { return DescribeS3Config(shared_->cfg); }
 bool S3Store::SupportsConditionalDelete() const { return shared_->cfg.conditional_delete; }
 Task<Result<BucketClock>> S3Store::BucketTime(CallOptions options) { return DoBucketTime(shared_, options); }
 HttpClientStats S3Store::http_stats() const { return shared_->client->stats(); }
+
+int ReservedUrgentConnections(int max_connections) {
+  if (max_connections < 2) return 0;
+  return std::max(1, max_connections / 8);
+}
+
+void PublishS3StoreMetrics(MetricsRegistry& r, const S3Store& store) {
+  // Read on the scraping loop thread, where the pool lives (base/metrics.h).
+  const S3Store* s = &store;
+  r.AddCallbackGauge("wasmkeep_bucket_connections", "Connections to the bucket checked out by requests now.",
+                     [s] { return static_cast<double>(s->http_stats().in_use); }, {{"state", "in_use"}});
+  r.AddCallbackGauge("wasmkeep_bucket_connections", "Connections to the bucket checked out by requests now.",
+                     [s] { return static_cast<double>(s->http_stats().idle); }, {{"state", "idle"}});
+  for (const bool urgent : {true, false}) {
+    const MetricLabels lane{{"lane", urgent ? "urgent" : "bulk"}};
+    r.AddCallbackCounter("wasmkeep_bucket_connection_waits_total",
+                         "Bucket requests that found no connection their lane could take and waited for one "
+                         "(lane urgent: lease, listing, fence, owner; bulk: the rest).",
+                         [s, urgent] {
+                           const HttpClientStats st = s->http_stats();
+                           return static_cast<double>(urgent ? st.urgent_waits : st.other_waits);
+                         },
+                         lane);
+    r.AddCallbackCounter("wasmkeep_bucket_connection_wait_timeouts_total",
+                         "Bucket requests whose deadline passed (or that were cancelled) while they waited for a "
+                         "connection: never sent.",
+                         [s, urgent] {
+                           const HttpClientStats st = s->http_stats();
+                           return static_cast<double>(urgent ? st.urgent_wait_timeouts : st.other_wait_timeouts);
+                         },
+                         lane);
+  }
+}
 std::string S3Store::IfMatchRefusedHint() const {
   // FACTS: Ceph RGW fails every quoted If-Match; AWS S3 documents the quoted form.
   if (shared_->cfg.if_match_quoted) {

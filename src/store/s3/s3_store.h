@@ -60,6 +60,7 @@
 #include <memory>
 #include <string>
 
+#include "base/metrics.h"
 #include "env/real_env.h"
 #include "net/http_client.h"
 #include "store/object_store.h"
@@ -104,6 +105,19 @@ class S3Store final : public ObjectStore {
   explicit S3Store(std::shared_ptr<Shared> shared) : shared_(std::move(shared)) {}
   std::shared_ptr<Shared> shared_;
 };
+
+// How many of the pool's connections are kept for urgent requests (BucketPurposeIsUrgent:
+// lease, listing, fence, owner records): an eighth, at least one when the pool has two or
+// more (64 by default: 8). Bulk requests (segments, snapshots, restores, GC, alarms,
+// classes) share the rest, so a slow bucket flooded with uploads still carries the lease
+// write and the routing read without a wait for a connection ("Lanes",
+// net/http_client.h; docs/storage-backends.md).
+int ReservedUrgentConnections(int max_connections);
+
+// wasmkeep_bucket_connections{state}, wasmkeep_bucket_connection_waits_total{lane} and
+// wasmkeep_bucket_connection_wait_timeouts_total{lane} from the store's pool.
+// REQUIRES: store outlives every RenderText(), which runs on the store's loop thread.
+void PublishS3StoreMetrics(MetricsRegistry& registry, const S3Store& store);
 
 // The config of the test bucket named by the environment, as scripts/rgw.sh writes it:
 // WASMKEEP_S3_ENDPOINT, WASMKEEP_S3_BUCKET, optional WASMKEEP_S3_REGION (us-east-1),

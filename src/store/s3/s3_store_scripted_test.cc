@@ -10,6 +10,7 @@
 #include "env/real_env.h"
 #include "net/scripted_http_server.h"
 #include "store/bucket_check.h"
+#include "store/counting_store.h"
 #include "store/s3/s3_store.h"
 #include "store/s3/sigv4.h"
 
@@ -512,6 +513,49 @@ TEST_F(S3StoreScriptedTest, CancelledWhileBackingOff) {
   const MonoTime start = env_.MonoNow();
   EXPECT_EQ(Run(main(env_, store, server_)), Code::kCancelled);
   EXPECT_LT(env_.MonoNow() - start, seconds(2));
+}
+
+// The urgent lane end to end: with the bulk share of the pool taken by a segment upload the
+// bucket does not answer, a second upload waits for a connection and times out unsent, while
+// the routing read (purpose owner, through the counting view as in `serve`) is answered.
+TEST_F(S3StoreScriptedTest, AnOwnerReadIsNotQueuedBehindSegmentUploads) {
+  auto& store = Store([](S3Config& c) { c.max_connections = 2; });
+  ASSERT_EQ(ReservedUrgentConnections(2), 1);
+  server_.Expect("PUT", "/bkt/wal/a-1").Hang();
+  server_.Expect("GET", "/bkt/owners/a").Respond(200, {{"ETag", "\"v1\""}}, "record");
+  CountingStore counting(store);
+  auto main = [](RealEnv& env, CountingStore& c, ScriptedHttpServer& server) -> Task<std::pair<Code, Code>> {
+    ObjectStore& segments = c.ForPurpose(BucketPurpose::kSegment);
+    ObjectStore& owners = c.ForPurpose(BucketPurpose::kOwner);
+    std::function<bool()> upload_sent = [&server] { return server.received().size() == 1; };
+    auto hung = std::make_shared<Code>(Code::kOk);
+    TaskHandle w = env.Spawn(
+        [](Task<Result<Version>> t, std::shared_ptr<Code> out) -> Task<void> {
+          *out = (co_await std::move(t)).code();
+        }(segments.Put("wal/a-1", "x", Precondition::IfNoneMatchAny(), Timeout(seconds(30))), hung),
+        "upload");
+    EXPECT_TRUE(co_await WaitUntil(env, upload_sent));
+    auto second = co_await segments.Put("wal/a-2", "y", Precondition::IfNoneMatchAny(), Timeout(milliseconds(100)));
+    auto read = co_await owners.Get("owners/a", Timeout(seconds(5)));
+    EXPECT_TRUE(read.ok()) << read.status().ToString();
+    w.Cancel();
+    co_await w.Join();
+    co_return std::make_pair(second.code(), read.code());
+  };
+  auto [second, read] = Run(main(env_, counting, server_));
+  EXPECT_EQ(second, Code::kRetryable) << "timed out waiting for a connection: never sent";
+  EXPECT_EQ(read, Code::kOk);
+  EXPECT_EQ(store.http_stats().other_wait_timeouts, 1u);
+  EXPECT_EQ(store.http_stats().urgent_waits, 0u);
+  EXPECT_EQ(Calls(), (std::vector<std::string>{"PUT /bkt/wal/a-1", "GET /bkt/owners/a"}));
+}
+
+TEST(S3StoreLanesTest, AnEighthOfThePoolIsKeptForUrgentRequests) {
+  EXPECT_EQ(ReservedUrgentConnections(1), 0);
+  EXPECT_EQ(ReservedUrgentConnections(2), 1);
+  EXPECT_EQ(ReservedUrgentConnections(15), 1);
+  EXPECT_EQ(ReservedUrgentConnections(64), 8);
+  EXPECT_EQ(ReservedUrgentConnections(1024), 128);
 }
 
 TEST_F(S3StoreScriptedTest, DestroyingTheStoreWithACallInFlight) {
