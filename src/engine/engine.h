@@ -86,6 +86,15 @@ struct ModuleLimits {
   std::string setting_prefix;
 };
 
+// What one table element costs, for the memory each instance is charged
+// (Instance::TableElements): the element on the worker's V8 heap (8 bytes) and V8 10.2's
+// indirect-call dispatch data for it (signature id, call target, instance reference: 20
+// more), rounded up. An upper bound: an externref table has no dispatch data.
+inline constexpr std::uint64_t kTableElementHeapBytes = 32;
+// The prefix of the export names the engine gives growable tables ("wasmkeep:table:0"); a
+// module that exports such a name itself is refused.
+inline constexpr std::string_view kTableExportPrefix = "wasmkeep:table:";
+
 // A compiled, checked class module. Thread-safe; share it with shared_ptr.
 class Module {
  public:
@@ -97,6 +106,11 @@ class Module {
   std::uint64_t max_memory_bytes() const { return max_memory_bytes_; }
   // The maxima of the module's tables as compiled (declared or imposed), in order.
   const std::vector<std::uint64_t>& table_maximums() const { return table_maximums_; }
+  // Elements of the tables that cannot grow (maximum = minimum): every instance has them.
+  std::uint64_t fixed_table_elements() const { return fixed_table_elements_; }
+  // The names under which the engine exports the tables that can grow (a reserved name per
+  // table, kTableExportPrefix + its index), so an instance's table sizes can be read.
+  const std::vector<std::string>& growable_table_exports() const { return growable_table_exports_; }
   bool HasExport(std::string_view name) const { return info_.FindExport(name) != nullptr; }
   std::chrono::nanoseconds compile_time() const { return compile_time_; }
   std::uint64_t id() const { return id_; }
@@ -111,6 +125,8 @@ class Module {
   ModuleInfo info_;
   std::uint64_t max_memory_bytes_ = 0;
   std::vector<std::uint64_t> table_maximums_;
+  std::uint64_t fixed_table_elements_ = 0;
+  std::vector<std::string> growable_table_exports_;
   std::chrono::nanoseconds compile_time_{0};
   std::uint64_t id_ = 0;
 };
@@ -239,8 +255,27 @@ class Instance {
   CallResult Call(std::string_view name, void* context, std::chrono::milliseconds cpu_limit);
 
   bool HasExport(std::string_view name) const { return module_->HasExport(name); }
-  // Current size of the linear memory (grows while the actor runs).
+  // Current size of the linear memory (grows while the actor runs): what is mapped.
   std::uint64_t MemoryBytes() const;
+  // The part of the linear memory the process really holds: its pages (the kernel's, 4 KiB)
+  // that are resident now, by mincore(2), as a high-water mark over this instance's calls
+  // (never less than an earlier answer, never more than MemoryBytes()). A page the module
+  // has written or read is resident (a read maps the kernel's zero page: counted too, so a
+  // module cannot touch memory unseen); a page it never touched is not. WebAssembly cannot
+  // give pages back, and the high-water mark keeps pages the kernel swapped out counted.
+  // Cost: one system call per 16 MiB of memory, none once every page has been seen.
+  // REQUIRES: on the worker's thread.
+  std::uint64_t ResidentMemoryBytes();
+  // Elements of all the instance's tables now (they live on the worker's V8 heap, about
+  // kTableElementHeapBytes each). REQUIRES: on the worker's thread.
+  std::uint64_t TableElements() const;
+  // What this instance holds on its worker's V8 heap: the bytes V8 allocated to instantiate
+  // its module on this worker (measured once per module and worker, at the first
+  // instantiation no garbage collection interrupted: the instance's objects and initial
+  // tables, plus that instantiation's garbage; 0 until then), the bytes the wrapper of each
+  // export it called took when first looked up (likewise), and kTableElementHeapBytes for
+  // every element its tables grew by since. REQUIRES: on the worker's thread.
+  std::uint64_t HeapBytes() const;
   const Module& module() const { return *module_; }
 
   struct Impl;

@@ -90,6 +90,62 @@ TEST_F(EngineTest, CallsExportsAndHostFunctions) {
   EXPECT_EQ(inst->MemoryBytes(), 65536u);
 }
 
+// What an actor is charged for its linear memory is what the process holds of it: the pages
+// it touched, not the size it mapped (docs/architecture.md, "Memory"). Reads count too, so a
+// module cannot use memory unseen; and its tables by their elements, grown ones included.
+TEST_F(EngineTest, ResidentMemoryIsThePagesTouchedAndTablesCountTheirElements) {
+  Worker worker(*engine_);
+  auto module = Compile("touch_memory", {}, {});
+  ASSERT_TRUE(module.ok()) << module.status().ToString();
+  auto make = [&] {
+    auto instance = worker.Instantiate(*module, &ctx_, milliseconds(1000));
+    EXPECT_TRUE(instance.ok()) << instance.status().ToString();
+    return std::move(*instance);
+  };
+  const std::uint64_t mib = 1u << 20;
+  auto none = make();
+  ASSERT_TRUE(none->Call("none", &ctx_, milliseconds(1000)).ok());
+  EXPECT_EQ(none->MemoryBytes(), mib) << "16 pages mapped";
+  EXPECT_EQ(none->ResidentMemoryBytes(), 0u) << "none of them touched";
+
+  auto all = make();
+  ASSERT_TRUE(all->Call("touch_all", &ctx_, milliseconds(1000)).ok());
+  EXPECT_EQ(all->ResidentMemoryBytes(), mib) << "every page written: all of it charged";
+
+  auto half = make();
+  ASSERT_TRUE(half->Call("touch_half", &ctx_, milliseconds(1000)).ok());
+  EXPECT_EQ(half->ResidentMemoryBytes(), mib / 2);
+  ASSERT_TRUE(half->Call("touch_all", &ctx_, milliseconds(1000)).ok());
+  EXPECT_EQ(half->ResidentMemoryBytes(), mib) << "more pages touched by a later call";
+
+  auto reader = make();
+  ASSERT_TRUE(reader->Call("read_all", &ctx_, milliseconds(1000)).ok());
+  EXPECT_EQ(reader->ResidentMemoryBytes(), mib) << "pages only read are counted too";
+
+  EXPECT_EQ(none->TableElements(), 4u);
+  const std::uint64_t heap = none->HeapBytes();
+  EXPECT_GT(heap, 0u) << "measured at an instantiation";
+  EXPECT_LT(heap, 1u << 20);
+  EXPECT_EQ(none->Call("grow_table", &ctx_, milliseconds(1000)).value, 4);
+  EXPECT_EQ(none->TableElements(), 1004u) << "a grown table is read through the engine's export";
+  EXPECT_GE(none->HeapBytes(), heap + 1000 * kTableElementHeapBytes) << "its grown table, and grow_table's wrapper";
+  EXPECT_EQ(all->TableElements(), 4u) << "per instance";
+  EXPECT_LT(all->HeapBytes(), none->HeapBytes());
+}
+
+// The engine exports growable tables under reserved names; a module that uses one of them
+// itself is refused by name.
+TEST_F(EngineTest, AModuleExportingAReservedTableNameIsRefused) {
+  auto module = engine_->Compile(ReadTestModule("reserved_table_export"), TestHost(), {}, {});
+  ASSERT_FALSE(module.ok());
+  EXPECT_NE(module.status().message().find("already exports \"wasmkeep:table:0\""), std::string::npos)
+      << module.status().ToString();
+  auto fixed = Compile("touch_memory", {}, {});
+  ASSERT_TRUE(fixed.ok()) << fixed.status().ToString();
+  EXPECT_EQ((*fixed)->growable_table_exports(), std::vector<std::string>{"wasmkeep:table:0"});
+  EXPECT_EQ((*fixed)->fixed_table_elements(), 0u);
+}
+
 TEST_F(EngineTest, HostRangeOutsideMemoryFailsTheEventByName) {
   Worker worker(*engine_);
   auto inst = Make(worker, "good");
