@@ -40,7 +40,8 @@
 # its counter.wasm from WASMKEEP_DENSITY_COUNTER or beside it; metrics it lacks print
 # empty), WASMKEEP_WORKERD_VERSION (default 1.20261117.1), WASMKEEP_DENSITY_WORKERD=0
 # skips workerd, WASMKEEP_DENSITY_CONCURRENCY (default 16), WASMKEEP_DENSITY_IDLE_WAIT
-# (seconds waited for instances to be dropped; default 15).
+# (seconds waited for instances to be dropped; default 15), WASMKEEP_BENCH_DEPS=0 skips
+# scripts/install-deps.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sizes=("$@")
@@ -52,7 +53,9 @@ idle_wait=${WASMKEEP_DENSITY_IDLE_WAIT:-15}
 tenant=bench
 
 # --- tools -------------------------------------------------------------------------------
-./scripts/install-deps.sh >/dev/null
+# WASMKEEP_BENCH_DEPS=0: the build packages are known to be there (a shared machine whose
+# third_party/local belongs to another checkout): skip scripts/install-deps.sh.
+[ "${WASMKEEP_BENCH_DEPS:-1}" = 0 ] || ./scripts/install-deps.sh >/dev/null
 command -v npm >/dev/null || { echo "npm is needed for workerd (apt-get install npm)"; exit 1; }
 if [ -n "${WASMKEEP_DENSITY_WASMKEEP:-}" ]; then
   # Another build's binary (an older commit, for a before/after), with its counter.wasm.

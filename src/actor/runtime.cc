@@ -803,16 +803,20 @@ void ActorRuntime::Sweep() {
     if (IsIdle(*s)) sleepy.push_back(s->shared_from_this());
   }
   for (auto& s : sleepy) Close(s, UnloadReason::kHibernated);
-  // V8 frees what the dropped instances held at its next full collection, which an idle
-  // worker may not run for a long time: ask for one, at most every kIdleCollectionInterval.
+  // V8 frees what the dropped instances held (their linear memory included) at its next
+  // full collection, which an idle worker may not run for a long time: ask for one, at most
+  // every kIdleCollectionInterval, and at the latest that long after the last drop.
   for (std::size_t i = 0; i < dropped.size(); ++i) {
-    if (dropped[i] && now - worker_memory_[i].last_collection >= kIdleCollectionInterval) CollectGarbageOn(i);
+    WorkerMemory& w = worker_memory_[i];
+    w.collection_wanted = w.collection_wanted || dropped[i];
+    if (w.collection_wanted && now - w.last_collection >= kIdleCollectionInterval) CollectGarbageOn(i);
   }
   if (!actors_.empty()) ScheduleSweep();
 }
 
 void ActorRuntime::CollectGarbageOn(std::size_t i) {
   worker_memory_[i].last_collection = env_.MonoNow();
+  worker_memory_[i].collection_wanted = false;
   Env* env = &env_;
   std::weak_ptr<bool> alive = alive_;
   workers_[i]->Post([this, env, alive, i](engine::Worker& worker) {

@@ -319,6 +319,7 @@ class ActorRuntime final : public EventHost {
   struct WorkerMemory {
     std::uint64_t heap_bytes = 0;  // measured after its last job that could change it
     MonoTime last_collection{};
+    bool collection_wanted = false;  // instances were dropped since its last collection
   };
   std::vector<WorkerMemory> worker_memory_;
   Env::TimerId sweep_timer_ = 0;
