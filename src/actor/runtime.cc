@@ -945,7 +945,7 @@ std::uint64_t ActorRuntime::EnforceMemoryBudget() {
     projected -= std::min<std::uint64_t>(projected, static_cast<std::uint64_t>(bytes));
   };
   std::vector<bool> collect(workers_.size(), false);
-  // First the instances of idle actors: making one again costs about 0.1 ms and no bucket
+  // First the instances of idle actors: making one again costs no bucket
   // request, where an evicted actor is acquired and restored.
   for (auto it = instances_by_activity_.begin();
        projected > options_.memory_budget_bytes && it != instances_by_activity_.end();) {

@@ -21,7 +21,7 @@
 //
 // Warm but not instantiated. A kReady actor idle for `idle_instance` drops its WebAssembly
 // instance (and its linear memory) but keeps its storage: its hold and its state stay, so
-// its next event only instantiates the module again (about 0.1 ms, no bucket request),
+// its next event only instantiates the module again (no bucket request),
 // where an actor that left memory is acquired and restored. Its instance is dropped earlier
 // when the memory budget or `max_instances` needs room (least recently active first), and
 // whenever an event fails in a way that leaves it unusable. Linear memory does not survive
@@ -118,8 +118,8 @@ inline constexpr std::uint64_t kMaxInstancesSetting = 120'000;
 // What a resident actor costs the node besides its instance, its linear memory and its
 // state: the runtime's slot for it, its storage's structures (the replica, its output gate
 // and hold, the ownership layer's entry) and the allocator's overhead on them. Measured in
-// `wasmkeep serve` (bench/density_bench.sh: the resident size of 50,000 resident counters
-// whose instances were dropped, less their state; docs/benchmarks.md), rounded up.
+// `wasmkeep serve` (bench/density_bench.sh: 50,000 resident counters whose instances were
+// dropped took 4.1 KiB of RSS each, their state included; docs/benchmarks.md, "Density").
 inline constexpr std::uint64_t kResidentActorBookkeepingBytes = 4096;
 // Series of wasmkeep_actor_tenant_memory_bytes: the tenants holding the most memory get one
 // each, the others are summed under tenant="_other" (a tenant name never starts with "_").
