@@ -30,8 +30,15 @@ had acquired it: its "actor opened" line less the restore it reports; this inclu
 wait for the next probe append) and the restore (from then until the answer: the restore,
 the write and the answer).
 
-Alarms: the ALARMS HOOK below. This build has no alarm delivery, and the hook says so
-("alarms: not available in this build") rather than counting anything.
+Alarms: one more client sets alarms on actors of examples/testdata/alarm_probe.cc
+throughout the run (due 1 s to about a minute later; some re-armed by their handler, some
+failing once so the node retries them), and leaves each alarm actor alone until its alarm
+should have fired by itself, bound included (`alarms_bound`): the nodes' timers, wake timers
+and shard scanners must fire them, through kills, freezes and pauses. At the end each alarm
+actor's durable state is read without waking it (`wasmkeep actor alarm --json`): an alarm
+still set past its bound is missing. Then the actors' own logs are checked: every alarm set
+by an acknowledged request, and every re-arm its handler made durable, fired at least once,
+none before its time, none stale, none later than the bound.
 """
 
 import argparse
@@ -51,6 +58,7 @@ import time
 
 TENANT = "soak"
 CLASS = "chat"
+ALARM_CLASS = "alarm"
 # Per request, by operation: the built-in tables of `wasmkeep cluster cost`
 # (src/cli/cost.cc, sources and dates in docs/cli.md). Kept equal by hand.
 PRICES = {
@@ -59,6 +67,7 @@ PRICES = {
 }
 METRIC_RE = re.compile(r'^wasmkeep_bucket_requests_total\{op="([a-z]+)",purpose="([a-z_]+)",outcome="([a-z_]+)"\} ([0-9.e+]+)$')
 START_RE = re.compile(r"^wasmkeep_process_start_time_seconds ([0-9.e+]+)$")
+ALARM_METRIC_RE = re.compile(r"^wasmkeep_alarms_(due|fired|retried|gave_up|handed)_total ([0-9.e+]+)$")
 
 
 def log(*parts):
@@ -157,6 +166,9 @@ class Soak:
         else:
             self.ttl, self.grace, self.safety, self.period = 10.0, 5.0, 2.0, 3.0
         self.attempt = (self.ttl - self.safety) / 3
+        # [actors] idle_hibernate_ms and the [alarms] settings this soak runs with (below).
+        self.idle_hibernate = 30.0
+        self.alarm_scan_s, self.alarm_recheck_s = (2.0, 5.0) if a.fast_leases else (10.0, 30.0)
         self.config = os.path.join(self.out, "soak.toml")
         with open(self.config, "w") as f:
             if a.fast_leases:
@@ -167,6 +179,10 @@ class Soak:
             # Debug lines say when each actor was acquired and restored ("actor opened"), which
             # splits a failover; they cost a line per event.
             f.write("[log]\nlevel = \"debug\"\n")
+            # Alarms: the defaults (a shard scanned every 10 s, a hand-over rechecked after 30 s);
+            # with short leases, faster scans and the shortest recheck allowed (2 ttl + grace).
+            if a.fast_leases:
+                f.write("[alarms]\nscan_period_ms = 2000\nhanded_recheck_ms = 5000\n")
         self.nodes = [Node(self, i) for i in range(a.nodes)]
 
     # ---- commands ---------------------------------------------------------------------
@@ -185,14 +201,16 @@ class Soak:
             raise RuntimeError("the bucket already has tenant soak: use a fresh bucket")
         self.token = r.stdout.strip().splitlines()[-1]
         self.W("deploy", "--tenant", TENANT, "--class", CLASS, os.path.join(self.a.actors, "chat.wasm"))
+        if self.a.alarm_rate > 0:
+            self.W("deploy", "--tenant", TENANT, "--class", ALARM_CLASS, os.path.join(self.a.actors, "alarm_probe.wasm"))
 
     # ---- HTTP -------------------------------------------------------------------------
-    def request(self, node, method, path, body=None, timeout=10.0):
+    def request(self, node, method, path, body=None, timeout=10.0, cls=CLASS):
         """(status, body) or (None, error) for no answer."""
         try:
             c = http.client.HTTPConnection("127.0.0.1", node.port, timeout=timeout)
             headers = {"Authorization": "Bearer " + self.token}
-            c.request(method, f"/v1/actors/{TENANT}/{CLASS}/{path}", body=body, headers=headers)
+            c.request(method, f"/v1/actors/{TENANT}/{cls}/{path}", body=body, headers=headers)
             resp = c.getresponse()
             data = resp.read().decode("utf-8", "replace")
             c.close()
@@ -274,12 +292,16 @@ class Soak:
                 c.close()
             except (OSError, http.client.HTTPException):
                 continue
-            counts, start = {}, None
+            counts, start, alarms = {}, None, {}
             for line in text.splitlines():
                 m = METRIC_RE.match(line)
                 if m:
                     op, purpose, _outcome, v = m.groups()
                     counts[(op, purpose)] = counts.get((op, purpose), 0) + float(v)
+                    continue
+                m = ALARM_METRIC_RE.match(line)
+                if m:
+                    alarms[m.group(1)] = float(m.group(2))
                     continue
                 m = START_RE.match(line)
                 if m:
@@ -290,7 +312,7 @@ class Soak:
             key = (n.id, start)
             with self.lock:
                 s = self.scrapes.setdefault(key, {"start": start, "first": now, "last": now, "counts": {}})
-                s["last"], s["counts"] = now, counts
+                s["last"], s["counts"], s["alarms"] = now, counts, alarms
 
     def scraper(self):
         while not self.stop.is_set():
@@ -493,18 +515,283 @@ class Soak:
         return {"lost": lost, "duplicated": duplicated, "misplaced": misplaced, "out_of_order": out_of_order,
                 "phantom": phantom, "unacknowledged_present": unacked_present, "actors_checked": len(by_actor)}
 
-    # ---- ALARMS HOOK ------------------------------------------------------------------
-    # The alarms helper's build adds alarm delivery (src/alarms). Until then nothing here
-    # sets or counts alarms. To fill in: in alarms_setup(), deploy an actor that sets an alarm
-    # on each write (or give chat an alarm), remember what was set; in alarms_result(), read
-    # what fired (an actor's own record, or wasmkeep_alarms_* from the nodes' /metrics) and
-    # return {"available": True, "set": n, "fired": m, "missing": [...]}; the report and the
-    # exit status take it from there.
+    # ---- alarms ---------------------------------------------------------------------
+    # The alarm actor is examples/testdata/alarm_probe.cc: POST /set?t=T[&rearm=R&count=K]
+    # [&fail=1] sets its one alarm to T (its log gets "s<T>"); the handler logs
+    # "f<T>:<retry>:<now_ms>" and, with rearm, sets the next alarm R ms after it ran, K times
+    # (each logged "s<T'>" in the handler's own batch); with fail=1 its first run traps, so
+    # the node retries it. The log is the actor's durable state: what the checker reads.
+    #
+    # One client sets alarms at --alarm-rate on a pool of --alarm-actors actors (a new one
+    # each time until the pool is used, then again from the first), each due 1 s to
+    # idle_hibernate + 25 s ahead, so some fire on a resident actor, some on one that
+    # hibernated, and some on one whose node the nemesis killed or froze. During the run the
+    # soak never touches an alarm actor between its set and the end of its alarm's chain plus
+    # the bound (a request would restore the actor and fire the alarm from its state, hiding
+    # a lost index entry); a pool actor gets its next set only after that. At the end every
+    # actor's durable state is read without waking it (`wasmkeep actor alarm --json`, a
+    # read-only restore): an alarm still set after its bound is missing. Only then are the
+    # logs read through the nodes and checked.
+    def alarms_bound(self):
+        """How long an alarm may take without anyone's help: the lease bound of a killed or
+        frozen holder twice over, a scan period, a hand-over's recheck, and a margin."""
+        return 2 * (self.ttl + self.grace) + self.alarm_scan_s + self.alarm_recheck_s + 10.0
+
     def alarms_setup(self):
-        return None
+        self.alarm_sets = []       # every set: dict(actor, t, rearm, count, fail, t0, t1, status, node, end)
+        self.alarm_ends = {}       # actor -> the latest nominal end of a chain set on it
+        self.alarm_stop = threading.Event()
+        self.alarm_thread = None
+        if self.a.alarm_rate <= 0 or self.a.alarm_actors <= 0:
+            return
+        self.alarm_thread = threading.Thread(target=self.alarm_writer, daemon=True)
+
+    def alarm_writer(self):
+        rng = random.Random(self.a.seed * 7919 + 1)
+        period = 1.0 / self.a.alarm_rate
+        bound = self.alarms_bound()
+        next_at = time.time()
+        k = 0
+        while not self.alarm_stop.is_set():
+            now = time.time()
+            room = self.load_end - now   # every chain's nominal end within the load phase
+            # A delay: mostly short (the owner's timer), some long enough to hibernate first.
+            r = rng.random()
+            if r < 0.45:
+                delay = rng.uniform(1, 8)
+            elif r < 0.75:
+                delay = rng.uniform(8, 25)
+            else:
+                delay = rng.uniform(self.idle_hibernate + 3, self.idle_hibernate + 25)
+            rearm, count = (rng.randint(1000, 4000), rng.randint(1, 2)) if rng.random() < 0.3 else (0, 0)
+            fail = 1 if rng.random() < 0.15 else 0
+            chain = delay + count * rearm / 1000 + 2.0 * fail + 1.0
+            if chain > room:
+                delay -= chain - room
+                chain = room
+                if delay < 1.0:
+                    break
+            # The next pool actor whose last chain (and its bound) is over.
+            name = None
+            for i in range(self.a.alarm_actors):
+                cand = f"alarm-{(k + i) % self.a.alarm_actors}"
+                if self.alarm_ends.get(cand, 0) + bound < now:
+                    name, k = cand, k + i + 1
+                    break
+            if name is not None:
+                t = int((now + delay) * 1000)
+                path = f"{name}/set?t={t}" + (f"&rearm={rearm}&count={count}" if rearm else "") + \
+                    (f"&fail={fail}" if fail else "")
+                node = self.rng.choice(self.nodes)
+                t0 = time.time()
+                status, _ = self.request(node, "POST", path, timeout=10, cls=ALARM_CLASS)
+                t1 = time.time()
+                end = t / 1000 + chain - delay + max(0.0, t1 - t0)
+                self.alarm_ends[name] = end
+                with self.lock:
+                    self.alarm_sets.append({"actor": name, "t": t, "rearm": rearm, "count": count, "fail": fail,
+                                            "t0": round(t0, 3), "t1": round(t1, 3), "status": status,
+                                            "node": node.id, "end": round(end, 3)})
+            next_at += period
+            delay_next = next_at - time.time()
+            if delay_next > 0:
+                self.alarm_stop.wait(delay_next)
+            else:
+                next_at = time.time()
+
+    def alarm_state(self, name):
+        """The alarm the actor's durable state holds (ms, or None), read without waking it."""
+        r = self.W("actor", "alarm", f"{TENANT}/{ALARM_CLASS}/{name}", "--json", check=False)
+        if r.returncode != 0:
+            return "error", r.stderr.strip()[:200]
+        try:
+            return "ok", json.loads(r.stdout).get("alarm_ms")
+        except ValueError:
+            return "error", r.stdout[:200]
+
+    def alarms_settle(self):
+        """Waits until every alarm actor's durable state holds no alarm, or its bound passed."""
+        bound = self.alarms_bound()
+        names = sorted({s["actor"] for s in self.alarm_sets})
+        deadline = {n: self.alarm_ends[n] + bound for n in names}
+        settled, stuck = {}, {}
+        pending = set(names)
+        t_start = time.time()
+        while pending:
+            now = time.time()
+            ready = [n for n in pending if self.alarm_ends[n] <= now]
+            results = {}
+            threads = []
+            lock = threading.Lock()
+
+            def look(batch):
+                for n in batch:
+                    st = self.alarm_state(n)
+                    with lock:
+                        results[n] = st
+            for i in range(4):
+                th = threading.Thread(target=look, args=(ready[i::4],))
+                th.start()
+                threads.append(th)
+            for th in threads:
+                th.join()
+            now = time.time()
+            for n, (kind, value) in results.items():
+                if kind == "ok" and value is None:
+                    settled[n] = now
+                    pending.discard(n)
+                elif now > deadline[n]:
+                    stuck[n] = value
+                    pending.discard(n)
+            if pending:
+                time.sleep(2.0)
+        return {"seconds": round(time.time() - t_start, 1), "stuck": stuck}
+
+    def alarm_log(self, name):
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            status, body = self.request(self.rng.choice(self.nodes), "GET", name, timeout=10, cls=ALARM_CLASS)
+            if status == 200:
+                return [e for e in body.strip().split(",") if e]
+            time.sleep(0.5)
+        raise RuntimeError(f"could not read alarm actor {name} back")
+
+    def alarm_context(self):
+        """From the nodes' logs: per alarm actor, when and where it was opened, and when it
+        hibernated (debug lines "actor opened" and "actor unloaded ... reason=hibernated")."""
+        opened, hibernated = {}, {}
+        prefix = f"actor={TENANT}/{ALARM_CLASS}/"
+        for node_id, line in self.node_log_lines():
+            if prefix not in line:
+                continue
+            m = re.search(r" actor=" + re.escape(f"{TENANT}/{ALARM_CLASS}/") + r"(\S+)", line)
+            t = log_time(line)
+            if not m or t is None:
+                continue
+            if "actor opened" in line:
+                opened.setdefault(m.group(1), []).append((t, node_id))
+            elif "actor unloaded" in line and "reason=hibernated" in line:
+                hibernated.setdefault(m.group(1), []).append(t)
+        return opened, hibernated
 
     def alarms_result(self):
-        return {"available": False, "set": None, "fired": None, "note": "alarms: not available in this build"}
+        if self.alarm_thread is None:
+            return {"available": False, "set": None, "fired": None, "note": "alarms: not set (--alarm-rate 0)"}
+        if not hasattr(self, "_alarms"):
+            self._alarms = self._alarms_check()
+        return self._alarms
+
+    def _alarms_check(self):
+        bound = self.alarms_bound()
+        settle = self.alarms_settle()
+        sets_by_actor = {}
+        for s in self.alarm_sets:
+            sets_by_actor.setdefault(s["actor"], []).append(s)
+        logs = {}
+        names = sorted(sets_by_actor)
+        lock = threading.Lock()
+
+        def read(batch):
+            for n in batch:
+                entries = self.alarm_log(n)
+                with lock:
+                    logs[n] = entries
+        threads = [threading.Thread(target=read, args=(names[i::4],)) for i in range(4)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        opened, hibernated = self.alarm_context()
+        hits = [e for e in self.events if e["kind"] in ("kill", "freeze")]
+        required = []          # dict(actor, t, source, t_set, fired: [(retry, now_ms)])
+        missing, early, stale, phantom, lost_sets, late_beyond = [], [], [], [], [], []
+        firings = retried = unacked_present = 0
+        for name in names:
+            sent = {s["t"]: s for s in sets_by_actor[name]}
+            entries = logs.get(name, [])
+            alarms = []        # in log order: dict(t, source, fired: [(retry, now)])
+            current = None
+            prev_f = None
+            for e in entries:
+                if e.startswith("s"):
+                    t = int(e[1:])
+                    # The soak's sets are known by their time; a set right after a firing that
+                    # the soak did not send is the handler's re-arm (in the firing's batch).
+                    if t in sent:
+                        s = sent[t]
+                        a = {"t": t, "source": "request" if s["status"] == 200 else "unacknowledged",
+                             "t_set": s["t1"], "fired": []}
+                    elif prev_f is not None:
+                        a = {"t": t, "source": "handler", "t_set": prev_f / 1000, "fired": []}
+                    else:
+                        phantom.append({"actor": name, "entry": e})
+                        a = {"t": t, "source": "unknown", "t_set": None, "fired": []}
+                    alarms.append(a)
+                    current = a
+                    prev_f = None
+                elif e == "d":
+                    current, prev_f = None, None
+                elif e.startswith("f"):
+                    due, retry, now = (int(x) for x in e[1:].split(":"))
+                    firings += 1
+                    retried += 1 if retry > 0 else 0
+                    if now < due:
+                        early.append({"actor": name, "entry": e})
+                    # A run clears the alarm in its own batch: a second durable run of the
+                    # same alarm would have found it gone, so it counts as stale too.
+                    if current is None or current["t"] != due:
+                        stale.append({"actor": name, "entry": e})
+                    else:
+                        current["fired"].append((retry, now))
+                    current, prev_f = None, now
+            logged = {a["t"] for a in alarms if a["source"] != "handler"}
+            for t, s in sent.items():
+                if s["status"] == 200 and t not in logged:
+                    lost_sets.append({"actor": name, "t": t})
+                elif s["status"] != 200 and t in logged:
+                    unacked_present += 1
+            for a in alarms:
+                if a["source"] in ("request", "handler"):
+                    a["actor"] = name
+                    required.append(a)
+                    if not a["fired"]:
+                        missing.append({"actor": name, "t": a["t"], "source": a["source"]})
+                    elif (a["fired"][0][1] - a["t"]) / 1000 > bound:
+                        late_beyond.append({"actor": name, "t": a["t"], "late_s": (a["fired"][0][1] - a["t"]) / 1000})
+        late = [(a["fired"][0][1] - a["t"]) / 1000 for a in required if a["fired"]]
+        # Where each required alarm's actor was at its set, and what happened to it before it was due.
+        node_hit = hibernated_first = 0
+        for a in required:
+            if a["t_set"] is None:
+                continue
+            due = a["t"] / 1000
+            before = [(t, n) for (t, n) in opened.get(a["actor"], []) if t <= a["t_set"] + 0.5]
+            holder = max(before)[1] if before else None
+            if holder and any(e["node"] == holder and a["t_set"] <= e["at"] <= due for e in hits):
+                node_hit += 1
+            if any(a["t_set"] <= t <= due for t in hibernated.get(a["actor"], [])):
+                hibernated_first += 1
+        acked = sum(1 for s in self.alarm_sets if s["status"] == 200)
+        counters = {}
+        for s in self.scrapes.values():
+            for k, v in s.get("alarms", {}).items():
+                counters[k] = counters.get(k, 0) + int(v)
+        ok = not (missing or early or stale or phantom or lost_sets or late_beyond or settle["stuck"])
+        return {
+            "available": True, "ok": ok, "actors": len(names), "bound_s": round(bound, 1),
+            "sets_sent": len(self.alarm_sets), "sets_acknowledged": acked,
+            "sets_unacknowledged": len(self.alarm_sets) - acked, "unacknowledged_present": unacked_present,
+            "set": len(required), "set_by_requests": sum(1 for a in required if a["source"] == "request"),
+            "set_by_handlers": sum(1 for a in required if a["source"] == "handler"),
+            "fired": sum(1 for a in required if a["fired"]), "firings_logged": firings,
+            "fired_on_a_retry": retried,
+            "holder_killed_or_frozen_before_due": node_hit, "hibernated_before_due": hibernated_first,
+            "lateness_s": summary(late), "settle_s": settle["seconds"],
+            "node_counters": counters,
+            "missing": missing[:20], "early": early[:20], "stale": stale[:20], "phantom": phantom[:20],
+            "acknowledged_sets_absent": lost_sets[:20], "late_beyond_bound": late_beyond[:20],
+            "still_set_after_bound": settle["stuck"],
+        }
 
     # ---- the run ----------------------------------------------------------------------
     def run(self):
@@ -520,6 +807,7 @@ class Soak:
         log(f"ready after {time.time() - t_setup:.1f} s; load and nemesis for {self.a.minutes} min")
         start = time.time()
         end = start + self.a.minutes * 60
+        self.load_end = end
         busy_rate = max(self.a.rate - self.a.cold_rate, 0.1)
         threads = [threading.Thread(target=self.writer, args=(w, busy_rate / self.a.writers), daemon=True)
                    for w in range(self.a.writers)]
@@ -529,12 +817,15 @@ class Soak:
         threads.append(threading.Thread(target=self.scraper, daemon=True))
         for t in threads:
             t.start()
+        if self.alarm_thread is not None:
+            self.alarm_thread.start()
         nem = threading.Thread(target=self.nemesis, args=(end,), daemon=True)
         nem.start()
         while time.time() < end:
             time.sleep(1)
         log("load ends")
         self.stop.set()
+        self.alarm_stop.set()
         nem.join(timeout=self.ttl * 10 + 60)
         for t in threads:
             t.join(timeout=30)
@@ -551,6 +842,10 @@ class Soak:
         self.scrape_once()
         load_seconds = time.time() - start
         verdict = self.check()
+        if self.alarm_thread is not None:
+            self.alarm_thread.join(timeout=30)
+            log(f"alarms: {len(self.alarm_sets)} sets sent; waiting for each actor's alarm to clear")
+            self.alarms_result()
         self.scrape_once()
         self.finished = True
         self.stop.set()
@@ -574,7 +869,8 @@ class Soak:
                     try:
                         with open(path, errors="replace") as fh:
                             for line in fh:
-                                if ("fenced a node" in line or "node lease valid" in line or "actor opened" in line):
+                                if ("fenced a node" in line or "node lease valid" in line or "actor opened" in line
+                                        or "actor unloaded" in line):
                                     self._log_lines.append((n.id, line))
                     except OSError:
                         pass
@@ -683,6 +979,9 @@ class Soak:
         with open(os.path.join(self.out, "history.jsonl"), "w") as f:
             for e in self.history:
                 f.write(json.dumps(e) + "\n")
+        with open(os.path.join(self.out, "alarms.jsonl"), "w") as f:
+            for e in getattr(self, "alarm_sets", []):
+                f.write(json.dumps(e) + "\n")
         with open(os.path.join(self.out, "failovers.json"), "w") as f:
             json.dump({"failovers": self.failovers, "events": self.events}, f, indent=2)
         return report
@@ -698,7 +997,18 @@ def print_report(r, out):
           f"out of order {w['out_of_order']}, never sent {w['phantom']}; "
           f"{w['unacknowledged_present']} unacknowledged present; {w['actors_checked']} actors")
     a = r["alarms"]
-    print("  " + (a["note"] if not a["available"] else f"alarms: {a['set']} set, {a['fired']} fired"))
+    if not a["available"]:
+        print("  " + a["note"])
+    else:
+        print(f"  alarms: {a['set']} set ({a['set_by_requests']} by acknowledged requests, {a['set_by_handlers']} "
+              f"re-armed by handlers) on {a['actors']} actors, {a['fired']} fired; missing {len(a['missing'])}, "
+              f"early {len(a['early'])}, stale {len(a['stale'])}, later than the bound ({a['bound_s']} s) "
+              f"{len(a['late_beyond_bound'])}, still set {len(a['still_set_after_bound'])}")
+        lt = a["lateness_s"]
+        print(f"    lateness (s) p50 {lt['p50']} p99 {lt['p99']} max {lt['max']}; {a['holder_killed_or_frozen_before_due']} "
+              f"had their node killed or frozen before due, {a['hibernated_before_due']} hibernated first; "
+              f"{a['fired_on_a_retry']} fired on a retry; "
+              f"{a['sets_unacknowledged']} sets unanswered ({a['unacknowledged_present']} took effect)")
     print(f"  nemesis: {n['kills']} kills, {n['freezes']} freezes ({n['freezes_that_exited_6']} exited 6 on resume), "
           f"{n['bucket_pauses']} bucket pauses, {n['unplanned_exits']} other exits")
     for kind in ("kill", "freeze"):
@@ -731,6 +1041,8 @@ def main():
     p.add_argument("--cold", type=int, default=200)
     p.add_argument("--cold-rate", type=float, default=0.5)
     p.add_argument("--writers", type=int, default=8)
+    p.add_argument("--alarm-rate", type=float, default=0.5)
+    p.add_argument("--alarm-actors", type=int, default=200)
     a = p.parse_args()
     if a.nodes < 2 or a.minutes <= 0 or a.rate <= 0 or a.busy < 1 or a.cold < 0 or a.writers < 1:
         print("soak: --nodes >= 2, --minutes > 0, --rate > 0, --busy >= 1 are required", file=sys.stderr)
@@ -749,6 +1061,8 @@ def main():
     print_report(r, a.out)
     w = r["writes"]
     bad = w["lost"] or w["duplicated"] or w["misplaced"] or w["out_of_order"] or w["phantom"]
+    al = r["alarms"]
+    bad = bad or (al["available"] and (not al["ok"] or al["set"] == 0))
     if bad or not r["all_ready_at_end"] or w["acknowledged"] == 0:
         print("soak: FAILED (see failures in the report)")
         return 1

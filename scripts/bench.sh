@@ -7,9 +7,11 @@
 #   scripts/bench.sh [SECONDS_PER_CASE]
 #
 # Environment:
-#   WASMKEEP_BENCHES     which to run, of: store replica micro actor http (default: all
-#                        five; http always uses the release preset and installs wrk and
-#                        workerd from apt/npm; about 9 minutes at 10 s per run)
+#   WASMKEEP_BENCHES     which to run, of: store replica micro actor http move (default:
+#                        the first five; http always uses the release preset and installs
+#                        wrk and workerd from apt/npm, about 9 minutes at 10 s per run;
+#                        move is opt-in: bench/move_bench.sh, 100 moves under load on
+#                        file:// and on the RGW, about 12 minutes)
 #   WASMKEEP_BENCH_BUILD build directory (default build/release, the release preset; any
 #                        other is configured RelWithDebInfo without the tests)
 #   WASMKEEP_S3_ENDPOINT (with WASMKEEP_S3_BUCKET, WASMKEEP_S3_REGION, AWS_*): an S3 server
@@ -30,12 +32,13 @@ if [ "$build" = build/release ]; then
 else
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=g++ -DWK_BUILD_TESTS=OFF >/dev/null
 fi
+wants move && targets+=(wasmkeep wk_actors)
 if ((${#targets[@]})); then cmake --build "$build" --target "${targets[@]}"; fi
 
 rgw_dir=$(mktemp -d /tmp/wasmkeep-rgw.XXXXXX)
 data_dir=$(mktemp -d "$PWD/build/bench-data.XXXXXX")
 trap './scripts/rgw.sh stop "$rgw_dir" >/dev/null 2>&1 || true; rm -rf "$rgw_dir" "$data_dir"' EXIT
-if [ -z "${WASMKEEP_S3_ENDPOINT:-}" ] && [ "${WASMKEEP_SKIP_RGW:-0}" != 1 ] && { wants store || wants replica; }; then
+if [ -z "${WASMKEEP_S3_ENDPOINT:-}" ] && [ "${WASMKEEP_SKIP_RGW:-0}" != 1 ] && { wants store || wants replica || wants move; }; then
   ./scripts/rgw.sh start "$rgw_dir" >/dev/null
   # shellcheck disable=SC1091
   source "$rgw_dir/env"
@@ -55,3 +58,7 @@ if wants replica; then "./$build/bench/replica_bench" --seconds "$seconds" "${ur
 if wants micro; then "./$build/bench/micro_bench" --benchmark_min_time=0.2; fi
 if wants actor; then "./$build/bench/actor_bench" --benchmark_min_time=0.2; fi
 if wants http; then ./bench/http_bench.sh "$seconds"; fi
+if wants move; then
+  WASMKEEP_BIN="$build/src/cli/wasmkeep" ./bench/move_bench.sh file 100
+  if [ -n "${WASMKEEP_S3_ENDPOINT:-}" ]; then WASMKEEP_BIN="$build/src/cli/wasmkeep" ./bench/move_bench.sh s3 100; fi
+fi

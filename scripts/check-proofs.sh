@@ -104,6 +104,13 @@ rows=$(cat <<'ROWS'
 §4 clean stop: release holds before released|stop-skips-releases|gtest|cluster:OwnersTest.CleanStopReleasesThenWritesReleased|
 §4 a drain reports drained only with nothing pending|drain-ignores-pending|gtest|cluster:OwnersTest.DrainReportsDrainedOnlyWhenNothingIsPending|
 §4 a drain reports drained only with nothing pending (real processes)|drain-ignores-pending|cluster|ownership|the drain does not report drained
+§3 a move's target takes the actor only once the release landed|move-acquires-before-release-lands|gtest|cluster:HandOverTest.AMoveTellsItsTargetOnlyOnceTheReleaseLandedAndTheTargetTakesItAtTheNextGeneration|
+§3 a move's target takes the actor only once the release landed (simulator)|move-acquires-before-release-lands|sim|move|
+§3 a move's take is conditioned on the released version|take-unconditional|gtest|cluster:HandOverTest.ATakeFromAReleaseThatSomeoneElseFollowedIsRefusedByItsCondition|
+§3 a move's take is conditioned on the released version (simulator)|take-unconditional|sim|move|
+§4 a drain reports drained only with nothing pending (simulator: drains racing moves)|drain-ignores-pending|sim|move|
+§4 a drain closes resident actors before releasing them|drain-releases-under-actors|gtest|cluster:HandOverTest.AResidentActorIsClosedThenReleasedAndNothingStartsOnItMeanwhile|
+§4 a drain closes resident actors before releasing them (real processes)|drain-releases-under-actors|cluster|drain|before releasing it
 gate: released only when durable|ack-before-durable|gtest|replica:HoldGateTest.ASequenceIsReleasedOnceDurableWhileTheHoldIsValid|
 gate: released only when durable (simulator)|ack-before-durable|sim|storage|
 gate: an acknowledgement after validity ended is Late|ack-late-upload|gtest|replica:ReplicaTest.AnUploadAcknowledgedAfterValidityEndedIsLateAndAcknowledgesNothing|
@@ -118,6 +125,7 @@ GC never deletes the chain|gc-deletes-chain|gtest|replica:GcTest.CoveredSegments
 GC never deletes the chain (simulator)|gc-deletes-chain|sim|storage|
 alarms: the segment setting an alarm waits for its index entry|segment-before-entry|gtest|alarms:AlarmIndexTest.TheSegmentSettingAnAlarmLandsOnlyAfterItsEntry|
 alarms: the segment setting an alarm waits for its index entry (simulator)|segment-before-entry|sim|alarms|
+alarms: an earlier hold's entry goes only once this hold's fence landed|earlier-entries-before-fence|gtest|alarms:AlarmIndexTest.AnEarlierHoldsEntryGoesOnlyOnceThisHoldsFenceLanded|
 alarms: an entry goes only once the change is durable|index-entry-removed-before-durable|gtest|alarms:AlarmIndexTest.AnEntryGoesOnlyOnceTheChangeThatReplacedItIsDurable|
 alarms: an entry goes only once the change is durable (simulator)|index-entry-removed-before-durable|sim|alarms|
 alarms: never before its time|fire-before-due|gtest|alarms:AlarmServiceTest.TheOwnersTimerFiresAtTheAlarmsTimeAndNotBefore|

@@ -299,7 +299,7 @@ class AlarmsSim {
                                                NodeIdentity{p->node_id, PeerAddressOf(slot), "sim", p->cert_pin}, timing_,
                                                p->instance);
     p->cluster->set_broken_models(broken_);
-    p->index = std::make_unique<alarms::AlarmIndex>(*p->env, *p->store);
+    p->index = std::make_unique<alarms::AlarmIndex>(*p->env, *p->store, alarms::AlarmIndexOptions{.broken = broken_});
     p->holds = std::make_unique<replica::OwnersHoldSource>(p->cluster->owners());
     Env* env = p->env.get();
     replica::Replica::Deps deps{*p->env, *p->store, [env](std::function<void()> fn) { env->Post(std::move(fn)); },

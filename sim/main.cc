@@ -1,6 +1,6 @@
 // wasmkeep-sim: runs the deterministic simulator's scenarios over many seeds.
 //
-//   wasmkeep-sim --scenario lease|ownership|storage|routing|alarms|all --seeds N [--first-seed S] [--mutant NAME] [--expect-failure]
+//   wasmkeep-sim --scenario lease|ownership|storage|routing|move|alarms|all --seeds N [--first-seed S] [--mutant NAME] [--expect-failure]
 //                [--quiet] [--trace LINES] [--digest]
 // --trace LINES keeps that many trace lines and prints them for passing seeds too.
 // --digest prints each seed's history digest (RunResult::history_digest), so that a
@@ -130,6 +130,7 @@ int main(int argc, char** argv) {
       total.acked_appends += r.acked_appends;
       total.reads += r.reads;
       total.ok_reads += r.ok_reads;
+      total.moved += r.moved;
       total.alarm_sets += r.alarm_sets;
       total.alarm_acked_sets += r.alarm_acked_sets;
       total.alarm_runs += r.alarm_runs;
@@ -187,6 +188,11 @@ int main(int argc, char** argv) {
       std::printf("  routing: %llu appends sent (%llu acknowledged), %llu reads sent (%llu answered), %llu freezes\n",
                   static_cast<ull>(total.appends), static_cast<ull>(total.acked_appends), static_cast<ull>(total.reads),
                   static_cast<ull>(total.ok_reads), static_cast<ull>(total.freezes));
+    }
+    if (sc.name == "move") {
+      using ull = unsigned long long;
+      std::printf("  move: %llu moves (%llu taken by their target), %llu drains reported drained\n",
+                  static_cast<ull>(total.moves), static_cast<ull>(total.moved), static_cast<ull>(total.drains));
     }
     if (total.alarm_sets > 0) {
       using ull = unsigned long long;

@@ -23,6 +23,37 @@ void NativeActorHost::Unload(const ActorId& id) {
   if (slot->inflight == 0) Close(slot, "unloaded");
 }
 
+void NativeActorHost::Warm(const ActorId& id) {
+  if (slots_.count(id)) return;
+  std::shared_ptr<Slot> slot = slots_.emplace(id, std::make_shared<Slot>(env_, id)).first->second;
+  ++slot->inflight;  // the start counts as an event in flight until the storage is open
+  env_.Spawn(Open(slot), "warm start");
+}
+
+Task<void> NativeActorHost::Open(std::shared_ptr<Slot> slot) {
+  std::shared_ptr<bool> alive = alive_;
+  {
+    AsyncMutex::Guard guard = co_await slot->mu.Lock();
+    if (!*alive) co_return;
+    if (guard.owns() && !slot->gone && !slot->storage) {
+      const ActorId id = slot->id;
+      auto opened = co_await storage_.Open(id);
+      if (!*alive) co_return;
+      if (opened.ok()) {
+        ++stats_.starts;
+        slot->storage = std::move(*opened);
+      } else {
+        ++stats_.start_failures;
+        slot->gone = true;
+        auto it = slots_.find(slot->id);
+        if (it != slots_.end() && it->second == slot) slots_.erase(it);
+      }
+    }
+  }
+  --slot->inflight;
+  AfterEvent(slot);
+}
+
 Task<actor::EventResult> NativeActorHost::HandleRequest(ActorId id, actor::Request request) {
   std::optional<actor::Request> r(std::move(request));
   actor::EventResult result = co_await Submit(std::move(id), std::move(r), actor::AlarmEvent{});

@@ -77,6 +77,7 @@ class NativeActorHost final : public actor::EventHost {
   Task<actor::EventResult> HandleRequest(ActorId id, actor::Request request) override;
   Task<actor::EventResult> HandleAlarm(ActorId id, actor::AlarmEvent event) override;
   void Unload(const ActorId& id) override;
+  void Warm(const ActorId& id) override;
   bool IsResident(const ActorId& id) const override;
 
   const NativeActorHostStats& stats() const { return stats_; }
@@ -100,6 +101,8 @@ class NativeActorHost final : public actor::EventHost {
   Task<actor::EventResult> Submit(ActorId id, std::optional<actor::Request> request, actor::AlarmEvent alarm);
   Task<actor::EventResult> Run(std::shared_ptr<Slot> slot, std::optional<actor::Request> request,
                                actor::AlarmEvent alarm);
+  // Opens a warmed slot's storage (Warm), as a first event would, without one.
+  Task<void> Open(std::shared_ptr<Slot> slot);
   // What the list or alarm actor does with one request, against its storage.
   actor::Response Execute(Slot& slot, const actor::Request& request);
   // The alarm actor's alarm event (its result's outcome, alarm_fired and alarm_after).

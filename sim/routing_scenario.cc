@@ -8,6 +8,15 @@
 // and then resumed with its memory (a zombie owner), partitions between nodes and between a
 // node and the bucket, slow and lost bucket replies and lost peer replies. See
 // docs/simulation.md, "routing".
+//
+// The `move` scenario is the same world with operators at work: actors moved between nodes
+// (HandOvers::HandOver with a target: closed, durable, released, then taken and restored by
+// the target, told over the peer network) and nodes drained (HandOvers::Drain), racing the
+// kills, the frozen nodes and the lost replies. Besides the linearizability checker (no
+// acknowledged append lost), it checks after every event that no two nodes act for one
+// actor (checker 8), that every acquisition writes a generation above the last (9), and
+// that a drain reports drained only when no record names its process (10). See
+// docs/simulation.md, "move".
 #include <algorithm>
 #include <deque>
 #include <functional>
@@ -17,6 +26,8 @@
 #include <set>
 
 #include "base/digest.h"
+#include "cluster/hand_over.h"
+#include "cluster/owner_record.h"
 #include "cluster/cluster_node.h"
 #include "env/sim_env.h"
 #include "native_actor_host.h"
@@ -93,6 +104,7 @@ struct Node {
   std::unique_ptr<Forwarder> forwarder;
   std::unique_ptr<Front> front;
   bool running = false;
+  bool draining = false;
 };
 
 // One client operation as the client saw it.
@@ -111,8 +123,9 @@ struct Op {
 
 class RoutingSim {
  public:
-  explicit RoutingSim(const RunOptions& options)
-      : options_(options),
+  RoutingSim(const RunOptions& options, bool moves)
+      : moves_(moves),
+        options_(options),
         world_(options.seed),
         rng_(options.seed ^ 0x5851f42d4c957f2dULL),
         bucket_env_(world_, FromUnixMs(kOriginMs)),
@@ -130,6 +143,11 @@ class RoutingSim {
     // when it resumes: the zombie case.
     host_options_.idle_hibernate = milliseconds(Uniform(20000, 40000));
     client_transport_ = network_.TransportFor(NodeId(kClientId), client_env_);
+    if (moves_) {
+      bucket_->set_put_observer([this](const std::string& key, const std::string& body, const Version&) {
+        OnLanded(key, body);
+      });
+    }
   }
 
   ~RoutingSim() {
@@ -141,14 +159,22 @@ class RoutingSim {
     for (int s = 0; s < kSlots; ++s) StartNode(s);
     for (int c = 0; c < kClients; ++c) client_env_.Spawn(Client(), "client");
     ScheduleChaos();
+    if (moves_) {
+      ScheduleMoves();
+      ScheduleDrains();
+    }
     const MonoTime chaos_end = MonoTime(kChaosFor);
     const MonoTime end = chaos_end + kHealFor;
-    while (world_.Now() < end) {
+    while (world_.Now() < end && (!moves_ || result_.violations.empty())) {
       if (!world_.RunOne()) break;
       if (!healed_ && world_.Now() >= chaos_end) Heal();
+      if (moves_) CheckOwners();
     }
-    FinalReads();
-    for (int a = 0; a < kActors; ++a) CheckActor(a);
+    // (The move scenario stops at its first violation: the final reads would only add noise.)
+    if (result_.violations.empty()) {
+      FinalReads();
+      for (int a = 0; a < kActors; ++a) CheckActor(a);
+    }
     result_.ok = result_.violations.empty();
     result_.history_digest = digest_;
     result_.trace.assign(trace_.begin(), trace_.end());
@@ -214,10 +240,23 @@ class RoutingSim {
                          [](std::string tenant, std::string class_name) {
                            return LoadClass(std::move(tenant), std::move(class_name));
                          }};
+    deps_front.hand_overs = &p->cluster->hand_overs();
     FrontOptions front_options;
     front_options.node_id = p->node_id;
     front_options.check_peer_pins = true;
     p->front = std::make_unique<Front>(std::move(deps_front), front_options);
+    // Drains and moves close resident actors as hibernation does; a move's target is told
+    // over the peer network (as ActorHost wires a real node).
+    HandOverHost hand_over;
+    hand_over.unload = [host = p->host.get()](const ActorId& id) {
+      if (!host->IsResident(id)) return false;
+      host->Unload(id);
+      return true;
+    };
+    hand_over.take = [front = p->front.get()](NodeId to, ActorId actor, Version released, Generation g) {
+      return front->SendTake(std::move(to), std::move(actor), std::move(released), g);
+    };
+    p->cluster->hand_overs().set_host(std::move(hand_over));
     p->cluster->lease().AddObserver({
         [this, number](std::uint64_t e) { Trace("p" + std::to_string(number) + " valid epoch " + std::to_string(e)); },
         [this, number](std::uint64_t) { Trace("p" + std::to_string(number) + " lapsed"); },
@@ -557,6 +596,128 @@ class RoutingSim {
     }
   }
 
+  // ---- the move scenario: operators moving actors and draining nodes
+  //
+  // Every 0.5-2 s of chaos, a node moves one of the actors it holds to another live node; every
+  // 8-20 s, a node is drained (10 s at most), then put back in service 1-5 s later.
+  void ScheduleMoves() {
+    bucket_env_.StartTimer(world_.Now() + milliseconds(Uniform(500, 2000)), [this] {
+      if (world_.Now() >= MonoTime(kChaosFor)) return;
+      const int slot = static_cast<int>(Uniform(0, kSlots - 1));
+      const int to = static_cast<int>((slot + Uniform(1, kSlots - 1)) % kSlots);
+      Node* p = Live(slot);
+      // As `wasmkeep actor move` does, only to a node that is live (in the source's view).
+      auto target = p != nullptr ? p->cluster->membership().view().find(SlotNodeId(to))
+                                 : std::map<NodeId, NodeView>::const_iterator();
+      if (p != nullptr && !p->env->frozen() && target != p->cluster->membership().view().end() &&
+          target->second.live()) {
+        std::vector<ActorId> held = p->cluster->owners().HeldActors();
+        if (!held.empty()) {
+          const ActorId actor = held[static_cast<std::size_t>(Uniform(0, static_cast<std::int64_t>(held.size()) - 1))];
+          ++result_.moves;
+          Trace("move " + actor.name + " from p" + std::to_string(p->number) + " to n" + std::to_string(to));
+          p->env->Spawn(Move(p, actor, SlotNodeId(to)), "move");
+          Burst(std::stoi(actor.name.substr(1)));
+        }
+      }
+      ScheduleMoves();
+    });
+  }
+
+  // A moved actor is often a busy one: 6 more requests for it, to random nodes, within the
+  // next 300 ms, so requests race every step of the hand-over (the source's close, its
+  // release, the target's take) from every node.
+  void Burst(int actor) {
+    for (int k = 0; k < 6; ++k) {
+      Op op;
+      op.actor = actor;
+      op.slot = static_cast<int>(Uniform(0, kSlots - 1));
+      op.append = Chance(0.6);
+      if (op.append) op.value = "v" + std::to_string(++next_value_);
+      client_env_.StartTimer(world_.Now() + milliseconds(Uniform(0, 300)),
+                             [this, op] { client_env_.Spawn(BurstSend(op), "burst"); });
+    }
+  }
+  Task<void> BurstSend(Op op) {
+    const std::size_t index = ops_.size();
+    (void)co_await Send(std::move(op), index);
+  }
+
+  Task<void> Move(Node* p, ActorId actor, NodeId to) {
+    const int number = p->number;
+    HandOverResult r = co_await p->cluster->hand_overs().HandOver(actor, to, kHandOverLimit);
+    if (r.kind == HandOverResult::Kind::kMoved) ++result_.moved;
+    Trace("p" + std::to_string(number) + " move of " + actor.name + ": " + std::string(HandOverKindName(r.kind)) + " " +
+          r.detail);
+  }
+
+  void ScheduleDrains() {
+    bucket_env_.StartTimer(world_.Now() + milliseconds(Uniform(8000, 20000)), [this] {
+      if (world_.Now() >= MonoTime(kChaosFor)) return;
+      Node* p = Live(static_cast<int>(Uniform(0, kSlots - 1)));
+      if (p != nullptr && !p->env->frozen() && !p->draining) {
+        p->draining = true;
+        Trace("drain p" + std::to_string(p->number));
+        p->env->Spawn(Drain(p), "drain");
+      }
+      ScheduleDrains();
+    });
+  }
+
+  Task<void> Drain(Node* p) {
+    const int number = p->number;
+    Status s = co_await p->cluster->hand_overs().Drain(seconds(10));
+    Trace("p" + std::to_string(number) + " drain: " + s.ToString());
+    if (s.ok()) {
+      ++result_.drains;
+      // 10. A drain never reports drained with a release pending: no record names it.
+      for (const auto& [key, obj] : bucket_->objects()) {
+        if (!key.starts_with(kOwnersPrefix)) continue;
+        auto rec = DecodeOwnerRecord(obj.body);
+        if (rec.ok() && rec->instance == p->instance) {
+          Violation("p" + std::to_string(number) + " reported drained while " + key + " still names it");
+        }
+      }
+    }
+    // The operator puts it back in service a little later.
+    bucket_env_.StartTimer(world_.Now() + milliseconds(Uniform(1000, 5000)), [this, number] {
+      auto it = nodes_.find(number);
+      if (it == nodes_.end() || !it->second->cluster) return;
+      it->second->cluster->owners().SetAccepting(true);
+      it->second->draining = false;
+      Trace("undrain p" + std::to_string(number));
+    });
+  }
+
+  // 8. Never two owners acting for one actor, after every event.
+  void CheckOwners() {
+    for (int a = 0; a < kActors; ++a) {
+      const ActorId actor{std::string(kTenant), std::string(kClass), "a" + std::to_string(a)};
+      int owners = 0;
+      for (auto& [n, p] : nodes_) {
+        if (!p->running || !p->cluster) continue;
+        if (p->cluster->owners().Find(actor).IsValid() && ++owners > 1) {
+          Violation("two owners act for " + actor.ToString() + " (one is p" + std::to_string(n) + ")");
+          return;
+        }
+      }
+    }
+  }
+
+  // 9. Never one generation for two holds: every record naming a node lands above the last.
+  void OnLanded(const std::string& key, const std::string& body) {
+    if (!key.starts_with(kOwnersPrefix)) return;
+    auto rec = DecodeOwnerRecord(body);
+    if (!rec.ok() || rec->names_nobody()) return;
+    Generation& last = last_generation_[key];
+    if (rec->generation <= last) {
+      Violation(key + " acquired at generation " + std::to_string(rec->generation.value) + " by " + rec->node_id.str() +
+                ", not above " + std::to_string(last.value) + ": one generation for two holds");
+    }
+    last = std::max(last, rec->generation);
+    Trace(key + " -> " + rec->node_id.str() + " g" + std::to_string(rec->generation.value));
+  }
+
   void ThawNode(int number) {
     auto it = nodes_.find(number);
     if (it == nodes_.end() || !it->second->env->frozen()) return;
@@ -581,6 +742,7 @@ class RoutingSim {
       if (Live(s) == nullptr) ScheduleRestart(s, milliseconds(100));
   }
 
+  const bool moves_;  // the `move` scenario: moves, drains and checkers 8-10
   RunOptions options_;
   SimWorld world_;
   std::mt19937_64 rng_;
@@ -603,6 +765,7 @@ class RoutingSim {
   MonoTime slow_until_{};
   bool healed_ = false;
   bool finished_ = false;
+  std::map<std::string, Generation> last_generation_;
   std::deque<std::string> trace_;
   std::uint64_t digest_ = 1469598103934665603ULL;
   RunResult result_;
@@ -610,6 +773,8 @@ class RoutingSim {
 
 }  // namespace
 
-RunResult RunRoutingScenario(const RunOptions& options) { return RoutingSim(options).Run(); }
+RunResult RunRoutingScenario(const RunOptions& options) { return RoutingSim(options, /*moves=*/false).Run(); }
+
+RunResult RunMoveScenario(const RunOptions& options) { return RoutingSim(options, /*moves=*/true).Run(); }
 
 }  // namespace wk::sim

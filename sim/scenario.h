@@ -79,6 +79,8 @@ struct RunResult {
   std::uint64_t acked_appends = 0;  // appends answered 200
   std::uint64_t reads = 0;          // reads clients sent
   std::uint64_t ok_reads = 0;       // reads answered 200
+  // move scenario (moves and drains count in `moves` and `drains`)
+  std::uint64_t moved = 0;          // hand-overs whose target took the actor
   // alarms scenario
   std::uint64_t alarm_sets = 0;             // sets clients sent
   std::uint64_t alarm_acked_sets = 0;       // sets answered 200
@@ -112,6 +114,11 @@ RunResult RunStorageScenario(const RunOptions& options);
 // ownership and the durable replica of 3 nodes end to end, clients checking linearizability
 // (sim/routing_scenario.cc).
 RunResult RunRoutingScenario(const RunOptions& options);
+// The move scenario (docs/architecture.md, "Drain and move"): the routing scenario with
+// actors moved between nodes and nodes drained, racing kills, frozen nodes and lost
+// replies; never two owners, no acknowledged write lost, a drain ends only with nothing
+// pending (sim/routing_scenario.cc).
+RunResult RunMoveScenario(const RunOptions& options);
 // The alarms scenario (docs/alarms.md): the routing scenario's nodes with the alarm index,
 // delivery and shard scanning; clients set, delete and read alarms (sim/alarms_scenario.cc).
 RunResult RunAlarmsScenario(const RunOptions& options);

@@ -39,6 +39,12 @@ class EventHost {
   }
   // Asks an actor to leave memory as soon as it is idle. No effect if it is not resident.
   virtual void Unload(const ActorId& id) = 0;
+  // Starts an actor now, without an event (its storage opens: the hold, the restore), so
+  // that the target of a move restores it at once (docs/architecture.md, "Drain and
+  // move"). No effect if it is resident or its class is not loaded; a start that fails
+  // leaves nothing behind. A host that only starts actors for events (test hosts) ignores
+  // it: the actor then starts at its first event, as it would without a move.
+  virtual void Warm(const ActorId& id) { (void)id; }
   virtual bool IsResident(const ActorId& id) const = 0;
 };
 

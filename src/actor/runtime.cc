@@ -878,6 +878,23 @@ void ActorRuntime::Unload(const ActorId& id) {
   }
 }
 
+void ActorRuntime::Warm(const ActorId& id) {
+  if (shutting_down_) return;
+  std::string key = id.ToString();
+  if (actors_.contains(key)) return;
+  std::shared_ptr<const engine::Module> module = classes_.Find(id.tenant, id.class_name);
+  if (!module) return;
+  if (options_.memory_budget_bytes > 0 && MemoryBytes() > options_.memory_budget_bytes) return;
+  auto slot = std::make_shared<Slot>();
+  slot->id = id;
+  slot->key = key;
+  slot->module = std::move(module);
+  slot->worker = std::hash<std::string>{}(key) % workers_.size();
+  slot->last_active = env_.MonoNow();
+  actors_.emplace(std::move(key), slot);
+  env_.Spawn(Start(slot), "actor warm start " + slot->key);
+}
+
 void ActorRuntime::Close(const std::shared_ptr<Slot>& slot, UnloadReason reason) {
   if (slot->state == Slot::State::kClosing) return;
   WK_CHECK(slot->state == Slot::State::kReady && slot->undelivered == 0, "closing a busy actor");

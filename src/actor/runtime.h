@@ -229,6 +229,10 @@ class ActorRuntime final : public EventHost {
   // Asks an actor to leave memory as soon as it is idle (events queued meanwhile restart
   // it). No effect if it is not resident.
   void Unload(const ActorId& id) override;
+  // Starts the actor without an event (a move's target restores it at once); it hibernates
+  // after idle_hibernate if no event comes. No effect while shutting down, if resident, if
+  // its class is not registered, or if the memory budget is used up.
+  void Warm(const ActorId& id) override;
   // Refuses new events, lets running ones finish, unloads every actor and stops the
   // workers. Bounded by `limit`; returns false if actors were still resident.
   Task<bool> Shutdown(Duration limit = std::chrono::seconds(30));

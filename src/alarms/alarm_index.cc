@@ -26,6 +26,7 @@ void AlarmIndex::Opened(const ActorId& actor, Generation generation, std::option
   open.generation = generation;
   open.is_valid = std::move(is_valid);
   open.alarm = alarm;
+  open.restored = alarm;
   // The restored alarm is durable, and its entry was written by an earlier hold (rule 1):
   // its key is not known here.
   if (alarm) open.earlier.insert(*alarm);
@@ -70,6 +71,17 @@ void AlarmIndex::AfterAlarmEvent(const ActorId& actor, std::int64_t due_ms, std:
   Cleanup(actor, open, 0, alarm_after);
 }
 
+void AlarmIndex::Fenced(const ActorId& actor, Generation generation) {
+  auto it = open_.find({actor, generation});
+  if (it == open_.end()) return;
+  Open& open = it->second;
+  open.fenced = true;
+  // Nothing of this hold is durable before its fence (the uploads go in order): the
+  // restored alarm is the durable one. Alarm events answered meanwhile left their times
+  // in `earlier`.
+  Cleanup(actor, open, 0, open.restored);
+}
+
 void AlarmIndex::Closed(const ActorId& actor, Generation generation, std::optional<std::int64_t> alarm) {
   auto it = open_.find({actor, generation});
   if (it == open_.end()) return;
@@ -93,7 +105,9 @@ void AlarmIndex::Cleanup(const ActorId& actor, Open& open, std::uint64_t durable
       ++it;
     }
   }
-  // Earlier holds' entries for times the durable state no longer holds.
+  // Earlier holds' entries for times the durable state no longer holds; only once this
+  // hold's fence landed (Fenced: an earlier hold's segment in flight is off the chain then).
+  if (!open.fenced && !options_.broken.on(BrokenModel::kEarlierEntriesBeforeFence)) return;
   for (auto it = open.earlier.begin(); it != open.earlier.end();) {
     if (stale(*it)) {
       env_.Spawn(DeleteEarlier(alive_, this, actor, open.generation, *it, open.is_valid), "alarm entries of earlier holds");

@@ -18,7 +18,8 @@
 //      batches are reported by the replica (Durable), or by an alarm event's released
 //      answer (AfterAlarmEvent). Entries of earlier holds are not known here: they are
 //      found by one LIST of the alarm's prefix (the restored alarm's, or the time a delivery
-//      was for).
+//      was for), and only once the hold's fence landed (Fenced): until then an earlier
+//      hold's segment in flight may still join the chain a next restore follows.
 //   3. Stale entries are judged against the state by the alarm event itself
 //      (actor/alarm_event.h); its answer comes back here through AfterAlarmEvent.
 // Every key is written once, so a DELETE that lands late removes only the entry it was
@@ -39,6 +40,7 @@
 #include <string>
 
 #include "alarms/format.h"
+#include "base/broken_models.h"
 #include "env/env.h"
 #include "replica/alarm_hook.h"
 #include "store/object_store.h"
@@ -51,6 +53,8 @@ struct AlarmIndexOptions {
   // How long an entry's PUT is retried before the replica is failed (its event is then not
   // acknowledged).
   Duration entry_timeout = std::chrono::seconds(10);
+  // earlier-entries-before-fence (base/broken_models.h); tests and the simulator only.
+  BrokenModels broken;
 };
 
 struct AlarmIndexStats {
@@ -82,6 +86,7 @@ class AlarmIndex final : public replica::AlarmIndexHook {
                  std::function<void(Status)> entry_written) override;
   void Durable(const ActorId& actor, Generation generation, std::uint64_t seq,
                std::optional<std::int64_t> alarm) override;
+  void Fenced(const ActorId& actor, Generation generation) override;
   void Closed(const ActorId& actor, Generation generation, std::optional<std::int64_t> alarm) override;
 
   // An alarm event delivered for alarm time `due_ms` was answered Ok (through the output
@@ -105,6 +110,11 @@ class AlarmIndex final : public replica::AlarmIndexHook {
     // Alarm times whose entries of earlier holds may exist (the restored alarm, the times
     // deliveries were for): removed with one LIST once the durable alarm is another.
     std::set<std::int64_t> earlier;
+    // The hold's fence landed (Fenced): earlier holds' entries may be judged.
+    bool fenced = false;
+    // The restored alarm: until the fence landed nothing of this hold is durable, so it is
+    // the durable alarm then.
+    std::optional<std::int64_t> restored;
   };
 
   void Cleanup(const ActorId& actor, Open& open, std::uint64_t durable_seq, std::optional<std::int64_t> durable_alarm);

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "base/log.h"
 #include "cluster/testing.h"
 #include "replica/replica.h"
@@ -42,13 +44,21 @@ class AlarmIndexTest : public ::testing::Test {
     if (op.key.starts_with("wal/") && op.op == StoreOp::kPut && op.key.ends_with("-00000000000000000002")) {
       f.request_delay = second_segment_delay_;
     }
+    if (auto d = key_delays_.find(op.key); d != key_delays_.end() && op.op == StoreOp::kPut) f.request_delay = d->second;
     return f;
   }
 
   // By default the switches WASMKEEP_BROKEN_MODELS names (scripts/check-proofs.sh).
   std::unique_ptr<replica::Replica> Open(Generation gen) {
-    replica::Replica::Deps deps{env_, store_, [this](std::function<void()> fn) { env_.Post(std::move(fn)); }, nullptr,
-                                cluster_testing::TestBrokenModels(), &index_};
+    replica::Replica::Deps deps{env_, store_,
+                                [this](std::function<void()> fn) {
+                                  if (hold_posts_) {
+                                    held_posts_.push_back(std::move(fn));
+                                  } else {
+                                    env_.Post(std::move(fn));
+                                  }
+                                },
+                                nullptr, cluster_testing::TestBrokenModels(), &index_};
     replica::Replica::Hold hold{gen, [this] { return valid_; }};
     auto r = RunTask(world_, env_, replica::Replica::Open(std::move(deps), actor_, std::move(hold), {}));
     EXPECT_TRUE(r && r->ok());
@@ -86,12 +96,17 @@ class AlarmIndexTest : public ::testing::Test {
       world_, bucket_, {.fault = [this](const OpInfo& op) { return Fault(op); }, .origin_ms = 1'700'000'000'000}};
   SimEnv& env_ = host_.env();
   MemStore& store_ = host_.store();
-  AlarmIndex index_{env_, store_};
+  AlarmIndex index_{env_, store_, AlarmIndexOptions{.broken = cluster_testing::TestBrokenModels()}};
   ActorId actor_{"t", "c", "a"};
   bool valid_ = true;
   bool fail_entries_ = false;
   Duration entry_delay_ = milliseconds(5);
   Duration second_segment_delay_ = milliseconds(5);
+  std::map<std::string, Duration> key_delays_;  // PUTs of these keys take this long
+  // Set: what a replica posts to the loop (its Kick after a commit on a worker) waits in
+  // held_posts_ until the test runs it.
+  bool hold_posts_ = false;
+  std::vector<std::function<void()>> held_posts_;
   std::vector<std::string> landed_;
 };
 
@@ -112,6 +127,32 @@ TEST_F(AlarmIndexTest, TheSegmentSettingAnAlarmLandsOnlyAfterItsEntry) {
   EXPECT_EQ(e.generation, Generation{1});
   EXPECT_EQ(e.batch, 1u);
   EXPECT_LT(LandedIndex(kAlarmsPrefix), LandedIndex("wal/t/c/a/00000000000000000001-00000000000000000001"));
+  Close(std::move(r));
+}
+
+// A set committed (on a worker) while a segment is in flight, its Kick not yet run on the
+// loop when that upload ends: the next segment must not carry the set before its entry.
+// The upload's end starts the next upload itself (simulator, `alarms` seed 303).
+TEST_F(AlarmIndexTest, ASetCommittedWhileASegmentIsInFlightWaitsForItsEntryEvenBeforeItsKickRuns) {
+  auto r = Open(Generation{1});
+  Settle();
+  hold_posts_ = true;
+  auto first = Commit(*r, actor::Batch{});
+  ASSERT_EQ(held_posts_.size(), 1u);
+  held_posts_[0]();  // the first commit's Kick: its segment goes out
+  held_posts_.clear();
+  world_.RunFor(milliseconds(1));
+  entry_delay_ = milliseconds(300);
+  auto second = Commit(*r, SetAlarm(1'700'000'100'000));  // its Kick is held
+  world_.RunFor(milliseconds(100));  // the first segment lands; its upload ends
+  hold_posts_ = false;
+  for (auto& fn : held_posts_) fn();
+  held_posts_.clear();
+  Settle();
+  ASSERT_TRUE(second->has_value() && (*second)->ok());
+  ASSERT_EQ(Entries().size(), 1u);
+  EXPECT_LT(LandedIndex(kAlarmsPrefix), LandedIndex("wal/t/c/a/00000000000000000001-00000000000000000002"))
+      << "the segment carrying the set landed before its entry";
   Close(std::move(r));
 }
 
@@ -169,6 +210,34 @@ TEST_F(AlarmIndexTest, EarlierHoldsEntriesAreListedAndRemovedALaterHoldsNever) {
   Close(std::move(r2));
 }
 
+// Generation 1 sets an alarm; its segment is still in flight when generation 2 restores
+// without it, and an alarm event for that time finds generation 2's state stale. Until
+// generation 2's fence lands, generation 1's segment may still join the chain a next
+// restore follows (should the fence never land), so its entry stays; once the fence
+// landed, the segment is off the chain and the entry goes (simulator, `alarms` seed 303).
+TEST_F(AlarmIndexTest, AnEarlierHoldsEntryGoesOnlyOnceThisHoldsFenceLanded) {
+  const std::int64_t t = 1'700'000'100'000;
+  auto r1 = Open(Generation{1});
+  Settle();
+  key_delays_["wal/t/c/a/00000000000000000001-00000000000000000001"] = seconds(10);
+  key_delays_["wal/t/c/a/00000000000000000002-00000000000000000000"] = seconds(3);
+  Commit(*r1, SetAlarm(t));
+  world_.RunFor(milliseconds(100));
+  ASSERT_EQ(Entries().size(), 1u) << "the entry landed; its segment is in flight";
+  auto r2 = Open(Generation{2});
+  EXPECT_FALSE(r2->Alarm().has_value()) << "restored without the segment in flight";
+  index_.AfterAlarmEvent(actor_, t, std::nullopt);
+  world_.RunFor(seconds(1));
+  EXPECT_EQ(Entries().size(), 1u) << "removed while generation 2's fence was in flight";
+  EXPECT_EQ(index_.stats().lists, 0u);
+  world_.RunFor(seconds(3));
+  EXPECT_TRUE(Entries().empty()) << "the fence landed: generation 1's entry is stale";
+  EXPECT_EQ(index_.stats().lists, 1u);
+  world_.RunFor(seconds(10));
+  r1.reset();
+  Close(std::move(r2));
+}
+
 TEST_F(AlarmIndexTest, NothingIsRemovedOnceTheHoldEnded) {
   auto r = Open(Generation{1});
   Commit(*r, SetAlarm(1'700'000'100'000));
@@ -177,6 +246,7 @@ TEST_F(AlarmIndexTest, NothingIsRemovedOnceTheHoldEnded) {
   AlarmIndex index(env_, store_);
   const auto before = bucket_->counts();
   index.Opened(actor_, Generation{2}, 1'700'000'100'000, [] { return false; });
+  index.Fenced(actor_, Generation{2});
   index.Durable(actor_, Generation{2}, 1, std::nullopt);
   index.AfterAlarmEvent(actor_, 1'700'000'100'000, std::nullopt);
   Settle();

@@ -113,8 +113,11 @@ class AlarmService {
   AlarmService(const AlarmService&) = delete;
   AlarmService& operator=(const AlarmService&) = delete;
 
-  // Delivers the alarm of `actor` due at `due_ms` (now, or not at all if one is running or
-  // the actor's alarm was handed over recently). `entry_generation`: the hold that wrote
+  // Delivers the alarm of `actor` due at `due_ms`: now; or, if a delivery of the actor is
+  // running, as it ends (for another time than its own; for the same time it is the
+  // running one); a delivery waiting to retry an earlier time is ended for it (the state
+  // holds at most one alarm, so the earlier one was replaced). Not at all if the actor's
+  // alarm was handed over recently and this is not the owner's ask. `entry_generation`: the hold that wrote
   // the entry a scan found (its earlier entries are removed if the event finds it stale).
   void Deliver(const ActorId& actor, std::int64_t due_ms, DeliverySource source,
                std::optional<Generation> entry_generation = std::nullopt);
@@ -147,6 +150,10 @@ class AlarmService {
     bool acquiring = false;  // counted in acquiring_
     std::optional<Env::TimerId> timer;
     TaskHandle attempt;
+    // Another alarm time asked for while this delivery runs (the owner's timer for the
+    // alarm its handler just set, whose batch is not durable yet): delivered as this one
+    // ends. The latest ask wins; the event judges it against the state either way.
+    std::optional<std::pair<std::int64_t, DeliverySource>> next;
   };
   struct Timer {
     std::int64_t due_ms = 0;

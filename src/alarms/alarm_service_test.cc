@@ -31,6 +31,7 @@ class ScriptedHost final : public actor::EventHost {
   Task<actor::EventResult> HandleRequest(ActorId, actor::Request) override { co_return actor::EventResult{}; }
   Task<actor::EventResult> HandleAlarm(ActorId id, actor::AlarmEvent event) override {
     calls.push_back(Call{id, ToUnixMs(env_.WallNow()), event});
+    if (run_for > Duration(0)) co_await env_.SleepFor(run_for);
     actor::EventResult r;
     if (fail) {
       r.outcome = actor::EventOutcome::kActorFailed;
@@ -47,6 +48,7 @@ class ScriptedHost final : public actor::EventHost {
   std::set<ActorId> resident;
   bool fail = false;
   std::optional<std::int64_t> alarm;
+  Duration run_for{0};  // how long each alarm event takes
 
  private:
   Env& env_;
@@ -137,6 +139,51 @@ TEST_F(AlarmServiceTest, DeliveriesOfOneActorRunOneAtATime) {
   EXPECT_FALSE(service_->MayDeliver(actor_, kOrigin));
   world_.RunFor(milliseconds(500));
   EXPECT_EQ(host_.calls.size(), 1u) << "the second waits for the first (which is in its back-off)";
+}
+
+// The handler re-arms 100 ms ahead and its event takes 1 s (its batch waits for the
+// re-arm's entry): the owner's timer for the re-arm fires while the first delivery still
+// runs. The re-arm is delivered as that one ends, not left to a scan (there is none here).
+TEST_F(AlarmServiceTest, AReArmDueWhileItsDeliveryRunsIsDeliveredAsThatOneEnds) {
+  host_.resident.insert(actor_);
+  host_.run_for = seconds(1);
+  const std::int64_t first = kOrigin + 1000, second = first + 100;
+  index_.Opened(actor_, Generation{1}, first, [] { return true; });
+  world_.RunFor(milliseconds(1050));
+  ASSERT_EQ(host_.calls.size(), 1u);
+  // The handler's re-arm, committed while its event runs.
+  index_.Committed(actor_, Generation{1}, 1, second, [](Status) {});
+  world_.RunFor(milliseconds(200));
+  EXPECT_EQ(host_.calls.size(), 1u) << "one delivery of the actor at a time";
+  world_.RunFor(seconds(2));
+  ASSERT_EQ(host_.calls.size(), 2u) << "the re-arm was dropped with its timer";
+  EXPECT_GE(host_.calls[1].at_ms, first + 1000) << "after the first ended";
+  EXPECT_LT(host_.calls[1].at_ms, first + 1100) << "at once, not at a scan";
+  EXPECT_EQ(service_->deliveries(), 0u);
+  index_.Closed(actor_, Generation{1}, std::nullopt);
+}
+
+// A delivery waiting to retry a failed time gives way to the owner's timer for a new one:
+// the state holds the new alarm, the old time's retry would only be judged stale.
+TEST_F(AlarmServiceTest, ANewAlarmDoesNotWaitForTheRetryOfTheOneItReplaced) {
+  host_.resident.insert(actor_);
+  host_.fail = true;
+  const std::int64_t first = kOrigin + 1000;
+  host_.alarm = first;
+  index_.Opened(actor_, Generation{1}, first, [] { return true; });
+  world_.RunFor(milliseconds(1100));
+  ASSERT_EQ(host_.calls.size(), 1u);
+  EXPECT_EQ(service_->deliveries(), 1u) << "waiting 1 s for its first retry";
+  host_.fail = false;
+  const std::int64_t second = kOrigin + 1200;
+  index_.Committed(actor_, Generation{1}, 1, second, [](Status) {});
+  world_.RunFor(milliseconds(150));
+  ASSERT_EQ(host_.calls.size(), 2u);
+  EXPECT_EQ(host_.calls[1].event.retry_count, 0) << "a new delivery, not the old one's retry";
+  EXPECT_LT(host_.calls[1].at_ms, first + 1000) << "before the old time's retry was due";
+  world_.RunFor(seconds(5));
+  EXPECT_EQ(host_.calls.size(), 2u) << "the old time is not retried";
+  index_.Closed(actor_, Generation{1}, std::nullopt);
 }
 
 }  // namespace

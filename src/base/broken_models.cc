@@ -54,6 +54,9 @@ constexpr std::array<std::string_view, kModels> kNames = {
     "stop-skips-releases",
     "route-to-any-owner",
     "routing-read-unbounded",
+    "move-acquires-before-release-lands",
+    "take-unconditional",
+    "drain-releases-under-actors",
     "ack-before-durable",
     "ack-late-upload",
     "release-without-validity",
@@ -63,6 +66,7 @@ constexpr std::array<std::string_view, kModels> kNames = {
     "fire-before-due",
     "drop-handed-alarm",
     "segment-before-entry",
+    "earlier-entries-before-fence",
     "answer-without-gate",
 };
 static_assert(kNames.size() == kModels, "one name per BrokenModel");

@@ -83,6 +83,10 @@ enum class BrokenModel : std::uint8_t {
   kStopSkipsReleases,        // a clean stop writes `released` without releasing its holds first
   kRouteToAnyOwner,          // the routing read trusts a holder the membership view does not show live
   kRoutingReadUnbounded,     // the routing read waits for the bucket beyond the admission wait
+  // ---- Hand-overs: drain and move (cluster/hand_over.*), ADR 0020 §3, §4
+  kMoveAcquiresBeforeReleaseLands,  // a move tells its target to acquire before its own release landed
+  kTakeUnconditional,        // the target of a move writes the record without If-Match the released version
+  kDrainReleasesUnderActors, // a drain releases holds under resident actors instead of closing them first
   // ---- HoldGate and Replica (replica/*), docs/storage.md
   kAckBeforeDurable,         // WhenReleasable says Ok at commit
   kAckLateUpload,            // an upload acknowledged after validity ended counts
@@ -94,6 +98,7 @@ enum class BrokenModel : std::uint8_t {
   kFireBeforeDue,            // an alarm runs up to kFireBeforeDueMs before its time
   kDropHandedAlarm,          // a handed alarm is never looked at again by the node that handed it
   kSegmentBeforeEntry,       // the segment setting an alarm is sent without waiting for its index entry
+  kEarlierEntriesBeforeFence,  // earlier holds' index entries are removed before this hold's fence landed
   // ---- The simulator's own hosts (sim/), never production code
   kAnswerWithoutGate,        // the routing scenario's native host answers without the output gate
   kCount

@@ -44,6 +44,8 @@ Status ValidateActorId(const ActorId& id);
 // actor (an alarm shard, docs/alarms.md). Its tenant is '_' and then 1..62 of [a-z0-9_-],
 // so no tenant can have it (ValidateActorId refuses it); class and name as above.
 Status ValidateSystemActorId(const ActorId& id);
+// Whether id names a system actor (its tenant starts with '_'; no tenant's actor does).
+inline bool IsSystemActor(const ActorId& id) { return !id.tenant.empty() && id.tenant[0] == '_'; }
 // Parses "tenant/class/name"; kInvalidArgument names the bad part.
 Result<ActorId> ParseActorId(std::string_view text);
 

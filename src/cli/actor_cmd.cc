@@ -10,6 +10,8 @@
 #include "actor/abi.h"
 #include "actor/runtime.h"
 #include "alarms/format.h"
+#include "cluster/balance.h"
+#include "cluster/operator.h"
 #include "cluster/owner_record.h"
 #include "control/quarantine.h"
 #include "control/tenants.h"
@@ -150,6 +152,92 @@ int RunQuarantine(const GlobalOptions& g, const QuarantineArgs& a, bool lift) {
   return env.RunMain(ListQuarantined(store->get(), &env, a, *call));
 }
 
+struct MoveArgs {
+  std::string actor;
+  std::string to;
+  double wait_seconds = 30;
+};
+
+// `actor move T/C/N --to NODE`: a request in the bucket for the node that holds the actor
+// (control/move/..., cluster/move_control.h), then the node's outcome.
+Task<int> Move(RealEnv* env, ObjectStore* store, LeaseTiming timing, ActorId actor, NodeId to, double wait_seconds) {
+  const CallOptions call{timing.ttl};
+  auto got = co_await store->Get(OwnerKey(actor), call);
+  if (!got.ok() && got.code() != Code::kNotFound) co_return Fail(got.status());
+  std::optional<OwnerRecord> rec;
+  if (got.ok()) {
+    auto decoded = DecodeOwnerRecord(got->body);
+    if (!decoded.ok()) co_return Fail(decoded.status());
+    rec = *decoded;
+  }
+  if (!rec || rec->names_nobody()) {
+    co_return Fail(NotFound("no node holds " + actor.ToString() + ": it starts wherever its next request lands"));
+  }
+  const NodeId from = rec->node_id;
+  if (from == to) {
+    std::printf("%s is already held by %s\n", actor.ToString().c_str(), to.str().c_str());
+    co_return kExitOk;
+  }
+  Membership membership(*env, *store, timing);
+  if (Status s = co_await membership.ListOnce(); !s.ok()) co_return Fail(s);
+  const WallTime now = env->WallNow();
+  auto live = [&](const NodeId& id, const InstanceToken* instance) {
+    auto it = membership.view().find(id);
+    if (it == membership.view().end() || DescribeNode(it->second, now, timing).state != "live") return false;
+    return instance == nullptr || it->second.record->instance == *instance;
+  };
+  if (!live(from, &rec->instance)) {
+    co_return Fail(PreconditionFailed(actor.ToString() + " is recorded to " + from.str() +
+                                      ", which is not live: it is freed ttl + grace after that node's last write"));
+  }
+  if (!live(to, nullptr)) co_return Fail(PreconditionFailed(to.str() + " is not live"));
+  // A named local, not a braced temporary in the co_await operand: GCC 12 destroys such a
+  // temporary twice (docs/DEVELOPING.md).
+  PlannedMove move{actor, from, to};
+  Status requested = co_await RequestMove(*env, *store, std::move(move), call);
+  if (!requested.ok()) co_return Fail(requested);
+  std::printf("move of %s from %s to %s requested\n", actor.ToString().c_str(), from.str().c_str(), to.str().c_str());
+  const MonoTime deadline =
+      env->MonoNow() + std::chrono::duration_cast<Duration>(std::chrono::duration<double>(wait_seconds));
+  auto outcome = co_await AwaitMove(*env, *store, from, actor, deadline, call);
+  if (!outcome.ok()) co_return Fail(outcome.status());
+  const std::string detail = outcome->detail.empty() ? "" : " (" + outcome->detail + ")";
+  switch (outcome->state) {
+    case MoveState::kMoved:
+      std::printf("%s moved from %s to %s%s\n", actor.ToString().c_str(), from.str().c_str(), to.str().c_str(), detail.c_str());
+      co_return kExitOk;
+    case MoveState::kRequested:
+      std::fprintf(stderr, "wasmkeep: %s has not carried the move out yet (it reads requests after each listing); "
+                   "the request stays\n", from.str().c_str());
+      co_return kExitUnknownOutcome;
+    case MoveState::kPending:
+      std::fprintf(stderr, "wasmkeep: %s stopped acting for %s, but its release is pending%s: the actor is freed when "
+                   "it lands, or when %s stops or is fenced\n",
+                   from.str().c_str(), actor.ToString().c_str(), detail.c_str(), from.str().c_str());
+      co_return kExitUnknownOutcome;
+    case MoveState::kReleased:
+      std::fprintf(stderr, "wasmkeep: %s released %s, but %s did not take it%s: it starts wherever its next request "
+                   "lands\n", from.str().c_str(), actor.ToString().c_str(), to.str().c_str(), detail.c_str());
+      co_return kExitError;
+    case MoveState::kRefused:
+      break;
+  }
+  co_return Fail(PreconditionFailed(from.str() + " refused the move" + detail));
+}
+
+int RunMove(const GlobalOptions& g, const MoveArgs& a) {
+  auto id = ParseActorId(a.actor);
+  if (!id.ok()) return Fail(id.status());
+  const NodeId to(a.to);
+  if (Status s = ValidateNodeId(to); !s.ok()) return Fail(InvalidArgument("--to: " + s.message()));
+  auto config = LoadConfigFromOptions(g);
+  if (!config.ok()) return Fail(config.status());
+  RealEnv env;
+  auto store = OpenBucket(env, g, *config, BucketOpen::kMustExist);  // a move needs a cluster: never creates one
+  if (!store.ok()) return FailOpen(store.status());
+  return env.RunMain(Move(&env, store->get(), config->lease, *id, to, a.wait_seconds));
+}
+
 struct AlarmArgs {
   std::string actor;
   bool json = false;
@@ -276,6 +364,15 @@ void AddActorCommand(CLI::App& app, const GlobalOptions& globals, int* result) {
   q->add_flag("--all", list->all, "Also actors with strikes that are not quarantined (now)");
   q->add_flag("--json", list->json, "Print JSON");
   q->callback([&globals, list, result] { *result = RunQuarantine(globals, *list, false); });
+
+  // Moving actors (docs/node-lease.md, "Moving actors").
+  auto move = std::make_shared<MoveArgs>();
+  CLI::App* m = actor->add_subcommand(
+      "move", "Move an actor to NODE: closed where it is (durable, released), taken and restored by NODE at once");
+  m->add_option("actor", move->actor, "TENANT/CLASS/NAME")->required();
+  m->add_option("--to", move->to, "The node that takes it")->required();
+  m->add_option("--wait", move->wait_seconds, "Seconds to wait for the outcome (default 30)");
+  m->callback([&globals, move, result] { *result = RunMove(globals, *move); });
 
   // Alarms (docs/alarms.md).
   auto alarm = std::make_shared<AlarmArgs>();

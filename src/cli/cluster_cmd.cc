@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cost_cmd.h"
+#include "cluster/balance.h"
 #include "cluster/drain_control.h"
 #include "cluster/operator.h"
 
@@ -16,6 +17,7 @@ struct ClusterArgs {
   std::string if_match;
   bool force = false;
   double wait_seconds = 60;
+  bool dry_run = false;
   CostArgs cost;
 };
 
@@ -113,10 +115,104 @@ Task<int> Undrain(RealEnv*, ObjectStore* store, LeaseTiming timing, NodeId node)
   co_return kExitOk;
 }
 
+// `cluster balance`: moves so that live nodes hold similar counts (cluster/balance.h), each
+// a request to the node that holds the actor (control/move/...), carried out at that node's
+// [moves] per_second. A move can lose its actor to a third node that a request reached
+// between the release and the target's take (docs/node-lease.md, "Moving actors"), so the
+// command plans again after each round, until a round plans nothing (at most kBalanceRounds).
+constexpr int kBalanceRounds = 3;
+
+Task<int> Balance(RealEnv* env, ObjectStore* store, LeaseTiming timing, bool dry_run, double wait_seconds) {
+  const CallOptions call{timing.ttl};
+  const MonoTime deadline =
+      env->MonoNow() + std::chrono::duration_cast<Duration>(std::chrono::duration<double>(wait_seconds));
+  std::map<MoveState, std::size_t> outcomes;
+  std::size_t not_requested = 0;
+  for (int round = 1; round <= kBalanceRounds; ++round) {
+    auto load = co_await ReadClusterLoad(*env, *store, timing);
+    if (!load.ok()) co_return Fail(load.status());
+    if (load->nodes.empty()) co_return Fail(PreconditionFailed("no live node takes actors (none live, or all draining)"));
+    const std::vector<PlannedMove> moves = PlanBalance(*load);
+    std::map<NodeId, long> after;
+    for (const NodeId& id : load->nodes) after[id] = static_cast<long>(load->held[id].size());
+    for (const PlannedMove& m : moves) {
+      --after[m.from];
+      ++after[m.to];
+    }
+    if (round == 1 || !moves.empty()) {
+      std::printf("%-20s %8s %8s\n", "NODE", "HOLDS", "AFTER");
+      for (const NodeId& id : load->nodes) {
+        std::printf("%-20s %8zu %8ld\n", id.str().c_str(), load->held[id].size(), after[id]);
+      }
+    }
+    if (moves.empty()) {
+      std::printf("balanced: nothing to move\n");
+      break;
+    }
+    for (const PlannedMove& m : moves) {
+      std::printf("move %s %s -> %s\n", m.actor.ToString().c_str(), m.from.str().c_str(), m.to.str().c_str());
+    }
+    if (dry_run) {
+      std::printf("%zu moves planned (dry run: nothing requested)\n", moves.size());
+      co_return kExitOk;
+    }
+    if (round == kBalanceRounds) {
+      std::fprintf(stderr, "wasmkeep: still %zu moves to make after %d rounds (the cluster keeps changing); run it again\n",
+                   moves.size(), kBalanceRounds);
+      co_return kExitPreconditionFailed;
+    }
+    std::vector<PlannedMove> requested;
+    for (const PlannedMove& m : moves) {
+      Status s = co_await RequestMove(*env, *store, m, call);
+      if (s.ok()) {
+        requested.push_back(m);
+      } else {
+        ++not_requested;
+        std::fprintf(stderr, "wasmkeep: %s: %s\n", m.actor.ToString().c_str(), s.ToString().c_str());
+      }
+    }
+    std::printf("round %d: %zu moves requested; each node carries out its own at its [moves] per_second\n", round,
+                requested.size());
+    std::map<MoveState, std::size_t> round_outcomes;
+    for (const PlannedMove& m : requested) {
+      auto r = co_await AwaitMove(*env, *store, m.from, m.actor, deadline, call);
+      const MoveState state = r.ok() ? r->state : MoveState::kRequested;
+      ++round_outcomes[state];
+      ++outcomes[state];
+      if (state != MoveState::kMoved) {
+        const std::string detail = r.ok() && !r->detail.empty() ? " (" + r->detail + ")" : "";
+        std::fprintf(stderr, "wasmkeep: %s: %s%s\n", m.actor.ToString().c_str(),
+                     std::string(MoveStateName(state)).c_str(), detail.c_str());
+      }
+    }
+    std::printf("round %d: moved %zu, refused %zu, released without a taker %zu, pending %zu, not done yet %zu\n", round,
+                round_outcomes[MoveState::kMoved], round_outcomes[MoveState::kRefused],
+                round_outcomes[MoveState::kReleased], round_outcomes[MoveState::kPending],
+                round_outcomes[MoveState::kRequested]);
+    // Moves still under way or pending: planning again now would count them twice.
+    if (round_outcomes[MoveState::kRequested] > 0 || round_outcomes[MoveState::kPending] > 0) co_return kExitUnknownOutcome;
+  }
+  if (not_requested > 0) co_return kExitPreconditionFailed;
+  co_return kExitOk;
+}
+
 int RunCluster(const GlobalOptions& g, const ClusterArgs& a, int which) {
   auto config = LoadConfigFromOptions(g);
   if (!config.ok()) return Fail(config.status());
   RealEnv env;
+  if (which == 5) {
+    // cluster cost: its options are checked before the bucket is opened, and with --metrics
+    // it reads nothing from the bucket, so it needs none.
+    auto prepared = PrepareClusterCost(a.cost);
+    if (!prepared.ok()) return Fail(prepared.status());
+    std::unique_ptr<ObjectStore> bucket;
+    if (a.cost.metrics.empty()) {
+      auto opened = OpenBucket(env, g, *config, BucketOpen::kMustExist);
+      if (!opened.ok()) return FailOpen(opened.status());
+      bucket = std::move(*opened);
+    }
+    return RunClusterCost(env, bucket.get(), config->lease, a.cost, std::move(*prepared));
+  }
   auto store = OpenBucket(env, g, *config, BucketOpen::kMustExist);
   if (!store.ok()) return FailOpen(store.status());
   const NodeId node(a.node);  // the command line's text; each command validates it
@@ -125,7 +221,7 @@ int RunCluster(const GlobalOptions& g, const ClusterArgs& a, int which) {
     case 1: return env.RunMain(Fence(&env, store->get(), config->lease, node, a.if_match, a.force));
     case 3: return env.RunMain(Drain(&env, store->get(), config->lease, node, a.wait_seconds));
     case 4: return env.RunMain(Undrain(&env, store->get(), config->lease, node));
-    case 5: return RunClusterCost(env, **store, config->lease, a.cost);
+    case 6: return env.RunMain(Balance(&env, store->get(), config->lease, a.dry_run, a.wait_seconds));
     default: return env.RunMain(Forget(&env, store->get(), config->lease, node));
   }
 }
@@ -153,10 +249,16 @@ void AddClusterCommand(CLI::App& app, const GlobalOptions& globals, int* result)
   forget->add_option("node", args->node, "Node id")->required();
   forget->callback([&globals, args, result] { *result = RunCluster(globals, *args, 2); });
 
-  CLI::App* drain = cluster->add_subcommand("drain", "Drain NODE: it releases every actor and takes no new ones; waits until drained");
+  CLI::App* drain = cluster->add_subcommand("drain", "Drain NODE: it takes no new actors and hands every resident one over (closed, durable, released); waits until drained");
   drain->add_option("node", args->node, "Node id")->required();
   drain->add_option("--wait", args->wait_seconds, "Seconds to wait for the node to report drained (default 60)");
   drain->callback([&globals, args, result] { *result = RunCluster(globals, *args, 3); });
+
+  CLI::App* balance = cluster->add_subcommand(
+      "balance", "Move resident actors so that live nodes hold similar counts (a node that just joined gets its share)");
+  balance->add_flag("--dry-run", args->dry_run, "Print the moves, request none");
+  balance->add_option("--wait", args->wait_seconds, "Seconds to wait for the moves to be carried out (default 60)");
+  balance->callback([&globals, args, result] { *result = RunCluster(globals, *args, 6); });
 
   CLI::App* undrain = cluster->add_subcommand("undrain", "Put a drained NODE back in service");
   undrain->add_option("node", args->node, "Node id")->required();

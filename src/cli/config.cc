@@ -217,6 +217,9 @@ Result<Config> LoadConfig(const std::string& path) {
       if (s.ok()) s = config.lease.Validate();
     } else if (section == "actors") {
       s = ReadActors(*table, &config.actors, &config.quarantine);
+    } else if (section == "moves") {
+      s = CheckKeys(*table, section, {"per_second"});
+      if (s.ok()) s = ReadUint(*table, section, "per_second", 1, 1000, &config.moves_per_second);
     } else if (section == "storage") {
       s = ReadStorage(*table, &config.storage);
     } else if (section == "alarms") {

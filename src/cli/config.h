@@ -59,6 +59,8 @@
 //                                # quarantine an actor cluster-wide; 0 = off
 //   quarantine_window_ms = 600000  # how long a strike counts
 //   quarantine_ms = 600000       # how long a quarantine lasts (503 + Retry-After meanwhile)
+//   [moves]                      # moving actors between nodes (docs/node-lease.md)
+//   per_second = 10              # hand-overs a node starts per second for requested moves
 //   [storage]                    # the durable replica (docs/storage.md)
 //   segment_max_bytes = 8388608  # a segment closes at this many bytes of batches...
 //   segment_max_batches = 10000  # ...or this many batches
@@ -120,6 +122,9 @@ struct Config {
   // Defaults unless [storage] sets them; validated by LoadConfig. gc_off_chain_after is not
   // a setting: it is the fencing bound, max(ttl + grace, upload_timeout), set from [lease].
   replica::ReplicaOptions storage;
+  // [moves] per_second: hand-overs a node starts per second for requested moves (`actor
+  // move`, `cluster balance`; cluster/move_control.h).
+  std::int64_t moves_per_second = 10;
   // Defaults unless [alarms] sets them; validated by LoadConfig against [lease].
   alarms::AlarmOptions alarms;
 };

@@ -152,17 +152,22 @@ Task<int> Cost(RealEnv* env, ObjectStore* store, LeaseTiming timing, CostArgs ar
 
 }  // namespace
 
-int RunClusterCost(RealEnv& env, ObjectStore& store, LeaseTiming timing, const CostArgs& args) {
+Result<PreparedCost> PrepareClusterCost(const CostArgs& args) {
   auto prices = LoadPriceTable(args.prices);
-  if (!prices.ok()) return Fail(prices.status());
-  std::optional<Duration> since;
+  if (!prices.ok()) return prices.status();
+  PreparedCost out{std::move(*prices), std::nullopt};
   if (!args.since.empty()) {
     auto d = ParseDurationArg(args.since);
-    if (!d.ok()) return Fail(InvalidArgument("--since: " + d.status().message()));
-    if (*d > std::chrono::hours(24)) return Fail(InvalidArgument("--since: at most 24h"));
-    since = *d;
+    if (!d.ok()) return InvalidArgument("--since: " + d.status().message());
+    if (*d > std::chrono::hours(24)) return InvalidArgument("--since: at most 24h");
+    out.since = *d;
   }
-  return env.RunMain(Cost(&env, &store, timing, args, std::move(*prices), since));
+  return out;
+}
+
+int RunClusterCost(RealEnv& env, ObjectStore* store, LeaseTiming timing, const CostArgs& args, PreparedCost prepared) {
+  WK_CHECK(store != nullptr || !args.metrics.empty(), "cluster cost: no bucket and no --metrics");
+  return env.RunMain(Cost(&env, store, timing, args, std::move(prepared.prices), prepared.since));
 }
 
 }  // namespace wk::cli

@@ -3,10 +3,12 @@
 // Documented in docs/cli.md ("cluster cost").
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cli/common.h"
+#include "cli/cost.h"
 #include "cluster/timing.h"
 
 namespace wk::cli {
@@ -18,8 +20,17 @@ struct CostArgs {
   bool json = false;
 };
 
-// Runs the command on env's loop; returns the exit code. Bad arguments (prices, duration)
-// are refused before anything is read.
-int RunClusterCost(RealEnv& env, ObjectStore& store, LeaseTiming timing, const CostArgs& args);
+// The arguments checked and loaded (the price table, the window), before anything is
+// opened or read: a bad one is kInvalidArgument naming the option or the price file's key.
+struct PreparedCost {
+  PriceTable prices;
+  std::optional<Duration> since;  // nullopt: rates since each process started
+};
+Result<PreparedCost> PrepareClusterCost(const CostArgs& args);
+
+// Runs the command on env's loop; returns the exit code. store: the bucket, to find the
+// live nodes; may be null when args.metrics names the nodes to scrape (nothing is read from
+// the bucket then).
+int RunClusterCost(RealEnv& env, ObjectStore* store, LeaseTiming timing, const CostArgs& args, PreparedCost prepared);
 
 }  // namespace wk::cli

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `wasmkeep cluster cost` (docs/cli.md, "cluster cost") against a file:// bucket: bad input
-# named with exit 2 and never a crash, an empty cluster, nodes that cannot be read named in
+# named with exit 2 and never a crash (checked before the bucket is opened), a missing bucket
+# named with exit 8, an empty cluster, nodes that cannot be read named in
 # a note, then three live nodes found through the bucket (their endpoints objects) and
 # their requests summed by purpose, as text and JSON, since start and over a window.
 #
@@ -40,7 +41,11 @@ run "a duration over a day" 2 "at most 24h" cluster cost --since 25h
 run "a metrics URL that is not one" 1 "bad metrics URL" cluster cost --metrics not-a-url
 run "a metrics URL nobody answers" 1 "cannot read" cluster cost --metrics "http://127.0.0.1:$(port_of 19)/metrics"
 
-echo "== an empty bucket"
+echo "== no bucket, an empty bucket"
+run "a bucket that does not exist: exit 8, naming it, nothing created" 8 "no bucket there" cluster cost
+check "the mistyped bucket was not created" '[ ! -e "$work/bucket" ]'
+# An empty bucket: created by a command that may create one, its object removed again.
+W bucket put empty - </dev/null >/dev/null 2>&1 && W bucket rm empty >/dev/null 2>&1
 run "no nodes: nothing to sum, exit 0" 0 "0 live nodes" cluster cost
 
 echo "== three nodes"

@@ -398,6 +398,9 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
                 {{"broken_models", broken->ToString()}});
     node.set_broken_models(*broken);
   }
+  // Moves requested through the bucket (`actor move`, `cluster balance`), at the configured rate.
+  node.move_control().set_per_second(static_cast<double>(config->moves_per_second));
+  node.move_control().set_enabled(true);
   node.membership().AddListener([&trust, &peers, id = identity.node_id](const Membership::View& view) {
     if (trust.Update(TrustedPeersFromView(view, id))) peers.DropUntrusted();
   });

@@ -49,6 +49,18 @@ void PublishClusterMetrics(MetricsRegistry& r, ClusterNode& node) {
   counter("wasmkeep_resolver_total", "Unresolved acquires decided", owners.resolver_released,
           {{"outcome", "released"}});
   counter("wasmkeep_resolver_total", "Unresolved acquires decided", owners.resolver_dropped, {{"outcome", "dropped"}});
+  const HandOverStats& hand_overs = node.hand_overs().stats();
+  const std::string hand_over_help = "Actors handed over by drains and moves (docs/node-lease.md, Drain), by how they ended";
+  counter("wasmkeep_hand_overs_total", hand_over_help, hand_overs.closed, {{"outcome", "closed"}});
+  counter("wasmkeep_hand_overs_total", hand_over_help, hand_overs.cut, {{"outcome", "cut"}});
+  counter("wasmkeep_hand_overs_total", hand_over_help, hand_overs.moved, {{"outcome", "moved"}});
+  counter("wasmkeep_hand_overs_total", hand_over_help, hand_overs.pending, {{"outcome", "pending"}});
+  counter("wasmkeep_hand_over_waits_total", "Requests held while their actor was leaving this node", hand_overs.waited);
+  const MoveControlStats& moves = node.move_control().stats();
+  const std::string moves_help = "Moves requested through control/move/ that this node carried out, by outcome";
+  counter("wasmkeep_moves_total", moves_help, moves.moved, {{"outcome", "moved"}});
+  counter("wasmkeep_moves_total", moves_help, moves.refused, {{"outcome", "refused"}});
+  counter("wasmkeep_moves_total", moves_help, moves.other, {{"outcome", "released_or_pending"}});
   counter("wasmkeep_upgrade_markers_total", "leases/ markers written by first acquisitions of actors (ADR 0020 §6)",
           owners.markers_written);
   counter("wasmkeep_old_lease_refusals_total",
@@ -79,12 +91,18 @@ void PublishClusterMetrics(MetricsRegistry& r, ClusterNode& node) {
         },
         {{"state", std::string(state)}});
   }
-  r.AddCallbackGauge("wasmkeep_holds_resident", "Actors this node holds now",
-                     [&node] { return static_cast<double>(node.owners().holds()); });
+  // Tenants' actors only: the alarm shards a node holds (docs/alarms.md) are counted apart,
+  // so that this gauge is what drains, moves and balancing act on.
+  r.AddCallbackGauge("wasmkeep_holds_resident", "Tenants' actors this node holds now",
+                     [&node] { return static_cast<double>(node.owners().holds() - node.owners().system_holds()); });
+  r.AddCallbackGauge("wasmkeep_holds_system", "System actors (alarm shards) this node holds now",
+                     [&node] { return static_cast<double>(node.owners().system_holds()); });
   r.AddCallbackGauge("wasmkeep_releases_pending", "Pending releases and unresolved acquires",
                      [&node] { return static_cast<double>(node.owners().pending()); });
   r.AddCallbackGauge("wasmkeep_draining", "1 while a drain is requested or done for this node",
                      [&node] { return node.drain_control().drained_or_draining() ? 1.0 : 0.0; });
+  r.AddCallbackGauge("wasmkeep_hand_overs_in_progress", "Actors leaving this node now (drains and moves)",
+                     [&node] { return static_cast<double>(node.hand_overs().leaving()); });
 }
 
 }  // namespace wk

@@ -9,10 +9,15 @@ ClusterNode::ClusterNode(Env& env, ObjectStore& store, NodeIdentity identity, Le
       membership_(env, store, timing),
       fence_watch_(env, store, lease_, timing),
       owners_(env, store, lease_, membership_, timing),
-      drain_control_(env, store, owners_, lease_.identity().node_id, timing) {
+      hand_overs_(env, owners_, membership_, lease_.identity().node_id, timing),
+      drain_control_(env, store, owners_, hand_overs_, lease_.identity().node_id, timing),
+      move_control_(env, store, owners_, hand_overs_, membership_, lease_.identity().node_id, timing) {
   membership_.AddListener([this](const Membership::View& view) { fence_watch_.OnListing(view); });
   membership_.AddListener([this](const Membership::View&) {
     if (lease_.IsValid()) drain_control_.OnListing();
+  });
+  membership_.AddListener([this](const Membership::View&) {
+    if (lease_.IsValid()) move_control_.OnListing();
   });
   NodeLease::Observer holds;
   holds.on_lapse = [this](std::uint64_t) { owners_.OnLapse(); };
@@ -26,6 +31,7 @@ void ClusterNode::set_broken_models(BrokenModels broken) {
   membership_.set_broken_models(broken);
   fence_watch_.set_broken_models(broken);
   owners_.set_broken_models(broken);
+  hand_overs_.set_broken_models(broken);
 }
 
 Task<LeaseEnd> ClusterNode::Run() {

@@ -14,7 +14,9 @@
 
 #include "cluster/drain_control.h"
 #include "cluster/fence_watch.h"
+#include "cluster/hand_over.h"
 #include "cluster/membership.h"
+#include "cluster/move_control.h"
 #include "cluster/node_lease.h"
 #include "cluster/owners.h"
 
@@ -36,7 +38,10 @@ class ClusterNode {
   Membership& membership() { return membership_; }
   FenceWatch& fence_watch() { return fence_watch_; }
   Owners& owners() { return owners_; }
+  // Drains and moves: the hand-over of actors to other nodes (hand_over.h).
+  HandOvers& hand_overs() { return hand_overs_; }
   DrainControl& drain_control() { return drain_control_; }
+  MoveControl& move_control() { return move_control_; }
   // Broken models (base/broken_models.h) for the lease, the fence watch and the owners:
   // tests and the simulator only. Set before Run.
   void set_broken_models(BrokenModels broken);
@@ -50,7 +55,9 @@ class ClusterNode {
   Membership membership_;
   FenceWatch fence_watch_;
   Owners owners_;
+  HandOvers hand_overs_;
   DrainControl drain_control_;
+  MoveControl move_control_;
   TaskHandle listing_;
   BrokenModels broken_;
 };

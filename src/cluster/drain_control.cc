@@ -36,8 +36,14 @@ Result<DrainRecord> DecodeDrainRecord(std::string_view body) {
   return r;
 }
 
-DrainControl::DrainControl(Env& env, ObjectStore& store, Owners& owners, NodeId node_id, LeaseTiming timing)
-    : env_(env), store_(store.ForPurpose(BucketPurpose::kControl)), owners_(owners), node_id_(std::move(node_id)), timing_(timing) {}
+DrainControl::DrainControl(Env& env, ObjectStore& store, Owners& owners, HandOvers& hand_overs, NodeId node_id,
+                           LeaseTiming timing)
+    : env_(env),
+      store_(store.ForPurpose(BucketPurpose::kControl)),
+      owners_(owners),
+      hand_overs_(hand_overs),
+      node_id_(std::move(node_id)),
+      timing_(timing) {}
 
 void DrainControl::OnListing() {
   if (!check_.done()) return;  // one check (and drain) at a time
@@ -62,11 +68,12 @@ Task<void> DrainControl::Check() {
   }
   held_ = true;
   owners_.SetAccepting(false);
+  co_await ListDrainingPeers();
   if (rec->state == DrainState::kDrained) co_return;
-  WK_LOG_INFO("draining", {{"node", node_id_.str()}});
-  // Bounded by a few lease periods; a drain not done by then is tried again at the next
-  // listing (the request stays).
-  Status s = co_await owners_.Drain(timing_.ttl);
+  WK_LOG_INFO("draining", {{"node", node_id_.str()}, {"holds", std::to_string(owners_.holds())}});
+  // Bounded by a lease ttl; a drain not done by then goes on at the next listing (the
+  // request stays), where it left off.
+  Status s = co_await hand_overs_.Drain(timing_.ttl);
   if (!s.ok()) {
     WK_LOG_WARN("drain not finished yet", {{"node", node_id_.str()}, {"why", s.ToString()}});
     co_return;
@@ -75,6 +82,19 @@ Task<void> DrainControl::Check() {
   auto put = co_await store_.Put(key, std::move(body), Precondition::IfMatch(got->version),
                                  CallOptions{timing_.attempt_timeout()});
   if (put.ok()) WK_LOG_INFO("drained", {{"node", node_id_.str()}});
+}
+
+Task<void> DrainControl::ListDrainingPeers() {
+  ListOptions options;
+  options.prefix = std::string(kDrainPrefix);
+  auto listed = co_await store_.List(options, CallOptions{timing_.attempt_timeout()});
+  if (!listed.ok()) co_return;  // keep what we knew
+  std::set<NodeId> peers;
+  for (const auto& e : listed->entries) {
+    NodeId id(e.key.substr(kDrainPrefix.size()));
+    if (id != node_id_) peers.insert(std::move(id));
+  }
+  hand_overs_.set_draining_peers(std::move(peers));
 }
 
 }  // namespace wk

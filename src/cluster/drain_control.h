@@ -8,8 +8,12 @@
 //   at <unix ms>             (when the state was written)
 //
 // The node reads that object after each listing (one GET per heartbeat period). On
-// `requested` it stops taking new actors, releases every resident actor, and writes
-// `drained` (If-Match the version it read) only once no release is pending. While the
+// `requested` it stops taking new actors, hands every resident actor over (HandOvers::Drain:
+// each closed as hibernation does, its writes durable, then its hold released; requests
+// for it meanwhile held, then forwarded to the peer that takes it), and writes `drained`
+// (If-Match the version it read) only once no release is pending. While it drains it also
+// lists control/drain/ (one LIST per listing), so it forwards nothing to a peer that drains
+// too. While the
 // object exists the node takes no new actors and reports not ready; deleting it
 // (`wasmkeep cluster undrain`) puts the node back in service.
 //
@@ -23,6 +27,7 @@
 
 #include <string>
 
+#include "cluster/hand_over.h"
 #include "cluster/membership.h"
 #include "cluster/owners.h"
 
@@ -35,13 +40,14 @@ struct DrainRecord {
   WallTime at{};
 };
 
-inline std::string DrainKey(const NodeId& node) { return "control/drain/" + node.str(); }
+inline constexpr std::string_view kDrainPrefix = "control/drain/";
+inline std::string DrainKey(const NodeId& node) { return std::string(kDrainPrefix) + node.str(); }
 std::string EncodeDrainRecord(const DrainRecord& r);
 Result<DrainRecord> DecodeDrainRecord(std::string_view body);
 
 class DrainControl {
  public:
-  DrainControl(Env& env, ObjectStore& store, Owners& owners, NodeId node_id, LeaseTiming timing);
+  DrainControl(Env& env, ObjectStore& store, Owners& owners, HandOvers& hand_overs, NodeId node_id, LeaseTiming timing);
 
   // Register with Membership::AddListener: checks the control object after each listing.
   void OnListing();
@@ -50,10 +56,13 @@ class DrainControl {
 
  private:
   Task<void> Check();
+  // Lists control/drain/ and tells the hand-overs which peers drain.
+  Task<void> ListDrainingPeers();
 
   Env& env_;
   ObjectStore& store_;
   Owners& owners_;
+  HandOvers& hand_overs_;
   const NodeId node_id_;
   const LeaseTiming timing_;
   bool held_ = false;       // a control object exists: not accepting

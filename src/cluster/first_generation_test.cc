@@ -19,10 +19,7 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-struct Proc : cluster_testing::SimNode {
-  Proc(SimWorld& w, std::shared_ptr<MemBucket> b, std::string id, std::string inst)
-      : SimNode(w, std::move(b), NodeId(std::move(id)), InstanceToken(std::move(inst)), "t") {}
-};
+using Proc = cluster_testing::TestProc;  // a SimNode from plain strings (cluster/testing.h)
 
 // A log key as the replica writes it (replica/format.h: both numbers padded to 20 digits).
 std::string LogKey(const std::string& prefix, std::uint64_t gen, std::uint64_t seq) {

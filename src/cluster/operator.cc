@@ -77,9 +77,29 @@ Task<Result<std::vector<NodeStatus>>> ClusterStatus(Env& env, ObjectStore& store
   co_return out;
 }
 
+namespace {
+// One read and one conditional write; *overtaken: the write was refused because the node
+// wrote after the read (the only refusal worth another attempt).
+Task<Result<FenceOutcome>> FenceOnce(Env& env, ObjectStore& store, NodeId node_id, LeaseTiming timing,
+                                    std::optional<Version> if_match, bool force, BrokenModels broken, bool* overtaken);
+}  // namespace
+
 Task<Result<FenceOutcome>> OperatorFence(Env& env, ObjectStore& store, NodeId node_id, LeaseTiming timing,
                                          std::optional<Version> if_match, bool force, BrokenModels broken) {
   if (Status s = ValidateNodeId(node_id); !s.ok()) co_return s;
+  // Only a fence decided on the caller's own read (if_match) is tried once; otherwise a
+  // renewal that landed between our read and our write is read again (operator.h).
+  const int attempts = if_match ? 1 : kOperatorFenceAttempts;
+  for (int attempt = 1;; ++attempt) {
+    bool overtaken = false;
+    Result<FenceOutcome> out = co_await FenceOnce(env, store, node_id, timing, if_match, force, broken, &overtaken);
+    if (!overtaken || attempt >= attempts) co_return out;
+  }
+}
+
+namespace {
+Task<Result<FenceOutcome>> FenceOnce(Env& env, ObjectStore& store, NodeId node_id, LeaseTiming timing,
+                                    std::optional<Version> if_match, bool force, BrokenModels broken, bool* overtaken) {
   const std::string key = NodeKey(node_id);
   const CallOptions call{timing.ttl};
   auto got = co_await store.Get(key, call);
@@ -142,6 +162,7 @@ Task<Result<FenceOutcome>> OperatorFence(Env& env, ObjectStore& store, NodeId no
   auto put = co_await store.Put(key, EncodeNodeRecord(r), precondition, call);
   if (!put.ok()) {
     if (put.code() == Code::kPreconditionFailed) {
+      *overtaken = true;
       co_return PreconditionFailed(key + " changed after it was read (the node wrote); nothing written");
     }
     co_return put.status();
@@ -150,6 +171,7 @@ Task<Result<FenceOutcome>> OperatorFence(Env& env, ObjectStore& store, NodeId no
   WK_LOG_WARN("operator fenced a node", {{"node", node_id.str()}, {"instance", r.instance.str()}});
   co_return out;
 }
+}  // namespace
 
 Task<Status> OperatorForget(Env& env, ObjectStore& store, NodeId node_id, LeaseTiming timing) {
   if (Status s = ValidateNodeId(node_id); !s.ok()) co_return s;

@@ -46,12 +46,17 @@ struct FenceOutcome {
 // `cluster fence NODE`: over the current object, If-Match the version read (or
 // if_match, when given: a fence decided on that earlier read); created with
 // If-None-Match: * when absent. Nothing over a fence (written=false) or an old format
-// (kInvalidArgument). kPreconditionFailed: the object changed in between.
+// (kInvalidArgument). kPreconditionFailed: the object changed in between: with
+// if_match, at once; without, after kOperatorFenceAttempts reads each overtaken by a write
+// of the node (a live node renews every heartbeat period, and a fence read just before a
+// renewal loses to it: each attempt reads again and fences what it read, so each is as
+// safe as the first).
 //
 // A fence created over an absent object is dated by the operator's clock, which nothing
 // else bounds: it is compared first with the bucket's (ObjectStore::BucketTime), and the
 // fence is refused (kPreconditionFailed, nothing written) when the two differ by more than
 // max_skew, unless `force`. broken: tests only (base/broken_models.h).
+inline constexpr int kOperatorFenceAttempts = 5;
 Task<Result<FenceOutcome>> OperatorFence(Env& env, ObjectStore& store, NodeId node_id,
                                          LeaseTiming timing, std::optional<Version> if_match,
                                          bool force = false, BrokenModels broken = {});

@@ -113,6 +113,46 @@ TEST_F(OperatorTest, FenceOnAStaleVersionIsRefused) {
   EXPECT_EQ(Read("a").state, LeaseState::kLive);
 }
 
+// A live node renews between the fence's read and its write (staged: the wrapper lands a
+// renewal just before the fence's first write): without if_match the fence reads again and
+// fences the renewed object, keeping the renewal's written_at; with if_match it is refused.
+struct RenewsBeforeTheFirstFence : StoreWrapper {
+  RenewsBeforeTheFirstFence(ObjectStore& inner, MemBucket& bucket, NodeRecord renewal, int renewals)
+      : StoreWrapper(inner), bucket(bucket), renewal(std::move(renewal)), renewals(renewals) {}
+  Task<Result<Version>> Put(std::string key, std::string body, Precondition condition, CallOptions options) override {
+    if (key == "nodes/a" && renewals > 0) {
+      --renewals;
+      renewal.written_at = renewal.written_at + seconds(1);
+      (void)bucket.ApplyPut(key, EncodeNodeRecord(renewal), Precondition::None());
+    }
+    return StoreWrapper::Put(std::move(key), std::move(body), std::move(condition), options);
+  }
+  MemBucket& bucket;
+  NodeRecord renewal;
+  int renewals;
+};
+
+TEST_F(OperatorTest, AFenceOvertakenByARenewalReadsAgainAndFencesTheRenewal) {
+  NodeRecord r = Live("a");
+  ASSERT_TRUE(bucket->ApplyPut("nodes/a", EncodeNodeRecord(r), Precondition::None()).ok());
+  RenewsBeforeTheFirstFence racing(store, *bucket, r, 1);
+  auto out = Run(OperatorFence(env, racing, NodeId("a"), timing, std::nullopt));
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_TRUE(out->written);
+  NodeRecord f = Read("a");
+  EXPECT_EQ(f.state, LeaseState::kFenced);
+  EXPECT_EQ(f.written_at, r.written_at + seconds(1)) << "the fence keeps the renewal's written_at";
+  EXPECT_EQ(out->free_at, f.written_at + seconds(15));
+
+  // Overtaken at every attempt: refused after kOperatorFenceAttempts, nothing written.
+  NodeRecord b = Live("a");
+  ASSERT_TRUE(bucket->ApplyPut("nodes/a", EncodeNodeRecord(b), Precondition::None()).ok());
+  RenewsBeforeTheFirstFence always(store, *bucket, b, kOperatorFenceAttempts);
+  EXPECT_EQ(Run(OperatorFence(env, always, NodeId("a"), timing, std::nullopt)).code(), Code::kPreconditionFailed);
+  EXPECT_EQ(Read("a").state, LeaseState::kLive);
+  EXPECT_EQ(always.renewals, 0);
+}
+
 TEST_F(OperatorTest, FenceRefusesAnOldFormatAndBadIds) {
   ASSERT_TRUE(bucket->ApplyPut("nodes/old", "wasmkeep-node 2\nwritten_at_ms 1\n", Precondition::None()).ok());
   EXPECT_EQ(Run(OperatorFence(env, store, NodeId("old"), timing, std::nullopt)).code(), Code::kInvalidArgument);

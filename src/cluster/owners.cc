@@ -141,13 +141,47 @@ Task<Owners::Freed> Owners::IsFree(OwnerRecord record) {
   co_return env_.WallNow() >= n.written_at + timing_.takeover_after() ? Freed::kFree : Freed::kHeld;
 }
 
-Task<AcquireResult> Owners::Acquire(ActorId actor) {
+Task<AcquireResult> Owners::Acquire(ActorId actor) { return AcquireWith(std::move(actor), std::nullopt); }
+
+Task<AcquireResult> Owners::AcquireHandedOver(ActorId actor, Version released, Generation generation) {
+  return AcquireWith(std::move(actor), std::make_pair(std::move(released), generation));
+}
+
+void Owners::SetLeaving(const ActorId& actor, bool leaving) {
+  if (leaving) {
+    leaving_.insert(actor);
+  } else {
+    leaving_.erase(actor);
+  }
+}
+
+std::size_t Owners::system_holds() const {
+  std::size_t n = 0;
+  for (const auto& [a, h] : holds_) n += IsSystemActor(a) ? 1 : 0;
+  return n;
+}
+
+std::vector<ActorId> Owners::HeldActors() const {
+  std::vector<ActorId> out;
+  out.reserve(holds_.size());
+  for (const auto& [a, h] : holds_) out.push_back(a);
+  return out;
+}
+
+void Owners::HoldEndedAs(const HoldState& hold, HoldEnd how, Version version) {
+  if (on_hold_ended_) on_hold_ended_(HoldEnded{hold.actor, hold.generation, how, std::move(version)});
+}
+
+Task<AcquireResult> Owners::AcquireWith(ActorId actor, std::optional<std::pair<Version, Generation>> hint) {
   // Tenants' actors, and the nodes' own records (alarm shards, docs/alarms.md).
   if (Status s = ValidateActorId(actor); !s.ok() && !ValidateSystemActorId(actor).ok()) {
     co_return Outcome(AcquireResult::Kind::kError, s.message());
   }
   ActorLock guard = co_await LockActor(actor);
   if (!guard.owns()) co_return Outcome(AcquireResult::Kind::kError, "cancelled");
+  // Leaving (a hand-over): not even the hold we still have is given out, so no new event
+  // starts on an actor whose close is under way.
+  if (leaving(actor)) co_return Outcome(AcquireResult::Kind::kNotValid, "moving to another node");
   if (HoldView existing = Find(actor); existing.IsValid()) {
     AcquireResult r;
     r.kind = AcquireResult::Kind::kAcquired;
@@ -160,14 +194,32 @@ Task<AcquireResult> Owners::Acquire(ActorId actor) {
   const std::string key = OwnerKey(actor);
   const CallOptions call{timing_.attempt_timeout()};
   const NodeId& self = lease_.identity().node_id;
-  auto got = co_await store_.Get(key, call);
   Generation next{1};
   Precondition condition = Precondition::IfNoneMatchAny();
   std::optional<Version> read_version;
-  if (!got.ok() && got.code() != Code::kNotFound) {
+  // A hand-over's hint stands for the read: the previous holder's release left the record
+  // naming nobody at that generation and version (If-Match makes sure it still does).
+  // (No conditional around the co_await: GCC 12 miscompiles one; docs/DEVELOPING.md.)
+  Result<GetOutput> got = NotFound("a hand-over: no read");
+  if (!hint) got = co_await store_.Get(key, call);
+  if (hint) {
+    next = hint->second.Next();
+    read_version = hint->first;
+    // Broken model take-unconditional: the hand-over vouched for the record, so the
+    // condition looks redundant; it is what refuses a taker who came meanwhile.
+    condition = broken_.on(BrokenModel::kTakeUnconditional) ? Precondition::None() : Precondition::IfMatch(hint->first);
+  }
+  if (!hint && !got.ok() && got.code() != Code::kNotFound) {
     co_return Outcome(AcquireResult::Kind::kError, "reading " + key + ": " + got.status().ToString());
   }
-  if (!got.ok()) {
+  if (hint) {
+    // Handed over: the record exists (it names nobody at the hint's generation), so there is
+    // nothing to seed; If-Match the released version refuses anything else.
+  } else if (!got.ok() && IsSystemActor(actor)) {
+    // A system actor (an alarm shard) has no log to seed above, and no older version ever
+    // held one under a per-actor lease, so its first hold starts at 1 with no leases/
+    // marker: seeding would only cost two listings, a read and a marker per shard.
+  } else if (!got.ok()) {
     // No record: the first acquisition of this actor (an upgraded one, a new one, or one
     // whose record was lost) starts above every generation its log and leases/ carry, and
     // never takes an actor a live old per-actor lease holds (ADR §6; first_generation.h).
@@ -206,6 +258,7 @@ Task<AcquireResult> Owners::Acquire(ActorId actor) {
   // Checked right before the record write (ADR §3).
   if (!lease_.IsValid()) co_return Outcome(AcquireResult::Kind::kNotValid, "node lease not valid");
   if (!accepting_) co_return Outcome(AcquireResult::Kind::kNotValid, "draining: not taking new actors");
+  if (leaving(actor)) co_return Outcome(AcquireResult::Kind::kNotValid, "moving to another node");
   const std::uint64_t epoch = lease_.epoch();
   const OwnerRecord mine{self, lease_.instance(), next};
   auto put = co_await store_.Put(key, EncodeOwnerRecord(mine), condition, call);
@@ -277,34 +330,40 @@ Task<Status> Owners::Release(ActorId actor) {
     auto put = co_await store_.Put(key, std::move(body), Precondition::IfMatch(hold->version), CallOptions{budget});
     if (put.ok()) {
       ++stats_.releases_ok;
+      HoldEndedAs(*hold, HoldEnd::kReleased, *put);
       co_return Status::Ok();
     }
     if (put.code() == Code::kPreconditionFailed) break;  // the background task reads and decides
     if (!co_await env_.SleepFor(kForegroundRetry)) break;
   }
   Park(actor, hold->generation, hold->version);
+  HoldEndedAs(*hold, HoldEnd::kParked);
   co_return UnknownOutcome("release of " + actor.ToString() + " is pending");
 }
 
 void Owners::OnLapse() {
   if (broken_.on(BrokenModel::kLapseKeepsHolds)) return;
   // Every hold ends at once into the pending releases (ADR §3).
-  for (auto& [actor, hold] : holds_) {
+  auto ended = std::move(holds_);
+  holds_.clear();
+  for (auto& [actor, hold] : ended) {
     hold->alive = false;
     Park(actor, hold->generation, hold->version);
   }
-  holds_.clear();
+  for (auto& [actor, hold] : ended) HoldEndedAs(*hold, HoldEnd::kLapsed);
 }
 
 void Owners::OnLost() {
   // Dropped without releasing: the fence (or the other instance) frees the records.
-  for (auto& [actor, hold] : holds_) {
+  auto ended = std::move(holds_);
+  holds_.clear();
+  for (auto& [actor, hold] : ended) {
     hold->alive = false;
     ++stats_.dropped_holds;
   }
-  holds_.clear();
   pending_.clear();
   unresolved_.clear();
+  for (auto& [actor, hold] : ended) HoldEndedAs(*hold, HoldEnd::kDropped);
   if (broken_.on(BrokenModel::kResolverIgnoresLost)) return;
   // A lost process sends nothing more (ADR §1: no releases): the pass and every entry in
   // flight are cancelled, and each one checks lost_ before it would send.
@@ -551,6 +610,11 @@ Task<Status> Owners::Drain(Duration limit) {
   while (env_.MonoNow() < deadline && lease_.IsValid()) {
     std::vector<ActorId> actors;
     for (auto& [a, h] : holds_) actors.push_back(a);
+    // Tenants' actors first, system actors (alarm shards) last: the phase is bounded, and a
+    // tenant's actor is what clients wait for at its next owner, while a shard's release
+    // only delays the scan of its alarms (docs/alarms.md). Releases are sequential, so the
+    // order decides which holds the bound reaches.
+    std::stable_partition(actors.begin(), actors.end(), [](const ActorId& a) { return !IsSystemActor(a); });
     for (auto& a : actors) {
       if (env_.MonoNow() >= deadline) break;
       (void)co_await Release(a);  // parked ones are awaited below

@@ -49,6 +49,7 @@
 #pragma once
 
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -87,6 +88,8 @@ class HoldView {
   // it was acquired.
   bool IsValid() const { return s_ && s_->alive && lease_->IsValid() && lease_->epoch() == s_->epoch; }
   Generation generation() const { return s_ ? s_->generation : Generation{}; }
+  // The acquire's version: the record's version while the hold lasts.
+  Version version() const { return s_ ? s_->version : Version(); }
   const ActorId& actor() const { return s_->actor; }
   bool empty() const { return !s_; }
 
@@ -107,6 +110,21 @@ struct AcquireResult {
   HoldView hold;
   OwnerRecord owner;  // for kHeldElsewhere
   std::string why;
+};
+
+// How a hold of this node ended (Owners::set_on_hold_ended), for the hand-overs
+// (hand_over.h), which wait for it.
+enum class HoldEnd : std::uint8_t {
+  kReleased,  // the release landed: `version` is the record's new version (naming nobody)
+  kParked,    // the release is pending (its write did not land in the foreground)
+  kLapsed,    // the node lease ran out: pending, like a parked release
+  kDropped,   // the lease was lost: nothing is released (the fence frees the record)
+};
+struct HoldEnded {
+  ActorId actor;
+  Generation generation;
+  HoldEnd how = HoldEnd::kReleased;
+  Version version;  // kReleased only
 };
 
 struct OwnersStats {
@@ -135,18 +153,32 @@ class Owners {
 
   // Acquires actor (or returns the hold this node already has).
   Task<AcquireResult> Acquire(ActorId actor);
+  // Acquires actor handed over by its previous holder (hand_over.h, "Move"): that holder's
+  // release left the record naming nobody at `generation`, at version `released`, so the
+  // write goes out at once, If-Match `released`, at generation + 1, with no read first. If
+  // the record changed since (someone else took the actor), the condition fails and the
+  // outcome is decided as for any acquisition whose write did not succeed (read back).
+  Task<AcquireResult> AcquireHandedOver(ActorId actor, Version released, Generation generation);
   // The hold this node has for actor, if any (valid or not: ask IsValid()).
   HoldView Find(const ActorId& actor) const;
   // Releases actor's hold (hibernation, drain, move, abandoned upload). Returns OK once
   // the release landed, kUnknownOutcome once it is parked as pending.
   Task<Status> Release(ActorId actor);
   // Stops taking new actors, releases every hold (including any an acquisition in flight
-  // registers meanwhile), then waits until no release or unresolved acquire is pending, up
+  // registers meanwhile; tenants' actors before system actors), then waits until no release or unresolved acquire is pending, up
   // to limit. OK only then ("drained"). The node keeps refusing new actors until
   // SetAccepting(true).
   Task<Status> Drain(Duration limit);
   void SetAccepting(bool accepting) { accepting_ = accepting; }
   bool accepting() const { return accepting_; }
+  // Actors being handed over (hand_over.h): Acquire refuses them (kNotValid), even the
+  // hold this node still has, so no new event starts on an actor that is leaving.
+  void SetLeaving(const ActorId& actor, bool leaving);
+  bool leaving(const ActorId& actor) const { return leaving_.count(actor) > 0; }
+  // Every actor this node holds now.
+  std::vector<ActorId> HeldActors() const;
+  // Called as each hold of this node ends (released, parked, lapsed, dropped).
+  void set_on_hold_ended(std::function<void(const HoldEnded&)> fn) { on_hold_ended_ = std::move(fn); }
 
   // The routing read (Owners::other_owner): one GET within kAdmissionWait. The holder if
   // the record names another node that the membership view shows live under the named
@@ -163,6 +195,10 @@ class Owners {
   void OnLost();
 
   std::size_t holds() const { return holds_.size(); }
+  // Of those, the holds of system actors (alarm shards, base/ids.h): counted at each call
+  // (a metrics scrape), not on the hold path.
+  std::size_t system_holds() const;
+  bool lease_valid() const { return lease_.IsValid(); }
   // Actors whose lock is held or awaited now (the lock table keeps nothing else).
   std::size_t locks_in_use() const { return locks_->entries.size(); }
   std::size_t pending() const { return pending_.size() + unresolved_.size(); }
@@ -227,6 +263,10 @@ class Owners {
   // Whether a record naming (node, instance) is free, from a read of nodes/<node> made now
   // (after the record's read).
   Task<Freed> IsFree(OwnerRecord record);
+  // Acquire and AcquireHandedOver: `hint` set skips the read (the record is expected to
+  // name nobody at hint's generation, at hint's version).
+  Task<AcquireResult> AcquireWith(ActorId actor, std::optional<std::pair<Version, Generation>> hint);
+  void HoldEndedAs(const HoldState& hold, HoldEnd how, Version version = Version());
   HoldView Register(const ActorId& actor, Generation g, Version v, std::uint64_t epoch);
   void Park(const ActorId& actor, Generation g, Version v);
   // One try of a pending release. Returns true when the entry is finished.
@@ -256,6 +296,8 @@ class Owners {
   BrokenModels broken_;
   std::uint64_t next_serial_ = 1;
   bool accepting_ = true;  // false from a drain on: Acquire refuses
+  std::set<ActorId> leaving_;  // hand-overs in progress: Acquire refuses these
+  std::function<void(const HoldEnded&)> on_hold_ended_;
   bool background_on_ = false;
   bool lost_ = false;  // OnLost ran: nothing more is sent
   std::optional<Env::TimerId> tick_timer_;

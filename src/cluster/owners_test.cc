@@ -338,6 +338,31 @@ TEST_F(OwnersTest, CleanStopReleasesThenWritesReleased) {
   EXPECT_EQ(node.state, LeaseState::kReleased);
 }
 
+// A drain releases tenants' actors before system actors (alarm shards), so a bounded
+// release phase reaches the actors clients wait for first; a system actor's first hold
+// starts at 1 without a leases/ marker (nothing older ever held one).
+TEST_F(OwnersTest, ADrainReleasesTenantsActorsBeforeSystemActors) {
+  Proc a(world, bucket, "a", "ia");
+  Ready(a);
+  const ActorId shard{"_alarms", "shard", "00"};
+  const ActorId digit{"0t", "c", "x"};  // sorts before '_'
+  const ActorId letter{"t", "c", "y"};  // sorts after '_'
+  for (const ActorId& x : {shard, digit, letter}) {
+    auto r = Run(a.env, a.node.owners().Acquire(x));
+    ASSERT_EQ(r.kind, AcquireResult::Kind::kAcquired) << r.why;
+    EXPECT_EQ(r.hold.generation(), Generation{1});
+  }
+  EXPECT_EQ(bucket->objects().count("leases/_alarms/shard/00"), 0u);
+  EXPECT_EQ(a.node.owners().stats().markers_written, 2u);
+  std::vector<std::string> released;
+  a.store.set_fault_hook([&released](const OpInfo& op) {
+    if (op.op == StoreOp::kPut && op.key.starts_with("owners/")) released.push_back(op.key);
+    return OpFault{};
+  });
+  ASSERT_TRUE(Run(a.env, a.node.owners().Drain(seconds(10))).ok());
+  EXPECT_EQ(released, (std::vector<std::string>{"owners/0t/c/x", "owners/t/c/y", "owners/_alarms/shard/00"}));
+}
+
 // An unresolved acquire whose write never lands is closed: after ttl + grace the resolver
 // writes `nobody` at the generation tried, conditioned as the lost write was, so the lost
 // write can never land; the entry ends and a drain reports drained. (Fails with the broken

@@ -12,6 +12,11 @@
 //      acknowledged, through the hold's gate (valid at that instant), every batch up to
 //      `seq`; `alarm` is the actor's alarm as of that batch. The index removes entries only
 //      on such a report (or on an alarm event's released answer).
+//   Fenced is reported once the bucket acknowledged the hold's fence (its first segment,
+//      naming the chain it restored) while the hold was valid. Before that, a segment an
+//      earlier hold still has in flight may land and, should this hold's fence never land,
+//      be on the chain the next restore follows: so entries of earlier holds are judged only
+//      after Fenced (simulator, `alarms` seed 303).
 // Opened gives the restored (durable) alarm and the hold's validity; Closed ends the
 // replica's reports.
 //
@@ -40,6 +45,7 @@ class AlarmIndexHook {
                          std::optional<std::int64_t> alarm, std::function<void(Status)> entry_written) = 0;
   virtual void Durable(const ActorId& actor, Generation generation, std::uint64_t seq,
                        std::optional<std::int64_t> alarm) = 0;
+  virtual void Fenced(const ActorId& actor, Generation generation) = 0;
   virtual void Closed(const ActorId& actor, Generation generation, std::optional<std::int64_t> alarm) = 0;
 };
 

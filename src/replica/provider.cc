@@ -5,7 +5,11 @@
 namespace wk::replica {
 
 ReplicaProvider::ReplicaProvider(Replica::Deps deps, HoldSource& holds, ReplicaOptions options, Duration close_limit)
-    : deps_(std::move(deps)), holds_(holds), options_(options), close_limit_(close_limit) {}
+    : deps_(std::move(deps)), holds_(holds), options_(options), close_limit_(close_limit) {
+  // The index outlives this provider (its owner's order); a replica still closing in a task
+  // when the provider goes is destroyed later, with the Env's tasks, and must not report.
+  if (deps_.alarms != nullptr && deps_.alarms_alive == nullptr) deps_.alarms_alive = alive_;
+}
 
 ReplicaProvider::~ReplicaProvider() { *alive_ = false; }
 

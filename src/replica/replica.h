@@ -143,6 +143,10 @@ class Replica final : public actor::ActorStorage {
     // it (a set holds back its segment until its index entry is written) and as it becomes
     // durable. Null: no alarm index (tests of the replica alone).
     AlarmIndexHook* alarms = nullptr;
+    // When set, the index is told nothing more once *alarms_alive is false. Its owner clears
+    // it before the index goes: a replica whose close the Env's teardown interrupts is
+    // destroyed with the Env's tasks, after the index (ReplicaProvider sets its own flag).
+    std::shared_ptr<const bool> alarms_alive;
   };
 
   // Restores the actor for `hold` and sends its fence. Returns once restored; the fence may

@@ -8,6 +8,8 @@
 #include "base/log.h"
 #include "cluster/first_generation.h"
 #include "cluster/testing.h"
+#include "replica/alarm_hook.h"
+#include "replica/provider.h"
 
 namespace wk::replica {
 namespace {
@@ -534,6 +536,62 @@ TEST_F(ReplicaTest, ARestoreReadThatFailsOnceIsRetried) {
   ASSERT_TRUE(r2);
   EXPECT_EQ(r2->Get("k"), "v");
   EXPECT_GE(r2->restored().read_retries, 1);
+}
+
+// A node's teardown (cli/serve_cmd.cc): its ActorHost goes (the provider, then the alarm
+// index), then the Env destroys the tasks that never finished. A replica still closing in
+// such a task (its last write not yet durable) is destroyed with it, after the index: it
+// must not report to the index then (the soak found the use after free, in every node that
+// found itself fenced and exited).
+TEST(ReplicaTeardownTest, AReplicaStillClosingWhenItsProviderGoesTellsTheAlarmIndexNothingMore) {
+  log::SetLevel(log::Level::kOff);
+  struct Hook final : AlarmIndexHook {
+    void Opened(const ActorId&, Generation, std::optional<std::int64_t>, std::function<bool()>) override { Call(); }
+    void Committed(const ActorId&, Generation, std::uint64_t, std::optional<std::int64_t>,
+                   std::function<void(Status)> written) override {
+      Call();
+      written(Status::Ok());
+    }
+    void Durable(const ActorId&, Generation, std::uint64_t, std::optional<std::int64_t>) override { Call(); }
+    void Fenced(const ActorId&, Generation) override { Call(); }
+    void Closed(const ActorId&, Generation, std::optional<std::int64_t>) override { Call(); }
+    void Call() { (gone ? calls_after_gone : calls) += 1; }
+    bool gone = false;
+    int calls = 0;
+    int calls_after_gone = 0;
+  } hook;
+  struct Holds final : HoldSource {
+    Task<Result<Replica::Hold>> Acquire(ActorId) override { co_return Replica::Hold{Generation{1}, [] { return true; }}; }
+    Task<void> Release(ActorId, Generation) override { co_return; }
+  } holds;
+  {
+    SimWorld world{7};
+    auto bucket = std::make_shared<MemBucket>();
+    bool slow = false;
+    auto host = std::make_unique<cluster_testing::SimHost>(
+        world, bucket, cluster_testing::HostOptions{.fault = [&slow](const OpInfo& op) {
+          OpFault f;
+          if (slow && op.op == StoreOp::kPut && op.key.starts_with(kWalPrefix)) f.request_delay = std::chrono::hours(1);
+          return f;
+        }});
+    SimEnv& env = host->env();
+    Replica::Deps deps{env, host->store(), [&env](std::function<void()> fn) { env.Post(std::move(fn)); }};
+    deps.alarms = &hook;
+    auto provider = std::make_unique<ReplicaProvider>(std::move(deps), holds, ReplicaOptions{}, std::chrono::hours(1));
+    const ActorId actor{"t", "c", "a"};
+    auto opened = RunTask(world, env, provider->Open(actor));
+    ASSERT_TRUE(opened && opened->ok());
+    std::unique_ptr<actor::ActorStorage> storage = std::move(**opened);
+    slow = true;  // the next segment stays in flight: the close waits for it
+    storage->Commit(Put("k", "v"));
+    provider->Close(actor, std::move(storage));
+    world.RunFor(seconds(1));
+    EXPECT_GT(hook.calls, 0);
+    provider.reset();
+    hook.gone = true;  // the index is destroyed after the provider
+    host.reset();      // the Env destroys the close's frame, and the replica in it
+  }
+  EXPECT_EQ(hook.calls_after_gone, 0);
 }
 
 }  // namespace

@@ -24,7 +24,7 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
       quarantine_(env, store, quarantine_cache_,
                   QuarantineServiceOptions{options_.node_id, options_.quarantine, CallOptions{std::chrono::seconds(10)}},
                   options_.journal),
-      alarm_index_(env, store),
+      alarm_index_(env, store, alarms::AlarmIndexOptions{.broken = node.broken_models()}),
       owner_holds_(node.owners()),
       holds_(owner_holds_, quarantine_cache_),
       auth_(env, store),
@@ -42,12 +42,26 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
                     return LoadClass(std::move(tenant), std::move(class_name));
                   },
                   options_.quarantine.enabled() ? &quarantine_cache_ : nullptr,
-                  [this](ActorId actor, std::string_view body) { return alarms_->ReceiveHandOver(actor, body); }};
+                  [this](ActorId actor, std::string_view body) { return alarms_->ReceiveHandOver(actor, body); },
+                  &node.hand_overs()};
   FrontOptions fo;
   fo.node_id = options_.node_id;
   fo.check_peer_pins = true;
   fo.max_request_bytes = options_.runtime.limits.max_request_bytes;
   front_ = std::make_unique<Front>(std::move(front), fo);
+  // Drains and moves close resident actors the way hibernation does, and a move's target
+  // is told over the peer network (cluster/hand_over.h).
+  HandOverHost hand_over;
+  hand_over.unload = [this](const ActorId& id) {
+    if (!runtime_->IsResident(id)) return false;
+    runtime_->Unload(id);
+    return true;
+  };
+  hand_over.take = [this](NodeId to, ActorId actor, Version released, Generation generation) {
+    return front_->SendTake(std::move(to), std::move(actor), std::move(released), generation);
+  };
+  hand_overs_ = &node.hand_overs();
+  hand_overs_->set_host(std::move(hand_over));
   alarms::AlarmServiceDeps alarm_deps{env, node.owners(), node.membership(), *runtime_, alarm_index_, &forwarder_,
                                       [this](std::string tenant, std::string class_name) {
                                         return LoadClass(std::move(tenant), std::move(class_name));
@@ -71,6 +85,7 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
 
 ActorHost::~ActorHost() {
   *alive_ = false;
+  hand_overs_->set_host({});  // the node outlives this host
   StopAlarms();
 }
 

@@ -146,6 +146,7 @@ class ActorHost {
   std::unique_ptr<alarms::AlarmService> alarms_;
   std::unique_ptr<alarms::ShardScanner> scanner_;
   std::map<std::pair<std::string, std::string>, Loaded> loaded_;
+  HandOvers* hand_overs_ = nullptr;  // the node's; its host hooks point here until destroyed
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

@@ -45,6 +45,9 @@ void PublishFrontMetrics(MetricsRegistry& registry, const Front& front) {
     registry.AddCallbackCounter("wasmkeep_api_requests_total", help, [field] { return static_cast<double>(*field); },
                                 {{"route", route}});
   }
+  registry.AddCallbackCounter("wasmkeep_hand_overs_taken_total",
+                              "Actors this node took as a move's target (docs/node-lease.md, Moving actors)",
+                              [&stats] { return static_cast<double>(stats.taken); });
 }
 
 ServerResponse Front::Error(int status, std::string message, bool retry_after) {
@@ -146,11 +149,30 @@ Task<std::optional<ServerResponse>> Front::CheckBeforeBody(ServerRequest request
   co_return refused;
 }
 
+Result<ForwardedFrom> Front::VerifyPeer(const ServerRequest& request) {
+  auto forwarded = deps_.forwarder.Verify(request);
+  if (!forwarded.ok()) return forwarded.status();
+  if (!forwarded->has_value()) return InvalidArgument("the peer listener takes forwarded requests only");
+  ForwardedFrom& from = **forwarded;
+  if (options_.check_peer_pins) {
+    // The TLS identity must be the signer's: a node may not sign for another, and a
+    // node that is no longer live (fenced, released, restarted) is not heard.
+    auto it = deps_.membership.view().find(from.node_id);
+    const bool signer_live = it != deps_.membership.view().end() && it->second.live();
+    if (!signer_live || it->second.record->cert_pin.empty() || request.peer_cert_pin.empty() ||
+        it->second.record->cert_pin != request.peer_cert_pin) {
+      return InvalidArgument("the TLS certificate is not that of " + from.node_id.str() + "'s live node record");
+    }
+  }
+  return std::move(from);
+}
+
 Task<ServerResponse> Front::Handle(ServerRequest request, Via via) {
   ++stats_.requests;
   if (via == Via::kPeer && deps_.alarm_handover && request.target.starts_with(kAlarmsHandOverPrefix)) {
     co_return co_await HandleAlarmHandOver(std::move(request));
   }
+  if (via == Via::kPeer && request.target.starts_with(kMoveHandOverPrefix)) co_return co_await HandleTake(std::move(request));
   // 1. The actor's name and the rest of the path.
   ParsedTarget target;
   if (auto refused = ParseTarget(request.target, &target)) co_return std::move(*refused);
@@ -164,20 +186,9 @@ Task<ServerResponse> Front::Handle(ServerRequest request, Via via) {
   std::string tenant;
   actor::Request actor_request;
   if (via == Via::kPeer) {
-    auto forwarded = deps_.forwarder.Verify(request);
-    if (!forwarded.ok()) co_return RefuseForwarded(forwarded.status().message());
-    if (!forwarded->has_value()) co_return RefuseForwarded("the peer listener takes forwarded requests only");
-    ForwardedFrom& from = **forwarded;
-    if (options_.check_peer_pins) {
-      // The TLS identity must be the signer's: a node may not sign for another, and a
-      // node that is no longer live (fenced, released, restarted) is not heard.
-      auto it = deps_.membership.view().find(from.node_id);
-      const bool signer_live = it != deps_.membership.view().end() && it->second.live();
-      if (!signer_live || it->second.record->cert_pin.empty() || request.peer_cert_pin.empty() ||
-          it->second.record->cert_pin != request.peer_cert_pin) {
-        co_return RefuseForwarded("the TLS certificate is not that of " + from.node_id.str() + "'s live node record");
-      }
-    }
+    auto verified = VerifyPeer(request);
+    if (!verified.ok()) co_return RefuseForwarded(verified.status().message());
+    ForwardedFrom& from = *verified;
     hops = from.hops;
     tenant = std::move(from.tenant);
     // Only what was signed goes on: to the actor, and to the next node if it moved.
@@ -220,72 +231,173 @@ Task<ServerResponse> Front::Handle(ServerRequest request, Via via) {
   }
 
   // 4. Where it runs.
-  if (deps_.runtime.IsResident(id)) {
-    // Resident: its storage's output gate decides whether its answer may go out (a hold
-    // that ended refuses it, even a read's: 503, and the runtime unloads the actor).
-    co_return co_await Run(std::move(id), std::move(actor_request));
-  }
-  if (!deps_.owners.accepting()) co_return Error(503, "this node is draining", true);
-  auto other = co_await deps_.owners.OtherOwner(id);
-  if (!other.ok()) {
-    if (other.code() == Code::kFatal) co_return Error(500, "the owner record of " + id.ToString() + ": " + other.status().message());
-    co_return Error(503, "cannot read the owner of " + id.ToString() + ": " + other.status().message(), true);
-  }
-  if (other->has_value()) {
-    if (hops >= options_.max_hops) co_return Error(503, id.ToString() + " is moving between nodes", true);
-    NodeId owner = (*other)->node_id;
-    co_return co_await ForwardTo(std::move(owner), std::move(request), std::move(tenant), hops + 1);
-  }
-  Status loaded = co_await deps_.load_class(id.tenant, id.class_name);
-  if (!loaded.ok()) {
-    if (loaded.code() == Code::kNotFound) co_return Error(404, loaded.message());
-    if (loaded.code() == Code::kFatal) co_return Error(500, loaded.message());
-    co_return Error(503, "cannot load class " + id.tenant + "/" + id.class_name + ": " + loaded.message(), true);
-  }
-  if (deps_.quarantine != nullptr) {
-    // About to start the actor here: read its record afresh, whatever this node remembers,
-    // so a quarantine imposed by another node within the cache's ttl is never missed by a
-    // start (one GET per acquisition, next to the acquisition's own writes and the restore).
-    auto quarantined = co_await deps_.quarantine->Check(id, control::QuarantineRead::kAlways);
-    if (quarantined.ok() && quarantined->has_value()) co_return Quarantined(**quarantined);
-    if (!quarantined.ok() && quarantined.code() == Code::kFatal) {
-      co_return Error(500, "the quarantine record of " + id.ToString() + ": " + quarantined.status().message());
-    }
-  }
-  AcquireResult acquired = co_await deps_.owners.Acquire(id);
-  switch (acquired.kind) {
-    case AcquireResult::Kind::kAcquired:
-      co_return co_await Run(std::move(id), std::move(actor_request));
-    case AcquireResult::Kind::kHeldElsewhere:
-      if (hops < options_.max_hops && !acquired.owner.node_id.empty() &&
-          acquired.owner.node_id != options_.node_id) {
-        NodeId owner = acquired.owner.node_id;
-        co_return co_await ForwardTo(std::move(owner), std::move(request), std::move(tenant), hops + 1);
+  HandOvers* const hand_overs = deps_.hand_overs;
+  bool waited = false;
+  // Each pass ends in an answer; a request for an actor that starts leaving this node while
+  // it is routed goes round once more, to wait for the hand-over.
+  for (int pass = 0;; ++pass) {
+    if (hand_overs != nullptr && hand_overs->Leaving(id)) {
+      if (!waited) {
+        // Leaving this node (a drain or a move): held until its hand-over ends, then routed
+        // again, to the node that has it next.
+        waited = true;
+        ++stats_.held;
+        co_await hand_overs->WaitLeft(id, kHandOverWait);
+        continue;
       }
-      co_return Error(503, id.ToString() + " is held by another node: " + acquired.why, true);
+      // Still leaving after the wait: its target, if it has one, has it next.
+      std::optional<NodeId> to = hand_overs->ForwardTarget(id);
+      if (to && hops < options_.max_hops) co_return co_await ForwardTo(std::move(*to), std::move(request), std::move(tenant), hops + 1);
+      co_return Error(503, id.ToString() + " is moving to another node", true);
+    }
+    // A draining node does not run an actor it no longer holds (its hand-over cut it): the
+    // request goes where the actor goes.
+    if (deps_.runtime.IsResident(id) && (deps_.owners.accepting() || deps_.owners.Find(id).IsValid())) {
+      // Resident: its storage's output gate decides whether its answer may go out (a hold
+      // that ended refuses it, even a read's: 503, and the runtime unloads the actor).
+      co_return co_await Run(std::move(id), std::move(actor_request));
+    }
+    if (!deps_.owners.accepting() && hand_overs == nullptr) co_return Error(503, "this node is draining", true);
+    auto other = co_await deps_.owners.OtherOwner(id);
+    if (!other.ok()) {
+      if (other.code() == Code::kFatal) co_return Error(500, "the owner record of " + id.ToString() + ": " + other.status().message());
+      co_return Error(503, "cannot read the owner of " + id.ToString() + ": " + other.status().message(), true);
+    }
+    if (other->has_value()) {
+      if (hops >= options_.max_hops) co_return Error(503, id.ToString() + " is moving between nodes", true);
+      NodeId owner = (*other)->node_id;
+      co_return co_await ForwardTo(std::move(owner), std::move(request), std::move(tenant), hops + 1);
+    }
+    if (hand_overs != nullptr && hand_overs->Leaving(id) && pass == 0) continue;
+    if (!deps_.owners.accepting()) {
+      // Draining: nobody holds it, and this node takes no actors: the peer that takes this
+      // node's actors acquires it.
+      std::optional<NodeId> to = hand_overs != nullptr ? hand_overs->ForwardTarget(id) : std::nullopt;
+      if (to && hops < options_.max_hops) co_return co_await ForwardTo(std::move(*to), std::move(request), std::move(tenant), hops + 1);
+      co_return Error(503, "this node is draining", true);
+    }
+    Status loaded = co_await deps_.load_class(id.tenant, id.class_name);
+    if (!loaded.ok()) {
+      if (loaded.code() == Code::kNotFound) co_return Error(404, loaded.message());
+      if (loaded.code() == Code::kFatal) co_return Error(500, loaded.message());
+      co_return Error(503, "cannot load class " + id.tenant + "/" + id.class_name + ": " + loaded.message(), true);
+    }
+    if (deps_.quarantine != nullptr) {
+      // About to start the actor here: read its record afresh, whatever this node remembers,
+      // so a quarantine imposed by another node within the cache's ttl is never missed by a
+      // start (one GET per acquisition, next to the acquisition's own writes and the restore).
+      auto quarantined = co_await deps_.quarantine->Check(id, control::QuarantineRead::kAlways);
+      if (quarantined.ok() && quarantined->has_value()) co_return Quarantined(**quarantined);
+      if (!quarantined.ok() && quarantined.code() == Code::kFatal) {
+        co_return Error(500, "the quarantine record of " + id.ToString() + ": " + quarantined.status().message());
+      }
+    }
+    AcquireResult acquired = co_await deps_.owners.Acquire(id);
+    switch (acquired.kind) {
+      case AcquireResult::Kind::kAcquired:
+        co_return co_await Run(std::move(id), std::move(actor_request));
+      case AcquireResult::Kind::kHeldElsewhere:
+        if (hops < options_.max_hops && !acquired.owner.node_id.empty() &&
+            acquired.owner.node_id != options_.node_id) {
+          NodeId owner = acquired.owner.node_id;
+          co_return co_await ForwardTo(std::move(owner), std::move(request), std::move(tenant), hops + 1);
+        }
+        co_return Error(503, id.ToString() + " is held by another node: " + acquired.why, true);
+      case AcquireResult::Kind::kNotValid:
+        // Started leaving (or the drain began) while this request was routed: once more.
+        if (pass < 2 && hand_overs != nullptr && (hand_overs->Leaving(id) || !deps_.owners.accepting())) continue;
+        co_return Error(503, "this node's lease is not valid", true);
+      case AcquireResult::Kind::kUnknown:
+      case AcquireResult::Kind::kError:
+        break;
+    }
+    co_return Error(503, "cannot acquire " + id.ToString() + ": " + acquired.why, true);
+  }
+}
+
+Task<Status> Front::SendTake(NodeId to, ActorId actor, Version released, Generation generation) {
+  auto it = deps_.membership.view().find(to);
+  if (it == deps_.membership.view().end() || !it->second.live() || it->second.record->address.empty()) {
+    co_return Retryable(to.str() + " is not live with an address in the membership view");
+  }
+  PeerTarget target{to, it->second.record->instance, it->second.record->address};
+  ServerRequest request;
+  request.method = "POST";
+  request.target = std::string(kMoveHandOverPrefix) + actor.ToString() + "?generation=" + std::to_string(generation.value);
+  request.body = released.token();
+  std::string tenant = actor.tenant;
+  auto got = co_await deps_.forwarder.Forward(std::move(target), std::move(request), std::move(tenant), 1);
+  if (!got.ok()) co_return got.status();
+  if (got->status == 200) co_return Status::Ok();
+  std::string why = got->body;
+  while (!why.empty() && why.back() == '\n') why.pop_back();
+  if (got->status == 409) co_return PreconditionFailed(to.str() + ": " + why);
+  co_return Retryable(to.str() + " answered " + std::to_string(got->status) + ": " + why);
+}
+
+Task<ServerResponse> Front::HandleTake(ServerRequest request) {
+  auto verified = VerifyPeer(request);
+  if (!verified.ok()) co_return RefuseForwarded(verified.status().message());
+  if (request.method != "POST") co_return Error(405, "a hand-over is a POST");
+  std::string_view rest = std::string_view(request.target).substr(kMoveHandOverPrefix.size());
+  std::string_view query;
+  if (auto q = rest.find('?'); q != std::string_view::npos) {
+    query = rest.substr(q + 1);
+    rest = rest.substr(0, q);
+  }
+  auto id = ParseActorId(rest);
+  if (!id.ok()) co_return Error(400, "bad actor in a hand-over: " + id.status().message());
+  if (verified->tenant != id->tenant) co_return Error(403, "a hand-over signed for tenant " + verified->tenant);
+  constexpr std::string_view kGeneration = "generation=";
+  std::optional<std::uint64_t> g;
+  if (query.starts_with(kGeneration)) {
+    std::uint64_t v = 0;
+    bool digits = query.size() > kGeneration.size();
+    for (const char c : query.substr(kGeneration.size())) {
+      if (c < '0' || c > '9' || v > (std::numeric_limits<std::uint64_t>::max() - 9) / 10) digits = false;
+      if (digits) v = v * 10 + static_cast<std::uint64_t>(c - '0');
+    }
+    if (digits) g = v;
+  }
+  if (!g || request.body.empty()) co_return Error(400, "a hand-over names a generation and a version");
+  if (!deps_.owners.accepting()) co_return Error(503, "this node is draining", true);
+  Status loaded = co_await deps_.load_class(id->tenant, id->class_name);
+  if (!loaded.ok()) co_return Error(loaded.code() == Code::kNotFound ? 404 : 503, loaded.message(), true);
+  if (deps_.quarantine != nullptr) {
+    auto quarantined = co_await deps_.quarantine->Check(*id, control::QuarantineRead::kAlways);
+    if (quarantined.ok() && quarantined->has_value()) co_return Quarantined(**quarantined);
+  }
+  // Named locals, not temporaries in the co_await operand (GCC 12: docs/DEVELOPING.md).
+  Version released(request.body);
+  const Generation generation{*g};
+  ActorId taken = *id;
+  AcquireResult acquired = co_await deps_.owners.AcquireHandedOver(std::move(taken), std::move(released), generation);
+  switch (acquired.kind) {
+    case AcquireResult::Kind::kAcquired: {
+      ++stats_.taken;
+      // The restore starts now: requests forwarded here meanwhile queue behind it.
+      deps_.runtime.Warm(*id);
+      ServerResponse r;
+      r.status = 200;
+      r.headers.emplace_back("Content-Type", "text/plain; charset=utf-8");
+      r.body = "taken " + id->ToString() + " at generation " + std::to_string(acquired.hold.generation().value) + "\n";
+      co_return r;
+    }
+    case AcquireResult::Kind::kHeldElsewhere:
+      co_return Error(409, id->ToString() + " was taken meanwhile: " + acquired.why);
     case AcquireResult::Kind::kNotValid:
-      co_return Error(503, "this node's lease is not valid", true);
     case AcquireResult::Kind::kUnknown:
     case AcquireResult::Kind::kError:
       break;
   }
-  co_return Error(503, "cannot acquire " + id.ToString() + ": " + acquired.why, true);
+  co_return Error(503, "cannot take " + id->ToString() + ": " + acquired.why, true);
 }
 
 Task<ServerResponse> Front::HandleAlarmHandOver(ServerRequest request) {
-  auto forwarded = deps_.forwarder.Verify(request);
-  if (!forwarded.ok()) co_return RefuseForwarded(forwarded.status().message());
-  if (!forwarded->has_value()) co_return RefuseForwarded("the peer listener takes forwarded requests only");
-  const ForwardedFrom& from = **forwarded;
-  if (options_.check_peer_pins) {
-    // As for a forwarded request: the TLS identity must be the live signer's.
-    auto it = deps_.membership.view().find(from.node_id);
-    const bool signer_live = it != deps_.membership.view().end() && it->second.live();
-    if (!signer_live || it->second.record->cert_pin.empty() || request.peer_cert_pin.empty() ||
-        it->second.record->cert_pin != request.peer_cert_pin) {
-      co_return RefuseForwarded("the TLS certificate is not that of " + from.node_id.str() + "'s live node record");
-    }
-  }
+  // Verified exactly as a forwarded request: the signature, and the live signer's TLS pin.
+  auto verified = VerifyPeer(request);
+  if (!verified.ok()) co_return RefuseForwarded(verified.status().message());
+  const ForwardedFrom& from = *verified;
   if (request.method != "POST") co_return Error(405, "alarm hand-overs are POST");
   auto id = ParseActorId(std::string_view(request.target).substr(kAlarmsHandOverPrefix.size()));
   if (!id.ok()) co_return Error(400, "bad actor name: " + id.status().message());

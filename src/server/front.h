@@ -25,14 +25,20 @@
 //      resident one is only looked up in memory (its start was checked) and unloaded if
 //      found quarantined. A record that cannot be read in time lets the request through
 //      (quarantine is a brake, not a lock); a corrupt one is 500.
-//   4. Route. Served here if this node has the actor resident and still holds it (resident
+//   4. Route. An actor that is leaving this node (a drain or a move: cluster/hand_over.h)
+//      is not run here: the request waits for the hand-over's end (at most
+//      kHandOverWait), then is routed again, so it reaches the next owner instead of a 503.
+//      Served here if this node has the actor resident and still holds it (resident
 //      with its hold ended: 503, and the actor is unloaded). Otherwise one GET of its
 //      ownership record within 250 ms (Owners::OtherOwner): another node that the
 //      membership view shows live → forward the request there (its peer listener, the
 //      record's `address`; without the client's Authorization header) and pass its answer
 //      back unchanged. Nobody, or a holder not live → load the class (404 if there
 //      is none), acquire the actor here and run the event. An acquisition that finds the
-//      actor taken meanwhile forwards to the taker. A request is forwarded at most
+//      actor taken meanwhile forwards to the taker. A draining node acquires nothing: a
+//      request for an actor nobody holds is forwarded to the peer that takes its actors
+//      (HandOvers::DrainTarget), which acquires it; 503 only when there is no such peer.
+//      A request is forwarded at most
 //      `max_hops` times in all (a forwarded request that finds its target no longer the
 //      owner is routed once more, never bounced forever); past that it is 503.
 //   Alarm hand-overs (docs/alarms.md): on the peer listener, POST /v1/alarms/<actor> with
@@ -45,6 +51,13 @@
 //      Retry-After. Nothing acknowledged is ever lost: a 503 means the request was not
 //      acknowledged and may be retried.
 //
+// The peer listener also takes a move's hand-over (HandOvers, "Move"): a signed
+//   POST /v1/hand-over/<tenant>/<class>/<name>?generation=<g>   body: the record's version
+// from the node that released the actor: this node acquires it from that record
+// (Owners::AcquireHandedOver) and starts restoring it at once (EventHost::Warm). 200 once
+// it holds the actor; 409 when someone else took it meanwhile; 503 when it takes no actors
+// (draining, lease not valid) or the bucket did not answer. SendTake sends one.
+//
 // Threading: the Env loop thread. Simulator-clean: it reaches other nodes only through the
 // forwarder's PeerTransport and runs events through an actor::EventHost.
 #pragma once
@@ -56,6 +69,7 @@
 
 #include "actor/event_host.h"
 #include "base/metrics.h"
+#include "cluster/hand_over.h"
 #include "cluster/membership.h"
 #include "cluster/owners.h"
 #include "control/quarantine_cache.h"
@@ -68,6 +82,8 @@ inline constexpr std::string_view kActorsPrefix = "/v1/actors/";
 // Alarm hand-overs between nodes (docs/alarms.md, "Who fires"): POST
 // /v1/alarms/<tenant>/<class>/<name> on the peer listener only, signed as a forwarded request.
 inline constexpr std::string_view kAlarmsHandOverPrefix = "/v1/alarms/";
+// A move's hand-over (the target's take), on the peer listener only (see above).
+inline constexpr std::string_view kMoveHandOverPrefix = "/v1/hand-over/";
 // On a 401 for a forwarded request whose signature did not verify: tells the sending node
 // (which answers its client 503) from a client's bad token.
 inline constexpr std::string_view kForwardingRefused = "X-Wasmkeep-Forwarding-Refused";
@@ -109,6 +125,9 @@ struct FrontDeps {
   // A peer's verified alarm hand-over (AlarmService::ReceiveHandOver): the actor and the
   // request's body. Unset: /v1/alarms/ is not served (404).
   std::function<ServerResponse(ActorId actor, std::string_view body)> alarm_handover;
+  // The node's hand-overs (drains, moves); null: requests for a draining node's actors are
+  // answered 503, and no hand-over is taken.
+  HandOvers* hand_overs = nullptr;
 };
 
 struct FrontStats {
@@ -119,6 +138,8 @@ struct FrontStats {
   std::uint64_t unavailable = 0;  // 503
   std::uint64_t actor_failed = 0;  // 500: the actor's event failed (counted in local too)
   std::uint64_t quarantined = 0;  // 503: the actor is quarantined
+  std::uint64_t held = 0;         // requests held while their actor was leaving this node
+  std::uint64_t taken = 0;        // hand-overs taken (this node is a move's target)
 };
 
 class Front {
@@ -133,6 +154,9 @@ class Front {
   // unauthenticated client's body is never read.
   Task<std::optional<ServerResponse>> CheckBeforeBody(ServerRequest request);
   const FrontStats& stats() const { return stats_; }
+  // Tells node `to` (live in the membership view) to take actor from the record this
+  // node's release left (nobody at generation, at version released). OK once it holds it.
+  Task<Status> SendTake(NodeId to, ActorId actor, Version released, Generation generation);
 
  private:
   struct ParsedTarget {
@@ -148,6 +172,11 @@ class Front {
   // A peer's POST /v1/alarms/<actor>: verified exactly as a forwarded request (step 2 for
   // the peer listener), then handed to FrontDeps::alarm_handover.
   Task<ServerResponse> HandleAlarmHandOver(ServerRequest request);
+  // Step 2 for the peer listener: the signature, and with check_peer_pins the TLS pin.
+  Result<ForwardedFrom> VerifyPeer(const ServerRequest& request);
+  // A move's take (POST kMoveHandOverPrefix...): verified as a forwarded request (VerifyPeer),
+  // then Owners::AcquireHandedOver and EventHost::Warm.
+  Task<ServerResponse> HandleTake(ServerRequest request);
   Task<ServerResponse> ForwardTo(NodeId node_id, ServerRequest request, std::string tenant, int hops);
   // A 401 telling the sending node (X-Wasmkeep-Forwarding-Refused) why.
   ServerResponse RefuseForwarded(const std::string& why);

@@ -23,6 +23,7 @@ class ScriptedHost final : public actor::EventHost {
     co_return result;
   }
   void Unload(const ActorId&) override {}
+  void Warm(const ActorId&) override {}
   bool IsResident(const ActorId&) const override { return true; }
 
   actor::Response answer;
@@ -150,6 +151,21 @@ TEST_F(FrontTest, TheCheckBeforeTheBodyRefusesWhatHandleWouldRefuse) {
   EXPECT_EQ(forged.status, 401);
   EXPECT_EQ(front_->stats().requests, 8u) << "each refusal counted once, as a request";
   EXPECT_EQ(front_->stats().refused, 8u);
+  EXPECT_TRUE(host_.requests.empty());
+}
+
+TEST_F(FrontTest, AHandOverIsTakenOnlyFromASignedPeerNeverFromAClient) {
+  // A move's take (POST /v1/hand-over/...) acquires an actor at once, with no read of its
+  // record first: a client must never be able to send one, with or without a token, and a
+  // peer only with a verified signature (cluster/hand_over.h, step 4).
+  const std::string take = std::string(kMoveHandOverPrefix) + "acme/c/n?generation=1";
+  ServerResponse client = Handle(Request(take, {{"Authorization", std::string(kGoodToken)}}, "some-version"));
+  EXPECT_EQ(client.status, 404) << client.body;
+  auto peer = RunTask(world_, node_.env, front_->Handle(Request(take, {}, "some-version"), Via::kPeer));
+  ASSERT_TRUE(peer.has_value());
+  EXPECT_EQ(peer->status, 401) << peer->body;
+  EXPECT_EQ(front_->stats().taken, 0u);
+  for (const auto& [key, obj] : bucket_->objects()) EXPECT_FALSE(key.starts_with("owners/")) << key;
   EXPECT_TRUE(host_.requests.empty());
 }
 

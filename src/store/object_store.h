@@ -151,7 +151,7 @@ enum class BucketPurpose : std::uint8_t {
   kRestore,   // an actor's restore: its listings and reads of wal/ and snapshot/
   kGc,        // garbage collection: its listings and deletes
   kAlarm,     // alarms/: index entries, their removal, shard scans (the shard holds are kOwner)
-  kControl,   // control/ (tenants, the cluster secret, drains), quarantine/
+  kControl,   // control/ (tenants, the cluster secret, drains, moves), quarantine/
   kClass,     // classes/: class pointers and modules
   kOther,
   kCount

@@ -85,7 +85,7 @@ killed_ms=$(now_ms)
 check "n1 was killed -9 before the alarms were due ($(( due - killed_ms )) ms before)" '[ "$killed_ms" -lt "$due" ]'
 start n1b n1 1
 fired=0; early=0; missing=""
-deadline=$((SECONDS + 45))
+deadline=$((SECONDS + 90))  # exits as soon as all fired; a loaded machine needs the slack
 while [ $SECONDS -lt $deadline ]; do
   fired=0; early=0; missing=""
   for i in $(seq 1 100); do
@@ -99,7 +99,8 @@ while [ $SECONDS -lt $deadline ]; do
   [ "$fired" -ge 200 ] && break
   sleep 2
 done
-check "every one of the 200 alarms fired (counted from the actors' durable logs)" '[ "$fired" -ge 200 ]'
+check "every one of the 200 alarms fired (counted from the actors' durable logs; $fired seen)" '[ "$fired" -ge 200 ]'
+[ "$fired" -ge 200 ] || echo "     missing:$missing"
 [ -n "$missing" ] && echo "     (not fired twice yet:$missing)"
 check "none fired before its time" '[ "$early" = 0 ]'
 last_ms=$(for i in 1 51; do log_of 2 "p$i" | tr ',' '\n' | awk -F: '/^f/{print $3}' | head -1; done | sort -n | tail -1)

@@ -91,6 +91,13 @@ start() {
   pids+=("$pid")
   eval "pid_${name//-/_}=$pid"
 }
+# start_acquiring NAME NODE_ID INDEX ACTORS [ENV=VALUE...]: start, the node acquiring ACTORS
+# (comma-separated tenant/class/name) as soon as its lease is valid.
+start_acquiring() {
+  local name=$1 id=$2 idx=$3 actors=$4
+  shift 4
+  start "$name" "$id" "$idx" WASMKEEP_DEBUG_ACQUIRE="$actors" "$@"
+}
 # stop PID: kill -9 and reap.
 stop() { kill -9 "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
 # wait_for SECONDS COMMAND: polls until COMMAND succeeds.

@@ -14,15 +14,6 @@ prefix=owners
 # shellcheck source=common.sh
 source "$(dirname "$0")/common.sh"
 
-# start NAME NODE_ID INDEX ACTORS [ENV=VALUE...]
-start() {
-  local name=$1 id=$2 idx=$3 actors=$4
-  shift 4
-  env WASMKEEP_DEBUG_ACQUIRE="$actors" "$@" "$wk" --config "$work/fast.toml" --bucket "$bucket" serve \
-    --node-id "$id" --listen "127.0.0.1:$(port_of "$idx")" >"$work/$name.out" 2>"$work/$name.log" &
-  pids+=("$!")
-  eval "pid_${name}=$!"
-}
 # owner KEY: "node instance generation", "nobody - generation", or "absent"
 owner() {
   local body
@@ -30,29 +21,29 @@ owner() {
   awk '/^owner /{n=$2; i=($3==""?"-":$3)} /^generation /{g=$2} END{print n, i, g}' <<<"$body"
 }
 echo "== ownership on $backend"
-start a a 1 "t/c/x,t/c/y"
+start_acquiring a a 1 "t/c/x,t/c/y"
 check "a node acquires its actors at generation 1" 'wait_for 15 "[ \"\$(owner t/c/x | cut -d\" \" -f1,3)\" = \"a 1\" ]"'
 first_instance=$(owner t/c/x | cut -d' ' -f2)
 
 # A restarted node takes its predecessor's actors back, at new generations.
 kill -9 "$pid_a"; wait "$pid_a" 2>/dev/null
-start a2 a 2 "t/c/x,t/c/y"
+start_acquiring a2 a 2 "t/c/x,t/c/y"
 check "a restarted node takes its predecessor's actor back at generation 2" 'wait_for 15 "[ \"\$(owner t/c/x | cut -d\" \" -f1,3)\" = \"a 2\" ]"'
 check "under its new instance" '[ "$(owner t/c/x | cut -d" " -f2)" != "$first_instance" ]'
 
 # A deleted heartbeat object frees nothing.
-start b b 3 "t/c/z"
+start_acquiring b b 3 "t/c/z"
 check "node b holds t/c/z" 'wait_for 15 "[ \"\$(owner t/c/z | cut -d\" \" -f1)\" = b ]"'
 kill -9 "$pid_b"; wait "$pid_b" 2>/dev/null
 W bucket rm nodes/b >/dev/null 2>&1
-start c c 4 "t/c/z"
+start_acquiring c c 4 "t/c/z"
 sleep 8
 check "with nodes/b deleted, its actor stays recorded to b" '[ "$(owner t/c/z | cut -d" " -f1)" = b ]'
 check "and node c did not take it" '! grep -q "debug hold acquired actor=t/c/z" "$work/c.log"'
 stop "$pid_c"
 
 # A drain ends only when no release is pending.
-start d d 5 "t/c/w" WASMKEEP_DEBUG_FAULTS="outage_file=$work/records_down,outage_prefix=owners/"
+start_acquiring d d 5 "t/c/w" WASMKEEP_DEBUG_FAULTS="outage_file=$work/records_down,outage_prefix=owners/"
 check "node d holds t/c/w" 'wait_for 15 "[ \"\$(owner t/c/w | cut -d\" \" -f1)\" = d ]"'
 touch "$work/records_down"
 W cluster drain d --wait 4 >/dev/null 2>&1; code=$?
@@ -65,8 +56,9 @@ check "and the record names nobody, generation kept" '[ "$(owner t/c/w)" = "nobo
 stop "$pid_d"
 
 # An acquire with an unknown outcome is released if it landed (by the resolver), and the
-# actor is then acquired again at the next generation.
-start e e 6 "t/c/u" WASMKEEP_DEBUG_FAULTS="unknown_first_put=owners/"
+# actor is then acquired again at the next generation. Faults aimed at one actor's record
+# (here and below) leave the node's alarm shard holds alone, so the counts are the actor's.
+start_acquiring e e 6 "t/c/u" WASMKEEP_DEBUG_FAULTS="unknown_first_put=owners/t/c/u"
 check "the acquire whose outcome was unknown is kept for the resolver" 'wait_for 20 "grep -q \"acquire outcome unknown\" \"$work/e.log\""'
 check "the resolver released it (it had landed)" 'wait_for 10 "[ \"\$(metric 6 '"'"'wasmkeep_resolver_total{outcome=\"released\"}'"'"')\" = 1 ]"'
 check "the actor is then held at generation 2" 'wait_for 10 "[ \"\$(owner t/c/u | cut -d\" \" -f1,3)\" = \"e 2\" ]"'
@@ -75,8 +67,9 @@ stop "$pid_e"
 # A pending release never applies to a later hold of the same node, in the dangerous order:
 # the release of g1 is parked (releases refused: only puts naming nobody), the node takes
 # the actor again at g2 while its release of g1 is still refused, and only then may the
-# parked release (If-Match g1's version) be retried: it must not free g2.
-start f f 7 "t/c/v" WASMKEEP_DEBUG_FAULTS="outage_file=$work/v_down,outage_prefix=owners/,outage_body=owner nobody"
+# parked release (If-Match g1's version) be retried: it must not free g2. The outage is
+# this actor's record alone: the node's alarm shard holds (docs/alarms.md) go on unharmed.
+start_acquiring f f 7 "t/c/v" WASMKEEP_DEBUG_FAULTS="outage_file=$work/v_down,outage_prefix=owners/t/c/v,outage_body=owner nobody"
 check "node f holds t/c/v at generation 1" 'wait_for 15 "[ \"\$(owner t/c/v | cut -d\" \" -f1,3)\" = \"f 1\" ]"'
 touch "$work/v_down"
 W cluster drain f --wait 2 >/dev/null 2>&1
@@ -97,7 +90,7 @@ stop "$pid_f"
 # release (ADR 0020 §3; the simulator's resolver-without-lock).
 # The second acquisition's reply takes 1.5 s (it lands at once), so the resolver's passes
 # (every 250 ms) read the record between its landing and the registration of its hold.
-start h h 9 "t/c/s" WASMKEEP_DEBUG_FAULTS="lost_first_put=owners/,slow_reply_ms=1500,slow_reply_prefix=owners/"
+start_acquiring h h 9 "t/c/s" WASMKEEP_DEBUG_FAULTS="lost_first_put=owners/t/c/s,slow_reply_ms=1500,slow_reply_prefix=owners/t/c/s"
 check "the lost acquire is kept for the resolver" 'wait_for 20 "grep -sq \"acquire outcome unknown\" \"$work/h.log\""'
 check "a second acquire holds the actor at the same generation 1" 'wait_for 10 "grep -q \"debug hold acquired actor=t/c/s generation=1\" \"$work/h.log\""'
 check "the resolver dropped its entry without releasing" 'wait_for 10 "[ \"\$(metric 9 '"'"'wasmkeep_resolver_total{outcome=\"dropped\"}'"'"')\" = 1 ]"'
@@ -112,7 +105,7 @@ stop "$pid_h"
 # stop's release waits its bound while an upload is still in flight. The hold stops being
 # valid when the release starts, so that upload comes back Late and acknowledges nothing,
 # all before `released` is written; the next owner restores every acknowledged write.
-start i i 10 "" WASMKEEP_DEBUG_WRITER="t/c/r" WASMKEEP_DEBUG_WRITER_OPTIONS="rate=50,inflight=4" \
+start_acquiring i i 10 "" WASMKEEP_DEBUG_WRITER="t/c/r" WASMKEEP_DEBUG_WRITER_OPTIONS="rate=50,inflight=4" \
   WASMKEEP_DEBUG_FAULTS="slow_put_ms=400,slow_put_prefix=wal/,outage_file=$work/r_down,outage_prefix=owners/"
 check "node i writes to t/c/r" 'wait_for 20 "grep -sq \"^acked \" \"$work/i.out\""'
 touch "$work/r_down"
@@ -125,7 +118,7 @@ released_line=$(grep -n "node lease released" "$work/i.log" | head -1 | cut -d: 
 check "the straggling upload came back Late, acknowledging nothing" 'grep "debug writer: replica failed" "$work/i.log" | grep -q Late'
 check "before released was written" '[ -n "$late_line" ] && [ -n "$released_line" ] && [ "$late_line" -lt "$released_line" ]'
 rm -f "$work/r_down"
-start j j 11 "" WASMKEEP_DEBUG_WRITER="t/c/r" WASMKEEP_DEBUG_WRITER_OPTIONS="writes=1"
+start_acquiring j j 11 "" WASMKEEP_DEBUG_WRITER="t/c/r" WASMKEEP_DEBUG_WRITER_OPTIONS="writes=1"
 check "the next owner restores t/c/r" 'wait_for 30 "grep -sq \"debug writer restored\" \"$work/j.log\""'
 restored=$(grep "debug writer restored" "$work/j.log" | head -1 | sed -n 's/.* log=\([^ ]*\).*/\1/p')
 missing=0
@@ -140,7 +133,7 @@ stop "$pid_j"
 # lease is made locally invalid, so the upload in flight (sent before) comes back Late and
 # acknowledges nothing, before `released` (sent after, as late) is written; the next owner
 # restores every acknowledged write.
-start k k 12 "t/c/k1,t/c/k2,t/c/k3,t/c/k4,t/c/k5,t/c/k6" WASMKEEP_DEBUG_WRITER="t/c/zr" \
+start_acquiring k k 12 "t/c/k1,t/c/k2,t/c/k3,t/c/k4,t/c/k5,t/c/k6" WASMKEEP_DEBUG_WRITER="t/c/zr" \
   WASMKEEP_DEBUG_WRITER_OPTIONS="rate=50,inflight=4" \
   WASMKEEP_DEBUG_FAULTS="slow_put_ms=200,slow_reply_ms=1000,slow_reply_prefix=owners/"
 k_holds_six() { [ "$(grep -sc "debug hold acquired" "$work/k.log")" = 6 ]; }
@@ -153,7 +146,7 @@ late_line=$(grep -n "debug writer: replica failed" "$work/k.log" | head -1 | cut
 released_line=$(grep -n "node lease released" "$work/k.log" | head -1 | cut -d: -f1)
 check "the lease-level cut made the straggler's upload Late, acknowledging nothing" 'grep "debug writer: replica failed" "$work/k.log" | grep -q Late'
 check "before released was written" '[ -n "$late_line" ] && [ -n "$released_line" ] && [ "$late_line" -lt "$released_line" ]'
-start l l 13 "" WASMKEEP_DEBUG_WRITER="t/c/zr" WASMKEEP_DEBUG_WRITER_OPTIONS="writes=1"
+start_acquiring l l 13 "" WASMKEEP_DEBUG_WRITER="t/c/zr" WASMKEEP_DEBUG_WRITER_OPTIONS="writes=1"
 check "the next owner restores t/c/zr" 'wait_for 30 "grep -sq \"debug writer restored\" \"$work/l.log\""'
 restored=$(grep "debug writer restored" "$work/l.log" | head -1 | sed -n 's/.* log=\([^ ]*\).*/\1/p')
 missing=0
@@ -165,9 +158,9 @@ stop "$pid_l"
 # t/c/fm; node n waits to take it. An operator fences m: m exits at its next lease write,
 # answering nothing more; n takes t/c/fm only once ttl + grace after m's last write has
 # passed, and restores every write m acknowledged.
-start m m 14 "" WASMKEEP_DEBUG_WRITER="t/c/fm" WASMKEEP_DEBUG_WRITER_OPTIONS="rate=50,inflight=4"
+start_acquiring m m 14 "" WASMKEEP_DEBUG_WRITER="t/c/fm" WASMKEEP_DEBUG_WRITER_OPTIONS="rate=50,inflight=4"
 check "node m writes to t/c/fm" 'wait_for 20 "grep -sq \"^acked \" \"$work/m.out\""'
-start n n 15 "" WASMKEEP_DEBUG_WRITER="t/c/fm" WASMKEEP_DEBUG_WRITER_OPTIONS="writes=1"
+start_acquiring n n 15 "" WASMKEEP_DEBUG_WRITER="t/c/fm" WASMKEEP_DEBUG_WRITER_OPTIONS="writes=1"
 wait_ready 15 15
 sleep 1
 check "cluster fence m succeeds" 'W cluster fence m >/dev/null 2>&1'
@@ -188,12 +181,12 @@ stop "$pid_n"
 # dies; its nodes/p is then an old-format heartbeat (headers 1 and 2 are written
 # unconditionally by per-actor-lease binaries), as old as can be. Node q wants t/c/o and
 # must never take it; q reports the old heartbeat once, as a retired node's.
-start p p 16 "t/c/o"
+start_acquiring p p 16 "t/c/o"
 check "node p holds t/c/o" 'wait_for 15 "[ \"\$(owner t/c/o | cut -d\" \" -f1)\" = p ]"'
 kill -9 "$pid_p"; wait "$pid_p" 2>/dev/null
 printf 'wasmkeep-node 1\nnode p\nwritten_at_ms 1000\n' >"$work/old-heartbeat"
 W bucket put nodes/p "$work/old-heartbeat" >/dev/null 2>&1
-start q q 17 "t/c/o"
+start_acquiring q q 17 "t/c/o"
 wait_ready 17 15
 sleep 8
 check "an old-format heartbeat frees nothing: t/c/o stays recorded to p" '[ "$(owner t/c/o | cut -d" " -f1)" = p ] && ! grep -q "debug hold acquired actor=t/c/o" "$work/q.log"'

@@ -19,15 +19,6 @@ prefix=upgrade
 # shellcheck source=common.sh
 source "$(dirname "$0")/common.sh"
 
-# start NAME NODE_ID INDEX ACTORS [ENV=VALUE...]
-start() {
-  local name=$1 id=$2 idx=$3 actors=$4
-  shift 4
-  env WASMKEEP_DEBUG_ACQUIRE="$actors" "$@" "$wk" --config "$work/fast.toml" --bucket "$bucket" serve \
-    --node-id "$id" --listen "127.0.0.1:$(port_of "$idx")" >"$work/$name.out" 2>"$work/$name.log" &
-  pids+=("$!")
-  eval "pid_${name}=$!"
-}
 now_ms() { date +%s%3N; }
 put() { printf '%b' "$2" >"$work/obj"; W bucket put "$1" "$work/obj" >/dev/null 2>&1; }
 # owner KEY: "node generation", or "absent"
@@ -51,29 +42,30 @@ put "$(key snapshot/t/c/found/ 9 0)" "x"
 put leases/t/c/found "wasmkeep-lease 1\nnode old-1\ngeneration 5\nexpires_at_ms $((t0 - 60000))\n"
 # new: nothing at all. Last, the heartbeat of an old node that stopped just now, and
 # mine: an old lease naming node a itself, the id the new node starts under, still live for
-# 14 s (then grace 1 s): an old record has no instance, so it is refused whoever it names.
+# 20 s (then grace 1 s: time for a loaded machine to see it refused and untouched first): an
+# old record has no instance, so it is refused whoever it names.
 t1=$(now_ms)
 put nodes/old-1 "wasmkeep-node 1\nnode old-1\nwritten_at_ms $t1\n"
-mine_expires=$(($(now_ms) + 14000))
+mine_expires=$(($(now_ms) + 20000))
 put leases/t/c/mine "wasmkeep-lease 1\nnode a\ngeneration 3\nexpires_at_ms $mine_expires\n"
 
-start a a 1 "t/c/found,t/c/mine,t/c/new"
+start_acquiring a a 1 "t/c/found,t/c/mine,t/c/new"
 check "the new node becomes ready" 'wait_ready 1 20'
 valid_ms=$(log_ms "$work/a.log" "node lease valid")
 check "the start guard held its first write while the old heartbeat was fresh (5 s after it)" \
   '[ -n "$valid_ms" ] && [ "$valid_ms" -ge $((t1 + 4900)) ] && grep -q "start guard: waiting" "$work/a.log"'
-check "the found actor is acquired above every generation in its log (snapshot 9: generation 10)" \
-  'wait_for 10 "[ \"\$(owner t/c/found)\" = \"a 10\" ]"'
 check "a live old lease naming this node's own id is refused: no record" \
   'wait_for 5 "grep -q \"actor refused: an old version.*t/c/mine\" \"$work/a.log\"" && [ "$(owner t/c/mine)" = absent ]'
 check "and the old lease is left as it was" '[ "$(header_of leases/t/c/mine)" = "wasmkeep-lease 1" ]'
+check "the found actor is acquired above every generation in its log (snapshot 9: generation 10)" \
+  'wait_for 10 "[ \"\$(owner t/c/found)\" = \"a 10\" ]"'
 check "the refusals are counted" '[ "$(metric 1 wasmkeep_old_lease_refusals_total)" -ge 1 ] 2>/dev/null'
 check "its old lease is replaced by a wasmkeep-lease 2 marker seeded at 9" \
   '[ "$(header_of leases/t/c/found)" = "wasmkeep-lease 2" ] && [ "$(seed_of leases/t/c/found)" = 9 ]'
 check "a new actor starts at generation 1 and is marked too" \
   'wait_for 10 "[ \"\$(owner t/c/new)\" = \"a 1\" ]" && [ "$(header_of leases/t/c/new)" = "wasmkeep-lease 2" ] && [ "$(seed_of leases/t/c/new)" = 0 ]'
 check "once expires_at + grace has passed, it is taken at the old generation + 1" \
-  'wait_for 20 "[ \"\$(owner t/c/mine)\" = \"a 4\" ]" && [ "$(log_ms "$work/a.log" "debug hold acquired actor=t/c/mine")" -ge $((mine_expires + 1000)) ]'
+  'wait_for 30 "[ \"\$(owner t/c/mine)\" = \"a 4\" ]" && [ "$(log_ms "$work/a.log" "debug hold acquired actor=t/c/mine")" -ge $((mine_expires + 1000)) ]'
 check "and marked" '[ "$(header_of leases/t/c/mine)" = "wasmkeep-lease 2" ] && [ "$(seed_of leases/t/c/mine)" = 3 ]'
 check "three markers written" '[ "$(metric 1 wasmkeep_upgrade_markers_total)" = 3 ]'
 stop "$pid_a"
@@ -81,7 +73,7 @@ stop "$pid_a"
 # An old node still running: its heartbeat is rewritten while a new node's guard waits.
 # The new node refuses to start (status 9) and writes no lease.
 put nodes/old-2 "wasmkeep-node 2\nwritten_at_ms $(now_ms)\n"
-start b b 2 ""
+start_acquiring b b 2 ""
 for _ in 1 2 3 4 5 6; do sleep 0.5; put nodes/old-2 "wasmkeep-node 2\nwritten_at_ms $(now_ms)\n"; done
 wait_exit "$pid_b" 20
 check "a new node refuses to start while an old version runs (exit 9)" '[ "$code" = 9 ]'

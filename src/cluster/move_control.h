@@ -1,0 +1,102 @@
+// MoveControl: moves requested through the bucket (`wasmkeep actor move`, `wasmkeep
+// cluster balance`; docs/node-lease.md, "Moving actors").
+//
+// A move of actor T/C/N held by node S to node D is the object
+// control/move/<S>/<T>/<C>/<N>, format `wasmkeep-move 1`:
+//
+//   wasmkeep-move 1
+//   to <D>
+//   state requested          (or: moved | released | pending | refused)
+//   at <unix ms>             (when the state was written)
+//   detail <text>            (why, for people; "-" when there is nothing to say)
+//
+// The operator's command writes it `requested` (If-None-Match: *, or If-Match over a
+// finished one). Node S lists control/move/<S>/ after each of its listings (one LIST per
+// heartbeat period; a GET per request found), hands each requested actor over to D
+// (HandOvers::HandOver: closed here, durable, released, then D takes it and restores at
+// once), at most `per_second` hand-overs started per second, and writes the outcome over
+// the request (If-Match the version it read): `moved` (D holds it), `released` (released
+// here, D did not take it: the actor starts wherever its next request lands), `pending`
+// (the release is pending: it lands later, or the stop or a fence frees it) or `refused`
+// (nothing changed: not held here, D not live, D is this node, this node drains). The
+// command reads the outcome and deletes the object.
+//
+// Why the bucket carries the request (and not an HTTP endpoint): the same reasons as the
+// drain's (drain_control.h): the bucket's credentials already authenticate operators, it
+// reaches nodes the operator cannot route to, and a request outlives a restart of its
+// node. The hand-over itself goes node to node (hand_over.h).
+//
+// Threading: Env loop thread only.
+#pragma once
+
+#include <string>
+
+#include "cluster/hand_over.h"
+#include "cluster/membership.h"
+#include "cluster/owners.h"
+
+namespace wk {
+
+inline constexpr std::string_view kMovePrefix = "control/move/";
+// control/move/<node>/ : the requests node must carry out.
+inline std::string MovePrefix(const NodeId& node) { return std::string(kMovePrefix) + node.str() + "/"; }
+inline std::string MoveKey(const NodeId& node, const ActorId& actor) { return MovePrefix(node) + actor.ToString(); }
+
+enum class MoveState : std::uint8_t { kRequested, kMoved, kReleased, kPending, kRefused };
+std::string_view MoveStateName(MoveState s);
+
+struct MoveRecord {
+  NodeId to;
+  MoveState state = MoveState::kRequested;
+  WallTime at{};
+  std::string detail;  // printable ASCII; EncodeMoveRecord cleans and bounds it
+};
+std::string EncodeMoveRecord(const MoveRecord& r);
+Result<MoveRecord> DecodeMoveRecord(std::string_view body);
+
+// The default of [moves] per_second: hand-overs a node starts per second for requested
+// moves (a balance of a thousand actors from one node takes under two minutes).
+inline constexpr double kDefaultMovesPerSecond = 10;
+
+struct MoveControlStats {
+  std::uint64_t requests = 0;  // requests found `requested`
+  std::uint64_t moved = 0;
+  std::uint64_t refused = 0;
+  std::uint64_t other = 0;  // released or pending
+};
+
+class MoveControl {
+ public:
+  // per_second: at most this many hand-overs started per second (> 0).
+  MoveControl(Env& env, ObjectStore& store, Owners& owners, HandOvers& hand_overs, const Membership& membership,
+              NodeId node_id, LeaseTiming timing, double per_second = kDefaultMovesPerSecond);
+  ~MoveControl();
+
+  // Register with Membership::AddListener: one pass over this node's requests at a time.
+  // Nothing until enabled (`wasmkeep serve` enables it; the simulator's scenarios that do
+  // not model moves leave it off, so their bucket requests stay as they were).
+  void OnListing();
+  void set_enabled(bool enabled) { enabled_ = enabled; }
+  void set_per_second(double per_second) { per_second_ = per_second; }
+  const MoveControlStats& stats() const { return stats_; }
+
+ private:
+  Task<void> Pass();
+  Task<void> Carry(std::string key, Version version, ActorId actor, MoveRecord request);
+  Task<void> Finish(std::string key, Version version, MoveRecord request, MoveState state, std::string detail);
+
+  Env& env_;
+  ObjectStore& store_;
+  Owners& owners_;
+  HandOvers& hand_overs_;
+  const Membership& membership_;
+  const NodeId node_id_;
+  const LeaseTiming timing_;
+  double per_second_;
+  bool enabled_ = false;
+  TaskHandle pass_;
+  MoveControlStats stats_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace wk
