@@ -41,7 +41,11 @@
 # empty), WASMKEEP_WORKERD_VERSION (default 1.20261117.1), WASMKEEP_DENSITY_WORKERD=0
 # skips workerd, WASMKEEP_DENSITY_CONCURRENCY (default 16), WASMKEEP_DENSITY_IDLE_WAIT
 # (seconds waited for instances to be dropped; default 15), WASMKEEP_BENCH_DEPS=0 skips
-# scripts/install-deps.sh.
+# scripts/install-deps.sh, WASMKEEP_DENSITY_IDLE_INSTANCE_MS sets actors.idle_instance_ms
+# (default: the node's, 10 s; a value longer than both passes keeps every instance alive, to
+# tell the warm pass's tail with instances made again from the one without),
+# WASMKEEP_DENSITY_PERF=<file> records the node's CPU profile of the second pass with
+# `perf record -g` into <file> (kept).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sizes=("$@")
@@ -50,6 +54,8 @@ workerd_version=${WASMKEEP_WORKERD_VERSION:-1.20261117.1}
 with_workerd=${WASMKEEP_DENSITY_WORKERD:-1}
 conc=${WASMKEEP_DENSITY_CONCURRENCY:-16}
 idle_wait=${WASMKEEP_DENSITY_IDLE_WAIT:-15}
+idle_instance_ms=${WASMKEEP_DENSITY_IDLE_INSTANCE_MS:-}
+perf_out=${WASMKEEP_DENSITY_PERF:-}
 tenant=bench
 
 # --- tools -------------------------------------------------------------------------------
@@ -118,6 +124,7 @@ heartbeat_period_ms = 1000
 [actors]
 idle_hibernate_ms = 600000   # the first pass of 50,000 takes minutes; see the header
 TOML
+  [ -z "$idle_instance_ms" ] || echo "idle_instance_ms = $idle_instance_ms" >>"$dir/wasmkeep.toml"
   "$wk" --config "$dir/wasmkeep.toml" serve 2>"$dir/wasmkeep.log" &
   server_pid=$!
   token=$("$wk" --config "$dir/wasmkeep.toml" tenant add "$tenant" | tail -n1)
@@ -192,7 +199,7 @@ mib() { awk -v b="$1" 'BEGIN {printf "%.0f", b / 1048576}'; }
 wk_git="$(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 [ -z "$(git status --porcelain --untracked-files=no -- src 2>/dev/null)" ] || wk_git="$wk_git+uncommitted src/ changes"
 echo "setup: $(nproc) cores ($(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo)), $(free -g | awk '/Mem:/{print $2}') GiB, $(uname -r), $(date -u +%Y-%m-%dT%H:%MZ)"
-echo "       WasmKeep git $wk_git (release preset), one node, sqlite:// on $(df -h "$tmp" | awk 'NR==2{print $1}'), default [actors] but idle_hibernate_ms = 600000"
+echo "       WasmKeep git $wk_git (release preset), one node, sqlite:// on $(df -h "$tmp" | awk 'NR==2{print $1}'), default [actors] but idle_hibernate_ms = 600000${idle_instance_ms:+ and idle_instance_ms = $idle_instance_ms}"
 [ -n "$workerd" ] && echo "       workerd $workerd_version ($("$workerd" --version 2>&1 | head -1)), localDisk on the same disk"
 echo "       curl --parallel-max $conc (keep-alive); vm.max_map_count $(cat /proc/sys/vm/max_map_count); load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
@@ -220,7 +227,14 @@ for n in "${sizes[@]}"; do
     else
       constructed_first=$(curl -s -H "Authorization: Bearer $token" "$url/_density" || echo "?")
     fi
+    perf_pid=""
+    if [ -n "$perf_out" ] && [ "$sys" = wasmkeep ]; then
+      perf record -g -o "$perf_out-$n" -p "$server_pid" >/dev/null 2>&1 &
+      perf_pid=$!
+      sleep 1
+    fi
     run_pass "$prefix" 1 "$n" "$tmp/second.out"
+    if [ -n "$perf_pid" ]; then kill -INT "$perf_pid"; wait "$perf_pid" || true; fi
     second_secs=$pass_seconds
     second=$(summarize "$tmp/second.out" "$second_secs")
     if [ "$sys" = wasmkeep ]; then
