@@ -445,9 +445,19 @@ void BM_RealEnvRunMainEmpty(benchmark::State& state) {
   state.SetLabel("reference: RealEnv::RunMain of an empty coroutine, no worker thread");
 }
 
+// The benchmark's argument is the spin window in microseconds (env/spin.h), for the loop
+// and the worker alike: 0 (each hand-off wakes a sleeping thread) against the node's
+// default, side by side in one run.
+void SetHarnessSpin(testing::Harness* h, const benchmark::State& state) {
+  const Duration spin = std::chrono::microseconds(state.range(0));
+  h->env().set_idle_spin(spin);
+  h->runtime().SetSpin(spin);
+}
+
 void HarnessOne(benchmark::State& state, const std::string& actor, const std::string& path) {
   testing::Harness* h = TheHarness();
   if (h == nullptr) return state.SkipWithError(g_harness_error.c_str());
+  SetHarnessSpin(h, state);
   const testing::TestRequest req{.method = "POST", .path = path};
   if (auto r = h->Call(actor, req); !r.ok()) return state.SkipWithError(r.status().ToString().c_str());
   for (auto _ : state) {
@@ -455,7 +465,7 @@ void HarnessOne(benchmark::State& state, const std::string& actor, const std::st
     if (!r.ok() || r->status != 200) return state.SkipWithError(r.ok() ? "status not 200" : r.status().ToString().c_str());
   }
   state.SetItemsProcessed(state.iterations());
-  state.SetLabel("harness: Harness::Call = RealEnv loop run per call + hand-off to the worker thread and back");
+  state.SetLabel("harness: Harness::Call = RealEnv loop run per call + hand-off to the worker thread and back; arg = spin us");
 }
 
 void BM_HarnessCounterIncrement(benchmark::State& state) { HarnessOne(state, "t/counter/c", "/increment"); }
@@ -467,6 +477,7 @@ void BM_HarnessCounter1000Actors(benchmark::State& state) {
   constexpr int kActors = 1000;
   testing::Harness* h = TheHarness();
   if (h == nullptr) return state.SkipWithError(g_harness_error.c_str());
+  SetHarnessSpin(h, state);
   const testing::TestRequest req{.method = "POST", .path = "/increment"};
   std::vector<std::string> names;
   for (int i = 0; i < kActors; ++i) names.push_back("t/counter/rr" + std::to_string(i));
@@ -484,7 +495,7 @@ void BM_HarnessCounter1000Actors(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations());
   state.counters["resident_actors"] = static_cast<double>(h->runtime().stats().resident_actors);
-  state.SetLabel("harness: round robin over 1000 resident counters; includes loop hand-off per call");
+  state.SetLabel("harness: round robin over 1000 resident counters; includes loop hand-off per call; arg = spin us");
 }
 
 // Throughput rather than one call at a time: each iteration runs 1,000 events at once,
@@ -533,6 +544,7 @@ void BM_RuntimeCounter1000Concurrent(benchmark::State& state) {
   constexpr int kActors = 1000;
   testing::Harness* h = TheHarness();
   if (h == nullptr) return state.SkipWithError(g_harness_error.c_str());
+  SetHarnessSpin(h, state);
   std::vector<ActorId> ids;
   for (int i = 0; i < kActors; ++i) {
     // Through the harness first: registers the class for the tenant and warms the actor.
@@ -549,7 +561,7 @@ void BM_RuntimeCounter1000Concurrent(benchmark::State& state) {
     if (failures != 0) return state.SkipWithError("some events failed");
   }
   state.SetItemsProcessed(state.iterations() * kActors);
-  state.SetLabel("runtime: 1000 concurrent events (one per resident counter) per iteration, 1 worker");
+  state.SetLabel("runtime: 1000 concurrent events (one per resident counter) per iteration, 1 worker; arg = spin us");
 }
 
 // ---------------------------------------------------------------------------------------
@@ -609,6 +621,9 @@ void BM_TwinRuntime(benchmark::State& state, std::size_t event, bool assemblyscr
   const std::string cls = TwinModule(e, assemblyscript);
   testing::Harness* h = TheHarness();
   if (h == nullptr) return state.SkipWithError(g_harness_error.c_str());
+  // No spinning: the twins' figures stay comparable with their earlier runs.
+  h->env().set_idle_spin(Duration::zero());
+  h->runtime().SetSpin(Duration::zero());
   const std::string wasm = ActorWasm(cls);
   if (testing::ReadFileBytes(wasm).empty()) return state.SkipWithError(("not built: " + wasm).c_str());
   std::vector<ActorId> ids;
@@ -786,11 +801,14 @@ void Register() {
   common(benchmark::RegisterBenchmark("BM_RawEventAbiProbeCount", BM_RawEventAbiProbeCount));
   common(benchmark::RegisterBenchmark("BM_RawEventCounterIncrement", BM_RawEventCounterIncrement));
   common(benchmark::RegisterBenchmark("BM_RealEnvRunMainEmpty", BM_RealEnvRunMainEmpty));
-  common(benchmark::RegisterBenchmark("BM_HarnessCounterIncrement", BM_HarnessCounterIncrement));
-  common(benchmark::RegisterBenchmark("BM_HarnessCounter1000Actors", BM_HarnessCounter1000Actors));
-  common(benchmark::RegisterBenchmark("BM_HarnessAbiProbeCount", BM_HarnessAbiProbeCount));
-  common(benchmark::RegisterBenchmark("BM_RuntimeCounter1000Concurrent", BM_RuntimeCounter1000Concurrent)
-             ->Unit(benchmark::kMillisecond));
+  // Each at spin 0 and at the node's default window (actors.spin_us = 50).
+  for (int spin_us : {0, 50}) {
+    common(benchmark::RegisterBenchmark("BM_HarnessCounterIncrement", BM_HarnessCounterIncrement)->Arg(spin_us));
+    common(benchmark::RegisterBenchmark("BM_HarnessCounter1000Actors", BM_HarnessCounter1000Actors)->Arg(spin_us));
+    common(benchmark::RegisterBenchmark("BM_HarnessAbiProbeCount", BM_HarnessAbiProbeCount)->Arg(spin_us));
+    common(benchmark::RegisterBenchmark("BM_RuntimeCounter1000Concurrent", BM_RuntimeCounter1000Concurrent)
+               ->Arg(spin_us)->Unit(benchmark::kMillisecond));
+  }
   for (std::size_t i = 0; i < TwinEvents().size(); ++i) {
     for (bool as : {false, true}) {
       const std::string suffix = std::string("/") + TwinEvents()[i].example + "/" + std::to_string(i) + "/" +

@@ -42,7 +42,9 @@
 # (default 3), WASMKEEP_HTTP_BENCH_STRACE=0 skips the strace check, WASMKEEP_HTTP_BENCH_BUCKET
 # (sqlite or file; default sqlite), WASMKEEP_HTTP_BENCH_GC_MINUTES (default 0: no long case),
 # WASMKEEP_HTTP_BENCH_CASES (default "hot:1 hot:16 rr:1 rr:16 rr10k:16"; empty runs only the
-# long case).
+# long case), WASMKEEP_HTTP_BENCH_SPIN_US (the node's actors.spin_us, 0-1000; unset: the
+# node's default, docs/configuration.md), WASMKEEP_SKIP_INSTALL_DEPS=1 (the tools are
+# installed already: scripts/install-deps.sh is not run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-10}
@@ -55,9 +57,11 @@ tenant=bench
 bucket_scheme=${WASMKEEP_HTTP_BENCH_BUCKET:-sqlite}
 gc_minutes=${WASMKEEP_HTTP_BENCH_GC_MINUTES:-0}
 case "$bucket_scheme" in sqlite | file) ;; *) echo "WASMKEEP_HTTP_BENCH_BUCKET must be sqlite or file"; exit 2 ;; esac
+spin_us=${WASMKEEP_HTTP_BENCH_SPIN_US:-}
+[[ -z $spin_us || $spin_us =~ ^[0-9]+$ ]] || { echo "WASMKEEP_HTTP_BENCH_SPIN_US must be a number of microseconds"; exit 2; }
 
 # --- tools -------------------------------------------------------------------------------
-./scripts/install-deps.sh >/dev/null
+[ "${WASMKEEP_SKIP_INSTALL_DEPS:-0}" = 1 ] || ./scripts/install-deps.sh >/dev/null
 apt_install() {
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq && apt-get install -y -qq --no-install-recommends "$@" >/dev/null
@@ -110,6 +114,9 @@ safety_ms = 1000
 max_skew_ms = 500
 heartbeat_period_ms = 1000
 TOML
+if [ -n "$spin_us" ]; then
+  printf '[actors]\nspin_us = %s\n' "$spin_us" >>"$tmp/wasmkeep.toml"
+fi
 W() { "$wk" --config "$tmp/wasmkeep.toml" "$@"; }
 "$wk" --config "$tmp/wasmkeep.toml" serve 2>"$tmp/wasmkeep.log" &
 wk_pid=$!
@@ -244,7 +251,7 @@ load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 wk_git="$(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 [ -z "$(git status --porcelain --untracked-files=no -- src 2>/dev/null)" ] || wk_git="$wk_git+uncommitted src/ changes"
 echo "setup: $(nproc) cores ($(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo)), $(free -g | awk '/Mem:/{print $2}') GiB, $(uname -r), $(date -u +%Y-%m-%dT%H:%MZ)"
-echo "       WasmKeep git $wk_git (release preset), one node, $bucket_scheme:// on $(df -h "$tmp" | awk 'NR==2{print $1}'), $(W --version 2>/dev/null | head -1)"
+echo "       WasmKeep git $wk_git (release preset), one node (actors.spin_us ${spin_us:-default}), $bucket_scheme:// on $(df -h "$tmp" | awk 'NR==2{print $1}'), $(W --version 2>/dev/null | head -1)"
 echo "       workerd $workerd_version from npm ($("$workerd" --version 2>&1 | head -1)), localDisk on the same disk"
 echo "       $(wrk --version 2>&1 | head -1 | cut -d' ' -f1-2), $rounds rounds of ${seconds} s per case and system, each after ${warm_seconds} s of warm-up; load average before: $load_before"
 disk_before=$(disk_probe)

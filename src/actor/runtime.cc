@@ -1,6 +1,7 @@
 #include "actor/runtime.h"
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -11,6 +12,7 @@
 #include "actor/txn.h"
 #include "base/check.h"
 #include "base/log.h"
+#include "env/spin.h"
 
 namespace wk::actor {
 namespace {
@@ -59,6 +61,9 @@ Status ValidateLimits(const ActorLimits& l) {
 Status ValidateRuntimeOptions(const RuntimeOptions& o) {
   if (auto s = ValidateLimits(o.limits); !s.ok()) return s;
   if (o.workers < 0 || o.workers > 256) return InvalidArgument("actors.workers must be between 0 (one per core) and 256");
+  if (o.spin < Duration::zero() || o.spin > std::chrono::milliseconds(1)) {
+    return InvalidArgument("actors.spin_us must be between 0 (off) and 1000");
+  }
   if (o.idle_hibernate < std::chrono::milliseconds(1)) return InvalidArgument("actors.idle_hibernate_ms must be at least 1");
   if (o.idle_instance < std::chrono::milliseconds(1)) return InvalidArgument("actors.idle_instance_ms must be at least 1");
   if (o.max_instances < 1 || o.max_instances > kMaxInstancesSetting) {
@@ -117,13 +122,19 @@ class ActorRuntime::WorkerThread {
  public:
   using Job = std::function<void(engine::Worker&)>;
 
-  WorkerThread(engine::Engine& engine, engine::WorkerOptions options) {
+  // `spin`: how long the thread polls for the next job after one before it sleeps
+  // (env/spin.h); 0 sleeps at once.
+  WorkerThread(engine::Engine& engine, engine::WorkerOptions options, Duration spin) {
+    set_spin(spin);
     thread_ = std::thread([this, &engine, options] { Loop(engine, options); });
   }
+  // From any thread; the next wait uses it.
+  void set_spin(Duration spin) { spin_ns_.store(spin.count(), std::memory_order_relaxed); }
   ~WorkerThread() {
     {
       std::lock_guard lock(mu_);
       stop_ = true;
+      queued_.store(1, std::memory_order_release);  // ends a spin at once
     }
     cv_.notify_one();
     thread_.join();
@@ -132,7 +143,10 @@ class ActorRuntime::WorkerThread {
     {
       std::lock_guard lock(mu_);
       jobs_.push_back(std::move(job));
+      queued_.store(jobs_.size(), std::memory_order_release);
     }
+    // Costs no system call while the thread spins: glibc's notify wakes through the
+    // kernel only when a thread waits.
     cv_.notify_one();
   }
 
@@ -140,6 +154,12 @@ class ActorRuntime::WorkerThread {
   void Loop(engine::Engine& engine, engine::WorkerOptions options) {
     engine::Worker worker(engine, options);
     for (;;) {
+      if (const Duration spin{spin_ns_.load(std::memory_order_relaxed)}; spin > Duration::zero()) {
+        // Poll the queue's size (no lock) until a job comes or the window passes.
+        SpinWindow window(spin);
+        while (queued_.load(std::memory_order_acquire) == 0 && window.KeepSpinning()) {
+        }
+      }
       Job job;
       {
         std::unique_lock lock(mu_);
@@ -147,15 +167,18 @@ class ActorRuntime::WorkerThread {
         if (jobs_.empty()) return;  // stop_ and drained
         job = std::move(jobs_.front());
         jobs_.pop_front();
+        queued_.store(jobs_.size(), std::memory_order_release);
       }
       job(worker);
       worker.PumpMessageLoop();
     }
   }
 
+  std::atomic<Duration::rep> spin_ns_{0};
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Job> jobs_;
+  std::atomic<std::size_t> queued_{0};  // jobs_.size(), for the spin to read without mu_
   bool stop_ = false;
   std::thread thread_;
 };
@@ -226,8 +249,14 @@ ActorRuntime::ActorRuntime(Env& env, engine::Engine& engine, ClassRegistry& clas
   if (n == 0) n = std::max(1u, std::thread::hardware_concurrency());
   engine::WorkerOptions worker_options;
   worker_options.heap_limit_bytes = options_.isolate_heap_limit_bytes;
-  for (int i = 0; i < n; ++i) workers_.push_back(std::make_unique<WorkerThread>(engine_, worker_options));
+  for (int i = 0; i < n; ++i) workers_.push_back(std::make_unique<WorkerThread>(engine_, worker_options, options_.spin));
   worker_memory_.assign(workers_.size(), WorkerMemory{});
+}
+
+void ActorRuntime::SetSpin(Duration spin) {
+  WK_CHECK(spin >= Duration::zero() && spin <= std::chrono::milliseconds(1), "spin window out of range");
+  options_.spin = spin;
+  for (auto& w : workers_) w->set_spin(spin);
 }
 
 ActorRuntime::~ActorRuntime() {

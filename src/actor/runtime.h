@@ -76,6 +76,10 @@ struct RuntimeOptions {
   ActorLimits limits;
   // Worker threads (each one V8 isolate). 0: one per core.
   int workers = 0;
+  // How long a worker thread keeps polling for its next event after one before it sleeps
+  // (env/spin.h: a hand-off within it costs no kernel wake-up). 0: sleeps at once. The
+  // node uses the same window for its loop (`actors.spin_us`, docs/configuration.md).
+  Duration spin{0};
   // An actor with no event for this long leaves memory (its hold can then be released).
   Duration idle_hibernate = std::chrono::seconds(30);
   // An actor with no event for this long drops its instance but stays resident ("warm but
@@ -236,6 +240,10 @@ class ActorRuntime final : public EventHost {
   // Refuses new events, lets running ones finish, unloads every actor and stops the
   // workers. Bounded by `limit`; returns false if actors were still resident.
   Task<bool> Shutdown(Duration limit = std::chrono::seconds(30));
+
+  // Changes the workers' spin window (RuntimeOptions::spin) from now on; the benchmarks
+  // compare windows side by side in one process (bench/actor_bench.cc).
+  void SetSpin(Duration spin);
 
   bool IsResident(const ActorId& id) const override;
   RuntimeStats stats() const;

@@ -373,6 +373,32 @@ TEST_F(RuntimeTest, OneEventAtATimeWithABoundedQueue) {
   EXPECT_EQ(count->body, "4") << "the queued events ran one after another, none lost or doubled";
 }
 
+// Workers and the loop that spin after work (env/spin.h, the node's default) run every
+// event once and in order: events back to back (picked up while spinning), after a pause
+// longer than the window (the threads slept and are woken), and from two workers at once.
+TEST_F(RuntimeTest, SpinningWorkersRunEveryEventOnceInOrder) {
+  RuntimeOptions o = Options();
+  o.workers = 2;
+  o.spin = std::chrono::microseconds(100);
+  Harness h(o);
+  h.env().set_idle_spin(o.spin);
+  h.Deploy("probe", Actors("abi_probe"));
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < 50; ++i) {
+      for (const char* actor : {"t/probe/s1", "t/probe/s2", "t/probe/s3"}) {
+        auto r = h.Call(actor, MakeRequest("POST", "/count"));
+        ASSERT_TRUE(r.ok()) << r.status().ToString();
+        ASSERT_EQ(r->body, std::to_string(round * 50 + i + 1)) << actor;
+      }
+    }
+    h.RunFor(std::chrono::milliseconds(5));  // past the window: every thread goes to sleep
+  }
+  h.runtime().SetSpin(Duration::zero());  // and back to sleeping at once, live
+  auto r = h.Call("t/probe/s1", MakeRequest("POST", "/count"));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->body, "151");
+}
+
 TEST_F(RuntimeTest, IdleActorsHibernateAndComeBackWithTheirState) {
   RuntimeOptions o = Options();
   o.idle_hibernate = std::chrono::milliseconds(50);

@@ -132,7 +132,9 @@ TEST_F(AlarmIndexTest, TheSegmentSettingAnAlarmLandsOnlyAfterItsEntry) {
 
 // A set committed (on a worker) while a segment is in flight, its Kick not yet run on the
 // loop when that upload ends: the next segment must not carry the set before its entry.
-// The upload's end starts the next upload itself (simulator, `alarms` seed 303).
+// The upload's end starts the next upload itself (found by the `alarms` deep run). Fails
+// with StartNextUpload's old order (no ReportAlarmCommits first) and with the broken model
+// segment-before-entry.
 TEST_F(AlarmIndexTest, ASetCommittedWhileASegmentIsInFlightWaitsForItsEntryEvenBeforeItsKickRuns) {
   auto r = Open(Generation{1});
   Settle();
@@ -215,6 +217,7 @@ TEST_F(AlarmIndexTest, EarlierHoldsEntriesAreListedAndRemovedALaterHoldsNever) {
 // generation 2's fence lands, generation 1's segment may still join the chain a next
 // restore follows (should the fence never land), so its entry stays; once the fence
 // landed, the segment is off the chain and the entry goes (simulator, `alarms` seed 303).
+// Fails with the broken model earlier-entries-before-fence (scripts/check-proofs.sh).
 TEST_F(AlarmIndexTest, AnEarlierHoldsEntryGoesOnlyOnceThisHoldsFenceLanded) {
   const std::int64_t t = 1'700'000'100'000;
   auto r1 = Open(Generation{1});

@@ -144,6 +144,8 @@ TEST_F(AlarmServiceTest, DeliveriesOfOneActorRunOneAtATime) {
 // The handler re-arms 100 ms ahead and its event takes 1 s (its batch waits for the
 // re-arm's entry): the owner's timer for the re-arm fires while the first delivery still
 // runs. The re-arm is delivered as that one ends, not left to a scan (there is none here).
+// A liveness bound with no broken model of its own: it fails with AlarmService::Deliver's
+// old "one at a time, drop the rest" (checked when the change was made).
 TEST_F(AlarmServiceTest, AReArmDueWhileItsDeliveryRunsIsDeliveredAsThatOneEnds) {
   host_.resident.insert(actor_);
   host_.run_for = seconds(1);

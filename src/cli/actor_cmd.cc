@@ -8,6 +8,7 @@
 #include <iterator>
 
 #include "actor/abi.h"
+#include "cli/actor_api_cmd.h"
 #include "actor/runtime.h"
 #include "alarms/format.h"
 #include "cluster/balance.h"
@@ -380,6 +381,9 @@ void AddActorCommand(CLI::App& app, const GlobalOptions& globals, int* result) {
   al->add_option("actor", alarm->actor, "TENANT/CLASS/NAME")->required();
   al->add_flag("--json", alarm->json, "Print JSON");
   al->callback([&globals, alarm, result] { *result = RunAlarm(globals, *alarm); });
+
+  // Listing, inspecting and deleting actors through a node (cli/actor_api_cmd.h).
+  AddActorApiCommands(*actor, globals, result);
 }
 
 }  // namespace wk::cli

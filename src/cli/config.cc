@@ -69,7 +69,7 @@ Status ReadActors(const toml::table& t, actor::RuntimeOptions* o, control::Quara
                         "idle_hibernate_ms", "idle_instance_ms", "max_instances", "memory_budget_bytes",
                         "sync_timeout_ms", "max_module_bytes",
                         "max_table_elements", "isolate_heap_limit_bytes", "compile_timeout_ms", "quarantine_strikes",
-                        "quarantine_window_ms", "quarantine_ms"});
+                        "quarantine_window_ms", "quarantine_ms", "spin_us"});
   actor::ActorLimits& l = o->limits;
   if (s.ok()) s = ReadUint(t, sec, "workers", 0, 256, &o->workers);
   if (s.ok()) s = ReadUint(t, sec, "max_memory_bytes", 65536, std::int64_t{4} << 30, &l.max_memory_bytes);
@@ -96,7 +96,9 @@ Status ReadActors(const toml::table& t, actor::RuntimeOptions* o, control::Quara
     s = ReadUint(t, sec, "isolate_heap_limit_bytes", static_cast<std::int64_t>(actor::kMinIsolateHeapLimitBytes),
                  static_cast<std::int64_t>(actor::kMaxIsolateHeapLimitBytes), &o->isolate_heap_limit_bytes);
   }
-  std::int64_t idle_ms = -1, instance_ms = -1, sync_ms = -1, compile_ms = -1;
+  std::int64_t idle_ms = -1, instance_ms = -1, sync_ms = -1, compile_ms = -1, spin_us = -1;
+  if (s.ok()) s = ReadUint(t, sec, "spin_us", 0, 1000, &spin_us);
+  if (spin_us >= 0) o->spin = std::chrono::microseconds(spin_us);
   if (s.ok()) s = ReadUint(t, sec, "idle_hibernate_ms", 1, 86'400'000, &idle_ms);
   if (s.ok()) s = ReadUint(t, sec, "idle_instance_ms", 1, 86'400'000, &instance_ms);
   if (s.ok()) s = ReadUint(t, sec, "sync_timeout_ms", 1, 3'600'000, &sync_ms);

@@ -47,6 +47,7 @@
 //   idle_hibernate_ms = 30000    # an idle actor leaves memory (and its hold is released)
 //   idle_instance_ms = 10000     # an idle actor drops its instance, keeps its hold and state
 //   max_instances = 20000        # live instances at most (each is two memory mappings)
+//   spin_us = 50                 # a worker or the loop polls this long before it sleeps; 0 = off
 //   memory_budget_bytes = 1073741824  # linear memory touched + state + V8 heaps + bookkeeping;
 //                                # then drop idle instances, evict idle actors, refuse new
 //   sync_timeout_ms = 30000      # how long exec-durable (sync) waits
@@ -117,7 +118,13 @@ struct Config {
   std::optional<std::string> tls_cert_file;
   std::optional<std::string> tls_key_file;
   LeaseTiming lease;  // defaults unless [lease] sets them; validated by LoadConfig
-  actor::RuntimeOptions actors;  // defaults unless [actors] sets them; validated by LoadConfig
+  // Defaults unless [actors] sets them; validated by LoadConfig. A node spins 50 us after
+  // work by default (env/spin.h); the runtime's own default (tests, tools) is 0.
+  actor::RuntimeOptions actors = [] {
+    actor::RuntimeOptions o;
+    o.spin = std::chrono::microseconds(50);
+    return o;
+  }();
   control::QuarantinePolicy quarantine;  // [actors] quarantine_*; validated by LoadConfig
   // Defaults unless [storage] sets them; validated by LoadConfig. gc_off_chain_after is not
   // a setting: it is the fencing bound, max(ttl + grace, upload_timeout), set from [lease].

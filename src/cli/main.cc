@@ -7,6 +7,7 @@
 #include "base/log.h"
 #include "base/version.h"
 #include "cli/actor_cmd.h"
+#include "cli/admin_cmd.h"
 #include "cli/bucket_cmd.h"
 #include "cli/call_cmd.h"
 #include "cli/class_cmd.h"
@@ -37,6 +38,7 @@ int main(int argc, char** argv) {
   AddTenantCommand(app, globals, &result);
   AddClassCommands(app, globals, &result);
   AddCallCommand(app, globals, &result);
+  AddAdminCommand(app, globals, &result);
 
   try {
     app.parse(argc, argv);

@@ -23,6 +23,7 @@
 #include "net/tls_identity.h"
 #include "server/actor_host.h"
 #include "server/admin_routes.h"
+#include "server/console_routes.h"
 #include "server/running_events.h"
 #include "server/peer_trust_view.h"
 #include "store/counting_store.h"
@@ -177,6 +178,8 @@ Task<ServerResponse> Route(const AdminRoutes* admin, ActorServing* serving, Serv
   if (admin != nullptr) {
     if (auto r = admin->Handle(request)) co_return std::move(*r);
   }
+  // The console's files (docs/console.md): served while the node starts too.
+  if (auto r = ConsoleRoutes::Handle(request)) co_return std::move(*r);
   if (!serving->host) co_return Starting();
   co_return co_await serving->host->Handle(std::move(request), Via::kClient);
 }
@@ -222,6 +225,7 @@ Result<std::unique_ptr<TlsIdentity>> MakePeerIdentity(const NodeId& node_id) {
 Task<std::optional<ServerResponse>> CheckBeforeBody(const AdminRoutes* admin, ActorServing* serving,
                                                     ServerRequest request) {
   if (admin != nullptr && AdminRoutes::Matches(request.target)) co_return std::nullopt;
+  if (ConsoleRoutes::Matches(request.target)) co_return ConsoleRoutes::CheckBeforeBody(request);
   if (!serving->host) co_return Starting();
   co_return co_await serving->host->CheckBeforeBody(std::move(request));
 }
@@ -340,6 +344,9 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
   }
 
   RealEnv env;
+  // The loop polls as long as the workers do after work (env/spin.h): a worker's result
+  // then reaches it without an eventfd wake-up.
+  env.set_idle_spin(config->actors.spin);
   auto store = OpenBucket(env, g, *config, BucketOpen::kCreateIfMissing);
   if (!store.ok()) return FailOpen(store.status());
   // Every request this node sends, counted by purpose (store/counting_store.h): outermost,
@@ -457,6 +464,7 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
   serving.options.timing = config->lease;
   serving.options.journal = journal.get();
   serving.options.crashed_during_events = std::move(crashed_during_events);
+  serving.options.bucket_requests = &counting.stats();
   AdminRoutes admin(handlers);
   EnsureFileLimit(config->server.max_connections + peer_limits.max_connections +
                   (admin_listen.empty() ? 0 : kAdminMaxConnections));

@@ -46,3 +46,23 @@ Task<Result<std::vector<std::string>>> ListKeys(ObjectStore& store, std::string 
 }
 
 }  // namespace wk::control::detail
+
+namespace wk::control {
+
+Result<std::string_view> BearerToken(std::string_view header) {
+  if (header.empty()) return InvalidArgument("no Authorization header");
+  const std::size_t sp = header.find(' ');
+  const std::string_view scheme = header.substr(0, sp);
+  auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+  if (sp == std::string_view::npos || scheme.size() != 6 ||
+      !std::equal(scheme.begin(), scheme.end(), "bearer", [&](char a, char b) { return lower(a) == b; })) {
+    return InvalidArgument("Authorization is not 'Bearer <token>'");
+  }
+  std::string_view token = header.substr(sp + 1);
+  while (!token.empty() && (token.front() == ' ' || token.front() == '\t')) token.remove_prefix(1);
+  while (!token.empty() && (token.back() == ' ' || token.back() == '\t')) token.remove_suffix(1);
+  if (token.empty()) return InvalidArgument("Authorization is not 'Bearer <token>'");
+  return token;
+}
+
+}  // namespace wk::control

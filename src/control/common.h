@@ -35,6 +35,11 @@ inline constexpr Duration kRetryBackoffStep = std::chrono::milliseconds(20);
 inline constexpr int kMaxListPages = 10'000;
 
 // Helpers of the control-plane files only; not an interface for other modules.
+// Splits an Authorization header value "Bearer <token>" (scheme case-insensitive, blanks
+// around the token trimmed); kInvalidArgument if it is not one. Tenant and operator tokens
+// alike (tokens.h, operators.h).
+Result<std::string_view> BearerToken(std::string_view authorization);
+
 namespace detail {
 
 // Lowercase hex of n bytes.

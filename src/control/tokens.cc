@@ -29,18 +29,9 @@ Result<std::string> SecretHex(std::size_t bytes) {
 }
 
 Result<ParsedToken> ParseAuthorization(std::string_view header) {
-  if (header.empty()) return InvalidArgument("no Authorization header");
-  std::size_t sp = header.find(' ');
-  std::string_view scheme = header.substr(0, sp);
-  auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
-  if (sp == std::string_view::npos || scheme.size() != 6 ||
-      !std::equal(scheme.begin(), scheme.end(), "bearer", [&](char a, char b) { return lower(a) == b; })) {
-    return InvalidArgument("Authorization is not 'Bearer <token>'");
-  }
-  std::string_view token = header.substr(sp + 1);
-  while (!token.empty() && (token.front() == ' ' || token.front() == '\t')) token.remove_prefix(1);
-  while (!token.empty() && (token.back() == ' ' || token.back() == '\t')) token.remove_suffix(1);
-  return ParseToken(token);
+  auto token = BearerToken(header);
+  if (!token.ok()) return token.status();
+  return ParseToken(*token);
 }
 
 Task<Result<std::string>> Answer(Result<std::string> result) { co_return result; }

@@ -209,6 +209,31 @@ TEST(RealEnvTest, PostFromAnotherThreadResumesOnLoop) {
   EXPECT_EQ(env.RunMain(main(env)), 7);
 }
 
+// With a spin window the loop polls instead of blocking after work (env/spin.h): posts
+// from other threads, timers and the end of main are all still seen, whether they come
+// inside the window or long after it (when the loop has gone back to epoll_wait).
+TEST(RealEnvTest, ASpinningLoopSeesPostsFromOtherThreadsAndTimersInAndAfterItsWindow) {
+  RealEnv env;
+  env.set_idle_spin(std::chrono::microseconds(200));
+  auto main = [](RealEnv& e) -> Task<int> {
+    int sum = 0;
+    for (int gap_us : {0, 50, 5000}) {  // inside the window, near it, long after it
+      Latch<int> latch(e, [] { return -1; });
+      std::thread worker([&e, latch, gap_us] {
+        std::this_thread::sleep_for(std::chrono::microseconds(gap_us));
+        e.PostFromAnyThread([latch] { latch.Set(1); });
+      });
+      sum += co_await latch.Wait();
+      worker.join();
+    }
+    co_await e.SleepFor(milliseconds(5));  // a timer, after the loop went back to sleep
+    co_return sum;
+  };
+  const MonoTime start = env.MonoNow();
+  EXPECT_EQ(env.RunMain(main(env)), 3);
+  EXPECT_GE(env.MonoNow() - start, milliseconds(5));
+}
+
 TEST(RealEnvTest, RunMainCancelsBackgroundTasks) {
   RealEnv env;
   bool background_saw_cancel = false;

@@ -1,5 +1,7 @@
 #include "env/real_env.h"
 
+#include "env/spin.h"
+
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 #include <chrono>
@@ -66,8 +68,26 @@ void RealEnv::RunUntil(const std::function<bool()>& done) {
   // The guard keeps run_one waiting while work is on other threads (file I/O pools).
   auto guard = boost::asio::make_work_guard(io_);
   if (io_.stopped()) io_.restart();
+  if (idle_spin_ <= Duration::zero()) {
+    while (!done()) {
+      if (io_.run_one() == 0) break;
+    }
+    return;
+  }
+  // Polling first (env/spin.h): poll_one runs a ready handler, or the reactor without
+  // blocking; only once nothing came for idle_spin_ does run_one block in epoll_wait.
+  // While this thread polls, a post from another thread finds the reactor not blocked
+  // and needs no eventfd wake-up (Asio interrupts the reactor only while it waits).
+  SpinWindow window(idle_spin_);
   while (!done()) {
+    if (io_.poll_one() > 0) {
+      window.Worked();
+      continue;
+    }
+    if (io_.stopped()) break;
+    if (window.KeepSpinning()) continue;
     if (io_.run_one() == 0) break;
+    window.Worked();
   }
 }
 

@@ -33,6 +33,12 @@ class RealEnv final : public Env {
   // Test hook: shifts WallNow by skew (the ADR's clock skew, injected).
   void set_wall_skew(Duration skew) { wall_skew_ = skew; }
 
+  // How long the loop keeps polling for work after it last ran a handler before it blocks
+  // in the reactor (0, the default: it blocks at once). A reply posted from a worker
+  // thread within that window is then picked up without a kernel wake-up; see
+  // env/spin.h for why and what it costs.
+  void set_idle_spin(Duration spin) { idle_spin_ = spin; }
+
   boost::asio::io_context& context() { return io_; }
 
   // Runs main on the loop until it finishes, then cancels every other task and keeps
@@ -46,6 +52,7 @@ class RealEnv final : public Env {
 
   boost::asio::io_context io_;
   Duration wall_skew_{0};
+  Duration idle_spin_{0};
   std::mt19937_64 rng_;
   TimerId next_timer_ = 1;
   std::unordered_map<TimerId, std::unique_ptr<boost::asio::steady_timer>> timers_;

@@ -129,4 +129,16 @@ Task<void> OwnersHoldSource::Release(ActorId actor, Generation generation) {
   s.IgnoreError();
 }
 
+const Replica* ReplicaProvider::Find(const ActorId& id) const {
+  auto it = open_.find(id);
+  return it == open_.end() ? nullptr : it->second;
+}
+
+std::vector<ActorId> ReplicaProvider::OpenActors() const {
+  std::vector<ActorId> out;
+  out.reserve(open_.size());
+  for (const auto& [id, replica] : open_) out.push_back(id);
+  return out;
+}
+
 }  // namespace wk::replica

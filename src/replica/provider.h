@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <vector>
 
 #include "actor/storage.h"
 #include "cluster/owners.h"
@@ -55,6 +56,11 @@ class ReplicaProvider final : public actor::StorageProvider {
   // Hold ends observed by the cluster (lapse, loss): cut every resident replica of actor.
   void Cut(const ActorId& id, std::string why);
   std::size_t open_replicas() const { return open_.size(); }
+  // The replica open for id, or null. Valid until the runtime closes it: use it before the
+  // next suspension (its reads take the replica's own lock, replica.h).
+  const Replica* Find(const ActorId& id) const;
+  // Every actor with an open replica.
+  std::vector<ActorId> OpenActors() const;
 
  private:
   static Task<void> ReleaseLater(std::shared_ptr<bool> alive, HoldSource* holds, ActorId id, Generation generation);

@@ -130,8 +130,8 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
   // StartNextUpload before it picks batches: an upload that ends (or an entry written)
   // starts the next one before the Kick a commit posted has run, and a set it picked up
   // unreported would be sent with no entry (rule 1) and reported durable without its
-  // change (rule 2 then judges against an older alarm). Simulator, `alarms` seeds 574
-  // and 1840 of the first deep run.
+  // change (rule 2 then judges against an older alarm). Found by the `alarms` deep run
+  // (docs/simulation.md); AlarmIndexTest stages it by holding the Kick back.
   void ReportAlarmCommits() {
     std::list<AlarmChange> changes;
     {

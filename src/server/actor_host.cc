@@ -28,11 +28,12 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
       owner_holds_(node.owners()),
       holds_(owner_holds_, quarantine_cache_),
       auth_(env, store),
+      operators_(env, store),
       forwarder_(env, peers, ForwarderIdentity{options_.node_id, options_.instance}, secret) {
   replica::Replica::Deps deps{env, store, [&env](std::function<void()> fn) { env.PostFromAnyThread(std::move(fn)); },
                               &replica_totals, node.broken_models(), &alarm_index_};
   options_.runtime.broken = node.broken_models();
-  provider_ = std::make_unique<replica::ReplicaProvider>(std::move(deps), holds_, options_.storage, options_.close_limit);
+  provider_ = std::make_unique<replica::ReplicaProvider>(std::move(deps), deletions_, options_.storage, options_.close_limit);
   runtime_ = std::make_unique<actor::ActorRuntime>(env, engine_, classes_, *provider_, options_.runtime,
                                                    quarantine_.Hooks());
   quarantine_.set_unload([this](const ActorId& id) { runtime_->Unload(id); });
@@ -71,6 +72,10 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
   scanner_ = std::make_unique<alarms::ShardScanner>(env, store, node.owners(), node.membership(), node.lease(), *alarms_);
   scanner_->Start();
   alarms::PublishAlarmMetrics(metrics, *alarms_, alarm_index_, *scanner_);
+  admin_ = std::make_unique<ActorAdmin>(ActorAdminDeps{env, store, node, *runtime_, *provider_, deletions_, forwarder_,
+                                                       auth_, operators_, metrics, replica_totals, options_.node_id,
+                                                       options_.instance, options_.bucket_requests, &alarms_->stats(),
+                                                       &scanner_->stats()});
   actor::PublishRuntimeMetrics(metrics, *runtime_);
   PublishFrontMetrics(metrics, *front_);
   PublishForwarderMetrics(metrics, forwarder_);
@@ -92,6 +97,43 @@ ActorHost::~ActorHost() {
 void ActorHost::StopAlarms() {
   if (scanner_) scanner_->Stop();
   if (alarms_) alarms_->Stop();
+}
+
+Task<ServerResponse> ActorHost::Handle(ServerRequest request, Via via) {
+  if (ActorAdmin::Matches(request.target)) co_return co_await admin_->Handle(std::move(request), via);
+  if (via != Via::kClient) co_return co_await front_->Handle(std::move(request), via);
+  std::shared_ptr<bool> alive = alive_;
+  const MonoTime start = env_.MonoNow();
+  std::string target = request.target;
+  bool reached_actor = false;
+  ServerResponse r = co_await front_->Handle(std::move(request), via, &reached_actor);
+  if (*alive) {
+    // Its class's own row only for a class known to be deployed (server/class_traffic.h).
+    admin_->RecordTraffic(target, r.status, env_.MonoNow() - start,
+                          [this, reached_actor](const std::string& tenant, const std::string& class_name) {
+                            return reached_actor || ClassKnown(tenant, class_name);
+                          });
+  }
+  co_return r;
+}
+
+Task<std::optional<ServerResponse>> ActorHost::CheckBeforeBody(ServerRequest request) {
+  if (ActorAdmin::Matches(request.target)) co_return admin_->CheckBeforeBody(request);
+  std::shared_ptr<bool> alive = alive_;
+  std::string target = request.target;
+  auto refused = co_await front_->CheckBeforeBody(std::move(request));
+  // Refused before its body was read: Handle never sees it, so it is counted here.
+  if (refused && *alive) {
+    admin_->RecordTraffic(target, refused->status, Duration(0), [this](const std::string& tenant, const std::string& class_name) {
+      return ClassKnown(tenant, class_name);
+    });
+  }
+  co_return refused;
+}
+
+bool ActorHost::ClassKnown(const std::string& tenant, const std::string& class_name) const {
+  const auto it = loaded_.find(std::make_pair(tenant, class_name));
+  return it != loaded_.end() && it->second.exists;
 }
 
 Task<Status> ActorHost::LoadClass(std::string tenant, std::string class_name) {

@@ -45,12 +45,14 @@
 #include "control/classes.h"
 #include "control/cluster_secret.h"
 #include "control/quarantine.h"
+#include "control/operators.h"
 #include "control/quarantine_cache.h"
 #include "control/tokens.h"
 #include "engine/engine.h"
 #include "env/real_env.h"
 #include "net/peer_transport.h"
 #include "replica/provider.h"
+#include "server/actor_admin.h"
 #include "server/forwarder.h"
 #include "server/front.h"
 #include "server/quarantine_service.h"
@@ -79,10 +81,14 @@ struct ActorHostOptions {
   RunningEvents* journal = nullptr;
   // Actors whose events ran when the previous process died (the journal's leftovers): one
   // strike each.
-  std::vector<ActorId> crashed_during_events;  // Alarm delivery and shard scanning ([alarms], docs/alarms.md), and the lease timing it
+  std::vector<ActorId> crashed_during_events;
+  // Alarm delivery and shard scanning ([alarms], docs/alarms.md), and the lease timing it
   // is checked against.
   alarms::AlarmOptions alarms;
   LeaseTiming timing;
+  // The node's requests to the bucket by purpose (the CountingStore's, outliving the host),
+  // shown by /v1/admin/node; null: not shown.
+  const BucketRequestStats* bucket_requests = nullptr;
 };
 
 class ActorHost {
@@ -97,12 +103,12 @@ class ActorHost {
   ActorHost(const ActorHost&) = delete;
   ActorHost& operator=(const ActorHost&) = delete;
 
-  // One /v1/actors/... request, from the listener via names.
-  Task<ServerResponse> Handle(ServerRequest request, Via via) { return front_->Handle(std::move(request), via); }
-  // A /v1/actors/... request whose body is not read yet (Front::CheckBeforeBody).
-  Task<std::optional<ServerResponse>> CheckBeforeBody(ServerRequest request) {
-    return front_->CheckBeforeBody(std::move(request));
-  }
+  // One request, from the listener via names: the admin JSON routes (ActorAdmin::Matches:
+  // /v1/classes..., /v1/admin/..., /v1/whoami) go to the ActorAdmin, the rest to the front
+  // (/v1/actors/...; the client listener's are counted per class for the console).
+  Task<ServerResponse> Handle(ServerRequest request, Via via);
+  // A request whose body is not read yet (Front::CheckBeforeBody, or the admin routes').
+  Task<std::optional<ServerResponse>> CheckBeforeBody(ServerRequest request);
   // See "Stopping" above. False if actors were still resident at the limit. Alarm delivery
   // and scanning stop first (the actors' shards are released with the node's holds).
   Task<bool> Shutdown(Duration limit) {
@@ -124,6 +130,9 @@ class ActorHost {
     bool exists = false;
   };
   Task<Status> LoadClass(std::string tenant, std::string class_name);
+  // Whether LoadClass found tenant/class_name deployed (it stays known; a class is never
+  // undeployed).
+  bool ClassKnown(const std::string& tenant, const std::string& class_name) const;
 
   RealEnv& env_;
   ObjectStore& store_;
@@ -137,14 +146,18 @@ class ActorHost {
   alarms::AlarmIndex alarm_index_;
   replica::OwnersHoldSource owner_holds_;
   QuarantineHoldSource holds_;
+  DeletionGuard deletions_{holds_};
   std::unique_ptr<replica::ReplicaProvider> provider_;
   std::unique_ptr<actor::ActorRuntime> runtime_;
   control::TenantAuth auth_;
+  control::OperatorAuth operators_;
   Forwarder forwarder_;
   std::unique_ptr<Front> front_;
   // After the runtime: they deliver through it, so they go first.
   std::unique_ptr<alarms::AlarmService> alarms_;
   std::unique_ptr<alarms::ShardScanner> scanner_;
+  // Last: it reads the runtime, the provider and the alarms, so it goes first.
+  std::unique_ptr<ActorAdmin> admin_;
   std::map<std::pair<std::string, std::string>, Loaded> loaded_;
   HandOvers* hand_overs_ = nullptr;  // the node's; its host hooks point here until destroyed
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

@@ -167,7 +167,7 @@ Result<ForwardedFrom> Front::VerifyPeer(const ServerRequest& request) {
   return std::move(from);
 }
 
-Task<ServerResponse> Front::Handle(ServerRequest request, Via via) {
+Task<ServerResponse> Front::Handle(ServerRequest request, Via via, bool* reached_actor) {
   ++stats_.requests;
   if (via == Via::kPeer && deps_.alarm_handover && request.target.starts_with(kAlarmsHandOverPrefix)) {
     co_return co_await HandleAlarmHandOver(std::move(request));
@@ -247,7 +247,10 @@ Task<ServerResponse> Front::Handle(ServerRequest request, Via via) {
       }
       // Still leaving after the wait: its target, if it has one, has it next.
       std::optional<NodeId> to = hand_overs->ForwardTarget(id);
-      if (to && hops < options_.max_hops) co_return co_await ForwardTo(std::move(*to), std::move(request), std::move(tenant), hops + 1);
+      if (to && hops < options_.max_hops) {
+        if (reached_actor != nullptr) *reached_actor = true;
+        co_return co_await ForwardTo(std::move(*to), std::move(request), std::move(tenant), hops + 1);
+      }
       co_return Error(503, id.ToString() + " is moving to another node", true);
     }
     // A draining node does not run an actor it no longer holds (its hand-over cut it): the
@@ -255,6 +258,7 @@ Task<ServerResponse> Front::Handle(ServerRequest request, Via via) {
     if (deps_.runtime.IsResident(id) && (deps_.owners.accepting() || deps_.owners.Find(id).IsValid())) {
       // Resident: its storage's output gate decides whether its answer may go out (a hold
       // that ended refuses it, even a read's: 503, and the runtime unloads the actor).
+      if (reached_actor != nullptr) *reached_actor = true;
       co_return co_await Run(std::move(id), std::move(actor_request));
     }
     if (!deps_.owners.accepting() && hand_overs == nullptr) co_return Error(503, "this node is draining", true);
@@ -266,6 +270,7 @@ Task<ServerResponse> Front::Handle(ServerRequest request, Via via) {
     if (other->has_value()) {
       if (hops >= options_.max_hops) co_return Error(503, id.ToString() + " is moving between nodes", true);
       NodeId owner = (*other)->node_id;
+      if (reached_actor != nullptr) *reached_actor = true;
       co_return co_await ForwardTo(std::move(owner), std::move(request), std::move(tenant), hops + 1);
     }
     if (hand_overs != nullptr && hand_overs->Leaving(id) && pass == 0) continue;
@@ -295,11 +300,13 @@ Task<ServerResponse> Front::Handle(ServerRequest request, Via via) {
     AcquireResult acquired = co_await deps_.owners.Acquire(id);
     switch (acquired.kind) {
       case AcquireResult::Kind::kAcquired:
+        if (reached_actor != nullptr) *reached_actor = true;
         co_return co_await Run(std::move(id), std::move(actor_request));
       case AcquireResult::Kind::kHeldElsewhere:
         if (hops < options_.max_hops && !acquired.owner.node_id.empty() &&
             acquired.owner.node_id != options_.node_id) {
           NodeId owner = acquired.owner.node_id;
+          if (reached_actor != nullptr) *reached_actor = true;
           co_return co_await ForwardTo(std::move(owner), std::move(request), std::move(tenant), hops + 1);
         }
         co_return Error(503, id.ToString() + " is held by another node: " + acquired.why, true);

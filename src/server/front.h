@@ -145,7 +145,13 @@ struct FrontStats {
 class Front {
  public:
   Front(FrontDeps deps, FrontOptions options);
-  Task<ServerResponse> Handle(ServerRequest request, Via via);
+  // reached_actor, if given, is set when the request reached an actor: run here, or sent
+  // to the node that holds it (or to a move's target while it leaves this node); so an
+  // actor of its class was started, and the class is (or was then) deployed. Not set for a
+  // request refused before (bad name, token, quarantine, no such class) or sent on by a
+  // draining node for an actor nobody holds (its class was not checked here). The caller
+  // keeps it alive until the task ends (ActorHost::Handle: class_traffic.h).
+  Task<ServerResponse> Handle(ServerRequest request, Via via, bool* reached_actor = nullptr);
   // Steps 1 and 2 for a client API request whose body is not read yet (HttpServer's
   // HeaderCheck): the refusal Handle(request, Via::kClient) would give for its path, its
   // announced Content-Length, forwarding headers (401: those come through the peer

@@ -113,6 +113,22 @@ TEST_F(FrontTest, AnActorCannotSetTheNodesOwnHeaders) {
   ASSERT_EQ(host_.requests.size(), 1u);
 }
 
+TEST_F(FrontTest, ARequestThatReachesAnActorSaysSoAndARefusedOneDoesNot) {
+  // The console's traffic rows count a class as deployed from this (server/class_traffic.h).
+  auto handle = [&](ServerRequest request) {
+    bool reached = false;
+    auto out = RunTask(world_, node_.env, front_->Handle(std::move(request), Via::kClient, &reached));
+    EXPECT_TRUE(out.has_value());
+    return std::make_pair(out ? out->status : 0, reached);
+  };
+  host_.answer.status = 404;  // the actor's own 404: it was reached
+  EXPECT_EQ(handle(Request("/v1/actors/acme/c/n/x", {{"Authorization", std::string(kGoodToken)}})), std::make_pair(404, true));
+  EXPECT_EQ(handle(Request("/v1/actors/acme/made-up/n/x", {})), std::make_pair(401, false));
+  EXPECT_EQ(handle(Request("/v1/actors/acme/made-up/n/x", {{"Authorization", "Bearer globex"}})), std::make_pair(403, false));
+  EXPECT_EQ(handle(Request("/v1/actors/acme/Bad Class/n/x", {{"Authorization", std::string(kGoodToken)}})).second, false);
+  ASSERT_EQ(host_.requests.size(), 1u);
+}
+
 TEST_F(FrontTest, TheCheckBeforeTheBodyRefusesWhatHandleWouldRefuse) {
   const ServerHeaders good = {{"Authorization", std::string(kGoodToken)}};
   // Unauthenticated, or another tenant's token: refused before the body is read.

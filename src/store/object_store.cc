@@ -26,6 +26,7 @@ std::string_view BucketPurposeName(BucketPurpose purpose) {
     case BucketPurpose::kAlarm: return "alarm";
     case BucketPurpose::kControl: return "control";
     case BucketPurpose::kClass: return "class";
+    case BucketPurpose::kAdmin: return "admin";
     case BucketPurpose::kOther:
     case BucketPurpose::kCount: break;
   }

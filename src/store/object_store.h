@@ -153,6 +153,7 @@ enum class BucketPurpose : std::uint8_t {
   kAlarm,     // alarms/: index entries, their removal, shard scans (the shard holds are kOwner)
   kControl,   // control/ (tenants, the cluster secret, drains, moves), quarantine/
   kClass,     // classes/: class pointers and modules
+  kAdmin,     // the admin routes and the console: actor listings, inspections, deletions, index reads
   kOther,
   kCount
 };

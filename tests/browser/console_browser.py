@@ -1,0 +1,297 @@
+#!/usr/bin/python3
+"""The console in a real browser: headless Chromium from Debian, driven by Selenium from
+Debian's python3-selenium (docs/console.md). tests/cluster/console_test.sh starts three
+nodes and calls this with what it made; this script signs in, checks what the pages show
+(three nodes; one of them killed and seen to change state; an actor's keys; tenant data
+that looks like HTML shown as text; a deletion; a tenant seeing its own tenant only),
+saves a screenshot of each page, and prints one line per check and 'N passed, N failed'.
+
+The pages re-render their tables every 2 s, so what a check reads is taken in one
+execute_script call (one turn of the page's event loop), never element by element.
+
+Environment: WK_URL (a node's client API, http://127.0.0.1:PORT), WK_OP_TOKEN,
+WK_TENANT_TOKEN (tenant acme's), WK_KILL_PID (the node to kill), WK_KILL_NODE (its id),
+WK_SHOTS (where screenshots go), WK_HOSTILE_KEY (a key of acme/kv/xss that is HTML).
+"""
+import os
+import signal
+import sys
+import time
+
+from selenium import webdriver
+from selenium.common.exceptions import WebDriverException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import Select
+
+URL = os.environ["WK_URL"]
+OP = os.environ["WK_OP_TOKEN"]
+TENANT = os.environ["WK_TENANT_TOKEN"]
+KILL_PID = int(os.environ["WK_KILL_PID"])
+KILL_NODE = os.environ["WK_KILL_NODE"]
+SHOTS = os.environ["WK_SHOTS"]
+HOSTILE_KEY = os.environ["WK_HOSTILE_KEY"]
+
+passed = 0
+failed = 0
+
+
+def check(name, ok):
+    global passed, failed
+    if ok:
+        passed += 1
+        print("ok   " + name, flush=True)
+    else:
+        failed += 1
+        print("FAIL " + name, flush=True)
+    return ok
+
+
+def wait_for(what, seconds):
+    """Polls what() until it is truthy (exceptions count as not yet); returns its last value."""
+    deadline = time.time() + seconds
+    value = None
+    while time.time() < deadline:
+        try:
+            value = what()
+            if value:
+                return value
+        except WebDriverException:
+            pass
+        time.sleep(0.2)
+    return value
+
+
+def shot(driver, name):
+    path = os.path.join(SHOTS, name + ".png")
+    driver.save_screenshot(path)
+    print("     screenshot " + path, flush=True)
+
+
+def rows(driver, table, key):
+    """The rows of a table's body, read at once: [{key, cls, cells: [text]}]."""
+    return driver.execute_script(
+        """return [...document.querySelectorAll(arguments[0] + ' tbody tr')].map((tr) => (
+             {key: tr.getAttribute(arguments[1]), cls: tr.className, cells: [...tr.cells].map((td) => td.innerText)}));""",
+        table, key)
+
+
+def nodes(driver):
+    """{node id: {lease: text, down: bool, cells}} of the cluster page's table."""
+    return {r["key"]: {"lease": r["cells"][1] if len(r["cells"]) > 1 else "", "down": "down" in r["cls"].split(),
+                       "cells": r["cells"]}
+            for r in rows(driver, "#nodes", "data-node") if r["key"]}
+
+
+def text(driver, selector):
+    return driver.execute_script("const e = document.querySelector(arguments[0]); return e ? e.innerText : '';", selector)
+
+
+def number(s):
+    """A number as the page shows it ("1,234", "0.50"); 0 for "–"."""
+    try:
+        return float(s.replace(",", ""))
+    except ValueError:
+        return 0.0
+
+
+def tokens_in_url(driver):
+    url = driver.current_url
+    return OP in url or TENANT in url or OP.split(".")[-1] in url or TENANT.split(".")[-1] in url
+
+
+def main():
+    os.makedirs(SHOTS, exist_ok=True)
+    options = webdriver.ChromeOptions()
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--window-size=1440,1000", "--force-device-scale-factor=1", "--lang=en-US"):
+        options.add_argument(arg)
+    options.binary_location = "/usr/bin/chromium"
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    driver.set_page_load_timeout(20)
+    try:
+        run(driver)
+    finally:
+        driver.quit()
+    print("%d passed, %d failed" % (passed, failed), flush=True)
+    return 0 if failed == 0 else 1
+
+
+def sign_in(driver, token):
+    box = wait_for(lambda: driver.find_element(By.ID, "token"), 10)
+    box.clear()
+    box.send_keys(token)
+    driver.find_element(By.ID, "signin").click()
+
+
+def go(driver, tab):
+    """Opens a tab the way a person does: a click on its link (the page keeps its samples)."""
+    driver.find_element(By.CSS_SELECTOR, 'nav a[data-tab="%s"]' % tab).click()
+
+
+def pick_actor(driver, name):
+    """Clicks the actor's row of the listing, found and clicked in one step (the listing may
+    be re-rendered at any moment)."""
+    return wait_for(lambda: driver.execute_script(
+        """const tr = [...document.querySelectorAll('#actors tbody tr')].find((r) => r.dataset.actor === arguments[0]);
+           if (tr) tr.click();
+           return !!tr;""", name), 15)
+
+
+def entries(driver):
+    return [r for r in rows(driver, "#entries", "data-key") if r["key"] is not None]
+
+
+def run(driver):
+    # Sign-in page, a made-up token, then the operator's.
+    driver.get(URL + "/console/")
+    check("the console's page loads from the node", wait_for(lambda: driver.find_element(By.ID, "token").is_displayed(), 10))
+    check("before signing in no page but the sign-in shows (no tabs)",
+          not driver.find_element(By.ID, "tabs").is_displayed()
+          and not any(p.is_displayed() for p in driver.find_elements(By.CSS_SELECTOR, ".page:not(#signin-page)")))
+    shot(driver, "signin")
+    sign_in(driver, "wko.0123456789abcdef." + "0" * 64)
+    check("a made-up token is refused with a message",
+          wait_for(lambda: "not recognised" in text(driver, "#signin-error"), 10))
+    sign_in(driver, OP)
+    check("signed in as the operator", wait_for(lambda: "operator" in text(driver, "#who"), 10))
+
+    # Three nodes, live, each answering with its state.
+    def three_live():
+        n = nodes(driver)
+        return len(n) == 3 and all(v["lease"].startswith("live") and not v["down"] for v in n.values()) and n
+    n = wait_for(three_live, 20)
+    check("the cluster page shows three live nodes, each ready with its address and version",
+          bool(n) and all(v["cells"][5] == "yes" and v["cells"][3].startswith("127.0.0.1:") and v["cells"][4] != "–"
+                          for v in n.values()))
+    # Three refreshes, so the charts have lines.
+    wait_for(lambda: driver.execute_script("return document.querySelectorAll('#chart-requests polyline').length") > 0, 10)
+    time.sleep(2)
+    shot(driver, "cluster")
+
+    # Kill one: its row changes (not answering at once, fenced once a fence watch runs).
+    os.kill(KILL_PID, signal.SIGKILL)
+    r = wait_for(lambda: nodes(driver).get(KILL_NODE, {}).get("down") and nodes(driver)[KILL_NODE], 20)
+    check("the killed node's row is marked down (%s)" % (r["lease"].replace("\n", " ") if r else "unchanged"), bool(r))
+    check("the killed node is shown fenced",
+          bool(wait_for(lambda: nodes(driver).get(KILL_NODE, {}).get("lease", "").startswith("fenced"), 30)))
+    others = nodes(driver)
+    check("the two others stay live",
+          sum(1 for k, v in others.items() if k != KILL_NODE and v["lease"].startswith("live") and not v["down"]) == 2)
+    check("the summary counts 2 / 3 live nodes", "2 / 3" in text(driver, "#cluster-summary"))
+    shot(driver, "cluster-node-fenced")
+
+    # Traffic and bucket pages.
+    go(driver, "traffic")
+    def kv_rate():
+        for r in rows(driver, "#classes-traffic", "data-class"):
+            if r["key"] == "acme/kv" and r["cells"][2] not in ("–", "0"):
+                return r
+        return None
+    check("the traffic page shows acme/kv's request rate", bool(wait_for(kv_rate, 15)))
+    # console_test.sh also calls acme/nosuchclass: one shared row, never a row of its own.
+    def unknown_row():
+        keys = [r["key"] for r in rows(driver, "#classes-traffic", "data-class")]
+        return "(unknown class)" in keys and keys
+    keys = wait_for(unknown_row, 15) or []
+    check("a class nobody deployed is counted in the one (unknown class) row (%s)" % keys,
+          bool(keys) and not any("nosuch" in k for k in keys))
+    shot(driver, "traffic")
+    go(driver, "bucket")
+    def purposes():
+        p = {r["key"]: r["cells"] for r in rows(driver, "#bucket-purposes", "data-purpose") if r["key"]}
+        return {"lease", "listing", "segment"} <= set(p) and number(p["lease"][1]) > 0 and p
+    p = wait_for(purposes, 15)
+    check("the bucket page shows every node's requests by purpose (lease writes, listings, segments)", bool(p))
+    total = text(driver, "#bucket-purposes tr.total")
+    check("and what they cost per day (%s)" % total.replace("\t", " "), "$" in total)
+    Select(driver.find_element(By.ID, "prices")).select_by_value("r2")
+    r2 = wait_for(lambda: text(driver, "#bucket-purposes tr.total") != total and text(driver, "#bucket-purposes tr.total"), 5)
+    check("another price table prices them again", bool(r2))
+    Select(driver.find_element(By.ID, "prices")).select_by_value("aws-s3")
+    shot(driver, "bucket")
+
+    # The actor browser: acme/kv, room-1's keys.
+    go(driver, "actors")
+    wait_for(lambda: driver.execute_script("return document.querySelector('#class-select').options.length") > 0, 10)
+    Select(driver.find_element(By.ID, "class-select")).select_by_value("acme/kv")
+    check("the actor browser lists acme/kv's actors",
+          wait_for(lambda: {"room-1", "room-2", "xss", "scratch"} <= {r["key"] for r in rows(driver, "#actors", "data-actor")}, 15))
+    pick_actor(driver, "room-1")
+    keys = wait_for(lambda: {e["key"] for e in entries(driver)} >= {"theme", "lang", "motd", "session"} and entries(driver), 15)
+    check("the inspector shows room-1's keys (%s)" % ([e["key"] for e in keys] if keys else None), bool(keys))
+    facts = text(driver, "#inspect-facts")
+    check("the inspector says where it read from (%s)" % facts, "read from" in facts and "4 keys" in facts)
+    session = [e for e in (keys or []) if e["key"] == "session"]
+    check("a binary value is shown as hex", bool(session) and "73657373696f6e000102ff" in session[0]["cells"][1])
+    Select(driver.find_element(By.ID, "format")).select_by_value("hex")
+    check("the hex view shows text values as hex too",
+          wait_for(lambda: any("6461726b" in e["cells"][1] for e in entries(driver)), 10))
+    Select(driver.find_element(By.ID, "format")).select_by_value("auto")
+    wait_for(lambda: any(e["cells"][1] == "dark" for e in entries(driver)), 10)
+    shot(driver, "actors")
+
+    # Tenant data that is HTML is shown as text: nothing of it becomes an element or runs.
+    pick_actor(driver, "xss")
+    got = wait_for(lambda: [e for e in entries(driver) if e["key"] == HOSTILE_KEY], 15)
+    check("a key and value that are HTML are shown as their text", bool(got) and "<script>" in got[0]["cells"][1])
+    check("none of it became an element, none of it ran",
+          driver.execute_script("return document.querySelectorAll('#entries img, #entries script, #entries svg').length") == 0
+          and driver.execute_script("return window.__pwned === undefined"))
+    shot(driver, "actors-hostile")
+
+    # Deleting from the inspector: a confirmation, then the actor is empty.
+    pick_actor(driver, "scratch")
+    wait_for(lambda: any(e["key"] == "k" for e in entries(driver)), 15)
+    driver.find_element(By.ID, "delete-actor").click()
+    alert = wait_for(lambda: driver.switch_to.alert, 5)
+    check("deleting asks first", bool(alert) and "scratch" in alert.text)
+    if alert:
+        alert.accept()
+    check("the inspector reports the deletion",
+          bool(wait_for(lambda: "deleted on" in text(driver, "#inspect-facts"), 30)))
+    pick_actor(driver, "scratch")
+    check("the deleted actor has no keys",
+          bool(wait_for(lambda: "0 keys" in text(driver, "#inspect-facts") and not entries(driver), 15)))
+
+    go(driver, "alarms")
+    def due():
+        d = {r["key"]: r for r in rows(driver, "#due-alarms", "data-actor") if r["key"]}
+        return {"acme/probe/flaky", "acme/reminders/user-1", "globex/probe/g1"} <= set(d) and d
+    d = wait_for(due, 15)
+    check("the alarms page lists the alarms due and coming, of every tenant", bool(d))
+    check("an alarm whose handler keeps failing is shown late",
+          bool(d) and "late" in d["acme/probe/flaky"]["cls"].split() and d["acme/probe/flaky"]["cells"][2].startswith("late"))
+    check("a reminder not yet due is shown coming", bool(d) and d["acme/reminders/user-1"]["cells"][2].startswith("in "))
+    check("the alarm charts are drawn",
+          bool(wait_for(lambda: driver.execute_script("return document.querySelectorAll('#chart-alarms-fired svg').length") > 0, 10)))
+    shot(driver, "alarms")
+    check("no token ever appears in the page's address", not tokens_in_url(driver))
+
+    # A tenant sees its own tenant only: no cluster tabs, its own classes.
+    driver.find_element(By.CSS_SELECTOR, "#who button").click()
+    check("signing out forgets the token", driver.execute_script("return sessionStorage.length") == 0)
+    check("and leaves nothing of the session on the page",
+          driver.execute_script("return document.querySelectorAll('main tbody tr, .summary .stat, .chart svg').length") == 0)
+    sign_in(driver, TENANT)
+    check("a tenant signs in", wait_for(lambda: "tenant acme" in text(driver, "#who"), 10))
+    visible = [a.text for a in driver.find_elements(By.CSS_SELECTOR, "nav a") if a.is_displayed()]
+    check("a tenant sees Actors and Alarms only (%s)" % visible, visible == ["Actors", "Alarms"])
+    classes = wait_for(lambda: driver.execute_script(
+        "return [...document.querySelector('#class-select').options].map((o) => o.value)"), 10)
+    check("a tenant's class list holds its own classes only (%s)" % classes,
+          bool(classes) and all(c.startswith("acme/") for c in classes))
+    go(driver, "alarms")
+    mine = wait_for(lambda: {r["key"] for r in rows(driver, "#due-alarms", "data-actor") if r["key"]} >= {"acme/probe/flaky"}
+                    and [r["key"] for r in rows(driver, "#due-alarms", "data-actor") if r["key"]], 15)
+    check("a tenant's alarms page shows its own alarms only (%s)" % mine,
+          bool(mine) and all(k.startswith("acme/") for k in mine))
+    driver.get(URL + "/console/#cluster")
+    check("a tenant sent to the cluster page gets its actors instead",
+          wait_for(lambda: driver.execute_script("return document.querySelector('#actors-page').hidden === false "
+                                                 "&& document.querySelector('#cluster-page').hidden"), 10))
+    check("no token ever appears in the page's address", not tokens_in_url(driver))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
