@@ -193,6 +193,15 @@ sum_counts() {  # URL_PREFIX N
     awk '{s += $1} END {print s + 0}'
 }
 kib() { awk -v b="$1" 'BEGIN {printf "%.1f", b / 1024}'; }
+# The engine's counters (garbage collections by cause, instantiations), one "name value" a
+# line; engine_delta BEFORE AFTER prints what changed between two of them (the second pass).
+engine_snapshot() {
+  curl -s "$url/metrics" | awk '/^wasmkeep_engine_(gc|instantiation|slow_instantiations)[a-z_]*(\{[^}]*\})? / {print $1, $2}'
+}
+engine_delta() {
+  awk 'NR == FNR {b[$1] = $2; next} {d = $2 - b[$1]; if ($1 ~ /seconds/) printf "%s %.3f\n", $1, d; else printf "%s %d\n", $1, d}' \
+    <(echo "$1") <(echo "$2") | sed 's/^wasmkeep_engine_//' | tr '\n' ';' | sed 's/;$//; s/;/; /g'
+}
 mib() { awk -v b="$1" 'BEGIN {printf "%.0f", b / 1048576}'; }
 
 # --- run -----------------------------------------------------------------------------------
@@ -233,7 +242,13 @@ for n in "${sizes[@]}"; do
       perf_pid=$!
       sleep 1
     fi
+    [ "$sys" = wasmkeep ] && engine_before=$(engine_snapshot) &&
+      memories_before="$(metric wasmkeep_engine_linear_memories) memories, $(mib "$(metric wasmkeep_engine_linear_reserved_bytes)") MiB reserved"
     run_pass "$prefix" 1 "$n" "$tmp/second.out"
+    if [ "$sys" = wasmkeep ]; then
+      engine_second=$(engine_delta "$engine_before" "$(engine_snapshot)")
+      memories_after="$(metric wasmkeep_engine_linear_memories) memories, $(mib "$(metric wasmkeep_engine_linear_reserved_bytes)") MiB reserved"
+    fi
     if [ -n "$perf_pid" ]; then kill -INT "$perf_pid"; wait "$perf_pid" || true; fi
     second_secs=$pass_seconds
     second=$(summarize "$tmp/second.out" "$second_secs")
@@ -267,6 +282,8 @@ for n in "${sizes[@]}"; do
       dropped_lim=$(metric wasmkeep_actor_instances_dropped_total '{reason="limit"}')
       echo "   after the first pass: $resident resident, $instances with an instance; the budget counts $(mib "$budget_after") MiB ($(kib "$(awk -v b="$budget_after" -v n="$resident" 'BEGIN {print (n > 0 ? b / n : 0)}')") KiB per resident actor)"
       echo "   idle ${idle_wait} s later: RSS $((idle / 1024)) MiB: $per_idle KiB per idle resident actor; $resident_idle resident, $instances_idle with an instance; the budget counts $(mib "$budget_idle") MiB ($(kib "$(awk -v b="$budget_idle" -v n="$resident_idle" 'BEGIN {print (n > 0 ? b / n : 0)}')") KiB per resident actor): ${parts%, }"
+      echo "   engine over the second pass: ${engine_second:-?}"
+      echo "   linear memories V8 held: $memories_before before the second pass, $memories_after after it; reservation collections $(metric wasmkeep_actor_reservation_collections_total)"
       echo "   at the end: $resident_end resident; evicted $evicted, hibernated $hibernated, refused $refused; instances dropped: idle $dropped, memory $dropped_mem, limit $dropped_lim; RSS $(($(rss_kib "$server_pid") / 1024)) MiB"
       warm_p99[$n]=$(field "$second" p99)
       results[$n]="$resident_end $evicted $refused $budget_idle $per_idle $(field "$second" non200)"
@@ -274,7 +291,7 @@ for n in "${sizes[@]}"; do
       constructed=$(curl -s -H "Authorization: Bearer $token" "$url/_density" || echo "?")
       echo "   objects constructed by the worker: $constructed_first after the first pass, $constructed after the second (more than $((n + 10)): it evicted objects and made them again)"
     fi
-    [ "$sys" = wasmkeep ] && echo "   log: $(awk '$2 == "warn" || $2 == "error"' "$dir/wasmkeep.log" | wc -l) warnings and errors of $(wc -l <"$dir/wasmkeep.log") lines"
+    [ "$sys" = wasmkeep ] && echo "   log: $(awk '$2 == "warn" || $2 == "warning" || $2 == "error"' "$dir/wasmkeep.log" | wc -l) warnings and errors of $(wc -l <"$dir/wasmkeep.log") lines"
     stop_server
     # A pass with answers other than 200: keep what explains them.
     if awk '$1 != 200 {bad = 1} END {exit !bad}' "$tmp/first.out" "$tmp/second.out"; then

@@ -20,6 +20,8 @@ namespace {
 // The least time between two full collections of a worker's heap that the idle sweep asks
 // for (after it dropped instances there): one takes tens of milliseconds on a large heap.
 constexpr Duration kIdleCollectionInterval = std::chrono::seconds(5);
+// A worker with an event this recent is busy: the sweep does not stop it for a collection.
+constexpr Duration kBusyWorkerWindow = std::chrono::seconds(1);
 
 }  // namespace
 
@@ -218,6 +220,7 @@ struct ActorRuntime::Slot : std::enable_shared_from_this<Slot> {
   std::uint64_t linear_bytes = 0;  // resident pages of its linear memory
   std::uint64_t linear_mapped_bytes = 0;
   std::uint64_t instance_heap_bytes = 0;  // what its instance holds of its worker's heap
+  std::uint64_t reserved_bytes = 0;  // its instance's linear memory's maximum (address space)
   std::uint64_t state_bytes = 0;
 
   // Worker-thread state: touched only by jobs on `worker` (ordered by its FIFO), and by the
@@ -372,6 +375,49 @@ void PublishRuntimeMetrics(MetricsRegistry& registry, const ActorRuntime& runtim
           {{"reason", "limit"}});
   counter("wasmkeep_actor_memory_refusals_total", "Actors refused a start (503) because the memory budget was used up.",
           &RuntimeStats::memory_refusals, {});
+  registry.AddCallbackGauge(
+      "wasmkeep_actor_instance_reserved_bytes",
+      "Address space the live instances' linear memories reserve (each its maximum), kept within 3/4 of V8's 1 TiB.",
+      [&runtime] { return static_cast<double>(runtime.stats().instance_reserved_bytes); });
+  counter("wasmkeep_actor_reservation_collections_total",
+          "Collections started because the memories of thrown-away instances that V8 had not collected yet reserved "
+          "1/8 of V8's 1 TiB of address space, or numbered 4,096.",
+          &RuntimeStats::reservation_collections, {});
+
+  // The engine: its workers' garbage collections, instantiations, linear memories.
+  auto engine_counter = [&](std::string name, std::string help, auto field, MetricLabels labels) {
+    registry.AddCallbackCounter(std::move(name), std::move(help),
+                                [&runtime, field] { return static_cast<double>(field(runtime.engine_stats())); },
+                                std::move(labels));
+  };
+  const std::string gcs =
+      "Garbage collections of the workers' V8 heaps, by cause: young (scavenge), full (V8's own), external_memory "
+      "(memory outside the heap grew), all_available (V8 collected all it could on its own: it could not reserve a "
+      "linear memory, or its heap ran out), requested (the runtime asked).";
+  const std::string gc_seconds = "Pauses of those collections on the workers' threads, by cause.";
+  for (std::size_t i = 0; i < engine::kGcCauses; ++i) {
+    const std::string cause(engine::GcCauseName(static_cast<engine::GcCause>(i)));
+    engine_counter("wasmkeep_engine_gc_total", gcs, [i](const engine::EngineStats& s) { return s.collections[i]; },
+                   {{"cause", cause}});
+    engine_counter("wasmkeep_engine_gc_seconds_total", gc_seconds,
+                   [i](const engine::EngineStats& s) { return s.collection_seconds[i]; }, {{"cause", cause}});
+  }
+  engine_counter("wasmkeep_engine_instantiation_seconds_total", "Wall time of the workers' instantiations.",
+                 [](const engine::EngineStats& s) { return s.instantiation_seconds; }, {});
+  engine_counter("wasmkeep_engine_slow_instantiations_total", "Instantiations that took more than 10 ms.",
+                 [](const engine::EngineStats& s) { return s.slow_instantiations; }, {});
+  engine_counter("wasmkeep_engine_instantiation_gc_total", "Garbage collections that ran inside instantiations.",
+                 [](const engine::EngineStats& s) { return s.collections_in_instantiations; }, {});
+  engine_counter("wasmkeep_engine_instantiation_gc_seconds_total", "Their pauses.",
+                 [](const engine::EngineStats& s) { return s.collection_seconds_in_instantiations; }, {});
+  registry.AddCallbackGauge(
+      "wasmkeep_engine_linear_memories",
+      "Linear memories V8 holds: live instances' and thrown-away ones it has not collected yet.",
+      [&runtime] { return static_cast<double>(runtime.engine_stats().linear_memories); });
+  registry.AddCallbackGauge(
+      "wasmkeep_engine_linear_reserved_bytes",
+      "Address space those memories reserve (each its maximum); V8 refuses more than about 1 TiB.",
+      [&runtime] { return static_cast<double>(runtime.engine_stats().linear_reserved_bytes); });
 }
 
 RuntimeStats ActorRuntime::stats() const {
@@ -383,6 +429,7 @@ RuntimeStats ActorRuntime::stats() const {
   s.state_bytes = state_bytes_;
   s.bookkeeping_bytes = actors_.size() * kResidentActorBookkeepingBytes;
   s.instance_heap_bytes = instance_heap_bytes_;
+  s.instance_reserved_bytes = instance_reserved_bytes_;
   for (const WorkerMemory& w : worker_memory_) s.heap_bytes += w.heap_bytes;
   s.memory_bytes = MemoryBytes();
   return s;
@@ -532,7 +579,7 @@ void ActorRuntime::Pump(const std::shared_ptr<Slot>& slot) {
     AfterProgress(slot);
     return;
   }
-  if (!slot->has_instance) MakeRoomForInstance();
+  if (!slot->has_instance) MakeRoomForInstance(*slot);
   Pending pending = std::move(slot->queue.front());
   slot->queue.pop_front();
   slot->state = Slot::State::kRunning;
@@ -574,6 +621,7 @@ ActorRuntime::MemoryUse ActorRuntime::MeasureMemory(engine::Worker& worker, Slot
     m.linear = slot.instance->ResidentMemoryBytes();
     m.linear_mapped = slot.instance->MemoryBytes();
     m.instance_heap = slot.instance->HeapBytes();
+    m.reserved = slot.instance->module().max_memory_bytes();
   }
   m.state = slot.storage->MemoryBytes();
   m.heap = worker.HeapUsedBytes();
@@ -731,6 +779,7 @@ void ActorRuntime::ExecutionDone(const std::shared_ptr<Slot>& slot, MemoryUse me
   state_bytes_ = state_bytes_ - slot->state_bytes + memory.state;
   slot->state_bytes = memory.state;
   worker_memory_[slot->worker].heap_bytes = memory.heap;
+  worker_memory_[slot->worker].last_event = slot->last_active;
   SetInstanceMemory(*slot, memory);
   if (instantiated) {
     ++stats_.instantiations;
@@ -743,6 +792,7 @@ void ActorRuntime::ExecutionDone(const std::shared_ptr<Slot>& slot, MemoryUse me
 void ActorRuntime::SetInstanceMemory(Slot& slot, const MemoryUse& memory) {
   if (!memory.has_instance) {
     ForgetInstance(slot);  // it failed and was thrown away, or could not be made
+    CollectIfUncollected(slot.worker);
     return;
   }
   if (slot.has_instance) {
@@ -751,6 +801,8 @@ void ActorRuntime::SetInstanceMemory(Slot& slot, const MemoryUse& memory) {
     slot.has_instance = true;
     slot.instance_by_activity = instances_by_activity_.insert(instances_by_activity_.end(), &slot);
   }
+  instance_reserved_bytes_ = instance_reserved_bytes_ - slot.reserved_bytes + memory.reserved;
+  slot.reserved_bytes = memory.reserved;
   linear_bytes_ = linear_bytes_ - slot.linear_bytes + memory.linear;
   linear_mapped_bytes_ = linear_mapped_bytes_ - slot.linear_mapped_bytes + memory.linear_mapped;
   instance_heap_bytes_ = instance_heap_bytes_ - slot.instance_heap_bytes + memory.instance_heap;
@@ -763,6 +815,11 @@ void ActorRuntime::ForgetInstance(Slot& slot) {
   if (!slot.has_instance) return;
   instances_by_activity_.erase(slot.instance_by_activity);
   slot.has_instance = false;
+  instance_reserved_bytes_ -= slot.reserved_bytes;
+  // Its memory keeps its address space until V8 collects it (CollectIfUncollected).
+  worker_memory_[slot.worker].uncollected_reserved_bytes += slot.reserved_bytes;
+  ++worker_memory_[slot.worker].uncollected_memories;
+  slot.reserved_bytes = 0;
   linear_bytes_ -= slot.linear_bytes;
   linear_mapped_bytes_ -= slot.linear_mapped_bytes;
   instance_heap_bytes_ -= slot.instance_heap_bytes;
@@ -792,11 +849,35 @@ void ActorRuntime::DropInstance(Slot& slot, DropReason reason) {
       if (a && *a) worker_memory_[w].heap_bytes = heap;
     });
   });
+  CollectIfUncollected(slot.worker);
 }
 
-void ActorRuntime::MakeRoomForInstance() {
-  for (auto it = instances_by_activity_.begin();
-       instances_by_activity_.size() >= options_.max_instances && it != instances_by_activity_.end();) {
+void ActorRuntime::CollectIfUncollected(std::size_t i) {
+  WorkerMemory& w = worker_memory_[i];
+  if (w.uncollected_reserved_bytes < kUncollectedReservationBytes / workers_.size() &&
+      w.uncollected_memories < kUncollectedMemories / workers_.size()) {
+    return;
+  }
+  ++stats_.reservation_collections;
+  StartCollectionOn(i);
+}
+
+void ActorRuntime::StartCollectionOn(std::size_t i) {
+  WorkerMemory& w = worker_memory_[i];
+  w.last_collection = env_.MonoNow();
+  w.collection_wanted = false;
+  w.uncollected_reserved_bytes = 0;
+  w.uncollected_memories = 0;
+  workers_[i]->Post([](engine::Worker& worker) { worker.StartCollection(); });
+}
+
+void ActorRuntime::MakeRoomForInstance(const Slot& next) {
+  const std::uint64_t reserve = next.module->max_memory_bytes();
+  auto full = [&] {
+    return instances_by_activity_.size() >= options_.max_instances ||
+           instance_reserved_bytes_ + reserve > kLiveReservationBytes;
+  };
+  for (auto it = instances_by_activity_.begin(); full() && it != instances_by_activity_.end();) {
     Slot* s = *it++;
     if (IsIdle(*s)) DropInstance(*s, DropReason::kLimit);
   }
@@ -834,11 +915,21 @@ void ActorRuntime::Sweep() {
   for (auto& s : sleepy) Close(s, UnloadReason::kHibernated);
   // V8 frees what the dropped instances held (their linear memory included) at its next
   // full collection, which an idle worker may not run for a long time: ask for one, at most
-  // every kIdleCollectionInterval, and at the latest that long after the last drop.
+  // every kIdleCollectionInterval, and at the latest that long after the last drop. On a
+  // worker with events in the last kBusyWorkerWindow, not a full collection on its thread:
+  // that stops every event queued there for its whole length (LowMemoryNotification runs
+  // several full collections: 80 ms each at 50,000 actors, the warm tail of
+  // docs/benchmarks.md, "Density"); one started beside the thread instead, which V8 finishes
+  // in short steps between events.
   for (std::size_t i = 0; i < dropped.size(); ++i) {
     WorkerMemory& w = worker_memory_[i];
     w.collection_wanted = w.collection_wanted || dropped[i];
-    if (w.collection_wanted && now - w.last_collection >= kIdleCollectionInterval) CollectGarbageOn(i);
+    if (!w.collection_wanted || now - w.last_collection < kIdleCollectionInterval) continue;
+    if (now - w.last_event < kBusyWorkerWindow) {
+      StartCollectionOn(i);
+    } else {
+      CollectGarbageOn(i);
+    }
   }
   if (!actors_.empty()) ScheduleSweep();
 }
@@ -846,6 +937,8 @@ void ActorRuntime::Sweep() {
 void ActorRuntime::CollectGarbageOn(std::size_t i) {
   worker_memory_[i].last_collection = env_.MonoNow();
   worker_memory_[i].collection_wanted = false;
+  worker_memory_[i].uncollected_reserved_bytes = 0;  // a full collection frees them all
+  worker_memory_[i].uncollected_memories = 0;
   Env* env = &env_;
   std::weak_ptr<bool> alive = alive_;
   workers_[i]->Post([this, env, alive, i](engine::Worker& worker) {
@@ -941,6 +1034,7 @@ void ActorRuntime::Close(const std::shared_ptr<Slot>& slot, UnloadReason reason)
       CloseDone(slot, reason);
     });
   });
+  CollectIfUncollected(slot->worker);
 }
 
 void ActorRuntime::CloseDone(const std::shared_ptr<Slot>& slot, UnloadReason reason) {

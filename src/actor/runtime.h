@@ -90,6 +90,7 @@ struct RuntimeOptions {
   // process 65,530 by default (vm.max_map_count): past about 30,000 instances V8 cannot
   // allocate another memory. (Busy actors are never stopped: the bound is soft by the
   // events running at once.)
+  // Live instances also stay within kLiveReservationBytes of address space (below).
   std::uint64_t max_instances = 20'000;
   // The memory resident actors may take (see "Memory" above): over it, idle actors' instances
   // are dropped, then idle actors evicted, least recently active first; a new actor that
@@ -118,6 +119,20 @@ inline constexpr std::uint64_t kMaxIsolateHeapLimitBytes = 64ull << 30;
 // Range of max_instances: the upper end is where Linux's largest usual vm.max_map_count
 // (262,144 on tuned hosts) runs out.
 inline constexpr std::uint64_t kMaxInstancesSetting = 120'000;
+
+// Linear memories' address space (engine::kLinearReservationLimitBytes: V8 reserves each
+// memory's maximum, actors.max_memory_bytes at most, until it collects the memory, and past
+// about 1 TiB for the process every instantiation runs critical garbage collections).
+// Live instances reserve at most this much together: a new one first drops the instance of
+// the least recently active idle actor (as for max_instances; 12,288 instances of 64 MiB).
+inline constexpr std::uint64_t kLiveReservationBytes = engine::kLinearReservationLimitBytes / 4 * 3;
+// Memories of instances thrown away (dropped, evicted, failed) that V8 has not collected
+// yet: once a worker's reserve this share of the limit, or number this many (each is two
+// memory mappings, and Linux's vm.max_map_count, 65,530 by default, binds first for small
+// maxima), both divided among the workers, it starts a collection beside its thread
+// (engine::Worker::StartCollection), queued behind the jobs that threw them away.
+inline constexpr std::uint64_t kUncollectedReservationBytes = engine::kLinearReservationLimitBytes / 8;
+inline constexpr std::uint64_t kUncollectedMemories = 4096;
 
 // What a resident actor costs the node besides its instance, its linear memory and its
 // state: the runtime's slot for it, its storage's structures (the replica, its output gate
@@ -192,7 +207,11 @@ struct RuntimeStats {
   // stay within max_instances.
   std::uint64_t instances_dropped_idle = 0;
   std::uint64_t instances_dropped_memory = 0;
-  std::uint64_t instances_dropped_limit = 0;
+  std::uint64_t instances_dropped_limit = 0;  // max_instances or kLiveReservationBytes
+  // Live instances' reserved address space (their memories' maxima; kLiveReservationBytes).
+  std::uint64_t instance_reserved_bytes = 0;
+  // Collections started because thrown-away memories reached kUncollectedReservationBytes.
+  std::uint64_t reservation_collections = 0;  // or kUncollectedMemories
   std::uint64_t events = 0;
   std::uint64_t failed_events = 0;
   std::uint64_t overloaded = 0;
@@ -246,6 +265,8 @@ class ActorRuntime final : public EventHost {
   void SetSpin(Duration spin);
 
   bool IsResident(const ActorId& id) const override;
+  // The engine's totals (garbage collections, instantiations, linear memories' reservations).
+  engine::EngineStats engine_stats() const { return engine_.stats(); }
   RuntimeStats stats() const;
   // The budget's figure by tenant, largest first (every resident actor's tenant). The part
   // of the workers' heaps no instance holds (V8's own start-up heap, the modules' objects,
@@ -272,6 +293,7 @@ class ActorRuntime final : public EventHost {
     std::uint64_t linear = 0;   // its resident pages
     std::uint64_t linear_mapped = 0;
     std::uint64_t instance_heap = 0;
+    std::uint64_t reserved = 0;  // its linear memory's maximum: the address space V8 reserved
     std::uint64_t state = 0;
     std::uint64_t heap = 0;  // the worker's whole V8 heap
   };
@@ -287,13 +309,20 @@ class ActorRuntime final : public EventHost {
   void DropInstance(Slot& slot, DropReason reason);
   // What an actor's instance holds of its worker's heap (0 without one).
   static std::uint64_t InstanceHeap(const Slot& slot);
-  // Before an event instantiates: keeps live instances under max_instances.
-  void MakeRoomForInstance();
+  // Before an event of `next` instantiates: keeps live instances under max_instances and
+  // kLiveReservationBytes.
+  void MakeRoomForInstance(const Slot& next);
   // The periodic sweep: drops the instances of actors idle for idle_instance and
   // hibernates actors idle for idle_hibernate (least recently active first).
   void Sweep();
   void ScheduleSweep();
   void CollectGarbageOn(std::size_t worker);
+  // Starts one beside its thread (engine::Worker::StartCollection): for a busy worker.
+  void StartCollectionOn(std::size_t worker);
+  // Once the memories thrown away on `worker` since its last collection reserve its share of
+  // kUncollectedReservationBytes: starts a collection beside its thread. Called after the
+  // jobs that destroy those instances were posted, so it runs behind them.
+  void CollectIfUncollected(std::size_t worker);
   void Deliver(const std::shared_ptr<Slot>& slot, const std::shared_ptr<Pending>& pending, EventResult result,
                Status durable);
   // After an event finished executing or was answered: close a broken or unloading actor,
@@ -328,10 +357,15 @@ class ActorRuntime final : public EventHost {
   std::uint64_t linear_mapped_bytes_ = 0;
   std::uint64_t state_bytes_ = 0;
   std::uint64_t instance_heap_bytes_ = 0;
+  std::uint64_t instance_reserved_bytes_ = 0;
   struct WorkerMemory {
     std::uint64_t heap_bytes = 0;  // measured after its last job that could change it
     MonoTime last_collection{};
+    MonoTime last_event{};  // when an event of it last finished (the sweep's collection)
     bool collection_wanted = false;  // instances were dropped since its last collection
+    // Reservations of the memories thrown away on it since its last collection was asked for.
+    std::uint64_t uncollected_reserved_bytes = 0;
+    std::uint64_t uncollected_memories = 0;
   };
   std::vector<WorkerMemory> worker_memory_;
   Env::TimerId sweep_timer_ = 0;
@@ -348,6 +382,7 @@ class ActorRuntime final : public EventHost {
 // Publishes the runtime's events, instances, unloads, latency and residency (base/metrics.h,
 // "How WasmKeep publishes"). REQUIRES: runtime outlives every RenderText(), which runs on
 // the runtime's loop thread.
+// The runtime's metrics (wasmkeep_actor_*) and its engine's (wasmkeep_engine_*).
 void PublishRuntimeMetrics(MetricsRegistry& registry, const ActorRuntime& runtime);
 
 }  // namespace wk::actor

@@ -560,6 +560,70 @@ TEST_F(RuntimeTest, LiveInstancesStayWithinMaxInstances) {
   EXPECT_EQ(h.storage().opens(), 3);
 }
 
+// V8 reserves address space for each linear memory's maximum until it collects the memory,
+// and refuses more than about 1 TiB in all (engine::kLinearReservationLimitBytes), running
+// critical collections inside the instantiation that meets the limit. With 4 GiB per actor,
+// 400 actors called once would need 1.6 TiB: live instances stay within
+// kLiveReservationBytes (the least recently active lose theirs, as for max_instances), and
+// thrown-away memories are collected before they fill the rest, so V8 never has to.
+TEST_F(RuntimeTest, LinearMemoryReservationsStayWithinV8sLimit) {
+  RuntimeOptions o = Options();
+  o.workers = 1;
+  o.limits.max_memory_bytes = 4ull << 30;
+  o.memory_budget_bytes = 8ull << 30;
+  Harness h(o);
+  h.Deploy("nomax", Actors("no_max_memory"));
+  ASSERT_TRUE(h.Call("t/nomax/first", MakeRequest("POST", "/")).ok());
+  ASSERT_EQ(h.runtime().stats().instance_reserved_bytes, o.limits.max_memory_bytes)
+      << "the module declares no maximum: each instance reserves 4 GiB";
+  const auto all_available = static_cast<std::size_t>(engine::GcCause::kAllAvailable);
+  const std::uint64_t v8_collections = h.engine().stats().collections[all_available];
+  std::uint64_t most_reserved = 0;
+  for (int i = 0; i < 400; ++i) {
+    auto r = h.Call("t/nomax/a" + std::to_string(i), MakeRequest("POST", "/"));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_LE(h.runtime().stats().instance_reserved_bytes, kLiveReservationBytes);
+    most_reserved = std::max(most_reserved, h.engine().stats().linear_reserved_bytes);
+  }
+  const RuntimeStats s = h.runtime().stats();
+  EXPECT_EQ(s.instances, kLiveReservationBytes / o.limits.max_memory_bytes);
+  EXPECT_GE(s.instances_dropped_limit, 401 - s.instances);
+  EXPECT_GT(s.reservation_collections, 0u);
+  EXPECT_LT(most_reserved, engine::kLinearReservationLimitBytes) << "V8 held at most this much";
+  EXPECT_EQ(h.engine().stats().collections[all_available], v8_collections)
+      << "no instantiation had to collect to find address space";
+  EXPECT_EQ(s.resident_actors, 401u) << "instances were dropped, not actors";
+  EXPECT_TRUE(h.Call("t/nomax/a0", MakeRequest("POST", "/")).ok()) << "and made again";
+}
+
+// The sweep collects what dropped instances held; on a worker that is running events it
+// does not stop the thread for a full collection (every event queued there would wait for
+// it: the warm tail at 50,000 actors, docs/benchmarks.md "Density"), it starts one beside
+// the thread; an idle worker gets the full one.
+TEST_F(RuntimeTest, TheSweepDoesNotStopABusyWorkerToCollect) {
+  RuntimeOptions o = Options();
+  o.workers = 1;
+  o.idle_instance = std::chrono::milliseconds(100);
+  Harness h(o);
+  h.Deploy("probe", Actors("abi_probe"));
+  ASSERT_TRUE(h.Call("t/probe/dropped", MakeRequest("POST", "/count")).ok());
+  const engine::EngineStats before = h.engine().stats();
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
+  while (std::chrono::steady_clock::now() < until) {
+    ASSERT_TRUE(h.Call("t/probe/busy", MakeRequest("POST", "/count")).ok());
+    h.RunFor(std::chrono::milliseconds(5));
+  }
+  ASSERT_GE(h.runtime().stats().instances_dropped_idle, 1u);
+  engine::EngineStats s = h.engine().stats();
+  EXPECT_EQ(s.collect_garbage_calls, before.collect_garbage_calls) << "no full collection on the busy worker";
+  EXPECT_GT(s.start_collection_calls, before.start_collection_calls) << "one started beside it";
+
+  // Idle now: once busy's instance is dropped too and the interval has passed, a full one.
+  h.RunFor(std::chrono::milliseconds(6500));
+  s = h.engine().stats();
+  EXPECT_GT(s.collect_garbage_calls, before.collect_garbage_calls) << "an idle worker is collected at once";
+}
+
 TEST_F(RuntimeTest, MemoryBudgetEvictsIdleActorsLeastRecentlyUsedFirst) {
   const RuntimeStats one = OneActorFootprint();
   RuntimeOptions o = Options();

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -139,6 +140,19 @@ struct Engine::Impl {
   std::condition_variable watch_cv;
   std::vector<Worker::Impl*> watched;
   int running_calls = 0;
+
+  // EngineStats, summed by the workers' threads as they go (relaxed: totals only).
+  std::array<std::atomic<std::uint64_t>, kGcCauses> collections{};
+  std::array<std::atomic<std::uint64_t>, kGcCauses> collection_ns{};
+  std::atomic<std::uint64_t> collect_garbage_calls{0};
+  std::atomic<std::uint64_t> start_collection_calls{0};
+  std::atomic<std::uint64_t> instantiations{0};
+  std::atomic<std::uint64_t> instantiation_ns{0};
+  std::atomic<std::uint64_t> slow_instantiations{0};
+  std::atomic<std::uint64_t> collections_in_instantiations{0};
+  std::atomic<std::uint64_t> collection_ns_in_instantiations{0};
+  std::atomic<std::uint64_t> linear_memories{0};
+  std::atomic<std::uint64_t> linear_reserved_bytes{0};
   bool stopping = false;
   bool watchdog_parked = false;
   std::thread watchdog;
@@ -167,6 +181,27 @@ struct Worker::Impl {
   static void CountCollection(v8::Isolate*, v8::GCType, v8::GCCallbackFlags, void* data) {
     ++static_cast<Impl*>(data)->collections;
   }
+  // EngineStats' collections: each pause timed from V8's prologue to its epilogue, its cause
+  // told by V8's callback flags, or by what this worker asked for.
+  std::chrono::steady_clock::time_point gc_started{};
+  bool gc_running = false;
+  bool collection_requested = false;  // CollectGarbage (synchronous) is running
+  bool collection_started = false;    // StartCollection asked; its final pause is still to come
+  bool instantiating = false;
+  static void GcPrologue(v8::Isolate*, v8::GCType, v8::GCCallbackFlags, void* data);
+  static void GcEpilogue(v8::Isolate*, v8::GCType type, v8::GCCallbackFlags flags, void* data);
+
+  // Each linear memory V8 made for an instance of this worker, until V8 collects it (a
+  // weak handle's callback): EngineStats' linear memories and their reservations.
+  struct MemoryWatch {
+    Impl* worker;
+    std::uint64_t reserved_bytes;
+    v8::Global<v8::WasmMemoryObject> handle;
+  };
+  std::unordered_set<MemoryWatch*> memory_watches;
+  void WatchMemory(v8::Local<v8::WasmMemoryObject> memory, std::uint64_t reserved_bytes);
+  void ForgetMemory(MemoryWatch* watch);
+  static void MemoryCollected(const v8::WeakCallbackInfo<MemoryWatch>& info);
   static std::size_t NearHeapLimit(void* data, std::size_t current_limit, std::size_t initial_limit);
   // Returns whether the heap limit was reached since the last call, and clears it and the
   // termination it requested.
@@ -283,6 +318,37 @@ Engine::Engine(EngineOptions options) : impl_(std::make_unique<Impl>()) {
     impl_->compile_context.Reset(impl_->compile_isolate, v8::Context::New(impl_->compile_isolate));
   }
   impl_->watchdog = std::thread([this] { impl_->WatchdogLoop(); });
+}
+
+EngineStats Engine::stats() const {
+  const Impl& e = *impl_;
+  EngineStats s;
+  auto seconds = [](const std::atomic<std::uint64_t>& ns) { return static_cast<double>(ns.load()) / 1e9; };
+  for (std::size_t i = 0; i < kGcCauses; ++i) {
+    s.collections[i] = e.collections[i].load();
+    s.collection_seconds[i] = seconds(e.collection_ns[i]);
+  }
+  s.collect_garbage_calls = e.collect_garbage_calls.load();
+  s.start_collection_calls = e.start_collection_calls.load();
+  s.instantiations = e.instantiations.load();
+  s.instantiation_seconds = seconds(e.instantiation_ns);
+  s.slow_instantiations = e.slow_instantiations.load();
+  s.collections_in_instantiations = e.collections_in_instantiations.load();
+  s.collection_seconds_in_instantiations = seconds(e.collection_ns_in_instantiations);
+  s.linear_memories = e.linear_memories.load();
+  s.linear_reserved_bytes = e.linear_reserved_bytes.load();
+  return s;
+}
+
+std::string_view GcCauseName(GcCause cause) {
+  switch (cause) {
+    case GcCause::kYoung: return "young";
+    case GcCause::kFull: return "full";
+    case GcCause::kExternalMemory: return "external_memory";
+    case GcCause::kAllAvailable: return "all_available";
+    case GcCause::kRequested: return "requested";
+  }
+  return "?";
 }
 
 Engine::~Engine() {
@@ -482,6 +548,10 @@ Worker::Worker(Engine& engine, WorkerOptions options) : impl_(std::make_unique<I
   impl_->isolate = v8::Isolate::New(params);
   impl_->isolate->AddNearHeapLimitCallback(&Impl::NearHeapLimit, impl_.get());
   impl_->isolate->AddGCPrologueCallback(&Impl::CountCollection, impl_.get());
+  constexpr v8::GCType kPauses = static_cast<v8::GCType>(v8::kGCTypeScavenge | v8::kGCTypeMinorMarkCompact |
+                                                         v8::kGCTypeMarkSweepCompact);
+  impl_->isolate->AddGCPrologueCallback(&Impl::GcPrologue, impl_.get(), kPauses);
+  impl_->isolate->AddGCEpilogueCallback(&Impl::GcEpilogue, impl_.get(), kPauses);
   // The isolate stays entered on this thread for its whole life: a worker is thread-bound.
   impl_->isolate->Enter();
   {
@@ -504,6 +574,8 @@ Worker::~Worker() {
     std::erase(impl_->engine->watched, impl_.get());
   }
   impl_->modules.clear();
+  // The isolate's disposal runs no weak callbacks: the memories still watched go with it.
+  while (!impl_->memory_watches.empty()) impl_->ForgetMemory(*impl_->memory_watches.begin());
   impl_->instance_ctor.Reset();
   impl_->context.Reset();
   impl_->isolate->Exit();
@@ -533,7 +605,76 @@ bool Worker::Impl::TakeHeapLimitHit() {
 
 std::uint64_t Worker::heap_limit_hits() const { return impl_->heap_limit_hits; }
 
-void Worker::CollectGarbage() { impl_->isolate->LowMemoryNotification(); }
+void Worker::CollectGarbage() {
+  impl_->engine->collect_garbage_calls.fetch_add(1, std::memory_order_relaxed);
+  impl_->collection_requested = true;
+  impl_->isolate->LowMemoryNotification();
+  impl_->collection_requested = false;
+}
+
+void Worker::StartCollection() {
+  impl_->engine->start_collection_calls.fetch_add(1, std::memory_order_relaxed);
+  impl_->collection_started = true;
+  impl_->isolate->MemoryPressureNotification(v8::MemoryPressureLevel::kModerate);
+}
+
+void Worker::Impl::GcPrologue(v8::Isolate*, v8::GCType, v8::GCCallbackFlags, void* data) {
+  auto* w = static_cast<Impl*>(data);
+  w->gc_started = std::chrono::steady_clock::now();
+  w->gc_running = true;
+}
+
+void Worker::Impl::GcEpilogue(v8::Isolate*, v8::GCType type, v8::GCCallbackFlags flags, void* data) {
+  auto* w = static_cast<Impl*>(data);
+  if (!w->gc_running) return;
+  w->gc_running = false;
+  const auto ns = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - w->gc_started).count());
+  GcCause cause;
+  if (w->collection_requested) {
+    cause = GcCause::kRequested;
+  } else if ((type & v8::kGCTypeMarkSweepCompact) == 0) {
+    cause = GcCause::kYoung;
+  } else if ((flags & v8::kGCCallbackFlagCollectAllExternalMemory) != 0) {
+    cause = GcCause::kExternalMemory;
+  } else if ((flags & v8::kGCCallbackFlagCollectAllAvailableGarbage) != 0) {
+    cause = GcCause::kAllAvailable;
+  } else if (w->collection_started) {
+    cause = GcCause::kRequested;  // the final pause of the collection StartCollection began
+    w->collection_started = false;
+  } else {
+    cause = GcCause::kFull;
+  }
+  Engine::Impl& e = *w->engine;
+  const auto i = static_cast<std::size_t>(cause);
+  e.collections[i].fetch_add(1, std::memory_order_relaxed);
+  e.collection_ns[i].fetch_add(ns, std::memory_order_relaxed);
+  if (w->instantiating) {
+    e.collections_in_instantiations.fetch_add(1, std::memory_order_relaxed);
+    e.collection_ns_in_instantiations.fetch_add(ns, std::memory_order_relaxed);
+  }
+}
+
+void Worker::Impl::WatchMemory(v8::Local<v8::WasmMemoryObject> memory, std::uint64_t reserved_bytes) {
+  auto* watch = new MemoryWatch{this, reserved_bytes, v8::Global<v8::WasmMemoryObject>(isolate, memory)};
+  watch->handle.SetWeak(watch, &MemoryCollected, v8::WeakCallbackType::kParameter);
+  memory_watches.insert(watch);
+  engine->linear_memories.fetch_add(1, std::memory_order_relaxed);
+  engine->linear_reserved_bytes.fetch_add(reserved_bytes, std::memory_order_relaxed);
+}
+
+void Worker::Impl::ForgetMemory(MemoryWatch* watch) {
+  watch->handle.Reset();
+  memory_watches.erase(watch);
+  engine->linear_memories.fetch_sub(1, std::memory_order_relaxed);
+  engine->linear_reserved_bytes.fetch_sub(watch->reserved_bytes, std::memory_order_relaxed);
+  delete watch;
+}
+
+void Worker::Impl::MemoryCollected(const v8::WeakCallbackInfo<MemoryWatch>& info) {
+  MemoryWatch* watch = info.GetParameter();
+  watch->worker->ForgetMemory(watch);
+}
 
 std::uint64_t Worker::HeapUsedBytes() const { return HeapUsed(impl_->isolate); }
 
@@ -632,7 +773,9 @@ void Worker::Impl::BeginCall(Instance::Impl* inst, void* ctx, std::chrono::milli
     // The failed call's instance is gone by now (the caller throws unusable ones away), so a
     // full collection brings the heap back under the limit; rare: only after a limit hit.
     heap_limit_raised = false;
+    collection_requested = true;
     isolate->LowMemoryNotification();
+    collection_requested = false;
     isolate->RemoveNearHeapLimitCallback(&NearHeapLimit, initial_old_space_limit);
     isolate->AddNearHeapLimitCallback(&NearHeapLimit, this);
   }
@@ -738,6 +881,23 @@ CallResult Worker::Impl::Run(Instance::Impl* inst, v8::Local<v8::Function> fn, v
 Result<std::unique_ptr<Instance>> Worker::Instantiate(const std::shared_ptr<const Module>& module, void* context,
                                                       std::chrono::milliseconds cpu_limit) {
   Impl& w = *impl_;
+  const auto started = std::chrono::steady_clock::now();
+  // Counted however it ends (EngineStats).
+  struct Timed {
+    Impl& w;
+    std::chrono::steady_clock::time_point started;
+    ~Timed() {
+      w.instantiating = false;
+      const auto took = std::chrono::steady_clock::now() - started;
+      Engine::Impl& e = *w.engine;
+      e.instantiations.fetch_add(1, std::memory_order_relaxed);
+      e.instantiation_ns.fetch_add(
+          static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(took).count()),
+          std::memory_order_relaxed);
+      if (took > kSlowInstantiation) e.slow_instantiations.fetch_add(1, std::memory_order_relaxed);
+    }
+  } timed{w, started};
+  w.instantiating = true;
   v8::Isolate* isolate = w.isolate;
   v8::HandleScope scope(isolate);
   v8::Local<v8::Context> ctx = w.context.Get(isolate);
@@ -786,6 +946,7 @@ Result<std::unique_ptr<Instance>> Worker::Instantiate(const std::shared_ptr<cons
   auto memory = exports->Get(ctx, V8Str(isolate, "memory")).ToLocalChecked();
   WK_CHECK(memory->IsWasmMemoryObject(), "memory export checked at compile time");
   instance->impl_->memory.Reset(isolate, memory.As<v8::WasmMemoryObject>());
+  w.WatchMemory(memory.As<v8::WasmMemoryObject>(), module->max_memory_bytes());
   for (const std::string& name : module->growable_table_exports()) {
     auto table = exports->Get(ctx, V8Str(isolate, name)).ToLocalChecked();
     WK_CHECK(table->IsObject(), "table export added at compile time");

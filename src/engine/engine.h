@@ -25,6 +25,7 @@
 // the module's frames it may not: its allocator or shadow stack may be half-updated).
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -131,6 +132,56 @@ class Module {
   std::uint64_t id_ = 0;
 };
 
+// Why a worker's V8 heap was collected (EngineStats).
+enum class GcCause : std::uint8_t {
+  kYoung,           // a scavenge of the young generation (allocation; short)
+  kFull,            // a full collection V8 chose for its own heap's growth
+  kExternalMemory,  // a full collection because memory outside the heap grew (linear memories count)
+  kAllAvailable,    // a collection of all that can be collected, which V8 ran on its own: when it
+                    // could not reserve a new linear memory's address space (up to three per
+                    // attempt, inside the instantiation; kLinearReservationLimitBytes), or when
+                    // its heap ran out
+  kRequested,       // Worker::CollectGarbage or Worker::StartCollection (the runtime asked)
+};
+inline constexpr std::size_t kGcCauses = 5;
+std::string_view GcCauseName(GcCause cause);
+
+// With the trap handler off (EngineOptions), V8 10.2 reserves address space for a linear
+// memory's whole maximum when it makes it, and refuses to reserve more than about 1 TiB for
+// all the process's WebAssembly memories together (its backing store's address space limit,
+// 1 TiB + 4 GiB on 64-bit). Past it, an instantiation runs up to three critical garbage
+// collections (GcCause::kAllAvailable), then tries smaller maxima, collecting again each
+// time: slow, so callers keep live and dropped-but-uncollected memories well below this.
+// A memory's reservation is released only when V8 collects it (EngineStats).
+inline constexpr std::uint64_t kLinearReservationLimitBytes = 1ull << 40;
+// An instantiation slower than this counts in EngineStats::slow_instantiations.
+inline constexpr std::chrono::milliseconds kSlowInstantiation{10};
+
+// What all the engine's workers did since the engine started. Read from any thread.
+struct EngineStats {
+  // Garbage collections of the workers' heaps, and their pauses on the worker's thread
+  // (from V8's prologue to its epilogue: the atomic pause; incremental and concurrent
+  // marking outside it are not counted), by cause.
+  std::array<std::uint64_t, kGcCauses> collections{};
+  std::array<double, kGcCauses> collection_seconds{};
+  // Calls of Worker::CollectGarbage (each runs one or more full collections on the thread)
+  // and of Worker::StartCollection.
+  std::uint64_t collect_garbage_calls = 0;
+  std::uint64_t start_collection_calls = 0;
+  // Instantiations (Worker::Instantiate, _initialize included) and their wall time; those
+  // slower than kSlowInstantiation; the collections that ran inside them and their pauses.
+  std::uint64_t instantiations = 0;
+  double instantiation_seconds = 0;
+  std::uint64_t slow_instantiations = 0;
+  std::uint64_t collections_in_instantiations = 0;
+  double collection_seconds_in_instantiations = 0;
+  // Linear memories V8 still holds: those of live instances and those of instances thrown
+  // away that V8 has not collected yet; and the address space they reserve (each memory's
+  // maximum, Module::max_memory_bytes; V8 may have reserved less after a failed attempt).
+  std::uint64_t linear_memories = 0;
+  std::uint64_t linear_reserved_bytes = 0;
+};
+
 struct EngineOptions {
   // V8's trap handler turns out-of-bounds memory accesses into signals instead of explicit
   // bounds checks (faster), at the price of reserving 8 GiB of address space per instance
@@ -154,6 +205,9 @@ class Engine {
                                                 std::shared_ptr<const HostInterface> host,
                                                 std::span<const ExportSpec> exports,
                                                 const ModuleLimits& limits);
+
+  // Totals over all workers (any thread).
+  EngineStats stats() const;
 
   struct Impl;
   Impl& impl() { return *impl_; }
@@ -230,6 +284,11 @@ class Worker {
   // A full garbage collection now (V8's low-memory notification): tens of milliseconds on
   // a large heap, so only when memory is short.
   void CollectGarbage();
+  // Starts a full collection that runs mostly beside the thread (V8's incremental and
+  // concurrent marking on a moderate memory-pressure notification) and finishes in short
+  // steps from PumpMessageLoop: frees dropped instances' linear memories without stopping
+  // the worker for a whole collection. Nothing if one is running already.
+  void StartCollection();
 
   // Runs V8's pending platform tasks for this isolate (background compilation results,
   // garbage-collection tasks). Call it between events. (Modules no longer referenced are

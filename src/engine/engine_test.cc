@@ -202,6 +202,54 @@ TEST_F(EngineTest, StartFunctionIsBoundedToo) {
   EXPECT_NE(inst.status().message().find("CPU time limit"), std::string::npos) << inst.status().ToString();
 }
 
+// Each linear memory is counted with the address space V8 reserved for it (its maximum)
+// until V8 collects it, not just until its instance is destroyed; a collection asked for
+// at once (CollectGarbage) or started beside the thread (StartCollection) releases it, and
+// both are counted as requested. Instantiations are counted with their wall time.
+TEST_F(EngineTest, LinearMemoriesAreCountedUntilV8CollectsThem) {
+  Worker worker(*engine_);
+  ModuleLimits limits;
+  limits.max_memory_bytes = 8 * 65536;
+  auto module = Compile("no_max", limits);
+  ASSERT_TRUE(module.ok()) << module.status().ToString();
+  worker.CollectGarbage();
+  const EngineStats before = engine_->stats();
+  const auto requested = static_cast<std::size_t>(GcCause::kRequested);
+  std::vector<std::unique_ptr<Instance>> live;
+  for (int i = 0; i < 3; ++i) {
+    auto instance = worker.Instantiate(*module, &ctx_, milliseconds(1000));
+    ASSERT_TRUE(instance.ok()) << instance.status().ToString();
+    live.push_back(std::move(*instance));
+  }
+  EngineStats s = engine_->stats();
+  EXPECT_EQ(s.linear_memories, before.linear_memories + 3);
+  EXPECT_EQ(s.linear_reserved_bytes, before.linear_reserved_bytes + 3 * 8 * 65536u) << "each its maximum";
+  EXPECT_EQ(s.instantiations, before.instantiations + 3);
+  EXPECT_GT(s.instantiation_seconds, before.instantiation_seconds);
+
+  live.pop_back();
+  EXPECT_EQ(engine_->stats().linear_memories, before.linear_memories + 3) << "destroyed but not collected yet";
+  worker.CollectGarbage();
+  s = engine_->stats();
+  EXPECT_EQ(s.linear_memories, before.linear_memories + 2) << "a full collection released it";
+  EXPECT_EQ(s.linear_reserved_bytes, before.linear_reserved_bytes + 2 * 8 * 65536u);
+  EXPECT_GT(s.collections[requested], before.collections[requested]);
+  EXPECT_GT(s.collection_seconds[requested], 0.0);
+
+  live.clear();
+  const std::uint64_t requested_before = engine_->stats().collections[requested];
+  worker.StartCollection();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (engine_->stats().linear_memories > before.linear_memories && std::chrono::steady_clock::now() < deadline) {
+    worker.PumpMessageLoop();
+    std::this_thread::sleep_for(milliseconds(2));
+  }
+  s = engine_->stats();
+  EXPECT_EQ(s.linear_memories, before.linear_memories) << "the collection started beside the thread finished";
+  EXPECT_EQ(s.linear_reserved_bytes, before.linear_reserved_bytes);
+  EXPECT_GT(s.collections[requested], requested_before) << "its final pause is counted as requested";
+}
+
 TEST_F(EngineTest, MemoryGrowthStopsAtTheDeclaredOrImposedMaximum) {
   Worker worker(*engine_);
   auto inst = Make(worker, "good");  // declares 1..4 pages
