@@ -416,6 +416,7 @@ testing::Harness* TheHarness() {
   RuntimeOptions options = testing::DefaultHarnessOptions();  // 1 worker, default limits
   // Warmed actors must stay resident for the whole run (the default is 30 s).
   options.idle_hibernate = std::chrono::hours(1);
+  options.idle_instance = std::chrono::hours(1);  // and keep their instances
   auto h = std::make_unique<testing::Harness>(options);
   for (const char* cls : {"counter", "abi_probe"}) {
     if (Status s = h->TryDeploy(cls, ActorWasm(cls)); !s.ok()) {

@@ -10,9 +10,15 @@
 // SQLite database per object on disk. The put is not awaited, as Durable Objects are
 // written: the output gate holds the response until the write is committed to disk.
 
+// Objects constructed so far in this isolate (the objects of one namespace share the
+// worker's isolate in workerd): bench/density_bench.sh reads it at GET /_density to tell
+// how many objects workerd evicted and made again.
+let constructed = 0;
+
 export class Counter {
   constructor(state, env) {
     this.state = state;
+    constructed++;
   }
 
   async fetch(request) {
@@ -41,6 +47,7 @@ export default {
     if (request.headers.get("Authorization") !== `Bearer ${env.TOKEN}`) {
       return new Response("unauthorized\n", { status: 401 });
     }
+    if (new URL(request.url).pathname === "/_density") return new Response(`${constructed}\n`);
     const m = ROUTE.exec(new URL(request.url).pathname);
     if (!m) return new Response("not found\n", { status: 404 });
     const stub = env.COUNTER.get(env.COUNTER.idFromName(`${m[1]}/${m[2]}`));

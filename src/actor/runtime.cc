@@ -15,6 +15,15 @@
 #include "env/spin.h"
 
 namespace wk::actor {
+namespace {
+
+// The least time between two full collections of a worker's heap that the idle sweep asks
+// for (after it dropped instances there): one takes tens of milliseconds on a large heap.
+constexpr Duration kIdleCollectionInterval = std::chrono::seconds(5);
+// A worker with an event this recent is busy: the sweep does not stop it for a collection.
+constexpr Duration kBusyWorkerWindow = std::chrono::seconds(1);
+
+}  // namespace
 
 // ---------------------------------------------------------------------------------------
 // Options, classes
@@ -58,6 +67,10 @@ Status ValidateRuntimeOptions(const RuntimeOptions& o) {
     return InvalidArgument("actors.spin_us must be between 0 (off) and 1000");
   }
   if (o.idle_hibernate < std::chrono::milliseconds(1)) return InvalidArgument("actors.idle_hibernate_ms must be at least 1");
+  if (o.idle_instance < std::chrono::milliseconds(1)) return InvalidArgument("actors.idle_instance_ms must be at least 1");
+  if (o.max_instances < 1 || o.max_instances > kMaxInstancesSetting) {
+    return InvalidArgument(fmt::format("actors.max_instances must be between 1 and {}", kMaxInstancesSetting));
+  }
   if (o.memory_budget_bytes < o.limits.max_memory_bytes) {
     return InvalidArgument("actors.memory_budget_bytes must be at least actors.max_memory_bytes");
   }
@@ -182,23 +195,32 @@ struct ActorRuntime::Pending {
   MonoTime queued_at;
 };
 
-struct ActorRuntime::Slot {
+struct ActorRuntime::Slot : std::enable_shared_from_this<Slot> {
   enum class State : std::uint8_t { kStarting, kReady, kRunning, kClosing };
 
   ActorId id;
   std::string key;
   std::size_t worker = 0;
   State state = State::kStarting;
-  std::deque<Pending> queue;
+  // A list, not a deque: an idle actor's empty queue allocates nothing (libstdc++'s deque
+  // allocates about 600 bytes even when empty; docs/benchmarks.md, "Density").
+  std::list<Pending> queue;
   std::shared_ptr<const engine::Module> module;
   // Events dispatched whose answers are not delivered yet (executing or awaiting
   // durability). An actor is idle only when this is zero and its queue is empty.
   int undelivered = 0;
   bool unload_requested = false;
+  // The loop thread's view: the actor has an instance (from its last event's report) and
+  // no drop of it is queued since.
+  bool has_instance = false;
   MonoTime last_active{};
-  Env::TimerId idle_timer = 0;
-  // What the budget counts for this actor: linear memory plus state (heap is per worker).
-  std::uint64_t linear_bytes = 0;
+  std::list<Slot*>::iterator by_activity;         // in ActorRuntime::by_activity_
+  std::list<Slot*>::iterator instance_by_activity;  // in instances_by_activity_ if has_instance
+  // What the budget counts for this actor (besides its worker's heap and its bookkeeping).
+  std::uint64_t linear_bytes = 0;  // resident pages of its linear memory
+  std::uint64_t linear_mapped_bytes = 0;
+  std::uint64_t instance_heap_bytes = 0;  // what its instance holds of its worker's heap
+  std::uint64_t reserved_bytes = 0;  // its instance's linear memory's maximum (address space)
   std::uint64_t state_bytes = 0;
 
   // Worker-thread state: touched only by jobs on `worker` (ordered by its FIFO), and by the
@@ -231,7 +253,7 @@ ActorRuntime::ActorRuntime(Env& env, engine::Engine& engine, ClassRegistry& clas
   engine::WorkerOptions worker_options;
   worker_options.heap_limit_bytes = options_.isolate_heap_limit_bytes;
   for (int i = 0; i < n; ++i) workers_.push_back(std::make_unique<WorkerThread>(engine_, worker_options, options_.spin));
-  worker_heap_bytes_.assign(workers_.size(), 0);
+  worker_memory_.assign(workers_.size(), WorkerMemory{});
 }
 
 void ActorRuntime::SetSpin(Duration spin) {
@@ -246,11 +268,11 @@ ActorRuntime::~ActorRuntime() {
   // yet started are skipped, instances die on their own threads, storages are closed.
   *alive_ = false;
   stopping_->store(true);
+  if (sweep_timer_ != 0) env_.CancelTimer(sweep_timer_);
   EventResult stopped;
   stopped.outcome = EventOutcome::kUnavailable;
   stopped.error = "the actor runtime stopped";
   for (auto& [key, slot] : actors_) {
-    if (slot->idle_timer != 0) env_.CancelTimer(slot->idle_timer);
     for (Pending& p : slot->queue) p.done.Set(stopped);
     slot->queue.clear();
     for (auto& p : slot->inflight) p->done.Set(stopped);
@@ -298,10 +320,12 @@ void PublishRuntimeMetrics(MetricsRegistry& registry, const ActorRuntime& runtim
                             [&runtime] { return static_cast<double>(runtime.stats().resident_actors); });
   registry.AddCallbackGauge(
       "wasmkeep_actor_memory_bytes",
-      "Memory the budget counts (actors.memory_budget_bytes): resident actors' linear memory and state, and the "
-      "workers' V8 heaps.",
+      "Memory the budget counts (actors.memory_budget_bytes): instances' linear memory (pages touched), resident "
+      "actors' state and bookkeeping, and the workers' V8 heaps.",
       [&runtime] { return static_cast<double>(runtime.stats().memory_bytes); });
-  const std::string parts = "wasmkeep_actor_memory_bytes by part: linear memory, state (with per-entry overhead), V8 heap.";
+  const std::string parts =
+      "wasmkeep_actor_memory_bytes by part: linear memory (pages touched), state (with per-entry overhead), V8 heap, "
+      "bookkeeping per resident actor.";
   registry.AddCallbackGauge("wasmkeep_actor_memory_part_bytes", parts,
                             [&runtime] { return static_cast<double>(runtime.stats().linear_bytes); },
                             {{"part", "linear"}});
@@ -311,19 +335,127 @@ void PublishRuntimeMetrics(MetricsRegistry& registry, const ActorRuntime& runtim
   registry.AddCallbackGauge("wasmkeep_actor_memory_part_bytes", parts,
                             [&runtime] { return static_cast<double>(runtime.stats().heap_bytes); },
                             {{"part", "heap"}});
+  registry.AddCallbackGauge("wasmkeep_actor_memory_part_bytes", parts,
+                            [&runtime] { return static_cast<double>(runtime.stats().bookkeeping_bytes); },
+                            {{"part", "bookkeeping"}});
+  registry.AddCallbackGaugeBreakdown(
+      "wasmkeep_actor_tenant_memory_bytes",
+      "wasmkeep_actor_memory_bytes by tenant: its actors' linear memory, state and bookkeeping, and their share of "
+      "the V8 heaps; the tenants with the most, then _other for the rest and _node for heap no instance holds.",
+      "tenant", [&runtime] {
+        const std::vector<TenantMemory> tenants = runtime.MemoryByTenant();
+        MetricsRegistry::Breakdown out;
+        double attributed = 0, other = 0;
+        for (std::size_t i = 0; i < tenants.size(); ++i) {
+          attributed += tenants[i].bytes;
+          if (i < kMaxTenantMemorySeries) {
+            out.emplace_back(tenants[i].tenant, tenants[i].bytes);
+          } else {
+            other += tenants[i].bytes;
+          }
+        }
+        if (tenants.size() > kMaxTenantMemorySeries) out.emplace_back("_other", other);
+        out.emplace_back("_node", std::max(0.0, static_cast<double>(runtime.stats().memory_bytes) - attributed));
+        return out;
+      });
+  registry.AddCallbackGauge("wasmkeep_actor_instances",
+                            "Resident actors with a WebAssembly instance (the others are warm but not instantiated).",
+                            [&runtime] { return static_cast<double>(runtime.stats().instances); });
+  registry.AddCallbackGauge(
+      "wasmkeep_actor_linear_mapped_bytes",
+      "Linear memory of the instances as mapped (their size); the budget counts the pages touched (part=\"linear\").",
+      [&runtime] { return static_cast<double>(runtime.stats().linear_mapped_bytes); });
+  const std::string dropped = "Instances dropped from resident actors, by reason (idle: actors.idle_instance_ms; "
+                              "memory: actors.memory_budget_bytes; limit: actors.max_instances).";
+  counter("wasmkeep_actor_instances_dropped_total", dropped, &RuntimeStats::instances_dropped_idle,
+          {{"reason", "idle"}});
+  counter("wasmkeep_actor_instances_dropped_total", dropped, &RuntimeStats::instances_dropped_memory,
+          {{"reason", "memory"}});
+  counter("wasmkeep_actor_instances_dropped_total", dropped, &RuntimeStats::instances_dropped_limit,
+          {{"reason", "limit"}});
   counter("wasmkeep_actor_memory_refusals_total", "Actors refused a start (503) because the memory budget was used up.",
           &RuntimeStats::memory_refusals, {});
+  registry.AddCallbackGauge(
+      "wasmkeep_actor_instance_reserved_bytes",
+      "Address space the live instances' linear memories reserve (each its maximum), kept within 3/4 of V8's 1 TiB.",
+      [&runtime] { return static_cast<double>(runtime.stats().instance_reserved_bytes); });
+  counter("wasmkeep_actor_reservation_collections_total",
+          "Collections started because the memories of thrown-away instances that V8 had not collected yet reserved "
+          "1/8 of V8's 1 TiB of address space, or numbered 4,096.",
+          &RuntimeStats::reservation_collections, {});
+
+  // The engine: its workers' garbage collections, instantiations, linear memories.
+  auto engine_counter = [&](std::string name, std::string help, auto field, MetricLabels labels) {
+    registry.AddCallbackCounter(std::move(name), std::move(help),
+                                [&runtime, field] { return static_cast<double>(field(runtime.engine_stats())); },
+                                std::move(labels));
+  };
+  const std::string gcs =
+      "Garbage collections of the workers' V8 heaps, by cause: young (scavenge), full (V8's own), external_memory "
+      "(memory outside the heap grew), all_available (V8 collected all it could on its own: it could not reserve a "
+      "linear memory, or its heap ran out), requested (the runtime asked).";
+  const std::string gc_seconds = "Pauses of those collections on the workers' threads, by cause.";
+  for (std::size_t i = 0; i < engine::kGcCauses; ++i) {
+    const std::string cause(engine::GcCauseName(static_cast<engine::GcCause>(i)));
+    engine_counter("wasmkeep_engine_gc_total", gcs, [i](const engine::EngineStats& s) { return s.collections[i]; },
+                   {{"cause", cause}});
+    engine_counter("wasmkeep_engine_gc_seconds_total", gc_seconds,
+                   [i](const engine::EngineStats& s) { return s.collection_seconds[i]; }, {{"cause", cause}});
+  }
+  engine_counter("wasmkeep_engine_instantiation_seconds_total", "Wall time of the workers' instantiations.",
+                 [](const engine::EngineStats& s) { return s.instantiation_seconds; }, {});
+  engine_counter("wasmkeep_engine_slow_instantiations_total", "Instantiations that took more than 10 ms.",
+                 [](const engine::EngineStats& s) { return s.slow_instantiations; }, {});
+  engine_counter("wasmkeep_engine_instantiation_gc_total", "Garbage collections that ran inside instantiations.",
+                 [](const engine::EngineStats& s) { return s.collections_in_instantiations; }, {});
+  engine_counter("wasmkeep_engine_instantiation_gc_seconds_total", "Their pauses.",
+                 [](const engine::EngineStats& s) { return s.collection_seconds_in_instantiations; }, {});
+  registry.AddCallbackGauge(
+      "wasmkeep_engine_linear_memories",
+      "Linear memories V8 holds: live instances' and thrown-away ones it has not collected yet.",
+      [&runtime] { return static_cast<double>(runtime.engine_stats().linear_memories); });
+  registry.AddCallbackGauge(
+      "wasmkeep_engine_linear_reserved_bytes",
+      "Address space those memories reserve (each its maximum); V8 refuses more than about 1 TiB.",
+      [&runtime] { return static_cast<double>(runtime.engine_stats().linear_reserved_bytes); });
 }
 
 RuntimeStats ActorRuntime::stats() const {
   RuntimeStats s = stats_;
   s.resident_actors = actors_.size();
+  s.instances = instances_by_activity_.size();
   s.linear_bytes = linear_bytes_;
+  s.linear_mapped_bytes = linear_mapped_bytes_;
   s.state_bytes = state_bytes_;
+  s.bookkeeping_bytes = actors_.size() * kResidentActorBookkeepingBytes;
+  s.instance_heap_bytes = instance_heap_bytes_;
+  s.instance_reserved_bytes = instance_reserved_bytes_;
+  for (const WorkerMemory& w : worker_memory_) s.heap_bytes += w.heap_bytes;
   s.memory_bytes = MemoryBytes();
-  s.heap_bytes = s.memory_bytes - linear_bytes_ - state_bytes_;
   return s;
 }
+
+std::vector<TenantMemory> ActorRuntime::MemoryByTenant() const {
+  std::map<std::string_view, TenantMemory> tenants;
+  for (const auto& [key, slot] : actors_) {
+    TenantMemory& t = tenants[slot->id.tenant];
+    t.bytes += static_cast<double>(slot->linear_bytes + slot->state_bytes + kResidentActorBookkeepingBytes +
+                                   InstanceHeap(*slot));
+    ++t.actors;
+  }
+  std::vector<TenantMemory> out;
+  out.reserve(tenants.size());
+  for (auto& [name, t] : tenants) {
+    t.tenant = std::string(name);
+    out.push_back(std::move(t));
+  }
+  std::sort(out.begin(), out.end(), [](const TenantMemory& a, const TenantMemory& b) {
+    return a.bytes != b.bytes ? a.bytes > b.bytes : a.tenant < b.tenant;
+  });
+  return out;
+}
+
+std::uint64_t ActorRuntime::InstanceHeap(const Slot& slot) { return slot.has_instance ? slot.instance_heap_bytes : 0; }
 
 Task<EventResult> ActorRuntime::HandleRequest(ActorId id, Request request) {
   if (request.body.size() > options_.limits.max_request_bytes) {
@@ -383,6 +515,8 @@ Task<EventResult> ActorRuntime::Submit(ActorId id, std::optional<Request> reques
     slot->worker = std::hash<std::string>{}(key) % workers_.size();
     slot->last_active = env_.MonoNow();
     actors_.emplace(key, slot);
+    slot->by_activity = by_activity_.insert(by_activity_.end(), slot.get());
+    if (sweep_timer_ == 0) ScheduleSweep();
     env_.Spawn(Start(slot), "actor start " + key);
   } else if (slot->queue.size() >= options_.limits.max_queued_events) {
     ++stats_.overloaded;
@@ -420,7 +554,7 @@ Task<void> ActorRuntime::Start(std::shared_ptr<Slot> slot) {
     r.error = "the actor's state could not be restored: " + opened.status().ToString();
     auto queue = std::move(slot->queue);
     slot->queue.clear();
-    actors_.erase(slot->key);
+    Forget(*slot);
     for (Pending& p : queue) p.done.Set(r);
     // The ownership layer may have taken a hold for this start: let it release it.
     if (hooks_.on_unloaded) hooks_.on_unloaded(slot->id, UnloadReason::kFailed);
@@ -445,10 +579,7 @@ void ActorRuntime::Pump(const std::shared_ptr<Slot>& slot) {
     AfterProgress(slot);
     return;
   }
-  if (slot->idle_timer != 0) {
-    env_.CancelTimer(slot->idle_timer);
-    slot->idle_timer = 0;
-  }
+  if (!slot->has_instance) MakeRoomForInstance(*slot);
   Pending pending = std::move(slot->queue.front());
   slot->queue.pop_front();
   slot->state = Slot::State::kRunning;
@@ -483,6 +614,20 @@ void ActorRuntime::Pump(const std::shared_ptr<Slot>& slot) {
   });
 }
 
+ActorRuntime::MemoryUse ActorRuntime::MeasureMemory(engine::Worker& worker, Slot& slot) {
+  MemoryUse m;
+  if (slot.instance) {
+    m.has_instance = true;
+    m.linear = slot.instance->ResidentMemoryBytes();
+    m.linear_mapped = slot.instance->MemoryBytes();
+    m.instance_heap = slot.instance->HeapBytes();
+    m.reserved = slot.instance->module().max_memory_bytes();
+  }
+  m.state = slot.storage->MemoryBytes();
+  m.heap = worker.HeapUsedBytes();
+  return m;
+}
+
 ActorRuntime::ExecResult ActorRuntime::Execute(engine::Worker& worker, Slot& slot,
                                                const std::optional<Request>& request, const AlarmEvent& alarm,
                                                std::int64_t now_ms) {
@@ -507,9 +652,7 @@ ActorRuntime::ExecResult ActorRuntime::Execute(engine::Worker& worker, Slot& slo
       }
       out.result.alarm_after = slot.storage->Alarm();
       out.wait_seq = slot.last_seq;
-      out.memory.linear = slot.instance ? slot.instance->MemoryBytes() : 0;
-      out.memory.state = slot.storage->MemoryBytes();
-      out.memory.heap = worker.HeapUsedBytes();
+      out.memory = MeasureMemory(worker, slot);
       return out;
     }
   }
@@ -624,9 +767,7 @@ ActorRuntime::ExecResult ActorRuntime::Execute(engine::Worker& worker, Slot& slo
   }
   if (!request) out.result.alarm_after = slot.storage->Alarm();
   out.wait_seq = slot.last_seq;
-  out.memory.linear = slot.instance ? slot.instance->MemoryBytes() : 0;
-  out.memory.state = slot.storage->MemoryBytes();
-  out.memory.heap = worker.HeapUsedBytes();
+  out.memory = MeasureMemory(worker, slot);
   return out;
 }
 
@@ -634,17 +775,188 @@ void ActorRuntime::ExecutionDone(const std::shared_ptr<Slot>& slot, MemoryUse me
   WK_CHECK(slot->state == Slot::State::kRunning, "execution done on a slot that was not running");
   slot->state = Slot::State::kReady;
   slot->last_active = env_.MonoNow();
-  linear_bytes_ = linear_bytes_ - slot->linear_bytes + memory.linear;
+  by_activity_.splice(by_activity_.end(), by_activity_, slot->by_activity);
   state_bytes_ = state_bytes_ - slot->state_bytes + memory.state;
-  slot->linear_bytes = memory.linear;
   slot->state_bytes = memory.state;
-  worker_heap_bytes_[slot->worker] = memory.heap;
+  worker_memory_[slot->worker].heap_bytes = memory.heap;
+  worker_memory_[slot->worker].last_event = slot->last_active;
+  SetInstanceMemory(*slot, memory);
   if (instantiated) {
     ++stats_.instantiations;
   }
   Pump(slot);
   AfterProgress(slot);
   EnforceMemoryBudget();
+}
+
+void ActorRuntime::SetInstanceMemory(Slot& slot, const MemoryUse& memory) {
+  if (!memory.has_instance) {
+    ForgetInstance(slot);  // it failed and was thrown away, or could not be made
+    CollectIfUncollected(slot.worker);
+    return;
+  }
+  if (slot.has_instance) {
+    instances_by_activity_.splice(instances_by_activity_.end(), instances_by_activity_, slot.instance_by_activity);
+  } else {
+    slot.has_instance = true;
+    slot.instance_by_activity = instances_by_activity_.insert(instances_by_activity_.end(), &slot);
+  }
+  instance_reserved_bytes_ = instance_reserved_bytes_ - slot.reserved_bytes + memory.reserved;
+  slot.reserved_bytes = memory.reserved;
+  linear_bytes_ = linear_bytes_ - slot.linear_bytes + memory.linear;
+  linear_mapped_bytes_ = linear_mapped_bytes_ - slot.linear_mapped_bytes + memory.linear_mapped;
+  instance_heap_bytes_ = instance_heap_bytes_ - slot.instance_heap_bytes + memory.instance_heap;
+  slot.linear_bytes = memory.linear;
+  slot.linear_mapped_bytes = memory.linear_mapped;
+  slot.instance_heap_bytes = memory.instance_heap;
+}
+
+void ActorRuntime::ForgetInstance(Slot& slot) {
+  if (!slot.has_instance) return;
+  instances_by_activity_.erase(slot.instance_by_activity);
+  slot.has_instance = false;
+  instance_reserved_bytes_ -= slot.reserved_bytes;
+  // Its memory keeps its address space until V8 collects it (CollectIfUncollected).
+  worker_memory_[slot.worker].uncollected_reserved_bytes += slot.reserved_bytes;
+  ++worker_memory_[slot.worker].uncollected_memories;
+  slot.reserved_bytes = 0;
+  linear_bytes_ -= slot.linear_bytes;
+  linear_mapped_bytes_ -= slot.linear_mapped_bytes;
+  instance_heap_bytes_ -= slot.instance_heap_bytes;
+  slot.linear_bytes = 0;
+  slot.linear_mapped_bytes = 0;
+  slot.instance_heap_bytes = 0;
+}
+
+void ActorRuntime::DropInstance(Slot& slot, DropReason reason) {
+  WK_CHECK(IsIdle(slot) && slot.has_instance, "dropping the instance of a busy actor, or one without an instance");
+  ForgetInstance(slot);
+  switch (reason) {
+    case DropReason::kIdle: ++stats_.instances_dropped_idle; break;
+    case DropReason::kMemory: ++stats_.instances_dropped_memory; break;
+    case DropReason::kLimit: ++stats_.instances_dropped_limit; break;
+  }
+  // Queued on its worker like an event: an event dispatched after this finds no instance
+  // and makes a fresh one over the committed state.
+  Env* env = &env_;
+  std::weak_ptr<bool> alive = alive_;
+  std::shared_ptr<Slot> self = slot.shared_from_this();
+  workers_[slot.worker]->Post([this, env, alive, self](engine::Worker& worker) {
+    self->instance.reset();  // V8 objects die on their own isolate's thread
+    const std::uint64_t heap = worker.HeapUsedBytes();
+    env->PostFromAnyThread([this, alive, w = self->worker, heap] {
+      auto a = alive.lock();
+      if (a && *a) worker_memory_[w].heap_bytes = heap;
+    });
+  });
+  CollectIfUncollected(slot.worker);
+}
+
+void ActorRuntime::CollectIfUncollected(std::size_t i) {
+  // V8's own collections (frequent on a busy worker) free most of them: ask the engine what
+  // it still holds beyond the live instances, not what was thrown away since our last ask.
+  WorkerMemory& w = worker_memory_[i];
+  if (w.uncollected_reserved_bytes < kUncollectedReservationBytes / workers_.size() &&
+      w.uncollected_memories < kUncollectedMemories / workers_.size()) {
+    return;
+  }
+  const engine::EngineStats e = engine_.stats();
+  const std::uint64_t live = instances_by_activity_.size();
+  const std::uint64_t memories = e.linear_memories > live ? e.linear_memories - live : 0;
+  const std::uint64_t reserved =
+      e.linear_reserved_bytes > instance_reserved_bytes_ ? e.linear_reserved_bytes - instance_reserved_bytes_ : 0;
+  if (reserved < kUncollectedReservationBytes && memories < kUncollectedMemories) {
+    w.uncollected_reserved_bytes = 0;  // collected meanwhile: count again from here
+    w.uncollected_memories = 0;
+    return;
+  }
+  ++stats_.reservation_collections;
+  StartCollectionOn(i);
+}
+
+void ActorRuntime::StartCollectionOn(std::size_t i) {
+  WorkerMemory& w = worker_memory_[i];
+  w.last_collection = env_.MonoNow();
+  w.collection_wanted = false;
+  w.uncollected_reserved_bytes = 0;
+  w.uncollected_memories = 0;
+  workers_[i]->Post([](engine::Worker& worker) { worker.StartCollection(); });
+}
+
+void ActorRuntime::MakeRoomForInstance(const Slot& next) {
+  const std::uint64_t reserve = next.module->max_memory_bytes();
+  auto full = [&] {
+    return instances_by_activity_.size() >= options_.max_instances ||
+           instance_reserved_bytes_ + reserve > kLiveReservationBytes;
+  };
+  for (auto it = instances_by_activity_.begin(); full() && it != instances_by_activity_.end();) {
+    Slot* s = *it++;
+    if (IsIdle(*s)) DropInstance(*s, DropReason::kLimit);
+  }
+}
+
+void ActorRuntime::ScheduleSweep() {
+  // Often enough that an idle actor is dealt with within a quarter of its idle time, and at
+  // least once a second.
+  const Duration shortest = std::min(options_.idle_instance, options_.idle_hibernate);
+  const Duration period = std::clamp<Duration>(shortest / 4, std::chrono::milliseconds(1), std::chrono::seconds(1));
+  std::weak_ptr<bool> alive = alive_;
+  sweep_timer_ = env_.StartTimer(env_.MonoNow() + period, [this, alive] {
+    auto a = alive.lock();
+    if (!a || !*a) return;
+    sweep_timer_ = 0;
+    Sweep();
+  });
+}
+
+void ActorRuntime::Sweep() {
+  const MonoTime now = env_.MonoNow();
+  std::vector<bool> dropped(workers_.size(), false);
+  for (auto it = instances_by_activity_.begin(); it != instances_by_activity_.end();) {
+    Slot* s = *it++;
+    if (now - s->last_active < options_.idle_instance) break;  // the rest are more recent
+    if (!IsIdle(*s)) continue;
+    dropped[s->worker] = true;
+    DropInstance(*s, DropReason::kIdle);
+  }
+  std::vector<std::shared_ptr<Slot>> sleepy;
+  for (Slot* s : by_activity_) {
+    if (now - s->last_active < options_.idle_hibernate) break;
+    if (IsIdle(*s)) sleepy.push_back(s->shared_from_this());
+  }
+  for (auto& s : sleepy) Close(s, UnloadReason::kHibernated);
+  // V8 frees what the dropped instances held (their linear memory included) at its next
+  // full collection, which an idle worker may not run for a long time: ask for one, at most
+  // every kIdleCollectionInterval, and at the latest that long after the last drop, once
+  // the worker is idle (no event in the last kBusyWorkerWindow). A busy worker is not
+  // stopped for it: a forced collection there holds every event queued behind it for its
+  // whole length (80 ms each at 50,000 actors; the warm tail of docs/benchmarks.md,
+  // "Density"), and a busy worker allocates, so V8 collects there on its own anyway.
+  // (Address space and mappings are watched apart: CollectIfUncollected.)
+  for (std::size_t i = 0; i < dropped.size(); ++i) {
+    WorkerMemory& w = worker_memory_[i];
+    w.collection_wanted = w.collection_wanted || dropped[i];
+    if (!w.collection_wanted || now - w.last_collection < kIdleCollectionInterval) continue;
+    if (now - w.last_event >= kBusyWorkerWindow) CollectGarbageOn(i);
+  }
+  if (!actors_.empty()) ScheduleSweep();
+}
+
+void ActorRuntime::CollectGarbageOn(std::size_t i) {
+  worker_memory_[i].last_collection = env_.MonoNow();
+  worker_memory_[i].collection_wanted = false;
+  worker_memory_[i].uncollected_reserved_bytes = 0;  // a full collection frees them all
+  worker_memory_[i].uncollected_memories = 0;
+  Env* env = &env_;
+  std::weak_ptr<bool> alive = alive_;
+  workers_[i]->Post([this, env, alive, i](engine::Worker& worker) {
+    worker.CollectGarbage();
+    const std::uint64_t heap = worker.HeapUsedBytes();
+    env->PostFromAnyThread([this, alive, i, heap] {
+      auto a = alive.lock();
+      if (a && *a) worker_memory_[i].heap_bytes = heap;
+    });
+  });
 }
 
 void ActorRuntime::Deliver(const std::shared_ptr<Slot>& slot, const std::shared_ptr<Pending>& pending,
@@ -677,26 +989,12 @@ void ActorRuntime::AfterProgress(const std::shared_ptr<Slot>& slot) {
     Close(slot, UnloadReason::kRequested);
   } else if (shutting_down_) {
     Close(slot, UnloadReason::kShutdown);
-  } else {
-    ArmIdleTimer(slot);
   }
+  // Otherwise it is idle: the sweep drops its instance, then hibernates it, in time.
 }
 
 bool ActorRuntime::IsIdle(const Slot& slot) const {
   return slot.state == Slot::State::kReady && slot.queue.empty() && slot.undelivered == 0;
-}
-
-void ActorRuntime::ArmIdleTimer(const std::shared_ptr<Slot>& slot) {
-  if (slot->idle_timer != 0) env_.CancelTimer(slot->idle_timer);
-  std::weak_ptr<Slot> weak = slot;
-  slot->idle_timer = env_.StartTimer(env_.MonoNow() + options_.idle_hibernate, [this, weak] {
-    auto s = weak.lock();
-    if (!s) return;
-    s->idle_timer = 0;
-    if (IsIdle(*s) && env_.MonoNow() - s->last_active >= options_.idle_hibernate) {
-      Close(s, UnloadReason::kHibernated);
-    }
-  });
 }
 
 void ActorRuntime::Unload(const ActorId& id) {
@@ -731,10 +1029,7 @@ void ActorRuntime::Close(const std::shared_ptr<Slot>& slot, UnloadReason reason)
   if (slot->state == Slot::State::kClosing) return;
   WK_CHECK(slot->state == Slot::State::kReady && slot->undelivered == 0, "closing a busy actor");
   slot->state = Slot::State::kClosing;
-  if (slot->idle_timer != 0) {
-    env_.CancelTimer(slot->idle_timer);
-    slot->idle_timer = 0;
-  }
+  ForgetInstance(*slot);  // its destruction is queued below
   Env* env = &env_;
   std::weak_ptr<bool> alive = alive_;
   workers_[slot->worker]->Post([this, env, alive, slot, reason](engine::Worker& worker) {
@@ -743,16 +1038,15 @@ void ActorRuntime::Close(const std::shared_ptr<Slot>& slot, UnloadReason reason)
     env->PostFromAnyThread([this, alive, slot, reason, heap] {
       auto a = alive.lock();
       if (!a || !*a) return;
-      worker_heap_bytes_[slot->worker] = heap;
+      worker_memory_[slot->worker].heap_bytes = heap;
       CloseDone(slot, reason);
     });
   });
+  CollectIfUncollected(slot->worker);
 }
 
 void ActorRuntime::CloseDone(const std::shared_ptr<Slot>& slot, UnloadReason reason) {
-  linear_bytes_ -= slot->linear_bytes;
   state_bytes_ -= slot->state_bytes;
-  slot->linear_bytes = 0;
   slot->state_bytes = 0;
   storage_.Close(slot->id, std::move(slot->storage));
   if (reason == UnloadReason::kHibernated) {
@@ -777,49 +1071,57 @@ void ActorRuntime::CloseDone(const std::shared_ptr<Slot>& slot, UnloadReason rea
     slot->queue.clear();
     for (Pending& p : queue) p.done.Set(r);
   }
-  actors_.erase(slot->key);
+  Forget(*slot);
+}
+
+void ActorRuntime::Forget(Slot& slot) {
+  ForgetInstance(slot);
+  by_activity_.erase(slot.by_activity);
+  actors_.erase(slot.key);  // last: it may hold the last reference to the slot
 }
 
 std::uint64_t ActorRuntime::MemoryBytes() const {
   std::uint64_t heap = 0;
-  for (std::uint64_t h : worker_heap_bytes_) heap += h;
-  return linear_bytes_ + state_bytes_ + heap;
+  for (const WorkerMemory& w : worker_memory_) heap += w.heap_bytes;
+  return linear_bytes_ + state_bytes_ + heap + actors_.size() * kResidentActorBookkeepingBytes;
 }
 
 std::uint64_t ActorRuntime::EnforceMemoryBudget() {
   std::uint64_t projected = MemoryBytes();
   if (projected <= options_.memory_budget_bytes) return projected;
-  std::vector<std::shared_ptr<Slot>> idle;
-  for (auto& [key, slot] : actors_) {
-    // Closing ones are on their way out: their bytes are still counted until CloseDone.
-    if (IsIdle(*slot)) idle.push_back(slot);
-  }
-  std::sort(idle.begin(), idle.end(), [](const auto& a, const auto& b) { return a->last_active < b->last_active; });
+  auto subtract = [&projected](double bytes) {
+    projected -= std::min<std::uint64_t>(projected, static_cast<std::uint64_t>(bytes));
+  };
   std::vector<bool> collect(workers_.size(), false);
-  for (auto& slot : idle) {
-    if (projected <= options_.memory_budget_bytes) break;
-    const std::uint64_t bytes = slot->linear_bytes + slot->state_bytes;
-    projected -= std::min(projected, bytes);
-    WK_LOG_INFO("evicting an idle actor: resident actors exceed actors.memory_budget_bytes",
-                {{"actor", slot->key}, {"memory_bytes", std::to_string(bytes)}});
-    Close(slot, UnloadReason::kEvicted);
-    collect[slot->worker] = true;
+  // First the instances of idle actors: making one again costs no bucket
+  // request, where an evicted actor is acquired and restored.
+  for (auto it = instances_by_activity_.begin();
+       projected > options_.memory_budget_bytes && it != instances_by_activity_.end();) {
+    Slot* s = *it++;
+    if (!IsIdle(*s)) continue;
+    subtract(static_cast<double>(s->linear_bytes + InstanceHeap(*s)));
+    collect[s->worker] = true;
+    DropInstance(*s, DropReason::kMemory);
   }
-  // One full collection per worker that lost actors, queued behind their close jobs, so the
+  // Then idle actors themselves.
+  std::vector<std::shared_ptr<Slot>> evict;
+  for (Slot* s : by_activity_) {
+    if (projected <= options_.memory_budget_bytes) break;
+    // Closing ones are on their way out: their bytes are still counted until CloseDone.
+    if (!IsIdle(*s)) continue;
+    const std::uint64_t bytes = s->linear_bytes + s->state_bytes + kResidentActorBookkeepingBytes;
+    subtract(static_cast<double>(bytes + InstanceHeap(*s)));
+    WK_LOG_INFO("evicting an idle actor: resident actors exceed actors.memory_budget_bytes",
+                {{"actor", s->key}, {"memory_bytes", std::to_string(bytes)}});
+    collect[s->worker] = collect[s->worker] || s->has_instance;
+    evict.push_back(s->shared_from_this());
+  }
+  for (auto& s : evict) Close(s, UnloadReason::kEvicted);
+  // One full collection per worker that lost instances, queued behind their jobs, so the
   // heap the budget counts drops with them (otherwise it would keep its last measure until
   // the next event on that worker, and could refuse new actors with nothing left to evict).
-  Env* env = &env_;
-  std::weak_ptr<bool> alive = alive_;
   for (std::size_t i = 0; i < collect.size(); ++i) {
-    if (!collect[i]) continue;
-    workers_[i]->Post([this, env, alive, i](engine::Worker& worker) {
-      worker.CollectGarbage();
-      const std::uint64_t heap = worker.HeapUsedBytes();
-      env->PostFromAnyThread([this, alive, i, heap] {
-        auto a = alive.lock();
-        if (a && *a) worker_heap_bytes_[i] = heap;
-      });
-    });
+    if (collect[i]) CollectGarbageOn(i);
   }
   return projected;
 }

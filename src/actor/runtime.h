@@ -14,10 +14,26 @@
 // Per-actor states (loop thread):
 //   kStarting --Open ok--> kReady <--event done-- kRunning
 //                            |  \--dispatch------------^
-//        idle timer / budget |   (or Open failed: queued events answered kUnavailable)
+//  idle sweep / budget       |   (or Open failed: queued events answered kUnavailable)
 //                            v
 //                        kClosing --instance destroyed, storage closed--> (gone, or
 //                                   kStarting again if events arrived meanwhile)
+//
+// Warm but not instantiated. A kReady actor idle for `idle_instance` drops its WebAssembly
+// instance (and its linear memory) but keeps its storage: its hold and its state stay, so
+// its next event only instantiates the module again (no bucket request),
+// where an actor that left memory is acquired and restored. Its instance is dropped earlier
+// when the memory budget or `max_instances` needs room (least recently active first), and
+// whenever an event fails in a way that leaves it unusable. Linear memory does not survive
+// a dropped instance, as it does not survive hibernation: an actor keeps what it needs in
+// its storage (docs/abi.md).
+//
+// Memory (docs/architecture.md, "Memory"): the budget counts what the node really holds for
+// its actors — each instance's linear memory by the pages it touched (the kernel's view,
+// engine::Instance::ResidentMemoryBytes), the workers' V8 heaps as measured (instances,
+// tables, wrappers), each actor's state with the map's cost per entry, and a fixed
+// bookkeeping cost per resident actor (kResidentActorBookkeepingBytes). Over budget, idle
+// actors' instances go first, then idle actors, least recently active first.
 //
 // Time inside an event is frozen: now_ms() (and WASI's realtime clock) is the wall time at
 // which the event was dispatched, as in Cloudflare's Workers. It keeps an event
@@ -39,6 +55,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <list>
 #include <map>
 #include <memory>
 #include <string>
@@ -65,8 +82,19 @@ struct RuntimeOptions {
   Duration spin{0};
   // An actor with no event for this long leaves memory (its hold can then be released).
   Duration idle_hibernate = std::chrono::seconds(30);
-  // Total linear memory of resident actors above which idle actors are evicted, least
-  // recently used first.
+  // An actor with no event for this long drops its instance but stays resident ("warm but
+  // not instantiated", above). At or above idle_hibernate: instances are kept until then.
+  Duration idle_instance = std::chrono::seconds(10);
+  // Live instances at most; a new one first drops the instance of the least recently active
+  // idle actor. Each instance's linear memory is two memory mappings, and Linux allows a
+  // process 65,530 by default (vm.max_map_count): past about 30,000 instances V8 cannot
+  // allocate another memory. (Busy actors are never stopped: the bound is soft by the
+  // events running at once.)
+  // Live instances also stay within kLiveReservationBytes of address space (below).
+  std::uint64_t max_instances = 20'000;
+  // The memory resident actors may take (see "Memory" above): over it, idle actors' instances
+  // are dropped, then idle actors evicted, least recently active first; a new actor that
+  // would not fit even then is refused.
   std::uint64_t memory_budget_bytes = 1ull << 30;
   // How long `sync` (exec-durable) waits before reporting failure.
   Duration sync_timeout = std::chrono::seconds(30);
@@ -88,6 +116,33 @@ struct RuntimeOptions {
 // must hold at least a few actors' tables at their limit.
 inline constexpr std::uint64_t kMinIsolateHeapLimitBytes = 32ull << 20;
 inline constexpr std::uint64_t kMaxIsolateHeapLimitBytes = 64ull << 30;
+// Range of max_instances: the upper end is where Linux's largest usual vm.max_map_count
+// (262,144 on tuned hosts) runs out.
+inline constexpr std::uint64_t kMaxInstancesSetting = 120'000;
+
+// Linear memories' address space (engine::kLinearReservationLimitBytes: V8 reserves each
+// memory's maximum, actors.max_memory_bytes at most, until it collects the memory, and past
+// about 1 TiB for the process every instantiation runs critical garbage collections).
+// Live instances reserve at most this much together: a new one first drops the instance of
+// the least recently active idle actor (as for max_instances; 12,288 instances of 64 MiB).
+inline constexpr std::uint64_t kLiveReservationBytes = engine::kLinearReservationLimitBytes / 4 * 3;
+// Memories of instances thrown away (dropped, evicted, failed) that V8 has not collected
+// yet: once a worker's reserve this share of the limit, or number this many (each is two
+// memory mappings, and Linux's vm.max_map_count, 65,530 by default, binds first for small
+// maxima), both divided among the workers, it starts a collection beside its thread
+// (engine::Worker::StartCollection), queued behind the jobs that threw them away.
+inline constexpr std::uint64_t kUncollectedReservationBytes = engine::kLinearReservationLimitBytes / 8;
+inline constexpr std::uint64_t kUncollectedMemories = 4096;
+
+// What a resident actor costs the node besides its instance, its linear memory and its
+// state: the runtime's slot for it, its storage's structures (the replica, its output gate
+// and hold, the ownership layer's entry) and the allocator's overhead on them. Measured in
+// `wasmkeep serve` (bench/density_bench.sh: 50,000 resident counters whose instances were
+// dropped took 4.1 KiB of RSS each, their state included; docs/benchmarks.md, "Density").
+inline constexpr std::uint64_t kResidentActorBookkeepingBytes = 4096;
+// Series of wasmkeep_actor_tenant_memory_bytes: the tenants holding the most memory get one
+// each, the others are summed under tenant="_other" (a tenant name never starts with "_").
+inline constexpr std::size_t kMaxTenantMemorySeries = 50;
 
 // Checks the options; the error names the setting.
 Status ValidateRuntimeOptions(const RuntimeOptions& options);
@@ -137,18 +192,41 @@ struct RuntimeHooks {
 
 struct RuntimeStats {
   std::size_t resident_actors = 0;
-  // What the memory budget counts: linear_bytes + state_bytes + heap_bytes.
+  std::size_t instances = 0;  // resident actors with an instance
+  // What the memory budget counts: linear_bytes + state_bytes + heap_bytes + bookkeeping_bytes.
   std::uint64_t memory_bytes = 0;
-  std::uint64_t linear_bytes = 0;  // resident actors' linear memory
-  std::uint64_t state_bytes = 0;   // their state in memory (StateMap::memory_bytes)
-  std::uint64_t heap_bytes = 0;    // the workers' V8 heaps (tables, instances), as last measured
+  std::uint64_t linear_bytes = 0;  // instances' linear memory: the pages they touched
+  std::uint64_t state_bytes = 0;   // resident actors' state in memory (StateMap::memory_bytes)
+  std::uint64_t heap_bytes = 0;    // the workers' V8 heaps (instances, tables), as last measured
+  std::uint64_t bookkeeping_bytes = 0;  // resident_actors * kResidentActorBookkeepingBytes
+  // Not counted apart (already in the figures above), for comparison:
+  std::uint64_t linear_mapped_bytes = 0;  // instances' linear memory as mapped (its size)
+  std::uint64_t instance_heap_bytes = 0;  // what the instances hold of heap_bytes (Instance::HeapBytes)
   std::uint64_t memory_refusals = 0;  // new actors refused because the budget was used up
+  // Instances dropped from resident actors: idle for idle_instance, to meet the budget, to
+  // stay within max_instances.
+  std::uint64_t instances_dropped_idle = 0;
+  std::uint64_t instances_dropped_memory = 0;
+  std::uint64_t instances_dropped_limit = 0;  // max_instances or kLiveReservationBytes
+  // Live instances' reserved address space (their memories' maxima; kLiveReservationBytes).
+  std::uint64_t instance_reserved_bytes = 0;
+  // Collections started because thrown-away memories reached kUncollectedReservationBytes.
+  std::uint64_t reservation_collections = 0;  // or kUncollectedMemories
   std::uint64_t events = 0;
   std::uint64_t failed_events = 0;
   std::uint64_t overloaded = 0;
   std::uint64_t instantiations = 0;
   std::uint64_t hibernations = 0;
   std::uint64_t evictions = 0;
+};
+
+// One tenant's part of the memory the budget counts: its resident actors' linear memory,
+// state and bookkeeping, and what their instances hold of their workers' V8 heaps (their
+// objects and tables: engine::Instance::HeapBytes).
+struct TenantMemory {
+  std::string tenant;
+  double bytes = 0;
+  std::size_t actors = 0;
 };
 
 class ActorRuntime final : public EventHost {
@@ -187,7 +265,14 @@ class ActorRuntime final : public EventHost {
   void SetSpin(Duration spin);
 
   bool IsResident(const ActorId& id) const override;
+  // The engine's totals (garbage collections, instantiations, linear memories' reservations).
+  engine::EngineStats engine_stats() const { return engine_.stats(); }
   RuntimeStats stats() const;
+  // The budget's figure by tenant, largest first (every resident actor's tenant). The part
+  // of the workers' heaps no instance holds (V8's own start-up heap, the modules' objects,
+  // garbage not collected yet) belongs to no tenant: it is stats().memory_bytes less the
+  // sum. Walks every resident actor: for scrapes and tests.
+  std::vector<TenantMemory> MemoryByTenant() const;
   const Histogram& event_seconds() const { return event_seconds_; }
   const RuntimeOptions& options() const { return options_; }
 
@@ -204,11 +289,40 @@ class ActorRuntime final : public EventHost {
   ExecResult Execute(engine::Worker& worker, Slot& slot, const std::optional<Request>& request,
                      const AlarmEvent& alarm, std::int64_t now_ms);
   struct MemoryUse {
-    std::uint64_t linear = 0;
+    bool has_instance = false;  // the actor has an instance after the event
+    std::uint64_t linear = 0;   // its resident pages
+    std::uint64_t linear_mapped = 0;
+    std::uint64_t instance_heap = 0;
+    std::uint64_t reserved = 0;  // its linear memory's maximum: the address space V8 reserved
     std::uint64_t state = 0;
     std::uint64_t heap = 0;  // the worker's whole V8 heap
   };
+  // On the worker thread, after an event: what the actor holds now.
+  static MemoryUse MeasureMemory(engine::Worker& worker, Slot& slot);
   void ExecutionDone(const std::shared_ptr<Slot>& slot, MemoryUse memory, bool instantiated);
+  // Loop-thread accounting of one actor's instance (SetInstanceMemory) and its end
+  // (ForgetInstance: the instance is gone, or its destruction is queued on its worker).
+  void SetInstanceMemory(Slot& slot, const MemoryUse& memory);
+  void ForgetInstance(Slot& slot);
+  // Drops the instance of an idle actor that has one; it stays resident.
+  enum class DropReason : std::uint8_t { kIdle, kMemory, kLimit };
+  void DropInstance(Slot& slot, DropReason reason);
+  // What an actor's instance holds of its worker's heap (0 without one).
+  static std::uint64_t InstanceHeap(const Slot& slot);
+  // Before an event of `next` instantiates: keeps live instances under max_instances and
+  // kLiveReservationBytes.
+  void MakeRoomForInstance(const Slot& next);
+  // The periodic sweep: drops the instances of actors idle for idle_instance and
+  // hibernates actors idle for idle_hibernate (least recently active first).
+  void Sweep();
+  void ScheduleSweep();
+  void CollectGarbageOn(std::size_t worker);
+  // Starts one beside its thread (engine::Worker::StartCollection): for a busy worker.
+  void StartCollectionOn(std::size_t worker);
+  // Once the memories thrown away on `worker` since its last collection reserve its share of
+  // kUncollectedReservationBytes: starts a collection beside its thread. Called after the
+  // jobs that destroy those instances were posted, so it runs behind them.
+  void CollectIfUncollected(std::size_t worker);
   void Deliver(const std::shared_ptr<Slot>& slot, const std::shared_ptr<Pending>& pending, EventResult result,
                Status durable);
   // After an event finished executing or was answered: close a broken or unloading actor,
@@ -217,7 +331,7 @@ class ActorRuntime final : public EventHost {
   bool IsIdle(const Slot& slot) const;
   // Its storage failed (sticky): close it once nothing is running or owed.
   static bool Broken(const Slot& slot);
-  void ArmIdleTimer(const std::shared_ptr<Slot>& slot);
+  void Forget(Slot& slot);  // takes it out of actors_ and the activity lists
   void Close(const std::shared_ptr<Slot>& slot, UnloadReason reason);
   void CloseDone(const std::shared_ptr<Slot>& slot, UnloadReason reason);
   // Evicts idle actors (least recently used first) while the node is over its budget;
@@ -234,9 +348,27 @@ class ActorRuntime final : public EventHost {
   RuntimeHooks hooks_;
   std::vector<std::unique_ptr<WorkerThread>> workers_;
   std::unordered_map<std::string, std::shared_ptr<Slot>> actors_;
+  // Resident actors, and those with an instance, least recently active first (an actor
+  // moves to the back when an event of it finishes): the sweep and the budget walk them
+  // from the front, without sorting.
+  std::list<Slot*> by_activity_;
+  std::list<Slot*> instances_by_activity_;
   std::uint64_t linear_bytes_ = 0;
+  std::uint64_t linear_mapped_bytes_ = 0;
   std::uint64_t state_bytes_ = 0;
-  std::vector<std::uint64_t> worker_heap_bytes_;  // per worker, measured after its last event
+  std::uint64_t instance_heap_bytes_ = 0;
+  std::uint64_t instance_reserved_bytes_ = 0;
+  struct WorkerMemory {
+    std::uint64_t heap_bytes = 0;  // measured after its last job that could change it
+    MonoTime last_collection{};
+    MonoTime last_event{};  // when an event of it last finished (the sweep's collection)
+    bool collection_wanted = false;  // instances were dropped since its last collection
+    // Reservations of the memories thrown away on it since its last collection was asked for.
+    std::uint64_t uncollected_reserved_bytes = 0;
+    std::uint64_t uncollected_memories = 0;
+  };
+  std::vector<WorkerMemory> worker_memory_;
+  Env::TimerId sweep_timer_ = 0;
   bool shutting_down_ = false;
   RuntimeStats stats_;
   // Alive while the runtime is; callbacks from workers check it before touching `this`.
@@ -250,6 +382,7 @@ class ActorRuntime final : public EventHost {
 // Publishes the runtime's events, instances, unloads, latency and residency (base/metrics.h,
 // "How WasmKeep publishes"). REQUIRES: runtime outlives every RenderText(), which runs on
 // the runtime's loop thread.
+// The runtime's metrics (wasmkeep_actor_*) and its engine's (wasmkeep_engine_*).
 void PublishRuntimeMetrics(MetricsRegistry& registry, const ActorRuntime& runtime);
 
 }  // namespace wk::actor

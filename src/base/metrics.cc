@@ -154,6 +154,9 @@ struct MetricsRegistry::Series {
   std::function<double()> counter_fn;  // a callback counter
   std::unique_ptr<Histogram> histogram;
   const Histogram* histogram_view = nullptr;  // a histogram its component owns
+  // A breakdown (AddCallbackGaugeBreakdown): the label's name and the function of its series.
+  std::string breakdown_label;
+  std::function<Breakdown()> breakdown_fn;
 };
 
 struct MetricsRegistry::Family {
@@ -164,6 +167,7 @@ struct MetricsRegistry::Family {
   // families can produce lines with the same name.
   std::vector<std::string> exposed_names;
   std::vector<std::unique_ptr<Series>> series;  // registration order
+  bool breakdown = false;  // its one series is a breakdown
 };
 
 MetricsRegistry::MetricsRegistry() = default;
@@ -211,6 +215,7 @@ MetricsRegistry::Series& MetricsRegistry::AddSeriesLocked(Kind kind, std::string
              "metric '" + name + "' registered as " + std::string(KindName(family->kind)) +
                  " and again as " + std::string(KindName(kind)));
     WK_CHECK(family->help == help, "metric '" + name + "' registered with two HELP texts");
+    WK_CHECK(!family->breakdown, "metric '" + name + "' is a breakdown: it has no other series");
     for (const auto& s : family->series) {
       WK_CHECK(s->sorted_labels != sorted,
                "metric '" + name + "' registered twice with the same labels");
@@ -293,6 +298,23 @@ void MetricsRegistry::AddCallbackCounter(std::string name, std::string help, std
   s.counter_fn = std::move(fn);
 }
 
+void MetricsRegistry::AddCallbackGaugeBreakdown(std::string name, std::string help, std::string label,
+                                                std::function<Breakdown()> fn) {
+  WK_CHECK(static_cast<bool>(fn), "breakdown '" + name + "' needs a function");
+  WK_CHECK(IsValidName(label, /*allow_colon=*/false) && !label.starts_with("__"),
+           "breakdown '" + name + "': invalid label name '" + label + "'");
+  std::lock_guard lock(mu_);
+  for (const auto& f : families_) {
+    WK_CHECK(f->name != name, "breakdown '" + name + "' must be a family of its own");
+  }
+  Series& s = AddSeriesLocked(Kind::kGauge, name, std::move(help), {});
+  s.breakdown_label = std::move(label);
+  s.breakdown_fn = std::move(fn);
+  for (auto& f : families_) {
+    if (f->name == name) f->breakdown = true;
+  }
+}
+
 void MetricsRegistry::AddHistogramView(std::string name, std::string help, const Histogram& histogram,
                                        MetricLabels labels) {
   std::lock_guard lock(mu_);
@@ -340,6 +362,14 @@ std::string MetricsRegistry::RenderText() const {
                        FormatMetricValue(s->counter_fn ? s->counter_fn() : s->counter->value()));
           break;
         case Kind::kGauge: {
+          if (s->breakdown_fn) {
+            for (const auto& [value, sample] : s->breakdown_fn()) {
+              WK_CHECK(IsValidUtf8(value), "breakdown '" + family->name + "': a label value is not UTF-8");
+              const std::string label = s->breakdown_label + "=\"" + Escape(value, /*escape_quote=*/true) + "\"";
+              AppendSample(out, family->name, {}, label, FormatMetricValue(sample));
+            }
+            break;
+          }
           const double v = s->gauge_fn ? s->gauge_fn->value() : s->gauge->value();
           AppendSample(out, family->name, s->rendered_labels, {}, FormatMetricValue(v));
           break;

@@ -195,6 +195,15 @@ class MetricsRegistry {
   // REQUIRES additionally: fn is non-empty and never decreases.
   void AddCallbackCounter(std::string name, std::string help, std::function<double()> fn,
                           MetricLabels labels = {});
+  // A gauge family whose series are only known at scrape time (a breakdown by tenant): fn
+  // returns (value of `label`, sample) pairs, rendered as name{label="value"} sample in the
+  // order returned. fn runs under the same rules as a callback gauge's. REQUIRES
+  // additionally: the family is new and gets no other series; `label` is a valid label name;
+  // fn is non-empty, and returns each value at most once, as valid UTF-8, and a bounded
+  // number of pairs (the caller aggregates a long tail: each pair is a series).
+  using Breakdown = std::vector<std::pair<std::string, double>>;
+  void AddCallbackGaugeBreakdown(std::string name, std::string help, std::string label,
+                                 std::function<Breakdown()> fn);
   // REQUIRES additionally: bucket_bounds are finite, strictly increasing and at most
   // kMaxHistogramBuckets; no label is named "le" (it is the bucket's label).
   Histogram& AddHistogram(std::string name, std::string help, std::vector<double> bucket_bounds,

@@ -134,6 +134,20 @@ TEST(MetricsTest, CallbackGaugeIsComputedAtScrapeTime) {
             "wk_live_actors{node=\"n2\"} 1\n");
 }
 
+TEST(MetricsTest, ABreakdownsSeriesAreComputedAtScrapeTime) {
+  MetricsRegistry registry;
+  MetricsRegistry::Breakdown parts = {{"acme", 3}, {"b\"q", 1.5}};
+  registry.AddCallbackGaugeBreakdown("wk_tenant_bytes", "Bytes by tenant.", "tenant", [&parts] { return parts; });
+  EXPECT_EQ(registry.RenderText(),
+            "# HELP wk_tenant_bytes Bytes by tenant.\n"
+            "# TYPE wk_tenant_bytes gauge\n"
+            "wk_tenant_bytes{tenant=\"acme\"} 3\n"
+            "wk_tenant_bytes{tenant=\"b\\\"q\"} 1.5\n");
+  parts = {};
+  EXPECT_EQ(registry.RenderText(), "# HELP wk_tenant_bytes Bytes by tenant.\n# TYPE wk_tenant_bytes gauge\n")
+      << "no series while there is nothing to break down";
+}
+
 TEST(MetricsTest, ViewsReadAComponentsOwnStatsAndHistogram) {
   // The publishing pattern: the component owns plain stats and a Histogram; the registry
   // only reads them at scrape time.
@@ -255,6 +269,10 @@ TEST_F(MetricsDeathTest, BadValuesAndBoundsCrash) {
   EXPECT_DEATH(registry.AddHistogram("wk_h4", "H.", std::vector<double>(kMaxHistogramBuckets + 1, 0)),
                "too many buckets");
   EXPECT_DEATH(registry.AddCallbackGauge("wk_g", "G.", nullptr), "needs a function");
+  registry.AddCallbackGaugeBreakdown("wk_by", "By.", "tenant", [] { return MetricsRegistry::Breakdown{}; });
+  EXPECT_DEATH(registry.AddGauge("wk_by", "By."), "is a breakdown");
+  EXPECT_DEATH(registry.AddCallbackGaugeBreakdown("wk_by", "By.", "tenant", [] { return MetricsRegistry::Breakdown{}; }),
+               "family of its own");
   c.Inc(0);  // zero is allowed
   EXPECT_EQ(c.value(), 0);
 }

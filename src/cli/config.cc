@@ -66,7 +66,8 @@ Status ReadActors(const toml::table& t, actor::RuntimeOptions* o, control::Quara
   Status s = CheckKeys(t, sec,
                        {"workers", "max_memory_bytes", "max_event_cpu_ms", "max_request_bytes", "max_response_bytes",
                         "max_key_bytes", "max_value_bytes", "max_stored_bytes", "max_queued_events",
-                        "idle_hibernate_ms", "memory_budget_bytes", "sync_timeout_ms", "max_module_bytes",
+                        "idle_hibernate_ms", "idle_instance_ms", "max_instances", "memory_budget_bytes",
+                        "sync_timeout_ms", "max_module_bytes",
                         "max_table_elements", "isolate_heap_limit_bytes", "compile_timeout_ms", "quarantine_strikes",
                         "quarantine_window_ms", "quarantine_ms", "spin_us"});
   actor::ActorLimits& l = o->limits;
@@ -81,6 +82,9 @@ Status ReadActors(const toml::table& t, actor::RuntimeOptions* o, control::Quara
   if (s.ok()) s = ReadUint(t, sec, "max_queued_events", 1, 100'000, &l.max_queued_events);
   if (s.ok()) s = ReadUint(t, sec, "memory_budget_bytes", 65536, kMaxBytes, &o->memory_budget_bytes);
   if (s.ok()) {
+    s = ReadUint(t, sec, "max_instances", 1, static_cast<std::int64_t>(actor::kMaxInstancesSetting), &o->max_instances);
+  }
+  if (s.ok()) {
     s = ReadUint(t, sec, "max_module_bytes", 8, static_cast<std::int64_t>(actor::kMaxModuleBytesSetting),
                  &l.max_module_bytes);
   }
@@ -92,13 +96,15 @@ Status ReadActors(const toml::table& t, actor::RuntimeOptions* o, control::Quara
     s = ReadUint(t, sec, "isolate_heap_limit_bytes", static_cast<std::int64_t>(actor::kMinIsolateHeapLimitBytes),
                  static_cast<std::int64_t>(actor::kMaxIsolateHeapLimitBytes), &o->isolate_heap_limit_bytes);
   }
-  std::int64_t idle_ms = -1, sync_ms = -1, compile_ms = -1, spin_us = -1;
+  std::int64_t idle_ms = -1, instance_ms = -1, sync_ms = -1, compile_ms = -1, spin_us = -1;
   if (s.ok()) s = ReadUint(t, sec, "spin_us", 0, 1000, &spin_us);
   if (spin_us >= 0) o->spin = std::chrono::microseconds(spin_us);
   if (s.ok()) s = ReadUint(t, sec, "idle_hibernate_ms", 1, 86'400'000, &idle_ms);
+  if (s.ok()) s = ReadUint(t, sec, "idle_instance_ms", 1, 86'400'000, &instance_ms);
   if (s.ok()) s = ReadUint(t, sec, "sync_timeout_ms", 1, 3'600'000, &sync_ms);
   if (s.ok()) s = ReadUint(t, sec, "compile_timeout_ms", 1, 600'000, &compile_ms);
   if (idle_ms >= 0) o->idle_hibernate = std::chrono::milliseconds(idle_ms);
+  if (instance_ms >= 0) o->idle_instance = std::chrono::milliseconds(instance_ms);
   if (sync_ms >= 0) o->sync_timeout = std::chrono::milliseconds(sync_ms);
   if (compile_ms >= 0) o->compile_timeout = std::chrono::milliseconds(compile_ms);
   if (s.ok()) s = actor::ValidateRuntimeOptions(*o);

@@ -45,8 +45,11 @@
 //   max_stored_bytes = 67108864  # keys plus values per actor
 //   max_queued_events = 64       # per actor, behind the running event; then 503
 //   idle_hibernate_ms = 30000    # an idle actor leaves memory (and its hold is released)
+//   idle_instance_ms = 10000     # an idle actor drops its instance, keeps its hold and state
+//   max_instances = 20000        # live instances at most (each is two memory mappings)
 //   spin_us = 50                 # a worker or the loop polls this long before it sleeps; 0 = off
-//   memory_budget_bytes = 1073741824  # linear memory + state + V8 heaps; then evict idle, refuse new
+//   memory_budget_bytes = 1073741824  # linear memory touched + state + V8 heaps + bookkeeping;
+//                                # then drop idle instances, evict idle actors, refuse new
 //   sync_timeout_ms = 30000      # how long exec-durable (sync) waits
 //   max_module_bytes = 67108864  # a class's wasm file
 //   max_table_elements = 65536   # all of a module's tables together, grown ones included

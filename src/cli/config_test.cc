@@ -72,6 +72,8 @@ TEST(ConfigTest, ActorsSectionSetsTheRuntimeAndLimits) {
        {"max_stored_bytes = 100000", 100000, limit(&L::max_stored_bytes)},
        {"max_queued_events = 8", 8, limit(&L::max_queued_events)},
        {"idle_hibernate_ms = 1500", 1500, [](const Config& c) { return Ms(c.actors.idle_hibernate); }},
+       {"idle_instance_ms = 700", 700, [](const Config& c) { return Ms(c.actors.idle_instance); }},
+       {"max_instances = 5000", 5000, [](const Config& c) { return static_cast<std::int64_t>(c.actors.max_instances); }},
        {"memory_budget_bytes = 8388608", 8388608,
         [](const Config& c) { return static_cast<std::int64_t>(c.actors.memory_budget_bytes); }},
        {"sync_timeout_ms = 700", 700, [](const Config& c) { return Ms(c.actors.sync_timeout); }},

@@ -3,7 +3,9 @@
 
 #include <libplatform/libplatform.h>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 #include <v8.h>
 
 #include <atomic>
@@ -12,6 +14,7 @@
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -39,6 +42,12 @@ std::int64_t ThreadCpuNs(clockid_t clock) {
   timespec ts{};
   clock_gettime(clock, &ts);
   return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+std::uint64_t HeapUsed(v8::Isolate* isolate) {
+  v8::HeapStatistics stats;
+  isolate->GetHeapStatistics(&stats);
+  return stats.used_heap_size();
 }
 
 v8::Local<v8::String> V8Str(v8::Isolate* isolate, std::string_view s) {
@@ -131,6 +140,19 @@ struct Engine::Impl {
   std::condition_variable watch_cv;
   std::vector<Worker::Impl*> watched;
   int running_calls = 0;
+
+  // EngineStats, summed by the workers' threads as they go (relaxed: totals only).
+  std::array<std::atomic<std::uint64_t>, kGcCauses> collections{};
+  std::array<std::atomic<std::uint64_t>, kGcCauses> collection_ns{};
+  std::atomic<std::uint64_t> collect_garbage_calls{0};
+  std::atomic<std::uint64_t> start_collection_calls{0};
+  std::atomic<std::uint64_t> instantiations{0};
+  std::atomic<std::uint64_t> instantiation_ns{0};
+  std::atomic<std::uint64_t> slow_instantiations{0};
+  std::atomic<std::uint64_t> collections_in_instantiations{0};
+  std::atomic<std::uint64_t> collection_ns_in_instantiations{0};
+  std::atomic<std::uint64_t> linear_memories{0};
+  std::atomic<std::uint64_t> linear_reserved_bytes{0};
   bool stopping = false;
   bool watchdog_parked = false;
   std::thread watchdog;
@@ -153,6 +175,33 @@ struct Worker::Impl {
   bool heap_limit_raised = false;  // NearHeapLimit raised it; lowered before the next call
   std::size_t initial_old_space_limit = 0;  // V8's share of heap_limit_bytes for its old generation
   std::uint64_t heap_limit_hits = 0;
+  // Garbage collections started on this isolate (a measure of allocation is only good if
+  // none ran during it).
+  std::uint64_t collections = 0;
+  static void CountCollection(v8::Isolate*, v8::GCType, v8::GCCallbackFlags, void* data) {
+    ++static_cast<Impl*>(data)->collections;
+  }
+  // EngineStats' collections: each pause timed from V8's prologue to its epilogue, its cause
+  // told by V8's callback flags, or by what this worker asked for.
+  std::chrono::steady_clock::time_point gc_started{};
+  bool gc_running = false;
+  bool collection_requested = false;  // CollectGarbage (synchronous) is running
+  bool collection_started = false;    // StartCollection asked; its final pause is still to come
+  bool instantiating = false;
+  static void GcPrologue(v8::Isolate*, v8::GCType, v8::GCCallbackFlags, void* data);
+  static void GcEpilogue(v8::Isolate*, v8::GCType type, v8::GCCallbackFlags flags, void* data);
+
+  // Each linear memory V8 made for an instance of this worker, until V8 collects it (a
+  // weak handle's callback): EngineStats' linear memories and their reservations.
+  struct MemoryWatch {
+    Impl* worker;
+    std::uint64_t reserved_bytes;
+    v8::Global<v8::WasmMemoryObject> handle;
+  };
+  std::unordered_set<MemoryWatch*> memory_watches;
+  void WatchMemory(v8::Local<v8::WasmMemoryObject> memory, std::uint64_t reserved_bytes);
+  void ForgetMemory(MemoryWatch* watch);
+  static void MemoryCollected(const v8::WeakCallbackInfo<MemoryWatch>& info);
   static std::size_t NearHeapLimit(void* data, std::size_t current_limit, std::size_t initial_limit);
   // Returns whether the heap limit was reached since the last call, and clears it and the
   // termination it requested.
@@ -168,6 +217,9 @@ struct Worker::Impl {
     v8::Global<v8::WasmModuleObject> object;
     v8::Global<v8::Object> imports;
     std::vector<std::unique_ptr<Binding>> bindings;
+    // Instance::HeapBytes: the heap one instantiation took, once measured.
+    bool instance_heap_measured = false;
+    std::uint64_t instance_heap_bytes = 0;
   };
   std::unordered_map<std::uint64_t, ModuleEntry> modules;
 
@@ -204,6 +256,12 @@ struct Instance::Impl {
   Worker::Impl* worker = nullptr;
   v8::Global<v8::Object> exports;
   v8::Global<v8::WasmMemoryObject> memory;
+  std::vector<v8::Global<v8::Object>> growable_tables;  // Module::growable_table_exports()
+  std::uint64_t resident_high_water = 0;                // ResidentMemoryBytes()
+  // Its module's entry in the worker (alive as long as the instance: it holds the module).
+  const Worker::Impl::ModuleEntry* entry = nullptr;
+  // Heap its export wrappers took, made by V8 when each export is first looked up (Call).
+  std::uint64_t wrapper_heap_bytes = 0;
   std::map<std::string, v8::Global<v8::Function>, std::less<>> functions;
 
   std::span<std::uint8_t> Memory(v8::Isolate* isolate) {
@@ -260,6 +318,37 @@ Engine::Engine(EngineOptions options) : impl_(std::make_unique<Impl>()) {
     impl_->compile_context.Reset(impl_->compile_isolate, v8::Context::New(impl_->compile_isolate));
   }
   impl_->watchdog = std::thread([this] { impl_->WatchdogLoop(); });
+}
+
+EngineStats Engine::stats() const {
+  const Impl& e = *impl_;
+  EngineStats s;
+  auto seconds = [](const std::atomic<std::uint64_t>& ns) { return static_cast<double>(ns.load()) / 1e9; };
+  for (std::size_t i = 0; i < kGcCauses; ++i) {
+    s.collections[i] = e.collections[i].load();
+    s.collection_seconds[i] = seconds(e.collection_ns[i]);
+  }
+  s.collect_garbage_calls = e.collect_garbage_calls.load();
+  s.start_collection_calls = e.start_collection_calls.load();
+  s.instantiations = e.instantiations.load();
+  s.instantiation_seconds = seconds(e.instantiation_ns);
+  s.slow_instantiations = e.slow_instantiations.load();
+  s.collections_in_instantiations = e.collections_in_instantiations.load();
+  s.collection_seconds_in_instantiations = seconds(e.collection_ns_in_instantiations);
+  s.linear_memories = e.linear_memories.load();
+  s.linear_reserved_bytes = e.linear_reserved_bytes.load();
+  return s;
+}
+
+std::string_view GcCauseName(GcCause cause) {
+  switch (cause) {
+    case GcCause::kYoung: return "young";
+    case GcCause::kFull: return "full";
+    case GcCause::kExternalMemory: return "external_memory";
+    case GcCause::kAllAvailable: return "all_available";
+    case GcCause::kRequested: return "requested";
+  }
+  return "?";
 }
 
 Engine::~Engine() {
@@ -390,12 +479,36 @@ Result<std::shared_ptr<const Module>> Engine::Compile(std::span<const std::uint8
     wire = patched;
   }
 
+  // A table that can grow is exported under a reserved name, so that its length can be read
+  // after each call (the memory each actor is charged counts its tables); one that cannot
+  // has its initial size for good.
+  std::uint64_t fixed_table_elements = 0;
+  std::vector<TableExport> table_exports;
+  for (std::size_t i = 0; i < info->tables.size(); ++i) {
+    if (table_maximums[i] > info->tables[i].min) {
+      table_exports.push_back({fmt::format("{}{}", kTableExportPrefix, i), static_cast<std::uint32_t>(i)});
+    } else {
+      fixed_table_elements += info->tables[i].min;
+    }
+  }
+  if (!table_exports.empty()) {
+    auto p = WithTableExports(wire, table_exports);
+    if (!p.ok()) {
+      return InvalidArgument(fmt::format("the module cannot be loaded: {} (names starting with \"{}\" are reserved)",
+                                         p.status().message(), kTableExportPrefix));
+    }
+    patched = std::move(*p);
+    wire = patched;
+  }
+
   auto module = std::shared_ptr<Module>(new Module());
   module->impl_ = std::make_unique<Module::Impl>();
   module->impl_->host = std::move(host);
   module->info_ = std::move(*info);
   module->max_memory_bytes_ = effective_max_pages * kWasmPageBytes;
   module->table_maximums_ = std::move(table_maximums);
+  module->fixed_table_elements_ = fixed_table_elements;
+  for (TableExport& e : table_exports) module->growable_table_exports_.push_back(std::move(e.name));
   module->id_ = impl_->next_module_id.fetch_add(1);
   {
     std::lock_guard lock(impl_->compile_mu);
@@ -434,6 +547,11 @@ Worker::Worker(Engine& engine, WorkerOptions options) : impl_(std::make_unique<I
   impl_->heap_limit_bytes = options.heap_limit_bytes;
   impl_->isolate = v8::Isolate::New(params);
   impl_->isolate->AddNearHeapLimitCallback(&Impl::NearHeapLimit, impl_.get());
+  impl_->isolate->AddGCPrologueCallback(&Impl::CountCollection, impl_.get());
+  constexpr v8::GCType kPauses = static_cast<v8::GCType>(v8::kGCTypeScavenge | v8::kGCTypeMinorMarkCompact |
+                                                         v8::kGCTypeMarkSweepCompact);
+  impl_->isolate->AddGCPrologueCallback(&Impl::GcPrologue, impl_.get(), kPauses);
+  impl_->isolate->AddGCEpilogueCallback(&Impl::GcEpilogue, impl_.get(), kPauses);
   // The isolate stays entered on this thread for its whole life: a worker is thread-bound.
   impl_->isolate->Enter();
   {
@@ -456,6 +574,8 @@ Worker::~Worker() {
     std::erase(impl_->engine->watched, impl_.get());
   }
   impl_->modules.clear();
+  // The isolate's disposal runs no weak callbacks: the memories still watched go with it.
+  while (!impl_->memory_watches.empty()) impl_->ForgetMemory(*impl_->memory_watches.begin());
   impl_->instance_ctor.Reset();
   impl_->context.Reset();
   impl_->isolate->Exit();
@@ -485,13 +605,78 @@ bool Worker::Impl::TakeHeapLimitHit() {
 
 std::uint64_t Worker::heap_limit_hits() const { return impl_->heap_limit_hits; }
 
-void Worker::CollectGarbage() { impl_->isolate->LowMemoryNotification(); }
-
-std::uint64_t Worker::HeapUsedBytes() const {
-  v8::HeapStatistics stats;
-  impl_->isolate->GetHeapStatistics(&stats);
-  return stats.used_heap_size();
+void Worker::CollectGarbage() {
+  impl_->engine->collect_garbage_calls.fetch_add(1, std::memory_order_relaxed);
+  impl_->collection_requested = true;
+  impl_->isolate->LowMemoryNotification();
+  impl_->collection_requested = false;
 }
+
+void Worker::StartCollection() {
+  impl_->engine->start_collection_calls.fetch_add(1, std::memory_order_relaxed);
+  impl_->collection_started = true;
+  impl_->isolate->MemoryPressureNotification(v8::MemoryPressureLevel::kModerate);
+}
+
+void Worker::Impl::GcPrologue(v8::Isolate*, v8::GCType, v8::GCCallbackFlags, void* data) {
+  auto* w = static_cast<Impl*>(data);
+  w->gc_started = std::chrono::steady_clock::now();
+  w->gc_running = true;
+}
+
+void Worker::Impl::GcEpilogue(v8::Isolate*, v8::GCType type, v8::GCCallbackFlags flags, void* data) {
+  auto* w = static_cast<Impl*>(data);
+  if (!w->gc_running) return;
+  w->gc_running = false;
+  const auto ns = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - w->gc_started).count());
+  GcCause cause;
+  if (w->collection_requested) {
+    cause = GcCause::kRequested;
+  } else if ((type & v8::kGCTypeMarkSweepCompact) == 0) {
+    cause = GcCause::kYoung;
+  } else if ((flags & v8::kGCCallbackFlagCollectAllExternalMemory) != 0) {
+    cause = GcCause::kExternalMemory;
+  } else if ((flags & v8::kGCCallbackFlagCollectAllAvailableGarbage) != 0) {
+    cause = GcCause::kAllAvailable;
+  } else if (w->collection_started) {
+    cause = GcCause::kRequested;  // the final pause of the collection StartCollection began
+    w->collection_started = false;
+  } else {
+    cause = GcCause::kFull;
+  }
+  Engine::Impl& e = *w->engine;
+  const auto i = static_cast<std::size_t>(cause);
+  e.collections[i].fetch_add(1, std::memory_order_relaxed);
+  e.collection_ns[i].fetch_add(ns, std::memory_order_relaxed);
+  if (w->instantiating) {
+    e.collections_in_instantiations.fetch_add(1, std::memory_order_relaxed);
+    e.collection_ns_in_instantiations.fetch_add(ns, std::memory_order_relaxed);
+  }
+}
+
+void Worker::Impl::WatchMemory(v8::Local<v8::WasmMemoryObject> memory, std::uint64_t reserved_bytes) {
+  auto* watch = new MemoryWatch{this, reserved_bytes, v8::Global<v8::WasmMemoryObject>(isolate, memory)};
+  watch->handle.SetWeak(watch, &MemoryCollected, v8::WeakCallbackType::kParameter);
+  memory_watches.insert(watch);
+  engine->linear_memories.fetch_add(1, std::memory_order_relaxed);
+  engine->linear_reserved_bytes.fetch_add(reserved_bytes, std::memory_order_relaxed);
+}
+
+void Worker::Impl::ForgetMemory(MemoryWatch* watch) {
+  watch->handle.Reset();
+  memory_watches.erase(watch);
+  engine->linear_memories.fetch_sub(1, std::memory_order_relaxed);
+  engine->linear_reserved_bytes.fetch_sub(watch->reserved_bytes, std::memory_order_relaxed);
+  delete watch;
+}
+
+void Worker::Impl::MemoryCollected(const v8::WeakCallbackInfo<MemoryWatch>& info) {
+  MemoryWatch* watch = info.GetParameter();
+  watch->worker->ForgetMemory(watch);
+}
+
+std::uint64_t Worker::HeapUsedBytes() const { return HeapUsed(impl_->isolate); }
 
 void Worker::PumpMessageLoop() {
   while (v8::platform::PumpMessageLoop(g_platform, impl_->isolate)) {
@@ -588,7 +773,9 @@ void Worker::Impl::BeginCall(Instance::Impl* inst, void* ctx, std::chrono::milli
     // The failed call's instance is gone by now (the caller throws unusable ones away), so a
     // full collection brings the heap back under the limit; rare: only after a limit hit.
     heap_limit_raised = false;
+    collection_requested = true;
     isolate->LowMemoryNotification();
+    collection_requested = false;
     isolate->RemoveNearHeapLimitCallback(&NearHeapLimit, initial_old_space_limit);
     isolate->AddNearHeapLimitCallback(&NearHeapLimit, this);
   }
@@ -694,6 +881,23 @@ CallResult Worker::Impl::Run(Instance::Impl* inst, v8::Local<v8::Function> fn, v
 Result<std::unique_ptr<Instance>> Worker::Instantiate(const std::shared_ptr<const Module>& module, void* context,
                                                       std::chrono::milliseconds cpu_limit) {
   Impl& w = *impl_;
+  const auto started = std::chrono::steady_clock::now();
+  // Counted however it ends (EngineStats).
+  struct Timed {
+    Impl& w;
+    std::chrono::steady_clock::time_point started;
+    ~Timed() {
+      w.instantiating = false;
+      const auto took = std::chrono::steady_clock::now() - started;
+      Engine::Impl& e = *w.engine;
+      e.instantiations.fetch_add(1, std::memory_order_relaxed);
+      e.instantiation_ns.fetch_add(
+          static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(took).count()),
+          std::memory_order_relaxed);
+      if (took > kSlowInstantiation) e.slow_instantiations.fetch_add(1, std::memory_order_relaxed);
+    }
+  } timed{w, started};
+  w.instantiating = true;
   v8::Isolate* isolate = w.isolate;
   v8::HandleScope scope(isolate);
   v8::Local<v8::Context> ctx = w.context.Get(isolate);
@@ -708,6 +912,9 @@ Result<std::unique_ptr<Instance>> Worker::Instantiate(const std::shared_ptr<cons
 
   v8::Local<v8::Value> args[] = {(*entry)->object.Get(isolate), (*entry)->imports.Get(isolate)};
   v8::Local<v8::Object> object;
+  instance->impl_->entry = *entry;
+  const std::uint64_t collections_before = w.collections;
+  const std::uint64_t heap_before = HeapUsedBytes();
   {
     v8::TryCatch try_catch(isolate);
     // A module's start function runs here; it is under the CPU limit like any call. Host
@@ -729,11 +936,22 @@ Result<std::unique_ptr<Instance>> Worker::Instantiate(const std::shared_ptr<cons
     }
     object = made.ToLocalChecked();
   }
+  if (!(*entry)->instance_heap_measured && w.collections == collections_before) {
+    const std::uint64_t heap_after = HeapUsedBytes();
+    (*entry)->instance_heap_bytes = heap_after > heap_before ? heap_after - heap_before : 0;
+    (*entry)->instance_heap_measured = true;
+  }
   auto exports = object->Get(ctx, V8Str(isolate, "exports")).ToLocalChecked().As<v8::Object>();
   instance->impl_->exports.Reset(isolate, exports);
   auto memory = exports->Get(ctx, V8Str(isolate, "memory")).ToLocalChecked();
   WK_CHECK(memory->IsWasmMemoryObject(), "memory export checked at compile time");
   instance->impl_->memory.Reset(isolate, memory.As<v8::WasmMemoryObject>());
+  w.WatchMemory(memory.As<v8::WasmMemoryObject>(), module->max_memory_bytes());
+  for (const std::string& name : module->growable_table_exports()) {
+    auto table = exports->Get(ctx, V8Str(isolate, name)).ToLocalChecked();
+    WK_CHECK(table->IsObject(), "table export added at compile time");
+    instance->impl_->growable_tables.emplace_back(isolate, table.As<v8::Object>());
+  }
 
   if (module->HasExport("_initialize")) {
     CallResult init = instance->Call("_initialize", context, cpu_limit);
@@ -747,6 +965,7 @@ Result<std::unique_ptr<Instance>> Worker::Instantiate(const std::shared_ptr<cons
 
 Instance::~Instance() {
   if (impl_) {
+    impl_->growable_tables.clear();
     impl_->functions.clear();
     impl_->memory.Reset();
     impl_->exports.Reset();
@@ -759,6 +978,59 @@ std::uint64_t Instance::MemoryBytes() const {
   return impl_->memory.Get(isolate)->Buffer()->ByteLength();
 }
 
+std::uint64_t Instance::ResidentMemoryBytes() {
+  v8::Isolate* isolate = impl_->worker->isolate;
+  v8::HandleScope scope(isolate);
+  auto buffer = impl_->memory.Get(isolate)->Buffer();
+  const std::uint64_t size = buffer->ByteLength();
+  // Every page seen already: nothing more to learn (memory never shrinks).
+  if (size == 0 || impl_->resident_high_water >= size) return impl_->resident_high_water = size;
+  static const std::uintptr_t page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto data = reinterpret_cast<std::uintptr_t>(buffer->Data());
+  const std::uintptr_t end = data + size;
+  // mincore reports one byte per page; a 4,096-byte vector covers 16 MiB per call.
+  unsigned char resident[4096];
+  std::uint64_t pages_resident = 0;
+  for (std::uintptr_t at = data & ~(page - 1); at < end;) {
+    const std::size_t pages = std::min<std::size_t>(sizeof resident, (end - at + page - 1) / page);
+    if (mincore(reinterpret_cast<void*>(at), pages * page, resident) != 0) {
+      // Not expected (the range is the memory's own mapping); count the pages as resident
+      // rather than let an actor's memory go uncounted.
+      pages_resident += pages;
+    } else {
+      for (std::size_t i = 0; i < pages; ++i) pages_resident += resident[i] & 1u;
+    }
+    at += pages * page;
+  }
+  const std::uint64_t bytes = std::min<std::uint64_t>(size, pages_resident * page);
+  impl_->resident_high_water = std::max(impl_->resident_high_water, bytes);
+  return impl_->resident_high_water;
+}
+
+std::uint64_t Instance::TableElements() const {
+  std::uint64_t elements = module_->fixed_table_elements();
+  if (impl_->growable_tables.empty()) return elements;
+  Worker::Impl& w = *impl_->worker;
+  v8::Isolate* isolate = w.isolate;
+  v8::HandleScope scope(isolate);
+  v8::Local<v8::Context> ctx = w.context.Get(isolate);
+  v8::Context::Scope context_scope(ctx);
+  for (const auto& table : impl_->growable_tables) {
+    auto length = table.Get(isolate)->Get(ctx, V8Str(isolate, "length"));
+    std::uint32_t n = 0;
+    if (!length.IsEmpty() && length.ToLocalChecked()->Uint32Value(ctx).To(&n)) elements += n;
+  }
+  return elements;
+}
+
+std::uint64_t Instance::HeapBytes() const {
+  std::uint64_t initial_elements = 0;
+  for (const TableLimits& t : module_->info().tables) initial_elements += t.min;
+  const std::uint64_t elements = TableElements();
+  const std::uint64_t grown = elements > initial_elements ? elements - initial_elements : 0;
+  return impl_->entry->instance_heap_bytes + impl_->wrapper_heap_bytes + grown * kTableElementHeapBytes;
+}
+
 CallResult Instance::Call(std::string_view name, void* context, std::chrono::milliseconds cpu_limit) {
   Worker::Impl& w = *impl_->worker;
   v8::Isolate* isolate = w.isolate;
@@ -768,6 +1040,10 @@ CallResult Instance::Call(std::string_view name, void* context, std::chrono::mil
 
   v8::Local<v8::Function> fn;
   auto it = impl_->functions.find(name);
+  // The first lookup of an export makes its wrapper on the heap: counted in HeapBytes.
+  const bool measure_wrapper = it == impl_->functions.end();
+  const std::uint64_t collections_before = w.collections;
+  const std::uint64_t heap_before = measure_wrapper ? HeapUsed(isolate) : 0;
   if (it != impl_->functions.end()) {
     fn = it->second.Get(isolate);
   } else {
@@ -780,6 +1056,12 @@ CallResult Instance::Call(std::string_view name, void* context, std::chrono::mil
     }
     fn = value.As<v8::Function>();
     impl_->functions.emplace(std::string(name), v8::Global<v8::Function>(isolate, fn));
+  }
+  if (measure_wrapper) {
+    const std::uint64_t heap_after = HeapUsed(isolate);
+    if (w.collections == collections_before && heap_after > heap_before) {
+      impl_->wrapper_heap_bytes += heap_after - heap_before;
+    }
   }
   return w.Run(impl_.get(), fn, context, cpu_limit, module_->max_memory_bytes());
 }

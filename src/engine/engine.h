@@ -25,6 +25,7 @@
 // the module's frames it may not: its allocator or shadow stack may be half-updated).
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -86,6 +87,15 @@ struct ModuleLimits {
   std::string setting_prefix;
 };
 
+// What one table element costs, for the memory each instance is charged
+// (Instance::TableElements): the element on the worker's V8 heap (8 bytes) and V8 10.2's
+// indirect-call dispatch data for it (signature id, call target, instance reference: 20
+// more), rounded up. An upper bound: an externref table has no dispatch data.
+inline constexpr std::uint64_t kTableElementHeapBytes = 32;
+// The prefix of the export names the engine gives growable tables ("wasmkeep:table:0"); a
+// module that exports such a name itself is refused.
+inline constexpr std::string_view kTableExportPrefix = "wasmkeep:table:";
+
 // A compiled, checked class module. Thread-safe; share it with shared_ptr.
 class Module {
  public:
@@ -97,6 +107,11 @@ class Module {
   std::uint64_t max_memory_bytes() const { return max_memory_bytes_; }
   // The maxima of the module's tables as compiled (declared or imposed), in order.
   const std::vector<std::uint64_t>& table_maximums() const { return table_maximums_; }
+  // Elements of the tables that cannot grow (maximum = minimum): every instance has them.
+  std::uint64_t fixed_table_elements() const { return fixed_table_elements_; }
+  // The names under which the engine exports the tables that can grow (a reserved name per
+  // table, kTableExportPrefix + its index), so an instance's table sizes can be read.
+  const std::vector<std::string>& growable_table_exports() const { return growable_table_exports_; }
   bool HasExport(std::string_view name) const { return info_.FindExport(name) != nullptr; }
   std::chrono::nanoseconds compile_time() const { return compile_time_; }
   std::uint64_t id() const { return id_; }
@@ -111,8 +126,60 @@ class Module {
   ModuleInfo info_;
   std::uint64_t max_memory_bytes_ = 0;
   std::vector<std::uint64_t> table_maximums_;
+  std::uint64_t fixed_table_elements_ = 0;
+  std::vector<std::string> growable_table_exports_;
   std::chrono::nanoseconds compile_time_{0};
   std::uint64_t id_ = 0;
+};
+
+// Why a worker's V8 heap was collected (EngineStats).
+enum class GcCause : std::uint8_t {
+  kYoung,           // a scavenge of the young generation (allocation; short)
+  kFull,            // a full collection V8 chose for its own heap's growth
+  kExternalMemory,  // a full collection because memory outside the heap grew (linear memories count)
+  kAllAvailable,    // a collection of all that can be collected, which V8 ran on its own: when it
+                    // could not reserve a new linear memory's address space (up to three per
+                    // attempt, inside the instantiation; kLinearReservationLimitBytes), or when
+                    // its heap ran out
+  kRequested,       // Worker::CollectGarbage or Worker::StartCollection (the runtime asked)
+};
+inline constexpr std::size_t kGcCauses = 5;
+std::string_view GcCauseName(GcCause cause);
+
+// With the trap handler off (EngineOptions), V8 10.2 reserves address space for a linear
+// memory's whole maximum when it makes it, and refuses to reserve more than about 1 TiB for
+// all the process's WebAssembly memories together (its backing store's address space limit,
+// 1 TiB + 4 GiB on 64-bit). Past it, an instantiation runs up to three critical garbage
+// collections (GcCause::kAllAvailable), then tries smaller maxima, collecting again each
+// time: slow, so callers keep live and dropped-but-uncollected memories well below this.
+// A memory's reservation is released only when V8 collects it (EngineStats).
+inline constexpr std::uint64_t kLinearReservationLimitBytes = 1ull << 40;
+// An instantiation slower than this counts in EngineStats::slow_instantiations.
+inline constexpr std::chrono::milliseconds kSlowInstantiation{10};
+
+// What all the engine's workers did since the engine started. Read from any thread.
+struct EngineStats {
+  // Garbage collections of the workers' heaps, and their pauses on the worker's thread
+  // (from V8's prologue to its epilogue: the atomic pause; incremental and concurrent
+  // marking outside it are not counted), by cause.
+  std::array<std::uint64_t, kGcCauses> collections{};
+  std::array<double, kGcCauses> collection_seconds{};
+  // Calls of Worker::CollectGarbage (each runs one or more full collections on the thread)
+  // and of Worker::StartCollection.
+  std::uint64_t collect_garbage_calls = 0;
+  std::uint64_t start_collection_calls = 0;
+  // Instantiations (Worker::Instantiate, _initialize included) and their wall time; those
+  // slower than kSlowInstantiation; the collections that ran inside them and their pauses.
+  std::uint64_t instantiations = 0;
+  double instantiation_seconds = 0;
+  std::uint64_t slow_instantiations = 0;
+  std::uint64_t collections_in_instantiations = 0;
+  double collection_seconds_in_instantiations = 0;
+  // Linear memories V8 still holds: those of live instances and those of instances thrown
+  // away that V8 has not collected yet; and the address space they reserve (each memory's
+  // maximum, Module::max_memory_bytes; V8 may have reserved less after a failed attempt).
+  std::uint64_t linear_memories = 0;
+  std::uint64_t linear_reserved_bytes = 0;
 };
 
 struct EngineOptions {
@@ -138,6 +205,9 @@ class Engine {
                                                 std::shared_ptr<const HostInterface> host,
                                                 std::span<const ExportSpec> exports,
                                                 const ModuleLimits& limits);
+
+  // Totals over all workers (any thread).
+  EngineStats stats() const;
 
   struct Impl;
   Impl& impl() { return *impl_; }
@@ -214,6 +284,11 @@ class Worker {
   // A full garbage collection now (V8's low-memory notification): tens of milliseconds on
   // a large heap, so only when memory is short.
   void CollectGarbage();
+  // Starts a full collection that runs mostly beside the thread (V8's incremental and
+  // concurrent marking on a moderate memory-pressure notification) and finishes in short
+  // steps from PumpMessageLoop: frees dropped instances' linear memories without stopping
+  // the worker for a whole collection. Nothing if one is running already.
+  void StartCollection();
 
   // Runs V8's pending platform tasks for this isolate (background compilation results,
   // garbage-collection tasks). Call it between events. (Modules no longer referenced are
@@ -239,8 +314,27 @@ class Instance {
   CallResult Call(std::string_view name, void* context, std::chrono::milliseconds cpu_limit);
 
   bool HasExport(std::string_view name) const { return module_->HasExport(name); }
-  // Current size of the linear memory (grows while the actor runs).
+  // Current size of the linear memory (grows while the actor runs): what is mapped.
   std::uint64_t MemoryBytes() const;
+  // The part of the linear memory the process really holds: its pages (the kernel's, 4 KiB)
+  // that are resident now, by mincore(2), as a high-water mark over this instance's calls
+  // (never less than an earlier answer, never more than MemoryBytes()). A page the module
+  // has written or read is resident (a read maps the kernel's zero page: counted too, so a
+  // module cannot touch memory unseen); a page it never touched is not. WebAssembly cannot
+  // give pages back, and the high-water mark keeps pages the kernel swapped out counted.
+  // Cost: one system call per 16 MiB of memory, none once every page has been seen.
+  // REQUIRES: on the worker's thread.
+  std::uint64_t ResidentMemoryBytes();
+  // Elements of all the instance's tables now (they live on the worker's V8 heap, about
+  // kTableElementHeapBytes each). REQUIRES: on the worker's thread.
+  std::uint64_t TableElements() const;
+  // What this instance holds on its worker's V8 heap: the bytes V8 allocated to instantiate
+  // its module on this worker (measured once per module and worker, at the first
+  // instantiation no garbage collection interrupted: the instance's objects and initial
+  // tables, plus that instantiation's garbage; 0 until then), the bytes the wrapper of each
+  // export it called took when first looked up (likewise), and kTableElementHeapBytes for
+  // every element its tables grew by since. REQUIRES: on the worker's thread.
+  std::uint64_t HeapBytes() const;
   const Module& module() const { return *module_; }
 
   struct Impl;

@@ -90,6 +90,62 @@ TEST_F(EngineTest, CallsExportsAndHostFunctions) {
   EXPECT_EQ(inst->MemoryBytes(), 65536u);
 }
 
+// What an actor is charged for its linear memory is what the process holds of it: the pages
+// it touched, not the size it mapped (docs/architecture.md, "Memory"). Reads count too, so a
+// module cannot use memory unseen; and its tables by their elements, grown ones included.
+TEST_F(EngineTest, ResidentMemoryIsThePagesTouchedAndTablesCountTheirElements) {
+  Worker worker(*engine_);
+  auto module = Compile("touch_memory", {}, {});
+  ASSERT_TRUE(module.ok()) << module.status().ToString();
+  auto make = [&] {
+    auto instance = worker.Instantiate(*module, &ctx_, milliseconds(1000));
+    EXPECT_TRUE(instance.ok()) << instance.status().ToString();
+    return std::move(*instance);
+  };
+  const std::uint64_t mib = 1u << 20;
+  auto none = make();
+  ASSERT_TRUE(none->Call("none", &ctx_, milliseconds(1000)).ok());
+  EXPECT_EQ(none->MemoryBytes(), mib) << "16 pages mapped";
+  EXPECT_EQ(none->ResidentMemoryBytes(), 0u) << "none of them touched";
+
+  auto all = make();
+  ASSERT_TRUE(all->Call("touch_all", &ctx_, milliseconds(1000)).ok());
+  EXPECT_EQ(all->ResidentMemoryBytes(), mib) << "every page written: all of it charged";
+
+  auto half = make();
+  ASSERT_TRUE(half->Call("touch_half", &ctx_, milliseconds(1000)).ok());
+  EXPECT_EQ(half->ResidentMemoryBytes(), mib / 2);
+  ASSERT_TRUE(half->Call("touch_all", &ctx_, milliseconds(1000)).ok());
+  EXPECT_EQ(half->ResidentMemoryBytes(), mib) << "more pages touched by a later call";
+
+  auto reader = make();
+  ASSERT_TRUE(reader->Call("read_all", &ctx_, milliseconds(1000)).ok());
+  EXPECT_EQ(reader->ResidentMemoryBytes(), mib) << "pages only read are counted too";
+
+  EXPECT_EQ(none->TableElements(), 4u);
+  const std::uint64_t heap = none->HeapBytes();
+  EXPECT_GT(heap, 0u) << "measured at an instantiation";
+  EXPECT_LT(heap, 1u << 20);
+  EXPECT_EQ(none->Call("grow_table", &ctx_, milliseconds(1000)).value, 4);
+  EXPECT_EQ(none->TableElements(), 1004u) << "a grown table is read through the engine's export";
+  EXPECT_GE(none->HeapBytes(), heap + 1000 * kTableElementHeapBytes) << "its grown table, and grow_table's wrapper";
+  EXPECT_EQ(all->TableElements(), 4u) << "per instance";
+  EXPECT_LT(all->HeapBytes(), none->HeapBytes());
+}
+
+// The engine exports growable tables under reserved names; a module that uses one of them
+// itself is refused by name.
+TEST_F(EngineTest, AModuleExportingAReservedTableNameIsRefused) {
+  auto module = engine_->Compile(ReadTestModule("reserved_table_export"), TestHost(), {}, {});
+  ASSERT_FALSE(module.ok());
+  EXPECT_NE(module.status().message().find("already exports \"wasmkeep:table:0\""), std::string::npos)
+      << module.status().ToString();
+  auto fixed = Compile("touch_memory", {}, {});
+  ASSERT_TRUE(fixed.ok()) << fixed.status().ToString();
+  EXPECT_EQ((*fixed)->growable_table_exports(), std::vector<std::string>{"wasmkeep:table:0"});
+  EXPECT_EQ((*fixed)->fixed_table_elements(), 0u);
+}
+
 TEST_F(EngineTest, HostRangeOutsideMemoryFailsTheEventByName) {
   Worker worker(*engine_);
   auto inst = Make(worker, "good");
@@ -144,6 +200,54 @@ TEST_F(EngineTest, StartFunctionIsBoundedToo) {
   auto inst = worker.Instantiate(*module, &ctx_, milliseconds(30));
   ASSERT_FALSE(inst.ok());
   EXPECT_NE(inst.status().message().find("CPU time limit"), std::string::npos) << inst.status().ToString();
+}
+
+// Each linear memory is counted with the address space V8 reserved for it (its maximum)
+// until V8 collects it, not just until its instance is destroyed; a collection asked for
+// at once (CollectGarbage) or started beside the thread (StartCollection) releases it, and
+// both are counted as requested. Instantiations are counted with their wall time.
+TEST_F(EngineTest, LinearMemoriesAreCountedUntilV8CollectsThem) {
+  Worker worker(*engine_);
+  ModuleLimits limits;
+  limits.max_memory_bytes = 8 * 65536;
+  auto module = Compile("no_max", limits);
+  ASSERT_TRUE(module.ok()) << module.status().ToString();
+  worker.CollectGarbage();
+  const EngineStats before = engine_->stats();
+  const auto requested = static_cast<std::size_t>(GcCause::kRequested);
+  std::vector<std::unique_ptr<Instance>> live;
+  for (int i = 0; i < 3; ++i) {
+    auto instance = worker.Instantiate(*module, &ctx_, milliseconds(1000));
+    ASSERT_TRUE(instance.ok()) << instance.status().ToString();
+    live.push_back(std::move(*instance));
+  }
+  EngineStats s = engine_->stats();
+  EXPECT_EQ(s.linear_memories, before.linear_memories + 3);
+  EXPECT_EQ(s.linear_reserved_bytes, before.linear_reserved_bytes + 3 * 8 * 65536u) << "each its maximum";
+  EXPECT_EQ(s.instantiations, before.instantiations + 3);
+  EXPECT_GT(s.instantiation_seconds, before.instantiation_seconds);
+
+  live.pop_back();
+  EXPECT_EQ(engine_->stats().linear_memories, before.linear_memories + 3) << "destroyed but not collected yet";
+  worker.CollectGarbage();
+  s = engine_->stats();
+  EXPECT_EQ(s.linear_memories, before.linear_memories + 2) << "a full collection released it";
+  EXPECT_EQ(s.linear_reserved_bytes, before.linear_reserved_bytes + 2 * 8 * 65536u);
+  EXPECT_GT(s.collections[requested], before.collections[requested]);
+  EXPECT_GT(s.collection_seconds[requested], 0.0);
+
+  live.clear();
+  const std::uint64_t requested_before = engine_->stats().collections[requested];
+  worker.StartCollection();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (engine_->stats().linear_memories > before.linear_memories && std::chrono::steady_clock::now() < deadline) {
+    worker.PumpMessageLoop();
+    std::this_thread::sleep_for(milliseconds(2));
+  }
+  s = engine_->stats();
+  EXPECT_EQ(s.linear_memories, before.linear_memories) << "the collection started beside the thread finished";
+  EXPECT_EQ(s.linear_reserved_bytes, before.linear_reserved_bytes);
+  EXPECT_GT(s.collections[requested], requested_before) << "its final pause is counted as requested";
 }
 
 TEST_F(EngineTest, MemoryGrowthStopsAtTheDeclaredOrImposedMaximum) {

@@ -594,6 +594,53 @@ Result<std::vector<std::uint8_t>> WithTableMaximums(std::span<const std::uint8_t
   return out;
 }
 
+Result<std::vector<std::uint8_t>> WithTableExports(std::span<const std::uint8_t> bytes,
+                                                   std::span<const TableExport> exports) {
+  auto sections = ReadSections(bytes);
+  if (!sections.ok()) return sections.status();
+  const Section* section = nullptr;
+  for (const Section& s : *sections) {
+    if (s.id == kSectionExport) section = &s;
+  }
+  if (section == nullptr) return InvalidArgument("the module has no export section");
+  Reader r(bytes.subspan(section->payload_start, section->payload_size), section->payload_start);
+  auto n = r.Count();
+  if (!n.ok()) return n.status();
+  for (std::uint32_t i = 0; i < *n; ++i) {
+    auto name = r.Name();
+    if (!name.ok()) return name.status();
+    for (const TableExport& e : exports) {
+      if (*name == e.name) return InvalidArgument(fmt::format("the module already exports \"{}\"", e.name));
+    }
+    if (auto kind = r.Byte(); !kind.ok()) return kind.status();
+    if (auto index = r.U32(); !index.ok()) return index.status();
+  }
+  if (!r.done()) return r.Malformed("bytes after the last export");
+  // The existing entries are kept byte for byte; the count goes up and ours follow them.
+  std::size_t count_bytes = 0;
+  {
+    Reader c(bytes.subspan(section->payload_start, section->payload_size), section->payload_start);
+    if (auto again = c.Count(); !again.ok()) return again.status();
+    count_bytes = c.offset() - section->payload_start;
+  }
+  std::vector<std::uint8_t> payload;
+  AppendUleb128(payload, std::uint64_t{*n} + exports.size());
+  payload.insert(payload.end(), bytes.begin() + section->payload_start + count_bytes,
+                 bytes.begin() + section->payload_start + section->payload_size);
+  for (const TableExport& e : exports) {
+    AppendUleb128(payload, e.name.size());
+    payload.insert(payload.end(), e.name.begin(), e.name.end());
+    payload.push_back(static_cast<std::uint8_t>(ExternKind::kTable));
+    AppendUleb128(payload, e.table_index);
+  }
+  std::vector<std::uint8_t> out(bytes.begin(), bytes.begin() + section->header_start);
+  out.push_back(kSectionExport);
+  AppendUleb128(out, payload.size());
+  out.insert(out.end(), payload.begin(), payload.end());
+  out.insert(out.end(), bytes.begin() + section->payload_start + section->payload_size, bytes.end());
+  return out;
+}
+
 void AppendUleb128(std::vector<std::uint8_t>& out, std::uint64_t v) {
   do {
     std::uint8_t b = v & 0x7f;

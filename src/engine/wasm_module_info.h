@@ -158,6 +158,19 @@ Result<std::vector<std::uint8_t>> WithTableMaximums(std::span<const std::uint8_t
 Result<std::vector<std::uint8_t>> WithMemoryMaximum(std::span<const std::uint8_t> bytes,
                                                     std::uint64_t max_pages);
 
+// An export the engine adds to a module: table `table_index` under `name`.
+struct TableExport {
+  std::string name;
+  std::uint32_t table_index = 0;
+};
+
+// Returns a copy of `bytes` whose export section also exports the given tables (the engine
+// reads a growable table's length through such an export, engine.h). The module's own
+// exports are kept byte for byte. Errors: no export section, a malformed one, or a module
+// that already exports one of the names.
+Result<std::vector<std::uint8_t>> WithTableExports(std::span<const std::uint8_t> bytes,
+                                                   std::span<const TableExport> exports);
+
 // Appends v to out as unsigned LEB128, WebAssembly's integer encoding (also used by the
 // engine's tests to build modules byte by byte).
 void AppendUleb128(std::vector<std::uint8_t>& out, std::uint64_t v);

@@ -47,6 +47,25 @@ TEST(WasmModuleInfo, ImposesAMemoryMaximum) {
   EXPECT_FALSE(WithMemoryMaximum(ReadTestModule("big_initial"), 1024).ok());
 }
 
+TEST(WasmModuleInfo, AddsTableExportsKeepingTheModulesOwn) {
+  auto bytes = ReadTestModule("touch_memory");
+  auto before = ReadModuleInfo(bytes);
+  ASSERT_TRUE(before.ok()) << before.status().ToString();
+  const std::vector<TableExport> ours = {{"wasmkeep:table:0", 0}};
+  auto patched = WithTableExports(bytes, ours);
+  ASSERT_TRUE(patched.ok()) << patched.status().ToString();
+  auto after = ReadModuleInfo(*patched);
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  ASSERT_EQ(after->exports.size(), before->exports.size() + 1);
+  for (std::size_t i = 0; i < before->exports.size(); ++i) EXPECT_EQ(after->exports[i].name, before->exports[i].name);
+  EXPECT_EQ(after->exports.back().name, "wasmkeep:table:0");
+  EXPECT_EQ(after->exports.back().kind, ExternKind::kTable);
+  EXPECT_EQ(after->data_segments, before->data_segments) << "later sections intact";
+  auto twice = WithTableExports(*patched, ours);
+  ASSERT_FALSE(twice.ok());
+  EXPECT_NE(twice.status().message().find("already exports \"wasmkeep:table:0\""), std::string::npos);
+}
+
 TEST(WasmModuleInfo, RefusesNonModules) {
   for (std::string s : {std::string(""), std::string("\0asm", 4), std::string("\0asm\x02\0\0\0", 8),
                         std::string("hello world, not wasm")}) {

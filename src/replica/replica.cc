@@ -1,7 +1,7 @@
 #include "replica/replica.h"
 
 #include <algorithm>
-#include <deque>
+#include <list>
 #include <map>
 #include <set>
 
@@ -82,7 +82,9 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
     std::uint64_t seq;
     std::size_t bytes;
   };
-  std::deque<OpenBatch> open_batches;
+  // Lists, not deques: a resident actor keeps three of these, mostly empty, and libstdc++'s
+  // deque allocates about 600 bytes even when empty (docs/benchmarks.md, "Density").
+  std::list<OpenBatch> open_batches;
   bool kick_posted = false;
   // Committed batches that changed the alarm, not yet reported to the index (the alarm
   // after each).
@@ -90,7 +92,7 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
     std::uint64_t seq;
     std::optional<std::int64_t> alarm;
   };
-  std::deque<AlarmChange> alarm_commits;
+  std::list<AlarmChange> alarm_commits;
 
   // ---- loop thread only
   std::uint64_t next_seq = 1;  // the fence is 0
@@ -110,7 +112,7 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
   ReplicaStats stats;
   // Alarm changes reported as committed, not yet durable (in commit order), and the sets
   // whose index entry is not written yet: no segment holding one of those is sent.
-  std::deque<AlarmChange> alarm_log;
+  std::list<AlarmChange> alarm_log;
   std::set<std::uint64_t> entry_pending;
   bool closed_reported = false;
 
@@ -131,7 +133,7 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
   // change (rule 2 then judges against an older alarm). Found by the `alarms` deep run
   // (docs/simulation.md); AlarmIndexTest stages it by holding the Kick back.
   void ReportAlarmCommits() {
-    std::deque<AlarmChange> changes;
+    std::list<AlarmChange> changes;
     {
       std::lock_guard lock(mu);
       changes.swap(alarm_commits);
