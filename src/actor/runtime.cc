@@ -508,15 +508,7 @@ Task<EventResult> ActorRuntime::Submit(ActorId id, std::optional<Request> reques
     }
   }
   if (!slot) {
-    slot = std::make_shared<Slot>();
-    slot->id = id;
-    slot->key = key;
-    slot->module = std::move(module);
-    slot->worker = std::hash<std::string>{}(key) % workers_.size();
-    slot->last_active = env_.MonoNow();
-    actors_.emplace(key, slot);
-    slot->by_activity = by_activity_.insert(by_activity_.end(), slot.get());
-    if (sweep_timer_ == 0) ScheduleSweep();
+    slot = NewSlot(id, key, std::move(module));
     env_.Spawn(Start(slot), "actor start " + key);
   } else if (slot->queue.size() >= options_.limits.max_queued_events) {
     ++stats_.overloaded;
@@ -1015,14 +1007,22 @@ void ActorRuntime::Warm(const ActorId& id) {
   std::shared_ptr<const engine::Module> module = classes_.Find(id.tenant, id.class_name);
   if (!module) return;
   if (options_.memory_budget_bytes > 0 && MemoryBytes() > options_.memory_budget_bytes) return;
+  auto slot = NewSlot(id, std::move(key), std::move(module));
+  env_.Spawn(Start(slot), "actor warm start " + slot->key);
+}
+
+std::shared_ptr<ActorRuntime::Slot> ActorRuntime::NewSlot(const ActorId& id, std::string key,
+                                                          std::shared_ptr<const engine::Module> module) {
   auto slot = std::make_shared<Slot>();
   slot->id = id;
-  slot->key = key;
+  slot->key = std::move(key);
   slot->module = std::move(module);
-  slot->worker = std::hash<std::string>{}(key) % workers_.size();
+  slot->worker = std::hash<std::string>{}(slot->key) % workers_.size();
   slot->last_active = env_.MonoNow();
-  actors_.emplace(std::move(key), slot);
-  env_.Spawn(Start(slot), "actor warm start " + slot->key);
+  actors_.emplace(slot->key, slot);
+  slot->by_activity = by_activity_.insert(by_activity_.end(), slot.get());
+  if (sweep_timer_ == 0) ScheduleSweep();
+  return slot;
 }
 
 void ActorRuntime::Close(const std::shared_ptr<Slot>& slot, UnloadReason reason) {

@@ -331,6 +331,10 @@ class ActorRuntime final : public EventHost {
   bool IsIdle(const Slot& slot) const;
   // Its storage failed (sticky): close it once nothing is running or owed.
   static bool Broken(const Slot& slot);
+  // A new resident actor, starting: in actors_ and the activity list, the sweep armed. The
+  // one way a slot is made (an event's dispatch and a hand-over's warm start both use it),
+  // so no slot misses a list that Forget takes it out of.
+  std::shared_ptr<Slot> NewSlot(const ActorId& id, std::string key, std::shared_ptr<const engine::Module> module);
   void Forget(Slot& slot);  // takes it out of actors_ and the activity lists
   void Close(const std::shared_ptr<Slot>& slot, UnloadReason reason);
   void CloseDone(const std::shared_ptr<Slot>& slot, UnloadReason reason);

@@ -417,6 +417,30 @@ TEST_F(RuntimeTest, IdleActorsHibernateAndComeBackWithTheirState) {
   EXPECT_EQ(h.storage().opens(), 2);
 }
 
+// An actor a hand-over warms (EventHost::Warm: restored at once, before any event) is a
+// resident actor like any other: it is swept idle, hibernates and leaves memory cleanly, and
+// comes back on its next event. (The warm start once made its slot outside the activity
+// list, and leaving memory then crashed the node: cluster.move.file.)
+TEST_F(RuntimeTest, AWarmStartedActorIsSweptAndLeavesMemoryLikeAnyOther) {
+  RuntimeOptions o = Options();
+  o.idle_hibernate = std::chrono::milliseconds(50);
+  Harness h(o);
+  h.Deploy("probe", Actors("abi_probe"));
+  // Warm starts only actors of a class the node has loaded: an event of another loads it.
+  ASSERT_TRUE(h.Call("t/probe/first", MakeRequest("POST", "/count")).ok());
+  const ActorId id{"t", "probe", "warm"};
+  h.runtime().Warm(id);
+  h.RunFor(std::chrono::milliseconds(10));
+  EXPECT_EQ(h.storage().opens(), 2) << "restored at once, before any event";
+  h.RunFor(std::chrono::milliseconds(300));
+  EXPECT_FALSE(h.runtime().IsResident(id)) << "the sweep hibernated it";
+  EXPECT_EQ(h.runtime().stats().hibernations, 2u);
+  EXPECT_EQ(h.runtime().stats().resident_actors, 0u);
+  auto called = h.Call("t/probe/warm", MakeRequest("POST", "/count"));
+  ASSERT_TRUE(called.ok());
+  EXPECT_EQ(called->body, "1");
+}
+
 // What one probe actor costs after one /count event, measured on a runtime with room:
 // the figures the budget tests below size their budgets from.
 RuntimeStats OneActorFootprint() {
