@@ -182,6 +182,7 @@ wait_ready 1 30
 check "node a back (a new instance)" 'wait_ready 1 1'
 out=$(W actor delete acme/kv/room-2 --node "127.0.0.1:$(port_of 1)" --token "$OP" 2>&1)
 check "actor delete through a is done by the owner b" 'grep -q "deleted acme/kv/room-2 on node b" <<<"$out"'
+grep -q "deleted acme/kv/room-2 on node b" <<<"$out" || sed 's/^/     /' <<<"$out"
 check "room-2 is empty afterwards" '[ "$(status 1 GET acme/kv/room-2/k)" = 404 ]'
 W actor delete acme/kv/room-2 --node "127.0.0.1:$(port_of 1)" --token "$GLOBEX" >/dev/null 2>&1; rc=$?
 check "actor delete with another tenant's token: exit 2" '[ "$rc" = 2 ]'

@@ -35,6 +35,9 @@ isolate_heap_limit_bytes = 33554432
 max_table_elements = 1000000
 max_event_cpu_ms = 20000
 idle_hibernate_ms = 60000
+# The ballast must keep its instance (and its heap) while resident: instances are kept
+# until the actor leaves memory when idle_instance_ms >= idle_hibernate_ms (configuration.md).
+idle_instance_ms = 60000
 quarantine_strikes = 3
 quarantine_window_ms = 600000
 quarantine_ms = 600000
