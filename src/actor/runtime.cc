@@ -79,6 +79,11 @@ Status ValidateRuntimeOptions(const RuntimeOptions& o) {
     return InvalidArgument(fmt::format("actors.isolate_heap_limit_bytes must be between {} and {}",
                                        kMinIsolateHeapLimitBytes, kMaxIsolateHeapLimitBytes));
   }
+  if (o.isolate_gc_floor_bytes && *o.isolate_gc_floor_bytes > o.isolate_heap_limit_bytes / 2) {
+    return InvalidArgument(fmt::format("actors.isolate_gc_floor_bytes ({}) must be at most half of "
+                                       "actors.isolate_heap_limit_bytes ({})",
+                                       *o.isolate_gc_floor_bytes, o.isolate_heap_limit_bytes));
+  }
   return Status::Ok();
 }
 
@@ -252,6 +257,8 @@ ActorRuntime::ActorRuntime(Env& env, engine::Engine& engine, ClassRegistry& clas
   if (n == 0) n = std::max(1u, std::thread::hardware_concurrency());
   engine::WorkerOptions worker_options;
   worker_options.heap_limit_bytes = options_.isolate_heap_limit_bytes;
+  worker_options.gc_floor_bytes =
+      options_.isolate_gc_floor_bytes.value_or(DefaultIsolateGcFloor(options_.isolate_heap_limit_bytes));
   for (int i = 0; i < n; ++i) workers_.push_back(std::make_unique<WorkerThread>(engine_, worker_options, options_.spin));
   worker_memory_.assign(workers_.size(), WorkerMemory{});
 }

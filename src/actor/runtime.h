@@ -51,6 +51,7 @@
 // restored afresh for the next event.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <deque>
@@ -58,6 +59,7 @@
 #include <list>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -105,6 +107,11 @@ struct RuntimeOptions {
   // An event that reaches it fails and its actor's instance is thrown away; the node goes on
   // (engine::WorkerOptions).
   std::uint64_t isolate_heap_limit_bytes = 512ull << 20;
+  // The old-generation garbage a worker's V8 heap may gather before V8 runs a full
+  // collection of its own (engine::WorkerOptions::gc_floor_bytes: fewer stop-the-world
+  // pauses while instances are made and dropped, for up to this much more memory per
+  // worker). Unset: DefaultIsolateGcFloor(isolate_heap_limit_bytes); 0: V8's own heuristics.
+  std::optional<std::uint64_t> isolate_gc_floor_bytes;
   // The wall clock events see, in ms since the epoch. Default: the Env's WallNow. Tests
   // replace it to move time.
   std::function<std::int64_t()> wall_clock_ms;
@@ -116,6 +123,13 @@ struct RuntimeOptions {
 // must hold at least a few actors' tables at their limit.
 inline constexpr std::uint64_t kMinIsolateHeapLimitBytes = 32ull << 20;
 inline constexpr std::uint64_t kMaxIsolateHeapLimitBytes = 64ull << 30;
+// The default of isolate_gc_floor_bytes: an eighth of the heap limit, at most 64 MiB (the
+// default 512 MiB limit gives 64 MiB: at 50,000 counters it cuts a worker's full
+// collections about fifty-fold, docs/benchmarks.md "Density").
+inline constexpr std::uint64_t kMaxDefaultIsolateGcFloorBytes = 64ull << 20;
+constexpr std::uint64_t DefaultIsolateGcFloor(std::uint64_t isolate_heap_limit_bytes) {
+  return std::min(isolate_heap_limit_bytes / 8, kMaxDefaultIsolateGcFloorBytes);
+}
 // Range of max_instances: the upper end is where Linux's largest usual vm.max_map_count
 // (262,144 on tuned hosts) runs out.
 inline constexpr std::uint64_t kMaxInstancesSetting = 120'000;

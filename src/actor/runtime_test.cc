@@ -845,6 +845,13 @@ TEST(RuntimeOptionsTest, BadSettingsAreNamed) {
   o = {};
   o.isolate_heap_limit_bytes = kMinIsolateHeapLimitBytes - 1;
   EXPECT_NE(ValidateRuntimeOptions(o).message().find("actors.isolate_heap_limit_bytes"), std::string::npos);
+  o = {};
+  o.isolate_gc_floor_bytes = o.isolate_heap_limit_bytes / 2 + 1;
+  EXPECT_NE(ValidateRuntimeOptions(o).message().find("actors.isolate_gc_floor_bytes"), std::string::npos);
+  o.isolate_gc_floor_bytes = o.isolate_heap_limit_bytes / 2;
+  EXPECT_TRUE(ValidateRuntimeOptions(o).ok());
+  EXPECT_EQ(DefaultIsolateGcFloor(kMinIsolateHeapLimitBytes), kMinIsolateHeapLimitBytes / 8);
+  EXPECT_EQ(DefaultIsolateGcFloor(kMaxIsolateHeapLimitBytes), kMaxDefaultIsolateGcFloorBytes);
   EXPECT_TRUE(ValidateRuntimeOptions(RuntimeOptions{}).ok());
 }
 

@@ -67,8 +67,8 @@ Status ReadActors(const toml::table& t, actor::RuntimeOptions* o, control::Quara
                        {"workers", "max_memory_bytes", "max_event_cpu_ms", "max_request_bytes", "max_response_bytes",
                         "max_key_bytes", "max_value_bytes", "max_stored_bytes", "max_queued_events",
                         "idle_hibernate_ms", "idle_instance_ms", "max_instances", "memory_budget_bytes",
-                        "sync_timeout_ms", "max_module_bytes",
-                        "max_table_elements", "isolate_heap_limit_bytes", "compile_timeout_ms", "quarantine_strikes",
+                        "sync_timeout_ms", "max_module_bytes", "max_table_elements", "isolate_heap_limit_bytes",
+                        "isolate_gc_floor_bytes", "compile_timeout_ms", "quarantine_strikes",
                         "quarantine_window_ms", "quarantine_ms", "spin_us"});
   actor::ActorLimits& l = o->limits;
   if (s.ok()) s = ReadUint(t, sec, "workers", 0, 256, &o->workers);
@@ -96,6 +96,12 @@ Status ReadActors(const toml::table& t, actor::RuntimeOptions* o, control::Quara
     s = ReadUint(t, sec, "isolate_heap_limit_bytes", static_cast<std::int64_t>(actor::kMinIsolateHeapLimitBytes),
                  static_cast<std::int64_t>(actor::kMaxIsolateHeapLimitBytes), &o->isolate_heap_limit_bytes);
   }
+  std::int64_t gc_floor = -1;  // at most half the heap limit: ValidateRuntimeOptions
+  if (s.ok()) {
+    s = ReadUint(t, sec, "isolate_gc_floor_bytes", 0, static_cast<std::int64_t>(actor::kMaxIsolateHeapLimitBytes),
+                 &gc_floor);
+  }
+  if (gc_floor >= 0) o->isolate_gc_floor_bytes = static_cast<std::uint64_t>(gc_floor);
   std::int64_t idle_ms = -1, instance_ms = -1, sync_ms = -1, compile_ms = -1, spin_us = -1;
   if (s.ok()) s = ReadUint(t, sec, "spin_us", 0, 1000, &spin_us);
   if (spin_us >= 0) o->spin = std::chrono::microseconds(spin_us);

@@ -54,6 +54,8 @@
 //   max_module_bytes = 67108864  # a class's wasm file
 //   max_table_elements = 65536   # all of a module's tables together, grown ones included
 //   isolate_heap_limit_bytes = 536870912  # each worker's V8 heap (not linear memory)
+//   isolate_gc_floor_bytes = 67108864  # V8 runs no full collection of its own below this
+//                                # (default: an eighth of the heap limit, at most 64 MiB)
 //   compile_timeout_ms = 30000   # a request's wait for its class to compile, then 503
 //   quarantine_strikes = 3       # strikes (an event ended its instance at the heap or memory
 //                                # limit, or its node's process) within the window that

@@ -81,6 +81,8 @@ TEST(ConfigTest, ActorsSectionSetsTheRuntimeAndLimits) {
        {"max_table_elements = 5000", 5000, limit(&L::max_table_elements)},
        {"isolate_heap_limit_bytes = 67108864", 67108864,
         [](const Config& c) { return static_cast<std::int64_t>(c.actors.isolate_heap_limit_bytes); }},
+       {"isolate_gc_floor_bytes = 0", 0,
+        [](const Config& c) { return static_cast<std::int64_t>(c.actors.isolate_gc_floor_bytes.value_or(99)); }},
        {"spin_us = 200", 200,
         [](const Config& c) { return std::chrono::duration_cast<std::chrono::microseconds>(c.actors.spin).count(); }}});
 }
@@ -116,6 +118,8 @@ TEST(ConfigTest, DefaultsWithoutTheSection) {
   EXPECT_EQ(c->actors.limits.max_module_bytes, 64u << 20);
   EXPECT_EQ(c->actors.limits.max_table_elements, 65536u);
   EXPECT_EQ(c->actors.isolate_heap_limit_bytes, 512u << 20);
+  EXPECT_FALSE(c->actors.isolate_gc_floor_bytes.has_value()) << "unset: the runtime's default, 64 MiB";
+  EXPECT_EQ(actor::DefaultIsolateGcFloor(c->actors.isolate_heap_limit_bytes), 64u << 20);
   EXPECT_EQ(c->actors.spin, std::chrono::microseconds(50));  // a node spins; the runtime's own default is 0
 }
 
@@ -130,6 +134,9 @@ TEST(ConfigTest, BadActorSettingsAreNamed) {
                  {"[actors]\nmax_module_bytes = 67108865\n", "actors.max_module_bytes"},
                  {"[actors]\nmax_table_elements = 1000001\n", "actors.max_table_elements"},
                  {"[actors]\nisolate_heap_limit_bytes = 1048576\n", "actors.isolate_heap_limit_bytes"},
+                 {"[actors]\nisolate_gc_floor_bytes = -1\n", "actors.isolate_gc_floor_bytes"},
+                 {"[actors]\nisolate_heap_limit_bytes = 67108864\nisolate_gc_floor_bytes = 33554433\n",
+                  "actors.isolate_gc_floor_bytes (33554433) must be at most half of actors.isolate_heap_limit_bytes"},
                  {"[actors]\nspin_us = 1001\n", "actors.spin_us"},
                  {"[actors]\nspin_us = -1\n", "actors.spin_us"},
                  {"[actors]\nmax_cpu = 5\n", "unknown setting actors.max_cpu"}});

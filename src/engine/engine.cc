@@ -537,6 +537,7 @@ Result<std::shared_ptr<const Module>> Engine::Compile(std::span<const std::uint8
 
 Worker::Worker(Engine& engine, WorkerOptions options) : impl_(std::make_unique<Impl>()) {
   WK_CHECK(options.heap_limit_bytes >= kMinHeapLimitBytes, "worker heap limit below kMinHeapLimitBytes");
+  WK_CHECK(options.gc_floor_bytes <= options.heap_limit_bytes / 2, "worker GC floor above half its heap limit");
   impl_->engine = &engine.impl();
   impl_->allocator = v8::ArrayBuffer::Allocator::NewDefaultAllocator();
   v8::Isolate::CreateParams params;
@@ -544,6 +545,7 @@ Worker::Worker(Engine& engine, WorkerOptions options) : impl_(std::make_unique<I
   // V8 splits the limit between its young and old generations; the callback below runs
   // when the old generation cannot grow any more, before V8 would abort.
   params.constraints.ConfigureDefaultsFromHeapSize(0, options.heap_limit_bytes);
+  if (options.gc_floor_bytes > 0) params.constraints.set_initial_old_generation_size_in_bytes(options.gc_floor_bytes);
   impl_->heap_limit_bytes = options.heap_limit_bytes;
   impl_->isolate = v8::Isolate::New(params);
   impl_->isolate->AddNearHeapLimitCallback(&Impl::NearHeapLimit, impl_.get());

@@ -250,6 +250,39 @@ TEST_F(EngineTest, LinearMemoriesAreCountedUntilV8CollectsThem) {
   EXPECT_GT(s.collections[requested], requested_before) << "its final pause is counted as requested";
 }
 
+// Instances made and thrown away leave garbage that V8 counts toward its next full
+// collection: their objects in the old generation, and their linear memories (each at its
+// whole size: V8 adds the memory allocated since its last full collection to the old
+// generation). A worker without a GC floor (V8's own heuristics: the trigger a little above
+// what the last collection left alive) stops for full collections of its own every few MiB
+// of that; with the floor (WorkerOptions::gc_floor_bytes) V8 runs none below it. The same
+// churn on both (600 instances of one 64 KiB page: about 40 MiB counted, under the 64 MiB
+// floor), the floor's off switch (0) being the control.
+TEST_F(EngineTest, AGcFloorHoldsOffV8sFullCollectionsWhileInstancesComeAndGo) {
+  auto module = Compile("good", {}, {});  // one page, at most four
+  ASSERT_TRUE(module.ok()) << module.status().ToString();
+  const auto full = static_cast<std::size_t>(GcCause::kFull);
+  auto churn = [&](std::uint64_t floor) -> std::uint64_t {
+    Worker worker(*engine_, WorkerOptions{.gc_floor_bytes = floor});
+    worker.CollectGarbage();
+    const std::uint64_t before = engine_->stats().collections[full];
+    std::vector<std::unique_ptr<Instance>> live;
+    for (int i = 0; i < 600; ++i) {
+      auto instance = worker.Instantiate(*module, &ctx_, milliseconds(1000));
+      EXPECT_TRUE(instance.ok()) << instance.status().ToString();
+      if (!instance.ok()) break;
+      live.push_back(std::move(*instance));
+      if (live.size() > 100) live.erase(live.begin());  // a hundred alive, the rest garbage
+    }
+    return engine_->stats().collections[full] - before;
+  };
+  const std::uint64_t without_floor = churn(0);
+  const std::uint64_t with_floor = churn(64ull << 20);
+  EXPECT_GE(without_floor, 2u) << "V8 collects the churn's garbage on its own without a floor";
+  EXPECT_EQ(with_floor, 0u) << "below the floor V8 runs no full collection of its own (" << without_floor
+                            << " without it)";
+}
+
 TEST_F(EngineTest, MemoryGrowthStopsAtTheDeclaredOrImposedMaximum) {
   Worker worker(*engine_);
   auto inst = Make(worker, "good");  // declares 1..4 pages
