@@ -447,6 +447,10 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
       return std::string("not ready: starting (the bucket check, then the start check, which waits ttl + grace, and "
                          "the start guard)\n");
     }
+    if (node.lease().IsValid() && !node.lease().Announced()) {
+      return std::string("not ready: the node lease is valid; waiting for the peers' next listing of this node "
+                         "(until then they refuse what it forwards)\n");
+    }
     return std::string("not ready: node lease not valid\n");
   };
   serving.env = &env;

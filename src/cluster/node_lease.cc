@@ -91,7 +91,12 @@ bool NodeLease::IsValid() const {
 }
 
 bool NodeLease::IsReady() const {
-  return IsValid() && env_.MonoNow() + timing_.attempt_timeout() < valid_until_;
+  return IsValid() && env_.MonoNow() + timing_.attempt_timeout() < valid_until_ && Announced();
+}
+
+bool NodeLease::Announced() const {
+  return first_valid_since_ &&
+         env_.MonoNow() >= *first_valid_since_ + timing_.heartbeat_period + timing_.attempt_timeout();
 }
 
 NodeRecord NodeLease::LiveRecord(WallTime written_at) const {
@@ -126,6 +131,7 @@ void NodeLease::Acknowledged(const Version& version, WallTime written_at, MonoTi
     valid_ = true;
     ++epoch_;
     valid_since_ = now;
+    if (!first_valid_since_) first_valid_since_ = now;
     WK_LOG_INFO("node lease valid", {{"node", identity_.node_id.str()},
                                      {"instance", instance_.str()},
                                      {"epoch", std::to_string(epoch_)}});

@@ -116,8 +116,14 @@ class NodeLease {
   // True while the last acknowledged write's validity lasts and no stop began.
   bool IsValid() const;
   // Ready (for /readyz): valid with the margin of one attempt timeout left, so a node
-  // about to lapse stops taking work first.
+  // about to lapse stops taking work first, and Announced().
   bool IsReady() const;
+  // Whether the peers have had time to list this process's record, and so to trust its TLS
+  // pin (docs/security.md, "Keys and pins"): its first acknowledged write is at least one
+  // heartbeat period (a peer lists nodes/ once a period) plus an attempt timeout (for that
+  // listing's own requests) old. Until then what it forwards is refused by its peers. Kept
+  // through later lapses: the record stays the same process's.
+  bool Announced() const;
   // Increments each time the lease becomes valid after being invalid. A hold taken in
   // epoch e is valid only while IsValid() && epoch() == e ("no lapse since acquired").
   std::uint64_t epoch() const { return epoch_; }
@@ -194,6 +200,7 @@ class NodeLease {
   bool valid_ = false;  // cleared by a lapse, a loss or a stop
   MonoTime valid_until_{};
   std::optional<MonoTime> valid_since_;
+  std::optional<MonoTime> first_valid_since_;  // the first validity of this process (Announced)
   std::uint64_t epoch_ = 0;
   bool stopping_ = false;
   bool lost_ = false;
