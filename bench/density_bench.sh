@@ -46,6 +46,7 @@
 # tell the warm pass's tail with instances made again from the one without),
 # WASMKEEP_DENSITY_GC_FLOOR sets actors.isolate_gc_floor_bytes (default: the node's, 64 MiB;
 # 0 = V8's own collection heuristics, as before that setting existed),
+# WASMKEEP_DENSITY_KEEP=<dir> keeps each pass's answers (code, time) and the node's log,
 # WASMKEEP_DENSITY_PERF=<file> records the node's CPU profile of the second pass with
 # `perf record -g` into <file> (kept).
 set -euo pipefail
@@ -197,10 +198,12 @@ sum_counts() {  # URL_PREFIX N
     awk '{s += $1} END {print s + 0}'
 }
 kib() { awk -v b="$1" 'BEGIN {printf "%.1f", b / 1024}'; }
-# The engine's counters (garbage collections by cause, instantiations), one "name value" a
+# The engine's counters (garbage collections by cause, instantiations) and the sqlite
+# store's commits (how many, how many within 10 and 25 ms, checkpoints), one "name value" a
 # line; engine_delta BEFORE AFTER prints what changed between two of them (the second pass).
 engine_snapshot() {
-  curl -s "$url/metrics" | awk '/^wasmkeep_engine_(gc|instantiation|slow_instantiations)[a-z_]*(\{[^}]*\})? / {print $1, $2}'
+  curl -s "$url/metrics" | awk '/^wasmkeep_engine_(gc|instantiation|slow_instantiations)[a-z_]*(\{[^}]*\})? / {print $1, $2}
+    /^wasmkeep_store_sqlite_(commits_total|checkpoints_total|commit_seconds_count|commit_seconds_bucket\{le="0.01"\}|commit_seconds_bucket\{le="0.025"\}) / {print $1, $2}'
 }
 engine_delta() {
   awk 'NR == FNR {b[$1] = $2; next} {d = $2 - b[$1]; if ($1 ~ /seconds/) printf "%s %.3f\n", $1, d; else printf "%s %d\n", $1, d}' \
@@ -295,8 +298,19 @@ for n in "${sizes[@]}"; do
       constructed=$(curl -s -H "Authorization: Bearer $token" "$url/_density" || echo "?")
       echo "   objects constructed by the worker: $constructed_first after the first pass, $constructed after the second (more than $((n + 10)): it evicted objects and made them again)"
     fi
-    [ "$sys" = wasmkeep ] && echo "   log: $(awk '$2 == "warn" || $2 == "warning" || $2 == "error"' "$dir/wasmkeep.log" | wc -l) warnings and errors of $(wc -l <"$dir/wasmkeep.log") lines"
+    if [ "$sys" = wasmkeep ]; then
+      echo "   log: $(awk '$2 == "warn" || $2 == "warning" || $2 == "error"' "$dir/wasmkeep.log" | wc -l) warnings and errors of $(wc -l <"$dir/wasmkeep.log") lines"
+      # The first few, so a run explains itself (the directory is deleted below).
+      awk '$2 == "warn" || $2 == "warning" || $2 == "error"' "$dir/wasmkeep.log" | head -n 5 | cut -c1-300 | sed 's/^/     /'
+    fi
     stop_server
+    # WASMKEEP_DENSITY_KEEP=<dir>: keep every pass's answers (code and time per call, in
+    # completion order) and the node's log, to study the latencies' shape.
+    if [ -n "${WASMKEEP_DENSITY_KEEP:-}" ]; then
+      mkdir -p "$WASMKEEP_DENSITY_KEEP/$sys-$n"
+      cp "$tmp/first.out" "$tmp/second.out" "$WASMKEEP_DENSITY_KEEP/$sys-$n/"
+      cp "$dir"/*.log "$WASMKEEP_DENSITY_KEEP/$sys-$n/" 2>/dev/null || true
+    fi
     # A pass with answers other than 200: keep what explains them.
     if awk '$1 != 200 {bad = 1} END {exit !bad}' "$tmp/first.out" "$tmp/second.out"; then
       keep=build/density-failed-$sys-$n-$(date -u +%H%M%S)

@@ -242,13 +242,16 @@ class Writer {
     std::function<void(Result<Version>)> complete;
   };
 
-  Writer(Env& env, std::unique_ptr<Connection> conn, std::shared_ptr<SqliteStoreStats> stats,
-         const SqliteStoreOptions& options)
+  // `checkpoint_conn` is a read-write connection of its own for the checkpointer thread.
+  Writer(Env& env, std::unique_ptr<Connection> conn, std::unique_ptr<Connection> checkpoint_conn,
+         std::shared_ptr<SqliteStoreStats> stats, const SqliteStoreOptions& options)
       : env_(env),
         conn_(std::move(conn)),
+        checkpoint_conn_(std::move(checkpoint_conn)),
         stats_(std::move(stats)),
         max_queued_(options.max_queued_ops),
-        before_batch_(options.before_batch_for_test) {}
+        before_batch_(options.before_batch_for_test),
+        before_checkpoint_(options.before_checkpoint_for_test) {}
 
   // Prepares the statements and starts the thread. Called once, before any Submit.
   Status Start(const std::string& where) {
@@ -277,6 +280,7 @@ class Writer {
         return Fatal(where + ": preparing '" + s.sql + "': " + SqliteText(db, rc));
       }
     }
+    checkpointer_ = std::thread([this] { CheckpointLoop(); });
     thread_ = std::thread([this] { Loop(); });
     return Status::Ok();
   }
@@ -290,6 +294,12 @@ class Writer {
     }
     cv_.notify_all();
     if (thread_.joinable()) thread_.join();
+    {
+      std::lock_guard<std::mutex> lock(checkpoint_mu_);
+      checkpoint_stopping_ = true;
+    }
+    checkpoint_cv_.notify_all();
+    if (checkpointer_.joinable()) checkpointer_.join();  // lets a checkpoint in progress end
     // Only this thread is left: what is still queued (a batch's writes put back after a
     // failed statement included) never started.
     for (Op& op : queue_) {
@@ -485,21 +495,51 @@ class Writer {
     return Version(Hex(version, sizeof(version)));
   }
 
-  // Moves the WAL into the database once it has grown past kSqliteCheckpointFrames. PASSIVE:
-  // it never waits for readers; frames a reader still needs are copied by a later one.
+  // Once the WAL has grown past kSqliteCheckpointFrames, asks the checkpointer thread to
+  // move it into the database, unless a checkpoint is already asked for or running (then
+  // the next batch asks again). The writer does not run it itself: a checkpoint copies
+  // thousands of pages and fsyncs the database file (20-50 ms on the disks measured), and
+  // every write queued meanwhile would wait for it: with 16 clients writing, a burst of
+  // slow answers every ~600 events, the warm tail of docs/benchmarks.md ("Density"). WAL
+  // mode lets commits go on while another connection checkpoints.
   void MaybeCheckpoint() {
     if (wal_frames_ < kSqliteCheckpointFrames) return;
-    int log = 0, done = 0;
-    sqlite3_wal_checkpoint_v2(conn_->db, nullptr, SQLITE_CHECKPOINT_PASSIVE, &log, &done);
-    stats_->checkpoints.fetch_add(1, std::memory_order_relaxed);
+    {
+      std::lock_guard<std::mutex> lock(checkpoint_mu_);
+      if (checkpoint_wanted_ || checkpoint_running_) return;
+      checkpoint_wanted_ = true;
+    }
+    checkpoint_cv_.notify_one();
     wal_frames_ = 0;
+  }
+
+  // The checkpointer thread: one PASSIVE checkpoint per request. PASSIVE never waits for
+  // readers or the writer; frames a reader still needs are copied by a later one.
+  void CheckpointLoop() {
+    while (true) {
+      {
+        std::unique_lock<std::mutex> lock(checkpoint_mu_);
+        checkpoint_cv_.wait(lock, [this] { return checkpoint_stopping_ || checkpoint_wanted_; });
+        if (checkpoint_stopping_) return;
+        checkpoint_wanted_ = false;
+        checkpoint_running_ = true;
+      }
+      if (before_checkpoint_) before_checkpoint_();
+      int log = 0, done = 0;
+      sqlite3_wal_checkpoint_v2(checkpoint_conn_->db, nullptr, SQLITE_CHECKPOINT_PASSIVE, &log, &done);
+      stats_->checkpoints.fetch_add(1, std::memory_order_relaxed);
+      std::lock_guard<std::mutex> lock(checkpoint_mu_);
+      checkpoint_running_ = false;
+    }
   }
 
   Env& env_;
   std::unique_ptr<Connection> conn_;
+  std::unique_ptr<Connection> checkpoint_conn_;  // the checkpointer thread's
   std::shared_ptr<SqliteStoreStats> stats_;
   const std::size_t max_queued_;
   const std::function<void(std::size_t)> before_batch_;
+  const std::function<void()> before_checkpoint_;
   // The writer thread's own (no lock): prepared statements, WAL size, pending answers.
   Stmt select_, insert_, delete_, begin_, commit_;
   int wal_frames_ = 0;
@@ -509,6 +549,13 @@ class Writer {
   std::condition_variable cv_;
   std::deque<Op> queue_;
   bool stopping_ = false;
+
+  std::mutex checkpoint_mu_;
+  std::condition_variable checkpoint_cv_;
+  bool checkpoint_wanted_ = false;
+  bool checkpoint_running_ = false;
+  bool checkpoint_stopping_ = false;
+  std::thread checkpointer_;
   std::thread thread_;  // last: started after everything above exists
 };
 
@@ -790,8 +837,12 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(Env& env, std::string dir
     reader_conns.push_back(std::move(reader));
   }
 
+  auto checkpoint_conn = OpenConnection(where, path, options, /*create=*/false, kReaderCacheKib);
+  if (!checkpoint_conn.ok()) return checkpoint_conn.status();
+
   auto stats = std::make_shared<SqliteStoreStats>();
-  auto writer = std::make_unique<Writer>(env, std::move(writer_conn).value(), stats, options);
+  auto writer = std::make_unique<Writer>(env, std::move(writer_conn).value(), std::move(checkpoint_conn).value(),
+                                         stats, options);
   if (Status s = writer->Start(where); !s.ok()) return s;
   auto readers = std::make_unique<Readers>(std::move(reader_conns), options.max_queued_ops);
   return std::unique_ptr<SqliteStore>(

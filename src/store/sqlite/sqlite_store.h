@@ -49,8 +49,10 @@
 //   - one writer thread, owning the one read-write connection: it takes every queued Put
 //     and Delete (at most kMaxSqliteBatchWrites, kMaxSqliteBatchBytes), runs them as one
 //     transaction, and hands each result back with Env::PostFromAnyThread into its caller's
-//     Latch; when the WAL passes kSqliteCheckpointFrames it checkpoints (PASSIVE), after
-//     the batch is answered, so no answer waits for it;
+//     Latch; when the WAL passes kSqliteCheckpointFrames it asks the checkpointer;
+//   - one checkpointer thread, owning a read-write connection of its own: it moves the WAL
+//     into the database (PASSIVE) while the writer goes on committing, so no write waits
+//     for a checkpoint's copying and fsync;
 //   - read_threads reader threads, each owning one read-only connection, for Get, Head and
 //     List, so reads never queue behind a commit's fsync.
 // A thread is the only way to wait on SQLite's blocking calls without blocking the loop;
@@ -129,6 +131,9 @@ struct SqliteStoreOptions {
   // of writes in it. Tests block in it to let a batch build up. Must be thread-safe.
   // Null in production.
   std::function<void(std::size_t writes)> before_batch_for_test;
+  // Test hook: runs on the checkpointer thread before each checkpoint. Tests block in it to
+  // show that writes go on meanwhile. Must be thread-safe. Null in production.
+  std::function<void()> before_checkpoint_for_test;
 };
 
 // What the writer did, for the operator (wasmkeep_store_sqlite_*). Written by the writer
