@@ -34,11 +34,17 @@ TEST_F(LeaseTest, FreshNodeWaitsTtlPlusGraceThenRenewsEveryPeriod) {
   EXPECT_EQ(bucket->objects().count("nodes/a"), 0u);
   world.RunFor(seconds(2));
   ASSERT_TRUE(a.lease.IsValid());
-  EXPECT_TRUE(a.lease.IsReady());
+  EXPECT_FALSE(a.lease.IsReady()) << "valid, but its peers have not listed its record (and pin) yet";
   EXPECT_EQ(Read("a").state, LeaseState::kLive);
   EXPECT_EQ(Read("a").instance.str(), "i1");
   const auto writes = a.lease.stats().writes_ok;
-  world.RunFor(seconds(60));
+  world.RunFor(seconds(4));
+  EXPECT_FALSE(a.lease.Announced());
+  EXPECT_FALSE(a.lease.IsReady());
+  world.RunFor(seconds(2));
+  EXPECT_TRUE(a.lease.Announced()) << "a heartbeat period (3 s) and an attempt timeout (2.7 s) after it became valid";
+  EXPECT_TRUE(a.lease.IsReady());
+  world.RunFor(seconds(54));
   EXPECT_TRUE(a.lease.IsValid());
   EXPECT_EQ(a.lease.stats().writes_ok - writes, 20u) << "one write per 3 s period";
   EXPECT_EQ(a.lease.epoch(), 1u);
@@ -251,6 +257,7 @@ TEST_F(LeaseTest, AnOutageLapsesTheLeaseWithoutLosingIt) {
   outage = false;
   world.RunFor(seconds(4));
   EXPECT_TRUE(a.lease.IsValid()) << "valid again once a write lands";
+  EXPECT_TRUE(a.lease.IsReady()) << "the same process, announced long ago: ready again at once";
   EXPECT_EQ(a.lease.epoch(), 2u);
   EXPECT_EQ(events, (std::vector<std::string>{"valid 1", "lapse 1", "valid 2"}));
   EXPECT_GT(a.lease.valid_since().value(), MonoTime(seconds(30)));

@@ -498,10 +498,10 @@ class Writer {
   // Once the WAL has grown past kSqliteCheckpointFrames, asks the checkpointer thread to
   // move it into the database, unless a checkpoint is already asked for or running (then
   // the next batch asks again). The writer does not run it itself: a checkpoint copies
-  // thousands of pages and fsyncs the database file (20-50 ms on the disks measured), and
-  // every write queued meanwhile would wait for it: with 16 clients writing, a burst of
-  // slow answers every ~600 events, the warm tail of docs/benchmarks.md ("Density"). WAL
-  // mode lets commits go on while another connection checkpoints.
+  // thousands of pages and fsyncs the database file, and every write queued meanwhile
+  // would wait for it (with 16 clients writing to counters one comes about every 400
+  // events: docs/benchmarks.md, "Density"). WAL mode lets commits go on while another
+  // connection checkpoints.
   void MaybeCheckpoint() {
     if (wal_frames_ < kSqliteCheckpointFrames) return;
     {
