@@ -180,7 +180,18 @@ until_ok 10 2 PUT acme/kv/room-2/k "$TOKEN" --data-binary v >/dev/null
 start a2 a 1
 wait_ready 1 30
 check "node a back (a new instance)" 'wait_ready 1 1'
-out=$(W actor delete acme/kv/room-2 --node "127.0.0.1:$(port_of 1)" --token "$OP" 2>&1)
+# a is ready only once b has had a listing period to learn a's new TLS pin
+# (NodeLease::Announced); on a starved machine b's listing can still come later, and b then
+# refuses the handshake: nothing was sent, and the documented answer is a retry
+# (docs/security.md, "Keys and pins"). Retry that refusal only, at most 10 s, and say so.
+refused=0
+for _ in $(seq 1 10); do
+  out=$(W actor delete acme/kv/room-2 --node "127.0.0.1:$(port_of 1)" --token "$OP" 2>&1)
+  grep -q "bad certificate" <<<"$out" || break
+  refused=$((refused + 1))
+  sleep 1
+done
+[ "$refused" = 0 ] || echo "note: b refused a's new pin $refused time(s) before its listing caught up"
 check "actor delete through a is done by the owner b" 'grep -q "deleted acme/kv/room-2 on node b" <<<"$out"'
 grep -q "deleted acme/kv/room-2 on node b" <<<"$out" || sed 's/^/     /' <<<"$out"
 check "room-2 is empty afterwards" '[ "$(status 1 GET acme/kv/room-2/k)" = 404 ]'
