@@ -200,12 +200,12 @@ sum_counts() {  # URL_PREFIX N
 kib() { awk -v b="$1" 'BEGIN {printf "%.1f", b / 1024}'; }
 # The engine's counters (garbage collections by cause, instantiations) and the sqlite
 # store's commits (how many, how many within 10 and 25 ms, checkpoints), one "name value" a
-# line; engine_delta BEFORE AFTER prints what changed between two of them (the second pass).
-engine_snapshot() {
+# line; pass_delta BEFORE AFTER prints what changed between two of them (the second pass).
+pass_snapshot() {
   curl -s "$url/metrics" | awk '/^wasmkeep_engine_(gc|instantiation|slow_instantiations)[a-z_]*(\{[^}]*\})? / {print $1, $2}
     /^wasmkeep_store_sqlite_(commits_total|checkpoints_total|commit_seconds_count|commit_seconds_bucket\{le="0.01"\}|commit_seconds_bucket\{le="0.025"\}) / {print $1, $2}'
 }
-engine_delta() {
+pass_delta() {
   awk 'NR == FNR {b[$1] = $2; next} {d = $2 - b[$1]; if ($1 ~ /seconds/) printf "%s %.3f\n", $1, d; else printf "%s %d\n", $1, d}' \
     <(echo "$1") <(echo "$2") | sed 's/^wasmkeep_engine_//' | tr '\n' ';' | sed 's/;$//; s/;/; /g'
 }
@@ -249,11 +249,11 @@ for n in "${sizes[@]}"; do
       perf_pid=$!
       sleep 1
     fi
-    [ "$sys" = wasmkeep ] && engine_before=$(engine_snapshot) &&
+    [ "$sys" = wasmkeep ] && pass_before=$(pass_snapshot) &&
       memories_before="$(metric wasmkeep_engine_linear_memories) memories, $(mib "$(metric wasmkeep_engine_linear_reserved_bytes)") MiB reserved"
     run_pass "$prefix" 1 "$n" "$tmp/second.out"
     if [ "$sys" = wasmkeep ]; then
-      engine_second=$(engine_delta "$engine_before" "$(engine_snapshot)")
+      pass_second=$(pass_delta "$pass_before" "$(pass_snapshot)")
       memories_after="$(metric wasmkeep_engine_linear_memories) memories, $(mib "$(metric wasmkeep_engine_linear_reserved_bytes)") MiB reserved"
     fi
     if [ -n "$perf_pid" ]; then kill -INT "$perf_pid"; wait "$perf_pid" || true; fi
@@ -289,7 +289,7 @@ for n in "${sizes[@]}"; do
       dropped_lim=$(metric wasmkeep_actor_instances_dropped_total '{reason="limit"}')
       echo "   after the first pass: $resident resident, $instances with an instance; the budget counts $(mib "$budget_after") MiB ($(kib "$(awk -v b="$budget_after" -v n="$resident" 'BEGIN {print (n > 0 ? b / n : 0)}')") KiB per resident actor)"
       echo "   idle ${idle_wait} s later: RSS $((idle / 1024)) MiB: $per_idle KiB per idle resident actor; $resident_idle resident, $instances_idle with an instance; the budget counts $(mib "$budget_idle") MiB ($(kib "$(awk -v b="$budget_idle" -v n="$resident_idle" 'BEGIN {print (n > 0 ? b / n : 0)}')") KiB per resident actor): ${parts%, }"
-      echo "   engine over the second pass: ${engine_second:-?}"
+      echo "   engine and store over the second pass: ${pass_second:-?}"
       echo "   linear memories V8 held: $memories_before before the second pass, $memories_after after it; reservation collections $(metric wasmkeep_actor_reservation_collections_total)"
       echo "   at the end: $resident_end resident; evicted $evicted, hibernated $hibernated, refused $refused; instances dropped: idle $dropped, memory $dropped_mem, limit $dropped_lim; RSS $(($(rss_kib "$server_pid") / 1024)) MiB"
       warm_p99[$n]=$(field "$second" p99)
@@ -299,9 +299,10 @@ for n in "${sizes[@]}"; do
       echo "   objects constructed by the worker: $constructed_first after the first pass, $constructed after the second (more than $((n + 10)): it evicted objects and made them again)"
     fi
     if [ "$sys" = wasmkeep ]; then
-      echo "   log: $(awk '$2 == "warn" || $2 == "warning" || $2 == "error"' "$dir/wasmkeep.log" | wc -l) warnings and errors of $(wc -l <"$dir/wasmkeep.log") lines"
+      warnings=$(awk '$2 == "warn" || $2 == "warning" || $2 == "error"' "$dir/wasmkeep.log")
+      echo "   log: $(grep -c . <<<"$warnings") warnings and errors of $(wc -l <"$dir/wasmkeep.log") lines"
       # The first few, so a run explains itself (the directory is deleted below).
-      awk '$2 == "warn" || $2 == "warning" || $2 == "error"' "$dir/wasmkeep.log" | head -n 5 | cut -c1-300 | sed 's/^/     /'
+      [ -z "$warnings" ] || head -n 5 <<<"$warnings" | cut -c1-300 | sed 's/^/     /'
     fi
     stop_server
     # WASMKEEP_DENSITY_KEEP=<dir>: keep every pass's answers (code and time per call, in

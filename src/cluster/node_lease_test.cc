@@ -34,6 +34,8 @@ TEST_F(LeaseTest, FreshNodeWaitsTtlPlusGraceThenRenewsEveryPeriod) {
   EXPECT_EQ(bucket->objects().count("nodes/a"), 0u);
   world.RunFor(seconds(2));
   ASSERT_TRUE(a.lease.IsValid());
+  // Without Announced() in IsReady (the readiness rule switched off) this and the next
+  // not-ready check fail: the node would be ready before its peers trust its pin.
   EXPECT_FALSE(a.lease.IsReady()) << "valid, but its peers have not listed its record (and pin) yet";
   EXPECT_EQ(Read("a").state, LeaseState::kLive);
   EXPECT_EQ(Read("a").instance.str(), "i1");

@@ -496,7 +496,7 @@ class Writer {
   }
 
   // Once the WAL has grown past kSqliteCheckpointFrames, asks the checkpointer thread to
-  // move it into the database, unless a checkpoint is already asked for or running (then
+  // move it into the database, unless one is already pending (asked for or running: then
   // the next batch asks again). The writer does not run it itself: a checkpoint copies
   // thousands of pages and fsyncs the database file, and every write queued meanwhile
   // would wait for it (with 16 clients writing to counters one comes about every 400
@@ -506,8 +506,8 @@ class Writer {
     if (wal_frames_ < kSqliteCheckpointFrames) return;
     {
       std::lock_guard<std::mutex> lock(checkpoint_mu_);
-      if (checkpoint_wanted_ || checkpoint_running_) return;
-      checkpoint_wanted_ = true;
+      if (checkpoint_pending_) return;
+      checkpoint_pending_ = true;
     }
     checkpoint_cv_.notify_one();
     wal_frames_ = 0;
@@ -519,17 +519,15 @@ class Writer {
     while (true) {
       {
         std::unique_lock<std::mutex> lock(checkpoint_mu_);
-        checkpoint_cv_.wait(lock, [this] { return checkpoint_stopping_ || checkpoint_wanted_; });
+        checkpoint_cv_.wait(lock, [this] { return checkpoint_stopping_ || checkpoint_pending_; });
         if (checkpoint_stopping_) return;
-        checkpoint_wanted_ = false;
-        checkpoint_running_ = true;
       }
       if (before_checkpoint_) before_checkpoint_();
       int log = 0, done = 0;
       sqlite3_wal_checkpoint_v2(checkpoint_conn_->db, nullptr, SQLITE_CHECKPOINT_PASSIVE, &log, &done);
       stats_->checkpoints.fetch_add(1, std::memory_order_relaxed);
       std::lock_guard<std::mutex> lock(checkpoint_mu_);
-      checkpoint_running_ = false;
+      checkpoint_pending_ = false;
     }
   }
 
@@ -552,8 +550,7 @@ class Writer {
 
   std::mutex checkpoint_mu_;
   std::condition_variable checkpoint_cv_;
-  bool checkpoint_wanted_ = false;
-  bool checkpoint_running_ = false;
+  bool checkpoint_pending_ = false;  // asked for and not yet done (set by the writer)
   bool checkpoint_stopping_ = false;
   std::thread checkpointer_;
   std::thread thread_;  // last: started after everything above exists
