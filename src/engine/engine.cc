@@ -188,6 +188,10 @@ struct Worker::Impl {
   bool collection_requested = false;  // CollectGarbage (synchronous) is running
   bool collection_started = false;    // StartCollection asked; its final pause is still to come
   bool instantiating = false;
+  // A full collection is marking (from V8's start of incremental marking to the end of its
+  // mark-compact): StartCollection has nothing to add.
+  bool marking = false;
+  static void MarkingStarted(v8::Isolate*, v8::GCType, v8::GCCallbackFlags, void* data);
   static void GcPrologue(v8::Isolate*, v8::GCType, v8::GCCallbackFlags, void* data);
   static void GcEpilogue(v8::Isolate*, v8::GCType type, v8::GCCallbackFlags flags, void* data);
 
@@ -200,6 +204,19 @@ struct Worker::Impl {
   };
   std::unordered_set<MemoryWatch*> memory_watches;
   void WatchMemory(v8::Local<v8::WasmMemoryObject> memory, std::uint64_t reserved_bytes);
+
+  // V8's external count, as WorkerOptions::count_touched_memory keeps it. V8 uses the count
+  // only relative to its lowest value since its last full collection (what came since is
+  // what might be garbage; its mark is 64 MiB above that low), never as an absolute. When V8
+  // frees a memory it takes its whole size off the count, though the untouched part was
+  // taken off already, so the absolute count drifts down by that part per memory (about
+  // 124 KiB for a counter: an int64 lasts 10^14 of them) and stays meaningless; that part is
+  // deliberately not given back: any raise counts as new allocation against V8's mark, and
+  // giving it back would bring exactly the collections this exists to avoid (measured: a
+  // full collection every ~500 instantiations again).
+  bool count_touched_memory = true;
+  void DiscountUntouched(Instance::Impl& inst);
+  void GiveBackTouched(Instance::Impl& inst);
   void ForgetMemory(MemoryWatch* watch);
   static void MemoryCollected(const v8::WeakCallbackInfo<MemoryWatch>& info);
   static std::size_t NearHeapLimit(void* data, std::size_t current_limit, std::size_t initial_limit);
@@ -258,6 +275,13 @@ struct Instance::Impl {
   v8::Global<v8::WasmMemoryObject> memory;
   std::vector<v8::Global<v8::Object>> growable_tables;  // Module::growable_table_exports()
   std::uint64_t resident_high_water = 0;                // ResidentMemoryBytes()
+  // What is taken off V8's external count for its memory (Worker::Impl::DiscountUntouched):
+  // the bytes untouched once it was made, less the pages given back since; and the resident
+  // bytes then.
+  std::uint64_t discounted_bytes = 0;
+  std::uint64_t resident_when_discounted = 0;
+  // Resident bytes of its memory, measured now (mincore); see Instance::ResidentMemoryBytes.
+  std::uint64_t Resident(v8::Isolate* isolate);
   // Its module's entry in the worker (alive as long as the instance: it holds the module).
   const Worker::Impl::ModuleEntry* entry = nullptr;
   // Heap its export wrappers took, made by V8 when each export is first looked up (Call).
@@ -545,11 +569,13 @@ Worker::Worker(Engine& engine, WorkerOptions options) : impl_(std::make_unique<I
   // V8 splits the limit between its young and old generations; the callback below runs
   // when the old generation cannot grow any more, before V8 would abort.
   params.constraints.ConfigureDefaultsFromHeapSize(0, options.heap_limit_bytes);
+  impl_->count_touched_memory = options.count_touched_memory;
   if (options.gc_floor_bytes > 0) params.constraints.set_initial_old_generation_size_in_bytes(options.gc_floor_bytes);
   impl_->heap_limit_bytes = options.heap_limit_bytes;
   impl_->isolate = v8::Isolate::New(params);
   impl_->isolate->AddNearHeapLimitCallback(&Impl::NearHeapLimit, impl_.get());
   impl_->isolate->AddGCPrologueCallback(&Impl::CountCollection, impl_.get());
+  impl_->isolate->AddGCPrologueCallback(&Impl::MarkingStarted, impl_.get(), v8::kGCTypeIncrementalMarking);
   constexpr v8::GCType kPauses = static_cast<v8::GCType>(v8::kGCTypeScavenge | v8::kGCTypeMinorMarkCompact |
                                                          v8::kGCTypeMarkSweepCompact);
   impl_->isolate->AddGCPrologueCallback(&Impl::GcPrologue, impl_.get(), kPauses);
@@ -616,8 +642,20 @@ void Worker::CollectGarbage() {
 
 void Worker::StartCollection() {
   impl_->engine->start_collection_calls.fetch_add(1, std::memory_order_relaxed);
+  if (impl_->marking) return;
   impl_->collection_started = true;
-  impl_->isolate->MemoryPressureNotification(v8::MemoryPressureLevel::kModerate);
+  // V8 starts incremental marking when its external count passes 64 MiB above what it was
+  // after the last full collection (and counts nothing else against that mark); a raise
+  // just past it from anywhere at or above that base starts one. Lowered again at once: while
+  // the count stays over the mark, every allocation V8 counts there (each new memory) would
+  // be made to wait for a marking step of 5-10 ms.
+  constexpr std::int64_t kPastV8sExternalMark = (64ll << 20) + 1;
+  impl_->isolate->AdjustAmountOfExternalAllocatedMemory(kPastV8sExternalMark);
+  impl_->isolate->AdjustAmountOfExternalAllocatedMemory(-kPastV8sExternalMark);
+}
+
+void Worker::Impl::MarkingStarted(v8::Isolate*, v8::GCType, v8::GCCallbackFlags, void* data) {
+  static_cast<Impl*>(data)->marking = true;
 }
 
 void Worker::Impl::GcPrologue(v8::Isolate*, v8::GCType, v8::GCCallbackFlags, void* data) {
@@ -632,18 +670,22 @@ void Worker::Impl::GcEpilogue(v8::Isolate*, v8::GCType type, v8::GCCallbackFlags
   w->gc_running = false;
   const auto ns = static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - w->gc_started).count());
+  if ((type & v8::kGCTypeMarkSweepCompact) != 0) w->marking = false;
   GcCause cause;
   if (w->collection_requested) {
     cause = GcCause::kRequested;
   } else if ((type & v8::kGCTypeMarkSweepCompact) == 0) {
     cause = GcCause::kYoung;
+  } else if (w->collection_started) {
+    // The final pause of the collection StartCollection began (V8 flags it as one for
+    // external memory: that is how it was started). It started none while one was marking,
+    // so this mark-compact is the end of its own.
+    cause = GcCause::kRequested;
+    w->collection_started = false;
   } else if ((flags & v8::kGCCallbackFlagCollectAllExternalMemory) != 0) {
     cause = GcCause::kExternalMemory;
   } else if ((flags & v8::kGCCallbackFlagCollectAllAvailableGarbage) != 0) {
     cause = GcCause::kAllAvailable;
-  } else if (w->collection_started) {
-    cause = GcCause::kRequested;  // the final pause of the collection StartCollection began
-    w->collection_started = false;
   } else {
     cause = GcCause::kFull;
   }
@@ -663,6 +705,30 @@ void Worker::Impl::WatchMemory(v8::Local<v8::WasmMemoryObject> memory, std::uint
   memory_watches.insert(watch);
   engine->linear_memories.fetch_add(1, std::memory_order_relaxed);
   engine->linear_reserved_bytes.fetch_add(reserved_bytes, std::memory_order_relaxed);
+}
+
+void Worker::Impl::DiscountUntouched(Instance::Impl& inst) {
+  if (!count_touched_memory) return;
+  v8::HandleScope scope(isolate);
+  const std::uint64_t size = inst.memory.Get(isolate)->Buffer()->ByteLength();
+  const std::uint64_t resident = inst.Resident(isolate);
+  const std::uint64_t untouched = size > resident ? size - resident : 0;
+  inst.discounted_bytes = untouched;
+  inst.resident_when_discounted = resident;
+  if (untouched > 0) isolate->AdjustAmountOfExternalAllocatedMemory(-static_cast<std::int64_t>(untouched));
+}
+
+void Worker::Impl::GiveBackTouched(Instance::Impl& inst) {
+  if (inst.discounted_bytes == 0) return;
+  v8::HandleScope scope(isolate);
+  const std::uint64_t resident = inst.Resident(isolate);
+  const std::uint64_t touched_since = resident > inst.resident_when_discounted ? resident - inst.resident_when_discounted : 0;
+  const std::uint64_t back = std::min(touched_since, inst.discounted_bytes);
+  if (back == 0) return;
+  // Garbage as V8 will find it: a module that touched its memory after it was made is
+  // counted toward V8's next collection like one that touched it at once.
+  inst.discounted_bytes -= back;
+  isolate->AdjustAmountOfExternalAllocatedMemory(static_cast<std::int64_t>(back));
 }
 
 void Worker::Impl::ForgetMemory(MemoryWatch* watch) {
@@ -959,6 +1025,9 @@ Result<std::unique_ptr<Instance>> Worker::Instantiate(const std::shared_ptr<cons
     CallResult init = instance->Call("_initialize", context, cpu_limit);
     if (!init.ok()) return InvalidArgument("the module's _initialize failed: " + init.message);
   }
+  // Made and initialized: what it has not touched is taken off V8's count (a memory that
+  // fails here is counted in full, as V8 counted it).
+  w.DiscountUntouched(*instance->impl_);
   return instance;
 }
 
@@ -967,6 +1036,7 @@ Result<std::unique_ptr<Instance>> Worker::Instantiate(const std::shared_ptr<cons
 
 Instance::~Instance() {
   if (impl_) {
+    impl_->worker->GiveBackTouched(*impl_);
     impl_->growable_tables.clear();
     impl_->functions.clear();
     impl_->memory.Reset();
@@ -983,10 +1053,14 @@ std::uint64_t Instance::MemoryBytes() const {
 std::uint64_t Instance::ResidentMemoryBytes() {
   v8::Isolate* isolate = impl_->worker->isolate;
   v8::HandleScope scope(isolate);
-  auto buffer = impl_->memory.Get(isolate)->Buffer();
+  return impl_->Resident(isolate);
+}
+
+std::uint64_t Instance::Impl::Resident(v8::Isolate* isolate) {
+  auto buffer = memory.Get(isolate)->Buffer();
   const std::uint64_t size = buffer->ByteLength();
   // Every page seen already: nothing more to learn (memory never shrinks).
-  if (size == 0 || impl_->resident_high_water >= size) return impl_->resident_high_water = size;
+  if (size == 0 || resident_high_water >= size) return resident_high_water = size;
   static const std::uintptr_t page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
   const auto data = reinterpret_cast<std::uintptr_t>(buffer->Data());
   const std::uintptr_t end = data + size;
@@ -1005,8 +1079,8 @@ std::uint64_t Instance::ResidentMemoryBytes() {
     at += pages * page;
   }
   const std::uint64_t bytes = std::min<std::uint64_t>(size, pages_resident * page);
-  impl_->resident_high_water = std::max(impl_->resident_high_water, bytes);
-  return impl_->resident_high_water;
+  resident_high_water = std::max(resident_high_water, bytes);
+  return resident_high_water;
 }
 
 std::uint64_t Instance::TableElements() const {

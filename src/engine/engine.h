@@ -266,6 +266,21 @@ struct WorkerOptions {
   // the memory budget counts the heap under the node). 0: V8's own heuristics.
   // REQUIRES: gc_floor_bytes <= heap_limit_bytes / 2 (V8 clamps it there anyway).
   std::uint64_t gc_floor_bytes = 0;
+  // Whether V8 is told a linear memory costs what the kernel holds of it, not its whole
+  // size. V8 counts each memory it makes at its whole size as "external memory" (on top of
+  // the old generation, above), and once 64 MiB of it has come since its last full
+  // collection it starts one, then makes every further allocation over that mark (each
+  // instantiation) wait for a 5-10 ms marking step until the collection ends: a counter's
+  // 128 KiB memory, of which it touches a few pages, brought a full collection every 512
+  // instantiations and stopped the worker for tens of milliseconds each time
+  // (docs/benchmarks.md, "Density"). With this on, an instance's untouched bytes are taken
+  // off V8's count once it is made (its `_initialize` run), and the pages it touched later
+  // are given back when it is destroyed, so V8 sees thrown-away memories at their resident
+  // size: a module that touches all its memory is counted in full, one that touches none
+  // almost not at all. Dropped memories' address space and mappings are the embedder's to
+  // watch (EngineStats; the runtime starts collections for them: StartCollection). Off: V8's
+  // own count (tests use it as the control).
+  bool count_touched_memory = true;
 };
 
 // Room V8 gets above the heap limit each time it is reached, to complete the allocation in
@@ -298,10 +313,17 @@ class Worker {
   // A full garbage collection now (V8's low-memory notification): tens of milliseconds on
   // a large heap, so only when memory is short.
   void CollectGarbage();
-  // Starts a full collection that runs mostly beside the thread (V8's incremental and
-  // concurrent marking on a moderate memory-pressure notification) and finishes in short
-  // steps from PumpMessageLoop: frees dropped instances' linear memories without stopping
-  // the worker for a whole collection. Nothing if one is running already.
+  // Starts a full collection that runs mostly beside the thread and finishes in short steps
+  // from PumpMessageLoop and the worker's allocations: frees dropped instances' linear
+  // memories without stopping the worker for a whole collection. It is V8's ordinary
+  // incremental and concurrent marking, started the way V8 starts it for external memory
+  // (the external count raised past V8's 64 MiB mark and lowered again at once, so no later
+  // allocation is made to wait for a marking step), with no compaction: the final pause is
+  // a normal one. V8's memory-pressure notification, used before, asks for a compacting
+  // collection whose final pause took about 80 ms at 10,000 live instances. Nothing if a full
+  // collection is marking already (it frees the same garbage). With a heap limit so small
+  // that the raise passes V8's hard external limit (half the old generation's maximum, under
+  // 128 MiB of heap limit), V8 collects at once instead.
   void StartCollection();
 
   // Runs V8's pending platform tasks for this isolate (background compilation results,

@@ -251,19 +251,20 @@ TEST_F(EngineTest, LinearMemoriesAreCountedUntilV8CollectsThem) {
 }
 
 // Instances made and thrown away leave garbage that V8 counts toward its next full
-// collection: their objects in the old generation, and their linear memories (each at its
-// whole size: V8 adds the memory allocated since its last full collection to the old
-// generation). A worker without a GC floor (V8's own heuristics: the trigger a little above
-// what the last collection left alive) stops for full collections of its own every few MiB
-// of that; with the floor (WorkerOptions::gc_floor_bytes) V8 runs none below it. The same
-// churn on both (600 instances of one 64 KiB page: about 40 MiB counted, under the 64 MiB
-// floor), the floor's off switch (0) being the control.
+// collection: their objects in the old generation, and their linear memories (V8 adds the
+// memory allocated since its last full collection to the old generation; here each at its
+// whole size, WorkerOptions::count_touched_memory off, so that the memories weigh as much
+// as V8 alone would make them). A worker without a GC floor (V8's own heuristics: the
+// trigger a little above what the last collection left alive) stops for full collections
+// of its own every few MiB of that; with the floor (WorkerOptions::gc_floor_bytes) V8 runs
+// none below it. The same churn on both (600 instances of one 64 KiB page: about 40 MiB
+// counted, under the 64 MiB floor), the floor's off switch (0) being the control.
 TEST_F(EngineTest, AGcFloorHoldsOffV8sFullCollectionsWhileInstancesComeAndGo) {
   auto module = Compile("good", {}, {});  // one page, at most four
   ASSERT_TRUE(module.ok()) << module.status().ToString();
   const auto full = static_cast<std::size_t>(GcCause::kFull);
   auto churn = [&](std::uint64_t floor) -> std::uint64_t {
-    Worker worker(*engine_, WorkerOptions{.gc_floor_bytes = floor});
+    Worker worker(*engine_, WorkerOptions{.gc_floor_bytes = floor, .count_touched_memory = false});
     worker.CollectGarbage();
     const std::uint64_t before = engine_->stats().collections[full];
     std::vector<std::unique_ptr<Instance>> live;
@@ -281,6 +282,48 @@ TEST_F(EngineTest, AGcFloorHoldsOffV8sFullCollectionsWhileInstancesComeAndGo) {
   EXPECT_GE(without_floor, 2u) << "V8 collects the churn's garbage on its own without a floor";
   EXPECT_EQ(with_floor, 0u) << "below the floor V8 runs no full collection of its own (" << without_floor
                             << " without it)";
+}
+
+// V8 counts each linear memory it makes at its whole size toward a full collection of its
+// own (64 MiB of them since the last one start it), touched or not. With
+// WorkerOptions::count_touched_memory it sees a memory at what the kernel holds of it: the
+// same churn of 1 MiB memories (touch_memory: none of it touched at instantiation; 300
+// made, 10 kept alive, about 290 MiB mapped and thrown away) brings V8's external-memory
+// collections without the switch (the control) and none with it; and a module that touches
+// all its memory after it was made is counted in full when its instance goes, so garbage
+// that really holds memory still brings them (a tenant cannot hide memory from the
+// collector by touching it late). The GC floor keeps V8's other full collections out.
+TEST_F(EngineTest, V8CountsALinearMemoryByThePagesItsInstanceTouched) {
+  auto module = Compile("touch_memory", {}, {});
+  ASSERT_TRUE(module.ok()) << module.status().ToString();
+  const auto external = static_cast<std::size_t>(GcCause::kExternalMemory);
+  auto churn = [&](bool count_touched, const char* call) -> std::uint64_t {
+    Worker worker(*engine_, WorkerOptions{.gc_floor_bytes = 128ull << 20, .count_touched_memory = count_touched});
+    worker.CollectGarbage();
+    const std::uint64_t before = engine_->stats().collections[external];
+    std::vector<std::unique_ptr<Instance>> live;
+    for (int i = 0; i < 300; ++i) {
+      auto instance = worker.Instantiate(*module, &ctx_, milliseconds(1000));
+      EXPECT_TRUE(instance.ok()) << instance.status().ToString();
+      if (!instance.ok()) break;
+      EXPECT_TRUE((*instance)->Call(call, &ctx_, milliseconds(1000)).ok()) << call;
+      live.push_back(std::move(*instance));
+      if (live.size() > 10) live.erase(live.begin());
+      worker.PumpMessageLoop();
+      // Half way, a collection frees the memories thrown away so far: V8 takes their whole
+      // size off its count, and the instantiations after it must not be counted any more
+      // for that (the count's base follows it down).
+      if (i == 150) worker.CollectGarbage();
+    }
+    return engine_->stats().collections[external] - before;
+  };
+  const std::uint64_t whole = churn(false, "none");
+  const std::uint64_t touched = churn(true, "none");
+  const std::uint64_t touched_late = churn(true, "touch_all");
+  EXPECT_GE(whole, 2u) << "V8 alone counts every memory at its whole size";
+  EXPECT_EQ(touched, 0u) << "untouched memories are not counted toward V8's collections (" << whole
+                         << " when they are)";
+  EXPECT_GE(touched_late, 2u) << "memory touched after instantiation is counted when its instance goes";
 }
 
 TEST_F(EngineTest, MemoryGrowthStopsAtTheDeclaredOrImposedMaximum) {
