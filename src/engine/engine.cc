@@ -10,11 +10,12 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
-#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -76,6 +77,12 @@ void InitializeV8(const EngineOptions& options) {
     // memories live outside it. Expose GC so tests can measure resident size reliably.
     static const char kFlags[] = "--expose-gc";
     v8::V8::SetFlagsFromString(kFlags, sizeof(kFlags) - 1);
+    // Diagnostics only (docs/operations.md, "Looking inside V8"): V8's own flags, such as
+    // --trace-gc, from the environment of the process. Not a setting: flags that change
+    // V8's behaviour are untested here.
+    if (const char* flags = std::getenv("WASMKEEP_V8_FLAGS"); flags != nullptr && *flags != '\0') {
+      v8::V8::SetFlagsFromString(flags, std::strlen(flags));
+    }
     v8::V8::Initialize();
     if (options.use_trap_handler) v8::V8::EnableWebAssemblyTrapHandler(true);
   });
@@ -195,15 +202,26 @@ struct Worker::Impl {
   static void GcPrologue(v8::Isolate*, v8::GCType, v8::GCCallbackFlags, void* data);
   static void GcEpilogue(v8::Isolate*, v8::GCType type, v8::GCCallbackFlags flags, void* data);
 
-  // Each linear memory V8 made for an instance of this worker, until V8 collects it (a
-  // weak handle's callback): EngineStats' linear memories and their reservations.
-  struct MemoryWatch {
-    Impl* worker;
-    std::uint64_t reserved_bytes;
-    v8::Global<v8::WasmMemoryObject> handle;
+  // The linear memories V8 made for this worker's instances, until V8 collects them:
+  // EngineStats' linear memories and their reservations. Counted, not watched: a weak handle
+  // per memory cost every full collection's final pause 3-10 ms of weak callbacks on a
+  // worker with 10,000 instances (V8's --trace-gc-nvp, docs/benchmarks.md, "Density"). A
+  // memory is garbage once its instance is destroyed (nothing else holds it: modules that
+  // import or re-export memory are refused), and a full collection frees all the garbage
+  // there was when its marking started; so each mark-compact collects the memories of the
+  // instances destroyed before its marking began. (A scavenge may free a young one sooner;
+  // it stays counted until the next full collection: the count errs high, never low.)
+  struct MemoryCount {
+    std::uint64_t memories = 0;
+    std::uint64_t reserved_bytes = 0;
   };
-  std::unordered_set<MemoryWatch*> memory_watches;
-  void WatchMemory(v8::Local<v8::WasmMemoryObject> memory, std::uint64_t reserved_bytes);
+  MemoryCount made;             // memories made (with their instance) on this worker
+  MemoryCount destroyed;        // of them, whose instance was destroyed
+  MemoryCount destroyed_at_mark;  // `destroyed` when the running full collection began marking
+  MemoryCount collected;        // of them, collected
+  void CountMemory(std::uint64_t reserved_bytes);
+  void CountDestroyed(std::uint64_t reserved_bytes);
+  void CountCollected();  // at a mark-compact's end
 
   // V8's external count, as WorkerOptions::count_touched_memory keeps it. V8 uses the count
   // only relative to its lowest value since its last full collection (what came since is
@@ -217,8 +235,6 @@ struct Worker::Impl {
   bool count_touched_memory = true;
   void DiscountUntouched(Instance::Impl& inst);
   void GiveBackTouched(Instance::Impl& inst);
-  void ForgetMemory(MemoryWatch* watch);
-  static void MemoryCollected(const v8::WeakCallbackInfo<MemoryWatch>& info);
   static std::size_t NearHeapLimit(void* data, std::size_t current_limit, std::size_t initial_limit);
   // Returns whether the heap limit was reached since the last call, and clears it and the
   // termination it requested.
@@ -280,6 +296,7 @@ struct Instance::Impl {
   // bytes then.
   std::uint64_t discounted_bytes = 0;
   std::uint64_t resident_when_discounted = 0;
+  bool memory_counted = false;  // Worker::Impl::CountMemory, so CountDestroyed when it goes
   // Resident bytes of its memory, measured now (mincore); see Instance::ResidentMemoryBytes.
   std::uint64_t Resident(v8::Isolate* isolate);
   // Its module's entry in the worker (alive as long as the instance: it holds the module).
@@ -602,8 +619,10 @@ Worker::~Worker() {
     std::erase(impl_->engine->watched, impl_.get());
   }
   impl_->modules.clear();
-  // The isolate's disposal runs no weak callbacks: the memories still watched go with it.
-  while (!impl_->memory_watches.empty()) impl_->ForgetMemory(*impl_->memory_watches.begin());
+  // The memories not collected yet go with the isolate.
+  impl_->engine->linear_memories.fetch_sub(impl_->made.memories - impl_->collected.memories, std::memory_order_relaxed);
+  impl_->engine->linear_reserved_bytes.fetch_sub(impl_->made.reserved_bytes - impl_->collected.reserved_bytes,
+                                                 std::memory_order_relaxed);
   impl_->instance_ctor.Reset();
   impl_->context.Reset();
   impl_->isolate->Exit();
@@ -655,11 +674,15 @@ void Worker::StartCollection() {
 }
 
 void Worker::Impl::MarkingStarted(v8::Isolate*, v8::GCType, v8::GCCallbackFlags, void* data) {
-  static_cast<Impl*>(data)->marking = true;
+  auto* w = static_cast<Impl*>(data);
+  w->marking = true;
+  w->destroyed_at_mark = w->destroyed;
 }
 
-void Worker::Impl::GcPrologue(v8::Isolate*, v8::GCType, v8::GCCallbackFlags, void* data) {
+void Worker::Impl::GcPrologue(v8::Isolate*, v8::GCType type, v8::GCCallbackFlags, void* data) {
   auto* w = static_cast<Impl*>(data);
+  // A mark-compact with no incremental marking before it marks here, in its pause.
+  if ((type & v8::kGCTypeMarkSweepCompact) != 0 && !w->marking) w->destroyed_at_mark = w->destroyed;
   w->gc_started = std::chrono::steady_clock::now();
   w->gc_running = true;
 }
@@ -670,7 +693,10 @@ void Worker::Impl::GcEpilogue(v8::Isolate*, v8::GCType type, v8::GCCallbackFlags
   w->gc_running = false;
   const auto ns = static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - w->gc_started).count());
-  if ((type & v8::kGCTypeMarkSweepCompact) != 0) w->marking = false;
+  if ((type & v8::kGCTypeMarkSweepCompact) != 0) {
+    w->marking = false;
+    w->CountCollected();
+  }
   GcCause cause;
   if (w->collection_requested) {
     cause = GcCause::kRequested;
@@ -699,12 +725,23 @@ void Worker::Impl::GcEpilogue(v8::Isolate*, v8::GCType type, v8::GCCallbackFlags
   }
 }
 
-void Worker::Impl::WatchMemory(v8::Local<v8::WasmMemoryObject> memory, std::uint64_t reserved_bytes) {
-  auto* watch = new MemoryWatch{this, reserved_bytes, v8::Global<v8::WasmMemoryObject>(isolate, memory)};
-  watch->handle.SetWeak(watch, &MemoryCollected, v8::WeakCallbackType::kParameter);
-  memory_watches.insert(watch);
+void Worker::Impl::CountMemory(std::uint64_t reserved_bytes) {
+  ++made.memories;
+  made.reserved_bytes += reserved_bytes;
   engine->linear_memories.fetch_add(1, std::memory_order_relaxed);
   engine->linear_reserved_bytes.fetch_add(reserved_bytes, std::memory_order_relaxed);
+}
+
+void Worker::Impl::CountDestroyed(std::uint64_t reserved_bytes) {
+  ++destroyed.memories;
+  destroyed.reserved_bytes += reserved_bytes;
+}
+
+void Worker::Impl::CountCollected() {
+  const MemoryCount now = destroyed_at_mark;
+  engine->linear_memories.fetch_sub(now.memories - collected.memories, std::memory_order_relaxed);
+  engine->linear_reserved_bytes.fetch_sub(now.reserved_bytes - collected.reserved_bytes, std::memory_order_relaxed);
+  collected = now;
 }
 
 void Worker::Impl::DiscountUntouched(Instance::Impl& inst) {
@@ -729,19 +766,6 @@ void Worker::Impl::GiveBackTouched(Instance::Impl& inst) {
   // counted toward V8's next collection like one that touched it at once.
   inst.discounted_bytes -= back;
   isolate->AdjustAmountOfExternalAllocatedMemory(static_cast<std::int64_t>(back));
-}
-
-void Worker::Impl::ForgetMemory(MemoryWatch* watch) {
-  watch->handle.Reset();
-  memory_watches.erase(watch);
-  engine->linear_memories.fetch_sub(1, std::memory_order_relaxed);
-  engine->linear_reserved_bytes.fetch_sub(watch->reserved_bytes, std::memory_order_relaxed);
-  delete watch;
-}
-
-void Worker::Impl::MemoryCollected(const v8::WeakCallbackInfo<MemoryWatch>& info) {
-  MemoryWatch* watch = info.GetParameter();
-  watch->worker->ForgetMemory(watch);
 }
 
 std::uint64_t Worker::HeapUsedBytes() const { return HeapUsed(impl_->isolate); }
@@ -1014,7 +1038,8 @@ Result<std::unique_ptr<Instance>> Worker::Instantiate(const std::shared_ptr<cons
   auto memory = exports->Get(ctx, V8Str(isolate, "memory")).ToLocalChecked();
   WK_CHECK(memory->IsWasmMemoryObject(), "memory export checked at compile time");
   instance->impl_->memory.Reset(isolate, memory.As<v8::WasmMemoryObject>());
-  w.WatchMemory(memory.As<v8::WasmMemoryObject>(), module->max_memory_bytes());
+  w.CountMemory(module->max_memory_bytes());
+  instance->impl_->memory_counted = true;
   for (const std::string& name : module->growable_table_exports()) {
     auto table = exports->Get(ctx, V8Str(isolate, name)).ToLocalChecked();
     WK_CHECK(table->IsObject(), "table export added at compile time");
@@ -1037,6 +1062,7 @@ Result<std::unique_ptr<Instance>> Worker::Instantiate(const std::shared_ptr<cons
 Instance::~Instance() {
   if (impl_) {
     impl_->worker->GiveBackTouched(*impl_);
+    if (impl_->memory_counted) impl_->worker->CountDestroyed(module_->max_memory_bytes());
     impl_->growable_tables.clear();
     impl_->functions.clear();
     impl_->memory.Reset();

@@ -176,8 +176,10 @@ struct EngineStats {
   std::uint64_t collections_in_instantiations = 0;
   double collection_seconds_in_instantiations = 0;
   // Linear memories V8 still holds: those of live instances and those of instances thrown
-  // away that V8 has not collected yet; and the address space they reserve (each memory's
-  // maximum, Module::max_memory_bytes; V8 may have reserved less after a failed attempt).
+  // away that V8 has not collected yet (each until the end of the first full collection
+  // whose marking began after its instance was destroyed; V8 then frees it beside the
+  // thread); and the address space they reserve (each memory's maximum,
+  // Module::max_memory_bytes; V8 may have reserved less after a failed attempt).
   std::uint64_t linear_memories = 0;
   std::uint64_t linear_reserved_bytes = 0;
 };
