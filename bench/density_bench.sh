@@ -46,6 +46,7 @@
 # tell the warm pass's tail with instances made again from the one without),
 # WASMKEEP_DENSITY_GC_FLOOR sets actors.isolate_gc_floor_bytes (default: the node's, 64 MiB;
 # 0 = V8's own collection heuristics, as before that setting existed),
+# WASMKEEP_DENSITY_MAX_INSTANCES sets actors.max_instances (default: the node's, 20,000),
 # WASMKEEP_DENSITY_KEEP=<dir> keeps each pass's answers (code, time) and the node's log,
 # WASMKEEP_DENSITY_PERF=<file> records the node's CPU profile of the second pass with
 # `perf record -g` into <file> (kept).
@@ -59,6 +60,7 @@ conc=${WASMKEEP_DENSITY_CONCURRENCY:-16}
 idle_wait=${WASMKEEP_DENSITY_IDLE_WAIT:-15}
 idle_instance_ms=${WASMKEEP_DENSITY_IDLE_INSTANCE_MS:-}
 gc_floor=${WASMKEEP_DENSITY_GC_FLOOR:-}
+max_instances=${WASMKEEP_DENSITY_MAX_INSTANCES:-}
 perf_out=${WASMKEEP_DENSITY_PERF:-}
 tenant=bench
 
@@ -130,6 +132,7 @@ idle_hibernate_ms = 600000   # the first pass of 50,000 takes minutes; see the h
 TOML
   [ -z "$idle_instance_ms" ] || echo "idle_instance_ms = $idle_instance_ms" >>"$dir/wasmkeep.toml"
   [ -z "$gc_floor" ] || echo "isolate_gc_floor_bytes = $gc_floor" >>"$dir/wasmkeep.toml"
+  [ -z "$max_instances" ] || echo "max_instances = $max_instances" >>"$dir/wasmkeep.toml"
   "$wk" --config "$dir/wasmkeep.toml" serve 2>"$dir/wasmkeep.log" &
   server_pid=$!
   token=$("$wk" --config "$dir/wasmkeep.toml" tenant add "$tenant" | tail -n1)
@@ -215,7 +218,7 @@ mib() { awk -v b="$1" 'BEGIN {printf "%.0f", b / 1048576}'; }
 wk_git="$(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 [ -z "$(git status --porcelain --untracked-files=no -- src 2>/dev/null)" ] || wk_git="$wk_git+uncommitted src/ changes"
 echo "setup: $(nproc) cores ($(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo)), $(free -g | awk '/Mem:/{print $2}') GiB, $(uname -r), $(date -u +%Y-%m-%dT%H:%MZ)"
-echo "       WasmKeep git $wk_git (release preset), one node, sqlite:// on $(df -h "$tmp" | awk 'NR==2{print $1}'), default [actors] but idle_hibernate_ms = 600000${idle_instance_ms:+ and idle_instance_ms = $idle_instance_ms}${gc_floor:+ and isolate_gc_floor_bytes = $gc_floor}"
+echo "       WasmKeep git $wk_git (release preset), one node, sqlite:// on $(df -h "$tmp" | awk 'NR==2{print $1}'), default [actors] but idle_hibernate_ms = 600000${idle_instance_ms:+ and idle_instance_ms = $idle_instance_ms}${gc_floor:+ and isolate_gc_floor_bytes = $gc_floor}${max_instances:+ and max_instances = $max_instances}"
 [ -n "$workerd" ] && echo "       workerd $workerd_version ($("$workerd" --version 2>&1 | head -1)), localDisk on the same disk"
 echo "       curl --parallel-max $conc (keep-alive); vm.max_map_count $(cat /proc/sys/vm/max_map_count); load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo

@@ -250,6 +250,11 @@ Task<int> ServeMain(RealEnv* env, ClusterNode* node, LeaseTiming timing, DebugWr
     ev.Set(0);
   }(node, &end, event), "cluster");
 
+  if (auto flags = ProcessGetEnv("WASMKEEP_V8_FLAGS"); flags && !flags->empty()) {
+    // Read by the engine when V8 starts (src/engine/engine.cc); said here so that a node
+    // running with them shows it.
+    WK_LOG_WARN("V8 runs with extra flags (WASMKEEP_V8_FLAGS); for diagnostics only", {{"flags", *flags}});
+  }
   if (auto debug = ProcessGetEnv("WASMKEEP_DEBUG_ACQUIRE"); debug && !debug->empty()) {
     std::vector<ActorId> actors;
     std::size_t pos = 0;

@@ -256,16 +256,16 @@ struct WorkerOptions {
   std::uint64_t heap_limit_bytes = 512ull << 20;
   // The old generation's size below which V8 runs no full collection of its own (V8 keeps
   // an embedder-configured initial old generation as the floor of its allocation limit).
-  // V8 counts toward that limit the heap's old generation plus the linear memory allocated
-  // since its last full collection, each memory at its whole size, touched or not. Without a
+  // V8 counts toward that limit the heap's old generation plus the external memory (linear
+  // memories: see count_touched_memory) allocated since its last full collection. Without a
   // floor V8 sets the limit a little above what the last collection left alive; a worker
   // whose live heap is a few MiB of instances, while instances are made and thrown away
   // (a counter's leaves about 16 KiB of heap and a 128 KiB memory), then stops for a full
   // mark-sweep after every hundred or so: hundreds of pauses a minute at 50,000 actors
   // (docs/benchmarks.md, "Density"). With a floor they come once per `floor` of that
-  // instead, and the worker holds up to that much garbage meanwhile: mostly linear memories
-  // thrown away, whose resident part is only their touched pages, and heap objects (RSS;
-  // the memory budget counts the heap under the node). 0: V8's own heuristics.
+  // instead, and the worker holds up to that much garbage meanwhile: heap objects and linear
+  // memories thrown away, whose resident part is only their touched pages (RSS; the memory
+  // budget counts the heap under the node). 0: V8's own heuristics.
   // REQUIRES: gc_floor_bytes <= heap_limit_bytes / 2 (V8 clamps it there anyway).
   std::uint64_t gc_floor_bytes = 0;
   // Whether V8 is told a linear memory costs what the kernel holds of it, not its whole
