@@ -77,8 +77,8 @@ void InitializeV8(const EngineOptions& options) {
     // memories live outside it. Expose GC so tests can measure resident size reliably.
     static const char kFlags[] = "--expose-gc";
     v8::V8::SetFlagsFromString(kFlags, sizeof(kFlags) - 1);
-    // Diagnostics only (docs/operations.md, "Looking inside V8"): V8's own flags, such as
-    // --trace-gc, from the environment of the process. Not a setting: flags that change
+    // Diagnostics only (docs/configuration.md, "Environment variables"): V8's own flags, such as
+    // --trace-gc-nvp, from the environment of the process. Not a setting: flags that change
     // V8's behaviour are untested here.
     if (const char* flags = std::getenv("WASMKEEP_V8_FLAGS"); flags != nullptr && *flags != '\0') {
       v8::V8::SetFlagsFromString(flags, std::strlen(flags));
@@ -206,8 +206,8 @@ struct Worker::Impl {
   // EngineStats' linear memories and their reservations. Counted, not watched: a weak handle
   // per memory cost every full collection's final pause 3-10 ms of weak callbacks on a
   // worker with 10,000 instances (V8's --trace-gc-nvp, docs/benchmarks.md, "Density"). A
-  // memory is garbage once its instance is destroyed (nothing else holds it: modules that
-  // import or re-export memory are refused), and a full collection frees all the garbage
+  // memory is garbage once its instance is destroyed (nothing else holds it: a module may
+  // not import its memory, so none is shared), and a full collection frees all the garbage
   // there was when its marking started; so each mark-compact collects the memories of the
   // instances destroyed before its marking began. (A scavenge may free a young one sooner;
   // it stays counted until the next full collection: the count errs high, never low.)
@@ -215,10 +215,10 @@ struct Worker::Impl {
     std::uint64_t memories = 0;
     std::uint64_t reserved_bytes = 0;
   };
-  MemoryCount made;             // memories made (with their instance) on this worker
-  MemoryCount destroyed;        // of them, whose instance was destroyed
+  MemoryCount made;               // memories made (with their instance) on this worker
+  MemoryCount destroyed;          // of them, whose instance was destroyed
   MemoryCount destroyed_at_mark;  // `destroyed` when the running full collection began marking
-  MemoryCount collected;        // of them, collected
+  MemoryCount collected;          // of them, collected
   void CountMemory(std::uint64_t reserved_bytes);
   void CountDestroyed(std::uint64_t reserved_bytes);
   void CountCollected();  // at a mark-compact's end
@@ -759,7 +759,8 @@ void Worker::Impl::GiveBackTouched(Instance::Impl& inst) {
   if (inst.discounted_bytes == 0) return;
   v8::HandleScope scope(isolate);
   const std::uint64_t resident = inst.Resident(isolate);
-  const std::uint64_t touched_since = resident > inst.resident_when_discounted ? resident - inst.resident_when_discounted : 0;
+  const std::uint64_t touched_since =
+      resident > inst.resident_when_discounted ? resident - inst.resident_when_discounted : 0;
   const std::uint64_t back = std::min(touched_since, inst.discounted_bytes);
   if (back == 0) return;
   // Garbage as V8 will find it: a module that touched its memory after it was made is
