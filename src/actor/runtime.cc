@@ -227,6 +227,7 @@ struct ActorRuntime::Slot : std::enable_shared_from_this<Slot> {
   std::uint64_t instance_heap_bytes = 0;  // what its instance holds of its worker's heap
   std::uint64_t reserved_bytes = 0;  // its instance's linear memory's maximum (address space)
   std::uint64_t state_bytes = 0;
+  TenantTotals* tenant = nullptr;  // its tenant's entry in tenant_totals_ (stable: a node map)
 
   // Worker-thread state: touched only by jobs on `worker` (ordered by its FIFO), and by the
   // loop thread only when no job for this slot is queued or running (kStarting, kClosing
@@ -443,18 +444,14 @@ RuntimeStats ActorRuntime::stats() const {
 }
 
 std::vector<TenantMemory> ActorRuntime::MemoryByTenant() const {
-  std::map<std::string_view, TenantMemory> tenants;
-  for (const auto& [key, slot] : actors_) {
-    TenantMemory& t = tenants[slot->id.tenant];
-    t.bytes += static_cast<double>(slot->linear_bytes + slot->state_bytes + kResidentActorBookkeepingBytes +
-                                   InstanceHeap(*slot));
-    ++t.actors;
-  }
   std::vector<TenantMemory> out;
-  out.reserve(tenants.size());
-  for (auto& [name, t] : tenants) {
-    t.tenant = std::string(name);
-    out.push_back(std::move(t));
+  out.reserve(tenant_totals_.size());
+  for (const auto& [name, t] : tenant_totals_) {
+    out.push_back(TenantMemory{
+        name,
+        static_cast<double>(t.linear_bytes + t.state_bytes + t.instance_heap_bytes +
+                            t.actors * kResidentActorBookkeepingBytes),
+        t.actors});
   }
   std::sort(out.begin(), out.end(), [](const TenantMemory& a, const TenantMemory& b) {
     return a.bytes != b.bytes ? a.bytes > b.bytes : a.tenant < b.tenant;
@@ -776,6 +773,7 @@ void ActorRuntime::ExecutionDone(const std::shared_ptr<Slot>& slot, MemoryUse me
   slot->last_active = env_.MonoNow();
   by_activity_.splice(by_activity_.end(), by_activity_, slot->by_activity);
   state_bytes_ = state_bytes_ - slot->state_bytes + memory.state;
+  slot->tenant->state_bytes = slot->tenant->state_bytes - slot->state_bytes + memory.state;
   slot->state_bytes = memory.state;
   worker_memory_[slot->worker].heap_bytes = memory.heap;
   worker_memory_[slot->worker].last_event = slot->last_active;
@@ -805,6 +803,8 @@ void ActorRuntime::SetInstanceMemory(Slot& slot, const MemoryUse& memory) {
   linear_bytes_ = linear_bytes_ - slot.linear_bytes + memory.linear;
   linear_mapped_bytes_ = linear_mapped_bytes_ - slot.linear_mapped_bytes + memory.linear_mapped;
   instance_heap_bytes_ = instance_heap_bytes_ - slot.instance_heap_bytes + memory.instance_heap;
+  slot.tenant->linear_bytes = slot.tenant->linear_bytes - slot.linear_bytes + memory.linear;
+  slot.tenant->instance_heap_bytes = slot.tenant->instance_heap_bytes - slot.instance_heap_bytes + memory.instance_heap;
   slot.linear_bytes = memory.linear;
   slot.linear_mapped_bytes = memory.linear_mapped;
   slot.instance_heap_bytes = memory.instance_heap;
@@ -822,6 +822,8 @@ void ActorRuntime::ForgetInstance(Slot& slot) {
   linear_bytes_ -= slot.linear_bytes;
   linear_mapped_bytes_ -= slot.linear_mapped_bytes;
   instance_heap_bytes_ -= slot.instance_heap_bytes;
+  slot.tenant->linear_bytes -= slot.linear_bytes;
+  slot.tenant->instance_heap_bytes -= slot.instance_heap_bytes;
   slot.linear_bytes = 0;
   slot.linear_mapped_bytes = 0;
   slot.instance_heap_bytes = 0;
@@ -1026,6 +1028,8 @@ std::shared_ptr<ActorRuntime::Slot> ActorRuntime::NewSlot(const ActorId& id, std
   slot->module = std::move(module);
   slot->worker = std::hash<std::string>{}(slot->key) % workers_.size();
   slot->last_active = env_.MonoNow();
+  slot->tenant = &tenant_totals_[slot->id.tenant];
+  ++slot->tenant->actors;
   actors_.emplace(slot->key, slot);
   slot->by_activity = by_activity_.insert(by_activity_.end(), slot.get());
   if (sweep_timer_ == 0) ScheduleSweep();
@@ -1054,6 +1058,7 @@ void ActorRuntime::Close(const std::shared_ptr<Slot>& slot, UnloadReason reason)
 
 void ActorRuntime::CloseDone(const std::shared_ptr<Slot>& slot, UnloadReason reason) {
   state_bytes_ -= slot->state_bytes;
+  slot->tenant->state_bytes -= slot->state_bytes;
   slot->state_bytes = 0;
   storage_.Close(slot->id, std::move(slot->storage));
   if (reason == UnloadReason::kHibernated) {
@@ -1083,6 +1088,9 @@ void ActorRuntime::CloseDone(const std::shared_ptr<Slot>& slot, UnloadReason rea
 
 void ActorRuntime::Forget(Slot& slot) {
   ForgetInstance(slot);
+  // Its state was taken off in CloseDone, or never counted (a failed start).
+  if (--slot.tenant->actors == 0) tenant_totals_.erase(slot.id.tenant);
+  slot.tenant = nullptr;
   by_activity_.erase(slot.by_activity);
   actors_.erase(slot.key);  // last: it may hold the last reference to the slot
 }

@@ -285,7 +285,7 @@ class ActorRuntime final : public EventHost {
   // The budget's figure by tenant, largest first (every resident actor's tenant). The part
   // of the workers' heaps no instance holds (V8's own start-up heap, the modules' objects,
   // garbage not collected yet) belongs to no tenant: it is stats().memory_bytes less the
-  // sum. Walks every resident actor: for scrapes and tests.
+  // sum. Kept per tenant as actors change (tenant_totals_): as cheap as the tenants are few.
   std::vector<TenantMemory> MemoryByTenant() const;
   const Histogram& event_seconds() const { return event_seconds_; }
   const RuntimeOptions& options() const { return options_; }
@@ -376,6 +376,16 @@ class ActorRuntime final : public EventHost {
   std::uint64_t state_bytes_ = 0;
   std::uint64_t instance_heap_bytes_ = 0;
   std::uint64_t instance_reserved_bytes_ = 0;
+  // The same parts per tenant, kept as the totals above are, for MemoryByTenant: a scrape
+  // of /metrics reads them without walking every resident actor (a walk of 50,000 held the
+  // loop about 40 ms). A tenant's entry goes with its last resident actor.
+  struct TenantTotals {
+    std::uint64_t linear_bytes = 0;
+    std::uint64_t state_bytes = 0;
+    std::uint64_t instance_heap_bytes = 0;
+    std::size_t actors = 0;
+  };
+  std::unordered_map<std::string, TenantTotals> tenant_totals_;
   struct WorkerMemory {
     std::uint64_t heap_bytes = 0;  // measured after its last job that could change it
     MonoTime last_collection{};

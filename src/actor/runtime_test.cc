@@ -498,6 +498,57 @@ TEST_F(RuntimeTest, MemoryIsCountedAsItIsReallyUsed) {
       << text;
 }
 
+// The breakdown by tenant is kept as actors come and go, not walked from them: at every
+// point its tenants add up to what the budget counts for actors (linear memory, state,
+// instances' heap and bookkeeping), an instance dropped leaves its tenant's figure, and a
+// tenant whose last actor left memory leaves the breakdown.
+TEST_F(RuntimeTest, TheBreakdownByTenantFollowsActorsAsTheyComeAndGo) {
+  RuntimeOptions o = Options();
+  o.workers = 1;
+  o.idle_instance = std::chrono::milliseconds(40);
+  o.idle_hibernate = std::chrono::milliseconds(400);
+  Harness h(o);
+  h.Deploy("mem", Actors("memory_probe"));
+  auto sums_match = [&](const char* when) {
+    const RuntimeStats s = h.runtime().stats();
+    double total = 0;
+    std::size_t actors = 0;
+    for (const TenantMemory& t : h.runtime().MemoryByTenant()) {
+      total += t.bytes;
+      actors += t.actors;
+    }
+    EXPECT_EQ(total, double(s.linear_bytes + s.state_bytes + s.instance_heap_bytes + s.bookkeeping_bytes)) << when;
+    EXPECT_EQ(actors, s.resident_actors) << when;
+  };
+  ASSERT_TRUE(h.Call("greedy/mem/a", MakeRequest("POST", "/")).ok());  // touches 1 MiB
+  ASSERT_TRUE(h.Call("frugal/mem/a", MakeRequest("GET", "/")).ok());
+  ASSERT_TRUE(h.Call("frugal/mem/b", MakeRequest("GET", "/")).ok());
+  sums_match("three actors with instances");
+  auto tenants = h.runtime().MemoryByTenant();
+  ASSERT_EQ(tenants.size(), 2u);
+  EXPECT_EQ(tenants[0].tenant, "greedy") << "the most first";
+  EXPECT_GE(tenants[0].bytes, double(1u << 20));
+  EXPECT_EQ(tenants[1].actors, 2u);
+
+  h.RunFor(std::chrono::milliseconds(150));  // instances dropped, actors still resident
+  EXPECT_EQ(h.runtime().stats().instances, 0u);
+  EXPECT_EQ(h.runtime().stats().resident_actors, 3u);
+  sums_match("warm but not instantiated");
+  tenants = h.runtime().MemoryByTenant();
+  ASSERT_EQ(tenants.size(), 2u);
+  EXPECT_LT(tenants[0].bytes + tenants[1].bytes, double(1u << 20)) << "greedy's touched memory went with its instance";
+
+  ASSERT_TRUE(h.Call("frugal/mem/a", MakeRequest("GET", "/")).ok());
+  h.RunFor(std::chrono::milliseconds(300));  // greedy/mem/a and frugal/mem/b hibernate
+  EXPECT_FALSE(h.runtime().IsResident(ActorId{"greedy", "mem", "a"}));
+  EXPECT_TRUE(h.runtime().IsResident(ActorId{"frugal", "mem", "a"}));
+  sums_match("one actor left");
+  tenants = h.runtime().MemoryByTenant();
+  ASSERT_EQ(tenants.size(), 1u) << "a tenant with no resident actor leaves the breakdown";
+  EXPECT_EQ(tenants[0].tenant, "frugal");
+  EXPECT_EQ(tenants[0].actors, 1u);
+}
+
 // An actor that touches all of its linear memory is charged all of it, one that touches
 // none is charged none of it, whatever both have mapped; reading pages counts as touching
 // them, so memory cannot be used unseen; a grown table is charged on the heap. The
