@@ -377,8 +377,9 @@ class ActorRuntime final : public EventHost {
   std::uint64_t instance_heap_bytes_ = 0;
   std::uint64_t instance_reserved_bytes_ = 0;
   // The same parts per tenant, kept as the totals above are, for MemoryByTenant: a scrape
-  // of /metrics reads them without walking every resident actor (a walk of 50,000 held the
-  // loop about 40 ms). A tenant's entry goes with its last resident actor.
+  // of /metrics reads them without walking every resident actor (with 50,000 resident, the
+  // loop thread ran 39-43 ms without a break at each scrape, in a scheduler trace). A
+  // tenant's entry goes with its last resident actor.
   struct TenantTotals {
     std::uint64_t linear_bytes = 0;
     std::uint64_t state_bytes = 0;
