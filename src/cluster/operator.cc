@@ -79,7 +79,7 @@ Task<Result<std::vector<NodeStatus>>> ClusterStatus(Env& env, ObjectStore& store
 
 namespace {
 // One read and one conditional write; *overtaken: the write was refused because the node
-// wrote after the read (the only refusal worth another attempt).
+// wrote after the read (a refusal worth another attempt).
 Task<Result<FenceOutcome>> FenceOnce(Env& env, ObjectStore& store, NodeId node_id, LeaseTiming timing,
                                     std::optional<Version> if_match, bool force, BrokenModels broken, bool* overtaken);
 }  // namespace
@@ -88,12 +88,28 @@ Task<Result<FenceOutcome>> OperatorFence(Env& env, ObjectStore& store, NodeId no
                                          std::optional<Version> if_match, bool force, BrokenModels broken) {
   if (Status s = ValidateNodeId(node_id); !s.ok()) co_return s;
   // Only a fence decided on the caller's own read (if_match) is tried once; otherwise a
-  // renewal that landed between our read and our write is read again (operator.h).
+  // renewal that landed between our read and our write is read again, and so is a request
+  // the bucket failed without deciding (operator.h).
   const int attempts = if_match ? 1 : kOperatorFenceAttempts;
+  bool maybe_written = false;  // an earlier attempt's write may have landed (reply lost)
   for (int attempt = 1;; ++attempt) {
     bool overtaken = false;
     Result<FenceOutcome> out = co_await FenceOnce(env, store, node_id, timing, if_match, force, broken, &overtaken);
-    if (!overtaken || attempt >= attempts) co_return out;
+    if (out.ok()) {
+      // Found fenced after a write whose reply was lost: most likely that write. Said as
+      // written, so the command does not claim someone else had fenced it.
+      if (!out->written && maybe_written) out->written = true;
+      co_return out;
+    }
+    const bool transient = out.code() == Code::kRetryable || out.code() == Code::kUnknownOutcome;
+    if ((!overtaken && !transient) || attempt >= attempts) co_return out;
+    maybe_written = maybe_written || out.code() == Code::kUnknownOutcome;
+    if (transient) {
+      // The bucket failed the request (throttled, timed out, connection lost): a moment's
+      // pause before reading again. A renewal that overtook the write is read at once (the
+      // next one is a heartbeat period away).
+      if (!co_await env.SleepFor(kOperatorFenceRetryPause)) co_return out;
+    }
   }
 }
 

@@ -50,13 +50,18 @@ struct FenceOutcome {
 // if_match, at once; without, after kOperatorFenceAttempts reads each overtaken by a write
 // of the node (a live node renews every heartbeat period, and a fence read just before a
 // renewal loses to it: each attempt reads again and fences what it read, so each is as
-// safe as the first).
+// safe as the first). Without if_match, a request the bucket failed without deciding
+// (kRetryable, kUnknownOutcome: throttled, timed out, reply lost) is also tried again, after
+// kOperatorFenceRetryPause, within the same kOperatorFenceAttempts; a fence found in place
+// after a write whose reply was lost is reported as written. A loaded bucket (the CI's,
+// under the whole test suite) took longer than one heartbeat period for a read and a write.
 //
 // A fence created over an absent object is dated by the operator's clock, which nothing
 // else bounds: it is compared first with the bucket's (ObjectStore::BucketTime), and the
 // fence is refused (kPreconditionFailed, nothing written) when the two differ by more than
 // max_skew, unless `force`. broken: tests only (base/broken_models.h).
-inline constexpr int kOperatorFenceAttempts = 5;
+inline constexpr int kOperatorFenceAttempts = 8;
+inline constexpr Duration kOperatorFenceRetryPause = std::chrono::milliseconds(200);
 Task<Result<FenceOutcome>> OperatorFence(Env& env, ObjectStore& store, NodeId node_id,
                                          LeaseTiming timing, std::optional<Version> if_match,
                                          bool force = false, BrokenModels broken = {});

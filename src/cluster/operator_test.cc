@@ -153,6 +153,52 @@ TEST_F(OperatorTest, AFenceOvertakenByARenewalReadsAgainAndFencesTheRenewal) {
   EXPECT_EQ(always.renewals, 0);
 }
 
+// A bucket that fails requests without deciding them (throttled, timed out, the reply of a
+// write lost after it landed): the fence reads again after a pause and fences, and a fence
+// found in place after a lost reply is reported as written. With if_match (a decision on
+// the caller's own read) nothing is tried again.
+struct FailsFirstRequests : StoreWrapper {
+  FailsFirstRequests(ObjectStore& inner, MemBucket& bucket) : StoreWrapper(inner), bucket(bucket) {}
+  Task<Result<GetOutput>> Get(std::string key, CallOptions options) override {
+    if (failed_gets < 1) {
+      ++failed_gets;
+      co_return Retryable("503 Slow Down (staged)");
+    }
+    co_return co_await StoreWrapper::Get(std::move(key), options);
+  }
+  Task<Result<Version>> Put(std::string key, std::string body, Precondition condition, CallOptions options) override {
+    if (lost_replies < 1) {
+      ++lost_replies;
+      (void)bucket.ApplyPut(key, body, condition);  // it landed; the reply did not come back
+      co_return UnknownOutcome("timed out after sending (staged)");
+    }
+    co_return co_await StoreWrapper::Put(std::move(key), std::move(body), std::move(condition), options);
+  }
+  MemBucket& bucket;
+  int failed_gets = 0;
+  int lost_replies = 0;
+};
+
+TEST_F(OperatorTest, AFenceTriesAgainWhenTheBucketFailsWithoutDeciding) {
+  NodeRecord r = Live("a");
+  ASSERT_TRUE(bucket->ApplyPut("nodes/a", EncodeNodeRecord(r), Precondition::None()).ok());
+  FailsFirstRequests flaky(store, *bucket);
+  auto out = Run(OperatorFence(env, flaky, NodeId("a"), timing, std::nullopt));
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_TRUE(out->written) << "its own write, whose reply was lost";
+  EXPECT_EQ(flaky.failed_gets, 1);
+  EXPECT_EQ(flaky.lost_replies, 1);
+  EXPECT_EQ(Read("a").state, LeaseState::kFenced);
+  EXPECT_EQ(Read("a").written_at, r.written_at);
+
+  ASSERT_TRUE(bucket->ApplyPut("nodes/a", EncodeNodeRecord(Live("a")), Precondition::None()).ok());
+  const Version v = bucket->objects().at("nodes/a").version;
+  FailsFirstRequests once(store, *bucket);
+  EXPECT_EQ(Run(OperatorFence(env, once, NodeId("a"), timing, v)).code(), Code::kRetryable)
+      << "with if_match the caller decides";
+  EXPECT_EQ(Read("a").state, LeaseState::kLive);
+}
+
 TEST_F(OperatorTest, FenceRefusesAnOldFormatAndBadIds) {
   ASSERT_TRUE(bucket->ApplyPut("nodes/old", "wasmkeep-node 2\nwritten_at_ms 1\n", Precondition::None()).ok());
   EXPECT_EQ(Run(OperatorFence(env, store, NodeId("old"), timing, std::nullopt)).code(), Code::kInvalidArgument);

@@ -163,7 +163,7 @@ check "node m writes to t/c/fm" 'wait_for 20 "grep -sq \"^acked \" \"$work/m.out
 start_acquiring n n 15 "" WASMKEEP_DEBUG_WRITER="t/c/fm" WASMKEEP_DEBUG_WRITER_OPTIONS="writes=1"
 wait_ready 15 15
 sleep 1
-check "cluster fence m succeeds" 'W cluster fence m >/dev/null 2>&1'
+check "cluster fence m succeeds" 'W cluster fence m >"$work/fence-m.out" 2>&1 || { sed "s/^/     /" "$work/fence-m.out"; false; }'
 fenced_at_ms=$(date +%s%3N)
 free_at_ms=$(( $(written_at_ms nodes/m) + 3000 ))
 wait_exit "$pid_m" 5
