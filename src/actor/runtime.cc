@@ -772,9 +772,7 @@ void ActorRuntime::ExecutionDone(const std::shared_ptr<Slot>& slot, MemoryUse me
   slot->state = Slot::State::kReady;
   slot->last_active = env_.MonoNow();
   by_activity_.splice(by_activity_.end(), by_activity_, slot->by_activity);
-  state_bytes_ = state_bytes_ - slot->state_bytes + memory.state;
-  slot->tenant->state_bytes = slot->tenant->state_bytes - slot->state_bytes + memory.state;
-  slot->state_bytes = memory.state;
+  SetStateBytes(*slot, memory.state);
   worker_memory_[slot->worker].heap_bytes = memory.heap;
   worker_memory_[slot->worker].last_event = slot->last_active;
   SetInstanceMemory(*slot, memory);
@@ -800,14 +798,28 @@ void ActorRuntime::SetInstanceMemory(Slot& slot, const MemoryUse& memory) {
   }
   instance_reserved_bytes_ = instance_reserved_bytes_ - slot.reserved_bytes + memory.reserved;
   slot.reserved_bytes = memory.reserved;
-  linear_bytes_ = linear_bytes_ - slot.linear_bytes + memory.linear;
+  SetLinearBytes(slot, memory.linear);
   linear_mapped_bytes_ = linear_mapped_bytes_ - slot.linear_mapped_bytes + memory.linear_mapped;
-  instance_heap_bytes_ = instance_heap_bytes_ - slot.instance_heap_bytes + memory.instance_heap;
-  slot.tenant->linear_bytes = slot.tenant->linear_bytes - slot.linear_bytes + memory.linear;
-  slot.tenant->instance_heap_bytes = slot.tenant->instance_heap_bytes - slot.instance_heap_bytes + memory.instance_heap;
-  slot.linear_bytes = memory.linear;
   slot.linear_mapped_bytes = memory.linear_mapped;
-  slot.instance_heap_bytes = memory.instance_heap;
+  SetInstanceHeapBytes(slot, memory.instance_heap);
+}
+
+void ActorRuntime::SetLinearBytes(Slot& slot, std::uint64_t bytes) {
+  linear_bytes_ = linear_bytes_ - slot.linear_bytes + bytes;
+  slot.tenant->linear_bytes = slot.tenant->linear_bytes - slot.linear_bytes + bytes;
+  slot.linear_bytes = bytes;
+}
+
+void ActorRuntime::SetStateBytes(Slot& slot, std::uint64_t bytes) {
+  state_bytes_ = state_bytes_ - slot.state_bytes + bytes;
+  slot.tenant->state_bytes = slot.tenant->state_bytes - slot.state_bytes + bytes;
+  slot.state_bytes = bytes;
+}
+
+void ActorRuntime::SetInstanceHeapBytes(Slot& slot, std::uint64_t bytes) {
+  instance_heap_bytes_ = instance_heap_bytes_ - slot.instance_heap_bytes + bytes;
+  slot.tenant->instance_heap_bytes = slot.tenant->instance_heap_bytes - slot.instance_heap_bytes + bytes;
+  slot.instance_heap_bytes = bytes;
 }
 
 void ActorRuntime::ForgetInstance(Slot& slot) {
@@ -819,14 +831,10 @@ void ActorRuntime::ForgetInstance(Slot& slot) {
   worker_memory_[slot.worker].uncollected_reserved_bytes += slot.reserved_bytes;
   ++worker_memory_[slot.worker].uncollected_memories;
   slot.reserved_bytes = 0;
-  linear_bytes_ -= slot.linear_bytes;
+  SetLinearBytes(slot, 0);
   linear_mapped_bytes_ -= slot.linear_mapped_bytes;
-  instance_heap_bytes_ -= slot.instance_heap_bytes;
-  slot.tenant->linear_bytes -= slot.linear_bytes;
-  slot.tenant->instance_heap_bytes -= slot.instance_heap_bytes;
-  slot.linear_bytes = 0;
   slot.linear_mapped_bytes = 0;
-  slot.instance_heap_bytes = 0;
+  SetInstanceHeapBytes(slot, 0);
 }
 
 void ActorRuntime::DropInstance(Slot& slot, DropReason reason) {
@@ -1057,9 +1065,7 @@ void ActorRuntime::Close(const std::shared_ptr<Slot>& slot, UnloadReason reason)
 }
 
 void ActorRuntime::CloseDone(const std::shared_ptr<Slot>& slot, UnloadReason reason) {
-  state_bytes_ -= slot->state_bytes;
-  slot->tenant->state_bytes -= slot->state_bytes;
-  slot->state_bytes = 0;
+  SetStateBytes(*slot, 0);
   storage_.Close(slot->id, std::move(slot->storage));
   if (reason == UnloadReason::kHibernated) {
     ++stats_.hibernations;

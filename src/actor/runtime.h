@@ -318,6 +318,11 @@ class ActorRuntime final : public EventHost {
   // (ForgetInstance: the instance is gone, or its destruction is queued on its worker).
   void SetInstanceMemory(Slot& slot, const MemoryUse& memory);
   void ForgetInstance(Slot& slot);
+  // Sets one part the budget counts for an actor, in its slot, the node's total and its
+  // tenant's (tenant_totals_) alike.
+  void SetLinearBytes(Slot& slot, std::uint64_t bytes);
+  void SetStateBytes(Slot& slot, std::uint64_t bytes);
+  void SetInstanceHeapBytes(Slot& slot, std::uint64_t bytes);
   // Drops the instance of an idle actor that has one; it stays resident.
   enum class DropReason : std::uint8_t { kIdle, kMemory, kLimit };
   void DropInstance(Slot& slot, DropReason reason);

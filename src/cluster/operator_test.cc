@@ -156,7 +156,9 @@ TEST_F(OperatorTest, AFenceOvertakenByARenewalReadsAgainAndFencesTheRenewal) {
 // A bucket that fails requests without deciding them (throttled, timed out, the reply of a
 // write lost after it landed): the fence reads again after a pause and fences, and a fence
 // found in place after a lost reply is reported as written. With if_match (a decision on
-// the caller's own read) nothing is tried again.
+// the caller's own read) nothing is tried again. (No broken-model switch: with transient
+// failures not retried in OperatorFence, the first fence returns the staged 503 and this
+// fails; checked by hand.)
 struct FailsFirstRequests : StoreWrapper {
   FailsFirstRequests(ObjectStore& inner, MemBucket& bucket) : StoreWrapper(inner), bucket(bucket) {}
   Task<Result<GetOutput>> Get(std::string key, CallOptions options) override {

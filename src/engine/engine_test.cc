@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <thread>
 
@@ -69,6 +70,27 @@ class EngineTest : public ::testing::Test {
     auto instance = worker.Instantiate(*module, &ctx_, milliseconds(1000));
     EXPECT_TRUE(instance.ok()) << instance.status().ToString();
     return std::move(*instance);
+  }
+
+  // Makes `count` instances of `module` on a fresh worker one after another, keeping the
+  // last `keep` alive (the rest become garbage) and calling `each` on every one made; returns
+  // the collections of `cause` meanwhile, counted from a clean heap.
+  std::uint64_t Churn(const std::shared_ptr<const Module>& module, WorkerOptions options, GcCause cause, int count,
+                      std::size_t keep, const std::function<void(Worker&, Instance&, int)>& each = {}) {
+    Worker worker(*engine_, options);
+    worker.CollectGarbage();
+    const auto c = static_cast<std::size_t>(cause);
+    const std::uint64_t before = engine_->stats().collections[c];
+    std::vector<std::unique_ptr<Instance>> live;
+    for (int i = 0; i < count; ++i) {
+      auto instance = worker.Instantiate(module, &ctx_, milliseconds(1000));
+      EXPECT_TRUE(instance.ok()) << instance.status().ToString();
+      if (!instance.ok()) break;
+      if (each) each(worker, **instance, i);
+      live.push_back(std::move(*instance));
+      if (live.size() > keep) live.erase(live.begin());
+    }
+    return engine_->stats().collections[c] - before;
   }
 
   static Engine* engine_;
@@ -262,20 +284,10 @@ TEST_F(EngineTest, LinearMemoriesAreCountedUntilV8CollectsThem) {
 TEST_F(EngineTest, AGcFloorHoldsOffV8sFullCollectionsWhileInstancesComeAndGo) {
   auto module = Compile("good", {}, {});  // one page, at most four
   ASSERT_TRUE(module.ok()) << module.status().ToString();
-  const auto full = static_cast<std::size_t>(GcCause::kFull);
-  auto churn = [&](std::uint64_t floor) -> std::uint64_t {
-    Worker worker(*engine_, WorkerOptions{.gc_floor_bytes = floor, .count_touched_memory = false});
-    worker.CollectGarbage();
-    const std::uint64_t before = engine_->stats().collections[full];
-    std::vector<std::unique_ptr<Instance>> live;
-    for (int i = 0; i < 600; ++i) {
-      auto instance = worker.Instantiate(*module, &ctx_, milliseconds(1000));
-      EXPECT_TRUE(instance.ok()) << instance.status().ToString();
-      if (!instance.ok()) break;
-      live.push_back(std::move(*instance));
-      if (live.size() > 100) live.erase(live.begin());  // a hundred alive, the rest garbage
-    }
-    return engine_->stats().collections[full] - before;
+  // A hundred alive, the rest garbage.
+  auto churn = [&](std::uint64_t floor) {
+    return Churn(*module, WorkerOptions{.gc_floor_bytes = floor, .count_touched_memory = false}, GcCause::kFull, 600,
+                 100);
   };
   const std::uint64_t without_floor = churn(0);
   const std::uint64_t with_floor = churn(64ull << 20);
@@ -296,26 +308,16 @@ TEST_F(EngineTest, AGcFloorHoldsOffV8sFullCollectionsWhileInstancesComeAndGo) {
 TEST_F(EngineTest, V8CountsALinearMemoryByThePagesItsInstanceTouched) {
   auto module = Compile("touch_memory", {}, {});
   ASSERT_TRUE(module.ok()) << module.status().ToString();
-  const auto external = static_cast<std::size_t>(GcCause::kExternalMemory);
-  auto churn = [&](bool count_touched, const char* call) -> std::uint64_t {
-    Worker worker(*engine_, WorkerOptions{.gc_floor_bytes = 128ull << 20, .count_touched_memory = count_touched});
-    worker.CollectGarbage();
-    const std::uint64_t before = engine_->stats().collections[external];
-    std::vector<std::unique_ptr<Instance>> live;
-    for (int i = 0; i < 300; ++i) {
-      auto instance = worker.Instantiate(*module, &ctx_, milliseconds(1000));
-      EXPECT_TRUE(instance.ok()) << instance.status().ToString();
-      if (!instance.ok()) break;
-      EXPECT_TRUE((*instance)->Call(call, &ctx_, milliseconds(1000)).ok()) << call;
-      live.push_back(std::move(*instance));
-      if (live.size() > 10) live.erase(live.begin());
+  auto churn = [&](bool count_touched, const char* call) {
+    const WorkerOptions options{.gc_floor_bytes = 128ull << 20, .count_touched_memory = count_touched};
+    return Churn(*module, options, GcCause::kExternalMemory, 300, 10, [&](Worker& worker, Instance& instance, int i) {
+      EXPECT_TRUE(instance.Call(call, &ctx_, milliseconds(1000)).ok()) << call;
       worker.PumpMessageLoop();
       // Half way, a collection frees the memories thrown away so far: V8 takes their whole
       // size off its count, and the instantiations after it must not be counted any more
       // for that (the count's base follows it down).
       if (i == 150) worker.CollectGarbage();
-    }
-    return engine_->stats().collections[external] - before;
+    });
   };
   const std::uint64_t whole = churn(false, "none");
   const std::uint64_t touched = churn(true, "none");
