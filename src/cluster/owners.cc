@@ -1,6 +1,7 @@
 #include "cluster/owners.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "base/log.h"
 #include "cluster/first_generation.h"
@@ -98,7 +99,7 @@ HoldView Owners::Register(const ActorId& actor, Generation g, Version v, std::ui
     Park(actor, g, state->version);
     return view;
   }
-  holds_[actor] = std::move(state);
+  PutHold(actor, std::move(state));
   return view;
 }
 
@@ -155,10 +156,19 @@ void Owners::SetLeaving(const ActorId& actor, bool leaving) {
   }
 }
 
-std::size_t Owners::system_holds() const {
-  std::size_t n = 0;
-  for (const auto& [a, h] : holds_) n += IsSystemActor(a) ? 1 : 0;
-  return n;
+void Owners::PutHold(const ActorId& actor, std::shared_ptr<HoldState> state) {
+  const bool inserted = holds_.insert_or_assign(actor, std::move(state)).second;
+  if (inserted && IsSystemActor(actor)) ++system_holds_;
+}
+
+void Owners::EraseHold(std::map<ActorId, std::shared_ptr<HoldState>>::iterator it) {
+  if (IsSystemActor(it->first)) --system_holds_;
+  holds_.erase(it);
+}
+
+std::map<ActorId, std::shared_ptr<HoldState>> Owners::TakeAllHolds() {
+  system_holds_ = 0;
+  return std::exchange(holds_, {});
 }
 
 std::vector<ActorId> Owners::HeldActors() const {
@@ -319,7 +329,7 @@ Task<Status> Owners::Release(ActorId actor) {
   if (it == holds_.end()) co_return Status::Ok();
   std::shared_ptr<HoldState> hold = it->second;
   hold->alive = false;  // stop acting first, whatever the reply
-  holds_.erase(it);
+  EraseHold(it);
 
   const std::string key = OwnerKey(actor);
   const OwnerRecord nobody = OwnerRecord::Nobody(hold->generation);
@@ -344,8 +354,7 @@ Task<Status> Owners::Release(ActorId actor) {
 void Owners::OnLapse() {
   if (broken_.on(BrokenModel::kLapseKeepsHolds)) return;
   // Every hold ends at once into the pending releases (ADR §3).
-  auto ended = std::move(holds_);
-  holds_.clear();
+  auto ended = TakeAllHolds();
   for (auto& [actor, hold] : ended) {
     hold->alive = false;
     Park(actor, hold->generation, hold->version);
@@ -355,8 +364,7 @@ void Owners::OnLapse() {
 
 void Owners::OnLost() {
   // Dropped without releasing: the fence (or the other instance) frees the records.
-  auto ended = std::move(holds_);
-  holds_.clear();
+  auto ended = TakeAllHolds();
   for (auto& [actor, hold] : ended) {
     hold->alive = false;
     ++stats_.dropped_holds;

@@ -363,6 +363,43 @@ TEST_F(OwnersTest, ADrainReleasesTenantsActorsBeforeSystemActors) {
   EXPECT_EQ(released, (std::vector<std::string>{"owners/0t/c/x", "owners/t/c/y", "owners/_alarms/shard/00"}));
 }
 
+// wasmkeep_holds_system (and wasmkeep_holds_resident, holds() less it) reads a count kept as
+// holds come and go: it follows acquisitions, a release, re-acquiring a held actor, and a
+// lapse that ends every hold at once. (Checked to fail with EraseHold not counting down.)
+TEST_F(OwnersTest, TheSystemHoldsCountFollowsHoldsAsTheyComeAndGo) {
+  Proc a(world, bucket, "a", "ia");
+  bool outage = false;
+  a.store.set_fault_hook([&outage](const OpInfo&) {
+    OpFault f;
+    if (outage) f.fail_before_apply = Retryable("outage");
+    return f;
+  });
+  Ready(a);
+  Owners& owners = a.node.owners();
+  const ActorId shard0{"_alarms", "shard", "00"};
+  const ActorId shard1{"_alarms", "shard", "01"};
+  for (const ActorId& x : {shard0, shard1, actor, Nth(1)}) {
+    ASSERT_EQ(Run(a.env, owners.Acquire(x)).kind, AcquireResult::Kind::kAcquired);
+  }
+  EXPECT_EQ(owners.holds(), 4u);
+  EXPECT_EQ(owners.system_holds(), 2u);
+  ASSERT_EQ(Run(a.env, owners.Acquire(shard0)).kind, AcquireResult::Kind::kAcquired);
+  EXPECT_EQ(owners.system_holds(), 2u) << "acquiring a held actor again is not a second hold";
+  ASSERT_TRUE(Run(a.env, owners.Release(shard1)).ok());
+  ASSERT_TRUE(Run(a.env, owners.Release(actor)).ok());
+  EXPECT_EQ(owners.holds(), 2u);
+  EXPECT_EQ(owners.system_holds(), 1u);
+  outage = true;  // the lease lapses: every hold ends at once
+  world.RunFor(seconds(10));
+  EXPECT_EQ(owners.holds(), 0u);
+  EXPECT_EQ(owners.system_holds(), 0u);
+  outage = false;
+  world.RunFor(seconds(5));
+  ASSERT_TRUE(a.node.lease().IsValid());
+  ASSERT_EQ(Run(a.env, owners.Acquire(shard1)).kind, AcquireResult::Kind::kAcquired);
+  EXPECT_EQ(owners.system_holds(), 1u);
+}
+
 // An unresolved acquire whose write never lands is closed: after ttl + grace the resolver
 // writes `nobody` at the generation tried, conditioned as the lost write was, so the lost
 // write can never land; the entry ends and a drain reports drained. (Fails with the broken
