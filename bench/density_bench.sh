@@ -20,7 +20,9 @@
 #      a time: warm-call p50/p99. Over 1,000 actors every instance is still alive; over
 #      50,000 the first pass took longer than actors.idle_instance_ms (10 s by default), so
 #      the early ones lost their instances meanwhile (warm but not instantiated) and
-#      instantiate again: the system's own behaviour at that density, measured as is;
+#      instantiate again: the system's own behaviour at that density, measured as is; and
+#      where those events spent their time (wasmkeep_actor_event_phase_seconds: each phase's
+#      mean and p99 over the pass);
 #   5. idle: WasmKeep waits actors.idle_instance_ms plus 5 s, so every actor is warm but not
 #      instantiated, and RSS is read again: RSS per idle resident actor; then resident
 #      actors, evictions and instances dropped, and the counters' sum checked (2N).
@@ -212,6 +214,23 @@ pass_delta() {
   awk 'NR == FNR {b[$1] = $2; next} {d = $2 - b[$1]; if ($1 ~ /seconds/) printf "%s %.3f\n", $1, d; else printf "%s %d\n", $1, d}' \
     <(echo "$1") <(echo "$2") | sed 's/^wasmkeep_engine_//' | tr '\n' ';' | sed 's/;$//; s/;/; /g'
 }
+# The event phases' histograms (wasmkeep_actor_event_phase_seconds) and, from two snapshots,
+# each phase's mean and p99 over what happened between them (the p99 as the upper bound of the
+# bucket holding it).
+phase_snapshot() { curl -s "$url/metrics" | awk '/^wasmkeep_actor_event_phase_seconds_(bucket|sum|count)\{/ {print $1, $2}'; }
+phase_delta() {
+  awk 'NR == FNR {b[$1] = $2; next}
+    { d = $2 - b[$1]; match($1, /phase="[a-z]+"/); ph = substr($1, RSTART + 7, RLENGTH - 8)
+      if (!(ph in seen)) { seen[ph] = 1; order[++n] = ph }
+      if ($1 ~ /_count\{/) cnt[ph] = d
+      else if ($1 ~ /_sum\{/) sum[ph] = d
+      else if (match($1, /le="[^"]+"/)) { k[ph]++; le[ph, k[ph]] = substr($1, RSTART + 4, RLENGTH - 5); c[ph, k[ph]] = d } }
+    END { for (i = 1; i <= n; i++) { ph = order[i]; p99 = "?"
+            for (j = 1; j <= k[ph]; j++) if (c[ph, j] >= 0.99 * cnt[ph]) { p99 = le[ph, j]; break }
+            if (p99 != "?" && p99 != "+Inf") p99 = sprintf("%g", p99 * 1000)
+            printf "%s%s mean %.2f ms, p99 <= %s ms", (i > 1 ? "; " : ""), ph, cnt[ph] ? 1000 * sum[ph] / cnt[ph] : 0, p99 } }' \
+    <(echo "$1") <(echo "$2")
+}
 mib() { awk -v b="$1" 'BEGIN {printf "%.0f", b / 1048576}'; }
 
 # --- run -----------------------------------------------------------------------------------
@@ -252,11 +271,12 @@ for n in "${sizes[@]}"; do
       perf_pid=$!
       sleep 1
     fi
-    [ "$sys" = wasmkeep ] && pass_before=$(pass_snapshot) &&
+    [ "$sys" = wasmkeep ] && pass_before=$(pass_snapshot) && phases_before=$(phase_snapshot) &&
       memories_before="$(metric wasmkeep_engine_linear_memories) memories, $(mib "$(metric wasmkeep_engine_linear_reserved_bytes)") MiB reserved"
     run_pass "$prefix" 1 "$n" "$tmp/second.out"
     if [ "$sys" = wasmkeep ]; then
       pass_second=$(pass_delta "$pass_before" "$(pass_snapshot)")
+      phases_second=$(phase_delta "$phases_before" "$(phase_snapshot)")
       memories_after="$(metric wasmkeep_engine_linear_memories) memories, $(mib "$(metric wasmkeep_engine_linear_reserved_bytes)") MiB reserved"
     fi
     if [ -n "$perf_pid" ]; then kill -INT "$perf_pid"; wait "$perf_pid" || true; fi
@@ -293,6 +313,7 @@ for n in "${sizes[@]}"; do
       echo "   after the first pass: $resident resident, $instances with an instance; the budget counts $(mib "$budget_after") MiB ($(kib "$(awk -v b="$budget_after" -v n="$resident" 'BEGIN {print (n > 0 ? b / n : 0)}')") KiB per resident actor)"
       echo "   idle ${idle_wait} s later: RSS $((idle / 1024)) MiB: $per_idle KiB per idle resident actor; $resident_idle resident, $instances_idle with an instance; the budget counts $(mib "$budget_idle") MiB ($(kib "$(awk -v b="$budget_idle" -v n="$resident_idle" 'BEGIN {print (n > 0 ? b / n : 0)}')") KiB per resident actor): ${parts%, }"
       echo "   engine and store over the second pass: ${pass_second:-?}"
+      echo "   where the second pass's events spent their time: ${phases_second:-?}"
       echo "   linear memories V8 held: $memories_before before the second pass, $memories_after after it; reservation collections $(metric wasmkeep_actor_reservation_collections_total)"
       echo "   at the end: $resident_end resident; evicted $evicted, hibernated $hibernated, refused $refused; instances dropped: idle $dropped, memory $dropped_mem, limit $dropped_lim; RSS $(($(rss_kib "$server_pid") / 1024)) MiB"
       warm_p99[$n]=$(field "$second" p99)

@@ -21,6 +21,7 @@ packages=(
   libspdlog-dev libfmt-dev  # structured logging
   libpugixml-dev            # S3 XML responses (ListObjectsV2, errors)
   libsqlite3-dev            # sqlite://, the embedded bucket (SQLite 3.40)
+  libjemalloc-dev           # the wasmkeep binary's allocator (release builds)
   wasi-libc libclang-rt-14-dev-wasm32 wabt  # building actors: clang-14 --target=wasm32-wasi
   libc++-14-dev-wasm32 libc++abi-14-dev-wasm32  # the C++ layer of the actor SDK (sdk/c/wasmkeep.hpp)
   chromium chromium-driver python3-selenium  # the console's browser tests (tests/browser/)

@@ -198,6 +198,14 @@ struct ActorRuntime::Pending {
   AlarmEvent alarm;                // for an alarm event
   Latch<EventResult> done;
   MonoTime queued_at;
+  // Where the event's time went (wasmkeep_actor_event_phase_seconds), in real elapsed time:
+  // set on the loop (arrived, dispatched) and on its worker (started, ran), read on the loop
+  // once the answer is released (the worker's writes reach it through the hand-back post).
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point arrived = Clock::now();
+  Clock::time_point dispatched{};
+  Clock::time_point started{};
+  Clock::time_point ran{};
 };
 
 struct ActorRuntime::Slot : std::enable_shared_from_this<Slot> {
@@ -260,6 +268,7 @@ ActorRuntime::ActorRuntime(Env& env, engine::Engine& engine, ClassRegistry& clas
   worker_options.heap_limit_bytes = options_.isolate_heap_limit_bytes;
   worker_options.gc_floor_bytes =
       options_.isolate_gc_floor_bytes.value_or(DefaultIsolateGcFloor(options_.isolate_heap_limit_bytes));
+  worker_options.memory_pool_size = options_.memory_pool_size;
   for (int i = 0; i < n; ++i) workers_.push_back(std::make_unique<WorkerThread>(engine_, worker_options, options_.spin));
   worker_memory_.assign(workers_.size(), WorkerMemory{});
 }
@@ -324,6 +333,14 @@ void PublishRuntimeMetrics(MetricsRegistry& registry, const ActorRuntime& runtim
   counter("wasmkeep_actor_unloads_total", unloads, &RuntimeStats::evictions, {{"reason", "evicted"}});
   registry.AddHistogramView("wasmkeep_actor_event_seconds", "Time from an event's arrival to its released answer.",
                             runtime.event_seconds());
+  const std::string phases =
+      "Where a dispatched event's time went: queued behind the actor's earlier events (input), waiting for its "
+      "worker thread (worker), running there (run: instantiation, the module's call, its batch handed to storage), "
+      "then until its answer was released (output: the output gate's durability wait and the hand-back).";
+  for (std::size_t i = 0; i < kEventPhases.size(); ++i) {
+    registry.AddHistogramView("wasmkeep_actor_event_phase_seconds", phases, runtime.event_phase_seconds(i),
+                              {{"phase", std::string(kEventPhases[i])}});
+  }
   registry.AddCallbackGauge("wasmkeep_actor_resident", "Actors resident in memory.",
                             [&runtime] { return static_cast<double>(runtime.stats().resident_actors); });
   registry.AddCallbackGauge(
@@ -420,8 +437,16 @@ void PublishRuntimeMetrics(MetricsRegistry& registry, const ActorRuntime& runtim
                  [](const engine::EngineStats& s) { return s.collection_seconds_in_instantiations; }, {});
   registry.AddCallbackGauge(
       "wasmkeep_engine_linear_memories",
-      "Linear memories V8 holds: live instances' and thrown-away ones it has not collected yet.",
+      "Linear memories V8 holds: live instances', those kept for reuse, and thrown-away ones it has not collected "
+      "yet.",
       [&runtime] { return static_cast<double>(runtime.engine_stats().linear_memories); });
+  registry.AddCallbackGauge(
+      "wasmkeep_engine_linear_memories_pooled",
+      "Of those, the memories the workers keep zeroed for their modules' next instances.",
+      [&runtime] { return static_cast<double>(runtime.engine_stats().pooled_memories); });
+  engine_counter("wasmkeep_engine_linear_memory_reuses_total",
+                 "Instantiations given a kept memory (zeroed) instead of a new one.",
+                 [](const engine::EngineStats& s) { return static_cast<double>(s.reused_memories); }, {});
   registry.AddCallbackGauge(
       "wasmkeep_engine_linear_reserved_bytes",
       "Address space those memories reserve (each its maximum); V8 refuses more than about 1 TiB.",
@@ -584,13 +609,16 @@ void ActorRuntime::Pump(const std::shared_ptr<Slot>& slot) {
   Env* env = &env_;
   std::weak_ptr<bool> alive = alive_;
   auto shared_pending = std::make_shared<Pending>(std::move(pending));
+  shared_pending->dispatched = Pending::Clock::now();
   slot->inflight.push_back(shared_pending);
   auto stopping = stopping_;
   workers_[slot->worker]->Post([this, env, alive, slot, shared_pending, now_ms, stopping](engine::Worker& worker) {
     if (stopping->load()) return;  // the runtime is being destroyed; the event was answered
+    shared_pending->started = Pending::Clock::now();
     if (hooks_.on_event_start) hooks_.on_event_start(slot->id, slot->worker);
     ExecResult exec = Execute(worker, *slot, shared_pending->request, shared_pending->alarm, now_ms);
     if (hooks_.on_event_end) hooks_.on_event_end(slot->id, slot->worker, EventEnd{exec.call_outcome, exec.call_message});
+    shared_pending->ran = Pending::Clock::now();
     // The output gate: this event's answer waits until everything it may depend on (the
     // actor's last committed batch, its own or an earlier event's) is durable, and is
     // released only if the storage's hold is still valid then (storage.h), even for an
@@ -869,11 +897,13 @@ void ActorRuntime::CollectIfUncollected(std::size_t i) {
       w.uncollected_memories < kUncollectedMemories / workers_.size()) {
     return;
   }
+  // (Memories the workers keep for reuse are not garbage either: zeroed, they wait for the
+  // next instance; engine::WorkerOptions::memory_pool_size.)
   const engine::EngineStats e = engine_.stats();
-  const std::uint64_t live = instances_by_activity_.size();
+  const std::uint64_t live = instances_by_activity_.size() + e.pooled_memories;
+  const std::uint64_t live_reserved = instance_reserved_bytes_ + e.pooled_reserved_bytes;
   const std::uint64_t memories = e.linear_memories > live ? e.linear_memories - live : 0;
-  const std::uint64_t reserved =
-      e.linear_reserved_bytes > instance_reserved_bytes_ ? e.linear_reserved_bytes - instance_reserved_bytes_ : 0;
+  const std::uint64_t reserved = e.linear_reserved_bytes > live_reserved ? e.linear_reserved_bytes - live_reserved : 0;
   if (reserved < kUncollectedReservationBytes && memories < kUncollectedMemories) {
     w.uncollected_reserved_bytes = 0;  // collected meanwhile: count again from here
     w.uncollected_memories = 0;
@@ -982,8 +1012,18 @@ void ActorRuntime::Deliver(const std::shared_ptr<Slot>& slot, const std::shared_
   }
   ++stats_.events;
   if (!result.ok()) ++stats_.failed_events;
+  ObservePhases(*pending);
   pending->done.Set(std::move(result));
   AfterProgress(slot);
+}
+
+void ActorRuntime::ObservePhases(const Pending& p) {
+  using std::chrono::duration;
+  const auto seconds = [](Pending::Clock::duration d) { return duration<double>(d).count(); };
+  event_phase_seconds_[0].Observe(seconds(p.dispatched - p.arrived));
+  event_phase_seconds_[1].Observe(seconds(p.started - p.dispatched));
+  event_phase_seconds_[2].Observe(seconds(p.ran - p.started));
+  event_phase_seconds_[3].Observe(seconds(Pending::Clock::now() - p.ran));
 }
 
 void ActorRuntime::AfterProgress(const std::shared_ptr<Slot>& slot) {

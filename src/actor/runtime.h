@@ -52,6 +52,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <deque>
@@ -61,6 +62,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "actor/alarm_event.h"
@@ -112,6 +114,10 @@ struct RuntimeOptions {
   // pauses while instances are made and dropped, for up to this much more memory per
   // worker). Unset: DefaultIsolateGcFloor(isolate_heap_limit_bytes); 0: V8's own heuristics.
   std::optional<std::uint64_t> isolate_gc_floor_bytes;
+  // Linear memories each worker keeps zeroed for its modules' next instances
+  // (engine::WorkerOptions::memory_pool_size); 0: each memory goes with its instance. Not a
+  // node setting: the engine's default serves (tests turn it off to throw memories away).
+  std::size_t memory_pool_size = engine::kDefaultMemoryPoolSize;
   // The wall clock events see, in ms since the epoch. Default: the Env's WallNow. Tests
   // replace it to move time.
   std::function<std::int64_t()> wall_clock_ms;
@@ -157,6 +163,11 @@ inline constexpr std::uint64_t kResidentActorBookkeepingBytes = 4096;
 // Series of wasmkeep_actor_tenant_memory_bytes: the tenants holding the most memory get one
 // each, the others are summed under tenant="_other" (a tenant name never starts with "_").
 inline constexpr std::size_t kMaxTenantMemorySeries = 50;
+// The phases of an event that ran on a worker (wasmkeep_actor_event_phase_seconds, by label
+// `phase`): from its arrival to its dispatch to its worker (input: the actor's earlier events
+// first), to the start on the worker thread (worker: events of other actors on the same
+// worker first), to the end of its run there (run), to its released answer (output).
+inline constexpr std::array<std::string_view, 4> kEventPhases = {"input", "worker", "run", "output"};
 
 // Checks the options; the error names the setting.
 Status ValidateRuntimeOptions(const RuntimeOptions& options);
@@ -288,6 +299,8 @@ class ActorRuntime final : public EventHost {
   // sum. Kept per tenant as actors change (tenant_totals_): as cheap as the tenants are few.
   std::vector<TenantMemory> MemoryByTenant() const;
   const Histogram& event_seconds() const { return event_seconds_; }
+  // Of events that ran on a worker, one phase of their time (kEventPhases[phase]).
+  const Histogram& event_phase_seconds(std::size_t phase) const { return event_phase_seconds_[phase]; }
   const RuntimeOptions& options() const { return options_; }
 
  private:
@@ -411,6 +424,13 @@ class ActorRuntime final : public EventHost {
   std::shared_ptr<std::atomic<bool>> stopping_ = std::make_shared<std::atomic<bool>>(false);
   // Seconds from an event's arrival to its released answer.
   Histogram event_seconds_{{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}};
+  // The same, by phase (kEventPhases), from 100 us.
+  static std::vector<double> PhaseBounds() {
+    return {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+  }
+  std::array<Histogram, kEventPhases.size()> event_phase_seconds_{
+      Histogram(PhaseBounds()), Histogram(PhaseBounds()), Histogram(PhaseBounds()), Histogram(PhaseBounds())};
+  void ObservePhases(const Pending& p);
 };
 
 // Publishes the runtime's events, instances, unloads, latency and residency (base/metrics.h,

@@ -642,12 +642,17 @@ TEST_F(RuntimeTest, LiveInstancesStayWithinMaxInstances) {
 // critical collections inside the instantiation that meets the limit. With 4 GiB per actor,
 // 400 actors called once would need 1.6 TiB: live instances stay within
 // kLiveReservationBytes (the least recently active lose theirs, as for max_instances), and
-// thrown-away memories are collected before they fill the rest, so V8 never has to.
-TEST_F(RuntimeTest, LinearMemoryReservationsStayWithinV8sLimit) {
+// thrown-away memories are collected before they fill the rest, so V8 never has to. Without
+// the workers' memory pool (every dropped instance's memory thrown away) the runtime starts
+// those collections; with it the memories are zeroed and reused and none is needed.
+class LinearMemoryReservationTest : public RuntimeTest, public ::testing::WithParamInterface<std::size_t> {};
+
+TEST_P(LinearMemoryReservationTest, LinearMemoryReservationsStayWithinV8sLimit) {
   RuntimeOptions o = Options();
   o.workers = 1;
   o.limits.max_memory_bytes = 4ull << 30;
   o.memory_budget_bytes = 8ull << 30;
+  o.memory_pool_size = GetParam();
   Harness h(o);
   h.Deploy("nomax", Actors("no_max_memory"));
   ASSERT_TRUE(h.Call("t/nomax/first", MakeRequest("POST", "/")).ok());
@@ -655,6 +660,7 @@ TEST_F(RuntimeTest, LinearMemoryReservationsStayWithinV8sLimit) {
       << "the module declares no maximum: each instance reserves 4 GiB";
   const auto all_available = static_cast<std::size_t>(engine::GcCause::kAllAvailable);
   const std::uint64_t v8_collections = h.engine().stats().collections[all_available];
+  const std::uint64_t reused_before = h.engine().stats().reused_memories;
   std::uint64_t most_reserved = 0;
   for (int i = 0; i < 400; ++i) {
     auto r = h.Call("t/nomax/a" + std::to_string(i), MakeRequest("POST", "/"));
@@ -665,13 +671,21 @@ TEST_F(RuntimeTest, LinearMemoryReservationsStayWithinV8sLimit) {
   const RuntimeStats s = h.runtime().stats();
   EXPECT_EQ(s.instances, kLiveReservationBytes / o.limits.max_memory_bytes);
   EXPECT_GE(s.instances_dropped_limit, 401 - s.instances);
-  EXPECT_GT(s.reservation_collections, 0u);
+  if (o.memory_pool_size == 0) {
+    EXPECT_GT(s.reservation_collections, 0u);
+  } else {
+    EXPECT_EQ(s.reservation_collections, 0u) << "dropped instances' memories serve the next ones";
+    // (Each drop is queued on the worker before the next instantiation, which finds its memory.)
+    EXPECT_GE(h.engine().stats().reused_memories - reused_before, s.instances_dropped_limit);
+  }
   EXPECT_LT(most_reserved, engine::kLinearReservationLimitBytes) << "V8 held at most this much";
   EXPECT_EQ(h.engine().stats().collections[all_available], v8_collections)
       << "no instantiation had to collect to find address space";
   EXPECT_EQ(s.resident_actors, 401u) << "instances were dropped, not actors";
   EXPECT_TRUE(h.Call("t/nomax/a0", MakeRequest("POST", "/")).ok()) << "and made again";
 }
+INSTANTIATE_TEST_SUITE_P(Pool, LinearMemoryReservationTest, ::testing::Values(std::size_t{0}, engine::kDefaultMemoryPoolSize),
+                         [](const auto& info) { return info.param == 0 ? "WithoutPool" : "WithPool"; });
 
 // The sweep collects what dropped instances held, but does not stop a worker that is
 // running events for it (every event queued there would wait: the warm tail at 50,000

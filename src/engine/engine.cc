@@ -51,6 +51,30 @@ std::uint64_t HeapUsed(v8::Isolate* isolate) {
   return stats.used_heap_size();
 }
 
+// The bytes of [data, data + size) the kernel holds in memory (mincore), in whole pages, at
+// most `size`.
+std::uint64_t ResidentBytes(const void* data, std::uint64_t size) {
+  if (size == 0) return 0;
+  static const std::uintptr_t page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto start = reinterpret_cast<std::uintptr_t>(data);
+  const std::uintptr_t end = start + size;
+  // mincore reports one byte per page; a 4,096-byte vector covers 16 MiB per call.
+  unsigned char resident[4096];
+  std::uint64_t pages_resident = 0;
+  for (std::uintptr_t at = start & ~(page - 1); at < end;) {
+    const std::size_t pages = std::min<std::size_t>(sizeof resident, (end - at + page - 1) / page);
+    if (mincore(reinterpret_cast<void*>(at), pages * page, resident) != 0) {
+      // Not expected (the range is a memory's own mapping); count the pages as resident
+      // rather than let memory go uncounted.
+      pages_resident += pages;
+    } else {
+      for (std::size_t i = 0; i < pages; ++i) pages_resident += resident[i] & 1u;
+    }
+    at += pages * page;
+  }
+  return std::min<std::uint64_t>(size, pages_resident * page);
+}
+
 v8::Local<v8::String> V8Str(v8::Isolate* isolate, std::string_view s) {
   return v8::String::NewFromUtf8(isolate, s.data(), v8::NewStringType::kNormal,
                                  static_cast<int>(s.size()))
@@ -160,6 +184,9 @@ struct Engine::Impl {
   std::atomic<std::uint64_t> collection_ns_in_instantiations{0};
   std::atomic<std::uint64_t> linear_memories{0};
   std::atomic<std::uint64_t> linear_reserved_bytes{0};
+  std::atomic<std::uint64_t> pooled_memories{0};
+  std::atomic<std::uint64_t> pooled_reserved_bytes{0};
+  std::atomic<std::uint64_t> reused_memories{0};
   bool stopping = false;
   bool watchdog_parked = false;
   std::thread watchdog;
@@ -173,6 +200,7 @@ struct Worker::Impl {
   v8::Isolate* isolate = nullptr;
   v8::Global<v8::Context> context;
   v8::Global<v8::Function> instance_ctor;
+  v8::Global<v8::Function> memory_ctor;  // WebAssembly.Memory
 
   // The heap limit (WorkerOptions). `heap_limit_hit` is set by NearHeapLimit, which V8
   // calls on this thread during a garbage collection, and read after the call or
@@ -202,28 +230,32 @@ struct Worker::Impl {
   static void GcPrologue(v8::Isolate*, v8::GCType, v8::GCCallbackFlags, void* data);
   static void GcEpilogue(v8::Isolate*, v8::GCType type, v8::GCCallbackFlags flags, void* data);
 
-  // The linear memories V8 made for this worker's instances, until V8 collects them:
+  // The linear memories this worker made for its instances, until V8 collects them:
   // EngineStats' linear memories and their reservations. Counted, not watched: a weak handle
   // per memory cost every full collection's final pause 3-10 ms of weak callbacks on a
   // worker with 10,000 instances (V8's --trace-gc-nvp, docs/benchmarks.md, "Density"). A
-  // memory is garbage once its instance is destroyed (nothing else holds it: a module may
-  // not import its memory, so none is shared), and a full collection frees all the garbage
-  // there was when its marking started; so each mark-compact collects the memories of the
-  // instances destroyed before its marking began. (A scavenge may free a young one sooner;
-  // it stays counted until the next full collection: the count errs high, never low.)
+  // memory is garbage once it is let go (its instance destroyed and the memory not kept in
+  // the pool: nothing else holds it, as one memory serves one instance at a time), and a full
+  // collection frees all the garbage there was when its marking started; so each
+  // mark-compact collects the memories let go before its marking began. (A scavenge may free
+  // a young one sooner; it stays counted until the next full collection: the count errs
+  // high, never low.)
   struct MemoryCount {
     std::uint64_t memories = 0;
     std::uint64_t reserved_bytes = 0;
   };
-  MemoryCount made;               // memories made (with their instance) on this worker
-  MemoryCount destroyed;          // of them, whose instance was destroyed
+  MemoryCount made;               // memories made on this worker
+  MemoryCount destroyed;          // of them, let go
   MemoryCount destroyed_at_mark;  // `destroyed` when the running full collection began marking
   MemoryCount collected;          // of them, collected
   void CountMemory(std::uint64_t reserved_bytes);
   void CountDestroyed(std::uint64_t reserved_bytes);
   void CountCollected();  // at a mark-compact's end
 
-  // V8's external count, as WorkerOptions::count_touched_memory keeps it. V8 uses the count
+  // V8's external count, as WorkerOptions::count_touched_memory keeps it: a memory's bytes are
+  // taken off when it is made (nothing of it is touched yet), and the pages it holds when it
+  // is let go are given back then (LetGoMemory). A memory kept in the pool is zeroed (its
+  // pages go back to the kernel), so it has nothing to give back. V8 uses the count
   // only relative to its lowest value since its last full collection (what came since is
   // what might be garbage; its mark is 64 MiB above that low), never as an absolute. When V8
   // frees a memory it takes its whole size off the count, though the untouched part was
@@ -233,8 +265,6 @@ struct Worker::Impl {
   // giving it back would bring exactly the collections this exists to avoid (measured: a
   // full collection every ~500 instantiations again).
   bool count_touched_memory = true;
-  void DiscountUntouched(Instance::Impl& inst);
-  void GiveBackTouched(Instance::Impl& inst);
   static std::size_t NearHeapLimit(void* data, std::size_t current_limit, std::size_t initial_limit);
   // Returns whether the heap limit was reached since the last call, and clears it and the
   // termination it requested.
@@ -245,16 +275,41 @@ struct Worker::Impl {
     Impl* worker;
     const HostFunction* fn;
   };
+  // A memory kept for reuse, zeroed, with what was taken off V8's count for it.
+  struct PooledMemory {
+    v8::Global<v8::WasmMemoryObject> memory;
+    std::uint64_t discounted_bytes = 0;
+  };
   struct ModuleEntry {
     std::weak_ptr<const Module> module;
     v8::Global<v8::WasmModuleObject> object;
     v8::Global<v8::Object> imports;
+    // imports[kMemoryImportModule]: its kMemoryImportName is set to the instance's memory for
+    // each instantiation, and cleared after it (the pool, not the imports, holds memories).
+    v8::Global<v8::Object> memory_import;
+    std::vector<PooledMemory> memory_pool;
+    std::uint64_t memory_reserved_bytes = 0;  // Module::max_memory_bytes
     std::vector<std::unique_ptr<Binding>> bindings;
     // Instance::HeapBytes: the heap one instantiation took, once measured.
     bool instance_heap_measured = false;
     std::uint64_t instance_heap_bytes = 0;
   };
   std::unordered_map<std::uint64_t, ModuleEntry> modules;
+
+  // Memory pool (WorkerOptions::memory_pool_size): every module imports its memory, made
+  // here. TakeMemory gives an instantiation a zeroed one of the module's initial size from
+  // the pool, or makes one; LetGoMemory, when an instance goes (or its instantiation
+  // failed), zeroes the memory and keeps it if it still has its initial size and the pool
+  // has room, or else lets V8 collect it. A memory serves one instance at a time: the
+  // instance it served is destroyed (no handle to it, its exports or its functions is left,
+  // so none of its code can run again) before the memory is zeroed and handed on.
+  std::size_t memory_pool_size = 0;
+  std::size_t pooled = 0;  // in all the entries' pools
+  v8::MaybeLocal<v8::WasmMemoryObject> TakeMemory(ModuleEntry& entry, const Module& module,
+                                                  std::uint64_t* discounted_bytes);
+  void LetGoMemory(ModuleEntry& entry, v8::Local<v8::WasmMemoryObject> memory, std::uint64_t discounted_bytes,
+                   std::uint64_t initial_bytes);
+  void EmptyPool(ModuleEntry& entry);
 
   // The call in progress (one at a time per thread).
   Instance::Impl* current = nullptr;
@@ -291,16 +346,12 @@ struct Instance::Impl {
   v8::Global<v8::WasmMemoryObject> memory;
   std::vector<v8::Global<v8::Object>> growable_tables;  // Module::growable_table_exports()
   std::uint64_t resident_high_water = 0;                // ResidentMemoryBytes()
-  // What is taken off V8's external count for its memory (Worker::Impl::DiscountUntouched):
-  // the bytes untouched once it was made, less the pages given back since; and the resident
-  // bytes then.
+  // What is taken off V8's external count for its memory (Worker::Impl::TakeMemory).
   std::uint64_t discounted_bytes = 0;
-  std::uint64_t resident_when_discounted = 0;
-  bool memory_counted = false;  // Worker::Impl::CountMemory, so CountDestroyed when it goes
   // Resident bytes of its memory, measured now (mincore); see Instance::ResidentMemoryBytes.
   std::uint64_t Resident(v8::Isolate* isolate);
   // Its module's entry in the worker (alive as long as the instance: it holds the module).
-  const Worker::Impl::ModuleEntry* entry = nullptr;
+  Worker::Impl::ModuleEntry* entry = nullptr;
   // Heap its export wrappers took, made by V8 when each export is first looked up (Call).
   std::uint64_t wrapper_heap_bytes = 0;
   std::map<std::string, v8::Global<v8::Function>, std::less<>> functions;
@@ -378,6 +429,9 @@ EngineStats Engine::stats() const {
   s.collection_seconds_in_instantiations = seconds(e.collection_ns_in_instantiations);
   s.linear_memories = e.linear_memories.load();
   s.linear_reserved_bytes = e.linear_reserved_bytes.load();
+  s.pooled_memories = e.pooled_memories.load();
+  s.pooled_reserved_bytes = e.pooled_reserved_bytes.load();
+  s.reused_memories = e.reused_memories.load();
   return s;
 }
 
@@ -542,11 +596,21 @@ Result<std::shared_ptr<const Module>> Engine::Compile(std::span<const std::uint8
     wire = patched;
   }
 
+  // The memory becomes an import, so that workers can hand instances memories they keep
+  // for reuse (WorkerOptions::memory_pool_size).
+  {
+    auto p = WithImportedMemory(wire, effective_max_pages);
+    if (!p.ok()) return InvalidArgument(fmt::format("the module cannot be loaded: {}", p.status().message()));
+    patched = std::move(*p);
+    wire = patched;
+  }
+
   auto module = std::shared_ptr<Module>(new Module());
   module->impl_ = std::make_unique<Module::Impl>();
   module->impl_->host = std::move(host);
   module->info_ = std::move(*info);
   module->max_memory_bytes_ = effective_max_pages * kWasmPageBytes;
+  module->initial_memory_bytes_ = mem.min_pages * kWasmPageBytes;
   module->table_maximums_ = std::move(table_maximums);
   module->fixed_table_elements_ = fixed_table_elements;
   for (TableExport& e : table_exports) module->growable_table_exports_.push_back(std::move(e.name));
@@ -587,6 +651,7 @@ Worker::Worker(Engine& engine, WorkerOptions options) : impl_(std::make_unique<I
   // when the old generation cannot grow any more, before V8 would abort.
   params.constraints.ConfigureDefaultsFromHeapSize(0, options.heap_limit_bytes);
   impl_->count_touched_memory = options.count_touched_memory;
+  impl_->memory_pool_size = options.memory_pool_size;
   if (options.gc_floor_bytes > 0) params.constraints.set_initial_old_generation_size_in_bytes(options.gc_floor_bytes);
   impl_->heap_limit_bytes = options.heap_limit_bytes;
   impl_->isolate = v8::Isolate::New(params);
@@ -607,6 +672,8 @@ Worker::Worker(Engine& engine, WorkerOptions options) : impl_(std::make_unique<I
     auto wasm = context->Global()->Get(context, V8Str(impl_->isolate, "WebAssembly")).ToLocalChecked().As<v8::Object>();
     auto ctor = wasm->Get(context, V8Str(impl_->isolate, "Instance")).ToLocalChecked().As<v8::Function>();
     impl_->instance_ctor.Reset(impl_->isolate, ctor);
+    auto memory_ctor = wasm->Get(context, V8Str(impl_->isolate, "Memory")).ToLocalChecked().As<v8::Function>();
+    impl_->memory_ctor.Reset(impl_->isolate, memory_ctor);
   }
   WK_CHECK(pthread_getcpuclockid(pthread_self(), &impl_->cpu_clock) == 0, "pthread_getcpuclockid");
   std::lock_guard lock(impl_->engine->watch_mu);
@@ -618,12 +685,14 @@ Worker::~Worker() {
     std::lock_guard lock(impl_->engine->watch_mu);
     std::erase(impl_->engine->watched, impl_.get());
   }
+  for (auto& [id, entry] : impl_->modules) impl_->EmptyPool(entry);
   impl_->modules.clear();
-  // The memories not collected yet go with the isolate.
+  // The memories not collected yet (pooled ones too) go with the isolate.
   impl_->engine->linear_memories.fetch_sub(impl_->made.memories - impl_->collected.memories, std::memory_order_relaxed);
   impl_->engine->linear_reserved_bytes.fetch_sub(impl_->made.reserved_bytes - impl_->collected.reserved_bytes,
                                                  std::memory_order_relaxed);
   impl_->instance_ctor.Reset();
+  impl_->memory_ctor.Reset();
   impl_->context.Reset();
   impl_->isolate->Exit();
   impl_->isolate->Dispose();
@@ -744,29 +813,78 @@ void Worker::Impl::CountCollected() {
   collected = now;
 }
 
-void Worker::Impl::DiscountUntouched(Instance::Impl& inst) {
-  if (!count_touched_memory) return;
-  v8::HandleScope scope(isolate);
-  const std::uint64_t size = inst.memory.Get(isolate)->Buffer()->ByteLength();
-  const std::uint64_t resident = inst.Resident(isolate);
-  const std::uint64_t untouched = size > resident ? size - resident : 0;
-  inst.discounted_bytes = untouched;
-  inst.resident_when_discounted = resident;
-  if (untouched > 0) isolate->AdjustAmountOfExternalAllocatedMemory(-static_cast<std::int64_t>(untouched));
+v8::MaybeLocal<v8::WasmMemoryObject> Worker::Impl::TakeMemory(ModuleEntry& entry, const Module& module,
+                                                              std::uint64_t* discounted_bytes) {
+  if (!entry.memory_pool.empty()) {
+    PooledMemory kept = std::move(entry.memory_pool.back());
+    entry.memory_pool.pop_back();
+    --pooled;
+    engine->pooled_memories.fetch_sub(1, std::memory_order_relaxed);
+    engine->pooled_reserved_bytes.fetch_sub(entry.memory_reserved_bytes, std::memory_order_relaxed);
+    engine->reused_memories.fetch_add(1, std::memory_order_relaxed);
+    *discounted_bytes = kept.discounted_bytes;
+    return kept.memory.Get(isolate);
+  }
+  v8::Local<v8::Context> ctx = context.Get(isolate);
+  v8::Local<v8::Object> descriptor = v8::Object::New(isolate);
+  const auto pages = [](std::uint64_t bytes) { return static_cast<double>(bytes / kWasmPageBytes); };
+  // (A set that fails, the heap limit reached meanwhile, fails the instantiation.)
+  if (!descriptor->Set(ctx, V8Str(isolate, "initial"), v8::Number::New(isolate, pages(module.initial_memory_bytes())))
+           .FromMaybe(false) ||
+      !descriptor->Set(ctx, V8Str(isolate, "maximum"), v8::Number::New(isolate, pages(module.max_memory_bytes())))
+           .FromMaybe(false)) {
+    return {};
+  }
+  v8::Local<v8::Value> args[] = {descriptor};
+  v8::Local<v8::Object> made;
+  if (!memory_ctor.Get(isolate)->NewInstance(ctx, 1, args).ToLocal(&made)) return {};
+  WK_CHECK(made->IsWasmMemoryObject(), "WebAssembly.Memory made a memory");
+  auto memory = made.As<v8::WasmMemoryObject>();
+  CountMemory(module.max_memory_bytes());
+  *discounted_bytes = 0;
+  if (count_touched_memory) {
+    // New: nothing of it is resident yet but what the kernel may have mapped eagerly.
+    auto buffer = memory->Buffer();
+    const std::uint64_t size = buffer->ByteLength();
+    const std::uint64_t resident = ResidentBytes(buffer->Data(), size);
+    *discounted_bytes = size > resident ? size - resident : 0;
+    if (*discounted_bytes > 0) isolate->AdjustAmountOfExternalAllocatedMemory(-static_cast<std::int64_t>(*discounted_bytes));
+  }
+  return memory;
 }
 
-void Worker::Impl::GiveBackTouched(Instance::Impl& inst) {
-  if (inst.discounted_bytes == 0) return;
-  v8::HandleScope scope(isolate);
-  const std::uint64_t resident = inst.Resident(isolate);
-  const std::uint64_t touched_since =
-      resident > inst.resident_when_discounted ? resident - inst.resident_when_discounted : 0;
-  const std::uint64_t back = std::min(touched_since, inst.discounted_bytes);
-  if (back == 0) return;
-  // Garbage as V8 will find it: a module that touched its memory after it was made is
-  // counted toward V8's next collection like one that touched it at once.
-  inst.discounted_bytes -= back;
-  isolate->AdjustAmountOfExternalAllocatedMemory(static_cast<std::int64_t>(back));
+void Worker::Impl::LetGoMemory(ModuleEntry& entry, v8::Local<v8::WasmMemoryObject> memory,
+                               std::uint64_t discounted_bytes, std::uint64_t initial_bytes) {
+  auto buffer = memory->Buffer();
+  const std::uint64_t size = buffer->ByteLength();
+  // Zeroed by the kernel: every page of it, resident, swapped out or never touched, reads
+  // as zero afterwards, as a new memory's would. A memory that grew is not kept (an
+  // instance must start at its module's initial size), nor one the kernel would not zero.
+  if (pooled < memory_pool_size && size == initial_bytes &&
+      (size == 0 || madvise(buffer->Data(), size, MADV_DONTNEED) == 0)) {
+    entry.memory_pool.push_back(PooledMemory{v8::Global<v8::WasmMemoryObject>(isolate, memory), discounted_bytes});
+    ++pooled;
+    engine->pooled_memories.fetch_add(1, std::memory_order_relaxed);
+    engine->pooled_reserved_bytes.fetch_add(entry.memory_reserved_bytes, std::memory_order_relaxed);
+    return;
+  }
+  // Garbage from here on: what it holds is given back to V8's count, so that garbage which
+  // really holds memory brings V8's collections (a module that touched all its memory is
+  // counted in full, however late it touched it).
+  if (discounted_bytes > 0) {
+    const std::uint64_t back = std::min(ResidentBytes(buffer->Data(), size), discounted_bytes);
+    if (back > 0) isolate->AdjustAmountOfExternalAllocatedMemory(static_cast<std::int64_t>(back));
+  }
+  CountDestroyed(entry.memory_reserved_bytes);
+}
+
+void Worker::Impl::EmptyPool(ModuleEntry& entry) {
+  for (std::size_t i = 0; i < entry.memory_pool.size(); ++i) CountDestroyed(entry.memory_reserved_bytes);
+  pooled -= entry.memory_pool.size();
+  engine->pooled_memories.fetch_sub(entry.memory_pool.size(), std::memory_order_relaxed);
+  engine->pooled_reserved_bytes.fetch_sub(entry.memory_pool.size() * entry.memory_reserved_bytes,
+                                          std::memory_order_relaxed);
+  entry.memory_pool.clear();
 }
 
 std::uint64_t Worker::HeapUsedBytes() const { return HeapUsed(impl_->isolate); }
@@ -820,7 +938,14 @@ Result<Worker::Impl::ModuleEntry*> Worker::Impl::EntryFor(const std::shared_ptr<
   if (it != modules.end()) return &it->second;
   // A module new to this worker: first forget modules nobody uses any more (their classes
   // were redeployed or unloaded). Done here, on a miss, rather than after every event.
-  std::erase_if(modules, [](const auto& kv) { return kv.second.module.expired(); });
+  for (auto at = modules.begin(); at != modules.end();) {
+    if (at->second.module.expired()) {
+      EmptyPool(at->second);
+      at = modules.erase(at);
+    } else {
+      ++at;
+    }
+  }
   v8::Local<v8::Context> ctx = context.Get(isolate);
   v8::TryCatch try_catch(isolate);
   auto object = v8::WasmModuleObject::FromCompiledModule(isolate, *module->impl().compiled);
@@ -850,6 +975,10 @@ Result<Worker::Impl::ModuleEntry*> Worker::Impl::EntryFor(const std::shared_ptr<
     }
     mod_obj->Set(ctx, V8Str(isolate, imp.name), tmpl->GetFunction(ctx).ToLocalChecked()).Check();
   }
+  v8::Local<v8::Object> memory_import = v8::Object::New(isolate);
+  imports->Set(ctx, V8Str(isolate, kMemoryImportModule), memory_import).Check();
+  entry.memory_import.Reset(isolate, memory_import);
+  entry.memory_reserved_bytes = module->max_memory_bytes();
   entry.imports.Reset(isolate, imports);
   auto [pos, inserted] = modules.emplace(module->id(), std::move(entry));
   return &pos->second;
@@ -1008,19 +1137,38 @@ Result<std::unique_ptr<Instance>> Worker::Instantiate(const std::shared_ptr<cons
   instance->impl_->entry = *entry;
   const std::uint64_t collections_before = w.collections;
   const std::uint64_t heap_before = HeapUsedBytes();
+  v8::Local<v8::WasmMemoryObject> memory;
+  std::uint64_t discounted = 0;
   {
     v8::TryCatch try_catch(isolate);
     // A module's start function runs here; it is under the CPU limit like any call. Host
     // calls from a start function fail (there is no instance to read memory from yet).
     w.BeginCall(nullptr, context, cpu_limit);
-    auto made = w.instance_ctor.Get(isolate)->NewInstance(ctx, 2, args);
+    v8::MaybeLocal<v8::Object> made;
+    v8::Local<v8::Object> holder = (*entry)->memory_import.Get(isolate);
+    v8::Local<v8::String> name = V8Str(isolate, kMemoryImportName);
+    const bool have_memory = w.TakeMemory(**entry, *module, &discounted).ToLocal(&memory);
+    // (A failed Set leaves the import missing: the instantiation fails and says so.)
+    if (have_memory && holder->Set(ctx, name, memory).FromMaybe(false)) {
+      made = w.instance_ctor.Get(isolate)->NewInstance(ctx, 2, args);
+    }
     const bool terminated = w.EndCall();
     const bool heap_limit = w.TakeHeapLimitHit();
     if (isolate->IsExecutionTerminating()) isolate->CancelTerminateExecution();
+    // Once no termination is pending (V8 refuses property sets until then). Should it fail,
+    // the next instantiation replaces the memory there anyway.
+    if (have_memory) (void)holder->Set(ctx, name, v8::Undefined(isolate)).FromMaybe(false);
+    // A failed instantiation may have written the memory (data segments, a start function):
+    // it is zeroed like any other before it serves again.
+    if (have_memory && made.IsEmpty()) w.LetGoMemory(**entry, memory, discounted, module->initial_memory_bytes());
     if (heap_limit) {
       w.host_error.reset();
       return InvalidArgument(fmt::format(
           "instantiating the module reached the worker's V8 heap limit of {} bytes", w.heap_limit_bytes));
+    }
+    if (!have_memory) {
+      return InvalidArgument("the module's linear memory could not be made: " +
+                             ExceptionText(isolate, try_catch.Exception()));
     }
     if (made.IsEmpty()) {
       w.host_error.reset();
@@ -1036,11 +1184,8 @@ Result<std::unique_ptr<Instance>> Worker::Instantiate(const std::shared_ptr<cons
   }
   auto exports = object->Get(ctx, V8Str(isolate, "exports")).ToLocalChecked().As<v8::Object>();
   instance->impl_->exports.Reset(isolate, exports);
-  auto memory = exports->Get(ctx, V8Str(isolate, "memory")).ToLocalChecked();
-  WK_CHECK(memory->IsWasmMemoryObject(), "memory export checked at compile time");
-  instance->impl_->memory.Reset(isolate, memory.As<v8::WasmMemoryObject>());
-  w.CountMemory(module->max_memory_bytes());
-  instance->impl_->memory_counted = true;
+  instance->impl_->memory.Reset(isolate, memory);
+  instance->impl_->discounted_bytes = discounted;
   for (const std::string& name : module->growable_table_exports()) {
     auto table = exports->Get(ctx, V8Str(isolate, name)).ToLocalChecked();
     WK_CHECK(table->IsObject(), "table export added at compile time");
@@ -1051,9 +1196,6 @@ Result<std::unique_ptr<Instance>> Worker::Instantiate(const std::shared_ptr<cons
     CallResult init = instance->Call("_initialize", context, cpu_limit);
     if (!init.ok()) return InvalidArgument("the module's _initialize failed: " + init.message);
   }
-  // Made and initialized: what it has not touched is taken off V8's count (a memory that
-  // fails here is counted in full, as V8 counted it).
-  w.DiscountUntouched(*instance->impl_);
   return instance;
 }
 
@@ -1062,12 +1204,17 @@ Result<std::unique_ptr<Instance>> Worker::Instantiate(const std::shared_ptr<cons
 
 Instance::~Instance() {
   if (impl_) {
-    impl_->worker->GiveBackTouched(*impl_);
-    if (impl_->memory_counted) impl_->worker->CountDestroyed(module_->max_memory_bytes());
     impl_->growable_tables.clear();
     impl_->functions.clear();
-    impl_->memory.Reset();
     impl_->exports.Reset();
+    if (!impl_->memory.IsEmpty()) {
+      // Nothing of this instance is reachable any more: its memory may serve another.
+      Worker::Impl& w = *impl_->worker;
+      v8::HandleScope scope(w.isolate);
+      w.LetGoMemory(*impl_->entry, impl_->memory.Get(w.isolate), impl_->discounted_bytes,
+                    module_->initial_memory_bytes());
+      impl_->memory.Reset();
+    }
   }
 }
 
@@ -1088,25 +1235,7 @@ std::uint64_t Instance::Impl::Resident(v8::Isolate* isolate) {
   const std::uint64_t size = buffer->ByteLength();
   // Every page seen already: nothing more to learn (memory never shrinks).
   if (size == 0 || resident_high_water >= size) return resident_high_water = size;
-  static const std::uintptr_t page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
-  const auto data = reinterpret_cast<std::uintptr_t>(buffer->Data());
-  const std::uintptr_t end = data + size;
-  // mincore reports one byte per page; a 4,096-byte vector covers 16 MiB per call.
-  unsigned char resident[4096];
-  std::uint64_t pages_resident = 0;
-  for (std::uintptr_t at = data & ~(page - 1); at < end;) {
-    const std::size_t pages = std::min<std::size_t>(sizeof resident, (end - at + page - 1) / page);
-    if (mincore(reinterpret_cast<void*>(at), pages * page, resident) != 0) {
-      // Not expected (the range is the memory's own mapping); count the pages as resident
-      // rather than let an actor's memory go uncounted.
-      pages_resident += pages;
-    } else {
-      for (std::size_t i = 0; i < pages; ++i) pages_resident += resident[i] & 1u;
-    }
-    at += pages * page;
-  }
-  const std::uint64_t bytes = std::min<std::uint64_t>(size, pages_resident * page);
-  resident_high_water = std::max(resident_high_water, bytes);
+  resident_high_water = std::max(resident_high_water, ResidentBytes(buffer->Data(), size));
   return resident_high_water;
 }
 

@@ -105,6 +105,8 @@ class Module {
 
   const ModuleInfo& info() const { return info_; }
   std::uint64_t max_memory_bytes() const { return max_memory_bytes_; }
+  // The linear memory an instance starts with (the module's declared minimum).
+  std::uint64_t initial_memory_bytes() const { return initial_memory_bytes_; }
   // The maxima of the module's tables as compiled (declared or imposed), in order.
   const std::vector<std::uint64_t>& table_maximums() const { return table_maximums_; }
   // Elements of the tables that cannot grow (maximum = minimum): every instance has them.
@@ -125,6 +127,7 @@ class Module {
   std::unique_ptr<Impl> impl_;
   ModuleInfo info_;
   std::uint64_t max_memory_bytes_ = 0;
+  std::uint64_t initial_memory_bytes_ = 0;
   std::vector<std::uint64_t> table_maximums_;
   std::uint64_t fixed_table_elements_ = 0;
   std::vector<std::string> growable_table_exports_;
@@ -182,6 +185,11 @@ struct EngineStats {
   // Module::max_memory_bytes; V8 may have reserved less after a failed attempt).
   std::uint64_t linear_memories = 0;
   std::uint64_t linear_reserved_bytes = 0;
+  // Of those, the memories kept for reuse (WorkerOptions::memory_pool_size; zeroed, no
+  // resident page), and the instantiations that were given one instead of a new memory.
+  std::uint64_t pooled_memories = 0;
+  std::uint64_t pooled_reserved_bytes = 0;
+  std::uint64_t reused_memories = 0;
 };
 
 struct EngineOptions {
@@ -244,6 +252,10 @@ struct CallResult {
 
 class Instance;
 
+// WorkerOptions::memory_pool_size by default: enough for a worker whose instances come and go
+// one for one (the runtime drops one before it makes one when at its limit), and for bursts.
+inline constexpr std::size_t kDefaultMemoryPoolSize = 64;
+
 struct WorkerOptions {
   // The most V8 heap the worker's isolate may use (everything but linear memories: module
   // and instance objects, tables, wrappers). Reaching it never aborts the process: the call
@@ -275,14 +287,26 @@ struct WorkerOptions {
   // instantiation) wait for a 5-10 ms marking step until the collection ends: a counter's
   // 128 KiB memory, of which it touches a few pages, brought a full collection every 512
   // instantiations and stopped the worker for tens of milliseconds each time
-  // (docs/benchmarks.md, "Density"). With this on, an instance's untouched bytes are taken
-  // off V8's count once it is made (its `_initialize` run), and the pages it touched later
-  // are given back when it is destroyed, so V8 sees thrown-away memories at their resident
-  // size: a module that touches all its memory is counted in full, one that touches none
-  // almost not at all. Dropped memories' address space and mappings are the embedder's to
+  // (docs/benchmarks.md, "Density"). With this on, a memory's bytes are taken off V8's count
+  // when the worker makes it (nothing of it is touched yet), and the pages it holds are given
+  // back when it is let go (its instance destroyed, the memory not kept for reuse:
+  // memory_pool_size), so V8 sees thrown-away memories at their resident size: a module that
+  // touches all its memory is counted in full, one that touches none almost not at all. Dropped memories' address space and mappings are the embedder's to
   // watch (EngineStats; the runtime starts collections for them: StartCollection). Off: V8's
   // own count (tests use it as the control).
   bool count_touched_memory = true;
+  // Linear memories kept for reuse, at most, for all the worker's modules together (the
+  // memory pool: Worker::Instantiate). Every module's memory is imported (the engine rewrites
+  // it so when it compiles it), and the worker hands each instance one it made: a memory whose
+  // instance is destroyed without having grown it is zeroed (the kernel drops its pages:
+  // madvise MADV_DONTNEED, so it reads as a new one's zeros, swapped-out pages included) and
+  // kept for the module's next instance, rather than left to V8's collector with its address
+  // space reserved; one that grew (or finds the pool full) goes as before. At 50,000 counters
+  // this spares every warm call a memory's reservation, its mapping changes and later its
+  // unmapping, and V8 the collections for them (docs/benchmarks.md, "Density"). Each kept
+  // memory holds its address space (its maximum) but no resident page. 0: every instance
+  // gets a memory of its own that goes with it.
+  std::size_t memory_pool_size = kDefaultMemoryPoolSize;
 };
 
 // Room V8 gets above the heap limit each time it is reached, to complete the allocation in

@@ -227,9 +227,10 @@ TEST_F(EngineTest, StartFunctionIsBoundedToo) {
 // Each linear memory is counted with the address space V8 reserved for it (its maximum)
 // until V8 collects it, not just until its instance is destroyed; a collection asked for
 // at once (CollectGarbage) or started beside the thread (StartCollection) releases it, and
-// both are counted as requested. Instantiations are counted with their wall time.
+// both are counted as requested. Instantiations are counted with their wall time. (No
+// memory pool: a pooled memory is kept, not thrown away; the pool has its own tests.)
 TEST_F(EngineTest, LinearMemoriesAreCountedUntilV8CollectsThem) {
-  Worker worker(*engine_);
+  Worker worker(*engine_, WorkerOptions{.memory_pool_size = 0});
   ModuleLimits limits;
   limits.max_memory_bytes = 8 * 65536;
   auto module = Compile("no_max", limits);
@@ -286,8 +287,9 @@ TEST_F(EngineTest, AGcFloorHoldsOffV8sFullCollectionsWhileInstancesComeAndGo) {
   ASSERT_TRUE(module.ok()) << module.status().ToString();
   // A hundred alive, the rest garbage.
   auto churn = [&](std::uint64_t floor) {
-    return Churn(*module, WorkerOptions{.gc_floor_bytes = floor, .count_touched_memory = false}, GcCause::kFull, 600,
-                 100);
+    return Churn(*module,
+                 WorkerOptions{.gc_floor_bytes = floor, .count_touched_memory = false, .memory_pool_size = 0},
+                 GcCause::kFull, 600, 100);
   };
   const std::uint64_t without_floor = churn(0);
   const std::uint64_t with_floor = churn(64ull << 20);
@@ -308,8 +310,11 @@ TEST_F(EngineTest, AGcFloorHoldsOffV8sFullCollectionsWhileInstancesComeAndGo) {
 TEST_F(EngineTest, V8CountsALinearMemoryByThePagesItsInstanceTouched) {
   auto module = Compile("touch_memory", {}, {});
   ASSERT_TRUE(module.ok()) << module.status().ToString();
-  auto churn = [&](bool count_touched, const char* call) {
-    const WorkerOptions options{.gc_floor_bytes = 128ull << 20, .count_touched_memory = count_touched};
+  // Without the pool (each memory goes with its instance): the pool would zero and reuse
+  // them, leaving V8 no garbage memory to count (checked below).
+  auto churn = [&](bool count_touched, const char* call, std::size_t pool = 0) {
+    const WorkerOptions options{
+        .gc_floor_bytes = 128ull << 20, .count_touched_memory = count_touched, .memory_pool_size = pool};
     return Churn(*module, options, GcCause::kExternalMemory, 300, 10, [&](Worker& worker, Instance& instance, int i) {
       EXPECT_TRUE(instance.Call(call, &ctx_, milliseconds(1000)).ok()) << call;
       worker.PumpMessageLoop();
@@ -326,6 +331,68 @@ TEST_F(EngineTest, V8CountsALinearMemoryByThePagesItsInstanceTouched) {
   EXPECT_EQ(touched, 0u) << "untouched memories are not counted toward V8's collections (" << whole
                          << " when they are)";
   EXPECT_GE(touched_late, 2u) << "memory touched after instantiation is counted when its instance goes";
+  EXPECT_EQ(churn(true, "touch_all", kDefaultMemoryPoolSize), 0u)
+      << "memories zeroed and kept for reuse are not garbage, touched or not";
+}
+
+// The memory pool: a memory whose instance is gone serves the module's next instance only
+// zeroed, its data segments written afresh: what one actor wrote is never seen by another,
+// and none of its pages stay resident. (Checked to fail with the zeroing left out.)
+TEST_F(EngineTest, AReusedMemoryReadsAsANewOne) {
+  auto module = Compile("pool_memory", {}, {});
+  ASSERT_TRUE(module.ok()) << module.status().ToString();
+  Worker worker(*engine_);
+  const EngineStats before = engine_->stats();
+  {
+    auto first = worker.Instantiate(*module, &ctx_, milliseconds(1000));
+    ASSERT_TRUE(first.ok()) << first.status().ToString();
+    ASSERT_TRUE((*first)->Call("dirty", &ctx_, milliseconds(100)).ok());
+    EXPECT_EQ((*first)->Call("read_segment", &ctx_, milliseconds(100)).value, 99);
+    EXPECT_EQ((*first)->Call("read_far", &ctx_, milliseconds(100)).value, 12345);
+    EXPECT_GE((*first)->ResidentMemoryBytes(), 2 * 4096u) << "two pages written";
+  }
+  EXPECT_EQ(engine_->stats().pooled_memories, before.pooled_memories + 1) << "kept when its instance went";
+  auto second = worker.Instantiate(*module, &ctx_, milliseconds(1000));
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_EQ(engine_->stats().reused_memories, before.reused_memories + 1) << "the first one's memory serves";
+  EXPECT_EQ(engine_->stats().pooled_memories, before.pooled_memories);
+  // (Before any read: reading a page maps the kernel's zero page, which counts as resident.)
+  EXPECT_LE((*second)->ResidentMemoryBytes(), 4096u) << "only the data segment's page is resident again";
+  EXPECT_EQ((*second)->Call("read_far", &ctx_, milliseconds(100)).value, 0) << "what the first instance wrote is gone";
+  EXPECT_EQ((*second)->Call("read_segment", &ctx_, milliseconds(100)).value, 42) << "data segments are written afresh";
+  EXPECT_EQ((*second)->MemoryBytes(), 65536u);
+}
+
+// A memory that grew is not kept (an instance starts at its module's initial size), the pool
+// holds at most memory_pool_size, and with no pool no memory is reused.
+TEST_F(EngineTest, TheMemoryPoolKeepsOnlyUngrownMemoriesUpToItsSize) {
+  auto module = Compile("pool_memory", {}, {});
+  ASSERT_TRUE(module.ok()) << module.status().ToString();
+  {
+    Worker worker(*engine_, WorkerOptions{.memory_pool_size = 2});
+    const EngineStats before = engine_->stats();
+    {
+      auto grown = worker.Instantiate(*module, &ctx_, milliseconds(1000));
+      ASSERT_TRUE(grown.ok());
+      EXPECT_EQ((*grown)->Call("grow", &ctx_, milliseconds(100)).value, 1);
+    }
+    EXPECT_EQ(engine_->stats().pooled_memories, before.pooled_memories) << "a grown memory is let go";
+    {
+      std::vector<std::unique_ptr<Instance>> four;
+      for (int i = 0; i < 4; ++i) {
+        auto made = worker.Instantiate(*module, &ctx_, milliseconds(1000));
+        ASSERT_TRUE(made.ok()) << made.status().ToString();
+        four.push_back(std::move(*made));
+      }
+      EXPECT_EQ(four[0]->MemoryBytes(), 65536u);
+    }
+    EXPECT_EQ(engine_->stats().pooled_memories, before.pooled_memories + 2) << "two kept, two let go";
+  }
+  Worker no_pool(*engine_, WorkerOptions{.memory_pool_size = 0});
+  const EngineStats before = engine_->stats();
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(no_pool.Instantiate(*module, &ctx_, milliseconds(1000)).ok());
+  EXPECT_EQ(engine_->stats().reused_memories, before.reused_memories);
+  EXPECT_EQ(engine_->stats().pooled_memories, before.pooled_memories);
 }
 
 TEST_F(EngineTest, MemoryGrowthStopsAtTheDeclaredOrImposedMaximum) {

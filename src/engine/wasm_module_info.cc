@@ -556,6 +556,109 @@ Result<std::vector<std::uint8_t>> WithMemoryMaximum(std::span<const std::uint8_t
   return out;
 }
 
+Result<std::vector<std::uint8_t>> WithImportedMemory(std::span<const std::uint8_t> bytes,
+                                                     std::uint64_t max_pages) {
+  auto sections = ReadSections(bytes);
+  if (!sections.ok()) return sections.status();
+  const Section* mem = nullptr;
+  const Section* imports = nullptr;
+  const Section* first_after_imports = nullptr;  // where a new import section goes
+  for (const Section& s : *sections) {
+    if (s.id == kSectionMemory) mem = &s;
+    if (s.id == kSectionImport) imports = &s;
+    if (s.id != 0 && s.id > kSectionImport && first_after_imports == nullptr) first_after_imports = &s;
+  }
+  if (mem == nullptr) return InvalidArgument("the module defines no memory");
+  Reader r(bytes.subspan(mem->payload_start, mem->payload_size), mem->payload_start);
+  auto n = r.Count();
+  if (!n.ok()) return n.status();
+  if (*n != 1) return InvalidArgument("the module must define exactly one memory");
+  auto lim = ReadLimits(r, true);
+  if (!lim.ok()) return lim.status();
+  if (lim->min_pages > max_pages) {
+    return InvalidArgument(fmt::format("the module's initial memory ({} pages) exceeds the maximum of {} pages",
+                                       lim->min_pages, max_pages));
+  }
+  std::vector<std::uint8_t> entry;
+  AppendUleb128(entry, kMemoryImportModule.size());
+  entry.insert(entry.end(), kMemoryImportModule.begin(), kMemoryImportModule.end());
+  AppendUleb128(entry, kMemoryImportName.size());
+  entry.insert(entry.end(), kMemoryImportName.begin(), kMemoryImportName.end());
+  entry.push_back(static_cast<std::uint8_t>(ExternKind::kMemory));
+  entry.push_back(0x01);  // limits with a maximum
+  AppendUleb128(entry, lim->min_pages);
+  AppendUleb128(entry, max_pages);
+
+  std::vector<std::uint8_t> import_payload;
+  if (imports != nullptr) {
+    Reader c(bytes.subspan(imports->payload_start, imports->payload_size), imports->payload_start);
+    auto count = c.Count();
+    if (!count.ok()) return count.status();
+    for (std::uint32_t i = 0; i < *count; ++i) {
+      auto module = c.Name();
+      if (!module.ok()) return module.status();
+      auto name = c.Name();
+      if (!name.ok()) return name.status();
+      if (*module == kMemoryImportModule) {
+        return InvalidArgument(fmt::format("the module imports from \"{}\", a name the engine reserves", *module));
+      }
+      auto kind = c.Byte();
+      if (!kind.ok()) return kind.status();
+      if (*kind == static_cast<std::uint8_t>(ExternKind::kMemory)) {
+        return InvalidArgument("the module imports a memory");
+      }
+      // Skip the entry's description (a type index, a table type, a memory's limits or a
+      // global type) by reading it.
+      switch (static_cast<ExternKind>(*kind)) {
+        case ExternKind::kFunc:
+          if (auto index = c.U32(); !index.ok()) return index.status();
+          break;
+        case ExternKind::kTable:
+          if (auto t = ReadTableType(c); !t.ok()) return t.status();
+          break;
+        case ExternKind::kGlobal: {
+          if (auto type = c.Byte(); !type.ok()) return type.status();
+          if (auto mut = c.Byte(); !mut.ok()) return mut.status();
+          break;
+        }
+        default:
+          return c.Malformed(fmt::format("import kind {}", *kind));
+      }
+    }
+    if (!c.done()) return c.Malformed("bytes after the last import");
+    // The existing entries are kept byte for byte; the count goes up and ours follows them.
+    Reader again(bytes.subspan(imports->payload_start, imports->payload_size), imports->payload_start);
+    if (auto k = again.Count(); !k.ok()) return k.status();
+    const std::size_t entries_start = again.offset();
+    AppendUleb128(import_payload, std::uint64_t{*count} + 1);
+    import_payload.insert(import_payload.end(), bytes.begin() + entries_start,
+                          bytes.begin() + imports->payload_start + imports->payload_size);
+  } else {
+    AppendUleb128(import_payload, 1);
+  }
+  import_payload.insert(import_payload.end(), entry.begin(), entry.end());
+  std::vector<std::uint8_t> import_section;
+  import_section.push_back(kSectionImport);
+  AppendUleb128(import_section, import_payload.size());
+  import_section.insert(import_section.end(), import_payload.begin(), import_payload.end());
+
+  // Section by section: the import section replaced (or inserted before the first section
+  // that follows it), the memory section left out, everything else byte for byte.
+  std::vector<std::uint8_t> out(bytes.begin(), bytes.begin() + 8);
+  for (const Section& s : *sections) {
+    if (imports == nullptr && &s == first_after_imports) {
+      out.insert(out.end(), import_section.begin(), import_section.end());
+    }
+    if (&s == mem) continue;
+    if (&s == imports) {
+      out.insert(out.end(), import_section.begin(), import_section.end());
+      continue;
+    }
+    out.insert(out.end(), bytes.begin() + s.header_start, bytes.begin() + s.payload_start + s.payload_size);
+  }
+  return out;
+}
+
 Result<std::vector<std::uint8_t>> WithTableMaximums(std::span<const std::uint8_t> bytes,
                                                     std::span<const std::uint64_t> max) {
   auto sections = ReadSections(bytes);

@@ -16,6 +16,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -157,6 +158,21 @@ Result<std::vector<std::uint8_t>> WithTableMaximums(std::span<const std::uint8_t
 // maximum. REQUIRES: the module defines exactly one memory (checked: an error otherwise).
 Result<std::vector<std::uint8_t>> WithMemoryMaximum(std::span<const std::uint8_t> bytes,
                                                     std::uint64_t max_pages);
+
+// The import a module's memory becomes under WithImportedMemory: module and field name.
+inline constexpr std::string_view kMemoryImportModule = "wasmkeep:engine";
+inline constexpr std::string_view kMemoryImportName = "memory";
+
+// Returns a copy of `bytes` whose (single, defined) memory is imported instead, as
+// kMemoryImportModule.kMemoryImportName with the same limits (`max_pages` as its maximum):
+// the memory section goes, the import section gains one entry (or is made, before the first
+// section that must follow it). Memory indices are unchanged (the module's memory was index 0
+// and the import is the only memory), and so is every other index space: a memory import adds
+// no function, table or global. The engine hands each instance a memory it made and can use
+// again (engine.cc, "Memory pool"). REQUIRES: the module defines exactly one memory and
+// imports none (checked: an error otherwise).
+Result<std::vector<std::uint8_t>> WithImportedMemory(std::span<const std::uint8_t> bytes,
+                                                     std::uint64_t max_pages);
 
 // An export the engine adds to a module: table `table_index` under `name`.
 struct TableExport {

@@ -47,6 +47,40 @@ TEST(WasmModuleInfo, ImposesAMemoryMaximum) {
   EXPECT_FALSE(WithMemoryMaximum(ReadTestModule("big_initial"), 1024).ok());
 }
 
+// The engine's memory pool: the module's memory becomes an import with the same limits (the
+// given maximum), into the existing import section (good: three function imports, which keep
+// their indices) or a new one (touch_memory imports nothing); nothing else changes.
+TEST(WasmModuleInfo, TurnsTheMemoryIntoAnImport) {
+  for (const char* name : {"good", "touch_memory"}) {
+    SCOPED_TRACE(name);
+    auto bytes = ReadTestModule(name);
+    auto before = ReadModuleInfo(bytes);
+    ASSERT_TRUE(before.ok()) << before.status().ToString();
+    auto patched = WithImportedMemory(bytes, 300);
+    ASSERT_TRUE(patched.ok()) << patched.status().ToString();
+    auto after = ReadModuleInfo(*patched);
+    ASSERT_TRUE(after.ok()) << after.status().ToString();
+    ASSERT_EQ(after->imports.size(), before->imports.size() + 1);
+    for (std::size_t i = 0; i < before->imports.size(); ++i) {
+      EXPECT_EQ(after->imports[i].name, before->imports[i].name);
+      EXPECT_EQ(after->imports[i].kind, before->imports[i].kind);
+    }
+    EXPECT_EQ(after->imports.back().module, kMemoryImportModule);
+    EXPECT_EQ(after->imports.back().name, kMemoryImportName);
+    EXPECT_EQ(after->imports.back().kind, ExternKind::kMemory);
+    ASSERT_EQ(after->memories.size(), 1u);
+    EXPECT_TRUE(after->memories[0].imported);
+    EXPECT_EQ(after->memories[0].min_pages, before->memories[0].min_pages);
+    EXPECT_EQ(after->memories[0].max_pages, 300u);
+    EXPECT_EQ(after->exports.size(), before->exports.size());
+    EXPECT_EQ(after->data_segments, before->data_segments) << "later sections intact";
+    EXPECT_EQ(after->defined_functions, before->defined_functions);
+    auto twice = WithImportedMemory(*patched, 300);
+    EXPECT_FALSE(twice.ok()) << "a module that imports a memory is refused";
+  }
+  EXPECT_FALSE(WithImportedMemory(ReadTestModule("big_initial"), 1024).ok());
+}
+
 TEST(WasmModuleInfo, AddsTableExportsKeepingTheModulesOwn) {
   auto bytes = ReadTestModule("touch_memory");
   auto before = ReadModuleInfo(bytes);
@@ -144,6 +178,7 @@ TEST(WasmModuleInfo, SurvivesCorruption) {
     auto r = ReadModuleInfo(bytes);
     if (!r.ok()) ++refused;
     (void)WithMemoryMaximum(bytes, 16);
+    (void)WithImportedMemory(bytes, 16);
   }
   EXPECT_GT(refused, 1000) << "corruption is noticed";
 }
