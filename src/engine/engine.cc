@@ -304,11 +304,14 @@ struct Worker::Impl {
   // instance it served is destroyed (no handle to it, its exports or its functions is left,
   // so none of its code can run again) before the memory is zeroed and handed on.
   std::size_t memory_pool_size = 0;
-  std::size_t pooled = 0;  // in all the entries' pools
+  std::size_t pooled = 0;                     // in all the entries' pools
+  std::uint64_t pooled_reserved_bytes = 0;    // their reservations (kMaxPooledReservationBytes)
   v8::MaybeLocal<v8::WasmMemoryObject> TakeMemory(ModuleEntry& entry, const Module& module,
                                                   std::uint64_t* discounted_bytes);
+  // `module_in_use`: someone besides the caller holds the module (an instance or the class
+  // registry), so another instance of it may come.
   void LetGoMemory(ModuleEntry& entry, v8::Local<v8::WasmMemoryObject> memory, std::uint64_t discounted_bytes,
-                   std::uint64_t initial_bytes);
+                   std::uint64_t initial_bytes, bool module_in_use);
   void EmptyPool(ModuleEntry& entry);
 
   // The call in progress (one at a time per thread).
@@ -723,6 +726,9 @@ std::uint64_t Worker::heap_limit_hits() const { return impl_->heap_limit_hits; }
 
 void Worker::CollectGarbage() {
   impl_->engine->collect_garbage_calls.fetch_add(1, std::memory_order_relaxed);
+  // Asked for when memory is short or the worker is idle: the memories kept for reuse go
+  // too (their address space is released by this collection).
+  for (auto& [id, entry] : impl_->modules) impl_->EmptyPool(entry);
   impl_->collection_requested = true;
   impl_->isolate->LowMemoryNotification();
   impl_->collection_requested = false;
@@ -819,6 +825,7 @@ v8::MaybeLocal<v8::WasmMemoryObject> Worker::Impl::TakeMemory(ModuleEntry& entry
     PooledMemory kept = std::move(entry.memory_pool.back());
     entry.memory_pool.pop_back();
     --pooled;
+    pooled_reserved_bytes -= entry.memory_reserved_bytes;
     engine->pooled_memories.fetch_sub(1, std::memory_order_relaxed);
     engine->pooled_reserved_bytes.fetch_sub(entry.memory_reserved_bytes, std::memory_order_relaxed);
     engine->reused_memories.fetch_add(1, std::memory_order_relaxed);
@@ -854,16 +861,20 @@ v8::MaybeLocal<v8::WasmMemoryObject> Worker::Impl::TakeMemory(ModuleEntry& entry
 }
 
 void Worker::Impl::LetGoMemory(ModuleEntry& entry, v8::Local<v8::WasmMemoryObject> memory,
-                               std::uint64_t discounted_bytes, std::uint64_t initial_bytes) {
+                               std::uint64_t discounted_bytes, std::uint64_t initial_bytes, bool module_in_use) {
   auto buffer = memory->Buffer();
   const std::uint64_t size = buffer->ByteLength();
   // Zeroed by the kernel: every page of it, resident, swapped out or never touched, reads
   // as zero afterwards, as a new memory's would. A memory that grew is not kept (an
-  // instance must start at its module's initial size), nor one the kernel would not zero.
-  if (pooled < memory_pool_size && size == initial_bytes &&
+  // instance must start at its module's initial size), nor one the kernel would not zero,
+  // nor one of a module nobody else uses (redeployed or unloaded: no instance of it will
+  // come), nor one past the pool's bound on address space.
+  if (module_in_use && pooled < memory_pool_size && size == initial_bytes &&
+      pooled_reserved_bytes + entry.memory_reserved_bytes <= kMaxPooledReservationBytes &&
       (size == 0 || madvise(buffer->Data(), size, MADV_DONTNEED) == 0)) {
     entry.memory_pool.push_back(PooledMemory{v8::Global<v8::WasmMemoryObject>(isolate, memory), discounted_bytes});
     ++pooled;
+    pooled_reserved_bytes += entry.memory_reserved_bytes;
     engine->pooled_memories.fetch_add(1, std::memory_order_relaxed);
     engine->pooled_reserved_bytes.fetch_add(entry.memory_reserved_bytes, std::memory_order_relaxed);
     return;
@@ -881,6 +892,7 @@ void Worker::Impl::LetGoMemory(ModuleEntry& entry, v8::Local<v8::WasmMemoryObjec
 void Worker::Impl::EmptyPool(ModuleEntry& entry) {
   for (std::size_t i = 0; i < entry.memory_pool.size(); ++i) CountDestroyed(entry.memory_reserved_bytes);
   pooled -= entry.memory_pool.size();
+  pooled_reserved_bytes -= entry.memory_pool.size() * entry.memory_reserved_bytes;
   engine->pooled_memories.fetch_sub(entry.memory_pool.size(), std::memory_order_relaxed);
   engine->pooled_reserved_bytes.fetch_sub(entry.memory_pool.size() * entry.memory_reserved_bytes,
                                           std::memory_order_relaxed);
@@ -1151,6 +1163,9 @@ Result<std::unique_ptr<Instance>> Worker::Instantiate(const std::shared_ptr<cons
     // (A failed Set leaves the import missing: the instantiation fails and says so.)
     if (have_memory && holder->Set(ctx, name, memory).FromMaybe(false)) {
       made = w.instance_ctor.Get(isolate)->NewInstance(ctx, 2, args);
+      // V8 10.2 hands back an instance object even when the module's start function trapped
+      // (the constructor's exception is caught here all the same): that instance is unusable.
+      if (try_catch.HasCaught()) made = {};
     }
     const bool terminated = w.EndCall();
     const bool heap_limit = w.TakeHeapLimitHit();
@@ -1160,13 +1175,18 @@ Result<std::unique_ptr<Instance>> Worker::Instantiate(const std::shared_ptr<cons
     if (have_memory) (void)holder->Set(ctx, name, v8::Undefined(isolate)).FromMaybe(false);
     // A failed instantiation may have written the memory (data segments, a start function):
     // it is zeroed like any other before it serves again.
-    if (have_memory && made.IsEmpty()) w.LetGoMemory(**entry, memory, discounted, module->initial_memory_bytes());
+    // (Also one V8 finished making although the heap limit was reached: it is not returned.)
+    if (have_memory && (made.IsEmpty() || heap_limit)) {
+      w.LetGoMemory(**entry, memory, discounted, module->initial_memory_bytes(), true);
+    }
     if (heap_limit) {
       w.host_error.reset();
       return InvalidArgument(fmt::format(
           "instantiating the module reached the worker's V8 heap limit of {} bytes", w.heap_limit_bytes));
     }
     if (!have_memory) {
+      w.host_error.reset();
+      if (terminated) return InvalidArgument("the module's start function exceeded the CPU time limit");
       return InvalidArgument("the module's linear memory could not be made: " +
                              ExceptionText(isolate, try_catch.Exception()));
     }
@@ -1182,10 +1202,15 @@ Result<std::unique_ptr<Instance>> Worker::Instantiate(const std::shared_ptr<cons
     (*entry)->instance_heap_bytes = heap_after > heap_before ? heap_after - heap_before : 0;
     (*entry)->instance_heap_measured = true;
   }
-  auto exports = object->Get(ctx, V8Str(isolate, "exports")).ToLocalChecked().As<v8::Object>();
-  instance->impl_->exports.Reset(isolate, exports);
+  // The memory is let go with the instance from here on, whatever happens next.
   instance->impl_->memory.Reset(isolate, memory);
   instance->impl_->discounted_bytes = discounted;
+  v8::Local<v8::Value> exports_value;
+  if (!object->Get(ctx, V8Str(isolate, "exports")).ToLocal(&exports_value) || !exports_value->IsObject()) {
+    return InvalidArgument("WebAssembly instantiation failed: the instance has no exports object");
+  }
+  auto exports = exports_value.As<v8::Object>();
+  instance->impl_->exports.Reset(isolate, exports);
   for (const std::string& name : module->growable_table_exports()) {
     auto table = exports->Get(ctx, V8Str(isolate, name)).ToLocalChecked();
     WK_CHECK(table->IsObject(), "table export added at compile time");
@@ -1211,8 +1236,9 @@ Instance::~Instance() {
       // Nothing of this instance is reachable any more: its memory may serve another.
       Worker::Impl& w = *impl_->worker;
       v8::HandleScope scope(w.isolate);
+      // (use_count is a hint across threads; it only decides whether the memory is kept.)
       w.LetGoMemory(*impl_->entry, impl_->memory.Get(w.isolate), impl_->discounted_bytes,
-                    module_->initial_memory_bytes());
+                    module_->initial_memory_bytes(), module_.use_count() > 1);
       impl_->memory.Reset();
     }
   }

@@ -178,15 +178,16 @@ struct EngineStats {
   std::uint64_t slow_instantiations = 0;
   std::uint64_t collections_in_instantiations = 0;
   double collection_seconds_in_instantiations = 0;
-  // Linear memories V8 still holds: those of live instances and those of instances thrown
-  // away that V8 has not collected yet (each until the end of the first full collection
-  // whose marking began after its instance was destroyed; V8 then frees it beside the
-  // thread); and the address space they reserve (each memory's maximum,
-  // Module::max_memory_bytes; V8 may have reserved less after a failed attempt).
+  // Linear memories V8 still holds: those of live instances, those kept for reuse, and those
+  // let go that V8 has not collected yet (each until the end of the first full collection
+  // whose marking began after it was let go; V8 then frees it beside the thread); and the
+  // address space they reserve (each memory's maximum, Module::max_memory_bytes; V8 may have
+  // reserved less after a failed attempt).
   std::uint64_t linear_memories = 0;
   std::uint64_t linear_reserved_bytes = 0;
-  // Of those, the memories kept for reuse (WorkerOptions::memory_pool_size; zeroed, no
-  // resident page), and the instantiations that were given one instead of a new memory.
+  // Of those, the memories kept for reuse (WorkerOptions::memory_pool_size; zeroed: no
+  // resident data page, though the kernel keeps the page tables of pages once touched) and
+  // their reservations, and the instantiations that were given one instead of a new memory.
   std::uint64_t pooled_memories = 0;
   std::uint64_t pooled_reserved_bytes = 0;
   std::uint64_t reused_memories = 0;
@@ -255,6 +256,10 @@ class Instance;
 // WorkerOptions::memory_pool_size by default: enough for a worker whose instances come and go
 // one for one (the runtime drops one before it makes one when at its limit), and for bursts.
 inline constexpr std::size_t kDefaultMemoryPoolSize = 64;
+// The address space a worker's kept memories may reserve together (each its maximum): 64 of
+// the default 64 MiB maximum take 4 GiB; of 4 GiB maxima, two are kept. The runtime counts
+// it with the live instances' reservations (kLiveReservationBytes, actor/runtime.h).
+inline constexpr std::uint64_t kMaxPooledReservationBytes = 8ull << 30;
 
 struct WorkerOptions {
   // The most V8 heap the worker's isolate may use (everything but linear memories: module
@@ -304,8 +309,10 @@ struct WorkerOptions {
   // space reserved; one that grew (or finds the pool full) goes as before. At 50,000 counters
   // this spares every warm call a memory's reservation, its mapping changes and later its
   // unmapping, and V8 the collections for them (docs/benchmarks.md, "Density"). Each kept
-  // memory holds its address space (its maximum) but no resident page. 0: every instance
-  // gets a memory of its own that goes with it.
+  // memory holds its address space (its maximum; kMaxPooledReservationBytes for them all)
+  // but no resident data page. The pool is the worker's, shared by its modules; a module
+  // nobody uses any more keeps nothing in it, and CollectGarbage empties it. 0: every
+  // instance gets a memory of its own that goes with it.
   std::size_t memory_pool_size = kDefaultMemoryPoolSize;
 };
 
@@ -337,7 +344,8 @@ class Worker {
   // not linear memory, which lives outside it). The node's memory budget counts it.
   std::uint64_t HeapUsedBytes() const;
   // A full garbage collection now (V8's low-memory notification): tens of milliseconds on
-  // a large heap, so only when memory is short.
+  // a large heap, so only when memory is short (or the worker idle). The memories kept for
+  // reuse are let go first, so their address space goes with it.
   void CollectGarbage();
   // Starts a full collection that runs mostly beside the thread and finishes in short steps
   // from PumpMessageLoop and the worker's allocations: frees dropped instances' linear

@@ -363,8 +363,27 @@ TEST_F(EngineTest, AReusedMemoryReadsAsANewOne) {
   EXPECT_EQ((*second)->MemoryBytes(), 65536u);
 }
 
+// A failed instantiation's memory is zeroed before it serves again: a start function, and an
+// `_initialize`, that write and trap on a zeroed memory fail every time, each attempt given the
+// last one's memory. (Checked to fail with the zeroing left out: the second attempt succeeds.)
+TEST_F(EngineTest, AFailedInstantiationsMemoryIsZeroedToo) {
+  Worker worker(*engine_);
+  for (const char* name : {"start_dirty", "init_dirty"}) {
+    SCOPED_TRACE(name);
+    auto module = Compile(name, {}, {});
+    ASSERT_TRUE(module.ok()) << module.status().ToString();
+    const EngineStats before = engine_->stats();
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      auto made = worker.Instantiate(*module, &ctx_, milliseconds(1000));
+      EXPECT_FALSE(made.ok()) << "attempt " << attempt << " found the last attempt's bytes";
+    }
+    EXPECT_EQ(engine_->stats().reused_memories, before.reused_memories + 2) << "each attempt after the first reused";
+  }
+}
+
 // A memory that grew is not kept (an instance starts at its module's initial size), the pool
-// holds at most memory_pool_size, and with no pool no memory is reused.
+// holds at most memory_pool_size, CollectGarbage empties it, a module nobody holds any more
+// keeps nothing in it, and with no pool no memory is reused.
 TEST_F(EngineTest, TheMemoryPoolKeepsOnlyUngrownMemoriesUpToItsSize) {
   auto module = Compile("pool_memory", {}, {});
   ASSERT_TRUE(module.ok()) << module.status().ToString();
@@ -387,6 +406,19 @@ TEST_F(EngineTest, TheMemoryPoolKeepsOnlyUngrownMemoriesUpToItsSize) {
       EXPECT_EQ(four[0]->MemoryBytes(), 65536u);
     }
     EXPECT_EQ(engine_->stats().pooled_memories, before.pooled_memories + 2) << "two kept, two let go";
+    worker.CollectGarbage();
+    EXPECT_EQ(engine_->stats().pooled_memories, before.pooled_memories) << "a full collection asked for empties it";
+    // The last instance of a module nobody else holds (redeployed, unloaded) keeps nothing.
+    std::unique_ptr<Instance> last;
+    {
+      auto lone = Compile("pool_memory", {}, {});
+      ASSERT_TRUE(lone.ok());
+      auto made = worker.Instantiate(*lone, &ctx_, milliseconds(1000));
+      ASSERT_TRUE(made.ok());
+      last = std::move(*made);
+    }
+    last.reset();
+    EXPECT_EQ(engine_->stats().pooled_memories, before.pooled_memories);
   }
   Worker no_pool(*engine_, WorkerOptions{.memory_pool_size = 0});
   const EngineStats before = engine_->stats();
