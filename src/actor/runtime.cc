@@ -925,7 +925,7 @@ void ActorRuntime::StartCollectionOn(std::size_t i) {
 void ActorRuntime::MakeRoomForInstance(const Slot& next) {
   // The memories the workers keep for reuse reserve address space too (at most
   // engine::kMaxPooledReservationBytes each): counted with the live instances'.
-  const std::uint64_t reserve = next.module->max_memory_bytes() + engine_.stats().pooled_reserved_bytes;
+  const std::uint64_t reserve = next.module->max_memory_bytes() + engine_.pooled_reserved_bytes();
   auto full = [&] {
     return instances_by_activity_.size() >= options_.max_instances ||
            instance_reserved_bytes_ + reserve > kLiveReservationBytes;

@@ -50,6 +50,14 @@ struct OwnersTest : ::testing::Test {
                     .ok());
   }
   static ActorId Nth(int i) { return ActorId{"acme", "counter", "x" + std::to_string(100 + i)}; }
+  // Every request of p's fails before it reaches the bucket while `outage` is true.
+  static void FailWhile(Proc& p, const bool& outage) {
+    p.store.set_fault_hook([&outage](const OpInfo&) {
+      OpFault f;
+      if (outage) f.fail_before_apply = Retryable("outage");
+      return f;
+    });
+  }
 };
 
 TEST_F(OwnersTest, AcquireReleaseReacquireNeverReusesAGeneration) {
@@ -190,11 +198,7 @@ TEST_F(OwnersTest, ARestartedNodeTakesItsPredecessorsActorBackAtANewGeneration) 
 TEST_F(OwnersTest, ALapseEndsHoldsIntoPendingReleasesThatLandLater) {
   Proc a(world, bucket, "a", "ia");
   bool outage = false;
-  a.store.set_fault_hook([&outage](const OpInfo&) {
-    OpFault f;
-    if (outage) f.fail_before_apply = Retryable("outage");
-    return f;
-  });
+  FailWhile(a, outage);
   Ready(a);
   auto r = Run(a.env, a.node.owners().Acquire(actor));
   ASSERT_TRUE(r.hold.IsValid());
@@ -369,11 +373,7 @@ TEST_F(OwnersTest, ADrainReleasesTenantsActorsBeforeSystemActors) {
 TEST_F(OwnersTest, TheSystemHoldsCountFollowsHoldsAsTheyComeAndGo) {
   Proc a(world, bucket, "a", "ia");
   bool outage = false;
-  a.store.set_fault_hook([&outage](const OpInfo&) {
-    OpFault f;
-    if (outage) f.fail_before_apply = Retryable("outage");
-    return f;
-  });
+  FailWhile(a, outage);
   Ready(a);
   Owners& owners = a.node.owners();
   const ActorId shard0{"_alarms", "shard", "00"};

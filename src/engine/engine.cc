@@ -438,6 +438,10 @@ EngineStats Engine::stats() const {
   return s;
 }
 
+std::uint64_t Engine::pooled_reserved_bytes() const {
+  return impl_->pooled_reserved_bytes.load(std::memory_order_relaxed);
+}
+
 std::string_view GcCauseName(GcCause cause) {
   switch (cause) {
     case GcCause::kYoung: return "young";
@@ -528,14 +532,10 @@ Result<std::shared_ptr<const Module>> Engine::Compile(std::span<const std::uint8
         "the module's initial memory is {} bytes, over the limit of {} bytes per actor ({}max_memory_bytes)",
         mem.min_pages * kWasmPageBytes, limits.max_memory_bytes, prefix));
   }
+  // The memory's maximum (declared, or imposed: actors.max_memory_bytes) goes on the import
+  // the memory becomes (WithImportedMemory, below).
   std::vector<std::uint8_t> patched;
   std::span<const std::uint8_t> wire = bytes;
-  if (!mem.max_pages || *mem.max_pages > max_pages) {
-    auto p = WithMemoryMaximum(bytes, max_pages);
-    if (!p.ok()) return p.status();
-    patched = std::move(*p);
-    wire = patched;
-  }
   const std::uint64_t effective_max_pages = mem.max_pages ? std::min(*mem.max_pages, max_pages) : max_pages;
 
   // Tables live on the worker's V8 heap, so their elements are bounded all together, grown
@@ -599,8 +599,8 @@ Result<std::shared_ptr<const Module>> Engine::Compile(std::span<const std::uint8
     wire = patched;
   }
 
-  // The memory becomes an import, so that workers can hand instances memories they keep
-  // for reuse (WorkerOptions::memory_pool_size).
+  // The memory becomes an import with the effective maximum, so that workers can hand
+  // instances memories they keep for reuse (WorkerOptions::memory_pool_size).
   {
     auto p = WithImportedMemory(wire, effective_max_pages);
     if (!p.ok()) return InvalidArgument(fmt::format("the module cannot be loaded: {}", p.status().message()));

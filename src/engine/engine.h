@@ -219,6 +219,8 @@ class Engine {
 
   // Totals over all workers (any thread).
   EngineStats stats() const;
+  // EngineStats::pooled_reserved_bytes alone (read before each instantiation by the runtime).
+  std::uint64_t pooled_reserved_bytes() const;
 
   struct Impl;
   Impl& impl() { return *impl_; }

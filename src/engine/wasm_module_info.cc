@@ -203,6 +203,13 @@ Result<std::vector<Section>> ReadSections(std::span<const std::uint8_t> bytes) {
   return sections;
 }
 
+// Appends a section: its id, its size and its payload.
+void AppendSection(std::vector<std::uint8_t>& out, std::uint8_t id, const std::vector<std::uint8_t>& payload) {
+  out.push_back(id);
+  AppendUleb128(out, payload.size());
+  out.insert(out.end(), payload.begin(), payload.end());
+}
+
 }  // namespace
 
 std::string_view ValTypeName(ValType t) {
@@ -523,39 +530,6 @@ Result<ModuleInfo> ReadModuleInfo(std::span<const std::uint8_t> bytes) {
   return info;
 }
 
-Result<std::vector<std::uint8_t>> WithMemoryMaximum(std::span<const std::uint8_t> bytes,
-                                                    std::uint64_t max_pages) {
-  auto sections = ReadSections(bytes);
-  if (!sections.ok()) return sections.status();
-  const Section* mem = nullptr;
-  for (const Section& s : *sections) {
-    if (s.id == kSectionMemory) mem = &s;
-  }
-  if (mem == nullptr) return InvalidArgument("the module defines no memory");
-  Reader r(bytes.subspan(mem->payload_start, mem->payload_size), mem->payload_start);
-  auto n = r.Count();
-  if (!n.ok()) return n.status();
-  if (*n != 1) return InvalidArgument("the module must define exactly one memory");
-  auto lim = ReadLimits(r, true);
-  if (!lim.ok()) return lim.status();
-  if (lim->min_pages > max_pages) {
-    return InvalidArgument(fmt::format("the module's initial memory ({} pages) exceeds the maximum of {} pages",
-                                       lim->min_pages, max_pages));
-  }
-  std::vector<std::uint8_t> payload;
-  AppendUleb128(payload, 1);
-  payload.push_back(0x01);
-  AppendUleb128(payload, lim->min_pages);
-  AppendUleb128(payload, max_pages);
-
-  std::vector<std::uint8_t> out(bytes.begin(), bytes.begin() + mem->header_start);
-  out.push_back(kSectionMemory);
-  AppendUleb128(out, payload.size());
-  out.insert(out.end(), payload.begin(), payload.end());
-  out.insert(out.end(), bytes.begin() + mem->payload_start + mem->payload_size, bytes.end());
-  return out;
-}
-
 Result<std::vector<std::uint8_t>> WithImportedMemory(std::span<const std::uint8_t> bytes,
                                                      std::uint64_t max_pages) {
   auto sections = ReadSections(bytes);
@@ -594,6 +568,7 @@ Result<std::vector<std::uint8_t>> WithImportedMemory(std::span<const std::uint8_
     Reader c(bytes.subspan(imports->payload_start, imports->payload_size), imports->payload_start);
     auto count = c.Count();
     if (!count.ok()) return count.status();
+    const std::size_t entries_start = c.offset();
     for (std::uint32_t i = 0; i < *count; ++i) {
       auto module = c.Name();
       if (!module.ok()) return module.status();
@@ -627,9 +602,6 @@ Result<std::vector<std::uint8_t>> WithImportedMemory(std::span<const std::uint8_
     }
     if (!c.done()) return c.Malformed("bytes after the last import");
     // The existing entries are kept byte for byte; the count goes up and ours follows them.
-    Reader again(bytes.subspan(imports->payload_start, imports->payload_size), imports->payload_start);
-    if (auto k = again.Count(); !k.ok()) return k.status();
-    const std::size_t entries_start = again.offset();
     AppendUleb128(import_payload, std::uint64_t{*count} + 1);
     import_payload.insert(import_payload.end(), bytes.begin() + entries_start,
                           bytes.begin() + imports->payload_start + imports->payload_size);
@@ -638,9 +610,7 @@ Result<std::vector<std::uint8_t>> WithImportedMemory(std::span<const std::uint8_
   }
   import_payload.insert(import_payload.end(), entry.begin(), entry.end());
   std::vector<std::uint8_t> import_section;
-  import_section.push_back(kSectionImport);
-  AppendUleb128(import_section, import_payload.size());
-  import_section.insert(import_section.end(), import_payload.begin(), import_payload.end());
+  AppendSection(import_section, kSectionImport, import_payload);
 
   // Section by section: the import section replaced (or inserted before the first section
   // that follows it), the memory section left out, everything else byte for byte.
@@ -690,9 +660,7 @@ Result<std::vector<std::uint8_t>> WithTableMaximums(std::span<const std::uint8_t
   if (!r.done()) return r.Malformed("bytes after the last table");
 
   std::vector<std::uint8_t> out(bytes.begin(), bytes.begin() + table->header_start);
-  out.push_back(kSectionTable);
-  AppendUleb128(out, payload.size());
-  out.insert(out.end(), payload.begin(), payload.end());
+  AppendSection(out, kSectionTable, payload);
   out.insert(out.end(), bytes.begin() + table->payload_start + table->payload_size, bytes.end());
   return out;
 }
@@ -737,9 +705,7 @@ Result<std::vector<std::uint8_t>> WithTableExports(std::span<const std::uint8_t>
     AppendUleb128(payload, e.table_index);
   }
   std::vector<std::uint8_t> out(bytes.begin(), bytes.begin() + section->header_start);
-  out.push_back(kSectionExport);
-  AppendUleb128(out, payload.size());
-  out.insert(out.end(), payload.begin(), payload.end());
+  AppendSection(out, kSectionExport, payload);
   out.insert(out.end(), bytes.begin() + section->payload_start + section->payload_size, bytes.end());
   return out;
 }

@@ -154,11 +154,6 @@ Result<ModuleInfo> ReadModuleInfo(std::span<const std::uint8_t> bytes);
 Result<std::vector<std::uint8_t>> WithTableMaximums(std::span<const std::uint8_t> bytes,
                                                     std::span<const std::uint64_t> max);
 
-// Returns a copy of `bytes` whose (single, defined) memory declares `max_pages` as its
-// maximum. REQUIRES: the module defines exactly one memory (checked: an error otherwise).
-Result<std::vector<std::uint8_t>> WithMemoryMaximum(std::span<const std::uint8_t> bytes,
-                                                    std::uint64_t max_pages);
-
 // The import a module's memory becomes under WithImportedMemory: module and field name.
 inline constexpr std::string_view kMemoryImportModule = "wasmkeep:engine";
 inline constexpr std::string_view kMemoryImportName = "memory";

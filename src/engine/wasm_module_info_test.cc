@@ -37,14 +37,14 @@ TEST(WasmModuleInfo, ImposesAMemoryMaximum) {
   auto before = ReadModuleInfo(bytes);
   ASSERT_TRUE(before.ok());
   EXPECT_FALSE(before->memories[0].max_pages.has_value());
-  auto patched = WithMemoryMaximum(bytes, 300);  // a two-byte LEB: the section grows
+  auto patched = WithImportedMemory(bytes, 300);  // a two-byte LEB on the import
   ASSERT_TRUE(patched.ok()) << patched.status().ToString();
   auto after = ReadModuleInfo(*patched);
   ASSERT_TRUE(after.ok()) << after.status().ToString();
   EXPECT_EQ(after->memories[0].min_pages, 1u);
   EXPECT_EQ(after->memories[0].max_pages, 300u);
   EXPECT_EQ(after->exports.size(), before->exports.size()) << "later sections intact";
-  EXPECT_FALSE(WithMemoryMaximum(ReadTestModule("big_initial"), 1024).ok());
+  EXPECT_FALSE(WithImportedMemory(ReadTestModule("big_initial"), 1024).ok());
 }
 
 // The engine's memory pool: the module's memory becomes an import with the same limits (the
@@ -177,7 +177,6 @@ TEST(WasmModuleInfo, SurvivesCorruption) {
     if (rng() % 4 == 0) bytes.resize(8 + rng() % (bytes.size() - 8));
     auto r = ReadModuleInfo(bytes);
     if (!r.ok()) ++refused;
-    (void)WithMemoryMaximum(bytes, 16);
     (void)WithImportedMemory(bytes, 16);
   }
   EXPECT_GT(refused, 1000) << "corruption is noticed";
