@@ -30,16 +30,17 @@ logs=$(mktemp -d /tmp/wasmkeep-check-proofs.XXXXXX)
 cluster_test="$build/src/cluster/wk_cluster_test"
 replica_test="$build/src/replica/wk_replica_test"
 alarms_test="$build/src/alarms/wk_alarms_test"
+engine_test="$build/src/engine/wk_engine_test"
 sim="$build/sim/wasmkeep-sim"
 wk="$build/src/cli/wasmkeep"
-needed=("$cluster_test" "$replica_test" "$alarms_test" "$sim")
+needed=("$cluster_test" "$replica_test" "$alarms_test" "$engine_test" "$sim")
 [ "$with_cluster" = 1 ] && needed+=("$wk")
 for f in "${needed[@]}"; do
   [ -x "$f" ] || { echo "check-proofs: $f is missing: build it first (cmake --build --preset ci)"; exit 2; }
 done
 
 # One rule a line: RULE | BROKEN MODEL | KIND | TEST | FAILING CHECK (cluster rows)
-#   gtest    TEST is BINARY:Suite.Name (BINARY: cluster, replica or alarms)
+#   gtest    TEST is BINARY:Suite.Name (BINARY: cluster, replica, alarms or engine)
 #   sim      TEST is a scenario; the broken model is its --mutant
 #   cluster  TEST is a tests/cluster suite; FAILING CHECK is text of the check line that must FAIL
 rows=$(cat <<'ROWS'
@@ -131,6 +132,8 @@ alarms: an entry goes only once the change is durable (simulator)|index-entry-re
 alarms: never before its time|fire-before-due|gtest|alarms:AlarmServiceTest.TheOwnersTimerFiresAtTheAlarmsTimeAndNotBefore|
 alarms: never before its time (simulator)|fire-before-due|sim|alarms|
 alarms: a handed alarm is looked at again (simulator)|drop-handed-alarm|sim|alarms|
+isolation: a reused memory reads as a new one|pool-skips-zeroing|gtest|engine:EngineTest.AReusedMemoryReadsAsANewOne|
+isolation: a failed instantiation's memory is zeroed too|pool-skips-zeroing|gtest|engine:EngineTest.AFailedInstantiationsMemoryIsZeroedToo|
 ROWS
 )
 
@@ -140,6 +143,7 @@ run_gtest() {  # BINARY FILTER BROKEN
   local bin=$cluster_test
   [ "${1%%:*}" = replica ] && bin=$replica_test
   [ "${1%%:*}" = alarms ] && bin=$alarms_test
+  [ "${1%%:*}" = engine ] && bin=$engine_test
   local filter=${1#*:}
   WASMKEEP_BROKEN_MODELS="$2" "$bin" --gtest_filter="$filter" >"$3" 2>&1 || return 1
   grep -q "\[  PASSED  \] 1 test" "$3" || return 1  # the filter named exactly one test, which ran

@@ -269,6 +269,7 @@ ActorRuntime::ActorRuntime(Env& env, engine::Engine& engine, ClassRegistry& clas
   worker_options.gc_floor_bytes =
       options_.isolate_gc_floor_bytes.value_or(DefaultIsolateGcFloor(options_.isolate_heap_limit_bytes));
   worker_options.memory_pool_size = options_.memory_pool_size;
+  worker_options.broken = options_.broken;
   for (int i = 0; i < n; ++i) workers_.push_back(std::make_unique<WorkerThread>(engine_, worker_options, options_.spin));
   worker_memory_.assign(workers_.size(), WorkerMemory{});
 }

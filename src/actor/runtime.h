@@ -121,7 +121,8 @@ struct RuntimeOptions {
   // The wall clock events see, in ms since the epoch. Default: the Env's WallNow. Tests
   // replace it to move time.
   std::function<std::int64_t()> wall_clock_ms;
-  // Broken models (base/broken_models.h) of alarm events (fire-before-due): tests only.
+  // Broken models (base/broken_models.h) of alarm events (fire-before-due) and of the
+  // workers' memory pool (pool-skips-zeroing, engine::WorkerOptions::broken): tests only.
   BrokenModels broken;
 };
 

@@ -67,6 +67,7 @@ constexpr std::array<std::string_view, kModels> kNames = {
     "drop-handed-alarm",
     "segment-before-entry",
     "earlier-entries-before-fence",
+    "pool-skips-zeroing",
     "answer-without-gate",
 };
 static_assert(kNames.size() == kModels, "one name per BrokenModel");

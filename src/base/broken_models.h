@@ -99,6 +99,8 @@ enum class BrokenModel : std::uint8_t {
   kDropHandedAlarm,          // a handed alarm is never looked at again by the node that handed it
   kSegmentBeforeEntry,       // the segment setting an alarm is sent without waiting for its index entry
   kEarlierEntriesBeforeFence,  // earlier holds' index entries are removed before this hold's fence landed
+  // ---- The engine's memory pool (engine/engine.cc), docs/architecture.md "Memory"
+  kPoolSkipsZeroing,         // a memory kept for reuse is not zeroed: the next instance sees the last one's bytes
   // ---- The simulator's own hosts (sim/), never production code
   kAnswerWithoutGate,        // the routing scenario's native host answers without the output gate
   kCount

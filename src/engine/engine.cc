@@ -306,6 +306,7 @@ struct Worker::Impl {
   std::size_t memory_pool_size = 0;
   std::size_t pooled = 0;                     // in all the entries' pools
   std::uint64_t pooled_reserved_bytes = 0;    // their reservations (kMaxPooledReservationBytes)
+  BrokenModels broken;                        // WorkerOptions::broken
   v8::MaybeLocal<v8::WasmMemoryObject> TakeMemory(ModuleEntry& entry, const Module& module,
                                                   std::uint64_t* discounted_bytes);
   // `module_in_use`: someone besides the caller holds the module (an instance or the class
@@ -655,6 +656,7 @@ Worker::Worker(Engine& engine, WorkerOptions options) : impl_(std::make_unique<I
   params.constraints.ConfigureDefaultsFromHeapSize(0, options.heap_limit_bytes);
   impl_->count_touched_memory = options.count_touched_memory;
   impl_->memory_pool_size = options.memory_pool_size;
+  impl_->broken = options.broken;
   if (options.gc_floor_bytes > 0) params.constraints.set_initial_old_generation_size_in_bytes(options.gc_floor_bytes);
   impl_->heap_limit_bytes = options.heap_limit_bytes;
   impl_->isolate = v8::Isolate::New(params);
@@ -871,7 +873,7 @@ void Worker::Impl::LetGoMemory(ModuleEntry& entry, v8::Local<v8::WasmMemoryObjec
   // come), nor one past the pool's bound on address space.
   if (module_in_use && pooled < memory_pool_size && size == initial_bytes &&
       pooled_reserved_bytes + entry.memory_reserved_bytes <= kMaxPooledReservationBytes &&
-      (size == 0 || madvise(buffer->Data(), size, MADV_DONTNEED) == 0)) {
+      (size == 0 || broken.on(BrokenModel::kPoolSkipsZeroing) || madvise(buffer->Data(), size, MADV_DONTNEED) == 0)) {
     entry.memory_pool.push_back(PooledMemory{v8::Global<v8::WasmMemoryObject>(isolate, memory), discounted_bytes});
     ++pooled;
     pooled_reserved_bytes += entry.memory_reserved_bytes;

@@ -35,6 +35,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/broken_models.h"
 #include "base/status.h"
 #include "engine/wasm_module_info.h"
 
@@ -316,6 +317,8 @@ struct WorkerOptions {
   // nobody uses any more keeps nothing in it, and CollectGarbage empties it. 0: every
   // instance gets a memory of its own that goes with it.
   std::size_t memory_pool_size = kDefaultMemoryPoolSize;
+  // Broken models (base/broken_models.h: pool-skips-zeroing): tests only.
+  BrokenModels broken;
 };
 
 // Room V8 gets above the heap limit each time it is reached, to complete the allocation in

@@ -93,6 +93,13 @@ class EngineTest : public ::testing::Test {
     return engine_->stats().collections[c] - before;
   }
 
+  // Default options but the broken models WASMKEEP_BROKEN_MODELS names (scripts/check-proofs.sh).
+  static WorkerOptions OptionsFromEnvironment() {
+    auto broken = BrokenModels::FromEnvironment();
+    EXPECT_TRUE(broken.ok()) << broken.status().ToString();
+    return WorkerOptions{.broken = broken.ok() ? *broken : BrokenModels()};
+  }
+
   static Engine* engine_;
   Ctx ctx_;
 };
@@ -337,11 +344,12 @@ TEST_F(EngineTest, V8CountsALinearMemoryByThePagesItsInstanceTouched) {
 
 // The memory pool: a memory whose instance is gone serves the module's next instance only
 // zeroed, its data segments written afresh: what one actor wrote is never seen by another,
-// and none of its pages stay resident. (Checked to fail with the zeroing left out.)
+// and none of its pages stay resident. (Fails with the broken model pool-skips-zeroing:
+// scripts/check-proofs.sh.)
 TEST_F(EngineTest, AReusedMemoryReadsAsANewOne) {
   auto module = Compile("pool_memory", {}, {});
   ASSERT_TRUE(module.ok()) << module.status().ToString();
-  Worker worker(*engine_);
+  Worker worker(*engine_, OptionsFromEnvironment());
   const EngineStats before = engine_->stats();
   {
     auto first = worker.Instantiate(*module, &ctx_, milliseconds(1000));
@@ -365,9 +373,10 @@ TEST_F(EngineTest, AReusedMemoryReadsAsANewOne) {
 
 // A failed instantiation's memory is zeroed before it serves again: a start function, and an
 // `_initialize`, that write and trap on a zeroed memory fail every time, each attempt given the
-// last one's memory. (Checked to fail with the zeroing left out: the second attempt succeeds.)
+// last one's memory. (Fails with the broken model pool-skips-zeroing, scripts/check-proofs.sh:
+// the second attempt succeeds.)
 TEST_F(EngineTest, AFailedInstantiationsMemoryIsZeroedToo) {
-  Worker worker(*engine_);
+  Worker worker(*engine_, OptionsFromEnvironment());
   for (const char* name : {"start_dirty", "init_dirty"}) {
     SCOPED_TRACE(name);
     auto module = Compile(name, {}, {});
