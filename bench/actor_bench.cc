@@ -40,7 +40,7 @@
 #include "actor/runtime.h"
 #include "actor/state_map.h"
 #include "actor/storage.h"
-#include "actor/testing.h"
+#include "actor/testing/harness.h"
 #include "actor/txn.h"
 #include "cluster/owner_record.h"
 #include "engine/engine.h"

@@ -26,7 +26,7 @@
 #include <string>
 
 #include "actor/runtime.h"
-#include "actor/testing.h"
+#include "actor/testing/harness.h"
 #include "base/log.h"
 #include "replica/provider.h"
 #include "store/open_store.h"

@@ -6,6 +6,13 @@ Scans src/, sim/ and bench/ (*.h, *.cc, *.hpp, *.cpp) and prints one line per vi
 
     src/cluster/x.cc:12 includes env/real_env.h; layer cluster may use base env store
 
+Besides the includes it refuses: a glob of src/layers.txt that matches no file (a stale
+row); a cycle among the layers' MAY-USE edges (an edge that runs up the layers); and, with
+--targets FILE (written by the top-level CMakeLists.txt: one line per CMake target, its
+name then its source files), a target whose non-test sources lie in more than one layer.
+CMake runs this at configure time and as a build step (target wk_layers), so a violation
+fails the build, not only the tests.
+
 Exit status: 0 when the tree is clean, 1 on violations, 2 when the rules cannot be read.
 
 --self-test copies the tree into a temporary directory, adds deliberate violations
@@ -96,6 +103,8 @@ class Rules:
 
     def allowed(self, path):
         name, uses = self.layer_of(path)
+        if name is None:
+            return None, None, None
         allowed = set(uses) | {name}
         for globs, extra in self.extras:
             if any(glob_match(path, g) for g in globs):
@@ -135,14 +144,87 @@ def source_files(root):
                     yield os.path.relpath(os.path.join(dirpath, f), root)
 
 
-def check(root, rules_path):
+def stale_globs(rules, files, rules_name):
+    """Globs of layer and extra rows that match no scanned file."""
+    out = []
+    for name, globs, _ in rules.layers:
+        for g in globs:
+            if not any(glob_match(f, g) for f in files):
+                out.append(f"{rules_name}: layer {name}'s glob {g} matches no file; delete or fix it")
+    for globs, _ in rules.extras:
+        for g in globs:
+            if not any(glob_match(f, g) for f in files):
+                out.append(f"{rules_name}: an extra row's glob {g} matches no file; delete or fix it")
+    return out
+
+
+def layer_cycles(rules, rules_name):
+    """A cycle among the layers' MAY-USE edges, as one message (or none)."""
+    layer_names = [n for n, _, _ in rules.layers]
+    edges = {n: sorted(u & set(layer_names)) for n, _, u in rules.layers}
+    state = {}  # name -> 1 on the stack, 2 done
+    stack = []
+
+    def visit(n):
+        state[n] = 1
+        stack.append(n)
+        for m in edges.get(n, []):
+            if m == n:
+                continue
+            if state.get(m) == 1:
+                return stack[stack.index(m):] + [m]
+            if m not in state:
+                found = visit(m)
+                if found:
+                    return found
+        stack.pop()
+        state[n] = 2
+        return None
+
+    for n in layer_names:
+        if n not in state:
+            found = visit(n)
+            if found:
+                return [f"{rules_name}: the layers use each other in a cycle: " + " -> ".join(found)]
+    return []
+
+
+def target_layers(rules, root, targets_path):
+    """Targets whose non-test sources belong to more than one layer."""
+    out = []
+    with open(targets_path, encoding="utf-8") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) < 2:
+                continue
+            target, sources = parts[0], parts[1:]
+            layers = {}
+            for src in sources:
+                rel = os.path.relpath(src, root) if os.path.isabs(src) else src
+                if rel.startswith("..") or rel.endswith("_test.cc") or not rel.endswith(SOURCE_EXTS):
+                    continue  # generated, a test, or outside the scanned tree
+                if not rel.startswith(tuple(d + "/" for d in SCANNED_DIRS)):
+                    continue
+                name, _ = rules.layer_of(rel)
+                layers.setdefault(name, []).append(rel)
+            if len(layers) > 1:
+                detail = "; ".join(f"{n}: {' '.join(sorted(fs))}" for n, fs in sorted(layers.items(), key=str))
+                out.append(f"CMake target {target} mixes layers ({detail}); one target, one layer")
+    return out
+
+
+def check(root, rules_path, targets_path=None):
     """Returns (violations, known): the lines to print."""
     with open(rules_path, encoding="utf-8") as f:
         rules = Rules(f.read(), os.path.relpath(rules_path, root))
-    violations = []
+    rules_name = os.path.relpath(rules_path, root)
+    files = list(source_files(root))
+    violations = stale_globs(rules, files, rules_name) + layer_cycles(rules, rules_name)
+    if targets_path:
+        violations += target_layers(rules, root, targets_path)
     known = []
     unused_known = dict(rules.known)
-    for path in source_files(root):
+    for path in files:
         name, uses, allowed = rules.allowed(path)
         if name is None:
             violations.append(f"{path}:1 belongs to no layer; add it to {os.path.relpath(rules_path, root)}")
@@ -203,18 +285,35 @@ def self_test(root):
         if clean.returncode != 0:
             print("self-test: the unmodified copy does not pass:\n" + clean.stdout, end="")
             return 1
+        # A stale glob and an upward edge (store may use cluster, which uses store).
+        with open(rules, "a", encoding="utf-8") as f:
+            f.write("\nextra src/nowhere/*.cc : files\n")
+        with open(rules, encoding="utf-8") as f:
+            text = f.read()
+        with open(rules, "w", encoding="utf-8") as f:
+            f.write(re.sub(r"^(layer store +: .*: base env)$", r"\1 cluster", text, count=1, flags=re.M))
+        injected = injected + [
+            ("src/layers.txt", None, "glob src/nowhere/*.cc matches no file"),
+            ("src/layers.txt", None, "the layers use each other in a cycle"),
+        ]
         for path, line, _ in injected:
+            if line is None:
+                continue
             full = os.path.join(tmp, path)
             if not os.path.isfile(full):
                 print(f"self-test: {path} is missing; update the self-test's injected files")
                 return 1
             with open(full, "a", encoding="utf-8") as f:
                 f.write("\n" + line + "\n")
-        broken = run_child(tmp, rules)
+        manifest = os.path.join(tmp, "targets.txt")
+        with open(manifest, "w", encoding="utf-8") as f:
+            f.write("wk_mixed src/base/status.cc src/env/env.cc\n")
+        injected.append(("CMake target wk_mixed", None, "mixes layers"))
+        broken = run_child(tmp, rules, manifest)
         ok = broken.returncode == 1
         lines = [l for l in broken.stdout.splitlines() if not l.startswith("known: ")]
         for path, _, expected in injected:
-            if not any(l.startswith(path + ":") and expected in l for l in lines):
+            if not any((l.startswith(path + ":") or l.startswith(path + " ")) and expected in l for l in lines):
                 print(f"self-test: the check did not report {path}: {expected}")
                 ok = False
         if len(lines) != len(injected):
@@ -224,8 +323,9 @@ def self_test(root):
         return 0 if ok else 1
 
 
-def run_child(root, rules):
-    return subprocess.run([sys.executable, os.path.abspath(__file__), "--root", root, "--rules", rules],
+def run_child(root, rules, targets=None):
+    extra = ["--targets", targets] if targets else []
+    return subprocess.run([sys.executable, os.path.abspath(__file__), "--root", root, "--rules", rules] + extra,
                           capture_output=True, text=True, check=False)
 
 
@@ -234,13 +334,14 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--root", default=os.path.dirname(here), help="the repository root")
     parser.add_argument("--rules", help="the rules file (default: ROOT/src/layers.txt)")
+    parser.add_argument("--targets", help="CMake's target manifest: each target's sources in one layer")
     parser.add_argument("--self-test", action="store_true", help="check that deliberate violations are caught")
     args = parser.parse_args()
     root = os.path.abspath(args.root)
     if args.self_test:
         return self_test(root)
     try:
-        violations, known = check(root, args.rules or os.path.join(root, "src", "layers.txt"))
+        violations, known = check(root, args.rules or os.path.join(root, "src", "layers.txt"), args.targets)
     except (RulesError, OSError) as e:
         print(f"check_layers: {e}")
         return 2

@@ -34,8 +34,8 @@
 #include "replica/format.h"
 #include "replica/provider.h"
 #include "scenario.h"
-#include "server/forwarder.h"
-#include "server/front.h"
+#include "routing/forwarder.h"
+#include "routing/front.h"
 #include "sim_peer_network.h"
 #include "store/mem/mem_store.h"
 

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "cluster/cluster_node.h"
-#include "cluster/testing.h"
+#include "cluster/testing/harness.h"
 #include "env/sim_env.h"
 #include "scenario.h"
 #include "store/mem/mem_store.h"

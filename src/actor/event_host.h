@@ -1,4 +1,4 @@
-// EventHost: what the actor API's front (server/front.h) needs of whatever runs actors'
+// EventHost: what the actor API's front (routing/front.h) needs of whatever runs actors'
 // events on a node: whether an actor is resident, one request event, and asking an actor
 // to leave memory. ActorRuntime (runtime.h: WebAssembly on worker threads) is the real
 // one; the simulator runs native test actors behind the same interface
@@ -13,7 +13,7 @@
 
 #include "actor/alarm_event.h"
 #include "actor/types.h"
-#include "cluster/owner_record.h"
+#include "base/ids.h"
 #include "env/task.h"
 
 namespace wk::actor {

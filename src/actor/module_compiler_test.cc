@@ -8,7 +8,7 @@
 #include <condition_variable>
 #include <mutex>
 
-#include "actor/testing.h"
+#include "actor/testing/harness.h"
 #include "env/real_env.h"
 
 namespace wk::actor {

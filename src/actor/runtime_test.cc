@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "actor/state_map.h"
-#include "actor/testing.h"
+#include "actor/testing/harness.h"
 #include "base/metrics.h"
 
 #include <fstream>

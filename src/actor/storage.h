@@ -33,8 +33,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/ids.h"
 #include "base/status.h"
-#include "cluster/owner_record.h"
 #include "env/task.h"
 
 namespace wk::actor {

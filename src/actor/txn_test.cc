@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "actor/mem_storage.h"
+#include "actor/testing/mem_storage.h"
 #include "env/real_env.h"
 
 namespace wk::actor {

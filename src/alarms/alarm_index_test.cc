@@ -9,7 +9,7 @@
 #include <map>
 
 #include "base/log.h"
-#include "cluster/testing.h"
+#include "cluster/testing/harness.h"
 #include "replica/replica.h"
 
 namespace wk::alarms {

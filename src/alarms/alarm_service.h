@@ -9,7 +9,7 @@
 //   - the shard scanner (shard_scanner.h), for entries whose node went away;
 //   - a peer's hand-over (ReceiveHandOver).
 //
-// A delivery routes the alarm as the front routes a request (server/front.h): run here if
+// A delivery routes the alarm as the front routes a request (routing/front.h): run here if
 // the actor is resident; else one routing read of its ownership record (Owners::OtherOwner):
 // another live node holds it → hand the alarm over to that node (a peer request to
 // /v1/alarms/<tenant>/<class>/<name>, signed by the Forwarder exactly like a forwarded
@@ -47,8 +47,7 @@
 #include "cluster/owners.h"
 #include "cluster/timing.h"
 #include "net/http_types.h"
-#include "server/forwarder.h"
-#include "server/front.h"
+#include "routing/peer_sender.h"
 
 namespace wk::alarms {
 
@@ -98,9 +97,10 @@ struct AlarmServiceDeps {
   const Membership& membership;
   actor::EventHost& host;
   AlarmIndex& index;
-  // Signs hand-overs; null: no hand-over (such a delivery counts as not run).
-  Forwarder* forwarder = nullptr;
-  // Makes the class's module known before an actor starts here (FrontDeps::load_class).
+  // Sends hand-overs, signed (the node's Forwarder); null: no hand-over (such a delivery
+  // counts as not run).
+  PeerSender* forwarder = nullptr;
+  // Makes the class's module known before an actor starts here (as the front's, routing/front.h).
   std::function<Task<Status>(std::string tenant, std::string class_name)> load_class;
   // drop-handed-alarm (base/broken_models.h), and fire-before-due for the timers.
   BrokenModels broken;

@@ -9,7 +9,7 @@
 #include <deque>
 
 #include "base/log.h"
-#include "cluster/testing.h"
+#include "cluster/testing/harness.h"
 
 namespace wk::alarms {
 namespace {

@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "base/log.h"
-#include "cluster/testing.h"
+#include "cluster/testing/harness.h"
 
 namespace wk::alarms {
 namespace {

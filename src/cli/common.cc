@@ -4,7 +4,7 @@
 #include <ctime>
 
 #include "base/log.h"
-#include "store/faulty_store.h"
+#include "cli/test_hooks.h"
 #include "store/open_store.h"
 
 namespace wk::cli {
@@ -58,13 +58,7 @@ Result<std::unique_ptr<ObjectStore>> OpenBucket(RealEnv& env, const GlobalOption
                                           : std::string(kDefaultBucketUrl);
   auto store = OpenStore(env, url, EnvWithConfig(config), mode);
   if (!store.ok()) return store.status();
-  if (auto faults = ProcessGetEnv("WASMKEEP_DEBUG_FAULTS"); faults && !faults->empty()) {
-    auto spec = ParseFaultSpec(*faults);
-    if (!spec.ok()) return InvalidArgument("WASMKEEP_DEBUG_FAULTS: " + spec.status().message());
-    WK_LOG_WARN("injecting bucket faults (WASMKEEP_DEBUG_FAULTS); for tests only", {{"faults", *faults}});
-    return std::unique_ptr<ObjectStore>(std::make_unique<FaultyStore>(env, std::move(store).value(), *spec));
-  }
-  return store;
+  return WrapBucketForTests(env, std::move(store).value());
 }
 
 Result<CallOptions> CallOptionsFrom(const GlobalOptions& g) {

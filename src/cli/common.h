@@ -45,8 +45,8 @@ struct GlobalOptions {
 Result<Config> LoadConfigFromOptions(const GlobalOptions& g);
 // Opens the bucket: --bucket, else the config file's, else the default. mode: only `serve`
 // and the commands that create things pass kCreateIfMissing (store/open_store.h); the rest
-// fail with kNotFound on a path that holds no bucket. With WASMKEEP_DEBUG_FAULTS set, wraps
-// it in a FaultyStore (tests only; logged loudly).
+// fail with kNotFound on a path that holds no bucket. The test hooks may wrap it
+// (cli/test_hooks.h: bucket faults).
 Result<std::unique_ptr<ObjectStore>> OpenBucket(RealEnv& env, const GlobalOptions& g, const Config& config,
                                                 BucketOpen mode);
 // Fail for an OpenBucket error: kNotFound (no bucket there) exits kExitNoBucket.

@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "cluster/cluster_node.h"
-#include "cluster/testing.h"
+#include "cluster/testing/harness.h"
 
 namespace wk {
 namespace {

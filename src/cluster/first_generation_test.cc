@@ -11,7 +11,7 @@
 #include <cstdio>
 
 #include "cluster/cluster_node.h"
-#include "cluster/testing.h"
+#include "cluster/testing/harness.h"
 
 namespace wk {
 namespace {

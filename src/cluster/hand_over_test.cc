@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "cluster/testing.h"
+#include "cluster/testing/harness.h"
 
 namespace wk {
 namespace {

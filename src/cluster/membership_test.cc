@@ -9,7 +9,7 @@
 #include <memory>
 
 #include "cluster/cluster_node.h"
-#include "cluster/testing.h"
+#include "cluster/testing/harness.h"
 #include "store/counting_store.h"
 
 namespace wk {

@@ -7,7 +7,7 @@
 #include <random>
 
 #include "store/counting_store.h"
-#include "store/mem/testing.h"
+#include "store/testing/mem_fixture.h"
 
 namespace wk {
 namespace {

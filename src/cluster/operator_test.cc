@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "cluster/testing.h"
+#include "cluster/testing/harness.h"
 #include "store/store_wrapper.h"
 #include "env/sim_env.h"
 #include "store/mem/mem_store.h"

@@ -5,7 +5,7 @@
 
 #include "cluster/cluster_node.h"
 #include "cluster/operator.h"
-#include "cluster/testing.h"
+#include "cluster/testing/harness.h"
 
 namespace wk {
 namespace {

@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "cluster/cluster_node.h"
-#include "cluster/testing.h"
+#include "cluster/testing/harness.h"
 #include "store/store_wrapper.h"
 
 namespace wk {

@@ -308,7 +308,7 @@ function renderTraffic(sample, before) {
       const t = (state.samples[i].t - state.samples[i - 1].t) / 1000;
       return x && t > 0 ? Math.max(0, x.requests - (y ? y.requests : 0)) / t : 0;
     });
-    // "(unknown class)" and "(other)" are the nodes' shared rows (src/server/class_traffic.h).
+    // "(unknown class)" and "(other)" are the nodes' shared rows (src/routing/class_traffic.h).
     const shared = cls.startsWith("(");
     tbody.append(el("tr", {"data-class": cls},
       el("td", shared ? {text: cls, class: "muted",

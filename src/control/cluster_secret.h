@@ -1,5 +1,5 @@
 // The cluster secret: 32 random bytes shared by the nodes of a cluster, with which
-// node-to-node requests are signed (server/forwarder.h). The first node to start creates
+// node-to-node requests are signed (routing/forwarder.h). The first node to start creates
 // it; every other node reads the same one.
 //
 // Object (FROZEN; the decoder is strict and answers kFatal("corrupt ...") otherwise):

@@ -6,7 +6,7 @@
 
 #include <random>
 
-#include "control/control_test_fixture.h"
+#include "control/testing/fixture.h"
 
 namespace wk::control {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "control/control_test_fixture.h"
+#include "control/testing/fixture.h"
 
 namespace wk::control {
 namespace {

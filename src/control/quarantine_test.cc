@@ -8,7 +8,7 @@
 #include <random>
 #include <set>
 
-#include "control/control_test_fixture.h"
+#include "control/testing/fixture.h"
 #include "control/quarantine_cache.h"
 
 namespace wk::control {

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <random>
 
-#include "control/control_test_fixture.h"
+#include "control/testing/fixture.h"
 #include "control/tokens.h"
 
 namespace wk::control {

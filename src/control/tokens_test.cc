@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "control/control_test_fixture.h"
+#include "control/testing/fixture.h"
 #include "control/tenants.h"
 
 namespace wk::control {

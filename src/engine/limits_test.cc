@@ -10,7 +10,7 @@
 #include <random>
 
 #include "engine/engine.h"
-#include "engine/module_builder_test_util.h"
+#include "engine/testing/module_builder_test_util.h"
 
 namespace wk::engine {
 namespace {

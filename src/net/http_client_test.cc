@@ -5,7 +5,7 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include "env/real_env.h"
-#include "net/scripted_http_server.h"
+#include "net/testing/scripted_http_server.h"
 
 namespace wk {
 namespace {

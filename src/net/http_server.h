@@ -4,7 +4,7 @@
 // handler's business (docs/architecture.md, "Serving and routing"). A node runs one for its
 // clients, one for its peers (TLS with client certificates, docs/security.md) and, with
 // node.admin_listen set, a third for the admin routes, so a flood of client connections
-// cannot starve the probes (cli/serve_cmd.cc).
+// cannot starve the probes (server/node.cc).
 //
 // TLS. With a TLS context, each connection starts with the handshake (within
 // read_timeout and the first request's deadline; evictable meanwhile); one that fails is

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "env/real_env.h"
-#include "net/http_test_client.h"
+#include "net/testing/http_test_client.h"
 
 namespace wk {
 namespace {

@@ -8,7 +8,7 @@
 
 #include <filesystem>
 
-#include "actor/testing.h"
+#include "actor/testing/harness.h"
 #include "base/log.h"
 #include "store/open_store.h"
 

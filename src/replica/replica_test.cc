@@ -7,7 +7,7 @@
 
 #include "base/log.h"
 #include "cluster/first_generation.h"
-#include "cluster/testing.h"
+#include "cluster/testing/harness.h"
 #include "replica/alarm_hook.h"
 #include "replica/provider.h"
 
@@ -538,7 +538,7 @@ TEST_F(ReplicaTest, ARestoreReadThatFailsOnceIsRetried) {
   EXPECT_GE(r2->restored().read_retries, 1);
 }
 
-// A node's teardown (cli/serve_cmd.cc): its ActorHost goes (the provider, then the alarm
+// A node's teardown (server/node.cc): its ActorHost goes (the provider, then the alarm
 // index), then the Env destroys the tasks that never finished. A replica still closing in
 // such a task (its last write not yet durable) is destroyed with it, after the index: it
 // must not report to the index then (the soak found the use after free, in every node that

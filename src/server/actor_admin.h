@@ -1,59 +1,16 @@
-// ActorAdmin: the node's JSON routes for people and tools — listing, inspecting and
-// deleting actors (tenants and operators), and the cluster's and this node's state for the
-// console (operators only). docs/http-api.md ("Listing, inspecting and deleting actors",
-// "Admin routes") and docs/console.md describe them; the bucket work is in
-// replica/inspect.h.
+// ActorAdmin: the node's JSON routes for people and tools — /v1/whoami, /v1/classes (and a
+// class's actors: list, inspect, delete), /v1/due-alarms, /v1/admin/{node,cluster,metrics}.
+// The routes, their answers and who may ask: docs/http-api.md, "Listing, inspecting and
+// deleting actors" and "Admin routes and the console"; the bucket work: replica/inspect.h.
 //
-//   GET    /v1/whoami                                   who the token is: operator or tenant T
-//   GET    /v1/classes                                  deployed classes (a tenant: its own)
-//   GET    /v1/classes/<t>/<c>/actors?prefix=&after=&limit=
-//                                                       one page of the class's actors: name,
-//                                                       holder (and whether it is live), generation,
-//                                                       stored size, alarm (by the alarm index).
-//                                                       From the bucket; wakes nothing
-//   GET    /v1/classes/<t>/<c>/actors/<name>?prefix=&after=&after_hex=&limit=&max_value_bytes=
-//                                                       its keys and values, a page at a time
-//   DELETE /v1/classes/<t>/<c>/actors/<name>            delete its state and log (see below)
-//   GET    /v1/due-alarms?within_ms=&limit=&tenant=     alarms due (and late) by the alarm index,
-//                                                       every shard read (a tenant: its own)
-//   GET    /v1/admin/node                               this node: lease, readiness, resident
-//                                                       actors, holds, pending releases, traffic
-//                                                       per class, durable writes
-//   GET    /v1/admin/cluster                            every node of the membership view, with
-//                                                       each live node's /v1/admin/node
-//   GET    /v1/admin/metrics[?node=<id>]                a node's Prometheus text
-//
-// Who may ask. A tenant token (`Authorization: Bearer wk.<tenant>...`) opens /v1/whoami,
-// /v1/classes (its own), its own tenant's actors and due alarms (another tenant's: 403); an operator
-// token (`wko....`, control/operators.h) opens everything; anything else is 401. On the
-// peer listener these routes take only other nodes' signed requests (forwarder.h, with
-// the pin checked as the front does): that is how a node reaches an actor's owner, and how
-// /v1/admin/cluster gathers every node's state.
-//
-// Inspecting. The state comes from the actor's owner when it is resident: here (read from
-// its replica's memory under the replica's lock: every committed batch, some perhaps still
-// being made durable), or on the live node the ownership record names (the request is
-// forwarded there, once). Otherwise it is restored read-only from the bucket
-// (replica::RestoreReadOnly): nothing acquired, nothing written. The answer says which
-// (`source`: "owner" or "bucket").
-//
-// Deleting. Safe against a concurrent owner because the deletion *is* an owner: on the node
-// that holds the actor (the request is forwarded there if another live node does), the
-// actor is first kept from starting here (its HoldSource refuses it: DeletionGuard) and
-// unloaded if resident (its writes made durable, its hold released); then this node
-// acquires it through the ownership protocol (Owners::Acquire: generation + 1, If-Match),
-// so no other node can act on it while the deletion runs; replica::DeleteStoredActor writes
-// the empty fence and deletes the log under that hold, each delete only while the hold is
-// valid; then the actor's alarm index entries of earlier holds go too (rule 2 of
-// docs/alarms.md: our hold is valid and its durable fence left the actor without an alarm;
-// an entry of our generation or later is never touched), so no stale entry wakes the
-// deleted actor; then the hold is released (record: nobody, generation kept). What a later
-// acquisition sees: generation + 1, an empty state (replica/inspect.h).
-//
-// Bucket requests of these routes count under the purpose `admin` (store/object_store.h),
-// the acquisition and release under `owner`.
-//
-// Bodies: these routes take none; CheckBeforeBody refuses one (413) before it is read.
+// Guarantees: a listing or inspection acquires and writes nothing (it reads the owner's
+// memory here, forwards once to the live owner, or restores read-only from the bucket).
+// A deletion is itself an owner: on the holder's node the actor is kept from starting
+// (DeletionGuard), unloaded, acquired through the ownership protocol (generation + 1), its
+// log deleted under that hold while it is valid, its older alarm entries removed, and the
+// hold released — so it never races a concurrent owner (docs/console.md, "How deleting is
+// safe"). Bodies are refused (413) before they are read. Bucket requests count under the
+// purpose `admin`, the acquisition and release under `owner`.
 //
 // Threading: the Env loop thread, like the front.
 #pragma once
@@ -74,9 +31,9 @@
 #include "control/tokens.h"
 #include "net/http_types.h"
 #include "replica/provider.h"
-#include "server/class_traffic.h"
-#include "server/forwarder.h"
-#include "server/front.h"
+#include "routing/class_traffic.h"
+#include "routing/forwarder.h"
+#include "routing/front.h"
 #include "store/counting_store.h"
 
 namespace wk {
@@ -130,7 +87,7 @@ class ActorAdmin {
   std::optional<ServerResponse> CheckBeforeBody(const ServerRequest& request) const;
   // Counts one actor API request of the client listener (target /v1/actors/...) under its
   // class if deployed says the class is deployed, else under kUnknownClassRow
-  // (server/class_traffic.h).
+  // (routing/class_traffic.h).
   void RecordTraffic(std::string_view target, int status, Duration took, const ClassTrafficTable::Deployed& deployed) {
     traffic_.Record(target, status, took, deployed);
   }

@@ -108,7 +108,7 @@ Task<ServerResponse> ActorHost::Handle(ServerRequest request, Via via) {
   bool reached_actor = false;
   ServerResponse r = co_await front_->Handle(std::move(request), via, &reached_actor);
   if (*alive) {
-    // Its class's own row only for a class known to be deployed (server/class_traffic.h).
+    // Its class's own row only for a class known to be deployed (routing/class_traffic.h).
     admin_->RecordTraffic(target, r.status, env_.MonoNow() - start,
                           [this, reached_actor](const std::string& tenant, const std::string& class_name) {
                             return reached_actor || ClassKnown(tenant, class_name);

@@ -1,32 +1,16 @@
-// ActorHost: everything a node needs to serve actors, assembled — the WebAssembly engine,
-// the classes it has loaded, the actor runtime over durable replicas (holds from the
-// ownership records), tenant authentication, the forwarder and the front (front.h).
-// `wasmkeep serve` makes one after its ClusterNode and hands it the /v1/actors/ requests of
-// both its listeners (the client API and the peer listener). The peer transport (TLS with
-// pins, net/http_peer_transport.h) is the caller's: it exists before the node serves.
+// ActorHost: everything a node needs to serve actors — the engine, the classes it has
+// loaded, the actor runtime over durable replicas (holds from the ownership records),
+// tenant authentication, the forwarder and the front, the quarantine (QuarantineService,
+// the running-events journal, the front's QuarantineCache checks) and the alarms (index,
+// service, shard scanner). The node (node.h) makes one once the cluster secret is read and
+// hands it both listeners' /v1/ requests; the peer transport is the node's.
 //
-// Classes. When an actor that is not resident gets a request, its class's `current`
-// pointer (classes/<tenant>/<class>/current) is read — at most once per `class_check`
-// per class — and a version not loaded yet is read, checked against its digest, compiled
-// with the [actors] limits off the loop (actor/module_compiler.h: one compile per version,
-// a request waits at most actors.compile_timeout_ms, then 503) and registered. An actor already resident keeps the version it
-// started with until it next starts.
-//
-// Quarantine (docs/security.md, "Poisoned actors"): the runtime's event hooks feed the
-// node's running-events journal and QuarantineService (strikes, unloading); replicas
-// acquire through QuarantineHoldSource, and the front checks the QuarantineCache before an
-// actor is forwarded or started. Strikes left by a crashed previous process (the journal's
-// leftovers) are recorded when the host is made.
-//
-// Alarms (docs/alarms.md): the replicas write and remove index entries through the node's
-// AlarmIndex; the AlarmService fires resident actors' alarms on their owner's timer, wakes
-// actors that left memory, and takes hand-overs from peers (the front's /v1/alarms/ on the
-// peer listener); the ShardScanner holds its share of the index's shards and delivers the
-// alarms no timer covers.
-//
-// Stopping (ADR 0020 §4's clean stop, before the node's own Stop): Shutdown refuses new
-// events, lets running ones finish, unloads every actor (each replica waits until its
-// writes are durable, then its hold is released) and stops the workers.
+// Guarantees: a class's `current` pointer is read at most once per `class_check` per class
+// and a new version is compiled off the loop (one compile per version; a request waits at
+// most actors.compile_timeout_ms, then 503); a resident actor keeps the version it started
+// with until it next starts. Shutdown (the clean stop's first half, docs/node-lease.md)
+// refuses new events, lets running ones finish and unloads every actor (durable, then
+// released) before the node releases its lease. How the parts meet: docs/architecture.md.
 //
 // Threading: the RealEnv's loop thread (the runtime's workers are its own).
 #pragma once
@@ -53,8 +37,8 @@
 #include "net/peer_transport.h"
 #include "replica/provider.h"
 #include "server/actor_admin.h"
-#include "server/forwarder.h"
-#include "server/front.h"
+#include "routing/forwarder.h"
+#include "routing/front.h"
 #include "server/quarantine_service.h"
 #include "server/running_events.h"
 

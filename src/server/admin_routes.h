@@ -13,7 +13,7 @@
 // to the next. A request body is ignored.
 //
 // `wasmkeep serve` routes every request through Handle first and sends what it does not
-// claim to the actor API (cli/serve_cmd.cc).
+// claim to the actor API (server/node.cc).
 //
 // Threading: AdminRoutes is called on the loop thread; its handlers run synchronously
 // inside Handle and must be quick and must not block. It opens no socket itself; the

@@ -11,7 +11,7 @@
 #include "base/metrics.h"
 #include "env/real_env.h"
 #include "net/http_server.h"
-#include "net/http_test_client.h"
+#include "net/testing/http_test_client.h"
 
 namespace wk {
 namespace {

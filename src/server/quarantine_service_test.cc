@@ -10,7 +10,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "actor/mem_storage.h"
+#include "actor/testing/mem_storage.h"
 #include "env/real_env.h"
 #include "store/mem/mem_store.h"
 

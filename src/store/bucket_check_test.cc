@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "store/mem/testing.h"
+#include "store/testing/mem_fixture.h"
 #include "store/store_wrapper.h"
 
 namespace wk {

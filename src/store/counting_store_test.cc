@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "store/mem/testing.h"
+#include "store/testing/mem_fixture.h"
 
 namespace wk {
 namespace {

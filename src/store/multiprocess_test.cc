@@ -21,8 +21,8 @@
 
 #include "env/real_env.h"
 #include "store/open_store.h"
-#include "store/local/local_store_testing.h"
-#include "store/process_testing.h"
+#include "store/testing/local_store_fixture.h"
+#include "store/testing/process_testing.h"
 
 namespace wk {
 namespace {

@@ -230,7 +230,7 @@ check "a node's status has its bucket requests by purpose and its alarm counters
   '[ -n "$(field "$(body <<<"$r")" bucket_requests lease put)" ] && [ -n "$(field "$(body <<<"$r")" alarms fired)" ]'
 
 # ---- traffic rows: one per deployed class, one shared by every made-up class (a client
-# naming classes nobody deployed must not grow the console's rows: server/class_traffic.h)
+# naming classes nobody deployed must not grow the console's rows: routing/class_traffic.h)
 for i in $(seq 1 40); do
   curl -s -o /dev/null -m 10 -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$(port_of 1)/v1/actors/acme/nosuch$i/x"
   curl -s -o /dev/null -m 10 "http://127.0.0.1:$(port_of 1)/v1/actors/made-up$i/c/x"

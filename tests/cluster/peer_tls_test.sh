@@ -140,7 +140,7 @@ check "no client certificate: refused at the handshake" \
   '[ "$(peer "$owner" - "https://$owner_peer/v1/actors/acme/counter/shared")" = 000 ]'
 
 # ---- a request signed for one node but sent with another node's key
-# Signed here with the cluster secret from the bucket (the text: src/server/forwarder.h),
+# Signed here with the cluster secret from the bucket (the text: src/routing/forwarder.h),
 # which also checks that format from outside.
 third=$(for n in a b c; do [ "$n" != "$owner" ] && [ "$n" != "$other" ] && echo "$n"; done)
 secret=$(W bucket get control/cluster-secret 2>/dev/null | awk '$1=="secret" {print $2}')

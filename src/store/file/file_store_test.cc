@@ -27,8 +27,8 @@
 #include "base/crc32c.h"
 #include "env/real_env.h"
 #include "store/file/file_layout.h"
-#include "store/local/local_store_testing.h"
-#include "store/process_testing.h"
+#include "store/testing/local_store_fixture.h"
+#include "store/testing/process_testing.h"
 
 namespace wk {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "store/mem/testing.h"
+#include "store/testing/mem_fixture.h"
 
 namespace wk {
 namespace {

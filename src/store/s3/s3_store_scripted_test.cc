@@ -8,7 +8,7 @@
 #include <map>
 
 #include "env/real_env.h"
-#include "net/scripted_http_server.h"
+#include "net/testing/scripted_http_server.h"
 #include "store/bucket_check.h"
 #include "store/counting_store.h"
 #include "store/s3/s3_store.h"

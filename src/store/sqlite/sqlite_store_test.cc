@@ -17,7 +17,7 @@
 
 #include "base/metrics.h"
 #include "env/real_env.h"
-#include "store/local/local_store_testing.h"
+#include "store/testing/local_store_fixture.h"
 
 namespace wk {
 namespace {

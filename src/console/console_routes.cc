@@ -1,4 +1,4 @@
-#include "server/console_routes.h"
+#include "console/console_routes.h"
 
 #include <string>
 

@@ -74,14 +74,11 @@
 #include "cluster/owners.h"
 #include "control/quarantine_cache.h"
 #include "net/http_types.h"
-#include "server/forwarder.h"
+#include "routing/forwarder.h"
 
 namespace wk {
 
 inline constexpr std::string_view kActorsPrefix = "/v1/actors/";
-// Alarm hand-overs between nodes (docs/alarms.md, "Who fires"): POST
-// /v1/alarms/<tenant>/<class>/<name> on the peer listener only, signed as a forwarded request.
-inline constexpr std::string_view kAlarmsHandOverPrefix = "/v1/alarms/";
 // A move's hand-over (the target's take), on the peer listener only (see above).
 inline constexpr std::string_view kMoveHandOverPrefix = "/v1/hand-over/";
 // On a 401 for a forwarded request whose signature did not verify: tells the sending node

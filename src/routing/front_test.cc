@@ -1,11 +1,11 @@
 // The Front's own answers, on a simulated node with a scripted event host: what it takes
 // from an actor's response, and the checks it makes before a body is read. (Routing and
 // forwarding run in the simulator's `routing` scenario and tests/cluster/serve_test.sh.)
-#include "server/front.h"
+#include "routing/front.h"
 
 #include <gtest/gtest.h>
 
-#include "cluster/testing.h"
+#include "cluster/testing/harness.h"
 #include "env/sim_env.h"
 
 namespace wk {
@@ -114,7 +114,7 @@ TEST_F(FrontTest, AnActorCannotSetTheNodesOwnHeaders) {
 }
 
 TEST_F(FrontTest, ARequestThatReachesAnActorSaysSoAndARefusedOneDoesNot) {
-  // The console's traffic rows count a class as deployed from this (server/class_traffic.h).
+  // The console's traffic rows count a class as deployed from this (routing/class_traffic.h).
   auto handle = [&](ServerRequest request) {
     bool reached = false;
     auto out = RunTask(world_, node_.env, front_->Handle(std::move(request), Via::kClient, &reached));

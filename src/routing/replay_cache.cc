@@ -1,4 +1,4 @@
-#include "server/replay_cache.h"
+#include "routing/replay_cache.h"
 
 #include <limits>
 #include <optional>

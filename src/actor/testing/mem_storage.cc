@@ -1,4 +1,4 @@
-#include "actor/mem_storage.h"
+#include "actor/testing/mem_storage.h"
 
 namespace wk::actor {
 namespace {

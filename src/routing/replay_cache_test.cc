@@ -1,7 +1,7 @@
 // The replay cache: a nonce is accepted once; entries expire once their timestamp left the
 // window; the bound forgets the oldest first, and what was forgotten is refused, never
 // accepted again.
-#include "server/replay_cache.h"
+#include "routing/replay_cache.h"
 
 #include <gtest/gtest.h>
 

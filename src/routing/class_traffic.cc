@@ -1,7 +1,7 @@
-#include "server/class_traffic.h"
+#include "routing/class_traffic.h"
 
 #include "base/ids.h"
-#include "server/front.h"
+#include "routing/front.h"
 
 namespace wk {
 

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "actor/mem_storage.h"
+#include "actor/testing/mem_storage.h"
 #include "actor/runtime.h"
 #include "engine/engine.h"
 #include "env/real_env.h"

@@ -1,7 +1,7 @@
 // StoreWrapper and FaultyStore over mem:// in virtual time: the wrapper forwards what a
 // decorator does not override, and FaultyStore's faults reach the caller while the write
 // underneath lands (or not) as its spec says.
-#include "store/faulty_store.h"
+#include "store/testing/faulty_store.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 #include <string_view>
 
 #include "base/check.h"
-#include "store/mem/testing.h"
+#include "store/testing/mem_fixture.h"
 #include "store/store_wrapper.h"
 
 namespace wk {

@@ -1,4 +1,4 @@
-#include "store/faulty_store.h"
+#include "store/testing/faulty_store.h"
 
 #include <sys/stat.h>
 

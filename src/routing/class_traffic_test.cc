@@ -1,6 +1,6 @@
 // The console's traffic rows: one per deployed class, one for every class nobody deployed,
-// however many names clients make up (server/class_traffic.h).
-#include "server/class_traffic.h"
+// however many names clients make up (routing/class_traffic.h).
+#include "routing/class_traffic.h"
 
 #include <set>
 #include <string>

@@ -1,4 +1,4 @@
-#include "server/forwarder.h"
+#include "routing/forwarder.h"
 
 #include <algorithm>
 #include <charconv>

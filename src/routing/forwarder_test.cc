@@ -3,7 +3,7 @@
 // window, a replayed nonce), and what comes back. Over real TLS between processes:
 // tests/cluster/peer_tls_test.sh; over the simulated network: the simulator's `routing`
 // scenario.
-#include "server/forwarder.h"
+#include "routing/forwarder.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "cli/debug_writer.h"
+#include "cli/testing/debug_writer.h"
 
 #include <algorithm>
 #include <charconv>

@@ -52,7 +52,8 @@
 #include "env/env.h"
 #include "net/http_types.h"
 #include "net/peer_transport.h"
-#include "server/replay_cache.h"
+#include "routing/peer_sender.h"
+#include "routing/replay_cache.h"
 
 namespace wk {
 
@@ -90,7 +91,7 @@ struct ForwarderStats {
   std::uint64_t beyond_memory = 0;  // a timestamp older than what the cache remembers
 };
 
-class Forwarder {
+class Forwarder final : public PeerSender {
  public:
   // transport must outlive the forwarder.
   Forwarder(Env& env, PeerTransport& transport, ForwarderIdentity self, control::ClusterSecret secret,
@@ -100,7 +101,7 @@ class Forwarder {
   // Errors (the transport's): kRetryable if nothing was sent (connect refused, a peer not
   // trusted...), kUnknownOutcome if the request may have reached the peer,
   // kInvalidArgument if it cannot be sent (a method HTTP cannot carry).
-  Task<Result<ServerResponse>> Forward(PeerTarget to, ServerRequest request, std::string tenant, int hops);
+  Task<Result<ServerResponse>> Forward(PeerTarget to, ServerRequest request, std::string tenant, int hops) override;
 
   // nullopt if the request carries no forwarding headers (a client's request); an error
   // (kInvalidArgument, its message saying why) if it carries any and they do not verify

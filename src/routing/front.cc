@@ -1,4 +1,4 @@
-#include "server/front.h"
+#include "routing/front.h"
 
 #include <limits>
 

@@ -1,6 +1,6 @@
 // The console's files as the node serves them: the embedded bytes, their types, the
 // security headers, and refusals.
-#include "server/console_routes.h"
+#include "console/console_routes.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "net/scripted_http_server.h"
+#include "net/testing/scripted_http_server.h"
 
 #include <gtest/gtest.h>
 #include <openssl/evp.h>

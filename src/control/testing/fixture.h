@@ -12,7 +12,7 @@
 
 #include "control/tenants.h"
 #include "control/tokens.h"
-#include "store/mem/testing.h"
+#include "store/testing/mem_fixture.h"
 
 namespace wk::control {
 

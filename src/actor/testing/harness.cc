@@ -1,4 +1,4 @@
-#include "actor/testing.h"
+#include "actor/testing/harness.h"
 
 #include <gtest/gtest.h>
 

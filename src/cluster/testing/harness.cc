@@ -1,4 +1,4 @@
-#include "cluster/testing.h"
+#include "cluster/testing/harness.h"
 
 #include "base/check.h"
 
