@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "actor/testing.h"
+#include "actor/testing/harness.h"
 
 #ifndef WK_ACTORS_DIR
 #error "WK_ACTORS_DIR must name the directory of the built actors (examples/CMakeLists.txt)"

@@ -1,4 +1,4 @@
-// `wasmkeep cluster ...`: the operator's view of the node leases (ADR 0020 §2, §6).
+// `wasmkeep cluster ...`: the operator's view of the node leases (docs/node-lease.md, "When to fence", "When to forget").
 //
 //   wasmkeep cluster status [--json]
 //   wasmkeep cluster fence NODE [--if-match VERSION]

@@ -19,15 +19,15 @@ Status CheckTestHooksAvailable() {
                              ": this build has no test hooks (built with WK_TEST_HOOKS=OFF)");
     }
   }
-  return OkStatus();
+  return Status::Ok();
 }
 
 Result<std::unique_ptr<ObjectStore>> WrapBucketForTests(RealEnv&, std::unique_ptr<ObjectStore> bucket) {
   return bucket;
 }
 
-Status ApplyTestHooks(NodeOptions&) { return OkStatus(); }
+Status ApplyTestHooks(NodeOptions&) { return Status::Ok(); }
 
-Status StartTestHooks(Node&, const replica::ReplicaOptions&) { return OkStatus(); }
+Status StartTestHooks(Node&, const replica::ReplicaOptions&) { return Status::Ok(); }
 
 }  // namespace wk::cli

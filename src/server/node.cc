@@ -11,6 +11,7 @@
 #include "console/console_routes.h"
 #include "control/cluster_secret.h"
 #include "server/peer_trust_view.h"
+#include "store/open_store.h"
 
 namespace wk {
 namespace {
@@ -114,7 +115,7 @@ Node::~Node() {
 }
 
 Result<std::unique_ptr<Node>> Node::Start(RealEnv& env, std::unique_ptr<ObjectStore> bucket, NodeOptions options) {
-  WK_CHECK(bucket != nullptr);
+  WK_CHECK(bucket != nullptr, "Node::Start needs an open bucket");
   std::unique_ptr<Node> node(new Node(env, std::move(options)));
   if (Status s = node->Assemble(std::move(bucket)); !s.ok()) return s;
   return node;
@@ -241,7 +242,7 @@ Status Node::Assemble(std::unique_ptr<ObjectStore> bucket) {
                           {"peer_listen", o.peer_listen}, {"peer_address", identity_.address},
                           {"cert_pin", identity_.cert_pin}, {"ttl", FormatDuration(o.timing.ttl)}});
   PublishEndpoints();
-  return OkStatus();
+  return Status::Ok();
 }
 
 // Where `cluster cost` finds this process's metrics: the admin listener if any, else the

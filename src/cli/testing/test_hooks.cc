@@ -65,7 +65,7 @@ struct ForwardCapture {
 
 bool TestHooksBuilt() { return true; }
 
-Status CheckTestHooksAvailable() { return OkStatus(); }
+Status CheckTestHooksAvailable() { return Status::Ok(); }
 
 // WASMKEEP_DEBUG_FAULTS: bucket faults (store/testing/faulty_store.h).
 Result<std::unique_ptr<ObjectStore>> WrapBucketForTests(RealEnv& env, std::unique_ptr<ObjectStore> bucket) {
@@ -98,7 +98,7 @@ Status ApplyTestHooks(NodeOptions& options) {
     capture->dir = *dir;
     options.on_peer_request = [capture](const ServerRequest& request) { capture->Write(request); };
   }
-  return OkStatus();
+  return Status::Ok();
 }
 
 Status StartTestHooks(Node& node, const replica::ReplicaOptions& storage) {
@@ -115,7 +115,7 @@ Status StartTestHooks(Node& node, const replica::ReplicaOptions& storage) {
     StartDebugWriters(&node.env(), &node.cluster(), &node.store(), &node.replica_totals(), node.identity().node_id,
                       std::make_shared<const DebugWriterOptions>(std::move(parsed).value()));
   }
-  return OkStatus();
+  return Status::Ok();
 }
 
 }  // namespace wk::cli
