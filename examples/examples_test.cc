@@ -1,5 +1,5 @@
 // The example actors (examples/*/), built to WK_ACTORS_DIR by the wk_actors target, run
-// through the host's test harness (actor/testing.h): each test deploys one example and
+// through the host's test harness (actor/testing/harness.h): each test deploys one example and
 // checks the HTTP behaviour its README promises, bad requests included.
 //
 // The counter, chat and ratelimit tests run once per build of the example: the C++ module

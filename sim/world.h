@@ -71,7 +71,7 @@ struct Process {
   NodeId node_id;
   InstanceToken instance;
   Duration skew{0};
-  // Its Env and its MemStore view of the bucket (the shared harness, cluster/testing.h).
+  // Its Env and its MemStore view of the bucket (the shared harness, cluster/testing/harness.h).
   std::unique_ptr<cluster_testing::SimHost> host;
   std::unique_ptr<RecordingStore> store;
   // The replicas' own view of the bucket (storage scenario): what they write and delete.

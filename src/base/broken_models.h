@@ -8,7 +8,7 @@
 // switch changes. A value is made only from names (Parse), by:
 //   - the simulator's --mutant NAME (sim/main.cc);
 //   - the unit tests' harnesses, from the environment variable WASMKEEP_BROKEN_MODELS
-//     (FromEnvironment; cluster/testing.h and the replica tests), so that
+//     (FromEnvironment; cluster/testing/harness.h and the replica tests), so that
 //     scripts/check-proofs.sh can run one test with one switch on;
 //   - `wasmkeep serve`, from the same variable, for the real-process cluster tests.
 // In a build configured with WK_BROKEN_MODELS=OFF (the `release` preset: the binaries that

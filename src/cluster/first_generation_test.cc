@@ -19,7 +19,7 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-using Proc = cluster_testing::TestProc;  // a SimNode from plain strings (cluster/testing.h)
+using Proc = cluster_testing::TestProc;  // a SimNode from plain strings (cluster/testing/harness.h)
 
 // A log key as the replica writes it (replica/format.h: both numbers padded to 20 digits).
 std::string LogKey(const std::string& prefix, std::uint64_t gen, std::uint64_t seq) {

@@ -12,7 +12,7 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-using Proc = cluster_testing::TestProc;  // a SimNode from plain strings (cluster/testing.h)
+using Proc = cluster_testing::TestProc;  // a SimNode from plain strings (cluster/testing/harness.h)
 
 Task<void> ReleaseNow(Owners* owners, ActorId actor) { (void)co_await owners->Release(std::move(actor)); }
 

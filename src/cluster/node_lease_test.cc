@@ -11,7 +11,7 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-// A lone NodeLease on its own simulated host (cluster/testing.h).
+// A lone NodeLease on its own simulated host (cluster/testing/harness.h).
 using Node = cluster_testing::SimLeaseNode;
 
 struct LeaseTest : ::testing::Test {

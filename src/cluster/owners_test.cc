@@ -13,7 +13,7 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-// A ClusterNode on its own simulated host, started at once (cluster/testing.h).
+// A ClusterNode on its own simulated host, started at once (cluster/testing/harness.h).
 using Proc = cluster_testing::TestProc;
 
 // The record an acquisition by (node, instance) at generation g writes.

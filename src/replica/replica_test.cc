@@ -76,7 +76,7 @@ class ReplicaTest : public ::testing::Test {
 
   SimWorld world_{7};
   std::shared_ptr<MemBucket> bucket_ = std::make_shared<MemBucket>();
-  // One simulated host (cluster/testing.h): its Env and its MemStore view of the bucket.
+  // One simulated host (cluster/testing/harness.h): its Env and its MemStore view of the bucket.
   cluster_testing::SimHost host_{
       world_, bucket_, {.fault = [this](const OpInfo& op) { return Fault(op); }, .origin_ms = 1'700'000'000'000}};
   SimEnv& env_ = host_.env();

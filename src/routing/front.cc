@@ -177,63 +177,94 @@ Task<ServerResponse> Front::Handle(ServerRequest request, Via via, bool* reached
   ParsedTarget target;
   if (auto refused = ParseTarget(request.target, &target)) co_return std::move(*refused);
   ActorId id = std::move(target.id);
-  const std::string_view rest = target.rest;
-  const std::string_view query = target.query;
   if (auto refused = TooLarge(request.body.size())) co_return std::move(*refused);
 
   // 2. Who is asking.
-  int hops = 0;
-  std::string tenant;
+  Caller caller;
+  if (auto refused = co_await Authenticate(&request, via, &caller)) co_return std::move(*refused);
+  if (caller.tenant != id.tenant) co_return Error(403, "this token is for tenant " + caller.tenant + ", not " + id.tenant);
   actor::Request actor_request;
-  if (via == Via::kPeer) {
-    auto verified = VerifyPeer(request);
-    if (!verified.ok()) co_return RefuseForwarded(verified.status().message());
-    ForwardedFrom& from = *verified;
-    hops = from.hops;
-    tenant = std::move(from.tenant);
-    // Only what was signed goes on: to the actor, and to the next node if it moved.
-    request.headers = std::move(from.headers);
-    actor_request.headers = request.headers;
-  } else {
-    if (Forwarder::HasForwardingHeaders(request)) {
-      co_return RefuseForwarded("forwarded requests are accepted on the peer listener only");
-    }
-    auto auth = request.Header("Authorization");
-    std::string value = auth ? std::string(*auth) : std::string();
-    auto who = co_await deps_.authenticate(std::move(value));
-    if (auto refused = AuthenticationRefused(who)) co_return std::move(*refused);
-    tenant = std::move(*who);
-    for (const auto& [n, v] : request.headers) {
-      if (EqualsIgnoreAsciiCase(n, "Authorization")) continue;  // the actor never sees the token
-      actor_request.headers.emplace_back(n, v);
-    }
-  }
-  if (tenant != id.tenant) co_return Error(403, "this token is for tenant " + tenant + ", not " + id.tenant);
-
   actor_request.method = request.method;
-  actor_request.path = std::string(rest);
-  actor_request.query = std::string(query);
+  actor_request.path = std::string(target.rest);
+  actor_request.query = std::string(target.query);
+  actor_request.headers = std::move(caller.actor_headers);
   actor_request.body = request.body;
 
   // 3. Quarantined actors are refused here, wherever the request landed.
-  if (deps_.quarantine != nullptr) {
-    const bool resident = deps_.runtime.IsResident(id);
-    auto quarantined =
-        co_await deps_.quarantine->Check(id, resident ? control::QuarantineRead::kNever : control::QuarantineRead::kOnMiss);
-    if (quarantined.ok() && quarantined->has_value()) {
-      if (resident) deps_.runtime.Unload(id);
-      co_return Quarantined(**quarantined);
-    }
-    if (!quarantined.ok() && quarantined.code() == Code::kFatal) {
-      co_return Error(500, "the quarantine record of " + id.ToString() + ": " + quarantined.status().message());
-    }
-    // Could not be read in time: the request goes on (quarantine is a brake, not a lock).
-  }
+  if (auto refused = co_await CheckQuarantine(id)) co_return std::move(*refused);
 
-  // 4. Where it runs.
+  // 4. Where it runs, and 5. the answer.
+  Route route = co_await Decide(id, caller.hops);
+  if (route.reaches_actor && reached_actor != nullptr) *reached_actor = true;
+  switch (route.kind) {
+    case Route::Kind::kRunHere:
+      co_return co_await Run(std::move(id), std::move(actor_request));
+    case Route::Kind::kForward:
+      co_return co_await ForwardTo(std::move(route.to), std::move(request), std::move(caller.tenant), caller.hops + 1);
+    case Route::Kind::kRefuse:
+      break;
+  }
+  co_return std::move(route.refusal);
+}
+
+Task<std::optional<ServerResponse>> Front::Authenticate(ServerRequest* request, Via via, Caller* caller) {
+  if (via == Via::kPeer) {
+    auto verified = VerifyPeer(*request);
+    if (!verified.ok()) co_return RefuseForwarded(verified.status().message());
+    ForwardedFrom& from = *verified;
+    caller->hops = from.hops;
+    caller->tenant = std::move(from.tenant);
+    // Only what was signed goes on: to the actor, and to the next node if it moved.
+    request->headers = std::move(from.headers);
+    caller->actor_headers = request->headers;
+    co_return std::nullopt;
+  }
+  if (Forwarder::HasForwardingHeaders(*request)) {
+    co_return RefuseForwarded("forwarded requests are accepted on the peer listener only");
+  }
+  auto auth = request->Header("Authorization");
+  std::string value = auth ? std::string(*auth) : std::string();
+  auto who = co_await deps_.authenticate(std::move(value));
+  if (auto refused = AuthenticationRefused(who)) co_return std::move(*refused);
+  caller->tenant = std::move(*who);
+  for (const auto& [n, v] : request->headers) {
+    if (EqualsIgnoreAsciiCase(n, "Authorization")) continue;  // the actor never sees the token
+    caller->actor_headers.emplace_back(n, v);
+  }
+  co_return std::nullopt;
+}
+
+Task<std::optional<ServerResponse>> Front::CheckQuarantine(ActorId id) {
+  if (deps_.quarantine == nullptr) co_return std::nullopt;
+  const bool resident = deps_.runtime.IsResident(id);
+  auto quarantined =
+      co_await deps_.quarantine->Check(id, resident ? control::QuarantineRead::kNever : control::QuarantineRead::kOnMiss);
+  if (quarantined.ok() && quarantined->has_value()) {
+    if (resident) deps_.runtime.Unload(id);
+    co_return Quarantined(**quarantined);
+  }
+  if (!quarantined.ok() && quarantined.code() == Code::kFatal) {
+    co_return Error(500, "the quarantine record of " + id.ToString() + ": " + quarantined.status().message());
+  }
+  // Could not be read in time: the request goes on (quarantine is a brake, not a lock).
+  co_return std::nullopt;
+}
+
+Front::Route Front::RunHere() { return Route{Route::Kind::kRunHere, NodeId(), {}, true}; }
+
+Front::Route Front::Forward(NodeId to, bool reaches_actor) {
+  return Route{Route::Kind::kForward, std::move(to), {}, reaches_actor};
+}
+
+Front::Route Front::Refuse(ServerResponse response) {
+  return Route{Route::Kind::kRefuse, NodeId(), std::move(response), false};
+}
+
+Task<Front::Route> Front::Decide(ActorId id, int hops) {
   HandOvers* const hand_overs = deps_.hand_overs;
+  const bool may_forward = hops < options_.max_hops;
   bool waited = false;
-  // Each pass ends in an answer; a request for an actor that starts leaving this node while
+  // Each pass ends in a decision; a request for an actor that starts leaving this node while
   // it is routed goes round once more, to wait for the hand-over.
   for (int pass = 0;; ++pass) {
     if (hand_overs != nullptr && hand_overs->Leaving(id)) {
@@ -247,78 +278,71 @@ Task<ServerResponse> Front::Handle(ServerRequest request, Via via, bool* reached
       }
       // Still leaving after the wait: its target, if it has one, has it next.
       std::optional<NodeId> to = hand_overs->ForwardTarget(id);
-      if (to && hops < options_.max_hops) {
-        if (reached_actor != nullptr) *reached_actor = true;
-        co_return co_await ForwardTo(std::move(*to), std::move(request), std::move(tenant), hops + 1);
-      }
-      co_return Error(503, id.ToString() + " is moving to another node", true);
+      if (to && may_forward) co_return Forward(std::move(*to), true);
+      co_return Refuse(Error(503, id.ToString() + " is moving to another node", true));
     }
     // A draining node does not run an actor it no longer holds (its hand-over cut it): the
     // request goes where the actor goes.
     if (deps_.runtime.IsResident(id) && (deps_.owners.accepting() || deps_.owners.Find(id).IsValid())) {
       // Resident: its storage's output gate decides whether its answer may go out (a hold
       // that ended refuses it, even a read's: 503, and the runtime unloads the actor).
-      if (reached_actor != nullptr) *reached_actor = true;
-      co_return co_await Run(std::move(id), std::move(actor_request));
+      co_return RunHere();
     }
-    if (!deps_.owners.accepting() && hand_overs == nullptr) co_return Error(503, "this node is draining", true);
+    if (!deps_.owners.accepting() && hand_overs == nullptr) co_return Refuse(Error(503, "this node is draining", true));
     auto other = co_await deps_.owners.OtherOwner(id);
     if (!other.ok()) {
-      if (other.code() == Code::kFatal) co_return Error(500, "the owner record of " + id.ToString() + ": " + other.status().message());
-      co_return Error(503, "cannot read the owner of " + id.ToString() + ": " + other.status().message(), true);
+      if (other.code() == Code::kFatal) {
+        co_return Refuse(Error(500, "the owner record of " + id.ToString() + ": " + other.status().message()));
+      }
+      co_return Refuse(Error(503, "cannot read the owner of " + id.ToString() + ": " + other.status().message(), true));
     }
     if (other->has_value()) {
-      if (hops >= options_.max_hops) co_return Error(503, id.ToString() + " is moving between nodes", true);
-      NodeId owner = (*other)->node_id;
-      if (reached_actor != nullptr) *reached_actor = true;
-      co_return co_await ForwardTo(std::move(owner), std::move(request), std::move(tenant), hops + 1);
+      if (!may_forward) co_return Refuse(Error(503, id.ToString() + " is moving between nodes", true));
+      co_return Forward((*other)->node_id, true);
     }
     if (hand_overs != nullptr && hand_overs->Leaving(id) && pass == 0) continue;
     if (!deps_.owners.accepting()) {
       // Draining: nobody holds it, and this node takes no actors: the peer that takes this
-      // node's actors acquires it.
+      // node's actors acquires it (its class was not checked here: no actor reached yet).
       std::optional<NodeId> to = hand_overs != nullptr ? hand_overs->ForwardTarget(id) : std::nullopt;
-      if (to && hops < options_.max_hops) co_return co_await ForwardTo(std::move(*to), std::move(request), std::move(tenant), hops + 1);
-      co_return Error(503, "this node is draining", true);
+      if (to && may_forward) co_return Forward(std::move(*to), false);
+      co_return Refuse(Error(503, "this node is draining", true));
     }
     Status loaded = co_await deps_.load_class(id.tenant, id.class_name);
     if (!loaded.ok()) {
-      if (loaded.code() == Code::kNotFound) co_return Error(404, loaded.message());
-      if (loaded.code() == Code::kFatal) co_return Error(500, loaded.message());
-      co_return Error(503, "cannot load class " + id.tenant + "/" + id.class_name + ": " + loaded.message(), true);
+      if (loaded.code() == Code::kNotFound) co_return Refuse(Error(404, loaded.message()));
+      if (loaded.code() == Code::kFatal) co_return Refuse(Error(500, loaded.message()));
+      co_return Refuse(
+          Error(503, "cannot load class " + id.tenant + "/" + id.class_name + ": " + loaded.message(), true));
     }
     if (deps_.quarantine != nullptr) {
       // About to start the actor here: read its record afresh, whatever this node remembers,
       // so a quarantine imposed by another node within the cache's ttl is never missed by a
       // start (one GET per acquisition, next to the acquisition's own writes and the restore).
       auto quarantined = co_await deps_.quarantine->Check(id, control::QuarantineRead::kAlways);
-      if (quarantined.ok() && quarantined->has_value()) co_return Quarantined(**quarantined);
+      if (quarantined.ok() && quarantined->has_value()) co_return Refuse(Quarantined(**quarantined));
       if (!quarantined.ok() && quarantined.code() == Code::kFatal) {
-        co_return Error(500, "the quarantine record of " + id.ToString() + ": " + quarantined.status().message());
+        co_return Refuse(Error(500, "the quarantine record of " + id.ToString() + ": " + quarantined.status().message()));
       }
     }
     AcquireResult acquired = co_await deps_.owners.Acquire(id);
     switch (acquired.kind) {
       case AcquireResult::Kind::kAcquired:
-        if (reached_actor != nullptr) *reached_actor = true;
-        co_return co_await Run(std::move(id), std::move(actor_request));
+        co_return RunHere();
       case AcquireResult::Kind::kHeldElsewhere:
-        if (hops < options_.max_hops && !acquired.owner.node_id.empty() &&
-            acquired.owner.node_id != options_.node_id) {
-          NodeId owner = acquired.owner.node_id;
-          if (reached_actor != nullptr) *reached_actor = true;
-          co_return co_await ForwardTo(std::move(owner), std::move(request), std::move(tenant), hops + 1);
+        if (may_forward && !acquired.owner.node_id.empty() && acquired.owner.node_id != options_.node_id) {
+          co_return Forward(acquired.owner.node_id, true);
         }
-        co_return Error(503, id.ToString() + " is held by another node: " + acquired.why, true);
+        co_return Refuse(Error(503, id.ToString() + " is held by another node: " + acquired.why, true));
       case AcquireResult::Kind::kNotValid:
         // Started leaving (or the drain began) while this request was routed: once more.
         if (pass < 2 && hand_overs != nullptr && (hand_overs->Leaving(id) || !deps_.owners.accepting())) continue;
-        co_return Error(503, "this node's lease is not valid", true);
+        co_return Refuse(Error(503, "this node's lease is not valid", true));
       case AcquireResult::Kind::kUnknown:
       case AcquireResult::Kind::kError:
         break;
     }
-    co_return Error(503, "cannot acquire " + id.ToString() + ": " + acquired.why, true);
+    co_return Refuse(Error(503, "cannot acquire " + id.ToString() + ": " + acquired.why, true));
   }
 }
 

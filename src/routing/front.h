@@ -1,67 +1,27 @@
-// Front: the actor API, /v1/actors/<tenant>/<class>/<name>/<path...> with any method
-// (docs/architecture.md, "Serving and routing"; ADR 0020 §3's routing read).
+// Front: the actor API, /v1/actors/<tenant>/<class>/<name>/<path...> with any method, as
+// docs/architecture.md ("How a request flows", step 3) tells it; the answers it gives of its
+// own are listed in docs/http-api.md ("Answers that are not the actor's"). Handle, in order:
+//   1. the actor's name (400 naming the bad part) and the body size (413);
+//   2. who asks: on the client API a tenant's bearer token (401, 403 for another tenant's;
+//      any X-Wasmkeep-* forwarding header is 401), on the peer listener a peer's signature
+//      and pin (forwarder.h; 401 with X-Wasmkeep-Forwarding-Refused). The actor sees only
+//      the client's headers (signed ones, when forwarded), never the token;
+//   3. quarantine (docs/security.md, "Poisoned actors"): 503 with Retry-After on any node;
+//   4. where it runs (Decide): resident and held here → run; leaving this node → held until
+//      its hand-over ends (at most kHandOverWait), then routed again; another live holder →
+//      forwarded (at most max_hops in all); nobody → the class loaded, the quarantine read
+//      afresh, the actor acquired and run; a draining node sends it to the peer taking its
+//      actors. One decision, carried out in one place;
+//   5. the actor's answer once its gate releases it, with no X-Wasmkeep-* header; 503 with
+//      Retry-After whenever the request was not acknowledged (it may have taken effect).
+// The peer listener also takes alarm hand-overs (POST /v1/alarms/<actor>) and a move's take
+// (POST /v1/hand-over/<actor>?generation=<g>: Owners::AcquireHandedOver, then Warm).
 //
-// For each request, in order:
-//   1. Parse and validate the actor's name (400 naming the bad part) and the body size
-//      (413).
-//   2. Authenticate. Which listener the request came through decides what it must carry
-//      (docs/security.md, "Between nodes"):
-//      - the client API (Via::kClient): `Authorization: Bearer <token>`: none, a
-//        malformed, unknown or revoked one is 401, a token of another tenant 403. A
-//        request with forwarding headers is refused here (401): nodes forward only to
-//        each other's peer listeners.
-//      - the peer listener (Via::kPeer): another node's signature (forwarder.h), which
-//        must verify (fresh, addressed to this instance, nonce unused); with
-//        check_peer_pins, the TLS client certificate's pin must also be the pin of the
-//        signing node's record, live in this node's membership view. Anything else is
-//        401 with X-Wasmkeep-Forwarding-Refused naming why. The actor sees only the
-//        signed client headers.
-//   3. Quarantine (docs/security.md, "Poisoned actors"): an actor quarantined cluster-wide
-//      is 503 with Retry-After (until the quarantine ends) and a body naming the reason and
-//      the end, on whichever node the request lands, before it is forwarded or started. For
-//      an actor not resident here its record is read at most once per the cache's ttl
-//      (control/quarantine_cache.h), and once more, afresh, right before this node would
-//      acquire it (step 4), so no node starts a quarantined actor on a stale answer. A
-//      resident one is only looked up in memory (its start was checked) and unloaded if
-//      found quarantined. A record that cannot be read in time lets the request through
-//      (quarantine is a brake, not a lock); a corrupt one is 500.
-//   4. Route. An actor that is leaving this node (a drain or a move: cluster/hand_over.h)
-//      is not run here: the request waits for the hand-over's end (at most
-//      kHandOverWait), then is routed again, so it reaches the next owner instead of a 503.
-//      Served here if this node has the actor resident and still holds it (resident
-//      with its hold ended: 503, and the actor is unloaded). Otherwise one GET of its
-//      ownership record within 250 ms (Owners::OtherOwner): another node that the
-//      membership view shows live → forward the request there (its peer listener, the
-//      record's `address`; without the client's Authorization header) and pass its answer
-//      back unchanged. Nobody, or a holder not live → load the class (404 if there
-//      is none), acquire the actor here and run the event. An acquisition that finds the
-//      actor taken meanwhile forwards to the taker. A draining node acquires nothing: a
-//      request for an actor nobody holds is forwarded to the peer that takes its actors
-//      (HandOvers::DrainTarget), which acquires it; 503 only when there is no such peer.
-//      A request is forwarded at most
-//      `max_hops` times in all (a forwarded request that finds its target no longer the
-//      owner is routed once more, never bounced forever); past that it is 503.
-//   Alarm hand-overs (docs/alarms.md): on the peer listener, POST /v1/alarms/<actor> with
-//      another node's signature (the same checks as step 2's), handed to the node's alarm
-//      service; 401 as in step 2 when it does not verify.
-//   5. Answer: the actor's response once durable, without any X-Wasmkeep-* header (the
-//      node's own: a node trusts them from its peers' fronts only, so an actor may not set
-//      them); its trap or timeout is 500 naming the cause; its queue full, the node
-//      draining, the node lease not valid, or the bucket unreachable is 503 with
-//      Retry-After. Nothing acknowledged is ever lost: a 503 means the request was not
-//      acknowledged and may be retried.
-//
-// The peer listener also takes a move's hand-over (HandOvers, "Move"): a signed
-//   POST /v1/hand-over/<tenant>/<class>/<name>?generation=<g>   body: the record's version
-// from the node that released the actor: this node acquires it from that record
-// (Owners::AcquireHandedOver) and starts restoring it at once (EventHost::Warm). 200 once
-// it holds the actor; 409 when someone else took it meanwhile; 503 when it takes no actors
-// (draining, lease not valid) or the bucket did not answer. SendTake sends one.
-//
-// Threading: the Env loop thread. Simulator-clean: it reaches other nodes only through the
-// forwarder's PeerTransport and runs events through an actor::EventHost.
+// Threading: the Env loop thread. Simulator-clean: other nodes only through the Forwarder's
+// PeerTransport, events only through an actor::EventHost.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -171,6 +131,28 @@ class Front {
   std::optional<ServerResponse> ParseTarget(std::string_view target, ParsedTarget* out);
   std::optional<ServerResponse> TooLarge(std::uint64_t body_bytes);
   std::optional<ServerResponse> AuthenticationRefused(const Result<std::string>& who);
+  // Step 2: who is asking. On the peer listener, request's headers become the signed ones.
+  struct Caller {
+    std::string tenant;
+    int hops = 0;                 // forwarded this many times already
+    ServerHeaders actor_headers;  // what the actor may see
+  };
+  Task<std::optional<ServerResponse>> Authenticate(ServerRequest* request, Via via, Caller* caller);
+  // Step 3: the refusal of a quarantined actor (a resident one is unloaded), or nullopt.
+  Task<std::optional<ServerResponse>> CheckQuarantine(ActorId id);
+  // Step 4's decision: run here (acquired, or resident and held), forward to one node, or
+  // refuse. Handle carries it out in one place.
+  struct Route {
+    enum class Kind : std::uint8_t { kRunHere, kForward, kRefuse };
+    Kind kind = Kind::kRefuse;
+    NodeId to;                 // kForward
+    ServerResponse refusal;    // kRefuse
+    bool reaches_actor = false;  // Handle's reached_actor
+  };
+  Task<Route> Decide(ActorId id, int hops);
+  static Route RunHere();
+  static Route Forward(NodeId to, bool reaches_actor);
+  static Route Refuse(ServerResponse response);
   Task<ServerResponse> Run(ActorId id, actor::Request request);
   // A peer's POST /v1/alarms/<actor>: verified exactly as a forwarded request (step 2 for
   // the peer listener), then handed to FrontDeps::alarm_handover.

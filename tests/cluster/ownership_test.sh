@@ -2,7 +2,7 @@
 # Cluster tests of ownership records and holds with real `wasmkeep serve` processes on
 # 127.0.0.1 (ADR 0020 §3, §4; Verification item 3). To stage record races, nodes hold
 # actors through the test-only WASMKEEP_DEBUG_ACQUIRE list, and act for them (write through
-# the durable replica) through WASMKEEP_DEBUG_WRITER (src/cli/debug_writer.h).
+# the durable replica) through WASMKEEP_DEBUG_WRITER (src/cli/testing/debug_writer.h).
 #
 #   ownership_test.sh WASMKEEP_BINARY BACKEND      BACKEND: file | s3
 #

@@ -3,7 +3,7 @@
 # (docs/architecture.md "Durable storage"; invariants 3 and 4: no acknowledged write is lost,
 # nothing is applied twice, every restore sees the acknowledged history in order). To know
 # exactly which writes were acknowledged under these faults, nodes write through the
-# test-only WASMKEEP_DEBUG_WRITER hook (src/cli/debug_writer.h): each write appends an id to the key `log` and puts `e/<id>`,
+# test-only WASMKEEP_DEBUG_WRITER hook (src/cli/testing/debug_writer.h): each write appends an id to the key `log` and puts `e/<id>`,
 # and `acked <id>` is printed on stdout only once the replica's output gate says Ok.
 #
 #   a. kill -9 the owner during a burst of writes: the next owner (another node, once the

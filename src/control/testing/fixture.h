@@ -1,5 +1,5 @@
 // The fixture of the control-plane tests: a mem:// bucket in virtual time
-// (store/mem/testing.h) with the steps the tests share; and the table the format tests
+// (store/testing/mem_fixture.h) with the steps the tests share; and the table the format tests
 // list refused bodies in (test-only).
 #pragma once
 

@@ -1,7 +1,7 @@
 // Test-only: a mem:// bucket in virtual time, the setting of the unit tests of the store
 // and of what runs on it (the control plane): one SimWorld, a SimEnv on it, a MemBucket
 // and a MemStore over that bucket, and Run, which drives a coroutine to its end. (The
-// cluster and replica tests build whole simulated nodes instead: cluster/testing.h.)
+// cluster and replica tests build whole simulated nodes instead: cluster/testing/harness.h.)
 //
 // Threading: single-threaded, like everything on a SimWorld.
 #pragma once
