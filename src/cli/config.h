@@ -28,7 +28,7 @@
 //   max_connections_per_client = 64  # from one IPv4 address or IPv6 /64
 //   first_request_timeout_ms = 10000 # accept to the end of the first request's header
 //   max_buffered_body_bytes = 67108864  # request bodies held at once; past it 503
-//   [lease]                      # ADR 0020 §5; every value in milliseconds
+//   [lease]                      # docs/node-lease.md, "Timings"; in milliseconds
 //   ttl_ms = 10000
 //   grace_ms = 5000
 //   safety_ms = 2000

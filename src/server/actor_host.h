@@ -24,7 +24,7 @@
 // peer listener); the ShardScanner holds its share of the index's shards and delivers the
 // alarms no timer covers.
 //
-// Stopping (ADR 0020 §4's clean stop, before the node's own Stop): Shutdown refuses new
+// Stopping (docs/node-lease.md, "Clean stop"; before the node's own Stop): Shutdown refuses new
 // events, lets running ones finish, unloads every actor (each replica waits until its
 // writes are durable, then its hold is released) and stops the workers.
 //

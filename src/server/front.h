@@ -1,5 +1,5 @@
 // Front: the actor API, /v1/actors/<tenant>/<class>/<name>/<path...> with any method
-// (docs/architecture.md, "Serving and routing"; ADR 0020 §3's routing read).
+// (docs/architecture.md, "How a request flows"; ADR 0020 §3's routing read).
 //
 // For each request, in order:
 //   1. Parse and validate the actor's name (400 naming the bad part) and the body size
