@@ -83,7 +83,7 @@ else
   counter_wasm=$PWD/build/release/actors/counter.wasm
 fi
 workerd=""
-[ "$with_workerd" = 1 ] && workerd=$(install_workerd)
+if [ "$with_workerd" = 1 ]; then workerd=$(install_workerd); fi
 
 rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
 
