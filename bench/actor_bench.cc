@@ -1,5 +1,5 @@
 // Actor-runtime benchmarks, Google Benchmark. They print figures and assert
-// nothing; docs/benchmarks.md records a run next to design/FACTS.md's engine figures.
+// nothing; docs/benchmarks.md, "Actor runtime" records a run next to the V8 prototype's figures.
 //
 // Four levels, each labelled in the output:
 //   - engine: engine::Worker/Instance directly, with a tiny module (bench/testdata/

@@ -26,7 +26,8 @@
 # run and runs per 10 s, and the nodes' logs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-root=$PWD
+# shellcheck source=common.sh
+source bench/common.sh
 build=${1:-build/release}
 wk=$build/src/cli/wasmkeep
 probe=$build/actors/alarm_probe.wasm
@@ -34,7 +35,6 @@ scheme=${WASMKEEP_ALARMS_BENCH_BUCKET:-sqlite}
 actors=${WASMKEEP_ALARMS_BENCH_ACTORS:-1000}
 runs=${WASMKEEP_ALARMS_BENCH_RUNS:-10}
 with_workerd=${WASMKEEP_ALARMS_BENCH_WORKERD:-1}
-workerd_version=${WASMKEEP_WORKERD_VERSION:-1.20261117.1}
 for f in "$wk" "$probe"; do [ -e "$f" ] || { echo "missing $f: build $build first"; exit 2; }; done
 work=$(mktemp -d /tmp/wasmkeep-alarms-bench.XXXXXX)
 pids=()
@@ -44,7 +44,6 @@ stop_all() {
   pids=()
 }
 trap 'stop_all; rm -rf "$work"' EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 echo "alarms bench: $actors actors x $runs runs; WasmKeep: 3 nodes, $scheme:// bucket, build $build;" \
   "$(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 
@@ -83,23 +82,10 @@ stop_all
 
 # ---- workerd ----------------------------------------------------------------------------
 if [ "$with_workerd" = 1 ]; then
-  npm_dir=$root/build/bench-cache/workerd-$workerd_version
-  workerd=$npm_dir/node_modules/@cloudflare/workerd-linux-64/bin/workerd
-  if [ ! -x "$workerd" ]; then
-    mkdir -p "$npm_dir"
-    npm install --prefix "$npm_dir" --no-audit --no-fund --no-save --loglevel=error "workerd@$workerd_version" >/dev/null
-  fi
+  workerd=$(install_workerd)
   wport=$(free_port)
-  mkdir -p "$work/workerd" "$work/workerd-disk"
-  cp bench/alarms/alarm-do.js "$work/workerd/"
-  sed -e "s|@PORT@|$wport|" -e "s|@DISK@|$work/workerd-disk|" -e "s|@TOKEN@|$token|" \
-    bench/alarms/workerd.capnp >"$work/workerd/workerd.capnp"
-  "$workerd" serve "$work/workerd/workerd.capnp" >"$work/workerd.log" 2>&1 &
-  pids+=($!)
-  for _ in $(seq 1 100); do
-    [ "$(curl -s -o /dev/null -w '%{http_code}' "127.0.0.1:$wport/" 2>/dev/null)" = 401 ] && break
-    sleep 0.2
-  done
+  start_workerd bench/alarms/alarm-do.js bench/alarms/workerd.capnp "$work/workerd" "$wport" "$token"
+  pids+=("$workerd_pid")
   echo "  workerd $workerd_version ($("$workerd" --version 2>&1 | head -1)), localDisk in $work"
   python3 bench/alarms_bench.py --system workerd --ports "$wport" --token "$token" \
     --actors "$actors" --runs "$runs" --out "$work/workerd.json"

@@ -54,9 +54,10 @@
 # `perf record -g` into <file> (kept).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=common.sh
+source bench/common.sh
 sizes=("$@")
 [ ${#sizes[@]} -gt 0 ] || sizes=(1000 10000 50000)
-workerd_version=${WASMKEEP_WORKERD_VERSION:-1.20261117.1}
 with_workerd=${WASMKEEP_DENSITY_WORKERD:-1}
 conc=${WASMKEEP_DENSITY_CONCURRENCY:-16}
 idle_wait=${WASMKEEP_DENSITY_IDLE_WAIT:-15}
@@ -82,17 +83,8 @@ else
   counter_wasm=$PWD/build/release/actors/counter.wasm
 fi
 workerd=""
-if [ "$with_workerd" = 1 ]; then
-  npm_dir=$PWD/build/bench-cache/workerd-$workerd_version
-  mkdir -p "$npm_dir"
-  [ -x "$npm_dir/node_modules/@cloudflare/workerd-linux-64/bin/workerd" ] ||
-    npm install --prefix "$npm_dir" --no-audit --no-fund --no-save --loglevel=error "workerd@$workerd_version" >/dev/null
-  workerd=$npm_dir/node_modules/@cloudflare/workerd-linux-64/bin/workerd
-fi
+if [ "$with_workerd" = 1 ]; then workerd=$(install_workerd); fi
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
 rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
 
 tmp=$(mktemp -d "$PWD/build/density-bench.XXXXXX")
@@ -103,9 +95,12 @@ stop_server() {
     wait "$server_pid" 2>/dev/null || true
     server_pid=""
   fi
+  workerd_pid=""
 }
 cleanup() {
   stop_server
+  # A workerd that never became ready (start_workerd exits before server_pid is set).
+  [ -z "${workerd_pid:-}" ] || kill -TERM "$workerd_pid" 2>/dev/null || true
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -123,12 +118,7 @@ url = "sqlite://$dir/bucket"
 [node]
 id = "density"
 listen = "127.0.0.1:$port"
-[lease]          # short, so the node is ready in about 4 s (the default waits 15 s)
-ttl_ms = 3000
-grace_ms = 1000
-safety_ms = 1000
-max_skew_ms = 500
-heartbeat_period_ms = 1000
+$(bench_lease_toml)
 [actors]
 idle_hibernate_ms = 600000   # the first pass of 50,000 takes minutes; see the header
 TOML
@@ -140,32 +130,15 @@ TOML
   token=$("$wk" --config "$dir/wasmkeep.toml" tenant add "$tenant" | tail -n1)
   "$wk" --config "$dir/wasmkeep.toml" deploy --tenant "$tenant" --class counter "$counter_wasm" >/dev/null
   url=http://127.0.0.1:$port
-  for _ in $(seq 1 300); do
-    curl -sf "$url/readyz" >/dev/null 2>&1 && return 0
-    kill -0 "$server_pid" 2>/dev/null || { cat "$dir/wasmkeep.log"; exit 1; }
-    sleep 0.1
-  done
-  echo "wasmkeep: not ready"
-  cat "$dir/wasmkeep.log"
-  exit 1
+  wait_wasmkeep "$url" "$server_pid" "$dir/wasmkeep.log"
 }
-start_workerd() {  # DIR
-  local dir=$1 port
+start_density_workerd() {  # DIR
+  local port
   port=$(free_port)
   token=density-token
-  mkdir -p "$dir/conf" "$dir/disk"
-  cp bench/http/counter-do.js "$dir/conf/"
-  sed -e "s|@PORT@|$port|" -e "s|@DISK@|$dir/disk|" -e "s|@TOKEN@|$token|" bench/http/workerd.capnp >"$dir/conf/workerd.capnp"
-  "$workerd" serve "$dir/conf/workerd.capnp" >"$dir/workerd.log" 2>&1 &
-  server_pid=$!
+  start_workerd bench/http/counter-do.js bench/http/workerd.capnp "$1" "$port" "$token"
+  server_pid=$workerd_pid
   url=http://127.0.0.1:$port
-  for _ in $(seq 1 300); do
-    [ "$(curl -s -o /dev/null -w '%{http_code}' "$url/" 2>/dev/null)" = 401 ] && return 0
-    kill -0 "$server_pid" 2>/dev/null || { cat "$dir/workerd.log"; exit 1; }
-    sleep 0.1
-  done
-  echo "workerd: not ready"
-  exit 1
 }
 
 # --- helpers -----------------------------------------------------------------------------
@@ -249,7 +222,7 @@ for n in "${sizes[@]}"; do
   [ -n "$workerd" ] && systems+=(workerd)
   for sys in "${systems[@]}"; do
     dir=$tmp/$sys-$n
-    if [ "$sys" = wasmkeep ]; then start_wasmkeep "$dir"; else start_workerd "$dir"; fi
+    if [ "$sys" = wasmkeep ]; then start_wasmkeep "$dir"; else start_density_workerd "$dir"; fi
     prefix=$url/v1/actors/$tenant/counter/d
     load_before=$(cut -d' ' -f1-3 /proc/loadavg)
     run_pass "$url/v1/actors/$tenant/counter/warmup-" 1 10 "$tmp/warm.out"

@@ -47,8 +47,9 @@
 # installed already: scripts/install-deps.sh is not run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=common.sh
+source bench/common.sh
 seconds=${1:-10}
-workerd_version=${WASMKEEP_WORKERD_VERSION:-1.20261117.1}
 warm_seconds=2
 rounds=${WASMKEEP_HTTP_BENCH_ROUNDS:-3}
 actors=1000
@@ -73,17 +74,7 @@ cmake --build --preset release --target wasmkeep wk_actors
 wk=$PWD/build/release/src/cli/wasmkeep
 counter_wasm=$PWD/build/release/actors/counter.wasm
 
-npm_dir=$PWD/build/bench-cache/workerd-$workerd_version
-mkdir -p "$npm_dir"
-npm install --prefix "$npm_dir" --no-audit --no-fund --no-save --loglevel=error \
-  "workerd@$workerd_version" >/dev/null 2>&1 ||
-  npm install --prefix "$npm_dir" --no-audit --no-fund --no-save "workerd@$workerd_version"
-workerd=$npm_dir/node_modules/@cloudflare/workerd-linux-64/bin/workerd
-[ -x "$workerd" ] || workerd=$npm_dir/node_modules/.bin/workerd
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
+workerd=$(install_workerd)
 
 # --- servers -----------------------------------------------------------------------------
 tmp=$(mktemp -d "$PWD/build/http-bench.XXXXXX")
@@ -107,13 +98,8 @@ url = "$bucket_scheme://$tmp/wk-bucket"
 [node]
 id = "bench"
 listen = "127.0.0.1:$wk_port"
-[lease]          # short, so the node is ready in about 4 s (the default waits 15 s)
-ttl_ms = 3000
-grace_ms = 1000
-safety_ms = 1000
-max_skew_ms = 500
-heartbeat_period_ms = 1000
 TOML
+bench_lease_toml >>"$tmp/wasmkeep.toml"
 if [ -n "$spin_us" ]; then
   printf '[actors]\nspin_us = %s\n' "$spin_us" >>"$tmp/wasmkeep.toml"
 fi
@@ -123,26 +109,11 @@ wk_pid=$!
 token=$(W tenant add "$tenant" | tail -n1)
 W deploy --tenant "$tenant" --class counter "$counter_wasm" >/dev/null
 wk_url=http://127.0.0.1:$wk_port
-for _ in $(seq 1 300); do
-  curl -sf "$wk_url/readyz" >/dev/null 2>&1 && break
-  kill -0 "$wk_pid" 2>/dev/null || { cat "$tmp/wasmkeep.log"; exit 1; }
-  sleep 0.1
-done
-curl -sf "$wk_url/readyz" >/dev/null || { echo "wasmkeep: not ready"; cat "$tmp/wasmkeep.log"; exit 1; }
+wait_wasmkeep "$wk_url" "$wk_pid" "$tmp/wasmkeep.log"
 
 workerd_port=$(free_port)
-mkdir -p "$tmp/workerd" "$tmp/workerd-disk"
-cp bench/http/counter-do.js "$tmp/workerd/"
-sed -e "s|@PORT@|$workerd_port|" -e "s|@DISK@|$tmp/workerd-disk|" -e "s|@TOKEN@|$token|" \
-  bench/http/workerd.capnp >"$tmp/workerd/workerd.capnp"
-"$workerd" serve "$tmp/workerd/workerd.capnp" >"$tmp/workerd.log" 2>&1 &
-workerd_pid=$!
+start_workerd bench/http/counter-do.js bench/http/workerd.capnp "$tmp/workerd" "$workerd_port" "$token"
 workerd_url=http://127.0.0.1:$workerd_port
-for _ in $(seq 1 300); do
-  [ "$(curl -s -o /dev/null -w '%{http_code}' "$workerd_url/" 2>/dev/null)" = 401 ] && break
-  kill -0 "$workerd_pid" 2>/dev/null || { cat "$tmp/workerd.log"; exit 1; }
-  sleep 0.1
-done
 
 # --- helpers -----------------------------------------------------------------------------
 auth=(-H "Authorization: Bearer $token")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# How long an actor is not writable during a move (docs/benchmarks.md, "Moving an actor"):
+# How long an actor is not writable during a move (docs/benchmarks.md, "Drain and move"):
 # two nodes on one bucket, a write load on 200 counters through both, and a probe counter
 # written back to back through node a while it is moved between a and b 100 times with
 # `wasmkeep actor move` (bench/move_bench.py measures and prints p50 / p99 / max).

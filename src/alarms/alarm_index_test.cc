@@ -216,7 +216,7 @@ TEST_F(AlarmIndexTest, EarlierHoldsEntriesAreListedAndRemovedALaterHoldsNever) {
 // without it, and an alarm event for that time finds generation 2's state stale. Until
 // generation 2's fence lands, generation 1's segment may still join the chain a next
 // restore follows (should the fence never land), so its entry stays; once the fence
-// landed, the segment is off the chain and the entry goes (simulator, `alarms` seed 303).
+// landed, the segment is off the chain and the entry goes (found by the simulator's `alarms` scenario).
 // Fails with the broken model earlier-entries-before-fence (scripts/check-proofs.sh).
 TEST_F(AlarmIndexTest, AnEarlierHoldsEntryGoesOnlyOnceThisHoldsFenceLanded) {
   const std::int64_t t = 1'700'000'100'000;

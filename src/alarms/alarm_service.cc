@@ -131,8 +131,8 @@ void AlarmService::Deliver(const ActorId& actor, std::int64_t due_ms, DeliverySo
   }
   const bool own = source == DeliverySource::kOwnerTimer || source == DeliverySource::kHandOver;
   if (!own) {
-    // A handed alarm is looked at again only after handed_recheck (docs/alarms.md, "Who
-    // fires"): the node it went to runs it, or its release is pending.
+    // A handed alarm is looked at again only after handed_recheck (docs/node-lease.md,
+    // "Bounds"): the node it went to runs it, or its release is pending.
     if (auto w = wait_until_.find(actor); w != wait_until_.end()) {
       if (w->second.first == due_ms && deps_.env.MonoNow() < w->second.second) return;
       wait_until_.erase(w);

@@ -25,7 +25,7 @@
 //                               kMaxUnrunAttempts times; then done (the entry stays: the
 //                               scanner or a timer asks again)
 //           --handed over--> done; deliveries not from the owner's timer wait
-//                               handed_recheck (docs/alarms.md, "Who fires") before the next
+//                               handed_recheck (docs/node-lease.md, "Bounds") before the next
 //           --no class--> done; the same wait, ten scan periods
 // The retry count lives here, in memory: an alarm that changes nodes counts from 0 again.
 //
@@ -60,7 +60,7 @@ struct AlarmOptions {
   Duration handed_recheck = std::chrono::seconds(30);
 };
 // Ranges, and handed_recheck >= 2 * ttl + grace (the time a sender's pending release or a
-// fence takes to free the record: docs/alarms.md, "Who fires"). The error names the setting.
+// fence takes to free the record: docs/node-lease.md, "Bounds"). The error names the setting.
 Status ValidateAlarmOptions(const AlarmOptions& options, const LeaseTiming& timing);
 
 // Bounds, with their reasons.

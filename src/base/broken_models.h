@@ -35,7 +35,7 @@
 namespace wk {
 
 enum class BrokenModel : std::uint8_t {
-  // ---- NodeLease (cluster/node_lease.*), ADR 0020 §1, §4
+  // ---- NodeLease (cluster/node_lease.*), docs/node-lease.md, "What the lease is" and "Clean stop"
   kValidityFromReply,        // validity counted from the reply's arrival, not the send
   kLeaseAttemptUnbounded,    // a lease write attempt may take its whole period, not (ttl - safety) / 3
   kLeaseNoRetry,             // a failed lease write is not retried within its period
@@ -48,21 +48,21 @@ enum class BrokenModel : std::uint8_t {
   kOwnFenceNotLost,          // the start check takes its own instance fenced for another process's object
   kStartCheckIgnoresChanges, // a live object that changes during the start check is no twin
   kStopKeepsLeaseValid,      // a clean stop leaves the lease valid until `released` is written
-  // ---- Membership and FenceWatch (cluster/membership.*, fence_watch.*), ADR 0020 §2
+  // ---- Membership and FenceWatch (cluster/membership.*, fence_watch.*), docs/node-lease.md, "When to fence"
   kWatchFromListingStart,    // "unchanged since" is the listing's start, before the body was read
   kListingAssumesRenewals,   // the listing takes every new version of a live record for its renewal (no size,
                              // silence or refresh check): a restarted node's new instance is never read
   kUnconditionalFence,       // the fence is written without If-Match
   kNoWatchWait,              // fencing without the watch after the fencer's own lapse
   kUnboundedFenceConcurrency,  // every stale node fenced at once (no FENCE_CONCURRENCY)
-  // ---- Operator commands (cluster/operator.*), ADR 0020 §2
+  // ---- Operator commands (cluster/operator.*), docs/node-lease.md, "When to fence"
   kOperatorFenceUnconditional,  // `cluster fence` writes without If-Match the version it read
   kOperatorFenceTrustsClock,    // `cluster fence` of an absent node dates it without checking the bucket's clock
-  // ---- The upgrade path (cluster/first_generation.*, start_guard.*), ADR 0020 §6
+  // ---- The upgrade path (cluster/first_generation.*, start_guard.*), docs/node-lease.md, "Upgrading from per-actor leases"
   kUnseededFirstGeneration,  // an actor without a record starts at its marker's generation, not above its log
   kOldLeaseIgnored,          // a live old per-actor lease (`wasmkeep-lease 1`) does not refuse the first acquisition
   kStartGuardOff,            // the start guard does not wait for fresh old-format heartbeats
-  // ---- Owners (cluster/owners.*, cluster_node.*), ADR 0020 §2, §3, §4
+  // ---- Owners (cluster/owners.*, cluster_node.*), docs/node-lease.md, "Actors"
   kFreeOnView,               // a record is freed from the membership view, not a fresh read of nodes/<A>
   kFreeOnAbsentNode,         // an absent nodes/<A> frees A's records
   kFreeOnOldFormat,          // an old-format nodes/<A> frees A's records
@@ -83,7 +83,7 @@ enum class BrokenModel : std::uint8_t {
   kStopSkipsReleases,        // a clean stop writes `released` without releasing its holds first
   kRouteToAnyOwner,          // the routing read trusts a holder the membership view does not show live
   kRoutingReadUnbounded,     // the routing read waits for the bucket beyond the admission wait
-  // ---- Hand-overs: drain and move (cluster/hand_over.*), ADR 0020 §3, §4
+  // ---- Hand-overs: drain and move (cluster/hand_over.*), docs/node-lease.md, "Drain" and "Moving actors"
   kMoveAcquiresBeforeReleaseLands,  // a move tells its target to acquire before its own release landed
   kTakeUnconditional,        // the target of a move writes the record without If-Match the released version
   kDrainReleasesUnderActors, // a drain releases holds under resident actors instead of closing them first

@@ -1,8 +1,8 @@
 // Always-on assertions for programmer errors.
 //
 // WK_CHECK(cond, message) aborts the process with the message, file and line when cond is
-// false, in every build type: a broken invariant must crash loudly, never continue (see
-// design/STYLE.md). Operating errors (a failed request, bad user input) are never checked
+// false, in every build type: a broken invariant must crash loudly, never continue
+// (docs/DEVELOPING.md, "Assertions and global state"). Operating errors (a failed request, bad user input) are never checked
 // this way; they are Status values.
 #pragma once
 

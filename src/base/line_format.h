@@ -1,36 +1,11 @@
-// The line format: one strict reader and one canonical writer shared by every frozen text
-// format of WasmKeep (node and owner records, drain requests, the text heads of segments
-// and snapshots, the tenant record, ...). One codec, so every format has the same idea of
-// a number, a line ending and a bad line.
-//
-//   wasmkeep-<kind> <version>\n       the header line
-//   <key> <value>\n                   fields, in the order the format fixes, each once
-//   <bare line>\n                     list entries where a format has them (a run of positions)
-//   <binary payload>                  where a format has one (segments, snapshots)
-//
-// The rules, all checked by the reader:
-//   - lines end in exactly '\n': no '\r', no missing final newline, no empty lines;
-//   - a key is 1..32 of [a-z0-9_], starting with a letter; exactly one space follows it;
-//   - a value is 1..kMaxValueBytes printable ASCII bytes (0x20..0x7E), neither starting nor
-//     ending with a space (values may hold inner spaces: `lease live <instance>`);
-//   - a number is decimal digits only: no sign, no spaces, no leading zero except "0"
-//     itself, at most the bound the caller gives (ParseUint). The one signed field kind
-//     (an alarm time, which may be before 1970) allows a leading '-' but never "-0";
-//   - a wall time (`created_at`, `written_at`, ...) is Unix milliseconds: a number from 0
-//     to INT64_MAX (ParseUnixMs), never before 1970;
-//   - a value of several parts (`token <id> <hash> <ms>`) holds exactly the parts its
-//     format fixes, one space between each (FieldParts);
-//   - a field that is not the one expected is refused with a message naming the line
-//     number and saying whether it is unknown, out of order, repeated or missing;
-//   - after the last field nothing may follow unless the format says a payload does.
-// The writer emits exactly this canonical form, so Encode(Decode(x)) == x for every body
-// the reader accepts.
-//
-// Errors are kFatal("corrupt <what>: line N: ..."): a body we cannot read is never taken for
-// an empty or absent value (the callers treat kFatal as "stop, do not guess").
-//
-// Threading: pure functions and value types; a LineReader views the body it was given,
-// which must outlive it.
+// The line format: the one strict reader and canonical writer of every frozen text format
+// (node and owner records, drain requests, tenant records, the text heads of segments and
+// snapshots...): a header line `wasmkeep-<kind> <version>`, then `<key> <value>` fields in
+// the format's order, bare list lines, an optional binary payload. Guarantees: the reader
+// refuses anything but the canonical form with kFatal("corrupt <what>: line N: ..."), never
+// an empty or absent value; Encode(Decode(x)) == x for every accepted body. Threading: pure
+// functions and value types; a LineReader's body must outlive it. The rules:
+// docs/internals.md, "The line format".
 #pragma once
 
 #include <cstdint>

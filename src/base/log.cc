@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "base/utf8.h"
+
 namespace wk::log {
 namespace {
 
@@ -37,40 +39,6 @@ spdlog::level::level_enum ToSpd(Level level) {
 // overrides are escaped, and so is every byte that is not part of valid UTF-8, so one
 // record is one line, and what it shows is what it holds.
 
-// The length of the valid UTF-8 sequence at the start of text (1..4), or 0 if the first
-// byte does not start one (RFC 3629: no overlong forms, no surrogates, at most U+10FFFF).
-std::size_t Utf8SequenceLength(std::string_view text, char32_t* code_point) {
-  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
-  const unsigned char lead = byte(0);
-  std::size_t length = 0;
-  char32_t cp = 0;
-  if (lead < 0x80) {
-    *code_point = lead;
-    return 1;
-  } else if (lead >= 0xC2 && lead <= 0xDF) {
-    length = 2;
-    cp = lead & 0x1F;
-  } else if (lead >= 0xE0 && lead <= 0xEF) {
-    length = 3;
-    cp = lead & 0x0F;
-  } else if (lead >= 0xF0 && lead <= 0xF4) {
-    length = 4;
-    cp = lead & 0x07;
-  } else {
-    return 0;
-  }
-  if (text.size() < length) return 0;
-  for (std::size_t i = 1; i < length; ++i) {
-    if ((byte(i) & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (byte(i) & 0x3F);
-  }
-  if ((length == 3 && cp < 0x800) || (length == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
-      (cp >= 0xD800 && cp <= 0xDFFF)) {
-    return 0;
-  }
-  *code_point = cp;
-  return length;
-}
 
 // A code point that must not appear as itself in a line (besides C0 and DEL).
 bool IsInvisibleControl(char32_t cp) {

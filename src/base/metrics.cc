@@ -6,6 +6,7 @@
 #include <system_error>
 
 #include "base/check.h"
+#include "base/utf8.h"
 
 namespace wk {
 
@@ -25,44 +26,6 @@ bool IsValidName(std::string_view name, bool allow_colon) {
                      [allow_colon](char c) { return IsNameChar(c, allow_colon); });
 }
 
-// The exposition format is UTF-8; one bad byte in a label value makes Prometheus reject
-// the whole scrape, so it is caught at registration instead.
-bool IsValidUtf8(std::string_view s) {
-  std::size_t i = 0;
-  while (i < s.size()) {
-    const auto lead = static_cast<unsigned char>(s[i]);
-    std::size_t extra = 0;
-    std::uint32_t cp = 0;
-    if (lead < 0x80) {
-      ++i;
-      continue;
-    } else if ((lead & 0xE0) == 0xC0) {
-      extra = 1;
-      cp = lead & 0x1F;
-    } else if ((lead & 0xF0) == 0xE0) {
-      extra = 2;
-      cp = lead & 0x0F;
-    } else if ((lead & 0xF8) == 0xF0) {
-      extra = 3;
-      cp = lead & 0x07;
-    } else {
-      return false;
-    }
-    if (extra >= s.size() - i) return false;  // truncated sequence
-    for (std::size_t k = 1; k <= extra; ++k) {
-      const auto cont = static_cast<unsigned char>(s[i + k]);
-      if ((cont & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (cont & 0x3F);
-    }
-    // Overlong encodings, UTF-16 surrogates and values past U+10FFFF are not UTF-8.
-    static constexpr std::uint32_t kMinForLength[] = {0, 0x80, 0x800, 0x10000};
-    if (cp < kMinForLength[extra] || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) {
-      return false;
-    }
-    i += extra + 1;
-  }
-  return true;
-}
 
 // HELP text escapes backslash and newline; label values also escape the double quote.
 std::string Escape(std::string_view text, bool escape_quote) {
@@ -196,6 +159,8 @@ MetricsRegistry::Series& MetricsRegistry::AddSeriesLocked(Kind kind, std::string
              "metric '" + name + "': label names starting with __ are reserved ('" + label + "')");
     WK_CHECK(kind != Kind::kHistogram || label != "le",
              "histogram '" + name + "': the label 'le' is reserved for buckets");
+    // The exposition format is UTF-8; one bad byte in a label value makes Prometheus reject
+    // the whole scrape, so it is caught at registration instead.
     WK_CHECK(IsValidUtf8(value), "metric '" + name + "': label '" + label + "' is not UTF-8");
     for (std::size_t j = 0; j < i; ++j) {
       WK_CHECK(labels[j].first != label,

@@ -1,46 +1,12 @@
-// Metrics: a small Prometheus registry (counters, gauges, callback gauges, histograms)
-// rendered in the text exposition format 0.0.4.
-//
-// Concept. A MetricsRegistry owns metric families. A family is one metric name with one
-// type and one HELP text; it holds one or more series, each with a fixed set of labels
-// chosen at registration. There are no global registries (STYLE.md rule 10): main owns one
-// MetricsRegistry and passes it by reference to what needs it.
-//
-// How WasmKeep publishes (one way, docs/architecture.md "Metrics"): a component counts in
-// a plain stats struct it owns (readable by its tests and by the simulator, which have no
-// registry), and keeps each distribution in a Histogram it owns. One Publish function per
-// subsystem registers *views* of them: callback counters and gauges that read the stats,
-// histogram views of the component's histograms. Nothing is copied at scrape time and no
-// component holds registry series. The owned Counter/Gauge/AddHistogram forms remain for
-// small programs and tests:
-//
-//   struct Stats { std::uint64_t writes = 0; } stats;       // the component's
-//   registry.AddCallbackCounter("wk_store_writes_total", "Conditional writes sent.",
-//                               [&stats] { return double(stats.writes); }, {{"backend", "s3"}});
-//
-// Programmer errors crash (WK_CHECK): an invalid metric or label name, an empty HELP,
-// registering the same name and labels twice, reusing a name with another type or HELP
-// text, a name whose exposed series would collide with another family's (a histogram
-// "x" exposes x_bucket, x_sum and x_count), a negative or NaN counter increment, and
-// histogram bounds that are not finite and strictly increasing.
-//
-// Threading.
-//   - Counter, Gauge and Histogram updates and value() are lock-free and safe from any
-//     thread (the engine's worker threads count too). They never block a scrape.
-//   - Add* and RenderText() are safe from any thread: the registry's structure sits
-//     behind one mutex. The intended use is still "register at start, then only read".
-//   - A callback counter's or gauge's function runs inside RenderText(), on the caller's thread and
-//     under the registry's mutex: it must not call the registry, and must only read
-//     state that is safe to read from the thread that scrapes (the loop thread, for the
-//     admin server). It must stay callable for as long as RenderText() may run, and a
-//     callback counter's value must never go down. A histogram view's Histogram must
-//     outlive every RenderText().
-//   - A scrape is not a snapshot: values updated during it may show either side.
-//     A histogram's _count is computed from its buckets, so _count always equals the
-//     +Inf bucket; _sum may lag or lead them by the observations in flight.
-//
-// References returned by Add* stay valid for the registry's lifetime (there is no
-// unregistering: a series that existed once is expected to exist until exit).
+// Metrics: a small Prometheus registry (counters, gauges, callback views, histograms)
+// rendered in the text exposition format 0.0.4. No global registry: main owns one and
+// passes it by reference (docs/DEVELOPING.md, "Assertions and global state"); components
+// count in stats they own and publish views of them (docs/architecture.md, "Metrics").
+// Guarantees: a misuse (bad name, duplicate series, colliding families, a counter going
+// down) is a programmer error (WK_CHECK); references from Add* live as long as the registry.
+// Threading: updates are lock-free from any thread; registration and RenderText from any
+// thread under one mutex; callbacks run inside RenderText and must not call the registry.
+// Details: docs/internals.md, "Metrics".
 #pragma once
 
 #include <atomic>

@@ -1,4 +1,5 @@
-// `wasmkeep cluster ...`: the operator's view of the node leases (docs/node-lease.md, "When to fence", "When to forget").
+// `wasmkeep cluster ...`: the operator's view of the node leases (docs/node-lease.md, "`wasmkeep cluster status`",
+// "When to fence" and "When to forget").
 //
 //   wasmkeep cluster status [--json]
 //   wasmkeep cluster fence NODE [--if-match VERSION]

@@ -27,7 +27,8 @@ enum ExitCode : int {
   kExitNoBucket = 8,            // no bucket at that sqlite:// or file:// path (commands that
                                 //   only read never create one)
   kExitOldVersionRunning = 9,   // serve: an old (per-actor-lease) version runs against the
-                                //   bucket (the start guard: docs/node-lease.md)
+                                //   bucket (the start guard: docs/node-lease.md,
+                                //   "Upgrading from per-actor leases")
 };
 
 int ExitCodeFor(const Status& status);

@@ -250,7 +250,7 @@ Result<Config> LoadConfig(const std::string& path) {
     if (!s.ok()) return InvalidArgument(path + ": " + s.message());
   }
   config.storage.gc_off_chain_after = std::max(config.lease.takeover_after(), config.storage.upload_timeout);
-  // docs/alarms.md, "Who fires": 30 s, or twice ttl plus grace.
+  // 30 s, or twice ttl plus grace (docs/node-lease.md, "Bounds").
   if (!handed_recheck_set) {
     config.alarms.handed_recheck = std::max<Duration>(std::chrono::seconds(30), 2 * config.lease.ttl + config.lease.grace);
   }

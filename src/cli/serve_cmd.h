@@ -1,5 +1,5 @@
 // `wasmkeep serve`: runs a node — the cluster part (node lease, listing, fence watch,
-// ownership, ADR 0020), the actors with their durable storage (server/actor_host.h), and
+// ownership, docs/node-lease.md), the actors with their durable storage (server/actor_host.h), and
 // one HTTP listener for the actor API (/v1/actors/...) and the operator endpoint
 // (/metrics, /healthz, /readyz). Documented in docs/cli.md.
 //

@@ -1,28 +1,9 @@
-// DrainControl: drains requested through the bucket (ADR 0020 §4, "a drain").
-//
-// An operator asks for a drain by writing control/drain/<node> (`wasmkeep cluster drain`),
-// format `wasmkeep-drain 1`:
-//
-//   wasmkeep-drain 1
-//   state requested          (or: drained)
-//   at <unix ms>             (when the state was written)
-//
-// The node reads that object after each listing (one GET per heartbeat period). On
-// `requested` it stops taking new actors, hands every resident actor over (HandOvers::Drain:
-// each closed as hibernation does, its writes durable, then its hold released; requests
-// for it meanwhile held, then forwarded to the peer that takes it), and writes `drained`
-// (If-Match the version it read) only once no release is pending. While it drains it also
-// lists control/drain/ (one LIST per listing), so it forwards nothing to a peer that drains
-// too. While the
-// object exists the node takes no new actors and reports not ready; deleting it
-// (`wasmkeep cluster undrain`) puts the node back in service.
-//
-// Why the bucket and not an HTTP admin endpoint: the bucket's credentials already
-// authenticate operators (no new secret, no port to expose), the request reaches a node
-// the operator cannot route to, and it is durable: a node restarted mid-drain keeps
-// draining.
-//
-// Threading: Env loop thread only.
+// DrainControl: drains requested through the bucket (`wasmkeep cluster drain`;
+// docs/node-lease.md, "Drain"): control/drain/<node>, format `wasmkeep-drain 1`, state
+// `requested` or `drained`. While it exists the node takes no new actors and reports not
+// ready; it writes `drained` (If-Match the version read) only once nothing is pending;
+// deleting it puts the node back in service. Threading: Env loop thread only. Details (the
+// format, why the bucket): docs/internals.md, "DrainControl".
 #pragma once
 
 #include <string>

@@ -1,4 +1,4 @@
-// Drains requested through control/drain/<node> (ADR 0020 §4).
+// Drains requested through control/drain/<node> (docs/node-lease.md, "Drain").
 #include "cluster/drain_control.h"
 
 #include <gtest/gtest.h>

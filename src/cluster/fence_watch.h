@@ -1,4 +1,4 @@
-// FenceWatch: fencing nodes whose lease ran out (ADR 0020 §2).
+// FenceWatch: fencing nodes whose lease ran out (docs/node-lease.md, "When to fence").
 //
 // Node B may fence node A only while B's own lease is valid, and only after B has seen
 // A's object unchanged (the same instance and written_at; never by comparing version
@@ -25,7 +25,7 @@
 
 namespace wk {
 
-// ADR 0020, bounds table: fences at once.
+// Fences written at once (docs/node-lease.md, "Bounds").
 inline constexpr int kFenceConcurrency = 8;
 
 struct FenceStats {

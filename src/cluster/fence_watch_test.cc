@@ -1,4 +1,4 @@
-// The listing (Membership) and the fence watch (ADR 0020 §2) with real ClusterNodes in
+// The listing (Membership) and the fence watch (docs/node-lease.md, "When to fence") with real ClusterNodes in
 // virtual time: the watch counted from the read, the fence decided on one fresh read and
 // refused by its condition when the node wrote in between, and FENCE_CONCURRENCY.
 #include "cluster/fence_watch.h"

@@ -1,34 +1,10 @@
-// The first generation of an actor that has no ownership record (ADR 0020 §3 "With no
-// record, see section 6", and §6 "First acquisition").
-//
-// Concept. Every hold has a generation of its own, and the actor's log (wal/ segments and
-// snapshot/ snapshots, ADR 0007) carries the generation of the hold that wrote each object
-// in its key; a restore refuses to run for a hold whose generation is not above every one
-// in the log. So an actor without an owners/ record cannot simply start at generation 1:
-//   - an actor of the per-actor-lease versions has a log (and maybe a leases/ object) but
-//     no record yet: the upgrade;
-//   - an actor whose record was lost (deleted by hand, a bucket lifecycle rule) has a log
-//     at some generation N: starting at 1 would leave it unavailable for good ("already has
-//     generation N").
-// Its first acquisition therefore seeds the generation, in this order (ADR §6):
-//   1. read leases/<actor> (lease_marker.h):
-//        live old lease (expires_at + grace not passed on our clock), whatever node it
-//          names, this node's own id included (an old record has no instance to tell a
-//          predecessor from a past hold of this process)   -> refused: held by it
-//        absent                              -> marker to create, If-None-Match: *
-//        old lease, expired                  -> marker to write, If-Match its version
-//        marker (a crash between marker and record, or a lost record) -> nothing to write
-//        anything else                       -> kFatal: never taken
-//   2. list the actor's wal/ and snapshot/ keys: seed = max(the old lease's or marker's
-//      generation, every generation in those keys);
-//   3. write the marker (when step 1 says so) carrying that seed.
-// The caller then creates owners/ at seed + 1, If-None-Match: *. A crash between the two
-// writes leaves the marker, from which the next acquisition seeds the same way.
-//
-// Cost, once per actor and for good: a GET, the log's LIST (two prefixes, all pages) and a
-// PUT.
-//
-// Threading: Env loop thread. Simulator-clean (ObjectStore and Env only).
+// The first generation of an actor without an ownership record (an upgraded actor, a new
+// one, one whose record was lost): seeded above every generation its log and its leases/
+// object carry, marked in leases/, and refused while a live old per-actor lease holds it
+// (docs/node-lease.md, "Upgrading from per-actor leases"). Guarantees: the record the caller
+// then creates (seed + 1, If-None-Match: *) is above everything a restore will find; a
+// crash between marker and record seeds the same way again. Threading: Env loop thread;
+// simulator-clean. Details (the steps, the cost): docs/internals.md, "The first generation".
 #pragma once
 
 #include <optional>

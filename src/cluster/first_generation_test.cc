@@ -1,5 +1,5 @@
-// The first acquisition of an actor without an ownership record (ADR 0020 §6,
-// first_generation.h): seeded above every generation its log and leases/ carry, marked in
+// The first acquisition of an actor without an ownership record (first_generation.h;
+// docs/node-lease.md, "Upgrading from per-actor leases"): seeded above every generation its log and leases/ carry, marked in
 // leases/ for this version, refused while a live old per-actor lease holds it. Real
 // ClusterNodes in virtual time; the old-format objects are written by the test, as the
 // per-actor-lease versions wrote them (there is no older binary to run).
@@ -11,7 +11,7 @@
 #include <cstdio>
 
 #include "cluster/cluster_node.h"
-#include "cluster/testing/harness.h"
+#include "cluster/testing/fixture.h"
 
 namespace wk {
 namespace {
@@ -35,23 +35,13 @@ std::string OldLeaseBody(const std::string& node, std::uint64_t generation, Wall
          std::to_string(ToUnixMs(expires_at)) + "\n";
 }
 
-struct FirstGenerationTest : ::testing::Test {
-  SimWorld world{41};
-  std::shared_ptr<MemBucket> bucket = std::make_shared<MemBucket>();
-  const ActorId actor{"acme", "counter", "x"};
+struct FirstGenerationTest : cluster_testing::ClusterTest {
+  FirstGenerationTest() : ClusterTest(41) {}
 
-  template <typename T>
-  T Run(Env& env, Task<T> t) {
-    auto out = RunTask(world, env, std::move(t), seconds(60));
-    EXPECT_TRUE(out.has_value());
-    return std::move(*out);
-  }
-  void Ready(Proc& p) { ASSERT_TRUE(world.RunUntil([&] { return p.node.lease().IsValid(); }, seconds(30))); }
   void Put(const std::string& key, std::string body) {
     ASSERT_TRUE(bucket->ApplyPut(key, std::move(body), Precondition::None()).ok());
   }
   bool Has(const std::string& key) const { return bucket->objects().count(key) > 0; }
-  OwnerRecord Record() { return DecodeOwnerRecord(bucket->objects().at(OwnerKey(actor)).body).value(); }
   LeaseMarker Marker() {
     auto obj = DecodeLeasesObject(bucket->objects().at(LeaseMarkerKey(actor)).body);
     EXPECT_TRUE(obj.ok()) << obj.status().ToString();

@@ -1,47 +1,10 @@
-// HandOvers: an actor leaves this node without a refused request — the drain that waits
-// and the move (ADR 0020 §3 "Release", §4; docs/architecture.md, "Drain and move";
-// docs/node-lease.md, "Drain" and "Moving actors").
-//
-// One hand-over of actor X, from this node (the source) to an optional target T:
-//
-//   1. Leaving. Owners::SetLeaving(X): no acquisition of X here from now on, not even of
-//      the hold this node still has, so no new event starts on X. The front sees it
-//      (Leaving) and holds requests for X (WaitLeft, at most kHandOverWait) instead of
-//      running them.
-//   2. Close, the way hibernation and the clean stop do: the host (the actor runtime)
-//      unloads X once its running and queued events are answered; its replica makes
-//      every write durable through the hold's gate, then releases the hold
-//      (ReplicaProvider). An actor that is not resident has its hold released at once. A
-//      close still under way at the hand-over's limit is cut: the hold is released under
-//      the actor (an upload still in flight then comes back Late and acknowledges nothing:
-//      its client gets 503, nothing acknowledged is lost).
-//   3. The release lands (record: nobody at generation g, version v), or stays pending
-//      (then nothing more: "the release is pending", ADR 0020 §3, and X is freed when it
-//      lands, or when this node stops or is fenced).
-//   4. With a target, only after the release landed: T is told to take X from (v, g)
-//      (HandOverHost::take: a signed node-to-node request, Front::SendTake). T writes
-//      the record If-Match v at g + 1 (Owners::AcquireHandedOver) and starts restoring X at
-//      once. If someone else took X meanwhile, T's condition fails and nothing changes.
-//   5. Leaving ends. Requests held at step 1 are routed again: to T (the record now names
-//      it), or, on a draining node, forwarded to a live peer that acquires X (DrainTarget).
-//
-// Why the move's request travels through the bucket and the hand-over between nodes: an
-// operator's `wasmkeep actor move` and `cluster balance` write control/move/<node>/...
-// (move_control.h), which the bucket's credentials authenticate, which reach a node the
-// operator cannot route to, and which survive a restart, as drains do; the hand-over from
-// source to target is a signed request between two live nodes, because the target must
-// start restoring at once (a listing period later would leave the actor unwritable that
-// long) and both already trust each other (docs/security.md, "Between nodes").
-//
-// The drain (Drain): stop taking new actors (Owners::SetAccepting(false)), hand every held
-// actor over with no target (at most kHandOverConcurrency at once, each started before the
-// drain's limit and bounded by kHandOverLimit, so a drain may outlast its limit by that
-// much rather than cut closes it started; requests for them are
-// forwarded to the peer DrainTarget names, which acquires them), repeat for holds that
-// acquisitions in flight registered meanwhile, then wait until no release or unresolved
-// acquire is pending: OK only then ("drained").
-//
-// Threading: Env loop thread only.
+// HandOvers: an actor leaves this node without a refused request: the drain that waits and
+// the move (docs/architecture.md, "Drain and move"; docs/node-lease.md, "Drain" and "Moving
+// actors"). Guarantees: no new event starts on a leaving actor, whose requests are held and
+// then routed again; a target is told to take the actor only after the release landed, and
+// takes it If-Match that release; a drain reports drained only with nothing held, leaving or
+// pending. Threading: Env loop thread only. Details (the five steps, why moves go through
+// the bucket, the drain's bounds): docs/internals.md, "HandOvers".
 #pragma once
 
 #include <deque>

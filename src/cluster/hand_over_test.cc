@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "cluster/testing/harness.h"
+#include "cluster/testing/fixture.h"
 
 namespace wk {
 namespace {
@@ -23,19 +23,9 @@ void CloseLater(Env* env, Owners* owners, ActorId actor, Duration after) {
   env->StartTimer(env->MonoNow() + after, [env, owners, actor] { env->Spawn(ReleaseNow(owners, actor), "close"); });
 }
 
-struct HandOverTest : ::testing::Test {
-  SimWorld world{33};
-  std::shared_ptr<MemBucket> bucket = std::make_shared<MemBucket>();
-  const ActorId actor{"acme", "counter", "x"};
+struct HandOverTest : cluster_testing::ClusterTest {
+  HandOverTest() : ClusterTest(33) {}
 
-  template <typename T>
-  T Run(Env& env, Task<T> t, Duration limit = seconds(60)) {
-    auto out = RunTask(world, env, std::move(t), limit);
-    EXPECT_TRUE(out.has_value());
-    return std::move(*out);
-  }
-  OwnerRecord Record(const ActorId& of) { return DecodeOwnerRecord(bucket->objects().at(OwnerKey(of)).body).value(); }
-  void Ready(Proc& p) { ASSERT_TRUE(world.RunUntil([&] { return p.node.lease().IsValid(); }, seconds(30))); }
   // Every node has listed every other live (the drain's targets come from the view).
   void Listed(std::initializer_list<Proc*> procs) {
     ASSERT_TRUE(world.RunUntil(

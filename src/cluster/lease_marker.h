@@ -1,33 +1,9 @@
-// The objects under leases/<tenant>/<class>/<name> (ADR 0020 §6): per-actor leases of the
-// versions before node leases (`wasmkeep-lease 1`), and the markers this version writes over
-// them (`wasmkeep-lease 2`) so that an old binary never takes an actor again.
-//
-// An old lease (written by per-actor-lease binaries, never by this code) is recognised by its
-// header alone and read leniently, like an old heartbeat (node_record.h): a line
-// `node <id>`, `generation <n>` and `expires_at_ms <unix ms>` (or `expires_at <unix ms>`),
-// each optional. It is live by the old rules until expires_at + grace on the reader's clock;
-// one whose expiry cannot be read is never taken for expired.
-//
-//   wasmkeep-lease 1                 (as the per-actor-lease versions wrote it)
-//   node node-a
-//   generation 7
-//   expires_at_ms 1764000010000
-//
-// The marker. FROZEN: a change is a new header version. Old code accepts only
-// `wasmkeep-lease 1` (its LeaseRecord::decode), reads a marker as corrupt and never takes
-// it over: that is the point. `seed` is the generation the actor's first ownership record
-// starts above (max of the old lease's generation and every generation in the actor's log);
-// `marked_by` and `marked_at` tell an operator who marked it and when.
-//
-//   wasmkeep-lease 2
-//   seed 7
-//   marked_by node-b
-//   marked_at 1764000020000
-//
-// Markers and old leases are never collected (docs/storage.md): an old binary started
-// against the bucket later must keep being refused.
-//
-// Threading: pure functions and values.
+// The objects under leases/<tenant>/<class>/<name> (docs/node-lease.md, "Upgrading from
+// per-actor leases"): per-actor leases of the versions before node leases (`wasmkeep-lease
+// 1`, read leniently, never written here) and the markers this version writes over them
+// (`wasmkeep-lease 2`, FROZEN), which old binaries read as corrupt and never take over: so an
+// old binary never takes an actor again. Markers and old leases are never collected.
+// Threading: pure functions and values. The formats: docs/internals.md, "Lease markers".
 #pragma once
 
 #include <optional>

@@ -1,47 +1,10 @@
-// Membership: the listing task (ADR 0020 §1, "the heartbeat listing"), separate from the
-// lease task so a slow listing never delays a lease write.
-//
-// Every heartbeat period it lists nodes/ and reads the bodies it needs, one after another.
-// The result is the membership view: which nodes are live, by their objects alone. A
-// fenced or released object, an old format, a corrupt body or a missing object is not
-// live, whatever its age.
-//
-// ETag-aware listing (beyond the ADR, which reads every body every period: N x (1 + N)
-// requests a period for N nodes). A listing carries each object's version (ETag) and size.
-// A body is read only when it can change a decision (ReadReason):
-//   kNew         a key this node has not read yet;
-//   kNotLive     the version changed and the last body read was not a live record (a
-//                fenced, released, old-format or corrupt object changed: a new process, or
-//                an old binary writing);
-//   kSizeChanged the version of a live record changed and its size too (a fence, a release,
-//                another address: a live record's renewal keeps its size, since only
-//                written_at changes and it keeps its 13 digits);
-//   kAfterSilence the version of a live record changed after the previous one had been
-//                listed for at least the fence watch (period + attempt timeout): not the
-//                cadence of a renewal, so perhaps a new process under that id (which can
-//                write only after its start check saw the object unchanged for ttl + grace);
-//   kWatch       the version is unchanged for the fence watch but the body this node holds
-//                is older than it (renewals were taken as such): the fence watch is about
-//                to judge it, and needs its instance and written_at;
-//   kRefresh     the body was last read kRefreshPeriods periods ago or more (a bound on how
-//                long anything a listing took for a renewal can stand);
-// and otherwise not: a version unchanged since the body was read describes the same bytes,
-// and a live record's same-size version within the watch is its renewal (same instance,
-// state, address and pin; only written_at moved, which the view then does not know: its
-// `body_current` is false). docs/node-lease.md ("The listing reads only what changed")
-// argues why no decision of ADR §1-§3 needs a body this skips: the decisions that need the
-// object's exact state (a fence, freeing a record) make their own fresh read, as before.
-// With N live, healthy nodes a listing is one LIST and, every kRefreshPeriods periods, N
-// reads.
-//
-// The "unchanged since" of the fence watch (ADR §2) is taken at the read that showed a body
-// (its GET's reply, the latest instant it can describe), or at the LIST's reply for a
-// version taken for a renewal: the watch restarts whenever the object changed.
-//
-// Listeners (the fence watch) get every completed listing. The view carries no versions:
-// only a fence decision needs one, and it makes its own versioned read (§2).
-//
-// Threading: Env loop thread only; Run is one task.
+// Membership: the listing task (docs/node-lease.md, "The listing reads only what changed"),
+// apart from the lease task so a slow listing never delays a lease write. Every heartbeat
+// period it lists nodes/ and reads only the bodies that can change a decision (ReadReason);
+// the result is the view of which nodes are live, by their objects alone, handed to every
+// listener (the fence watch). Decisions that need an object's exact state make their own
+// fresh read. Threading: Env loop thread only; Run is one task. Details (why each read is
+// made or skipped, the fence watch's clock): docs/internals.md, "Membership".
 #pragma once
 
 #include <array>

@@ -1,32 +1,9 @@
-// MoveControl: moves requested through the bucket (`wasmkeep actor move`, `wasmkeep
-// cluster balance`; docs/node-lease.md, "Moving actors").
-//
-// A move of actor T/C/N held by node S to node D is the object
-// control/move/<S>/<T>/<C>/<N>, format `wasmkeep-move 1`:
-//
-//   wasmkeep-move 1
-//   to <D>
-//   state requested          (or: moved | released | pending | refused)
-//   at <unix ms>             (when the state was written)
-//   detail <text>            (why, for people; "-" when there is nothing to say)
-//
-// The operator's command writes it `requested` (If-None-Match: *, or If-Match over a
-// finished one). Node S lists control/move/<S>/ after each of its listings (one LIST per
-// heartbeat period; a GET per request found), hands each requested actor over to D
-// (HandOvers::HandOver: closed here, durable, released, then D takes it and restores at
-// once), at most `per_second` hand-overs started per second, and writes the outcome over
-// the request (If-Match the version it read): `moved` (D holds it), `released` (released
-// here, D did not take it: the actor starts wherever its next request lands), `pending`
-// (the release is pending: it lands later, or the stop or a fence frees it) or `refused`
-// (nothing changed: not held here, D not live, D is this node, this node drains). The
-// command reads the outcome and deletes the object.
-//
-// Why the bucket carries the request (and not an HTTP endpoint): the same reasons as the
-// drain's (drain_control.h): the bucket's credentials already authenticate operators, it
-// reaches nodes the operator cannot route to, and a request outlives a restart of its
-// node. The hand-over itself goes node to node (hand_over.h).
-//
-// Threading: Env loop thread only.
+// MoveControl: moves requested through the bucket (`wasmkeep actor move`, `wasmkeep cluster
+// balance`; docs/node-lease.md, "Moving actors"): control/move/<source>/<actor>, format
+// `wasmkeep-move 1`, written `requested` by the command and answered by the source node
+// with `moved`, `released`, `pending` or `refused` (If-Match the version it read), at most
+// `per_second` hand-overs started per second. Threading: Env loop thread only. Details
+// (the format, the states, why the bucket carries it): docs/internals.md, "MoveControl".
 #pragma once
 
 #include <string>

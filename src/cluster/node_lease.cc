@@ -434,7 +434,7 @@ Task<LeaseEnd> NodeLease::Run() {
       // retried request can conflict with its own first attempt) follows the re-read rule,
       // then goes back to the check. The read is retried until the bucket answers: going
       // back undecided could later make this instance valid again after a fence named it
-      // (found by the simulator, `lease` seed 2148 of a deep run).
+      // (found by the simulator's `lease` scenario in a deep run).
       ReRead read = co_await ReReadAndAdopt();
       Duration read_backoff = kRetryBackoffMin;
       while (read.kind == ReReadKind::kUndecided) {

@@ -1,45 +1,10 @@
-// NodeLease: this process's node lease, nodes/<id> (ADR 0020 §1, §5).
-//
-// Concept. A node acts as owner of anything only while its node lease is valid. The lease
-// is the node's heartbeat object, written conditionally on a task of its own:
-//
-//   bucket check  first (ADR §6): one probe that the bucket applies If-Match and
-//                 If-None-Match as the protocol needs (store/bucket_check.h), retried while
-//                 undecided; a refusal ends Run with kBucketUnfit before anything is written.
-//   start guard   beside the first start check (ADR §6, cluster/start_guard.h): the first
-//                 write waits while an old-format heartbeat is fresh; one rewritten
-//                 meanwhile ends Run with kOldVersionRunning.
-//   start check   read nodes/<id> (with its version); wait ttl + grace in every case,
-//                 re-reading every lease period: a live object that changes meanwhile is a
-//                 twin (another process with this id) and the start is refused. A
-//                 fenced/released object naming the instance first read ends the wait
-//                 early once its kept written_at + ttl + grace has passed on our clock.
-//   first write   If-None-Match: * if the check found no object, else If-Match on the
-//                 version it read last. A refused first write goes back to the check with
-//                 the same instance; a lost reply is re-read first (below).
-//   renewals      every lease_period from the previous send, If-Match the last
-//                 acknowledged version, each attempt bounded by attempt_timeout and retried
-//                 within the period.
-//   validity      until send + ttl - safety, where send is the send time of the last write
-//                 the bucket acknowledged (never the reply's arrival).
-//   conflict      a failed condition is not proof of a fence: read nodes/<id> once; if it
-//                 is live and names our instance, it is our own write whose reply was lost:
-//                 adopt the read's version and its written_at. Anything else: the lease is
-//                 lost; Run returns kLost and the process must exit without releasing.
-//   ran out       no conflict, only no acknowledgement for ttl - safety: the lease lapses
-//                 (observers drop their holds into pending releases), the node reports not
-//                 ready and keeps writing If-Match the last acknowledged version; success
-//                 makes it valid again under a new validity epoch.
-//   clean stop    Stop(): locally invalid at once, the loop ends after any attempt in
-//                 flight, then `released` is written If-Match the last version (§4).
-//
-// Validity is measured on the monotonic clock from the send (the wall time of that same
-// send is the written_at stored in the object). Why monotonic: a wall-clock step on this
-// node must not extend its own validity; peers judge by their wall clocks against the
-// stored written_at, and the skew bound (grace + safety >= 2 * max_skew) covers the rest.
-//
-// Threading: Env loop thread only. IsValid() is a few comparisons, cheap enough to ask on
-// every storage acknowledgement.
+// NodeLease: this process's node lease, nodes/<id> (docs/node-lease.md, "What the lease is"
+// and "Timings"): the bucket check and start guard, the start check, then a conditional
+// renewal every period. Guarantees: the node is valid only until the send time of its last
+// acknowledged write + ttl - safety, on the monotonic clock; validity lost to a lapse comes
+// back only in a new epoch; a write conflict that is not its own lost reply ends the lease
+// (kLost: exit without releasing). Threading: Env loop thread only; IsValid is a few
+// comparisons. Details (each step, why monotonic): docs/internals.md, "NodeLease".
 #pragma once
 
 #include <deque>

@@ -1,4 +1,4 @@
-// NodeLease in virtual time against a faulty in-memory bucket (ADR 0020 §1, §4, §5).
+// NodeLease in virtual time against a faulty in-memory bucket (docs/node-lease.md, "What the lease is", "Clean stop" and "Timings").
 #include "cluster/node_lease.h"
 
 #include <gtest/gtest.h>
@@ -87,7 +87,7 @@ TEST_F(LeaseTest, ASlowLeaseWriteIsCutAtTheAttemptTimeoutAndRetriedWithinThePeri
 
 // An acknowledgement that arrives after validity ended (the write was sent in time, its
 // reply came late) is a lapse: validity never comes back inside one epoch, so a hold cut in
-// the gap stays cut (docs/simulation.md, "A hold can come back"). (Fails with the broken
+// the gap stays cut (docs/simulation.md, "The `storage` scenario": a hold could come back). (Fails with the broken
 // model ack-after-lapse-keeps-epoch.)
 TEST_F(LeaseTest, AnAcknowledgementAfterValidityEndedStartsANewEpoch) {
   Node a(world, bucket, NodeId("a"), InstanceToken("i1"));

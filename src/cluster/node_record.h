@@ -1,23 +1,8 @@
-// The node lease object nodes/<id>, format `wasmkeep-node 3` (ADR 0020 §1). FROZEN: once
-// released, a change is a new header version, never an edit of this one.
-//
-//   wasmkeep-node 3
-//   lease <live|released|fenced> <instance or ->
-//   written_at <unix ms>
-//   node <id>
-//   address <host:port or ->
-//   version <software version>
-//   started_at <unix ms>
-//   cert_pin <pin or ->
-//
-// Lines come in exactly this order, each once, '\n'-terminated, nothing else. The decoder
-// is strict: anything else is corrupt. Bodies of older formats (headers `wasmkeep-node 1`
-// and `wasmkeep-node 2`, written unconditionally by per-actor-lease binaries) decode as
-// OldHeartbeat: recognised, never free and never live (ADR §2, §6).
-//
-// A `released` or `fenced` record keeps the written_at of the last live write it
-// replaced, and every reader treats it as not live whatever its age. An operator's fence
-// of an absent object has no instance ("-") and the operator's clock as written_at.
+// The node lease object nodes/<id>, format `wasmkeep-node 3`, FROZEN (docs/node-lease.md,
+// "What the lease is"). Guarantees: the decoder is strict; older formats decode as
+// OldHeartbeat (recognised, never free, never live); a released or fenced record is not
+// live whatever its age. Threading: pure functions and values. The format:
+// docs/internals.md, "Node records".
 #pragma once
 
 #include <cstdint>

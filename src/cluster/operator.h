@@ -1,4 +1,4 @@
-// The operator's cluster commands (ADR 0020 §2, §6): status, fence, forget. The CLI
+// The operator's cluster commands (docs/node-lease.md, "When to fence" and "When to forget"): status, fence, forget. The CLI
 // (`wasmkeep cluster ...`) prints what these return; they are here, beside the protocol,
 // so their rules are tested with it.
 //

@@ -1,4 +1,4 @@
-// The operator commands' rules (ADR 0020 §2, §6), in virtual time.
+// The operator commands' rules (docs/node-lease.md, "When to fence" and "When to forget"), in virtual time.
 #include "cluster/operator.h"
 
 #include <gtest/gtest.h>

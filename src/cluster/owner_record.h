@@ -1,5 +1,5 @@
 // The ownership record owners/<tenant>/<class>/<name> (actor ids: base/ids.h), format
-// `wasmkeep-owner 1` (ADR 0020 §3). FROZEN: a change is a new header version.
+// `wasmkeep-owner 1` (docs/node-lease.md, "Actors"). FROZEN: a change is a new header version.
 //
 //   wasmkeep-owner 1
 //   owner <node id> <instance>        or        owner nobody

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "base/check.h"
 #include "base/log.h"
 #include "cluster/first_generation.h"
 
@@ -85,6 +86,17 @@ HoldView Owners::Find(const ActorId& actor) const {
 }
 
 HoldView Owners::Register(const ActorId& actor, Generation g, Version v, std::uint64_t epoch) {
+  // A generation is one hold's: a new hold is above the one it replaces and above any whose
+  // release is pending (the acquisition wrote above the record, which names them or later).
+  // Broken models break exactly such rules on purpose, for the checkers to catch.
+  if (!broken_.any()) {
+    auto old = holds_.find(actor);
+    WK_CHECK(old == holds_.end() || old->second->generation < g,
+             actor.ToString() + ": a hold at generation " + std::to_string(g.value) + " replaces one at " +
+                 std::to_string(old->second->generation.value));
+    WK_CHECK(!pending_.contains({actor, g}),
+             actor.ToString() + ": a hold at generation " + std::to_string(g.value) + " whose release is pending");
+  }
   auto state = std::make_shared<HoldState>();
   state->actor = actor;
   state->generation = g;
@@ -205,6 +217,7 @@ Task<AcquireResult> Owners::AcquireWith(ActorId actor, std::optional<std::pair<V
   const CallOptions call{timing_.attempt_timeout()};
   const NodeId& self = lease_.identity().node_id;
   Generation next{1};
+  Generation above{0};  // the highest generation the record (or its seed) is known to carry
   Precondition condition = Precondition::IfNoneMatchAny();
   std::optional<Version> read_version;
   // A hand-over's hint stands for the read: the previous holder's release left the record
@@ -214,6 +227,7 @@ Task<AcquireResult> Owners::AcquireWith(ActorId actor, std::optional<std::pair<V
   if (!hint) got = co_await store_.Get(key, call);
   if (hint) {
     next = hint->second.Next();
+    above = hint->second;
     read_version = hint->first;
     // Broken model take-unconditional: the hand-over vouched for the record, so the
     // condition looks redundant; it is what refuses a taker who came meanwhile.
@@ -245,6 +259,7 @@ Task<AcquireResult> Owners::AcquireWith(ActorId actor, std::optional<std::pair<V
     }
     if (first->marker_written) ++stats_.markers_written;
     next = first->seed.Next();
+    above = first->seed;
   }
   if (got.ok()) {
     auto rec = DecodeOwnerRecord(got->body);
@@ -261,6 +276,7 @@ Task<AcquireResult> Owners::AcquireWith(ActorId actor, std::optional<std::pair<V
       }
     }
     next = (broken_.on(BrokenModel::kWakeReusesGeneration) && mine_or_nobody) ? rec->generation : rec->generation.Next();
+    above = rec->generation;
     read_version = got->version;
     condition = Precondition::IfMatch(got->version);
   }
@@ -269,6 +285,10 @@ Task<AcquireResult> Owners::AcquireWith(ActorId actor, std::optional<std::pair<V
   if (!lease_.IsValid()) co_return Outcome(AcquireResult::Kind::kNotValid, "node lease not valid");
   if (!accepting_) co_return Outcome(AcquireResult::Kind::kNotValid, "draining: not taking new actors");
   if (leaving(actor)) co_return Outcome(AcquireResult::Kind::kNotValid, "moving to another node");
+  // Generations only grow: an acquisition writes above what it read (or was handed).
+  WK_CHECK(next > above || broken_.any(),
+           actor.ToString() + ": an acquisition would write generation " + std::to_string(next.value) +
+               " over generation " + std::to_string(above.value));
   const std::uint64_t epoch = lease_.epoch();
   const OwnerRecord mine{self, lease_.instance(), next};
   auto put = co_await store_.Put(key, EncodeOwnerRecord(mine), condition, call);

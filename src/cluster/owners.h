@@ -1,51 +1,12 @@
-// Owners: ownership records and holds (ADR 0020 §3), releases that outlive their first
-// try (pending releases), acquisitions whose outcome is unknown (unresolved acquires),
-// and the drain (§4).
-//
-// Concept. An actor's object owners/<tenant>/<class>/<name> is written only when the
-// actor changes hands. A node owns an actor while it holds the hold it acquired (in
-// memory) and its node lease is valid with no lapse since the acquisition. Every
-// acquisition writes generation + 1, so every hold has a generation of its own.
-//
-//   Acquire   only while the node lease is valid (checked right before the record
-//             write): read the record (version r); if it names nobody, is free (a read of
-//             nodes/<A> made after r shows A's process gone: live under another instance,
-//             or fenced/released with written_at + ttl + grace passed on our clock), or
-//             names our own current instance, write it If-Match r at generation + 1
-//             naming us; no record: If-None-Match: * above every generation the actor's
-//             log and leases/ object carry, refused while a live old per-actor lease holds
-//             it (first_generation.h, ADR §6). An absent nodes/<A>, an old-format or a
-//             corrupt one frees nothing.
-//   Unknown   an acquire write without a clear answer reads the record back once, under
-//             the actor's lock: naming us at the generation tried, the hold is ours (at
-//             that read's version); taken by a holder that is not free, the race is lost;
-//             otherwise the attempt becomes an unresolved acquire for the background task,
-//             which reads the record until it can decide: ours at that generation with no
-//             hold here, released; anything else, dropped; unchanged since the version the
-//             attempt was conditioned on, closed (see "Closing" below).
-//   Closing   an unresolved acquire whose record is still unchanged ttl + grace after the
-//             attempt (a write in transit that long is taken for lost) is ended by a write of
-//             `nobody` at the generation tried, conditioned exactly as the lost write was
-//             (If-Match its read version, or If-None-Match: *). Once that lands, the lost
-//             write can never land: its condition names a version the record no longer
-//             has. It frees nothing: the record it replaces named nobody, a process that
-//             is gone (the acquisition judged it free, and freedom is final), or this
-//             instance's own ended hold, whose pending release it completes. Without it an
-//             acquire whose write never lands stays pending for ever, and a drain never
-//             reports drained (docs/node-lease.md, "Unresolved acquires").
-//   Release   stop acting first (IsValid says no at once), then write nobody If-Match v
-//             (the acquire's version), generation kept. Tried for RELEASE_TRIES (1 s) in
-//             the foreground, then parked as a pending release, retried in the background
-//             with the very same write until it lands or a read shows the record no longer
-//             names this instance at that generation.
-//   Lapse     the node lease ran out: every hold ends at once into the pending releases.
-//   Lost      fenced, replaced or a twin: every hold is dropped, nothing released.
-//   Lock      one lock per actor orders acquisitions, releases and the resolver; an entry
-//             lives only while someone holds or awaits it.
-//   Lost      also stops every background task at once: nothing is sent after it.
-//
-// Threading: Env loop thread only. HoldView::IsValid is a few loads: ask it on every
-// storage acknowledgement (it is LeaseView::is_valid).
+// Owners: this node's ownership records and holds, releases that outlive their first try
+// (pending releases), acquisitions whose outcome is unknown (unresolved acquires), and the
+// drain (docs/node-lease.md, "Actors", "Pending releases", "Unresolved acquires", "Drain").
+// Guarantees: an acquisition writes only while the node lease is valid, conditioned on the
+// version it read, at a generation above it, so every hold has a generation of its own; a
+// record naming another node is taken only once a fresh read shows that process gone; a
+// released hold stops acting before its release is written. Threading: Env loop thread
+// only; HoldView::IsValid is a few loads. Details (acquire, unknown outcomes, closing,
+// release, lapse, loss, the lock): docs/internals.md, "Owners".
 #pragma once
 
 #include <deque>
@@ -64,7 +25,7 @@
 
 namespace wk {
 
-// ADR 0020, bounds table.
+// docs/node-lease.md, "Bounds".
 inline constexpr int kPendingConcurrency = 32;          // pending entries worked at once
 inline constexpr int kMaxRefusalsInARow = 32;           // then the pass stops
 inline constexpr Duration kReleaseTries = std::chrono::seconds(1);  // foreground release
@@ -225,7 +186,7 @@ class Owners {
     Duration backoff{};
     // Which entry this is: a second unknown acquire at the same generation replaces the
     // entry while the resolver may be working on the first; only the entry it worked on
-    // may be erased (found by the simulator, `storage` seed 225 at 50cb5b5).
+    // may be erased (found by the simulator's `storage` scenario).
     std::uint64_t serial = 0;
     MonoTime created{};  // when the attempt was found undecided (the closing waits ttl + grace)
   };

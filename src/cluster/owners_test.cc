@@ -1,11 +1,11 @@
-// Ownership records and holds (ADR 0020 §3, §4) with real ClusterNodes in virtual time.
+// Ownership records and holds (docs/node-lease.md, "Actors" and "Drain") with real ClusterNodes in virtual time.
 #include "cluster/owners.h"
 
 #include <gtest/gtest.h>
 
 #include "cluster/cluster_node.h"
 #include "cluster/operator.h"
-#include "cluster/testing/harness.h"
+#include "cluster/testing/fixture.h"
 
 namespace wk {
 namespace {
@@ -21,23 +21,12 @@ OwnerRecord Owner(std::string node, std::string instance, std::uint64_t g) {
   return OwnerRecord{NodeId(std::move(node)), InstanceToken(std::move(instance)), Generation{g}};
 }
 
-struct OwnersTest : ::testing::Test {
-  SimWorld world{21};
-  std::shared_ptr<MemBucket> bucket = std::make_shared<MemBucket>();
-  const ActorId actor{"acme", "counter", "x"};
+struct OwnersTest : cluster_testing::ClusterTest {
+  OwnersTest() : ClusterTest(21) {}
 
-  template <typename T>
-  T Run(Env& env, Task<T> t) {
-    auto out = RunTask(world, env, std::move(t), seconds(60));
-    EXPECT_TRUE(out.has_value());
-    return std::move(*out);
-  }
-  OwnerRecord Record(const ActorId& of) { return DecodeOwnerRecord(bucket->objects().at(OwnerKey(of)).body).value(); }
-  OwnerRecord Record() { return Record(actor); }
   NodeRecord Node(const std::string& id) {
     return std::get<NodeRecord>(DecodeNodeObject(bucket->objects().at(NodeKey(NodeId(id))).body).value());
   }
-  void Ready(Proc& p) { ASSERT_TRUE(world.RunUntil([&] { return p.node.lease().IsValid(); }, seconds(30))); }
   // The world's monotonic time at which a wall time of a clock without skew is read.
   static MonoTime MonoOf(WallTime t) { return MonoTime(milliseconds(ToUnixMs(t) - cluster_testing::kSimOriginMs)); }
   void RunUntilTime(MonoTime t) { world.RunUntil([&] { return world.Now() >= t; }, seconds(600)); }

@@ -1,29 +1,10 @@
-// StartGuard: a new node does not start while an old version may still run against the
-// bucket (ADR 0020 §6, "Start guard").
-//
-// Concept. Old (per-actor-lease) and new nodes must never run together: an old binary
-// writes its heartbeat unconditionally and takes actors by its own rules. Before its first
-// lease write a new node therefore lists nodes/ and reads every body; it waits (it does
-// not exit) while any heartbeat in an old format (`wasmkeep-node 1` or `2`) is fresh:
-//
-//   fresh     written less than horizon + ttl + grace + max_skew ago on this node's clock
-//             (the horizon is three heartbeat periods: the per-actor-lease versions counted
-//             a node live while its heartbeat was younger than that, and its per-actor
-//             leases last ttl + grace more; 25 s with the defaults)
-//   dated     a heartbeat whose written_at is in the future, or unreadable, lapses at the
-//   ahead     latest that same long after this node first read that same body, measured on
-//             this node's monotonic clock, with a warning naming the object: a retired
-//             node's wrong clock cannot hold the cluster for ever
-//   rewritten an old-format body that changes (or appears) between two of the guard's
-//             listings means an old node is running: the start is refused (kOldVersionRunning)
-//
-// It re-reads every half heartbeat period and logs how long is left. It runs beside the
-// start check (node_lease.h), so a new node serves about ttl + grace after it starts when
-// the old nodes stopped at least 10 s before. The same freshness test decides whether
-// `cluster status` shows an old-format heartbeat as an old version running or a retired
-// node's, whether nodes log it as an error, and whether `cluster forget` may delete it.
-//
-// Threading: Env loop thread; Run is one task. Simulator-clean.
+// StartGuard: a new node does not start while an old (per-actor-lease) version may still run
+// against the bucket (docs/node-lease.md, "Upgrading from per-actor leases"). Before its
+// first lease write it lists nodes/ and waits while an old-format heartbeat is fresh; one
+// that changes between two of its listings refuses the start (kOldVersionRunning); a
+// heartbeat dated ahead lapses after a bounded wait on this node's monotonic clock.
+// Threading: Env loop thread; Run is one task; simulator-clean. Details (freshness, the
+// bounds): docs/internals.md, "StartGuard".
 #pragma once
 
 #include <map>

@@ -1,4 +1,4 @@
-// The start steps of ADR 0020 §6 with real ClusterNodes in virtual time: the start guard
+// The start steps (docs/node-lease.md, "Upgrading from per-actor leases") with real ClusterNodes in virtual time: the start guard
 // beside the start check (old-format heartbeats are written by the test, as the
 // per-actor-lease versions wrote them) and the bucket check before both.
 #include "cluster/start_guard.h"

@@ -1,4 +1,4 @@
-// LeaseTiming: the node lease's timings (ADR 0020 §1, §2, §5) and the relations between
+// LeaseTiming: the node lease's timings (docs/node-lease.md, "Timings") and the relations between
 // them that keep one owner per actor under clock skew.
 //
 //   validity   an owner acts until  sent + ttl - safety   on its own clock

@@ -180,31 +180,25 @@ Task<Result<std::vector<ClassSummary>>> ListClasses(ObjectStore& store, std::opt
     if (Status s = ValidateTenantName(*tenant); !s.ok()) co_return s;
     prefix += *tenant + "/";
   }
-  auto keys = co_await detail::ListKeys(store, prefix, call);
-  if (!keys.ok()) co_return keys.status();
-  std::vector<ClassSummary> out;
-  for (const std::string& key : *keys) {
-    // classes/<tenant>/<class>/current; everything else (modules/...) is skipped.
+  // classes/<tenant>/<class>/current; everything else (modules/...) is skipped.
+  auto parse = [](const std::string& key) -> std::optional<ClassSummary> {
     std::string_view rest = std::string_view(key).substr(kClassesPrefix.size());
     std::size_t a = rest.find('/');
     std::size_t b = a == std::string_view::npos ? a : rest.find('/', a + 1);
-    if (b == std::string_view::npos || rest.substr(b + 1) != "current") continue;
+    if (b == std::string_view::npos || rest.substr(b + 1) != "current") return std::nullopt;
     ClassSummary summary{std::string(rest.substr(0, a)), std::string(rest.substr(a + 1, b - a - 1)), {}, {}};
-    if (!ValidateClassArgs(summary.tenant, summary.class_name).ok()) continue;  // not one of ours
-    auto got = co_await store.Get(key, call);
-    if (!got.ok()) {
-      if (got.code() == Code::kNotFound) continue;
-      co_return got.status();
-    }
-    auto v = DecodeClassPointer(got->body, summary.tenant, summary.class_name);
+    if (!ValidateClassArgs(summary.tenant, summary.class_name).ok()) return std::nullopt;  // not one of ours
+    return summary;
+  };
+  auto decode = [](std::string_view body, ClassSummary& summary) {
+    auto v = DecodeClassPointer(body, summary.tenant, summary.class_name);
     if (v.ok()) {
       summary.current = std::move(v).value();
     } else {
       summary.error = v.status().message();
     }
-    out.push_back(std::move(summary));
-  }
-  co_return out;
+  };
+  co_return co_await detail::ListAndDecode<ClassSummary>(store, std::move(prefix), call, parse, decode);
 }
 
 }  // namespace wk::control

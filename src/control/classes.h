@@ -1,24 +1,8 @@
-// Deployed classes: a class's modules, stored content-addressed, and the pointer naming
-// the one it currently runs. Operators deploy with the CLI (`wasmkeep deploy`); a node
-// reads the pointer and the module when an actor of the class starts (CurrentClass +
-// ReadModule; docs/architecture.md "Bucket layout").
-//
-// Objects (the pointer's format is FROZEN; the decoder is strict and answers
-// kFatal("corrupt ...") for anything else, never "empty" or "absent"):
-//
-//   classes/<t>/<c>/modules/<sha256>  the module's raw bytes (content-addressed)
-//   classes/<t>/<c>/current           wasmkeep-class 1
-//                                     class <t>/<c>
-//                                     module <sha256 hex>
-//                                     size <bytes>
-//                                     deployed_at <unix ms>
-//
-// Writes. A module is written create-only under its own SHA-256 before the class's
-// `current` pointer names it, so a pointer never names a module that is not stored; the
-// pointer is written unconditionally (the last deploy wins).
-//
-// Threading: every function runs on the Env loop of the given store. No sockets, threads
-// or clocks of their own: the same code runs on mem:// in unit tests and in the simulator.
+// Deployed classes: a class's modules, stored content-addressed under their SHA-256, and
+// the pointer classes/<t>/<c>/current (`wasmkeep-class 1`, FROZEN, strict decoder) naming
+// the one it runs (docs/tenants.md, "What is stored where"). Guarantees: a module is stored
+// before a pointer names it; the last deploy wins. Threading: the given store's Env loop;
+// simulator-clean. Details: docs/internals.md, "Class records".
 #pragma once
 
 #include <cstddef>

@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,6 +56,34 @@ Task<void> Backoff(Env& env, int attempt);
 Status GaveUp(const std::string& what, const Status& last);
 // Every key under prefix, in byte order (at most kMaxListPages pages).
 Task<Result<std::vector<std::string>>> ListKeys(ObjectStore& store, std::string prefix, CallOptions call);
+
+// The listings' loop (ListTenants, ListClasses, ListQuarantine): every object under prefix,
+// read and decoded in key order. parse(key) gives the key's Summary, or nullopt for a key
+// that is not one of ours (skipped); a Summary whose error parse already set is listed
+// without a read. decode(body, summary) fills in the rest or sets summary.error: a corrupt
+// object is listed, never skipped. An object removed since the listing is skipped; any
+// other failed read ends the listing with its status.
+template <typename Summary, typename Parse, typename Decode>
+Task<Result<std::vector<Summary>>> ListAndDecode(ObjectStore& store, std::string prefix, CallOptions call,
+                                                 Parse parse, Decode decode) {
+  auto keys = co_await ListKeys(store, prefix, call);
+  if (!keys.ok()) co_return keys.status();
+  std::vector<Summary> out;
+  for (const std::string& key : *keys) {
+    std::optional<Summary> summary = parse(key);
+    if (!summary) continue;
+    if (summary->error.empty()) {
+      auto got = co_await store.Get(key, call);
+      if (!got.ok()) {
+        if (got.code() == Code::kNotFound) continue;  // removed since the listing
+        co_return got.status();
+      }
+      decode(std::string_view(got->body), *summary);
+    }
+    out.push_back(std::move(*summary));
+  }
+  co_return out;
+}
 
 }  // namespace detail
 }  // namespace wk::control

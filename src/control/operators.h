@@ -1,31 +1,9 @@
-// Operator tokens: what opens the console and the admin JSON routes of every node
-// (docs/security.md, "Operators"; docs/console.md). They are kept like tenant tokens
-// (tokens.h): only the SHA-256 of each secret is stored, in one record under control/,
-// and a node checks a token with one cached GET of that record.
-//
-// A token is `wko.<token id>.<secret>` (16 and 64 lowercase hex characters): the prefix
-// tells it apart from a tenant token (`wk.<tenant>.<id>.<secret>`) without a read. An
-// operator token opens every tenant's actors (listing, inspecting, deleting) and the
-// cluster's admin routes; a tenant token opens its own tenant's actors only.
-//
-// Object (the format is FROZEN: a change is a new header version; the decoder is strict
-// and answers kFatal("corrupt ...") for anything else, never "no tokens"):
-//
-//   control/operators                 wasmkeep-operators 1
-//                                     revision <n>            (+1 on every write)
-//                                     token <id> <sha256 hex of the secret> <created unix ms> <label>
-//                                     ...                     (0..kMaxOperatorTokens lines)
-//
-// The label (1..63 of [A-Za-z0-9._-]) says whose token it is (`alice`, `ci`); it is shown
-// by `wasmkeep admin token list`, never used to authenticate.
-//
-// Writes: created with If-None-Match: * by the first `admin token add`, then changed with
-// If-Match the version read (re-read and retried on a conflict; an unknown outcome is
-// resolved by re-reading), as tenant records are (tenants.h).
-//
-// Threading: every function and OperatorAuth run on the Env loop of the given store. No
-// sockets, threads or clocks of their own: the same code runs on mem:// in unit tests and
-// in the simulator. Secrets come from OpenSSL's CSPRNG, never from Env.
+// Operator tokens: what opens the console and every node's admin JSON routes
+// (docs/security.md, "Operators"; docs/console.md). A token is `wko.<id>.<secret>`; only the
+// SHA-256 of each secret is stored, in the record control/operators (`wasmkeep-operators 1`,
+// FROZEN, strict decoder), written If-None-Match: * then If-Match as tenant records are.
+// Threading: functions and OperatorAuth run on the given store's Env loop; simulator-clean;
+// secrets come from OpenSSL's CSPRNG. Details: docs/internals.md, "Operator tokens".
 #pragma once
 
 #include <cstdint>

@@ -16,7 +16,6 @@ using detail::Backoff;
 using detail::GaveUp;
 using detail::IsLowerHex;
 using detail::IsRetryableRead;
-using detail::ListKeys;
 
 constexpr std::string_view kKind = "quarantine";
 constexpr std::uint64_t kVersion = 1;
@@ -245,27 +244,20 @@ Task<Result<std::vector<QuarantineSummary>>> ListQuarantine(ObjectStore& store, 
     if (Status s = ValidateTenantName(*tenant); !s.ok()) co_return s;
     prefix += *tenant + "/";
   }
-  auto keys = co_await ListKeys(store, prefix, call);
-  if (!keys.ok()) co_return keys.status();
-  std::vector<QuarantineSummary> out;
-  for (const std::string& key : *keys) {
+  auto parse = [](const std::string& key) -> std::optional<QuarantineSummary> {
     auto id = ParseActorId(std::string_view(key).substr(kQuarantinePrefix.size()));
-    if (!id.ok()) continue;  // not one of ours
-    QuarantineSummary summary{*id, {}, {}};
-    auto got = co_await store.Get(key, call);
-    if (!got.ok()) {
-      if (got.code() == Code::kNotFound) continue;  // lifted since the listing
-      co_return got.status();
-    }
-    auto r = DecodeQuarantineRecord(got->body, *id);
+    if (!id.ok()) return std::nullopt;  // not one of ours
+    return QuarantineSummary{*id, {}, {}};
+  };
+  auto decode = [](std::string_view body, QuarantineSummary& summary) {
+    auto r = DecodeQuarantineRecord(body, summary.actor);
     if (r.ok()) {
       summary.record = std::move(r).value();
     } else {
       summary.error = r.status().message();
     }
-    out.push_back(std::move(summary));
-  }
-  co_return out;
+  };
+  co_return co_await detail::ListAndDecode<QuarantineSummary>(store, std::move(prefix), call, parse, decode);
 }
 
 std::string FormatUtc(WallTime t) {

@@ -1,40 +1,11 @@
-// Quarantine: an actor whose events keep ending its worker's instance (V8 heap limit, out
-// of memory) or its node's process is refused cluster-wide for a while, so one poisoned
-// actor cannot walk through the cluster taking node after node with it
-// (docs/security.md, "Poisoned actors"). This file is the record in the bucket and the
-// operations on it; the cache nodes consult per request is quarantine_cache.h, and what
-// turns events into strikes is src/server/quarantine_service.h.
-//
-// Object (the format is FROZEN: a change is a new header version; the decoder is strict
-// and answers kFatal("corrupt ...") for anything else, never "absent"):
-//
-//   quarantine/<tenant>/<class>/<name>   wasmkeep-quarantine 1
-//                                        actor <tenant>/<class>/<name>
-//                                        until_ms <unix ms>   (0: never quarantined)
-//                                        reason <the last strike's reason>
-//                                        strikes <n>          (1..kMaxStrikes)
-//                                        <at unix ms> <node id> <strike id>   (n lines)
-//
-// A strike line is one strike: when it was recorded (the writer's wall clock), by which
-// node, and a random 16-hex id that makes it recognisable after a lost reply. The window's
-// start is the oldest strike line's time. The actor is quarantined while now < until_ms.
-//
-// Strikes. RecordStrike reads the record, then writes it back with the new strike under
-// If-Match the version read (If-None-Match: * to create it), re-reading and retrying on a
-// conflict, so two nodes striking at once both count (bounded by kMaxUpdateAttempts).
-// Before appending, strikes older than the window, and strikes at or before the end of an
-// earlier quarantine (they were spent on it), are dropped. Once the strikes left reach the
-// policy's count, until_ms becomes now + quarantine. While quarantined, a strike changes
-// nothing (no write). An unknown outcome is resolved by re-reading and looking for the
-// strike's id. Every write carries a fresh strike id, so its bytes differ from every earlier
-// write's and an If-Match can never match a later write of identical bytes (object_store.h).
-//
-// Lifting. An operator deletes the record (LiftQuarantine, `wasmkeep actor unquarantine`):
-// strikes and quarantine go together. A strike racing with the delete meets a precondition
-// failure, re-reads, finds nothing and starts a new record.
-//
-// Threading: every function runs on the Env loop of the given store. No sockets, threads
-// or clocks of their own: the same code runs on mem:// in unit tests and in the simulator.
+// Quarantine: the bucket record of an actor whose events keep killing its worker's
+// instance or its node, refused cluster-wide while quarantined (docs/security.md,
+// "Poisoned actors"), and the operations on it; nodes consult it through
+// quarantine_cache.h. Format wasmkeep-quarantine 1, FROZEN (strict decoder: kFatal, never
+// "absent"). Guarantees: strikes from racing nodes all count (If-Match, re-read and retry);
+// an unknown outcome is resolved by the strike's random id; a lift (delete) clears strikes
+// and quarantine together. Threading: the given store's Env loop; simulator-clean. Details:
+// docs/internals.md, "Quarantine records".
 #pragma once
 
 #include <cstddef>

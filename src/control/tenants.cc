@@ -200,31 +200,21 @@ Task<Result<TenantRecord>> ReadTenant(ObjectStore& store, std::string tenant, Ca
 
 Task<Result<std::vector<TenantSummary>>> ListTenants(ObjectStore& store, CallOptions call) {
   std::string prefix(kTenantsPrefix);
-  auto keys = co_await detail::ListKeys(store, prefix, call);
-  if (!keys.ok()) co_return keys.status();
-  std::vector<TenantSummary> out;
-  for (const std::string& key : *keys) {
+  auto parse = [](const std::string& key) -> std::optional<TenantSummary> {
     TenantSummary summary;
     summary.tenant = key.substr(kTenantsPrefix.size());
-    if (!ValidateTenantName(summary.tenant).ok()) {
-      summary.error = "not a tenant name (key " + key + ")";
-      out.push_back(std::move(summary));
-      continue;
-    }
-    auto got = co_await store.Get(key, call);
-    if (!got.ok()) {
-      if (got.code() == Code::kNotFound) continue;  // removed since the listing
-      co_return got.status();
-    }
-    auto record = DecodeTenantRecord(got->body, summary.tenant);
+    if (!ValidateTenantName(summary.tenant).ok()) summary.error = "not a tenant name (key " + key + ")";
+    return summary;
+  };
+  auto decode = [](std::string_view body, TenantSummary& summary) {
+    auto record = DecodeTenantRecord(body, summary.tenant);
     if (record.ok()) {
       summary.record = std::move(record).value();
     } else {
       summary.error = record.status().message();
     }
-    out.push_back(std::move(summary));
-  }
-  co_return out;
+  };
+  co_return co_await detail::ListAndDecode<TenantSummary>(store, std::move(prefix), call, parse, decode);
 }
 
 }  // namespace wk::control

@@ -1,24 +1,9 @@
-// Tenants: their records in the bucket, and the operations on them (create, add and
-// revoke tokens, list, read). Operators run them with the CLI (`wasmkeep tenant ...`,
-// docs/tenants.md); nodes read the records through TenantAuth (tokens.h).
-//
-// Object (the format is FROZEN: a change is a new header version; the decoder is strict
-// and answers kFatal("corrupt ...") for anything else, never "empty" or "absent"):
-//
-//   control/tenants/<tenant>          wasmkeep-tenant 1
-//                                     tenant <tenant>
-//                                     created_at <unix ms>
-//                                     revision <n>            (+1 on every write)
-//                                     token <id> <sha256 hex of the secret> <created unix ms>
-//                                     ...                     (0..kMaxTokensPerTenant lines)
-//
-// Writes. A tenant record is created with If-None-Match: * and changed with If-Match the
-// version read (re-read and retried on a conflict, so two racing changes both land; an
-// unknown outcome is resolved by re-reading). `revision` makes every write's bytes differ,
-// so an If-Match can never match a later write of identical bytes (object_store.h).
-//
-// Threading: every function runs on the Env loop of the given store. No sockets, threads
-// or clocks of their own: the same code runs on mem:// in unit tests and in the simulator.
+// Tenants: their records in the bucket (control/tenants/<tenant>, `wasmkeep-tenant 1`,
+// FROZEN, strict decoder) and the operations on them: create, add and revoke tokens, list,
+// read (docs/tenants.md); nodes read them through TenantAuth (tokens.h). Guarantees: racing
+// changes both land (If-None-Match: * to create, If-Match the version read, re-read and
+// retry; an unknown outcome resolved by re-reading). Threading: the given store's Env loop;
+// simulator-clean. Details: docs/internals.md, "Tenant records".
 #pragma once
 
 #include <cstddef>

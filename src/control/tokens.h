@@ -1,5 +1,5 @@
 // Tenant access tokens: their format, minting, and TenantAuth, which checks the token a
-// request carries (docs/architecture.md "Serving and routing"; docs/tenants.md). The tokens
+// request carries (docs/architecture.md, "How a request flows"; docs/tenants.md). The tokens
 // themselves are lines of their tenant's record (tenants.h).
 //
 // Tokens are `wk.<tenant>.<token id>.<secret>`: the tenant and the token id say which
@@ -78,7 +78,7 @@ struct ParsedToken {
 };
 Result<ParsedToken> ParseToken(std::string_view token);
 
-// Checks the Authorization header of a request (docs/architecture.md "Serving and routing":
+// Checks the Authorization header of a request (docs/architecture.md, "How a request flows":
 // bearer tokens per tenant). One per node; Env loop thread only.
 //
 // Answers, and what the HTTP front makes of them (docs/tenants.md):

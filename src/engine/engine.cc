@@ -23,7 +23,7 @@
 
 // The headers we compile against must be the ones of the library we link (libnode108 ships
 // V8 10.2). This machine's /usr/include/node may hold Node 20's V8 11 headers with no
-// library behind them (FACTS.md); building against those would crash at run time.
+// library behind them (docs/DEPENDENCIES.md); building against those would crash at run time.
 static_assert(V8_MAJOR_VERSION == 10 && V8_MINOR_VERSION == 2,
               "compile against libnode108's V8 10.2 headers (see docs/DEPENDENCIES.md)");
 

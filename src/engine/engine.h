@@ -1,28 +1,10 @@
-// The WebAssembly engine: V8 (from Debian's libnode) behind a thin interface. No V8 type or
-// header appears outside src/engine/; the rest of WasmKeep sees Engine, Module, Worker and
-// Instance, and host functions as plain C++ callbacks over bounds-checked byte ranges.
-//
-// Shape (design/FACTS.md, "WebAssembly engine"):
-//   - Engine: process-wide. Creating the first one initializes V8's platform; V8 cannot be
-//     re-initialized after disposal, so the platform lives until the process exits (the one
-//     deliberate exception to "no globals": it is V8's, not ours). Owns the CPU watchdog.
-//   - Module: a compiled class. Compiled once (on the engine's compile isolate) and shared by
-//     every worker through V8's CompiledWasmModule, so N workers do not compile it N times.
-//     Immutable and thread-safe.
-//   - Worker: one V8 isolate, bound to the thread that created it. Everything below is used
-//     only on that thread. `Terminate` is the one exception: the watchdog calls it.
-//   - Instance: one instance of a module in a worker; one per resident actor.
-//
-// Host functions: the embedder describes each import it provides (module, name, signature,
-// callback). A module is checked against that list when compiled: an import the host does
-// not provide, or one with another signature, is refused by name. A callback receives a
-// HostCall that bounds-checks every (pointer, length) against the current linear memory, and
-// returns a Status: an error fails the event with that message (the module cannot catch it).
-//
-// Failures never escape as crashes: a trap, a stack overflow, a host error, `proc_exit`
-// or a CPU-time termination all come back from Instance::Call as a CallResult saying what
-// happened and whether the instance may be used again (after anything that unwound through
-// the module's frames it may not: its allocator or shadow stack may be half-updated).
+// The WebAssembly engine: V8 (Debian's libnode) behind Engine (process-wide, owns the CPU
+// watchdog), Module (compiled once, shared by every worker; immutable, thread-safe), Worker
+// (one isolate, bound to the thread that made it) and Instance (one per resident actor);
+// no V8 type appears outside src/engine/. Guarantees: imports are checked by name and
+// signature at compile; host callbacks see bounds-checked memory; a trap, stack overflow,
+// host error, proc_exit or CPU-time termination comes back as a CallResult, never a crash.
+// Details: docs/internals.md, "The engine".
 #pragma once
 
 #include <array>

@@ -1,5 +1,5 @@
-// AsyncMutex: mutual exclusion between coroutines on one Env loop (ADR 0020 §3's "one
-// lock per actor": an acquisition holds it from its read until its hold is registered,
+// AsyncMutex: mutual exclusion between coroutines on one Env loop (the "one lock per
+// actor" of docs/node-lease.md, "Actors": an acquisition holds it from its read until its hold is registered,
 // the resolver from its read until its release's reply).
 //
 // Lock() suspends until the mutex is free and returns a Guard that unlocks on

@@ -1,56 +1,11 @@
-// HttpClient: an asynchronous HTTP/1.1 client for one endpoint, with a bounded pool of
-// keep-alive connections. It is the S3 backend's only I/O (s3_store.h).
-//
-// Concept. Send() runs one request/response exchange as a chain of Asio operations
-// (resolve, connect, TLS handshake, write, read) on the RealEnv's io_context: no thread
-// per request (name resolution uses Asio's one internal resolver thread, because
-// getaddrinfo blocks). A new connection is resolved afresh, so DNS changes are followed.
-// Each step is awaited through a Latch, so three things can end a wait:
-//   - the operation completes (success or error);
-//   - the call's deadline passes (one Env timer per call, covering the wait for a pool
-//     slot, connect, handshake, send and receive);
-//   - the awaiting task is cancelled (the Latch's on_cancel).
-// In the last two cases the connection is aborted (socket closed, resolver cancelled)
-// and never returned to the pool: a half-used connection may still carry the rest of a
-// reply. The aborted operation's handler runs later and finds its Latch already set.
-//
-// The pool. At most max_connections connections exist (idle plus in use, plus slots
-// reserved for connections being opened); a request finding none free waits in FIFO
-// order, and a released connection (or its slot, if the connection was not reusable) is
-// handed directly to the first waiter. Idle connections are reused most-recent first.
-// A connection is reused only if
-//   - its last exchange ended cleanly with keep-alive and nothing left unread, and
-//   - it has been idle less than max_idle (4 s by default): servers close idle keep-alive
-//     connections after some seconds (AWS about 20 s, proxies often 5 s), and a request
-//     written into a connection the server is closing is ambiguous: did it arrive?
-//   - a non-blocking peek sees no EOF and no unexpected bytes on the socket.
-// Idle connections past max_idle are also closed by a timer, so they do not linger.
-//
-// Lanes. Requests are urgent or not (HttpRequest::urgent). Of max_connections,
-// reserved_urgent_connections are kept for urgent ones: a request that is not urgent takes
-// a connection (idle, new, or handed over) only while fewer than max_connections -
-// reserved_urgent_connections are checked out; an urgent one while fewer than
-// max_connections are. A released connection goes to the oldest urgent waiter first, then
-// to the oldest other waiter if that one may take it. So however much bulk traffic the
-// caller sends (an S3 store's segment uploads, restores and deletes), an urgent request
-// (its lease write, its routing read) never queues behind more than the urgent requests
-// already in flight. Within a lane, order is FIFO.
-// If an idempotent request fails on a reused connection before any byte of the response
-// arrived (the server closed it just before our write), it is re-sent once on a new
-// connection; a non-idempotent one never is (the caller must learn the outcome is
-// unknown: ADR 0020 read-back).
-//
-// Outcome of a call: a response (any status), or a failure that says whether any byte of
-// the request may have left (request_sent): the S3 layer turns "not sent" into a
-// retryable error and "sent" into an unknown outcome for writes.
-//
-// Lifetime. Connections, buffers and parsers live in heap objects shared with the Asio
-// handlers, so a late handler never touches freed memory. Destroying the HttpClient (or
-// Shutdown) aborts every in-flight request (they complete with kShutdown) and closes idle
-// connections; the calls still running keep the shared pool state alive until they
-// finish. The RealEnv (its io_context) must outlive the HttpClient and the tasks using it.
-//
-// Threading: every method on the RealEnv's loop thread; Send's Task completes there.
+// HttpClient: an asynchronous HTTP/1.1 client for one endpoint with a bounded pool of
+// keep-alive connections (the S3 backend's only I/O). Guarantees: a call ends by its
+// deadline or its cancellation, and a connection so aborted is never reused; a failure says
+// whether any byte of the request may have left (request_sent), and only an idempotent
+// request is re-sent (once, when a reused connection was closed before any reply); urgent
+// requests have connections of their own (reserved_urgent_connections). Threading: every
+// method on the RealEnv's loop thread. REQUIRES: the RealEnv outlives the client and the
+// tasks using it. Details (the pool, lanes, reuse, lifetime): docs/internals.md, "HttpClient".
 #pragma once
 
 #include <boost/beast/http/verb.hpp>

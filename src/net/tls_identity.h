@@ -1,27 +1,9 @@
-// TLS between nodes (docs/security.md, "Between nodes"): a node's identity, its pin, and the
-// TLS contexts that check a peer by its pin instead of by a certificate authority.
-//
-// Concept. Every node process makes a fresh key pair (EC P-256) and a self-signed
-// certificate in memory when it starts; neither is ever written to disk, so a restarted
-// process is a new identity. Its pin is the lowercase hex SHA-256 of the DER
-// SubjectPublicKeyInfo of that key (64 characters): the node publishes it in its node
-// record (`cert_pin`, src/cluster/node_record.h) with every heartbeat. A peer's
-// certificate is accepted iff its pin is the one the checker expects; the certificate's
-// names, issuer and dates are not looked at (the bucket, which only cluster members can
-// write, is the authority).
-//
-// Contexts made here:
-//   MakePinnedClientContext  connects to one peer: presents our identity, accepts the
-//                            server iff its pin equals the expected one (TLS 1.3).
-//   MakePeerServerContext    the peer listener: presents our identity, requires a client
-//                            certificate and accepts it iff accept_pin(pin) (TLS 1.3).
-//   MakeServerContextFromFiles  the client API listener: a certificate chain and key from
-//                            PEM files (TLS 1.2 or later), no client certificate.
-// A refused pin fails the handshake with X509_V_ERR_CERT_REJECTED as the verify result.
-//
-// Threading: a TlsIdentity is immutable after it is made and may be shared. A context's
-// pin check runs inside the TLS handshake, on the thread that drives it (the RealEnv's
-// loop for HttpServer and HttpClient); accept_pin must be callable there.
+// TLS between nodes (docs/security.md, "Between nodes"): a process's fresh, never-stored
+// EC P-256 identity, its pin (hex SHA-256 of the public key, published in its node record),
+// and the TLS contexts that accept a peer iff its pin is the expected one (names, issuer and
+// dates are not looked at: the bucket is the authority). Threading: a TlsIdentity is
+// immutable and shareable; pin checks run inside the handshake on the thread driving it.
+// Details (the contexts): docs/internals.md, "TLS identities".
 #pragma once
 
 #include <openssl/types.h>

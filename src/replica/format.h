@@ -1,44 +1,9 @@
 // The durable formats of an actor's storage: segment and snapshot objects and their keys
-// (docs/architecture.md, "Durable storage"). FROZEN once released: a change is a new version.
-//
-// Keys. Positions are (generation, seq): generation is the hold's, seq counts that hold's
-// segments from 0. Both are zero-padded to 20 digits (every uint64 fits), so listing
-// order is log order:
-//   wal/<tenant>/<class>/<name>/<gen>-<seq>        a segment
-//   snapshot/<tenant>/<class>/<name>/<gen>-<seq>   the state as of segment <gen>-<seq>
-//
-// Segment (`wasmkeep-segment 1`). Text header lines, then a binary payload, then a fixed
-// 16-byte trailer `crc32c XXXXXXXX\n` over every byte before it:
-//   wasmkeep-segment 1
-//   actor <tenant>/<class>/<name>
-//   position <gen>-<seq>
-//   seq 0, the owner fence:                 seq > 0, data:
-//     base <gen>-<seq> | none                 batches <n>
-//     tip <gen>-<seq> | none                  <n batches, binary>
-//     run <n>
-//     <n lines: <gen>-<seq>>
-// The fence is a hold's first segment. It names the chain it restored: `base`, the snapshot
-// it started from; `run`, every segment after that snapshot up to and including `tip`, in
-// log order. Restore follows the newest fence, so a segment of an older hold that is not
-// in its run (an upload that landed after the next owner restored) is off the chain.
-//
-// A batch (little-endian): u32 mutation count; u8 alarm (0 unchanged, 1 deleted, 2 set,
-// followed by i64 ms); then per mutation u8 kind (0 put, 1 delete, 2 delete all), u32 key
-// length, key, and for a put u32 value length, value.
-//
-// Snapshot (`wasmkeep-snapshot 1`):
-//   wasmkeep-snapshot 1
-//   actor <tenant>/<class>/<name>
-//   position <gen>-<seq>
-//   alarm <ms> | none
-//   entries <n>
-//   <n entries: u32 key length, key, u32 value length, value; ascending, keys unique>
-//   crc32c XXXXXXXX
-//
-// Decoders are strict: a wrong header, a field out of place, a count that does not match,
-// bytes left over or a checksum mismatch is kFatal("corrupt ..."), never an empty value.
-//
-// Threading: pure functions.
+// (docs/storage.md, "Formats"), FROZEN once released (a change is a new version).
+// Guarantees: keys list in log order (generation and seq zero-padded); decoders are strict:
+// anything but a well-formed object with a matching CRC-32C is kFatal("corrupt ..."), never
+// an empty value. Threading: pure functions. The grammar: docs/internals.md, "Replica
+// formats".
 #pragma once
 
 #include <compare>

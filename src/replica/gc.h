@@ -1,4 +1,4 @@
-// Garbage collection of an actor's log (docs/architecture.md, "Durable storage"; ADR 0012):
+// Garbage collection of an actor's log (docs/storage.md, "Garbage collection"):
 // which objects the owner may delete, as a pure function of what it listed and what it
 // knows of the chain.
 //

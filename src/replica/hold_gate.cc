@@ -23,6 +23,7 @@ struct HoldGate::State {
 
   // Fails the gate if it is open; returns the waiters it owes (empty if it had failed).
   bool MarkFailed(const Status& why, Waiters* owed) {
+    WK_CHECK(!why.ok(), "the gate of " + deps.actor.ToString() + " failed with Ok: a failure must say why");
     std::lock_guard lock(mu);
     if (failure) return false;
     failure = why;
@@ -32,6 +33,8 @@ struct HoldGate::State {
 
   // Loop thread: answers what a failure owes.
   void Settle(const Status& why, Waiters owed) {
+    // Sticky: a gate that owes its waiters a failure never opens again.
+    WK_CHECK(!current_failure().ok(), "the gate of " + deps.actor.ToString() + " settled its waiters while open");
     for (auto& [seq, fn] : owed) fn(why);
     if (auto fn = std::move(on_failed)) {
       on_failed = nullptr;
@@ -56,7 +59,7 @@ struct HoldGate::State {
 
   // Loop thread: a sequence already durable (or released early by a broken model). Its
   // answer needs the hold valid now.
-  void DecideOnLoop(std::function<void(Status)> done) {
+  void DecideOnLoop(std::uint64_t seq, std::function<void(Status)> done) {
     if (Status f = current_failure(); !f.ok()) {
       done(std::move(f));
       return;
@@ -66,7 +69,16 @@ struct HoldGate::State {
       done(current_failure());
       return;
     }
+    // The output gate's rule: nothing is released before it is durable.
+    WK_CHECK(seq <= Durable() || deps.broken.on(BrokenModel::kAckBeforeDurable),
+             "the gate of " + deps.actor.ToString() + " would release seq " + std::to_string(seq) +
+                 " before it is durable");
     done(Status::Ok());
+  }
+
+  std::uint64_t Durable() const {
+    std::lock_guard lock(mu);
+    return durable;
   }
 };
 
@@ -97,7 +109,7 @@ void HoldGate::WhenReleasable(std::uint64_t seq, std::function<void(Status)> don
     } else {
       // Durable already: validity must be asked now, on the loop thread.
       std::shared_ptr<State> state = s_;
-      s.deps.post([state, done = std::move(done)]() mutable { state->DecideOnLoop(std::move(done)); });
+      s.deps.post([state, seq, done = std::move(done)]() mutable { state->DecideOnLoop(seq, std::move(done)); });
       return;
     }
   }
@@ -115,6 +127,9 @@ HoldGate::AckOutcome HoldGate::Acknowledged(std::uint64_t seq, std::string_view 
   {
     std::lock_guard lock(s.mu);
     if (s.failure) return AckOutcome::kBroken;
+    // One upload at a time (Replica::StartNextUpload): acknowledgements come in order.
+    WK_CHECK(seq >= s.durable, "the gate of " + s.deps.actor.ToString() + ": seq " + std::to_string(seq) +
+                                   " acknowledged after seq " + std::to_string(s.durable));
     if (seq > s.durable) s.durable = seq;
     auto end = s.waiters.upper_bound(s.durable);
     for (auto it = s.waiters.begin(); it != end; ++it) ready.emplace(it->first, std::move(it->second));
@@ -138,9 +153,6 @@ void HoldGate::set_on_failed(std::function<void(Status)> fn) { s_->on_failed = s
 
 bool HoldGate::broken() const { return !s_->current_failure().ok(); }
 Status HoldGate::failure() const { return s_->current_failure(); }
-std::uint64_t HoldGate::durable() const {
-  std::lock_guard lock(s_->mu);
-  return s_->durable;
-}
+std::uint64_t HoldGate::durable() const { return s_->Durable(); }
 
 }  // namespace wk::replica

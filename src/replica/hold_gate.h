@@ -1,42 +1,12 @@
-// HoldGate: the output gate of one hold — the one place that decides whether anything an
-// actor did may be seen outside it (docs/storage.md, "The output gate").
-//
-// The rule. An answer, a `sync` returning, or any other effect visible outside the actor is
-// released only when the writes it depends on are durable AND the node still holds the
-// actor at that instant. WhenReleasable(seq, done) answers Ok only when every batch up to
-// `seq` was acknowledged by the bucket while the hold was valid, and the hold is still valid
-// when the answer is decided — every time, also for a sequence that became durable long
-// ago, and for seq 0 ("nothing written": a read must still be answered by an owner).
-//
-// States (one field, `failure_`):
-//   open --Cut / upload Late / validity found ended--> failed (sticky: never open again)
-// A failed gate answers every waiter it holds, and every later WhenReleasable, with its
-// failure (kRetryable): the actor's in-memory state is void and whoever runs it throws it
-// away (the runtime closes the actor and restores it afresh under a new hold). As in
-// workerd's output gate, a broken gate stays broken.
-//
-// Durability. The replica tells the gate when the bucket acknowledged a segment
-// (Acknowledged(last_seq)); the gate asks the hold's validity at that instant. Acknowledged
-// after validity ended is Late: the gate fails, nothing waiting on it is released.
-//
-// Threading. The hold's validity (`is_valid`, LeaseView::is_valid of the hold) reads the
-// loop thread's cluster state, so it is asked on the Env loop thread only.
-//   - WhenReleasable: any thread (the runtime calls it from the worker running the event).
-//     A sequence not durable yet waits, and is decided on the loop thread by the
-//     acknowledgement that covers it. An already durable one cannot be decided off the loop
-//     (its validity must be asked now): it is handed to the loop with `post` and decided
-//     there. `done` runs at once on the caller's thread only when the gate has already
-//     failed; otherwise on the loop thread.
-//   - Acknowledged, Cut, set_on_failed: loop thread.
-//   - CutFromAnyThread: any thread; the gate fails at once (broken() is true on return),
-//     its waiters and on_failed are answered on the loop thread.
-//   - broken, failure, durable: any thread.
-// An internal mutex guards the failure, the durable sequence and the waiters; callbacks
-// are never called under it. Simulator-clean: no clock, thread or socket of its own (the
-// simulator's `post` is Env::Post; the real runtime's is Env::PostFromAnyThread).
-//
-// Lifetime. Not copyable; closures handed to `post` keep the gate's state alive until they
-// run (a gate destroyed first answers them with its failure: destroy it only after Cut).
+// HoldGate: the output gate of one hold, the one place that decides whether anything an
+// actor did may be seen outside it (docs/storage.md, "The output gate"). Guarantees:
+// WhenReleasable(seq) answers Ok only when every batch up to seq was acknowledged while the
+// hold was valid and the hold is valid at the answer (also for seq 0 and for old seqs); an
+// acknowledgement after validity ended (Late), a Cut, or validity found ended fails the gate
+// for good, and every waiter then and later gets the failure (kRetryable). Threading:
+// WhenReleasable, CutFromAnyThread and the accessors from any thread; the rest on the Env
+// loop thread; callbacks never run under its mutex; simulator-clean. REQUIRES: destroy it
+// only after Cut. Details: docs/internals.md, "HoldGate".
 #pragma once
 
 #include <cstdint>

@@ -1,45 +1,10 @@
-// What the actor listing, the inspector and the deletion read and write in the bucket
-// (docs/console.md, docs/http-api.md "Listing, inspecting and deleting actors"). The HTTP
-// routes and the ownership steps around them are the server's (server/actor_admin.h); the
-// bucket work is here, beside the formats and the restore it follows, so it runs in the
-// simulator like the rest of the replica.
-//
-// Listing (ListStoredActors). The actors of a class are the ownership records under
-// owners/<tenant>/<class>/: every actor that ever ran has one (an acquisition writes it
-// before anything else), and it stays when the actor is deleted (see below). A page is one
-// LIST of those records, in name order, after `after`; then, for each actor on the page,
-// a GET of its record and a LIST of its wal/ and snapshot/ objects (stored size), at most
-// `parallelism` actors at once. Nothing is acquired and nothing is written: listing never
-// wakes an actor.
-//
-// Read-only restore (RestoreReadOnly). The state an actor's log holds, by restore.h's
-// chain rules, restored without a hold: it only lists and reads (restore.h sends nothing
-// else), so it never acquires the actor and never writes. It shows every acknowledged
-// write of the newest chain; if an owner is writing meanwhile it may miss that owner's
-// latest batches, and a chain object collected by the owner's garbage collection between
-// the listing and the read fails it (kFatal "missing"): it is then run again, up to
-// `attempts` times.
-//
-// Deletion (DeleteStoredActor): run under a hold of generation g acquired through the
-// normal ownership protocol (cluster/owners.h), so no other node acts on the actor while
-// it runs. In this order:
-//   1. Write the fence <g>-0 naming an empty chain (If-None-Match: *). From the moment it
-//      lands, every restore follows it (it is the newest fence) and finds no state: the
-//      actor is logically empty before anything is deleted, so a deletion cut halfway
-//      never leaves a log that restores to part of the old state, or to a corrupt chain.
-//      Its outcome must be known before step 2 (unknown: stop, delete nothing).
-//   2. Delete every other wal/ and snapshot/ object of the actor, each only while the hold
-//      is still valid (checked right before sending). All of them belong to generations
-//      below g (a listed object of generation >= g stops it: kFatal, it is not ours to
-//      delete), so a delete that lands late can only remove what no later chain needs.
-// The caller then releases the hold: the record names nobody at generation g. It is never
-// deleted: generations only grow (ADR 0020 §3), so a new record at generation 1 could
-// meet a late upload of an old hold at the same generation. A later acquisition takes g + 1,
-// restores from the fence <g>-0 (empty), and its own fence names it; garbage collection
-// removes <g>-0 once a snapshot covers it. A segment of an older hold that lands after the
-// deletion (an upload of a fenced node, in flight) is off the chain and ignored.
-//
-// Threading: Env loop thread. Simulator-clean: only Env and ObjectStore.
+// The bucket work of the actor listing, the inspector and the deletion (docs/console.md;
+// docs/http-api.md, "Listing, inspecting and deleting actors"); the routes and ownership
+// steps around them are server/actor_admin.h's. Guarantees: listing and read-only restore
+// never acquire, wake or write anything; a deletion runs under a hold and first writes an
+// empty fence <g>-0, so a deletion cut anywhere restores to the old state or to nothing,
+// and deletes only objects below its generation. Threading: Env loop thread;
+// simulator-clean. Details: docs/internals.md, "Listing, inspecting and deleting actors".
 #pragma once
 
 #include <cstdint>

@@ -28,11 +28,11 @@ class HoldSource {
   virtual Task<Result<Replica::Hold>> Acquire(ActorId actor) = 0;
   // Ends the hold of that generation, if it is still the one this node has (a replica
   // closing late must never release a newer hold of the same actor). Stop acting first;
-  // the release may stay pending, per ADR 0020 §3.
+  // the release may stay pending (docs/node-lease.md, "Pending releases").
   virtual Task<void> Release(ActorId actor, Generation generation) = 0;
 };
 
-// Holds from the ownership records (ADR 0020 §3): Acquire is Owners::Acquire (which returns
+// Holds from the ownership records (docs/node-lease.md, "Actors"): Acquire is Owners::Acquire (which returns
 // the hold this node already has), validity is HoldView::IsValid, Release is
 // Owners::Release (a release that cannot land stays pending).
 class OwnersHoldSource final : public HoldSource {

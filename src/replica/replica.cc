@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "base/check.h"
 #include "base/log.h"
 #include "replica/gc.h"
 
@@ -96,6 +97,7 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
 
   // ---- loop thread only
   std::uint64_t next_seq = 1;  // the fence is 0
+  std::uint64_t sent_seq = 0;  // the last batch put in a segment
   bool uploading = false;
   std::set<Position> chain;              // the restore's run (positions on the chain)
   std::optional<Position> snapshot;      // newest acknowledged snapshot on the chain
@@ -201,6 +203,12 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
       while (!open_batches.empty() && count < options.segment_max_batches &&
              (count == 0 || bytes + open_batches.front().bytes <= options.segment_max_bytes) &&
              !BlockedByEntry(open_batches.front().seq) && open_batches.front().seq < unreported) {
+        // Segments carry every committed batch once, in commit order: restore replays them
+        // in key order.
+        WK_CHECK(open_batches.front().seq == sent_seq + 1,
+                 actor.ToString() + ": batch " + std::to_string(open_batches.front().seq) + " sent after batch " +
+                     std::to_string(sent_seq));
+        sent_seq = open_batches.front().seq;
         bytes += open_batches.front().bytes;
         last_seq = open_batches.front().seq;
         open_batches.pop_front();
@@ -219,6 +227,7 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
       }
     }
     std::string body = EncodeDataSegment(actor, position, count, payload);
+    WK_CHECK(!uploading, actor.ToString() + ": a second segment upload while one is in flight");
     uploading = true;
     env.Spawn(Upload(shared_from_this(), position, std::move(body), last_seq, count, std::move(snapshot_body)),
               "segment upload");
@@ -260,13 +269,17 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
   static Task<void> Upload(std::shared_ptr<Core> c, Position position, std::string body, std::uint64_t last_seq,
                            std::size_t count, std::optional<std::string> snapshot_body) {
     // A spawned task starts later than the check that spawned it: a hold that ended since
-    // sends nothing more (a process whose lease was lost sends nothing afterwards;
-    // simulator, `storage` seed 39849).
+    // sends nothing more (a process whose lease was lost sends nothing afterwards: found
+    // by the simulator's `storage` scenario).
     if (!c->hold.is_valid()) {
       c->uploading = false;
       if (!c->stopped) c->Fail(Retryable("the hold of " + c->actor.ToString() + " ended before segment " + position.ToString() + " was sent; its unacknowledged writes are void"));
       co_return;
     }
+    // A hold writes only its own generation's segments (the owner fence's chain rests on it).
+    WK_CHECK(position.generation == c->hold.generation,
+             c->actor.ToString() + ": segment " + position.ToString() + " written by the hold at generation " +
+                 std::to_string(c->hold.generation.value));
     const MonoTime sent = c->env.MonoNow();
     const std::size_t size = body.size();
     std::string key = SegmentKey(c->actor, position);
@@ -481,7 +494,7 @@ Task<Result<std::unique_ptr<Replica>>> Replica::Open(Deps deps, ActorId actor, H
     if (totals) ++totals->restore_failures;
     // A restore that outlived its hold listed and read while later holds wrote and collected
     // garbage: a missing object or a later generation in that view proves nothing, so no
-    // kFatal or kPreconditionFailed from it (simulator, `storage` seed 1).
+    // kFatal or kPreconditionFailed from it (the simulator's `storage` scenario).
     if (!hold.is_valid()) {
       co_return Retryable("the hold of " + actor.ToString() + " ended during its restore: " + restored.status().ToString());
     }
@@ -565,6 +578,11 @@ std::uint64_t Replica::Commit(actor::Batch batch) {
     seq = ++c.committed;
     c.state.Apply(batch);
     if (c.gate.broken()) return seq;
+    // Batches are numbered in commit order with no gap (a gate that never failed dropped
+    // none): the gate's "durable up to seq" and Close's target mean every batch before it.
+    WK_CHECK(c.open_batches.empty() || c.open_batches.back().seq + 1 == seq,
+             c.actor.ToString() + ": batch " + std::to_string(seq) + " committed after batch " +
+                 std::to_string(c.open_batches.back().seq));
     if (c.alarms != nullptr && batch.alarm.has_value()) c.alarm_commits.push_back(Core::AlarmChange{seq, c.state.alarm()});
     const std::size_t bytes = AppendBatch(batch, c.open_payload);
     c.open_batches.push_back(Core::OpenBatch{seq, bytes});

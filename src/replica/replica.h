@@ -1,55 +1,12 @@
-// Replica: one resident actor's durable storage under one hold — the sorted in-memory
-// map the actor reads, its writes appended to the bucket as segments of the hold's
-// generation, the output gate, snapshots and garbage collection (docs/architecture.md,
-// "Durable storage"; formats in format.h, restore in restore.h, what GC may delete in
-// gc.h). It implements the storage interface the actor runtime uses (actor/storage.h).
-//
-// Writes. Commit applies a batch to the map at once (the event's own reads, and later
-// events, see it) and appends its encoding to the open segment. At most one segment
-// upload is in flight per actor: while it is, the batches of later events accumulate and
-// go up together in the next one (group commit: one PUT per upload round trip, not per
-// event), bounded by `segment_max_bytes` and `segment_max_batches` (a batch is never
-// split). Every segment is written If-None-Match: *.
-//
-// The output gate is the replica's HoldGate (hold_gate.h), the one place that decides
-// what may be released: WhenReleasable(seq) says Ok only once every segment up to the one
-// holding batch `seq` was acknowledged by the bucket while the hold was valid AND the hold
-// is still valid at the moment of the answer (also for a batch durable long ago, and for
-// seq 0). The replica tells the gate of each acknowledgement; one that arrives after
-// validity ended is `Late`. A failed or Late upload, a hold found no longer valid (the
-// lost-lease cut, by Cut or by the gate's own check), or Break fails the gate, and so the
-// replica: the in-memory state is void, every waiter (now and later) gets kRetryable, and
-// `on_failed` tells the owner to abandon the hold (release it, or drop it if the lease is
-// gone). The hold's first segment is its fence <gen>-0, sent before any batch, so nothing
-// is acknowledged before the fence is.
-//
-// Alarms. With an alarm index (Deps::alarms, alarm_hook.h), a batch that sets the alarm is
-// reported as it is committed, and no segment holding it (nor any later batch) is sent until
-// its index entry is written; each acknowledgement reports the alarm as of the last batch it
-// covers, which is when the index may remove entries the alarm no longer needs
-// (docs/alarms.md, rules 1 and 2).
-//
-// Snapshots. When the segments (or bytes) since the chain's snapshot pass a bound, the
-// state is serialized at the moment a segment is cut that holds every batch committed so
-// far, and uploaded once that segment is acknowledged (valid): snapshot/<...>/<gen>-<seq>
-// is the state as of segment <gen>-<seq>, never ahead of the log. A failed snapshot costs
-// nothing but a later retry. An acknowledged snapshot triggers garbage collection.
-//
-// Garbage collection runs as a background pass after the fence (if the restore saw
-// garbage) and after each snapshot: list, plan (gc.h), delete at most
-// `gc_max_deletes_per_pass`, one at a time, `gc_delete_interval` apart.
-//
-// Threading. Get, List, Alarm, StoredBytes, Commit, WhenReleasable, failure and Break may
-// be called from any one thread at a time (the runtime calls them from the worker running
-// the actor's event); an internal mutex orders them against the upload path, and the gate
-// has its own. Everything else runs on the Env loop thread; Commit and the gate hand work
-// to the loop with the `post` function they were given (Env::PostFromAnyThread on the real
-// runtime, Env::Post in the simulator). WhenReleasable's callback runs on the loop thread,
-// or at once on the caller's thread when the replica has already failed (hold_gate.h).
-// Simulator-clean: no clock, sleep, thread or socket of its own.
-//
-// Lifetime. Close() (or a failure) before destruction; destroying a Replica cancels its
-// background work, and callbacks still owed are answered kRetryable.
+// Replica: one resident actor's durable storage under one hold (actor/storage.h): the
+// in-memory map the actor reads, its writes uploaded as segments of the hold's generation
+// (one upload in flight: group commit), snapshots and garbage collection (docs/storage.md).
+// Guarantees: nothing is released before it is durable and the hold still valid (the output
+// gate, hold_gate.h); the fence <gen>-0 is acknowledged before any batch; a failure is
+// sticky: the state is void and every waiter gets kRetryable. Threading: the storage calls
+// from any one thread at a time (the worker running the event), the rest on the Env loop
+// thread; simulator-clean. REQUIRES: Close (or a failure) before destruction. Details:
+// docs/internals.md, "Replica".
 #pragma once
 
 #include <cstdint>

@@ -1,24 +1,10 @@
-// Restore: an actor's state from its log in the bucket, following the chain of owner
-// fences (docs/architecture.md, "Durable storage"; ADR 0009's owner fence).
-//
-//   1. List wal/<actor>/ and snapshot/<actor>/ (both at once).
-//   2. The newest fence is segment <G>-0 of the highest generation G that has one. Read it:
-//      it names the snapshot its hold started from (base) and the run of segments after
-//      that snapshot up to the tip that hold restored.
-//   3. The chain is: base, run, then G's own segments <G>-1 .. <G>-k (contiguous from 1:
-//      a hold sends a segment only after the previous one is acknowledged). If G wrote a
-//      snapshot at <G>-j (j <= k), it replaces base and everything before it.
-//   4. The snapshot and every segment after it are read in parallel, at most
-//      `parallelism` at once, each read bounded by `read_timeout` and retried with back-off
-//      up to `read_attempts` times, so one slow read does not stall the rest.
-//   5. They are applied in chain order. Segments of older generations that are not on the
-//      chain (an upload of a fenced or lapsed hold that landed late) are ignored.
-//
-// An object the chain names that is missing or corrupt fails the restore with kFatal: the
-// actor stays unavailable rather than come back without acknowledged writes. A log that
-// already holds generation >= ours fails with kPreconditionFailed: a later hold exists.
-//
-// Threading: Env loop thread. Simulator-clean.
+// Restore: an actor's state from its log in the bucket, following the chain the newest owner
+// fence names (docs/storage.md, "Restore" and "The owner fence"), its objects read in
+// parallel with bounded retries and applied in chain order. Guarantees: segments off the
+// chain (late uploads of older holds) are ignored; an object the chain names that is missing
+// or corrupt is kFatal (never a state without acknowledged writes); a log holding a
+// generation >= ours is kPreconditionFailed. Threading: Env loop thread; simulator-clean.
+// Details (the steps): docs/internals.md, "Restore".
 #pragma once
 
 #include <cstdint>

@@ -8,7 +8,7 @@
 // Guarantees: a class's `current` pointer is read at most once per `class_check` per class
 // and a new version is compiled off the loop (one compile per version; a request waits at
 // most actors.compile_timeout_ms, then 503); a resident actor keeps the version it started
-// with until it next starts. Shutdown (the clean stop's first half, docs/node-lease.md)
+// with until it next starts. Shutdown (the clean stop's first half: docs/node-lease.md, "Clean stop")
 // refuses new events, lets running ones finish and unloads every actor (durable, then
 // released) before the node releases its lease. How the parts meet: docs/architecture.md.
 //

@@ -4,43 +4,9 @@
 #include <cstdio>
 
 #include "base/check.h"
+#include "base/utf8.h"
 
 namespace wk {
-namespace {
-
-// The length of the UTF-8 sequence starting at s[i], or 0 if it is not a valid one
-// (overlong forms, surrogates and code points above U+10FFFF are invalid).
-std::size_t Utf8Length(std::string_view s, std::size_t i) {
-  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char c = b(i);
-  if (c < 0x80) return 1;
-  std::size_t n = 0;
-  std::uint32_t cp = 0;
-  if ((c & 0xE0) == 0xC0) {
-    n = 2;
-    cp = c & 0x1F;
-  } else if ((c & 0xF0) == 0xE0) {
-    n = 3;
-    cp = c & 0x0F;
-  } else if ((c & 0xF8) == 0xF0) {
-    n = 4;
-    cp = c & 0x07;
-  } else {
-    return 0;
-  }
-  if (i + n > s.size()) return 0;
-  for (std::size_t k = 1; k < n; ++k) {
-    if ((b(i + k) & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (b(i + k) & 0x3F);
-  }
-  if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10FFFF ||
-      (cp >= 0xD800 && cp <= 0xDFFF)) {
-    return 0;
-  }
-  return n;
-}
-
-}  // namespace
 
 void JsonWriter::BeforeValue() {
   if (after_key_) {
@@ -95,7 +61,7 @@ JsonWriter& JsonWriter::String(std::string_view s) {
   for (std::size_t i = 0; i < s.size();) {
     const unsigned char c = static_cast<unsigned char>(s[i]);
     if (c >= 0x80) {
-      const std::size_t n = Utf8Length(s, i);
+      const std::size_t n = Utf8SequenceLength(s.substr(i));
       if (n == 0) {
         out_.append("\\ufffd");
         ++i;
@@ -176,7 +142,7 @@ bool IsText(std::string_view s) {
       ++i;
       continue;
     }
-    const std::size_t n = Utf8Length(s, i);
+    const std::size_t n = Utf8SequenceLength(s.substr(i));
     if (n == 0) return false;
     i += n;
   }

@@ -1,28 +1,10 @@
-// The bucket check (ADR 0020 §6, "Start order: the bucket check first"): before a node
-// writes anything the protocol relies on, it proves with one probe that the bucket applies
-// conditional writes the way WasmKeep needs them. A bucket that refuses a correct If-Match
-// (Ceph RGW with a quoted ETag), or ignores one (a server without conditional writes), is
-// found at start, with the setting to change, instead of failing later in ways that look
-// like fences and lost races.
-//
-// The probe, on the node's own key control/bucket-check/<node id> (each body unique: a
-// nonce and the step, so two writes never share an S3 ETag):
-//   1. PUT, unconditional                         -> v1 (the bucket is writable)
-//   2. PUT If-Match v1                            -> must apply (v2). Refused: GET; if the
-//                                                    object is still step 1's body, the bucket
-//                                                    refuses If-Match with the very version it
-//                                                    returned: kInvalidArgument with the hint
-//   3. PUT If-Match v1 (now stale)                -> must be refused: applied means If-Match
-//                                                    is ignored: kInvalidArgument
-//   4. PUT If-None-Match: * (the key exists)      -> must be refused: applied means
-//                                                    If-None-Match is ignored: kInvalidArgument
-// Four writes and at most one read, once per start. A write whose reply was lost is settled
-// by reading the object back (its body names the step). A transient failure (kRetryable, an
-// object another writer changed meanwhile, a lost reply the read cannot settle) is
-// kRetryable: the caller probes again later; kFatal (credentials, a missing bucket) is
-// returned as is.
-//
-// Threading: Env loop thread (it only calls the store). Simulator-clean.
+// The bucket check: before a node writes anything the protocol relies on, four probe writes
+// on control/bucket-check/<node id> prove the bucket applies If-Match and If-None-Match as
+// WasmKeep needs (docs/node-lease.md, "Upgrading from per-actor leases"). Guarantees: a
+// bucket that refuses a correct If-Match or ignores a condition is kInvalidArgument with the
+// setting to change; an undecided probe is kRetryable; kFatal is passed through. Threading:
+// Env loop thread; simulator-clean. Details (the four steps): docs/internals.md, "The bucket
+// check".
 #pragma once
 
 #include <string>

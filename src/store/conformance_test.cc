@@ -42,7 +42,8 @@ std::optional<std::string> S3UrlFromEnv(std::string* why) {
     return std::nullopt;
   }
   std::string region = ProcessGetEnv("WASMKEEP_S3_REGION").value_or("us-east-1");
-  // RGW refuses a quoted ETag in If-Match (FACTS.md); AWS accepts both.
+  // RGW refuses a quoted ETag in If-Match (docs/storage-backends.md, "Ceph RGW quirks"); AWS
+  // accepts both.
   return "s3://" + *bucket + "?endpoint=" + *endpoint + "&region=" + region +
          "&if_match_quoted=false";
 }

@@ -1,39 +1,10 @@
 // CountingStore: every request a node sends to its bucket, counted by operation, purpose
 // and outcome, with the body bytes sent and received (docs/storage-backends.md, "What the
-// bucket is asked, and why"). It is what `wasmkeep cluster cost` and the soak read.
-//
-// How the purpose reaches the count. The root CountingStore wraps the node's one store;
-// ForPurpose(p) hands out one counting view per purpose (a StoreWrapper tagged with p, all
-// sharing the root's stats). Each subsystem asks for its view once, in its constructor or
-// at the call, where it knows what its calls are for (NodeLease: kLease, Membership:
-// kListing, the replica: kSegment, kSnapshot, kRestore, kGc...). Why a view per purpose
-// rather than a tag on every call (a field of CallOptions): the tag would have to be set at
-// about a hundred call sites, and a site that forgets it compiles; a view is chosen at a
-// handful of places, one per subsystem, and the subsystem's code stays as it was. Why the
-// view is asked of the store (ObjectStore::ForPurpose) rather than handed in by whoever
-// wires the subsystem: the replica alone has four purposes, and only it knows which of its
-// requests is a snapshot; and stores that count nothing (the simulator's, the tests',
-// the operator tools') answer ForPurpose with themselves, so nothing else changes.
-//
-// What is counted. One request per ObjectStore call, at its completion, under its outcome:
-//   ok         kOk
-//   conflict   kPreconditionFailed (a failed If-Match or If-None-Match: *; R2 bills it)
-//   not_found  kNotFound
-//   unknown    kUnknownOutcome, kCancelled (it may have reached the bucket)
-//   error      everything else (throttled, unavailable, fatal, refused before sending)
-// An S3 call that the backend retried internally (409, 503 within the call's deadline,
-// store/s3/s3_store.h) counts once. Bytes are bodies at this interface: a put's body sent
-// (whatever the outcome, unless refused as invalid), a get's body received, a listing's
-// keys received; not headers, XML or TLS. BucketTime (operator tools only) is not counted.
-// Requests made on the root itself count under kOther.
-//
-// Put the root outermost: a decorator over it (a fault injector) counts as kOther, since a
-// decorator answers ForPurpose with itself.
-//
-// Threading: as every ObjectStore, the Env's loop thread; the stats are plain integers read
-// by the metrics scrape on that same thread. Lifetime: the views live as long as the root;
-// a call in flight keeps a pointer to the root's stats, so the root must outlive its calls
-// (destroy it after the Env's tasks, or after they ended).
+// bucket is asked, and why"; `wasmkeep cluster cost` reads it). The root wraps the node's
+// store; ForPurpose(p) hands out a counting view per purpose sharing the root's stats; a
+// request counts once, at its completion. Put the root outermost. Threading: the Env's loop
+// thread. REQUIRES: the root outlives its views and its calls in flight. Details (why a view
+// per purpose, the outcome classes, bytes): docs/internals.md, "CountingStore".
 #pragma once
 
 #include <array>

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "base/utf8.h"
+
 namespace wk {
 
 std::string Precondition::ToString() const {
@@ -43,44 +45,6 @@ bool BucketPurposeIsUrgent(BucketPurpose purpose) {
   }
 }
 
-namespace {
-// True if text is valid UTF-8 (no overlongs, no surrogates, at most U+10FFFF).
-bool IsValidUtf8(std::string_view text) {
-  std::size_t i = 0;
-  const std::size_t n = text.size();
-  while (i < n) {
-    auto c = static_cast<unsigned char>(text[i]);
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    int extra;
-    std::uint32_t cp;
-    if ((c & 0xE0) == 0xC0) {
-      extra = 1;
-      cp = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      extra = 2;
-      cp = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      extra = 3;
-      cp = c & 0x07;
-    } else {
-      return false;
-    }
-    for (int k = 1; k <= extra; ++k) {
-      if (i + k >= n) return false;
-      auto cc = static_cast<unsigned char>(text[i + k]);
-      if ((cc & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (cc & 0x3F);
-    }
-    static constexpr std::uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
-    if (cp < kMin[extra] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    i += extra + 1;
-  }
-  return true;
-}
-}  // namespace
 
 Status ValidateKey(std::string_view key) {
   if (key.empty()) return InvalidArgument("key is empty");

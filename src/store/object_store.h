@@ -1,47 +1,11 @@
-// ObjectStore: the bucket, WasmKeep's only shared state.
-//
-// Concept. A flat namespace of keys to immutable-per-version bodies, with conditional
-// writes. Nodes coordinate only through the conditions (ADR 0020), so the interface
-// models every outcome a real bucket can give as a distinct Code (base/status.h):
-//
-//   kOk                  applied; a put returns the new Version
-//   kPreconditionFailed  the condition did not hold (If-Match on a missing key included,
-//                        whether the server said 404 or 412); nothing changed
-//   kNotFound            get/head of a missing key
-//   kRetryable           not applied (throttling, 5xx, refused before sending)
-//   kUnknownOutcome      may have been applied: a timeout, a connection lost after the
-//                        request was sent, a write whose task was cancelled in flight. A
-//                        caller that needs to know reads back (ADR 0020 §1, §3)
-//   kFatal               needs an operator (credentials, missing bucket, unwritable dir)
-//   kInvalidArgument     bad key or arguments; nothing was sent
-//   kCancelled           a read whose task was cancelled
-//
-// Versions are opaque tokens. Two reads of an unchanged object may carry different tokens
-// on some stores (R2), so code compares a version only with the one a write or read of the
-// same object returned and uses it only in an If-Match; it never orders versions.
-// mem:// and file:// never reuse a version for a key, even after delete and re-create.
-// On S3 a version is an ETag, the MD5 of the body for a simple PUT: two writes of the same
-// bytes carry the same version. Every format whose writes are conditioned therefore puts
-// something in its body that changes on each write (a written_at, a generation), so that
-// an If-Match can never match a later write of identical bytes.
-//
-// Each call has a per-attempt deadline (CallOptions::timeout): past it the call returns
-// kUnknownOutcome (for a write, the request may still land). Backends may retry internally
-// only where the retry cannot change the meaning (S3's 409 ConditionalRequestConflict and
-// 503 SlowDown), within that same deadline.
-//
-// Keys: 1 to 1024 bytes of UTF-8 without NUL or control characters (ValidateKey).
-//
-// Purposes. Every request a node sends serves one subsystem's purpose (BucketPurpose): its
-// lease, the listing, a fence, an ownership record, a segment... A component asks its store
-// for the view that counts under its purpose (ForPurpose) once, where it knows what its
-// calls are for, and sends through that view. A store that counts nothing (every backend,
-// and every decorator but store/counting_store.h) returns itself, so components behave
-// the same with or without accounting; docs/storage-backends.md ("What the bucket is asked,
-// and why") lists the series.
-//
-// Threading: every method is called on the owning Env's loop thread, and its Task
-// completes there. Any number of calls may be in flight at once.
+// ObjectStore: the bucket, WasmKeep's only shared state: keys (ValidateKey) to bodies with
+// opaque versions and conditional writes, through which nodes coordinate. Guarantees: every
+// outcome a real bucket can give is a distinct Code (base/status.h); kUnknownOutcome means a
+// write may have been applied (the caller reads back), kRetryable that it was not; a call
+// ends by its deadline (CallOptions::timeout); a version is compared only with one a call on
+// the same object returned, never ordered. Threading: every method on the owning Env's loop
+// thread, its Task completing there; any number in flight. Details (the outcome table,
+// versions and ETags, purposes): docs/internals.md, "ObjectStore".
 #pragma once
 
 #include <cstdint>

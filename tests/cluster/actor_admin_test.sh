@@ -25,12 +25,9 @@ idle_hibernate_ms = ${WK_TEST_IDLE_HIBERNATE_MS:-600000}
 TOML
 
 echo "== listing, inspecting and deleting actors on $backend"
-W tenant add acme >"$work/acme.out" 2>&1
-TOKEN=$(tail -n1 "$work/acme.out")
-W tenant add globex >"$work/globex.out" 2>&1
-GLOBEX=$(tail -n1 "$work/globex.out")
-W admin token add ops >"$work/op.out" 2>&1
-OP=$(tail -n1 "$work/op.out")
+TOKEN=$(tenant_add acme)
+GLOBEX=$(tenant_add globex)
+OP=$(operator_add ops)
 W deploy --tenant acme --class kv "$actors/kv.wasm" >/dev/null 2>&1
 check "admin token add prints an operator token" '[[ "$OP" == wko.* ]]'
 check "admin token list shows its id and label, never the token" \

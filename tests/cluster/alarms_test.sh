@@ -42,8 +42,7 @@ start_sleepy() {  # NAME NODE_ID INDEX
 log_of() { req "$1" GET "acme/probe/$2" | cut -d' ' -f2-; }
 
 echo "== alarms on $backend"
-W tenant add acme >"$work/acme.out" 2>&1
-TOKEN=$(tail -n1 "$work/acme.out")
+TOKEN=$(tenant_add acme)
 W deploy --tenant acme --class probe "$actors/alarm_probe.wasm" >/dev/null 2>&1
 start n1 n1 1
 start n2 n2 2

@@ -29,8 +29,7 @@ for c in $examples; do
 done
 check "the check lists only wasmkeep_v1 imports" '! grep -h "import" "$work"/check-*.out | grep -v wasmkeep_v1 | grep -q "wasi\|env\."'
 
-W tenant add acme >"$work/acme.out" 2>&1
-TOKEN=$(tail -n1 "$work/acme.out")
+TOKEN=$(tenant_add acme)
 for c in $examples; do W deploy --tenant acme --class "$c" "$actors/as_$c.wasm" >/dev/null 2>&1; done
 check "deploy stores the four modules" '[ "$(W class list --tenant acme 2>/dev/null | grep -c "^acme ")" = 4 ]'
 

@@ -48,6 +48,17 @@ max_skew_ms = 200
 heartbeat_period_ms = 600
 TOML
 W() { "$wk" --config "$work/fast.toml" --bucket "$bucket" "$@"; }
+# tenant_add NAME: adds the tenant (the CLI's output in NAME.out); prints its token, the
+# output's last line.
+tenant_add() { W tenant add "$1" >"$work/$1.out" 2>&1; tail -n1 "$work/$1.out"; }
+# operator_add LABEL: adds an operator token (the CLI's output in op.out); prints it.
+operator_add() { W admin token add "$1" >"$work/op.out" 2>&1; tail -n1 "$work/op.out"; }
+# slower_lease: twice the timings above (ttl 4 s). Taking hundreds of actors at once
+# (restores, compiles) keeps a debug build's loop busy on a shared machine, and a lease that
+# runs out there is a lapse, not what the suites that do so are about.
+slower_lease() {
+  sed -i 's/^ttl_ms = .*/ttl_ms = 4000/; s/^grace_ms = .*/grace_ms = 2000/; s/^safety_ms = .*/safety_ms = 800/; s/^heartbeat_period_ms = .*/heartbeat_period_ms = 1200/' "$work/fast.toml"
+}
 
 # Node ports: port_of 1..20 above a random base in [61000, 65400), above Linux's ephemeral
 # range (32768-60999: an outgoing connection could take a port there between our pick and
@@ -122,16 +133,36 @@ if line:
 # written_at_ms KEY: the written_at of a nodes/ object in the bucket.
 written_at_ms() { W bucket get "$1" 2>/dev/null | awk '/^written_at /{print $2}'; }
 
+# status_body CURL-ARGS...: one curl request; prints "STATUS BODY" (the body on one line).
+status_body() {
+  local out
+  out=$(curl -s -w '\n%{http_code}' "$@")
+  echo "$(tail -n1 <<<"$out") $(head -n -1 <<<"$out" | tr '\n' ' ' | sed 's/ *$//')"
+}
+# increments_in_turn ROUNDS INDEX...: ROUNDS rounds of one increment of acme/counter/shared
+# through each node INDEX in turn (until_ok, 10 s each); fails unless the answers count 1,
+# 2, ... in order (a fresh counter at one owner), after naming each one that does not.
+increments_in_turn() {
+  local rounds=$1 n=0 good=0 r idx
+  shift
+  for _ in $(seq 1 "$rounds"); do
+    for idx in "$@"; do
+      n=$((n + 1))
+      r=$(until_ok 10 "$idx" POST acme/counter/shared/increment)
+      [ "$r" = "200 $n" ] || { good=1; echo "     (node $idx answered '$r', expected $n)"; }
+    done
+  done
+  return $good
+}
+
 # Calling actors through node INDEX, with the tenant token $TOKEN unless TOKEN is given (""
 # for none); a suite may define its own req after sourcing this file.
 # req INDEX METHOD PATH [TOKEN] [curl args...]: prints "STATUS BODY" (body on one line).
 req() {
   local idx=$1 method=$2 path=$3 token=${4-$TOKEN}
   shift 4 2>/dev/null || shift $#
-  local out
-  out=$(curl -s -m 20 -X "$method" ${token:+-H "Authorization: Bearer $token"} -w '\n%{http_code}' "$@" \
-    "http://127.0.0.1:$(port_of "$idx")/v1/actors/$path")
-  echo "$(tail -n1 <<<"$out") $(head -n -1 <<<"$out" | tr '\n' ' ' | sed 's/ *$//')"
+  status_body -m 20 -X "$method" ${token:+-H "Authorization: Bearer $token"} "$@" \
+    "http://127.0.0.1:$(port_of "$idx")/v1/actors/$path"
 }
 status() { req "$@" | cut -d' ' -f1; }
 # until_ok SECONDS INDEX METHOD PATH [TOKEN] [curl args...]: retries until a 2xx answer; prints it.

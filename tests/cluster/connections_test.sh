@@ -21,8 +21,7 @@ if ! ulimit -n 8192 2>/dev/null && [ "$(ulimit -n)" != unlimited ] && [ "$(ulimi
   echo "skip: needs 8192 open files (ulimit -n is $(ulimit -n))"; echo "0 passed, 0 failed"; exit 0
 fi
 
-W tenant add acme >"$work/acme.out" 2>&1
-TOKEN=$(tail -n1 "$work/acme.out")
+TOKEN=$(tenant_add acme)
 W deploy --tenant acme --class counter "$actors/counter.wasm" >/dev/null 2>&1
 api=$(port_of 1)
 admin=$(port_of 2)
@@ -32,10 +31,7 @@ pids+=("$!")
 
 # STATUS BODY of a request to the actor API (curl's source address: 127.0.0.1).
 call() {
-  local out
-  out=$(curl -s -m 10 -X "$1" ${3:+-H "Authorization: Bearer $3"} -w '\n%{http_code}' "${@:4}" \
-    "http://127.0.0.1:$api/v1/actors/$2")
-  echo "$(tail -n1 <<<"$out") $(head -n -1 <<<"$out" | tr '\n' ' ' | sed 's/ *$//')"
+  status_body -m 10 -X "$1" ${3:+-H "Authorization: Bearer $3"} "${@:4}" "http://127.0.0.1:$api/v1/actors/$2"
 }
 code() { curl -s -m 5 -o /dev/null -w '%{http_code}' "$@"; }
 admin_metric() { curl -s -m 5 "127.0.0.1:$admin/metrics" | awk -v m="$1" '$1==m {print $2}'; }

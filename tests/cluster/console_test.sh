@@ -30,12 +30,9 @@ if [ -n "$missing" ]; then
   exit 77
 fi
 
-W tenant add acme >"$work/acme.out" 2>&1
-TOKEN=$(tail -n1 "$work/acme.out")
-W tenant add globex >"$work/globex.out" 2>&1
-GLOBEX=$(tail -n1 "$work/globex.out")
-W admin token add console-test >"$work/op.out" 2>&1
-OP=$(tail -n1 "$work/op.out")
+TOKEN=$(tenant_add acme)
+GLOBEX=$(tenant_add globex)
+OP=$(operator_add console-test)
 W deploy --tenant acme --class kv "$actors/kv.wasm" >/dev/null 2>&1
 W deploy --tenant acme --class counter "$actors/counter.wasm" >/dev/null 2>&1
 W deploy --tenant globex --class secrets "$actors/kv.wasm" >/dev/null 2>&1

@@ -17,10 +17,7 @@ source "$(dirname "$0")/common.sh"
 load="python3 $(dirname "$0")/load.py"
 actors=300
 
-# A little more slack than the other suites' ttl 2 s: taking hundreds of actors at once
-# (restores, compiles) keeps a debug build's loop busy on a shared machine, and a lease that
-# runs out there is a lapse, not what these tests are about.
-sed -i 's/^ttl_ms = .*/ttl_ms = 4000/; s/^grace_ms = .*/grace_ms = 2000/; s/^safety_ms = .*/safety_ms = 800/; s/^heartbeat_period_ms = .*/heartbeat_period_ms = 1200/' "$work/fast.toml"
+slower_lease  # hundreds of actors taken at once (common.sh)
 cat >>"$work/fast.toml" <<TOML
 [actors]
 workers = 2
@@ -32,8 +29,7 @@ TOML
 owner() { W bucket get "owners/$1" 2>/dev/null | awk '/^owner /{print $2}' || true; }
 
 echo "== moving actors on $backend"
-W tenant add acme >"$work/acme.out" 2>&1
-TOKEN=$(tail -n1 "$work/acme.out")
+TOKEN=$(tenant_add acme)
 W deploy --tenant acme --class counter "$actors_dir/counter.wasm" >/dev/null 2>&1
 start a a 1
 start b b 2

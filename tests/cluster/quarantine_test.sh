@@ -85,10 +85,8 @@ for m in hog ok slow; do "$wat2wasm" "$work/$m.wat" -o "$work/$m.wasm" || { echo
 
 # req INDEX METHOD PATH: prints "STATUS BODY" (body on one line); headers in $work/headers.
 req() {
-  local out
-  out=$(curl -s -m 60 -X "$2" -H "Authorization: Bearer $TOKEN" -D "$work/headers" -w '\n%{http_code}' \
-    "http://127.0.0.1:$(port_of "$1")/v1/actors/$3")
-  echo "$(tail -n1 <<<"$out") $(head -n -1 <<<"$out" | tr '\n' ' ' | sed 's/ *$//')"
+  status_body -m 60 -X "$2" -H "Authorization: Bearer $TOKEN" -D "$work/headers" \
+    "http://127.0.0.1:$(port_of "$1")/v1/actors/$3"
 }
 retry_after() { awk 'tolower($1)=="retry-after:" {print $2+0}' "$work/headers"; }
 # sum METRIC: the metric summed over the three nodes.
@@ -109,8 +107,7 @@ start() {
 }
 
 echo "== quarantine on $backend"
-W tenant add acme >"$work/acme.out" 2>&1
-TOKEN=$(tail -n1 "$work/acme.out")
+TOKEN=$(tenant_add acme)
 for m in hog ok slow; do W deploy --tenant acme --class "$m" "$work/$m.wasm" >/dev/null 2>&1 || echo "     (deploy $m failed)"; done
 node_start a 1
 node_start b 2

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Cluster tests of durable actor storage with real `wasmkeep serve` processes on 127.0.0.1
-# (docs/architecture.md "Durable storage"; invariants 3 and 4: no acknowledged write is lost,
+# (docs/storage.md, "What is guaranteed"; invariants 3 and 4: no acknowledged write is lost,
 # nothing is applied twice, every restore sees the acknowledged history in order). To know
 # exactly which writes were acknowledged under these faults, nodes write through the
 # test-only WASMKEEP_DEBUG_WRITER hook (src/cli/testing/debug_writer.h): each write appends an id to the key `log` and puts `e/<id>`,

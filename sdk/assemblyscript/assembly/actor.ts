@@ -135,7 +135,7 @@ export class AlarmInfo {
 // The handler builds the response; returning sends it once the event's writes are durable.
 // To fail the event instead (its writes discarded, the caller an error) the handler
 // throws: AssemblyScript's throw is an abort, which the SDK logs and turns into a trap.
-// After the handler, the garbage of the event is collected (docs/sdk.md, "Memory").
+// After the handler, the garbage of the event is collected (docs/sdk.md, "How it differs from C++": memory).
 export function handleRequest(handler: (req: Request, res: Response) => void): i32 {
   handler(new Request(), new Response());
   __collect();

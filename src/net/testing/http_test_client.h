@@ -205,7 +205,7 @@ struct Served {
 
   // Sends raw on a new connection and reads one reply (head: it answers a HEAD request).
   // Plain statements, no temporaries beside a co_await: GCC 12 destroys such a temporary
-  // twice (docs/DEVELOPING.md, "GCC 12.2 coroutine bugs").
+  // twice (docs/DEVELOPING.md, "Coroutines": GCC 12.2 bug 1).
   Task<Exchange> SendOnNewConnection(std::string raw, bool head = false) {
     Exchange x;
     x.client = co_await Connect();

@@ -1,60 +1,9 @@
-// The on-disk format of a file:// bucket: where a key's object lives, and what an object
-// file holds. Pure functions (no I/O), so they are tested on their own and shared by the
-// store and its tests.
-//
-// FROZEN. Several processes, possibly of different WasmKeep releases, share one directory,
-// so everything here is format version 1 ("wasmkeep-file-store 1" in DIR/FORMAT). A change
-// to the path mapping, the lock striping or the object header is a new format version.
-//
-// Layout of DIR:
-//   FORMAT          "wasmkeep-file-store 1\n"; Open refuses any other content
-//   objects/        the object tree (below)
-//   locks/NNN       kLockStripes lock files (created on first use, never deleted)
-//   tmp/            temp files of writes in flight (and of crashed writers)
-//
-// Object tree. A key is split at '/' into segments; every segment but the last is a
-// directory, the last one the object file. Each path component starts with a tag byte:
-//   'd' + segment   a directory: the keys below it continue with segment + '/'
-//   'o' + segment   an object file: the key ends with segment
-//   'c' + chunk     a continuation directory: a segment longer than kSegmentChunkBytes
-//                   is cut into chunks of exactly kSegmentChunkBytes bytes, each a 'c'
-//                   directory, the rest (1..kSegmentChunkBytes bytes) tagged 'd' or 'o'
-// So "wal/t/a-1" is objects/dwal/dt/oa-1, "/x" is objects/d/ox, "a/./.." is
-// objects/da/d./o.., and a 450-byte segment S is cS[0,200)/cS[200,400)/oS[400,450).
-//
-// Why this mapping:
-//   - Injective and reversible: the tags say where separators were, and the chunking is
-//     deterministic, so every key has exactly one path and every path decodes to at most
-//     one key. No escaping is needed: the tag keeps every component non-empty and never
-//     "." or "..", and a segment holds neither '/' nor NUL (ValidateKey forbids NUL).
-//   - Path-safe: every component is a tag plus bytes without '/', so no key can name a
-//     path outside objects/, and internal files live outside objects/.
-//   - Within NAME_MAX (255 bytes): a component is at most 1 + kSegmentChunkBytes bytes,
-//     though keys go up to 1024 bytes. The worst relative path (a key of 1024 '/') is
-//     2 * 1024 + 10 bytes, under PATH_MAX.
-//   - Listing a prefix reads only the directories under it: WasmKeep's keys are
-//     hierarchical (wal/<tenant>/<class>/<name>/<gen>-<seq>), so listing one actor's
-//     segments reads one directory, not the bucket.
-//   - Readable by operators: ls shows the keys.
-// Directory order is not S3's byte order of full keys ("a-c" < "a/b" but 'a-c' is a file
-// beside directory 'a'), so List merges lazily with a min-heap (file_store.cc).
-// File names are raw key bytes, so the file system must be case-sensitive and accept any
-// bytes in names (ext4, xfs, btrfs, tmpfs do); Open checks case sensitivity.
-//
-// Object file: a fixed header, the key, a header checksum, then the body.
-//   offset      size  field
-//   0           8     magic "wkobj01\n"
-//   8           16    version: 128 random bits from the kernel's CSPRNG, unique per write
-//   24          8     body size, little-endian
-//   32          4     key size, little-endian (1..kMaxKeyBytes)
-//   36          4     CRC32C of the body, little-endian
-//   40          k     the key (must equal the key the path decodes to)
-//   40+k        4     CRC32C of bytes [0, 40+k), little-endian
-//   44+k        n     the body; the file is exactly 44 + k + n bytes
-// Object files are written once (to tmp/, fsynced, renamed into place) and never modified,
-// so a reader that opened one reads a complete, unchanging file.
-//
-// Threading: pure functions; safe from any thread.
+// The on-disk format of a file:// bucket, FROZEN as format 1 ("wasmkeep-file-store 1" in
+// DIR/FORMAT; processes of different releases share a directory, so a change is a new
+// format): the injective, path-safe mapping of a key to its object file under objects/,
+// the lock stripes, and the object file's header (magic, version, sizes, CRC-32Cs, the key).
+// Threading: pure functions, no I/O; safe from any thread. Details (the layout, why this
+// mapping, the header's bytes): docs/internals.md, "The file:// format".
 #pragma once
 
 #include <array>

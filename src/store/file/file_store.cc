@@ -3,7 +3,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -25,6 +24,7 @@
 #include "base/crc32c.h"
 #include "store/file/file_layout.h"
 #include "store/local/local_text.h"
+#include "store/local/random_bytes.h"
 #include "store/local/worker_pool.h"
 
 namespace wk {
@@ -45,6 +45,7 @@ constexpr auto kStaleTempAge = std::chrono::seconds(60);
 
 using local_store::ErrnoText;
 using local_store::Quote;
+using local_store::RandomBytes;
 
 // What an errno from a failed write or read means to the caller (status.h): retry after a
 // backoff when the condition can clear by itself, otherwise it needs an operator.
@@ -99,21 +100,6 @@ int FlockRetrying(int fd, int op) {
     rc = ::flock(fd, op);
   } while (rc != 0 && errno == EINTR);
   return rc;
-}
-
-// Fills buf from the kernel's CSPRNG. Returns 0 or an errno.
-int RandomBytes(void* buf, std::size_t n) {
-  auto* p = static_cast<unsigned char*>(buf);
-  while (n > 0) {
-    ssize_t got = ::getrandom(p, n, 0);
-    if (got < 0) {
-      if (errno == EINTR) continue;
-      return errno;
-    }
-    p += got;
-    n -= static_cast<std::size_t>(got);
-  }
-  return 0;
 }
 
 // Reads exactly n bytes at offset. Returns 0, an errno, or -1 on an early end of file.

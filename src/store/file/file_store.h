@@ -1,69 +1,12 @@
-// file://DIR — the embedded default bucket: a local directory standing in for S3.
-//
-// Concept. A FileStore gives a directory the semantics of an S3 bucket with conditional
-// writes (object_store.h), so that one node, or several `wasmkeep serve` processes on one
-// machine sharing DIR, run exactly the code they run against S3. The on-disk format (the
-// key-to-path mapping, the object file header, the lock stripes) is in file_layout.h,
-// FROZEN as format 1; read it first.
-//
-// Guarantees.
-//   - Atomic visibility. A write goes to tmp/, is fsynced, and is renamed over its target:
-//     a reader opens either the old or the new file, never a partial one, and object files
-//     are never modified after the rename.
-//   - Durability. A Put or Delete is acknowledged only after the object file (fdatasync),
-//     the directory holding it, and every directory the write had to create (fsync of each
-//     parent up to objects/) are on disk. One window is left to the file system: a
-//     directory that another writer created a moment ago and has not yet fsynced into its
-//     parent. Ext4 and xfs commit metadata in order through one journal, so the fsync of
-//     the object's own directory persists that earlier mkdir too.
-//   - Conditional writes are atomic across threads and processes. Every write of a key
-//     (conditional or not: an unconditional write must not slip between another writer's
-//     check and its rename) takes an exclusive flock(2) on the key's lock stripe
-//     (locks/NNN) around check-and-rename. Each acquisition opens the lock file anew, so
-//     threads of one process exclude each other too (flock locks belong to the open file
-//     description). A process stopped (SIGSTOP) while holding a stripe blocks writers of
-//     that stripe until it resumes or dies; their calls then time out as kUnknownOutcome.
-//   - Versions are 128 random bits from getrandom(2) per write, stored in the object's
-//     header: never reused, even after delete and re-create, by any process.
-//   - Readers take no lock. A reader can see a write that is renamed but whose directory
-//     fsync has not finished; the writer has not acknowledged it yet. Only power loss can
-//     take such a write back, and it takes the reader's memory with it.
-//   - Crash leftovers: temp files in tmp/ are invisible to Get and List. Open removes those
-//     older than a minute whose flock it can take (a live writer holds its temp file's lock
-//     from creation to rename). Empty directories left by a crash are harmless; a Delete
-//     removes the directories it empties.
-//   - Errors: ENOSPC, EDQUOT, EMFILE, ENOMEM and the like are kRetryable (nothing was
-//     applied, space may be freed); EIO, EACCES, EROFS and anything unexpected are kFatal.
-//     A failure after the rename (the directory fsync) is kUnknownOutcome: the write is
-//     visible but may not survive a crash. An unreadable or corrupt object file (bad
-//     magic, checksum, size, or a key that does not match its path) is kFatal naming the
-//     file. Messages name the store, the operation, the key and the errno text.
-//
-// Listing cost. List reads the directories under the prefix (the deepest directory the
-// prefix's complete segments name, and the subdirectories it must enter), merging their
-// entries lazily in byte order with a min-heap, and reads the header of each returned
-// object plus one. Per page that is O(entries of the directories it enters + page size
-// header reads); paging through a directory of M keys costs O(M) directory reads per page
-// (O(M^2 / page size) for all of it) and holds up to M entries in memory while it runs.
-// WasmKeep's listings are per actor or per node (wal/<tenant>/<class>/<name>/, nodes/), so
-// M stays small; a bucket with one huge flat directory would list slowly. Each directory
-// is opened by its path from DIR, so a listing that walks down a key of many '/' pays
-// O(depth^2) path resolution: about 80 ms for the 1024-level key of a 1024-byte "////...".
-//
-// Local file systems only: flock(2) does not exclude processes on different NFS clients,
-// and the names are raw key bytes (the file system must be case-sensitive; Open checks).
-//
-// Threading. Every method is called on the Env's loop thread (object_store.h). File I/O
-// runs on the store's own worker threads (FileStoreOptions::io_threads), which hand results
-// back with Env::PostFromAnyThread into a Latch, so the loop never blocks on a disk. A call
-// past its deadline returns kUnknownOutcome and its late result is dropped; a cancelled read
-// returns kCancelled, a cancelled write kUnknownOutcome (it may still land).
-// Real runtime only: SimEnv has no other threads (use mem:// there).
-//
-// Lifetime. REQUIRES: the Env outlives the FileStore. Destroying the FileStore waits for
-// the operations running on its workers (bounded by their I/O) and drops the queued ones,
-// whose callers get kRetryable (nothing was applied). Completions already posted to the loop
-// hold only their Latch, so they run safely after the store is gone.
+// file://DIR: a local directory as the bucket, one file per object (format 1, FROZEN:
+// file_layout.h), with S3's conditional-write semantics (object_store.h). Guarantees: a
+// write becomes visible whole (written to tmp/, fsynced, renamed) and is acknowledged only
+// once it and the directories it needed are on disk; a key's writes take an flock(2) stripe
+// around check-and-rename, so conditions hold across threads and processes sharing DIR;
+// versions are 128 random bits. Local, case-sensitive file systems only. Threading: methods
+// on the Env's loop thread, file I/O on the store's worker threads; real runtime only.
+// REQUIRES: the Env outlives the store. Details (errors, crash leftovers, listing cost,
+// lifetime): docs/internals.md, "FileStore".
 #pragma once
 
 #include <cstddef>

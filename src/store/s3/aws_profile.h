@@ -1,24 +1,9 @@
-// The AWS shared configuration files, read the way the AWS CLI and SDKs read them, so an
-// s3:// bucket takes its region, endpoint and credentials from where users already keep
-// them (docs/storage-backends.md, "Where the settings come from").
-//
-//   files      $AWS_CONFIG_FILE (default ~/.aws/config) and
-//              $AWS_SHARED_CREDENTIALS_FILE (default ~/.aws/credentials); ~ is $HOME.
-//              A missing file is no error.
-//   profile    $AWS_PROFILE, else $AWS_DEFAULT_PROFILE, else "default". In the config file
-//              its section is [profile NAME] ([default] for the default one); in the
-//              credentials file, [NAME]. A profile named explicitly that neither file has
-//              is an error (kInvalidArgument naming both files).
-//   keys       region, endpoint_url (every service), the nested `s3 =` block's
-//              endpoint_url (S3 only, which wins), aws_access_key_id,
-//              aws_secret_access_key, aws_session_token. The credentials file wins over
-//              the config file for the credential keys, as in the AWS CLI.
-//   syntax     INI: `[section]`, `key = value`, full-line comments starting with # or ;,
-//              an indented `key = value` under `name =` belongs to that nested block.
-//   not read   role_arn / source_profile, credential_process, SSO, web identity, instance
-//              roles (IMDS): the store signs with a static key (and session token) only.
-//
-// Threading: pure functions over the environment and file readers they are given.
+// The AWS shared configuration files (~/.aws/config, ~/.aws/credentials, their environment
+// overrides and the profile), read the way the AWS CLI reads them, for an s3:// bucket's
+// region, endpoint and static credentials (docs/storage-backends.md, "Where the S3 settings
+// come from"). A missing file is no error; a profile named explicitly that neither file has
+// is kInvalidArgument. Threading: pure functions over the environment and file readers
+// they are given. Details (keys, syntax, what is not read): docs/internals.md, "AWS profiles".
 #pragma once
 
 #include <functional>

@@ -1,32 +1,9 @@
-// S3Config: where an s3:// store lives and how to talk to it, and the parser of the
-// s3:// URL that names it.
-//
-// URL grammar (everything but the bucket is optional):
-//
-//   s3://BUCKET?endpoint=URL&region=R&if_match_quoted=true|false
-//              &conditional_delete=true|false&max_connections=N
-//
-//   endpoint    http(s)://host[:port]; else $AWS_ENDPOINT_URL_S3, $AWS_ENDPOINT_URL, the AWS
-//               profile's endpoint_url (aws_profile.h); else, when a region is known from
-//               anywhere, AWS S3 itself: https://s3.<region>.amazonaws.com. Otherwise an error.
-//   region      SigV4 signing region; else $AWS_REGION, $AWS_DEFAULT_REGION, the AWS
-//               profile's region; else us-east-1 (what RGW and MinIO expect).
-//   if_match_quoted  send If-Match as "etag" (AWS, documented) or etag (Ceph RGW, which
-//               fails every quoted If-Match; FACTS.md "RGW quirks").
-//   conditional_delete  whether the server honours If-Match on DELETE (off by default:
-//               several S3-compatible servers silently ignore it; Ceph RGW 16.2 does,
-//               it deletes anyway, see s3_store_rgw_test.cc).
-//   max_connections  bound on the keep-alive pool (1..1024).
-//
-// Credentials come from the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
-// optional AWS_SESSION_TOKEN), else from the AWS profile (~/.aws/credentials, then
-// ~/.aws/config; AWS_PROFILE), never from the URL: URLs end up in logs and shell history.
-// Explicit settings win: the URL over the environment over the files. The environment and
-// the files are read through functions so tests can inject them.
-//
-// Every parse error is kInvalidArgument with a one-line message naming the field.
-//
-// Threading: plain values and pure functions.
+// S3Config: where an s3:// store lives and how to talk to it, and the parser of its URL,
+// s3://BUCKET?endpoint=URL&region=R&if_match_quoted=&conditional_delete=&max_connections=
+// (docs/storage-backends.md, "Where the S3 settings come from"). Guarantees: explicit
+// settings win (URL, then environment, then AWS profile files); credentials never come from
+// the URL; every parse error is kInvalidArgument naming the field. Threading: plain values
+// and pure functions. Details (each field's fallbacks): docs/internals.md, "S3Config".
 #pragma once
 
 #include <functional>

@@ -322,7 +322,7 @@ Task<Result<Version>> DoPut(std::shared_ptr<Shared> s, std::string key, std::str
   if (!r.ok()) co_return r.status();
   const std::string etag = r->Header("etag");
   if (etag.empty()) {
-    // Applied, but we cannot name the version: the caller reads it back (ADR 0020 §3).
+    // Applied, but we cannot name the version: the caller reads it back (docs/node-lease.md, "Unresolved acquires").
     co_return UnknownOutcome(what + ": applied but the reply has no ETag; read the object back");
   }
   co_return Version(UnquoteETag(etag));
@@ -517,7 +517,7 @@ Result<S3Config> S3ConfigFromEnv(const GetenvFn& getenv) {
   // Through the URL parser, so the same validation and messages apply.
   std::string url = "s3://" + *bucket + "?endpoint=" + UriEncode(*endpoint, false);
   if (region && !region->empty()) url += "&region=" + UriEncode(*region, false);
-  // RGW (the test server) fails every quoted If-Match (FACTS.md, RGW quirks).
+  // RGW (the test server) fails every quoted If-Match (docs/storage-backends.md, "Ceph RGW quirks").
   url += "&if_match_quoted=" + UriEncode(quoted ? *quoted : "false", false);
   return ParseS3Url(url, getenv);
 }

@@ -1,60 +1,11 @@
-// S3Store: the s3:// ObjectStore, for any S3-compatible service (AWS S3, Ceph RGW,
-// MinIO, R2) reached over HTTP(S) with SigV4 and path-style URLs
-// (endpoint/bucket/key).
-//
-// Mapping (object_store.h defines the outcomes):
-//   Get/Head/Put/Delete   GET/HEAD/PUT/DELETE /bucket/key
-//   List                  GET /bucket?list-type=2&prefix=&start-after=&max-keys=
-//                         &continuation-token=  (the token percent-encoded: RGW's is a
-//                         plain key)
-//   Version               the ETag without its quotes
-//   IfNoneMatchAny        If-None-Match: *
-//   IfMatch(v)            If-Match: "v" (AWS, documented) or v (RGW, which fails quoted
-//                         ETags: S3Config::if_match_quoted)
-//
-// Replies:
-//   2xx                         ok
-//   412                         kPreconditionFailed
-//   404 on an If-Match write    kPreconditionFailed (AWS answers 404 NoSuchKey where RGW
-//                               answers 412; the ADR treats both as "condition failed")
-//   404 on Get/Head             kNotFound; on an unconditional Delete: ok
-//   409 ConditionalRequestConflict, 503 (SlowDown or any), 429
-//                               retried inside the call (below), then kRetryable
-//   other 409                   kRetryable (a conflict is a rejection: nothing applied)
-//   other 5xx on a read         kRetryable
-//   other 5xx on a write        kUnknownOutcome: a gateway's 500/502/504 can arrive after
-//                               the backend applied the write (the gateway timed out
-//                               waiting for it), so "rejected" cannot be assumed
-//   501 NotImplemented          kFatal (the server lacks a feature we need, e.g. a
-//                               conditional header)
-//   401/403, NoSuchBucket, InvalidAccessKeyId, SignatureDoesNotMatch, redirects
-//                               kFatal, with the S3 code and message in the text
-//   400                         kFatal for credential/signing problems, kRetryable for
-//                               RequestTimeout, otherwise kInvalidArgument
-// Transport (http_client.h):
-//   refused / unreachable / DNS temporary failure / TLS handshake error, nothing sent
-//                               kRetryable
-//   DNS name not found          kFatal: the endpoint names a host that does not exist;
-//                               retrying will not create it
-//   TLS certificate not trusted kFatal: needs a certificate or CA fix
-//   timeout before sending (waiting for a pool slot, connecting)   kRetryable
-//   anything after the request started being written (reset, EOF, timeout)
-//                               kUnknownOutcome, for reads too (for a read it means retry)
-//   task cancelled              writes kUnknownOutcome, reads kCancelled
-//
-// Internal retries. Only where a retry cannot change the meaning of the call: replies
-// that say the request was not applied (409 ConditionalRequestConflict, 503, 429). At most
-// kMaxAttempts attempts, equal-jitter exponential backoff (S3Config::retry_base_delay,
-// retry_max_delay, randomness from Env::RandomU64), all within the call's deadline
-// (CallOptions::timeout covers every attempt and sleep). A write is never re-sent after
-// an ambiguous failure: the ADR's read-back logic depends on seeing kUnknownOutcome.
-//
-// Lifetime and threading: every method on the RealEnv's loop thread. Calls may run
-// concurrently (bounded by S3Config::max_connections; more wait for a connection).
-// Destroying the store aborts the calls in flight (they end with kUnknownOutcome or
-// kRetryable) and is safe while their tasks are still suspended: they hold the store's
-// shared state, never the S3Store itself. The RealEnv must outlive the store and those
-// tasks.
+// S3Store: the s3:// ObjectStore for any S3-compatible service (AWS S3, Ceph RGW, MinIO, R2)
+// over HTTP(S), SigV4, path-style URLs. Guarantees: every reply and transport failure maps to
+// the outcome object_store.h defines, and a write whose fate is unknown is kUnknownOutcome,
+// never re-sent; only replies that say nothing was applied (409 ConditionalRequestConflict,
+// 503, 429) are retried, within the call's deadline. Threading: every method on the
+// RealEnv's loop thread; calls run concurrently up to S3Config::max_connections. REQUIRES:
+// the RealEnv outlives the store and its calls' tasks. Details (the request and reply
+// mapping, retries, lifetime): docs/internals.md, "S3Store".
 #pragma once
 
 #include <memory>

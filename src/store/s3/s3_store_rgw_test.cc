@@ -128,7 +128,7 @@ TEST_F(S3StoreRgwTest, IfMatchStaleAndMissing) {
 }
 
 TEST_F(S3StoreRgwTest, RgwFailsAQuotedIfMatch) {
-  // FACTS.md: RGW compares the If-Match value with the unquoted ETag, so the quoted form
+  // docs/storage-backends.md, "Ceph RGW quirks": RGW compares the If-Match value with the unquoted ETag, so the quoted form
   // AWS documents never matches. This is why if_match_quoted=false for RGW.
   auto store = Open([](S3Config& c) { c.if_match_quoted = true; });
   auto v1 = Run(store->Put(K("q"), "one", Precondition::None(), call_));

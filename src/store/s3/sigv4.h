@@ -1,25 +1,9 @@
-// AWS Signature Version 4 for S3 requests (header-based, single-chunk payload).
-//
-// What it computes (AWS "Signature Calculations for the Authorization Header:
-// Transferring Payload in a Single Chunk"):
-//   canonical request = METHOD \n canonical URI \n canonical query \n canonical headers \n
-//                       signed header names \n payload hash
-//   string to sign    = "AWS4-HMAC-SHA256" \n amz-date \n date/region/s3/aws4_request \n
-//                       hex(sha256(canonical request))
-//   signing key       = HMAC chain over "AWS4"+secret, date, region, service, "aws4_request"
-//   Authorization     = AWS4-HMAC-SHA256 Credential=AKID/scope, SignedHeaders=..., Signature=...
-//
-// S3 differs from the other AWS services in two ways that matter here: the URI path is
-// encoded once (not twice), and the payload hash is sent in x-amz-content-sha256 and
-// must be signed. The caller chooses which headers to sign (S3Store signs host,
-// x-amz-content-sha256, x-amz-date and, when present, if-match, if-none-match,
-// content-type and x-amz-security-token); every header handed to SignV4 is signed.
-//
-// The request actually sent must use exactly the canonical URI and query computed here
-// (S3Store builds its request target from UriEncodePath and CanonicalQueryString), or
-// the server's recomputation differs and it answers 403 SignatureDoesNotMatch.
-//
-// Threading: pure functions; safe from any thread.
+// AWS Signature Version 4 for S3 requests (header-based, single-chunk payload): the
+// canonical request, string to sign, signing key and Authorization header, with S3's
+// differences (the path encoded once; x-amz-content-sha256 sent and signed). Every header
+// handed to SignV4 is signed. REQUIRES: the request sent uses exactly the canonical URI and
+// query computed here (else 403 SignatureDoesNotMatch). Threading: pure functions.
+// Details: docs/internals.md, "SigV4".
 #pragma once
 
 #include <string>

@@ -3,7 +3,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sqlite3.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +21,7 @@
 #include "base/check.h"
 #include "base/crc32c.h"
 #include "store/local/local_text.h"
+#include "store/local/random_bytes.h"
 #include "store/local/worker_pool.h"
 
 namespace wk {
@@ -46,6 +46,7 @@ constexpr auto kJournalModeRetryLimit = std::chrono::seconds(10);
 
 using local_store::ErrnoText;
 using local_store::Quote;
+using local_store::RandomBytes;
 
 // What a SQLite result code means to the caller (status.h). Lock contention, a full disk
 // and memory pressure can clear by themselves; the rest needs an operator.
@@ -80,20 +81,6 @@ std::string Hex(const unsigned char* bytes, std::size_t n) {
     out[2 * i + 1] = kDigits[bytes[i] & 0xf];
   }
   return out;
-}
-
-// Fills buf from the kernel's CSPRNG. Returns 0 or an errno.
-int RandomBytes(unsigned char* buf, std::size_t n) {
-  while (n > 0) {
-    const ssize_t got = ::getrandom(buf, n, 0);
-    if (got < 0) {
-      if (errno == EINTR) continue;
-      return errno;
-    }
-    buf += got;
-    n -= static_cast<std::size_t>(got);
-  }
-  return 0;
 }
 
 // A blob column as a string_view (SQLite returns null for a zero-length blob).

@@ -1,78 +1,12 @@
-// sqlite://DIR — the embedded bucket at disk speed: one SQLite database standing in for S3.
-//
-// Concept. A SqliteStore gives a directory the semantics of an S3 bucket with conditional
-// writes (object_store.h), like file:// (store/file/file_store.h), but keeps every object as
-// one row of one SQLite database (DIR/wasmkeep.sqlite, in WAL mode) instead of one file per
-// object. What that buys is group commit across actors: one writer thread per process takes
-// every write waiting at that moment, checks each one's condition in order, applies the
-// ones that hold, and commits them all in one transaction, so one fsync of the WAL
-// acknowledges the segments of many actors at once. A per-file backend pays a write, an
-// fdatasync, a rename and a directory fsync per object, and its directories slow down after
-// tens of thousands of deletes; here a delete frees a row's pages for reuse, and listing a
-// page reads that page's rows from the key index (O(log n + page size)).
-//
-// The database (FROZEN as format 1; a change is a new format):
-//   DIR/wasmkeep.sqlite   PRAGMA application_id = kSqliteApplicationId,
-//                         PRAGMA user_version = kSqliteFormatVersion, journal_mode=WAL,
-//                         one table:
-//     CREATE TABLE objects(key BLOB PRIMARY KEY NOT NULL,   -- the key's bytes
-//                          version BLOB NOT NULL,           -- 16 random bytes
-//                          size INTEGER NOT NULL,           -- the body's bytes
-//                          crc INTEGER NOT NULL,            -- CRC-32C of the body
-//                          body BLOB NOT NULL) WITHOUT ROWID
-//   DIR/wasmkeep.sqlite-wal, -shm   SQLite's own (never delete them while a node runs).
-// Keys are compared as BLOBs (memcmp), so listing is in byte order. Open refuses a directory
-// holding anything else, a file:// bucket included (its FORMAT file names it).
-//
-// Guarantees.
-//   - Durability. synchronous=FULL: a write is acknowledged only after the transaction that
-//     holds it is committed and the WAL fsynced. A kill -9 at any moment loses nothing
-//     acknowledged; power loss relies on the disk honouring fsync.
-//   - Conditions are checked inside the writing transaction, so they are atomic across
-//     threads and processes: SQLite's write lock (BEGIN IMMEDIATE) admits one writer at a
-//     time to the database, whichever process it is in. Writes of one batch are checked
-//     and applied in the order they were called, each answered with its own outcome: a
-//     refused condition refuses that write only.
-//   - Versions are 128 random bits from getrandom(2) per write: never reused, even after
-//     delete and re-create, by any process.
-//   - Readers see committed transactions only, each call one consistent snapshot (a List
-//     page is one statement), and never wait for the writer (WAL).
-//   - Bodies carry a CRC-32C, checked on every Get: a mismatch, or a database SQLite finds
-//     corrupt, is kFatal naming the database and the key.
-//   - Errors. The write lock held by another process past busy_timeout, SQLITE_FULL and
-//     out-of-memory are kRetryable (nothing was applied); a failure of the COMMIT itself
-//     (an fsync error) makes every write of that batch that would have applied
-//     kUnknownOutcome; anything else (I/O errors, a read-only or corrupt database) is kFatal.
-//
-// Threading. Every method is called on the Env's loop thread (object_store.h). The store
-// owns threads of its own, all created by Open and joined by the destructor:
-//   - one writer thread, owning the one read-write connection: it takes every queued Put
-//     and Delete (at most kMaxSqliteBatchWrites, kMaxSqliteBatchBytes), runs them as one
-//     transaction, and hands each result back with Env::PostFromAnyThread into its caller's
-//     Latch; when the WAL passes kSqliteCheckpointFrames it asks the checkpointer;
-//   - one checkpointer thread, owning a read-write connection of its own: it moves the WAL
-//     into the database (PASSIVE) while the writer goes on committing, so no write waits
-//     for a checkpoint's copying and fsync;
-//   - read_threads reader threads, each owning one read-only connection, for Get, Head and
-//     List, so reads never queue behind a commit's fsync.
-// A thread is the only way to wait on SQLite's blocking calls without blocking the loop;
-// this mirrors file:// (whose workers wait on fsync). SQLite connections are opened
-// SQLITE_OPEN_NOMUTEX: each is used by one thread at a time. A call past its deadline
-// returns kUnknownOutcome (a write may still commit) and its late result is dropped; a
-// cancelled read returns kCancelled, a cancelled write kUnknownOutcome.
-// Real runtime only: SimEnv has no other threads (use mem:// there).
-//
-// Several processes on one machine may share DIR (multi-node tests): SQLite's file locks
-// order their transactions; a writer finding the lock held polls for it (a busy handler
-// sleeping 50 µs to 1 ms between tries) for up to busy_timeout. Local file systems only
-// (WAL needs shared memory; never NFS).
-//
-// Stats (SqliteStoreStats) are written by the writer thread and read from any thread:
-// PublishSqliteStoreMetrics (store/open_store.h, PublishStoreMetrics) publishes them.
-//
-// Lifetime. REQUIRES: the Env outlives the SqliteStore. Destroying it lets the writer
-// finish the batch it is committing (answered as usual), drops the queued operations
-// (their callers get kRetryable: nothing was applied) and joins every thread.
+// sqlite://DIR: the embedded bucket, every object one row of one SQLite database in WAL mode
+// (DIR/wasmkeep.sqlite, format 1, FROZEN), with S3's conditional-write semantics
+// (object_store.h). Guarantees: a write is acknowledged only once its transaction is
+// committed and the WAL fsynced (one writer thread commits every waiting write in one
+// transaction: group commit across actors); conditions are checked inside that transaction,
+// so they hold across threads and processes; versions are 128 random bits; bodies carry a
+// CRC-32C checked on every Get. Threading: methods on the Env's loop thread; the store owns a
+// writer, a checkpointer and reader threads; real runtime only. REQUIRES: the Env outlives the
+// store. Details (the schema, errors, threads, sharing DIR): docs/internals.md, "SqliteStore".
 #pragma once
 
 #include <atomic>
