@@ -162,11 +162,13 @@ void Checkers::CheckEveryStep() {
 
 // 7. Liveness after healing.
 void Checkers::FinalChecks() {
+  if (!options_.leases) return;
   for (int s = 0; s < kSlots; ++s) {
     Process* p = w_.Primary(s);
     const NodeId id = SlotNodeId(s);
     if (p == nullptr) {
-      w_.Violation(id.str() + " has no running process after " + std::to_string(World::Ms(kHealFor)) + "ms without faults");
+      w_.Violation(id.str() + " has no running process after " + std::to_string(World::Ms(w_.heal_for)) +
+                   "ms without faults");
       continue;
     }
     if (!p->node->lease().IsValid()) {

@@ -55,7 +55,7 @@ class Faults {
   OpFault Fault(int slot, const OpInfo& op);
   // Serving: what happens to one message between two nodes (SimPeerNetwork's FaultFn).
   SimPeerNetwork::MessageFault PeerFault(const NodeId& from, const NodeId& to);
-  // Every 2-12 s of chaos, one ChaosStep.
+  // Every chaos_min..chaos_max of chaos, one chaos step (the serving profile's or the lease one).
   void ScheduleChaos();
   // Storage: every 2-8 s of chaos, one hold of a random node released under its replica.
   void ScheduleMoves();
