@@ -14,7 +14,8 @@
 #   CHECK_PROOFS_ONLY=REGEX   only the rows whose rule, switch or test match REGEX
 #   CHECK_PROOFS_CLUSTER=0    skip the rows whose proof is a real-process cluster test
 #   CHECK_PROOFS_BACKEND=file the cluster tests' backend (file, or s3 with scripts/rgw.sh's env)
-#   CHECK_PROOFS_SEEDS=200    seeds a simulator row may take to catch its broken model
+#   CHECK_PROOFS_SEEDS=200    seeds a simulator row may take to catch its broken model (from the
+#                             first seed the registry gives it: wasmkeep-sim --list-mutants)
 #
 # Slow (the cluster rows start real processes, the simulator rows run up to 200 seeds each):
 # not part of the default suite. Its last table is recorded in docs/STATUS.md.
@@ -150,14 +151,20 @@ run_gtest() {  # BINARY FILTER BROKEN
 }
 
 declare -A sim_caught_at=()
+sim_first_seed() {  # SCENARIO MUTANT: the registry's first seed for it (wasmkeep-sim --list-mutants), or 1
+  "$sim" --list-mutants | awk -v s="$1" -v m="$2" '$1 == s && $2 == m { print $3; found = 1 } END { if (!found) print 1 }'
+}
 run_sim_on() {  # SCENARIO MUTANT LOG: 1 (failed) when caught; remembers the seed
-  "$sim" --scenario "$1" --seeds "$seeds" --mutant "$2" --expect-failure --quiet >"$3" 2>&1 || return 0
+  "$sim" --scenario "$1" --first-seed "$(sim_first_seed "$1" "$2")" --seeds "$seeds" --mutant "$2" \
+    --expect-failure --quiet >"$3" 2>&1 || return 0
   sim_caught_at["$1/$2"]=$(sed -n 's/^FAILED at seed \([0-9]*\).*/\1/p' "$3" | head -1)
   return 1
 }
 run_sim_off() {  # SCENARIO MUTANT LOG: the seeds the mutant needed, without it
-  local n=${sim_caught_at["$1/$2"]:-$seeds}
-  "$sim" --scenario "$1" --seeds "$n" --quiet >"$3" 2>&1
+  local first n
+  first=$(sim_first_seed "$1" "$2")
+  n=$(( ${sim_caught_at["$1/$2"]:-$((first + seeds - 1))} - first + 1 ))
+  "$sim" --scenario "$1" --first-seed "$first" --seeds "$n" --quiet >"$3" 2>&1
 }
 
 declare -A cluster_off=()

@@ -260,11 +260,6 @@ class Checker:
 # row lands: (citing file, the reference as reported). They are printed as `known` and do not
 # fail the check; a row that no longer matches anything fails it, so stale rows do not linger.
 KNOWN = [
-    # sim/ is rewritten by the sim-harness change, which cites sections that exist.
-    ("sim/faults.h", 'docs/simulation.md, "Fault model"'),
-    ("sim/scenario.h", 'docs/architecture.md, "Durable storage"'),
-    ("sim/sim_test.cc", 'docs/node-lease.md, "Never delete a nodes/ object"'),
-    ("sim/world.h", 'docs/simulation.md, "The world"'),
 ]
 
 

@@ -66,7 +66,7 @@ void Checkers::OnLanded(const std::string& key, const std::string& body) {
     last = std::max(last, rec->generation);
     return;
   }
-  if (!key.starts_with(kNodesPrefix)) return;
+  if (!options_.leases || !key.starts_with(kNodesPrefix)) return;
   auto obj = DecodeNodeObject(body);
   if (!obj.ok() || !std::holds_alternative<NodeRecord>(*obj)) return;
   const auto& r = std::get<NodeRecord>(*obj);
@@ -147,6 +147,7 @@ void Checkers::CheckEveryStep() {
       }
     }
   }
+  if (!options_.leases) return;
   // 6. One holder per id.
   std::map<NodeId, int> valid_per_id;
   for (auto& [n, p] : w_.processes()) {
@@ -161,11 +162,13 @@ void Checkers::CheckEveryStep() {
 
 // 7. Liveness after healing.
 void Checkers::FinalChecks() {
+  if (!options_.leases) return;
   for (int s = 0; s < kSlots; ++s) {
     Process* p = w_.Primary(s);
     const NodeId id = SlotNodeId(s);
     if (p == nullptr) {
-      w_.Violation(id.str() + " has no running process after " + std::to_string(World::Ms(kHealFor)) + "ms without faults");
+      w_.Violation(id.str() + " has no running process after " + std::to_string(World::Ms(w_.heal_for)) +
+                   "ms without faults");
       continue;
     }
     if (!p->node->lease().IsValid()) {

@@ -27,7 +27,8 @@
 namespace wk::sim {
 
 struct CheckerOptions {
-  bool owners = false;  // 8 (the ownership and storage scenarios)
+  bool leases = true;   // 1-7 (all but the serving scenarios, which judge their clients' view)
+  bool owners = false;  // 8 (the ownership, storage and move scenarios)
   bool logs = false;    // the storage checkers' landing counts (storage scenario)
 };
 

@@ -16,6 +16,7 @@ OpFault Faults::Fault(int slot, const OpInfo& op) {
     f.fail_before_apply = Retryable("simulated: bucket unreachable");
     return f;
   }
+  if (options_.serving) return ServingFault(op);
   if (w_.healed) {
     f.request_delay = milliseconds(w_.Uniform(1, 30));
     f.reply_delay = milliseconds(w_.Uniform(1, 30));
@@ -74,13 +75,111 @@ OpFault Faults::StorageFault(const OpInfo& op) {
   return f;
 }
 
+// The serving profile: no outages or twins, but slow-bucket periods; segment puts applied
+// late are often past the upload timeout.
+OpFault Faults::ServingFault(const OpInfo& op) {
+  OpFault f;
+  f.request_delay = milliseconds(w_.Uniform(1, 30));
+  f.reply_delay = milliseconds(w_.Uniform(1, 30));
+  if (w_.healed) return f;
+  const auto roll = w_.Uniform(0, 999);
+  const bool segment = op.op == StoreOp::kPut && op.key.starts_with(replica::kWalPrefix);
+  if (roll < 20) {
+    f.request_delay = segment ? milliseconds(w_.Uniform(3000, 15000)) : milliseconds(w_.Uniform(500, 4000));
+  } else if (roll < 40) {
+    f.lose_reply = true;
+  } else if (roll < 55) {
+    f.fail_before_apply = Retryable("simulated: SlowDown");
+  } else if (roll < 105 || w_.Now() < slow_until_) {
+    f.reply_delay = milliseconds(w_.Uniform(500, 3000));
+  }
+  return f;
+}
+
+SimPeerNetwork::MessageFault Faults::PeerFault(const NodeId& from, const NodeId& to) {
+  SimPeerNetwork::MessageFault f;
+  f.request_delay = milliseconds(w_.Uniform(1, 10));
+  f.reply_delay = milliseconds(w_.Uniform(1, 10));
+  if (w_.healed || from.str() == kClientNodeId || to.empty()) return f;
+  auto cut = peer_cut_until_.find(from < to ? std::make_pair(from, to) : std::make_pair(to, from));
+  if (cut != peer_cut_until_.end() && w_.Now() < cut->second) {
+    f.drop_request = true;  // a partition: refused before sending (retryable)
+    return f;
+  }
+  if (w_.Chance(0.01)) f.lose_reply = true;
+  return f;
+}
+
 void Faults::ScheduleChaos() {
-  const Duration next = milliseconds(w_.Uniform(2000, 12000));
+  const Duration next = milliseconds(w_.Uniform(World::Ms(options_.chaos_min), World::Ms(options_.chaos_max)));
   w_.bucket_env().StartTimer(w_.Now() + next, [this] {
     if (w_.Now() >= MonoTime(w_.chaos_for)) return;
-    ChaosStep();
+    if (options_.serving) {
+      ServingChaosStep();
+    } else {
+      ChaosStep();
+    }
     ScheduleChaos();
   });
+}
+
+void Faults::Kill(int slot, std::int64_t restart_max_ms) {
+  if (Process* p = w_.Primary(slot)) {
+    ++w_.result().kills;
+    w_.Trace("kill p" + std::to_string(p->number));
+    w_.Reap(p->number);
+    w_.ScheduleRestart(slot, milliseconds(w_.Uniform(500, restart_max_ms)));
+  }
+}
+
+void Faults::ServingChaosStep() {
+  const auto roll = w_.Uniform(0, 99);
+  const int slot = static_cast<int>(w_.Uniform(0, kSlots - 1));
+  RunResult& result = w_.result();
+  const ServingChaos& mix = options_.serving_chaos;
+  if (roll < mix.kill) {
+    Kill(slot, 10000);
+  } else if (roll < mix.freeze) {
+    // Frozen past its lease (ttl + grace: another node may take its actors), then resumed
+    // with its memory as it was: a zombie owner.
+    Process* p = w_.Primary(slot);
+    if (p && !p->env()->frozen()) {
+      ++result.freezes;
+      const std::int64_t takeover = World::Ms(w_.timing().takeover_after());
+      const Duration d = milliseconds(w_.Uniform(takeover + 2000, takeover + 12000));
+      w_.Trace("freeze p" + std::to_string(p->number) + " for " + std::to_string(World::Ms(d)) + "ms");
+      p->env()->Freeze();
+      const int number = p->number;
+      w_.bucket_env().StartTimer(w_.Now() + d, [this, number] { Thaw(number); });
+    }
+  } else if (roll < mix.peer_cut) {
+    const int other = static_cast<int>((slot + w_.Uniform(1, kSlots - 1)) % kSlots);
+    const NodeId a = SlotNodeId(std::min(slot, other));
+    const NodeId b = SlotNodeId(std::max(slot, other));
+    const Duration d = milliseconds(w_.Uniform(2000, 20000));
+    peer_cut_until_[{a, b}] = w_.Now() + d;
+    ++result.partitions;
+    w_.Trace("partition " + a.str() + " | " + b.str() + " for " + std::to_string(World::Ms(d)) + "ms");
+  } else if (roll < mix.bucket_cut) {
+    const Duration d = milliseconds(w_.Uniform(2000, 20000));
+    partitioned_until_[slot] = w_.Now() + d;
+    ++result.outages;
+    w_.Trace("partition n" + std::to_string(slot) + " | bucket for " + std::to_string(World::Ms(d)) + "ms");
+  } else {
+    const Duration d = milliseconds(w_.Uniform(3000, 15000));
+    slow_until_ = w_.Now() + d;
+    w_.Trace("slow bucket for " + std::to_string(World::Ms(d)) + "ms");
+  }
+}
+
+void Faults::Thaw(int number) {
+  auto it = w_.processes().find(number);
+  if (it == w_.processes().end() || !it->second->env() || !it->second->env()->frozen()) return;
+  // Half of the thaws serve what arrived (requests, replies) before the timers that came
+  // due (the lease's own checks among them): the zombie answers before it notices.
+  const bool posts_first = w_.Chance(0.5);
+  w_.Trace("thaw p" + std::to_string(number) + (posts_first ? " (arrivals first)" : ""));
+  it->second->env()->Thaw(posts_first);
 }
 
 void Faults::ChaosStep() {
@@ -88,12 +187,7 @@ void Faults::ChaosStep() {
   const int slot = static_cast<int>(w_.Uniform(0, kSlots - 1));
   RunResult& result = w_.result();
   if (roll < 25) {
-    if (Process* p = w_.Primary(slot)) {
-      ++result.kills;
-      w_.Trace("kill p" + std::to_string(p->number));
-      w_.Reap(p->number);
-      w_.ScheduleRestart(slot, milliseconds(w_.Uniform(500, 25000)));
-    }
+    Kill(slot, 25000);
   } else if (roll < 50) {
     ++result.partitions;
     // Half of the cuts end near the fencing bound (ttl + grace), where a node coming back
@@ -199,7 +293,13 @@ void Faults::Heal() {
   w_.healed = true;
   outage_until_ = MonoTime{};
   for (auto& t : partitioned_until_) t = MonoTime{};
+  peer_cut_until_.clear();
+  slow_until_ = MonoTime{};
   w_.Trace("heal: no more faults");
+  std::vector<int> frozen;
+  for (auto& [n, p] : w_.processes())
+    if (p->env() && p->env()->frozen()) frozen.push_back(n);
+  for (int n : frozen) Thaw(n);
   for (int s = 0; s < kSlots; ++s)
     if (w_.Running(s) == 0) w_.ScheduleRestart(s, milliseconds(100));
 }

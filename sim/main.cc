@@ -2,6 +2,10 @@
 //
 //   wasmkeep-sim --scenario lease|ownership|storage|routing|move|alarms|all --seeds N [--first-seed S] [--mutant NAME] [--expect-failure]
 //                [--quiet] [--trace LINES] [--digest]
+//   wasmkeep-sim --list-mutants
+// --list-mutants prints the registry's mutants (sim/scenarios.cc), one a line:
+// "<scenario> <mutant> <first seed> <seeds>", the seeds it must be caught within; the test
+// suite's rows are made from it (sim/mutant_tests.cmake).
 // --trace LINES keeps that many trace lines and prints them for passing seeds too.
 // --digest prints each seed's history digest (RunResult::history_digest), so that a
 // refactoring can show that it left every history unchanged.
@@ -46,10 +50,17 @@ int main(int argc, char** argv) {
       else if (a == "--quiet") quiet = true;
       else if (a == "--digest") print_digest = true;
       else if (a == "--verbose") wk::log::SetLevel(wk::log::Level::kInfo);
+      else if (a == "--list-mutants") {
+        for (const auto& sc : Scenarios())
+          for (const auto& m : sc.mutants)
+            std::printf("%s %s %llu %llu\n", sc.name.c_str(), m.name.c_str(),
+                        static_cast<unsigned long long>(m.first_seed), static_cast<unsigned long long>(m.seeds));
+        return 0;
+      }
       else {
         std::fprintf(stderr,
                      "usage: wasmkeep-sim --scenario NAME|all --seeds N [--first-seed S] [--mutant NAME] "
-                     "[--expect-failure] [--quiet] [--trace LINES] [--digest]\n");
+                     "[--expect-failure] [--quiet] [--trace LINES] [--digest] | --list-mutants\n");
         return 2;
       }
     } catch (const std::exception&) {
@@ -68,7 +79,7 @@ int main(int argc, char** argv) {
         return 2;
       }
       bool known = false;
-      for (const auto& m : sc.mutants) known |= m == mutant;
+      for (const auto& m : sc.mutants) known |= m.name == mutant;
       if (!known) {
         std::fprintf(stderr, "wasmkeep-sim: scenario %s has no mutant '%s'\n", sc.name.c_str(), mutant.c_str());
         return 2;

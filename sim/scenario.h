@@ -93,21 +93,30 @@ struct RunResult {
   std::uint64_t alarm_entries_deleted = 0;  // index entry deletes sent
 };
 
+// A broken model a scenario's checkers must catch within seeds first_seed ..
+// first_seed + seeds - 1 (what the test suite runs: `sim.<scenario>.mutant.<name>`).
+struct Mutant {
+  std::string name;
+  std::uint64_t first_seed = 1;
+  std::uint64_t seeds = 200;
+};
+
 struct Scenario {
   std::string name;
   std::string description;
-  std::vector<std::string> mutants;
+  std::vector<Mutant> mutants;
   RunResult (*run)(const RunOptions&);
 };
 
-// Every scenario, in a fixed order.
+// Every scenario, in a fixed order: the one registry (sim/scenarios.cc). The test suite's
+// mutant rows are generated from it (`wasmkeep-sim --list-mutants`).
 const std::vector<Scenario>& Scenarios();
 
 // The node lease scenario (ADR 0020 §1, §2, §5).
 RunResult RunLeaseScenario(const RunOptions& options);
 // The ownership scenario (ADR 0020 §3, §4): the lease scenario plus actors.
 RunResult RunOwnershipScenario(const RunOptions& options);
-// The storage scenario (docs/architecture.md, "Durable storage"): the ownership scenario with a
+// The storage scenario (docs/architecture.md, "How a write flows"): the ownership scenario with a
 // durable replica writing on every hold.
 RunResult RunStorageScenario(const RunOptions& options);
 // The routing scenario (docs/architecture.md, "How a request flows"): the front, the forwarder,

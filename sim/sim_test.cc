@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "base/log.h"
@@ -98,7 +100,7 @@ TEST(SimTest, StorageSeedsExerciseTheFaults) {
   EXPECT_GT(Total(runs, &RunResult::replica_failures), 0u);
 }
 
-// A limit of ADR 0020 §1, staged (docs/node-lease.md, "Never delete a nodes/ object"): the
+// A limit of the node lease, staged (docs/node-lease.md, "When to fence"): the
 // start check waits ttl + grace even when no object exists, so that a process whose object
 // was deleted while it ran can show itself. It cannot if the deletion falls *during* the
 // check of a second process under the same id: the first process (p0, its own check just
@@ -141,6 +143,22 @@ TEST(SimTest, ADeletionDuringATwinsStartCheckGivesTwoValidLeasesAndTheCheckerSee
   ASSERT_FALSE(r.violations.empty()) << "the checker did not see the two valid leases";
   EXPECT_NE(r.violations.front().find("two processes hold a valid lease for n0"), std::string::npos)
       << r.violations.front();
+}
+
+// The registry (sim/scenarios.cc) is what the test suite's mutant rows are made from: every
+// mutant must name a broken model, once per scenario, with seeds to run.
+TEST(SimTest, EveryMutantOfTheRegistryIsABrokenModelWithSeeds) {
+  for (const Scenario& sc : Scenarios()) {
+    std::set<std::string> seen;
+    for (const Mutant& m : sc.mutants) {
+      if (BrokenModels::kBuilt) {
+        EXPECT_TRUE(BrokenModels::Parse(m.name).ok()) << sc.name << ": " << m.name;
+      }
+      EXPECT_TRUE(seen.insert(m.name).second) << sc.name << ": " << m.name << " twice";
+      EXPECT_GE(m.first_seed, 1u) << m.name;
+      EXPECT_GE(m.seeds, 1u) << m.name;
+    }
+  }
 }
 
 // The checkers themselves: each catches what it is for (a checker that cannot fail proves

@@ -8,15 +8,16 @@ bool IsLogKey(std::string_view key) {
   return key.starts_with(replica::kWalPrefix) || key.starts_with(replica::kSnapshotPrefix);
 }
 
-World::World(const RunOptions& options, int actors)
-    : options_(options), sim_(options.seed), rng_(options.seed ^ 0x9e3779b97f4a7c15ULL),
+World::World(const RunOptions& options, WorldOptions world)
+    : chaos_for(world.chaos_for), heal_for(world.heal_for), options_(options),
+      skew_per_process_(world.skew_per_process), sim_(options.seed), rng_(options.seed ^ world.stream),
       bucket_env_(sim_, FromUnixMs(kOriginMs)), bucket_(std::make_shared<MemBucket>()) {
   timing_ = LeaseTiming{};
-  for (int i = 0; i < actors; ++i) actor_ids_.push_back(ActorId{"t", "c", "a" + std::to_string(i)});
+  for (int i = 0; i < world.actors; ++i) actor_ids_.push_back(ActorId{"t", world.actor_class, "a" + std::to_string(i)});
   bucket_->set_put_observer([this](const std::string& key, const std::string& body, const Version&) {
     if (hooks.on_landed) hooks.on_landed(key, body);
   });
-  for (int s = 0; s < kSlots; ++s) {
+  for (int s = 0; s < kSlots && !skew_per_process_; ++s) {
     // Skew at the bound half of the time, anywhere within it otherwise.
     const auto max = timing_.max_skew;
     switch (Uniform(0, 3)) {
@@ -31,7 +32,7 @@ RunResult World::Run(const Stages& stages) {
   for (int s = 0; s < kSlots; ++s) StartProcess(s, false);
   if (stages.begin) stages.begin();
   const MonoTime chaos_end = MonoTime(chaos_for);
-  const MonoTime end = chaos_end + kHealFor;
+  const MonoTime end = chaos_end + heal_for;
   while (sim_.Now() < end && result_.violations.empty()) {
     if (!sim_.RunOne()) break;
     if (!healed && sim_.Now() >= chaos_end && stages.heal) stages.heal();
@@ -64,7 +65,7 @@ void World::StartProcess(int slot, bool twin) {
   p->slot = slot;
   p->twin = twin;
   p->node_id = SlotNodeId(slot);
-  p->skew = slot_skew[slot];
+  p->skew = skew_per_process_ ? milliseconds(Uniform(-Ms(timing_.max_skew), Ms(timing_.max_skew))) : slot_skew[slot];
   cluster_testing::HostOptions host;
   host.skew = p->skew;
   host.fault = [this, slot](const OpInfo& op) { return hooks.fault ? hooks.fault(slot, op) : OpFault{}; };
@@ -74,9 +75,14 @@ void World::StartProcess(int slot, bool twin) {
   instance_skew[p->instance] = p->skew;
   instance_process[p->instance] = p->number;
   const int number = p->number;
-  p->store = std::make_unique<RecordingStore>(p->host->store(), [this, number](const std::string& k, const std::string& b) {
-    if (hooks.on_send) hooks.on_send(number, k, b);
-  });
+  p->store = std::make_unique<RecordingStore>(
+      p->host->store(),
+      [this, number](const std::string& k, const std::string& b) {
+        if (hooks.on_send) hooks.on_send(number, k, b);
+      },
+      [this, number](const std::string& k) {
+        if (hooks.on_delete) hooks.on_delete(number, k);
+      });
   if (hooks.on_replica_send) {
     p->replica_store = std::make_unique<RecordingStore>(
         p->host->store(), [this, number](const std::string& k, const std::string& b) { hooks.on_replica_send(number, k, b); },
@@ -84,8 +90,8 @@ void World::StartProcess(int slot, bool twin) {
           if (hooks.on_replica_delete) hooks.on_replica_delete(number, k);
         });
   }
-  p->node = std::make_unique<ClusterNode>(*p->env(), *p->store, NodeIdentity{p->node_id, "sim", "sim", ""}, timing_,
-                                          p->instance);
+  NodeIdentity identity = hooks.identity ? hooks.identity(*p) : NodeIdentity{p->node_id, "sim", "sim", ""};
+  p->node = std::make_unique<ClusterNode>(*p->env(), *p->store, std::move(identity), timing_, p->instance);
   p->node->set_broken_models(options_.broken());
   p->node->lease().AddObserver({
       [this, number](std::uint64_t e) { Trace("p" + std::to_string(number) + " valid epoch " + std::to_string(e)); },
@@ -101,6 +107,7 @@ void World::StartProcess(int slot, bool twin) {
         p->instance.str() + " skew " + std::to_string(Ms(p->skew)) + "ms");
   Process* raw = p.get();
   processes_[number] = std::move(p);
+  if (hooks.on_built) hooks.on_built(*raw);
   raw->env()->Spawn(RunProcess(raw), "process");
   if (hooks.on_started) hooks.on_started(*raw);
 }
@@ -132,7 +139,9 @@ void World::Teardown(Process& p) {
     result_.listing_renewals += listing.renewals_assumed;
     p.node->owners().StopBackground();
   }
+  if (p.parts) p.parts->BeforeEnvGoes();
   p.host.reset();
+  p.parts.reset();
   p.node.reset();
   p.store.reset();
   p.replica_store.reset();

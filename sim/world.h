@@ -1,6 +1,9 @@
 // The simulated world of a scenario run: one virtual timeline (SimWorld), one bucket, and
 // the processes of three node slots, each a real ClusterNode on its own skewed clock with
-// its own faulty view of the bucket (docs/simulation.md, "The world").
+// its own faulty view of the bucket (docs/simulation.md, "One world, one harness").
+//
+// A process may carry more than its ClusterNode: the serving scenarios (serving.h) hang
+// their front, forwarder, replicas and actor host on it as ProcessParts, torn down with it.
 //
 // The world owns the run's one random source, its trace (whose hash is the history digest)
 // and its RunResult. The faults (faults.h), the checkers (checkers.h) and the scenario's
@@ -64,6 +67,29 @@ class RecordingStore final : public StoreWrapper {
   OnDelete on_delete_;
 };
 
+// What a scenario adds to a process (serving.h). Teardown calls BeforeEnvGoes while the
+// process's Env still runs (what must answer or close into it), then destroys the parts
+// once the Env and its frames are gone (frames may point into them), before the node.
+struct ProcessParts {
+  virtual ~ProcessParts() = default;
+  virtual void BeforeEnvGoes() {}
+};
+
+// How a scenario's world is set up. The defaults are the lease, ownership and storage
+// scenarios'; the serving scenarios keep their own (their recorded histories, and the
+// seeds their mutants are caught at, depend on them).
+struct WorldOptions {
+  int actors = 0;                  // actors named t/<actor_class>/a0..
+  std::string actor_class = "c";
+  // Salt of the world's random source: each scenario family keeps its own stream.
+  std::uint64_t stream = 0x9e3779b97f4a7c15ULL;
+  // false: each slot's skew is drawn once, at the bound two thirds of the time; true: each
+  // process draws its own, anywhere within the bound.
+  bool skew_per_process = false;
+  Duration chaos_for = kChaosFor;
+  Duration heal_for = kHealFor;
+};
+
 struct Process {
   int number = 0;
   int slot = 0;
@@ -77,6 +103,9 @@ struct Process {
   // The replicas' own view of the bucket (storage scenario): what they write and delete.
   std::unique_ptr<RecordingStore> replica_store;
   std::unique_ptr<ClusterNode> node;
+  // Its TLS pin (serving scenarios: derived from the instance, as a fresh key gives one).
+  std::string cert_pin;
+  std::unique_ptr<ProcessParts> parts;
   // Actors a workload of this process is using: one replica per resident actor, as in the
   // actor runtime (a second Open under the same hold would write its fence twice).
   std::set<ActorId> in_use;
@@ -104,11 +133,17 @@ class World {
     std::function<OpFault(int slot, const OpInfo& op)> fault;
     // A node sent a put (checkers.h).
     std::function<void(int number, const std::string& key, const std::string& body)> on_send;
+    // A node sent a delete.
+    std::function<void(int number, const std::string& key)> on_delete;
     // A put landed in the bucket (checkers.h).
     std::function<void(const std::string& key, const std::string& body)> on_landed;
     // Set: every process gets a replica store reporting to these (storage scenario).
     std::function<void(int number, const std::string& key, const std::string& body)> on_replica_send;
     std::function<void(int number, const std::string& key)> on_replica_delete;
+    // The identity a process's node record names; unset: "sim" addresses, no pin.
+    std::function<NodeIdentity(Process& p)> identity;
+    // A process's node is built, not yet running: the scenario adds its parts.
+    std::function<void(Process& p)> on_built;
     // A process started: the scenario spawns its workloads.
     std::function<void(Process& p)> on_started;
   };
@@ -122,8 +157,10 @@ class World {
     std::function<void()> after_teardown; // every process gone
   };
 
-  // `actors` actors named t/c/a0.. (none in the lease scenario). Draws each slot's skew.
-  World(const RunOptions& options, int actors);
+  // Draws each slot's skew (unless per process).
+  World(const RunOptions& options, WorldOptions world);
+  // `actors` actors named t/c/a0.. (none in the lease scenario), the default world.
+  World(const RunOptions& options, int actors) : World(options, WorldOptions{.actors = actors}) {}
 
   RunResult Run(const Stages& stages);
 
@@ -164,6 +201,7 @@ class World {
 
   Hooks hooks;
   Duration chaos_for = kChaosFor;
+  Duration heal_for = kHealFor;
   bool healed = false;    // the faults are over
   bool finished = false;  // the run is over: no more restarts
   // Slots a clean stop is restarting: no other restart until it is done.
@@ -177,6 +215,7 @@ class World {
   Task<void> RunProcess(Process* p);
 
   RunOptions options_;
+  bool skew_per_process_ = false;
   SimWorld sim_;
   std::mt19937_64 rng_;
   SimEnv bucket_env_;

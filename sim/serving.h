@@ -1,0 +1,78 @@
+// The serving node harness of the `routing`, `move` and `alarms` scenarios (docs/simulation.md,
+// "The serving harness"): each World process (world.h) made a whole serving node minus
+// WebAssembly. On top of its ClusterNode, ServingCluster hangs its parts on the process:
+// the real ReplicaProvider over OwnersHoldSource, the actor host (native actors,
+// MakeActorHost), the real Forwarder over the simulated peer network (sim_peer_network.h),
+// the real Front on two listeners (the client API and the peer listener its node record
+// names), the hand-over host, and with alarms the real AlarmIndex, AlarmService and
+// ShardScanner. Clients send from an Env of their own, never frozen or cut.
+//
+// The faults are the Faults' serving profile (faults.h); the scenario adds its workload
+// and checkers. Nothing here draws from the world's random source.
+//
+// Threading: single-threaded, like everything on a SimWorld.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "alarms/alarm_service.h"
+#include "faults.h"
+#include "native_actor_host.h"
+#include "net/peer_transport.h"
+#include "replica/replica.h"
+#include "sim_peer_network.h"
+#include "world.h"
+
+namespace wk::sim {
+
+struct ServingOptions {
+  std::string token;       // the one test token ("Bearer ..."), tenant "t"
+  std::string class_name;  // the one class the nodes load
+  std::uint8_t secret_byte = 0;  // the cluster secret, every byte
+  replica::ReplicaOptions replica;
+  NativeActorHostOptions host;
+  // Set: every node runs the alarm subsystem with these options.
+  std::optional<alarms::AlarmOptions> alarms;
+};
+
+// The simulated world's tenant.
+inline constexpr std::string_view kServingTenant = "t";
+// The client's timeout: a client waits this long for an answer.
+inline constexpr Duration kClientTimeout = std::chrono::seconds(30);
+
+// The actor host of one node, made in this one place (the native host in place of the
+// V8 runtime).
+std::unique_ptr<NativeActorHost> MakeActorHost(Env& env, actor::StorageProvider& storage,
+                                               const NativeActorHostOptions& options);
+
+class ServingCluster {
+ public:
+  // Wires world's hooks (faults, identities, parts); the scenario's own hooks are set after.
+  // REQUIRES: faults has the serving profile; world and faults outlive this.
+  ServingCluster(World& world, Faults& faults, ServingOptions options);
+  ~ServingCluster();
+  ServingCluster(const ServingCluster&) = delete;
+  ServingCluster& operator=(const ServingCluster&) = delete;
+
+  // A request as a client sends it: target /v1/actors/<path>, the test token.
+  ServerRequest Request(std::string method, std::string path) const;
+  // Sends request to slot's client API from the clients' Env (kClientTimeout).
+  Task<Result<ServerResponse>> Send(int slot, ServerRequest request);
+
+  SimEnv& client_env() { return client_env_; }
+
+ private:
+  struct Parts;
+  void Build(Process& p);
+
+  World& w_;
+  ServingOptions options_;
+  SimEnv client_env_;
+  SimPeerNetwork network_;
+  std::unique_ptr<PeerTransport> client_transport_;
+  control::ClusterSecret secret_;
+};
+
+}  // namespace wk::sim
