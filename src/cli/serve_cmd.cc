@@ -275,9 +275,9 @@ Task<int> ServeMain(RealEnv* env, ClusterNode* node, LeaseTiming timing, DebugWr
   signals.cancel();
   if (what > 0) {
     WK_LOG_INFO("clean stop", {{"signal", what == SIGTERM ? "SIGTERM" : "SIGINT"}});
-    // ADR §4: the actors first — no new events, running ones finish, each replica waits
-    // until its writes are durable and its hold is released — then the node releases any
-    // hold left, makes the lease locally invalid (a straggler is cut), ends the lease task
+    // docs/node-lease.md, "Clean stop": the actors first — no new events, running ones finish, each
+    // replica waits until its writes are durable and its hold is released — then the node releases
+    // any hold left, makes the lease locally invalid (a straggler is cut), ends the lease task
     // after any attempt in flight, and writes `released` last.
     if (serving->host) {
       const bool all = co_await serving->host->Shutdown(timing.ttl);
