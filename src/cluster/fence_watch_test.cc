@@ -74,7 +74,7 @@ TEST_F(FenceWatchTest, AFenceDecidedOnAStaleReadIsRefusedByItsCondition) {
   EXPECT_EQ(Node("a").instance.str(), "ia");
 }
 
-// ADR bounds table: at most FENCE_CONCURRENCY (8) fences at once. Nine nodes die at the
+// docs/node-lease.md, "Bounds": at most FENCE_CONCURRENCY (8) fences at once. Nine nodes die at the
 // same moment; the survivor's fences take two seconds to answer; it sends eight, then the
 // ninth at a later listing. (Fails with the broken model unbounded-fence-concurrency.)
 TEST_F(FenceWatchTest, AtMostEightFencesAtOnce) {

@@ -432,7 +432,7 @@ void ParkByALapse(SimWorld& world, Proc& a, int n, bool* lease_down) {
   *lease_down = false;
 }
 
-// ADR bounds table: at most PENDING_CONCURRENCY (32) pending entries are worked at once.
+// docs/node-lease.md, "Bounds": at most PENDING_CONCURRENCY (32) pending entries are worked at once.
 // Forty holds end in a lapse; their releases take a second to answer; the first pass sends
 // 32 of them at once, then the rest. (Fails with the broken model
 // unbounded-pending-concurrency.)
@@ -464,7 +464,7 @@ TEST_F(OwnersTest, AtMost32PendingReleasesAreSentAtOnce) {
   EXPECT_EQ(Record(Nth(39)), OwnerRecord::Nobody(Generation{1}));
 }
 
-// ADR bounds table: a pass stops after 32 refusals in a row, so a refusing bucket gets no
+// docs/node-lease.md, "Bounds": a pass stops after 32 refusals in a row, so a refusing bucket gets no
 // burst of writes. A hundred holds end in a lapse and the bucket refuses every record
 // write: the first pass sends 32. (Fails with the broken model no-refusal-limit.)
 TEST_F(OwnersTest, APassStopsAfter32RefusalsInARow) {
