@@ -54,7 +54,7 @@ void ClusterNode::StartHelpers() {
 Task<Status> ClusterNode::Stop(Duration limit) {
   const MonoTime deadline = env_.MonoNow() + limit;
   // Releases still pending after half the limit are freed by the released write itself
-  // (ADR §4), so the drain's own outcome does not decide the stop's.
+  // (docs/node-lease.md, "Clean stop"), so the drain's own outcome does not decide the stop's.
   if (!broken_.on(BrokenModel::kStopSkipsReleases)) (void)co_await owners_.Drain(limit / 2);
   co_return co_await lease_.Stop(deadline - env_.MonoNow());
 }

@@ -3,8 +3,8 @@
 // `wasmkeep serve` runs one; the simulator runs several in one process.
 //
 // Run() returns when the lease ends: kStopped after Stop(), kLost or kTwin otherwise, in
-// which case the process must exit at once with a non-zero status (ADR §1), releasing
-// nothing.
+// which case the process must exit at once with a non-zero status (docs/node-lease.md, "What the
+// lease is"), releasing nothing.
 //
 // Threading: Env loop thread only. Destroy only after Run has returned or the Env's tasks
 // were cancelled.
@@ -28,8 +28,8 @@ class ClusterNode {
               InstanceToken instance);
 
   Task<LeaseEnd> Run();
-  // Clean stop (ADR §4): release every hold and wait for the releases (bounded by half
-  // the limit), then make the lease locally invalid, end the lease task after any
+  // Clean stop (docs/node-lease.md, "Clean stop"): release every hold and wait for the releases
+  // (bounded by half the limit), then make the lease locally invalid, end the lease task after any
   // attempt in flight, and write `released` last.
   Task<Status> Stop(Duration limit);
 

@@ -1,6 +1,6 @@
-// The listing (Membership) and the fence watch (docs/node-lease.md, "When to fence") with real ClusterNodes in
-// virtual time: the watch counted from the read, the fence decided on one fresh read and
-// refused by its condition when the node wrote in between, and FENCE_CONCURRENCY.
+// The listing (Membership) and the fence watch (docs/node-lease.md, "When to fence") with real
+// ClusterNodes in virtual time: the watch counted from the read, the fence decided on one fresh
+// read and refused by its condition when the node wrote in between, and FENCE_CONCURRENCY.
 #include "cluster/fence_watch.h"
 
 #include <gtest/gtest.h>
@@ -37,9 +37,9 @@ struct FenceWatchTest : ::testing::Test {
   }
 };
 
-// ADR §2: the fence is decided on one fresh versioned GET and written If-Match that GET's
-// version. Here node a is cut off from the bucket long enough to be fenced; b's deciding
-// read shows it stale; then, while b's fence is on its way, a's bucket comes back and a's
+// docs/node-lease.md, "When to fence": the fence is decided on one fresh versioned GET and written
+// If-Match that GET's version. Here node a is cut off from the bucket long enough to be fenced; b's
+// deciding read shows it stale; then, while b's fence is on its way, a's bucket comes back and a's
 // renewal lands first. The fence's condition fails: refused, and a keeps its lease. (Fails
 // with the broken model unconditional-fence: the fence overwrites a live write.)
 TEST_F(FenceWatchTest, AFenceDecidedOnAStaleReadIsRefusedByItsCondition) {
@@ -74,7 +74,7 @@ TEST_F(FenceWatchTest, AFenceDecidedOnAStaleReadIsRefusedByItsCondition) {
   EXPECT_EQ(Node("a").instance.str(), "ia");
 }
 
-// ADR bounds table: at most FENCE_CONCURRENCY (8) fences at once. Nine nodes die at the
+// docs/node-lease.md, "Bounds": at most FENCE_CONCURRENCY (8) fences at once. Nine nodes die at the
 // same moment; the survivor's fences take two seconds to answer; it sends eight, then the
 // ninth at a later listing. (Fails with the broken model unbounded-fence-concurrency.)
 TEST_F(FenceWatchTest, AtMostEightFencesAtOnce) {
@@ -109,10 +109,10 @@ TEST_F(FenceWatchTest, AtMostEightFencesAtOnce) {
   EXPECT_EQ(s.node.fence_watch().stats().max_in_flight, static_cast<std::uint64_t>(kFenceConcurrency));
 }
 
-// ADR §2: the watch runs from when B saw the object. A body can describe no later instant
-// than its GET's reply, so "unchanged since" is taken when the read returns; taken at the
-// listing's start instead, a slow listing would shorten the watch by its own duration.
-// Each read here takes a second. (Fails with the broken model watch-from-listing-start.)
+// docs/node-lease.md, "When to fence": the watch runs from when B saw the object. A body can
+// describe no later instant than its GET's reply, so "unchanged since" is taken when the read
+// returns; taken at the listing's start instead, a slow listing would shorten the watch by its own
+// duration. Each read here takes a second. (Fails with the broken model watch-from-listing-start.)
 TEST_F(FenceWatchTest, TheWatchRunsFromTheReadNotFromTheListingsStart) {
   const WallTime now = FromUnixMs(cluster_testing::kSimOriginMs);
   for (const std::string id : {"a", "b", "c"}) {

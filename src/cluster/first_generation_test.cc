@@ -1,7 +1,7 @@
 // The first acquisition of an actor without an ownership record (first_generation.h;
-// docs/node-lease.md, "Upgrading from per-actor leases"): seeded above every generation its log and leases/ carry, marked in
-// leases/ for this version, refused while a live old per-actor lease holds it. Real
-// ClusterNodes in virtual time; the old-format objects are written by the test, as the
+// docs/node-lease.md, "Upgrading from per-actor leases"): seeded above every generation its log and
+// leases/ carry, marked in leases/ for this version, refused while a live old per-actor lease holds
+// it. Real ClusterNodes in virtual time; the old-format objects are written by the test, as the
 // per-actor-lease versions wrote them (there is no older binary to run).
 #include "cluster/first_generation.h"
 
@@ -136,8 +136,8 @@ TEST_F(FirstGenerationTest, ANewActorIsMarkedAndStartsAtGenerationOne) {
   EXPECT_EQ(Marker().seed, Generation{0}) << "new actors are marked too: an old binary must never take them";
 }
 
-// ADR §6: an expired old lease is replaced by the marker (If-Match its version), seeded at
-// the higher of its generation and the log's.
+// docs/node-lease.md, "Upgrading from per-actor leases": an expired old lease is replaced by the
+// marker (If-Match its version), seeded at the higher of its generation and the log's.
 TEST_F(FirstGenerationTest, AnExpiredOldLeaseIsReplacedByAMarkerSeededAboveItsGeneration) {
   LeaveALog();
   Proc a(world, bucket, "a", "ia");
@@ -149,10 +149,10 @@ TEST_F(FirstGenerationTest, AnExpiredOldLeaseIsReplacedByAMarkerSeededAboveItsGe
   EXPECT_EQ(Marker().seed, Generation{9});
 }
 
-// ADR §6 and Verification: a live old lease refuses the first acquisition, whatever node it
-// names, the starting node's own id included (an old record has no instance). Nothing is
-// written; once expires_at + grace has passed on this node's clock, the actor is taken.
-// (Fails with the broken model old-lease-ignored.)
+// docs/node-lease.md, "Upgrading from per-actor leases" and Verification: a live old lease refuses
+// the first acquisition, whatever node it names, the starting node's own id included (an old record
+// has no instance). Nothing is written; once expires_at + grace has passed on this node's clock,
+// the actor is taken. (Fails with the broken model old-lease-ignored.)
 TEST_F(FirstGenerationTest, ALiveOldLeaseRefusesEvenWhenItNamesThisNode) {
   Proc a(world, bucket, "a", "ia");
   Ready(a);

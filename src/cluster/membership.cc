@@ -129,8 +129,8 @@ Task<Status> Membership::ListOnce() {
       v.old = std::get<OldHeartbeat>(*obj);
       ReportOldFormat(id, *v.old);
     }
-    // Taken at the read (ADR §2: the watch runs from when B saw the object, and a body can
-    // describe no later instant than its GET's reply).
+    // Taken at the read (docs/node-lease.md, "When to fence": the watch runs from when B saw the
+    // object, and a body can describe no later instant than its GET's reply).
     const MonoTime read_at = env_.MonoNow();
     const MonoTime watch_from = broken_.on(BrokenModel::kWatchFromListingStart) ? listed_at : read_at;
     if (prev != view_.end() && SameFingerprint(prev->second, v)) {

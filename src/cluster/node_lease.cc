@@ -25,7 +25,7 @@ std::string Describe(const NodeRecord& r) {
 }
 
 // The parts of an object that say whether it changed (never the version token: some
-// stores return a different token on read than on write, ADR §2).
+// stores return a different token on read than on write, docs/node-lease.md, "When to fence").
 struct Fingerprint {
   bool present = false;
   bool old_format = false;
@@ -369,8 +369,9 @@ Task<LeaseEnd> NodeLease::Run() {
     return LeaseEnd{reason, std::move(message)};
   };
 
-  // The bucket check first (ADR §6): a bucket that cannot hold the protocol's records is
-  // refused before anything is written, with the setting to change.
+  // The bucket check first (docs/node-lease.md, "Upgrading from per-actor leases"): a bucket that
+  // cannot hold the protocol's records is refused before anything is written, with the setting to
+  // change.
   if (start_steps_.bucket_check) {
     Status bucket = co_await CheckBucket();
     if (aborted_) co_return end(LeaseEndReason::kStopped, "cancelled");
@@ -381,7 +382,8 @@ Task<LeaseEnd> NodeLease::Run() {
       co_return end(LeaseEndReason::kBucketUnfit, bucket.message());
     }
   }
-  // Then the start guard beside the start check (ADR §6): the first write waits for both.
+  // Then the start guard beside the start check (docs/node-lease.md, "Upgrading from per-actor
+  // leases"): the first write waits for both.
   if (start_steps_.start_guard) SpawnStartGuard();
   bool guard_pending = start_steps_.start_guard;
 
@@ -430,11 +432,11 @@ Task<LeaseEnd> NodeLease::Run() {
     if (aborted_) co_return end(LeaseEndReason::kStopped, "cancelled");
     if (stopping_) co_return end(LeaseEndReason::kStopped, "stopped during the start check");
     if (s.code() == Code::kUnknownOutcome || s.code() == Code::kPreconditionFailed) {
-      // ADR §1: a first write whose outcome is unknown (or that met a failed condition: a
-      // retried request can conflict with its own first attempt) follows the re-read rule,
-      // then goes back to the check. The read is retried until the bucket answers: going
-      // back undecided could later make this instance valid again after a fence named it
-      // (found by the simulator's `lease` scenario in a deep run).
+      // docs/node-lease.md, "What the lease is": a first write whose outcome is unknown (or that
+      // met a failed condition: a retried request can conflict with its own first attempt) follows
+      // the re-read rule, then goes back to the check. The read is retried until the bucket
+      // answers: going back undecided could later make this instance valid again after a fence
+      // named it (found by the simulator's `lease` scenario in a deep run).
       ReRead read = co_await ReReadAndAdopt();
       Duration read_backoff = kRetryBackoffMin;
       while (read.kind == ReReadKind::kUndecided) {
@@ -542,9 +544,10 @@ Task<Status> NodeLease::Stop(Duration limit) {
   }
   if (lost_ || !version_) co_return Status::Ok();  // nothing of ours to release
 
-  // `released` keeps the written_at of the last live write it replaces (ADR §1). A write
-  // that fails is tried again for one attempt timeout and a second more, within the
-  // stop's limit (ADR §4); past it the lease stays live and peers free it by fencing.
+  // `released` keeps the written_at of the last live write it replaces (docs/node-lease.md, "What
+  // the lease is"). A write that fails is tried again for one attempt timeout and a second more,
+  // within the stop's limit (docs/node-lease.md, "Clean stop"); past it the lease stays live and
+  // peers free it by fencing.
   const MonoTime release_deadline =
       std::min(deadline, env_.MonoNow() + timing_.attempt_timeout() + std::chrono::seconds(1));
   NodeRecord released = LiveRecord(written_at_);

@@ -35,7 +35,8 @@ enum class LeaseEndReason : std::uint8_t {
   kLost,     // a conflict the re-read did not explain: fenced, another instance, gone
   kTwin,     // the start check saw another live process under this id
   kBucketUnfit,        // the bucket check refused the bucket (nothing was written): fix the setting it names
-  kOldVersionRunning,  // the start guard saw an old-format heartbeat rewritten (ADR §6)
+  kOldVersionRunning,  // the start guard saw an old-format heartbeat rewritten (docs/node-lease.md,
+                       // "Upgrading from per-actor leases")
 };
 std::string_view LeaseEndReasonName(LeaseEndReason r);
 
@@ -72,9 +73,9 @@ class NodeLease {
   // REQUIRES: timing.Validate().ok(); called once.
   Task<LeaseEnd> Run();
 
-  // Clean stop (ADR §4, the lease's part): makes the lease locally invalid at once, lets
-  // an attempt in flight finish, ends the loop, then writes `released` If-Match the last
-  // acknowledged version (with the re-read rule on conflict), within `limit`.
+  // Clean stop (docs/node-lease.md, "Clean stop", the lease's part): makes the lease locally
+  // invalid at once, lets an attempt in flight finish, ends the loop, then writes `released`
+  // If-Match the last acknowledged version (with the re-read rule on conflict), within `limit`.
   // Returns once released is written or given up; Run then returns kStopped.
   Task<Status> Stop(Duration limit);
 
@@ -93,7 +94,8 @@ class NodeLease {
   // epoch e is valid only while IsValid() && epoch() == e ("no lapse since acquired").
   std::uint64_t epoch() const { return epoch_; }
   // Monotonic time of the first acknowledged write after the latest lapse (or the start):
-  // peers are judged only from then on (ADR §2). nullopt while not valid.
+  // peers are judged only from then on (docs/node-lease.md, "When to fence"). nullopt while not
+  // valid.
   std::optional<MonoTime> valid_since() const { return valid_since_; }
   // The send time validity runs from, and when it ends (monotonic).
   MonoTime valid_until() const { return valid_until_; }
@@ -104,8 +106,9 @@ class NodeLease {
   const NodeLeaseStats& stats() const { return stats_; }
   const std::optional<Version>& version() const { return version_; }
 
-  // The steps before the first write (ADR §6). Both on by default; the lease's own unit
-  // tests switch them off to count its writes and times exactly. Set before Run.
+  // The steps before the first write (docs/node-lease.md, "Upgrading from per-actor leases"). Both
+  // on by default; the lease's own unit tests switch them off to count its writes and times
+  // exactly. Set before Run.
   struct StartSteps {
     bool bucket_check = true;
     bool start_guard = true;
@@ -141,7 +144,8 @@ class NodeLease {
     ReReadKind kind = ReReadKind::kUndecided;
     std::string what;  // the object as found, for the log or the exit message
   };
-  // The re-read rule (ADR §1): one versioned read; our own live write is adopted.
+  // The re-read rule (docs/node-lease.md, "What the lease is"): one versioned read; our own live
+  // write is adopted.
   Task<ReRead> ReReadAndAdopt();
   // Sleeps until deadline or until Stop() asks the loop to end. Returns false if woken by
   // a stop (or cancelled).

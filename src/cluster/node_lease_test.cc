@@ -1,4 +1,5 @@
-// NodeLease in virtual time against a faulty in-memory bucket (docs/node-lease.md, "What the lease is", "Clean stop" and "Timings").
+// NodeLease in virtual time against a faulty in-memory bucket (docs/node-lease.md, "What the lease
+// is", "Clean stop" and "Timings").
 #include "cluster/node_lease.h"
 
 #include <gtest/gtest.h>
@@ -52,11 +53,11 @@ TEST_F(LeaseTest, FreshNodeWaitsTtlPlusGraceThenRenewsEveryPeriod) {
   EXPECT_EQ(a.lease.epoch(), 1u);
 }
 
-// ADR §1: each attempt is bounded by (ttl - safety) / 3 and retried within the period, so
-// a node has two tries before its lease runs out. Here the first attempt of every period
-// hangs (its request never arrives in time); the retry within the period lands, and the
-// lease never lapses. (Fails with the broken models lease-attempt-unbounded: the hung
-// attempt takes the whole period; and lease-no-retry: the next try waits for the next
+// docs/node-lease.md, "What the lease is": each attempt is bounded by (ttl - safety) / 3 and
+// retried within the period, so a node has two tries before its lease runs out. Here the first
+// attempt of every period hangs (its request never arrives in time); the retry within the period
+// lands, and the lease never lapses. (Fails with the broken models lease-attempt-unbounded: the
+// hung attempt takes the whole period; and lease-no-retry: the next try waits for the next
 // period, which hangs too.)
 TEST_F(LeaseTest, ASlowLeaseWriteIsCutAtTheAttemptTimeoutAndRetriedWithinThePeriod) {
   Node a(world, bucket, NodeId("a"), InstanceToken("i1"));
@@ -119,10 +120,10 @@ TEST_F(LeaseTest, AnAcknowledgementAfterValidityEndedStartsANewEpoch) {
   EXPECT_EQ(events, (std::vector<std::string>{"valid 1", "lapse 1", "valid 2"}));
 }
 
-// ADR §1: a first write whose outcome is unknown follows the re-read rule, then goes back
-// to the check. Here it never arrived: the re-read finds no object, so the process goes
-// back to the check (waiting ttl + grace again) with the same instance, instead of taking
-// the absence for a deletion and exiting.
+// docs/node-lease.md, "What the lease is": a first write whose outcome is unknown follows the
+// re-read rule, then goes back to the check. Here it never arrived: the re-read finds no object, so
+// the process goes back to the check (waiting ttl + grace again) with the same instance, instead of
+// taking the absence for a deletion and exiting.
 TEST_F(LeaseTest, AFirstWriteWithAnUnknownOutcomeThatDidNotLandGoesBackToTheCheck) {
   Node a(world, bucket, NodeId("a"), InstanceToken("i1"));
   int puts = 0;

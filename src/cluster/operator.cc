@@ -53,7 +53,9 @@ NodeStatus DescribeNode(const NodeView& v, WallTime now, const LeaseTiming& timi
       s.detail = "old-format heartbeat of unknown age: an old version may be running";
     } else {
       s.age = now - *v.old->written_at;
-      const bool fresh = OldHeartbeatFresh(*v.old, now, timing);  // the start guard's test (ADR §6)
+      const bool fresh = OldHeartbeatFresh(*v.old, now, timing);  // the start guard's test
+                                                                  // (docs/node-lease.md, "Upgrading
+                                                                  // from per-actor leases")
       s.state = fresh ? "old-running" : "old-retired";
       s.error = fresh;
       s.detail = fresh ? "an old version is running under this id: stop it (old and new versions never run together)"
@@ -125,8 +127,8 @@ Task<Result<FenceOutcome>> FenceOnce(Env& env, ObjectStore& store, NodeId node_i
     // Absent (deleted by mistake, the machine gone): a fence with no instance, dated by
     // the operator's clock. Records naming this id are free ttl + grace later; a process
     // still running under it fails its next write and exits. That argument holds only if
-    // the operator's clock is within max_skew of true time (ADR §2: "within the skew
-    // bound"), so it is held against the bucket's first.
+    // the operator's clock is within max_skew of true time (docs/node-lease.md, "When to fence":
+    // "within the skew bound"), so it is held against the bucket's first.
     if (!force && !broken.on(BrokenModel::kOperatorFenceTrustsClock)) {
       auto bucket = co_await store.BucketTime(call);
       if (!bucket.ok()) {
@@ -168,11 +170,12 @@ Task<Result<FenceOutcome>> FenceOnce(Env& env, ObjectStore& store, NodeId node_i
   out.written_at = r.written_at;
   out.free_at = r.written_at + std::chrono::duration_cast<std::chrono::milliseconds>(timing.takeover_after());
   if (r.state == LeaseState::kFenced) co_return out;  // nothing over a fence
-  // No watch needed: the time bound alone keeps an operator's fence safe (ADR §2).
+  // No watch needed: the time bound alone keeps an operator's fence safe (docs/node-lease.md, "When
+  // to fence").
   r.state = LeaseState::kFenced;  // instance, written_at and the rest kept
   const Version condition = if_match ? *if_match : got->version;
   // If-Match the version read: a node that wrote in between is alive, and its write must
-  // not be overwritten with an older written_at (ADR §2).
+  // not be overwritten with an older written_at (docs/node-lease.md, "When to fence").
   Precondition precondition = broken.on(BrokenModel::kOperatorFenceUnconditional) ? Precondition::None()
                                                                                    : Precondition::IfMatch(condition);
   auto put = co_await store.Put(key, EncodeNodeRecord(r), precondition, call);

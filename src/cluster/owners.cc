@@ -128,7 +128,8 @@ Task<Owners::Freed> Owners::IsFree(OwnerRecord record) {
     // Broken model: judging from the membership view (possibly older than the record).
     co_return membership_.IsLive(record.node_id, record.instance) ? Freed::kHeld : Freed::kFree;
   }
-  // A read of nodes/<A> issued after the read of the record (ADR §2).
+  // A read of nodes/<A> issued after the read of the record (docs/node-lease.md, "Freeing a
+  // record").
   auto got = co_await store_.Get(NodeKey(record.node_id), CallOptions{timing_.attempt_timeout()});
   if (!got.ok()) {
     if (got.code() == Code::kNotFound) co_return broken_.on(BrokenModel::kFreeOnAbsentNode) ? Freed::kFree : Freed::kHeld;
@@ -138,7 +139,8 @@ Task<Owners::Freed> Owners::IsFree(OwnerRecord record) {
   if (!obj.ok()) co_return Freed::kHeld;  // corrupt: never free
   if (std::holds_alternative<OldHeartbeat>(*obj)) {
     // An old binary writes its heartbeat unconditionally: it may have overwritten A's
-    // object while A was still valid. Never free, however old (ADR §2).
+    // object while A was still valid. Never free, however old (docs/node-lease.md, "Freeing a
+    // record").
     co_return broken_.on(BrokenModel::kFreeOnOldFormat) ? Freed::kFree : Freed::kHeld;
   }
   const NodeRecord& n = std::get<NodeRecord>(*obj);
@@ -246,7 +248,8 @@ Task<AcquireResult> Owners::AcquireWith(ActorId actor, std::optional<std::pair<V
   } else if (!got.ok()) {
     // No record: the first acquisition of this actor (an upgraded one, a new one, or one
     // whose record was lost) starts above every generation its log and leases/ carry, and
-    // never takes an actor a live old per-actor lease holds (ADR §6; first_generation.h).
+    // never takes an actor a live old per-actor lease holds (docs/node-lease.md, "Upgrading from
+    // per-actor leases"; first_generation.h).
     auto first = co_await SeedFirstGeneration(env_, store_, actor, self, timing_, call, broken_);
     if (!first.ok()) co_return Outcome(AcquireResult::Kind::kError, "seeding " + key + ": " + first.status().ToString());
     if (first->held_by_old_lease) {
@@ -281,7 +284,7 @@ Task<AcquireResult> Owners::AcquireWith(ActorId actor, std::optional<std::pair<V
     condition = Precondition::IfMatch(got->version);
   }
 
-  // Checked right before the record write (ADR §3).
+  // Checked right before the record write (docs/node-lease.md, "Actors").
   if (!lease_.IsValid()) co_return Outcome(AcquireResult::Kind::kNotValid, "node lease not valid");
   if (!accepting_) co_return Outcome(AcquireResult::Kind::kNotValid, "draining: not taking new actors");
   if (leaving(actor)) co_return Outcome(AcquireResult::Kind::kNotValid, "moving to another node");
@@ -373,7 +376,7 @@ Task<Status> Owners::Release(ActorId actor) {
 
 void Owners::OnLapse() {
   if (broken_.on(BrokenModel::kLapseKeepsHolds)) return;
-  // Every hold ends at once into the pending releases (ADR §3).
+  // Every hold ends at once into the pending releases (docs/node-lease.md, "Actors").
   auto ended = TakeAllHolds();
   for (auto& [actor, hold] : ended) {
     hold->alive = false;
@@ -393,8 +396,8 @@ void Owners::OnLost() {
   unresolved_.clear();
   for (auto& [actor, hold] : ended) HoldEndedAs(*hold, HoldEnd::kDropped);
   if (broken_.on(BrokenModel::kResolverIgnoresLost)) return;
-  // A lost process sends nothing more (ADR §1: no releases): the pass and every entry in
-  // flight are cancelled, and each one checks lost_ before it would send.
+  // A lost process sends nothing more (docs/node-lease.md, "What the lease is": no releases): the
+  // pass and every entry in flight are cancelled, and each one checks lost_ before it would send.
   lost_ = true;
   StopBackground();
 }
@@ -613,7 +616,8 @@ void Owners::ScheduleTick() {
   tick_timer_ = env_.StartTimer(env_.MonoNow() + kBackgroundTick, [this] {
     tick_timer_.reset();
     if (!background_on_) return;
-    // Retries pause while the node lease is invalid (ADR §3); one pass at a time.
+    // Retries pause while the node lease is invalid (docs/node-lease.md, "Actors"); one pass at a
+    // time.
     if (HasWork() && pass_.done()) pass_ = env_.Spawn(Pass(), "pending releases");
     ScheduleTick();
   });
@@ -634,7 +638,7 @@ Task<Status> Owners::Drain(Duration limit) {
   // Holds can still appear from acquisitions that were past their checks when the drain
   // began (at most one attempt timeout later): release until none is left. Each release
   // starts only before the deadline, so a slow bucket cannot stretch the drain (nor the
-  // clean stop, whose lease-level cut then ends what is left: ADR §4).
+  // clean stop, whose lease-level cut then ends what is left: docs/node-lease.md, "Clean stop").
   while (env_.MonoNow() < deadline && lease_.IsValid()) {
     std::vector<ActorId> actors;
     for (auto& [a, h] : holds_) actors.push_back(a);
@@ -658,8 +662,8 @@ Task<Status> Owners::Drain(Duration limit) {
 }
 
 Task<Result<std::optional<OwnerRecord>>> Owners::OtherOwner(ActorId actor) {
-  // One GET within the admission wait (ADR §3): a slow bucket answers this request 503,
-  // it does not hold it.
+  // One GET within the admission wait (docs/node-lease.md, "Actors"): a slow bucket answers this
+  // request 503, it does not hold it.
   const Duration wait = broken_.on(BrokenModel::kRoutingReadUnbounded) ? timing_.ttl : kAdmissionWait;
   auto got = co_await store_.Get(OwnerKey(actor), CallOptions{wait});
   if (!got.ok()) {

@@ -101,7 +101,8 @@ struct OwnersStats {
   std::uint64_t resolver_released = 0;   // resolved: it had landed, released
   std::uint64_t resolver_dropped = 0;    // resolved: not ours, or a hold exists
   std::uint64_t dropped_holds = 0;       // dropped on a lost lease
-  std::uint64_t markers_written = 0;     // leases/ markers written by first acquisitions (ADR §6)
+  std::uint64_t markers_written = 0;     // leases/ markers written by first acquisitions
+                                         // (docs/node-lease.md, "Upgrading from per-actor leases")
   std::uint64_t old_lease_refusals = 0;  // first acquisitions refused by a live old per-actor lease
 };
 
@@ -193,8 +194,8 @@ class Owners {
   enum class Freed { kFree, kHeld, kUnknown };
   using EntryKey = std::pair<ActorId, Generation>;
 
-  // The per-actor locks (ADR §3), FIFO, one entry per actor that is locked or awaited:
-  // an entry is erased when its last holder unlocks with nobody waiting, so the table
+  // The per-actor locks (docs/node-lease.md, "Actors"), FIFO, one entry per actor that is locked or
+  // awaited: an entry is erased when its last holder unlocks with nobody waiting, so the table
   // never grows with the actors a node ever saw. Shared with the guards (weakly), so a
   // guard destroyed with a task frame after the Owners is harmless.
   struct LockTable {

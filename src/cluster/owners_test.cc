@@ -1,4 +1,5 @@
-// Ownership records and holds (docs/node-lease.md, "Actors" and "Drain") with real ClusterNodes in virtual time.
+// Ownership records and holds (docs/node-lease.md, "Actors" and "Drain") with real ClusterNodes in
+// virtual time.
 #include "cluster/owners.h"
 
 #include <gtest/gtest.h>
@@ -84,9 +85,9 @@ TEST_F(OwnersTest, AnotherNodesLiveHoldIsNotTaken) {
   EXPECT_EQ((*other)->node_id, NodeId("a"));
 }
 
-// ADR §2: a record naming A is free on a fresh read of nodes/A that shows it fenced or
-// released, once that object's kept written_at + ttl + grace has passed on the reader's
-// clock, and not before. An operator's fence needs no watch, so it lands long before the
+// docs/node-lease.md, "Freeing a record": a record naming A is free on a fresh read of nodes/A that
+// shows it fenced or released, once that object's kept written_at + ttl + grace has passed on the
+// reader's clock, and not before. An operator's fence needs no watch, so it lands long before the
 // bound: the time check alone keeps the acquisition out until then. (Fails with the
 // broken model free-ignores-fence-bound.)
 TEST_F(OwnersTest, AFencedNodesActorIsTakenAtTheNextGenerationAfterTheBound) {
@@ -139,9 +140,9 @@ TEST_F(OwnersTest, AReleasedNodesActorIsTakenAtTheNextGenerationAfterTheBound) {
   EXPECT_EQ(Record(), Owner("b", "ib", 2));
 }
 
-// ADR §2: an old-format nodes/<A> (headers 1 and 2) frees nothing, however old: an old
-// binary writes its heartbeat unconditionally and may have overwritten A's object while A
-// was still valid. (Fails with the broken model free-on-old-format.)
+// docs/node-lease.md, "Freeing a record": an old-format nodes/<A> (headers 1 and 2) frees nothing,
+// however old: an old binary writes its heartbeat unconditionally and may have overwritten A's
+// object while A was still valid. (Fails with the broken model free-on-old-format.)
 TEST_F(OwnersTest, AnOldFormatHeartbeatFreesNothing) {
   auto a = std::make_unique<Proc>(world, bucket, "a", "ia");
   Proc b(world, bucket, "b", "ib");
@@ -235,9 +236,9 @@ TEST_F(OwnersTest, AnAcquireWithUnknownOutcomeIsReleasedIfItLanded) {
   EXPECT_EQ(a.node.owners().stats().resolver_released, 1u);
 }
 
-// ADR §3, the per-actor lock: the first acquisition's write is lost in transit (unknown
-// outcome, kept for the resolver at generation 1); a second acquisition writes the same
-// generation, and it lands, but its reply takes a second. The resolver's next pass falls
+// docs/node-lease.md, "Actors", the per-actor lock: the first acquisition's write is lost in
+// transit (unknown outcome, kept for the resolver at generation 1); a second acquisition writes the
+// same generation, and it lands, but its reply takes a second. The resolver's next pass falls
 // in that second, between the landing and the registration of the hold: it reads the
 // record naming this instance at generation 1 with no hold registered yet. Holding the
 // actor's lock, it waits for the acquisition and then sees the hold; without the lock it
@@ -271,9 +272,9 @@ TEST_F(OwnersTest, ASecondAcquireAtTheSameGenerationIsNeverReleasedByTheResolver
   EXPECT_EQ(a.node.owners().pending(), 0u);
 }
 
-// ADR §3: a pending release retries the very same write, If-Match the acquire's version,
-// and never adopts a version read later. The dangerous order is forced: the release of
-// generation 1 is parked, the background retries are paused, the node takes the actor
+// docs/node-lease.md, "Actors": a pending release retries the very same write, If-Match the
+// acquire's version, and never adopts a version read later. The dangerous order is forced: the
+// release of generation 1 is parked, the background retries are paused, the node takes the actor
 // again at generation 2, and only then is the parked release retried. (Fails with the
 // broken model pending-release-adopts-version.)
 TEST_F(OwnersTest, APendingReleaseNeverAppliesToALaterHold) {
@@ -431,7 +432,7 @@ void ParkByALapse(SimWorld& world, Proc& a, int n, bool* lease_down) {
   *lease_down = false;
 }
 
-// ADR bounds table: at most PENDING_CONCURRENCY (32) pending entries are worked at once.
+// docs/node-lease.md, "Bounds": at most PENDING_CONCURRENCY (32) pending entries are worked at once.
 // Forty holds end in a lapse; their releases take a second to answer; the first pass sends
 // 32 of them at once, then the rest. (Fails with the broken model
 // unbounded-pending-concurrency.)
@@ -463,7 +464,7 @@ TEST_F(OwnersTest, AtMost32PendingReleasesAreSentAtOnce) {
   EXPECT_EQ(Record(Nth(39)), OwnerRecord::Nobody(Generation{1}));
 }
 
-// ADR bounds table: a pass stops after 32 refusals in a row, so a refusing bucket gets no
+// docs/node-lease.md, "Bounds": a pass stops after 32 refusals in a row, so a refusing bucket gets no
 // burst of writes. A hundred holds end in a lapse and the bucket refuses every record
 // write: the first pass sends 32. (Fails with the broken model no-refusal-limit.)
 TEST_F(OwnersTest, APassStopsAfter32RefusalsInARow) {
@@ -490,9 +491,10 @@ TEST_F(OwnersTest, APassStopsAfter32RefusalsInARow) {
   EXPECT_EQ(a.node.owners().pending(), 100u);
 }
 
-// ADR §3: pending releases pause while the node lease is invalid. The lease writes are cut
-// off, the hold lapses into a pending release, the records stay reachable: nothing is sent
-// until the lease is valid again. (Fails with the broken model pending-retries-while-invalid.)
+// docs/node-lease.md, "Actors": pending releases pause while the node lease is invalid. The lease
+// writes are cut off, the hold lapses into a pending release, the records stay reachable: nothing
+// is sent until the lease is valid again. (Fails with the broken model
+// pending-retries-while-invalid.)
 TEST_F(OwnersTest, PendingReleasesPauseWhileTheLeaseIsInvalid) {
   Proc a(world, bucket, "a", "ia");
   Ready(a);
@@ -515,8 +517,8 @@ TEST_F(OwnersTest, PendingReleasesPauseWhileTheLeaseIsInvalid) {
   EXPECT_EQ(Record(Nth(0)), OwnerRecord::Nobody(Generation{1}));
 }
 
-// Routing (ADR §3): a record naming a node the membership view does not show live, under
-// the named instance, is not trusted: the request is served here (the acquisition then
+// Routing (docs/node-lease.md, "Actors"): a record naming a node the membership view does not show
+// live, under the named instance, is not trusted: the request is served here (the acquisition then
 // reads nodes/<A> fresh). (Fails with the broken model route-to-any-owner.)
 TEST_F(OwnersTest, ARecordNamingANodeThatIsNotLiveIsAcquiredHere) {
   Proc b(world, bucket, "b", "ib");
@@ -547,8 +549,8 @@ TEST_F(OwnersTest, ARecordNamingANodeThatIsNotLiveIsAcquiredHere) {
   EXPECT_FALSE(ghost->has_value()) << "a node missing from the view is not live";
 }
 
-// Routing (ADR §3): one GET of the record within the 250 ms admission wait; a slower
-// bucket answers this request 503 instead of holding it. (Fails with the broken model
+// Routing (docs/node-lease.md, "Actors"): one GET of the record within the 250 ms admission wait; a
+// slower bucket answers this request 503 instead of holding it. (Fails with the broken model
 // routing-read-unbounded.)
 TEST_F(OwnersTest, TheRoutingReadGivesUpAfterTheAdmissionWait) {
   Proc b(world, bucket, "b", "ib");
@@ -568,9 +570,9 @@ TEST_F(OwnersTest, TheRoutingReadGivesUpAfterTheAdmissionWait) {
   EXPECT_LE(world.Now() - start, kAdmissionWait + milliseconds(5));
 }
 
-// ADR §1: a lost lease sends nothing more. A resolver read in flight when the lease is
-// lost (its node was fenced, and its next renewal found out) comes back naming this
-// instance with no hold: it must not send the release. The timeline is the harness's
+// docs/node-lease.md, "What the lease is": a lost lease sends nothing more. A resolver read in
+// flight when the lease is lost (its node was fenced, and its next renewal found out) comes back
+// naming this instance with no hold: it must not send the release. The timeline is the harness's
 // (no latency): valid at 15 s, renewals every 3 s, the resolver every 250 ms; the
 // unresolved acquire is found at 17.667 s, the resolver reads at 17.75 s, the fence lands
 // then, the renewal of 18 s loses the lease, and the read answers at 18.75 s. (Fails with

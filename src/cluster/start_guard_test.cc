@@ -1,6 +1,6 @@
-// The start steps (docs/node-lease.md, "Upgrading from per-actor leases") with real ClusterNodes in virtual time: the start guard
-// beside the start check (old-format heartbeats are written by the test, as the
-// per-actor-lease versions wrote them) and the bucket check before both.
+// The start steps (docs/node-lease.md, "Upgrading from per-actor leases") with real ClusterNodes in
+// virtual time: the start guard beside the start check (old-format heartbeats are written by the
+// test, as the per-actor-lease versions wrote them) and the bucket check before both.
 #include "cluster/start_guard.h"
 
 #include <gtest/gtest.h>
@@ -51,9 +51,10 @@ TEST(OldHeartbeatFreshTest, FreshForThreePeriodsPlusTtlGraceAndSkew) {
   EXPECT_TRUE(OldHeartbeatFresh(OldHeartbeat{1, now + seconds(3600)}, now, t)) << "dated ahead";
 }
 
-// ADR §6: a fresh old-format heartbeat holds the first lease write until it is no longer
-// fresh (written_at + 25 s), beyond the start check's 15 s; the guard runs beside the check,
-// not after it. (Fails with the broken model start-guard-off: valid at 15 s.)
+// docs/node-lease.md, "Upgrading from per-actor leases": a fresh old-format heartbeat holds the
+// first lease write until it is no longer fresh (written_at + 25 s), beyond the start check's 15 s;
+// the guard runs beside the check, not after it. (Fails with the broken model start-guard-off:
+// valid at 15 s.)
 TEST_F(StartGuardTest, AFreshOldHeartbeatHoldsTheFirstWriteUntilItCannotBeRunning) {
   world.RunFor(seconds(10));
   PutOld("old", WallNow() - seconds(2));  // an old node stopped 2 s ago
@@ -77,8 +78,9 @@ TEST_F(StartGuardTest, AStaleOldHeartbeatDoesNotDelayTheStart) {
   EXPECT_EQ(a.node.lease().start_guard_stats()->waits, 0u);
 }
 
-// ADR §6: an old-format heartbeat that is rewritten while the guard waits means an old node
-// is running: the node refuses to start, and writes nothing.
+// docs/node-lease.md, "Upgrading from per-actor leases": an old-format heartbeat that is rewritten
+// while the guard waits means an old node is running: the node refuses to start, and writes
+// nothing.
 TEST_F(StartGuardTest, AnOldHeartbeatRewrittenMeanwhileRefusesTheStart) {
   world.RunFor(seconds(10));
   cluster_testing::SimNode a(world, bucket, NodeId("a"), InstanceToken("ia"), "t", timing, false);
@@ -105,8 +107,9 @@ TEST_F(StartGuardTest, AnOldHeartbeatThatAppearsWhileTheGuardWaitsRefusesTheStar
   EXPECT_NE(a.end->message.find("nodes/other appeared"), std::string::npos) << a.end->message;
 }
 
-// ADR §6: a heartbeat dated ahead of this node's clock (a retired node's clock was wrong)
-// lapses 25 s after this node first read that same body, on its monotonic clock.
+// docs/node-lease.md, "Upgrading from per-actor leases": a heartbeat dated ahead of this node's
+// clock (a retired node's clock was wrong) lapses 25 s after this node first read that same body,
+// on its monotonic clock.
 TEST_F(StartGuardTest, AnOldHeartbeatDatedAheadLapsesOnThisNodesCount) {
   world.RunFor(seconds(10));
   PutOld("ahead", WallNow() + seconds(3600));

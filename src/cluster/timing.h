@@ -41,7 +41,7 @@ struct LeaseTiming {
   // How long after a written_at a peer may treat that node as gone: ttl + grace.
   Duration takeover_after() const { return ttl + grace; }
   // How long a peer watches an unchanged object before fencing: one lease period plus
-  // one attempt timeout (ADR §2).
+  // one attempt timeout (docs/node-lease.md, "When to fence").
   Duration fence_watch() const { return lease_period() + attempt_timeout(); }
 };
 

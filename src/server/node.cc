@@ -332,7 +332,7 @@ Task<NodeExit> Node::Run(Latch<int> stop) {
   SpawnBackground(&end, stop);
   const int what = co_await stop.Wait();
   if (what > 0) {
-    // A clean stop (docs/node-lease.md): the actors first — no new events,
+    // A clean stop (docs/node-lease.md, "Clean stop"): the actors first — no new events,
     // running ones finish, each replica waits until its writes are durable and its hold is
     // released — then the node releases any hold left, makes the lease locally invalid (a
     // straggler is cut), ends the lease task after any attempt in flight, and writes
