@@ -39,8 +39,13 @@
 //   - "Expect: 100-continue" (HTTP/1.1) is answered "100 Continue" before the body is
 //     read, and not at all when the body is refused.
 //   - Malformed requests get 400 and the connection closes. Besides what the parser
-//     rejects: an HTTP/1.1 request without Host, and a Transfer-Encoding whose last coding
-//     is not chunked (its length cannot be known; RFC 9112 section 6.3).
+//     rejects: an HTTP/1.1 request without Host, and every framing RFC 9112 lets a server
+//     refuse and a proxy in front might read differently (request smuggling): a
+//     Transfer-Encoding other than exactly "chunked" (gzip, chunked; chunked twice; one
+//     split over two fields), any Transfer-Encoding in HTTP/1.0, Transfer-Encoding with
+//     Content-Length, more than one Content-Length field (even equal), a Content-Length
+//     that is not one decimal number ("0, 0", "+3"), a folded header line (obs-fold) or
+//     whitespace before the first field (sections 2.2, 5.2, 6.1, 6.3).
 //   - After any of these error replies the server reads and discards what the client
 //     still sends for a short while before closing (a "lingering close"), so the reply is
 //     not destroyed by a reset.
