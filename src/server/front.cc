@@ -130,10 +130,10 @@ Task<std::optional<ServerResponse>> Front::CheckBeforeBody(ServerRequest request
   if (!refused) {
     if (auto length = AnnouncedLength(request)) refused = TooLarge(*length);
   }
-  if (!refused && Forwarder::HasForwardingHeaders(request)) {
+  if (!refused && Forwarder::HasNodeHeaders(request)) {
     // Forwarded requests come through the peer listener only (Handle refuses them here
     // too), so a client cannot skip this check by adding forwarding headers.
-    refused = RefuseForwarded("forwarded requests are accepted on the peer listener only");
+    refused = RefuseForwarded("headers named X-Wasmkeep-* are the nodes' own: forwarded requests are accepted on the peer listener only");
   }
   if (!refused) {
     auto auth = request.Header("Authorization");
@@ -195,8 +195,8 @@ Task<ServerResponse> Front::Handle(ServerRequest request, Via via, bool* reached
     request.headers = std::move(from.headers);
     actor_request.headers = request.headers;
   } else {
-    if (Forwarder::HasForwardingHeaders(request)) {
-      co_return RefuseForwarded("forwarded requests are accepted on the peer listener only");
+    if (Forwarder::HasNodeHeaders(request)) {
+      co_return RefuseForwarded("headers named X-Wasmkeep-* are the nodes' own: forwarded requests are accepted on the peer listener only");
     }
     auto auth = request.Header("Authorization");
     std::string value = auth ? std::string(*auth) : std::string();
