@@ -27,6 +27,14 @@ Status ValidateAlarmOptions(const AlarmOptions& o, const LeaseTiming& timing) {
     return InvalidArgument("alarms.first_retry_ms must be between 1 and 3600000");
   }
   if (o.max_retries < 0 || o.max_retries > 20) return InvalidArgument("alarms.max_retries must be between 0 and 20");
+  if (o.min_interval < Duration(0) || o.min_interval > kMaxAlarmMinInterval) {
+    return InvalidArgument("alarms.min_interval_ms must be between 0 and " +
+                           std::to_string(std::chrono::duration_cast<milliseconds>(kMaxAlarmMinInterval).count()));
+  }
+  if (o.max_events_per_second < 1 || o.max_events_per_second > kMaxAlarmEventsPerSecondSetting) {
+    return InvalidArgument("alarms.max_events_per_second must be between 1 and " +
+                           std::to_string(kMaxAlarmEventsPerSecondSetting));
+  }
   if (o.handed_recheck < 2 * timing.ttl + timing.grace) {
     return InvalidArgument("alarms.handed_recheck_ms must be at least 2 * lease.ttl_ms + lease.grace_ms (" +
                            FormatDuration(2 * timing.ttl + timing.grace) +
@@ -36,7 +44,11 @@ Status ValidateAlarmOptions(const AlarmOptions& o, const LeaseTiming& timing) {
 }
 
 AlarmService::AlarmService(AlarmServiceDeps deps, AlarmOptions options, LeaseTiming timing)
-    : deps_(std::move(deps)), options_(options), timing_(timing) {
+    : deps_(std::move(deps)),
+      options_(options),
+      timing_(timing),
+      tokens_(static_cast<double>(options.max_events_per_second)),
+      refilled_(deps_.env.MonoNow()) {
   std::weak_ptr<bool> alive = alive_;
   deps_.index.set_listener([this, alive](const ActorId& actor, std::optional<std::int64_t> alarm, bool resident) {
     if (auto a = alive.lock(); a && *a) OnIndexChange(actor, alarm, resident);
@@ -59,6 +71,10 @@ void AlarmService::Stop() {
   }
   deliveries_.clear();
   acquiring_ = 0;
+  if (dispatch_timer_) deps_.env.CancelTimer(*dispatch_timer_);
+  dispatch_timer_.reset();
+  waiting_.clear();
+  turns_.clear();
 }
 
 std::int64_t AlarmService::WallMs() const { return ToUnixMs(deps_.env.WallNow()); }
@@ -170,7 +186,90 @@ void AlarmService::StartAttempt(const ActorId& actor) {
   auto it = deliveries_.find(actor);
   if (it == deliveries_.end()) return;
   it->second.timer.reset();
+  if (!Admit(actor, it->second)) return;
   it->second.attempt = deps_.env.Spawn(Attempt(alive_, this, actor), "alarm delivery");
+}
+
+// ---- rate (see "Rate" in the header)
+
+bool AlarmService::Admit(const ActorId& actor, Delivery& d) {
+  const MonoTime now = deps_.env.MonoNow();
+  if (auto last = last_run_.find(actor); last != last_run_.end()) {
+    const MonoTime earliest = last->second + options_.min_interval;
+    if (now < earliest) {
+      ++stats_.spaced;
+      Retry(actor, earliest - now);  // StartAttempt again then, through both gates
+      return false;
+    }
+  }
+  RefillTokens();
+  if (turns_.empty() && tokens_ >= 1) {
+    tokens_ -= 1;
+    return true;
+  }
+  ++stats_.queued;
+  d.queued = true;
+  std::deque<ActorId>& queue = waiting_[actor.tenant];
+  if (queue.empty()) turns_.push_back(actor.tenant);
+  queue.push_back(actor);
+  ArmDispatch();
+  return false;
+}
+
+void AlarmService::RefillTokens() {
+  const MonoTime now = deps_.env.MonoNow();
+  const double rate = static_cast<double>(options_.max_events_per_second);
+  tokens_ = std::min(rate, tokens_ + rate * std::chrono::duration<double>(now - refilled_).count());
+  refilled_ = now;
+}
+
+void AlarmService::ArmDispatch() {
+  if (dispatch_timer_) return;
+  // When the next token is whole (at least a microsecond on: rounding must not fire early).
+  const double rate = static_cast<double>(options_.max_events_per_second);
+  const double wait_s = std::max(0.0, (1.0 - tokens_) / rate);
+  const Duration wait = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(wait_s)) +
+                        std::chrono::microseconds(1);
+  std::weak_ptr<bool> alive = alive_;
+  dispatch_timer_ = deps_.env.StartTimer(deps_.env.MonoNow() + wait, [this, alive] {
+    if (auto a = alive.lock(); !a || !*a) return;
+    dispatch_timer_.reset();
+    Dispatch();
+  });
+}
+
+void AlarmService::Dispatch() {
+  RefillTokens();
+  while (tokens_ >= 1 && !turns_.empty()) {
+    const std::string tenant = std::move(turns_.front());
+    turns_.pop_front();
+    auto queue = waiting_.find(tenant);
+    if (queue == waiting_.end()) continue;
+    const ActorId actor = queue->second.front();
+    queue->second.pop_front();
+    if (queue->second.empty()) {
+      waiting_.erase(queue);
+    } else {
+      turns_.push_back(tenant);  // its next waits for the other tenants' turns
+    }
+    auto it = deliveries_.find(actor);
+    if (it == deliveries_.end() || !it->second.queued) continue;  // ended meanwhile: no token spent
+    it->second.queued = false;
+    tokens_ -= 1;
+    it->second.attempt = deps_.env.Spawn(Attempt(alive_, this, actor), "alarm delivery");
+  }
+  if (!turns_.empty()) ArmDispatch();
+}
+
+void AlarmService::RememberRun(const ActorId& actor) {
+  const MonoTime now = deps_.env.MonoNow();
+  last_run_[actor] = now;
+  if (last_run_.size() < prune_runs_at_) return;
+  // Runs older than min_interval hold nothing back. Amortized: the next prune waits until
+  // the map has doubled again.
+  const Duration interval = options_.min_interval;
+  std::erase_if(last_run_, [now, interval](const auto& run) { return run.second + interval <= now; });
+  prune_runs_at_ = std::max(kMinRunsBeforePrune, 2 * last_run_.size());
 }
 
 Task<void> AlarmService::Attempt(std::shared_ptr<bool> alive, AlarmService* self, ActorId actor) {
@@ -207,6 +306,7 @@ Task<AlarmService::Outcome> AlarmService::Run(ActorId actor, std::int64_t due_ms
     if (!loaded.ok()) co_return Outcome::kNotRun;
   }
   ++stats_.due;
+  RememberRun(actor);
   actor::EventResult r = co_await deps_.host.HandleAlarm(actor, event);
   if (!*alive) co_return Outcome::kNotRun;
   co_return Classify(actor, due_ms, generation, r, started_ms, event.last_attempt);

@@ -29,11 +29,22 @@
 //           --no class--> done; the same wait, ten scan periods
 // The retry count lives here, in memory: an alarm that changes nodes counts from 0 again.
 //
+// Rate (docs/alarms.md, "Rate"): an alarm can re-arm itself for the next millisecond, so
+// every attempt passes two gates before it starts (a late alarm is never early):
+//   - one actor's attempts start at least min_interval apart (from the start of its last
+//     alarm event run here); an earlier one waits for the interval's end;
+//   - the node starts at most max_events_per_second attempts a second (a token bucket
+//     holding one second's worth), and when they queue, tenants take turns: the next
+//     attempt comes from the next tenant with one waiting, each tenant's in the order they
+//     queued. So a tenant with many actors re-arming at once gets the same share as a
+//     tenant with one, and never more than the node's bound.
+//
 // Threading: Env loop thread only. Simulator-clean: it reaches other nodes only through the
 // Forwarder's PeerTransport and runs events through an actor::EventHost.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -51,6 +62,16 @@
 
 namespace wk::alarms {
 
+// The default of alarms.max_events_per_second: 20 actors re-arming every millisecond ran 640
+// alarm events a second on one node, most of a core, and raised another tenant's p99 from
+// 2 ms to 25-200 ms (issue "Hostile tenants, round two"); 500 a second is room for 30,000
+// actors whose alarms fire once a minute.
+inline constexpr int kDefaultMaxAlarmEventsPerSecond = 500;
+// Ranges of the rate settings: an interval past a minute is no longer a rate limit but a
+// delay an actor cannot reason about; a node does not run more than 100,000 events a second.
+inline constexpr Duration kMaxAlarmMinInterval = std::chrono::minutes(1);
+inline constexpr int kMaxAlarmEventsPerSecondSetting = 100'000;
+
 // The [alarms] settings (docs/alarms.md, "Settings"; docs/configuration.md).
 struct AlarmOptions {
   Duration scan_period = std::chrono::seconds(10);
@@ -58,6 +79,10 @@ struct AlarmOptions {
   Duration first_retry = std::chrono::seconds(2);
   int max_retries = 6;
   Duration handed_recheck = std::chrono::seconds(30);
+  // The least time between the starts of two alarm events of one actor on this node.
+  Duration min_interval = std::chrono::seconds(1);
+  // Alarm attempts the node starts a second at most, shared by tenants in turn.
+  int max_events_per_second = kDefaultMaxAlarmEventsPerSecond;
 };
 // Ranges, and handed_recheck >= 2 * ttl + grace (the time a sender's pending release or a
 // fence takes to free the record: docs/node-lease.md, "Bounds"). The error names the setting.
@@ -84,6 +109,8 @@ struct AlarmStats {
   std::uint64_t handed = 0;     // hand-overs sent
   std::uint64_t received = 0;   // hand-overs received and accepted
   std::uint64_t wake_timers = 0;  // timers kept for actors that left memory (now)
+  std::uint64_t spaced = 0;       // attempts held back to the actor's min_interval
+  std::uint64_t queued = 0;       // attempts that waited for the node's max_events_per_second
   // From the alarm's time to the start of the run that succeeded.
   Histogram late_seconds{{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300}};
 };
@@ -149,6 +176,7 @@ class AlarmService {
     int not_run = 0;
     bool acquiring = false;  // counted in acquiring_
     std::optional<Env::TimerId> timer;
+    bool queued = false;  // waiting for a turn of the node's rate (AlarmService::Admit)
     TaskHandle attempt;
     // Another alarm time asked for while this delivery runs (the owner's timer for the
     // alarm its handler just set, whose batch is not durable yet): delivered as this one
@@ -163,6 +191,13 @@ class AlarmService {
 
   void OnIndexChange(const ActorId& actor, std::optional<std::int64_t> alarm, bool resident);
   void StartAttempt(const ActorId& actor);
+  // The rate gates (see "Rate" above): true if the attempt may start now; otherwise it is
+  // held (a timer to its interval's end, or a place in its tenant's queue).
+  bool Admit(const ActorId& actor, Delivery& d);
+  void RefillTokens();
+  void ArmDispatch();
+  void Dispatch();
+  void RememberRun(const ActorId& actor);
   static Task<void> Attempt(std::shared_ptr<bool> alive, AlarmService* self, ActorId actor);
   Task<Outcome> Run(ActorId actor, std::int64_t due_ms, actor::AlarmEvent event, std::optional<Generation> generation);
   Task<Outcome> HandOver(ActorId actor, std::int64_t due_ms, NodeId owner);
@@ -186,6 +221,18 @@ class AlarmService {
   // by this node's scanner or wake timers before this time. Another time of the same actor
   // is not held back.
   std::map<ActorId, std::pair<std::int64_t, MonoTime>> wait_until_;
+  // The rate gates. last_run_: when each actor's last alarm event started here (pruned of
+  // those older than min_interval once it doubles: kept small by the node's rate).
+  std::map<ActorId, MonoTime> last_run_;
+  std::size_t prune_runs_at_ = kMinRunsBeforePrune;
+  static constexpr std::size_t kMinRunsBeforePrune = 1024;
+  double tokens_ = 0;
+  MonoTime refilled_{};
+  // Per tenant, the actors whose attempts wait for a token, in order; turns_: the tenants
+  // with any waiting, the next to go first.
+  std::map<std::string, std::deque<ActorId>> waiting_;
+  std::deque<std::string> turns_;
+  std::optional<Env::TimerId> dispatch_timer_;
   AlarmStats stats_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

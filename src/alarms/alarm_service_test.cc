@@ -15,6 +15,7 @@ namespace wk::alarms {
 namespace {
 
 using std::chrono::milliseconds;
+using std::chrono::minutes;
 using std::chrono::seconds;
 
 constexpr std::int64_t kOrigin = cluster_testing::kSimOriginMs;
@@ -61,6 +62,14 @@ class AlarmServiceTest : public ::testing::Test {
     options_.first_retry = seconds(1);
     options_.max_retries = 3;
     options_.scan_period = seconds(2);
+    // The rate gates have their own tests (below); without the interval the timings the
+    // other tests check are exact.
+    options_.min_interval = Duration(0);
+    Restart();
+  }
+  // A new service with options_ (the old one stopped first).
+  void Restart() {
+    service_.reset();
     service_ = std::make_unique<AlarmService>(
         AlarmServiceDeps{node_.env, node_.node.owners(), node_.node.membership(), host_, index_, nullptr,
                          [](std::string, std::string) -> Task<Status> { co_return Status::Ok(); },
@@ -186,6 +195,76 @@ TEST_F(AlarmServiceTest, ANewAlarmDoesNotWaitForTheRetryOfTheOneItReplaced) {
   world_.RunFor(seconds(5));
   EXPECT_EQ(host_.calls.size(), 2u) << "the old time is not retried";
   index_.Closed(actor_, Generation{1}, std::nullopt);
+}
+
+// Asks, every `every` for `for_how_long`, for an alarm of each actor due now (what a
+// handler re-arming itself for the next millisecond makes its owner's timer do).
+void Storm(SimWorld& world, Env& env, AlarmService& service, const std::vector<ActorId>& actors, Duration every,
+           Duration for_how_long) {
+  const MonoTime end = env.MonoNow() + for_how_long;
+  while (env.MonoNow() < end) {
+    for (const ActorId& a : actors) service.Deliver(a, ToUnixMs(env.WallNow()), DeliverySource::kOwnerTimer);
+    world.RunFor(every);
+  }
+}
+
+TEST_F(AlarmServiceTest, OneActorsAlarmRunsAtMostOncePerMinInterval) {
+  // The finding (issue "Hostile tenants, round two"): actors re-arming every millisecond ran
+  // hundreds of alarm events a second.
+  options_.min_interval = seconds(1);
+  Restart();
+  host_.resident.insert(actor_);
+  Storm(world_, node_.env, *service_, {actor_}, milliseconds(1), seconds(5));
+  world_.RunFor(seconds(2));
+  ASSERT_GE(host_.calls.size(), 5u) << "it still runs, once a second";
+  EXPECT_LE(host_.calls.size(), 7u) << "5 s of asks every millisecond";
+  for (std::size_t i = 1; i < host_.calls.size(); ++i) {
+    EXPECT_GE(host_.calls[i].at_ms - host_.calls[i - 1].at_ms, 1000) << "run " << i;
+  }
+  EXPECT_GT(service_->stats().spaced, 0u);
+}
+
+TEST_F(AlarmServiceTest, TheNodesAlarmRateIsBoundedAndSharedFairlyBetweenTenants) {
+  // 40 actors of one tenant and 2 of another, each asking without pause: the node runs at
+  // most max_events_per_second, and the tenants take turns, so the quiet tenant's 2 actors
+  // get about half the node's alarm events, not 2 in 42 of them.
+  options_.max_events_per_second = 50;
+  Restart();
+  std::vector<ActorId> actors;
+  for (int i = 0; i < 40; ++i) actors.push_back(ActorId{"noisy", "c", "a" + std::to_string(i)});
+  actors.push_back(ActorId{"quiet", "c", "q0"});
+  actors.push_back(ActorId{"quiet", "c", "q1"});
+  for (const ActorId& a : actors) host_.resident.insert(a);
+  const std::int64_t start_ms = ToUnixMs(node_.env.WallNow());
+  Storm(world_, node_.env, *service_, actors, milliseconds(10), seconds(10));
+  std::size_t total = 0, quiet = 0;
+  for (const auto& call : host_.calls) {
+    if (call.at_ms >= start_ms + 10'000) continue;
+    ++total;
+    if (call.actor.tenant == "quiet") ++quiet;
+  }
+  EXPECT_LE(total, 50u * 10 + 50 + 1) << "a second's burst, then 50 a second";
+  EXPECT_GE(total, 50u * 10 - 10) << "the bound is used, not starved";
+  EXPECT_GE(quiet * 100, total * 45) << quiet << " of " << total;
+  EXPECT_LE(quiet * 100, total * 55) << quiet << " of " << total;
+  EXPECT_GT(service_->stats().queued, 0u);
+}
+
+TEST(AlarmOptionsTest, TheRateSettingsAreValidatedNamingTheSetting) {
+  AlarmOptions o;
+  EXPECT_TRUE(ValidateAlarmOptions(o, LeaseTiming{}).ok());
+  EXPECT_EQ(o.min_interval, seconds(1)) << "the default";
+  o.min_interval = milliseconds(-1);
+  Status s = ValidateAlarmOptions(o, LeaseTiming{});
+  EXPECT_NE(s.message().find("alarms.min_interval_ms"), std::string::npos) << s.ToString();
+  o.min_interval = minutes(2);
+  EXPECT_NE(ValidateAlarmOptions(o, LeaseTiming{}).message().find("alarms.min_interval_ms"), std::string::npos);
+  o = AlarmOptions{};
+  o.max_events_per_second = 0;
+  s = ValidateAlarmOptions(o, LeaseTiming{});
+  EXPECT_NE(s.message().find("alarms.max_events_per_second"), std::string::npos) << s.ToString();
+  o.max_events_per_second = kMaxAlarmEventsPerSecondSetting + 1;
+  EXPECT_FALSE(ValidateAlarmOptions(o, LeaseTiming{}).ok());
 }
 
 }  // namespace

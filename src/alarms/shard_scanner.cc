@@ -169,6 +169,12 @@ void PublishAlarmMetrics(MetricsRegistry& registry, const AlarmService& service,
                               [&s] { return static_cast<double>(s.gave_up); });
   registry.AddCallbackCounter("wasmkeep_alarms_handed_total", "Alarms handed over to the node holding their actor.",
                               [&s] { return static_cast<double>(s.handed); });
+  const std::string held = "Alarm attempts the rate gates held (docs/alarms.md, \"Rate\"): to their actor's "
+                           "min_interval, or queued for the node's max_events_per_second.";
+  registry.AddCallbackCounter("wasmkeep_alarms_held_total", held, [&s] { return static_cast<double>(s.spaced); },
+                              {{"gate", "interval"}});
+  registry.AddCallbackCounter("wasmkeep_alarms_held_total", held, [&s] { return static_cast<double>(s.queued); },
+                              {{"gate", "rate"}});
   registry.AddHistogramView("wasmkeep_alarms_late_seconds",
                             "From an alarm's time to the start of its handler's successful run.", s.late_seconds);
   const AlarmIndexStats& i = index.stats();

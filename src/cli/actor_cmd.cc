@@ -305,7 +305,7 @@ Task<int> ShowAlarm(ObjectStore* store, RealEnv* env, AlarmArgs a, ActorId actor
   std::printf("actor     %s\n", actor.ToString().c_str());
   if (alarm) {
     const std::int64_t in = *alarm - now_ms;
-    std::printf("alarm     %s (%lld ms since the epoch), %s %.1f s\n", control::FormatUtc(FromUnixMs(*alarm)).c_str(),
+    std::printf("alarm     %s (%lld ms since the epoch), %s %.1f s\n", UtcFromUnixMs(*alarm).c_str(),
                 static_cast<long long>(*alarm), in >= 0 ? "due in" : "due", static_cast<double>(in >= 0 ? in : -in) / 1000.0);
     if (in < 0) std::printf("          (%s)\n", "past due: it fires at its holder's next delivery, or is firing now");
   } else {

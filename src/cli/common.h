@@ -52,8 +52,16 @@ Result<std::unique_ptr<ObjectStore>> OpenBucket(RealEnv& env, const GlobalOption
                                                 BucketOpen mode);
 // Fail for an OpenBucket error: kNotFound (no bucket there) exits kExitNoBucket.
 int FailOpen(const Status& status);
-// t as ISO 8601 UTC to the second ("2026-12-02T14:48:04Z"), for command output.
+// t as ISO 8601 UTC to the second ("2026-12-02T14:48:04Z"), for command output. Any time
+// a WallTime holds prints as its true date: see UtcFromUnixMs.
 std::string IsoUtc(WallTime t);
+// ms since the epoch as ISO 8601 UTC to the millisecond ("2026-12-02T14:48:04.123Z"), for
+// any int64: an alarm may be set at any time up to the largest (year 292,278,994), and a
+// year past 9999 is written with ISO 8601's expanded form ("+292278994-08-17T07:12:55.807Z"),
+// one before year 0 with a minus sign. (The C library's gmtime and C++'s year_month_day
+// stop at years that fit an int or a short: their overflow printed such an alarm as a year
+// before the epoch.)
+std::string UtcFromUnixMs(std::int64_t ms, bool with_ms = true);
 // The per-request deadline from --timeout, or kInvalidArgument.
 Result<CallOptions> CallOptionsFrom(const GlobalOptions& g);
 

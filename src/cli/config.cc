@@ -232,11 +232,17 @@ Result<Config> LoadConfig(const std::string& path) {
       s = ReadStorage(*table, &config.storage);
     } else if (section == "alarms") {
       s = CheckKeys(*table, section,
-                    {"scan_period_ms", "scan_lag_ms", "first_retry_ms", "max_retries", "handed_recheck_ms"});
+                    {"scan_period_ms", "scan_lag_ms", "first_retry_ms", "max_retries", "handed_recheck_ms",
+                     "min_interval_ms", "max_events_per_second"});
       if (s.ok()) s = ReadMs(*table, section, "scan_period_ms", &config.alarms.scan_period);
       if (s.ok()) s = ReadMs(*table, section, "scan_lag_ms", &config.alarms.scan_lag);
       if (s.ok()) s = ReadMs(*table, section, "first_retry_ms", &config.alarms.first_retry);
       if (s.ok()) s = ReadUint(*table, section, "max_retries", 0, 20, &config.alarms.max_retries);
+      if (s.ok()) s = ReadMs(*table, section, "min_interval_ms", &config.alarms.min_interval);
+      if (s.ok()) {
+        s = ReadUint(*table, section, "max_events_per_second", 1, alarms::kMaxAlarmEventsPerSecondSetting,
+                     &config.alarms.max_events_per_second);
+      }
       if (s.ok() && table->get("handed_recheck_ms") != nullptr) {
         handed_recheck_set = true;
         s = ReadMs(*table, section, "handed_recheck_ms", &config.alarms.handed_recheck);

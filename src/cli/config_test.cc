@@ -252,18 +252,22 @@ TEST(ConfigTest, BadStorageSettingsAreNamed) {
 TEST(ConfigTest, AlarmsSectionSetsDeliveryAndItsRecheckFollowsTheLease) {
   auto loaded = Load(
       "[alarms]\nscan_period_ms = 2000\nscan_lag_ms = 300\nfirst_retry_ms = 500\nmax_retries = 2\n"
-      "handed_recheck_ms = 40000\n");
+      "handed_recheck_ms = 40000\nmin_interval_ms = 250\nmax_events_per_second = 2000\n");
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
   EXPECT_EQ(Ms(loaded->alarms.scan_period), 2000);
   EXPECT_EQ(Ms(loaded->alarms.scan_lag), 300);
   EXPECT_EQ(Ms(loaded->alarms.first_retry), 500);
   EXPECT_EQ(loaded->alarms.max_retries, 2);
   EXPECT_EQ(Ms(loaded->alarms.handed_recheck), 40000);
+  EXPECT_EQ(Ms(loaded->alarms.min_interval), 250);
+  EXPECT_EQ(loaded->alarms.max_events_per_second, 2000);
   auto d = Load("[log]\nlevel = \"info\"\n");
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(Ms(d->alarms.handed_recheck), 30000) << "30 s by default";
   EXPECT_EQ(Ms(d->alarms.scan_period), 10000);
   EXPECT_EQ(d->alarms.max_retries, 6);
+  EXPECT_EQ(Ms(d->alarms.min_interval), 1000) << "1 s by default";
+  EXPECT_EQ(d->alarms.max_events_per_second, 500);
   auto longer = Load("[lease]\nttl_ms = 20000\ngrace_ms = 5000\nsafety_ms = 2000\nmax_skew_ms = 1000\n");
   ASSERT_TRUE(longer.ok()) << longer.status().ToString();
   EXPECT_EQ(Ms(longer->alarms.handed_recheck), 45000) << "or twice ttl plus grace, when that is longer";
@@ -274,6 +278,8 @@ TEST(ConfigTest, BadAlarmSettingsAreNamed) {
                  {"[alarms]\nscan_lag_ms = 20000\n", "alarms.scan_lag_ms"},
                  {"[alarms]\nmax_retries = 50\n", "alarms.max_retries"},
                  {"[alarms]\nhanded_recheck_ms = 1000\n", "alarms.handed_recheck_ms must be at least"},
+                 {"[alarms]\nmin_interval_ms = 120000\n", "alarms.min_interval_ms"},
+                 {"[alarms]\nmax_events_per_second = 0\n", "alarms.max_events_per_second"},
                  {"[alarms]\nscan_every = 5\n", "unknown setting alarms.scan_every"}});
 }
 

@@ -340,7 +340,7 @@ struct Worker::Impl {
   bool EndCall(std::chrono::nanoseconds* cpu_time = nullptr,
                std::chrono::steady_clock::time_point started = {});
   CallResult Run(Instance::Impl* inst, v8::Local<v8::Function> fn, void* ctx, std::chrono::milliseconds limit,
-                 std::uint64_t max_memory_bytes);
+                 std::uint64_t max_memory_bytes, std::uint64_t initial_memory_bytes);
   static void Trampoline(const v8::FunctionCallbackInfo<v8::Value>& info);
 };
 
@@ -1048,7 +1048,8 @@ bool Worker::Impl::EndCall(std::chrono::nanoseconds* cpu_time, std::chrono::stea
 }
 
 CallResult Worker::Impl::Run(Instance::Impl* inst, v8::Local<v8::Function> fn, void* ctx,
-                             std::chrono::milliseconds limit, std::uint64_t max_memory_bytes) {
+                             std::chrono::milliseconds limit, std::uint64_t max_memory_bytes,
+                             std::uint64_t initial_memory_bytes) {
   CallResult result;
   v8::Local<v8::Context> v8ctx = context.Get(isolate);
   const auto started = std::chrono::steady_clock::now();
@@ -1100,9 +1101,12 @@ CallResult Worker::Impl::Run(Instance::Impl* inst, v8::Local<v8::Function> fn, v
     }
     // A module that runs out of memory usually traps (abort) right after memory.grow
     // failed; V8 does not tell us that, so say when memory is near its limit (within an
-    // eighth, the size of a typical last allocation attempt).
+    // eighth, the size of a typical last allocation attempt) and has grown to get there. A
+    // memory that never grew (a one-page module whose maximum is one page is always "near
+    // its limit") cannot have been refused a grow: its trap is only a trap.
     const std::uint64_t memory_bytes = inst->memory.Get(isolate)->Buffer()->ByteLength();
-    if (result.outcome == CallOutcome::kTrapped && memory_bytes >= max_memory_bytes - max_memory_bytes / 8) {
+    if (result.outcome == CallOutcome::kTrapped && memory_bytes > initial_memory_bytes &&
+        memory_bytes >= max_memory_bytes - max_memory_bytes / 8) {
       result.outcome = CallOutcome::kOutOfMemory;
       result.message += fmt::format(" (linear memory is {} bytes, near its limit of {} bytes: out of memory?)",
                                     memory_bytes, max_memory_bytes);
@@ -1323,7 +1327,7 @@ CallResult Instance::Call(std::string_view name, void* context, std::chrono::mil
       impl_->wrapper_heap_bytes += heap_after - heap_before;
     }
   }
-  return w.Run(impl_.get(), fn, context, cpu_limit, module_->max_memory_bytes());
+  return w.Run(impl_.get(), fn, context, cpu_limit, module_->max_memory_bytes(), module_->initial_memory_bytes());
 }
 
 }  // namespace wk::engine

@@ -216,8 +216,8 @@ class Engine {
 enum class CallOutcome : std::uint8_t {
   kReturned,     // the export returned; `value` holds its i32 result (0 if none)
   kTrapped,      // a WebAssembly trap or stack overflow; `message` says which
-  kOutOfMemory,  // a trap with linear memory near its maximum (within an eighth): most
-                 // likely an allocation failed after memory.grow was refused
+  kOutOfMemory,  // a trap with linear memory grown to near its maximum (within an eighth):
+                 // most likely an allocation failed after memory.grow was refused
   kHostError,    // a host function failed the event; `message` is its error
   kTerminated,   // the CPU-time limit was hit and the watchdog terminated the call
   kHeapLimit,    // the worker's V8 heap reached its limit during the call (WorkerOptions)

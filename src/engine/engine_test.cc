@@ -456,6 +456,22 @@ TEST_F(EngineTest, MemoryGrowthStopsAtTheDeclaredOrImposedMaximum) {
   EXPECT_EQ((*i)->Call("grow_big", &ctx_, milliseconds(100)).value, -1) << "imposed maximum holds";
 }
 
+TEST_F(EngineTest, ATrapInAMemoryThatNeverGrewIsATrap) {
+  // The finding (issue "Hostile tenants, round two"): a one-page module whose maximum is one
+  // page is "within an eighth of its limit" by construction, so every trap of it was
+  // reported as out of memory (and counted as a quarantine strike).
+  Worker worker(*engine_);
+  for (const char* name : {"unreachable", "recurse", "oob"}) {
+    CallResult r = Make(worker, "one_page")->Call(name, &ctx_, milliseconds(1000));
+    EXPECT_EQ(r.outcome, CallOutcome::kTrapped) << name << ": " << r.message;
+    EXPECT_EQ(r.message.find("out of memory"), std::string::npos) << r.message;
+    EXPECT_FALSE(r.instance_usable);
+  }
+  // A memory grown to its maximum before the trap is still reported as out of memory.
+  CallResult grown = Make(worker, "good")->Call("fill_then_trap", &ctx_, milliseconds(100));
+  EXPECT_EQ(grown.outcome, CallOutcome::kOutOfMemory) << grown.message;
+}
+
 TEST_F(EngineTest, BadModulesAreRefusedWithTheCause) {
   struct Case {
     std::string module;

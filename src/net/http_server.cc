@@ -181,6 +181,59 @@ std::optional<std::uint64_t> ParseContentLength(std::string_view text) {
   return length;
 }
 
+// Whether a request's header section (from wherever the parser stands in it, through the
+// CRLF that ends its last field line; continues_line: the start line was consumed already,
+// so text begins a field line) has a line that begins with SP or HTAB: an obs-fold, or
+// whitespace between the start line and the first field. RFC 9112 sections 5.2 and 2.2:
+// a server must refuse it (or rewrite it, which a proxy in front may do differently).
+bool HasFoldedLine(std::string_view text, bool continues_line) {
+  if (continues_line && !text.empty() && (text.front() == ' ' || text.front() == '\t')) return true;
+  return text.find("\r\n ") != std::string_view::npos || text.find("\r\n\t") != std::string_view::npos;
+}
+
+// Why a parsed request's framing is refused (RFC 9112 sections 6.1 and 6.3), or empty.
+// The parser accepts each of these, and a proxy in front may frame such a request
+// differently from this server (request smuggling), so only one framing passes: at most
+// one Content-Length field holding one decimal number, or (HTTP/1.1 only) a
+// Transfer-Encoding of exactly "chunked" and no Content-Length.
+template <typename Header>
+std::string FramingError(const Header& header) {
+  std::size_t length_fields = 0;
+  std::string_view length_value;
+  std::vector<std::string_view> codings;
+  bool has_transfer_encoding = false;
+  for (const auto& field : header) {
+    if (field.name() == http::field::content_length) {
+      ++length_fields;
+      length_value = field.value();
+    } else if (field.name() == http::field::transfer_encoding) {
+      has_transfer_encoding = true;
+      std::string_view list = field.value();
+      while (true) {
+        const std::size_t comma = list.find(',');
+        std::string_view coding = list.substr(0, comma);
+        while (!coding.empty() && (coding.front() == ' ' || coding.front() == '\t')) coding.remove_prefix(1);
+        while (!coding.empty() && (coding.back() == ' ' || coding.back() == '\t')) coding.remove_suffix(1);
+        if (!coding.empty()) codings.push_back(coding);
+        if (comma == std::string_view::npos) break;
+        list.remove_prefix(comma + 1);
+      }
+    }
+  }
+  if (has_transfer_encoding) {
+    if (header.version() < 11) return "bad request: Transfer-Encoding in an HTTP/1.0 request\n";
+    if (length_fields > 0) return "bad request: both Transfer-Encoding and Content-Length\n";
+    if (codings.size() != 1 || !beast::iequals(codings.front(), "chunked")) {
+      return "bad request: the only Transfer-Encoding accepted is chunked alone\n";
+    }
+  }
+  if (length_fields > 1) return "bad request: more than one Content-Length field\n";
+  if (length_fields == 1 && !ParseContentLength(length_value)) {
+    return "bad request: Content-Length must be one decimal number\n";
+  }
+  return {};
+}
+
 // What Stop() and the eviction need of a session, whichever stream it runs on.
 class SessionBase {
  public:
@@ -385,9 +438,54 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     request_deadline_ = std::chrono::steady_clock::now() + state_->limits.read_timeout;
     Lowest().expires_at(headers_read_ == 0 ? std::min(request_deadline_, first_request_deadline_)
                                           : request_deadline_);
-    http::async_read_header(stream_, buffer_, *parser_,
-                            [self = shared_from_this()](const error_code& ec, std::size_t) {
-                              self->OnHeader(ec);
+    header_scanned_ = 0;
+    header_consumed_ = 0;
+    ParseHeader();
+  }
+
+  // The header's read loop (what http::async_read_header does, plus a look at the raw
+  // bytes). The parser folds an obs-fold into the field's value without a trace, so the
+  // raw header is checked here first: the parser consumes a start line as soon as it is
+  // whole, but the fields only all at once, so when the blank line that ends them has
+  // arrived, every field line is still in buffer_.
+  void ParseHeader() {
+    const std::string_view raw(static_cast<const char*>(buffer_.data().data()), buffer_.size());
+    // Searched from where the last search stopped (less the 3 bytes an end split across
+    // reads may have begun with): a header trickled in byte by byte costs linear time.
+    const std::size_t end = raw.find("\r\n\r\n", header_scanned_ >= 3 ? header_scanned_ - 3 : 0);
+    if (end == std::string_view::npos) {
+      header_scanned_ = raw.size();
+    } else if (HasFoldedLine(raw.substr(0, end + 2), header_consumed_ > 0)) {
+      UnmarkEvictable();
+      RespondError(400, "bad request: a folded header line (obs-fold)\n");
+      return;
+    }
+    error_code ec;
+    const std::size_t used = parser_->put(buffer_.data(), ec);
+    buffer_.consume(used);
+    header_consumed_ += used;
+    header_scanned_ -= std::min(used, header_scanned_);
+    if (ec != http::error::need_more) {
+      OnHeader(ec);
+      return;
+    }
+    if (buffer_.size() >= buffer_.max_size()) {
+      OnHeader(http::error::buffer_overflow);
+      return;
+    }
+    stream_.async_read_some(buffer_.prepare(buffer_.max_size() - buffer_.size()),
+                            [self = shared_from_this()](const error_code& read_ec, std::size_t n) {
+                              if (self->state_->stopped) return;
+                              if (read_ec) {
+                                // Closed mid-header, the read timeout, a failed socket:
+                                // OnReadError closes without an answer.
+                                self->OnHeader(read_ec == net::error::eof
+                                                   ? error_code(http::error::partial_message)
+                                                   : read_ec);
+                                return;
+                              }
+                              self->buffer_.commit(n);
+                              self->ParseHeader();
                             });
   }
 
@@ -410,8 +508,8 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
       RespondError(400, "bad request: more than one Host header\n");
       return;
     }
-    if (header.find(http::field::transfer_encoding) != header.end() && !parser_->chunked()) {
-      RespondError(400, "bad request: the last Transfer-Encoding must be chunked\n");
+    if (const std::string framing = FramingError(header); !framing.empty()) {
+      RespondError(400, framing);
       return;
     }
     // The request as the handler will see it, taken now: fields a chunked body's trailer
@@ -673,6 +771,10 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   bool holds_slot_ = true;
   std::optional<std::pair<int, std::uint64_t>> evictable_key_;
   std::uint64_t headers_read_ = 0;  // complete request headers on this connection
+  // Of the header being read (ParseHeader): bytes of buffer_ searched for its end, and
+  // bytes the parser has consumed (its start line).
+  std::size_t header_scanned_ = 0;
+  std::size_t header_consumed_ = 0;
   std::optional<http::request_parser<http::string_body>> parser_;
   ServerRequest request_;  // the request being read, from its header on
   std::optional<BodyReservation> body_;

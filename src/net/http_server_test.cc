@@ -442,6 +442,82 @@ TEST(HttpServerTest, MalformedRequestsGet400AndTheConnectionCloses) {
   });
 }
 
+TEST(HttpServerTest, EveryFramingRfc9112RefusesGets400AndTheConnectionCloses) {
+  // The finding (issue "Hostile tenants, round two"): each of these was answered 200. A
+  // proxy in front that frames such a request differently from this server lets a client
+  // hide a second request in the first one's body (request smuggling).
+  RealEnv env;
+  Calls calls;
+  RunServed(env, EchoHandler(&calls), {}, [&](Served& s) -> Task<void> {
+    const std::vector<std::string> bad = {
+        // A transfer coding other than a final, single chunked (RFC 9112 section 6.1).
+        "POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+        "POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n"
+        "3\r\nabc\r\n0\r\n\r\n",
+        "POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+        "POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: identity\r\nContent-Length: 3\r\n\r\nabc",
+        // Transfer-Encoding in HTTP/1.0, chunked or not (section 6.1).
+        "POST /x HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+        "POST /x HTTP/1.0\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\nabc",
+        // Transfer-Encoding with Content-Length, in either order (section 6.3).
+        "POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\nContent-Length: 3\r\n\r\nabc",
+        "POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n"
+        "3\r\nabc\r\n0\r\n\r\n",
+        // More than one Content-Length, even equal; a list; not a decimal number (6.3).
+        "POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\nabc",
+        "POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 0, 0\r\n\r\n",
+        "POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 3,3\r\n\r\nabc",
+        "POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: +3\r\n\r\nabc",
+        "POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 0x3\r\n\r\nabc",
+        "POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999999\r\n\r\n",
+        "POST /x HTTP/1.1\r\nHost: x\r\nContent-Length:\r\n\r\n",
+        // Obs-fold (section 5.2), in any field, and whitespace before the first field (2.2).
+        "GET /x HTTP/1.1\r\nHost: x\r\nX-Note: one\r\n two\r\n\r\n",
+        "GET /x HTTP/1.1\r\nHost: x\r\nX-Note: one\r\n\ttwo\r\n\r\n",
+        "POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding:\r\n chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+        "GET /x HTTP/1.1\r\n Host: x\r\n\r\n",
+    };
+    for (const std::string& raw : bad) {
+      Served::Exchange x = co_await s.SendOnNewConnection(raw);
+      EXPECT_EQ(x.reply.status, 400) << raw;
+      EXPECT_TRUE(co_await x.client->SeesClose(seconds(5))) << raw;
+    }
+    EXPECT_EQ(calls.started, 0);
+
+    // A fold, or whitespace before the first field, that arrives after the start line was
+    // parsed on its own (the parser consumes a whole start line before the fields arrive).
+    const std::vector<std::pair<std::string, std::string>> split = {
+        {"GET /x HTTP/1.1\r\n", " Host: x\r\n\r\n"},
+        {"GET /x HTTP/1.1\r\nHost: x\r\nX-Note: one\r\n", " two\r\n\r\n"},
+        {"GET /x HTTP/1.1\r\nHost: x\r\nX-Note: one\r", "\n two\r\n\r\n"},
+    };
+    for (const auto& [first, second] : split) {
+      std::unique_ptr<TestClient> c = co_await s.Connect();
+      EXPECT_FALSE(co_await c->Send(first));
+      co_await env.SleepFor(milliseconds(50));
+      EXPECT_FALSE(co_await c->Send(second));
+      Reply r = co_await c->Read(false);
+      EXPECT_EQ(r.status, 400) << first << second;
+      EXPECT_TRUE(co_await c->SeesClose(seconds(5))) << first << second;
+    }
+    EXPECT_EQ(calls.started, 0);
+
+    // What stays accepted, on one keep-alive connection: one Content-Length with spaces
+    // around it, chunked alone in any case, spaces inside a value.
+    EXPECT_FALSE(co_await s.client.Send("POST /x HTTP/1.1\r\nHost: x\r\nContent-Length:  3 \r\n\r\nabc"));
+    Reply r = co_await s.client.Read(false);
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.body, "echo:abc");
+    EXPECT_FALSE(co_await s.client.Send(
+        "POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: Chunked\r\nX-Note: one two\r\n\r\n"
+        "3\r\nabc\r\n0\r\n\r\n"));
+    r = co_await s.client.Read(false);
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.body, "echo:abc");
+    EXPECT_EQ(calls.started, 2);
+  });
+}
+
 TEST(HttpServerTest, TrailerFieldsNeverReachTheHandler) {
   // A trailer arrives after the header was checked (by a proxy, by this server): a field
   // in it, an Authorization or a second Host say, must not be taken as the request's.

@@ -79,6 +79,16 @@ bool Forwarder::HasForwardingHeaders(const ServerRequest& request) {
   return false;
 }
 
+bool Forwarder::HasNodeHeaders(const ServerRequest& request) {
+  constexpr std::string_view kNodePrefix = "X-Wasmkeep-";
+  for (const auto& [n, v] : request.headers) {
+    if (n.size() >= kNodePrefix.size() && IEquals(std::string_view(n).substr(0, kNodePrefix.size()), kNodePrefix)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 Forwarder::Forwarder(Env& env, PeerTransport& transport, ForwarderIdentity self, control::ClusterSecret secret,
                      ForwarderOptions options)
     : env_(env),

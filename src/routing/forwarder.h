@@ -111,6 +111,10 @@ class Forwarder final : public PeerSender {
 
   // Whether the request carries any forwarding header.
   static bool HasForwardingHeaders(const ServerRequest& request);
+  // Whether the request carries any header named X-Wasmkeep-* (case-insensitive): the
+  // node's own prefix, which the client API refuses whole, the names not yet used included
+  // (docs/security.md, "Forwarding headers on the client API").
+  static bool HasNodeHeaders(const ServerRequest& request);
   // One of the headers above (case-insensitive): set by the forwarder, never passed on.
   static bool IsForwardingHeader(std::string_view name);
   // A header the forwarder never passes on from a client: the forwarding headers, the

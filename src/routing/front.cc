@@ -130,10 +130,10 @@ Task<std::optional<ServerResponse>> Front::CheckBeforeBody(ServerRequest request
   if (!refused) {
     if (auto length = AnnouncedLength(request)) refused = TooLarge(*length);
   }
-  if (!refused && Forwarder::HasForwardingHeaders(request)) {
+  if (!refused && Forwarder::HasNodeHeaders(request)) {
     // Forwarded requests come through the peer listener only (Handle refuses them here
     // too), so a client cannot skip this check by adding forwarding headers.
-    refused = RefuseForwarded("forwarded requests are accepted on the peer listener only");
+    refused = RefuseForwarded("headers named X-Wasmkeep-* are the nodes' own: forwarded requests are accepted on the peer listener only");
   }
   if (!refused) {
     auto auth = request.Header("Authorization");
@@ -219,8 +219,9 @@ Task<std::optional<ServerResponse>> Front::Authenticate(ServerRequest* request, 
     caller->actor_headers = request->headers;
     co_return std::nullopt;
   }
-  if (Forwarder::HasForwardingHeaders(*request)) {
-    co_return RefuseForwarded("forwarded requests are accepted on the peer listener only");
+  if (Forwarder::HasNodeHeaders(*request)) {
+    co_return RefuseForwarded(
+        "headers named X-Wasmkeep-* are the nodes' own: forwarded requests are accepted on the peer listener only");
   }
   auto auth = request->Header("Authorization");
   std::string value = auth ? std::string(*auth) : std::string();

@@ -170,6 +170,33 @@ TEST_F(FrontTest, TheCheckBeforeTheBodyRefusesWhatHandleWouldRefuse) {
   EXPECT_TRUE(host_.requests.empty());
 }
 
+TEST_F(FrontTest, AnyXWasmkeepHeaderIsRefusedOnTheClientApi) {
+  // The finding (issue "Hostile tenants, round two"): only the forwarding headers' own
+  // names were refused; any other X-Wasmkeep-* reached the actor, while docs/security.md
+  // says the prefix is the nodes' own. Now any is refused, before the body and by Handle.
+  const std::vector<std::string> names = {"X-Wasmkeep-Anything", "x-wasmkeep-forwarding-refused",
+                                          "X-WASMKEEP-TENANT", "X-Wasmkeep-", "X-Wasmkeep-Hops-Extra"};
+  const int before = authentications_;
+  for (const std::string& name : names) {
+    auto early = Check(Request("/v1/actors/acme/c/n/x", {{"Authorization", std::string(kGoodToken)}, {name, "1"}}));
+    ASSERT_TRUE(early.has_value()) << name;
+    EXPECT_EQ(early->status, 401) << name;
+    ServerResponse late = Handle(Request("/v1/actors/acme/c/n/x", {{"Authorization", std::string(kGoodToken)}, {name, "1"}}, "b"));
+    EXPECT_EQ(late.status, 401) << name;
+    EXPECT_NE(late.body.find("X-Wasmkeep-*"), std::string::npos) << late.body;
+  }
+  EXPECT_EQ(authentications_, before) << "no token is read for them";
+  EXPECT_TRUE(host_.requests.empty());
+  // Names that only look alike are the client's own and reach the actor.
+  host_.answer.status = 200;
+  ServerResponse kept = Handle(Request("/v1/actors/acme/c/n/x",
+                                       {{"Authorization", std::string(kGoodToken)}, {"X-Wasmkeeper", "1"}, {"Wasmkeep-X", "2"}}, "b"));
+  EXPECT_EQ(kept.status, 200) << kept.body;
+  ASSERT_EQ(host_.requests.size(), 1u);
+  const actor::Headers seen = host_.requests[0].headers;
+  EXPECT_EQ(seen.size(), 2u);
+}
+
 TEST_F(FrontTest, AHandOverIsTakenOnlyFromASignedPeerNeverFromAClient) {
   // A move's take (POST /v1/hand-over/...) acquires an actor at once, with no read of its
   // record first: a client must never be able to send one, with or without a token, and a

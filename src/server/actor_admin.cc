@@ -211,8 +211,8 @@ Task<Result<ActorAdmin::Principal>> ActorAdmin::Authenticate(const ServerRequest
     who.hops = (*from)->hops;
     co_return who;
   }
-  if (Forwarder::HasForwardingHeaders(request)) {
-    co_return InvalidArgument("forwarded requests are accepted on the peer listener only");
+  if (Forwarder::HasNodeHeaders(request)) {
+    co_return InvalidArgument("headers named X-Wasmkeep-* are the nodes' own: forwarded requests are accepted on the peer listener only");
   }
   auto header = request.Header("Authorization");
   auto token = control::BearerToken(header ? *header : std::string_view());

@@ -26,17 +26,30 @@ QuarantineService::~QuarantineService() { *alive_ = false; }
 
 bool QuarantineService::IsStrike(engine::CallOutcome outcome) {
   switch (outcome) {
-    case engine::CallOutcome::kHeapLimit:
-    case engine::CallOutcome::kOutOfMemory:
+    case engine::CallOutcome::kHeapLimit:  // the worker's heap is shared: a threat to the node
       return true;
     case engine::CallOutcome::kReturned:
     case engine::CallOutcome::kTrapped:
+    // The actor's own linear memory at its own maximum: bounded by actors.max_memory_bytes
+    // and counted in the node's budget, so it harms nobody else (and "out of memory" is
+    // the engine's guess about a trap, docs/security.md "What counts as a strike").
+    case engine::CallOutcome::kOutOfMemory:
     case engine::CallOutcome::kHostError:
     case engine::CallOutcome::kTerminated:  // a slow event is not a crash (see the header)
     case engine::CallOutcome::kEngineError:
       return false;
   }
   return false;
+}
+
+std::string QuarantineService::StrikeReason(engine::CallOutcome outcome, std::string_view message) {
+  switch (outcome) {
+    case engine::CallOutcome::kHeapLimit:
+      return "an event exhausted the worker's V8 heap, which the worker's other actors share: " +
+             std::string(message) + " (actors.isolate_heap_limit_bytes)";
+    default:
+      return std::string(message);
+  }
 }
 
 actor::RuntimeHooks QuarantineService::Hooks() {
@@ -59,10 +72,7 @@ actor::RuntimeHooks QuarantineService::Hooks() {
                                                    const actor::EventEnd& end) {
     if (journal != nullptr) journal->Ended(worker);
     if (!IsStrike(end.outcome)) return;
-    // The reason names the setting, as the event's own error does.
-    std::string reason(end.message);
-    reason += end.outcome == engine::CallOutcome::kHeapLimit ? " (actors.isolate_heap_limit_bytes)"
-                                                              : " (actors.max_memory_bytes)";
+    std::string reason = StrikeReason(end.outcome, end.message);
     // Rare (the instance was just thrown away): hand it to the loop, which owns the cache
     // and the bucket writes.
     env->PostFromAnyThread([this, alive, actor, reason = std::move(reason)]() mutable {
@@ -75,7 +85,9 @@ actor::RuntimeHooks QuarantineService::Hooks() {
 
 void QuarantineService::RecordCrashStrikes(const std::vector<ActorId>& actors) {
   for (const ActorId& actor : actors) {
-    Strike(actor, "the node process ended while an event of this actor was running (a crash, an abort or a kill)",
+    Strike(actor,
+           "the node process ended while an event of this actor was running (a crash of a worker, an abort, the "
+           "process's memory exhausted, or a kill)",
            true);
   }
 }

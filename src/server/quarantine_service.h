@@ -1,15 +1,21 @@
 // QuarantineService: turns what happens to a node's actors into quarantine strikes
 // (control/quarantine.h) and acts on the answer (docs/security.md, "Poisoned actors").
 //
-//   - An event whose instance was thrown away for a resource reason is one strike: the
-//     worker's V8 heap limit (engine::CallOutcome::kHeapLimit) or linear memory exhausted
-//     (kOutOfMemory). Not a trap (a bug that fails its own event and costs nothing more),
-//     and not the CPU limit (kTerminated): a slow event is not a crash — the watchdog
-//     already bounds its cost, and quarantining a slow actor would turn slowness into
+//   - Strikes are for what threatens the node, never for a failure the engine contained
+//     (the table of every failure: docs/security.md, "What counts as a strike"). An event that
+//     exhausted its worker's V8 heap (engine::CallOutcome::kHeapLimit) is one: the heap is
+//     shared by every actor on the worker. Not a trap (unreachable, a stack overflow, an
+//     access out of bounds: a bug that fails its own event and costs nothing more; anyone
+//     who can send an actor bad input could otherwise lock it out), not linear memory at
+//     its maximum (kOutOfMemory: the actor's own bound, counted in the node's budget), and
+//     not the CPU limit (kTerminated): a slow event is not a crash — the watchdog already
+//     bounds its cost, and quarantining a slow actor would turn slowness into
 //     unavailability. Not a failed instantiation either: a heap that fills while an
 //     instance is made is most often the other instances' doing.
-//   - A crash of the process while an actor's event ran is one strike, recorded by the next
-//     start of the node from its local journal (running_events.h): RecordCrashStrikes.
+//   - A crash of the process while an actor's event ran (a worker's crash, an abort, the
+//     process's memory exhausted and the process killed) is one strike, recorded by the
+//     next start of the node from its local journal (running_events.h): RecordCrashStrikes.
+//   - A strike's reason says what happened and names the setting that bounded it.
 //   - A strike that quarantines the actor (or finds it quarantined) is remembered in the
 //     node's QuarantineCache and the actor, if resident, is unloaded; QuarantineHoldSource
 //     then refuses to start it again on this node, and the front refuses its requests.
@@ -26,6 +32,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "actor/runtime.h"
@@ -65,6 +72,8 @@ class QuarantineService {
 
   // Whether an event that ended so is a strike (see above).
   static bool IsStrike(engine::CallOutcome outcome);
+  // The reason recorded for a strike of an event that ended so, with the engine's message.
+  static std::string StrikeReason(engine::CallOutcome outcome, std::string_view message);
 
   // on_event_start / on_event_end for the runtime (thread-safe; see the file comment).
   // on_unloaded is left empty for the caller.

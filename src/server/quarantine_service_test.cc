@@ -25,10 +25,10 @@ std::vector<std::uint8_t> ReadBytes(const std::string& path) {
   return {std::istreambuf_iterator<char>(in), {}};
 }
 
-TEST(QuarantineStrikeTest, OnlyResourceExhaustionIsAStrike) {
+TEST(QuarantineStrikeTest, OnlyWhatThreatensTheNodeIsAStrike) {
   using engine::CallOutcome;
   EXPECT_TRUE(QuarantineService::IsStrike(CallOutcome::kHeapLimit));
-  EXPECT_TRUE(QuarantineService::IsStrike(CallOutcome::kOutOfMemory));
+  EXPECT_FALSE(QuarantineService::IsStrike(CallOutcome::kOutOfMemory)) << "the actor's own bound";
   EXPECT_FALSE(QuarantineService::IsStrike(CallOutcome::kTerminated)) << "a slow event is not a crash";
   EXPECT_FALSE(QuarantineService::IsStrike(CallOutcome::kTrapped));
   EXPECT_FALSE(QuarantineService::IsStrike(CallOutcome::kHostError));
@@ -56,7 +56,16 @@ class QuarantineServiceTest : public ::testing::Test {
     journal_.reset();
   }
   // Builds the node's pieces; left_behind: what the journal held from a "previous process".
-  void Start(control::QuarantinePolicy policy = {3, seconds(600), seconds(600)}) {
+  // A worker whose V8 heap a few actors' tables fill: the smallest heap the settings allow,
+  // each actor's table up to the largest (8 MB at 1,000,000 elements).
+  static actor::RuntimeOptions SmallHeap() {
+    actor::RuntimeOptions options;
+    options.isolate_heap_limit_bytes = actor::kMinIsolateHeapLimitBytes;
+    options.limits.max_table_elements = actor::kMaxTableElementsSetting;
+    return options;
+  }
+  void Start(control::QuarantinePolicy policy = {3, seconds(600), seconds(600)},
+             actor::RuntimeOptions options = actor::RuntimeOptions{}) {
     auto opened = RunningEvents::Open(journal_path_);
     ASSERT_TRUE(opened.ok()) << opened.status().ToString();
     journal_ = std::move(opened->journal);
@@ -66,7 +75,6 @@ class QuarantineServiceTest : public ::testing::Test {
                                                    QuarantineServiceOptions{NodeId("n1"), policy, CallOptions{seconds(5)}},
                                                    journal_.get());
     PublishQuarantineMetrics(*metrics_, *service_);
-    actor::RuntimeOptions options;
     options.workers = 1;
     options.limits.max_event_cpu_ms = 200;
     runtime_ = std::make_unique<actor::ActorRuntime>(env_, engine_, classes_, storage_, options, service_->Hooks());
@@ -78,10 +86,14 @@ class QuarantineServiceTest : public ::testing::Test {
                                             options.limits);
     ASSERT_TRUE(module.ok()) << module.status().ToString();
     classes_.Set("acme", "bad", *module);
+    auto hostile = actor::CompileActorModule(
+        engine_, ReadBytes(std::string(WK_ACTORS_DIR) + "/one_page_hostile.wasm"), options.limits);
+    ASSERT_TRUE(hostile.ok()) << hostile.status().ToString();
+    classes_.Set("acme", "hostile", *hostile);
   }
-  actor::EventResult Call(const ActorId& id, const std::string& path) {
+  actor::EventResult Call(const ActorId& id, const std::string& path, std::string method = "GET") {
     actor::Request r;
-    r.method = "GET";
+    r.method = std::move(method);
     r.path = path;
     return env_.RunMain(runtime_->HandleRequest(id, std::move(r)));
   }
@@ -121,42 +133,83 @@ class QuarantineServiceTest : public ::testing::Test {
 
 const ActorId kPoison{"acme", "bad", "poison"};
 
-TEST_F(QuarantineServiceTest, EventsThatExhaustMemoryQuarantineTheActorAndUnloadIt) {
+// examples/testdata/one_page_hostile.wat: GET traps (unreachable), POST overflows the
+// stack, PATCH grows tables until the worker's heap or the table bound stops it.
+const ActorId kHostile{"acme", "hostile", "h"};
+
+TEST_F(QuarantineServiceTest, TrapsStackOverflowsAndFullLinearMemoryAreNotStrikes) {
+  // The finding (issue "Hostile tenants, round two"): a one-page module's trap counted as
+  // an out-of-memory strike, so anyone who could make an actor trap three times (bad
+  // input) locked it out of the cluster for 10 minutes.
   Start();
-  for (int i = 1; i <= 2; ++i) {
-    auto r = Call(kPoison, "/grow");
-    ASSERT_EQ(r.outcome, actor::EventOutcome::kActorFailed);
-    ASSERT_NE(r.error.find("actors.max_memory_bytes"), std::string::npos) << r.error;
-    SettleStrikes();
-    EXPECT_EQ(service_->stats().instance_strikes, static_cast<std::uint64_t>(i));
-    EXPECT_FALSE(cache_.Peek(kPoison).has_value());
+  for (int i = 0; i < 3; ++i) {
+    actor::EventResult trap = Call(kHostile, "/", "GET");
+    ASSERT_EQ(trap.outcome, actor::EventOutcome::kActorFailed);
+    EXPECT_NE(trap.error.find("unreachable"), std::string::npos) << trap.error;
+    EXPECT_EQ(trap.error.find("out of memory"), std::string::npos) << trap.error;
+    actor::EventResult overflow = Call(kHostile, "/", "POST");
+    ASSERT_EQ(overflow.outcome, actor::EventOutcome::kActorFailed);
+    EXPECT_NE(overflow.error.find("stack overflow"), std::string::npos) << overflow.error;
+    // Linear memory grown to its maximum, then a trap: the actor's own bound.
+    actor::EventResult full = Call(kPoison, "/grow");
+    ASSERT_EQ(full.outcome, actor::EventOutcome::kActorFailed);
+    EXPECT_NE(full.error.find("actors.max_memory_bytes"), std::string::npos) << full.error;
+    EXPECT_EQ(Call(kPoison, "/trap").outcome, actor::EventOutcome::kActorFailed);
+    EXPECT_EQ(Call(kPoison, "/recurse").outcome, actor::EventOutcome::kActorFailed);
+    EXPECT_EQ(Call(kPoison, "/loop").outcome, actor::EventOutcome::kActorFailed);
   }
-  EXPECT_EQ(unloads_, 0);
-  ASSERT_EQ(Call(kPoison, "/grow").outcome, actor::EventOutcome::kActorFailed);
   SettleStrikes();
-  EXPECT_EQ(service_->stats().instance_strikes, 3u);
-  EXPECT_EQ(service_->stats().quarantines, 1u);
-  auto record = Record(kPoison);
+  EXPECT_EQ(service_->stats().instance_strikes, 0u);
+  EXPECT_FALSE(Record(kHostile).has_value());
+  EXPECT_FALSE(Record(kPoison).has_value());
+  EXPECT_EQ(bucket_->counts().put, 0u);
+  EXPECT_EQ(Call(kHostile, "/", "DELETE").outcome, actor::EventOutcome::kOk) << "still served";
+  EXPECT_EQ(Call(kPoison, "/ok").outcome, actor::EventOutcome::kOk) << "still served";
+  EXPECT_EQ(unloads_, 0);
+}
+
+TEST_F(QuarantineServiceTest, EventsThatExhaustTheWorkersHeapQuarantineTheActorAndUnloadIt) {
+  // One actor's tables fit any heap the settings allow; the heap is the worker's, shared by
+  // every actor on it: actors holding large tables fill it, and the event that reaches its
+  // limit is the strike.
+  Start(control::QuarantinePolicy{3, seconds(600), seconds(600)}, SmallHeap());
+  std::vector<std::string> seen;
+  int fillers = 0;
+  int heap_limits = 0;
+  for (int attempt = 0; attempt < 40 && heap_limits < 3; ++attempt) {
+    // Grows its tables on a new instance, then traps (a trap: no strike).
+    actor::EventResult r = Call(kHostile, "/", "OPTIONS");
+    seen.push_back(r.error);
+    ASSERT_EQ(r.outcome, actor::EventOutcome::kActorFailed) << r.error;
+    if (r.error.find("V8 heap limit") == std::string::npos) {
+      ASSERT_NE(r.error.find("unreachable"), std::string::npos) << r.error;
+      // Its tables fit beside the others': one more actor keeps large tables. (Its own event
+      // may reach the limit instead: its strike is its own.)
+      const ActorId filler{"acme", "hostile", "filler" + std::to_string(fillers++)};
+      actor::EventResult f = Call(filler, "/", "PATCH");
+      seen.push_back(filler.name + ": " + (f.error.empty() ? "ok" : f.error.substr(0, 30)));
+      continue;
+    }
+    ++heap_limits;
+    SettleStrikes();
+    auto record = Record(kHostile);
+    ASSERT_TRUE(record);
+    EXPECT_EQ(record->strikes.size(), static_cast<std::size_t>(heap_limits));
+    EXPECT_EQ(record->QuarantinedAt(env_.WallNow()), heap_limits == 3);
+  }
+  ASSERT_EQ(heap_limits, 3) << ::testing::PrintToString(seen);
+  SettleStrikes();
+  EXPECT_GE(service_->stats().quarantines, 1u);
+  auto record = Record(kHostile);
   ASSERT_TRUE(record);
   EXPECT_TRUE(record->QuarantinedAt(env_.WallNow()));
   EXPECT_EQ(record->strikes.size(), 3u);
-  EXPECT_NE(record->reason.find("out of memory"), std::string::npos) << record->reason;
-  EXPECT_NE(record->reason.find("(actors.max_memory_bytes)"), std::string::npos) << "names the setting";
-  EXPECT_TRUE(cache_.Peek(kPoison).has_value()) << "remembered without a read";
-  EXPECT_EQ(unloads_, 1);
-  EXPECT_TRUE(RunUntil([&] { return !runtime_->IsResident(kPoison); })) << "unloaded";
-  EXPECT_NE(metrics_->RenderText().find("wasmkeep_quarantines_total 1"), std::string::npos);
-}
-
-TEST_F(QuarantineServiceTest, TrapsAndTheCpuLimitAreNotStrikes) {
-  Start();
-  EXPECT_EQ(Call(kPoison, "/trap").outcome, actor::EventOutcome::kActorFailed);
-  EXPECT_EQ(Call(kPoison, "/loop").outcome, actor::EventOutcome::kActorFailed);
-  EXPECT_EQ(Call(kPoison, "/ok").outcome, actor::EventOutcome::kOk);
-  SettleStrikes();
-  EXPECT_EQ(service_->stats().instance_strikes, 0u);
-  EXPECT_FALSE(Record(kPoison).has_value());
-  EXPECT_EQ(bucket_->counts().put, 0u);
+  EXPECT_NE(record->reason.find("exhausted the worker's V8 heap"), std::string::npos) << record->reason;
+  EXPECT_NE(record->reason.find("(actors.isolate_heap_limit_bytes)"), std::string::npos) << "names the setting";
+  EXPECT_TRUE(cache_.Peek(kHostile).has_value()) << "remembered without a read";
+  EXPECT_GE(unloads_, 1);
+  EXPECT_TRUE(RunUntil([&] { return !runtime_->IsResident(kHostile); })) << "unloaded";
+  EXPECT_NE(metrics_->RenderText().find("wasmkeep_quarantines_total"), std::string::npos);
 }
 
 // The runtime's hooks wrote the journal: the event's start put the actor in worker 0's
@@ -182,7 +235,7 @@ struct FakeHolds final : replica::HoldSource {
 
 TEST_F(QuarantineServiceTest, AQuarantinedActorIsNotStartedAgainOnThisNode) {
   Start();
-  for (int i = 0; i < 3; ++i) ASSERT_EQ(Call(kPoison, "/grow").outcome, actor::EventOutcome::kActorFailed);
+  for (int i = 0; i < 3; ++i) service_->Strike(kPoison, "a test's strike", false);
   SettleStrikes();
   FakeHolds inner;
   QuarantineHoldSource holds(inner, cache_);
