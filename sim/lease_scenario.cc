@@ -28,7 +28,7 @@ const std::vector<Scenario>& Scenarios() {
       {"storage", "3 nodes writing 3 actors through the durable replica as holds move (docs/architecture.md, Durable storage)",
        {"ack-before-durable", "ack-late-upload", "restore-ignores-fence", "gc-deletes-chain", "release-without-validity"}, &RunStorageScenario},
       {"routing", "clients appending to and reading 3 list actors through the front of 3 nodes (docs/architecture.md, How a request flows)",
-       {"release-without-validity", "answer-without-gate"}, &RunRoutingScenario},
+       {"release-without-validity", "answer-without-gate", "input-gate-concurrent"}, &RunRoutingScenario},
       {"move", "the routing scenario with actors moved between nodes and nodes drained (docs/architecture.md, Drain and move)",
        {"move-acquires-before-release-lands", "take-unconditional", "drain-ignores-pending"}, &RunMoveScenario},
       {"alarms", "clients setting, deleting and reading the alarms of 22 actors on 3 nodes that fire them (docs/alarms.md)",

@@ -138,7 +138,7 @@ class RoutingSim {
     replica_options_.snapshot_every_segments = static_cast<std::uint32_t>(Uniform(3, 6));
     WK_CHECK(replica::ValidateReplicaOptions(replica_options_).ok(), "bad simulator replica options");
     broken_ = options_.broken();
-    host_options_.answer_without_gate = broken_.on(BrokenModel::kAnswerWithoutGate);
+    host_options_.broken = broken_;
     // Long enough that a node frozen past its lease usually still has its actors in memory
     // when it resumes: the zombie case.
     host_options_.idle_hibernate = milliseconds(Uniform(20000, 40000));
