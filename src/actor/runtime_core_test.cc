@@ -19,7 +19,7 @@ namespace {
 // Runs nothing by itself: each event waits in `runs` until the test finishes it.
 class FakeExecutor final : public Executor {
  public:
-  struct Run {
+  struct Job {
     std::string key;
     std::shared_ptr<const ExecutorEvent> event;
     ActorStorage* storage;
@@ -59,7 +59,7 @@ class FakeExecutor final : public Executor {
 
   // Finishes the oldest waiting run: it wrote `body` under "k" and holds `state` bytes.
   void Finish(std::uint64_t state = 0) {
-    Run r = std::move(runs.front());
+    Job r = std::move(runs.front());
     runs.pop_front();
     ExecutedEvent ran;
     Batch b;
@@ -71,7 +71,7 @@ class FakeExecutor final : public Executor {
     r.done(std::move(ran));
   }
 
-  std::deque<Run> runs;
+  std::deque<Job> runs;
   std::vector<std::string> closed;
   int drops = 0;
 
@@ -166,7 +166,8 @@ TEST_F(RuntimeCoreTest, OverTheBudgetTheLeastRecentlyActiveIdleActorIsEvicted) {
   executor_.Finish(40 << 10);  // 80 KiB of state and 8 KiB of bookkeeping: a must go
   world_.RunFor(std::chrono::milliseconds(10));
   ASSERT_TRUE(answers_["2"].ok());
-  EXPECT_EQ(executor_.closed, std::vector<std::string>{ActorId{"t", "c", "a"}.ToString()});
+  const std::vector<std::string> closed = {ActorId{"t", "c", "a"}.ToString()};
+  EXPECT_EQ(executor_.closed, closed);
   ASSERT_EQ(unloads_.size(), 1u);
   EXPECT_EQ(unloads_[0].first, "a");
   EXPECT_EQ(unloads_[0].second, UnloadReason::kEvicted);
