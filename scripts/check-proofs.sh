@@ -121,6 +121,7 @@ gate: every release asks the hold|release-without-validity|gtest|replica:Replica
 gate: every release asks the hold (simulator)|release-without-validity|sim|storage|
 gate: every release asks the hold (routing)|release-without-validity|sim|routing|
 gate: every answer through the gate (routing)|answer-without-gate|sim|routing|
+input gate: one event of an actor at a time (routing)|input-gate-concurrent|sim|routing|
 restore follows the owner fences|restore-ignores-fence|gtest|replica:ReplicaTest.ASegmentOfAnOlderHoldThatLandedAfterTheNextRestoreIsOffTheChain|
 restore follows the owner fences (simulator)|restore-ignores-fence|sim|storage|
 GC never deletes the chain|gc-deletes-chain|gtest|replica:GcTest.CoveredSegmentsAndOlderSnapshotsGoTheFenceAndTheTailStay|

@@ -1,55 +1,50 @@
-// NativeActorHost: an actor::EventHost (actor/event_host.h) for the simulator. It runs
-// native C++ test actors instead of WebAssembly, with the real runtime's discipline over
-// the same StorageProvider (the durable ReplicaProvider in the `routing` scenario):
-//   - one event at a time per actor (the input gate), the next starting once the previous
-//     one committed (so batches group-commit);
-//   - an actor starts on its first event (StorageProvider::Open: acquire the hold, restore)
-//     and leaves memory after `idle_hibernate` without events, or when asked (Unload),
-//     once nothing is running or owed (StorageProvider::Close: durable, then released);
-//   - every answer waits for ActorStorage::WhenReleasable of the last committed batch (the
-//     output gate) — reads too, since a read answered from memory must pass the gate as
-//     much as a write;
-//   - a gate that reports an error voids the actor: that event and every event answered
-//     meanwhile are unavailable, and the actor is closed and restored afresh for the next.
+// NativeActorHost: the simulator's actor host — the real runtime's core
+// (actor/runtime_core.h: the input gate, the output gate, instance drops, hibernation,
+// eviction, a failed storage closed and restored afresh) over a NativeExecutor that runs
+// native C++ test actors in place of WebAssembly, against the same StorageProvider (the
+// durable ReplicaProvider in the `routing`, `move` and `alarms` scenarios). So the gates
+// and the lifecycle run under the simulator's faults, and their broken models
+// (answer-without-gate, input-gate-concurrent) are switched in the core itself.
 //
-// The one actor class, "list": POST <anything> appends the request's body to the list
-// (kept under one key, "list", comma-separated) and answers 200 "appended"; GET answers
-// 200 with the list. Any other method is 405.
+// The "list" class (any class but "alarm"): POST <anything> appends the request's body to
+// the list (kept under one key, "list", comma-separated) and answers 200 "appended"; GET
+// answers 200 with the list; any other method is 405. An append reads the list, then takes
+// 0-2 ms of simulated time before it writes it back: two appends of one actor running at
+// once (what the input gate forbids) lose one of them.
 //
 // The "alarm" class (the `alarms` scenario, docs/alarms.md): its state is a log (key "log",
 // comma-separated) and its alarm. POST /set?t=<ms> sets the alarm (logs s<ms>), POST /del
 // deletes it (logs d), GET answers the log. Its alarm events follow actor/alarm_event.h
-// exactly as the runtime does: nothing runs unless the state's alarm is due on this node's
-// clock; the alarm is cleared as the handler starts; the handler logs f<due>:<retry>:<now>,
-// fails (writes discarded) for a poisoned time (due % 97 == 0) or at the seed's failure
-// rate, and sometimes re-arms (logs s<ms>); a failure on the last attempt clears the alarm.
-//
-// Broken model (answer_without_gate): events are answered straight from memory, without
-// asking the gate — an append before it is durable, a read without the hold's validity.
+// exactly as the V8 executor does: nothing runs unless the state's alarm is due at the
+// event's time; the alarm is cleared as the handler starts; the handler logs
+// f<due>:<retry>:<now>, fails (writes discarded) for a poisoned time (due % 97 == 0) or at
+// the seed's failure rate, and sometimes re-arms (logs s<ms>); a failure on the last
+// attempt clears the alarm.
 //
 // Threading: the Env loop thread (single-threaded in the simulator).
 #pragma once
 
 #include <functional>
-#include <map>
 #include <memory>
-#include <optional>
 #include <string>
 
 #include "actor/event_host.h"
+#include "actor/executor.h"
+#include "actor/runtime_core.h"
 #include "actor/storage.h"
-#include "env/async_mutex.h"
 #include "env/env.h"
 
 namespace wk::sim {
 
 struct NativeActorHostOptions {
+  // Idle actors leave memory after this; their instances go after half of it.
   Duration idle_hibernate = std::chrono::seconds(5);
-  bool answer_without_gate = false;
-  // The alarm class: the broken models of alarm events (fire-before-due), the percentage of
-  // handler runs that fail, the percentage that re-arm, and a report of every handler run
-  // (actor, due, the node's clock at the run, retry count, failed, last attempt).
+  // The broken models of the core (answer-without-gate, input-gate-concurrent) and of alarm
+  // events (fire-before-due).
   BrokenModels broken;
+  // The alarm class: the percentage of handler runs that fail, the percentage that re-arm,
+  // and a report of every handler run (actor, due, the event's time, retry count, failed,
+  // last attempt).
   int alarm_failure_percent = 10;
   int alarm_rearm_percent = 15;
   std::function<void(const ActorId&, std::int64_t due_ms, std::int64_t now_ms, int retry, bool failed, bool last)>
@@ -59,12 +54,42 @@ struct NativeActorHostOptions {
 // A poisoned alarm time: its handler always fails (the alarms scenario's given-up alarms).
 inline bool PoisonedAlarm(std::int64_t due_ms) { return due_ms % 97 == 0; }
 
-struct NativeActorHostStats {
-  std::uint64_t events = 0;
-  std::uint64_t starts = 0;          // Open succeeded
-  std::uint64_t start_failures = 0;  // Open failed
-  std::uint64_t gate_failures = 0;   // WhenReleasable reported an error
-  std::uint64_t closes = 0;
+// The list and alarm classes as an actor::Executor: one lane; every job a task on the Env
+// loop; an "instance" is a flag (made by an event, dropped as the core asks).
+class NativeExecutor final : public actor::Executor {
+ public:
+  NativeExecutor(Env& env, const NativeActorHostOptions& options);
+  ~NativeExecutor() override;
+
+  std::size_t lanes() const override { return 1; }
+  std::shared_ptr<actor::ExecutorActor> NewActor(const ActorId& id, const std::string& key) override;
+  void Started(actor::ExecutorActor& actor) override;
+  void Run(std::shared_ptr<actor::ExecutorActor> actor, actor::ActorStorage* storage,
+           std::shared_ptr<const actor::ExecutorEvent> event, std::function<void(actor::ExecutedEvent)> done) override;
+  void DropInstance(std::shared_ptr<actor::ExecutorActor> actor) override;
+  void Close(std::shared_ptr<actor::ExecutorActor> actor, std::function<void()> done) override;
+  void Stop() override { *alive_ = false; }
+  actor::ExecutorStats stats() const override { return {}; }
+  std::uint64_t InstanceReservation(const actor::ExecutorActor&) const override { return 0; }
+  std::uint64_t live_reservation_limit() const override { return UINT64_MAX; }
+  void InstanceForgotten(const actor::ExecutorActor&, std::uint64_t) override {}
+  void AfterInstancesGone(std::size_t, std::uint64_t, std::uint64_t) override {}
+  void AfterIdleSweep(const std::vector<bool>&) override {}
+  void ReclaimNow(std::size_t) override {}
+
+ private:
+  struct Actor;
+  // Ends an event: measures the actor and hands the result to the core.
+  void Finish(Actor& actor, actor::ActorStorage& storage, actor::ExecutedEvent ran,
+              const std::function<void(actor::ExecutedEvent)>& done);
+  // The alarm actor's alarm event (its result's outcome, alarm_fired and alarm_after).
+  actor::EventResult ExecuteAlarm(Actor& actor, actor::ActorStorage& storage, const actor::ExecutorEvent& event);
+  // The alarm actor's requests; the list actor's GET and refusals (an append is Run's).
+  actor::Response ExecuteAlarmRequest(Actor& actor, actor::ActorStorage& storage, const actor::Request& request);
+
+  Env& env_;
+  NativeActorHostOptions options_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
 class NativeActorHost final : public actor::EventHost {
@@ -74,50 +99,24 @@ class NativeActorHost final : public actor::EventHost {
   NativeActorHost(const NativeActorHost&) = delete;
   NativeActorHost& operator=(const NativeActorHost&) = delete;
 
-  Task<actor::EventResult> HandleRequest(ActorId id, actor::Request request) override;
-  Task<actor::EventResult> HandleAlarm(ActorId id, actor::AlarmEvent event) override;
-  void Unload(const ActorId& id) override;
-  void Warm(const ActorId& id) override;
-  bool IsResident(const ActorId& id) const override;
+  Task<actor::EventResult> HandleRequest(ActorId id, actor::Request request) override {
+    return core_->HandleRequest(std::move(id), std::move(request));
+  }
+  Task<actor::EventResult> HandleAlarm(ActorId id, actor::AlarmEvent event) override {
+    return core_->HandleAlarm(std::move(id), event);
+  }
+  void Unload(const ActorId& id) override { core_->Unload(id); }
+  void Warm(const ActorId& id) override { core_->Warm(id); }
+  bool IsResident(const ActorId& id) const override { return core_->IsResident(id); }
 
-  const NativeActorHostStats& stats() const { return stats_; }
+  actor::RuntimeStats stats() const { return core_->stats(); }
   // Called with (actor, why) when an actor leaves memory (tracing).
   void set_on_closed(std::function<void(const ActorId&, const std::string&)> fn) { on_closed_ = std::move(fn); }
 
  private:
-  struct Slot {
-    Slot(Env& env, ActorId a) : id(std::move(a)), mu(env) {}
-    ActorId id;
-    AsyncMutex mu;  // the input gate
-    std::unique_ptr<actor::ActorStorage> storage;
-    std::uint64_t last_seq = 0;
-    int inflight = 0;       // events entered and not yet answered
-    bool gone = false;      // closed (or failed to open): events still queued answer unavailable
-    bool broken = false;    // a gate failed: close once nothing is owed
-    bool unloading = false;
-    std::optional<Env::TimerId> idle_timer;
-  };
-
-  Task<actor::EventResult> Submit(ActorId id, std::optional<actor::Request> request, actor::AlarmEvent alarm);
-  Task<actor::EventResult> Run(std::shared_ptr<Slot> slot, std::optional<actor::Request> request,
-                               actor::AlarmEvent alarm);
-  // Opens a warmed slot's storage (Warm), as a first event would, without one.
-  Task<void> Open(std::shared_ptr<Slot> slot);
-  // What the list or alarm actor does with one request, against its storage.
-  actor::Response Execute(Slot& slot, const actor::Request& request);
-  // The alarm actor's alarm event (its result's outcome, alarm_fired and alarm_after).
-  actor::EventResult ExecuteAlarm(Slot& slot, const actor::AlarmEvent& alarm);
-  static Task<Status> Gate(Env* env, actor::ActorStorage* storage, std::uint64_t seq);
-  void AfterEvent(const std::shared_ptr<Slot>& slot);
-  void Close(const std::shared_ptr<Slot>& slot, const std::string& why);
-
-  Env& env_;
-  actor::StorageProvider& storage_;
-  NativeActorHostOptions options_;
-  std::map<ActorId, std::shared_ptr<Slot>> slots_;
-  NativeActorHostStats stats_;
+  NativeExecutor executor_;
+  std::unique_ptr<actor::ActorRuntimeCore> core_;  // after executor_: destroyed first
   std::function<void(const ActorId&, const std::string&)> on_closed_;
-  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
 }  // namespace wk::sim

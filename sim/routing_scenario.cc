@@ -72,7 +72,7 @@ ServingOptions RoutingServing(World& w) {
   o.replica.gc_off_chain_after = w.timing().takeover_after();
   o.replica.segment_max_batches = static_cast<std::uint32_t>(w.Uniform(2, 8));
   o.replica.snapshot_every_segments = static_cast<std::uint32_t>(w.Uniform(3, 6));
-  o.host.answer_without_gate = w.options().broken().on(BrokenModel::kAnswerWithoutGate);
+  o.host.broken = w.options().broken();
   // Long enough that a node frozen past its lease usually still has its actors in memory
   // when it resumes: the zombie case.
   o.host.idle_hibernate = milliseconds(w.Uniform(20000, 40000));

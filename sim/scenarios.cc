@@ -25,7 +25,7 @@ const std::vector<Scenario>& Scenarios() {
       {"routing",
        "clients appending to and reading 3 list actors through the front of 3 nodes (docs/architecture.md, How a "
        "request flows)",
-       {{"release-without-validity"}, {"answer-without-gate"}},
+       {{"release-without-validity"}, {"answer-without-gate"}, {"input-gate-concurrent"}},
        &RunRoutingScenario},
       {"move",
        "the routing scenario with actors moved between nodes and nodes drained (docs/architecture.md, Drain and move)",

@@ -4,20 +4,15 @@
 // gate), and the lifecycle — created on first event through StorageProvider::Open,
 // hibernated after an idle time, evicted under a memory budget (idle actors first).
 //
-// Threads: the runtime's own state lives on its Env's loop thread; every public method is
-// called there. Events execute on a fixed pool of worker threads, each owning one V8
-// isolate (engine::Worker); an actor is pinned to one worker for its residency, so its
-// instance never crosses threads. Workers report back through Env::PostFromAnyThread.
-// (The runtime is a real-runtime component: it uses threads. Storage and cluster code stay
-// simulator-clean; the runtime talks to them only through StorageProvider and hooks.)
+// Structure: the rules above — the gates, the lifecycle, the budget — are ActorRuntimeCore's
+// (runtime_core.h), which runs on the Env loop only and is what the simulator runs; the code
+// runs on a V8Executor (v8_executor.h): a fixed pool of worker threads, each owning one V8
+// isolate (engine::Worker), an actor pinned to one worker for its residency so its instance
+// never crosses threads. ActorRuntime puts the two together for a node.
 //
-// Per-actor states (loop thread):
-//   kStarting --Open ok--> kReady <--event done-- kRunning
-//                            |  \--dispatch------------^
-//  idle sweep / budget       |   (or Open failed: queued events answered kUnavailable)
-//                            v
-//                        kClosing --instance destroyed, storage closed--> (gone, or
-//                                   kStarting again if events arrived meanwhile)
+// Threads: every public method is called on the Env's loop thread. Workers report back
+// through Env::PostFromAnyThread. (Storage and cluster code stay simulator-clean; the
+// runtime talks to them only through StorageProvider and hooks.)
 //
 // Warm but not instantiated. A kReady actor idle for `idle_instance` drops its WebAssembly
 // instance (and its linear memory) but keeps its storage: its hold and its state stay, so
@@ -67,6 +62,7 @@
 
 #include "actor/alarm_event.h"
 #include "actor/event_host.h"
+#include "actor/runtime_core.h"
 #include "actor/storage.h"
 #include "actor/types.h"
 #include "base/metrics.h"
@@ -75,6 +71,8 @@
 #include "env/env.h"
 
 namespace wk::actor {
+
+class V8Executor;
 
 struct RuntimeOptions {
   ActorLimits limits;
@@ -155,21 +153,6 @@ inline constexpr std::uint64_t kLiveReservationBytes = engine::kLinearReservatio
 inline constexpr std::uint64_t kUncollectedReservationBytes = engine::kLinearReservationLimitBytes / 8;
 inline constexpr std::uint64_t kUncollectedMemories = 4096;
 
-// What a resident actor costs the node besides its instance, its linear memory and its
-// state: the runtime's slot for it, its storage's structures (the replica, its output gate
-// and hold, the ownership layer's entry) and the allocator's overhead on them. Measured in
-// `wasmkeep serve` (bench/density_bench.sh: 50,000 resident counters whose instances were
-// dropped took 4.1 KiB of RSS each, their state included; docs/benchmarks.md, "Density").
-inline constexpr std::uint64_t kResidentActorBookkeepingBytes = 4096;
-// Series of wasmkeep_actor_tenant_memory_bytes: the tenants holding the most memory get one
-// each, the others are summed under tenant="_other" (a tenant name never starts with "_").
-inline constexpr std::size_t kMaxTenantMemorySeries = 50;
-// The phases of an event that ran on a worker (wasmkeep_actor_event_phase_seconds, by label
-// `phase`): from its arrival to its dispatch to its worker (input: the actor's earlier events
-// first), to the start on the worker thread (worker: events of other actors on the same
-// worker first), to the end of its run there (run), to its released answer (output).
-inline constexpr std::array<std::string_view, 4> kEventPhases = {"input", "worker", "run", "output"};
-
 // Checks the options; the error names the setting.
 Status ValidateRuntimeOptions(const RuntimeOptions& options);
 
@@ -189,9 +172,6 @@ class ClassRegistry {
  private:
   std::map<std::pair<std::string, std::string>, std::shared_ptr<const engine::Module>> classes_;
 };
-
-enum class UnloadReason : std::uint8_t { kHibernated, kEvicted, kFailed, kShutdown, kRequested };
-std::string_view UnloadReasonName(UnloadReason r);
 
 // How an event's execution ended, for RuntimeHooks::on_event_end.
 struct EventEnd {
@@ -214,45 +194,6 @@ struct RuntimeHooks {
   // quarantine's local journal relies on (src/server/running_events.h).
   std::function<void(const ActorId&, std::size_t worker)> on_event_start;
   std::function<void(const ActorId&, std::size_t worker, const EventEnd&)> on_event_end;
-};
-
-struct RuntimeStats {
-  std::size_t resident_actors = 0;
-  std::size_t instances = 0;  // resident actors with an instance
-  // What the memory budget counts: linear_bytes + state_bytes + heap_bytes + bookkeeping_bytes.
-  std::uint64_t memory_bytes = 0;
-  std::uint64_t linear_bytes = 0;  // instances' linear memory: the pages they touched
-  std::uint64_t state_bytes = 0;   // resident actors' state in memory (StateMap::memory_bytes)
-  std::uint64_t heap_bytes = 0;    // the workers' V8 heaps (instances, tables), as last measured
-  std::uint64_t bookkeeping_bytes = 0;  // resident_actors * kResidentActorBookkeepingBytes
-  // Not counted apart (already in the figures above), for comparison:
-  std::uint64_t linear_mapped_bytes = 0;  // instances' linear memory as mapped (its size)
-  std::uint64_t instance_heap_bytes = 0;  // what the instances hold of heap_bytes (Instance::HeapBytes)
-  std::uint64_t memory_refusals = 0;  // new actors refused because the budget was used up
-  // Instances dropped from resident actors: idle for idle_instance, to meet the budget, to
-  // stay within max_instances.
-  std::uint64_t instances_dropped_idle = 0;
-  std::uint64_t instances_dropped_memory = 0;
-  std::uint64_t instances_dropped_limit = 0;  // max_instances or kLiveReservationBytes
-  // Live instances' reserved address space (their memories' maxima; kLiveReservationBytes).
-  std::uint64_t instance_reserved_bytes = 0;
-  // Collections started because thrown-away memories reached kUncollectedReservationBytes.
-  std::uint64_t reservation_collections = 0;  // or kUncollectedMemories
-  std::uint64_t events = 0;
-  std::uint64_t failed_events = 0;
-  std::uint64_t overloaded = 0;
-  std::uint64_t instantiations = 0;
-  std::uint64_t hibernations = 0;
-  std::uint64_t evictions = 0;
-};
-
-// One tenant's part of the memory the budget counts: its resident actors' linear memory,
-// state and bookkeeping, and what their instances hold of their workers' V8 heaps (their
-// objects and tables: engine::Instance::HeapBytes).
-struct TenantMemory {
-  std::string tenant;
-  double bytes = 0;
-  std::size_t actors = 0;
 };
 
 class ActorRuntime final : public EventHost {
@@ -297,141 +238,18 @@ class ActorRuntime final : public EventHost {
   // The budget's figure by tenant, largest first (every resident actor's tenant). The part
   // of the workers' heaps no instance holds (V8's own start-up heap, the modules' objects,
   // garbage not collected yet) belongs to no tenant: it is stats().memory_bytes less the
-  // sum. Kept per tenant as actors change (tenant_totals_): as cheap as the tenants are few.
+  // sum. Kept per tenant as actors change: as cheap as the tenants are few.
   std::vector<TenantMemory> MemoryByTenant() const;
-  const Histogram& event_seconds() const { return event_seconds_; }
+  const Histogram& event_seconds() const;
   // Of events that ran on a worker, one phase of their time (kEventPhases[phase]).
-  const Histogram& event_phase_seconds(std::size_t phase) const { return event_phase_seconds_[phase]; }
+  const Histogram& event_phase_seconds(std::size_t phase) const;
   const RuntimeOptions& options() const { return options_; }
 
  private:
-  struct Slot;
-  struct Pending;
-  class WorkerThread;
-  struct ExecResult;
-
-  Task<EventResult> Submit(ActorId id, std::optional<Request> request, AlarmEvent alarm = {});
-  Task<void> Start(std::shared_ptr<Slot> slot);
-  void Pump(const std::shared_ptr<Slot>& slot);
-  // On the worker thread.
-  ExecResult Execute(engine::Worker& worker, Slot& slot, const std::optional<Request>& request,
-                     const AlarmEvent& alarm, std::int64_t now_ms);
-  struct MemoryUse {
-    bool has_instance = false;  // the actor has an instance after the event
-    std::uint64_t linear = 0;   // its resident pages
-    std::uint64_t linear_mapped = 0;
-    std::uint64_t instance_heap = 0;
-    std::uint64_t reserved = 0;  // its linear memory's maximum: the address space V8 reserved
-    std::uint64_t state = 0;
-    std::uint64_t heap = 0;  // the worker's whole V8 heap
-  };
-  // On the worker thread, after an event: what the actor holds now.
-  static MemoryUse MeasureMemory(engine::Worker& worker, Slot& slot);
-  void ExecutionDone(const std::shared_ptr<Slot>& slot, MemoryUse memory, bool instantiated);
-  // Loop-thread accounting of one actor's instance (SetInstanceMemory) and its end
-  // (ForgetInstance: the instance is gone, or its destruction is queued on its worker).
-  void SetInstanceMemory(Slot& slot, const MemoryUse& memory);
-  void ForgetInstance(Slot& slot);
-  // Sets one part the budget counts for an actor, in its slot, the node's total and its
-  // tenant's (tenant_totals_) alike.
-  void SetLinearBytes(Slot& slot, std::uint64_t bytes);
-  void SetStateBytes(Slot& slot, std::uint64_t bytes);
-  void SetInstanceHeapBytes(Slot& slot, std::uint64_t bytes);
-  // Drops the instance of an idle actor that has one; it stays resident.
-  enum class DropReason : std::uint8_t { kIdle, kMemory, kLimit };
-  void DropInstance(Slot& slot, DropReason reason);
-  // What an actor's instance holds of its worker's heap (0 without one).
-  static std::uint64_t InstanceHeap(const Slot& slot);
-  // Before an event of `next` instantiates: keeps live instances under max_instances and
-  // kLiveReservationBytes.
-  void MakeRoomForInstance(const Slot& next);
-  // The periodic sweep: drops the instances of actors idle for idle_instance and
-  // hibernates actors idle for idle_hibernate (least recently active first).
-  void Sweep();
-  void ScheduleSweep();
-  void CollectGarbageOn(std::size_t worker);
-  // Starts one beside its thread (engine::Worker::StartCollection): for a busy worker.
-  void StartCollectionOn(std::size_t worker);
-  // Once the memories thrown away on `worker` since its last collection reserve its share of
-  // kUncollectedReservationBytes: starts a collection beside its thread. Called after the
-  // jobs that destroy those instances were posted, so it runs behind them.
-  void CollectIfUncollected(std::size_t worker);
-  void Deliver(const std::shared_ptr<Slot>& slot, const std::shared_ptr<Pending>& pending, EventResult result,
-               Status durable);
-  // After an event finished executing or was answered: close a broken or unloading actor,
-  // or arm the idle timer, once nothing is running or owed.
-  void AfterProgress(const std::shared_ptr<Slot>& slot);
-  bool IsIdle(const Slot& slot) const;
-  // Its storage failed (sticky): close it once nothing is running or owed.
-  static bool Broken(const Slot& slot);
-  // A new resident actor, starting: in actors_ and the activity list, the sweep armed. The
-  // one way a slot is made (an event's dispatch and a hand-over's warm start both use it),
-  // so no slot misses a list that Forget takes it out of.
-  std::shared_ptr<Slot> NewSlot(const ActorId& id, std::string key, std::shared_ptr<const engine::Module> module);
-  void Forget(Slot& slot);  // takes it out of actors_ and the activity lists
-  void Close(const std::shared_ptr<Slot>& slot, UnloadReason reason);
-  void CloseDone(const std::shared_ptr<Slot>& slot, UnloadReason reason);
-  // Evicts idle actors (least recently used first) while the node is over its budget;
-  // returns the bytes resident once they are gone.
-  std::uint64_t EnforceMemoryBudget();
-  std::uint64_t MemoryBytes() const;
-  std::int64_t NowMs() const;
-
-  Env& env_;
   engine::Engine& engine_;
-  ClassRegistry& classes_;
-  StorageProvider& storage_;
   RuntimeOptions options_;
-  RuntimeHooks hooks_;
-  std::vector<std::unique_ptr<WorkerThread>> workers_;
-  std::unordered_map<std::string, std::shared_ptr<Slot>> actors_;
-  // Resident actors, and those with an instance, least recently active first (an actor
-  // moves to the back when an event of it finishes): the sweep and the budget walk them
-  // from the front, without sorting.
-  std::list<Slot*> by_activity_;
-  std::list<Slot*> instances_by_activity_;
-  std::uint64_t linear_bytes_ = 0;
-  std::uint64_t linear_mapped_bytes_ = 0;
-  std::uint64_t state_bytes_ = 0;
-  std::uint64_t instance_heap_bytes_ = 0;
-  std::uint64_t instance_reserved_bytes_ = 0;
-  // The same parts per tenant, kept as the totals above are, for MemoryByTenant: a scrape
-  // of /metrics reads them without walking every resident actor (with 50,000 resident, the
-  // loop thread ran 39-43 ms without a break at each scrape, in a scheduler trace). A
-  // tenant's entry goes with its last resident actor.
-  struct TenantTotals {
-    std::uint64_t linear_bytes = 0;
-    std::uint64_t state_bytes = 0;
-    std::uint64_t instance_heap_bytes = 0;
-    std::size_t actors = 0;
-  };
-  std::unordered_map<std::string, TenantTotals> tenant_totals_;
-  struct WorkerMemory {
-    std::uint64_t heap_bytes = 0;  // measured after its last job that could change it
-    MonoTime last_collection{};
-    MonoTime last_event{};  // when an event of it last finished (the sweep's collection)
-    bool collection_wanted = false;  // instances were dropped since its last collection
-    // Reservations of the memories thrown away on it since its last collection was asked for.
-    std::uint64_t uncollected_reserved_bytes = 0;
-    std::uint64_t uncollected_memories = 0;
-  };
-  std::vector<WorkerMemory> worker_memory_;
-  Env::TimerId sweep_timer_ = 0;
-  bool shutting_down_ = false;
-  RuntimeStats stats_;
-  // Alive while the runtime is; callbacks from workers check it before touching `this`.
-  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
-  // Set by the destructor; worker jobs not yet started skip their event.
-  std::shared_ptr<std::atomic<bool>> stopping_ = std::make_shared<std::atomic<bool>>(false);
-  // Seconds from an event's arrival to its released answer.
-  Histogram event_seconds_{{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}};
-  // The same, by phase (kEventPhases), from 100 us.
-  static std::vector<double> PhaseBounds() {
-    return {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
-  }
-  std::array<Histogram, kEventPhases.size()> event_phase_seconds_{
-      Histogram(PhaseBounds()), Histogram(PhaseBounds()), Histogram(PhaseBounds()), Histogram(PhaseBounds())};
-  void ObservePhases(const Pending& p);
+  std::unique_ptr<V8Executor> executor_;
+  std::unique_ptr<ActorRuntimeCore> core_;  // after executor_: destroyed first, it stops it
 };
 
 // Publishes the runtime's events, instances, unloads, latency and residency (base/metrics.h,

@@ -4,8 +4,9 @@
 // implementation used by the runtime's tests and benchmarks. It is not a product mode.
 //
 // Threading: the runtime calls the methods of one ActorStorage from one event at a time,
-// on whichever worker thread runs that actor, never concurrently (failure() it may also
-// ask from its loop thread); Open and Close run on the runtime's loop thread.
+// on whichever worker thread runs that actor, never concurrently (between events it also
+// calls failure() and an answer's WhenReleasable from its loop thread); Open and Close run
+// on the runtime's loop thread.
 // `WhenReleasable`'s callback may be invoked on any thread.
 //
 // The contract the runtime relies on:

@@ -69,9 +69,10 @@ constexpr std::array<std::string_view, kModels> kNames = {
     "earlier-entries-before-fence",
     "pool-skips-zeroing",
     "answer-without-gate",
+    "input-gate-concurrent",
 };
 static_assert(kNames.size() == kModels, "one name per BrokenModel");
-static_assert(kNames[static_cast<std::size_t>(BrokenModel::kAnswerWithoutGate)] == "answer-without-gate",
+static_assert(kNames[static_cast<std::size_t>(BrokenModel::kInputGateConcurrent)] == "input-gate-concurrent",
               "the names follow the enum's order");
 
 }  // namespace

@@ -101,8 +101,9 @@ enum class BrokenModel : std::uint8_t {
   kEarlierEntriesBeforeFence,  // earlier holds' index entries are removed before this hold's fence landed
   // ---- The engine's memory pool (engine/engine.cc), docs/architecture.md "Memory"
   kPoolSkipsZeroing,         // a memory kept for reuse is not zeroed: the next instance sees the last one's bytes
-  // ---- The simulator's own hosts (sim/), never production code
-  kAnswerWithoutGate,        // the routing scenario's native host answers without the output gate
+  // ---- The actor runtime's core (actor/runtime_core.*), docs/architecture.md "How a request flows"
+  kAnswerWithoutGate,        // an event's answer is released without asking the output gate (WhenReleasable)
+  kInputGateConcurrent,      // the input gate lets an actor's next event run while its previous one still runs
   kCount
 };
 

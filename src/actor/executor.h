@@ -1,0 +1,123 @@
+// Executor: what the runtime's core (runtime_core.h) needs of whatever runs actors' code —
+// run one event of an actor against its storage, keep or drop the actor's instance, and
+// say what it holds in memory. The core decides when (the input gate, the output gate, the
+// lifecycle, the memory budget); an executor only does. V8Executor (v8_executor.h: V8
+// isolates on worker threads) is the real one; the simulator's NativeExecutor runs C++ test
+// actors (sim/native_actor_host.h).
+//
+// What each side relies on: an actor's jobs (its events, the drop of its instance, its
+// close) start in the order they were asked for, on the actor's lane; the core asks for an
+// event only once the actor's previous one came back (the input gate), and for a drop or a
+// close only while none runs. (V8Executor runs a lane's jobs one at a time anyway; the
+// native executor's events may span simulated time, so there the gate is all that keeps
+// two events of one actor apart.) Every completion is called on the Env loop thread,
+// unless Stop() ran first.
+//
+// Threading: every method is called on the Env loop thread, and every completion runs there
+// (an executor with threads hands them back with Env::PostFromAnyThread).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "actor/alarm_event.h"
+#include "actor/storage.h"
+#include "actor/types.h"
+#include "base/time.h"
+
+namespace wk::actor {
+
+// One resident actor's side in the executor: its code and its instance, whatever they are.
+// Made by Executor::NewActor when the actor becomes resident; the core keeps it for the
+// residency (its restarts included) and jobs keep it alive while they run.
+class ExecutorActor {
+ public:
+  virtual ~ExecutorActor() = default;
+  // The lane its jobs run on (0 .. Executor::lanes() - 1), fixed for its residency.
+  std::size_t lane = 0;
+};
+
+// What an actor holds after a job, as the executor measured it.
+struct ActorMemory {
+  bool has_instance = false;       // it has an instance after the event
+  std::uint64_t linear = 0;        // its linear memory's pages touched
+  std::uint64_t linear_mapped = 0; // its linear memory as mapped
+  std::uint64_t instance_heap = 0; // what its instance holds of its lane's heap
+  std::uint64_t reserved = 0;      // the address space its linear memory reserves
+  std::uint64_t state = 0;         // ActorStorage::MemoryBytes
+};
+
+// One event for Executor::Run.
+struct ExecutorEvent {
+  std::optional<Request> request;  // nullopt: an alarm event (alarm_event.h)
+  AlarmEvent alarm;
+  // The wall time the event sees (Unix ms): when the core dispatched it. Time inside an
+  // event is frozen, as in Cloudflare's Workers: an event is deterministic given its input
+  // and its storage, and actors get no fine timer.
+  std::int64_t now_ms = 0;
+};
+
+// How an event ran, for the core.
+struct ExecutedEvent {
+  EventResult result;
+  // The output gate: the answer may be released once this sequence is (WhenReleasable).
+  std::uint64_t wait_seq = 0;
+  ActorMemory memory;
+  bool instantiated = false;  // an instance was made for it
+  // On the Env's monotonic clock (the real Env's is steady_clock, so a worker thread reads
+  // it there): when the event started on its lane, and when it ended.
+  MonoTime started{};
+  MonoTime ran{};
+};
+
+struct ExecutorStats {
+  std::uint64_t heap_bytes = 0;  // the lanes' heaps, as last measured (counted by the budget)
+  std::uint64_t reservation_collections = 0;
+};
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+
+  virtual std::size_t lanes() const = 0;
+  // A new resident actor of `id`'s class at its current code; nullptr if its class is not
+  // deployed (the core answers kNotFound).
+  virtual std::shared_ptr<ExecutorActor> NewActor(const ActorId& id, const std::string& key) = 0;
+  // The actor's storage just opened (a start or a restart): it runs its class's current code
+  // from now on if there is one (a redeploy while it was away).
+  virtual void Started(ExecutorActor& actor) = 0;
+  // Runs one event against `storage` (alive until `done` is called, or Stop returns).
+  virtual void Run(std::shared_ptr<ExecutorActor> actor, ActorStorage* storage, std::shared_ptr<const ExecutorEvent> event,
+                   std::function<void(ExecutedEvent)> done) = 0;
+  // Drops the actor's instance after its jobs so far; the next event makes a fresh one.
+  virtual void DropInstance(std::shared_ptr<ExecutorActor> actor) = 0;
+  // Drops the actor's instance for good after its jobs so far, then calls `done`.
+  virtual void Close(std::shared_ptr<ExecutorActor> actor, std::function<void()> done) = 0;
+  // Ends every job: after it returns no job runs and no completion is called. Events queued
+  // and not started are skipped; drops and closes queued before it still run.
+  virtual void Stop() = 0;
+
+  // The memory around instances (the core keeps each actor's own figures).
+  virtual ExecutorStats stats() const = 0;
+  // Before an event of `next` makes an instance: the address space that instance and the
+  // executor's kept memories would reserve, and the most live instances may reserve.
+  virtual std::uint64_t InstanceReservation(const ExecutorActor& next) const = 0;
+  virtual std::uint64_t live_reservation_limit() const = 0;
+  // An instance of the actor (on its lane) reserving `reserved` is gone or going.
+  virtual void InstanceForgotten(const ExecutorActor& actor, std::uint64_t reserved) = 0;
+  // After instances were thrown away on `lane`: `live` instances reserving `live_reserved`
+  // remain. The executor may reclaim what the gone ones left.
+  virtual void AfterInstancesGone(std::size_t lane, std::uint64_t live, std::uint64_t live_reserved) = 0;
+  // The idle sweep ran; `dropped[lane]`: it dropped idle instances there.
+  virtual void AfterIdleSweep(const std::vector<bool>& dropped) = 0;
+  // The memory budget dropped instances or evicted actors with instances on `lane`: reclaim
+  // their memory now, so the budget's heap figure falls with them.
+  virtual void ReclaimNow(std::size_t lane) = 0;
+};
+
+}  // namespace wk::actor

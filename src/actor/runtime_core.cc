@@ -1,0 +1,652 @@
+#include "actor/runtime_core.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "base/check.h"
+#include "base/log.h"
+
+namespace wk::actor {
+
+std::string_view UnloadReasonName(UnloadReason r) {
+  switch (r) {
+    case UnloadReason::kHibernated: return "hibernated";
+    case UnloadReason::kEvicted: return "evicted";
+    case UnloadReason::kFailed: return "failed";
+    case UnloadReason::kShutdown: return "shutdown";
+    case UnloadReason::kRequested: return "requested";
+  }
+  return "?";
+}
+
+// ---------------------------------------------------------------------------------------
+// Slots
+
+struct ActorRuntimeCore::Pending {
+  ExecutorEvent event;  // its now_ms set at dispatch; the executor reads it in place
+  Latch<EventResult> done;
+  // Where the event's time went (wasmkeep_actor_event_phase_seconds), on the Env's clock:
+  // arrived and dispatched set here, started and ran reported by the executor.
+  MonoTime arrived{};
+  MonoTime dispatched{};
+  MonoTime started{};
+  MonoTime ran{};
+};
+
+struct ActorRuntimeCore::Slot : std::enable_shared_from_this<Slot> {
+  enum class State : std::uint8_t { kStarting, kReady, kRunning, kClosing };
+
+  ActorId id;
+  std::string key;
+  std::shared_ptr<ExecutorActor> exec;  // its code and instance; exec->lane its lane
+  State state = State::kStarting;
+  // Events dispatched to the executor that have not come back (one, but for the broken
+  // model input-gate-concurrent). kRunning while non-zero.
+  int running = 0;
+  // A list, not a deque: an idle actor's empty queue allocates nothing (libstdc++'s deque
+  // allocates about 600 bytes even when empty; docs/benchmarks.md, "Density").
+  std::list<Pending> queue;
+  // Events dispatched whose answers are not delivered yet (executing or awaiting
+  // durability). An actor is idle only when this is zero and its queue is empty.
+  int undelivered = 0;
+  bool unload_requested = false;
+  // The core's view: the actor has an instance (from its last event's report) and no drop
+  // of it is queued since.
+  bool has_instance = false;
+  MonoTime last_active{};
+  std::list<Slot*>::iterator by_activity;           // in by_activity_
+  std::list<Slot*>::iterator instance_by_activity;  // in instances_by_activity_ if has_instance
+  // What the budget counts for this actor (besides its lane's heap and its bookkeeping).
+  std::uint64_t linear_bytes = 0;
+  std::uint64_t linear_mapped_bytes = 0;
+  std::uint64_t instance_heap_bytes = 0;
+  std::uint64_t reserved_bytes = 0;
+  std::uint64_t state_bytes = 0;
+  TenantTotals* tenant = nullptr;  // its tenant's entry in tenant_totals_ (stable: a node map)
+
+  // Used by the executor's jobs while an event runs; by the core only between them (the
+  // output gate's registration, failure(), Open and Close).
+  std::unique_ptr<ActorStorage> storage;
+
+  // Events dispatched and not yet answered (for the destructor).
+  std::vector<std::shared_ptr<Pending>> inflight;
+};
+
+ActorRuntimeCore::ActorRuntimeCore(Env& env, Executor& executor, StorageProvider& storage,
+                                   RuntimeCoreOptions options,
+                                   std::function<void(const ActorId&, UnloadReason)> on_unloaded)
+    : env_(env), executor_(executor), storage_(storage), options_(std::move(options)),
+      on_unloaded_(std::move(on_unloaded)) {
+  WK_CHECK(executor_.lanes() > 0, "an executor without lanes");
+  to_loop_ = options_.to_loop;
+  if (!to_loop_) {
+    Env* env = &env_;
+    to_loop_ = [env](std::function<void()> fn) { env->Post(std::move(fn)); };
+  }
+}
+
+ActorRuntimeCore::~ActorRuntimeCore() {
+  // Normally Shutdown has emptied actors_. If it could not (its limit passed), nothing may
+  // be left hanging: every queued or in-flight event is answered "unavailable", events not
+  // yet started are skipped, instances are dropped, storages closed.
+  *alive_ = false;
+  if (sweep_timer_ != 0) env_.CancelTimer(sweep_timer_);
+  EventResult stopped;
+  stopped.outcome = EventOutcome::kUnavailable;
+  stopped.error = "the actor runtime stopped";
+  for (auto& [key, slot] : actors_) {
+    for (Pending& p : slot->queue) p.done.Set(stopped);
+    slot->queue.clear();
+    for (auto& p : slot->inflight) p->done.Set(stopped);
+    slot->inflight.clear();
+    executor_.DropInstance(slot->exec);  // on its lane: an instance may live on one thread only
+  }
+  executor_.Stop();  // running jobs finish, queued event jobs are skipped
+  for (auto& [key, slot] : actors_) {
+    if (slot->storage) storage_.Close(slot->id, std::move(slot->storage));
+    if (on_unloaded_) on_unloaded_(slot->id, UnloadReason::kShutdown);
+  }
+}
+
+std::int64_t ActorRuntimeCore::NowMs() const {
+  return options_.wall_clock_ms ? options_.wall_clock_ms() : ToUnixMs(env_.WallNow());
+}
+
+bool ActorRuntimeCore::IsResident(const ActorId& id) const { return actors_.contains(id.ToString()); }
+
+RuntimeStats ActorRuntimeCore::stats() const {
+  RuntimeStats s = stats_;
+  const ExecutorStats e = executor_.stats();
+  s.resident_actors = actors_.size();
+  s.instances = instances_by_activity_.size();
+  s.linear_bytes = linear_bytes_;
+  s.linear_mapped_bytes = linear_mapped_bytes_;
+  s.state_bytes = state_bytes_;
+  s.bookkeeping_bytes = actors_.size() * kResidentActorBookkeepingBytes;
+  s.instance_heap_bytes = instance_heap_bytes_;
+  s.instance_reserved_bytes = instance_reserved_bytes_;
+  s.heap_bytes = e.heap_bytes;
+  s.reservation_collections = e.reservation_collections;
+  s.memory_bytes = MemoryBytes();
+  return s;
+}
+
+std::vector<TenantMemory> ActorRuntimeCore::MemoryByTenant() const {
+  std::vector<TenantMemory> out;
+  out.reserve(tenant_totals_.size());
+  for (const auto& [name, t] : tenant_totals_) {
+    out.push_back(TenantMemory{
+        name,
+        static_cast<double>(t.linear_bytes + t.state_bytes + t.instance_heap_bytes +
+                            t.actors * kResidentActorBookkeepingBytes),
+        t.actors});
+  }
+  std::sort(out.begin(), out.end(), [](const TenantMemory& a, const TenantMemory& b) {
+    return a.bytes != b.bytes ? a.bytes > b.bytes : a.tenant < b.tenant;
+  });
+  return out;
+}
+
+std::uint64_t ActorRuntimeCore::InstanceHeap(const Slot& slot) {
+  return slot.has_instance ? slot.instance_heap_bytes : 0;
+}
+
+// ---------------------------------------------------------------------------------------
+// Events: the input gate, dispatch, the output gate
+
+Task<EventResult> ActorRuntimeCore::HandleRequest(ActorId id, Request request) {
+  if (request.body.size() > options_.limits.max_request_bytes) {
+    EventResult r;
+    r.outcome = EventOutcome::kBadRequest;
+    r.error = fmt::format("the request body is {} bytes, over the limit max_request_bytes = {}",
+                          request.body.size(), options_.limits.max_request_bytes);
+    co_return r;
+  }
+  std::optional<Request> req(std::move(request));
+  EventResult r = co_await Submit(std::move(id), std::move(req), AlarmEvent{});
+  co_return r;
+}
+
+Task<EventResult> ActorRuntimeCore::HandleAlarm(ActorId id, AlarmEvent event) {
+  std::optional<Request> none;
+  EventResult r = co_await Submit(std::move(id), std::move(none), event);
+  co_return r;
+}
+
+Task<EventResult> ActorRuntimeCore::Submit(ActorId id, std::optional<Request> request, AlarmEvent alarm) {
+  EventResult refused;
+  if (shutting_down_) {
+    refused.outcome = EventOutcome::kUnavailable;
+    refused.error = "the node is shutting down";
+    co_return refused;
+  }
+  std::string key = id.ToString();
+  auto it = actors_.find(key);
+  std::shared_ptr<Slot> slot = it == actors_.end() ? nullptr : it->second;
+  // A resident actor runs the code it started with; a new one its class's current code.
+  std::shared_ptr<ExecutorActor> exec = slot ? nullptr : executor_.NewActor(id, key);
+  if (!slot && !exec) {
+    refused.outcome = EventOutcome::kNotFound;
+    refused.error = fmt::format("no class {}/{} is deployed", id.tenant, id.class_name);
+    co_return refused;
+  }
+  if (!slot && options_.memory_budget_bytes > 0 && MemoryBytes() > options_.memory_budget_bytes) {
+    // Admission: a new actor starts only if evicting idle ones brings the node back under
+    // its budget (they leave asynchronously; their bytes are subtracted here already).
+    const std::uint64_t projected = EnforceMemoryBudget();
+    if (projected > options_.memory_budget_bytes) {
+      ++stats_.memory_refusals;
+      refused.outcome = EventOutcome::kOverloaded;
+      refused.error = fmt::format(
+          "the node's memory budget is used up ({} bytes resident, actors.memory_budget_bytes = {}): {} cannot start "
+          "here now",
+          projected, options_.memory_budget_bytes, key);
+      co_return refused;
+    }
+  }
+  if (!slot) {
+    slot = NewSlot(id, key, std::move(exec));
+    env_.Spawn(Start(slot), "actor start " + key);
+  } else if (slot->queue.size() >= options_.limits.max_queued_events) {
+    ++stats_.overloaded;
+    refused.outcome = EventOutcome::kOverloaded;
+    refused.error = fmt::format("the actor {} is overloaded: {} events are queued (max_queued_events)", key,
+                                slot->queue.size());
+    co_return refused;
+  }
+  Latch<EventResult> done(env_, [] {
+    EventResult r;
+    r.outcome = EventOutcome::kUnavailable;
+    r.error = "cancelled";
+    return r;
+  });
+  const MonoTime queued_at = env_.MonoNow();
+  slot->queue.push_back(Pending{ExecutorEvent{std::move(request), alarm, 0}, done, queued_at});
+  Pump(slot);
+  auto alive = alive_;
+  EventResult result = co_await done.Wait();
+  // The core may have been destroyed while this waited (its destructor answers every
+  // event): touch nothing of it then.
+  if (*alive) event_seconds_.Observe(ToSeconds(env_.MonoNow() - queued_at));
+  co_return result;
+}
+
+Task<void> ActorRuntimeCore::Start(std::shared_ptr<Slot> slot) {
+  WK_CHECK(slot->state == Slot::State::kStarting, "Start on a slot that is not starting");
+  auto alive = alive_;
+  const ActorId id = slot->id;
+  Result<std::unique_ptr<ActorStorage>> opened = co_await storage_.Open(id);
+  if (!*alive) co_return;
+  if (!opened.ok()) {
+    WK_LOG_WARN("actor restore failed", {{"actor", slot->key}, {"error", opened.status().ToString()}});
+    EventResult r;
+    r.outcome = EventOutcome::kUnavailable;
+    r.error = "the actor's state could not be restored: " + opened.status().ToString();
+    auto queue = std::move(slot->queue);
+    slot->queue.clear();
+    Forget(*slot);
+    for (Pending& p : queue) p.done.Set(r);
+    // The ownership layer may have taken a hold for this start: let it release it.
+    if (on_unloaded_) on_unloaded_(slot->id, UnloadReason::kFailed);
+    co_return;
+  }
+  slot->storage = std::move(*opened);
+  slot->state = Slot::State::kReady;
+  // The class may have been redeployed while the actor was away: start on the current one.
+  executor_.Started(*slot->exec);
+  Pump(slot);
+  AfterProgress(slot);
+}
+
+bool ActorRuntimeCore::Broken(const Slot& slot) { return slot.storage && !slot.storage->failure().ok(); }
+
+void ActorRuntimeCore::Pump(const std::shared_ptr<Slot>& slot) {
+  if (slot->queue.empty()) return;
+  // The input gate: an actor's events run one at a time, the next once the previous one
+  // ran (its answer may still wait for the output gate: batches group-commit).
+  const bool gate_open = slot->state == Slot::State::kReady ||
+                         (slot->state == Slot::State::kRunning && options_.broken.on(BrokenModel::kInputGateConcurrent));
+  if (!gate_open) return;
+  if (Broken(*slot)) {
+    // Its storage failed (its hold ended, or its writes could not be made durable) while
+    // it waited: close it once idle; the queued events restart it with a fresh restore.
+    AfterProgress(slot);
+    return;
+  }
+  if (!slot->has_instance) MakeRoomForInstance(*slot);
+  auto pending = std::make_shared<Pending>(std::move(slot->queue.front()));
+  slot->queue.pop_front();
+  slot->state = Slot::State::kRunning;
+  slot->running++;
+  slot->undelivered++;
+  pending->dispatched = env_.MonoNow();
+  slot->inflight.push_back(pending);
+  pending->event.now_ms = NowMs();
+  std::weak_ptr<bool> alive = alive_;
+  std::shared_ptr<const ExecutorEvent> event(pending, &pending->event);
+  executor_.Run(slot->exec, slot->storage.get(), std::move(event), [this, alive, slot, pending](ExecutedEvent ran) {
+    auto a = alive.lock();
+    if (a && *a) Executed(slot, pending, std::move(ran));
+  });
+}
+
+void ActorRuntimeCore::Executed(const std::shared_ptr<Slot>& slot, const std::shared_ptr<Pending>& pending,
+                                ExecutedEvent ran) {
+  pending->started = ran.started;
+  pending->ran = ran.ran;
+  // The output gate: this event's answer waits until everything it may depend on (the
+  // actor's last committed batch, its own or an earlier event's) is durable, and is
+  // released only if the storage's hold is still valid then (storage.h), even for an event
+  // that wrote nothing. Asked before the actor's next event is dispatched (ExecutionDone),
+  // while no job of the actor uses the storage.
+  std::weak_ptr<bool> alive = alive_;
+  auto result = std::make_shared<EventResult>(std::move(ran.result));
+  if (options_.broken.on(BrokenModel::kAnswerWithoutGate)) {
+    env_.Post([this, alive, slot, pending, result] {
+      auto a = alive.lock();
+      if (a && *a) Deliver(slot, pending, std::move(*result), Status::Ok());
+    });
+  } else {
+    // A copy of the hand-off: the callback may outlive the core.
+    slot->storage->WhenReleasable(ran.wait_seq, [this, to_loop = to_loop_, alive, slot, pending, result](Status s) {
+      to_loop([this, alive, slot, pending, result, s = std::move(s)]() mutable {
+        auto a = alive.lock();
+        if (a && *a) Deliver(slot, pending, std::move(*result), std::move(s));
+      });
+    });
+  }
+  ExecutionDone(slot, ran.memory, ran.instantiated);
+}
+
+void ActorRuntimeCore::ExecutionDone(const std::shared_ptr<Slot>& slot, const ActorMemory& memory,
+                                     bool instantiated) {
+  WK_CHECK(slot->state == Slot::State::kRunning && slot->running > 0, "execution done on a slot that was not running");
+  if (--slot->running == 0) slot->state = Slot::State::kReady;
+  slot->last_active = env_.MonoNow();
+  by_activity_.splice(by_activity_.end(), by_activity_, slot->by_activity);
+  SetStateBytes(*slot, memory.state);
+  SetInstanceMemory(*slot, memory);
+  if (instantiated) ++stats_.instantiations;
+  Pump(slot);
+  AfterProgress(slot);
+  EnforceMemoryBudget();
+}
+
+void ActorRuntimeCore::Deliver(const std::shared_ptr<Slot>& slot, const std::shared_ptr<Pending>& pending,
+                               EventResult result, Status durable) {
+  slot->undelivered--;
+  std::erase(slot->inflight, pending);
+  if (!durable.ok()) {
+    // The output gate refused: nothing this event did may be seen, and the storage has
+    // failed (the in-memory state can no longer be trusted; AfterProgress closes it).
+    result = EventResult{};
+    result.outcome = EventOutcome::kUnavailable;
+    result.error = "the answer was not released (its writes are not durable, or this node no longer holds the actor): " +
+                   durable.ToString();
+  }
+  ++stats_.events;
+  if (!result.ok()) ++stats_.failed_events;
+  ObservePhases(*pending);
+  pending->done.Set(std::move(result));
+  AfterProgress(slot);
+}
+
+void ActorRuntimeCore::ObservePhases(const Pending& p) {
+  event_phase_seconds_[0].Observe(ToSeconds(p.dispatched - p.arrived));
+  event_phase_seconds_[1].Observe(ToSeconds(p.started - p.dispatched));
+  event_phase_seconds_[2].Observe(ToSeconds(p.ran - p.started));
+  event_phase_seconds_[3].Observe(ToSeconds(env_.MonoNow() - p.ran));
+}
+
+// ---------------------------------------------------------------------------------------
+// Memory: each actor's figures, instances
+
+void ActorRuntimeCore::SetInstanceMemory(Slot& slot, const ActorMemory& memory) {
+  if (!memory.has_instance) {
+    ForgetInstance(slot);  // it failed and was thrown away, or could not be made
+    AfterInstancesGone(slot.exec->lane);
+    return;
+  }
+  if (slot.has_instance) {
+    instances_by_activity_.splice(instances_by_activity_.end(), instances_by_activity_, slot.instance_by_activity);
+  } else {
+    slot.has_instance = true;
+    slot.instance_by_activity = instances_by_activity_.insert(instances_by_activity_.end(), &slot);
+  }
+  instance_reserved_bytes_ = instance_reserved_bytes_ - slot.reserved_bytes + memory.reserved;
+  slot.reserved_bytes = memory.reserved;
+  SetLinearBytes(slot, memory.linear);
+  linear_mapped_bytes_ = linear_mapped_bytes_ - slot.linear_mapped_bytes + memory.linear_mapped;
+  slot.linear_mapped_bytes = memory.linear_mapped;
+  SetInstanceHeapBytes(slot, memory.instance_heap);
+}
+
+void ActorRuntimeCore::SetLinearBytes(Slot& slot, std::uint64_t bytes) {
+  linear_bytes_ = linear_bytes_ - slot.linear_bytes + bytes;
+  slot.tenant->linear_bytes = slot.tenant->linear_bytes - slot.linear_bytes + bytes;
+  slot.linear_bytes = bytes;
+}
+
+void ActorRuntimeCore::SetStateBytes(Slot& slot, std::uint64_t bytes) {
+  state_bytes_ = state_bytes_ - slot.state_bytes + bytes;
+  slot.tenant->state_bytes = slot.tenant->state_bytes - slot.state_bytes + bytes;
+  slot.state_bytes = bytes;
+}
+
+void ActorRuntimeCore::SetInstanceHeapBytes(Slot& slot, std::uint64_t bytes) {
+  instance_heap_bytes_ = instance_heap_bytes_ - slot.instance_heap_bytes + bytes;
+  slot.tenant->instance_heap_bytes = slot.tenant->instance_heap_bytes - slot.instance_heap_bytes + bytes;
+  slot.instance_heap_bytes = bytes;
+}
+
+void ActorRuntimeCore::ForgetInstance(Slot& slot) {
+  if (!slot.has_instance) return;
+  instances_by_activity_.erase(slot.instance_by_activity);
+  slot.has_instance = false;
+  instance_reserved_bytes_ -= slot.reserved_bytes;
+  executor_.InstanceForgotten(*slot.exec, slot.reserved_bytes);
+  slot.reserved_bytes = 0;
+  SetLinearBytes(slot, 0);
+  linear_mapped_bytes_ -= slot.linear_mapped_bytes;
+  slot.linear_mapped_bytes = 0;
+  SetInstanceHeapBytes(slot, 0);
+}
+
+void ActorRuntimeCore::AfterInstancesGone(std::size_t lane) {
+  executor_.AfterInstancesGone(lane, instances_by_activity_.size(), instance_reserved_bytes_);
+}
+
+void ActorRuntimeCore::DropInstance(Slot& slot, DropReason reason) {
+  WK_CHECK(IsIdle(slot) && slot.has_instance, "dropping the instance of a busy actor, or one without an instance");
+  ForgetInstance(slot);
+  switch (reason) {
+    case DropReason::kIdle: ++stats_.instances_dropped_idle; break;
+    case DropReason::kMemory: ++stats_.instances_dropped_memory; break;
+    case DropReason::kLimit: ++stats_.instances_dropped_limit; break;
+  }
+  // Queued on its lane like an event: an event dispatched after this finds no instance and
+  // makes a fresh one over the committed state.
+  executor_.DropInstance(slot.exec);
+  AfterInstancesGone(slot.exec->lane);
+}
+
+void ActorRuntimeCore::MakeRoomForInstance(const Slot& next) {
+  const std::uint64_t reserve = executor_.InstanceReservation(*next.exec);
+  const std::uint64_t limit = executor_.live_reservation_limit();
+  auto full = [&] {
+    return instances_by_activity_.size() >= options_.max_instances || instance_reserved_bytes_ + reserve > limit;
+  };
+  for (auto it = instances_by_activity_.begin(); full() && it != instances_by_activity_.end();) {
+    Slot* s = *it++;
+    if (IsIdle(*s)) DropInstance(*s, DropReason::kLimit);
+  }
+}
+
+std::uint64_t ActorRuntimeCore::MemoryBytes() const {
+  return linear_bytes_ + state_bytes_ + executor_.stats().heap_bytes + actors_.size() * kResidentActorBookkeepingBytes;
+}
+
+std::uint64_t ActorRuntimeCore::EnforceMemoryBudget() {
+  std::uint64_t projected = MemoryBytes();
+  if (projected <= options_.memory_budget_bytes) return projected;
+  auto subtract = [&projected](double bytes) {
+    projected -= std::min<std::uint64_t>(projected, static_cast<std::uint64_t>(bytes));
+  };
+  std::vector<bool> reclaim(executor_.lanes(), false);
+  // First the instances of idle actors: making one again costs no bucket request, where
+  // an evicted actor is acquired and restored.
+  for (auto it = instances_by_activity_.begin();
+       projected > options_.memory_budget_bytes && it != instances_by_activity_.end();) {
+    Slot* s = *it++;
+    if (!IsIdle(*s)) continue;
+    subtract(static_cast<double>(s->linear_bytes + InstanceHeap(*s)));
+    reclaim[s->exec->lane] = true;
+    DropInstance(*s, DropReason::kMemory);
+  }
+  // Then idle actors themselves.
+  std::vector<std::shared_ptr<Slot>> evict;
+  for (Slot* s : by_activity_) {
+    if (projected <= options_.memory_budget_bytes) break;
+    // Closing ones are on their way out: their bytes are still counted until CloseDone.
+    if (!IsIdle(*s)) continue;
+    const std::uint64_t bytes = s->linear_bytes + s->state_bytes + kResidentActorBookkeepingBytes;
+    subtract(static_cast<double>(bytes + InstanceHeap(*s)));
+    WK_LOG_INFO("evicting an idle actor: resident actors exceed actors.memory_budget_bytes",
+                {{"actor", s->key}, {"memory_bytes", std::to_string(bytes)}});
+    reclaim[s->exec->lane] = reclaim[s->exec->lane] || s->has_instance;
+    evict.push_back(s->shared_from_this());
+  }
+  for (auto& s : evict) Close(s, UnloadReason::kEvicted);
+  // Reclaimed per lane behind the jobs that threw the instances away, so the heap the
+  // budget counts drops with them (otherwise it would keep its last measure until the next
+  // event on that lane, and could refuse new actors with nothing left to evict).
+  for (std::size_t i = 0; i < reclaim.size(); ++i) {
+    if (reclaim[i]) executor_.ReclaimNow(i);
+  }
+  return projected;
+}
+
+// ---------------------------------------------------------------------------------------
+// Lifecycle
+
+void ActorRuntimeCore::ScheduleSweep() {
+  // Often enough that an idle actor is dealt with within a quarter of its idle time, and at
+  // least once a second.
+  const Duration shortest = std::min(options_.idle_instance, options_.idle_hibernate);
+  const Duration period = std::clamp<Duration>(shortest / 4, std::chrono::milliseconds(1), std::chrono::seconds(1));
+  std::weak_ptr<bool> alive = alive_;
+  sweep_timer_ = env_.StartTimer(env_.MonoNow() + period, [this, alive] {
+    auto a = alive.lock();
+    if (!a || !*a) return;
+    sweep_timer_ = 0;
+    Sweep();
+  });
+}
+
+void ActorRuntimeCore::Sweep() {
+  const MonoTime now = env_.MonoNow();
+  std::vector<bool> dropped(executor_.lanes(), false);
+  for (auto it = instances_by_activity_.begin(); it != instances_by_activity_.end();) {
+    Slot* s = *it++;
+    if (now - s->last_active < options_.idle_instance) break;  // the rest are more recent
+    if (!IsIdle(*s)) continue;
+    dropped[s->exec->lane] = true;
+    DropInstance(*s, DropReason::kIdle);
+  }
+  std::vector<std::shared_ptr<Slot>> sleepy;
+  for (Slot* s : by_activity_) {
+    if (now - s->last_active < options_.idle_hibernate) break;
+    if (IsIdle(*s)) sleepy.push_back(s->shared_from_this());
+  }
+  for (auto& s : sleepy) Close(s, UnloadReason::kHibernated);
+  executor_.AfterIdleSweep(dropped);
+  if (!actors_.empty()) ScheduleSweep();
+}
+
+void ActorRuntimeCore::AfterProgress(const std::shared_ptr<Slot>& slot) {
+  if (slot->state != Slot::State::kReady || slot->undelivered != 0) return;
+  if (Broken(*slot)) {
+    WK_LOG_WARN("the actor's storage failed; it is closed and restored afresh for its next event",
+                {{"actor", slot->key}, {"error", slot->storage->failure().ToString()}});
+    Close(slot, UnloadReason::kFailed);  // queued events restart it with a fresh restore
+  } else if (!slot->queue.empty()) {
+    return;
+  } else if (slot->unload_requested) {
+    Close(slot, UnloadReason::kRequested);
+  } else if (shutting_down_) {
+    Close(slot, UnloadReason::kShutdown);
+  }
+  // Otherwise it is idle: the sweep drops its instance, then hibernates it, in time.
+}
+
+bool ActorRuntimeCore::IsIdle(const Slot& slot) const {
+  return slot.state == Slot::State::kReady && slot.queue.empty() && slot.undelivered == 0;
+}
+
+void ActorRuntimeCore::Unload(const ActorId& id) {
+  auto it = actors_.find(id.ToString());
+  if (it == actors_.end()) return;
+  auto slot = it->second;
+  if (IsIdle(*slot)) {
+    Close(slot, UnloadReason::kRequested);
+  } else {
+    slot->unload_requested = true;
+  }
+}
+
+void ActorRuntimeCore::Warm(const ActorId& id) {
+  if (shutting_down_) return;
+  std::string key = id.ToString();
+  if (actors_.contains(key)) return;
+  std::shared_ptr<ExecutorActor> exec = executor_.NewActor(id, key);
+  if (!exec) return;
+  if (options_.memory_budget_bytes > 0 && MemoryBytes() > options_.memory_budget_bytes) return;
+  auto slot = NewSlot(id, std::move(key), std::move(exec));
+  env_.Spawn(Start(slot), "actor warm start " + slot->key);
+}
+
+std::shared_ptr<ActorRuntimeCore::Slot> ActorRuntimeCore::NewSlot(const ActorId& id, std::string key,
+                                                                  std::shared_ptr<ExecutorActor> exec) {
+  auto slot = std::make_shared<Slot>();
+  slot->id = id;
+  slot->key = std::move(key);
+  slot->exec = std::move(exec);
+  slot->last_active = env_.MonoNow();
+  slot->tenant = &tenant_totals_[slot->id.tenant];
+  ++slot->tenant->actors;
+  actors_.emplace(slot->key, slot);
+  slot->by_activity = by_activity_.insert(by_activity_.end(), slot.get());
+  if (sweep_timer_ == 0) ScheduleSweep();
+  return slot;
+}
+
+void ActorRuntimeCore::Close(const std::shared_ptr<Slot>& slot, UnloadReason reason) {
+  if (slot->state == Slot::State::kClosing) return;
+  WK_CHECK(slot->state == Slot::State::kReady && slot->undelivered == 0, "closing a busy actor");
+  slot->state = Slot::State::kClosing;
+  ForgetInstance(*slot);  // its drop is queued below
+  std::weak_ptr<bool> alive = alive_;
+  executor_.Close(slot->exec, [this, alive, slot, reason] {
+    auto a = alive.lock();
+    if (a && *a) CloseDone(slot, reason);
+  });
+  AfterInstancesGone(slot->exec->lane);
+}
+
+void ActorRuntimeCore::CloseDone(const std::shared_ptr<Slot>& slot, UnloadReason reason) {
+  SetStateBytes(*slot, 0);
+  storage_.Close(slot->id, std::move(slot->storage));
+  if (reason == UnloadReason::kHibernated) {
+    ++stats_.hibernations;
+  } else if (reason == UnloadReason::kEvicted) {
+    ++stats_.evictions;
+  }
+  WK_LOG_DEBUG("actor unloaded", {{"actor", slot->key}, {"reason", std::string(UnloadReasonName(reason))}});
+  if (on_unloaded_) on_unloaded_(slot->id, reason);
+  slot->unload_requested = false;
+  if (!slot->queue.empty() && !shutting_down_) {
+    // Events arrived while it was closing: start it again (a fresh restore).
+    slot->state = Slot::State::kStarting;
+    env_.Spawn(Start(slot), "actor restart " + slot->key);
+    return;
+  }
+  if (!slot->queue.empty()) {
+    EventResult r;
+    r.outcome = EventOutcome::kUnavailable;
+    r.error = "the node is shutting down";
+    auto queue = std::move(slot->queue);
+    slot->queue.clear();
+    for (Pending& p : queue) p.done.Set(r);
+  }
+  Forget(*slot);
+}
+
+void ActorRuntimeCore::Forget(Slot& slot) {
+  ForgetInstance(slot);
+  // Its state was taken off in CloseDone, or never counted (a failed start).
+  if (--slot.tenant->actors == 0) tenant_totals_.erase(slot.id.tenant);
+  slot.tenant = nullptr;
+  by_activity_.erase(slot.by_activity);
+  actors_.erase(slot.key);  // last: it may hold the last reference to the slot
+}
+
+Task<bool> ActorRuntimeCore::Shutdown(Duration limit) {
+  shutting_down_ = true;
+  const MonoTime deadline = env_.MonoNow() + limit;
+  while (!actors_.empty() && env_.MonoNow() < deadline) {
+    // Idle actors close now; busy ones become idle (or close from AfterProgress) once their
+    // last answer is out. Close only posts work, so actors_ does not change under the loop.
+    std::vector<std::shared_ptr<Slot>> idle;
+    for (auto& [key, slot] : actors_) {
+      if (IsIdle(*slot)) idle.push_back(slot);
+    }
+    for (auto& slot : idle) Close(slot, UnloadReason::kShutdown);
+    if (!co_await env_.SleepFor(std::chrono::milliseconds(5))) break;
+  }
+  const bool clean = actors_.empty();
+  if (!clean) WK_LOG_WARN("actor runtime shutdown left actors resident", {{"count", std::to_string(actors_.size())}});
+  co_return clean;
+}
+
+}  // namespace wk::actor

@@ -1,0 +1,179 @@
+// ActorRuntimeCore over a fake executor on virtual time (env/sim_env.h): the input gate's
+// order, the idle instance drop and hibernation, eviction under the memory budget.
+#include "actor/runtime_core.h"
+
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <map>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "actor/testing/mem_storage.h"
+#include "env/sim_env.h"
+
+namespace wk::actor {
+namespace {
+
+// Runs nothing by itself: each event waits in `runs` until the test finishes it.
+class FakeExecutor final : public Executor {
+ public:
+  struct Job {
+    std::string key;
+    std::shared_ptr<const ExecutorEvent> event;
+    ActorStorage* storage;
+    std::function<void(ExecutedEvent)> done;
+  };
+  struct FakeActor final : ExecutorActor {
+    std::string key;
+    bool instance = false;
+  };
+
+  explicit FakeExecutor(Env& env) : env_(env) {}
+  std::size_t lanes() const override { return 1; }
+  std::shared_ptr<ExecutorActor> NewActor(const ActorId&, const std::string& key) override {
+    auto a = std::make_shared<FakeActor>();
+    a->key = key;
+    return a;
+  }
+  void Started(ExecutorActor&) override {}
+  void Run(std::shared_ptr<ExecutorActor> actor, ActorStorage* storage, std::shared_ptr<const ExecutorEvent> event,
+           std::function<void(ExecutedEvent)> done) override {
+    auto* a = static_cast<FakeActor*>(actor.get());
+    runs.push_back({a->key, std::move(event), storage, std::move(done)});
+  }
+  void DropInstance(std::shared_ptr<ExecutorActor>) override { ++drops; }
+  void Close(std::shared_ptr<ExecutorActor> actor, std::function<void()> done) override {
+    closed.push_back(static_cast<FakeActor*>(actor.get())->key);
+    env_.Post(std::move(done));
+  }
+  void Stop() override {}
+  ExecutorStats stats() const override { return {}; }
+  std::uint64_t InstanceReservation(const ExecutorActor&) const override { return 0; }
+  std::uint64_t live_reservation_limit() const override { return UINT64_MAX; }
+  void InstanceForgotten(const ExecutorActor&, std::uint64_t) override {}
+  void AfterInstancesGone(std::size_t, std::uint64_t, std::uint64_t) override {}
+  void AfterIdleSweep(const std::vector<bool>&) override {}
+  void ReclaimNow(std::size_t) override {}
+
+  // Finishes the oldest waiting run: it wrote `body` under "k" and holds `state` bytes.
+  void Finish(std::uint64_t state = 0) {
+    Job r = std::move(runs.front());
+    runs.pop_front();
+    ExecutedEvent ran;
+    Batch b;
+    b.mutations.push_back(Mutation{Mutation::Kind::kPut, "k", r.event->request ? r.event->request->body : ""});
+    ran.wait_seq = r.storage->Commit(std::move(b));
+    ran.memory.has_instance = true;
+    ran.memory.state = state;
+    ran.result.response.body = r.key;
+    r.done(std::move(ran));
+  }
+
+  std::deque<Job> runs;
+  std::vector<std::string> closed;
+  int drops = 0;
+
+ private:
+  Env& env_;
+};
+
+class RuntimeCoreTest : public ::testing::Test {
+ protected:
+  void Make(RuntimeCoreOptions options) {
+    core_ = std::make_unique<ActorRuntimeCore>(env_, executor_, storage_, std::move(options),
+                                               [this](const ActorId& id, UnloadReason r) {
+                                                 unloads_.emplace_back(id.name, r);
+                                               });
+  }
+  // Sends a request; its answer lands in answers_[tag].
+  void Send(const std::string& name, const std::string& tag) {
+    env_.Spawn(Capture(core_->HandleRequest(ActorId{"t", "c", name}, Request{.method = "POST", .body = tag}), tag),
+               "send");
+  }
+  // The core first: its destructor reports what is still resident to unloads_.
+  void TearDown() override { core_.reset(); }
+  Task<void> Capture(Task<EventResult> task, std::string tag) {
+    EventResult r = co_await std::move(task);
+    answers_[tag] = std::move(r);
+  }
+
+  SimWorld world_{1};
+  SimEnv env_{world_, FromUnixMs(1'000'000)};
+  FakeExecutor executor_{env_};
+  MemStorageProvider storage_;
+  std::unique_ptr<ActorRuntimeCore> core_;
+  std::map<std::string, EventResult> answers_;
+  std::vector<std::pair<std::string, UnloadReason>> unloads_;
+};
+
+TEST_F(RuntimeCoreTest, TheInputGateRunsOneEventOfAnActorAtATimeInArrivalOrder) {
+  Make({});
+  Send("a", "1");
+  Send("a", "2");
+  Send("b", "3");
+  world_.RunFor(std::chrono::milliseconds(10));
+  // a's second event waits for its first; b runs beside it.
+  ASSERT_EQ(executor_.runs.size(), 2u);
+  EXPECT_EQ(executor_.runs[0].event->request->body, "1");
+  EXPECT_EQ(executor_.runs[1].event->request->body, "3");
+  executor_.Finish();  // a's "1"
+  world_.RunFor(std::chrono::milliseconds(10));
+  ASSERT_EQ(executor_.runs.size(), 2u);
+  EXPECT_EQ(executor_.runs[1].event->request->body, "2");
+  executor_.Finish();
+  executor_.Finish();
+  world_.RunFor(std::chrono::milliseconds(10));
+  ASSERT_EQ(answers_.size(), 3u);
+  for (const auto& [tag, r] : answers_) EXPECT_TRUE(r.ok()) << tag << ": " << r.error;
+  EXPECT_EQ(core_->stats().events, 3u);
+}
+
+TEST_F(RuntimeCoreTest, AnIdleActorDropsItsInstanceThenHibernates) {
+  RuntimeCoreOptions options;
+  options.idle_instance = std::chrono::seconds(1);
+  options.idle_hibernate = std::chrono::seconds(3);
+  Make(options);
+  Send("a", "1");
+  world_.RunFor(std::chrono::milliseconds(10));
+  executor_.Finish();
+  world_.RunFor(std::chrono::milliseconds(10));
+  ASSERT_TRUE(answers_["1"].ok());
+  EXPECT_EQ(core_->stats().instances, 1u);
+  world_.RunFor(std::chrono::milliseconds(1500));
+  EXPECT_EQ(core_->stats().instances, 0u);
+  EXPECT_EQ(core_->stats().instances_dropped_idle, 1u);
+  EXPECT_EQ(executor_.drops, 1);
+  EXPECT_TRUE(core_->IsResident(ActorId{"t", "c", "a"}));
+  world_.RunFor(std::chrono::seconds(2));
+  EXPECT_FALSE(core_->IsResident(ActorId{"t", "c", "a"}));
+  ASSERT_EQ(unloads_.size(), 1u);
+  EXPECT_EQ(unloads_[0].second, UnloadReason::kHibernated);
+  EXPECT_EQ(core_->stats().hibernations, 1u);
+}
+
+TEST_F(RuntimeCoreTest, OverTheBudgetTheLeastRecentlyActiveIdleActorIsEvicted) {
+  RuntimeCoreOptions options;
+  options.memory_budget_bytes = 64 << 10;
+  Make(options);
+  Send("a", "1");
+  world_.RunFor(std::chrono::milliseconds(10));
+  executor_.Finish(40 << 10);
+  world_.RunFor(std::chrono::milliseconds(10));
+  Send("b", "2");
+  world_.RunFor(std::chrono::milliseconds(10));
+  executor_.Finish(40 << 10);  // 80 KiB of state and 8 KiB of bookkeeping: a must go
+  world_.RunFor(std::chrono::milliseconds(10));
+  ASSERT_TRUE(answers_["2"].ok());
+  const std::vector<std::string> closed = {ActorId{"t", "c", "a"}.ToString()};
+  EXPECT_EQ(executor_.closed, closed);
+  ASSERT_EQ(unloads_.size(), 1u);
+  EXPECT_EQ(unloads_[0].first, "a");
+  EXPECT_EQ(unloads_[0].second, UnloadReason::kEvicted);
+  EXPECT_EQ(core_->stats().evictions, 1u);
+  EXPECT_TRUE(core_->IsResident(ActorId{"t", "c", "b"}));
+}
+
+}  // namespace
+}  // namespace wk::actor

@@ -1,0 +1,478 @@
+#include "actor/v8_executor.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "actor/abi.h"
+#include "actor/txn.h"
+#include "base/check.h"
+#include "base/log.h"
+#include "env/spin.h"
+
+namespace wk::actor {
+namespace {
+
+// The least time between two full collections of a worker's heap that the idle sweep asks
+// for (after it dropped instances there): one takes tens of milliseconds on a large heap.
+constexpr Duration kIdleCollectionInterval = std::chrono::seconds(5);
+// A worker with an event this recent is busy: the sweep does not stop it for a collection.
+constexpr Duration kBusyWorkerWindow = std::chrono::seconds(1);
+
+// The real Env's monotonic clock (RealEnv::MonoNow is steady_clock's), read on a worker.
+MonoTime SteadyNow() {
+  return MonoTime(std::chrono::duration_cast<Duration>(std::chrono::steady_clock::now().time_since_epoch()));
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// Worker threads
+
+// One thread with one engine::Worker (isolate) and a FIFO of jobs. Jobs for one actor go to
+// one worker, so they run in order and its instance stays on this thread.
+class V8Executor::WorkerThread {
+ public:
+  using Job = std::function<void(engine::Worker&)>;
+
+  // `spin`: how long the thread polls for the next job after one before it sleeps
+  // (env/spin.h); 0 sleeps at once.
+  WorkerThread(engine::Engine& engine, engine::WorkerOptions options, Duration spin) {
+    set_spin(spin);
+    thread_ = std::thread([this, &engine, options] { Loop(engine, options); });
+  }
+  // From any thread; the next wait uses it.
+  void set_spin(Duration spin) { spin_ns_.store(spin.count(), std::memory_order_relaxed); }
+  ~WorkerThread() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+      queued_.store(1, std::memory_order_release);  // ends a spin at once
+    }
+    cv_.notify_one();
+    thread_.join();
+  }
+  void Post(Job job) {
+    {
+      std::lock_guard lock(mu_);
+      jobs_.push_back(std::move(job));
+      queued_.store(jobs_.size(), std::memory_order_release);
+    }
+    // Costs no system call while the thread spins: glibc's notify wakes through the
+    // kernel only when a thread waits.
+    cv_.notify_one();
+  }
+
+ private:
+  void Loop(engine::Engine& engine, engine::WorkerOptions options) {
+    engine::Worker worker(engine, options);
+    for (;;) {
+      if (const Duration spin{spin_ns_.load(std::memory_order_relaxed)}; spin > Duration::zero()) {
+        // Poll the queue's size (no lock) until a job comes or the window passes.
+        SpinWindow window(spin);
+        while (queued_.load(std::memory_order_acquire) == 0 && window.KeepSpinning()) {
+        }
+      }
+      Job job;
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
+        if (jobs_.empty()) return;  // stop_ and drained
+        job = std::move(jobs_.front());
+        jobs_.pop_front();
+        queued_.store(jobs_.size(), std::memory_order_release);
+      }
+      job(worker);
+      worker.PumpMessageLoop();
+    }
+  }
+
+  std::atomic<Duration::rep> spin_ns_{0};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Job> jobs_;
+  std::atomic<std::size_t> queued_{0};  // jobs_.size(), for the spin to read without mu_
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+// ---------------------------------------------------------------------------------------
+// Actors
+
+struct V8Executor::Actor final : ExecutorActor {
+  ActorId id;
+  std::string key;
+  // Set on the loop (NewActor, Started) while no job of the actor is queued; read by jobs.
+  std::shared_ptr<const engine::Module> module;
+  // Worker-thread state: touched only by jobs on the actor's worker (ordered by its FIFO),
+  // and by the loop only between residencies (Started).
+  std::unique_ptr<engine::Instance> instance;
+  std::uint64_t last_seq = 0;
+};
+
+struct V8Executor::Ran {
+  ExecutedEvent event;
+  std::uint64_t heap = 0;  // the worker's whole V8 heap after it
+  engine::CallOutcome call_outcome = engine::CallOutcome::kReturned;  // for on_event_end
+  std::string call_message;
+};
+
+V8Executor::V8Executor(Env& env, engine::Engine& engine, ClassRegistry& classes, const RuntimeOptions& options,
+                       RuntimeHooks hooks)
+    : env_(env), engine_(engine), classes_(classes), options_(options), hooks_(std::move(hooks)) {
+  int n = options_.workers;
+  if (n == 0) n = std::max(1u, std::thread::hardware_concurrency());
+  engine::WorkerOptions worker_options;
+  worker_options.heap_limit_bytes = options_.isolate_heap_limit_bytes;
+  worker_options.gc_floor_bytes =
+      options_.isolate_gc_floor_bytes.value_or(DefaultIsolateGcFloor(options_.isolate_heap_limit_bytes));
+  worker_options.memory_pool_size = options_.memory_pool_size;
+  worker_options.broken = options_.broken;
+  for (int i = 0; i < n; ++i) workers_.push_back(std::make_unique<WorkerThread>(engine_, worker_options, options_.spin));
+  lanes_ = workers_.size();
+  worker_memory_.assign(lanes_, WorkerMemory{});
+}
+
+V8Executor::~V8Executor() { Stop(); }
+
+void V8Executor::Stop() {
+  *alive_ = false;
+  stopping_->store(true);
+  workers_.clear();  // joins: running jobs finish, queued event jobs see stopping_ and skip
+}
+
+void V8Executor::SetSpin(Duration spin) {
+  options_.spin = spin;
+  for (auto& w : workers_) w->set_spin(spin);
+}
+
+std::shared_ptr<ExecutorActor> V8Executor::NewActor(const ActorId& id, const std::string& key) {
+  std::shared_ptr<const engine::Module> module = classes_.Find(id.tenant, id.class_name);
+  if (!module) return nullptr;
+  auto a = std::make_shared<Actor>();
+  a->id = id;
+  a->key = key;
+  a->module = std::move(module);
+  a->lane = std::hash<std::string>{}(key) % lanes_;
+  return a;
+}
+
+void V8Executor::Started(ExecutorActor& actor) {
+  auto& a = static_cast<Actor&>(actor);
+  a.last_seq = 0;
+  if (auto current = classes_.Find(a.id.tenant, a.id.class_name)) a.module = std::move(current);
+}
+
+ExecutorStats V8Executor::stats() const {
+  ExecutorStats s;
+  for (const WorkerMemory& w : worker_memory_) s.heap_bytes += w.heap_bytes;
+  s.reservation_collections = reservation_collections_;
+  return s;
+}
+
+std::uint64_t V8Executor::InstanceReservation(const ExecutorActor& next) const {
+  // The memories the workers keep for reuse reserve address space too (at most
+  // engine::kMaxPooledReservationBytes each): counted with the live instances'.
+  return static_cast<const Actor&>(next).module->max_memory_bytes() + engine_.pooled_reserved_bytes();
+}
+
+// ---------------------------------------------------------------------------------------
+// Events
+
+void V8Executor::Run(std::shared_ptr<ExecutorActor> actor, ActorStorage* storage,
+                     std::shared_ptr<const ExecutorEvent> event, std::function<void(ExecutedEvent)> done) {
+  auto a = std::static_pointer_cast<Actor>(std::move(actor));
+  const std::size_t lane = a->lane;
+  Env* env = &env_;
+  std::weak_ptr<bool> alive = alive_;
+  auto stopping = stopping_;
+  workers_[lane]->Post([this, env, alive, a, storage, event, done = std::move(done), stopping,
+                        lane](engine::Worker& worker) {
+    if (stopping->load()) return;  // the runtime is being destroyed; the event was answered
+    const MonoTime started = SteadyNow();
+    if (hooks_.on_event_start) hooks_.on_event_start(a->id, lane);
+    Ran ran = Execute(worker, *a, *storage, *event);
+    if (hooks_.on_event_end) hooks_.on_event_end(a->id, lane, EventEnd{ran.call_outcome, ran.call_message});
+    ran.event.started = started;
+    ran.event.ran = SteadyNow();
+    ran.heap = worker.HeapUsedBytes();
+    env->PostFromAnyThread([this, alive, lane, done, ran = std::move(ran)]() mutable {
+      auto l = alive.lock();
+      if (!l || !*l) return;
+      worker_memory_[lane].heap_bytes = ran.heap;
+      worker_memory_[lane].last_event = env_.MonoNow();
+      done(std::move(ran.event));
+    });
+  });
+}
+
+ActorMemory V8Executor::MeasureMemory(Actor& actor, ActorStorage& storage) {
+  ActorMemory m;
+  if (actor.instance) {
+    m.has_instance = true;
+    m.linear = actor.instance->ResidentMemoryBytes();
+    m.linear_mapped = actor.instance->MemoryBytes();
+    m.instance_heap = actor.instance->HeapBytes();
+    m.reserved = actor.instance->module().max_memory_bytes();
+  }
+  m.state = storage.MemoryBytes();
+  return m;
+}
+
+V8Executor::Ran V8Executor::Execute(engine::Worker& worker, Actor& actor, ActorStorage& storage,
+                                    const ExecutorEvent& event) {
+  Ran ran;
+  EventResult& result = ran.event.result;
+  const std::optional<Request>& request = event.request;
+  const AlarmEvent& alarm = event.alarm;
+  // An alarm event first asks the actor's committed state (alarm_event.h): nothing runs for
+  // an alarm that is absent or not due here (a stale index entry, a deleted or replaced
+  // alarm, a clock behind the scanner's); its answer still passes the output gate, so the
+  // caller learns the alarm as durably as any answer.
+  std::optional<std::int64_t> due_alarm;
+  if (!request) {
+    due_alarm = storage.Alarm();
+    const bool due = AlarmDue(due_alarm, event.now_ms, options_.broken);
+    if (!due || !actor.module->HasExport(kAlarmExport)) {
+      if (Status broken = storage.failure(); !broken.ok()) {
+        result.outcome = EventOutcome::kUnavailable;
+        result.error = broken.ToString();
+      } else if (due) {
+        // A class without wk_on_alarm: the due alarm is cleared, nothing runs (docs/alarms.md).
+        Batch clear;
+        clear.alarm = std::optional<std::int64_t>();
+        actor.last_seq = storage.Commit(std::move(clear));
+      }
+      result.alarm_after = storage.Alarm();
+      ran.event.wait_seq = actor.last_seq;
+      ran.event.memory = MeasureMemory(actor, storage);
+      return ran;
+    }
+  }
+  const auto cpu_limit = std::chrono::milliseconds(options_.limits.max_event_cpu_ms);
+  EventTxn txn(storage, options_.limits);
+  EventContext ctx;
+  ctx.limits = &options_.limits;
+  ctx.actor = actor.key;
+  ctx.request = request ? &*request : nullptr;
+  ctx.txn = &txn;
+  ctx.now_ms = event.now_ms;
+  if (!request) {
+    // The alarm is cleared as the handler starts; setting it again re-arms it.
+    txn.SetAlarm(std::nullopt);
+    ctx.alarm_retry_count = alarm.retry_count;
+  }
+  // All of an event's sync calls share one deadline: a wait uses no CPU, so the watchdog
+  // cannot bound it, and a loop of put+sync must not hold the worker (and every actor on
+  // it) for longer than sync_timeout in total.
+  const auto sync_deadline = std::chrono::steady_clock::now() + options_.sync_timeout;
+  // Exec-durable is an effect visible outside the actor: it passes the same gate as an
+  // answer. A failure is the storage's (sticky): every later sync of the event fails at
+  // once, and the event's answer is never released (abi.md).
+  const std::string timed_out = fmt::format(
+      "exec-durable (sync) of {} did not complete within actors.sync_timeout_ms ({} ms): its answer is never released",
+      actor.key, options_.sync_timeout / std::chrono::milliseconds(1));
+  ctx.sync = [&actor, &storage, &txn, sync_deadline, &timed_out]() {
+    if (!storage.failure().ok()) return false;
+    Batch batch = txn.TakeBatch();
+    if (!batch.empty()) actor.last_seq = storage.Commit(std::move(batch));
+    struct Wait {
+      std::mutex mu;
+      std::condition_variable cv;
+      std::optional<Status> status;
+    };
+    auto wait = std::make_shared<Wait>();
+    storage.WhenReleasable(actor.last_seq, [wait](Status s) {
+      std::lock_guard lock(wait->mu);
+      wait->status = std::move(s);
+      wait->cv.notify_all();
+    });
+    std::unique_lock lock(wait->mu);
+    if (!wait->cv.wait_until(lock, sync_deadline, [&] { return wait->status.has_value(); })) {
+      lock.unlock();
+      // Not known in time: give up on the storage, so nothing of this actor is released
+      // any more (it is restored afresh for its next event).
+      storage.Break(Retryable(timed_out));
+      return false;
+    }
+    return wait->status->ok();  // an error has failed the storage (storage.h)
+  };
+
+  auto fail = [&](std::string message) {
+    result.outcome = EventOutcome::kActorFailed;
+    result.error = std::move(message);
+    WK_LOG_WARN("actor event failed", {{"actor", actor.key}, {"error", result.error}});
+  };
+
+  if (!actor.instance) {
+    auto made = worker.Instantiate(actor.module, &ctx, cpu_limit);
+    ran.event.instantiated = true;
+    if (!made.ok()) {
+      fail(made.status().message());
+      ran.event.wait_seq = actor.last_seq;
+      ran.event.memory = MeasureMemory(actor, storage);
+      return ran;
+    }
+    actor.instance = std::move(*made);
+    // What _initialize did through the ABI is not the event's: it starts with an empty
+    // result buffer and the default response (abi.md). (Its writes, if any, stay in the
+    // batch: static constructors run once per instance, over committed state.)
+    ctx.result.clear();
+    ctx.response = Response{};
+    ctx.response_bytes = 0;
+  }
+  const std::string_view export_name = request ? kRequestExport : kAlarmExport;
+  engine::CallResult call = actor.instance->Call(export_name, &ctx, cpu_limit);
+  ctx.FlushOutput();
+  ran.call_outcome = call.outcome;
+  if (!call.ok()) ran.call_message = call.message;
+  if (!call.instance_usable) actor.instance.reset();
+
+  if (Status broken = storage.failure(); !broken.ok()) {
+    // The gate will refuse this answer (the core's Deliver says why); commit nothing more.
+    result.outcome = EventOutcome::kUnavailable;
+    result.error = broken.ToString();
+  } else if (call.ok() && call.value == 0 &&
+             (ctx.response.status < kMinResponseStatus || ctx.response.status > kMaxResponseStatus)) {
+    // response_set_status refuses these; checked again before anything is committed, so
+    // an answer the server would turn into a 500 never comes with committed writes.
+    fail(fmt::format("the actor's response status {} is not in {}..{}", ctx.response.status, kMinResponseStatus,
+                     kMaxResponseStatus));
+  } else if (call.ok() && call.value == 0) {
+    Batch batch = txn.TakeBatch();
+    if (!batch.empty()) actor.last_seq = storage.Commit(std::move(batch));
+    result.response = std::move(ctx.response);
+    result.alarm_fired = !request.has_value();
+  } else if (call.ok()) {
+    fail(fmt::format("the actor's {} returned {}", export_name, call.value));
+  } else {
+    std::string message = call.message;
+    if (call.outcome == engine::CallOutcome::kTerminated) message += " (actors.max_event_cpu_ms)";
+    if (call.outcome == engine::CallOutcome::kHeapLimit) message += " (actors.isolate_heap_limit_bytes)";
+    if (call.outcome == engine::CallOutcome::kOutOfMemory) message += " (actors.max_memory_bytes)";
+    fail(std::move(message));
+  }
+  if (!request && alarm.last_attempt && result.outcome == EventOutcome::kActorFailed && storage.failure().ok() &&
+      storage.Alarm() == due_alarm) {
+    // The retries are used up: the alarm is cleared, without the failed run's writes.
+    Batch clear;
+    clear.alarm = std::optional<std::int64_t>();
+    actor.last_seq = storage.Commit(std::move(clear));
+  }
+  if (!request) result.alarm_after = storage.Alarm();
+  ran.event.wait_seq = actor.last_seq;
+  ran.event.memory = MeasureMemory(actor, storage);
+  return ran;
+}
+
+// ---------------------------------------------------------------------------------------
+// Instances and the workers' memory
+
+void V8Executor::PostDrop(const std::shared_ptr<Actor>& actor, std::function<void()> done) {
+  Env* env = &env_;
+  std::weak_ptr<bool> alive = alive_;
+  const std::size_t lane = actor->lane;
+  workers_[lane]->Post([this, env, alive, actor, lane, done = std::move(done)](engine::Worker& worker) {
+    actor->instance.reset();  // V8 objects die on their own isolate's thread
+    const std::uint64_t heap = worker.HeapUsedBytes();
+    env->PostFromAnyThread([this, alive, lane, heap, done] {
+      auto a = alive.lock();
+      if (!a || !*a) return;
+      worker_memory_[lane].heap_bytes = heap;
+      if (done) done();
+    });
+  });
+}
+
+void V8Executor::DropInstance(std::shared_ptr<ExecutorActor> actor) {
+  PostDrop(std::static_pointer_cast<Actor>(std::move(actor)), nullptr);
+}
+
+void V8Executor::Close(std::shared_ptr<ExecutorActor> actor, std::function<void()> done) {
+  PostDrop(std::static_pointer_cast<Actor>(std::move(actor)), std::move(done));
+}
+
+void V8Executor::InstanceForgotten(const ExecutorActor& actor, std::uint64_t reserved) {
+  // Its memory keeps its address space until V8 collects it (AfterInstancesGone).
+  worker_memory_[actor.lane].uncollected_reserved_bytes += reserved;
+  ++worker_memory_[actor.lane].uncollected_memories;
+}
+
+void V8Executor::AfterInstancesGone(std::size_t i, std::uint64_t live_instances, std::uint64_t live_reserved_bytes) {
+  // Once the memories thrown away on this worker since its last collection reserve its
+  // share of kUncollectedReservationBytes (or number its share of kUncollectedMemories):
+  // a collection beside its thread, queued behind the jobs that destroy those instances.
+  // V8's own collections (frequent on a busy worker) free most of them: ask the engine what
+  // it still holds beyond the live instances, not what was thrown away since our last ask.
+  WorkerMemory& w = worker_memory_[i];
+  if (w.uncollected_reserved_bytes < kUncollectedReservationBytes / lanes_ &&
+      w.uncollected_memories < kUncollectedMemories / lanes_) {
+    return;
+  }
+  // (Memories the workers keep for reuse are not garbage either: zeroed, they wait for the
+  // next instance; engine::WorkerOptions::memory_pool_size.)
+  const engine::EngineStats e = engine_.stats();
+  const std::uint64_t live = live_instances + e.pooled_memories;
+  const std::uint64_t live_reserved = live_reserved_bytes + e.pooled_reserved_bytes;
+  const std::uint64_t memories = e.linear_memories > live ? e.linear_memories - live : 0;
+  const std::uint64_t reserved = e.linear_reserved_bytes > live_reserved ? e.linear_reserved_bytes - live_reserved : 0;
+  if (reserved < kUncollectedReservationBytes && memories < kUncollectedMemories) {
+    w.uncollected_reserved_bytes = 0;  // collected meanwhile: count again from here
+    w.uncollected_memories = 0;
+    return;
+  }
+  ++reservation_collections_;
+  StartCollectionOn(i);
+}
+
+void V8Executor::StartCollectionOn(std::size_t i) {
+  WorkerMemory& w = worker_memory_[i];
+  w.last_collection = env_.MonoNow();
+  w.collection_wanted = false;
+  w.uncollected_reserved_bytes = 0;
+  w.uncollected_memories = 0;
+  workers_[i]->Post([](engine::Worker& worker) { worker.StartCollection(); });
+}
+
+void V8Executor::AfterIdleSweep(const std::vector<bool>& dropped) {
+  // V8 frees what the dropped instances held (their linear memory included) at its next
+  // full collection, which an idle worker may not run for a long time: ask for one, at most
+  // every kIdleCollectionInterval, and at the latest that long after the last drop, once
+  // the worker is idle (no event in the last kBusyWorkerWindow). A busy worker is not
+  // stopped for it: a forced collection there holds every event queued behind it for its
+  // whole length (80 ms each at 50,000 actors; the warm tail of docs/benchmarks.md,
+  // "Density"), and a busy worker allocates, so V8 collects there on its own anyway.
+  // (Address space and mappings are watched apart: AfterInstancesGone.)
+  const MonoTime now = env_.MonoNow();
+  for (std::size_t i = 0; i < dropped.size(); ++i) {
+    WorkerMemory& w = worker_memory_[i];
+    w.collection_wanted = w.collection_wanted || dropped[i];
+    if (!w.collection_wanted || now - w.last_collection < kIdleCollectionInterval) continue;
+    if (now - w.last_event >= kBusyWorkerWindow) CollectGarbageOn(i);
+  }
+}
+
+void V8Executor::CollectGarbageOn(std::size_t i) {
+  worker_memory_[i].last_collection = env_.MonoNow();
+  worker_memory_[i].collection_wanted = false;
+  worker_memory_[i].uncollected_reserved_bytes = 0;  // a full collection frees them all
+  worker_memory_[i].uncollected_memories = 0;
+  Env* env = &env_;
+  std::weak_ptr<bool> alive = alive_;
+  workers_[i]->Post([this, env, alive, i](engine::Worker& worker) {
+    worker.CollectGarbage();
+    const std::uint64_t heap = worker.HeapUsedBytes();
+    env->PostFromAnyThread([this, alive, i, heap] {
+      auto a = alive.lock();
+      if (a && *a) worker_memory_[i].heap_bytes = heap;
+    });
+  });
+}
+
+}  // namespace wk::actor
