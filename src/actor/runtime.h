@@ -1,49 +1,15 @@
-// ActorRuntime: runs events for resident actors. Between a request for an actor and its
-// module's code: one event at a time per actor (the input gate) with a bounded queue, each
-// event's writes as one atomic batch, responses released only once durable (the output
-// gate), and the lifecycle — created on first event through StorageProvider::Open,
-// hibernated after an idle time, evicted under a memory budget (idle actors first).
+// ActorRuntime: runs events for resident actors — one event at a time per actor (the input
+// gate) with a bounded queue, each event's writes one atomic batch, every answer released
+// only through the storage's output gate, the lifecycle (started on first event through
+// StorageProvider::Open, instance dropped when idle, hibernated, evicted under the memory
+// budget). The rules are ActorRuntimeCore's (runtime_core.h, what the simulator runs); the
+// code runs on a V8Executor (v8_executor.h: worker threads, one isolate each, an actor
+// pinned to one worker while resident). What an actor may rely on (frozen time within an
+// event, what a failed event discards, what a dropped instance loses) and how memory is
+// counted: docs/internals.md, "ActorRuntime".
 //
-// Structure: the rules above — the gates, the lifecycle, the budget — are ActorRuntimeCore's
-// (runtime_core.h), which runs on the Env loop only and is what the simulator runs; the code
-// runs on a V8Executor (v8_executor.h): a fixed pool of worker threads, each owning one V8
-// isolate (engine::Worker), an actor pinned to one worker for its residency so its instance
-// never crosses threads. ActorRuntime puts the two together for a node.
-//
-// Threads: every public method is called on the Env's loop thread. Workers report back
-// through Env::PostFromAnyThread. (Storage and cluster code stay simulator-clean; the
-// runtime talks to them only through StorageProvider and hooks.)
-//
-// Warm but not instantiated. A kReady actor idle for `idle_instance` drops its WebAssembly
-// instance (and its linear memory) but keeps its storage: its hold and its state stay, so
-// its next event only instantiates the module again (no bucket request),
-// where an actor that left memory is acquired and restored. Its instance is dropped earlier
-// when the memory budget or `max_instances` needs room (least recently active first), and
-// whenever an event fails in a way that leaves it unusable. Linear memory does not survive
-// a dropped instance, as it does not survive hibernation: an actor keeps what it needs in
-// its storage (docs/abi.md).
-//
-// Memory (docs/architecture.md, "Memory"): the budget counts what the node really holds for
-// its actors — each instance's linear memory by the pages it touched (the kernel's view,
-// engine::Instance::ResidentMemoryBytes), the workers' V8 heaps as measured (instances,
-// tables, wrappers), each actor's state with the map's cost per entry, and a fixed
-// bookkeeping cost per resident actor (kResidentActorBookkeepingBytes). Over budget, idle
-// actors' instances go first, then idle actors, least recently active first.
-//
-// Time inside an event is frozen: now_ms() (and WASI's realtime clock) is the wall time at
-// which the event was dispatched, as in Cloudflare's Workers. It keeps an event
-// deterministic given its input and its storage, and gives actors no fine timer.
-//
-// Failures of an event (trap, CPU limit, bad host call, proc_exit, non-zero return) fail
-// that event only: its batch is discarded and the instance, if it unwound, is thrown away;
-// the next event gets a fresh instance over the committed state.
-//
-// The output gate is the storage's (ActorStorage::WhenReleasable, storage.h): every answer,
-// read-only or not, and every exec-durable `sync` returning passes it; the runtime keeps no
-// stickiness of its own. A storage that failed (its writes could not be made durable, its
-// hold ended, or a sync timed out and the runtime broke it) voids the actor's in-memory
-// state: every event waiting on it answers kUnavailable, and the actor is closed and
-// restored afresh for the next event.
+// Threading: every public method on the Env's loop thread; workers report back through
+// Env::PostFromAnyThread.
 #pragma once
 
 #include <algorithm>
