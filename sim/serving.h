@@ -18,6 +18,7 @@
 #include <string>
 
 #include "alarms/alarm_service.h"
+#include "control/cluster_secret.h"
 #include "faults.h"
 #include "native_actor_host.h"
 #include "net/peer_transport.h"
