@@ -36,11 +36,12 @@ const std::vector<Scenario>& Scenarios() {
        {{"index-entry-removed-before-durable"},
         {"fire-before-due"},
         {"drop-handed-alarm"},
-        {"segment-before-entry"},
-        // Rare here (an earlier hold's segment and the next hold's fence both in flight while
-        // an alarm event finds the state stale): none of seeds 1-200, first at 303. Seeds
-        // 290-339 keep it inside a short run; AlarmIndexTest stages it deterministically.
-        {"earlier-entries-before-fence", 290, 50}},
+        {"segment-before-entry"}},
+       // Not here: earlier-entries-before-fence needs an earlier hold's segment and the next
+       // hold's fence both in flight while an alarm event finds the state stale. Rare with the
+       // old native host (first at seed 303), reached by none of seeds 1-1500 since the real
+       // runtime core runs here; AlarmIndexTest.AnEarlierHoldsEntryGoesOnlyOnceThisHoldsFenceLanded
+       // stages it deterministically, and scripts/check-proofs.sh runs that row.
        &RunAlarmsScenario},
   };
   return all;
