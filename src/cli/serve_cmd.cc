@@ -100,10 +100,10 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
   options.server = config->server;
   options.tls_cert_file = config->tls_cert_file;
   options.tls_key_file = config->tls_key_file;
-  options.actors = config->actors;
-  options.storage = config->storage;
-  options.quarantine = config->quarantine;
-  options.alarms = config->alarms;
+  options.host.runtime = config->actors;
+  options.host.storage = config->storage;
+  options.host.quarantine = config->quarantine;
+  options.host.alarms = config->alarms;
   options.moves_per_second = config->moves_per_second;
 
   // The running-events journal (docs/security.md, "Poisoned actors"): read what a crashed
@@ -115,7 +115,7 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
     auto opened = RunningEvents::Open(*data_dir + "/running-events-" + options.node_id.str());
     if (!opened.ok()) return Fail(opened.status());
     journal = std::move(opened->journal);
-    options.crashed_during_events = std::move(opened->left_behind);
+    options.host.crashed_during_events = std::move(opened->left_behind);
     if (opened->unreadable > 0) {
       WK_LOG_WARN("the running-events journal held unreadable entries; ignored",
                   {{"path", journal->path()}, {"entries", std::to_string(opened->unreadable)}});
@@ -123,7 +123,7 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
   } else if (config->quarantine.enabled()) {
     WK_LOG_INFO("node.data_dir is not set: a crash during an event is not counted as a quarantine strike", {});
   }
-  options.journal = journal.get();
+  options.host.journal = journal.get();
   if (auto flags = ProcessGetEnv("WASMKEEP_V8_FLAGS"); flags && !flags->empty()) {
     // Read by the engine when V8 starts (src/engine/engine.cc); said here so that a node
     // running with them shows it.

@@ -160,7 +160,7 @@ Status Node::Assemble(std::unique_ptr<ObjectStore> bucket) {
   HttpServerLimits peer_limits;
   peer_limits.max_connections_per_client = peer_limits.max_connections;
   // A body over the actors' limit is refused (413) before it is read.
-  peer_limits.max_body_bytes = o.actors.limits.max_request_bytes;
+  peer_limits.max_body_bytes = o.host.runtime.limits.max_request_bytes;
   peer_limits.max_buffered_body_bytes = o.server.max_buffered_body_bytes;
   auto peer_http = HttpServer::Start(
       env_, o.peer_listen, [this](ServerRequest request) { return RoutePeer(std::move(request)); }, peer_limits, {},
@@ -213,7 +213,7 @@ Status Node::Assemble(std::unique_ptr<ObjectStore> bucket) {
   admin_on_api_ = o.admin_listen.empty() ? admin_.get() : nullptr;
   HttpServerLimits limits = o.server;
   // A body over the actors' limit is refused (413) before it is read.
-  limits.max_body_bytes = o.actors.limits.max_request_bytes;
+  limits.max_body_bytes = o.host.runtime.limits.max_request_bytes;
   auto http = HttpServer::Start(
       env_, o.listen, [this](ServerRequest request) { return Route(std::move(request)); }, limits,
       [this](const ServerRequest& request) { return CheckBeforeBody(request); }, client_tls);
@@ -267,16 +267,10 @@ Task<void> Node::StartActors() {
   for (;;) {
     auto secret = co_await control::EnsureClusterSecret(*store_, env_, CallOptions{std::chrono::seconds(5)});
     if (secret.ok()) {
-      ActorHostOptions host;
+      ActorHostOptions host = std::move(options_.host);
       host.node_id = identity_.node_id;
       host.instance = instance_;
-      host.runtime = options_.actors;
-      host.storage = options_.storage;
-      host.quarantine = options_.quarantine;
-      host.alarms = options_.alarms;
       host.timing = options_.timing;
-      host.journal = options_.journal;
-      host.crashed_during_events = std::move(options_.crashed_during_events);
       host.bucket_requests = &counting_->stats();
       host_ = std::make_unique<ActorHost>(env_, *store_, *cluster_, metrics_, replica_totals_, *secret, *peers_,
                                           std::move(host));

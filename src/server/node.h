@@ -17,11 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "alarms/alarm_service.h"
 #include "base/broken_models.h"
 #include "base/metrics.h"
 #include "cluster/cluster_node.h"
-#include "control/quarantine.h"
 #include "env/real_env.h"
 #include "net/http_peer_transport.h"
 #include "net/http_server.h"
@@ -30,7 +28,6 @@
 #include "replica/provider.h"
 #include "server/actor_host.h"
 #include "server/admin_routes.h"
-#include "server/running_events.h"
 #include "store/counting_store.h"
 
 namespace wk {
@@ -45,15 +42,11 @@ struct NodeOptions {
   HttpServerLimits server;  // the client listener's caps (max_body_bytes comes from actors)
   std::optional<std::string> tls_cert_file;  // with tls_key_file: TLS on the client API
   std::optional<std::string> tls_key_file;
-  actor::RuntimeOptions actors;
-  replica::ReplicaOptions storage;
-  control::QuarantinePolicy quarantine;
-  alarms::AlarmOptions alarms;
   std::int64_t moves_per_second = 10;
-  // The running-events journal (node.data_dir), owned by the caller, outliving the node;
-  // null: crashes during events are not strikes. Its leftovers: one strike each.
-  RunningEvents* journal = nullptr;
-  std::vector<ActorId> crashed_during_events;
+  // What serves actors: the runtime, storage, quarantine and alarm settings, the
+  // running-events journal and its leftovers. The node fills in its id, instance, lease
+  // timing and bucket request counts.
+  ActorHostOptions host;
   BrokenModels broken;
   // The peer listener's TLS identity; null: a fresh one (the normal case).
   std::unique_ptr<TlsIdentity> peer_identity;
