@@ -396,5 +396,5 @@ for p in "$wk_pid:wasmkeep" "$workerd_pid:workerd"; do
 done
 echo "wasmkeep log: $(awk '{n[$2]++} END {for (l in n) printf "%s %d, ", l, n[l]}' "$tmp/wasmkeep.log")$(wc -l <"$tmp/wasmkeep.log") lines"
 awk '$2 == "warn" || $2 == "error"' "$tmp/wasmkeep.log" | head -20
-echo "workerd log: $(wc -l <"$tmp/workerd.log") lines"
-head -20 "$tmp/workerd.log"
+echo "workerd log: $(wc -l <"$tmp/workerd/workerd.log") lines"
+head -20 "$tmp/workerd/workerd.log"
