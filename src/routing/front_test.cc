@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "base/log.h"
+#include "cluster/owner_record.h"
 #include "cluster/testing/harness.h"
 #include "env/sim_env.h"
 
@@ -210,6 +212,97 @@ TEST_F(FrontTest, AHandOverIsTakenOnlyFromASignedPeerNeverFromAClient) {
   EXPECT_EQ(front_->stats().taken, 0u);
   for (const auto& [key, obj] : bucket_->objects()) EXPECT_FALSE(key.starts_with("owners/")) << key;
   EXPECT_TRUE(host_.requests.empty());
+}
+
+// A peer network that records what it is asked to send, and when, and answers 200.
+class RecordingPeers final : public PeerTransport {
+ public:
+  explicit RecordingPeers(std::function<void(const PeerTarget&)> on_send) : on_send_(std::move(on_send)) {}
+  Task<Result<ServerResponse>> Send(PeerTarget to, ServerRequest, Duration) override {
+    on_send_(to);
+    ServerResponse r;
+    r.status = 200;
+    co_return r;
+  }
+
+ private:
+  std::function<void(const PeerTarget&)> on_send_;
+};
+
+// A request for an actor whose drain close lasts 3 s: held until the hand-over ended, then
+// forwarded once, to the peer taking the drained node's actors, after the release landed.
+// With the old 1 s hold it was forwarded while the record still named this node; the
+// target's routing read sent it back and it ran out of hops: 503 during a drain.
+TEST(FrontDrainTest, ARequestForAnActorWhoseCloseIsSlowIsHeldUntilItsHandOverEndsThenForwardedOnce) {
+  log::SetLevel(log::Level::kOff);
+  SimWorld world(8);
+  auto bucket = std::make_shared<MemBucket>();
+  cluster_testing::SimNode a(world, bucket, NodeId("a"), InstanceToken("ia"), "t");
+  cluster_testing::SimNode b(world, bucket, NodeId("b"), InstanceToken("ib"), "t");
+  const ActorId actor{"acme", "c", "slow"};
+  std::vector<bool> record_named_nobody;  // at each send
+  RecordingPeers peers([&](const PeerTarget& to) {
+    EXPECT_EQ(to.node_id, NodeId("b"));
+    auto rec = DecodeOwnerRecord(bucket->objects().at(OwnerKey(actor)).body);
+    record_named_nobody.push_back(rec.ok() && rec->names_nobody());
+  });
+  control::ClusterSecret secret;
+  secret.bytes.fill(7);
+  Forwarder forwarder(a.env, peers, ForwarderIdentity{NodeId("a"), InstanceToken("ia")}, secret);
+  // Resident until its close ends, 3 s after it was asked to leave.
+  struct SlowHost final : actor::EventHost {
+    Task<actor::EventResult> HandleRequest(ActorId, actor::Request) override { co_return actor::EventResult{}; }
+    void Unload(const ActorId&) override {}
+    void Warm(const ActorId&) override {}
+    bool IsResident(const ActorId&) const override { return resident; }
+    bool resident = true;
+  } host;
+  FrontDeps deps{host,
+                 a.node.owners(),
+                 a.node.membership(),
+                 forwarder,
+                 [](std::string) -> Task<Result<std::string>> { co_return std::string("acme"); },
+                 [](std::string, std::string) -> Task<Status> { co_return Status::Ok(); },
+                 nullptr,
+                 {},
+                 &a.node.hand_overs()};
+  FrontOptions options;
+  options.node_id = NodeId("a");
+  Front front(std::move(deps), options);
+  HandOverHost hand_over;
+  hand_over.unload = [&](const ActorId& x) {
+    a.env.StartTimer(a.env.MonoNow() + std::chrono::seconds(3), [&, x] {
+      host.resident = false;
+      a.env.Spawn([](Owners* o, ActorId y) -> Task<void> { (void)co_await o->Release(std::move(y)); }(
+                      &a.node.owners(), x),
+                  "close");
+    });
+    return true;
+  };
+  a.node.hand_overs().set_host(std::move(hand_over));
+  ASSERT_TRUE(world.RunUntil(
+      [&] {
+        return a.node.lease().IsValid() && b.node.lease().IsValid() && a.node.membership().view().size() == 2 &&
+               a.node.owners().accepting();
+      },
+      std::chrono::seconds(40)));
+  world.RunFor(std::chrono::seconds(4));
+  ASSERT_EQ(RunTask(world, a.env, a.node.owners().Acquire(actor))->kind, AcquireResult::Kind::kAcquired);
+
+  a.env.Spawn([](HandOvers* h) -> Task<void> { (void)co_await h->Drain(std::chrono::seconds(20)); }(
+                  &a.node.hand_overs()),
+              "drain");
+  world.RunFor(std::chrono::milliseconds(50));
+  ASSERT_TRUE(a.node.hand_overs().Leaving(actor));
+  ServerRequest request;
+  request.method = "POST";
+  request.target = "/v1/actors/acme/c/slow/go";
+  request.headers = {{"Authorization", "Bearer x"}};
+  auto answer = RunTask(world, a.env, front.Handle(std::move(request), Via::kClient), std::chrono::seconds(30));
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_EQ(answer->status, 200) << answer->body;
+  ASSERT_EQ(record_named_nobody.size(), 1u) << "forwarded once";
+  EXPECT_TRUE(record_named_nobody[0]) << "forwarded before the release landed: the target sends it back";
 }
 
 }  // namespace
