@@ -63,6 +63,11 @@ class Faults {
   void MaybeKillMidUpload(int number, const std::string& key);
   // No more faults; every slot without a process restarts.
   void Heal();
+  // Kills slot's running process; its supervisor restarts it 0.5 s to restart_max later.
+  void Kill(int slot, std::int64_t restart_max_ms);
+  // A clean stop of p (ClusterNode::Stop: its holds released, `released` written), reaped
+  // and restarted 0.2-10 s later.
+  Task<void> StopProcess(Process* p, int slot);
 
   // A drain reported drained (checker 10 judges it).
   std::function<void(Process& p)> on_drained;
@@ -72,11 +77,8 @@ class Faults {
   OpFault ServingFault(const OpInfo& op);
   void ChaosStep();
   void ServingChaosStep();
-  // Kills slot's running process; its supervisor restarts it 0.5 s to restart_max later.
-  void Kill(int slot, std::int64_t restart_max_ms);
   void Thaw(int number);
   Task<void> DrainProcess(Process* p);
-  Task<void> StopProcess(Process* p, int slot);
 
   World& w_;
   FaultOptions options_;

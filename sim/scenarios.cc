@@ -43,6 +43,28 @@ const std::vector<Scenario>& Scenarios() {
        // runtime core runs here; AlarmIndexTest.AnEarlierHoldsEntryGoesOnlyOnceThisHoldsFenceLanded
        // stages it deterministically, and scripts/check-proofs.sh runs that row.
        &RunAlarmsScenario},
+      {"combined",
+       "list and alarm clients, moves, balances, drains and restarts of drained nodes at once on 3 nodes (issue 34)",
+       {{"release-without-validity"},
+        {"answer-without-gate"},
+        {"input-gate-concurrent"},
+        {"move-acquires-before-release-lands"},
+        {"take-unconditional"},
+        {"drain-ignores-pending"},
+        {"index-entry-removed-before-durable"},
+        {"fire-before-due"},
+        {"drop-handed-alarm"},
+        {"segment-before-entry"},
+        {"earlier-entries-before-fence"},
+        {"ack-before-durable"},
+        {"ack-late-upload"},
+        {"restore-ignores-fence"},
+        {"gc-deletes-chain"},
+        {"wake-reuses-generation"},
+        {"resolver-without-lock"},
+        {"free-on-view"},
+        {"free-on-absent-node"}},
+       &RunCombinedScenario},
   };
   return all;
 }
