@@ -11,7 +11,8 @@
 //     requested in control/drain/ and carried out by the nodes' DrainControl, lifted later;
 //     nodes killed or stopped cleanly while their drain request stands; moves and balances
 //     requested in control/move/ and carried out by the nodes' MoveControl;
-//   - checkers 8-10 (checkers.h) on every actor, list and alarm ones alike.
+//   - checkers 1-7 of the node leases (off in the other serving scenarios) and 8-10
+//     (checkers.h) on every actor, list and alarm ones alike.
 // Faults: the serving profile (faults.h): kill -9, nodes frozen past their lease, partitions
 // between nodes and from the bucket, slow, late and lost bucket replies, lost peer replies;
 // each slot's clock off by the bound (±1 s) half of the time, anywhere within it otherwise.
@@ -65,7 +66,7 @@ class CombinedSim {
         lists_(world_, cluster_,
                ListClientsOptions{.actors = kListActors, .clients = 3, .class_name = std::string(kListClass),
                                   .clients_for = seconds(150)}),
-        checkers_(world_, CheckerOptions{.leases = false, .owners = true}),
+        checkers_(world_, CheckerOptions{.leases = true, .owners = true}),
         operators_(world_, faults_, checkers_, OperatorOptions{.moves = true, .drains = false, .bucket = true}) {
     world_.hooks.on_landed = [this](const std::string& key, const std::string& body) {
       checkers_.OnLanded(key, body);
@@ -73,6 +74,7 @@ class CombinedSim {
     };
     world_.hooks.on_delete = [this](int number, const std::string& key) { alarms_.OnDelete(number, key); };
     world_.hooks.on_send = [this](int number, const std::string& key, const std::string& body) {
+      checkers_.OnSend(number, key, body);
       operators_.OnSend(number, key, body);
     };
     operators_.on_move = [this](const ActorId& actor) {
@@ -94,6 +96,7 @@ class CombinedSim {
     };
     stages.every_step = [this] { checkers_.CheckEveryStep(); };
     stages.final_checks = [this] {
+      checkers_.FinalChecks();  // 7: after healing, before the final reads run the world on
       world_.finished = true;
       lists_.FinalReadsAndCheck();
       alarms_.FinalChecks();

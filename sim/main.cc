@@ -211,9 +211,11 @@ int main(int argc, char** argv) {
     }
     if (total.drain_requests + total.move_requests > 0) {
       using ull = unsigned long long;
-      std::printf("  operators: %llu drain requests, %llu drained nodes restarted, %llu move requests, %llu balances\n",
+      std::printf("  operators: %llu drain requests, %llu drained nodes restarted, %llu move requests, %llu balances, "
+                  "%llu heartbeats deleted\n",
                   static_cast<ull>(total.drain_requests), static_cast<ull>(total.drained_restarts),
-                  static_cast<ull>(total.move_requests), static_cast<ull>(total.balances));
+                  static_cast<ull>(total.move_requests), static_cast<ull>(total.balances),
+                  static_cast<ull>(total.deleted_heartbeats));
     }
     if (total.alarm_sets > 0) {
       using ull = unsigned long long;

@@ -14,7 +14,11 @@
 //     restarted process reads its record at its first drain check;
 //   - moves and balances: control/move/<node>/<actor> requests (`wasmkeep actor move`,
 //     `wasmkeep cluster balance`: ReadClusterLoad, PlanBalance, RequestMove, AwaitMove),
-//     carried out by the nodes' real MoveControl (ServingOptions::move_requests).
+//     carried out by the nodes' real MoveControl (ServingOptions::move_requests);
+//   - a mistake, as in the ownership scenario: every 15-40 s a node's heartbeat object
+//     nodes/<id> deleted (it must free nothing), never while a process of that id is in
+//     its first ttl + grace + 5 s (see Faults: a deletion during a start check is outside
+//     the lease's promise).
 //
 // Checker 10 (checkers.h) judges every drain reported drained: direct drains when
 // HandOvers::Drain returns OK, requested ones when the node sends its `drained` record
@@ -74,6 +78,7 @@ class Operators {
   void RestartDrained(int slot);
   void ScheduleMoveRequests();
   Task<void> RequestMoves(bool balance);
+  void ScheduleHeartbeatDeletes();
   // Actors of the world's workload (never an alarm shard) that p holds.
   std::vector<ActorId> Held(Process& p) const;
 
