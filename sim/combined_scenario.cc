@@ -14,7 +14,8 @@
 //   - checkers 1-7 of the node leases (off in the other serving scenarios) and 8-10
 //     (checkers.h) on every actor, list and alarm ones alike.
 // Faults: the serving profile (faults.h): kill -9, nodes frozen past their lease, partitions
-// between nodes and from the bucket, slow, late and lost bucket replies, lost peer replies;
+// between nodes and from the bucket, slow, late and lost bucket replies (owner records and
+// segments late as often as in the ownership and storage scenarios), lost peer replies;
 // each slot's clock off by the bound (±1 s) half of the time, anywhere within it otherwise.
 //
 // Not here (docs/simulation.md says why): quarantine, and old-format objects.
@@ -58,6 +59,7 @@ class CombinedSim {
   explicit CombinedSim(const RunOptions& options)
       : world_(options, CombinedWorld()),
         faults_(world_, FaultOptions{.serving = true,
+                                     .serving_late_records = true,
                                      .serving_chaos = {.kill = 20, .freeze = 42, .peer_cut = 60, .bucket_cut = 80},
                                      .chaos_min = seconds(2),
                                      .chaos_max = seconds(7)}),

@@ -84,6 +84,19 @@ OpFault Faults::ServingFault(const OpInfo& op) {
   if (w_.healed) return f;
   const auto roll = w_.Uniform(0, 999);
   const bool segment = op.op == StoreOp::kPut && op.key.starts_with(replica::kWalPrefix);
+  if (options_.serving_late_records) {
+    // As the ownership and storage scenarios' plans: owner records often applied past the
+    // caller's deadline, segment uploads past the upload timeout half of the time.
+    const bool record = op.key.starts_with(kOwnersPrefix);
+    if (record && roll < 50) {
+      f.request_delay = milliseconds(w_.Uniform(2000, 6000));
+      return f;
+    }
+    if (segment && roll < 40) {
+      f.request_delay = milliseconds(w_.Uniform(3000, 20000));
+      return f;
+    }
+  }
   if (roll < 20) {
     f.request_delay = segment ? milliseconds(w_.Uniform(3000, 15000)) : milliseconds(w_.Uniform(500, 4000));
   } else if (roll < 40) {

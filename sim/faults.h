@@ -37,6 +37,10 @@ struct FaultOptions {
   bool operator_faults = false;  // drains and deleted heartbeats (the ownership scenario)
   bool storage_faults = false;   // slow segment uploads, moves, kills mid-upload (storage)
   bool serving = false;          // the serving profile (above) instead of the lease one
+  // Serving: more late writes where the ownership and storage scenarios put them (owner
+  // records 5 %, 2-6 s: unresolved acquires and the resolver; segment PUTs 4 %, 3-20 s:
+  // off-chain segments and Late uploads) instead of the profile's 2 %.
+  bool serving_late_records = false;
   ServingChaos serving_chaos;
   // One chaos step every chaos_min..chaos_max.
   Duration chaos_min = std::chrono::seconds(2);

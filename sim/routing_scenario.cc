@@ -2,21 +2,22 @@
 // its real ClusterNode (lease, listing, fence watch, ownership), the real ReplicaProvider
 // (durable replicas on the simulated bucket, holds from the ownership records), the real
 // Forwarder over the simulated peer network and the real Front, with native list actors in
-// place of WebAssembly: the serving harness (serving.h), on the World (world.h). Clients send appends
-// and reads to random nodes; the checker judges the acknowledged history of each actor
-// (linearizable): the clients and the checker are ListClients (list_clients.h). Faults: kill -9 and restart, a node frozen past its lease
-// and then resumed with its memory (a zombie owner), partitions between nodes and between a
-// node and the bucket, slow and lost bucket replies and lost peer replies: the Faults'
-// serving profile (faults.h). See docs/simulation.md, "routing".
+// place of WebAssembly: the serving harness (serving.h), on the World (world.h). Clients
+// send appends and reads to random nodes; the checker judges the acknowledged history of
+// each actor (linearizable): both are ListClients (list_clients.h). Faults: kill -9 and
+// restart, a node frozen past its lease and then resumed with its memory (a zombie owner),
+// partitions between nodes and between a node and the bucket, slow and lost bucket replies
+// and lost peer replies: the Faults' serving profile (faults.h). See docs/simulation.md,
+// "routing".
 //
-// The `move` scenario is the same world with operators at work (operators.h): actors moved between nodes
-// (HandOvers::HandOver with a target: closed, durable, released, then taken and restored by
-// the target, told over the peer network) and nodes drained (HandOvers::Drain), racing the
-// kills, the frozen nodes and the lost replies. Besides the linearizability checker (no
-// acknowledged append lost), the Checkers (checkers.h) check after every event that no two
-// nodes act for one actor (checker 8), that every acquisition writes a generation above the
-// last (9), and that a drain reports drained only when no record names its process (10). See
-// docs/simulation.md, "move".
+// The `move` scenario is the same world with operators at work (operators.h): actors moved
+// between nodes (HandOvers::HandOver with a target: closed, durable, released, then taken
+// and restored by the target, told over the peer network) and nodes drained
+// (HandOvers::Drain), racing the kills, the frozen nodes and the lost replies. Besides the
+// linearizability checker (no acknowledged append lost), the Checkers (checkers.h) check
+// after every event that no two nodes act for one actor (checker 8), that every
+// acquisition writes a generation above the last (9), and that a drain reports drained
+// only when no record names its process (10). See docs/simulation.md, "move".
 #include <optional>
 #include <string>
 
