@@ -39,7 +39,8 @@ struct FaultOptions {
   bool serving = false;          // the serving profile (above) instead of the lease one
   // Serving: more late writes where the ownership and storage scenarios put them (owner
   // records 5 %, 2-6 s: unresolved acquires and the resolver; segment PUTs 4 %, 3-20 s:
-  // off-chain segments and Late uploads) instead of the profile's 2 %.
+  // off-chain segments and Late uploads) instead of the profile's 2 %; their lost replies,
+  // SlowDown and slow answers as the profile's.
   bool serving_late_records = false;
   ServingChaos serving_chaos;
   // One chaos step every chaos_min..chaos_max.

@@ -220,10 +220,10 @@ Task<void> Operators::RequestMoves(bool balance) {
   } else if (load->nodes.size() >= 2 && !load->holder.empty()) {
     auto it = load->holder.begin();
     std::advance(it, w_.Uniform(0, static_cast<std::int64_t>(load->holder.size()) - 1));
-    NodeId to = load->nodes[static_cast<std::size_t>(w_.Uniform(0, static_cast<std::int64_t>(load->nodes.size()) - 1))];
-    if (to == it->second) to = load->nodes[(static_cast<std::size_t>(std::find(load->nodes.begin(), load->nodes.end(), to) -
-                                                                    load->nodes.begin()) + 1) % load->nodes.size()];
-    moves.push_back(PlannedMove{it->first, it->second, to});
+    // To a random node but the holder (the next one in the list when the draw names it).
+    std::size_t to = static_cast<std::size_t>(w_.Uniform(0, static_cast<std::int64_t>(load->nodes.size()) - 1));
+    if (load->nodes[to] == it->second) to = (to + 1) % load->nodes.size();
+    moves.push_back(PlannedMove{it->first, it->second, load->nodes[to]});
   }
   for (const PlannedMove& m : moves) {
     ++w_.result().move_requests;

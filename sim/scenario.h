@@ -82,9 +82,9 @@ struct RunResult {
   // move scenario (moves and drains count in `moves` and `drains`)
   std::uint64_t moved = 0;          // hand-overs whose target took the actor
   // combined scenario: the operators' requests in the bucket (operators.h)
-  std::uint64_t drain_requests = 0;    // control/drain/ requests written
+  std::uint64_t drain_requests = 0;    // control/drain/ requests sent
   std::uint64_t drained_restarts = 0;  // nodes killed or stopped while their drain request stood
-  std::uint64_t move_requests = 0;     // control/move/ requests written (balances' included)
+  std::uint64_t move_requests = 0;     // control/move/ requests sent (balances' included)
   std::uint64_t balances = 0;          // `cluster balance` runs
   // alarms scenario
   std::uint64_t alarm_sets = 0;             // sets clients sent
