@@ -20,13 +20,14 @@
 #   e. a node killed (kill -9) while an actor's event runs records one strike for it (cause
 #      crash) when it starts again, from its running-events journal.
 #
-#   quarantine_test.sh WASMKEEP_BINARY BACKEND WAT2WASM      BACKEND: file | s3
+#   quarantine_test.sh WASMKEEP_BINARY BACKEND [WAT2WASM]    BACKEND: file | s3
 #
 # Prints one line per check and closes with "N passed, N failed".
 set -u
 wk=${1:?usage: quarantine_test.sh WASMKEEP_BINARY file|s3 WAT2WASM}
 backend=${2:?usage: quarantine_test.sh WASMKEEP_BINARY file|s3 WAT2WASM}
-wat2wasm=${3:?usage: quarantine_test.sh WASMKEEP_BINARY file|s3 WAT2WASM}
+wat2wasm=${3:-$(command -v wat2wasm)}  # default: the one on PATH (scripts/check-proofs.sh passes two arguments)
+[ -n "$wat2wasm" ] || { echo "usage: quarantine_test.sh WASMKEEP_BINARY file|s3 WAT2WASM (no wat2wasm on PATH)"; exit 2; }
 prefix=quarantine
 # shellcheck source=common.sh
 source "$(dirname "$0")/common.sh"
