@@ -20,7 +20,14 @@ The nemesis, in turn: kill -9 of a node (restarted 1-3 s later); a node frozen w
 SIGSTOP past its lease (ttl + grace + the fence watch + a margin) and resumed with SIGCONT
 (it must find itself fenced and exit 6, then the supervisor restarts it); a paused bucket
 (SIGSTOP of the soak's own radosgw, or the nodes' outage fault on file://), alternately
-shorter than the lease's validity and longer. Before each kill or freeze a probe actor is
+shorter than the lease's validity and longer; and an operator's actions: a node drained
+(`cluster drain`) and kept running drained for a while, then undrained; busy actors moved to
+another node (`actor move`); `cluster balance`; a drained node restarted (kill -9 or SIGTERM in
+turn), which must come back drained holding no actor and no alarm shard, then undrained; a
+new version of the chat or the alarm class deployed (the same module with a custom section
+naming the version: the same ABI, so the appends and alarms keep their checks). Each action
+is logged with its time and outcome and counted by kind and outcome in the report. Before
+each kill or freeze a probe actor is
 acquired on the victim (an append sent to it directly); from the event on, the other nodes
 are asked to append to it every 250 ms, so "writable again" (the event until the first
 append answered 200) splits, from the nodes' logs (run at debug level), into: the lease
@@ -156,6 +163,8 @@ class Soak:
         self.stop = threading.Event()
         self.history = []      # every append: dict(writer, actor, value, t0, t1, status, number)
         self.events = []       # nemesis events
+        self.actions = []      # the operator's nemesis actions: dict(kind, at, seconds, node, outcome, ok)
+        self.drained = set()   # node ids the nemesis drained and has not undrained yet
         self.failovers = []    # measured kills and freezes
         self.pauses = []
         self.scrapes = {}      # (node, start_time) -> dict(first, last, counts)
@@ -186,9 +195,9 @@ class Soak:
         self.nodes = [Node(self, i) for i in range(a.nodes)]
 
     # ---- commands ---------------------------------------------------------------------
-    def W(self, *args, check=True):
+    def W(self, *args, check=True, timeout=60):
         r = subprocess.run([self.wk, "--config", self.config, "--bucket", self.bucket, *args],
-                           capture_output=True, text=True, timeout=60)
+                           capture_output=True, text=True, timeout=timeout)
         if check and r.returncode != 0:
             raise RuntimeError(f"wasmkeep {' '.join(args)}: {r.stderr.strip()}")
         return r
@@ -447,14 +456,246 @@ class Soak:
                 time.sleep(0.2)
         self.pauses.append({"at": t0, "seconds": round(seconds, 1), "first_ack_after_s": recovered})
 
+    # ---- the operator's actions (docs/node-lease.md, "Drain", "Moving actors") ----------
+    # Each is logged with its time and outcome and recorded in self.actions (the report's
+    # "nemesis" counts them by kind and outcome). An outcome that is not the expected one is
+    # reported, not fatal: the soak's verdict is the checkers' (appends and alarms).
+    def action(self, kind, t0, outcome, ok, node=None, **extra):
+        a = {"kind": kind, "at": round(t0, 3), "seconds": round(time.time() - t0, 1), "node": node,
+             "outcome": outcome, "ok": ok, **extra}
+        with self.lock:
+            self.actions.append(a)
+        log(f"{kind}{' ' + node if node else ''}: {outcome} ({a['seconds']} s){'' if ok else ' [unexpected]'}")
+        return a
+
+    def admin_get(self, node, path):
+        """(status, body) of GET path on the node's admin listener, or (None, error)."""
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", node.admin_port, timeout=2)
+            c.request("GET", path)
+            resp = c.getresponse()
+            body = resp.read().decode("utf-8", "replace")
+            c.close()
+            return resp.status, body
+        except (OSError, http.client.HTTPException) as e:
+            return None, str(e)
+
+    def node_metric(self, node, name):
+        status, body = self.admin_get(node, "/metrics")
+        if status != 200:
+            return None
+        for line in body.splitlines():
+            parts = line.split()
+            if len(parts) == 2 and parts[0] == name:
+                return float(parts[1])
+        return None
+
+    def drain_node(self, victim):
+        """`cluster drain` with its wait: (exit status, seconds, last line of its output)."""
+        wait = 60 if not self.a.fast_leases else 30
+        t0 = time.time()
+        try:
+            r = self.W("cluster", "drain", victim.id, "--wait", str(wait), check=False, timeout=wait + 30)
+            code, text = r.returncode, (r.stdout + r.stderr).strip()
+        except subprocess.TimeoutExpired:
+            code, text = None, "the command did not return"
+        if code is not None:
+            self.drained.add(victim.id)
+        return code, time.time() - t0, (text.splitlines() or [""])[-1][:200]
+
+    def undrain_node(self, victim):
+        """`cluster undrain`, then until the node answers /readyz 200: (exit status, seconds to ready or None)."""
+        t0 = time.time()
+        r = self.W("cluster", "undrain", victim.id, check=False)
+        if r.returncode == 0:
+            self.drained.discard(victim.id)
+        deadline = time.time() + 30 + 4 * self.period
+        while time.time() < deadline:
+            if victim.ready():
+                return r.returncode, time.time() - t0
+            time.sleep(0.2)
+        return r.returncode, None
+
+    def pick_node(self):
+        live = [n for n in self.nodes if n.alive() and not n.held]
+        return self.rng.choice(live) if live else None
+
+    def drain(self, k):
+        """A node drained (its actors handed over, its alarm shards to its peers) and kept
+        running drained for a while (writes reach it and are forwarded; alarms due meanwhile
+        must fire on the peers), then undrained."""
+        victim = self.pick_node()
+        if victim is None:
+            return
+        t0 = time.time()
+        code, took, last = self.drain_node(victim)
+        self.events.append({"kind": "drain", "node": victim.id, "at": t0})
+        kept = self.rng.uniform(self.gap / 2, self.gap)
+        self.stop.wait(kept)
+        held = self.node_metric(victim, "wasmkeep_holds_resident")
+        shards = self.node_metric(victim, "wasmkeep_alarms_shards_held")
+        ucode, ready_s = self.undrain_node(victim)
+        ok = code == 0 and ucode == 0 and ready_s is not None and held == 0 and shards == 0
+        self.action("drain", t0, f"drain exit {code} in {took:.1f} s ({last}); kept drained {kept:.1f} s holding "
+                    f"{held if held is None else int(held)} actors and {shards if shards is None else int(shards)} alarm shards; undrain exit {ucode}, ready again "
+                    f"{'in %.1f s' % ready_s if ready_s is not None else 'never'}", ok, victim.id,
+                    drain_exit=code, drain_s=round(took, 1), kept_s=round(kept, 1), undrain_exit=ucode)
+
+    def restart_drained(self, k):
+        """A drained node restarted (kill -9, or SIGTERM: a clean stop, in turn), which must
+        come back drained: /readyz 503 naming the drain, holding no actor and no alarm shard
+        (sampled for two listing periods once its lease is valid); then undrained."""
+        victim = self.pick_node()
+        if victim is None:
+            return
+        t0 = time.time()
+        code, took, last = self.drain_node(victim)
+        how = "kill -9" if (k // 8) % 2 == 0 else "SIGTERM"
+        victim.held = True
+        if victim.proc is not None:
+            if how == "kill -9":
+                victim.proc.kill()
+            else:
+                victim.proc.send_signal(signal.SIGTERM)
+            try:
+                stop_code = victim.proc.wait(timeout=self.ttl * 3 + 30)
+            except subprocess.TimeoutExpired:
+                victim.proc.kill()
+                stop_code = victim.proc.wait()
+        else:
+            stop_code = None
+        self.events.append({"kind": "restart_drained", "node": victim.id, "at": t0, "how": how})
+        time.sleep(self.rng.uniform(1, 3))
+        victim.start()
+        victim.held = False
+        # Its lease valid again (the start check: ttl + grace), it says drained and takes nothing.
+        came_back, worst_held, worst_shards = None, 0.0, 0.0
+        deadline = time.time() + self.ttl + self.grace + 60
+        while time.time() < deadline and came_back is None:
+            status, body = self.admin_get(victim, "/readyz")
+            if status == 503 and "drain" in body:
+                came_back = time.time() - t0
+            elif status == 200:
+                came_back = -1.0  # ready: it forgot its drain
+                break
+            else:
+                time.sleep(0.2)
+        if came_back is not None and came_back >= 0:
+            # Sampled from its start check's end (its lease valid) for two listing periods more.
+            valid_by = time.time() + self.ttl + self.grace + 30
+            while time.time() < valid_by and self.node_metric(victim, "wasmkeep_node_lease_valid") != 1.0:
+                time.sleep(0.2)
+            sample_end = time.time() + 2 * self.period + 1
+            while time.time() < sample_end:
+                worst_held = max(worst_held, self.node_metric(victim, "wasmkeep_holds_resident") or 0.0)
+                worst_shards = max(worst_shards, self.node_metric(victim, "wasmkeep_alarms_shards_held") or 0.0)
+                time.sleep(0.3)
+        ucode, ready_s = self.undrain_node(victim)
+        ok = (code == 0 and came_back is not None and came_back >= 0 and worst_held == 0 and worst_shards == 0
+              and ucode == 0 and ready_s is not None)
+        back = ("never answered drained" if came_back is None else
+                "came back READY (not drained)" if came_back < 0 else f"back drained {came_back:.1f} s after the drain began")
+        self.action("restart_drained", t0, f"drain exit {code} in {took:.1f} s; {how} (exit {stop_code}), restarted: "
+                    f"{back}, holding at most {worst_held:.0f} actors and {worst_shards:.0f} alarm shards; undrain exit "
+                    f"{ucode}, ready again {'in %.1f s' % ready_s if ready_s is not None else 'never'}", ok, victim.id,
+                    how=how, drain_exit=code, stop_exit=stop_code)
+
+    def owner_of(self, actor):
+        r = self.W("bucket", "get", f"owners/{TENANT}/{CLASS}/{actor}", check=False)
+        for line in r.stdout.splitlines():
+            if line.startswith("owner "):
+                name = line.split()[1]
+                return None if name == "nobody" else name
+        return None
+
+    MOVE_OUTCOMES = {0: "moved", 1: "released (taken by another node first)", 3: "refused", 4: "no holder",
+                     5: "no outcome yet or release pending"}
+
+    def move(self, k):
+        """Busy actors moved, one at a time, each to a node other than its holder."""
+        for actor in self.rng.sample([f"busy-{i}" for i in range(self.a.busy)], min(3, self.a.busy)):
+            if self.stop.is_set():
+                return
+            t0 = time.time()
+            source = self.owner_of(actor)
+            targets = [n for n in self.nodes if n.alive() and not n.held and n.id != source and n.id not in self.drained]
+            if not targets:
+                continue
+            target = self.rng.choice(targets)
+            try:
+                r = self.W("actor", "move", f"{TENANT}/{CLASS}/{actor}", "--to", target.id, "--wait", "30",
+                           check=False, timeout=60)
+                code = r.returncode
+            except subprocess.TimeoutExpired:
+                code = None
+            outcome = self.MOVE_OUTCOMES.get(code, f"exit {code}")
+            # moved, or a race the design allows (released: a request took it first; no holder).
+            self.action("move", t0, f"{TENANT}/{CLASS}/{actor} from {source or 'nobody'} to {target.id}: {outcome}",
+                        code in (0, 1, 4), target.id, exit=code, actor=actor, source=source)
+
+    def balance(self, k):
+        t0 = time.time()
+        try:
+            r = self.W("cluster", "balance", "--wait", "60", check=False, timeout=120)
+            code, text = r.returncode, (r.stdout + r.stderr)
+        except subprocess.TimeoutExpired:
+            code, text = None, ""
+        # "round N: moved A, refused B, released without a taker C, pending D, not done yet E"
+        totals = [0, 0, 0, 0, 0]
+        for m in re.finditer(r"round \d+: moved (\d+), refused (\d+), released without a taker (\d+), pending (\d+), "
+                             r"not done yet (\d+)", text):
+            totals = [t + int(x) for t, x in zip(totals, m.groups())]
+        outcome = {0: "balanced", 3: "moves remain after 3 rounds", 5: "moves still under way"}.get(code, f"exit {code}")
+        self.action("balance", t0, f"{outcome}: moved {totals[0]}, refused {totals[1]}, released without a taker "
+                    f"{totals[2]}, pending {totals[3]}, not done yet {totals[4]}", code in (0, 5), None, exit=code,
+                    moved=totals[0], refused=totals[1], released=totals[2], pending=totals[3], not_done=totals[4])
+
+    def deploy(self, k):
+        """A new version of a class (the chat class and the alarm class in turn): the same
+        module with a custom section naming the version, so its SHA-256 differs and the
+        behaviour and ABI do not; actors run it from their next start."""
+        cls, wasm = (CLASS, "chat.wasm") if k % 2 == 0 or self.a.alarm_rate <= 0 else (ALARM_CLASS, "alarm_probe.wasm")
+        with open(os.path.join(self.a.actors, wasm), "rb") as f:
+            module = f.read()
+        name = b"wasmkeep-soak-version"
+        payload = bytes([len(name)]) + name + f"{k}:{time.time()}".encode()
+        size, leb = len(payload), bytearray()
+        while True:
+            byte = size & 0x7F
+            size >>= 7
+            leb.append(byte | (0x80 if size else 0))
+            if not size:
+                break
+        path = os.path.join(self.out, f"{cls}-v{k}.wasm")
+        with open(path, "wb") as f:
+            f.write(module + b"\x00" + bytes(leb) + payload)
+        t0 = time.time()
+        r = self.W("deploy", "--tenant", TENANT, "--class", cls, path, "--json", check=False)
+        sha = None
+        if r.returncode == 0:
+            try:
+                sha = json.loads(r.stdout).get("module_sha256")
+            except ValueError:
+                pass
+        listed = self.W("class", "list", "--tenant", TENANT, "--json", check=False)
+        current = sha is not None and sha in listed.stdout
+        self.action("deploy", t0, f"class {cls}: exit {r.returncode}, module {(sha or '?')[:12]}, "
+                    f"{'current' if current else 'NOT current'} in class list", r.returncode == 0 and current, None,
+                    cls=cls, sha256=sha)
+
     def nemesis(self, end):
-        steps = [self.kill, self.pause, self.freeze]
+        steps = [self.kill, self.drain, self.move, self.pause, self.restart_drained, self.deploy, self.freeze,
+                 self.balance]
         k = 0
         # Room for the slowest event (a freeze and its restart) before the end.
         gap = max(5.0, 2 * (self.ttl + self.grace))
+        self.gap = gap
         self.stop.wait(min(gap, (end - time.time()) / 4))
         while not self.stop.is_set() and time.time() + (self.ttl + self.grace) * 2 < end:
-            steps[k % len(steps)](k)
+            try:
+                steps[k % len(steps)](k)
+            except (RuntimeError, OSError, subprocess.SubprocessError) as e:
+                self.action(steps[k % len(steps)].__name__, time.time(), f"failed: {e}", False)
             k += 1
             self.stop.wait(self.rng.uniform(gap / 2, gap))
 
@@ -703,6 +944,7 @@ class Soak:
             th.join()
         opened, hibernated = self.alarm_context()
         hits = [e for e in self.events if e["kind"] in ("kill", "freeze")]
+        drains = [e for e in self.events if e["kind"] in ("drain", "restart_drained")]
         required = []          # dict(actor, t, source, t_set, fired: [(retry, now_ms)])
         missing, early, stale, phantom, lost_sets, late_beyond = [], [], [], [], [], []
         firings = retried = unacked_present = 0
@@ -760,7 +1002,7 @@ class Soak:
                         late_beyond.append({"actor": name, "t": a["t"], "late_s": (a["fired"][0][1] - a["t"]) / 1000})
         late = [(a["fired"][0][1] - a["t"]) / 1000 for a in required if a["fired"]]
         # Where each required alarm's actor was at its set, and what happened to it before it was due.
-        node_hit = hibernated_first = 0
+        node_hit = hibernated_first = node_drained = 0
         for a in required:
             if a["t_set"] is None:
                 continue
@@ -769,6 +1011,8 @@ class Soak:
             holder = max(before)[1] if before else None
             if holder and any(e["node"] == holder and a["t_set"] <= e["at"] <= due for e in hits):
                 node_hit += 1
+            if holder and any(e["node"] == holder and a["t_set"] <= e["at"] <= due for e in drains):
+                node_drained += 1
             if any(a["t_set"] <= t <= due for t in hibernated.get(a["actor"], [])):
                 hibernated_first += 1
         acked = sum(1 for s in self.alarm_sets if s["status"] == 200)
@@ -785,7 +1029,8 @@ class Soak:
             "set_by_handlers": sum(1 for a in required if a["source"] == "handler"),
             "fired": sum(1 for a in required if a["fired"]), "firings_logged": firings,
             "fired_on_a_retry": retried,
-            "holder_killed_or_frozen_before_due": node_hit, "hibernated_before_due": hibernated_first,
+            "holder_killed_or_frozen_before_due": node_hit, "holder_drained_before_due": node_drained,
+            "hibernated_before_due": hibernated_first,
             "lateness_s": summary(late), "settle_s": settle["seconds"],
             "node_counters": counters,
             "missing": missing[:20], "early": early[:20], "stale": stale[:20], "phantom": phantom[:20],
@@ -836,6 +1081,10 @@ class Soak:
             if n.frozen and n.proc:
                 os.kill(n.proc.pid, signal.SIGCONT)
                 n.frozen = False
+        for node_id in sorted(self.drained):
+            log(f"undrain {node_id} (still drained at the end of the load)")
+            self.W("cluster", "undrain", node_id, check=False)
+        self.drained.clear()
         sup = threading.Thread(target=self.supervise, daemon=True)
         sup.start()
         ready = self.wait_ready(self.ttl + self.grace + 60)
@@ -902,6 +1151,25 @@ class Soak:
                 return t - int(m.group(1)) / 1000.0
         return None
 
+    def action_summary(self):
+        """Per kind of operator action: how many, how many as expected, and each outcome's count
+        (the outcome's words before its first figure-bearing detail)."""
+        out = {}
+        for a in self.actions:
+            s = out.setdefault(a["kind"], {"count": 0, "as_expected": 0, "outcomes": {}})
+            s["count"] += 1
+            s["as_expected"] += 1 if a["ok"] else 0
+            if a["kind"] == "move":
+                key = self.MOVE_OUTCOMES.get(a.get("exit"), f"exit {a.get('exit')}")
+            elif a["kind"] in ("drain", "restart_drained"):
+                key = f"drain exit {a.get('drain_exit')}" + ("" if a["ok"] else ", unexpected")
+            elif a["kind"] == "balance":
+                key = f"exit {a.get('exit')}"
+            else:
+                key = "as expected" if a["ok"] else "unexpected"
+            s["outcomes"][key] = s["outcomes"].get(key, 0) + 1
+        return out
+
     def report(self, verdict, load_seconds, ready):
         acked = sum(1 for e in self.history if e["status"] == 200)
         split = {"kill": {"writable_again": [], "lease_bound": [], "acquisition": [], "restore": []},
@@ -963,7 +1231,8 @@ class Soak:
             "alarms": self.alarms_result(),
             "nemesis": {"kills": len(kills), "freezes": len(freezes), "bucket_pauses": len(self.pauses),
                         "freezes_that_exited_6": sum(1 for e in freezes if e.get("exit_after_resume") == 6),
-                        "unplanned_exits": sum(len(n.exits) for n in self.nodes) - len(freezes)},
+                        "unplanned_exits": sum(len(n.exits) for n in self.nodes) - len(freezes),
+                        "actions": self.action_summary()},
             "writable_again_s": writable,
             "bucket_pauses": self.pauses,
             "bucket_requests": {"node_seconds": round(node_seconds, 1), "per_node_second": per_node_second,
@@ -983,7 +1252,7 @@ class Soak:
             for e in getattr(self, "alarm_sets", []):
                 f.write(json.dumps(e) + "\n")
         with open(os.path.join(self.out, "failovers.json"), "w") as f:
-            json.dump({"failovers": self.failovers, "events": self.events}, f, indent=2)
+            json.dump({"failovers": self.failovers, "events": self.events, "actions": self.actions}, f, indent=2)
         return report
 
 
@@ -1006,11 +1275,15 @@ def print_report(r, out):
               f"{len(a['late_beyond_bound'])}, still set {len(a['still_set_after_bound'])}")
         lt = a["lateness_s"]
         print(f"    lateness (s) p50 {lt['p50']} p99 {lt['p99']} max {lt['max']}; {a['holder_killed_or_frozen_before_due']} "
-              f"had their node killed or frozen before due, {a['hibernated_before_due']} hibernated first; "
+              f"had their node killed or frozen before due, {a['holder_drained_before_due']} drained, "
+              f"{a['hibernated_before_due']} hibernated first; "
               f"{a['fired_on_a_retry']} fired on a retry; "
               f"{a['sets_unacknowledged']} sets unanswered ({a['unacknowledged_present']} took effect)")
     print(f"  nemesis: {n['kills']} kills, {n['freezes']} freezes ({n['freezes_that_exited_6']} exited 6 on resume), "
           f"{n['bucket_pauses']} bucket pauses, {n['unplanned_exits']} other exits")
+    for kind, s in n["actions"].items():
+        print(f"    {kind}: {s['count']} ({s['as_expected']} as expected): " +
+              ", ".join(f"{k} {v}" for k, v in sorted(s["outcomes"].items())))
     for kind in ("kill", "freeze"):
         s = wa[kind]
         if s["writable_again"]["count"]:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The soak (docs/benchmarks.md, "The soak"): N nodes on one bucket, a steady load of durable
 # writes to busy actors and many cold ones, a nemesis (kill -9 and restart, a node frozen
-# past its lease with SIGSTOP and resumed, a paused bucket), alarms set throughout, bounded
+# past its lease with SIGSTOP and resumed, a paused bucket, a node drained and undrained,
+# actors moved, a balance, a drained node restarted, a class deployed anew), alarms set throughout, bounded
 # in time; then a list-append checker (every acknowledged write present exactly once, at the
 # number it was acknowledged with, in order), an alarm checker (every alarm set by an
 # acknowledged request or re-armed by a durable handler run fired, none early, none stale)

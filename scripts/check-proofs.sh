@@ -137,6 +137,8 @@ alarms: a handed alarm is looked at again (simulator)|drop-handed-alarm|sim|alar
 drain: a starting node takes nothing before its first drain check|drain-accepts-before-check|gtest|cluster:DrainControlClusterTest.ANodeStartedWhileDrainedTakesNoActorFromItsFirstMoment|
 drain: a draining node's alarm shards go to the peers that serve|shard-rank-includes-drained|gtest|alarms:AlarmServiceTest.TheShardsOfADrainingNodeGoToThePeersThatServe|
 quarantine: an alarm never starts a quarantined actor|alarm-wakes-quarantined|gtest|alarms:AlarmServiceTest.AQuarantinedActorIsNotStartedByItsAlarmAndFiresOnceLifted|
+drain: a draining node's alarm shards go to the peers that serve (real processes)|shard-rank-includes-drained|cluster|drain|while a stays drained, b and c fire all 100 alarms
+quarantine: an alarm never starts a quarantined actor (real processes)|alarm-wakes-quarantined|cluster|quarantine|and no node started an alarm event since the quarantine
 move: a lost answer of a take that landed is reported moved|move-outcome-unchecked|gtest|cluster:MoveOutcomeTest.ALostAnswerOfATakeThatLandedIsReportedMoved|
 move: an outcome whose write failed is written again, never refused|move-outcome-unchecked|gtest|cluster:MoveOutcomeTest.AnOutcomeWhoseWriteFailedIsWrittenAgainNotRefused|
 isolation: a reused memory reads as a new one|pool-skips-zeroing|gtest|engine:EngineTest.AReusedMemoryReadsAsANewOne|
