@@ -134,6 +134,11 @@ alarms: an entry goes only once the change is durable (simulator)|index-entry-re
 alarms: never before its time|fire-before-due|gtest|alarms:AlarmServiceTest.TheOwnersTimerFiresAtTheAlarmsTimeAndNotBefore|
 alarms: never before its time (simulator)|fire-before-due|sim|alarms|
 alarms: a handed alarm is looked at again (simulator)|drop-handed-alarm|sim|alarms|
+drain: a starting node takes nothing before its first drain check|drain-accepts-before-check|gtest|cluster:DrainControlClusterTest.ANodeStartedWhileDrainedTakesNoActorFromItsFirstMoment|
+drain: a draining node's alarm shards go to the peers that serve|shard-rank-includes-drained|gtest|alarms:AlarmServiceTest.TheShardsOfADrainingNodeGoToThePeersThatServe|
+quarantine: an alarm never starts a quarantined actor|alarm-wakes-quarantined|gtest|alarms:AlarmServiceTest.AQuarantinedActorIsNotStartedByItsAlarmAndFiresOnceLifted|
+move: a lost answer of a take that landed is reported moved|move-outcome-unchecked|gtest|cluster:MoveOutcomeTest.ALostAnswerOfATakeThatLandedIsReportedMoved|
+move: an outcome whose write failed is written again, never refused|move-outcome-unchecked|gtest|cluster:MoveOutcomeTest.AnOutcomeWhoseWriteFailedIsWrittenAgainNotRefused|
 isolation: a reused memory reads as a new one|pool-skips-zeroing|gtest|engine:EngineTest.AReusedMemoryReadsAsANewOne|
 isolation: a failed instantiation's memory is zeroed too|pool-skips-zeroing|gtest|engine:EngineTest.AFailedInstantiationsMemoryIsZeroedToo|
 ROWS

@@ -152,10 +152,11 @@ void ServingCluster::Build(Process& p) {
   p.node->move_control().set_enabled(options_.move_requests);
   if (options_.alarms) {
     alarms::AlarmServiceDeps alarm_deps{*env, owners, p.node->membership(), *raw->host, *raw->index,
-                                        raw->forwarder.get(), load_class, broken};
+                                        raw->forwarder.get(), load_class, nullptr, broken};
     raw->service = std::make_unique<alarms::AlarmService>(std::move(alarm_deps), *options_.alarms, w_.timing());
     raw->scanner = std::make_unique<alarms::ShardScanner>(*env, store, owners, p.node->membership(), p.node->lease(),
-                                                          *raw->service);
+                                                          p.node->drain_control(), *raw->service);
+    raw->scanner->set_broken_models(broken);
   }
   Front* front = raw->front.get();
   network_.Listen(AddressOf(p.slot), p.node_id, env,

@@ -304,6 +304,15 @@ Task<AlarmService::Outcome> AlarmService::Run(ActorId actor, std::int64_t due_ms
     if (!*alive) co_return Outcome::kNotRun;
     if (loaded.code() == Code::kNotFound) co_return Outcome::kNoClass;
     if (!loaded.ok()) co_return Outcome::kNotRun;
+    if (deps_.quarantine != nullptr && !deps_.broken.on(BrokenModel::kAlarmWakesQuarantined)) {
+      // About to start the actor here: its record read afresh (docs/security.md, "Poisoned
+      // actors"); an actor whose alarm handler brings nodes down must not walk the cluster
+      // one alarm at a time. Unreadable: not started (the next scan asks again).
+      auto quarantined = co_await deps_.quarantine->Check(actor, control::QuarantineRead::kAlways);
+      if (!*alive) co_return Outcome::kNotRun;
+      if (!quarantined.ok()) co_return Outcome::kNotRun;
+      if (quarantined->has_value()) co_return Outcome::kQuarantined;
+    }
   }
   ++stats_.due;
   RememberRun(actor);
@@ -416,6 +425,13 @@ void AlarmService::Finish(const ActorId& actor, Outcome outcome) {
       return;
     case Outcome::kNoClass:
       wait_until_[actor] = {d.due_ms, deps_.env.MonoNow() + 10 * options_.scan_period};
+      End(actor);
+      return;
+    case Outcome::kQuarantined:
+      // The entry stays; the alarm fires once the quarantine ends. Asked again after a scan
+      // period (one GET of the record each time), so a lifted quarantine is seen soon.
+      ++stats_.quarantined;
+      wait_until_[actor] = {d.due_ms, deps_.env.MonoNow() + options_.scan_period};
       End(actor);
       return;
   }

@@ -55,6 +55,7 @@
 #include "alarms/alarm_index.h"
 #include "base/metrics.h"
 #include "cluster/membership.h"
+#include "control/quarantine_cache.h"
 #include "cluster/owners.h"
 #include "cluster/timing.h"
 #include "net/http_types.h"
@@ -106,6 +107,7 @@ struct AlarmStats {
   std::uint64_t gave_up = 0;    // alarms cleared after the last retry failed
   std::uint64_t stale = 0;      // deliveries the state found stale (nothing ran)
   std::uint64_t not_run = 0;    // attempts that could not run the event
+  std::uint64_t quarantined = 0;  // deliveries not started: the actor is quarantined
   std::uint64_t handed = 0;     // hand-overs sent
   std::uint64_t received = 0;   // hand-overs received and accepted
   std::uint64_t wake_timers = 0;  // timers kept for actors that left memory (now)
@@ -129,6 +131,10 @@ struct AlarmServiceDeps {
   PeerSender* forwarder = nullptr;
   // Makes the class's module known before an actor starts here (as the front's, routing/front.h).
   std::function<Task<Status>(std::string tenant, std::string class_name)> load_class;
+  // The node's quarantine records: an actor that is not resident is started by a delivery
+  // only after a fresh read says it is not quarantined, as a request's acquisition is
+  // (routing/front.h). Null: quarantine off.
+  control::QuarantineCache* quarantine = nullptr;
   // drop-handed-alarm (base/broken_models.h), and fire-before-due for the timers.
   BrokenModels broken;
 };
@@ -167,7 +173,7 @@ class AlarmService {
   std::size_t timers() const { return timers_.size(); }
 
  private:
-  enum class Outcome : std::uint8_t { kFired, kStale, kNotDue, kFailed, kGaveUp, kNotRun, kHanded, kNoClass };
+  enum class Outcome : std::uint8_t { kFired, kStale, kNotDue, kFailed, kGaveUp, kNotRun, kHanded, kNoClass, kQuarantined };
   struct Delivery {
     std::int64_t due_ms = 0;
     DeliverySource source = DeliverySource::kOwnerTimer;

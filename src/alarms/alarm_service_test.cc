@@ -8,8 +8,11 @@
 
 #include <deque>
 
+#include "alarms/shard_scanner.h"
 #include "base/log.h"
+#include "cluster/drain_control.h"
 #include "cluster/testing/harness.h"
+#include "control/quarantine.h"
 
 namespace wk::alarms {
 namespace {
@@ -72,7 +75,7 @@ class AlarmServiceTest : public ::testing::Test {
     service_.reset();
     service_ = std::make_unique<AlarmService>(
         AlarmServiceDeps{node_.env, node_.node.owners(), node_.node.membership(), host_, index_, nullptr,
-                         [](std::string, std::string) -> Task<Status> { co_return Status::Ok(); },
+                         [](std::string, std::string) -> Task<Status> { co_return Status::Ok(); }, &quarantine_,
                          cluster_testing::TestBrokenModels()},
         options_, LeaseTiming{});
   }
@@ -82,6 +85,7 @@ class AlarmServiceTest : public ::testing::Test {
   cluster_testing::SimNode node_{world_, bucket_, NodeId("n1"), InstanceToken("i1"), "test", {}, false};
   ScriptedHost host_{node_.env};
   AlarmIndex index_{node_.env, node_.store};
+  control::QuarantineCache quarantine_{node_.env, node_.store};
   AlarmOptions options_;
   std::unique_ptr<AlarmService> service_;
   ActorId actor_{"t", "c", "a"};
@@ -137,6 +141,64 @@ TEST_F(AlarmServiceTest, AHandOverIsTakenOnlyForAResidentActor) {
   world_.RunFor(milliseconds(10));
   ASSERT_EQ(host_.calls.size(), 1u);
   EXPECT_EQ(service_->stats().received, 1u);
+}
+
+// An actor that is not resident starts only after a fresh read of its quarantine record,
+// as a request's acquisition does: an actor whose alarm handler brings nodes down must not
+// be started by every node's scanner in turn. Broken model alarm-wakes-quarantined.
+TEST_F(AlarmServiceTest, AQuarantinedActorIsNotStartedByItsAlarmAndFiresOnceLifted) {
+  ASSERT_TRUE(node_.node.owners().accepting());
+  control::QuarantineRecord record;
+  record.actor = actor_;
+  record.until = node_.env.WallNow() + seconds(60);
+  record.reason = "the worker's V8 heap was exhausted";
+  record.strikes = {control::Strike{node_.env.WallNow(), "n2", "0123456789abcdef"}};
+  ASSERT_TRUE(
+      bucket_->ApplyPut(control::QuarantineKey(actor_), control::EncodeQuarantineRecord(record), Precondition::None())
+          .ok());
+  const std::int64_t due = ToUnixMs(node_.env.WallNow());
+  host_.alarm = due;
+  service_->Deliver(actor_, due, DeliverySource::kScanner);
+  world_.RunFor(seconds(1));
+  EXPECT_TRUE(host_.calls.empty()) << "started while quarantined";
+  EXPECT_EQ(service_->stats().quarantined, 1u);
+  EXPECT_FALSE(service_->MayDeliver(actor_, due)) << "asked again after a scan period, not at once";
+
+  ASSERT_TRUE(bucket_->ApplyDelete(control::QuarantineKey(actor_), Precondition::None()).ok());
+  world_.RunFor(options_.scan_period);
+  ASSERT_TRUE(service_->MayDeliver(actor_, due));
+  service_->Deliver(actor_, due, DeliverySource::kScanner);
+  world_.RunFor(seconds(1));
+  EXPECT_EQ(host_.calls.size(), 1u) << "fires once the quarantine is lifted";
+}
+
+// A draining node scans no shard, and the others take its share: ranking it would leave
+// its shards' alarms unscanned for as long as it stays drained. Broken model
+// shard-rank-includes-drained.
+TEST_F(AlarmServiceTest, TheShardsOfADrainingNodeGoToThePeersThatServe) {
+  cluster_testing::SimNode a(world_, bucket_, NodeId("sa"), InstanceToken("ia"), "t");
+  cluster_testing::SimNode b(world_, bucket_, NodeId("sb"), InstanceToken("ib"), "t");
+  ShardScanner scanner(a.env, a.store, a.node.owners(), a.node.membership(), a.node.lease(), a.node.drain_control(),
+                       *service_);
+  scanner.set_broken_models(cluster_testing::TestBrokenModels());
+  auto count = [&] {
+    int n = 0;
+    for (bool mine : scanner.Assigned()) n += mine ? 1 : 0;
+    return n;
+  };
+  ASSERT_TRUE(world_.RunUntil(
+      [&] { return a.node.lease().IsValid() && b.node.lease().IsValid() && a.node.membership().view().size() == 2; },
+      seconds(60)));
+  world_.RunFor(seconds(4));
+  const int shared = count();
+  EXPECT_GT(shared, 0);
+  EXPECT_LT(shared, static_cast<int>(kShards)) << "two live nodes share the shards";
+  ASSERT_TRUE(bucket_->ApplyPut(DrainKey(NodeId("sb")), EncodeDrainRecord(DrainRecord{}), Precondition::None()).ok());
+  world_.RunFor(seconds(8));
+  EXPECT_EQ(count(), static_cast<int>(kShards)) << "the drained node's shards are nobody's";
+  ASSERT_TRUE(bucket_->ApplyPut(DrainKey(NodeId("sa")), EncodeDrainRecord(DrainRecord{}), Precondition::None()).ok());
+  world_.RunFor(seconds(8));
+  EXPECT_EQ(count(), 0) << "a draining node takes no shard";
 }
 
 TEST_F(AlarmServiceTest, DeliveriesOfOneActorRunOneAtATime) {

@@ -16,8 +16,14 @@ std::uint32_t Rank(const NodeId& node, int shard) { return Crc32c(node.str() + "
 }  // namespace
 
 ShardScanner::ShardScanner(Env& env, ObjectStore& store, Owners& owners, const Membership& membership,
-                           const NodeLease& lease, AlarmService& service)
-    : env_(env), store_(store.ForPurpose(BucketPurpose::kAlarm)), owners_(owners), membership_(membership), lease_(lease), service_(service) {}
+                           const NodeLease& lease, const DrainControl& drains, AlarmService& service)
+    : env_(env),
+      store_(store.ForPurpose(BucketPurpose::kAlarm)),
+      owners_(owners),
+      membership_(membership),
+      lease_(lease),
+      drains_(drains),
+      service_(service) {}
 
 ShardScanner::~ShardScanner() {
   Stop();
@@ -52,11 +58,16 @@ void ShardScanner::ScheduleTick() {
 std::array<bool, kShards> ShardScanner::Assigned() const {
   std::array<bool, kShards> out{};
   const NodeId& self = lease_.identity().node_id;
+  // A draining node releases its shards and takes none: ranking it would leave its share
+  // unscanned for as long as it stays drained (docs/alarms.md, "Who fires").
+  auto serving = [&](const NodeId& id) {
+    return broken_.on(BrokenModel::kShardRankIncludesDrained) || drains_.draining_nodes().count(id) == 0;
+  };
   std::vector<NodeId> live;
   for (const auto& [id, view] : membership_.view()) {
-    if (view.live() && id != self) live.push_back(id);
+    if (view.live() && id != self && serving(id)) live.push_back(id);
   }
-  if (lease_.IsValid()) live.push_back(self);
+  if (lease_.IsValid() && serving(self)) live.push_back(self);
   for (int s = 0; s < kShards; ++s) {
     const NodeId* best = nullptr;
     for (const NodeId& n : live) {
@@ -167,6 +178,9 @@ void PublishAlarmMetrics(MetricsRegistry& registry, const AlarmService& service,
                               [&s] { return static_cast<double>(s.retried); });
   registry.AddCallbackCounter("wasmkeep_alarms_gave_up_total", "Alarms cleared after their last retry failed.",
                               [&s] { return static_cast<double>(s.gave_up); });
+  registry.AddCallbackCounter("wasmkeep_alarms_quarantined_total",
+                              "Alarm deliveries not started because the actor is quarantined.",
+                              [&s] { return static_cast<double>(s.quarantined); });
   registry.AddCallbackCounter("wasmkeep_alarms_handed_total", "Alarms handed over to the node holding their actor.",
                               [&s] { return static_cast<double>(s.handed); });
   const std::string held = "Alarm attempts the rate gates held (docs/alarms.md, \"Rate\"): to their actor's "

@@ -6,8 +6,9 @@
 // (format.h, ShardActor), with Owners' acquisitions, generations, holds, releases, lapses
 // and fences, exactly as an actor. Each pass, the membership view assigns every shard to
 // one live node by rendezvous hashing (the highest Crc32c(node id + "/" + shard) among the
-// live nodes, this node counted while its lease is valid), so a node joining or leaving
-// moves only its share. A node acquires the shards assigned to it (another node's live
+// live nodes that are not draining — DrainControl::draining_nodes(), this node included —
+// this node counted while its lease is valid), so a node joining, leaving or draining moves
+// only its share. A node acquires the shards assigned to it (another node's live
 // hold makes it wait: it is asked again next pass) and releases those no longer assigned.
 // It scans a shard, and delivers from it, only while its hold is valid
 // (HoldView::IsValid): a node whose lease lapsed, was lost, or that is draining (Owners
@@ -33,6 +34,7 @@
 #include "alarms/alarm_service.h"
 #include "alarms/format.h"
 #include "base/metrics.h"
+#include "cluster/drain_control.h"
 #include "cluster/membership.h"
 #include "cluster/node_lease.h"
 #include "cluster/owners.h"
@@ -57,7 +59,9 @@ struct ShardScannerStats {
 class ShardScanner {
  public:
   ShardScanner(Env& env, ObjectStore& store, Owners& owners, const Membership& membership, const NodeLease& lease,
-               AlarmService& service);
+               const DrainControl& drains, AlarmService& service);
+  // Broken models (base/broken_models.h): tests and the simulator only.
+  void set_broken_models(BrokenModels b) { broken_ = b; }
   ~ShardScanner();
   ShardScanner(const ShardScanner&) = delete;
   ShardScanner& operator=(const ShardScanner&) = delete;
@@ -79,7 +83,9 @@ class ShardScanner {
   Owners& owners_;
   const Membership& membership_;
   const NodeLease& lease_;
+  const DrainControl& drains_;
   AlarmService& service_;
+  BrokenModels broken_;
   std::array<MonoTime, kShards> next_scan_{};
   std::array<std::size_t, kShards> due_entries_{};
   std::optional<Env::TimerId> tick_;

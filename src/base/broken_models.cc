@@ -70,9 +70,13 @@ constexpr std::array<std::string_view, kModels> kNames = {
     "pool-skips-zeroing",
     "answer-without-gate",
     "input-gate-concurrent",
+    "drain-accepts-before-check",
+    "shard-rank-includes-drained",
+    "alarm-wakes-quarantined",
+    "move-outcome-unchecked",
 };
 static_assert(kNames.size() == kModels, "one name per BrokenModel");
-static_assert(kNames[static_cast<std::size_t>(BrokenModel::kInputGateConcurrent)] == "input-gate-concurrent",
+static_assert(kNames[static_cast<std::size_t>(BrokenModel::kMoveOutcomeUnchecked)] == "move-outcome-unchecked",
               "the names follow the enum's order");
 
 }  // namespace

@@ -104,6 +104,11 @@ enum class BrokenModel : std::uint8_t {
   // ---- The actor runtime's core (actor/runtime_core.*), docs/architecture.md "How a request flows"
   kAnswerWithoutGate,        // an event's answer is released without asking the output gate (WhenReleasable)
   kInputGateConcurrent,      // the input gate lets an actor's next event run while its previous one still runs
+  // ---- Where features meet (docs/node-lease.md "Drain", docs/alarms.md, docs/security.md)
+  kDrainAcceptsBeforeCheck,  // a starting node takes actors before its first read of control/drain/
+  kShardRankIncludesDrained, // the alarm shards' ranking counts draining nodes (their shards go unscanned)
+  kAlarmWakesQuarantined,    // an alarm delivery starts an actor without the fresh quarantine read
+  kMoveOutcomeUnchecked,     // a move's outcome is what was heard: a lost take reply is `released`, a failed outcome write is dropped
   kCount
 };
 

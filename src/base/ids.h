@@ -23,6 +23,7 @@
 #include <string_view>
 #include <utility>
 
+#include "base/check.h"
 #include "base/status.h"
 
 namespace wk {
@@ -50,9 +51,18 @@ inline bool IsSystemActor(const ActorId& id) { return !id.tenant.empty() && id.t
 Result<ActorId> ParseActorId(std::string_view text);
 
 // A generation: one per hold of an actor, only ever increasing.
+// The largest generation a record may carry, 2^63 - 1: a new hold every microsecond would
+// take 290,000 years to reach it. Decoders refuse more, and an acquisition refuses to go
+// past it, so a stray log key or a corrupt record can never wrap the count back to 0.
+inline constexpr std::uint64_t kMaxGeneration = (std::uint64_t{1} << 63) - 1;
+
 struct Generation {
   std::uint64_t value = 0;
-  Generation Next() const { return Generation{value + 1}; }
+  // REQUIRES: value < kMaxGeneration (checked: Owners refuses before asking).
+  Generation Next() const {
+    WK_CHECK(value < kMaxGeneration, "Generation::Next() past kMaxGeneration");
+    return Generation{value + 1};
+  }
   friend auto operator<=>(const Generation&, const Generation&) = default;
 };
 

@@ -13,9 +13,8 @@ ClusterNode::ClusterNode(Env& env, ObjectStore& store, NodeIdentity identity, Le
       drain_control_(env, store, owners_, hand_overs_, lease_.identity().node_id, timing),
       move_control_(env, store, owners_, hand_overs_, membership_, lease_.identity().node_id, timing) {
   membership_.AddListener([this](const Membership::View& view) { fence_watch_.OnListing(view); });
-  membership_.AddListener([this](const Membership::View&) {
-    if (lease_.IsValid()) drain_control_.OnListing();
-  });
+  // Every listing, valid lease or not: the first check lets the node take actors.
+  membership_.AddListener([this](const Membership::View&) { drain_control_.OnListing(lease_.IsValid()); });
   membership_.AddListener([this](const Membership::View&) {
     if (lease_.IsValid()) move_control_.OnListing();
   });
@@ -32,9 +31,12 @@ void ClusterNode::set_broken_models(BrokenModels broken) {
   fence_watch_.set_broken_models(broken);
   owners_.set_broken_models(broken);
   hand_overs_.set_broken_models(broken);
+  drain_control_.set_broken_models(broken);
+  move_control_.set_broken_models(broken);
 }
 
 Task<LeaseEnd> ClusterNode::Run() {
+  drain_control_.Start();
   // The listing runs on a task of its own so a slow listing never delays a lease write.
   StartHelpers();
   LeaseEnd end = co_await lease_.Run();

@@ -45,31 +45,75 @@ DrainControl::DrainControl(Env& env, ObjectStore& store, Owners& owners, HandOve
       node_id_(std::move(node_id)),
       timing_(timing) {}
 
-void DrainControl::OnListing() {
-  if (!check_.done()) return;  // one check (and drain) at a time
-  check_ = env_.Spawn(Check(), "drain control");
+void DrainControl::Start() {
+  // Not one actor before the first check: a node restarted while its record says drained
+  // would otherwise take actors (and alarm shards) that it then neither serves nor hands on.
+  if (!checked_ && !broken_.on(BrokenModel::kDrainAcceptsBeforeCheck)) owners_.SetAccepting(false);
 }
 
-Task<void> DrainControl::Check() {
+void DrainControl::OnListing(bool lease_valid) {
+  if (!check_.done()) return;  // one check (and drain) at a time
+  check_ = env_.Spawn(Check(lease_valid), "drain control");
+}
+
+Task<void> DrainControl::Check(bool lease_valid) {
+  // One LIST instead of a GET of our own key: the same request count, and every node learns
+  // which peers drain (the alarm shards' ranking and the drain target skip them).
+  ListOptions options;
+  options.prefix = std::string(kDrainPrefix);
+  auto listed = co_await store_.List(options, CallOptions{timing_.attempt_timeout()});
+  if (!listed.ok()) co_return;  // keep what we knew
+  // One page (1,000 keys): more nodes draining at once than that is not a cluster we run.
+  std::set<NodeId> draining;
+  std::set<NodeId> peers;
+  bool own = false;
+  for (const auto& e : listed->entries) {
+    std::string_view id = std::string_view(e.key).substr(kDrainPrefix.size());
+    if (!ValidateNodeId(id).ok()) continue;  // a stray key names no node
+    NodeId node{std::string(id)};
+    if (node == node_id_) {
+      own = true;
+    } else {
+      peers.insert(node);
+    }
+    draining.insert(std::move(node));
+  }
+  draining_ = std::move(draining);
+  hand_overs_.set_draining_peers(std::move(peers));
   const std::string key = DrainKey(node_id_);
-  auto got = co_await store_.Get(key, CallOptions{timing_.attempt_timeout()});
+  // (No conditional expression around the co_await: GCC 12 miscompiles one; docs/DEVELOPING.md.)
+  Result<GetOutput> got = NotFound(key);
+  if (own) got = co_await store_.Get(key, CallOptions{timing_.attempt_timeout()});
   if (!got.ok()) {
-    if (got.code() == Code::kNotFound && held_) {
+    if (got.code() != Code::kNotFound) co_return;
+    draining_.erase(node_id_);
+    if (held_ || !checked_) {
+      if (held_) WK_LOG_INFO("drain lifted: taking actors again", {{"node", node_id_.str()}});
       held_ = false;
       owners_.SetAccepting(true);
-      WK_LOG_INFO("drain lifted: taking actors again", {{"node", node_id_.str()}});
     }
+    checked_ = true;
     co_return;
   }
+  checked_ = true;
   auto rec = DecodeDrainRecord(got->body);
   if (!rec.ok()) {
+    // Unreadable: the node keeps taking actors (an operator's typo must not empty a node),
+    // and the record is reported until it is fixed or deleted.
     WK_LOG_ERROR("unreadable drain request; ignored", {{"key", key}, {"error", rec.status().message()}});
+    if (!held_) owners_.SetAccepting(true);
     co_return;
   }
   held_ = true;
   owners_.SetAccepting(false);
-  co_await ListDrainingPeers();
-  if (rec->state == DrainState::kDrained) co_return;
+  if (!lease_valid) co_return;  // a drain hands over only under a valid lease
+  // A record that says drained ends the work, unless something is held here again (an
+  // acquisition that was past its checks when the record appeared): it is handed over as a
+  // requested drain's actors are.
+  if (rec->state == DrainState::kDrained && owners_.holds() == 0 && owners_.pending() == 0 &&
+      hand_overs_.leaving() == 0) {
+    co_return;
+  }
   WK_LOG_INFO("draining", {{"node", node_id_.str()}, {"holds", std::to_string(owners_.holds())}});
   // Bounded by a lease ttl; a drain not done by then goes on at the next listing (the
   // request stays), where it left off.
@@ -78,23 +122,11 @@ Task<void> DrainControl::Check() {
     WK_LOG_WARN("drain not finished yet", {{"node", node_id_.str()}, {"why", s.ToString()}});
     co_return;
   }
+  if (rec->state == DrainState::kDrained) co_return;
   std::string body = EncodeDrainRecord(DrainRecord{DrainState::kDrained, env_.WallNow()});
   auto put = co_await store_.Put(key, std::move(body), Precondition::IfMatch(got->version),
                                  CallOptions{timing_.attempt_timeout()});
   if (put.ok()) WK_LOG_INFO("drained", {{"node", node_id_.str()}});
-}
-
-Task<void> DrainControl::ListDrainingPeers() {
-  ListOptions options;
-  options.prefix = std::string(kDrainPrefix);
-  auto listed = co_await store_.List(options, CallOptions{timing_.attempt_timeout()});
-  if (!listed.ok()) co_return;  // keep what we knew
-  std::set<NodeId> peers;
-  for (const auto& e : listed->entries) {
-    NodeId id(e.key.substr(kDrainPrefix.size()));
-    if (id != node_id_) peers.insert(std::move(id));
-  }
-  hand_overs_.set_draining_peers(std::move(peers));
 }
 
 }  // namespace wk

@@ -55,6 +55,7 @@ Result<Generation> GenerationOfLogKey(std::string_view prefix, std::string_view 
     if (g > (UINT64_MAX - digit) / 10) return bad();
     g = g * 10 + digit;
   }
+  if (g > kMaxGeneration) return bad();  // no real hold wrote it: seeding above it would wrap
   return Generation{g};
 }
 

@@ -91,7 +91,11 @@ TEST(LeaseMarkerTest, AnOldLeaseIsReadLenientlyAndLiveUntilExpiryPlusGrace) {
 TEST(LogKeyTest, TheGenerationOfALogKeyIsReadStrictly) {
   const std::string p = "wal/t/c/a/";
   EXPECT_EQ(GenerationOfLogKey(p, LogKey(p, 42, 7)).value(), Generation{42});
-  EXPECT_EQ(GenerationOfLogKey(p, LogKey(p, UINT64_MAX, 0)).value(), Generation{UINT64_MAX});
+  EXPECT_EQ(GenerationOfLogKey(p, LogKey(p, kMaxGeneration, 0)).value(), Generation{kMaxGeneration});
+  // A stray key above the largest generation seeds nothing: a first acquisition above it
+  // would wrap the count back to 0.
+  EXPECT_EQ(GenerationOfLogKey(p, LogKey(p, kMaxGeneration + 1, 0)).status().code(), Code::kFatal);
+  EXPECT_EQ(GenerationOfLogKey(p, LogKey(p, UINT64_MAX, 0)).status().code(), Code::kFatal);
   for (const std::string& bad : {p + "42-7", p + "00000000000000000042_00000000000000000007",
                                 p + "99999999999999999999-00000000000000000000", "wal/t/c/b/" + LogKey("", 1, 1),
                                 p + "0000000000000000004a-00000000000000000007"}) {

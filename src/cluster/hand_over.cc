@@ -172,10 +172,25 @@ Task<HandOverResult> HandOvers::HandOver(ActorId actor, std::optional<NodeId> to
       ActorId taken = actor;
       Status took = co_await host_.take(std::move(target), std::move(taken), std::move(released), end->generation);
       if (!*alive) co_return result;
+      if (!took.ok() && !broken_.on(BrokenModel::kMoveOutcomeUnchecked)) {
+        // The answer may be lost after the target's take landed: the record says who holds
+        // the actor now, so the outcome reported is what happened, not what was heard.
+        auto holder = co_await owners_.OtherOwner(actor);
+        if (!*alive) co_return result;
+        if (holder.ok() && holder->has_value() && (*holder)->node_id == *to) {
+          result.detail = " (its answer was lost: " + took.ToString() + ")";
+          took = Status::Ok();
+        } else if (!holder.ok()) {
+          result.detail = "released; whether " + to->str() + " took it is unknown (the owner record could not be read: " +
+                          holder.status().ToString() + "); its answer: " + took.ToString();
+          Finish(actor);
+          co_return result;
+        }
+      }
       if (took.ok()) {
         ++stats_.moved;
         result.kind = HandOverResult::Kind::kMoved;
-        result.detail = "taken by " + to->str();
+        result.detail = "taken by " + to->str() + result.detail;
       } else {
         result.detail = "released; " + to->str() + " did not take it: " + took.ToString();
       }

@@ -25,13 +25,15 @@ namespace wk {
 // release write, so a slow bucket gets at most this many of each in flight (as
 // kPendingConcurrency bounds pending releases).
 inline constexpr int kHandOverConcurrency = 32;
-// How long a request for an actor that is leaving waits for its hand-over to end before it
-// is routed anyway. Longer than the admission wait (one record read), since a hand-over
-// holds a durable close and a release write, and a move also the target's acquisition.
-inline constexpr Duration kHandOverWait = std::chrono::seconds(1);
 // One hand-over's limit in a drain or a move: its close may take this long before it is
 // cut (as long as a replica's close may take: actors.close_limit in ActorHost).
 inline constexpr Duration kHandOverLimit = std::chrono::seconds(10);
+// How long a request for an actor that is leaving waits for its hand-over to end before it
+// is routed anyway: the hand-over's own bound (the close, cut at kHandOverLimit, then the
+// release's tries), so the request is routed once, to wherever the actor went. A shorter
+// wait sent it to the target before the release landed; the target's routing read still
+// named this node and sent it back, and the request ran out of hops (a 503 in a drain).
+inline constexpr Duration kHandOverWait = kHandOverLimit + 2 * kReleaseTries;
 
 // What the node that serves actors provides (ActorHost; the simulator's nodes).
 struct HandOverHost {

@@ -129,13 +129,13 @@ TEST_F(HandOverTest, RequestsHeldDuringAHandOverGoOnWhenItEndsOrAfterTheirWait) 
   left = false;
   const MonoTime asked_y = world.Now();
   a.env.Spawn([](HandOvers* h, ActorId x, bool* done, MonoTime* at, SimWorld* w) -> Task<void> {
-    co_await h->WaitLeft(std::move(x), kHandOverWait);
+    co_await h->WaitLeft(std::move(x), seconds(1));
     *done = true;
     *at = w->Now();
   }(&a.node.hand_overs(), y, &left, &left_at, &world), "request");
   ASSERT_TRUE(world.RunUntil([&] { return left; }, seconds(10)));
-  EXPECT_GE(left_at - asked_y, kHandOverWait);
-  EXPECT_LT(left_at - asked_y, kHandOverWait + milliseconds(50));
+  EXPECT_GE(left_at - asked_y, seconds(1));
+  EXPECT_LT(left_at - asked_y, seconds(1) + milliseconds(50));
   EXPECT_TRUE(a.node.hand_overs().Leaving(y)) << "still closing";
 }
 

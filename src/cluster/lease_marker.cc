@@ -51,7 +51,7 @@ Result<LeasesObject> DecodeLeasesObject(std::string_view body) {
   auto reader = line_format::LineReader::Open(body, "lease", 2, "wasmkeep-lease 2 marker");
   if (!reader.ok()) return reader.status();
   LeaseMarker m;
-  auto seed = reader->UintField("seed");
+  auto seed = reader->UintField("seed", kMaxGeneration);
   if (!seed.ok()) return seed.status();
   m.seed = Generation{*seed};
   auto by = reader->Field("marked_by");

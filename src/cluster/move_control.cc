@@ -106,7 +106,21 @@ Task<void> MoveControl::Pass() {
       WK_LOG_ERROR("unreadable move request; ignored", {{"key", e.key}, {"error", request.status().message()}});
       continue;
     }
-    if (request->state != MoveState::kRequested) continue;  // done: its command deletes it
+    if (request->state != MoveState::kRequested) {
+      unwritten_.erase(e.key);
+      continue;  // done: its command deletes it
+    }
+    if (auto kept = unwritten_.find(e.key); kept != unwritten_.end()) {
+      // Carried out already; only its outcome did not land. Written again, never carried
+      // out again (a second try would find the actor gone and say `refused`).
+      if (kept->second.first == got->version) {
+        MoveRecord outcome = kept->second.second;
+        co_await WriteOutcome(e.key, got->version, std::move(outcome));
+        if (!*alive) co_return;
+        continue;
+      }
+      unwritten_.erase(kept);  // replaced by the operator: a new request
+    }
     ++stats_.requests;
     // Paced: at most per_second hand-overs started per second.
     if (env_.MonoNow() < next_start) {
@@ -167,11 +181,25 @@ Task<void> MoveControl::Finish(std::string key, Version version, MoveRecord requ
   request.state = state;
   request.at = env_.WallNow();
   request.detail = std::move(detail);
-  std::string body = EncodeMoveRecord(request);
+  co_await WriteOutcome(std::move(key), std::move(version), std::move(request));
+}
+
+Task<void> MoveControl::WriteOutcome(std::string key, Version version, MoveRecord outcome) {
+  std::shared_ptr<bool> alive = alive_;
+  std::string body = EncodeMoveRecord(outcome);
   // If-Match the request as read: an operator who withdrew or replaced it meanwhile wins.
-  auto put = co_await store_.Put(std::move(key), std::move(body), Precondition::IfMatch(std::move(version)),
-                                 CallOptions{timing_.attempt_timeout()});
-  (void)put;
+  auto put = co_await store_.Put(key, body, Precondition::IfMatch(version), CallOptions{timing_.attempt_timeout()});
+  if (!*alive) co_return;
+  if (put.ok() || put.code() == Code::kPreconditionFailed || put.code() == Code::kNotFound ||
+      broken_.on(BrokenModel::kMoveOutcomeUnchecked)) {
+    unwritten_.erase(key);
+    co_return;
+  }
+  // Not landed, or not known to have: kept for the next pass, which writes it again if the
+  // request is still `requested` at this version (an unknown outcome that landed changed it).
+  WK_LOG_WARN("a move's outcome was not written; the next pass writes it again",
+              {{"key", key}, {"outcome", std::string(MoveStateName(outcome.state))}, {"error", put.status().ToString()}});
+  unwritten_[key] = {std::move(version), std::move(outcome)};
 }
 
 }  // namespace wk

@@ -2,11 +2,15 @@
 // balance`; docs/node-lease.md, "Moving actors"): control/move/<source>/<actor>, format
 // `wasmkeep-move 1`, written `requested` by the command and answered by the source node
 // with `moved`, `released`, `pending` or `refused` (If-Match the version it read), at most
-// `per_second` hand-overs started per second. Threading: Env loop thread only. Details
+// `per_second` hand-overs started per second. An outcome whose write did not land is kept
+// and written again by the next pass (never carried out twice, never overwritten by a
+// `refused` of a second try). Threading: Env loop thread only. Details
 // (the format, the states, why the bucket carries it): docs/internals.md, "MoveControl".
 #pragma once
 
+#include <map>
 #include <string>
+#include <utility>
 
 #include "cluster/hand_over.h"
 #include "cluster/membership.h"
@@ -55,12 +59,16 @@ class MoveControl {
   void OnListing();
   void set_enabled(bool enabled) { enabled_ = enabled; }
   void set_per_second(double per_second) { per_second_ = per_second; }
+  // Broken models (base/broken_models.h): tests and the simulator only.
+  void set_broken_models(BrokenModels b) { broken_ = b; }
   const MoveControlStats& stats() const { return stats_; }
 
  private:
   Task<void> Pass();
   Task<void> Carry(std::string key, Version version, ActorId actor, MoveRecord request);
   Task<void> Finish(std::string key, Version version, MoveRecord request, MoveState state, std::string detail);
+  // Writes an outcome If-Match the request's version; kept in unwritten_ while it has not landed.
+  Task<void> WriteOutcome(std::string key, Version version, MoveRecord outcome);
 
   Env& env_;
   ObjectStore& store_;
@@ -73,6 +81,9 @@ class MoveControl {
   bool enabled_ = false;
   TaskHandle pass_;
   MoveControlStats stats_;
+  BrokenModels broken_;
+  // Outcomes whose write did not land, by request key: the request's version and the outcome.
+  std::map<std::string, std::pair<Version, MoveRecord>> unwritten_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

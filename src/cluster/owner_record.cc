@@ -43,7 +43,7 @@ Result<OwnerRecord> DecodeOwnerRecord(std::string_view body) {
     r.instance = InstanceToken(owner->substr(sp + 1));
     if (!ValidateNodeId(r.node_id).ok() || !IsInstance(r.instance.str())) return reader->Corrupt("bad node id or instance");
   }
-  auto generation = reader->UintField("generation");
+  auto generation = reader->UintField("generation", kMaxGeneration);
   if (!generation.ok()) return generation.status();
   r.generation.value = *generation;
   if (Status s = reader->Finish(); !s.ok()) return s;

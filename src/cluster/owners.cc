@@ -220,6 +220,7 @@ Task<AcquireResult> Owners::AcquireWith(ActorId actor, std::optional<std::pair<V
   const NodeId& self = lease_.identity().node_id;
   Generation next{1};
   Generation above{0};  // the highest generation the record (or its seed) is known to carry
+  bool reuse = false;   // broken model wake-reuses-generation
   Precondition condition = Precondition::IfNoneMatchAny();
   std::optional<Version> read_version;
   // A hand-over's hint stands for the read: the previous holder's release left the record
@@ -228,7 +229,6 @@ Task<AcquireResult> Owners::AcquireWith(ActorId actor, std::optional<std::pair<V
   Result<GetOutput> got = NotFound("a hand-over: no read");
   if (!hint) got = co_await store_.Get(key, call);
   if (hint) {
-    next = hint->second.Next();
     above = hint->second;
     read_version = hint->first;
     // Broken model take-unconditional: the hand-over vouched for the record, so the
@@ -262,7 +262,6 @@ Task<AcquireResult> Owners::AcquireWith(ActorId actor, std::optional<std::pair<V
       co_return Outcome(AcquireResult::Kind::kHeldElsewhere, why);
     }
     if (first->marker_written) ++stats_.markers_written;
-    next = first->seed.Next();
     above = first->seed;
   }
   if (got.ok()) {
@@ -279,12 +278,18 @@ Task<AcquireResult> Owners::AcquireWith(ActorId actor, std::optional<std::pair<V
         co_return r;
       }
     }
-    next = (broken_.on(BrokenModel::kWakeReusesGeneration) && mine_or_nobody) ? rec->generation : rec->generation.Next();
+    reuse = broken_.on(BrokenModel::kWakeReusesGeneration) && mine_or_nobody;
     above = rec->generation;
     read_version = got->version;
     condition = Precondition::IfMatch(got->version);
   }
 
+  if (above.value >= kMaxGeneration) {
+    // Only a corrupt record or a planted key gets here; the actor needs an operator.
+    co_return Outcome(AcquireResult::Kind::kError, key + ": generation " + std::to_string(above.value) +
+                                                       " is the largest a record may carry; not acquired");
+  }
+  next = reuse ? above : above.Next();
   // Checked right before the record write (docs/node-lease.md, "Actors").
   if (!lease_.IsValid()) co_return Outcome(AcquireResult::Kind::kNotValid, "node lease not valid");
   if (!accepting_) co_return Outcome(AcquireResult::Kind::kNotValid, "draining: not taking new actors");
@@ -346,11 +351,12 @@ Task<AcquireResult> Owners::AcquireWith(ActorId actor, std::optional<std::pair<V
   co_return Outcome(AcquireResult::Kind::kUnknown, "acquire outcome unknown: " + put.status().ToString());
 }
 
-Task<Status> Owners::Release(ActorId actor) {
+Task<Status> Owners::Release(ActorId actor, std::optional<Generation> only) {
   // The lock orders this release after any acquisition of the same actor in flight.
   ActorLock guard = co_await LockActor(actor);
   auto it = holds_.find(actor);
   if (it == holds_.end()) co_return Status::Ok();
+  if (only && it->second->generation != *only) co_return Status::Ok();  // a later hold: not ours to end
   std::shared_ptr<HoldState> hold = it->second;
   hold->alive = false;  // stop acting first, whatever the reply
   EraseHold(it);

@@ -124,8 +124,10 @@ class Owners {
   // The hold this node has for actor, if any (valid or not: ask IsValid()).
   HoldView Find(const ActorId& actor) const;
   // Releases actor's hold (hibernation, drain, move, abandoned upload). Returns OK once
-  // the release landed, kUnknownOutcome once it is parked as pending.
-  Task<Status> Release(ActorId actor);
+  // the release landed, kUnknownOutcome once it is parked as pending. With `only`, just the
+  // hold of that generation, checked under the actor's lock (a later hold acquired while
+  // this call waited for the lock is left alone); OK if that hold is gone.
+  Task<Status> Release(ActorId actor, std::optional<Generation> only = std::nullopt);
   // Stops taking new actors, releases every hold (including any an acquisition in flight
   // registers meanwhile; tenants' actors before system actors), then waits until no release or unresolved acquire is pending, up
   // to limit. OK only then ("drained"). The node keeps refusing new actors until

@@ -68,6 +68,40 @@ TEST_F(OwnersTest, AcquireReleaseReacquireNeverReusesAGeneration) {
   EXPECT_EQ(wake.hold.generation(), Generation{2});
 }
 
+// A record (or a seed) at the largest generation is refused, not wrapped to 0 and not a
+// crash of the node: Generation::Next() checks, and the acquisition asks first.
+TEST_F(OwnersTest, ARecordAtTheLargestGenerationIsRefusedNotWrapped) {
+  Proc a(world, bucket, "a", "ia");
+  Ready(a);
+  ASSERT_TRUE(bucket
+                  ->ApplyPut(OwnerKey(actor), EncodeOwnerRecord(OwnerRecord::Nobody(Generation{kMaxGeneration})),
+                             Precondition::None())
+                  .ok());
+  auto r = Run(a.env, a.node.owners().Acquire(actor));
+  EXPECT_EQ(r.kind, AcquireResult::Kind::kError) << r.why;
+  EXPECT_NE(r.why.find("largest"), std::string::npos) << r.why;
+  EXPECT_EQ(Record(), OwnerRecord::Nobody(Generation{kMaxGeneration}));
+  std::string above = EncodeOwnerRecord(OwnerRecord::Nobody(Generation{1}));
+  above.replace(above.find("generation 1"), 12, "generation " + std::to_string(kMaxGeneration + 1));
+  EXPECT_FALSE(DecodeOwnerRecord(above).ok()) << "a record above the largest generation decodes";
+}
+
+// A release of one generation leaves a later hold alone (OwnersHoldSource's release of a
+// closed replica, which may have waited for the actor's lock while the actor was taken again).
+TEST_F(OwnersTest, AReleaseOfOneGenerationLeavesALaterHoldAlone) {
+  Proc a(world, bucket, "a", "ia");
+  Ready(a);
+  ASSERT_EQ(Run(a.env, a.node.owners().Acquire(actor)).kind, AcquireResult::Kind::kAcquired);
+  ASSERT_TRUE(Run(a.env, a.node.owners().Release(actor)).ok());
+  auto second = Run(a.env, a.node.owners().Acquire(actor));
+  ASSERT_EQ(second.hold.generation(), Generation{2});
+  EXPECT_TRUE(Run(a.env, a.node.owners().Release(actor, Generation{1})).ok());
+  EXPECT_TRUE(second.hold.IsValid()) << "the release of generation 1 ended generation 2's hold";
+  EXPECT_EQ(Record(), Owner("a", "ia", 2));
+  EXPECT_TRUE(Run(a.env, a.node.owners().Release(actor, Generation{2})).ok());
+  EXPECT_FALSE(second.hold.IsValid());
+}
+
 TEST_F(OwnersTest, AnotherNodesLiveHoldIsNotTaken) {
   Proc a(world, bucket, "a", "ia");
   Proc b(world, bucket, "b", "ib");

@@ -260,6 +260,40 @@ Task<Result<std::vector<QuarantineSummary>>> ListQuarantine(ObjectStore& store, 
   co_return co_await detail::ListAndDecode<QuarantineSummary>(store, std::move(prefix), call, parse, decode);
 }
 
+bool QuarantineSpent(const QuarantineRecord& record, WallTime now, const QuarantinePolicy& policy) {
+  if (now < record.until + kSpentMargin) return false;
+  for (const Strike& strike : record.strikes) {
+    if (strike.at > record.until && strike.at + policy.window + kSpentMargin > now) return false;
+  }
+  return true;
+}
+
+Task<Result<std::size_t>> DeleteSpentQuarantines(ObjectStore& store, Env& env, QuarantinePolicy policy,
+                                                 CallOptions call) {
+  std::size_t deleted = 0;
+  if (!store.SupportsConditionalDelete()) co_return deleted;
+  std::string continuation;
+  do {
+    ListOptions options;
+    options.prefix = std::string(kQuarantinePrefix);
+    options.continuation = continuation;
+    auto listed = co_await store.List(std::move(options), call);
+    if (!listed.ok()) co_return listed.status();
+    for (const ListEntry& e : listed->entries) {
+      auto actor = ParseActorId(std::string_view(e.key).substr(kQuarantinePrefix.size()));
+      if (!actor.ok()) continue;  // not one of ours
+      auto got = co_await store.Get(e.key, call);
+      if (!got.ok()) continue;  // gone, or unreadable now: the next sweep
+      auto record = DecodeQuarantineRecord(got->body, *actor);
+      if (!record.ok() || !QuarantineSpent(*record, env.WallNow(), policy)) continue;
+      Status s = co_await store.Delete(e.key, Precondition::IfMatch(got->version), call);
+      if (s.ok()) ++deleted;
+    }
+    continuation = listed->next_continuation.value_or("");
+  } while (!continuation.empty());
+  co_return deleted;
+}
+
 std::string FormatUtc(WallTime t) {
   using namespace std::chrono;
   const std::int64_t ms = ToUnixMs(t);

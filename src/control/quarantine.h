@@ -98,6 +98,19 @@ Task<Result<StrikeOutcome>> RecordStrike(ObjectStore& store, Env& env, ActorId a
 // its quarantine (each node within QuarantineCache's ttl). kNotFound if there was none.
 Task<Status> LiftQuarantine(ObjectStore& store, ActorId actor, CallOptions call = {});
 
+// How long past the end of its effect a record is kept before a sweep may delete it: more
+// than any clock skew between the nodes that strike (their strikes carry their own clocks).
+inline constexpr Duration kSpentMargin = std::chrono::minutes(5);
+// True when the record does nothing any more: not quarantined for kSpentMargin, and none of
+// its strikes would count towards the next quarantine (each is spent by the quarantine that
+// ended, or older than the window by kSpentMargin).
+bool QuarantineSpent(const QuarantineRecord& record, WallTime now, const QuarantinePolicy& policy);
+// Deletes every spent record, If-Match the version read (a strike that lands meanwhile
+// keeps it); corrupt records are left for an operator. The number deleted. Nothing on a
+// bucket without conditional deletes (a delete could then erase a new strike).
+Task<Result<std::size_t>> DeleteSpentQuarantines(ObjectStore& store, Env& env, QuarantinePolicy policy,
+                                                 CallOptions call = {});
+
 struct QuarantineSummary {
   ActorId actor;
   std::optional<QuarantineRecord> record;  // absent when error is set

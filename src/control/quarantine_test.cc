@@ -209,6 +209,36 @@ TEST_F(QuarantineTest, ThreeStrikesWithinTheWindowQuarantineForTheDuration) {
   EXPECT_EQ(s5->record.until, s3->record.until) << "the old until stays: it marks which strikes were spent";
 }
 
+// Records that do nothing any more are deleted by the sweep; the others stay: one quarantined
+// now, one whose strike still counts, one corrupt.
+TEST_F(QuarantineTest, TheSweepDeletesOnlyRecordsThatDoNothingAnyMore) {
+  auto put = [&](const ActorId& a, WallTime until, std::vector<WallTime> strikes) {
+    QuarantineRecord r;
+    r.actor = a;
+    r.until = until;
+    r.reason = "test";
+    for (WallTime at : strikes) r.strikes.push_back(control::Strike{at, "n1", "0123456789abcdef"});
+    ASSERT_TRUE(bucket->ApplyPut(QuarantineKey(a), EncodeQuarantineRecord(r), Precondition::None()).ok());
+  };
+  Advance(std::chrono::hours(2));
+  const WallTime now = env.WallNow();
+  const ActorId quarantined{"t", "c", "now"}, ended{"t", "c", "ended"}, old_strike{"t", "c", "old"},
+      recent_strike{"t", "c", "recent"}, corrupt{"t", "c", "corrupt"};
+  put(quarantined, now + seconds(60), std::vector<WallTime>{now - seconds(10)});
+  put(ended, now - std::chrono::hours(1), std::vector<WallTime>{now - std::chrono::minutes(61)});
+  put(old_strike, WallTime{}, std::vector<WallTime>{std::chrono::time_point_cast<WallTime::duration>(now - policy.window - kSpentMargin - seconds(1))});
+  put(recent_strike, WallTime{}, std::vector<WallTime>{now - seconds(30)});
+  ASSERT_TRUE(bucket->ApplyPut(QuarantineKey(corrupt), "not a record", Precondition::None()).ok());
+  auto deleted = Run(DeleteSpentQuarantines(store, env, policy));
+  ASSERT_TRUE(deleted.ok()) << deleted.status().ToString();
+  EXPECT_EQ(*deleted, 2u);
+  EXPECT_EQ(bucket->objects().count(QuarantineKey(ended)), 0u);
+  EXPECT_EQ(bucket->objects().count(QuarantineKey(old_strike)), 0u);
+  EXPECT_EQ(bucket->objects().count(QuarantineKey(quarantined)), 1u);
+  EXPECT_EQ(bucket->objects().count(QuarantineKey(recent_strike)), 1u);
+  EXPECT_EQ(bucket->objects().count(QuarantineKey(corrupt)), 1u) << "a corrupt record is an operator's";
+}
+
 TEST_F(QuarantineTest, StrikesOlderThanTheWindowNoLongerCount) {
   ASSERT_TRUE(Strike().ok());
   ASSERT_TRUE(Strike().ok());

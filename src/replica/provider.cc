@@ -122,9 +122,9 @@ Task<Result<Replica::Hold>> OwnersHoldSource::Acquire(ActorId actor) {
 }
 
 Task<void> OwnersHoldSource::Release(ActorId actor, Generation generation) {
-  const HoldView current = owners_.Find(actor);
-  if (current.empty() || current.generation() != generation) co_return;  // not ours to end
-  Status s = co_await owners_.Release(actor);
+  // Only this generation's hold, checked under the actor's lock: a later hold acquired while
+  // the release waited for the lock is not ours to end.
+  Status s = co_await owners_.Release(actor, generation);
   // A release that could not land is pending: the background task finishes it.
   s.IgnoreError();
 }

@@ -477,7 +477,7 @@ TEST(LogLayoutTest, TheOwnershipCodeReadsTheReplicasKeys) {
   const ActorId a{"t", "c", "a"};
   EXPECT_EQ(LogWalPrefix(a), WalPrefix(a));
   EXPECT_EQ(LogSnapshotPrefix(a), SnapshotPrefix(a));
-  for (Position p : {Position{Generation{1}, 0}, Position{Generation{42}, 7}, Position{Generation{UINT64_MAX}, UINT64_MAX}}) {
+  for (Position p : {Position{Generation{1}, 0}, Position{Generation{42}, 7}, Position{Generation{kMaxGeneration}, UINT64_MAX}}) {
     EXPECT_EQ(GenerationOfLogKey(WalPrefix(a), SegmentKey(a, p)).value(), p.generation) << p.ToString();
     EXPECT_EQ(GenerationOfLogKey(SnapshotPrefix(a), SnapshotKey(a, p)).value(), p.generation) << p.ToString();
   }

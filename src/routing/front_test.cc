@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include "base/log.h"
+#include "cluster/cluster_node.h"
+#include "cluster/owner_record.h"
 #include "cluster/testing/harness.h"
 #include "env/sim_env.h"
 
@@ -210,6 +213,177 @@ TEST_F(FrontTest, AHandOverIsTakenOnlyFromASignedPeerNeverFromAClient) {
   EXPECT_EQ(front_->stats().taken, 0u);
   for (const auto& [key, obj] : bucket_->objects()) EXPECT_FALSE(key.starts_with("owners/")) << key;
   EXPECT_TRUE(host_.requests.empty());
+}
+
+// A peer network that keeps the last request it was asked to send and answers 503.
+class CapturingPeers final : public PeerTransport {
+ public:
+  Task<Result<ServerResponse>> Send(PeerTarget, ServerRequest request, Duration) override {
+    sent = std::move(request);
+    co_return Retryable("captured");
+  }
+  ServerRequest sent;
+};
+
+// The take of a move with the peer pins checked, as `wasmkeep serve` runs: a signature is
+// not enough, the TLS certificate must be the signer's live record's. (The fixture above
+// runs with pins off.)
+TEST(FrontPinTest, AHandOverIsTakenOnlyOverTheSignersOwnCertificate) {
+  log::SetLevel(log::Level::kOff);
+  SimWorld world(9);
+  auto bucket = std::make_shared<MemBucket>();
+  cluster_testing::SimNode a(world, bucket, NodeId("a"), InstanceToken("ia"), "t");
+  SimEnv b_env(world, FromUnixMs(cluster_testing::kSimOriginMs));
+  MemStore b_store(b_env, bucket);
+  ClusterNode b(b_env, b_store, NodeIdentity{NodeId("b"), "127.0.0.1:2", "t", std::string(64, 'b')}, LeaseTiming{},
+                InstanceToken("ib"));
+  b_env.Spawn([](ClusterNode* n) -> Task<void> { (void)co_await n->Run(); }(&b), "b");
+  control::ClusterSecret secret;
+  secret.bytes.fill(7);
+  NoPeers none;
+  Forwarder a_forwarder(a.env, none, ForwarderIdentity{NodeId("a"), InstanceToken("ia")}, secret);
+  ScriptedHost host;
+  FrontDeps deps{host,
+                 a.node.owners(),
+                 a.node.membership(),
+                 a_forwarder,
+                 [](std::string) -> Task<Result<std::string>> { co_return std::string("acme"); },
+                 [](std::string, std::string) -> Task<Status> { co_return Status::Ok(); },
+                 nullptr,
+                 {},
+                 &a.node.hand_overs()};
+  FrontOptions options;
+  options.node_id = NodeId("a");
+  options.check_peer_pins = true;
+  Front front(std::move(deps), options);
+  ASSERT_TRUE(world.RunUntil(
+      [&] {
+        auto it = a.node.membership().view().find(NodeId("b"));
+        return a.node.lease().IsValid() && a.node.owners().accepting() && it != a.node.membership().view().end() &&
+               it->second.live();
+      },
+      std::chrono::seconds(60)));
+  const ActorId actor{"acme", "c", "n"};
+  ASSERT_EQ(RunTask(world, a.env, a.node.owners().Acquire(actor))->kind, AcquireResult::Kind::kAcquired);
+  ASSERT_TRUE(RunTask(world, a.env, a.node.owners().Release(actor))->ok());
+  const Version released = bucket->objects().at(OwnerKey(actor)).version;
+
+  // b signs a take of the released actor (captured on its way out); each delivery is a new
+  // signature (a nonce is heard once).
+  CapturingPeers capture;
+  Forwarder b_forwarder(b_env, capture, ForwarderIdentity{NodeId("b"), InstanceToken("ib")}, secret);
+  auto deliver = [&](std::string pin) {
+    ServerRequest take;
+    take.method = "POST";
+    take.target = std::string(kMoveHandOverPrefix) + "acme/c/n?generation=1";
+    take.body = released.token();
+    (void)RunTask(world, b_env, b_forwarder.Forward(PeerTarget{NodeId("a"), InstanceToken("ia"), "127.0.0.1:1"},
+                                                    std::move(take), "acme", 1));
+    EXPECT_FALSE(capture.sent.target.empty());
+    ServerRequest r = capture.sent;
+    r.peer_cert_pin = std::move(pin);
+    return *RunTask(world, a.env, front.Handle(std::move(r), Via::kPeer));
+  };
+  ServerResponse other = deliver(std::string(64, 'c'));
+  EXPECT_EQ(other.status, 401) << "signed by b over another certificate: " << other.body;
+  ServerResponse none_pin = deliver("");
+  EXPECT_EQ(none_pin.status, 401) << none_pin.body;
+  EXPECT_TRUE(DecodeOwnerRecord(bucket->objects().at(OwnerKey(actor)).body)->names_nobody()) << "taken anyway";
+  EXPECT_EQ(front.stats().taken, 0u);
+  ServerResponse own = deliver(std::string(64, 'b'));
+  EXPECT_EQ(own.status, 200) << own.body;
+  EXPECT_EQ(front.stats().taken, 1u);
+}
+
+// A peer network that records what it is asked to send, and when, and answers 200.
+class RecordingPeers final : public PeerTransport {
+ public:
+  explicit RecordingPeers(std::function<void(const PeerTarget&)> on_send) : on_send_(std::move(on_send)) {}
+  Task<Result<ServerResponse>> Send(PeerTarget to, ServerRequest, Duration) override {
+    on_send_(to);
+    ServerResponse r;
+    r.status = 200;
+    co_return r;
+  }
+
+ private:
+  std::function<void(const PeerTarget&)> on_send_;
+};
+
+// A request for an actor whose drain close lasts 3 s: held until the hand-over ended, then
+// forwarded once, to the peer taking the drained node's actors, after the release landed.
+// With the old 1 s hold it was forwarded while the record still named this node; the
+// target's routing read sent it back and it ran out of hops: 503 during a drain.
+TEST(FrontDrainTest, ARequestForAnActorWhoseCloseIsSlowIsHeldUntilItsHandOverEndsThenForwardedOnce) {
+  log::SetLevel(log::Level::kOff);
+  SimWorld world(8);
+  auto bucket = std::make_shared<MemBucket>();
+  cluster_testing::SimNode a(world, bucket, NodeId("a"), InstanceToken("ia"), "t");
+  cluster_testing::SimNode b(world, bucket, NodeId("b"), InstanceToken("ib"), "t");
+  const ActorId actor{"acme", "c", "slow"};
+  std::vector<bool> record_named_nobody;  // at each send
+  RecordingPeers peers([&](const PeerTarget& to) {
+    EXPECT_EQ(to.node_id, NodeId("b"));
+    auto rec = DecodeOwnerRecord(bucket->objects().at(OwnerKey(actor)).body);
+    record_named_nobody.push_back(rec.ok() && rec->names_nobody());
+  });
+  control::ClusterSecret secret;
+  secret.bytes.fill(7);
+  Forwarder forwarder(a.env, peers, ForwarderIdentity{NodeId("a"), InstanceToken("ia")}, secret);
+  // Resident until its close ends, 3 s after it was asked to leave.
+  struct SlowHost final : actor::EventHost {
+    Task<actor::EventResult> HandleRequest(ActorId, actor::Request) override { co_return actor::EventResult{}; }
+    void Unload(const ActorId&) override {}
+    void Warm(const ActorId&) override {}
+    bool IsResident(const ActorId&) const override { return resident; }
+    bool resident = true;
+  } host;
+  FrontDeps deps{host,
+                 a.node.owners(),
+                 a.node.membership(),
+                 forwarder,
+                 [](std::string) -> Task<Result<std::string>> { co_return std::string("acme"); },
+                 [](std::string, std::string) -> Task<Status> { co_return Status::Ok(); },
+                 nullptr,
+                 {},
+                 &a.node.hand_overs()};
+  FrontOptions options;
+  options.node_id = NodeId("a");
+  Front front(std::move(deps), options);
+  HandOverHost hand_over;
+  hand_over.unload = [&](const ActorId& x) {
+    a.env.StartTimer(a.env.MonoNow() + std::chrono::seconds(3), [&, x] {
+      host.resident = false;
+      a.env.Spawn([](Owners* o, ActorId y) -> Task<void> { (void)co_await o->Release(std::move(y)); }(
+                      &a.node.owners(), x),
+                  "close");
+    });
+    return true;
+  };
+  a.node.hand_overs().set_host(std::move(hand_over));
+  ASSERT_TRUE(world.RunUntil(
+      [&] {
+        return a.node.lease().IsValid() && b.node.lease().IsValid() && a.node.membership().view().size() == 2 &&
+               a.node.owners().accepting();
+      },
+      std::chrono::seconds(40)));
+  world.RunFor(std::chrono::seconds(4));
+  ASSERT_EQ(RunTask(world, a.env, a.node.owners().Acquire(actor))->kind, AcquireResult::Kind::kAcquired);
+
+  a.env.Spawn([](HandOvers* h) -> Task<void> { (void)co_await h->Drain(std::chrono::seconds(20)); }(
+                  &a.node.hand_overs()),
+              "drain");
+  world.RunFor(std::chrono::milliseconds(50));
+  ASSERT_TRUE(a.node.hand_overs().Leaving(actor));
+  ServerRequest request;
+  request.method = "POST";
+  request.target = "/v1/actors/acme/c/slow/go";
+  request.headers = {{"Authorization", "Bearer x"}};
+  auto answer = RunTask(world, a.env, front.Handle(std::move(request), Via::kClient), std::chrono::seconds(30));
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_EQ(answer->status, 200) << answer->body;
+  ASSERT_EQ(record_named_nobody.size(), 1u) << "forwarded once";
+  EXPECT_TRUE(record_named_nobody[0]) << "forwarded before the release landed: the target sends it back";
 }
 
 }  // namespace

@@ -67,9 +67,12 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
                                       [this](std::string tenant, std::string class_name) {
                                         return LoadClass(std::move(tenant), std::move(class_name));
                                       },
+                                      options_.quarantine.enabled() ? &quarantine_cache_ : nullptr,
                                       node.broken_models()};
   alarms_ = std::make_unique<alarms::AlarmService>(std::move(alarm_deps), options_.alarms, options_.timing);
-  scanner_ = std::make_unique<alarms::ShardScanner>(env, store, node.owners(), node.membership(), node.lease(), *alarms_);
+  scanner_ = std::make_unique<alarms::ShardScanner>(env, store, node.owners(), node.membership(), node.lease(),
+                                                     node.drain_control(), *alarms_);
+  scanner_->set_broken_models(node.broken_models());
   scanner_->Start();
   alarms::PublishAlarmMetrics(metrics, *alarms_, alarm_index_, *scanner_);
   admin_ = std::make_unique<ActorAdmin>(ActorAdminDeps{env, store, node, *runtime_, *provider_, deletions_, forwarder_,
@@ -79,6 +82,7 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
   actor::PublishRuntimeMetrics(metrics, *runtime_);
   PublishFrontMetrics(metrics, *front_);
   PublishForwarderMetrics(metrics, forwarder_);
+  quarantine_.StartSweeps();
   control::PublishQuarantineCacheMetrics(metrics, quarantine_cache_);
   PublishQuarantineMetrics(metrics, quarantine_);
   if (!options_.crashed_during_events.empty()) {

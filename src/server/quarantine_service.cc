@@ -20,9 +20,42 @@ void PublishQuarantineMetrics(MetricsRegistry& registry, const QuarantineService
   counter("wasmkeep_quarantines_total", "Actors quarantined by a strike of this node.", stats.quarantines, {});
   counter("wasmkeep_quarantine_strike_failures_total", "Strikes the bucket did not take (the strike is lost).",
           stats.strike_failures, {});
+  counter("wasmkeep_quarantine_records_deleted_total",
+          "Spent quarantine records (ended, no strike that still counts) this node's sweeps deleted.",
+          stats.records_deleted, {});
 }
 
-QuarantineService::~QuarantineService() { *alive_ = false; }
+QuarantineService::~QuarantineService() {
+  *alive_ = false;
+  if (sweep_.valid()) sweep_.Cancel();
+}
+
+void QuarantineService::StartSweeps(Duration period) {
+  if (!options_.policy.enabled()) return;
+  const auto first = static_cast<std::int64_t>(env_.RandomBelow(static_cast<std::uint64_t>(period.count()) + 1));
+  ScheduleSweep(Duration(first), period);
+}
+
+void QuarantineService::ScheduleSweep(Duration after, Duration period) {
+  std::weak_ptr<bool> alive = alive_;
+  env_.StartTimer(env_.MonoNow() + after, [this, alive, period] {
+    if (auto a = alive.lock(); !a || !*a) return;
+    if (!sweep_.valid() || sweep_.done()) sweep_ = env_.Spawn(Sweep(), "quarantine sweep");
+    ScheduleSweep(period, period);
+  });
+}
+
+Task<void> QuarantineService::Sweep() {
+  std::shared_ptr<bool> alive = alive_;
+  auto deleted = co_await control::DeleteSpentQuarantines(store_, env_, options_.policy, options_.call);
+  if (!*alive) co_return;
+  if (!deleted.ok()) {
+    WK_LOG_WARN("quarantine sweep failed; the next one tries again", {{"error", deleted.status().ToString()}});
+    co_return;
+  }
+  stats_.records_deleted += *deleted;
+  if (*deleted > 0) WK_LOG_INFO("spent quarantine records deleted", {{"records", std::to_string(*deleted)}});
+}
 
 bool QuarantineService::IsStrike(engine::CallOutcome outcome) {
   switch (outcome) {

@@ -59,7 +59,12 @@ struct QuarantineStats {
   std::uint64_t quarantines = 0;       // quarantines imposed by this node's strikes
   std::uint64_t not_counted = 0;       // strikes that found the actor already quarantined
   std::uint64_t strike_failures = 0;   // strikes the bucket did not take
+  std::uint64_t records_deleted = 0;   // spent records the sweeps deleted
 };
+
+// How often each node sweeps spent quarantine records (control::DeleteSpentQuarantines);
+// the first sweep comes at a random point of the first period, so nodes spread out.
+inline constexpr Duration kQuarantineSweepPeriod = std::chrono::hours(1);
 
 class QuarantineService {
  public:
@@ -82,6 +87,10 @@ class QuarantineService {
   // runtime exists. Loop thread.
   void set_unload(std::function<void(const ActorId&)> unload) { unload_ = std::move(unload); }
 
+  // Deletes spent records every `period` (loop thread); stops with the service. Nothing
+  // when the policy is off.
+  void StartSweeps(Duration period = kQuarantineSweepPeriod);
+
   // One strike per actor, each on its own task (loop thread): the previous process died
   // while their events ran.
   void RecordCrashStrikes(const std::vector<ActorId>& actors);
@@ -94,6 +103,8 @@ class QuarantineService {
 
  private:
   Task<void> RunStrike(ActorId actor, std::string reason, bool crash);
+  void ScheduleSweep(Duration after, Duration period);
+  Task<void> Sweep();
 
   Env& env_;
   ObjectStore& store_;
@@ -103,6 +114,7 @@ class QuarantineService {
   std::function<void(const ActorId&)> unload_;
   QuarantineStats stats_;
   int in_flight_ = 0;
+  TaskHandle sweep_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
