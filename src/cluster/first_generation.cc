@@ -68,7 +68,8 @@ Task<Result<Generation>> HighestLogGeneration(ObjectStore& store, ActorId actor,
 }
 
 Task<Result<FirstGeneration>> SeedFirstGeneration(Env& env, ObjectStore& store, ActorId actor, NodeId self,
-                                                  LeaseTiming timing, CallOptions call, BrokenModels broken) {
+                                                  LeaseTiming timing, CallOptions call, BrokenModels broken,
+                                                  std::function<bool()> may_write) {
   const std::string key = LeaseMarkerKey(actor);
   FirstGeneration out;
   auto got = co_await store.Get(key, call);
@@ -101,6 +102,10 @@ Task<Result<FirstGeneration>> SeedFirstGeneration(Env& env, ObjectStore& store, 
   }
   out.seed = std::max(from_leases, from_log);
   if (marker_condition) {
+    // A lost lease sends nothing more (ADR 0020 §1; the simulator's checker 5, `combined`
+    // seed 1155: the reads answered as a frozen node thawed, its lease lost at the same
+    // instant).
+    if (may_write && !may_write()) co_return Retryable("the node's lease was lost: no upgrade marker written for " + key);
     const LeaseMarker marker{out.seed, self, env.WallNow()};
     std::string body = EncodeLeaseMarker(marker);
     auto put = co_await store.Put(key, std::move(body), *marker_condition, call);

@@ -7,6 +7,7 @@
 // simulator-clean. Details (the steps, the cost): docs/internals.md, "The first generation".
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -47,8 +48,11 @@ struct FirstGeneration {
 // Steps 1-3 above for actor, by node `self`. Errors: the bucket's (reads), kFatal for an
 // unreadable leases/ object or log key, kRetryable when the marker's write did not land or
 // its outcome is unknown (nothing was acquired; the next acquisition reads again).
-// broken: tests only (unseeded-first-generation, old-lease-ignored).
+// broken: tests only (unseeded-first-generation, old-lease-ignored). may_write, if set, is
+// asked right before the marker's write: false (the node's lease was lost meanwhile: it
+// sends nothing more) writes nothing and answers kRetryable.
 Task<Result<FirstGeneration>> SeedFirstGeneration(Env& env, ObjectStore& store, ActorId actor, NodeId self,
-                                                  LeaseTiming timing, CallOptions call, BrokenModels broken = {});
+                                                  LeaseTiming timing, CallOptions call, BrokenModels broken = {},
+                                                  std::function<bool()> may_write = {});
 
 }  // namespace wk

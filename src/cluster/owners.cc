@@ -250,7 +250,8 @@ Task<AcquireResult> Owners::AcquireWith(ActorId actor, std::optional<std::pair<V
     // whose record was lost) starts above every generation its log and leases/ carry, and
     // never takes an actor a live old per-actor lease holds (docs/node-lease.md, "Upgrading from
     // per-actor leases"; first_generation.h).
-    auto first = co_await SeedFirstGeneration(env_, store_, actor, self, timing_, call, broken_);
+    auto first = co_await SeedFirstGeneration(env_, store_, actor, self, timing_, call, broken_,
+                                              [this] { return MaySend(); });
     if (!first.ok()) co_return Outcome(AcquireResult::Kind::kError, "seeding " + key + ": " + first.status().ToString());
     if (first->held_by_old_lease) {
       ++stats_.acquire_conflicts;
