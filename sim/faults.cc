@@ -84,6 +84,23 @@ OpFault Faults::ServingFault(const OpInfo& op) {
   if (w_.healed) return f;
   const auto roll = w_.Uniform(0, 999);
   const bool segment = op.op == StoreOp::kPut && op.key.starts_with(replica::kWalPrefix);
+  const bool record = op.key.starts_with(kOwnersPrefix);
+  if (options_.serving_late_records && (record || segment)) {
+    // As the ownership and storage scenarios' plans: owner records often applied past the
+    // caller's deadline, segment uploads past the upload timeout half of the time; then
+    // lost replies, SlowDown and slow answers as for every request.
+    const int late = record ? 50 : 40;
+    if (roll < late) {
+      f.request_delay = record ? milliseconds(w_.Uniform(2000, 6000)) : milliseconds(w_.Uniform(3000, 20000));
+    } else if (roll < late + 20) {
+      f.lose_reply = true;
+    } else if (roll < late + 35) {
+      f.fail_before_apply = Retryable("simulated: SlowDown");
+    } else if (roll < late + 85 || w_.Now() < slow_until_) {
+      f.reply_delay = milliseconds(w_.Uniform(500, 3000));
+    }
+    return f;
+  }
   if (roll < 20) {
     f.request_delay = segment ? milliseconds(w_.Uniform(3000, 15000)) : milliseconds(w_.Uniform(500, 4000));
   } else if (roll < 40) {

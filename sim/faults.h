@@ -37,6 +37,11 @@ struct FaultOptions {
   bool operator_faults = false;  // drains and deleted heartbeats (the ownership scenario)
   bool storage_faults = false;   // slow segment uploads, moves, kills mid-upload (storage)
   bool serving = false;          // the serving profile (above) instead of the lease one
+  // Serving: more late writes where the ownership and storage scenarios put them (owner
+  // records 5 %, 2-6 s: unresolved acquires and the resolver; segment PUTs 4 %, 3-20 s:
+  // off-chain segments and Late uploads) instead of the profile's 2 %; their lost replies,
+  // SlowDown and slow answers as the profile's.
+  bool serving_late_records = false;
   ServingChaos serving_chaos;
   // One chaos step every chaos_min..chaos_max.
   Duration chaos_min = std::chrono::seconds(2);
@@ -63,6 +68,11 @@ class Faults {
   void MaybeKillMidUpload(int number, const std::string& key);
   // No more faults; every slot without a process restarts.
   void Heal();
+  // Kills slot's running process; its supervisor restarts it 0.5 s to restart_max later.
+  void Kill(int slot, std::int64_t restart_max_ms);
+  // A clean stop of p (ClusterNode::Stop: its holds released, `released` written), reaped
+  // and restarted 0.2-10 s later.
+  Task<void> StopProcess(Process* p, int slot);
 
   // A drain reported drained (checker 10 judges it).
   std::function<void(Process& p)> on_drained;
@@ -72,11 +82,8 @@ class Faults {
   OpFault ServingFault(const OpInfo& op);
   void ChaosStep();
   void ServingChaosStep();
-  // Kills slot's running process; its supervisor restarts it 0.5 s to restart_max later.
-  void Kill(int slot, std::int64_t restart_max_ms);
   void Thaw(int number);
   Task<void> DrainProcess(Process* p);
-  Task<void> StopProcess(Process* p, int slot);
 
   World& w_;
   FaultOptions options_;

@@ -1,6 +1,6 @@
 // wasmkeep-sim: runs the deterministic simulator's scenarios over many seeds.
 //
-//   wasmkeep-sim --scenario lease|ownership|storage|routing|move|alarms|all --seeds N [--first-seed S] [--mutant NAME] [--expect-failure]
+//   wasmkeep-sim --scenario lease|ownership|storage|routing|move|alarms|combined|all --seeds N [--first-seed S] [--mutant NAME] [--expect-failure]
 //                [--quiet] [--trace LINES] [--digest]
 //   wasmkeep-sim --list-mutants
 // --list-mutants prints the registry's mutants (sim/scenarios.cc), one a line:
@@ -142,6 +142,10 @@ int main(int argc, char** argv) {
       total.reads += r.reads;
       total.ok_reads += r.ok_reads;
       total.moved += r.moved;
+      total.drain_requests += r.drain_requests;
+      total.drained_restarts += r.drained_restarts;
+      total.move_requests += r.move_requests;
+      total.balances += r.balances;
       total.alarm_sets += r.alarm_sets;
       total.alarm_acked_sets += r.alarm_acked_sets;
       total.alarm_runs += r.alarm_runs;
@@ -200,10 +204,18 @@ int main(int argc, char** argv) {
                   static_cast<ull>(total.appends), static_cast<ull>(total.acked_appends), static_cast<ull>(total.reads),
                   static_cast<ull>(total.ok_reads), static_cast<ull>(total.freezes));
     }
-    if (sc.name == "move") {
+    if (sc.name == "move" || sc.name == "combined") {
       using ull = unsigned long long;
       std::printf("  move: %llu moves (%llu taken by their target), %llu drains reported drained\n",
                   static_cast<ull>(total.moves), static_cast<ull>(total.moved), static_cast<ull>(total.drains));
+    }
+    if (total.drain_requests + total.move_requests > 0) {
+      using ull = unsigned long long;
+      std::printf("  operators: %llu drain requests, %llu drained nodes restarted, %llu move requests, %llu balances, "
+                  "%llu heartbeats deleted\n",
+                  static_cast<ull>(total.drain_requests), static_cast<ull>(total.drained_restarts),
+                  static_cast<ull>(total.move_requests), static_cast<ull>(total.balances),
+                  static_cast<ull>(total.deleted_heartbeats));
     }
     if (total.alarm_sets > 0) {
       using ull = unsigned long long;

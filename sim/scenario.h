@@ -81,6 +81,11 @@ struct RunResult {
   std::uint64_t ok_reads = 0;       // reads answered 200
   // move scenario (moves and drains count in `moves` and `drains`)
   std::uint64_t moved = 0;          // hand-overs whose target took the actor
+  // combined scenario: the operators' requests in the bucket (operators.h)
+  std::uint64_t drain_requests = 0;    // control/drain/ requests sent
+  std::uint64_t drained_restarts = 0;  // nodes killed or stopped while their drain request stood
+  std::uint64_t move_requests = 0;     // control/move/ requests sent (balances' included)
+  std::uint64_t balances = 0;          // `cluster balance` runs
   // alarms scenario
   std::uint64_t alarm_sets = 0;             // sets clients sent
   std::uint64_t alarm_acked_sets = 0;       // sets answered 200
@@ -131,5 +136,9 @@ RunResult RunMoveScenario(const RunOptions& options);
 // The alarms scenario (docs/alarms.md): the routing scenario's nodes with the alarm index,
 // delivery and shard scanning; clients set, delete and read alarms (sim/alarms_scenario.cc).
 RunResult RunAlarmsScenario(const RunOptions& options);
+// The combined scenario (issue 34): the routing, alarms and move scenarios' workloads and
+// checkers at once, with drains and moves requested through the bucket and drained nodes
+// restarted (sim/combined_scenario.cc).
+RunResult RunCombinedScenario(const RunOptions& options);
 
 }  // namespace wk::sim

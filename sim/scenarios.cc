@@ -43,6 +43,38 @@ const std::vector<Scenario>& Scenarios() {
        // runtime core runs here; AlarmIndexTest.AnEarlierHoldsEntryGoesOnlyOnceThisHoldsFenceLanded
        // stages it deterministically, and scripts/check-proofs.sh runs that row.
        &RunAlarmsScenario},
+      {"combined",
+       "list and alarm clients, moves, balances, drains and restarts of drained nodes at once on 3 nodes (issue 34)",
+       // Each row starts just before its first catching seed (docs/simulation.md, "combined").
+       {{"unconditional-fence", 12, 10},
+        {"no-watch-wait", 1, 10},
+        {"validity-from-reply", 1, 10},
+        {"listing-assumes-renewals", 1, 10},
+        {"release-without-validity", 51, 10},
+        {"answer-without-gate", 1, 10},
+        {"input-gate-concurrent", 12, 10},
+        {"move-acquires-before-release-lands", 1, 10},
+        {"take-unconditional", 158, 10},
+        {"drain-ignores-pending", 1, 10},
+        {"index-entry-removed-before-durable", 1, 10},
+        {"fire-before-due", 1, 10},
+        {"drop-handed-alarm", 2, 10},
+        {"segment-before-entry", 1, 10},
+        {"ack-before-durable", 1, 10},
+        {"gc-deletes-chain", 1, 10},
+        {"wake-reuses-generation", 1, 10},
+        {"free-on-view", 1, 10},
+        {"free-on-absent-node", 47, 10}},
+       // Not here (docs/simulation.md, "combined"): ack-late-upload and restore-ignores-fence,
+       // caught by none of seeds 1-1500 (the storage scenario's rows are their proofs);
+       // resolver-without-lock and earlier-entries-before-fence, caught at seeds 111 and 1191
+       // before every node listed control/drain/ (which moved every history), since then by
+       // none of seeds 1-600 and not searched past 500 (their proofs: the ownership
+       // scenario's row and OwnersTest; the staged AlarmIndexTest). The four broken models
+       // where features meet (drain-accepts-before-check, shard-rank-includes-drained,
+       // alarm-wakes-quarantined, move-outcome-unchecked) are proven by staged unit tests
+       // and not yet searched for here.
+       &RunCombinedScenario},
   };
   return all;
 }

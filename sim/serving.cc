@@ -1,5 +1,7 @@
 #include "serving.h"
 
+#include <algorithm>
+
 #include "alarms/alarm_index.h"
 #include "alarms/shard_scanner.h"
 #include "base/digest.h"
@@ -23,8 +25,10 @@ Task<Result<std::string>> Authenticate(std::string token, std::string authorizat
   co_return NotFound("unknown token");
 }
 
-Task<Status> LoadClass(std::string class_name, std::string tenant, std::string name) {
-  if (tenant == kServingTenant && name == class_name) co_return Status::Ok();
+Task<Status> LoadClass(std::vector<std::string> class_names, std::string tenant, std::string name) {
+  if (tenant == kServingTenant && std::find(class_names.begin(), class_names.end(), name) != class_names.end()) {
+    co_return Status::Ok();
+  }
   co_return NotFound("no class " + tenant + "/" + name);
 }
 
@@ -117,8 +121,8 @@ void ServingCluster::Build(Process& p) {
   auto authenticate = [token = options_.token](std::string authorization) {
     return Authenticate(token, std::move(authorization));
   };
-  auto load_class = [class_name = options_.class_name](std::string tenant, std::string name) {
-    return LoadClass(class_name, std::move(tenant), std::move(name));
+  auto load_class = [class_names = options_.class_names](std::string tenant, std::string name) {
+    return LoadClass(class_names, std::move(tenant), std::move(name));
   };
   FrontDeps front_deps{*raw->host, owners, p.node->membership(), *raw->forwarder, authenticate, load_class};
   front_deps.hand_overs = &p.node->hand_overs();
@@ -145,6 +149,7 @@ void ServingCluster::Build(Process& p) {
     return front->SendTake(std::move(to), std::move(actor), std::move(released), g);
   };
   p.node->hand_overs().set_host(std::move(hand_over));
+  p.node->move_control().set_enabled(options_.move_requests);
   if (options_.alarms) {
     alarms::AlarmServiceDeps alarm_deps{*env, owners, p.node->membership(), *raw->host, *raw->index,
                                         raw->forwarder.get(), load_class, nullptr, broken};

@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "alarms/alarm_service.h"
 #include "control/cluster_secret.h"
@@ -29,13 +30,17 @@
 namespace wk::sim {
 
 struct ServingOptions {
-  std::string token;       // the one test token ("Bearer ..."), tenant "t"
-  std::string class_name;  // the one class the nodes load
+  std::string token;  // the one test token ("Bearer ..."), tenant "t"
+  // The classes the nodes load (the native host's "list" and "alarm", native_actor_host.h).
+  std::vector<std::string> class_names;
   std::uint8_t secret_byte = 0;  // the cluster secret, every byte
   replica::ReplicaOptions replica;
   NativeActorHostOptions host;
   // Set: every node runs the alarm subsystem with these options.
   std::optional<alarms::AlarmOptions> alarms;
+  // Every node carries out the move requests of control/move/ (MoveControl, as `wasmkeep
+  // serve` does); off, the nodes send no request for them.
+  bool move_requests = false;
 };
 
 // The simulated world's tenant.

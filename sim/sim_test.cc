@@ -88,6 +88,29 @@ TEST(SimTest, RoutingSameSeedSameHistoryAndTheHistoryIsChecked) {
   EXPECT_GT(a.ok_reads, 0u);
 }
 
+// The combined scenario replays exactly, and ten seeds exercise every feature it puts
+// together (docs/simulation.md, "combined"); its checkers' ability to fail is the CTest
+// entries sim.combined.mutant.*.
+TEST(SimTest, CombinedSameSeedSameHistoryAndSeedsExerciseEveryFeature) {
+  TwoRuns runs = ExpectSameSeedSameHistory(RunCombinedScenario, 3);
+  EXPECT_EQ(runs.first.acked_appends, runs.second.acked_appends);
+  EXPECT_EQ(runs.first.alarm_fired, runs.second.alarm_fired);
+  const std::vector<RunResult> seeds = ExpectTenSeedsPass(RunCombinedScenario);
+  EXPECT_GT(Total(seeds, &RunResult::acked_appends), 0u);
+  EXPECT_GT(Total(seeds, &RunResult::ok_reads), 0u);
+  EXPECT_GT(Total(seeds, &RunResult::alarm_fired), 0u);
+  EXPECT_GT(Total(seeds, &RunResult::alarm_handovers), 0u);
+  EXPECT_GT(Total(seeds, &RunResult::moved), 0u) << "no move was taken by its target";
+  EXPECT_GT(Total(seeds, &RunResult::drain_requests), 0u);
+  EXPECT_GT(Total(seeds, &RunResult::drains), 0u) << "no requested drain reported drained";
+  EXPECT_GT(Total(seeds, &RunResult::drained_restarts), 0u) << "no node restarted while drained or draining";
+  EXPECT_GT(Total(seeds, &RunResult::move_requests), 0u);
+  EXPECT_GT(Total(seeds, &RunResult::balances), 0u);
+  EXPECT_GT(Total(seeds, &RunResult::kills), 0u);
+  EXPECT_GT(Total(seeds, &RunResult::freezes), 0u);
+  EXPECT_GT(Total(seeds, &RunResult::fences), 0u);
+}
+
 TEST(SimTest, StorageSeedsExerciseTheFaults) {
   const std::vector<RunResult> runs = ExpectTenSeedsPass(RunStorageScenario);
   EXPECT_GT(Total(runs, &RunResult::acked_writes), 1000u);

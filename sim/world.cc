@@ -14,6 +14,7 @@ World::World(const RunOptions& options, WorldOptions world)
       bucket_env_(sim_, FromUnixMs(kOriginMs)), bucket_(std::make_shared<MemBucket>()) {
   timing_ = LeaseTiming{};
   for (int i = 0; i < world.actors; ++i) actor_ids_.push_back(ActorId{"t", world.actor_class, "a" + std::to_string(i)});
+  actor_ids_.insert(actor_ids_.end(), world.named_actors.begin(), world.named_actors.end());
   bucket_->set_put_observer([this](const std::string& key, const std::string& body, const Version&) {
     if (hooks.on_landed) hooks.on_landed(key, body);
   });

@@ -81,6 +81,8 @@ struct ProcessParts {
 struct WorldOptions {
   int actors = 0;                  // actors named t/<actor_class>/a0..
   std::string actor_class = "c";
+  // More actors, after those: the checkers judge them too (checker 8 asks for every one).
+  std::vector<ActorId> named_actors;
   // Salt of the world's random source: each scenario family keeps its own stream.
   std::uint64_t stream = 0x9e3779b97f4a7c15ULL;
   // false: each slot's skew is drawn once, at the bound two thirds of the time; true: each

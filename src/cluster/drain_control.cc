@@ -63,6 +63,7 @@ Task<void> DrainControl::Check(bool lease_valid) {
   options.prefix = std::string(kDrainPrefix);
   auto listed = co_await store_.List(options, CallOptions{timing_.attempt_timeout()});
   if (!listed.ok()) co_return;  // keep what we knew
+  // One page (1,000 keys): more nodes draining at once than that is not a cluster we run.
   std::set<NodeId> draining;
   std::set<NodeId> peers;
   bool own = false;
@@ -106,9 +107,9 @@ Task<void> DrainControl::Check(bool lease_valid) {
   held_ = true;
   owners_.SetAccepting(false);
   if (!lease_valid) co_return;  // a drain hands over only under a valid lease
-  // A record that says drained ends the work, unless something is held here again (a
-  // restart that took actors before this fix's first check, an acquisition that was past
-  // its checks): those are handed over as a requested drain's are.
+  // A record that says drained ends the work, unless something is held here again (an
+  // acquisition that was past its checks when the record appeared): it is handed over as a
+  // requested drain's actors are.
   if (rec->state == DrainState::kDrained && owners_.holds() == 0 && owners_.pending() == 0 &&
       hand_overs_.leaving() == 0) {
     co_return;

@@ -169,6 +169,10 @@ Task<void> MoveControl::Carry(std::string key, Version version, ActorId actor, M
 
 Task<void> MoveControl::Finish(std::string key, Version version, MoveRecord request, MoveState state,
                                std::string detail) {
+  // Nothing is written without a valid lease: a lost one sends nothing at all (ADR 0020 §1;
+  // the simulator's checker 5, `combined` seed 5: a hand-over ended by the loss). The
+  // request stays `requested` for the next pass, which runs only with a valid lease.
+  if (!owners_.lease_valid()) co_return;
   switch (state) {
     case MoveState::kMoved: ++stats_.moved; break;
     case MoveState::kRefused: ++stats_.refused; break;

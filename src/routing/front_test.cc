@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "base/log.h"
+#include "cluster/cluster_node.h"
 #include "cluster/owner_record.h"
 #include "cluster/testing/harness.h"
 #include "env/sim_env.h"
@@ -212,6 +213,86 @@ TEST_F(FrontTest, AHandOverIsTakenOnlyFromASignedPeerNeverFromAClient) {
   EXPECT_EQ(front_->stats().taken, 0u);
   for (const auto& [key, obj] : bucket_->objects()) EXPECT_FALSE(key.starts_with("owners/")) << key;
   EXPECT_TRUE(host_.requests.empty());
+}
+
+// A peer network that keeps the last request it was asked to send and answers 503.
+class CapturingPeers final : public PeerTransport {
+ public:
+  Task<Result<ServerResponse>> Send(PeerTarget, ServerRequest request, Duration) override {
+    sent = std::move(request);
+    co_return Retryable("captured");
+  }
+  ServerRequest sent;
+};
+
+// The take of a move with the peer pins checked, as `wasmkeep serve` runs: a signature is
+// not enough, the TLS certificate must be the signer's live record's. (The fixture above
+// runs with pins off.)
+TEST(FrontPinTest, AHandOverIsTakenOnlyOverTheSignersOwnCertificate) {
+  log::SetLevel(log::Level::kOff);
+  SimWorld world(9);
+  auto bucket = std::make_shared<MemBucket>();
+  cluster_testing::SimNode a(world, bucket, NodeId("a"), InstanceToken("ia"), "t");
+  SimEnv b_env(world, FromUnixMs(cluster_testing::kSimOriginMs));
+  MemStore b_store(b_env, bucket);
+  ClusterNode b(b_env, b_store, NodeIdentity{NodeId("b"), "127.0.0.1:2", "t", std::string(64, 'b')}, LeaseTiming{},
+                InstanceToken("ib"));
+  b_env.Spawn([](ClusterNode* n) -> Task<void> { (void)co_await n->Run(); }(&b), "b");
+  control::ClusterSecret secret;
+  secret.bytes.fill(7);
+  NoPeers none;
+  Forwarder a_forwarder(a.env, none, ForwarderIdentity{NodeId("a"), InstanceToken("ia")}, secret);
+  ScriptedHost host;
+  FrontDeps deps{host,
+                 a.node.owners(),
+                 a.node.membership(),
+                 a_forwarder,
+                 [](std::string) -> Task<Result<std::string>> { co_return std::string("acme"); },
+                 [](std::string, std::string) -> Task<Status> { co_return Status::Ok(); },
+                 nullptr,
+                 {},
+                 &a.node.hand_overs()};
+  FrontOptions options;
+  options.node_id = NodeId("a");
+  options.check_peer_pins = true;
+  Front front(std::move(deps), options);
+  ASSERT_TRUE(world.RunUntil(
+      [&] {
+        auto it = a.node.membership().view().find(NodeId("b"));
+        return a.node.lease().IsValid() && a.node.owners().accepting() && it != a.node.membership().view().end() &&
+               it->second.live();
+      },
+      std::chrono::seconds(60)));
+  const ActorId actor{"acme", "c", "n"};
+  ASSERT_EQ(RunTask(world, a.env, a.node.owners().Acquire(actor))->kind, AcquireResult::Kind::kAcquired);
+  ASSERT_TRUE(RunTask(world, a.env, a.node.owners().Release(actor))->ok());
+  const Version released = bucket->objects().at(OwnerKey(actor)).version;
+
+  // b signs a take of the released actor (captured on its way out); each delivery is a new
+  // signature (a nonce is heard once).
+  CapturingPeers capture;
+  Forwarder b_forwarder(b_env, capture, ForwarderIdentity{NodeId("b"), InstanceToken("ib")}, secret);
+  auto deliver = [&](std::string pin) {
+    ServerRequest take;
+    take.method = "POST";
+    take.target = std::string(kMoveHandOverPrefix) + "acme/c/n?generation=1";
+    take.body = released.token();
+    (void)RunTask(world, b_env, b_forwarder.Forward(PeerTarget{NodeId("a"), InstanceToken("ia"), "127.0.0.1:1"},
+                                                    std::move(take), "acme", 1));
+    EXPECT_FALSE(capture.sent.target.empty());
+    ServerRequest r = capture.sent;
+    r.peer_cert_pin = std::move(pin);
+    return *RunTask(world, a.env, front.Handle(std::move(r), Via::kPeer));
+  };
+  ServerResponse other = deliver(std::string(64, 'c'));
+  EXPECT_EQ(other.status, 401) << "signed by b over another certificate: " << other.body;
+  ServerResponse none_pin = deliver("");
+  EXPECT_EQ(none_pin.status, 401) << none_pin.body;
+  EXPECT_TRUE(DecodeOwnerRecord(bucket->objects().at(OwnerKey(actor)).body)->names_nobody()) << "taken anyway";
+  EXPECT_EQ(front.stats().taken, 0u);
+  ServerResponse own = deliver(std::string(64, 'b'));
+  EXPECT_EQ(own.status, 200) << own.body;
+  EXPECT_EQ(front.stats().taken, 1u);
 }
 
 // A peer network that records what it is asked to send, and when, and answers 200.
