@@ -496,7 +496,8 @@ class Soak:
         t0 = time.time()
         try:
             r = self.W("cluster", "drain", victim.id, "--wait", str(wait), check=False, timeout=wait + 30)
-            code, text = r.returncode, (r.stdout + r.stderr).strip()
+            # The command's message is on stdout (stderr: its error, or the node's debug log lines).
+            code, text = r.returncode, (r.stdout.strip() or r.stderr.strip())
         except subprocess.TimeoutExpired:
             code, text = None, "the command did not return"
         if code is not None:
