@@ -496,7 +496,8 @@ class Soak:
         t0 = time.time()
         try:
             r = self.W("cluster", "drain", victim.id, "--wait", str(wait), check=False, timeout=wait + 30)
-            code, text = r.returncode, (r.stdout + r.stderr).strip()
+            # The command's message is on stdout (stderr: its error, or the node's debug log lines).
+            code, text = r.returncode, (r.stdout.strip() or r.stderr.strip())
         except subprocess.TimeoutExpired:
             code, text = None, "the command did not return"
         if code is not None:
@@ -654,7 +655,8 @@ class Soak:
         """A new version of a class (the chat class and the alarm class in turn): the same
         module with a custom section naming the version, so its SHA-256 differs and the
         behaviour and ABI do not; actors run it from their next start."""
-        cls, wasm = (CLASS, "chat.wasm") if k % 2 == 0 or self.a.alarm_rate <= 0 else (ALARM_CLASS, "alarm_probe.wasm")
+        # One deploy a turn of the nemesis (k steps by 8): the chat class and the alarm class in turn.
+        cls, wasm = (CLASS, "chat.wasm") if (k // 8) % 2 == 1 or self.a.alarm_rate <= 0 else (ALARM_CLASS, "alarm_probe.wasm")
         with open(os.path.join(self.a.actors, wasm), "rb") as f:
             module = f.read()
         name = b"wasmkeep-soak-version"

@@ -214,7 +214,7 @@ check "actor quarantined --json names the nodes that struck" \
 check "actor unquarantine lifts it" 'W actor unquarantine acme/hog/p1 >/dev/null 2>&1'
 lifted_ms=$(date +%s%3N)  # the record is gone by now
 check "unquarantine of an actor without a record: exit 4" 'W actor unquarantine acme/ok/x >/dev/null 2>&1; [ $? = 4 ]'
-# The lift reaches every node within its cache's ttl (2 s: docs/security.md, "The check"):
+# The lift reaches every node within its cache's ttl (2 s: docs/security.md, "The check, and what it costs"):
 # until then a node may still answer from a read it sent before the record was deleted. So
 # each node is asked until it runs the actor (500, it is still poisoned), and a "quarantined"
 # answer is a failure only when it was asked for more than 2 s (and 0.25 s for the test's own
