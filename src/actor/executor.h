@@ -20,9 +20,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "actor/alarm_event.h"
@@ -78,6 +80,8 @@ struct ExecutedEvent {
 struct ExecutorStats {
   std::uint64_t heap_bytes = 0;  // the lanes' heaps, as last measured (counted by the budget)
   std::uint64_t reservation_collections = 0;
+  std::uint64_t compiled_bytes = 0;  // the classes' compiled code held now (counted by the budget)
+  std::uint64_t compiled_dropped = 0;  // compiled modules dropped to meet the budget, in all
 };
 
 class Executor {
@@ -91,6 +95,26 @@ class Executor {
   // The actor's storage just opened (a start or a restart): it runs its class's current code
   // from now on if there is one (a redeploy while it was away).
   virtual void Started(ExecutorActor& actor) = 0;
+  // Before each event of a resident actor: if its class was redeployed since its code was
+  // set, it runs the class's current code from this event on, and true is returned (the
+  // core then drops its instance, which is of the old code). No job of the actor runs.
+  virtual bool UseCurrentCode(ExecutorActor& /*actor*/) { return false; }
+  // NewActor found no code for `id`'s class because it was dropped to meet the memory
+  // budget (DropUnusedCode), not because the class is unknown.
+  virtual bool CodeDropped(const ActorId& /*id*/) const { return false; }
+  // Drops compiled code no resident actor runs, least recently used first, until `bytes`
+  // are freed or none is left; returns what it freed (the next start of the class compiles
+  // it again).
+  virtual std::uint64_t DropUnusedCode(std::uint64_t /*bytes*/) { return 0; }
+  // For the budget's projection, with `leaving` idle actors about to be evicted one by one
+  // (`tally`: the executor's count of them so far, empty at first): the compiled code that
+  // becomes unused, and droppable, once this one has gone too.
+  virtual std::uint64_t CodeFreedBy(const ExecutorActor& /*leaving*/,
+                                    std::map<const void*, std::uint64_t>& /*tally*/) const {
+    return 0;
+  }
+  // ExecutorStats::compiled_bytes by tenant (tenants holding none left out).
+  virtual std::vector<std::pair<std::string, std::uint64_t>> CompiledBytesByTenant() const { return {}; }
   // Runs one event against `storage` (alive until `done` is called, or Stop returns).
   virtual void Run(std::shared_ptr<ExecutorActor> actor, ActorStorage* storage, std::shared_ptr<const ExecutorEvent> event,
                    std::function<void(ExecutedEvent)> done) = 0;

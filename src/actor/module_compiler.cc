@@ -15,9 +15,10 @@ struct ModuleCompiler::Flight {
 
 namespace {
 
-ModuleCompiler::ModuleResult CompileBytes(engine::Engine& engine, const std::string& wasm, const ActorLimits& limits) {
+ModuleCompiler::ModuleResult CompileBytes(engine::Engine& engine, const std::string& wasm, const ActorLimits& limits,
+                                          const std::string& owner) {
   std::span<const std::uint8_t> bytes(reinterpret_cast<const std::uint8_t*>(wasm.data()), wasm.size());
-  return CompileActorModule(engine, bytes, limits);
+  return CompileActorModule(engine, bytes, limits, owner);
 }
 
 }  // namespace
@@ -42,11 +43,12 @@ ModuleCompiler::~ModuleCompiler() {
   }
 }
 
-Task<ModuleCompiler::ModuleResult> ModuleCompiler::Compile(std::string key, std::string wasm, ActorLimits limits) {
+Task<ModuleCompiler::ModuleResult> ModuleCompiler::Compile(std::string key, std::string wasm, ActorLimits limits,
+                                                          std::string owner) {
   if (options_.compile_on_loop_for_test) {
     ++stats_.compiles;
     if (options_.before_compile_for_test) options_.before_compile_for_test();
-    co_return CompileBytes(engine_, wasm, limits);
+    co_return CompileBytes(engine_, wasm, limits, owner);
   }
   if (auto it = cache_.find(key); it != cache_.end()) {
     ++stats_.cached;
@@ -62,7 +64,7 @@ Task<ModuleCompiler::ModuleResult> ModuleCompiler::Compile(std::string key, std:
     ++stats_.compiles;
     {
       std::lock_guard lock(mu_);
-      jobs_.push_back(Job{key, std::move(wasm), limits});
+      jobs_.push_back(Job{key, std::move(wasm), limits, std::move(owner)});
     }
     cv_.notify_one();
   }
@@ -95,7 +97,7 @@ void ModuleCompiler::Loop() {
       jobs_.pop_front();
     }
     if (options_.before_compile_for_test) options_.before_compile_for_test();
-    ModuleResult result = CompileBytes(engine_, job.wasm, job.limits);
+    ModuleResult result = CompileBytes(engine_, job.wasm, job.limits, job.owner);
     env_.PostFromAnyThread([this, alive = alive_, key = std::move(job.key), result = std::move(result)]() mutable {
       if (*alive) Finish(key, std::move(result));
     });

@@ -71,8 +71,9 @@ class ModuleCompiler {
   // Compiles wasm (CompileActorModule with limits) for key. Errors: the compile's own
   // (kInvalidArgument for a module the limits or the ABI refuse, naming why); kRetryable
   // if it took longer than the timeout; kCancelled if the compiler is being destroyed.
-  // A failed compile is not cached: the next call compiles again.
-  Task<ModuleResult> Compile(std::string key, std::string wasm, ActorLimits limits);
+  // A failed compile is not cached: the next call compiles again. The module is charged to
+  // `owner` (its tenant: engine::ModuleLimits::owner).
+  Task<ModuleResult> Compile(std::string key, std::string wasm, ActorLimits limits, std::string owner = {});
 
   const ModuleCompilerStats& stats() const { return stats_; }
   std::size_t in_flight() const { return in_flight_.size(); }
@@ -83,6 +84,7 @@ class ModuleCompiler {
     std::string key;
     std::string wasm;
     ActorLimits limits;
+    std::string owner;
   };
   void Loop();
   void Finish(const std::string& key, ModuleResult result);

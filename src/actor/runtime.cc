@@ -74,8 +74,10 @@ Status ValidateRuntimeOptions(const RuntimeOptions& o) {
 
 Result<std::shared_ptr<const engine::Module>> CompileActorModule(engine::Engine& engine,
                                                                  std::span<const std::uint8_t> wasm,
-                                                                 const ActorLimits& limits) {
+                                                                 const ActorLimits& limits,
+                                                                 const std::string& tenant) {
   engine::ModuleLimits ml;
+  ml.owner = tenant;
   ml.max_memory_bytes = limits.max_memory_bytes;
   ml.max_module_bytes = limits.max_module_bytes;
   ml.max_table_elements = limits.max_table_elements;
@@ -85,13 +87,45 @@ Result<std::shared_ptr<const engine::Module>> CompileActorModule(engine::Engine&
 
 void ClassRegistry::Set(const std::string& tenant, const std::string& class_name,
                         std::shared_ptr<const engine::Module> module) {
-  classes_[{tenant, class_name}] = std::move(module);
+  classes_[{tenant, class_name}] = Entry{std::move(module), ++use_clock_};
 }
 
-std::shared_ptr<const engine::Module> ClassRegistry::Find(const std::string& tenant,
-                                                          const std::string& class_name) const {
+std::shared_ptr<const engine::Module> ClassRegistry::Find(const std::string& tenant, const std::string& class_name) {
   auto it = classes_.find({tenant, class_name});
-  return it == classes_.end() ? nullptr : it->second;
+  if (it == classes_.end()) return nullptr;
+  it->second.used = ++use_clock_;
+  return it->second.module;
+}
+
+bool ClassRegistry::Dropped(const std::string& tenant, const std::string& class_name) const {
+  auto it = classes_.find({tenant, class_name});
+  return it != classes_.end() && it->second.module == nullptr;
+}
+
+bool ClassRegistry::Holds(const std::string& tenant, const std::string& class_name,
+                          const std::shared_ptr<const engine::Module>& module) const {
+  auto it = classes_.find({tenant, class_name});
+  return it != classes_.end() && it->second.module == module;
+}
+
+std::uint64_t ClassRegistry::DropUnused(std::uint64_t bytes, const std::string* tenant) {
+  // Few classes per node: sorting the candidates costs less than keeping an order.
+  std::vector<Entry*> unused;
+  for (auto& [key, entry] : classes_) {
+    // use_count 1: no resident actor's code, no compile's cache, no caller holds it.
+    if (entry.module && entry.module.use_count() == 1 && (tenant == nullptr || key.first == *tenant)) {
+      unused.push_back(&entry);
+    }
+  }
+  std::sort(unused.begin(), unused.end(), [](const Entry* a, const Entry* b) { return a->used < b->used; });
+  std::uint64_t freed = 0;
+  for (Entry* e : unused) {
+    if (freed >= bytes) break;
+    freed += e->module->compiled_bytes();
+    e->module.reset();
+    ++dropped_;
+  }
+  return freed;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -99,7 +133,7 @@ std::shared_ptr<const engine::Module> ClassRegistry::Find(const std::string& ten
 
 ActorRuntime::ActorRuntime(Env& env, engine::Engine& engine, ClassRegistry& classes, StorageProvider& storage,
                            RuntimeOptions options, RuntimeHooks hooks)
-    : engine_(engine), options_(std::move(options)) {
+    : engine_(engine), classes_(classes), options_(std::move(options)) {
   WK_CHECK(ValidateRuntimeOptions(options_).ok(), "invalid RuntimeOptions (validate before constructing)");
   std::function<void(const ActorId&, UnloadReason)> on_unloaded = std::move(hooks.on_unloaded);
   hooks.on_unloaded = nullptr;
@@ -133,6 +167,35 @@ void ActorRuntime::Unload(const ActorId& id) { core_->Unload(id); }
 void ActorRuntime::Warm(const ActorId& id) { core_->Warm(id); }
 bool ActorRuntime::IsResident(const ActorId& id) const { return core_->IsResident(id); }
 Task<bool> ActorRuntime::Shutdown(Duration limit) { return core_->Shutdown(limit); }
+
+Status ActorRuntime::RegisterClass(const std::string& tenant, const std::string& class_name,
+                                   std::shared_ptr<const engine::Module> module) {
+  const std::uint64_t bound = options_.max_compiled_bytes_per_tenant;
+  // The engine counts every module alive, this one included (it is held here), and the
+  // class's previous one while anything holds it.
+  std::uint64_t held = engine_.compiled_bytes_of(tenant);
+  if (bound > 0 && held > bound) {
+    classes_.DropUnused(held - bound, &tenant);
+    held = engine_.compiled_bytes_of(tenant);
+  }
+  if (bound > 0 && held > bound) {
+    ++compiled_refusals_;
+    return Retryable(fmt::format(
+        "class {}/{} cannot be loaded here: tenant {}'s compiled modules would take {} bytes on this node (this one "
+        "{}), over actors.max_compiled_bytes_per_tenant = {}; they are dropped once no actor of their class is "
+        "resident",
+        tenant, class_name, tenant, held, module->compiled_bytes(), bound));
+  }
+  if (!core_->MakeRoom()) {
+    ++compiled_refusals_;
+    return Retryable(fmt::format(
+        "class {}/{} cannot be loaded here: its compiled module ({} bytes) does not fit in the node's memory budget "
+        "now ({} bytes in use, actors.memory_budget_bytes = {})",
+        tenant, class_name, module->compiled_bytes(), core_->stats().memory_bytes, options_.memory_budget_bytes));
+  }
+  classes_.Set(tenant, class_name, std::move(module));
+  return Status::Ok();
+}
 
 void ActorRuntime::SetSpin(Duration spin) {
   WK_CHECK(spin >= Duration::zero() && spin <= std::chrono::milliseconds(1), "spin window out of range");
@@ -183,12 +246,12 @@ void PublishRuntimeMetrics(MetricsRegistry& registry, const ActorRuntime& runtim
                             [&runtime] { return static_cast<double>(runtime.stats().resident_actors); });
   registry.AddCallbackGauge(
       "wasmkeep_actor_memory_bytes",
-      "Memory the budget counts (actors.memory_budget_bytes): instances' linear memory (pages touched), resident "
-      "actors' state and bookkeeping, and the workers' V8 heaps.",
+      "Memory the budget counts (actors.memory_budget_bytes), in all: instances' linear memory (pages touched), "
+      "resident actors' state and bookkeeping, the workers' V8 heaps, and the classes' compiled modules.",
       [&runtime] { return static_cast<double>(runtime.stats().memory_bytes); });
   const std::string parts =
       "wasmkeep_actor_memory_bytes by part: linear memory (pages touched), state (with per-entry overhead), V8 heap, "
-      "bookkeeping per resident actor.";
+      "bookkeeping per resident actor, compiled modules (code, metadata and the wasm bytes V8 keeps).";
   registry.AddCallbackGauge("wasmkeep_actor_memory_part_bytes", parts,
                             [&runtime] { return static_cast<double>(runtime.stats().linear_bytes); },
                             {{"part", "linear"}});
@@ -201,10 +264,22 @@ void PublishRuntimeMetrics(MetricsRegistry& registry, const ActorRuntime& runtim
   registry.AddCallbackGauge("wasmkeep_actor_memory_part_bytes", parts,
                             [&runtime] { return static_cast<double>(runtime.stats().bookkeeping_bytes); },
                             {{"part", "bookkeeping"}});
+  registry.AddCallbackGauge("wasmkeep_actor_memory_part_bytes", parts,
+                            [&runtime] { return static_cast<double>(runtime.stats().compiled_bytes); },
+                            {{"part", "compiled"}});
+  counter("wasmkeep_actor_compiled_dropped_total",
+          "Compiled class modules dropped to meet actors.memory_budget_bytes or a tenant's "
+          "actors.max_compiled_bytes_per_tenant (no actor of their class was resident); compiled again on demand.",
+          &RuntimeStats::compiled_dropped, {});
+  registry.AddCallbackCounter(
+      "wasmkeep_actor_compiled_refusals_total",
+      "Class modules refused a load: over their tenant's actors.max_compiled_bytes_per_tenant, or the node's budget.",
+      [&runtime] { return static_cast<double>(runtime.compiled_refusals()); });
   registry.AddCallbackGaugeBreakdown(
       "wasmkeep_actor_tenant_memory_bytes",
-      "wasmkeep_actor_memory_bytes by tenant: its actors' linear memory, state and bookkeeping, and their share of "
-      "the V8 heaps; the tenants with the most, then _other for the rest and _node for heap no instance holds.",
+      "wasmkeep_actor_memory_bytes by tenant: its actors' linear memory, state and bookkeeping, their share of "
+      "the V8 heaps, and its classes' compiled modules; the tenants with the most, then _other for the rest and "
+      "_node for heap no instance holds.",
       "tenant", [&runtime] {
         const std::vector<TenantMemory> tenants = runtime.MemoryByTenant();
         MetricsRegistry::Breakdown out;
@@ -229,13 +304,16 @@ void PublishRuntimeMetrics(MetricsRegistry& registry, const ActorRuntime& runtim
       "Linear memory of the instances as mapped (their size); the budget counts the pages touched (part=\"linear\").",
       [&runtime] { return static_cast<double>(runtime.stats().linear_mapped_bytes); });
   const std::string dropped = "Instances dropped from resident actors, by reason (idle: actors.idle_instance_ms; "
-                              "memory: actors.memory_budget_bytes; limit: actors.max_instances).";
+                              "memory: actors.memory_budget_bytes; limit: actors.max_instances; redeploy: their class's new module runs "
+                              "from the next event).";
   counter("wasmkeep_actor_instances_dropped_total", dropped, &RuntimeStats::instances_dropped_idle,
           {{"reason", "idle"}});
   counter("wasmkeep_actor_instances_dropped_total", dropped, &RuntimeStats::instances_dropped_memory,
           {{"reason", "memory"}});
   counter("wasmkeep_actor_instances_dropped_total", dropped, &RuntimeStats::instances_dropped_limit,
           {{"reason", "limit"}});
+  counter("wasmkeep_actor_instances_dropped_total", dropped, &RuntimeStats::instances_dropped_redeploy,
+          {{"reason", "redeploy"}});
   counter("wasmkeep_actor_memory_refusals_total", "Actors refused a start (503) because the memory budget was used up.",
           &RuntimeStats::memory_refusals, {});
   registry.AddCallbackGauge(

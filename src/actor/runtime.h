@@ -40,6 +40,10 @@ namespace wk::actor {
 
 class V8Executor;
 
+// The default of RuntimeOptions::max_compiled_bytes_per_tenant: a quarter of the default
+// budget, about 16 MiB of function bodies at the engine's charge (engine.h).
+inline constexpr std::uint64_t kDefaultMaxCompiledBytesPerTenant = 256ull << 20;
+
 struct RuntimeOptions {
   ActorLimits limits;
   // Worker threads (each one V8 isolate). 0: one per core.
@@ -64,6 +68,11 @@ struct RuntimeOptions {
   // are dropped, then idle actors evicted, least recently active first; a new actor that
   // would not fit even then is refused.
   std::uint64_t memory_budget_bytes = 1ull << 30;
+  // The compiled modules one tenant's classes may hold on the node together
+  // (engine::Module::compiled_bytes, counted in the budget above too). A class whose module
+  // would take its tenant past it first drops that tenant's unused modules; if that is not
+  // enough it is refused (RegisterClass). 0: no bound but the budget.
+  std::uint64_t max_compiled_bytes_per_tenant = kDefaultMaxCompiledBytesPerTenant;
   // How long `sync` (exec-durable) waits before reporting failure.
   Duration sync_timeout = std::chrono::seconds(30);
   // How long a request waits for its class's module to compile (off the loop, on the
@@ -122,21 +131,42 @@ inline constexpr std::uint64_t kUncollectedMemories = 4096;
 // Checks the options; the error names the setting.
 Status ValidateRuntimeOptions(const RuntimeOptions& options);
 
-// Compiles a class module with the ABI's checks and the actor limits (the memory maximum).
+// Compiles a class module with the ABI's checks and the actor limits (the memory maximum),
+// charged to `tenant` (engine::Engine::CompiledBytesByOwner).
 Result<std::shared_ptr<const engine::Module>> CompileActorModule(engine::Engine& engine,
                                                                  std::span<const std::uint8_t> wasm,
-                                                                 const ActorLimits& limits);
+                                                                 const ActorLimits& limits,
+                                                                 const std::string& tenant = {});
 
-// Which module runs each class. A class's module is looked up when one of its actors
-// starts; an actor already resident keeps the module it started with until it next starts.
-// Loop thread only.
+// Which module runs each class. A class's module is looked up when one of its actors starts
+// and before each event of a resident one (a redeploy reaches it from its next event). A
+// module only the registry holds (no resident actor runs it) may be dropped, least recently
+// used first, to meet the memory budget; the class stays known, and its next load compiles
+// it again. Loop thread only.
 class ClassRegistry {
  public:
   void Set(const std::string& tenant, const std::string& class_name, std::shared_ptr<const engine::Module> module);
-  std::shared_ptr<const engine::Module> Find(const std::string& tenant, const std::string& class_name) const;
+  // Null if never set, or dropped. Marks the class used (the order DropUnused follows).
+  std::shared_ptr<const engine::Module> Find(const std::string& tenant, const std::string& class_name);
+  // Set once, its module dropped since (and not set again).
+  bool Dropped(const std::string& tenant, const std::string& class_name) const;
+  // `module` is the class's current code here.
+  bool Holds(const std::string& tenant, const std::string& class_name,
+             const std::shared_ptr<const engine::Module>& module) const;
+  // Drops modules held by nothing but the registry, least recently used first, until `bytes`
+  // of compiled code are freed (engine::Module::compiled_bytes); of `tenant` only if given.
+  // Returns the bytes freed.
+  std::uint64_t DropUnused(std::uint64_t bytes, const std::string* tenant = nullptr);
+  std::uint64_t dropped() const { return dropped_; }
 
  private:
-  std::map<std::pair<std::string, std::string>, std::shared_ptr<const engine::Module>> classes_;
+  struct Entry {
+    std::shared_ptr<const engine::Module> module;
+    std::uint64_t used = 0;  // use_clock_ at the last Set or Find
+  };
+  std::map<std::pair<std::string, std::string>, Entry> classes_;
+  std::uint64_t use_clock_ = 0;
+  std::uint64_t dropped_ = 0;
 };
 
 // How an event's execution ended, for RuntimeHooks::on_event_end.
@@ -193,6 +223,15 @@ class ActorRuntime final : public EventHost {
   // workers. Bounded by `limit`; returns false if actors were still resident.
   Task<bool> Shutdown(Duration limit = std::chrono::seconds(30));
 
+  // Makes `module` (compiled for `tenant`) the class's current code, unless it would take
+  // the tenant past max_compiled_bytes_per_tenant once the tenant's unused modules are
+  // dropped, or the node past its memory budget once idle instances, unused code and idle
+  // actors are: then kRetryable, naming the setting (the module is not kept).
+  Status RegisterClass(const std::string& tenant, const std::string& class_name,
+                       std::shared_ptr<const engine::Module> module);
+  // Modules refused by RegisterClass.
+  std::uint64_t compiled_refusals() const { return compiled_refusals_; }
+
   // Changes the workers' spin window (RuntimeOptions::spin) from now on; the benchmarks
   // compare windows side by side in one process (bench/actor_bench.cc).
   void SetSpin(Duration spin);
@@ -213,7 +252,9 @@ class ActorRuntime final : public EventHost {
 
  private:
   engine::Engine& engine_;
+  ClassRegistry& classes_;
   RuntimeOptions options_;
+  std::uint64_t compiled_refusals_ = 0;
   std::unique_ptr<V8Executor> executor_;
   std::unique_ptr<ActorRuntimeCore> core_;  // after executor_: destroyed first, it stops it
 };

@@ -1,6 +1,7 @@
 #include "actor/runtime_core.h"
 
 #include <algorithm>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -127,6 +128,8 @@ RuntimeStats ActorRuntimeCore::stats() const {
   s.instance_heap_bytes = instance_heap_bytes_;
   s.instance_reserved_bytes = instance_reserved_bytes_;
   s.heap_bytes = e.heap_bytes;
+  s.compiled_bytes = e.compiled_bytes;
+  s.compiled_dropped = e.compiled_dropped;
   s.reservation_collections = e.reservation_collections;
   s.memory_bytes = MemoryBytes();
   return s;
@@ -141,6 +144,13 @@ std::vector<TenantMemory> ActorRuntimeCore::MemoryByTenant() const {
         static_cast<double>(t.linear_bytes + t.state_bytes + t.instance_heap_bytes +
                             t.actors * kResidentActorBookkeepingBytes),
         t.actors});
+  }
+  // Compiled code is its deployer's, whether or not an actor of it is resident.
+  for (const auto& [name, bytes] : executor_.CompiledBytesByTenant()) {
+    if (name.empty()) continue;  // compiled for no tenant (tests); in the total, in _node
+    auto it = std::find_if(out.begin(), out.end(), [&](const TenantMemory& m) { return m.tenant == name; });
+    if (it == out.end()) it = out.insert(out.end(), TenantMemory{name, 0, 0});
+    it->bytes += static_cast<double>(bytes);
   }
   std::sort(out.begin(), out.end(), [](const TenantMemory& a, const TenantMemory& b) {
     return a.bytes != b.bytes ? a.bytes > b.bytes : a.tenant < b.tenant;
@@ -186,6 +196,15 @@ Task<EventResult> ActorRuntimeCore::Submit(ActorId id, std::optional<Request> re
   std::shared_ptr<Slot> slot = it == actors_.end() ? nullptr : it->second;
   // A resident actor runs the code it started with; a new one its class's current code.
   std::shared_ptr<ExecutorActor> exec = slot ? nullptr : executor_.NewActor(id, key);
+  if (!slot && !exec && executor_.CodeDropped(id)) {
+    // Dropped to meet the budget between its load and this start: loaded again on a retry.
+    ++stats_.memory_refusals;
+    refused.outcome = EventOutcome::kOverloaded;
+    refused.error = fmt::format("the compiled module of class {}/{} was dropped to meet actors.memory_budget_bytes; "
+                                "retry",
+                                id.tenant, id.class_name);
+    co_return refused;
+  }
   if (!slot && !exec) {
     refused.outcome = EventOutcome::kNotFound;
     refused.error = fmt::format("no class {}/{} is deployed", id.tenant, id.class_name);
@@ -273,6 +292,14 @@ void ActorRuntimeCore::Pump(const std::shared_ptr<Slot>& slot) {
     // it waited: close it once idle; the queued events restart it with a fresh restore.
     AfterProgress(slot);
     return;
+  }
+  if (executor_.UseCurrentCode(*slot->exec) && slot->has_instance) {
+    // Redeployed: this event runs the class's new code (docs/tenants.md). The old code's
+    // instance is dropped on its lane ahead of the event, which makes a new one.
+    ForgetInstance(*slot);
+    ++stats_.instances_dropped_redeploy;
+    executor_.DropInstance(slot->exec);
+    AfterInstancesGone(slot->exec->lane);
   }
   if (!slot->has_instance) MakeRoomForInstance(*slot);
   auto pending = std::make_shared<Pending>(std::move(slot->queue.front()));
@@ -444,7 +471,13 @@ void ActorRuntimeCore::MakeRoomForInstance(const Slot& next) {
 }
 
 std::uint64_t ActorRuntimeCore::MemoryBytes() const {
-  return linear_bytes_ + state_bytes_ + executor_.stats().heap_bytes + actors_.size() * kResidentActorBookkeepingBytes;
+  const ExecutorStats e = executor_.stats();
+  return linear_bytes_ + state_bytes_ + e.heap_bytes + e.compiled_bytes +
+         actors_.size() * kResidentActorBookkeepingBytes;
+}
+
+bool ActorRuntimeCore::MakeRoom() {
+  return options_.memory_budget_bytes == 0 || EnforceMemoryBudget() <= options_.memory_budget_bytes;
 }
 
 std::uint64_t ActorRuntimeCore::EnforceMemoryBudget() {
@@ -464,14 +497,29 @@ std::uint64_t ActorRuntimeCore::EnforceMemoryBudget() {
     reclaim[s->exec->lane] = true;
     DropInstance(*s, DropReason::kMemory);
   }
-  // Then idle actors themselves.
+  // Then compiled code no resident actor runs (a later start compiles it again, off the loop).
+  if (projected > options_.memory_budget_bytes) {
+    const std::uint64_t freed = executor_.DropUnusedCode(projected - options_.memory_budget_bytes);
+    subtract(static_cast<double>(freed));
+    // The workers' module objects hold the code until they are collected.
+    if (freed > 0) std::fill(reclaim.begin(), reclaim.end(), true);
+  }
+  // Then idle actors themselves (their classes' code, once unused, goes when they have gone:
+  // CloseDone).
   std::vector<std::shared_ptr<Slot>> evict;
+  std::map<const void*, std::uint64_t> leaving_code;
   for (Slot* s : by_activity_) {
     if (projected <= options_.memory_budget_bytes) break;
-    // Closing ones are on their way out: their bytes are still counted until CloseDone.
+    // Closing ones are on their way out: their bytes are still counted until CloseDone, and
+    // no longer once it has come.
+    if (s->state == Slot::State::kClosing && s->queue.empty()) {
+      subtract(static_cast<double>(s->state_bytes + kResidentActorBookkeepingBytes +
+                                   executor_.CodeFreedBy(*s->exec, leaving_code)));
+      continue;
+    }
     if (!IsIdle(*s)) continue;
     const std::uint64_t bytes = s->linear_bytes + s->state_bytes + kResidentActorBookkeepingBytes;
-    subtract(static_cast<double>(bytes + InstanceHeap(*s)));
+    subtract(static_cast<double>(bytes + InstanceHeap(*s) + executor_.CodeFreedBy(*s->exec, leaving_code)));
     WK_LOG_INFO("evicting an idle actor: resident actors exceed actors.memory_budget_bytes",
                 {{"actor", s->key}, {"memory_bytes", std::to_string(bytes)}});
     reclaim[s->exec->lane] = reclaim[s->exec->lane] || s->has_instance;
@@ -604,6 +652,7 @@ void ActorRuntimeCore::CloseDone(const std::shared_ptr<Slot>& slot, UnloadReason
   }
   WK_LOG_DEBUG("actor unloaded", {{"actor", slot->key}, {"reason", std::string(UnloadReasonName(reason))}});
   if (on_unloaded_) on_unloaded_(slot->id, reason);
+  const bool evicted = reason == UnloadReason::kEvicted;
   slot->unload_requested = false;
   if (!slot->queue.empty() && !shutting_down_) {
     // Events arrived while it was closing: start it again (a fresh restore).
@@ -620,6 +669,15 @@ void ActorRuntimeCore::CloseDone(const std::shared_ptr<Slot>& slot, UnloadReason
     for (Pending& p : queue) p.done.Set(r);
   }
   Forget(*slot);
+  // Evicted for memory: its class's code may be unused once the slot is let go (after this
+  // callback), and droppable then.
+  if (evicted && options_.memory_budget_bytes > 0) {
+    std::weak_ptr<bool> alive = alive_;
+    env_.Post([this, alive] {
+      auto a = alive.lock();
+      if (a && *a && MemoryBytes() > options_.memory_budget_bytes) EnforceMemoryBudget();
+    });
+  }
 }
 
 void ActorRuntimeCore::Forget(Slot& slot) {

@@ -63,12 +63,15 @@ std::string_view UnloadReasonName(UnloadReason r);
 struct RuntimeStats {
   std::size_t resident_actors = 0;
   std::size_t instances = 0;  // resident actors with an instance
-  // What the memory budget counts: linear_bytes + state_bytes + heap_bytes + bookkeeping_bytes.
+  // What the memory budget counts: linear_bytes + state_bytes + heap_bytes + bookkeeping_bytes
+  // + compiled_bytes.
   std::uint64_t memory_bytes = 0;
   std::uint64_t linear_bytes = 0;  // instances' linear memory: the pages they touched
   std::uint64_t state_bytes = 0;   // resident actors' state in memory (StateMap::memory_bytes)
   std::uint64_t heap_bytes = 0;    // the workers' V8 heaps (instances, tables), as last measured
   std::uint64_t bookkeeping_bytes = 0;  // resident_actors * kResidentActorBookkeepingBytes
+  std::uint64_t compiled_bytes = 0;     // the classes' compiled modules (ExecutorStats::compiled_bytes)
+  std::uint64_t compiled_dropped = 0;   // compiled modules dropped to meet the budget
   // Not counted apart (already in the figures above), for comparison:
   std::uint64_t linear_mapped_bytes = 0;  // instances' linear memory as mapped (its size)
   std::uint64_t instance_heap_bytes = 0;  // what the instances hold of heap_bytes (Instance::HeapBytes)
@@ -78,6 +81,7 @@ struct RuntimeStats {
   std::uint64_t instances_dropped_idle = 0;
   std::uint64_t instances_dropped_memory = 0;
   std::uint64_t instances_dropped_limit = 0;  // max_instances or the executor's reservation limit
+  std::uint64_t instances_dropped_redeploy = 0;  // their class was redeployed: the next event runs the new code
   // Live instances' reserved address space (their memories' maxima; kLiveReservationBytes).
   std::uint64_t instance_reserved_bytes = 0;
   // Collections started because thrown-away memories reached kUncollectedReservationBytes.
@@ -91,7 +95,8 @@ struct RuntimeStats {
 };
 
 // One tenant's part of the memory the budget counts: its resident actors' linear memory,
-// state and bookkeeping, and what their instances hold of their lanes' heaps.
+// state and bookkeeping, what their instances hold of their lanes' heaps, and its classes'
+// compiled modules (a tenant with compiled code and no resident actor is listed too).
 struct TenantMemory {
   std::string tenant;
   double bytes = 0;
@@ -139,6 +144,9 @@ class ActorRuntimeCore final : public EventHost {
 
   RuntimeStats stats() const;
   std::vector<TenantMemory> MemoryByTenant() const;
+  // Brings the node within its budget as a new actor's admission does (idle instances,
+  // unused compiled code, idle actors); false if it stays over (what was resident is kept).
+  bool MakeRoom();
   const Histogram& event_seconds() const { return event_seconds_; }
   const Histogram& event_phase_seconds(std::size_t phase) const { return event_phase_seconds_[phase]; }
   const RuntimeCoreOptions& options() const { return options_; }

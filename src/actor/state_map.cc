@@ -21,14 +21,24 @@ std::string PrefixEnd(std::string_view prefix) {
 
 namespace {
 
-constexpr std::uint64_t kNodeBytes = 112;
+// libstdc++'s map node for a pair of std::string: the tree links (32) and the two strings
+// (32 each), a jemalloc size class of its own.
+constexpr std::uint64_t kNodeBytes = 96;
 constexpr std::size_t kInlineStringBytes = 15;
 
-std::uint64_t BufferBytes(std::size_t n) {
-  if (n <= kInlineStringBytes) return 0;
-  const std::uint64_t chunk = (static_cast<std::uint64_t>(n) + 1 + 8 + 15) / 16 * 16;
-  return chunk < 32 ? 32 : chunk;
+// What jemalloc (5.3, 64-bit, 4 KiB pages; the allocator the wasmkeep binary links) hands
+// out for a request of n bytes: its size class. 8 and 16, then four classes per doubling
+// (32..128 by 16, 160..256 by 32, ... 64 KiB, 80 KiB, 96 KiB, 112 KiB, 128 KiB, 160 KiB, ...).
+std::uint64_t SizeClass(std::uint64_t n) {
+  if (n <= 8) return 8;
+  if (n <= 128) return (n + 15) / 16 * 16;
+  const int lg = 63 - __builtin_clzll(n - 1);  // 2^lg < n <= 2^(lg + 1)
+  const std::uint64_t delta = std::uint64_t{1} << (lg - 2);
+  return (n + delta - 1) / delta * delta;
 }
+
+// A string longer than its inline buffer allocates size + 1 (its terminator).
+std::uint64_t BufferBytes(std::size_t n) { return n <= kInlineStringBytes ? 0 : SizeClass(n + 1); }
 
 }  // namespace
 

@@ -169,10 +169,42 @@ void V8Executor::Started(ExecutorActor& actor) {
   if (auto current = classes_.Find(a.id.tenant, a.id.class_name)) a.module = std::move(current);
 }
 
+bool V8Executor::UseCurrentCode(ExecutorActor& actor) {
+  auto& a = static_cast<Actor&>(actor);
+  // Set here, on the loop, while no event job of the actor runs (the input gate); a drop
+  // job queued before does not read it.
+  std::shared_ptr<const engine::Module> current = classes_.Find(a.id.tenant, a.id.class_name);
+  if (!current || current == a.module) return false;  // dropped: its next start loads it again
+  a.module = std::move(current);
+  return true;
+}
+
+bool V8Executor::CodeDropped(const ActorId& id) const { return classes_.Dropped(id.tenant, id.class_name); }
+
+std::uint64_t V8Executor::DropUnusedCode(std::uint64_t bytes) { return classes_.DropUnused(bytes); }
+
+std::uint64_t V8Executor::CodeFreedBy(const ExecutorActor& leaving, std::map<const void*, std::uint64_t>& tally) const {
+  const auto& a = static_cast<const Actor&>(leaving);
+  if (!a.module) return 0;
+  // Held by the registry (once, if it is the class's current code) and by each resident
+  // actor running it: unused once every actor holding it has left.
+  const std::uint64_t gone = ++tally[a.module.get()];
+  const std::uint64_t registry = classes_.Holds(a.id.tenant, a.id.class_name, a.module) ? 1 : 0;
+  return static_cast<std::uint64_t>(a.module.use_count()) == gone + registry ? a.module->compiled_bytes() : 0;
+}
+
+std::vector<std::pair<std::string, std::uint64_t>> V8Executor::CompiledBytesByTenant() const {
+  return engine_.CompiledBytesByOwner();
+}
+
 ExecutorStats V8Executor::stats() const {
   ExecutorStats s;
   for (const WorkerMemory& w : worker_memory_) s.heap_bytes += w.heap_bytes;
   s.reservation_collections = reservation_collections_;
+  // Every module alive, whoever holds it (the registry, resident actors, the compiler's
+  // cache): what the process holds of compiled code.
+  s.compiled_bytes = engine_.compiled_bytes();
+  s.compiled_dropped = classes_.dropped();
   return s;
 }
 
@@ -378,8 +410,10 @@ void V8Executor::PostDrop(const std::shared_ptr<Actor>& actor, std::function<voi
   Env* env = &env_;
   std::weak_ptr<bool> alive = alive_;
   const std::size_t lane = actor->lane;
-  workers_[lane]->Post([this, env, alive, actor, lane, done = std::move(done)](engine::Worker& worker) {
-    actor->instance.reset();  // V8 objects die on their own isolate's thread
+  workers_[lane]->Post([this, env, alive, a = actor, lane, done = std::move(done)](engine::Worker& worker) mutable {
+    a->instance.reset();  // V8 objects die on their own isolate's thread
+    // Not held past here: once the core lets the actor go, its code is unused at once.
+    a.reset();
     const std::uint64_t heap = worker.HeapUsedBytes();
     env->PostFromAnyThread([this, alive, lane, heap, done] {
       auto a = alive.lock();

@@ -36,6 +36,11 @@ class V8Executor final : public Executor {
   std::size_t lanes() const override { return lanes_; }
   std::shared_ptr<ExecutorActor> NewActor(const ActorId& id, const std::string& key) override;
   void Started(ExecutorActor& actor) override;
+  bool UseCurrentCode(ExecutorActor& actor) override;
+  bool CodeDropped(const ActorId& id) const override;
+  std::uint64_t DropUnusedCode(std::uint64_t bytes) override;
+  std::uint64_t CodeFreedBy(const ExecutorActor& leaving, std::map<const void*, std::uint64_t>& tally) const override;
+  std::vector<std::pair<std::string, std::uint64_t>> CompiledBytesByTenant() const override;
   void Run(std::shared_ptr<ExecutorActor> actor, ActorStorage* storage, std::shared_ptr<const ExecutorEvent> event,
            std::function<void(ExecutedEvent)> done) override;
   void DropInstance(std::shared_ptr<ExecutorActor> actor) override;

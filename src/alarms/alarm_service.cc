@@ -289,7 +289,9 @@ Task<AlarmService::Outcome> AlarmService::Run(ActorId actor, std::int64_t due_ms
                                               std::optional<Generation> generation) {
   std::shared_ptr<bool> alive = alive_;
   const std::int64_t started_ms = WallMs();
-  if (!deps_.host.IsResident(actor)) {
+  if (deps_.host.IsResident(actor)) {
+    if (deps_.refresh_class) deps_.refresh_class(actor.tenant, actor.class_name);
+  } else {
     // Routed as the front routes a request: the holder's, or acquired here.
     if (!deps_.owners.accepting()) co_return Outcome::kNotRun;  // draining: the shard's next scanner
     auto other = co_await deps_.owners.OtherOwner(actor);

@@ -137,6 +137,8 @@ struct AlarmServiceDeps {
   control::QuarantineCache* quarantine = nullptr;
   // drop-handed-alarm (base/broken_models.h), and fire-before-due for the timers.
   BrokenModels broken;
+  // Before an alarm of a resident actor, as the front's (routing/front.h). Unset: none.
+  std::function<void(const std::string& tenant, const std::string& class_name)> refresh_class;
 };
 
 class AlarmService {

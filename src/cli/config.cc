@@ -69,7 +69,7 @@ Status ReadActors(const toml::table& t, actor::RuntimeOptions* o, control::Quara
                         "idle_hibernate_ms", "idle_instance_ms", "max_instances", "memory_budget_bytes",
                         "sync_timeout_ms", "max_module_bytes", "max_table_elements", "isolate_heap_limit_bytes",
                         "isolate_gc_floor_bytes", "compile_timeout_ms", "quarantine_strikes",
-                        "quarantine_window_ms", "quarantine_ms", "spin_us"});
+                        "quarantine_window_ms", "quarantine_ms", "spin_us", "max_compiled_bytes_per_tenant"});
   actor::ActorLimits& l = o->limits;
   if (s.ok()) s = ReadUint(t, sec, "workers", 0, 256, &o->workers);
   if (s.ok()) s = ReadUint(t, sec, "max_memory_bytes", 65536, std::int64_t{4} << 30, &l.max_memory_bytes);
@@ -81,6 +81,7 @@ Status ReadActors(const toml::table& t, actor::RuntimeOptions* o, control::Quara
   if (s.ok()) s = ReadUint(t, sec, "max_stored_bytes", 1, kMaxBytes, &l.max_stored_bytes);
   if (s.ok()) s = ReadUint(t, sec, "max_queued_events", 1, 100'000, &l.max_queued_events);
   if (s.ok()) s = ReadUint(t, sec, "memory_budget_bytes", 65536, kMaxBytes, &o->memory_budget_bytes);
+  if (s.ok()) s = ReadUint(t, sec, "max_compiled_bytes_per_tenant", 0, kMaxBytes, &o->max_compiled_bytes_per_tenant);
   if (s.ok()) {
     s = ReadUint(t, sec, "max_instances", 1, static_cast<std::int64_t>(actor::kMaxInstancesSetting), &o->max_instances);
   }

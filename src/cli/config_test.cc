@@ -76,6 +76,8 @@ TEST(ConfigTest, ActorsSectionSetsTheRuntimeAndLimits) {
        {"max_instances = 5000", 5000, [](const Config& c) { return static_cast<std::int64_t>(c.actors.max_instances); }},
        {"memory_budget_bytes = 8388608", 8388608,
         [](const Config& c) { return static_cast<std::int64_t>(c.actors.memory_budget_bytes); }},
+       {"max_compiled_bytes_per_tenant = 33554432", 33554432,
+        [](const Config& c) { return static_cast<std::int64_t>(c.actors.max_compiled_bytes_per_tenant); }},
        {"sync_timeout_ms = 700", 700, [](const Config& c) { return Ms(c.actors.sync_timeout); }},
        {"max_module_bytes = 1000000", 1000000, limit(&L::max_module_bytes)},
        {"max_table_elements = 5000", 5000, limit(&L::max_table_elements)},
@@ -120,6 +122,7 @@ TEST(ConfigTest, DefaultsWithoutTheSection) {
   EXPECT_EQ(c->actors.isolate_heap_limit_bytes, 512u << 20);
   EXPECT_FALSE(c->actors.isolate_gc_floor_bytes.has_value()) << "unset: the runtime's default, 64 MiB";
   EXPECT_EQ(actor::DefaultIsolateGcFloor(c->actors.isolate_heap_limit_bytes), 64u << 20);
+  EXPECT_EQ(c->actors.max_compiled_bytes_per_tenant, actor::kDefaultMaxCompiledBytesPerTenant);
   EXPECT_EQ(c->actors.spin, std::chrono::microseconds(50));  // a node spins; the runtime's own default is 0
 }
 
@@ -138,6 +141,8 @@ TEST(ConfigTest, BadActorSettingsAreNamed) {
                  {"[actors]\nisolate_heap_limit_bytes = 67108864\nisolate_gc_floor_bytes = 33554433\n",
                   "actors.isolate_gc_floor_bytes (33554433) must be at most half of actors.isolate_heap_limit_bytes"},
                  {"[actors]\nspin_us = 1001\n", "actors.spin_us"},
+                 {"[actors]\nmax_compiled_bytes_per_tenant = -1\n", "actors.max_compiled_bytes_per_tenant"},
+                 {"[actors]\nmax_compiled_bytes_per_tenant = \"lots\"\n", "actors.max_compiled_bytes_per_tenant"},
                  {"[actors]\nspin_us = -1\n", "actors.spin_us"},
                  {"[actors]\nmax_cpu = 5\n", "unknown setting actors.max_cpu"}});
 }

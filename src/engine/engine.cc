@@ -155,8 +155,11 @@ Result<std::string_view> HostCall::Text(std::string_view what, std::uint32_t ptr
 // Engine
 
 
+struct CompiledAccount;
+
 struct Engine::Impl {
   std::atomic<std::uint64_t> next_module_id{1};
+  std::shared_ptr<CompiledAccount> compiled;
 
   // The compile isolate: compilation happens here once per module, then every worker
   // re-creates the module object from the shared compiled code.
@@ -366,12 +369,44 @@ struct Instance::Impl {
   }
 };
 
+// The compiled modules alive, charged by owner. Shared by the engine and its modules, so
+// a module may outlive the engine.
+struct CompiledAccount {
+  mutable std::mutex mu;
+  std::uint64_t total = 0;
+  std::map<std::string, std::uint64_t> by_owner;
+};
+
 struct Module::Impl {
   std::optional<v8::CompiledWasmModule> compiled;
   std::shared_ptr<const HostInterface> host;
+  std::shared_ptr<CompiledAccount> account;
 };
 
-Module::~Module() = default;
+Module::~Module() {
+  if (!impl_ || !impl_->account) return;
+  CompiledAccount& a = *impl_->account;
+  std::lock_guard lock(a.mu);
+  a.total -= compiled_bytes_;
+  auto it = a.by_owner.find(owner_);
+  if (it != a.by_owner.end() && (it->second -= compiled_bytes_) == 0) a.by_owner.erase(it);
+}
+
+std::uint64_t Engine::compiled_bytes() const {
+  std::lock_guard lock(impl_->compiled->mu);
+  return impl_->compiled->total;
+}
+
+std::uint64_t Engine::compiled_bytes_of(const std::string& owner) const {
+  std::lock_guard lock(impl_->compiled->mu);
+  auto it = impl_->compiled->by_owner.find(owner);
+  return it == impl_->compiled->by_owner.end() ? 0 : it->second;
+}
+
+std::vector<std::pair<std::string, std::uint64_t>> Engine::CompiledBytesByOwner() const {
+  std::lock_guard lock(impl_->compiled->mu);
+  return {impl_->compiled->by_owner.begin(), impl_->compiled->by_owner.end()};
+}
 
 void Engine::Impl::WatchdogLoop() {
   std::unique_lock lock(watch_mu);
@@ -403,6 +438,7 @@ void Engine::Impl::WatchdogLoop() {
 
 Engine::Engine(EngineOptions options) : impl_(std::make_unique<Impl>()) {
   InitializeV8(options);
+  impl_->compiled = std::make_shared<CompiledAccount>();
   impl_->compile_allocator = v8::ArrayBuffer::Allocator::NewDefaultAllocator();
   v8::Isolate::CreateParams params;
   params.array_buffer_allocator = impl_->compile_allocator;
@@ -633,9 +669,27 @@ Result<std::shared_ptr<const Module>> Engine::Compile(std::span<const std::uint8
       return InvalidArgument("WebAssembly compile error: " + ExceptionText(isolate, try_catch.Exception()));
     }
     module->impl_->compiled.emplace(compiled.ToLocalChecked()->GetCompiledModule());
+    // Charged from here: the module's code exists now.
+    module->compiled_bytes_ =
+        CompiledModuleBytes(wire.size(), module->info_.code_bytes, module->info_.defined_functions);
+    module->owner_ = limits.owner;
+    module->impl_->account = impl_->compiled;
+    CompiledAccount& account = *impl_->compiled;
+    std::lock_guard account_lock(account.mu);
+    account.total += module->compiled_bytes_;
+    account.by_owner[module->owner_] += module->compiled_bytes_;
     // Let V8 finish background tasks that reference this isolate's heap.
     while (v8::platform::PumpMessageLoop(g_platform, isolate)) {
     }
+  }
+  {
+    // The module object this isolate made holds the compiled code too: collected now (a
+    // heap of a few objects: about a millisecond), so the code goes with the last Module
+    // holder, not at some later compile's collection.
+    std::lock_guard lock(impl_->compile_mu);
+    v8::Locker locker(impl_->compile_isolate);
+    v8::Isolate::Scope isolate_scope(impl_->compile_isolate);
+    impl_->compile_isolate->LowMemoryNotification();
   }
   module->compile_time_ = std::chrono::steady_clock::now() - started;
   return std::shared_ptr<const Module>(std::move(module));
@@ -729,8 +783,12 @@ std::uint64_t Worker::heap_limit_hits() const { return impl_->heap_limit_hits; }
 void Worker::CollectGarbage() {
   impl_->engine->collect_garbage_calls.fetch_add(1, std::memory_order_relaxed);
   // Asked for when memory is short or the worker is idle: the memories kept for reuse go
-  // too (their address space is released by this collection).
-  for (auto& [id, entry] : impl_->modules) impl_->EmptyPool(entry);
+  // too (their address space is released by this collection), and so do the module objects
+  // of modules nobody holds any more (their compiled code goes with the last of them).
+  for (auto it = impl_->modules.begin(); it != impl_->modules.end();) {
+    impl_->EmptyPool(it->second);
+    it = it->second.module.expired() ? impl_->modules.erase(it) : std::next(it);
+  }
   impl_->collection_requested = true;
   impl_->isolate->LowMemoryNotification();
   impl_->collection_requested = false;

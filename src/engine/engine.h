@@ -68,7 +68,24 @@ struct ModuleLimits {
   // Put before the field names above in error messages, so that errors name the embedder's
   // setting ("actors." gives "actors.max_table_elements").
   std::string setting_prefix;
+  // Whom the compiled module is charged to (Engine::CompiledBytesByOwner): the runtime
+  // passes the deploying tenant.
+  std::string owner;
 };
+
+// What a compiled module holds in the process, as the engine charges it
+// (Module::compiled_bytes): the wire bytes V8 keeps, its machine code per byte of function
+// bodies and its per-function metadata. V8 10.2's public API gives no size of a module's
+// code (its code space is outside the isolates' heaps, and v8-metrics.h is not shipped),
+// so the factors are measured: EngineTest.CompiledCodeCostsWhatItsChargeSays compiles the
+// instruction mixes that make the most code per byte and prints the process's growth (the
+// figures and the machine: docs/security.md, "Compiled code").
+inline constexpr std::uint64_t kCompiledBytesPerCodeByte = 16;
+inline constexpr std::uint64_t kCompiledBytesPerFunction = 512;
+constexpr std::uint64_t CompiledModuleBytes(std::uint64_t wire_bytes, std::uint64_t code_bytes,
+                                            std::uint64_t functions) {
+  return wire_bytes + kCompiledBytesPerCodeByte * code_bytes + kCompiledBytesPerFunction * functions;
+}
 
 // What one table element costs, for the memory each instance is charged
 // (Instance::TableElements): the element on the worker's V8 heap (8 bytes) and V8 10.2's
@@ -100,6 +117,10 @@ class Module {
   bool HasExport(std::string_view name) const { return info_.FindExport(name) != nullptr; }
   std::chrono::nanoseconds compile_time() const { return compile_time_; }
   std::uint64_t id() const { return id_; }
+  // What the module holds in the process (CompiledModuleBytes): counted in
+  // Engine::compiled_bytes from its compile to its destruction.
+  std::uint64_t compiled_bytes() const { return compiled_bytes_; }
+  const std::string& owner() const { return owner_; }
 
   struct Impl;
   Impl& impl() const { return *impl_; }
@@ -116,6 +137,8 @@ class Module {
   std::vector<std::string> growable_table_exports_;
   std::chrono::nanoseconds compile_time_{0};
   std::uint64_t id_ = 0;
+  std::uint64_t compiled_bytes_ = 0;
+  std::string owner_;
 };
 
 // Why a worker's V8 heap was collected (EngineStats).
@@ -202,6 +225,12 @@ class Engine {
 
   // Totals over all workers (any thread).
   EngineStats stats() const;
+  // Module::compiled_bytes of every module alive now (compiled and not yet destroyed, by
+  // whoever holds it), in all and by ModuleLimits::owner (owners holding none are left
+  // out). Any thread.
+  std::uint64_t compiled_bytes() const;
+  std::uint64_t compiled_bytes_of(const std::string& owner) const;
+  std::vector<std::pair<std::string, std::uint64_t>> CompiledBytesByOwner() const;
   // EngineStats::pooled_reserved_bytes alone (read before each instantiation by the runtime).
   std::uint64_t pooled_reserved_bytes() const;
 

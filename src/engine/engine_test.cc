@@ -2,10 +2,23 @@
 
 #include <gtest/gtest.h>
 
+#include <malloc.h>
+#include <unistd.h>
+#if defined(__SANITIZE_ADDRESS__)
+// The sanitizer runtime's (sanitizer/allocator_interface.h, not installed here).
+extern "C" std::size_t __sanitizer_get_current_allocated_bytes();
+#endif
+
+#include <cctype>
+#include <sstream>
+
+#include <cstdio>
 #include <fstream>
 #include <functional>
 #include <iterator>
 #include <thread>
+
+#include "engine/testing/module_builder_test_util.h"
 
 namespace wk::engine {
 namespace {
@@ -512,6 +525,142 @@ TEST_F(EngineTest, BadModulesAreRefusedWithTheCause) {
   auto too_big = Compile("no_max", small);
   ASSERT_FALSE(too_big.ok());
   EXPECT_NE(too_big.status().message().find("over the limit of 10 bytes"), std::string::npos);
+}
+
+// What the process holds of anonymous executable mappings (V8's WebAssembly code spaces),
+// by /proc/self/smaps.
+std::uint64_t ExecutableResidentBytes() {
+  std::ifstream in("/proc/self/smaps");
+  std::string line;
+  bool code = false;
+  std::uint64_t total = 0;
+  while (std::getline(in, line)) {
+    if (!line.empty() && std::isxdigit(static_cast<unsigned char>(line[0])) && line.find('-') < line.find(' ')) {
+      // "start-end perms offset dev inode [path]": anonymous (inode 0, no path) and executable.
+      std::istringstream header(line);
+      std::string range, perms, offset, dev, inode, path;
+      header >> range >> perms >> offset >> dev >> inode >> path;
+      code = perms.size() >= 3 && perms[2] == 'x' && inode == "0" && path.empty();
+    } else if (code && line.starts_with("Rss:")) {
+      total += std::stoull(line.substr(4)) * 1024;
+    }
+  }
+  return total;
+}
+
+// The bytes the process's allocator has handed out and not had back (the sanitizer's
+// allocator in the sanitizer builds, glibc's otherwise): what compiling keeps, without the
+// temporaries it freed.
+std::uint64_t HeapAllocatedBytes() {
+#if defined(__SANITIZE_ADDRESS__)
+  return __sanitizer_get_current_allocated_bytes();
+#else
+  const struct mallinfo2 m = mallinfo2();
+  return m.uordblks + m.hblkhd;
+#endif
+}
+
+// A module of `functions` functions of about `body_bytes` each, every body `repeats` of one
+// instruction pattern (what an attacker would pick to make the most machine code per byte).
+struct CodeMix {
+  const char* name;
+  testing::Bytes locals;   // encoded local declarations, with their count
+  testing::Bytes prologue;
+  testing::Bytes pattern;
+  testing::Bytes epilogue;  // leaves one i32
+};
+
+std::vector<CodeMix> CodeMixes() {
+  return {
+      {"i32.add of constants", {0}, {0x41, 0x01}, {0x41, 0x01, 0x6a}, {}},
+      {"i32.load (explicit bounds checks)", {0}, {0x41, 0x00}, {0x28, 0x02, 0x00}, {}},
+      {"i32.div_s of locals", {0x01, 0x01, 0x7f}, {}, {0x20, 0x00, 0x20, 0x00, 0x6d, 0x21, 0x00}, {0x20, 0x00}},
+      {"i32.trunc_f64_s", {0x01, 0x01, 0x7c}, {}, {0x20, 0x00, 0xaa, 0x1a}, {0x41, 0x00}},
+      {"call and drop", {0}, {}, {0x10, 0x00, 0x1a}, {0x41, 0x00}},
+  };
+}
+
+testing::Bytes GeneratedCodeModule(const CodeMix& mix, std::size_t functions, std::size_t body_bytes) {
+  testing::ModuleBuilder b;
+  b.funcs.push_back(testing::ModuleBuilder::Returns(0));  // function 0: what "call" calls
+  testing::ModuleBuilder::Func f;
+  f.locals = mix.locals;
+  f.body = mix.prologue;
+  while (f.body.size() + mix.pattern.size() + mix.epilogue.size() < body_bytes) testing::Append(f.body, mix.pattern);
+  testing::Append(f.body, mix.epilogue);
+  for (std::size_t i = 0; i < functions; ++i) {
+    b.funcs.push_back(f);
+    b.func_exports.push_back("f" + std::to_string(i));
+  }
+  b.func_exports.insert(b.func_exports.begin(), "zero");
+  return b.Build();
+}
+
+// How much memory V8's compiled code takes per byte of function bodies, for the charge
+// engine::CompiledModuleBytes makes (printed: docs/security.md cites the figures). Each mix
+// is compiled as 64 functions of 64 KiB and the process's resident growth measured while
+// the module is held; the charge must cover it, and not by more than twice.
+TEST_F(EngineTest, CompiledCodeCostsWhatItsChargeSays) {
+  const std::size_t functions = 64, body = 64 << 10;
+  std::uint64_t worst = 0, worst_charge = 0;
+  for (const CodeMix& mix : CodeMixes()) {
+    const testing::Bytes bytes = GeneratedCodeModule(mix, functions, body);
+    const std::uint64_t code_before = ExecutableResidentBytes();
+    const std::uint64_t heap_before = HeapAllocatedBytes();
+    auto module = engine_->Compile(bytes, TestHost(), {}, ModuleLimits{});
+    ASSERT_TRUE(module.ok()) << mix.name << ": " << module.status().ToString();
+    const std::uint64_t code_after = ExecutableResidentBytes();
+    const std::uint64_t heap_after = HeapAllocatedBytes();
+    const std::uint64_t machine = code_after > code_before ? code_after - code_before : 0;
+    const std::uint64_t heap = heap_after > heap_before ? heap_after - heap_before : 0;
+    const std::uint64_t grown = machine + heap;
+    const std::uint64_t code = (*module)->info().code_bytes;
+    const std::uint64_t charge = (*module)->compiled_bytes();
+    worst_charge = charge;
+    std::printf("compiled %-34s wasm %5.2f MiB (bodies %5.2f MiB): machine code %7.2f MiB (%5.2f x the bodies), "
+                "heap %6.2f MiB; charge %7.2f MiB\n",
+                mix.name, bytes.size() / 1048576.0, code / 1048576.0, machine / 1048576.0,
+                static_cast<double>(machine) / static_cast<double>(code), heap / 1048576.0, charge / 1048576.0);
+    EXPECT_GE(charge, grown) << mix.name << ": the charge must cover what compiling took";
+    worst = std::max(worst, grown);
+    {
+      // Hot functions are compiled again by TurboFan (V8's dynamic tiering), beside their
+      // first (Liftoff) code: call each until V8 tiers it up, then wait for the background
+      // compiles.
+      Worker worker(*engine_);
+      Ctx ctx;
+      auto instance = worker.Instantiate(*module, &ctx, milliseconds(10'000));
+      ASSERT_TRUE(instance.ok()) << instance.status().ToString();
+      for (int round = 0; round < 40; ++round) {
+        for (std::size_t i = 0; i < functions; ++i) {
+          (void)(*instance)->Call("f" + std::to_string(i), &ctx, milliseconds(10'000));
+        }
+        worker.PumpMessageLoop();
+      }
+      std::uint64_t tiered = ExecutableResidentBytes();
+      for (int wait = 0; wait < 50; ++wait) {
+        std::this_thread::sleep_for(milliseconds(100));
+        worker.PumpMessageLoop();
+        const std::uint64_t now = ExecutableResidentBytes();
+        if (now == tiered && wait > 5) break;
+        tiered = now;
+      }
+      const std::uint64_t hot = (tiered > code_before ? tiered - code_before : 0) + heap;
+      std::printf("  every function hot: machine code %7.2f MiB (%5.2f x the bodies), with the heap %7.2f MiB\n",
+                  (tiered > code_before ? tiered - code_before : 0) / 1048576.0,
+                  static_cast<double>(tiered - code_before) / static_cast<double>(code), hot / 1048576.0);
+      EXPECT_GE(charge, hot) << mix.name << ": the charge must cover its hot code too";
+      worst = std::max(worst, hot);
+      instance->reset();
+      worker.CollectGarbage();
+    }
+    module->reset();
+    const std::uint64_t code_gone = ExecutableResidentBytes();
+    std::printf("  dropped: machine code %7.2f MiB left of it\n",
+                (code_gone > code_before ? code_gone - code_before : 0) / 1048576.0);
+  }
+  // Every mix is charged alike (the same bodies): the worst must not be overcharged much.
+  EXPECT_LE(worst_charge, worst + worst / 2) << "the factors are far above the worst measured mix";
 }
 
 TEST_F(EngineTest, OneCompiledModuleServesWorkersOnManyThreads) {

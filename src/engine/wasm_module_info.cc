@@ -470,6 +470,7 @@ Result<ModuleInfo> ReadModuleInfo(std::span<const std::uint8_t> bytes) {
                 "(docs/abi.md, \"Limits\")", function, *size, kMaxFunctionBodyBytes));
           }
           if (*size > info.largest_body.value) info.largest_body = {*size, function};
+          info.code_bytes += *size;
           auto body = r.Bytes(*size);
           if (!body.ok()) return body.status();
           Reader b(*body, r.offset() - *size);

@@ -88,6 +88,7 @@ struct ModuleInfo {
   std::uint64_t data_bytes = 0;         // over every data segment
   FunctionExtreme most_locals;          // declared locals of one function (parameters excluded)
   FunctionExtreme largest_body;         // bytes of one function body
+  std::uint64_t code_bytes = 0;         // bytes of every function body together
 
   const Export* FindExport(std::string_view name) const;
   // REQUIRES: the import or export is a function.

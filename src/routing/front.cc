@@ -287,6 +287,7 @@ Task<Front::Route> Front::Decide(ActorId id, int hops) {
     if (deps_.runtime.IsResident(id) && (deps_.owners.accepting() || deps_.owners.Find(id).IsValid())) {
       // Resident: its storage's output gate decides whether its answer may go out (a hold
       // that ended refuses it, even a read's: 503, and the runtime unloads the actor).
+      if (deps_.refresh_class) deps_.refresh_class(id.tenant, id.class_name);
       co_return RunHere();
     }
     if (!deps_.owners.accepting() && hand_overs == nullptr) co_return Refuse(Error(503, "this node is draining", true));

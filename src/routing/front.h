@@ -85,6 +85,10 @@ struct FrontDeps {
   // The node's hand-overs (drains, moves); null: requests for a draining node's actors are
   // answered 503, and no hand-over is taken.
   HandOvers* hand_overs = nullptr;
+  // Before an event of a resident actor: lets a redeploy reach it (the class's pointer read
+  // again if stale, without waiting). Unset: resident actors keep their code until they
+  // next start.
+  std::function<void(const std::string& tenant, const std::string& class_name)> refresh_class;
 };
 
 struct FrontStats {

@@ -44,7 +44,8 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
                   },
                   options_.quarantine.enabled() ? &quarantine_cache_ : nullptr,
                   [this](ActorId actor, std::string_view body) { return alarms_->ReceiveHandOver(actor, body); },
-                  &node.hand_overs()};
+                  &node.hand_overs(),
+                  [this](const std::string& tenant, const std::string& class_name) { RefreshClass(tenant, class_name); }};
   FrontOptions fo;
   fo.node_id = options_.node_id;
   fo.check_peer_pins = true;
@@ -68,7 +69,10 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
                                         return LoadClass(std::move(tenant), std::move(class_name));
                                       },
                                       options_.quarantine.enabled() ? &quarantine_cache_ : nullptr,
-                                      node.broken_models()};
+                                      node.broken_models(),
+                                      [this](const std::string& tenant, const std::string& class_name) {
+                                        RefreshClass(tenant, class_name);
+                                      }};
   alarms_ = std::make_unique<alarms::AlarmService>(std::move(alarm_deps), options_.alarms, options_.timing);
   scanner_ = std::make_unique<alarms::ShardScanner>(env, store, node.owners(), node.membership(), node.lease(),
                                                      node.drain_control(), *alarms_);
@@ -135,6 +139,21 @@ Task<std::optional<ServerResponse>> ActorHost::CheckBeforeBody(ServerRequest req
   co_return refused;
 }
 
+void ActorHost::RefreshClass(const std::string& tenant, const std::string& class_name) {
+  const auto key = std::make_pair(tenant, class_name);
+  const auto it = loaded_.find(key);
+  if (it != loaded_.end() && env_.MonoNow() - it->second.checked < options_.class_check) return;
+  if (!refreshing_.insert(key).second) return;  // one refresh per class at a time
+  auto refresh = [](ActorHost* self, std::shared_ptr<bool> alive, std::string t, std::string c) -> Task<void> {
+    Status s = co_await self->LoadClass(t, c);
+    if (!*alive) co_return;
+    self->refreshing_.erase(std::make_pair(t, c));
+    // A failure leaves the resident actors on the code they run; the next event asks again.
+    if (!s.ok()) WK_LOG_DEBUG("class refresh failed", {{"class", t + "/" + c}, {"error", s.ToString()}});
+  };
+  env_.Spawn(refresh(this, alive_, tenant, class_name), "class refresh " + tenant + "/" + class_name);
+}
+
 bool ActorHost::ClassKnown(const std::string& tenant, const std::string& class_name) const {
   const auto it = loaded_.find(std::make_pair(tenant, class_name));
   return it != loaded_.end() && it->second.exists;
@@ -144,7 +163,10 @@ Task<Status> ActorHost::LoadClass(std::string tenant, std::string class_name) {
   std::shared_ptr<bool> alive = alive_;
   const auto key = std::make_pair(tenant, class_name);
   auto it = loaded_.find(key);
-  if (it != loaded_.end() && env_.MonoNow() - it->second.checked < options_.class_check) {
+  // Trusted for class_check, unless its module was dropped to meet the memory budget (then
+  // compiled again below).
+  if (it != loaded_.end() && env_.MonoNow() - it->second.checked < options_.class_check &&
+      (!it->second.exists || !classes_.Dropped(tenant, class_name))) {
     if (it->second.exists) co_return Status::Ok();
     co_return NotFound("no class " + tenant + "/" + class_name + " (deploy one with `wasmkeep deploy`)");
   }
@@ -173,7 +195,7 @@ Task<Status> ActorHost::LoadClass(std::string tenant, std::string class_name) {
   // On the compile threads, never on this loop (the lease keeps being renewed); one compile
   // per class version however many requests wait for it.
   auto module = co_await compiler_.Compile(tenant + "/" + class_name + "@" + digest.hex, std::move(*bytes),
-                                           options_.runtime.limits);
+                                           options_.runtime.limits, tenant);
   if (!*alive) co_return Cancelled("node stopping");
   if (!module.ok() && module.status().code() != Code::kInvalidArgument) co_return module.status();
   if (!module.ok()) {
@@ -181,7 +203,13 @@ Task<Status> ActorHost::LoadClass(std::string tenant, std::string class_name) {
     co_return Fatal("class " + tenant + "/" + class_name + " version " + digest.hex.substr(0, 12) +
                     " does not compile here: " + module.status().message());
   }
-  classes_.Set(tenant, class_name, *module);
+  // Charged to the tenant and the node's budget; refused past either (503, Retry-After).
+  if (Status registered = runtime_->RegisterClass(tenant, class_name, *module); !registered.ok()) {
+    WK_LOG_WARN("class refused", {{"node", options_.node_id.str()},
+                                  {"class", tenant + "/" + class_name},
+                                  {"error", registered.message()}});
+    co_return registered;
+  }
   loaded_[key] = Loaded{digest, checked, true};
   WK_LOG_INFO("class loaded", {{"node", options_.node_id.str()},
                                {"class", tenant + "/" + class_name},

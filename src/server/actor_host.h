@@ -7,8 +7,10 @@
 //
 // Guarantees: a class's `current` pointer is read at most once per `class_check` per class
 // and a new version is compiled off the loop (one compile per version; a request waits at
-// most actors.compile_timeout_ms, then 503); a resident actor keeps the version it started
-// with until it next starts. Shutdown (the clean stop's first half: docs/node-lease.md, "Clean stop")
+// most actors.compile_timeout_ms, then 503); a redeploy reaches a resident actor from its
+// first event once the node has read the new pointer (requests and alarms of resident
+// actors refresh it in the background, at most once per `class_check`), and compiled
+// modules are charged to their tenant and the memory budget (ActorRuntime::RegisterClass). Shutdown (the clean stop's first half: docs/node-lease.md, "Clean stop")
 // refuses new events, lets running ones finish and unloads every actor (durable, then
 // released) before the node releases its lease. How the parts meet: docs/architecture.md.
 //
@@ -17,6 +19,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "actor/module_compiler.h"
@@ -114,6 +117,10 @@ class ActorHost {
     bool exists = false;
   };
   Task<Status> LoadClass(std::string tenant, std::string class_name);
+  // For a resident actor's event: if the class's pointer is older than class_check, loads
+  // it again in the background (one at a time per class), so a redeploy reaches resident
+  // actors without their events waiting for the bucket.
+  void RefreshClass(const std::string& tenant, const std::string& class_name);
   // Whether LoadClass found tenant/class_name deployed (it stays known; a class is never
   // undeployed).
   bool ClassKnown(const std::string& tenant, const std::string& class_name) const;
@@ -143,6 +150,7 @@ class ActorHost {
   // Last: it reads the runtime, the provider and the alarms, so it goes first.
   std::unique_ptr<ActorAdmin> admin_;
   std::map<std::pair<std::string, std::string>, Loaded> loaded_;
+  std::set<std::pair<std::string, std::string>> refreshing_;
   HandOvers* hand_overs_ = nullptr;  // the node's; its host hooks point here until destroyed
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
