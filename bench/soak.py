@@ -87,6 +87,19 @@ def free_port():
         return s.getsockname()[1]
 
 
+def http_call(port, method, path, body=None, headers=None, timeout=2.0):
+    """(status, body text) of one request to 127.0.0.1:port, or (None, error) for no answer."""
+    try:
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+        c.request(method, path, body=body, headers=headers or {})
+        resp = c.getresponse()
+        data = resp.read().decode("utf-8", "replace")
+        c.close()
+        return resp.status, data
+    except (OSError, http.client.HTTPException) as e:
+        return None, str(e)
+
+
 def log_time(line):
     """The Unix time of a node's log line ("2026-12-04T11:00:00.123Z warning ...")."""
     try:
@@ -216,16 +229,8 @@ class Soak:
     # ---- HTTP -------------------------------------------------------------------------
     def request(self, node, method, path, body=None, timeout=10.0, cls=CLASS):
         """(status, body) or (None, error) for no answer."""
-        try:
-            c = http.client.HTTPConnection("127.0.0.1", node.port, timeout=timeout)
-            headers = {"Authorization": "Bearer " + self.token}
-            c.request(method, f"/v1/actors/{TENANT}/{cls}/{path}", body=body, headers=headers)
-            resp = c.getresponse()
-            data = resp.read().decode("utf-8", "replace")
-            c.close()
-            return resp.status, data
-        except (OSError, http.client.HTTPException) as e:
-            return None, str(e)
+        return http_call(node.port, method, f"/v1/actors/{TENANT}/{cls}/{path}", body=body,
+                         headers={"Authorization": "Bearer " + self.token}, timeout=timeout)
 
     def append(self, writer, actor, value, node=None, timeout=10.0):
         node = node or self.rng.choice(self.nodes)
@@ -470,15 +475,7 @@ class Soak:
 
     def admin_get(self, node, path):
         """(status, body) of GET path on the node's admin listener, or (None, error)."""
-        try:
-            c = http.client.HTTPConnection("127.0.0.1", node.admin_port, timeout=2)
-            c.request("GET", path)
-            resp = c.getresponse()
-            body = resp.read().decode("utf-8", "replace")
-            c.close()
-            return resp.status, body
-        except (OSError, http.client.HTTPException) as e:
-            return None, str(e)
+        return http_call(node.admin_port, "GET", path)
 
     def node_metric(self, node, name):
         status, body = self.admin_get(node, "/metrics")

@@ -61,7 +61,7 @@ std::array<bool, kShards> ShardScanner::Assigned() const {
   // A draining node releases its shards and takes none: ranking it would leave its share
   // unscanned for as long as it stays drained (docs/alarms.md, "Who fires").
   auto serving = [&](const NodeId& id) {
-    return broken_.on(BrokenModel::kShardRankIncludesDrained) || drains_.draining_nodes().count(id) == 0;
+    return broken_.on(BrokenModel::kShardRankIncludesDrained) || !drains_.Draining(id);
   };
   std::vector<NodeId> live;
   for (const auto& [id, view] : membership_.view()) {

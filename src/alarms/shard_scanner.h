@@ -6,7 +6,7 @@
 // (format.h, ShardActor), with Owners' acquisitions, generations, holds, releases, lapses
 // and fences, exactly as an actor. Each pass, the membership view assigns every shard to
 // one live node by rendezvous hashing (the highest Crc32c(node id + "/" + shard) among the
-// live nodes that are not draining — DrainControl::draining_nodes(), this node included —
+// live nodes that are not draining — DrainControl::Draining(), this node included —
 // this node counted while its lease is valid), so a node joining, leaving or draining moves
 // only its share. A node acquires the shards assigned to it (another node's live
 // hold makes it wait: it is asked again next pass) and releases those no longer assigned.

@@ -51,6 +51,12 @@ void DrainControl::Start() {
   if (!checked_ && !broken_.on(BrokenModel::kDrainAcceptsBeforeCheck)) owners_.SetAccepting(false);
 }
 
+std::set<NodeId> DrainControl::draining_nodes() const {
+  std::set<NodeId> out = hand_overs_.draining_peers();
+  if (held_) out.insert(node_id_);
+  return out;
+}
+
 void DrainControl::OnListing(bool lease_valid) {
   if (!check_.done()) return;  // one check (and drain) at a time
   check_ = env_.Spawn(Check(lease_valid), "drain control");
@@ -64,7 +70,6 @@ Task<void> DrainControl::Check(bool lease_valid) {
   auto listed = co_await store_.List(options, CallOptions{timing_.attempt_timeout()});
   if (!listed.ok()) co_return;  // keep what we knew
   // One page (1,000 keys): more nodes draining at once than that is not a cluster we run.
-  std::set<NodeId> draining;
   std::set<NodeId> peers;
   bool own = false;
   for (const auto& e : listed->entries) {
@@ -74,11 +79,9 @@ Task<void> DrainControl::Check(bool lease_valid) {
     if (node == node_id_) {
       own = true;
     } else {
-      peers.insert(node);
+      peers.insert(std::move(node));
     }
-    draining.insert(std::move(node));
   }
-  draining_ = std::move(draining);
   hand_overs_.set_draining_peers(std::move(peers));
   const std::string key = DrainKey(node_id_);
   // (No conditional expression around the co_await: GCC 12 miscompiles one; docs/DEVELOPING.md.)
@@ -86,7 +89,6 @@ Task<void> DrainControl::Check(bool lease_valid) {
   if (own) got = co_await store_.Get(key, CallOptions{timing_.attempt_timeout()});
   if (!got.ok()) {
     if (got.code() != Code::kNotFound) co_return;
-    draining_.erase(node_id_);
     if (held_ || !checked_) {
       if (held_) WK_LOG_INFO("drain lifted: taking actors again", {{"node", node_id_.str()}});
       held_ = false;

@@ -5,7 +5,7 @@
 // deleting it puts the node back in service. Guarantees: the node takes no actor before its
 // first check found no record (a node restarted drained stays drained); a node whose record
 // says `drained` but that holds anything hands it over again; every node knows which nodes
-// drain (draining_nodes(), one LIST per listing), so alarm shards and drained actors go to
+// drain (Draining(), one LIST per listing), so alarm shards and drained actors go to
 // peers that serve. Threading: Env loop thread only. Details (the format, why the bucket):
 // docs/internals.md, "DrainControl".
 #pragma once
@@ -44,8 +44,13 @@ class DrainControl {
   bool drained_or_draining() const { return held_; }
   // True once a check read control/drain/ (until then the node takes no actors).
   bool checked() const { return checked_; }
-  // The nodes with a drain record at the last listing that succeeded, this one included.
-  const std::set<NodeId>& draining_nodes() const { return draining_; }
+  // Whether `node` drains: a peer with a drain record at the last listing that succeeded
+  // (HandOvers keeps that set), or this node while its own record holds it.
+  bool Draining(const NodeId& node) const {
+    return node == node_id_ ? held_ : hand_overs_.draining_peers().count(node) > 0;
+  }
+  // Every node that drains, this one included (Draining, as a set).
+  std::set<NodeId> draining_nodes() const;
   // Broken models (base/broken_models.h): tests and the simulator only.
   void set_broken_models(BrokenModels b) { broken_ = b; }
 
@@ -60,7 +65,6 @@ class DrainControl {
   const LeaseTiming timing_;
   bool held_ = false;     // a control object exists: not accepting
   bool checked_ = false;  // a listing of control/drain/ succeeded
-  std::set<NodeId> draining_;
   BrokenModels broken_;
   TaskHandle check_;
 };

@@ -98,6 +98,7 @@ class HandOvers {
   std::optional<NodeId> DrainTarget(const ActorId& actor) const;
   // Peers known to be draining (DrainControl lists them while this node drains).
   void set_draining_peers(std::set<NodeId> peers) { draining_peers_ = std::move(peers); }
+  const std::set<NodeId>& draining_peers() const { return draining_peers_; }
 
   std::size_t leaving() const { return entries_.size(); }
   const HandOverStats& stats() const { return stats_; }
