@@ -32,16 +32,17 @@ cluster_test="$build/src/cluster/wk_cluster_test"
 replica_test="$build/src/replica/wk_replica_test"
 alarms_test="$build/src/alarms/wk_alarms_test"
 engine_test="$build/src/engine/wk_engine_test"
+actor_test="$build/src/actor/wk_actor_test"
 sim="$build/sim/wasmkeep-sim"
 wk="$build/src/cli/wasmkeep"
-needed=("$cluster_test" "$replica_test" "$alarms_test" "$engine_test" "$sim")
+needed=("$cluster_test" "$replica_test" "$alarms_test" "$engine_test" "$actor_test" "$sim")
 [ "$with_cluster" = 1 ] && needed+=("$wk")
 for f in "${needed[@]}"; do
   [ -x "$f" ] || { echo "check-proofs: $f is missing: build it first (cmake --build --preset ci)"; exit 2; }
 done
 
 # One rule a line: RULE | BROKEN MODEL | KIND | TEST | FAILING CHECK (cluster rows)
-#   gtest    TEST is BINARY:Suite.Name (BINARY: cluster, replica, alarms or engine)
+#   gtest    TEST is BINARY:Suite.Name (BINARY: cluster, replica, alarms, engine or actor)
 #   sim      TEST is a scenario; the broken model is its --mutant
 #   cluster  TEST is a tests/cluster suite; FAILING CHECK is text of the check line that must FAIL
 rows=$(cat <<'ROWS'
@@ -122,6 +123,7 @@ gate: every release asks the hold (simulator)|release-without-validity|sim|stora
 gate: every release asks the hold (routing)|release-without-validity|sim|routing|
 gate: every answer through the gate (routing)|answer-without-gate|sim|routing|
 input gate: one event of an actor at a time (routing)|input-gate-concurrent|sim|routing|
+idempotency: a key's answer is committed in the batch of its writes|idempotent-answer-not-in-batch|gtest|actor:RuntimeTest.TheRecordIsInTheBatchOfItsWritesAndAFailedEventStoresNone|
 restore follows the owner fences|restore-ignores-fence|gtest|replica:ReplicaTest.ASegmentOfAnOlderHoldThatLandedAfterTheNextRestoreIsOffTheChain|
 restore follows the owner fences (simulator)|restore-ignores-fence|sim|storage|
 GC never deletes the chain|gc-deletes-chain|gtest|replica:GcTest.CoveredSegmentsAndOlderSnapshotsGoTheFenceAndTheTailStay|
@@ -153,6 +155,7 @@ run_gtest() {  # BINARY FILTER BROKEN
   [ "${1%%:*}" = replica ] && bin=$replica_test
   [ "${1%%:*}" = alarms ] && bin=$alarms_test
   [ "${1%%:*}" = engine ] && bin=$engine_test
+  [ "${1%%:*}" = actor ] && bin=$actor_test
   local filter=${1#*:}
   WASMKEEP_BROKEN_MODELS="$2" "$bin" --gtest_filter="$filter" >"$3" 2>&1 || return 1
   grep -q "\[  PASSED  \] 1 test" "$3" || return 1  # the filter named exactly one test, which ran

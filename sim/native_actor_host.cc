@@ -67,14 +67,18 @@ void NativeExecutor::Run(std::shared_ptr<actor::ExecutorActor> actor, actor::Act
     std::string list = storage->Get("list").value_or("");
     list = list.empty() ? request.body : list + "," + request.body;
     const MonoTime at = env_.MonoNow() + std::chrono::microseconds(env_.RandomBelow(2001));
-    env_.StartTimer(at, [this, alive, a, storage, list = std::move(list), ran = std::move(ran), done]() mutable {
+    env_.StartTimer(at, [this, alive, a, storage, event, list = std::move(list), ran = std::move(ran), done]() mutable {
       auto l = alive.lock();
       if (!l || !*l) return;
       if (storage->failure().ok()) {
         actor::Batch batch;
         batch.mutations.push_back(actor::Mutation{actor::Mutation::Kind::kPut, "list", std::move(list)});
-        a->last_seq = storage->Commit(std::move(batch));
         ran.result.response.body = "appended";
+        // As the V8 executor does: a keyed request's answer joins its batch (actor/idempotency.h).
+        if (event->idempotent && !options_.broken.on(BrokenModel::kIdempotentAnswerNotInBatch)) {
+          actor::AddIdempotencyRecord(*event->idempotent, ran.result.response, event->now_ms, *storage, batch);
+        }
+        a->last_seq = storage->Commit(std::move(batch));
       } else {
         ran.result.outcome = actor::EventOutcome::kUnavailable;
         ran.result.error = storage->failure().ToString();

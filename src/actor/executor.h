@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "actor/alarm_event.h"
+#include "actor/idempotency.h"
 #include "actor/storage.h"
 #include "actor/types.h"
 #include "base/time.h"
@@ -62,6 +63,9 @@ struct ExecutorEvent {
   // event is frozen, as in Cloudflare's Workers: an event is deterministic given its input
   // and its storage, and actors get no fine timer.
   std::int64_t now_ms = 0;
+  // A request with an Idempotency-Key that has no record yet: its answer's record goes into
+  // the event's batch (AddIdempotencyRecord), so it is durable exactly when the writes are.
+  std::optional<IdempotentRequest> idempotent;
 };
 
 // How an event ran, for the core.

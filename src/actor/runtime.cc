@@ -144,6 +144,8 @@ ActorRuntime::ActorRuntime(Env& env, engine::Engine& engine, ClassRegistry& clas
   core.idle_instance = options_.idle_instance;
   core.max_instances = options_.max_instances;
   core.memory_budget_bytes = options_.memory_budget_bytes;
+  core.idempotency_ttl_ms = options_.idempotency_ttl / std::chrono::milliseconds(1);
+  core.idempotency_max_answer_bytes = options_.idempotency_max_answer_bytes;
   core.wall_clock_ms = options_.wall_clock_ms;
   core.broken = options_.broken;
   core.to_loop = [env = &env](std::function<void()> fn) { env->PostFromAnyThread(std::move(fn)); };
@@ -314,6 +316,12 @@ void PublishRuntimeMetrics(MetricsRegistry& registry, const ActorRuntime& runtim
           {{"reason", "limit"}});
   counter("wasmkeep_actor_instances_dropped_total", dropped, &RuntimeStats::instances_dropped_redeploy,
           {{"reason", "redeploy"}});
+  counter("wasmkeep_actor_idempotent_replays_total",
+          "Requests with an Idempotency-Key answered from the key's stored answer, without running the actor.",
+          &RuntimeStats::idempotent_replays, {});
+  counter("wasmkeep_actor_idempotency_key_reused_total",
+          "Requests refused 422 because their Idempotency-Key was first used with another method, path, query or body.",
+          &RuntimeStats::idempotency_key_reused, {});
   counter("wasmkeep_actor_memory_refusals_total", "Actors refused a start (503) because the memory budget was used up.",
           &RuntimeStats::memory_refusals, {});
   registry.AddCallbackGauge(

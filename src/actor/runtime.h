@@ -73,6 +73,11 @@ struct RuntimeOptions {
   // would take its tenant past it first drops that tenant's unused modules; if that is not
   // enough it is refused (RegisterClass). 0: no bound but the budget.
   std::uint64_t max_compiled_bytes_per_tenant = kDefaultMaxCompiledBytesPerTenant;
+  // Idempotency-Key records (docs/http-api.md, "Idempotent requests"): how long a key's
+  // answer is kept (a retry after it runs again), and the largest answer body kept with it
+  // (a larger one is kept without its body: a retry gets the status and headers only).
+  Duration idempotency_ttl = std::chrono::hours(24);
+  std::uint64_t idempotency_max_answer_bytes = 64 * 1024;
   // How long `sync` (exec-durable) waits before reporting failure.
   Duration sync_timeout = std::chrono::seconds(30);
   // How long a request waits for its class's module to compile (off the loop, on the

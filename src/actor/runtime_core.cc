@@ -1,5 +1,7 @@
 #include "actor/runtime_core.h"
 
+#include "actor/idempotency.h"
+
 #include <algorithm>
 #include <map>
 
@@ -67,8 +69,11 @@ struct ActorRuntimeCore::Slot : std::enable_shared_from_this<Slot> {
   TenantTotals* tenant = nullptr;  // its tenant's entry in tenant_totals_ (stable: a node map)
 
   // Used by the executor's jobs while an event runs; by the core only between them (the
-  // output gate's registration, failure(), Open and Close).
+  // output gate's registration, failure(), the idempotency records, Open and Close).
   std::unique_ptr<ActorStorage> storage;
+  // The last batch its storage committed, as the executor reported (ExecutedEvent::wait_seq):
+  // what an answer served from an idempotency record waits for at the output gate.
+  std::uint64_t last_seq = 0;
 
   // Events dispatched and not yet answered (for the destructor).
   std::vector<std::shared_ptr<Pending>> inflight;
@@ -173,8 +178,23 @@ Task<EventResult> ActorRuntimeCore::HandleRequest(ActorId id, Request request) {
                           request.body.size(), options_.limits.max_request_bytes);
     co_return r;
   }
+  auto key = IdempotencyKeyOf(request);
+  if (!key.ok()) {
+    EventResult r;
+    r.outcome = EventOutcome::kInvalidHeader;
+    r.error = key.status().message();
+    co_return r;
+  }
+  std::optional<IdempotentRequest> idempotent;
+  if (key->has_value()) {
+    idempotent.emplace();
+    idempotent->key = std::move(**key);
+    idempotent->fingerprint = RequestFingerprint(request);
+    idempotent->ttl_ms = options_.idempotency_ttl_ms;
+    idempotent->max_answer_bytes = options_.idempotency_max_answer_bytes;
+  }
   std::optional<Request> req(std::move(request));
-  EventResult r = co_await Submit(std::move(id), std::move(req), AlarmEvent{});
+  EventResult r = co_await Submit(std::move(id), std::move(req), AlarmEvent{}, std::move(idempotent));
   co_return r;
 }
 
@@ -184,7 +204,8 @@ Task<EventResult> ActorRuntimeCore::HandleAlarm(ActorId id, AlarmEvent event) {
   co_return r;
 }
 
-Task<EventResult> ActorRuntimeCore::Submit(ActorId id, std::optional<Request> request, AlarmEvent alarm) {
+Task<EventResult> ActorRuntimeCore::Submit(ActorId id, std::optional<Request> request, AlarmEvent alarm,
+                                           std::optional<IdempotentRequest> idempotent) {
   EventResult refused;
   if (shutting_down_) {
     refused.outcome = EventOutcome::kUnavailable;
@@ -241,7 +262,7 @@ Task<EventResult> ActorRuntimeCore::Submit(ActorId id, std::optional<Request> re
     return r;
   });
   const MonoTime queued_at = env_.MonoNow();
-  slot->queue.push_back(Pending{ExecutorEvent{std::move(request), alarm, 0}, done, queued_at});
+  slot->queue.push_back(Pending{ExecutorEvent{std::move(request), alarm, 0, std::move(idempotent)}, done, queued_at});
   Pump(slot);
   auto alive = alive_;
   EventResult result = co_await done.Wait();
@@ -271,6 +292,7 @@ Task<void> ActorRuntimeCore::Start(std::shared_ptr<Slot> slot) {
     co_return;
   }
   slot->storage = std::move(*opened);
+  slot->last_seq = 0;
   slot->state = Slot::State::kReady;
   // The class may have been redeployed while the actor was away: start on the current one.
   executor_.Started(*slot->exec);
@@ -301,6 +323,10 @@ void ActorRuntimeCore::Pump(const std::shared_ptr<Slot>& slot) {
     executor_.DropInstance(slot->exec);
     AfterInstancesGone(slot->exec->lane);
   }
+  if (slot->queue.front().event.idempotent && AnswerFromRecord(slot)) {
+    Pump(slot);  // answered without running: the gate is still open for the next event
+    return;
+  }
   if (!slot->has_instance) MakeRoomForInstance(*slot);
   auto pending = std::make_shared<Pending>(std::move(slot->queue.front()));
   slot->queue.pop_front();
@@ -318,17 +344,55 @@ void ActorRuntimeCore::Pump(const std::shared_ptr<Slot>& slot) {
   });
 }
 
+bool ActorRuntimeCore::AnswerFromRecord(const std::shared_ptr<Slot>& slot) {
+  {
+    const IdempotentRequest& idem = *slot->queue.front().event.idempotent;
+    auto first = FindIdempotencyRecord(*slot->storage, idem.key, NowMs(), idem.ttl_ms);
+    if (first.ok() && !first->has_value()) return false;  // the key's first use: run it
+  }
+  auto pending = std::make_shared<Pending>(std::move(slot->queue.front()));
+  slot->queue.pop_front();
+  const IdempotentRequest& idem = *pending->event.idempotent;
+  auto found = FindIdempotencyRecord(*slot->storage, idem.key, NowMs(), idem.ttl_ms);
+  pending->dispatched = pending->started = pending->ran = env_.MonoNow();
+  EventResult result;
+  if (!found.ok()) {
+    // The record is damaged: refuse rather than run the request a second time.
+    result.outcome = EventOutcome::kUnavailable;
+    result.error = "the idempotency record of this key could not be read: " + found.status().ToString();
+  } else if ((*found)->fingerprint == idem.fingerprint) {
+    result = ReplayedResult(**found);
+    ++stats_.idempotent_replays;
+  } else {
+    // The draft's rule: a key names one request; reusing it for another is the client's error.
+    result.outcome = EventOutcome::kKeyReused;
+    result.error = "the Idempotency-Key was first used with another method, path, query or body";
+    ++stats_.idempotency_key_reused;
+  }
+  slot->undelivered++;
+  slot->inflight.push_back(pending);
+  // Through the output gate like any answer: the record may be in a batch not yet durable.
+  Release(slot, pending, std::make_shared<EventResult>(std::move(result)), slot->last_seq);
+  return true;
+}
+
 void ActorRuntimeCore::Executed(const std::shared_ptr<Slot>& slot, const std::shared_ptr<Pending>& pending,
                                 ExecutedEvent ran) {
   pending->started = ran.started;
   pending->ran = ran.ran;
+  slot->last_seq = std::max(slot->last_seq, ran.wait_seq);
+  Release(slot, pending, std::make_shared<EventResult>(std::move(ran.result)), ran.wait_seq);
+  ExecutionDone(slot, ran.memory, ran.instantiated);
+}
+
+void ActorRuntimeCore::Release(const std::shared_ptr<Slot>& slot, const std::shared_ptr<Pending>& pending,
+                               std::shared_ptr<EventResult> result, std::uint64_t wait_seq) {
   // The output gate: this event's answer waits until everything it may depend on (the
   // actor's last committed batch, its own or an earlier event's) is durable, and is
   // released only if the storage's hold is still valid then (storage.h), even for an event
   // that wrote nothing. Asked before the actor's next event is dispatched (ExecutionDone),
   // while no job of the actor uses the storage.
   std::weak_ptr<bool> alive = alive_;
-  auto result = std::make_shared<EventResult>(std::move(ran.result));
   if (options_.broken.on(BrokenModel::kAnswerWithoutGate)) {
     env_.Post([this, alive, slot, pending, result] {
       auto a = alive.lock();
@@ -336,14 +400,13 @@ void ActorRuntimeCore::Executed(const std::shared_ptr<Slot>& slot, const std::sh
     });
   } else {
     // A copy of the hand-off: the callback may outlive the core.
-    slot->storage->WhenReleasable(ran.wait_seq, [this, to_loop = to_loop_, alive, slot, pending, result](Status s) {
+    slot->storage->WhenReleasable(wait_seq, [this, to_loop = to_loop_, alive, slot, pending, result](Status s) {
       to_loop([this, alive, slot, pending, result, s = std::move(s)]() mutable {
         auto a = alive.lock();
         if (a && *a) Deliver(slot, pending, std::move(*result), std::move(s));
       });
     });
   }
-  ExecutionDone(slot, ran.memory, ran.instantiated);
 }
 
 void ActorRuntimeCore::ExecutionDone(const std::shared_ptr<Slot>& slot, const ActorMemory& memory,
@@ -371,6 +434,14 @@ void ActorRuntimeCore::Deliver(const std::shared_ptr<Slot>& slot, const std::sha
     result.outcome = EventOutcome::kUnavailable;
     result.error = "the answer was not released (its writes are not durable, or this node no longer holds the actor): " +
                    durable.ToString();
+  }
+  if (options_.broken.on(BrokenModel::kIdempotentAnswerNotInBatch) && result.ok() && result.replayed.empty() &&
+      pending->event.idempotent && pending->event.request && slot->storage && slot->storage->failure().ok()) {
+    // The broken model: the record is committed in a batch of its own once the answer is
+    // out, so a node lost in between leaves the writes without their record.
+    Batch record;
+    AddIdempotencyRecord(*pending->event.idempotent, result.response, pending->event.now_ms, *slot->storage, record);
+    slot->last_seq = slot->storage->Commit(std::move(record));
   }
   ++stats_.events;
   if (!result.ok()) ++stats_.failed_events;

@@ -33,6 +33,7 @@
 #include "actor/alarm_event.h"
 #include "actor/event_host.h"
 #include "actor/executor.h"
+#include "actor/idempotency.h"
 #include "actor/storage.h"
 #include "actor/types.h"
 #include "base/broken_models.h"
@@ -88,6 +89,8 @@ struct RuntimeStats {
   std::uint64_t reservation_collections = 0;  // or kUncollectedMemories
   std::uint64_t events = 0;
   std::uint64_t failed_events = 0;
+  std::uint64_t idempotent_replays = 0;      // answered from an Idempotency-Key's record
+  std::uint64_t idempotency_key_reused = 0;  // a key reused for another request (422)
   std::uint64_t overloaded = 0;
   std::uint64_t instantiations = 0;
   std::uint64_t hibernations = 0;
@@ -112,7 +115,12 @@ struct RuntimeCoreOptions {
   std::uint64_t memory_budget_bytes = 1ull << 30;
   // The wall clock events see, in ms since the epoch. Default: the Env's WallNow.
   std::function<std::int64_t()> wall_clock_ms;
-  // answer-without-gate and input-gate-concurrent switch here (base/broken_models.h).
+  // Idempotency-Key records (idempotency.h): kept this long (actors.idempotency_ttl_ms), with
+  // answer bodies up to idempotency_max_answer_bytes.
+  std::int64_t idempotency_ttl_ms = 24 * 3600 * 1000;
+  std::uint64_t idempotency_max_answer_bytes = 64 * 1024;
+  // answer-without-gate, input-gate-concurrent and idempotent-answer-not-in-batch switch here
+  // (base/broken_models.h).
   BrokenModels broken;
   // Hands the output gate's answer (ActorStorage::WhenReleasable's callback, which may come
   // on any thread) to the loop: Env::PostFromAnyThread on the real runtime. Default:
@@ -161,7 +169,15 @@ class ActorRuntimeCore final : public EventHost {
     std::size_t actors = 0;
   };
 
-  Task<EventResult> Submit(ActorId id, std::optional<Request> request, AlarmEvent alarm);
+  Task<EventResult> Submit(ActorId id, std::optional<Request> request, AlarmEvent alarm,
+                           std::optional<IdempotentRequest> idempotent = std::nullopt);
+  // The next queued event carries an Idempotency-Key whose record exists: it is answered
+  // from the record (through the output gate) without running, and true is returned.
+  bool AnswerFromRecord(const std::shared_ptr<Slot>& slot);
+  // Hands `result` to the output gate: delivered once every batch up to wait_seq is durable
+  // and the hold is valid, else answered unavailable.
+  void Release(const std::shared_ptr<Slot>& slot, const std::shared_ptr<Pending>& pending,
+               std::shared_ptr<EventResult> result, std::uint64_t wait_seq);
   Task<void> Start(std::shared_ptr<Slot> slot);
   // Dispatches the actor's next queued event if the input gate lets it.
   void Pump(const std::shared_ptr<Slot>& slot);

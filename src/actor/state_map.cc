@@ -52,10 +52,12 @@ std::optional<std::string> StateMap::Get(std::string_view key) const {
   return it->second;
 }
 
-void StateMap::List(const ListQuery& q, const ListVisitor& visit) const {
+namespace {
+
+void ListEntries(const StateMap::Entries& entries, const ListQuery& q, const ListVisitor& visit) {
   const std::string end = q.prefix ? PrefixEnd(q.start) : q.end;
-  auto lo = entries_.lower_bound(q.start);
-  auto hi = end.empty() ? entries_.end() : entries_.lower_bound(end);
+  auto lo = entries.lower_bound(q.start);
+  auto hi = end.empty() ? entries.end() : entries.lower_bound(end);
   if (!q.reverse) {
     for (auto it = lo; it != hi; ++it) {
       if (!visit(it->first, it->second)) return;
@@ -65,6 +67,33 @@ void StateMap::List(const ListQuery& q, const ListVisitor& visit) const {
       --it;
       if (!visit(it->first, it->second)) return;
     }
+  }
+}
+
+}  // namespace
+
+void StateMap::List(const ListQuery& q, const ListVisitor& visit) const { ListEntries(entries_, q, visit); }
+
+std::optional<std::string> StateMap::GetSystem(std::string_view key) const {
+  auto it = system_.find(key);
+  if (it == system_.end()) return std::nullopt;
+  return it->second;
+}
+
+void StateMap::ListSystem(const ListQuery& q, const ListVisitor& visit) const { ListEntries(system_, q, visit); }
+
+void StateMap::PutSystem(std::string key, std::string value) {
+  auto it = system_.find(key);
+  if (it != system_.end()) {
+    system_bytes_ += value.size();
+    system_bytes_ -= it->second.size();
+    memory_bytes_ -= EntryMemoryBytes(it->first.size(), it->second.size());
+    memory_bytes_ += EntryMemoryBytes(it->first.size(), value.size());
+    it->second = std::move(value);
+  } else {
+    system_bytes_ += key.size() + value.size();
+    memory_bytes_ += EntryMemoryBytes(key.size(), value.size());
+    system_.emplace(std::move(key), std::move(value));
   }
 }
 
@@ -87,9 +116,9 @@ void StateMap::Apply(const Batch& batch) {
   for (const Mutation& m : batch.mutations) {
     switch (m.kind) {
       case Mutation::Kind::kDeleteAll:
+        for (const auto& [k, v] : entries_) memory_bytes_ -= EntryMemoryBytes(k.size(), v.size());
         entries_.clear();
         bytes_ = 0;
-        memory_bytes_ = 0;
         break;
       case Mutation::Kind::kDelete: {
         auto it = entries_.find(m.key);
@@ -106,6 +135,18 @@ void StateMap::Apply(const Batch& batch) {
     }
   }
   if (batch.alarm.has_value()) alarm_ = *batch.alarm;
+  for (const Mutation& m : batch.system) {
+    if (m.kind == Mutation::Kind::kPut) {
+      PutSystem(m.key, m.value);
+    } else if (m.kind == Mutation::Kind::kDelete) {
+      auto it = system_.find(m.key);
+      if (it != system_.end()) {
+        system_bytes_ -= it->first.size() + it->second.size();
+        memory_bytes_ -= EntryMemoryBytes(it->first.size(), it->second.size());
+        system_.erase(it);
+      }
+    }
+  }
 }
 
 }  // namespace wk::actor

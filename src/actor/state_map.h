@@ -33,24 +33,33 @@ class StateMap {
   // Visits the entries of query in order (reverse if asked) until visit returns false.
   void List(const ListQuery& query, const ListVisitor& visit) const;
   std::optional<std::int64_t> alarm() const { return alarm_; }
-  // Keys plus values, in bytes.
+  // Keys plus values of the module's entries, in bytes (the system entries not counted).
   std::uint64_t bytes() const { return bytes_; }
-  // What the entries take in memory (EntryMemoryBytes summed): what the node's memory
-  // budget counts for this actor's state.
+  // What the entries, the system entries included, take in memory (EntryMemoryBytes
+  // summed): what the node's memory budget counts for this actor's state.
   std::uint64_t memory_bytes() const { return memory_bytes_; }
   const Entries& entries() const { return entries_; }
+  // The runtime's own entries (Batch::system): a namespace of their own, which the module's
+  // reads, lists and delete_all never reach.
+  std::optional<std::string> GetSystem(std::string_view key) const;
+  void ListSystem(const ListQuery& query, const ListVisitor& visit) const;
+  const Entries& system_entries() const { return system_; }
+  std::uint64_t system_bytes() const { return system_bytes_; }
 
-  // Applies every mutation in order, then the alarm change if any.
+  // Applies every mutation in order, then the alarm change if any, then the system entries.
   void Apply(const Batch& batch);
   void Put(std::string key, std::string value);
+  void PutSystem(std::string key, std::string value);
   void set_alarm(std::optional<std::int64_t> alarm) { alarm_ = alarm; }
 
   friend bool operator==(const StateMap&, const StateMap&) = default;
 
  private:
   Entries entries_;
+  Entries system_;
   std::optional<std::int64_t> alarm_;
   std::uint64_t bytes_ = 0;
+  std::uint64_t system_bytes_ = 0;
   std::uint64_t memory_bytes_ = 0;
 };
 

@@ -10,7 +10,8 @@
 // `WhenReleasable`'s callback may be invoked on any thread.
 //
 // The contract the runtime relies on:
-//   - Get/List/Alarm/StoredBytes reflect every Commit made so far (reads are from memory).
+//   - Get/List/Alarm/StoredBytes and the system entries (GetSystem, ListSystem) reflect every
+//     Commit made so far (reads are from memory).
 //   - Commit(batch) applies the whole batch at once and returns its sequence number;
 //     sequence numbers increase by one per batch, starting at 1.
 //   - WhenReleasable(seq) is the output gate: every externally visible effect of the actor
@@ -50,11 +51,15 @@ struct Mutation {
 };
 
 // One event's writes, applied atomically. `alarm`: unset = unchanged; set to nullopt = the
-// alarm deleted; set to a time = the alarm set.
+// alarm deleted; set to a time = the alarm set. `system`: the runtime's own entries written
+// with the event (kPut and kDelete only): its idempotency records (docs/http-api.md,
+// "Idempotent requests"), committed in the same batch as the writes they answer for. The
+// module never sees them, delete_all leaves them, and they do not count as stored bytes.
 struct Batch {
   std::vector<Mutation> mutations;
   std::optional<std::optional<std::int64_t>> alarm;
-  bool empty() const { return mutations.empty() && !alarm.has_value(); }
+  std::vector<Mutation> system;
+  bool empty() const { return mutations.empty() && !alarm.has_value() && system.empty(); }
 };
 
 struct ListQuery {
@@ -75,7 +80,10 @@ class ActorStorage {
   virtual std::optional<std::string> Get(std::string_view key) const = 0;
   virtual void List(const ListQuery& query, const ListVisitor& visit) const = 0;
   virtual std::optional<std::int64_t> Alarm() const = 0;
-  // Keys plus values, in bytes.
+  // The runtime's own entries (Batch::system), apart from the module's.
+  virtual std::optional<std::string> GetSystem(std::string_view key) const = 0;
+  virtual void ListSystem(const ListQuery& query, const ListVisitor& visit) const = 0;
+  // Keys plus values of the module's entries, in bytes.
   virtual std::uint64_t StoredBytes() const = 0;
   // What the state takes in memory, per-entry overhead included (StateMap::memory_bytes):
   // counted against the node's memory budget.

@@ -10,6 +10,8 @@ std::string_view EventOutcomeName(EventOutcome o) {
     case EventOutcome::kOverloaded: return "overloaded";
     case EventOutcome::kActorFailed: return "actor_failed";
     case EventOutcome::kUnavailable: return "unavailable";
+    case EventOutcome::kInvalidHeader: return "invalid_header";
+    case EventOutcome::kKeyReused: return "key_reused";
   }
   return "?";
 }

@@ -70,6 +70,8 @@ enum class EventOutcome : std::uint8_t {
   kOverloaded,    // the actor's queue is full (503 + Retry-After)
   kActorFailed,   // trap, CPU limit, bad host call, proc_exit, non-zero return (500)
   kUnavailable,   // storage could not restore or make the writes durable (503); retry
+  kInvalidHeader, // a header the node reads is malformed, e.g. Idempotency-Key (400)
+  kKeyReused,     // an Idempotency-Key first used with another method, path or body (422)
 };
 std::string_view EventOutcomeName(EventOutcome o);
 
@@ -84,6 +86,9 @@ struct EventResult {
   // answer. An alarm that was not due (or absent) runs nothing: kOk, not fired.
   bool alarm_fired = false;
   std::optional<std::int64_t> alarm_after;
+  // Requests with an Idempotency-Key (idempotency.h): the answer is the stored one of the
+  // key's first use, not a new run ("1"; "body-omitted" when its body was too large to keep).
+  std::string replayed;
   bool ok() const { return outcome == EventOutcome::kOk; }
 };
 

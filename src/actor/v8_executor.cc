@@ -378,6 +378,9 @@ V8Executor::Ran V8Executor::Execute(engine::Worker& worker, Actor& actor, ActorS
                      kMaxResponseStatus));
   } else if (call.ok() && call.value == 0) {
     Batch batch = txn.TakeBatch();
+    if (event.idempotent && !options_.broken.on(BrokenModel::kIdempotentAnswerNotInBatch)) {
+      AddIdempotencyRecord(*event.idempotent, ctx.response, event.now_ms, storage, batch);
+    }
     if (!batch.empty()) actor.last_seq = storage.Commit(std::move(batch));
     result.response = std::move(ctx.response);
     result.alarm_fired = !request.has_value();

@@ -352,6 +352,8 @@ AlarmService::Outcome AlarmService::Classify(const ActorId& actor, std::int64_t 
     case actor::EventOutcome::kBadRequest:
     case actor::EventOutcome::kOverloaded:
     case actor::EventOutcome::kUnavailable:
+    case actor::EventOutcome::kInvalidHeader:
+    case actor::EventOutcome::kKeyReused:
       break;
   }
   return Outcome::kNotRun;

@@ -70,6 +70,7 @@ constexpr std::array<std::string_view, kModels> kNames = {
     "pool-skips-zeroing",
     "answer-without-gate",
     "input-gate-concurrent",
+    "idempotent-answer-not-in-batch",
     "drain-accepts-before-check",
     "shard-rank-includes-drained",
     "alarm-wakes-quarantined",

@@ -104,6 +104,7 @@ enum class BrokenModel : std::uint8_t {
   // ---- The actor runtime's core (actor/runtime_core.*), docs/architecture.md "How a request flows"
   kAnswerWithoutGate,        // an event's answer is released without asking the output gate (WhenReleasable)
   kInputGateConcurrent,      // the input gate lets an actor's next event run while its previous one still runs
+  kIdempotentAnswerNotInBatch,  // an Idempotency-Key's record is committed apart, after the answer is released
   // ---- Where features meet (docs/node-lease.md "Drain", docs/alarms.md, docs/security.md)
   kDrainAcceptsBeforeCheck,  // a starting node takes actors before its first read of control/drain/
   kShardRankIncludesDrained, // the alarm shards' ranking counts draining nodes (their shards go unscanned)

@@ -1,8 +1,10 @@
 #include "cli/call_cmd.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <random>
 
 #include "net/http_client.h"
 #include "store/open_store.h"
@@ -19,11 +21,72 @@ struct CallOptions_ {
   std::string token;
   std::string node;
   bool include = false;
+  std::string idempotency_key;
+  bool retry = false;
+  double retry_for_s = 60;
 };
 
-Task<int> Call(RealEnv* env, HttpClient* client, HttpRequest request, Duration timeout, bool include) {
-  const auto deadline = env->MonoNow() + timeout;
-  HttpOutcome got = co_await client->Send(std::move(request), deadline);
+// What makes a call worth retrying with its key: no answer (the request may or may not have
+// taken effect) or a 503, the node's "not acknowledged" (docs/http-api.md).
+bool Retryable(const HttpOutcome& got) { return !got.ok() || got.response.status == 503; }
+
+// The wait before the next attempt: the node's Retry-After when it gives one (capped), else
+// a doubling backoff from 200 ms to 5 s.
+Duration RetryDelay(const HttpOutcome& got, int attempt) {
+  if (got.ok()) {
+    for (const auto& [n, v] : got.response.headers) {
+      if (n.size() == 11 && (n == "Retry-After" || n == "retry-after")) {
+        try {
+          const int s = std::stoi(v);
+          if (s >= 0) return std::chrono::seconds(std::min(s, 10));
+        } catch (...) {
+        }
+      }
+    }
+  }
+  return std::chrono::milliseconds(std::min(200 << std::min(attempt, 5), 5000));
+}
+
+// A made-up key: 128 random bits in hex, as a structured-field string.
+std::string NewIdempotencyKey() {
+  std::random_device rd;
+  std::string key;
+  for (int i = 0; i < 4; ++i) {
+    char part[9];
+    std::snprintf(part, sizeof part, "%08x", rd());
+    key += part;
+  }
+  return key;
+}
+
+// The key as the header's structured-field string: quoted, with " and \ escaped.
+std::string QuotedKey(const std::string& key) {
+  std::string out = "\"";
+  for (char c : key) {
+    if (c == '"' || c == '\\') out.push_back('\\');
+    out.push_back(c);
+  }
+  out.push_back('"');
+  return out;
+}
+
+Task<int> Call(RealEnv* env, HttpClient* client, HttpRequest request, Duration timeout, bool include,
+               Duration retry_for) {
+  const auto give_up = env->MonoNow() + retry_for;
+  HttpOutcome got;
+  for (int attempt = 0;; ++attempt) {
+    const auto deadline = env->MonoNow() + timeout;
+    HttpRequest copy = request;
+    got = co_await client->Send(std::move(copy), deadline);
+    if (!Retryable(got) || retry_for <= Duration::zero()) break;
+    const Duration delay = RetryDelay(got, attempt);
+    if (env->MonoNow() + delay >= give_up) break;
+    std::fprintf(stderr, "wasmkeep: %s; retrying with the same Idempotency-Key (attempt %d)\n",
+                 got.ok() ? ("HTTP " + std::to_string(got.response.status)).c_str()
+                          : ("no answer: " + std::string(HttpFailureName(got.failure))).c_str(),
+                 attempt + 2);
+    (void)co_await env->SleepFor(delay);
+  }
   if (!got.ok()) {
     std::fprintf(stderr, "wasmkeep: no answer from %s: %s %s\n", client->endpoint().host_header.c_str(),
                  std::string(HttpFailureName(got.failure)).c_str(), got.detail.c_str());
@@ -108,6 +171,17 @@ int RunCall(const GlobalOptions& globals, CallOptions_ opts) {
     while (!value.empty() && value.front() == ' ') value.erase(0, 1);
     request.headers.emplace_back(h.substr(0, colon), value);
   }
+  if (opts.retry && opts.idempotency_key.empty()) opts.idempotency_key = NewIdempotencyKey();
+  if (!opts.idempotency_key.empty()) {
+    request.headers.emplace_back("Idempotency-Key", QuotedKey(opts.idempotency_key));
+    if (opts.retry) std::fprintf(stderr, "wasmkeep: Idempotency-Key %s\n", opts.idempotency_key.c_str());
+  }
+  if (opts.retry && !(opts.retry_for_s > 0 && opts.retry_for_s <= 86400)) {
+    std::fprintf(stderr, "wasmkeep: --retry-for must be between 0 and 86400 seconds\n");
+    return kExitUsage;
+  }
+  const Duration retry_for =
+      opts.retry ? std::chrono::duration_cast<Duration>(std::chrono::duration<double>(opts.retry_for_s)) : Duration::zero();
   request.body = std::move(opts.data);
   RealEnv env;
   auto endpoint = ParseHttpEndpoint(opts.node);
@@ -120,7 +194,8 @@ int RunCall(const GlobalOptions& globals, CallOptions_ opts) {
     std::fprintf(stderr, "wasmkeep: %s\n", client.status().ToString().c_str());
     return kExitUsage;
   }
-  const int code = env.RunMain(Call(&env, client->get(), std::move(request), call->timeout, opts.include));
+  const int code =
+      env.RunMain(Call(&env, client->get(), std::move(request), call->timeout, opts.include, retry_for));
   (*client)->Shutdown();
   return code;
 }
@@ -141,6 +216,13 @@ void AddCallCommand(CLI::App& app, const GlobalOptions& globals, int* result) {
                 "Node address HOST:PORT or http(s)://HOST:PORT (default: the config's node.listen, else "
                 "127.0.0.1:8080; https when the config sets node.tls_cert_file)");
   c->add_flag("-i,--include", opts->include, "Print the status line and headers before the body");
+  c->add_option("--idempotency-key", opts->idempotency_key,
+                "Send this Idempotency-Key: the request runs at most once on the actor, and a retry gets the "
+                "first answer (docs/http-api.md)");
+  c->add_flag("--retry", opts->retry,
+              "Retry on no answer or 503 until answered, with the same Idempotency-Key (made up, and printed on "
+              "stderr, unless --idempotency-key gives one)");
+  c->add_option("--retry-for", opts->retry_for_s, "With --retry: give up after this many seconds (default 60)");
   c->callback([&globals, opts, result] { *result = RunCall(globals, *opts); });
 }
 

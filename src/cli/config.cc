@@ -69,7 +69,8 @@ Status ReadActors(const toml::table& t, actor::RuntimeOptions* o, control::Quara
                         "idle_hibernate_ms", "idle_instance_ms", "max_instances", "memory_budget_bytes",
                         "sync_timeout_ms", "max_module_bytes", "max_table_elements", "isolate_heap_limit_bytes",
                         "isolate_gc_floor_bytes", "compile_timeout_ms", "quarantine_strikes",
-                        "quarantine_window_ms", "quarantine_ms", "spin_us", "max_compiled_bytes_per_tenant"});
+                        "quarantine_window_ms", "quarantine_ms", "spin_us", "max_compiled_bytes_per_tenant",
+                        "idempotency_ttl_ms", "idempotency_max_answer_bytes"});
   actor::ActorLimits& l = o->limits;
   if (s.ok()) s = ReadUint(t, sec, "workers", 0, 256, &o->workers);
   if (s.ok()) s = ReadUint(t, sec, "max_memory_bytes", 65536, std::int64_t{4} << 30, &l.max_memory_bytes);
@@ -110,6 +111,12 @@ Status ReadActors(const toml::table& t, actor::RuntimeOptions* o, control::Quara
   if (s.ok()) s = ReadUint(t, sec, "idle_instance_ms", 1, 86'400'000, &instance_ms);
   if (s.ok()) s = ReadUint(t, sec, "sync_timeout_ms", 1, 3'600'000, &sync_ms);
   if (s.ok()) s = ReadUint(t, sec, "compile_timeout_ms", 1, 600'000, &compile_ms);
+  std::int64_t idem_ttl_ms = -1;
+  if (s.ok()) s = ReadUint(t, sec, "idempotency_ttl_ms", 1000, std::int64_t{90} * 86'400'000, &idem_ttl_ms);
+  if (idem_ttl_ms >= 0) o->idempotency_ttl = std::chrono::milliseconds(idem_ttl_ms);
+  if (s.ok()) {
+    s = ReadUint(t, sec, "idempotency_max_answer_bytes", 0, std::int64_t{1} << 20, &o->idempotency_max_answer_bytes);
+  }
   if (idle_ms >= 0) o->idle_hibernate = std::chrono::milliseconds(idle_ms);
   if (instance_ms >= 0) o->idle_instance = std::chrono::milliseconds(instance_ms);
   if (sync_ms >= 0) o->sync_timeout = std::chrono::milliseconds(sync_ms);

@@ -68,6 +68,10 @@ TEST(ConfigTest, ActorsSectionSetsTheRuntimeAndLimits) {
        {"max_request_bytes = 1000", 1000, limit(&L::max_request_bytes)},
        {"max_response_bytes = 2000", 2000, limit(&L::max_response_bytes)},
        {"max_key_bytes = 64", 64, limit(&L::max_key_bytes)},
+       {"idempotency_ttl_ms = 60000", 60000,
+        [](const Config& c) { return static_cast<std::int64_t>(c.actors.idempotency_ttl / std::chrono::milliseconds(1)); }},
+       {"idempotency_max_answer_bytes = 100", 100,
+        [](const Config& c) { return static_cast<std::int64_t>(c.actors.idempotency_max_answer_bytes); }},
        {"max_value_bytes = 4096", 4096, limit(&L::max_value_bytes)},
        {"max_stored_bytes = 100000", 100000, limit(&L::max_stored_bytes)},
        {"max_queued_events = 8", 8, limit(&L::max_queued_events)},
@@ -144,6 +148,8 @@ TEST(ConfigTest, BadActorSettingsAreNamed) {
                  {"[actors]\nmax_compiled_bytes_per_tenant = -1\n", "actors.max_compiled_bytes_per_tenant"},
                  {"[actors]\nmax_compiled_bytes_per_tenant = \"lots\"\n", "actors.max_compiled_bytes_per_tenant"},
                  {"[actors]\nspin_us = -1\n", "actors.spin_us"},
+                 {"[actors]\nidempotency_ttl_ms = 999\n", "actors.idempotency_ttl_ms"},
+                 {"[actors]\nidempotency_max_answer_bytes = 1048577\n", "actors.idempotency_max_answer_bytes"},
                  {"[actors]\nmax_cpu = 5\n", "unknown setting actors.max_cpu"}});
 }
 

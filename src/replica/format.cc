@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "base/check.h"
 #include "base/crc32c.h"
 #include "base/line_format.h"
 
@@ -111,10 +112,14 @@ Result<std::string_view> CheckTrailer(std::string_view body, std::string_view wh
 // Checks the trailer of body, opens the text lines before it and reads the actor and
 // position lines every segment and snapshot starts with. kind ("segment") names the format
 // and, in errors, the object.
-Result<line_format::LineReader> ReadHead(std::string_view body, std::string_view kind, ActorId* actor, Position* p) {
+Result<line_format::LineReader> ReadHead(std::string_view body, std::string_view kind, ActorId* actor, Position* p,
+                                         std::uint64_t* version) {
   auto content = CheckTrailer(body, kind);
   if (!content.ok()) return content.status();
-  auto r = line_format::LineReader::Open(*content, kind, 1, std::string(kind));
+  // Version 2 adds the runtime's system entries; an object without any is written as 1.
+  auto head = line_format::PeekHeader(*content);
+  *version = head && head->kind == kind && head->version == kSystemVersion ? kSystemVersion : 1;
+  auto r = line_format::LineReader::Open(*content, kind, *version, std::string(kind));
   if (!r.ok()) return r.status();
   auto v = r->Field("actor");
   if (!v.ok()) return v.status();
@@ -142,12 +147,30 @@ Status ReadOptionalPosition(line_format::LineReader& r, std::string_view name, s
   return Status::Ok();
 }
 
-bool ReadBatch(Reader& r, actor::Batch* b) {
+bool ReadMutations(Reader& r, std::uint32_t count, std::uint8_t max_kind, std::vector<actor::Mutation>* out) {
+  // Each mutation takes at least 5 bytes: a count beyond that is corrupt, not a huge
+  // allocation.
+  if (count > r.remaining() / 5) return false;
+  out->reserve(count);
+  for (std::uint32_t i = 0; i < count; ++i) {
+    std::uint8_t kind = 0;
+    actor::Mutation m;
+    if (!r.U8(&kind) || kind > max_kind || !r.Bytes(&m.key)) return false;
+    m.kind = static_cast<actor::Mutation::Kind>(kind);
+    if (m.kind == actor::Mutation::Kind::kPut && !r.Bytes(&m.value)) return false;
+    out->push_back(std::move(m));
+  }
+  return true;
+}
+
+// version: the segment's; only version 2 may carry system entries (kSystemFlag).
+bool ReadBatch(Reader& r, std::uint64_t version, actor::Batch* b) {
   std::uint32_t count = 0;
   std::uint8_t alarm = 0;
   if (!r.U32(&count) || !r.U8(&alarm)) return false;
-  // Each mutation takes at least 5 bytes: a count beyond that is corrupt, not a huge
-  // allocation.
+  const bool system = (alarm & kSystemFlag) != 0;
+  if (system && version < kSystemVersion) return false;
+  alarm &= static_cast<std::uint8_t>(~kSystemFlag);
   if (count > r.remaining() / 5) return false;
   switch (alarm) {
     case 0: break;
@@ -160,16 +183,12 @@ bool ReadBatch(Reader& r, actor::Batch* b) {
     }
     default: return false;
   }
-  b->mutations.reserve(count);
-  for (std::uint32_t i = 0; i < count; ++i) {
-    std::uint8_t kind = 0;
-    actor::Mutation m;
-    if (!r.U8(&kind) || kind > 2 || !r.Bytes(&m.key)) return false;
-    m.kind = static_cast<actor::Mutation::Kind>(kind);
-    if (m.kind == actor::Mutation::Kind::kPut && !r.Bytes(&m.value)) return false;
-    b->mutations.push_back(std::move(m));
-  }
-  return true;
+  if (!ReadMutations(r, count, 2, &b->mutations)) return false;
+  if (!system) return true;
+  std::uint32_t system_count = 0;
+  // A flagged batch carries at least one system entry (kPut 0 or kDelete 1, never delete_all).
+  if (!r.U32(&system_count) || system_count == 0) return false;
+  return ReadMutations(r, system_count, 1, &b->system);
 }
 
 }  // namespace
@@ -208,24 +227,36 @@ Result<Position> ParseKeyPosition(std::string_view prefix, std::string_view key)
 std::size_t AppendBatch(const actor::Batch& b, std::string& out) {
   const std::size_t start = out.size();
   PutU32(out, static_cast<std::uint32_t>(b.mutations.size()));
+  const char flag = b.system.empty() ? 0 : static_cast<char>(kSystemFlag);
   if (!b.alarm.has_value()) {
-    out.push_back(0);
+    out.push_back(static_cast<char>(0 | flag));
   } else if (!b.alarm->has_value()) {
-    out.push_back(1);
+    out.push_back(static_cast<char>(1 | flag));
   } else {
-    out.push_back(2);
+    out.push_back(static_cast<char>(2 | flag));
     PutI64(out, **b.alarm);
   }
-  for (const auto& m : b.mutations) {
-    out.push_back(static_cast<char>(m.kind));
-    PutBytes(out, m.key);
-    if (m.kind == actor::Mutation::Kind::kPut) PutBytes(out, m.value);
+  auto put_mutations = [&out](const std::vector<actor::Mutation>& mutations) {
+    for (const auto& m : mutations) {
+      out.push_back(static_cast<char>(m.kind));
+      PutBytes(out, m.key);
+      if (m.kind == actor::Mutation::Kind::kPut) PutBytes(out, m.value);
+    }
+  };
+  put_mutations(b.mutations);
+  if (!b.system.empty()) {
+    for (const auto& m : b.system) {
+      WK_CHECK(m.kind != actor::Mutation::Kind::kDeleteAll, "a system entry cannot be delete_all");
+    }
+    PutU32(out, static_cast<std::uint32_t>(b.system.size()));
+    put_mutations(b.system);
   }
   return out.size() - start;
 }
 
-std::string EncodeDataSegment(const ActorId& actor, Position p, std::size_t count, std::string_view payload) {
-  line_format::LineWriter w("segment", 1);
+std::string EncodeDataSegment(const ActorId& actor, Position p, std::size_t count, std::string_view payload,
+                              bool system) {
+  line_format::LineWriter w("segment", system ? kSystemVersion : 1);
   w.Reserve(payload.size() + 128);
   w.Field("actor", actor.ToString()).Field("position", p.ToString()).Field("batches", count).Payload(payload);
   return WithTrailer(std::move(w).Take());
@@ -234,8 +265,12 @@ std::string EncodeDataSegment(const ActorId& actor, Position p, std::size_t coun
 std::string EncodeSegment(const Segment& s) {
   if (s.position.seq > 0) {
     std::string payload;
-    for (const auto& b : s.batches) AppendBatch(b, payload);
-    return EncodeDataSegment(s.actor, s.position, s.batches.size(), payload);
+    bool system = false;
+    for (const auto& b : s.batches) {
+      AppendBatch(b, payload);
+      system = system || !b.system.empty();
+    }
+    return EncodeDataSegment(s.actor, s.position, s.batches.size(), payload, system);
   }
   line_format::LineWriter w("segment", 1);
   w.Field("actor", s.actor.ToString()).Field("position", s.position.ToString());
@@ -249,9 +284,11 @@ std::string EncodeSegment(const Segment& s) {
 
 Result<Segment> DecodeSegment(std::string_view body) {
   Segment s;
-  auto lines = ReadHead(body, "segment", &s.actor, &s.position);
+  std::uint64_t version = 1;
+  auto lines = ReadHead(body, "segment", &s.actor, &s.position, &version);
   if (!lines.ok()) return lines.status();
   if (s.position.seq == 0) {
+    if (version != 1) return lines->Corrupt("an owner fence is version 1");
     std::optional<Position> tip;
     if (Status st = ReadOptionalPosition(*lines, "base", &s.fence.base); !st.ok()) return st;
     if (Status st = ReadOptionalPosition(*lines, "tip", &tip); !st.ok()) return st;
@@ -278,16 +315,21 @@ Result<Segment> DecodeSegment(std::string_view body) {
   Reader r(lines->rest());
   if (*n == 0 || *n > r.remaining() / 5) return lines->Corrupt("bad batch count");
   s.batches.resize(*n);
+  bool system = false;
   for (auto& b : s.batches) {
-    if (!ReadBatch(r, &b)) return lines->CorruptBody("bad batch");
+    if (!ReadBatch(r, version, &b)) return lines->CorruptBody("bad batch");
+    system = system || !b.system.empty();
   }
   if (!r.empty()) return lines->CorruptBody("bytes after the last field");
+  // One encoding per content: version 2 only when a batch carries system entries.
+  if (version == kSystemVersion && !system) return lines->CorruptBody("version 2 without system entries");
   return s;
 }
 
 std::string EncodeSnapshot(const ActorId& actor, Position p, const actor::StateMap& state) {
-  line_format::LineWriter w("snapshot", 1);
-  w.Reserve(state.bytes() + 8 * state.entries().size() + 128);
+  const bool system = !state.system_entries().empty();
+  line_format::LineWriter w("snapshot", system ? kSystemVersion : 1);
+  w.Reserve(state.bytes() + state.system_bytes() + 8 * (state.entries().size() + state.system_entries().size()) + 128);
   w.Field("actor", actor.ToString()).Field("position", p.ToString());
   if (state.alarm()) {
     w.IntField("alarm", *state.alarm());
@@ -295,8 +337,13 @@ std::string EncodeSnapshot(const ActorId& actor, Position p, const actor::StateM
     w.Field("alarm", "none");
   }
   w.Field("entries", state.entries().size());
+  if (system) w.Field("system", state.system_entries().size());
   std::string out = std::move(w).Take();
   for (const auto& [k, v] : state.entries()) {
+    PutBytes(out, k);
+    PutBytes(out, v);
+  }
+  for (const auto& [k, v] : state.system_entries()) {
     PutBytes(out, k);
     PutBytes(out, v);
   }
@@ -305,7 +352,8 @@ std::string EncodeSnapshot(const ActorId& actor, Position p, const actor::StateM
 
 Result<Snapshot> DecodeSnapshot(std::string_view body) {
   Snapshot s;
-  auto lines = ReadHead(body, "snapshot", &s.actor, &s.position);
+  std::uint64_t version = 1;
+  auto lines = ReadHead(body, "snapshot", &s.actor, &s.position, &version);
   if (!lines.ok()) return lines.status();
   auto alarm = lines->Field("alarm");
   if (!alarm.ok()) return alarm.status();
@@ -316,15 +364,29 @@ Result<Snapshot> DecodeSnapshot(std::string_view body) {
   }
   auto n = lines->UintField("entries");
   if (!n.ok()) return n.status();
+  std::uint64_t system = 0;
+  if (version == kSystemVersion) {
+    auto m = lines->UintField("system");
+    if (!m.ok()) return m.status();
+    if (*m == 0) return lines->Corrupt("version 2 without system entries");
+    system = *m;
+  }
   Reader r(lines->rest());
-  if (*n > r.remaining() / 8) return lines->Corrupt("bad entry count");
-  std::string last;
-  for (std::uint64_t i = 0; i < *n; ++i) {
-    std::string k, val;
-    if (!r.Bytes(&k) || !r.Bytes(&val)) return lines->CorruptBody("bad entry");
-    if (i > 0 && !(last < k)) return lines->CorruptBody("entries not ascending");
-    last = k;
-    s.state.Put(std::move(k), std::move(val));
+  if (*n > r.remaining() / 8 || system > r.remaining() / 8) return lines->Corrupt("bad entry count");
+  for (int part = 0; part < 2; ++part) {
+    std::string last;
+    const std::uint64_t count = part == 0 ? *n : system;
+    for (std::uint64_t i = 0; i < count; ++i) {
+      std::string k, val;
+      if (!r.Bytes(&k) || !r.Bytes(&val)) return lines->CorruptBody("bad entry");
+      if (i > 0 && !(last < k)) return lines->CorruptBody("entries not ascending");
+      last = k;
+      if (part == 0) {
+        s.state.Put(std::move(k), std::move(val));
+      } else {
+        s.state.PutSystem(std::move(k), std::move(val));
+      }
+    }
   }
   if (!r.empty()) return lines->CorruptBody("bytes after the last entry");
   return s;

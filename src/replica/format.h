@@ -29,6 +29,12 @@ struct Position {
 };
 
 inline constexpr std::string_view kWalPrefix = "wal/";
+// Segments and snapshots are written as version 1 unless they carry the runtime's system
+// entries (actor::Batch::system), which only version 2 can: a node that knows only version 1
+// refuses such an object as a newer format instead of misreading it. In a segment, a batch
+// with system entries has kSystemFlag set in its alarm byte.
+inline constexpr std::uint64_t kSystemVersion = 2;
+inline constexpr std::uint8_t kSystemFlag = 0x10;
 inline constexpr std::string_view kSnapshotPrefix = "snapshot/";
 
 // "wal/<actor>/" and "snapshot/<actor>/": everything of one actor's log.
@@ -64,7 +70,9 @@ std::string EncodeSegment(const Segment& segment);
 std::size_t AppendBatch(const actor::Batch& batch, std::string& out);
 // A segment from batches already encoded with AppendBatch (the writer's group commit keeps
 // them encoded): `count` batches whose encodings are concatenated in payload.
-std::string EncodeDataSegment(const ActorId& actor, Position p, std::size_t count, std::string_view payload);
+// `system`: a batch carries system entries (the segment is then version 2).
+std::string EncodeDataSegment(const ActorId& actor, Position p, std::size_t count, std::string_view payload,
+                              bool system);
 Result<Segment> DecodeSegment(std::string_view body);
 
 std::string EncodeSnapshot(const ActorId& actor, Position p, const actor::StateMap& state);

@@ -21,14 +21,18 @@ actor::Batch SampleBatch(int i) {
   return b;
 }
 
-bool SameBatch(const actor::Batch& a, const actor::Batch& b) {
-  if (a.alarm != b.alarm || a.mutations.size() != b.mutations.size()) return false;
-  for (std::size_t i = 0; i < a.mutations.size(); ++i) {
-    const auto& x = a.mutations[i];
-    const auto& y = b.mutations[i];
+bool SameMutations(const std::vector<actor::Mutation>& a, const std::vector<actor::Mutation>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const auto& x = a[i];
+    const auto& y = b[i];
     if (x.kind != y.kind || x.key != y.key || (x.kind == actor::Mutation::Kind::kPut && x.value != y.value)) return false;
   }
   return true;
+}
+
+bool SameBatch(const actor::Batch& a, const actor::Batch& b) {
+  return a.alarm == b.alarm && SameMutations(a.mutations, b.mutations) && SameMutations(a.system, b.system);
 }
 
 TEST(Crc32cTest, KnownVector) { EXPECT_EQ(Crc32c("123456789"), 0xE3069283u); }
@@ -89,6 +93,49 @@ TEST(FormatTest, SnapshotsRoundTrip) {
   EXPECT_TRUE(d->state == state);
 }
 
+// The runtime's system entries (Batch::system) need version 2; an object without any is
+// still written as version 1, byte for byte as before, so a node that knows only version 1
+// reads it, and refuses a version 2 object as a newer format rather than misreading it.
+TEST(FormatTest, SystemEntriesTravelInVersion2AndOnlyThere) {
+  Segment plain{kActor, {4, 2}, {}, {SampleBatch(1), SampleBatch(2)}};
+  EXPECT_TRUE(EncodeSegment(plain).starts_with("wasmkeep-segment 1\n"));
+  Segment s = plain;
+  s.batches[1].system.push_back({actor::Mutation::Kind::kPut, "idem/k", std::string("rec\0", 4)});
+  s.batches[1].system.push_back({actor::Mutation::Kind::kDelete, "idem/old", ""});
+  const std::string body = EncodeSegment(s);
+  EXPECT_TRUE(body.starts_with("wasmkeep-segment 2\n"));
+  auto d = DecodeSegment(body);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  ASSERT_EQ(d->batches.size(), 2u);
+  EXPECT_TRUE(SameBatch(d->batches[0], s.batches[0]));
+  EXPECT_TRUE(SameBatch(d->batches[1], s.batches[1]));
+  // The same bytes under a version 1 header: the flagged batch is refused.
+  std::string as_v1 = body.substr(0, body.size() - 16);
+  as_v1.replace(0, 18, "wasmkeep-segment 1");
+  char trailer[17];
+  std::snprintf(trailer, sizeof trailer, "crc32c %08x\n", Crc32c(as_v1));
+  EXPECT_EQ(DecodeSegment(as_v1 + trailer).code(), Code::kFatal);
+  // A version 2 header over batches without system entries is refused too: one encoding.
+  std::string plain_v2 = EncodeSegment(plain);
+  plain_v2 = plain_v2.substr(0, plain_v2.size() - 16);
+  plain_v2.replace(0, 18, "wasmkeep-segment 2");
+  std::snprintf(trailer, sizeof trailer, "crc32c %08x\n", Crc32c(plain_v2));
+  EXPECT_EQ(DecodeSegment(plain_v2 + trailer).code(), Code::kFatal);
+
+  actor::StateMap state;
+  state.Put("a", "1");
+  EXPECT_TRUE(EncodeSnapshot(kActor, {7, 9}, state).starts_with("wasmkeep-snapshot 1\n"));
+  state.PutSystem("idem/k", "r");
+  state.PutSystem("idem-at/1/k", "");
+  const std::string snap = EncodeSnapshot(kActor, {7, 9}, state);
+  EXPECT_TRUE(snap.starts_with("wasmkeep-snapshot 2\n"));
+  auto back = DecodeSnapshot(snap);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_TRUE(back->state == state);
+  EXPECT_EQ(back->state.GetSystem("idem/k"), "r");
+  EXPECT_FALSE(back->state.Get("idem/k").has_value()) << "apart from the module's entries";
+}
+
 TEST(FormatTest, DecodersAreStrict) {
   Segment s{kActor, {4, 2}, {}, {SampleBatch(1)}};
   const std::string good = EncodeSegment(s);
@@ -97,7 +144,7 @@ TEST(FormatTest, DecodersAreStrict) {
   EXPECT_TRUE(corrupt(good.substr(0, good.size() - 1)));
   EXPECT_TRUE(corrupt(good + "x"));
   std::string other_version = good;
-  other_version.replace(0, 18, "wasmkeep-segment 2");
+  other_version.replace(0, 18, "wasmkeep-segment 3");
   EXPECT_TRUE(corrupt(other_version)) << "an unknown version is not read";
   // A valid checksum over a malformed body is still refused.
   std::string body = good.substr(0, good.size() - 16) + "junk";

@@ -82,6 +82,7 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
   struct OpenBatch {
     std::uint64_t seq;
     std::size_t bytes;
+    bool system;  // carries system entries: its segment is written as version 2
   };
   // Lists, not deques: a resident actor keeps three of these, mostly empty, and libstdc++'s
   // deque allocates about 600 bytes even when empty (docs/benchmarks.md, "Density").
@@ -178,6 +179,7 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
     std::string payload;
     std::size_t count = 0;
     std::uint64_t last_seq = 0;
+    bool system = false;
     std::optional<std::string> snapshot_body;
     Position position;
     if (gate.broken()) return;
@@ -210,6 +212,7 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
                      std::to_string(sent_seq));
         sent_seq = open_batches.front().seq;
         bytes += open_batches.front().bytes;
+        system = system || open_batches.front().system;
         last_seq = open_batches.front().seq;
         open_batches.pop_front();
         ++count;
@@ -226,7 +229,7 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
         bytes_since_snapshot = 0;
       }
     }
-    std::string body = EncodeDataSegment(actor, position, count, payload);
+    std::string body = EncodeDataSegment(actor, position, count, payload, system);
     WK_CHECK(!uploading, actor.ToString() + ": a second segment upload while one is in flight");
     uploading = true;
     env.Spawn(Upload(shared_from_this(), position, std::move(body), last_seq, count, std::move(snapshot_body)),
@@ -559,6 +562,16 @@ std::optional<std::int64_t> Replica::Alarm() const {
   return core_->state.alarm();
 }
 
+std::optional<std::string> Replica::GetSystem(std::string_view key) const {
+  std::lock_guard lock(core_->mu);
+  return core_->state.GetSystem(key);
+}
+
+void Replica::ListSystem(const actor::ListQuery& query, const actor::ListVisitor& visit) const {
+  std::lock_guard lock(core_->mu);
+  core_->state.ListSystem(query, visit);
+}
+
 std::uint64_t Replica::StoredBytes() const {
   std::lock_guard lock(core_->mu);
   return core_->state.bytes();
@@ -585,7 +598,7 @@ std::uint64_t Replica::Commit(actor::Batch batch) {
                  std::to_string(c.open_batches.back().seq));
     if (c.alarms != nullptr && batch.alarm.has_value()) c.alarm_commits.push_back(Core::AlarmChange{seq, c.state.alarm()});
     const std::size_t bytes = AppendBatch(batch, c.open_payload);
-    c.open_batches.push_back(Core::OpenBatch{seq, bytes});
+    c.open_batches.push_back(Core::OpenBatch{seq, bytes, !batch.system.empty()});
     kick = !c.kick_posted;
     c.kick_posted = true;
   }

@@ -366,7 +366,7 @@ TEST_F(ReplicaTest, ASegmentOfAnOlderHoldThatLandedAfterTheNextRestoreIsOffTheCh
   actor::Batch ghost = Put("ghost", "boo");
   std::string payload;
   AppendBatch(ghost, payload);
-  ASSERT_TRUE(bucket_->ApplyPut(SegmentKey(actor_, {1, 2}), EncodeDataSegment(actor_, {1, 2}, 1, payload),
+  ASSERT_TRUE(bucket_->ApplyPut(SegmentKey(actor_, {1, 2}), EncodeDataSegment(actor_, {1, 2}, 1, payload, false),
                                 Precondition::IfNoneMatchAny()).ok());
   auto b = Write(*r2, "k", "v2");
   Settle();
@@ -394,7 +394,7 @@ TEST_F(ReplicaTest, OffChainObjectsAreCollectedOnlyAfterTheFencingBound) {
   r.reset();
   std::string payload;
   AppendBatch(Put("ghost", "boo"), payload);
-  ASSERT_TRUE(bucket_->ApplyPut(SegmentKey(actor_, {1, 7}), EncodeDataSegment(actor_, {1, 7}, 1, payload),
+  ASSERT_TRUE(bucket_->ApplyPut(SegmentKey(actor_, {1, 7}), EncodeDataSegment(actor_, {1, 7}, 1, payload, false),
                                 Precondition::IfNoneMatchAny()).ok());
   auto r2 = Open(Generation{2}, o);
   world_.RunFor(seconds(10));

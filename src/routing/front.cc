@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "actor/idempotency.h"
 #include "base/ascii.h"
 #include "base/log.h"
 
@@ -488,10 +489,15 @@ Task<ServerResponse> Front::Run(ActorId id, actor::Request request) {
         if (!IsInternalHeader(n)) r.headers.emplace_back(std::move(n), std::move(v));
       }
       r.body = std::move(result.response.body);
+      if (!result.replayed.empty()) r.headers.emplace_back(std::string(actor::kReplayedHeader), result.replayed);
       co_return r;
     }
     case actor::EventOutcome::kBadRequest:
       co_return Error(413, result.error);
+    case actor::EventOutcome::kInvalidHeader:
+      co_return Error(400, result.error);
+    case actor::EventOutcome::kKeyReused:
+      co_return Error(422, result.error);
     case actor::EventOutcome::kNotFound:
       co_return Error(404, result.error);
     case actor::EventOutcome::kOverloaded:

@@ -1,5 +1,7 @@
 #include "actor/testing/harness.h"
 
+#include "base/check.h"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -29,6 +31,10 @@ std::string TestResponse::header(std::string_view name) const {
 RuntimeOptions DefaultHarnessOptions() {
   RuntimeOptions o;
   o.workers = 1;
+  // The broken models named in WASMKEEP_BROKEN_MODELS (scripts/check-proofs.sh).
+  auto broken = BrokenModels::FromEnvironment();
+  WK_CHECK(broken.ok(), broken.status().message());
+  o.broken = *broken;
   return o;
 }
 

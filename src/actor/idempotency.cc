@@ -1,0 +1,224 @@
+#include "actor/idempotency.h"
+
+#include <algorithm>
+
+#include "base/ascii.h"
+#include "base/digest.h"
+
+namespace wk::actor {
+namespace {
+
+constexpr std::uint8_t kRecordVersion = 1;
+
+void PutU32(std::string& out, std::uint32_t v) {
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+void PutI64(std::string& out, std::int64_t v) {
+  const auto u = static_cast<std::uint64_t>(v);
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((u >> (8 * i)) & 0xff));
+}
+void PutBytes(std::string& out, std::string_view b) {
+  PutU32(out, static_cast<std::uint32_t>(b.size()));
+  out.append(b);
+}
+
+class Reader {
+ public:
+  explicit Reader(std::string_view in) : in_(in) {}
+  bool U8(std::uint8_t* v) {
+    if (in_.empty()) return false;
+    *v = static_cast<std::uint8_t>(in_[0]);
+    in_.remove_prefix(1);
+    return true;
+  }
+  bool U32(std::uint32_t* v) {
+    if (in_.size() < 4) return false;
+    *v = 0;
+    for (int i = 0; i < 4; ++i) *v |= static_cast<std::uint32_t>(static_cast<std::uint8_t>(in_[i])) << (8 * i);
+    in_.remove_prefix(4);
+    return true;
+  }
+  bool I64(std::int64_t* v) {
+    if (in_.size() < 8) return false;
+    std::uint64_t u = 0;
+    for (int i = 0; i < 8; ++i) u |= static_cast<std::uint64_t>(static_cast<std::uint8_t>(in_[i])) << (8 * i);
+    *v = static_cast<std::int64_t>(u);
+    in_.remove_prefix(8);
+    return true;
+  }
+  bool Bytes(std::string* out) {
+    std::uint32_t n = 0;
+    if (!U32(&n) || n > in_.size()) return false;
+    out->assign(in_.substr(0, n));
+    in_.remove_prefix(n);
+    return true;
+  }
+  bool empty() const { return in_.empty(); }
+  std::size_t remaining() const { return in_.size(); }
+
+ private:
+  std::string_view in_;
+};
+
+std::string RecordKey(std::string_view key) { return std::string(kIdempotencyRecordPrefix) + std::string(key); }
+
+std::string TimeKey(std::int64_t created_ms, std::string_view key) {
+  std::string digits = std::to_string(created_ms < 0 ? 0 : created_ms);
+  std::string out(kIdempotencyTimePrefix);
+  out.append(20 - std::min<std::size_t>(20, digits.size()), '0').append(digits).append("/").append(key);
+  return out;
+}
+
+}  // namespace
+
+Result<std::optional<std::string>> IdempotencyKeyOf(const Request& request) {
+  std::optional<std::string_view> raw;
+  for (const auto& [name, value] : request.headers) {
+    if (!EqualsIgnoreAsciiCase(name, kIdempotencyHeader)) continue;
+    if (raw) return InvalidArgument("the Idempotency-Key header appears more than once");
+    raw = value;
+  }
+  if (!raw) return std::optional<std::string>();
+  std::string_view v = *raw;
+  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+  while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+  std::string key;
+  if (v.size() >= 2 && v.front() == '"' && v.back() == '"') {
+    // A structured-field string: visible ASCII and spaces, with \" and \\ escaped.
+    for (std::size_t i = 1; i + 1 < v.size(); ++i) {
+      char c = v[i];
+      if (c == '\\') {
+        if (i + 2 >= v.size() || (v[i + 1] != '"' && v[i + 1] != '\\')) {
+          return InvalidArgument("the Idempotency-Key header is not a valid string (a backslash escapes only \" and \\)");
+        }
+        c = v[++i];
+      } else if (c == '"' || c < 0x20 || c > 0x7e) {
+        return InvalidArgument("the Idempotency-Key header is not a valid string (visible ASCII only)");
+      }
+      key.push_back(c);
+    }
+  } else {
+    for (char c : v) {
+      if (c < 0x21 || c > 0x7e) {
+        return InvalidArgument("the Idempotency-Key header must be visible ASCII (a quoted string may hold spaces)");
+      }
+    }
+    key.assign(v);
+  }
+  if (key.empty()) return InvalidArgument("the Idempotency-Key header is empty");
+  if (key.size() > kMaxIdempotencyKeyBytes) {
+    return InvalidArgument("the Idempotency-Key header is " + std::to_string(key.size()) + " bytes, over the limit of " +
+                           std::to_string(kMaxIdempotencyKeyBytes));
+  }
+  return std::optional<std::string>(std::move(key));
+}
+
+std::string RequestFingerprint(const Request& request) {
+  std::string in;
+  in.reserve(request.method.size() + request.path.size() + request.query.size() + request.body.size() + 16);
+  PutBytes(in, request.method);
+  PutBytes(in, request.path);
+  PutBytes(in, request.query);
+  PutBytes(in, request.body);
+  return Sha256(in);
+}
+
+std::string EncodeIdempotencyRecord(const IdempotencyRecord& record) {
+  std::string out;
+  out.push_back(static_cast<char>(kRecordVersion));
+  PutBytes(out, record.fingerprint);
+  PutI64(out, record.created_ms);
+  PutU32(out, static_cast<std::uint32_t>(record.response.status));
+  PutU32(out, static_cast<std::uint32_t>(record.response.headers.size()));
+  for (const auto& [name, value] : record.response.headers) {
+    PutBytes(out, name);
+    PutBytes(out, value);
+  }
+  out.push_back(record.body_kept ? 1 : 0);
+  PutBytes(out, record.body_kept ? std::string_view(record.response.body) : std::string_view());
+  return out;
+}
+
+Result<IdempotencyRecord> DecodeIdempotencyRecord(std::string_view bytes) {
+  auto corrupt = [](std::string_view what) { return Fatal("corrupt idempotency record: " + std::string(what)); };
+  Reader r(bytes);
+  IdempotencyRecord rec;
+  std::uint8_t version = 0;
+  if (!r.U8(&version) || version != kRecordVersion) return corrupt("unknown version");
+  std::uint32_t status = 0, headers = 0;
+  if (!r.Bytes(&rec.fingerprint) || rec.fingerprint.size() != kSha256Bytes) return corrupt("bad fingerprint");
+  if (!r.I64(&rec.created_ms) || !r.U32(&status) || status < 100 || status > 999) return corrupt("bad status");
+  rec.response.status = static_cast<int>(status);
+  // Each header takes at least 8 bytes: a count beyond that is corrupt, not an allocation.
+  if (!r.U32(&headers) || headers > r.remaining() / 8) return corrupt("bad header count");
+  for (std::uint32_t i = 0; i < headers; ++i) {
+    std::string name, value;
+    if (!r.Bytes(&name) || !r.Bytes(&value)) return corrupt("bad header");
+    rec.response.headers.emplace_back(std::move(name), std::move(value));
+  }
+  std::uint8_t kept = 0;
+  if (!r.U8(&kept) || kept > 1 || !r.Bytes(&rec.response.body)) return corrupt("bad body");
+  rec.body_kept = kept == 1;
+  if (!rec.body_kept && !rec.response.body.empty()) return corrupt("a body that was not kept");
+  if (!r.empty()) return corrupt("bytes after the body");
+  return rec;
+}
+
+Result<std::optional<IdempotencyRecord>> FindIdempotencyRecord(const ActorStorage& storage, std::string_view key,
+                                                               std::int64_t now_ms, std::int64_t ttl_ms) {
+  auto stored = storage.GetSystem(RecordKey(key));
+  if (!stored) return std::optional<IdempotencyRecord>();
+  auto rec = DecodeIdempotencyRecord(*stored);
+  if (!rec.ok()) return rec.status();
+  if (rec->created_ms + ttl_ms <= now_ms) return std::optional<IdempotencyRecord>();  // expired: absent
+  return std::optional<IdempotencyRecord>(std::move(*rec));
+}
+
+EventResult ReplayedResult(const IdempotencyRecord& record) {
+  EventResult r;
+  r.response = record.response;
+  r.replayed = record.body_kept ? "1" : "body-omitted";
+  return r;
+}
+
+void AddIdempotencyRecord(const IdempotentRequest& request, const Response& response, std::int64_t now_ms,
+                          const ActorStorage& storage, Batch& batch) {
+  auto del = [&batch](std::string key) { batch.system.push_back({Mutation::Kind::kDelete, std::move(key), {}}); };
+  // Expired records, oldest first, up to the bound (the time index lists them in order).
+  std::size_t pruned = 0;
+  ListQuery older;
+  older.start = std::string(kIdempotencyTimePrefix);
+  older.end = TimeKey(now_ms - request.ttl_ms + 1, "");
+  std::string replaced_time_key;
+  storage.ListSystem(older, [&](std::string_view time_key, std::string_view) {
+    if (pruned == kIdempotencyPrunePerEvent) return false;
+    // "idem-at/<20 digits>/<key>"
+    const std::string_view key = time_key.substr(kIdempotencyTimePrefix.size() + 21);
+    del(std::string(time_key));
+    if (key == request.key) {
+      replaced_time_key = time_key;  // re-added below
+    } else {
+      del(RecordKey(key));
+    }
+    ++pruned;
+    return true;
+  });
+  // An expired record of this key that the bound left: its time entry goes too.
+  if (replaced_time_key.empty()) {
+    if (auto old = storage.GetSystem(RecordKey(request.key))) {
+      if (auto rec = DecodeIdempotencyRecord(*old); rec.ok()) del(TimeKey(rec->created_ms, request.key));
+    }
+  }
+  IdempotencyRecord rec;
+  rec.fingerprint = request.fingerprint;
+  rec.created_ms = now_ms;
+  rec.response = response;
+  if (rec.response.body.size() > request.max_answer_bytes) {
+    rec.body_kept = false;
+    rec.response.body.clear();
+  }
+  batch.system.push_back({Mutation::Kind::kPut, RecordKey(request.key), EncodeIdempotencyRecord(rec)});
+  batch.system.push_back({Mutation::Kind::kPut, TimeKey(now_ms, request.key), {}});
+}
+
+}  // namespace wk::actor
