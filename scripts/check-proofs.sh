@@ -124,6 +124,7 @@ gate: every release asks the hold (routing)|release-without-validity|sim|routing
 gate: every answer through the gate (routing)|answer-without-gate|sim|routing|
 input gate: one event of an actor at a time (routing)|input-gate-concurrent|sim|routing|
 idempotency: a key's answer is committed in the batch of its writes|idempotent-answer-not-in-batch|gtest|actor:RuntimeTest.TheRecordIsInTheBatchOfItsWritesAndAFailedEventStoresNone|
+idempotency: a key's answer is committed in the batch of its writes (real processes)|idempotent-answer-not-in-batch|cluster|idempotency|keyed increments under kill -9
 restore follows the owner fences|restore-ignores-fence|gtest|replica:ReplicaTest.ASegmentOfAnOlderHoldThatLandedAfterTheNextRestoreIsOffTheChain|
 restore follows the owner fences (simulator)|restore-ignores-fence|sim|storage|
 GC never deletes the chain|gc-deletes-chain|gtest|replica:GcTest.CoveredSegmentsAndOlderSnapshotsGoTheFenceAndTheTailStay|
