@@ -67,7 +67,7 @@ class CombinedSim {
         cluster_(world_, faults_, Serving()),
         lists_(world_, cluster_,
                ListClientsOptions{.actors = kListActors, .clients = 3, .class_name = std::string(kListClass),
-                                  .clients_for = seconds(150)}),
+                                  .clients_for = seconds(150), .keyed_share = 0.5}),
         checkers_(world_, CheckerOptions{.leases = true, .owners = true}),
         operators_(world_, faults_, checkers_, OperatorOptions{.moves = true, .drains = false, .bucket = true}) {
     world_.hooks.on_landed = [this](const std::string& key, const std::string& body) {

@@ -34,9 +34,22 @@ Task<void> ListClients::Client() {
     op.slot = static_cast<int>(w_.Uniform(0, kSlots - 1));
     op.append = w_.Chance(0.6);
     if (op.append) op.value = "v" + std::to_string(++next_value_);
+    if (op.append && options_.keyed_share > 0 && w_.Chance(options_.keyed_share)) {
+      op.key = "k" + std::to_string(++next_key_);
+    }
     const std::size_t index = ops_.size();
     const bool ok = co_await Send(op, index);
-    (void)ok;
+    if (!op.key.empty() && (!ok || w_.Chance(0.2))) co_await Retry(op);
+  }
+}
+
+Task<void> ListClients::Retry(Op op) {
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    if (!co_await cluster_.client_env().SleepFor(milliseconds(w_.Uniform(100, 1500)))) co_return;
+    op.slot = static_cast<int>(w_.Uniform(0, kSlots - 1));
+    const std::size_t index = ops_.size();
+    ++w_.result().keyed_retries;
+    if (co_await Send(op, index)) co_return;
   }
 }
 
@@ -45,6 +58,7 @@ ServerRequest ListClients::RequestFor(const Op& op) const {
                            (op.append ? "/append" : "");
   ServerRequest r = cluster_.Request(op.append ? "POST" : "GET", path);
   r.body = op.value;
+  if (!op.key.empty()) r.headers.emplace_back("Idempotency-Key", op.key);
   return r;
 }
 
@@ -53,7 +67,7 @@ Task<bool> ListClients::Send(Op op, std::size_t index) {
   op.invoked = w_.Now();
   ServerRequest request = RequestFor(op);
   const std::string what = std::string(op.append ? "append " + op.value : "read") + " a" + std::to_string(op.actor) +
-                           " via n" + std::to_string(op.slot);
+                           (op.key.empty() ? "" : " key " + op.key) + " via n" + std::to_string(op.slot);
   ops_.push_back(std::move(op));
   if (ops_[index].append) ++w_.result().appends; else ++w_.result().reads;
   auto got = co_await cluster_.Send(ops_[index].slot, std::move(request));
@@ -107,6 +121,8 @@ void ListClients::FinalReads() {
 //   4. a read that ended before another was sent is not longer than it (with 0, reads
 //      are prefix-ordered in real time).
 // The final reads are reads like any other, sent after everything was acknowledged.
+// Keyed appends sent again (ListClientsOptions::keyed_share) must still hold their value
+// once: a second run of one shows as a value held twice (1).
 // Broken models that make it fail: --mutant answer-without-gate (2, at seed 1: an append
 // answered before durable is lost with its node; a zombie's read is stale once the front's
 // own validity checks are gone) and --mutant release-without-validity (2: a zombie's read
@@ -124,8 +140,9 @@ void ListClients::CheckActor(int a) {
       reads.push_back(&op);
     }
   }
+  // A value sent again with its Idempotency-Key counts from its first send.
   std::map<std::string, const Op*> by_value;
-  for (const Op* op : sent) by_value[op->value] = op;
+  for (const Op* op : sent) by_value.emplace(op->value, op);
   const Op* longest = nullptr;
   for (const Op* r : reads)
     if (!longest || r->list.size() > longest->list.size()) longest = r;
@@ -175,8 +192,9 @@ void ListClients::CheckActor(int a) {
       }
     }
   }
-  // 3. acknowledgement order.
-  for (const Op* b : sent) {
+  // 3. acknowledgement order (a value sent again with its key: from its first send, which
+  // is the one that took effect if any did).
+  for (const auto& [value, b] : by_value) {
     auto pb = pos.find(b->value);
     if (pb == pos.end()) continue;
     for (const Op* w : by_ack) {

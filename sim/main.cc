@@ -141,6 +141,7 @@ int main(int argc, char** argv) {
       total.acked_appends += r.acked_appends;
       total.reads += r.reads;
       total.ok_reads += r.ok_reads;
+      total.keyed_retries += r.keyed_retries;
       total.moved += r.moved;
       total.drain_requests += r.drain_requests;
       total.drained_restarts += r.drained_restarts;
@@ -200,9 +201,11 @@ int main(int argc, char** argv) {
     }
     if (total.appends > 0) {
       using ull = unsigned long long;
-      std::printf("  routing: %llu appends sent (%llu acknowledged), %llu reads sent (%llu answered), %llu freezes\n",
-                  static_cast<ull>(total.appends), static_cast<ull>(total.acked_appends), static_cast<ull>(total.reads),
-                  static_cast<ull>(total.ok_reads), static_cast<ull>(total.freezes));
+      std::printf("  routing: %llu appends sent (%llu acknowledged, %llu keyed retries), %llu reads sent (%llu answered), "
+                  "%llu freezes\n",
+                  static_cast<ull>(total.appends), static_cast<ull>(total.acked_appends),
+                  static_cast<ull>(total.keyed_retries), static_cast<ull>(total.reads), static_cast<ull>(total.ok_reads),
+                  static_cast<ull>(total.freezes));
     }
     if (sc.name == "move" || sc.name == "combined") {
       using ull = unsigned long long;

@@ -79,6 +79,7 @@ struct RunResult {
   std::uint64_t acked_appends = 0;  // appends answered 200
   std::uint64_t reads = 0;          // reads clients sent
   std::uint64_t ok_reads = 0;       // reads answered 200
+  std::uint64_t keyed_retries = 0;  // keyed appends sent again with their Idempotency-Key
   // move scenario (moves and drains count in `moves` and `drains`)
   std::uint64_t moved = 0;          // hand-overs whose target took the actor
   // combined scenario: the operators' requests in the bucket (operators.h)
