@@ -103,6 +103,7 @@ class MapStorage final : public ActorStorage {
   // The raw-event benchmarks send no idempotency key: no system entries.
   std::optional<std::string> GetSystem(std::string_view) const override { return std::nullopt; }
   void ListSystem(const ListQuery&, const ListVisitor&) const override {}
+  std::uint64_t SystemBytes() const override { return 0; }
   std::uint64_t StoredBytes() const override { return bytes_; }
   // The bench's map has the StateMap's layout: its bytes plus the per-entry node (short keys).
   std::uint64_t MemoryBytes() const override { return bytes_ + data_.size() * EntryMemoryBytes(0, 0); }

@@ -75,6 +75,8 @@ struct ExecutedEvent {
   std::uint64_t wait_seq = 0;
   ActorMemory memory;
   bool instantiated = false;  // an instance was made for it
+  // Idempotency records its batch dropped before their TTL (IdempotentRequest::max_bytes).
+  std::size_t idempotency_forgotten = 0;
   // On the Env's monotonic clock (the real Env's is steady_clock, so a worker thread reads
   // it there): when the event started on its lane, and when it ended.
   MonoTime started{};

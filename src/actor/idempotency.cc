@@ -181,34 +181,8 @@ EventResult ReplayedResult(const IdempotencyRecord& record) {
   return r;
 }
 
-void AddIdempotencyRecord(const IdempotentRequest& request, const Response& response, std::int64_t now_ms,
-                          const ActorStorage& storage, Batch& batch) {
-  auto del = [&batch](std::string key) { batch.system.push_back({Mutation::Kind::kDelete, std::move(key), {}}); };
-  // Expired records, oldest first, up to the bound (the time index lists them in order).
-  std::size_t pruned = 0;
-  ListQuery older;
-  older.start = std::string(kIdempotencyTimePrefix);
-  older.end = TimeKey(now_ms - request.ttl_ms + 1, "");
-  std::string replaced_time_key;
-  storage.ListSystem(older, [&](std::string_view time_key, std::string_view) {
-    if (pruned == kIdempotencyPrunePerEvent) return false;
-    // "idem-at/<20 digits>/<key>"
-    const std::string_view key = time_key.substr(kIdempotencyTimePrefix.size() + 21);
-    del(std::string(time_key));
-    if (key == request.key) {
-      replaced_time_key = time_key;  // re-added below
-    } else {
-      del(RecordKey(key));
-    }
-    ++pruned;
-    return true;
-  });
-  // An expired record of this key that the bound left: its time entry goes too.
-  if (replaced_time_key.empty()) {
-    if (auto old = storage.GetSystem(RecordKey(request.key))) {
-      if (auto rec = DecodeIdempotencyRecord(*old); rec.ok()) del(TimeKey(rec->created_ms, request.key));
-    }
-  }
+std::size_t AddIdempotencyRecord(const IdempotentRequest& request, const Response& response, std::int64_t now_ms,
+                                 const ActorStorage& storage, Batch& batch) {
   IdempotencyRecord rec;
   rec.fingerprint = request.fingerprint;
   rec.created_ms = now_ms;
@@ -217,8 +191,47 @@ void AddIdempotencyRecord(const IdempotentRequest& request, const Response& resp
     rec.body_kept = false;
     rec.response.body.clear();
   }
-  batch.system.push_back({Mutation::Kind::kPut, RecordKey(request.key), EncodeIdempotencyRecord(rec)});
-  batch.system.push_back({Mutation::Kind::kPut, TimeKey(now_ms, request.key), {}});
+  std::string encoded = EncodeIdempotencyRecord(rec);
+  const std::string record_key = RecordKey(request.key);
+  const std::string time_key = TimeKey(now_ms, request.key);
+  auto del = [&batch](std::string key) { batch.system.push_back({Mutation::Kind::kDelete, std::move(key), {}}); };
+  // What the records will take once this batch applies: each deleted pair is subtracted.
+  std::uint64_t bytes = storage.SystemBytes() + record_key.size() + encoded.size() + time_key.size();
+  // The key's own expired record (absent: not found or expired, else the core answered).
+  if (auto old = storage.GetSystem(record_key)) {
+    bytes -= record_key.size() + old->size();
+    if (auto r = DecodeIdempotencyRecord(*old); r.ok()) {
+      const std::string old_time = TimeKey(r->created_ms, request.key);
+      del(old_time);
+      bytes -= old_time.size();
+    }
+  }
+  // The oldest records first (the time index lists them in order): every expired one, and
+  // then as many as keep the rest within max_bytes, at most kIdempotencyPrunePerEvent.
+  std::size_t pruned = 0, early = 0;
+  const std::string expired_end = TimeKey(now_ms - request.ttl_ms + 1, "");
+  ListQuery oldest;
+  oldest.start = std::string(kIdempotencyTimePrefix);
+  oldest.prefix = true;
+  storage.ListSystem(oldest, [&](std::string_view time_key_of, std::string_view) {
+    if (pruned == kIdempotencyPrunePerEvent) return false;
+    const bool expired = time_key_of < expired_end;
+    if (!expired && bytes <= request.max_bytes) return false;
+    // "idem-at/<20 digits>/<key>"
+    const std::string_view key = time_key_of.substr(kIdempotencyTimePrefix.size() + 21);
+    if (key == request.key) return true;  // its own old entry, deleted above
+    const std::string rk = RecordKey(key);
+    const auto old = storage.GetSystem(rk);
+    del(std::string(time_key_of));
+    del(rk);
+    bytes -= time_key_of.size() + (old ? rk.size() + old->size() : 0);
+    ++pruned;
+    if (!expired) ++early;
+    return true;
+  });
+  batch.system.push_back({Mutation::Kind::kPut, record_key, std::move(encoded)});
+  batch.system.push_back({Mutation::Kind::kPut, time_key, {}});
+  return early;
 }
 
 }  // namespace wk::actor

@@ -24,8 +24,9 @@ namespace wk::actor {
 inline constexpr std::string_view kIdempotencyHeader = "idempotency-key";
 // A key is 1..255 bytes of visible ASCII (the draft's sf-string, quoted or bare).
 inline constexpr std::size_t kMaxIdempotencyKeyBytes = 255;
-// Expired records deleted by one keyed event at most: pruning keeps up with any rate of
-// new keys (each event adds one and may remove this many) without a long batch.
+// Records deleted by one keyed event at most (expired ones, or the oldest to stay within
+// max_bytes): pruning keeps up with any rate of new keys (each event adds one and may remove
+// this many) without a long batch.
 inline constexpr std::size_t kIdempotencyPrunePerEvent = 16;
 // The system entries' prefixes: the record, and the index by creation time used to prune.
 inline constexpr std::string_view kIdempotencyRecordPrefix = "idem/";
@@ -40,6 +41,10 @@ struct IdempotentRequest {
   std::string fingerprint;  // RequestFingerprint of the first use
   std::int64_t ttl_ms = 0;
   std::uint64_t max_answer_bytes = 0;  // answer bodies kept up to this; larger ones are not kept
+  // The actor's records together (ActorStorage::SystemBytes) stay within this: the oldest
+  // go first, before their TTL if need be, so a hot actor's state (and its snapshots) do not
+  // grow with its request rate times the TTL.
+  std::uint64_t max_bytes = 1 << 20;
 };
 
 // The key of request's Idempotency-Key header: nullopt when there is none; an error naming
@@ -71,8 +76,10 @@ Result<std::optional<IdempotencyRecord>> FindIdempotencyRecord(const ActorStorag
 EventResult ReplayedResult(const IdempotencyRecord& record);
 
 // Adds to `batch` the record of `request`'s answer `response` at now_ms (replacing an
-// expired one), and deletes up to kIdempotencyPrunePerEvent records older than the TTL.
-void AddIdempotencyRecord(const IdempotentRequest& request, const Response& response, std::int64_t now_ms,
-                          const ActorStorage& storage, Batch& batch);
+// expired one), and deletes, oldest first and up to kIdempotencyPrunePerEvent, the records
+// older than the TTL and those the new one pushes past max_bytes. Returns how many of the
+// latter (records forgotten before their TTL).
+std::size_t AddIdempotencyRecord(const IdempotentRequest& request, const Response& response, std::int64_t now_ms,
+                                 const ActorStorage& storage, Batch& batch);
 
 }  // namespace wk::actor

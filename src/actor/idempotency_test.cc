@@ -97,7 +97,7 @@ TEST(IdempotencyRecordTest, TheRecordJoinsTheBatchAndExpiredKeysArePrunedABounde
   StateMap state;
   constexpr std::int64_t kTtl = 1000;
   auto add = [&](std::string key, std::int64_t now) {
-    IdempotentRequest req{std::move(key), std::string(32, 'f'), kTtl, 4};
+    IdempotentRequest req{std::move(key), std::string(32, 'f'), kTtl, 4, 1 << 20};
     Response resp;
     resp.body = "12345";  // over max_answer_bytes (4): kept without its body
     Batch batch;
@@ -112,6 +112,7 @@ TEST(IdempotencyRecordTest, TheRecordJoinsTheBatchAndExpiredKeysArePrunedABounde
       std::optional<std::int64_t> Alarm() const override { return s.alarm(); }
       std::optional<std::string> GetSystem(std::string_view k) const override { return s.GetSystem(k); }
       void ListSystem(const ListQuery& q, const ListVisitor& v) const override { s.ListSystem(q, v); }
+      std::uint64_t SystemBytes() const override { return s.system_bytes(); }
       std::uint64_t StoredBytes() const override { return s.bytes(); }
       std::uint64_t MemoryBytes() const override { return s.memory_bytes(); }
       std::uint64_t Commit(Batch) override { return 0; }
@@ -158,6 +159,52 @@ TEST(IdempotencyRecordTest, TheRecordJoinsTheBatchAndExpiredKeysArePrunedABounde
   add("x2", 100 + 40 + kTtl + 2);
   EXPECT_EQ(state.system_entries().size(), 8u) << "new, k39, x1 and x2";
   EXPECT_TRUE(state.GetSystem("idem/k39").has_value()) << "the reused key is young again";
+}
+
+// A busy actor's records stay within max_bytes: the oldest are forgotten before their TTL
+// (counted), a bounded number per event, so the state and its snapshots do not grow with the
+// request rate times the TTL.
+TEST(IdempotencyRecordTest, AnActorsRecordsStayWithinMaxBytesOldestFirst) {
+  StateMap state;
+  struct View final : ActorStorage {
+    const StateMap& s;
+    explicit View(const StateMap& m) : s(m) {}
+    std::optional<std::string> Get(std::string_view k) const override { return s.Get(k); }
+    void List(const ListQuery& q, const ListVisitor& v) const override { s.List(q, v); }
+    std::optional<std::int64_t> Alarm() const override { return s.alarm(); }
+    std::optional<std::string> GetSystem(std::string_view k) const override { return s.GetSystem(k); }
+    void ListSystem(const ListQuery& q, const ListVisitor& v) const override { s.ListSystem(q, v); }
+    std::uint64_t SystemBytes() const override { return s.system_bytes(); }
+    std::uint64_t StoredBytes() const override { return s.bytes(); }
+    std::uint64_t MemoryBytes() const override { return s.memory_bytes(); }
+    std::uint64_t Commit(Batch) override { return 0; }
+    void WhenReleasable(std::uint64_t, std::function<void(Status)>) override {}
+    Status failure() const override { return Status::Ok(); }
+    void Break(Status) override {}
+  } view(state);
+  constexpr std::uint64_t kMax = 8192;
+  std::size_t forgotten = 0;
+  for (int i = 0; i < 500; ++i) {
+    IdempotentRequest req{"key-" + std::to_string(i), std::string(32, 'f'), 3'600'000, 1024, kMax};
+    Response resp;
+    resp.body = std::string(40, 'b');
+    Batch batch;
+    forgotten += AddIdempotencyRecord(req, resp, 1000 + i, view, batch);
+    state.Apply(batch);
+    ASSERT_LE(state.system_bytes(), kMax) << "after key " << i;
+  }
+  EXPECT_GT(forgotten, 400u) << "the oldest went to make room";
+  EXPECT_TRUE(state.GetSystem("idem/key-499").has_value()) << "the newest is kept";
+  EXPECT_FALSE(state.GetSystem("idem/key-0").has_value());
+  // One record larger than the rest together displaces at most kIdempotencyPrunePerEvent
+  // a time: the bound is met again within a few events, never by dropping the new record.
+  IdempotentRequest big{"big", std::string(32, 'f'), 3'600'000, 1 << 20, kMax};
+  Response large;
+  large.body = std::string(6000, 'x');
+  Batch batch;
+  AddIdempotencyRecord(big, large, 2000, view, batch);
+  state.Apply(batch);
+  EXPECT_TRUE(state.GetSystem("idem/big").has_value());
 }
 
 }  // namespace

@@ -146,6 +146,7 @@ ActorRuntime::ActorRuntime(Env& env, engine::Engine& engine, ClassRegistry& clas
   core.memory_budget_bytes = options_.memory_budget_bytes;
   core.idempotency_ttl_ms = options_.idempotency_ttl / std::chrono::milliseconds(1);
   core.idempotency_max_answer_bytes = options_.idempotency_max_answer_bytes;
+  core.idempotency_max_bytes = options_.idempotency_max_bytes;
   core.wall_clock_ms = options_.wall_clock_ms;
   core.broken = options_.broken;
   core.to_loop = [env = &env](std::function<void()> fn) { env->PostFromAnyThread(std::move(fn)); };
@@ -322,6 +323,10 @@ void PublishRuntimeMetrics(MetricsRegistry& registry, const ActorRuntime& runtim
   counter("wasmkeep_actor_idempotency_key_reused_total",
           "Requests refused 422 because their Idempotency-Key was first used with another method, path, query or body.",
           &RuntimeStats::idempotency_key_reused, {});
+  counter("wasmkeep_actor_idempotency_keys_forgotten_total",
+          "Idempotency-Key records dropped before their TTL so that one actor's records stay within "
+          "actors.idempotency_max_bytes (a retry of such a key runs again).",
+          &RuntimeStats::idempotency_keys_forgotten, {});
   counter("wasmkeep_actor_memory_refusals_total", "Actors refused a start (503) because the memory budget was used up.",
           &RuntimeStats::memory_refusals, {});
   registry.AddCallbackGauge(

@@ -78,6 +78,9 @@ struct RuntimeOptions {
   // (a larger one is kept without its body: a retry gets the status and headers only).
   Duration idempotency_ttl = std::chrono::hours(24);
   std::uint64_t idempotency_max_answer_bytes = 64 * 1024;
+  // One actor's records together: past it the oldest are forgotten before their TTL, so a
+  // busy actor's state and snapshots do not grow with its request rate times the TTL.
+  std::uint64_t idempotency_max_bytes = 1 << 20;
   // How long `sync` (exec-durable) waits before reporting failure.
   Duration sync_timeout = std::chrono::seconds(30);
   // How long a request waits for its class's module to compile (off the loop, on the

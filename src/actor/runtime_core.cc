@@ -192,6 +192,7 @@ Task<EventResult> ActorRuntimeCore::HandleRequest(ActorId id, Request request) {
     idempotent->fingerprint = RequestFingerprint(request);
     idempotent->ttl_ms = options_.idempotency_ttl_ms;
     idempotent->max_answer_bytes = options_.idempotency_max_answer_bytes;
+    idempotent->max_bytes = options_.idempotency_max_bytes;
   }
   std::optional<Request> req(std::move(request));
   EventResult r = co_await Submit(std::move(id), std::move(req), AlarmEvent{}, std::move(idempotent));
@@ -381,6 +382,7 @@ void ActorRuntimeCore::Executed(const std::shared_ptr<Slot>& slot, const std::sh
   pending->started = ran.started;
   pending->ran = ran.ran;
   slot->last_seq = std::max(slot->last_seq, ran.wait_seq);
+  stats_.idempotency_keys_forgotten += ran.idempotency_forgotten;
   Release(slot, pending, std::make_shared<EventResult>(std::move(ran.result)), ran.wait_seq);
   ExecutionDone(slot, ran.memory, ran.instantiated);
 }

@@ -91,6 +91,7 @@ struct RuntimeStats {
   std::uint64_t failed_events = 0;
   std::uint64_t idempotent_replays = 0;      // answered from an Idempotency-Key's record
   std::uint64_t idempotency_key_reused = 0;  // a key reused for another request (422)
+  std::uint64_t idempotency_keys_forgotten = 0;  // records dropped before their TTL (max_bytes)
   std::uint64_t overloaded = 0;
   std::uint64_t instantiations = 0;
   std::uint64_t hibernations = 0;
@@ -119,6 +120,7 @@ struct RuntimeCoreOptions {
   // answer bodies up to idempotency_max_answer_bytes.
   std::int64_t idempotency_ttl_ms = 24 * 3600 * 1000;
   std::uint64_t idempotency_max_answer_bytes = 64 * 1024;
+  std::uint64_t idempotency_max_bytes = 1 << 20;  // one actor's records together
   // answer-without-gate, input-gate-concurrent and idempotent-answer-not-in-batch switch here
   // (base/broken_models.h).
   BrokenModels broken;

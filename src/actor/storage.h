@@ -80,9 +80,11 @@ class ActorStorage {
   virtual std::optional<std::string> Get(std::string_view key) const = 0;
   virtual void List(const ListQuery& query, const ListVisitor& visit) const = 0;
   virtual std::optional<std::int64_t> Alarm() const = 0;
-  // The runtime's own entries (Batch::system), apart from the module's.
+  // The runtime's own entries (Batch::system), apart from the module's, and their keys plus
+  // values in bytes.
   virtual std::optional<std::string> GetSystem(std::string_view key) const = 0;
   virtual void ListSystem(const ListQuery& query, const ListVisitor& visit) const = 0;
+  virtual std::uint64_t SystemBytes() const = 0;
   // Keys plus values of the module's entries, in bytes.
   virtual std::uint64_t StoredBytes() const = 0;
   // What the state takes in memory, per-entry overhead included (StateMap::memory_bytes):

@@ -379,7 +379,8 @@ V8Executor::Ran V8Executor::Execute(engine::Worker& worker, Actor& actor, ActorS
   } else if (call.ok() && call.value == 0) {
     Batch batch = txn.TakeBatch();
     if (event.idempotent && !options_.broken.on(BrokenModel::kIdempotentAnswerNotInBatch)) {
-      AddIdempotencyRecord(*event.idempotent, ctx.response, event.now_ms, storage, batch);
+      ran.event.idempotency_forgotten =
+          AddIdempotencyRecord(*event.idempotent, ctx.response, event.now_ms, storage, batch);
     }
     if (!batch.empty()) actor.last_seq = storage.Commit(std::move(batch));
     result.response = std::move(ctx.response);

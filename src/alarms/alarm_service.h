@@ -1,46 +1,18 @@
 // AlarmService: delivers due alarms to actors, at least once (docs/alarms.md, "Who fires",
-// "Retries, in detail").
+// "Retries, in detail", "Rate").
 //
-// Who asks for a delivery:
-//   - the owner's timer: for every actor whose replica is open here, a timer at its alarm
-//     (armed from the AlarmIndex's reports: the restore, every committed change);
-//   - the last owner's timer: when such an actor leaves memory with an alarm, the timer is
-//     kept (at most kMaxWakeTimers of them), so a hibernated actor is woken on time;
-//   - the shard scanner (shard_scanner.h), for entries whose node went away;
-//   - a peer's hand-over (ReceiveHandOver).
+// What asks for a delivery: the owner's timer (every actor whose replica is open here), the
+// last owner's timer (kept for an actor that left memory with an alarm, at most
+// kMaxWakeTimers), the shard scanner (shard_scanner.h) and a peer's hand-over
+// (ReceiveHandOver). A delivery is routed as a request is: run here if resident; else one
+// routing read: another live holder → handed over to it (a signed peer request to
+// /v1/alarms/<actor>); nobody → the class loaded, the quarantine read afresh, the alarm event
+// run here. The event decides against the actor's state whether the handler runs
+// (actor/alarm_event.h). One delivery per actor at a time; retries and back-offs as in
+// docs/alarms.md's table; every attempt passes the per-actor interval and the node's rate.
 //
-// A delivery routes the alarm as the front routes a request (routing/front.h): run here if
-// the actor is resident; else one routing read of its ownership record (Owners::OtherOwner):
-// another live node holds it → hand the alarm over to that node (a peer request to
-// /v1/alarms/<tenant>/<class>/<name>, signed by the Forwarder exactly like a forwarded
-// request); nobody → load the class and run the alarm event here (the runtime acquires the
-// actor). The alarm event itself decides against the actor's state whether the handler
-// runs (actor/alarm_event.h): a delivery never fires anything on its own.
-//
-// One delivery per actor at a time; its states:
-//   attempt --fired / stale / not due--> done
-//           --handler failed--> again after first_retry * 2^(n-1), n <= max_retries (the
-//                               last one clears the alarm if it fails too)
-//           --not run (unavailable)--> again after 0.5 s doubling to scan_period, at most
-//                               kMaxUnrunAttempts times; then done (the entry stays: the
-//                               scanner or a timer asks again)
-//           --handed over--> done; deliveries not from the owner's timer wait
-//                               handed_recheck (docs/node-lease.md, "Bounds") before the next
-//           --no class--> done; the same wait, ten scan periods
-// The retry count lives here, in memory: an alarm that changes nodes counts from 0 again.
-//
-// Rate (docs/alarms.md, "Rate"): an alarm can re-arm itself for the next millisecond, so
-// every attempt passes two gates before it starts (a late alarm is never early):
-//   - one actor's attempts start at least min_interval apart (from the start of its last
-//     alarm event run here); an earlier one waits for the interval's end;
-//   - the node starts at most max_events_per_second attempts a second (a token bucket
-//     holding one second's worth), and when they queue, tenants take turns: the next
-//     attempt comes from the next tenant with one waiting, each tenant's in the order they
-//     queued. So a tenant with many actors re-arming at once gets the same share as a
-//     tenant with one, and never more than the node's bound.
-//
-// Threading: Env loop thread only. Simulator-clean: it reaches other nodes only through the
-// Forwarder's PeerTransport and runs events through an actor::EventHost.
+// Threading: Env loop thread only. Simulator-clean: other nodes only through the Forwarder's
+// PeerTransport, events only through an actor::EventHost.
 #pragma once
 
 #include <cstdint>

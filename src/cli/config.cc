@@ -70,7 +70,7 @@ Status ReadActors(const toml::table& t, actor::RuntimeOptions* o, control::Quara
                         "sync_timeout_ms", "max_module_bytes", "max_table_elements", "isolate_heap_limit_bytes",
                         "isolate_gc_floor_bytes", "compile_timeout_ms", "quarantine_strikes",
                         "quarantine_window_ms", "quarantine_ms", "spin_us", "max_compiled_bytes_per_tenant",
-                        "idempotency_ttl_ms", "idempotency_max_answer_bytes"});
+                        "idempotency_ttl_ms", "idempotency_max_answer_bytes", "idempotency_max_bytes"});
   actor::ActorLimits& l = o->limits;
   if (s.ok()) s = ReadUint(t, sec, "workers", 0, 256, &o->workers);
   if (s.ok()) s = ReadUint(t, sec, "max_memory_bytes", 65536, std::int64_t{4} << 30, &l.max_memory_bytes);
@@ -117,6 +117,7 @@ Status ReadActors(const toml::table& t, actor::RuntimeOptions* o, control::Quara
   if (s.ok()) {
     s = ReadUint(t, sec, "idempotency_max_answer_bytes", 0, std::int64_t{1} << 20, &o->idempotency_max_answer_bytes);
   }
+  if (s.ok()) s = ReadUint(t, sec, "idempotency_max_bytes", 4096, std::int64_t{1} << 30, &o->idempotency_max_bytes);
   if (idle_ms >= 0) o->idle_hibernate = std::chrono::milliseconds(idle_ms);
   if (instance_ms >= 0) o->idle_instance = std::chrono::milliseconds(instance_ms);
   if (sync_ms >= 0) o->sync_timeout = std::chrono::milliseconds(sync_ms);

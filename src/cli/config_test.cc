@@ -150,6 +150,7 @@ TEST(ConfigTest, BadActorSettingsAreNamed) {
                  {"[actors]\nspin_us = -1\n", "actors.spin_us"},
                  {"[actors]\nidempotency_ttl_ms = 999\n", "actors.idempotency_ttl_ms"},
                  {"[actors]\nidempotency_max_answer_bytes = 1048577\n", "actors.idempotency_max_answer_bytes"},
+                 {"[actors]\nidempotency_max_bytes = 100\n", "actors.idempotency_max_bytes"},
                  {"[actors]\nmax_cpu = 5\n", "unknown setting actors.max_cpu"}});
 }
 

@@ -572,6 +572,11 @@ void Replica::ListSystem(const actor::ListQuery& query, const actor::ListVisitor
   core_->state.ListSystem(query, visit);
 }
 
+std::uint64_t Replica::SystemBytes() const {
+  std::lock_guard lock(core_->mu);
+  return core_->state.system_bytes();
+}
+
 std::uint64_t Replica::StoredBytes() const {
   std::lock_guard lock(core_->mu);
   return core_->state.bytes();

@@ -119,6 +119,7 @@ class Replica final : public actor::ActorStorage {
   std::optional<std::int64_t> Alarm() const override;
   std::optional<std::string> GetSystem(std::string_view key) const override;
   void ListSystem(const actor::ListQuery& query, const actor::ListVisitor& visit) const override;
+  std::uint64_t SystemBytes() const override;
   std::uint64_t StoredBytes() const override;
   std::uint64_t MemoryBytes() const override;
   std::uint64_t Commit(actor::Batch batch) override;

@@ -1,41 +1,15 @@
 // Forwarder: sends a request for an actor to the node that owns it, and checks the
 // signature of requests other nodes forwarded here (docs/architecture.md, "How a request
-// flows"; docs/security.md, "Between nodes").
+// flows"; docs/security.md, "Forwarded requests", which gives the headers and the exact
+// signed text).
 //
-// What is forwarded. The client's method, target and body; of its headers, every one but
-// the hop-by-hop ones (Connection, Host, Content-Length, ...), the forwarding headers below
-// and the credentials: `Authorization` (the client's bearer token never leaves the node
-// that checked it) and `Proxy-Authorization`. Repeated headers of one name are sent once,
-// their values joined with ", " (RFC 9110 §5.3), so each name is signed once.
-//
-// Authentication. The forwarder adds:
-//   X-Wasmkeep-Forwarded-By     the sending node's id
-//   X-Wasmkeep-Forwarded-To     "<node id> <instance>" of the receiving node, as the
-//                               sender's membership view shows it live
-//   X-Wasmkeep-Tenant           the tenant the sender authenticated (the client's token is
-//                               not re-checked: the sender did that)
-//   X-Wasmkeep-Hops             how many nodes forwarded it (1 after the first hop)
-//   X-Wasmkeep-Timestamp        the sender's wall clock, ms since the epoch
-//   X-Wasmkeep-Nonce            16 random bytes from the sender's Env, 32 hex digits
-//   X-Wasmkeep-Signed-Headers   the lowercase names of the forwarded client headers,
-//                               comma-separated, in the order they are signed
-//   X-Wasmkeep-Signature        hex HMAC-SHA256, keyed by the cluster secret, over
-//       "wasmkeep-forward 2\n" from \n to-node \n to-instance \n method \n target \n
-//       tenant \n hops \n timestamp \n nonce \n hex SHA-256 of the body \n
-//       signed-headers \n and then one "name:value\n" per signed header
-// The receiver (Verify) refuses a request unless: every one of these headers is present
-// and well formed; it is addressed to this node and this instance (so a request captured
-// on its way to one node cannot be replayed to another, nor to this node's next process);
-// its timestamp is within `max_clock_difference` of our clock; each signed header is
-// present exactly once with no CR or LF in its value; the signature verifies; and its
-// nonce has not been used (replay_cache.h). Only the signed headers reach the actor
-// (ForwardedFrom::headers): whatever else arrives (the transport's own Host, User-Agent
-// or Content-Length) is not the client's and is dropped.
-//
-// Transport. Requests go out through a PeerTransport (net/peer_transport.h): the real one
-// talks TLS to the peer listener with pins from the node records; the simulator's delivers
-// to simulated nodes. The forwarder reads only its Env's wall clock (the timestamp, the
-// window and the replay cache) and randomness (the nonce), so it is simulator-clean.
+// Guarantees: the client's credentials (Authorization, Proxy-Authorization) and hop-by-hop
+// headers never leave the node that checked them; the receiver (Verify) accepts a request
+// only if it is addressed to this node and instance, its timestamp is within
+// max_clock_difference, each signed header appears once, the HMAC-SHA256 under the cluster
+// secret verifies and its nonce is new (replay_cache.h); only the signed headers reach the
+// actor. Requests go out through a PeerTransport (net/peer_transport.h); the forwarder
+// reads only its Env's wall clock and randomness, so it is simulator-clean.
 //
 // Threading: the Env loop thread (the transport's).
 #pragma once

@@ -20,6 +20,7 @@ class MemStorage final : public ActorStorage {
   std::optional<std::int64_t> Alarm() const override { return live_.alarm(); }
   std::optional<std::string> GetSystem(std::string_view key) const override { return live_.GetSystem(key); }
   void ListSystem(const ListQuery& q, const ListVisitor& visit) const override { live_.ListSystem(q, visit); }
+  std::uint64_t SystemBytes() const override { return live_.system_bytes(); }
   std::uint64_t StoredBytes() const override { return live_.bytes(); }
   std::uint64_t MemoryBytes() const override { return live_.memory_bytes(); }
 
