@@ -1,6 +1,7 @@
 #include "actor/idempotency.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "base/ascii.h"
 #include "base/digest.h"
@@ -207,28 +208,35 @@ std::size_t AddIdempotencyRecord(const IdempotentRequest& request, const Respons
     }
   }
   // The oldest records first (the time index lists them in order): every expired one, and
-  // then as many as keep the rest within max_bytes, at most kIdempotencyPrunePerEvent.
-  std::size_t pruned = 0, early = 0;
+  // then as many as keep the rest within max_bytes, at most kIdempotencyPrunePerEvent. The
+  // listing collects candidates only: a visitor must not call back into the storage (it
+  // holds the storage's lock), so their sizes are read after it.
   const std::string expired_end = TimeKey(now_ms - request.ttl_ms + 1, "");
+  std::vector<std::string> candidates;
   ListQuery oldest;
   oldest.start = std::string(kIdempotencyTimePrefix);
   oldest.prefix = true;
   storage.ListSystem(oldest, [&](std::string_view time_key_of, std::string_view) {
-    if (pruned == kIdempotencyPrunePerEvent) return false;
+    if (candidates.size() == kIdempotencyPrunePerEvent + 1) return false;
+    candidates.emplace_back(time_key_of);
+    return true;
+  });
+  std::size_t pruned = 0, early = 0;
+  for (const std::string& time_key_of : candidates) {
+    if (pruned == kIdempotencyPrunePerEvent) break;
     const bool expired = time_key_of < expired_end;
-    if (!expired && bytes <= request.max_bytes) return false;
+    if (!expired && bytes <= request.max_bytes) break;
     // "idem-at/<20 digits>/<key>"
-    const std::string_view key = time_key_of.substr(kIdempotencyTimePrefix.size() + 21);
-    if (key == request.key) return true;  // its own old entry, deleted above
+    const std::string_view key = std::string_view(time_key_of).substr(kIdempotencyTimePrefix.size() + 21);
+    if (key == request.key) continue;  // its own old entry, deleted above
     const std::string rk = RecordKey(key);
     const auto old = storage.GetSystem(rk);
-    del(std::string(time_key_of));
+    del(time_key_of);
     del(rk);
     bytes -= time_key_of.size() + (old ? rk.size() + old->size() : 0);
     ++pruned;
     if (!expired) ++early;
-    return true;
-  });
+  }
   batch.system.push_back({Mutation::Kind::kPut, record_key, std::move(encoded)});
   batch.system.push_back({Mutation::Kind::kPut, time_key, {}});
   return early;

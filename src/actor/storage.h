@@ -71,7 +71,8 @@ struct ListQuery {
   bool reverse = false;
 };
 
-// Called with each entry in order; return false to stop.
+// Called with each entry in order; return false to stop. It must not call the storage (the
+// durable replica holds its lock while it lists).
 using ListVisitor = std::function<bool(std::string_view key, std::string_view value)>;
 
 class ActorStorage {

@@ -78,9 +78,10 @@ class ProviderTest : public ::testing::Test {
   }
   ~ProviderTest() override { std::filesystem::remove_all(dir_); }
 
-  std::unique_ptr<Harness> Node(Generation first_generation) {
+  std::unique_ptr<Harness> Node(Generation first_generation, std::uint64_t idempotency_max_bytes = 1 << 20) {
     actor::RuntimeOptions o = actor::testing::DefaultHarnessOptions();
     o.idle_hibernate = milliseconds(200);
+    o.idempotency_max_bytes = idempotency_max_bytes;
     auto h = std::make_unique<Harness>(o, [this, first_generation](RealEnv& env) {
       auto d = std::make_unique<DurableStorage>(env, dir_.string(), first_generation);
       storage_ = d.get();
@@ -170,6 +171,31 @@ TEST_F(ProviderTest, AKeyedRequestsAnswerSurvivesARestartOfTheNode) {
   auto next = node->Call("acme/counter/k", keyed("key-71"));
   ASSERT_TRUE(next.ok());
   EXPECT_EQ(next->body, "71\n") << "nothing ran twice";
+}
+
+// Over the durable replica (whose listing holds its lock), an actor whose records reach
+// actors.idempotency_max_bytes forgets the oldest as each new one comes, and goes on
+// answering: the pruning reads the records' sizes after the listing, never inside it (the
+// first cut did, and the actor's first event past the bound hung).
+TEST_F(ProviderTest, AnActorAtItsIdempotencyBoundForgetsTheOldestAndGoesOn) {
+  auto node = Node(Generation{1}, 4096);
+  for (int i = 1; i <= 60; ++i) {
+    auto r = MakeRequest("POST", "/increment");
+    r.headers = {{"Idempotency-Key", "key-" + std::to_string(i)}};
+    auto got = node->Call("acme/counter/b", r);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    ASSERT_EQ(got->body, std::to_string(i) + "\n");
+  }
+  EXPECT_GT(node->runtime().stats().idempotency_keys_forgotten, 20u);
+  auto newest = MakeRequest("POST", "/increment");
+  newest.headers = {{"Idempotency-Key", "key-60"}};
+  auto again = node->CallRaw("acme/counter/b", newest);
+  EXPECT_EQ(again.replayed, "1") << "the newest key is remembered";
+  auto oldest = MakeRequest("POST", "/increment");
+  oldest.headers = {{"Idempotency-Key", "key-1"}};
+  auto forgotten = node->Call("acme/counter/b", oldest);
+  ASSERT_TRUE(forgotten.ok());
+  EXPECT_EQ(forgotten->body, "61\n") << "a forgotten key runs again (documented)";
 }
 
 }  // namespace
