@@ -2,16 +2,20 @@
 # Benchmarks, side by side in one run: conditional puts on file:// (this machine's disk)
 # and on a local Ceph RGW, 1 and 16 writers; durable writes and restores through the
 # replica on the same two backends; then the micro-benchmarks; then WasmKeep against
-# workerd over HTTP (bench/http_bench.sh). Prints figures; record them in
-# docs/benchmarks.md with the setup line this prints.
+# workerd over HTTP (bench/http_bench.sh); opt-in, tenants side by side
+# (bench/tenant_isolation_bench.py: alarm storms and idempotency keys). Prints figures;
+# record them in docs/benchmarks.md with the setup line this prints.
 #   scripts/bench.sh [SECONDS_PER_CASE]
 #
 # Environment:
-#   WASMKEEP_BENCHES     which to run, of: store replica micro actor http move (default:
+#   WASMKEEP_BENCHES     which to run, of: store replica micro actor http move tenants (default:
 #                        the first five; http always uses the release preset and installs
 #                        wrk and workerd from apt/npm, about 9 minutes at 10 s per run;
 #                        move is opt-in: bench/move_bench.sh, 100 moves under load on
-#                        file:// and on the RGW, about 12 minutes)
+#                        file:// and on the RGW, about 12 minutes; tenants is opt-in:
+#                        one node on sqlite://, another tenant's latency alone and beside
+#                        alarm storms, and keyed requests, SECONDS_PER_CASE x 3 per case
+#                        (at least 15 s), about 5 minutes)
 #   WASMKEEP_BENCH_BUILD build directory (default build/release, the release preset; any
 #                        other is configured RelWithDebInfo without the tests)
 #   WASMKEEP_S3_ENDPOINT (with WASMKEEP_S3_BUCKET, WASMKEEP_S3_REGION, AWS_*): an S3 server
@@ -32,7 +36,7 @@ if [ "$build" = build/release ]; then
 else
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=g++ -DWK_BUILD_TESTS=OFF >/dev/null
 fi
-wants move && targets+=(wasmkeep wk_actors)
+{ wants move || wants tenants; } && targets+=(wasmkeep wk_actors)
 if ((${#targets[@]})); then cmake --build "$build" --target "${targets[@]}"; fi
 
 rgw_dir=$(mktemp -d /tmp/wasmkeep-rgw.XXXXXX)
@@ -58,6 +62,11 @@ if wants replica; then "./$build/bench/replica_bench" --seconds "$seconds" "${ur
 if wants micro; then "./$build/bench/micro_bench" --benchmark_min_time=0.2; fi
 if wants actor; then "./$build/bench/actor_bench" --benchmark_min_time=0.2; fi
 if wants http; then ./bench/http_bench.sh "$seconds"; fi
+if wants tenants; then
+  # A failed case is a row of its table saying why; the benches after it still run.
+  python3 bench/tenant_isolation_bench.py --build "$build" --seconds "$((seconds * 3 > 15 ? seconds * 3 : 15))" ||
+    echo "tenants: a case failed (its row above says why)"
+fi
 if wants move; then
   WASMKEEP_BIN="$build/src/cli/wasmkeep" ./bench/move_bench.sh file 100
   if [ -n "${WASMKEEP_S3_ENDPOINT:-}" ]; then WASMKEEP_BIN="$build/src/cli/wasmkeep" ./bench/move_bench.sh s3 100; fi
