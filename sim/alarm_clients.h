@@ -1,32 +1,12 @@
 // AlarmClients: the `alarms` scenario's workload and its checkers A1-A7, as a piece any
-// serving scenario with alarms adds to its ServingCluster (serving.h): `alarms` and
-// `combined` run it (docs/simulation.md, "alarms").
-//
-// The actors are the native host's "alarm" class (native_actor_host.h): a log of what
-// happened to the alarm (s<ms> set, d deleted, f<due>:<retry>:<now> fired), kept in the
-// actor's durable state. Busy actors b<i> get sets, deletes and reads from clients all run
-// long; lonely actors l<i> get exactly one set each during the chaos and nothing more, so
-// an alarm lost by the index is lost for good (no later request restores them). Handlers
-// fail at random (retries), always for poisoned times (given up), and sometimes re-arm.
-//
-// Checkers (violations name the actor, the alarm and the node):
-//   A1 (online) no handler runs before its time on its node's clock;
-//   A2 (online) no index entry is removed while the actor's durable state (what a restore
-//      sees at that instant) holds its alarm with no other entry for it: the handler's
-//      writes, or the change that replaced the alarm, are durable before the entry goes;
-//   A3 (online) no segment that sets an alarm lands on the newest chain without an index
-//      entry for it (the invariant, rule 1);
-//   at the end, from each actor's durable log (restored from the bucket):
-//   A4 every alarm set, not replaced or deleted, fired at least once (or was given up after
-//      its last retry failed, observed), unless it is not yet due;
-//   A5 none fired after a delete or replacement: each f<due> follows its own s<due>;
-//   A6 while the cluster is healthy every alarm fires within scan_period + scan_lag + 3 s
-//      of its time (plus its retries' back-off);
-//   A7 an alarm the durable state still holds has an index entry; and every acknowledged
-//      set is in the log.
+// serving scenario with alarms adds to its ServingCluster (serving.h); `alarms` and
+// `combined` run it. The workload (busy actors with sets, deletes and reads; lonely actors
+// with one set each, so an alarm the index loses is lost for good) and what each checker
+// asserts are told in docs/simulation.md, "alarms". Violations name the actor, the alarm
+// and the node.
 //
 // Every draw goes through the world's random source, in the order the alarms scenario's
-// recorded histories made them.
+// recorded histories made them, so its digests stay unchanged.
 //
 // Threading: single-threaded, like everything on a SimWorld.
 #pragma once

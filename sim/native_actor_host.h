@@ -1,25 +1,12 @@
-// NativeActorHost: the simulator's actor host — the real runtime's core
-// (actor/runtime_core.h: the input gate, the output gate, instance drops, hibernation,
-// eviction, a failed storage closed and restored afresh) over a NativeExecutor that runs
-// native C++ test actors in place of WebAssembly, against the same StorageProvider (the
-// durable ReplicaProvider in the `routing`, `move` and `alarms` scenarios). So the gates
-// and the lifecycle run under the simulator's faults, and their broken models
-// (answer-without-gate, input-gate-concurrent) are switched in the core itself.
-//
-// The "list" class (any class but "alarm"): POST <anything> appends the request's body to
-// the list (kept under one key, "list", comma-separated) and answers 200 "appended"; GET
-// answers 200 with the list; any other method is 405. An append reads the list, then takes
-// 0-2 ms of simulated time before it writes it back: two appends of one actor running at
-// once (what the input gate forbids) lose one of them.
-//
-// The "alarm" class (the `alarms` scenario, docs/alarms.md): its state is a log (key "log",
-// comma-separated) and its alarm. POST /set?t=<ms> sets the alarm (logs s<ms>), POST /del
-// deletes it (logs d), GET answers the log. Its alarm events follow actor/alarm_event.h
-// exactly as the V8 executor does: nothing runs unless the state's alarm is due at the
-// event's time; the alarm is cleared as the handler starts; the handler logs
-// f<due>:<retry>:<now>, fails (writes discarded) for a poisoned time (due % 97 == 0) or at
-// the seed's failure rate, and sometimes re-arms (logs s<ms>); a failure on the last
-// attempt clears the alarm.
+// NativeActorHost: the simulator's actor host: the real runtime's core
+// (actor/runtime_core.h: the gates, instance drops, hibernation, eviction, a failed storage
+// closed and restored afresh) over a NativeExecutor that runs native C++ test actors in
+// place of WebAssembly, against the same StorageProvider as a node. So the gates and the
+// lifecycle run under the simulator's faults, with their broken models switched in the
+// core itself. Two classes: "alarm" (a log of what happened to its alarm, its alarm
+// events by actor/alarm_event.h) and "list" (any other class: an append-only list whose
+// append takes simulated time, so two appends at once lose one), described at
+// NativeExecutor.
 //
 // Threading: the Env loop thread (single-threaded in the simulator).
 #pragma once
@@ -56,6 +43,20 @@ inline bool PoisonedAlarm(std::int64_t due_ms) { return due_ms % 97 == 0; }
 
 // The list and alarm classes as an actor::Executor: one lane; every job a task on the Env
 // loop; an "instance" is a flag (made by an event, dropped as the core asks).
+//
+// The "list" class (any class but "alarm"): POST <anything> appends the request's body to
+// the list (kept under one key, "list", comma-separated) and answers 200 "appended"; GET
+// answers 200 with the list; any other method is 405. An append reads the list, then takes
+// 0-2 ms of simulated time before it writes it back: two appends of one actor running at
+// once (what the input gate forbids) lose one of them.
+//
+// The "alarm" class (docs/alarms.md): its state is a log (key "log", comma-separated) and
+// its alarm. POST /set?t=<ms> sets the alarm (logs s<ms>), POST /del deletes it (logs d),
+// GET answers the log. Its alarm events follow actor/alarm_event.h as the V8 executor's
+// do: nothing runs unless the state's alarm is due at the event's time; the alarm is
+// cleared as the handler starts; the handler logs f<due>:<retry>:<now>, fails (writes
+// discarded) for a poisoned time (PoisonedAlarm) or at alarm_failure_percent, and
+// sometimes re-arms (logs s<ms>); a failure on the last attempt clears the alarm.
 class NativeExecutor final : public actor::Executor {
  public:
   NativeExecutor(Env& env, const NativeActorHostOptions& options);

@@ -1,28 +1,9 @@
 // Operators: people at work on a running serving cluster (serving.h), as a piece the
-// `move` and `combined` scenarios add (docs/simulation.md, "move" and "combined").
-//
-// Direct (the `move` scenario's): every 0.5-2 s of chaos a node hands one of the actors it
-// holds to another node live in its view (HandOvers::HandOver), and every 8-20 s a node is
-// drained (HandOvers::Drain, 10 s at most) and put back in service 1-5 s later.
-//
-// Through the bucket (the `combined` scenario's), as `wasmkeep` commands do, from an
-// operator's machine of its own (no faults of its own):
-//   - drains: control/drain/<node> written `requested` (the node's real DrainControl drains
-//     and writes `drained`), lifted (deleted) 5-20 s later; all lifted when the chaos ends;
-//   - restarts of drained nodes: half of the drains also see their node killed (kill -9)
-//     while the request stands, or stopped cleanly once its record says `drained`; the
-//     restarted process reads its record at its first drain check;
-//   - moves and balances: control/move/<node>/<actor> requests (`wasmkeep actor move`,
-//     `wasmkeep cluster balance`: ReadClusterLoad, PlanBalance, RequestMove, AwaitMove),
-//     carried out by the nodes' real MoveControl (ServingOptions::move_requests);
-//   - a mistake, as in the ownership scenario: every 15-40 s a node's heartbeat object
-//     nodes/<id> deleted (it must free nothing), never while a process of that id is in
-//     its first ttl + grace + 5 s (see Faults: a deletion during a start check is outside
-//     the lease's promise).
-//
-// Checker 10 (checkers.h) judges every drain reported drained: direct drains when
-// HandOvers::Drain returns OK, requested ones when the node sends its `drained` record
-// (OnSend).
+// `move` and `combined` scenarios add (docs/simulation.md, "move" and "combined"): direct
+// moves and drains through HandOvers (the `move` scenario's), and drains, restarts of
+// drained nodes, moves, balances and deleted heartbeats requested through the bucket as
+// the `wasmkeep` commands do, from an operator's machine without faults of its own (the
+// `combined` scenario's). Checker 10 (checkers.h) judges every drain reported drained.
 //
 // Every draw goes through the world's random source; the direct operators draw in the
 // order the move scenario's recorded histories made them.

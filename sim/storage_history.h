@@ -1,19 +1,10 @@
-// StorageHistory: the storage invariants of the `storage` scenario (docs/architecture.md,
-// invariants 3 and 4), judged from what every acknowledged write and every restore said an
-// actor's log was.
-//
-// The workload's actors keep one key, "log": the comma-separated ids of every write applied
-// to the actor, in order. Each write is one batch that appends a fresh, globally unique id
-// to it and puts "e/<id>" (empty) beside it. So, per actor:
-//   - no acknowledged write lost, history in order: the log each acknowledged write
-//     committed, and each restored log, extends the log of the latest acknowledged write
-//     (that log is a prefix of it). Acknowledgements come in commit order within a hold, and
-//     never from two holds at once, so this holds in the real design;
-//   - nothing applied twice: no id appears twice in an acknowledged or a restored log;
-//   - consistent state: a restored state's "e/<id>" keys are exactly the ids of its log. A
-//     segment that is not on the chain mixed into a restore shows as an entry without its
-//     id in the log (or the reverse), even when the log itself looks fine.
-// A write that was never acknowledged may or may not appear (its outcome was unknown).
+// StorageHistory: the `storage` scenario's checkers 11-13 (docs/simulation.md, "storage"),
+// judged from what every acknowledged write and every restore said an actor's log was.
+// Each write is one batch that appends a fresh, globally unique id to the actor's key
+// "log" and puts "e/<id>" beside it. The log of the latest acknowledged write must be a
+// prefix of every later acknowledged or restored log (nothing lost, history in order); no
+// id appears twice; a restored state's "e/<id>" keys are exactly its log's ids (a segment
+// off the chain shows here). A write never acknowledged may or may not appear.
 //
 // Threading: none of its own; the simulator drives it from its one thread.
 #pragma once

@@ -1,14 +1,10 @@
 // Alarm events: the rules every host of actors applies when it runs an actor's alarm
-// (docs/alarms.md, "What is promised"), in one place so the V8 runtime (runtime.h) and the
-// simulator's native host (sim/native_actor_host.h) apply the same ones.
-//
-//   - An alarm event runs the handler only if the actor's committed state holds an alarm
-//     and that alarm is due on this node's clock (AlarmDue): a stale index entry, a
-//     deleted or a replaced alarm never fires (rule 3 of docs/alarms.md).
-//   - The alarm is cleared when the handler starts; a handler that sets it again re-arms
-//     it in the same batch.
-//   - A handler that fails has its writes discarded (the alarm stays, for a retry); on the
-//     last attempt (AlarmEvent::last_attempt) a failure clears the alarm instead.
+// (docs/alarms.md, "What is promised"), in one place so the V8 executor and the simulator's
+// native one apply the same: the handler runs only if the committed state holds an alarm
+// due on this node's clock (AlarmDue), so a stale, deleted or replaced alarm never fires;
+// the alarm is cleared as the handler starts (a handler may set it again in the same
+// batch); a failed handler's writes are discarded and the alarm stays for a retry, except
+// on the last attempt (AlarmEvent::last_attempt), where the failure clears it.
 //
 // Threading: pure functions and value types.
 #pragma once

@@ -1,20 +1,15 @@
-// Executor: what the runtime's core (runtime_core.h) needs of whatever runs actors' code —
-// run one event of an actor against its storage, keep or drop the actor's instance, and
-// say what it holds in memory. The core decides when (the input gate, the output gate, the
-// lifecycle, the memory budget); an executor only does. V8Executor (v8_executor.h: V8
-// isolates on worker threads) is the real one; the simulator's NativeExecutor runs C++ test
-// actors (sim/native_actor_host.h).
+// Executor: what the runtime's core (runtime_core.h) needs of whatever runs actors' code:
+// run one event of an actor against its storage, keep or drop its instance, and say what
+// it holds in memory. The core decides when; an executor only does. V8Executor
+// (v8_executor.h) is the real one, the simulator's NativeExecutor the other
+// (sim/native_actor_host.h).
 //
-// What each side relies on: an actor's jobs (its events, the drop of its instance, its
-// close) start in the order they were asked for, on the actor's lane; the core asks for an
-// event only once the actor's previous one came back (the input gate), and for a drop or a
-// close only while none runs. (V8Executor runs a lane's jobs one at a time anyway; the
-// native executor's events may span simulated time, so there the gate is all that keeps
-// two events of one actor apart.) Every completion is called on the Env loop thread,
-// unless Stop() ran first.
+// Guarantees each side relies on: an actor's jobs (events, the drop of its instance, its
+// close) start in the order asked, on the actor's lane; the core asks for an event only
+// once the actor's previous one came back, and for a drop or a close only while none runs.
 //
 // Threading: every method is called on the Env loop thread, and every completion runs there
-// (an executor with threads hands them back with Env::PostFromAnyThread).
+// unless Stop() ran first (an executor with threads hands them back with PostFromAnyThread).
 #pragma once
 
 #include <cstddef>

@@ -1,18 +1,9 @@
 // ModuleCompiler: compiles class modules off the event loop (docs/security.md, "Tenants").
-//
-// A class's module is compiled when one of its actors first starts on a node. V8's compile
-// of a large module (or one built to be slow to compile) takes seconds; on the loop thread
-// that would stop the node lease from being renewed. Here it runs on the compiler's own
-// threads, and the loop only waits for the answer:
-//
-//   - Single flight: concurrent Compile calls for the same key (a class's module digest)
-//     share one compile; a key compiled recently is answered from a small cache.
-//   - A time bound: a caller waits at most `timeout`; past it, it gets kRetryable (the
-//     client sees 503 with Retry-After) and the compile goes on, its result cached for the
-//     next call. The size bound is the engine's (actors.max_module_bytes, checked before V8
-//     sees the module), so a compile cannot run forever either.
-//   - `threads` compiles of different keys may run at once, so one tenant's slow module
-//     delays the others' first starts by at most its own compile on one of the threads.
+// Concurrent Compile calls for one key (a class's module digest) share one compile, and a
+// key compiled recently is answered from a small cache; a caller waits at most `timeout`,
+// then gets kRetryable (503 with Retry-After) while the compile goes on and its result is
+// cached; up to `threads` compiles of different keys run at once. Why compiles leave the
+// loop and how the bounds fit together: docs/internals.md, "actor: the runtime".
 //
 // Threading: Compile and the destructor on the Env's loop thread; the compile threads hand
 // results back with Env::PostFromAnyThread (so a RealEnv). The destructor joins the threads

@@ -1,22 +1,14 @@
 // ActorRuntimeCore: the actor runtime's rules, apart from the code that runs actors (an
-// Executor, executor.h). Between a request for an actor and its code: one event at a time
-// per actor (the input gate) with a bounded queue; every answer released only through the
-// storage's output gate (ActorStorage::WhenReleasable); the lifecycle — started on first
-// event through StorageProvider::Open, instance dropped after `idle_instance`, hibernated
-// after `idle_hibernate`, evicted under a memory budget (idle actors first), closed afresh
-// when its storage failed. ActorRuntime (runtime.h) runs it over V8 workers; the simulator
-// runs it over native test actors, under its faults.
+// Executor, executor.h): one event at a time per actor (the input gate) with a bounded
+// queue; every answer released only through the storage's output gate
+// (ActorStorage::WhenReleasable); the lifecycle (start through StorageProvider::Open,
+// instance dropped when idle, hibernation, eviction under the memory budget, a failed
+// storage closed and restored afresh). ActorRuntime (runtime.h) runs it over V8 workers,
+// the simulator over native test actors. Per-actor states: docs/internals.md,
+// "ActorRuntime".
 //
-// Threading: the Env loop thread only — no threads, no clock but the Env's. Deterministic
+// Threading: the Env loop thread only; no threads, no clock but the Env's. Deterministic
 // given its Env and its executor.
-//
-// Per-actor states:
-//   kStarting --Open ok--> kReady <--last event done-- kRunning
-//                            |  \--dispatch-------------^
-//  idle sweep / budget       |   (or Open failed: queued events answered kUnavailable)
-//                            v
-//                        kClosing --instance dropped, storage closed--> (gone, or
-//                                   kStarting again if events arrived meanwhile)
 #pragma once
 
 #include <array>

@@ -1,30 +1,14 @@
 // The storage interface an actor's events run against: a sorted key-value map per actor,
-// read synchronously from memory and made durable in batches. The durable replica (segments
-// in the bucket, src/replica) implements it; MemStorage (mem_storage.h) is the in-memory
-// implementation used by the runtime's tests and benchmarks. It is not a product mode.
+// read synchronously from memory and made durable in batches. Implemented by the durable
+// replica (src/replica) and by MemStorage (testing/mem_storage.h, tests and benchmarks).
 //
-// Threading: the runtime calls the methods of one ActorStorage from one event at a time,
-// on whichever worker thread runs that actor, never concurrently (between events it also
-// calls failure() and an answer's WhenReleasable from its loop thread); Open and Close run
-// on the runtime's loop thread.
-// `WhenReleasable`'s callback may be invoked on any thread.
+// Guarantees: reads reflect every Commit so far; a batch applies whole; WhenReleasable is
+// the output gate every visible effect of an actor passes; a failed storage stays failed
+// (each method below says what it promises).
 //
-// The contract the runtime relies on:
-//   - Get/List/Alarm/StoredBytes and the system entries (GetSystem, ListSystem) reflect every
-//     Commit made so far (reads are from memory).
-//   - Commit(batch) applies the whole batch at once and returns its sequence number;
-//     sequence numbers increase by one per batch, starting at 1.
-//   - WhenReleasable(seq) is the output gate: every externally visible effect of the actor
-//     (an event's answer, read-only or not; `sync` returning) passes through it. It calls
-//     back Ok only when every batch up to `seq` is durable AND the storage may still speak
-//     for the actor at that instant (the node still holds it); seq 0 means "nothing
-//     written", and is Ok only under the second condition. Otherwise it calls back with an
-//     error, once that is known: the storage has then failed.
-//   - failure() is Ok until the storage fails, then its error for good (sticky): the
-//     actor's in-memory state is void, nothing more is released, and the runtime closes
-//     the actor and restores it afresh for its next event.
-//   - Break(why) fails the storage at once (the runtime gives up on it: an exec-durable
-//     wait timed out, so an answer must never be released).
+// Threading: one ActorStorage is used by one event at a time, on the worker running that
+// actor; between events the runtime calls failure() and WhenReleasable from its loop thread.
+// Open and Close run on the loop thread; WhenReleasable's callback may run on any thread.
 #pragma once
 
 #include <cstdint>
@@ -78,6 +62,8 @@ using ListVisitor = std::function<bool(std::string_view key, std::string_view va
 class ActorStorage {
  public:
   virtual ~ActorStorage() = default;
+  // Get, List, Alarm, StoredBytes and the system entries (GetSystem, ListSystem) reflect
+  // every Commit made so far: reads are from memory.
   virtual std::optional<std::string> Get(std::string_view key) const = 0;
   virtual void List(const ListQuery& query, const ListVisitor& visit) const = 0;
   virtual std::optional<std::int64_t> Alarm() const = 0;
@@ -91,9 +77,22 @@ class ActorStorage {
   // What the state takes in memory, per-entry overhead included (StateMap::memory_bytes):
   // counted against the node's memory budget.
   virtual std::uint64_t MemoryBytes() const = 0;
+  // Applies the whole batch at once and returns its sequence number: sequence numbers
+  // increase by one per batch, starting at 1.
   virtual std::uint64_t Commit(Batch batch) = 0;
+  // The output gate: every externally visible effect of the actor (an event's answer,
+  // read-only or not; `sync` returning) passes through it. Calls back Ok only when every
+  // batch up to `seq` is durable AND the storage may still speak for the actor at that
+  // instant (the node still holds it); seq 0 means "nothing written" and is Ok only under
+  // the second condition. Otherwise it calls back with an error once that is known: the
+  // storage has then failed.
   virtual void WhenReleasable(std::uint64_t seq, std::function<void(Status)> done) = 0;
+  // Ok until the storage fails, then its error for good (sticky): the actor's in-memory
+  // state is void, nothing more is released, and the runtime closes the actor and restores
+  // it afresh for its next event.
   virtual Status failure() const = 0;
+  // Fails the storage at once: the runtime gives up on it (an exec-durable wait timed out,
+  // so an answer must never be released).
   virtual void Break(Status why) = 0;
 };
 

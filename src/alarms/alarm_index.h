@@ -1,32 +1,11 @@
-// AlarmIndex: one node's part of the alarm index (docs/alarms.md, "The index"). It is the
-// replicas' AlarmIndexHook (replica/alarm_hook.h): it writes the index entry of every alarm
-// its replicas set, and removes entries the durable state no longer needs, keeping the
-// invariant
-//
-//   whenever the durable state of an actor holds alarm T, an index entry for (actor, T) exists
-//
-// by the rules of docs/alarms.md:
-//   1. Entry before state. Committed(set T at batch s) writes the entry
-//      (T, actor, generation, s) with an unconditional PUT of its own key, retried until
-//      acknowledged or `entry_timeout` passes; the replica sends no segment holding the set
-//      until it is (or fails if it is not).
-//   2. Removal after durability. An entry is deleted only while the actor's hold is valid
-//      (asked right before each DELETE), and only once a durable batch D left the alarm at
-//      X != T: then an entry of this hold is deleted if it was written at or before D (its
-//      batch <= D), an entry of an earlier hold always (its set was on the restored chain or
-//      never durable), an entry of a later hold never (we are a zombie then). Durable
-//      batches are reported by the replica (Durable), or by an alarm event's released
-//      answer (AfterAlarmEvent). Entries of earlier holds are not known here: they are
-//      found by one LIST of the alarm's prefix (the restored alarm's, or the time a delivery
-//      was for), and only once the hold's fence landed (Fenced): until then an earlier
-//      hold's segment in flight may still join the chain a next restore follows.
-//   3. Stale entries are judged against the state by the alarm event itself
-//      (actor/alarm_event.h); its answer comes back here through AfterAlarmEvent.
-// Every key is written once, so a DELETE that lands late removes only the entry it was
-// decided for.
-//
-// The index also tells its listener (the AlarmService) where each actor's alarm stands, so
-// that the owner arms a timer for it and the last owner keeps one after it leaves memory.
+// AlarmIndex: one node's part of the alarm index (docs/alarms.md, "The index"), as the
+// replicas' AlarmIndexHook (replica/alarm_hook.h). It writes the index entry of every alarm
+// its replicas set, before the segment holding the set is sent, and removes the entries
+// the durable state no longer needs, keeping the invariant "whenever the durable state of
+// an actor holds alarm T, an index entry for (actor, T) exists" by the three rules of
+// docs/alarms.md, "The invariant, and the three rules that keep it". How removal judges
+// entries of this, earlier and later holds: docs/internals.md, "alarms: an actor's own time".
+// It also tells its listener (the AlarmService) where each actor's alarm stands.
 //
 // Threading: Env loop thread only. Simulator-clean.
 #pragma once

@@ -1,18 +1,14 @@
 // AlarmService: delivers due alarms to actors, at least once (docs/alarms.md, "Who fires",
-// "Retries, in detail", "Rate").
+// "Retries, in detail", "Rate"). Deliveries are asked for by the owner's timer, the last
+// owner's timer (at most kMaxWakeTimers), the shard scanner and peers' hand-overs
+// (ReceiveHandOver); each is routed as a request is: run here if resident, else handed
+// over to another live holder through a PeerSender, else acquired and run here after a
+// fresh quarantine read. The alarm event decides against the state whether the handler
+// runs (actor/alarm_event.h). One delivery per actor at a time; every attempt passes the
+// per-actor interval and the node's rate.
 //
-// What asks for a delivery: the owner's timer (every actor whose replica is open here), the
-// last owner's timer (kept for an actor that left memory with an alarm, at most
-// kMaxWakeTimers), the shard scanner (shard_scanner.h) and a peer's hand-over
-// (ReceiveHandOver). A delivery is routed as a request is: run here if resident; else one
-// routing read: another live holder → handed over to it (a signed peer request to
-// /v1/alarms/<actor>); nobody → the class loaded, the quarantine read afresh, the alarm event
-// run here. The event decides against the actor's state whether the handler runs
-// (actor/alarm_event.h). One delivery per actor at a time; retries and back-offs as in
-// docs/alarms.md's table; every attempt passes the per-actor interval and the node's rate.
-//
-// Threading: Env loop thread only. Simulator-clean: other nodes only through the Forwarder's
-// PeerTransport, events only through an actor::EventHost.
+// Threading: Env loop thread only. Simulator-clean: peers only through a PeerSender, events
+// only through an actor::EventHost.
 #pragma once
 
 #include <cstdint>

@@ -3,17 +3,11 @@
 //
 //   alarms/<shard>/<due>/<tenant>/<class>/<name>/<generation>-<batch>
 //
-//   shard       two digits, 00..15: Crc32c("tenant/class/name") % kShards. The number of
-//               shards is part of the format (an entry is looked for in its shard only).
-//   due         the alarm's time, Unix ms, 19 digits (every non-negative int64 fits), so
-//               a shard lists in due order
-//   generation  the hold whose event set the alarm, 20 digits
-//   batch       that event's batch number within the hold (ActorStorage::Commit), 20 digits
-// So every set of an alarm writes a key of its own, never written again: a delete that
-// lands late removes only the entry it was decided for (rule 2 of docs/alarms.md).
-//
-// The body is the single line `wasmkeep-alarm 1`; the key is the whole entry, so a scan
-// lists and never reads (docs/alarms.md, "What it costs").
+// shard: two digits, Crc32c("tenant/class/name") % kShards (the number of shards is part of
+// the format); due: Unix ms, 19 digits, so a shard lists in due order; generation and batch
+// (20 digits each): the hold and the batch whose event set the alarm, so every set writes a
+// key of its own, never written again. The body is the single line `wasmkeep-alarm 1`: the
+// key is the whole entry, and a scan lists and never reads.
 //
 // Threading: pure functions.
 #pragma once

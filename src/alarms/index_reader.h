@@ -1,18 +1,12 @@
-// Reading the alarm index for people (docs/console.md, docs/http-api.md "Alarms due and
-// late"): which alarms are due or late across the shards, and what alarm each actor of a
-// listing page has, without waking an actor. The index's format is alarms/format.h; what
-// writes and removes entries is alarms/alarm_index.h, what fires them alarm_service.h.
+// Reading the alarm index for people (docs/console.md; docs/http-api.md, "Alarms due and
+// late"): which alarms are due or late across the shards, and which alarm each actor of a
+// listing page has, without waking an actor. An entry may outlive its alarm, so the index
+// says which alarms *may* be pending: of an actor's entries, the latest set's (highest
+// generation, then batch) is its alarm unless that set was just deleted; the state decides.
 //
-// What an entry says. An entry exists for every alarm an actor's durable state holds
-// (docs/alarms.md, "The invariant"); it may outlive its alarm (removal follows durability,
-// and a failed DELETE leaves it, stale, until the next delivery finds it so). So the index
-// tells which alarms *may* be pending: of an actor's entries, the one written by its latest
-// set (highest generation, then batch) is its current alarm unless that set was deleted a
-// moment ago; the others are stale. The state decides (the inspector reads it).
-//
-// Cost: one LIST per 1,000 entries of each shard read, nothing else (entries are never
-// read: the key is the entry). A read stops at `max_pages` pages (then `complete` is false)
-// or, with `due_until_ms`, at the first entry due after it (keys sort by due time).
+// Cost: one LIST per 1,000 entries of each shard read, never a GET; a read stops at
+// `max_pages` pages (then `complete` is false) or, with `due_until_ms`, at the first entry
+// due after it.
 //
 // Threading: Env loop thread. Simulator-clean: only Env and ObjectStore.
 #pragma once

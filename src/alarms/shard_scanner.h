@@ -1,28 +1,11 @@
-// ShardScanner: finds the due alarms of actors that no node has a timer for — their node
-// was killed, stopped or drained — by listing the index (docs/alarms.md, "Who fires",
-// "Shards are held like actors").
-//
-// Holding. Shard s is held through the ownership record owners/_alarms/shard/<s>
-// (format.h, ShardActor), with Owners' acquisitions, generations, holds, releases, lapses
-// and fences, exactly as an actor. Each pass, the membership view assigns every shard to
-// one live node by rendezvous hashing (the highest Crc32c(node id + "/" + shard) among the
-// live nodes that are not draining — DrainControl::Draining(), this node included —
-// this node counted while its lease is valid), so a node joining, leaving or draining moves
-// only its share. A node acquires the shards assigned to it (another node's live
-// hold makes it wait: it is asked again next pass) and releases those no longer assigned.
-// It scans a shard, and delivers from it, only while its hold is valid
-// (HoldView::IsValid): a node whose lease lapsed, was lost, or that is draining (Owners
-// refuses acquisitions, the drain releases every hold) stops at once, and the shard is
-// taken over as its actors are. Safety does not rest on the holds (the actor's own hold
-// decides what fires and what is removed: alarm_index.h); they keep one scanner per shard
-// in the normal case, and make every shard's scanning survive its node.
-//
-// A scan: list alarms/<shard>/ in pages of 1,000, in due order, stopping at the first entry
-// due later than now (on this node's clock): never a read of an entry. Entries due for at
-// least scan_lag (the owner's own timer goes first) are delivered, one delivery per actor
-// (its earliest due entry), through AlarmService::Deliver (which skips actors with a
-// delivery running or a hand-over waiting for its recheck). A shard is scanned every
-// scan_period; a pass runs every second (kPassInterval) to follow the view.
+// ShardScanner: finds the due alarms of actors that no node has a timer for (their node was
+// killed, stopped or drained) by listing the index (docs/alarms.md, "Who fires", "Shards
+// are held like actors"). Each pass (every kPassInterval) follows the membership view: the
+// shards assigned to this node are acquired through their ownership records
+// owners/_alarms/shard/<s>, the others released. A shard is scanned, and delivered from
+// through AlarmService::Deliver, only while its hold is valid; a scan lists and never reads
+// an entry. Safety rests on the actors' own holds, not the shards'. How shards are assigned
+// and a scan delivers: docs/internals.md, "alarms: an actor's own time".
 //
 // Threading: Env loop thread only. Simulator-clean.
 #pragma once

@@ -1,21 +1,11 @@
 // The test harness for "a simulated world, a bucket and nodes", shared by the cluster and
 // replica unit tests and the deterministic simulator (sim/world.h). Test-only library
-// wk_cluster_testing: it pulls in nothing real, only SimWorld/SimEnv, MemBucket/MemStore
-// and the cluster code under test.
-//
-//   SimHost      one machine: its Env on the world (wall clock at kSimOriginMs plus a
-//                skew) and its MemStore view of the shared bucket (faults optional)
-//   SimProcess   what the two below share: a SimHost and the run of a Task<LeaseEnd>
-//   SimLeaseNode a lone NodeLease on its own SimHost, without the bucket check and the
-//                start guard (NodeLease::StartSteps), so its writes can be counted exactly
-//   SimNode      a ClusterNode (lease, listing, fence watch, owners) on its own SimHost
-//
-// SimLeaseNode and SimNode switch on the broken models WASMKEEP_BROKEN_MODELS names
-// (TestBrokenModels), so scripts/check-proofs.sh can run a unit test with one rule removed.
-//
-// Each holds its Env, store and node by value; the node's frames die with the Env (a kill).
-// A SimHost's Env draws its seed from the world when it is built, so building hosts in the
-// same order gives the same run.
+// wk_cluster_testing: nothing real, only SimWorld/SimEnv, MemBucket/MemStore and the
+// cluster code under test. SimLeaseNode and SimNode switch on the broken models
+// WASMKEEP_BROKEN_MODELS names, so scripts/check-proofs.sh can run a unit test with one
+// rule removed. Each holds its Env, store and node by value: the node's frames die with
+// the Env (a kill). A SimHost's Env draws its seed from the world when it is built, so
+// building hosts in the same order gives the same run.
 //
 // Threading: single-threaded, like everything on a SimWorld.
 #pragma once
@@ -42,6 +32,8 @@ struct HostOptions {
   std::int64_t origin_ms = kSimOriginMs;
 };
 
+// One machine: its Env on the world (wall clock at kSimOriginMs plus a skew) and its
+// MemStore view of the shared bucket (faults optional).
 class SimHost {
  public:
   SimHost(SimWorld& world, std::shared_ptr<MemBucket> bucket, HostOptions options = {});
@@ -78,6 +70,8 @@ class SimProcess {
   std::optional<LeaseEnd> end;
 };
 
+// A lone NodeLease on its own SimHost, without the bucket check and the start guard
+// (NodeLease::StartSteps), so its writes can be counted exactly.
 class SimLeaseNode : public SimProcess {
  public:
   SimLeaseNode(SimWorld& world, std::shared_ptr<MemBucket> bucket, NodeId id, InstanceToken instance,
@@ -88,6 +82,7 @@ class SimLeaseNode : public SimProcess {
   NodeLease lease;
 };
 
+// A ClusterNode (lease, listing, fence watch, owners) on its own SimHost.
 class SimNode : public SimProcess {
  public:
   // Started at once unless start is false.

@@ -1,28 +1,13 @@
 // ScriptedHttpServer: an HTTP/1.1 (optionally TLS) server on 127.0.0.1 that answers from a
 // script, for tests of the S3 client against answers a real server rarely or never gives
-// (409 ConditionalRequestConflict, 503 SlowDown, lost replies, stalls).
+// (409 ConditionalRequestConflict, 503 SlowDown, lost replies, stalls). A test queues
+// expectations in order; each request is matched against the first unconsumed one (method
+// and path; the query is read from received()). A request that does not match, or arrives
+// when the script is empty, fails the running test (ADD_FAILURE) and is answered 500.
 //
-// Concept (workerd's scripted servers). A test queues expectations in order; each
-// request the server reads is matched against the first unconsumed expectation (method
-// and path; the query is not matched, tests inspect received() for it). A request that
-// does not match, or arrives when the script is empty, fails the running test
-// (ADD_FAILURE) and is answered 500 "unexpected request". An expectation can instead
-// script a fault:
-//   Respond(status, headers, body)  an ordinary reply (Content-Length set from the body,
-//                                   or taken from the headers for a HEAD reply)
-//   DropAfterRequest()              read the request, close without replying (reply lost)
-//   Hang()                          read the request, never reply (until the client gives up)
-//   CloseBeforeRead()               the next time a connection waits for a request, close
-//                                   it without reading (the server closed an idle
-//                                   keep-alive connection, or a fresh one at accept)
-//   Delay(d)                        wait d before the reply or drop
-//   Times(n) / Repeatedly()         match n requests / every later request
-// VerifyAllConsumed() fails the test for expectations never reached.
-//
-// Threading: runs its handlers on the io_context it is given (the test's RealEnv loop),
-// so script and checks need no locking. Call every method on that loop's thread (or
-// before the loop runs). Destroying the server closes the listener and every connection;
-// handlers still queued hold the shared state and find it stopped.
+// Threading: its handlers run on the io_context it is given (the test's RealEnv loop), so
+// script and checks need no locking; call every method on that thread (or before the loop
+// runs). Destroying the server closes the listener and every connection.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -54,12 +39,20 @@ struct ReceivedRequest {
 
 class ScriptedExpectation {
  public:
+  // An ordinary reply (Content-Length set from the body, or taken from the headers for a
+  // HEAD reply).
   ScriptedExpectation& Respond(int status, std::vector<std::pair<std::string, std::string>> headers = {},
                                std::string body = {});
+  // Read the request, close without replying (a reply lost).
   ScriptedExpectation& DropAfterRequest();
+  // Read the request, never reply (until the client gives up).
   ScriptedExpectation& Hang();
+  // The next time a connection waits for a request, close it without reading (the server
+  // closed an idle keep-alive connection, or a fresh one at accept).
   ScriptedExpectation& CloseBeforeRead();
+  // Wait d before the reply or the drop.
   ScriptedExpectation& Delay(Duration d);
+  // Match n requests / every later request.
   ScriptedExpectation& Times(int n);
   ScriptedExpectation& Repeatedly();
   // Runs on each matching request (put EXPECT_* checks here).
@@ -85,6 +78,7 @@ class ScriptedHttpServer {
 
   explicit ScriptedHttpServer(boost::asio::io_context& io);
   ScriptedHttpServer(boost::asio::io_context& io, Options options);
+  // Handlers still queued hold the shared state and find it stopped.
   ~ScriptedHttpServer();
   ScriptedHttpServer(const ScriptedHttpServer&) = delete;
   ScriptedHttpServer& operator=(const ScriptedHttpServer&) = delete;

@@ -1,30 +1,9 @@
-// FaultyStore: an ObjectStore decorator that injects faults into a real backend, for
-// multi-process cluster tests (tests/cluster) — the real-runtime sibling of mem://'s
-// fault hooks. Never configured in production; `wasmkeep serve` enables it only through
-// the WASMKEEP_DEBUG_FAULTS environment variable, and logs loudly when it does.
-//
-// Faults (WASMKEEP_DEBUG_FAULTS, comma-separated):
-//   lose_put_reply=N     every Nth put is applied, then reported kUnknownOutcome (a reply
-//                        lost after the write landed)
-//   outage_file=PATH     while PATH exists, every request fails kRetryable before it is
-//                        sent (the bucket unreachable from this node)
-//   outage_prefix=P      limits outage_file to keys starting with P (say owners/)
-//   unknown_first_put=P  the first put to a key starting with P is applied, then reported
-//                        kUnknownOutcome, and the next read of that key fails kRetryable:
-//                        an acquisition that cannot tell whether it landed
-//   lost_first_put=P     the first put to a key starting with P is NOT applied, but reported
-//                        kUnknownOutcome, and the next read of that key fails kRetryable:
-//                        an acquisition that was lost, and cannot tell
-//   slow_put_ms=MS       every put waits MS milliseconds (on the Env's timers) before it
-//                        is sent: it lands, and is answered, that much later
-//   slow_put_prefix=P    limits slow_put_ms to keys starting with P (say wal/)
-//   outage_body=TEXT     limits outage_file to puts whose body contains TEXT (say
-//                        `owner nobody`: releases refused, acquisitions let through)
-//   hold_file=PATH       while PATH exists, a put waits (polled every 20 ms, on the Env's
-//                        timers) before it is sent: a write in flight the test lets go
-//   hold_prefix=P        limits hold_file to keys starting with P (say nodes/)
-//   slow_reply_ms=MS     every put is applied at once and answered MS milliseconds later
-//   slow_reply_prefix=P  limits slow_reply_ms to keys starting with P (say owners/)
+// FaultyStore: an ObjectStore decorator that injects faults into a real backend, for the
+// multi-process cluster tests (tests/cluster): the real-runtime sibling of mem://'s fault
+// hooks. Never configured in production: `wasmkeep serve` enables it only through the
+// WASMKEEP_DEBUG_FAULTS environment variable (a test hook, docs/DEVELOPING.md, "Test
+// hooks"), and logs loudly when it does. The faults are FaultSpec's fields below, each
+// named as in WASMKEEP_DEBUG_FAULTS (comma-separated NAME=VALUE).
 //
 // Threading: as the wrapped store; the Env's loop thread.
 #pragma once
@@ -38,17 +17,38 @@
 namespace wk {
 
 struct FaultSpec {
+  // lose_put_reply=N: every Nth put is applied, then reported kUnknownOutcome (a reply lost
+  // after the write landed).
   int lose_put_reply_every = 0;  // 0: never
+  // outage_file=PATH: while PATH exists, every request fails kRetryable before it is sent
+  // (the bucket unreachable from this node).
   std::string outage_file;       // empty: none
+  // outage_prefix=P: limits outage_file to keys starting with P (say owners/).
   std::string outage_prefix;     // empty: every key
+  // unknown_first_put=P: the first put to a key starting with P is applied, then reported
+  // kUnknownOutcome, and the next read of that key fails kRetryable (an acquisition that
+  // cannot tell whether it landed).
   std::string unknown_first_put;  // empty: none
+  // lost_first_put=P: the first put to a key starting with P is NOT applied but reported
+  // kUnknownOutcome, and the next read of that key fails kRetryable (an acquisition that
+  // was lost, and cannot tell).
   std::string lost_first_put;     // empty: none
+  // slow_put_ms=MS: every put waits MS milliseconds (on the Env's timers) before it is
+  // sent: it lands, and is answered, that much later.
   int slow_put_ms = 0;            // 0: no delay
+  // slow_put_prefix=P: limits slow_put_ms to keys starting with P (say wal/).
   std::string slow_put_prefix;    // empty: every key
+  // outage_body=TEXT: limits outage_file to puts whose body contains TEXT (say
+  // `owner nobody`: releases refused, acquisitions let through).
   std::string outage_body;        // empty: any body
+  // hold_file=PATH: while PATH exists, a put waits (polled every 20 ms, on the Env's timers)
+  // before it is sent: a write in flight that the test lets go.
   std::string hold_file;          // empty: none
+  // hold_prefix=P: limits hold_file to keys starting with P (say nodes/).
   std::string hold_prefix;        // empty: every key
+  // slow_reply_ms=MS: every put is applied at once and answered MS milliseconds later.
   int slow_reply_ms = 0;          // 0: no delay
+  // slow_reply_prefix=P: limits slow_reply_ms to keys starting with P (say owners/).
   std::string slow_reply_prefix;  // empty: every key
   bool any() const {
     return lose_put_reply_every > 0 || !outage_file.empty() || !unknown_first_put.empty() ||
