@@ -6,7 +6,10 @@ namespace wk {
 
 QuarantineService::QuarantineService(Env& env, ObjectStore& store, control::QuarantineCache& cache,
                                      QuarantineServiceOptions options, RunningEvents* journal)
-    : env_(env), store_(store.ForPurpose(BucketPurpose::kControl)), cache_(cache), options_(std::move(options)), journal_(journal) {}
+    : env_(env),
+      policy_(options.policy),
+      journal_(journal),
+      strikes_(env, store, cache, control::QuarantineStrikesOptions{options.node_id, options.policy, options.call}) {}
 
 void PublishQuarantineMetrics(MetricsRegistry& registry, const QuarantineService& service) {
   const QuarantineStats& stats = service.stats();
@@ -25,37 +28,7 @@ void PublishQuarantineMetrics(MetricsRegistry& registry, const QuarantineService
           stats.records_deleted, {});
 }
 
-QuarantineService::~QuarantineService() {
-  *alive_ = false;
-  if (sweep_.valid()) sweep_.Cancel();
-}
-
-void QuarantineService::StartSweeps(Duration period) {
-  if (!options_.policy.enabled()) return;
-  const auto first = static_cast<std::int64_t>(env_.RandomBelow(static_cast<std::uint64_t>(period.count()) + 1));
-  ScheduleSweep(Duration(first), period);
-}
-
-void QuarantineService::ScheduleSweep(Duration after, Duration period) {
-  std::weak_ptr<bool> alive = alive_;
-  env_.StartTimer(env_.MonoNow() + after, [this, alive, period] {
-    if (auto a = alive.lock(); !a || !*a) return;
-    if (!sweep_.valid() || sweep_.done()) sweep_ = env_.Spawn(Sweep(), "quarantine sweep");
-    ScheduleSweep(period, period);
-  });
-}
-
-Task<void> QuarantineService::Sweep() {
-  std::shared_ptr<bool> alive = alive_;
-  auto deleted = co_await control::DeleteSpentQuarantines(store_, env_, options_.policy, options_.call);
-  if (!*alive) co_return;
-  if (!deleted.ok()) {
-    WK_LOG_WARN("quarantine sweep failed; the next one tries again", {{"error", deleted.status().ToString()}});
-    co_return;
-  }
-  stats_.records_deleted += *deleted;
-  if (*deleted > 0) WK_LOG_INFO("spent quarantine records deleted", {{"records", std::to_string(*deleted)}});
-}
+QuarantineService::~QuarantineService() { *alive_ = false; }
 
 bool QuarantineService::IsStrike(engine::CallOutcome outcome) {
   switch (outcome) {
@@ -91,7 +64,7 @@ actor::RuntimeHooks QuarantineService::Hooks() {
   if (journal != nullptr) {
     hooks.on_event_start = [journal](const ActorId& actor, std::size_t worker) { journal->Started(worker, actor); };
   }
-  if (!options_.policy.enabled()) {
+  if (!policy_.enabled()) {
     if (journal != nullptr) {
       hooks.on_event_end = [journal](const ActorId&, std::size_t worker, const actor::EventEnd&) {
         journal->Ended(worker);
@@ -123,63 +96,6 @@ void QuarantineService::RecordCrashStrikes(const std::vector<ActorId>& actors) {
            "process's memory exhausted, or a kill)",
            true);
   }
-}
-
-void QuarantineService::Strike(const ActorId& actor, std::string reason, bool crash) {
-  if (!options_.policy.enabled()) return;
-  ++in_flight_;
-  env_.Spawn(RunStrike(actor, std::move(reason), crash), "quarantine strike " + actor.ToString());
-}
-
-Task<void> QuarantineService::RunStrike(ActorId actor, std::string reason, bool crash) {
-  std::shared_ptr<bool> alive = alive_;
-  const std::string name = actor.ToString();
-  auto outcome = co_await control::RecordStrike(store_, env_, actor, options_.node_id.str(), reason, options_.policy,
-                                                options_.call);
-  if (!*alive) co_return;
-  --in_flight_;
-  const char* cause = crash ? "crash" : "instance";
-  if (!outcome.ok()) {
-    ++stats_.strike_failures;
-    WK_LOG_WARN("quarantine strike not recorded",
-                {{"node", options_.node_id.str()}, {"actor", name}, {"cause", cause}, {"error", outcome.status().ToString()}});
-    co_return;
-  }
-  const control::QuarantineRecord& record = outcome->record;
-  cache_.Remember(record);
-  if (outcome->counted) {
-    if (crash) {
-      ++stats_.crash_strikes;
-    } else {
-      ++stats_.instance_strikes;
-    }
-    WK_LOG_WARN("actor strike", {{"node", options_.node_id.str()},
-                                 {"actor", name},
-                                 {"cause", cause},
-                                 {"strikes", std::to_string(record.strikes.size()) + "/" +
-                                                 std::to_string(options_.policy.strikes)},
-                                 {"reason", record.reason}});
-  } else {
-    ++stats_.not_counted;
-  }
-  if (outcome->quarantined_now) {
-    ++stats_.quarantines;
-    WK_LOG_WARN("actor quarantined", {{"node", options_.node_id.str()},
-                                      {"actor", name},
-                                      {"until", control::FormatUtc(record.until)},
-                                      {"strikes", std::to_string(record.strikes.size())},
-                                      {"reason", record.reason}});
-  }
-  if (record.QuarantinedAt(env_.WallNow()) && unload_) unload_(actor);
-}
-
-Task<Result<replica::Replica::Hold>> QuarantineHoldSource::Acquire(ActorId actor) {
-  if (auto q = cache_.Peek(actor)) co_return Retryable(control::DescribeQuarantine(*q));
-  co_return co_await inner_.Acquire(std::move(actor));
-}
-
-Task<void> QuarantineHoldSource::Release(ActorId actor, Generation generation) {
-  co_await inner_.Release(std::move(actor), generation);
 }
 
 }  // namespace wk

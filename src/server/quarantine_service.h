@@ -18,7 +18,10 @@
 //   - A strike's reason says what happened and names the setting that bounded it.
 //   - A strike that quarantines the actor (or finds it quarantined) is remembered in the
 //     node's QuarantineCache and the actor, if resident, is unloaded; QuarantineHoldSource
-//     then refuses to start it again on this node, and the front refuses its requests.
+//     (src/routing/quarantine_hold_source.h) then refuses to start it again on this node,
+//     and the front refuses its requests. Recording, remembering, unloading and the sweeps
+//     are control::QuarantineStrikes (src/control/quarantine_strikes.h), which the
+//     simulator runs too; this class adds what needs the V8 runtime and the journal.
 //
 // Every strike and every quarantine is one log line (warn) and counted in metrics:
 // wasmkeep_quarantine_strikes_total{cause=instance|crash}, wasmkeep_quarantines_total
@@ -40,7 +43,8 @@
 #include "base/metrics.h"
 #include "control/quarantine.h"
 #include "control/quarantine_cache.h"
-#include "replica/provider.h"
+#include "control/quarantine_strikes.h"
+#include "routing/quarantine_hold_source.h"
 #include "server/running_events.h"
 
 namespace wk {
@@ -53,18 +57,8 @@ struct QuarantineServiceOptions {
 };
 
 // Counts kept by the loop thread (published as the metrics above).
-struct QuarantineStats {
-  std::uint64_t instance_strikes = 0;  // counted strikes from events that ended their instance
-  std::uint64_t crash_strikes = 0;     // counted strikes from the journal of a crashed process
-  std::uint64_t quarantines = 0;       // quarantines imposed by this node's strikes
-  std::uint64_t not_counted = 0;       // strikes that found the actor already quarantined
-  std::uint64_t strike_failures = 0;   // strikes the bucket did not take
-  std::uint64_t records_deleted = 0;   // spent records the sweeps deleted
-};
-
-// How often each node sweeps spent quarantine records (control::DeleteSpentQuarantines);
-// the first sweep comes at a random point of the first period, so nodes spread out.
-inline constexpr Duration kQuarantineSweepPeriod = std::chrono::hours(1);
+using QuarantineStats = control::QuarantineStats;
+using control::kQuarantineSweepPeriod;
 
 class QuarantineService {
  public:
@@ -85,53 +79,28 @@ class QuarantineService {
   actor::RuntimeHooks Hooks();
   // How to unload a resident actor that got quarantined (the runtime's Unload), set once the
   // runtime exists. Loop thread.
-  void set_unload(std::function<void(const ActorId&)> unload) { unload_ = std::move(unload); }
+  void set_unload(std::function<void(const ActorId&)> unload) { strikes_.set_unload(std::move(unload)); }
 
   // Deletes spent records every `period` (loop thread); stops with the service. Nothing
   // when the policy is off.
-  void StartSweeps(Duration period = kQuarantineSweepPeriod);
+  void StartSweeps(Duration period = kQuarantineSweepPeriod) { strikes_.StartSweeps(period); }
 
   // One strike per actor, each on its own task (loop thread): the previous process died
   // while their events ran.
   void RecordCrashStrikes(const std::vector<ActorId>& actors);
   // One strike (loop thread). Exposed for tests; the hooks call it through a post.
-  void Strike(const ActorId& actor, std::string reason, bool crash);
+  void Strike(const ActorId& actor, std::string reason, bool crash) { strikes_.Strike(actor, std::move(reason), crash); }
 
-  const QuarantineStats& stats() const { return stats_; }
+  const QuarantineStats& stats() const { return strikes_.stats(); }
   // Strike tasks not finished yet (tests wait for them).
-  int strikes_in_flight() const { return in_flight_; }
+  int strikes_in_flight() const { return strikes_.in_flight(); }
 
  private:
-  Task<void> RunStrike(ActorId actor, std::string reason, bool crash);
-  void ScheduleSweep(Duration after, Duration period);
-  Task<void> Sweep();
-
   Env& env_;
-  ObjectStore& store_;
-  control::QuarantineCache& cache_;
-  QuarantineServiceOptions options_;
+  control::QuarantinePolicy policy_;
   RunningEvents* journal_;
-  std::function<void(const ActorId&)> unload_;
-  QuarantineStats stats_;
-  int in_flight_ = 0;
-  TaskHandle sweep_;
+  control::QuarantineStrikes strikes_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
-};
-
-// The hold source a node's replicas acquire through: refuses to start an actor this node
-// knows to be quarantined (QuarantineCache::Peek: no I/O; the front has already read the
-// record for a request that starts an actor), so events queued behind the one that got
-// it quarantined do not restart it. Otherwise the inner source's answer.
-class QuarantineHoldSource final : public replica::HoldSource {
- public:
-  QuarantineHoldSource(replica::HoldSource& inner, const control::QuarantineCache& cache)
-      : inner_(inner), cache_(cache) {}
-  Task<Result<replica::Replica::Hold>> Acquire(ActorId actor) override;
-  Task<void> Release(ActorId actor, Generation generation) override;
-
- private:
-  replica::HoldSource& inner_;
-  const control::QuarantineCache& cache_;
 };
 
 // Publishes the strike and quarantine counters over the service's stats (base/metrics.h,

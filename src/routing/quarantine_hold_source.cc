@@ -1,0 +1,14 @@
+#include "routing/quarantine_hold_source.h"
+
+namespace wk {
+
+Task<Result<replica::Replica::Hold>> QuarantineHoldSource::Acquire(ActorId actor) {
+  if (auto q = cache_.Peek(actor)) co_return Retryable(control::DescribeQuarantine(*q));
+  co_return co_await inner_.Acquire(std::move(actor));
+}
+
+Task<void> QuarantineHoldSource::Release(ActorId actor, Generation generation) {
+  co_await inner_.Release(std::move(actor), generation);
+}
+
+}  // namespace wk
