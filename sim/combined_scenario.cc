@@ -11,14 +11,16 @@
 //     requested in control/drain/ and carried out by the nodes' DrainControl, lifted later;
 //     nodes killed or stopped cleanly while their drain request stands; moves and balances
 //     requested in control/move/ and carried out by the nodes' MoveControl;
+//   - poisoned actors (poison_clients.h), 4 of them, quarantined by their own requests and
+//     alarm runs through the nodes' real quarantine, with checkers Q1-Q2;
+//   - old-format objects (old_formats.h): old heartbeats, an actor whose record names one,
+//     an actor under a live old per-actor lease, with checkers O1-O3;
 //   - checkers 1-7 of the node leases (off in the other serving scenarios) and 8-10
 //     (checkers.h) on every actor, list and alarm ones alike.
 // Faults: the serving profile (faults.h): kill -9, nodes frozen past their lease, partitions
 // between nodes and from the bucket, slow, late and lost bucket replies (owner records and
 // segments late as often as in the ownership and storage scenarios), lost peer replies;
 // each slot's clock off by the bound (±1 s) half of the time, anywhere within it otherwise.
-//
-// Not here (docs/simulation.md says why): quarantine, and old-format objects.
 #include <optional>
 #include <string>
 
@@ -26,7 +28,9 @@
 #include "checkers.h"
 #include "faults.h"
 #include "list_clients.h"
+#include "old_formats.h"
 #include "operators.h"
+#include "poison_clients.h"
 #include "scenario.h"
 #include "serving.h"
 #include "world.h"
@@ -43,10 +47,17 @@ AlarmClientsOptions CombinedAlarms() {
   return AlarmClientsOptions{.busy = 5, .lonely = 12, .clients = 3};
 }
 
+std::vector<ActorId> NamedActors() {
+  std::vector<ActorId> actors = AlarmClients::Actors(CombinedAlarms());
+  for (ActorId& a : PoisonClients::Actors(PoisonClientsOptions{})) actors.push_back(std::move(a));
+  for (ActorId& a : OldFormats::Actors()) actors.push_back(std::move(a));
+  return actors;
+}
+
 WorldOptions CombinedWorld() {
   return WorldOptions{.actors = kListActors,
                       .actor_class = std::string(kListClass),
-                      .named_actors = AlarmClients::Actors(CombinedAlarms()),
+                      .named_actors = NamedActors(),
                       .stream = 0x9fb21c651e98df25ULL,
                       // Each slot's skew at the bound half of the time (World's default).
                       .skew_per_process = false,
@@ -64,15 +75,19 @@ class CombinedSim {
                                      .chaos_min = seconds(2),
                                      .chaos_max = seconds(7)}),
         alarms_(world_, cluster_, CombinedAlarms()),
+        poison_(world_, cluster_, PoisonClientsOptions{}),
         cluster_(world_, faults_, Serving()),
         lists_(world_, cluster_,
                ListClientsOptions{.actors = kListActors, .clients = 3, .class_name = std::string(kListClass),
                                   .clients_for = seconds(150), .keyed_share = 0.5}),
+        old_formats_(world_, cluster_),
         checkers_(world_, CheckerOptions{.leases = true, .owners = true}),
         operators_(world_, faults_, checkers_, OperatorOptions{.moves = true, .drains = false, .bucket = true}) {
     world_.hooks.on_landed = [this](const std::string& key, const std::string& body) {
       checkers_.OnLanded(key, body);
       alarms_.OnLanded(key, body);
+      poison_.OnLanded(key, body);
+      old_formats_.OnLanded(key, body);
     };
     world_.hooks.on_delete = [this](int number, const std::string& key) { alarms_.OnDelete(number, key); };
     world_.hooks.on_send = [this](int number, const std::string& key, const std::string& body) {
@@ -80,7 +95,8 @@ class CombinedSim {
       operators_.OnSend(number, key, body);
     };
     operators_.on_move = [this](const ActorId& actor) {
-      if (actor.class_name == kListClass) lists_.Burst(std::stoi(actor.name.substr(1)));
+      // The list clients' actors a<i> (not the old-format pieces' actors of the same class).
+      if (actor.class_name == kListClass && actor.name.starts_with("a")) lists_.Burst(std::stoi(actor.name.substr(1)));
     };
   }
 
@@ -89,6 +105,8 @@ class CombinedSim {
     stages.begin = [this] {
       lists_.Start();
       alarms_.Start();
+      poison_.Start();
+      old_formats_.Start();
       faults_.ScheduleChaos();
       operators_.Start();
     };
@@ -102,6 +120,7 @@ class CombinedSim {
       world_.finished = true;
       lists_.FinalReadsAndCheck();
       alarms_.FinalChecks();
+      old_formats_.FinalChecks();
     };
     return world_.Run(stages);
   }
@@ -121,14 +140,17 @@ class CombinedSim {
     o.host.idle_hibernate = milliseconds(world_.Uniform(1500, 30000));
     o.move_requests = true;
     alarms_.Configure(o);
+    poison_.Configure(o);
     return o;
   }
 
   World world_;
   Faults faults_;
   AlarmClients alarms_;  // before cluster_: its options go into the cluster's
+  PoisonClients poison_;  // the same
   ServingCluster cluster_;
   ListClients lists_;
+  OldFormats old_formats_;
   Checkers checkers_;
   Operators operators_;
 };

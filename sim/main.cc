@@ -156,6 +156,9 @@ int main(int argc, char** argv) {
       total.alarm_lost += r.alarm_lost;
       total.alarm_handovers += r.alarm_handovers;
       total.alarm_entries_deleted += r.alarm_entries_deleted;
+      total.poison_arms += r.poison_arms;
+      total.poison_hits += r.poison_hits;
+      total.quarantines += r.quarantines;
       if (!r.ok) {
         failed_seed = seed;
         failure = std::move(r);
@@ -229,6 +232,12 @@ int main(int argc, char** argv) {
                   static_cast<ull>(total.alarm_fired), static_cast<ull>(total.alarm_given_up),
                   static_cast<ull>(total.alarm_handovers), static_cast<ull>(total.alarm_entries_deleted),
                   static_cast<ull>(total.freezes));
+    }
+    if (total.poison_arms + total.poison_hits > 0) {
+      using ull = unsigned long long;
+      std::printf("  quarantine: %llu poisoned requests, %llu alarms armed, %llu actors quarantined\n",
+                  static_cast<ull>(total.poison_hits), static_cast<ull>(total.poison_arms),
+                  static_cast<ull>(total.quarantines));
     }
     if (failed_seed != 0) {
       std::printf("FAILED at seed %llu (replay: wasmkeep-sim --scenario %s --first-seed %llu --seeds 1%s)\n",

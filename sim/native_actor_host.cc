@@ -5,6 +5,7 @@ namespace wk::sim {
 struct NativeExecutor::Actor final : actor::ExecutorActor {
   ActorId id;
   bool alarm_class = false;
+  bool poison_class = false;
   bool has_instance = false;
   std::uint64_t last_seq = 0;  // the last batch committed in this residency
 };
@@ -17,6 +18,7 @@ std::shared_ptr<actor::ExecutorActor> NativeExecutor::NewActor(const ActorId& id
   auto a = std::make_shared<Actor>();
   a->id = id;
   a->alarm_class = id.class_name == "alarm";
+  a->poison_class = id.class_name == "poison";
   return a;
 }
 
@@ -49,6 +51,11 @@ void NativeExecutor::Run(std::shared_ptr<actor::ExecutorActor> actor, actor::Act
       // The gate will refuse this answer anyway: run nothing over a void state.
       ran.result.outcome = actor::EventOutcome::kUnavailable;
       ran.result.error = failed.ToString();
+      Finish(*a, *storage, std::move(ran), done);
+      return;
+    }
+    if (a->poison_class) {
+      ran.result = ExecutePoison(*a, *storage, *event);
       Finish(*a, *storage, std::move(ran), done);
       return;
     }
@@ -146,6 +153,46 @@ actor::EventResult NativeExecutor::ExecuteAlarm(Actor& a, actor::ActorStorage& s
   a.last_seq = storage.Commit(std::move(batch));
   r.alarm_fired = true;
   r.alarm_after = storage.Alarm();
+  return r;
+}
+
+actor::EventResult NativeExecutor::ExecutePoison(Actor& a, actor::ActorStorage& storage,
+                                                 const actor::ExecutorEvent& event) {
+  actor::EventResult r;
+  if (event.request) {
+    const actor::Request& request = *event.request;
+    if (request.method == "GET") {
+      r.response.body = storage.Get("armed").value_or("0");
+      return r;
+    }
+    if (request.method == "POST" && request.path == "/arm" && request.query.starts_with("t=")) {
+      actor::Batch batch;
+      batch.alarm = std::optional<std::int64_t>(std::stoll(request.query.substr(2)));
+      batch.mutations.push_back(actor::Mutation{actor::Mutation::Kind::kPut, "armed",
+                                                std::to_string(std::stoll(storage.Get("armed").value_or("0")) + 1)});
+      a.last_seq = storage.Commit(std::move(batch));
+      r.response.body = "armed";
+      return r;
+    }
+  } else {
+    const std::optional<std::int64_t> current = storage.Alarm();
+    if (!actor::AlarmDue(current, event.now_ms, options_.broken)) {
+      r.alarm_after = current;
+      return r;
+    }
+    if (event.alarm.last_attempt) {
+      actor::Batch clear;
+      clear.alarm = std::optional<std::int64_t>();
+      a.last_seq = storage.Commit(std::move(clear));
+    }
+    r.alarm_after = storage.Alarm();
+  }
+  // What reaching the worker's heap limit looks like to the runtime: the event fails and its
+  // instance is gone; the node's quarantine counts it.
+  r.outcome = actor::EventOutcome::kActorFailed;
+  r.error = "the event reached the worker's heap limit (simulated)";
+  a.has_instance = false;
+  if (options_.strike) options_.strike(a.id, std::string(event.request ? "request" : "alarm") + " exhausted the heap");
   return r;
 }
 

@@ -36,6 +36,10 @@ struct NativeActorHostOptions {
   int alarm_rearm_percent = 15;
   std::function<void(const ActorId&, std::int64_t due_ms, std::int64_t now_ms, int retry, bool failed, bool last)>
       on_alarm_run;
+  // The poison class: every event that reaches its code is a strike, reported here as the V8
+  // executor's hooks report an event that exhausted the worker's heap to the node's
+  // QuarantineService (src/server/quarantine_service.h). Unset: no strikes.
+  std::function<void(const ActorId&, std::string reason)> strike;
 };
 
 // A poisoned alarm time: its handler always fails (the alarms scenario's given-up alarms).
@@ -57,6 +61,11 @@ inline bool PoisonedAlarm(std::int64_t due_ms) { return due_ms % 97 == 0; }
 // cleared as the handler starts; the handler logs f<due>:<retry>:<now>, fails (writes
 // discarded) for a poisoned time (PoisonedAlarm) or at alarm_failure_percent, and
 // sometimes re-arms (logs s<ms>); a failure on the last attempt clears the alarm.
+//
+// The "poison" class (docs/security.md, "Poisoned actors"): POST /arm?t=<ms> sets its
+// alarm; any other request, and its alarm when due, "exhausts the worker's heap": the event
+// fails (500, writes discarded) and is reported as a strike (NativeActorHostOptions::strike).
+// GET answers how often it was armed.
 class NativeExecutor final : public actor::Executor {
  public:
   NativeExecutor(Env& env, const NativeActorHostOptions& options);
@@ -87,6 +96,8 @@ class NativeExecutor final : public actor::Executor {
   actor::EventResult ExecuteAlarm(Actor& actor, actor::ActorStorage& storage, const actor::ExecutorEvent& event);
   // The alarm actor's requests; the list actor's GET and refusals (an append is Run's).
   actor::Response ExecuteAlarmRequest(Actor& actor, actor::ActorStorage& storage, const actor::Request& request);
+  // The poison actor's events, requests and alarms.
+  actor::EventResult ExecutePoison(Actor& actor, actor::ActorStorage& storage, const actor::ExecutorEvent& event);
 
   Env& env_;
   NativeActorHostOptions options_;

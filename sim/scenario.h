@@ -97,6 +97,10 @@ struct RunResult {
   std::uint64_t alarm_lost = 0;             // alarms never fired (violations)
   std::uint64_t alarm_handovers = 0;        // hand-overs received
   std::uint64_t alarm_entries_deleted = 0;  // index entry deletes sent
+  // combined scenario: poisoned actors (poison_clients.h)
+  std::uint64_t poison_arms = 0;   // alarm sets sent to poison actors
+  std::uint64_t poison_hits = 0;   // poisoned requests sent
+  std::uint64_t quarantines = 0;   // quarantine records that landed quarantining an actor
 };
 
 // A broken model a scenario's checkers must catch within seeds first_seed ..

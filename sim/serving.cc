@@ -6,9 +6,13 @@
 #include "alarms/shard_scanner.h"
 #include "base/digest.h"
 #include "cluster/hand_over.h"
+#include "control/quarantine_cache.h"
+#include "control/quarantine_strikes.h"
 #include "replica/provider.h"
 #include "routing/forwarder.h"
 #include "routing/front.h"
+#include "routing/quarantine_hold_source.h"
+#include "store/store_wrapper.h"
 
 namespace wk::sim {
 namespace {
@@ -31,6 +35,57 @@ Task<Status> LoadClass(std::vector<std::string> class_names, std::string tenant,
   }
   co_return NotFound("no class " + tenant + "/" + name);
 }
+
+// The node's view of the bucket for its quarantine records: reports every read it sends, and
+// its end. Once the process has exited (its lease lost: `wasmkeep serve` exits), a strike
+// still in flight sends nothing more, as the real process's would not.
+class QuarantineStore final : public StoreWrapper {
+ public:
+  QuarantineStore(ObjectStore& inner, const Process& process, std::function<void(const std::string&, bool)> on_get)
+      : StoreWrapper(inner), process_(process), on_get_(std::move(on_get)) {}
+  Task<Result<GetOutput>> Get(std::string key, CallOptions options) override {
+    if (on_get_) on_get_(key, false);
+    const std::string observed = key;
+    Result<GetOutput> got = co_await StoreWrapper::Get(std::move(key), options);
+    if (on_get_) on_get_(observed, true);
+    co_return got;
+  }
+  Task<Result<Version>> Put(std::string key, std::string body, Precondition precondition,
+                            CallOptions options) override {
+    if (process_.end) return Exited();
+    return StoreWrapper::Put(std::move(key), std::move(body), std::move(precondition), options);
+  }
+  Task<Status> Delete(std::string key, Precondition precondition, CallOptions options) override {
+    if (process_.end) return ExitedDelete();
+    return StoreWrapper::Delete(std::move(key), std::move(precondition), options);
+  }
+  std::string Describe() const override { return "quarantine:" + inner().Describe(); }
+
+ private:
+  static Task<Result<Version>> Exited() { co_return Cancelled("the process exited"); }
+  static Task<Status> ExitedDelete() { co_return Cancelled("the process exited"); }
+
+  const Process& process_;
+  std::function<void(const std::string&, bool)> on_get_;
+};
+
+// The hold source under QuarantineHoldSource: reports every acquisition that got past it.
+class ObservedHolds final : public replica::HoldSource {
+ public:
+  ObservedHolds(replica::HoldSource& inner, std::function<void(const ActorId&)> on_acquire)
+      : inner_(inner), on_acquire_(std::move(on_acquire)) {}
+  Task<Result<replica::Replica::Hold>> Acquire(ActorId actor) override {
+    if (on_acquire_) on_acquire_(actor);
+    return inner_.Acquire(std::move(actor));
+  }
+  Task<void> Release(ActorId actor, Generation generation) override {
+    return inner_.Release(std::move(actor), generation);
+  }
+
+ private:
+  replica::HoldSource& inner_;
+  std::function<void(const ActorId&)> on_acquire_;
+};
 
 }  // namespace
 
@@ -63,6 +118,11 @@ struct ServingCluster::Parts final : ProcessParts {
   SimEnv* env = nullptr;
   std::unique_ptr<alarms::AlarmIndex> index;
   std::unique_ptr<replica::OwnersHoldSource> holds;
+  std::unique_ptr<QuarantineStore> quarantine_store;
+  std::unique_ptr<ObservedHolds> observed_holds;
+  std::unique_ptr<control::QuarantineCache> quarantine;
+  std::unique_ptr<QuarantineHoldSource> quarantine_holds;
+  std::unique_ptr<control::QuarantineStrikes> strikes;
   std::unique_ptr<replica::ReplicaProvider> provider;
   std::unique_ptr<Forwarder> forwarder;
   std::unique_ptr<Front> front;
@@ -104,12 +164,35 @@ void ServingCluster::Build(Process& p) {
     raw->index = std::make_unique<alarms::AlarmIndex>(*env, store, alarms::AlarmIndexOptions{.broken = broken});
   }
   raw->holds = std::make_unique<replica::OwnersHoldSource>(owners);
+  replica::HoldSource* holds = raw->holds.get();
+  const int number = p.number;
+  NativeActorHostOptions host_options = options_.host;
+  if (options_.quarantine) {
+    raw->quarantine_store = std::make_unique<QuarantineStore>(store, p, [this, number](const std::string& key, bool done) {
+      if (options_.on_quarantine_read) options_.on_quarantine_read(number, key, done);
+    });
+    raw->quarantine = std::make_unique<control::QuarantineCache>(*env, *raw->quarantine_store,
+                                                                 control::QuarantineCacheOptions{.broken = broken});
+    raw->observed_holds = std::make_unique<ObservedHolds>(*raw->holds, [this, number](const ActorId& id) {
+      if (options_.on_actor_start) options_.on_actor_start(number, id);
+    });
+    raw->quarantine_holds = std::make_unique<QuarantineHoldSource>(*raw->observed_holds, raw->quarantine.get(), broken);
+    holds = raw->quarantine_holds.get();
+    raw->strikes = std::make_unique<control::QuarantineStrikes>(
+        *env, *raw->quarantine_store, *raw->quarantine, control::QuarantineStrikesOptions{p.node_id, *options_.quarantine});
+    host_options.strike = [this, strikes = raw->strikes.get(), number](const ActorId& id, std::string reason) {
+      w_.Trace("p" + std::to_string(number) + " strikes " + id.name + ": " + reason);
+      strikes->Strike(id, std::move(reason), false);
+    };
+  }
   replica::Replica::Deps deps{*env, store, [env](std::function<void()> fn) { env->Post(std::move(fn)); }, nullptr,
                               broken, raw->index.get()};
-  raw->provider = std::make_unique<replica::ReplicaProvider>(std::move(deps), *raw->holds, options_.replica,
-                                                             std::chrono::seconds(10));
-  raw->host = MakeActorHost(*env, *raw->provider, options_.host);
-  const int number = p.number;
+  raw->provider =
+      std::make_unique<replica::ReplicaProvider>(std::move(deps), *holds, options_.replica, std::chrono::seconds(10));
+  raw->host = MakeActorHost(*env, *raw->provider, host_options);
+  if (raw->strikes) {
+    raw->strikes->set_unload([host = raw->host.get()](const ActorId& id) { host->Unload(id); });
+  }
   raw->host->set_on_closed([this, number](const ActorId& id, const std::string& why) {
     w_.Trace("p" + std::to_string(number) + " " + id.name + " left memory: " + why);
   });
@@ -126,6 +209,7 @@ void ServingCluster::Build(Process& p) {
   };
   FrontDeps front_deps{*raw->host, owners, p.node->membership(), *raw->forwarder, authenticate, load_class};
   front_deps.hand_overs = &p.node->hand_overs();
+  front_deps.quarantine = raw->quarantine.get();
   if (options_.alarms) {
     front_deps.alarm_handover = [this, raw, number](ActorId actor, std::string_view body) {
       ++w_.result().alarm_handovers;
@@ -152,7 +236,7 @@ void ServingCluster::Build(Process& p) {
   p.node->move_control().set_enabled(options_.move_requests);
   if (options_.alarms) {
     alarms::AlarmServiceDeps alarm_deps{*env, owners, p.node->membership(), *raw->host, *raw->index,
-                                        raw->forwarder.get(), load_class, nullptr, broken};
+                                        raw->forwarder.get(), load_class, raw->quarantine.get(), broken};
     raw->service = std::make_unique<alarms::AlarmService>(std::move(alarm_deps), *options_.alarms, w_.timing());
     raw->scanner = std::make_unique<alarms::ShardScanner>(*env, store, owners, p.node->membership(), p.node->lease(),
                                                           p.node->drain_control(), *raw->service);

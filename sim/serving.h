@@ -4,8 +4,9 @@
 // the real ReplicaProvider over OwnersHoldSource, the actor host (native actors,
 // MakeActorHost), the real Forwarder over the simulated peer network (sim_peer_network.h),
 // the real Front on two listeners (the client API and the peer listener its node record
-// names), the hand-over host, and with alarms the real AlarmIndex, AlarmService and
-// ShardScanner. Clients send from an Env of their own, never frozen or cut.
+// names), the hand-over host, with alarms the real AlarmIndex, AlarmService and
+// ShardScanner, and with quarantine the real QuarantineCache, QuarantineStrikes and
+// QuarantineHoldSource. Clients send from an Env of their own, never frozen or cut.
 //
 // The faults are the Faults' serving profile (faults.h); the scenario adds its workload
 // and checkers. Nothing here draws from the world's random source.
@@ -20,6 +21,7 @@
 
 #include "alarms/alarm_service.h"
 #include "control/cluster_secret.h"
+#include "control/quarantine.h"
 #include "faults.h"
 #include "native_actor_host.h"
 #include "net/peer_transport.h"
@@ -41,6 +43,15 @@ struct ServingOptions {
   // Every node carries out the move requests of control/move/ (MoveControl, as `wasmkeep
   // serve` does); off, the nodes send no request for them.
   bool move_requests = false;
+  // Set: every node runs quarantine with this policy as `wasmkeep serve` does (a
+  // QuarantineCache read by its front and its alarm delivery, control::QuarantineStrikes fed
+  // by the native host's poison class, replicas acquired through QuarantineHoldSource).
+  std::optional<control::QuarantinePolicy> quarantine;
+  // Quarantine's observers (the combined scenario's checker), on process `number`: a replica
+  // acquired past QuarantineHoldSource (a start), and a read of a quarantine record sent to
+  // the bucket (`done` false) and answered or failed (`done` true).
+  std::function<void(int number, const ActorId&)> on_actor_start;
+  std::function<void(int number, const std::string& key, bool done)> on_quarantine_read;
 };
 
 // The simulated world's tenant.

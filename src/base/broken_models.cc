@@ -74,6 +74,8 @@ constexpr std::array<std::string_view, kModels> kNames = {
     "drain-accepts-before-check",
     "shard-rank-includes-drained",
     "alarm-wakes-quarantined",
+    "start-skips-quarantine-read",
+    "quarantine-cache-keeps-late-answer",
     "move-outcome-unchecked",
 };
 static_assert(kNames.size() == kModels, "one name per BrokenModel");

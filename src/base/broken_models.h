@@ -109,6 +109,8 @@ enum class BrokenModel : std::uint8_t {
   kDrainAcceptsBeforeCheck,  // a starting node takes actors before its first read of control/drain/
   kShardRankIncludesDrained, // the alarm shards' ranking counts draining nodes (their shards go unscanned)
   kAlarmWakesQuarantined,    // an alarm delivery starts an actor without the fresh quarantine read
+  kStartSkipsQuarantineRead, // a start trusts only what the node remembers of the actor's quarantine (no read on a miss)
+  kQuarantineCacheKeepsLateAnswer,  // the quarantine cache takes a late reply for fresh news, over a newer answer
   kMoveOutcomeUnchecked,     // a move's outcome is what was heard: a lost take reply is `released`, a failed outcome write is dropped
   kCount
 };

@@ -1,5 +1,7 @@
 #include "control/quarantine_cache.h"
 
+#include <algorithm>
+
 namespace wk::control {
 
 QuarantineCache::QuarantineCache(Env& env, ObjectStore& store, QuarantineCacheOptions options)
@@ -21,7 +23,37 @@ const QuarantineCache::Entry* QuarantineCache::Fresh(const std::string& key) con
   return &it->second;
 }
 
+namespace {
+
+// Whether `a` is older news than `b` about one actor: b holds every strike of a, and more
+// (strikes are only added to a record, until a lift deletes it or the window drops them).
+bool OlderNews(const QuarantineRecord& a, const QuarantineRecord& b) {
+  if (a.strikes.size() >= b.strikes.size()) return false;
+  for (const Strike& s : a.strikes) {
+    if (std::find(b.strikes.begin(), b.strikes.end(), s) == b.strikes.end()) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 void QuarantineCache::Insert(std::string key, Entry entry) {
+  // Older news never replaces newer: an answer whose strikes the remembered record holds
+  // (and more) is kept out, whenever it arrived; otherwise an answer to a request sent before
+  // the one remembered is.
+  if (auto it = entries_.find(key);
+      it != entries_.end() && !options_.broken.on(BrokenModel::kQuarantineCacheKeepsLateAnswer)) {
+    Entry& old = it->second;
+    if (old.record && entry.record) {
+      if (OlderNews(*entry.record, *old.record)) return;
+      if (OlderNews(*old.record, *entry.record)) {
+        entry.read_at = std::max(entry.read_at, old.read_at);
+        old = std::move(entry);
+        return;
+      }
+    }
+    if (old.read_at > entry.read_at) return;
+  }
   if (entries_.size() >= options_.max_entries && !entries_.contains(key)) {
     const MonoTime now = env_.MonoNow();
     std::erase_if(entries_, [&](const auto& kv) { return now - kv.second.read_at >= options_.ttl; });
@@ -50,10 +82,15 @@ Task<Result<std::optional<QuarantineRecord>>> QuarantineCache::Check(ActorId act
     co_return got.status();
   }
   ++stats_.reads;
-  Entry entry{read_at, {}};
-  if (got->has_value() && (*got)->QuarantinedAt(env_.WallNow())) entry.record = std::move(**got);
-  std::optional<QuarantineRecord> answer = entry.record;
-  Insert(std::move(key), std::move(entry));
+  const WallTime now = env_.WallNow();
+  std::optional<QuarantineRecord> answer;
+  if (got->has_value() && (*got)->QuarantinedAt(now)) answer = **got;
+  Insert(key, Entry{read_at, std::move(*got)});
+  // Newer news that arrived first (a strike of this node's) quarantines it: that answer.
+  if (auto kept = entries_.find(key); kept != entries_.end() && kept->second.record &&
+                                      kept->second.record->QuarantinedAt(now)) {
+    answer = kept->second.record;
+  }
   co_return answer;
 }
 
@@ -63,9 +100,9 @@ std::optional<QuarantineRecord> QuarantineCache::Peek(const ActorId& actor) cons
   return e->record;
 }
 
-void QuarantineCache::Remember(const QuarantineRecord& record) {
-  Entry entry{env_.MonoNow(), {}};
-  if (record.QuarantinedAt(env_.WallNow())) entry.record = record;
+void QuarantineCache::Remember(const QuarantineRecord& record, std::optional<MonoTime> asked_at) {
+  const bool late_wins = options_.broken.on(BrokenModel::kQuarantineCacheKeepsLateAnswer);
+  Entry entry{late_wins ? env_.MonoNow() : asked_at.value_or(env_.MonoNow()), record};
   Insert(record.actor.ToString(), std::move(entry));
 }
 

@@ -21,6 +21,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "base/broken_models.h"
 #include "base/metrics.h"
 #include "control/quarantine.h"
 
@@ -36,6 +37,9 @@ struct QuarantineCacheOptions {
   // One read on the request path. The caller decides what a timeout means (the front lets
   // the request through: quarantine is a brake, not a lock).
   CallOptions read{std::chrono::seconds(1)};
+  // quarantine-cache-keeps-late-answer: an answer is remembered as of its arrival and
+  // replaces whatever is remembered (a late reply hides a newer quarantine).
+  BrokenModels broken;
 };
 
 // When Check reads the record.
@@ -66,8 +70,11 @@ class QuarantineCache {
   Task<Result<std::optional<QuarantineRecord>>> Check(ActorId actor, QuarantineRead read);
   // Without I/O: the remembered record if the entry is fresh and quarantines the actor now.
   std::optional<QuarantineRecord> Peek(const ActorId& actor) const;
-  // Remembers a record this node wrote (or read elsewhere), as if read now.
-  void Remember(const QuarantineRecord& record);
+  // Remembers a record this node wrote (or read elsewhere), as read at `asked_at`: when the
+  // request that learned it was sent (default: now). An answer is only as fresh as its
+  // request, and an entry is never replaced by an answer to an earlier request, so a strike
+  // whose reply came late cannot hide a quarantine a later strike or read saw.
+  void Remember(const QuarantineRecord& record, std::optional<MonoTime> asked_at = std::nullopt);
   // Forgets the actor (the next Check with kOnMiss reads).
   void Forget(const ActorId& actor);
 
@@ -80,7 +87,7 @@ class QuarantineCache {
  private:
   struct Entry {
     MonoTime read_at{};
-    std::optional<QuarantineRecord> record;  // set only when it quarantines (until > read time)
+    std::optional<QuarantineRecord> record;  // the record as read (quarantining or not); none: absent
   };
   const Entry* Fresh(const std::string& key) const;
   void Insert(std::string key, Entry entry);

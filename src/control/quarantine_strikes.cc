@@ -49,6 +49,7 @@ void QuarantineStrikes::Strike(const ActorId& actor, std::string reason, bool cr
 Task<void> QuarantineStrikes::RunStrike(ActorId actor, std::string reason, bool crash) {
   std::shared_ptr<bool> alive = alive_;
   const std::string name = actor.ToString();
+  const MonoTime sent = env_.MonoNow();
   auto outcome = co_await RecordStrike(store_, env_, actor, options_.node_id.str(), reason, options_.policy,
                                        options_.call);
   if (!*alive) co_return;
@@ -61,7 +62,7 @@ Task<void> QuarantineStrikes::RunStrike(ActorId actor, std::string reason, bool 
     co_return;
   }
   const QuarantineRecord& record = outcome->record;
-  cache_.Remember(record);
+  cache_.Remember(record, sent);
   if (outcome->counted) {
     if (crash) {
       ++stats_.crash_strikes;

@@ -3,7 +3,13 @@
 namespace wk {
 
 Task<Result<replica::Replica::Hold>> QuarantineHoldSource::Acquire(ActorId actor) {
-  if (auto q = cache_.Peek(actor)) co_return Retryable(control::DescribeQuarantine(*q));
+  if (cache_ == nullptr) co_return co_await inner_.Acquire(std::move(actor));
+  if (broken_.on(BrokenModel::kStartSkipsQuarantineRead)) {
+    if (auto q = cache_->Peek(actor)) co_return Retryable(control::DescribeQuarantine(*q));
+    co_return co_await inner_.Acquire(std::move(actor));
+  }
+  auto quarantined = co_await cache_->Check(actor, control::QuarantineRead::kOnMiss);
+  if (quarantined.ok() && quarantined->has_value()) co_return Retryable(control::DescribeQuarantine(**quarantined));
   co_return co_await inner_.Acquire(std::move(actor));
 }
 

@@ -1,14 +1,18 @@
-// QuarantineHoldSource: the hold source a node's replicas acquire through. It refuses to
-// start an actor this node knows to be quarantined (QuarantineCache::Peek: no I/O; the
-// front and the alarm delivery have already read the record afresh before a start), so
-// events queued behind the one that got the actor quarantined do not start it again
-// (docs/security.md, "Poisoned actors"). Otherwise the inner source's answer. The real
-// node (src/server/actor_host.h) and the simulator's serving nodes (sim/serving.h) wrap
-// their OwnersHoldSource in it.
+// QuarantineHoldSource: the hold source a node's replicas acquire through, so every start of
+// an actor on the node passes it (a request's, a move's, an alarm's, and the core's restart
+// of an actor whose storage failed while events were queued for it). It refuses an actor
+// the node's QuarantineCache says is quarantined, reading the record when the cache has no
+// answer younger than its ttl (QuarantineRead::kOnMiss): so no start trusts a read older
+// than the cache's bound (docs/security.md, "Poisoned actors"). The front and the alarm
+// delivery read afresh right before they acquire, so on their paths this costs no GET. A
+// read that fails lets the start go on, as the front's does (a brake, not a lock).
+// The real node (src/server/actor_host.h) and the simulator's serving nodes (sim/serving.h)
+// wrap their OwnersHoldSource in it.
 //
 // Threading: the Env loop thread. Simulator-clean.
 #pragma once
 
+#include "base/broken_models.h"
 #include "control/quarantine_cache.h"
 #include "replica/provider.h"
 
@@ -16,14 +20,17 @@ namespace wk {
 
 class QuarantineHoldSource final : public replica::HoldSource {
  public:
-  QuarantineHoldSource(replica::HoldSource& inner, const control::QuarantineCache& cache)
-      : inner_(inner), cache_(cache) {}
+  // cache null: quarantine is off, every acquisition is the inner source's. broken:
+  // start-skips-quarantine-read (only the cache is peeked, no read on a miss).
+  QuarantineHoldSource(replica::HoldSource& inner, control::QuarantineCache* cache, BrokenModels broken = {})
+      : inner_(inner), cache_(cache), broken_(broken) {}
   Task<Result<replica::Replica::Hold>> Acquire(ActorId actor) override;
   Task<void> Release(ActorId actor, Generation generation) override;
 
  private:
   replica::HoldSource& inner_;
-  const control::QuarantineCache& cache_;
+  control::QuarantineCache* cache_;
+  BrokenModels broken_;
 };
 
 }  // namespace wk

@@ -238,7 +238,7 @@ TEST_F(QuarantineServiceTest, AQuarantinedActorIsNotStartedAgainOnThisNode) {
   for (int i = 0; i < 3; ++i) service_->Strike(kPoison, "a test's strike", false);
   SettleStrikes();
   FakeHolds inner;
-  QuarantineHoldSource holds(inner, cache_);
+  QuarantineHoldSource holds(inner, &cache_);
   auto refused = env_.RunMain(holds.Acquire(kPoison));
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.code(), Code::kRetryable);
