@@ -33,16 +33,19 @@ replica_test="$build/src/replica/wk_replica_test"
 alarms_test="$build/src/alarms/wk_alarms_test"
 engine_test="$build/src/engine/wk_engine_test"
 actor_test="$build/src/actor/wk_actor_test"
+control_test="$build/src/control/wk_control_test"
+server_test="$build/src/server/wk_quarantine_service_test"
 sim="$build/sim/wasmkeep-sim"
 wk="$build/src/cli/wasmkeep"
-needed=("$cluster_test" "$replica_test" "$alarms_test" "$engine_test" "$actor_test" "$sim")
+needed=("$cluster_test" "$replica_test" "$alarms_test" "$engine_test" "$actor_test" "$control_test" "$server_test" "$sim")
 [ "$with_cluster" = 1 ] && needed+=("$wk")
 for f in "${needed[@]}"; do
   [ -x "$f" ] || { echo "check-proofs: $f is missing: build it first (cmake --build --preset ci)"; exit 2; }
 done
 
 # One rule a line: RULE | BROKEN MODEL | KIND | TEST | FAILING CHECK (cluster rows)
-#   gtest    TEST is BINARY:Suite.Name (BINARY: cluster, replica, alarms, engine or actor)
+#   gtest    TEST is BINARY:Suite.Name (BINARY: cluster, replica, alarms, engine, actor, control
+#            or quarantine, the server's quarantine tests)
 #   sim      TEST is a scenario; the broken model is its --mutant
 #   cluster  TEST is a tests/cluster suite; FAILING CHECK is text of the check line that must FAIL
 rows=$(cat <<'ROWS'
@@ -141,7 +144,9 @@ drain: a starting node takes nothing before its first drain check|drain-accepts-
 drain: a draining node's alarm shards go to the peers that serve|shard-rank-includes-drained|gtest|alarms:AlarmServiceTest.TheShardsOfADrainingNodeGoToThePeersThatServe|
 quarantine: an alarm never starts a quarantined actor|alarm-wakes-quarantined|gtest|alarms:AlarmServiceTest.AQuarantinedActorIsNotStartedByItsAlarmAndFiresOnceLifted|
 drain: a draining node's alarm shards go to the peers that serve (real processes)|shard-rank-includes-drained|cluster|drain|while a stays drained, b and c fire all 100 alarms
-quarantine: an alarm never starts a quarantined actor (real processes)|alarm-wakes-quarantined|cluster|quarantine|and no node started an alarm event since the quarantine
+quarantine: an alarm never starts a quarantined actor (real processes; both reads off: the delivery's and the start's)|alarm-wakes-quarantined,start-skips-quarantine-read|cluster|quarantine|and no node started an alarm event since the quarantine
+quarantine: every start reads the record when the node remembers nothing fresh|start-skips-quarantine-read|gtest|quarantine:QuarantineServiceTest.AStartReadsTheRecordWhenTheNodeRemembersNothing|
+quarantine: a late answer never hides a newer quarantine|quarantine-cache-keeps-late-answer|gtest|control:QuarantineCacheTest.ALateAnswerNeverHidesANewerQuarantine|
 move: a lost answer of a take that landed is reported moved|move-outcome-unchecked|gtest|cluster:MoveOutcomeTest.ALostAnswerOfATakeThatLandedIsReportedMoved|
 move: an outcome whose write failed is written again, never refused|move-outcome-unchecked|gtest|cluster:MoveOutcomeTest.AnOutcomeWhoseWriteFailedIsWrittenAgainNotRefused|
 isolation: a reused memory reads as a new one|pool-skips-zeroing|gtest|engine:EngineTest.AReusedMemoryReadsAsANewOne|
@@ -157,6 +162,8 @@ run_gtest() {  # BINARY FILTER BROKEN
   [ "${1%%:*}" = alarms ] && bin=$alarms_test
   [ "${1%%:*}" = engine ] && bin=$engine_test
   [ "${1%%:*}" = actor ] && bin=$actor_test
+  [ "${1%%:*}" = control ] && bin=$control_test
+  [ "${1%%:*}" = quarantine ] && bin=$server_test
   local filter=${1#*:}
   WASMKEEP_BROKEN_MODELS="$2" "$bin" --gtest_filter="$filter" >"$3" 2>&1 || return 1
   grep -q "\[  PASSED  \] 1 test" "$3" || return 1  # the filter named exactly one test, which ran

@@ -103,15 +103,8 @@ TEST(SimTest, CombinedSameSeedSameHistoryAndSeedsExerciseEveryFeature) {
   EXPECT_GT(Total(seeds, &RunResult::moves), 0u) << "no hand-over started";
   EXPECT_GT(Total(seeds, &RunResult::keyed_retries), 0u) << "no keyed append sent again";
   // A move's target taking the actor is rarer (a request reaching a third node between the
-  // release and the take wins: 7,518 of 79,794 moves in the 20,000-seed run), and none of
-  // seeds 1-10 has one since the keyed appends: seed 15 does.
-  {
-    RunOptions o;
-    o.seed = 15;
-    const RunResult r = RunCombinedScenario(o);
-    EXPECT_TRUE(r.ok);
-    EXPECT_GT(r.moved, 0u) << "no move was taken by its target (seed 15)";
-  }
+  // release and the take wins: 7,518 of 79,794 moves in a 20,000-seed run); seeds 1-10 have 5.
+  EXPECT_GT(Total(seeds, &RunResult::moved), 0u) << "no move was taken by its target";
   EXPECT_GT(Total(seeds, &RunResult::drain_requests), 0u);
   EXPECT_GT(Total(seeds, &RunResult::drains), 0u) << "no requested drain reported drained";
   EXPECT_GT(Total(seeds, &RunResult::drained_restarts), 0u) << "no node restarted while drained or draining";
@@ -120,6 +113,8 @@ TEST(SimTest, CombinedSameSeedSameHistoryAndSeedsExerciseEveryFeature) {
   EXPECT_GT(Total(seeds, &RunResult::kills), 0u);
   EXPECT_GT(Total(seeds, &RunResult::freezes), 0u);
   EXPECT_GT(Total(seeds, &RunResult::fences), 0u);
+  EXPECT_GT(Total(seeds, &RunResult::poison_hits), 0u);
+  EXPECT_GT(Total(seeds, &RunResult::quarantines), 0u) << "no poisoned actor was quarantined";
 }
 
 TEST(SimTest, StorageSeedsExerciseTheFaults) {

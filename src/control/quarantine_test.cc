@@ -423,5 +423,46 @@ TEST_F(QuarantineCacheTest, EntriesAreBoundedAndErrorsAreNotRemembered) {
   EXPECT_EQ(cache.stats().read_failures, 3u);
 }
 
+// Older news never replaces newer (broken model quarantine-cache-keeps-late-answer). Two
+// strikes of this node ran at once: the one that quarantined the actor answered first, the
+// other's reply (its record one strike short) came late. And a read sent before a strike
+// was remembered, answered after it, does not hide it either.
+TEST_F(QuarantineCacheTest, ALateAnswerNeverHidesANewerQuarantine) {
+  auto broken = BrokenModels::FromEnvironment();
+  ASSERT_TRUE(broken.ok());
+  QuarantineCache late{env, store, QuarantineCacheOptions{seconds(2), 4, CallOptions{seconds(1)}, *broken}};
+  const MonoTime first_sent = env.MonoNow();
+  StrikeOutcome two;
+  for (int i = 0; i < 2; ++i) two = Strike().value();
+  Advance(milliseconds(100));
+  const MonoTime second_sent = env.MonoNow();
+  const StrikeOutcome three = Strike().value();
+  ASSERT_TRUE(three.quarantined_now);
+  late.Remember(three.record, second_sent);
+  late.Remember(two.record, first_sent);  // the slower strike's reply
+  EXPECT_TRUE(late.Peek(kActor).has_value()) << "the quarantine was forgotten for an older record";
+  // The same when the late one was sent after: its record holds fewer strikes.
+  late.Forget(kActor);
+  late.Remember(three.record, first_sent);
+  late.Remember(two.record, second_sent);
+  EXPECT_TRUE(late.Peek(kActor).has_value()) << "a record the remembered one contains replaced it";
+  // A read sent before the strike was remembered and answered after: still quarantined.
+  late.Forget(kActor);
+  ASSERT_TRUE(Run(LiftQuarantine(store, kActor)).ok());
+  const MonoTime read_sent = env.MonoNow();
+  store.set_fault_hook([](const OpInfo&) { return OpFault{milliseconds(500), Duration{0}, std::nullopt, false}; });
+  std::optional<Result<std::optional<QuarantineRecord>>> answer;
+  env.Spawn([](QuarantineCache* c, std::optional<Result<std::optional<QuarantineRecord>>>* out) -> Task<void> {
+    out->emplace(co_await c->Check(kActor, QuarantineRead::kAlways));
+  }(&late, &answer), "slow read");
+  Advance(milliseconds(100));
+  late.Remember(three.record, read_sent + milliseconds(50));  // a strike sent after the read
+  Advance(seconds(1));
+  store.set_fault_hook(nullptr);
+  ASSERT_TRUE(answer && answer->ok());
+  EXPECT_TRUE((*answer)->has_value()) << "the read's older answer was taken over the strike";
+  EXPECT_TRUE(late.Peek(kActor).has_value());
+}
+
 }  // namespace
 }  // namespace wk::control

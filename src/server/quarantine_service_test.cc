@@ -271,5 +271,31 @@ TEST_F(QuarantineServiceTest, ACrashDuringAnEventIsAStrikeAtTheNextStart) {
   }
 }
 
+// Every start reads the record when the node remembers nothing fresh of it (broken model
+// start-skips-quarantine-read): another node quarantined the actor, this one never heard;
+// a start that did not come through the front (the runtime restarting an actor whose
+// storage failed while events were queued) must not take it. One read per cache ttl.
+TEST_F(QuarantineServiceTest, AStartReadsTheRecordWhenTheNodeRemembersNothing) {
+  Start();
+  auto broken = BrokenModels::FromEnvironment();
+  ASSERT_TRUE(broken.ok());
+  control::QuarantineRecord record;
+  record.actor = kPoison;
+  record.until = env_.WallNow() + std::chrono::minutes(10);
+  record.reason = "strikes on another node";
+  record.strikes.push_back(control::Strike{env_.WallNow(), "n2", "00000000000000aa"});
+  ASSERT_TRUE(bucket_->ApplyPut(control::QuarantineKey(kPoison), control::EncodeQuarantineRecord(record),
+                                Precondition::None())
+                  .ok());
+  FakeHolds inner;
+  QuarantineHoldSource holds(inner, &cache_, *broken);
+  auto refused = env_.RunMain(holds.Acquire(kPoison));
+  EXPECT_FALSE(refused.ok()) << "a quarantined actor started on a node that remembered nothing of it";
+  EXPECT_EQ(inner.acquires, 0);
+  const auto gets = bucket_->counts().get;
+  EXPECT_FALSE(env_.RunMain(holds.Acquire(kPoison)).ok());
+  EXPECT_EQ(bucket_->counts().get, gets) << "within the cache's ttl the answer is remembered";
+}
+
 }  // namespace
 }  // namespace wk
