@@ -1,32 +1,12 @@
 // QuarantineService: turns what happens to a node's actors into quarantine strikes
 // (control/quarantine.h) and acts on the answer (docs/security.md, "Poisoned actors").
-//
-//   - Strikes are for what threatens the node, never for a failure the engine contained
-//     (the table of every failure: docs/security.md, "What counts as a strike"). An event that
-//     exhausted its worker's V8 heap (engine::CallOutcome::kHeapLimit) is one: the heap is
-//     shared by every actor on the worker. Not a trap (unreachable, a stack overflow, an
-//     access out of bounds: a bug that fails its own event and costs nothing more; anyone
-//     who can send an actor bad input could otherwise lock it out), not linear memory at
-//     its maximum (kOutOfMemory: the actor's own bound, counted in the node's budget), and
-//     not the CPU limit (kTerminated): a slow event is not a crash — the watchdog already
-//     bounds its cost, and quarantining a slow actor would turn slowness into
-//     unavailability. Not a failed instantiation either: a heap that fills while an
-//     instance is made is most often the other instances' doing.
-//   - A crash of the process while an actor's event ran (a worker's crash, an abort, the
-//     process's memory exhausted and the process killed) is one strike, recorded by the
-//     next start of the node from its local journal (running_events.h): RecordCrashStrikes.
-//   - A strike's reason says what happened and names the setting that bounded it.
-//   - A strike that quarantines the actor (or finds it quarantined) is remembered in the
-//     node's QuarantineCache and the actor, if resident, is unloaded; QuarantineHoldSource
-//     (src/routing/quarantine_hold_source.h) then refuses to start it again on this node,
-//     and the front refuses its requests. Recording, remembering, unloading and the sweeps
-//     are control::QuarantineStrikes (src/control/quarantine_strikes.h), which the
-//     simulator runs too; this class adds what needs the V8 runtime and the journal.
-//
-// Every strike and every quarantine is one log line (warn) and counted in metrics:
-// wasmkeep_quarantine_strikes_total{cause=instance|crash}, wasmkeep_quarantines_total
-// (imposed by this node's strikes), wasmkeep_quarantine_strike_failures_total (a strike the
-// bucket did not take; the strike is lost, the event's own answer is unaffected).
+// A strike is an event that exhausted its worker's V8 heap (IsStrike), or a crash of the
+// process while an actor's event ran, read from the local journal at the next start
+// (RecordCrashStrikes, running_events.h); never a failure the engine contained (the table
+// and the reasons: docs/security.md, "What counts as a strike"). Recording, remembering,
+// unloading and the sweeps are control::QuarantineStrikes, which the simulator runs too;
+// this class adds what needs the V8 runtime and the journal. Every strike is a log line
+// and a metric (PublishQuarantineMetrics).
 //
 // Threading: the Env loop thread, except the runtime hooks (Hooks()), which run on worker
 // threads: they touch only the journal (its own slot per worker) and post to the loop.
