@@ -117,6 +117,18 @@ TEST(SimTest, CombinedSameSeedSameHistoryAndSeedsExerciseEveryFeature) {
   EXPECT_GT(Total(seeds, &RunResult::quarantines), 0u) << "no poisoned actor was quarantined";
 }
 
+// Seeds at which a deep run of `combined` found a bug, replayed on every test run
+// (docs/simulation.md, "combined"): 7419, a frozen node thawing with a move pass's reads
+// answered after its lease was lost wrote the move's outcome (checker 5).
+TEST(SimTest, CombinedSeedsWhereDeepRunsFoundBugsPass) {
+  for (const std::uint64_t seed : {7419u}) {
+    RunOptions o;
+    o.seed = seed;
+    const RunResult r = RunCombinedScenario(o);
+    EXPECT_TRUE(r.ok) << "seed " << seed << ": " << (r.violations.empty() ? "" : r.violations.front());
+  }
+}
+
 TEST(SimTest, StorageSeedsExerciseTheFaults) {
   const std::vector<RunResult> runs = ExpectTenSeedsPass(RunStorageScenario);
   EXPECT_GT(Total(runs, &RunResult::acked_writes), 1000u);
