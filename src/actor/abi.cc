@@ -246,6 +246,46 @@ Status AlarmRetryCount(HostCall& c) {
   return Status::Ok();
 }
 
+Status MessageSend(HostCall& c) {
+  EventContext& ctx = Ctx(c);
+  if (ctx.outbox == nullptr || ctx.self == nullptr) {
+    return InvalidArgument("message_send: this event cannot send messages");
+  }
+  auto to = c.Text("receiver", c.U32(0), c.U32(1));
+  if (!to.ok()) return to.status();
+  auto body = c.Text("body", c.U32(2), c.U32(3));
+  if (!body.ok()) return body.status();
+  auto seq = ctx.outbox->Send(*ctx.self, *to, *body, ctx.now_ms);
+  if (!seq.ok()) return seq.status();
+  c.ReturnI64(static_cast<std::int64_t>(*seq));
+  return Status::Ok();
+}
+
+Status MessageGet(HostCall& c) {
+  EventContext& ctx = Ctx(c);
+  if (ctx.message == nullptr) {
+    c.ReturnI32(-1);
+    return Status::Ok();
+  }
+  switch (c.I32(0)) {
+    case 0: return ReturnResult(c, ctx.message->from.ToString());
+    case 1: return ReturnResult(c, ctx.message->body);
+    default: return InvalidArgument(fmt::format("message_get: unknown field {}", c.I32(0)));
+  }
+}
+
+Status MessageSeq(HostCall& c) {
+  EventContext& ctx = Ctx(c);
+  c.ReturnI64(ctx.message == nullptr ? 0 : static_cast<std::int64_t>(ctx.message->seq));
+  return Status::Ok();
+}
+
+Status MessageRetryCount(HostCall& c) {
+  EventContext& ctx = Ctx(c);
+  c.ReturnI32(ctx.message == nullptr ? -1 : ctx.message->retry_count);
+  return Status::Ok();
+}
+
 Status NowMs(HostCall& c) {
   c.ReturnI64(Ctx(c).now_ms);
   return Status::Ok();
@@ -432,6 +472,10 @@ std::shared_ptr<const engine::HostInterface> AbiHostInterface() {
         f(abi, "alarm_get", {}, {i64}, &AlarmGet),
         f(abi, "alarm_delete", {}, {}, &AlarmDelete),
         f(abi, "alarm_retry_count", {}, {i32}, &AlarmRetryCount),
+        f(abi, "message_send", {i32, i32, i32, i32}, {i64}, &MessageSend),
+        f(abi, "message_get", {i32}, {i32}, &MessageGet),
+        f(abi, "message_seq", {}, {i64}, &MessageSeq),
+        f(abi, "message_retry_count", {}, {i32}, &MessageRetryCount),
         f(abi, "now_ms", {}, {i64}, &NowMs),
         f(abi, "random_fill", {i32, i32}, {}, &RandomFill),
         f(abi, "log", {i32, i32, i32}, {}, &Log),
@@ -470,6 +514,7 @@ const std::vector<engine::ExportSpec>& AbiExports() {
   static const std::vector<engine::ExportSpec> exports = {
       {std::string(kRequestExport), {{}, {V::kI32}}, true},
       {std::string(kAlarmExport), {{}, {V::kI32}}, false},
+      {std::string(kMessageExport), {{}, {V::kI32}}, false},
       {"_initialize", {{}, {}}, false},
   };
   return exports;

@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "actor/messages.h"
 #include "actor/txn.h"
 #include "actor/types.h"
 #include "engine/engine.h"
@@ -27,6 +28,12 @@ struct EventContext {
   std::int64_t now_ms = 0;  // wall clock at the event's start (see runtime.h: frozen time)
   // An alarm event's retry count (alarm_retry_count); -1 for a request.
   std::int32_t alarm_retry_count = -1;
+  // The actor itself (the sender of what message_send queues), the messages this event
+  // sends (committed with its batch; null: message_send fails the event), and the message a
+  // message event handles (null for any other event).
+  const ActorId* self = nullptr;
+  MessageSendBuffer* outbox = nullptr;
+  const IncomingMessage* message = nullptr;
   // exec-durable: commit the batch so far and wait until durable; false if that failed.
   std::function<bool()> sync;
   std::string result;  // the result buffer
@@ -45,12 +52,14 @@ struct EventContext {
 // The host functions of ABI v1 plus WASI. One shared, immutable instance.
 std::shared_ptr<const engine::HostInterface> AbiHostInterface();
 
-// What an actor module exports: wk_on_request (required), wk_on_alarm (optional). The
+// What an actor module exports: wk_on_request (required), wk_on_alarm and wk_on_message
+// (optional). The
 // engine checks "memory" itself; `_initialize` it calls if present.
 const std::vector<engine::ExportSpec>& AbiExports();
 
 inline constexpr std::string_view kRequestExport = "wk_on_request";
 inline constexpr std::string_view kAlarmExport = "wk_on_alarm";
+inline constexpr std::string_view kMessageExport = "wk_on_message";
 
 // The statuses an actor may answer (response_set_status): final ones only. A 1xx is not an
 // answer, and what the server would make of one (a 500) must keep meaning "the event's

@@ -26,6 +26,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "actor/messages.h"
 #include "actor/alarm_event.h"
 #include "actor/event_host.h"
 #include "actor/runtime_core.h"
@@ -46,6 +47,9 @@ inline constexpr std::uint64_t kDefaultMaxCompiledBytesPerTenant = 256ull << 20;
 
 struct RuntimeOptions {
   ActorLimits limits;
+  // What one event may send (actor/messages.h; actors.max_message_bytes,
+  // actors.max_messages_per_event).
+  MessageLimits messages;
   // Worker threads (each one V8 isolate). 0: one per core.
   int workers = 0;
   // How long a worker thread keeps polling for its next event after one before it sleeps

@@ -89,6 +89,9 @@ struct EventResult {
   // Requests with an Idempotency-Key (idempotency.h): the answer is the stored one of the
   // key's first use, not a new run ("1"; "body-omitted" when its body was too large to keep).
   std::string replayed;
+  // Messages the event sent (actor/messages.h): in its committed batch, so sent once the
+  // answer is released.
+  std::size_t messages_sent = 0;
   bool ok() const { return outcome == EventOutcome::kOk; }
 };
 

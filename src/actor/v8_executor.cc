@@ -295,6 +295,10 @@ V8Executor::Ran V8Executor::Execute(engine::Worker& worker, Actor& actor, ActorS
   ctx.request = request ? &*request : nullptr;
   ctx.txn = &txn;
   ctx.now_ms = event.now_ms;
+  // The messages the event sends join its final batch (actor/messages.h).
+  MessageSendBuffer outbox(storage, options_.messages);
+  ctx.self = &actor.id;
+  ctx.outbox = &outbox;
   if (!request) {
     // The alarm is cleared as the handler starts; setting it again re-arms it.
     txn.SetAlarm(std::nullopt);
@@ -382,6 +386,8 @@ V8Executor::Ran V8Executor::Execute(engine::Worker& worker, Actor& actor, ActorS
       ran.event.idempotency_forgotten =
           AddIdempotencyRecord(*event.idempotent, ctx.response, event.now_ms, storage, batch);
     }
+    outbox.AddTo(batch);
+    result.messages_sent = outbox.size();
     if (!batch.empty()) actor.last_seq = storage.Commit(std::move(batch));
     result.response = std::move(ctx.response);
     result.alarm_fired = !request.has_value();

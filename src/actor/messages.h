@@ -1,0 +1,109 @@
+// Messages between actors, the state side (docs/messages.md, issue 35; the delivery is
+// built on this). A message an event sends is an outbox entry of the sender: a system entry
+// (storage.h, Batch::system) committed in the event's own batch, so it exists exactly when
+// the batch is durable and not at all when the event fails. Its sequence number comes from
+// a counter kept beside it in the same batch, so numbers never repeat for a sender (a
+// number of a batch that was never durable was never sent either). A receiver keeps, per
+// sender, the highest number it applied, written in the batch of the handler's writes: a
+// delivery at or below it is answered "applied" without running anything, so a message
+// takes effect once however often it is delivered. One sender's messages to one receiver
+// are delivered one at a time, in order, so the record stays one number per sender.
+//
+// Guarantees: an outbox entry and the writes of the event that sent it are in one batch; a
+// receiver's applied record and the handler's writes are in one batch. Threading: pure
+// functions and values.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "actor/storage.h"
+#include "base/ids.h"
+#include "base/status.h"
+
+namespace wk::actor {
+
+// The system entries' prefixes and keys.
+inline constexpr std::string_view kOutboxPrefix = "msg-out/";   // msg-out/<seq, 20 digits>
+inline constexpr std::string_view kDeadPrefix = "msg-dead/";    // msg-dead/<seq, 20 digits>
+inline constexpr std::string_view kSendSeqKey = "msg-seq";      // the last number issued
+inline constexpr std::string_view kAppliedPrefix = "msg-in/";   // msg-in/<sender's tenant/class/name>
+
+struct MessageLimits {
+  std::size_t max_message_bytes = 64 * 1024;  // actors.max_message_bytes
+  std::size_t max_messages_per_event = 64;    // actors.max_messages_per_event
+};
+
+// One message waiting in its sender's outbox (or parked dead).
+struct OutboxMessage {
+  ActorId to;
+  std::string body;
+  std::int64_t sent_ms = 0;      // the sending event's time
+  std::uint32_t attempts = 0;    // deliveries that failed so far
+  std::int64_t next_try_ms = 0;  // not before this (back-off after a failure)
+  std::string last_error;        // why the last delivery failed
+  friend bool operator==(const OutboxMessage&, const OutboxMessage&) = default;
+};
+
+std::string EncodeOutboxMessage(const OutboxMessage& message);
+// Strict: an error naming what is wrong for anything but a well-formed entry.
+Result<OutboxMessage> DecodeOutboxMessage(std::string_view bytes);
+
+// The receiver `to` names, for a message sent by `sender`: "class/name" (the sender's
+// tenant) or "tenant/class/name" with the sender's own tenant. kInvalidArgument naming the
+// value for anything else (another tenant included: messages stay inside a tenant).
+Result<ActorId> MessageTarget(const ActorId& sender, std::string_view to);
+
+// What a message event hands the receiver's handler (wk_on_message).
+struct IncomingMessage {
+  ActorId from;
+  std::uint64_t seq = 0;
+  std::string body;
+  std::int32_t retry_count = 0;  // earlier runs of this message that failed
+};
+
+// The messages one event sends, collected while it runs and added to its batch at the end.
+class MessageSendBuffer {
+ public:
+  // storage: the sender's (its counter is read once, here).
+  MessageSendBuffer(const ActorStorage& storage, MessageLimits limits);
+  // Queues a message; returns its sequence number. kInvalidArgument naming the limit or the
+  // value (bad name, another tenant, a body over max_message_bytes, more than
+  // max_messages_per_event in one event): the event fails, nothing is sent.
+  Result<std::uint64_t> Send(const ActorId& sender, std::string_view to, std::string_view body, std::int64_t now_ms);
+  // The outbox entries and the counter, into the event's batch (nothing if none was sent).
+  void AddTo(Batch& batch) const;
+  std::size_t size() const { return queued_.size(); }
+
+ private:
+  MessageLimits limits_;
+  std::uint64_t last_seq_ = 0;
+  std::vector<std::pair<std::uint64_t, OutboxMessage>> queued_;
+};
+
+// The sender's outbox, lowest numbers first, at most `max` entries. An unreadable entry is
+// an error (the actor's storage is damaged).
+Result<std::vector<std::pair<std::uint64_t, OutboxMessage>>> ListOutbox(const ActorStorage& storage, std::size_t max);
+// Parked (dead) messages, lowest numbers first, at most `max`.
+Result<std::vector<std::pair<std::uint64_t, OutboxMessage>>> ListDead(const ActorStorage& storage, std::size_t max);
+
+// The batch a sender commits when a delivery ended: delivered (the entry removed), failed
+// (attempts, back-off and error rewritten), or given up (moved to the dead entries).
+Batch OutboxDelivered(std::uint64_t seq);
+Batch OutboxFailed(std::uint64_t seq, const OutboxMessage& updated);
+Batch OutboxParked(std::uint64_t seq, const OutboxMessage& message);
+// An operator's retry of a dead message: it goes back to the outbox under a new number (the
+// receiver may have applied later ones from this sender since, so the old number would be
+// taken for applied), behind the sender's other messages.
+Result<Batch> RetryDead(const ActorStorage& storage, std::uint64_t seq, std::int64_t now_ms);
+
+// The highest number from `sender` this receiver applied (0: none).
+std::uint64_t AppliedSeq(const ActorStorage& storage, const ActorId& sender);
+// Records in the handler's batch that `seq` from `sender` is applied.
+void RecordApplied(Batch& batch, const ActorId& sender, std::uint64_t seq);
+
+}  // namespace wk::actor

@@ -1,0 +1,141 @@
+// Messages between actors, the state side (messages.h): the outbox entry's strict codec,
+// the receiver names a module may give, the limits, and what each batch holds.
+#include "actor/messages.h"
+
+#include <gtest/gtest.h>
+
+#include "actor/state_map.h"
+
+namespace wk::actor {
+namespace {
+
+const ActorId kSender{"acme", "bank", "alice"};
+
+// An actor's state as an ActorStorage: Commit applies at once (nothing here waits for
+// durability).
+class StateStorage final : public ActorStorage {
+ public:
+  std::optional<std::string> Get(std::string_view k) const override { return s_.Get(k); }
+  void List(const ListQuery& q, const ListVisitor& v) const override { s_.List(q, v); }
+  std::optional<std::int64_t> Alarm() const override { return s_.alarm(); }
+  std::optional<std::string> GetSystem(std::string_view k) const override { return s_.GetSystem(k); }
+  void ListSystem(const ListQuery& q, const ListVisitor& v) const override { s_.ListSystem(q, v); }
+  std::uint64_t SystemBytes() const override { return s_.system_bytes(); }
+  std::uint64_t StoredBytes() const override { return s_.bytes(); }
+  std::uint64_t MemoryBytes() const override { return s_.memory_bytes(); }
+  std::uint64_t Commit(Batch b) override {
+    s_.Apply(b);
+    return ++seq_;
+  }
+  void WhenReleasable(std::uint64_t, std::function<void(Status)> done) override { done(Status::Ok()); }
+  Status failure() const override { return Status::Ok(); }
+  void Break(Status) override {}
+
+ private:
+  StateMap s_;
+  std::uint64_t seq_ = 0;
+};
+
+TEST(MessageTargetTest, ClassAndNameOrTheWholeNameOfTheSameTenant) {
+  auto short_name = MessageTarget(kSender, "bank/bob");
+  ASSERT_TRUE(short_name.ok());
+  EXPECT_EQ(*short_name, (ActorId{"acme", "bank", "bob"}));
+  auto whole = MessageTarget(kSender, "acme/inbox/bob");
+  ASSERT_TRUE(whole.ok());
+  EXPECT_EQ(whole->class_name, "inbox");
+  for (const std::string bad : {"", "bob", "bank/", "/bob", "a/b/c/d", "acme/bank/bo b"}) {
+    auto r = MessageTarget(kSender, bad);
+    EXPECT_EQ(r.code(), Code::kInvalidArgument) << bad;
+  }
+  auto other = MessageTarget(kSender, "evil/bank/bob");
+  EXPECT_EQ(other.code(), Code::kInvalidArgument);
+  EXPECT_NE(other.status().message().find("another tenant"), std::string::npos) << other.status().message();
+}
+
+TEST(OutboxCodecTest, RoundTripsAndRefusesDamage) {
+  OutboxMessage m{ActorId{"acme", "bank", "bob"}, std::string("credit:5\0x", 10), 1764000000000, 3, 1764000004000,
+                  "the handler returned 1"};
+  const std::string bytes = EncodeOutboxMessage(m);
+  auto back = DecodeOutboxMessage(bytes);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, m);
+  for (std::size_t cut = 0; cut < bytes.size(); ++cut) {
+    EXPECT_FALSE(DecodeOutboxMessage(bytes.substr(0, cut)).ok()) << "cut at " << cut;
+  }
+  EXPECT_FALSE(DecodeOutboxMessage(bytes + "x").ok());
+  std::string other_version = bytes;
+  other_version[0] = 2;
+  EXPECT_FALSE(DecodeOutboxMessage(other_version).ok());
+}
+
+TEST(MessageSendBufferTest, NumbersNeverRepeatAndTheLimitsAreNamed) {
+  StateStorage storage;
+  MessageSendBuffer first(storage, MessageLimits{});
+  EXPECT_EQ(*first.Send(kSender, "bank/bob", "credit:5", 10), 1u);
+  EXPECT_EQ(*first.Send(kSender, "bank/carol", "credit:7", 10), 2u);
+  Batch b;
+  first.AddTo(b);
+  storage.Commit(std::move(b));
+  MessageSendBuffer second(storage, MessageLimits{});
+  EXPECT_EQ(*second.Send(kSender, "bank/bob", "credit:1", 20), 3u) << "the counter came from the committed state";
+  auto outbox = ListOutbox(storage, 10);
+  ASSERT_TRUE(outbox.ok());
+  ASSERT_EQ(outbox->size(), 2u);
+  EXPECT_EQ((*outbox)[0].first, 1u);
+  EXPECT_EQ((*outbox)[1].second.to.name, "carol");
+
+  MessageSendBuffer limited(storage, MessageLimits{.max_message_bytes = 4, .max_messages_per_event = 1});
+  auto big = limited.Send(kSender, "bank/bob", "12345", 0);
+  EXPECT_NE(big.status().message().find("actors.max_message_bytes"), std::string::npos);
+  ASSERT_TRUE(limited.Send(kSender, "bank/bob", "1", 0).ok());
+  auto many = limited.Send(kSender, "bank/bob", "2", 0);
+  EXPECT_NE(many.status().message().find("actors.max_messages_per_event"), std::string::npos);
+  Batch none;
+  MessageSendBuffer(storage, MessageLimits{}).AddTo(none);
+  EXPECT_TRUE(none.empty()) << "an event that sends nothing writes nothing";
+}
+
+TEST(OutboxTest, DeliveredFailedParkedAndRetried) {
+  StateStorage storage;
+  MessageSendBuffer send(storage, MessageLimits{});
+  ASSERT_TRUE(send.Send(kSender, "bank/bob", "a", 0).ok());
+  ASSERT_TRUE(send.Send(kSender, "bank/bob", "b", 0).ok());
+  Batch b;
+  send.AddTo(b);
+  storage.Commit(std::move(b));
+  storage.Commit(OutboxDelivered(1));
+  auto left = ListOutbox(storage, 10);
+  ASSERT_EQ(left->size(), 1u);
+  OutboxMessage failed = (*left)[0].second;
+  failed.attempts = 1;
+  failed.last_error = "503";
+  storage.Commit(OutboxFailed(2, failed));
+  EXPECT_EQ((*ListOutbox(storage, 10))[0].second.attempts, 1u);
+  storage.Commit(OutboxParked(2, failed));
+  EXPECT_TRUE(ListOutbox(storage, 10)->empty());
+  ASSERT_EQ(ListDead(storage, 10)->size(), 1u);
+  auto retry = RetryDead(storage, 2, 50);
+  ASSERT_TRUE(retry.ok());
+  storage.Commit(std::move(*retry));
+  auto again = ListOutbox(storage, 10);
+  ASSERT_EQ(again->size(), 1u);
+  EXPECT_EQ((*again)[0].first, 3u) << "a retried message gets a new number, behind the others";
+  EXPECT_EQ((*again)[0].second.attempts, 0u);
+  EXPECT_TRUE(ListDead(storage, 10)->empty());
+  EXPECT_EQ(RetryDead(storage, 2, 60).code(), Code::kNotFound);
+}
+
+TEST(AppliedRecordTest, OneNumberPerSender) {
+  StateStorage storage;
+  EXPECT_EQ(AppliedSeq(storage, kSender), 0u);
+  Batch b;
+  b.mutations.push_back({Mutation::Kind::kPut, "balance", "5"});
+  RecordApplied(b, kSender, 7);
+  storage.Commit(std::move(b));
+  EXPECT_EQ(AppliedSeq(storage, kSender), 7u);
+  EXPECT_EQ(AppliedSeq(storage, ActorId{"acme", "bank", "carol"}), 0u);
+  EXPECT_FALSE(storage.Get("msg-in/acme/bank/alice").has_value()) << "the module never sees the record";
+}
+
+}  // namespace
+}  // namespace wk::actor
