@@ -72,8 +72,6 @@ void PoisonClients::OnLanded(const std::string& key, const std::string& body) {
   w_.Trace(actor->name + " quarantined: " + control::DescribeQuarantine(*record));
 }
 
-void PoisonClients::FinalChecks() {}
-
 Task<void> PoisonClients::Client() {
   const MonoTime until = MonoTime(options_.clients_for);
   while (true) {

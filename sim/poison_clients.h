@@ -53,8 +53,6 @@ class PoisonClients {
   void Start();
   // World::Hooks::on_landed: the quarantines (Q1's times, Q2).
   void OnLanded(const std::string& key, const std::string& body);
-  // After the run: the count of quarantined actors into the result.
-  void FinalChecks();
 
  private:
   void OnStart(int number, const ActorId& actor);

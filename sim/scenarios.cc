@@ -66,7 +66,7 @@ const std::vector<Scenario>& Scenarios() {
         {"free-on-view", 1, 10},
         {"free-on-absent-node", 31, 10},
         {"idempotent-answer-not-in-batch", 48, 10},
-        {"resolver-without-lock", 329, 10},
+        {"resolver-without-lock", 1230, 10},
         {"free-on-old-format", 1, 10},
         {"old-lease-ignored", 2, 10}},
        // Not here: earlier-entries-before-fence, ack-late-upload and restore-ignores-fence,

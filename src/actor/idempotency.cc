@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "base/bytes.h"
 #include "base/ascii.h"
 #include "base/digest.h"
 
@@ -10,56 +11,6 @@ namespace wk::actor {
 namespace {
 
 constexpr std::uint8_t kRecordVersion = 1;
-
-void PutU32(std::string& out, std::uint32_t v) {
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-void PutI64(std::string& out, std::int64_t v) {
-  const auto u = static_cast<std::uint64_t>(v);
-  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((u >> (8 * i)) & 0xff));
-}
-void PutBytes(std::string& out, std::string_view b) {
-  PutU32(out, static_cast<std::uint32_t>(b.size()));
-  out.append(b);
-}
-
-class Reader {
- public:
-  explicit Reader(std::string_view in) : in_(in) {}
-  bool U8(std::uint8_t* v) {
-    if (in_.empty()) return false;
-    *v = static_cast<std::uint8_t>(in_[0]);
-    in_.remove_prefix(1);
-    return true;
-  }
-  bool U32(std::uint32_t* v) {
-    if (in_.size() < 4) return false;
-    *v = 0;
-    for (int i = 0; i < 4; ++i) *v |= static_cast<std::uint32_t>(static_cast<std::uint8_t>(in_[i])) << (8 * i);
-    in_.remove_prefix(4);
-    return true;
-  }
-  bool I64(std::int64_t* v) {
-    if (in_.size() < 8) return false;
-    std::uint64_t u = 0;
-    for (int i = 0; i < 8; ++i) u |= static_cast<std::uint64_t>(static_cast<std::uint8_t>(in_[i])) << (8 * i);
-    *v = static_cast<std::int64_t>(u);
-    in_.remove_prefix(8);
-    return true;
-  }
-  bool Bytes(std::string* out) {
-    std::uint32_t n = 0;
-    if (!U32(&n) || n > in_.size()) return false;
-    out->assign(in_.substr(0, n));
-    in_.remove_prefix(n);
-    return true;
-  }
-  bool empty() const { return in_.empty(); }
-  std::size_t remaining() const { return in_.size(); }
-
- private:
-  std::string_view in_;
-};
 
 std::string RecordKey(std::string_view key) { return std::string(kIdempotencyRecordPrefix) + std::string(key); }
 
@@ -142,7 +93,7 @@ std::string EncodeIdempotencyRecord(const IdempotencyRecord& record) {
 
 Result<IdempotencyRecord> DecodeIdempotencyRecord(std::string_view bytes) {
   auto corrupt = [](std::string_view what) { return Fatal("corrupt idempotency record: " + std::string(what)); };
-  Reader r(bytes);
+  ByteReader r(bytes);
   IdempotencyRecord rec;
   std::uint8_t version = 0;
   if (!r.U8(&version) || version != kRecordVersion) return corrupt("unknown version");

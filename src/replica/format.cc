@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "base/bytes.h"
 #include "base/check.h"
 #include "base/crc32c.h"
 #include "base/line_format.h"
@@ -34,64 +35,12 @@ std::optional<Position> ParsePosition(std::string_view s) {
   return Position{Generation{*g}, *q};
 }
 
-void PutU32(std::string& out, std::uint32_t v) {
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-void PutI64(std::string& out, std::int64_t v) {
-  const auto u = static_cast<std::uint64_t>(v);
-  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((u >> (8 * i)) & 0xff));
-}
-void PutBytes(std::string& out, std::string_view s) {
-  PutU32(out, static_cast<std::uint32_t>(s.size()));
-  out.append(s);
-}
-
 std::string WithTrailer(std::string body) {
   char buf[kTrailerSize + 1];
   std::snprintf(buf, sizeof buf, "crc32c %08x\n", Crc32c(body));
   body.append(buf, kTrailerSize);
   return body;
 }
-
-// Reads a binary payload front to back; every accessor fails (returns false) rather than
-// reading past the end.
-class Reader {
- public:
-  explicit Reader(std::string_view s) : s_(s) {}
-  bool U8(std::uint8_t* v) {
-    if (s_.size() < 1) return false;
-    *v = static_cast<std::uint8_t>(s_[0]);
-    s_.remove_prefix(1);
-    return true;
-  }
-  bool U32(std::uint32_t* v) {
-    if (s_.size() < 4) return false;
-    *v = 0;
-    for (int i = 0; i < 4; ++i) *v |= static_cast<std::uint32_t>(static_cast<unsigned char>(s_[i])) << (8 * i);
-    s_.remove_prefix(4);
-    return true;
-  }
-  bool I64(std::int64_t* v) {
-    if (s_.size() < 8) return false;
-    std::uint64_t u = 0;
-    for (int i = 0; i < 8; ++i) u |= static_cast<std::uint64_t>(static_cast<unsigned char>(s_[i])) << (8 * i);
-    *v = static_cast<std::int64_t>(u);
-    s_.remove_prefix(8);
-    return true;
-  }
-  bool Bytes(std::string* out) {
-    std::uint32_t n = 0;
-    if (!U32(&n) || s_.size() < n) return false;
-    out->assign(s_.substr(0, n));
-    s_.remove_prefix(n);
-    return true;
-  }
-  bool empty() const { return s_.empty(); }
-  std::size_t remaining() const { return s_.size(); }
-
- private:
-  std::string_view s_;
-};
 
 // Checks the trailer and returns the body before it.
 Result<std::string_view> CheckTrailer(std::string_view body, std::string_view what) {
@@ -147,7 +96,7 @@ Status ReadOptionalPosition(line_format::LineReader& r, std::string_view name, s
   return Status::Ok();
 }
 
-bool ReadMutations(Reader& r, std::uint32_t count, std::uint8_t max_kind, std::vector<actor::Mutation>* out) {
+bool ReadMutations(ByteReader& r, std::uint32_t count, std::uint8_t max_kind, std::vector<actor::Mutation>* out) {
   // Each mutation takes at least 5 bytes: a count beyond that is corrupt, not a huge
   // allocation.
   if (count > r.remaining() / 5) return false;
@@ -164,7 +113,7 @@ bool ReadMutations(Reader& r, std::uint32_t count, std::uint8_t max_kind, std::v
 }
 
 // version: the segment's; only version 2 may carry system entries (kSystemFlag).
-bool ReadBatch(Reader& r, std::uint64_t version, actor::Batch* b) {
+bool ReadBatch(ByteReader& r, std::uint64_t version, actor::Batch* b) {
   std::uint32_t count = 0;
   std::uint8_t alarm = 0;
   if (!r.U32(&count) || !r.U8(&alarm)) return false;
@@ -312,7 +261,7 @@ Result<Segment> DecodeSegment(std::string_view body) {
   }
   auto n = lines->UintField("batches");
   if (!n.ok()) return n.status();
-  Reader r(lines->rest());
+  ByteReader r(lines->rest());
   if (*n == 0 || *n > r.remaining() / 5) return lines->Corrupt("bad batch count");
   s.batches.resize(*n);
   bool system = false;
@@ -371,7 +320,7 @@ Result<Snapshot> DecodeSnapshot(std::string_view body) {
     if (*m == 0) return lines->Corrupt("version 2 without system entries");
     system = *m;
   }
-  Reader r(lines->rest());
+  ByteReader r(lines->rest());
   if (*n > r.remaining() / 8 || system > r.remaining() / 8) return lines->Corrupt("bad entry count");
   for (int part = 0; part < 2; ++part) {
     std::string last;
