@@ -71,13 +71,13 @@ TEST(OutboxCodecTest, RoundTripsAndRefusesDamage) {
 TEST(MessageSendBufferTest, NumbersNeverRepeatAndTheLimitsAreNamed) {
   StateStorage storage;
   MessageSendBuffer first(storage, MessageLimits{});
-  EXPECT_EQ(*first.Send(kSender, "bank/bob", "credit:5", 10), 1u);
-  EXPECT_EQ(*first.Send(kSender, "bank/carol", "credit:7", 10), 2u);
+  EXPECT_EQ(first.Send(kSender, "bank/bob", "credit:5", 10).value(), 1u);
+  EXPECT_EQ(first.Send(kSender, "bank/carol", "credit:7", 10).value(), 2u);
   Batch b;
   first.AddTo(b);
   storage.Commit(std::move(b));
   MessageSendBuffer second(storage, MessageLimits{});
-  EXPECT_EQ(*second.Send(kSender, "bank/bob", "credit:1", 20), 3u) << "the counter came from the committed state";
+  EXPECT_EQ(second.Send(kSender, "bank/bob", "credit:1", 20).value(), 3u) << "the counter came from the committed state";
   auto outbox = ListOutbox(storage, 10);
   ASSERT_TRUE(outbox.ok());
   ASSERT_EQ(outbox->size(), 2u);
@@ -110,10 +110,10 @@ TEST(OutboxTest, DeliveredFailedParkedAndRetried) {
   failed.attempts = 1;
   failed.last_error = "503";
   storage.Commit(OutboxFailed(2, failed));
-  EXPECT_EQ((*ListOutbox(storage, 10))[0].second.attempts, 1u);
+  EXPECT_EQ(ListOutbox(storage, 10).value()[0].second.attempts, 1u);
   storage.Commit(OutboxParked(2, failed));
-  EXPECT_TRUE(ListOutbox(storage, 10)->empty());
-  ASSERT_EQ(ListDead(storage, 10)->size(), 1u);
+  EXPECT_TRUE(ListOutbox(storage, 10).value().empty());
+  ASSERT_EQ(ListDead(storage, 10).value().size(), 1u);
   auto retry = RetryDead(storage, 2, 50);
   ASSERT_TRUE(retry.ok());
   storage.Commit(std::move(*retry));
@@ -121,7 +121,7 @@ TEST(OutboxTest, DeliveredFailedParkedAndRetried) {
   ASSERT_EQ(again->size(), 1u);
   EXPECT_EQ((*again)[0].first, 3u) << "a retried message gets a new number, behind the others";
   EXPECT_EQ((*again)[0].second.attempts, 0u);
-  EXPECT_TRUE(ListDead(storage, 10)->empty());
+  EXPECT_TRUE(ListDead(storage, 10).value().empty());
   EXPECT_EQ(RetryDead(storage, 2, 60).code(), Code::kNotFound);
 }
 
