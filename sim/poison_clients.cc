@@ -1,5 +1,7 @@
 #include "poison_clients.h"
 
+#include <algorithm>
+
 #include "control/quarantine.h"
 #include "control/quarantine_cache.h"
 
