@@ -11,7 +11,14 @@
 // Threading: the Env loop thread.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
 #include "actor/alarm_event.h"
+#include "actor/messages.h"
+#include "actor/storage.h"
 #include "actor/types.h"
 #include "base/ids.h"
 #include "env/task.h"
@@ -36,6 +43,37 @@ class EventHost {
     r.outcome = EventOutcome::kNotFound;
     r.error = "this host runs no alarms";
     co_return r;
+  }
+  // Messages between actors (docs/messages.md). Runs a message event for the receiver `id`
+  // (starting it if needed): nothing runs if its applied record covers (message.from,
+  // message.seq) (kOk with message_duplicate); otherwise its wk_on_message, whose success
+  // commits the applied record in the handler's own batch. kNotFound: no such class, or a
+  // class without wk_on_message. Answers once releasable, as HandleRequest.
+  virtual Task<EventResult> HandleMessage(ActorId id, IncomingMessage message) {
+    (void)id;
+    (void)message;
+    EventResult r;
+    r.outcome = EventOutcome::kNotFound;
+    r.error = "this host runs no messages";
+    co_return r;
+  }
+  // The sender's outbox (lowest numbers first, at most `max`), read between its events, as
+  // of everything it committed, and answered only once all of that is durable under a hold
+  // that is still valid (the output gate: a message is never sent before its batch is
+  // durable, nor by a node that no longer holds its sender). kNotFound: not resident here;
+  // kRetryable: its storage failed or the gate refused.
+  virtual Task<Result<std::vector<std::pair<std::uint64_t, OutboxMessage>>>> ReadOutbox(ActorId id, std::size_t max) {
+    (void)id;
+    (void)max;
+    co_return NotFound("this host runs no messages");
+  }
+  // Commits a batch of the runtime's own (OutboxDelivered, OutboxFailed, OutboxParked,
+  // RetryDead: actor/messages.h) for a resident actor, between its events; OK once durable.
+  // kNotFound: not resident here; kRetryable: not durable (the storage failed).
+  virtual Task<Status> CommitSystem(ActorId id, Batch batch) {
+    (void)id;
+    (void)batch;
+    co_return NotFound("this host runs no messages");
   }
   // Asks an actor to leave memory as soon as it is idle. No effect if it is not resident.
   virtual void Unload(const ActorId& id) = 0;

@@ -24,6 +24,7 @@
 
 #include "actor/alarm_event.h"
 #include "actor/idempotency.h"
+#include "actor/messages.h"
 #include "actor/storage.h"
 #include "actor/types.h"
 #include "base/time.h"
@@ -52,8 +53,11 @@ struct ActorMemory {
 
 // One event for Executor::Run.
 struct ExecutorEvent {
-  std::optional<Request> request;  // nullopt: an alarm event (alarm_event.h)
+  std::optional<Request> request;  // nullopt: an alarm or a message event
   AlarmEvent alarm;
+  // A message event (actor/messages.h): the receiver's wk_on_message runs, and on success
+  // RecordApplied(from, seq) joins the handler's batch (never request and message both).
+  std::optional<IncomingMessage> message;
   // The wall time the event sees (Unix ms): when the core dispatched it. Time inside an
   // event is frozen, as in Cloudflare's Workers: an event is deterministic given its input
   // and its storage, and actors get no fine timer.

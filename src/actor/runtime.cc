@@ -166,6 +166,23 @@ Task<EventResult> ActorRuntime::HandleAlarm(ActorId id, AlarmEvent event) {
   return core_->HandleAlarm(std::move(id), event);
 }
 
+Task<EventResult> ActorRuntime::HandleMessage(ActorId id, IncomingMessage message) {
+  return core_->HandleMessage(std::move(id), std::move(message));
+}
+
+Task<Result<std::vector<std::pair<std::uint64_t, OutboxMessage>>>> ActorRuntime::ReadOutbox(ActorId id,
+                                                                                             std::size_t max) {
+  return core_->ReadOutbox(std::move(id), max);
+}
+
+Task<Status> ActorRuntime::CommitSystem(ActorId id, Batch batch) {
+  return core_->CommitSystem(std::move(id), std::move(batch));
+}
+
+void ActorRuntime::SetOutboxListener(std::function<void(const ActorId&)> fn) {
+  core_->SetOutboxListener(std::move(fn));
+}
+
 void ActorRuntime::Unload(const ActorId& id) { core_->Unload(id); }
 void ActorRuntime::Warm(const ActorId& id) { core_->Warm(id); }
 bool ActorRuntime::IsResident(const ActorId& id) const { return core_->IsResident(id); }

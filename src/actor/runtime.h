@@ -223,6 +223,11 @@ class ActorRuntime final : public EventHost {
   // the actor's committed alarm is due now; a module without wk_on_alarm has a due alarm
   // cleared without running anything. kNotFound only if no class is deployed.
   Task<EventResult> HandleAlarm(ActorId id, AlarmEvent event) override;
+  Task<EventResult> HandleMessage(ActorId id, IncomingMessage message) override;
+  Task<Result<std::vector<std::pair<std::uint64_t, OutboxMessage>>>> ReadOutbox(ActorId id, std::size_t max) override;
+  Task<Status> CommitSystem(ActorId id, Batch batch) override;
+  // ActorRuntimeCore::SetOutboxListener.
+  void SetOutboxListener(std::function<void(const ActorId&)> fn);
 
   // Asks an actor to leave memory as soon as it is idle (events queued meanwhile restart
   // it). No effect if it is not resident.

@@ -1,6 +1,7 @@
 #include "actor/runtime_core.h"
 
 #include "actor/idempotency.h"
+#include "actor/messages.h"
 
 #include <algorithm>
 #include <map>
@@ -26,6 +27,13 @@ std::string_view UnloadReasonName(UnloadReason r) {
 // ---------------------------------------------------------------------------------------
 // Slots
 
+// A job the core does itself, between the actor's events (never on the executor).
+struct ActorRuntimeCore::SystemJob {
+  std::optional<Batch> commit;  // CommitSystem's batch; unset: ReadOutbox
+  std::size_t outbox_max = 0;
+  Result<std::vector<std::pair<std::uint64_t, OutboxMessage>>> outbox = NotFound("not read");
+};
+
 struct ActorRuntimeCore::Pending {
   ExecutorEvent event;  // its now_ms set at dispatch; the executor reads it in place
   Latch<EventResult> done;
@@ -35,6 +43,7 @@ struct ActorRuntimeCore::Pending {
   MonoTime dispatched{};
   MonoTime started{};
   MonoTime ran{};
+  std::shared_ptr<SystemJob> system;  // set: not an event (AnswerOnLoop does it)
 };
 
 struct ActorRuntimeCore::Slot : std::enable_shared_from_this<Slot> {
@@ -74,6 +83,10 @@ struct ActorRuntimeCore::Slot : std::enable_shared_from_this<Slot> {
   // The last batch its storage committed, as the executor reported (ExecutedEvent::wait_seq):
   // what an answer served from an idempotency record waits for at the output gate.
   std::uint64_t last_seq = 0;
+  // Its outbox may hold messages to deliver (on_outbox was called and a read has not found
+  // it empty since): the sweep does not hibernate it and the budget does not evict it, so
+  // its delivery goes on while this node holds it (docs/messages.md, "Who delivers").
+  bool outbox_pending = false;
 
   // Events dispatched and not yet answered (for the destructor).
   std::vector<std::shared_ptr<Pending>> inflight;
@@ -205,8 +218,63 @@ Task<EventResult> ActorRuntimeCore::HandleAlarm(ActorId id, AlarmEvent event) {
   co_return r;
 }
 
+Task<EventResult> ActorRuntimeCore::HandleMessage(ActorId id, IncomingMessage message) {
+  if (message.body.size() > options_.limits.max_request_bytes) {
+    EventResult r;
+    r.outcome = EventOutcome::kBadRequest;
+    r.error = fmt::format("the message body is {} bytes, over the limit max_request_bytes = {}", message.body.size(),
+                          options_.limits.max_request_bytes);
+    co_return r;
+  }
+  std::optional<Request> none;
+  std::optional<IncomingMessage> m(std::move(message));
+  EventResult r = co_await Submit(std::move(id), std::move(none), AlarmEvent{}, std::nullopt, std::move(m));
+  co_return r;
+}
+
+Task<std::optional<EventResult>> ActorRuntimeCore::SubmitSystem(ActorId id, std::shared_ptr<SystemJob> job) {
+  auto it = actors_.find(id.ToString());
+  if (shutting_down_ || it == actors_.end()) co_return std::nullopt;
+  std::shared_ptr<Slot> slot = it->second;
+  Latch<EventResult> done(env_, [] {
+    EventResult r;
+    r.outcome = EventOutcome::kUnavailable;
+    r.error = "cancelled";
+    return r;
+  });
+  // Not bounded by max_queued_events: the delivery asks for one at a time per actor.
+  Pending p{ExecutorEvent{}, done, env_.MonoNow()};
+  p.system = std::move(job);
+  slot->queue.push_back(std::move(p));
+  Pump(slot);
+  EventResult result = co_await done.Wait();
+  co_return result;
+}
+
+Task<Result<std::vector<std::pair<std::uint64_t, OutboxMessage>>>> ActorRuntimeCore::ReadOutbox(ActorId id,
+                                                                                                 std::size_t max) {
+  auto job = std::make_shared<SystemJob>();
+  job->outbox_max = max;
+  const std::string name = id.ToString();
+  std::optional<EventResult> r = co_await SubmitSystem(std::move(id), job);
+  if (!r) co_return NotFound(name + " is not resident here");
+  if (!r->ok()) co_return Retryable(r->error);
+  co_return std::move(job->outbox);
+}
+
+Task<Status> ActorRuntimeCore::CommitSystem(ActorId id, Batch batch) {
+  auto job = std::make_shared<SystemJob>();
+  job->commit = std::move(batch);
+  const std::string name = id.ToString();
+  std::optional<EventResult> r = co_await SubmitSystem(std::move(id), std::move(job));
+  if (!r) co_return NotFound(name + " is not resident here");
+  if (!r->ok()) co_return Retryable(r->error);
+  co_return Status::Ok();
+}
+
 Task<EventResult> ActorRuntimeCore::Submit(ActorId id, std::optional<Request> request, AlarmEvent alarm,
-                                           std::optional<IdempotentRequest> idempotent) {
+                                           std::optional<IdempotentRequest> idempotent,
+                                           std::optional<IncomingMessage> message) {
   EventResult refused;
   if (shutting_down_) {
     refused.outcome = EventOutcome::kUnavailable;
@@ -263,7 +331,8 @@ Task<EventResult> ActorRuntimeCore::Submit(ActorId id, std::optional<Request> re
     return r;
   });
   const MonoTime queued_at = env_.MonoNow();
-  slot->queue.push_back(Pending{ExecutorEvent{std::move(request), alarm, 0, std::move(idempotent)}, done, queued_at});
+  slot->queue.push_back(
+      Pending{ExecutorEvent{std::move(request), alarm, std::move(message), 0, std::move(idempotent)}, done, queued_at});
   Pump(slot);
   auto alive = alive_;
   EventResult result = co_await done.Wait();
@@ -295,6 +364,15 @@ Task<void> ActorRuntimeCore::Start(std::shared_ptr<Slot> slot) {
   slot->storage = std::move(*opened);
   slot->last_seq = 0;
   slot->state = Slot::State::kReady;
+  // Restored with messages still to deliver (sent before it last left memory, or before its
+  // node died): this holder delivers them now (docs/messages.md, "Who delivers").
+  if (options_.on_outbox && !options_.broken.on(BrokenModel::kOutboxLostOnRestore)) {
+    auto waiting = ListOutbox(*slot->storage, 1);
+    if (!waiting.ok() || !waiting->empty()) {
+      slot->outbox_pending = true;
+      options_.on_outbox(slot->id);
+    }
+  }
   // The class may have been redeployed while the actor was away: start on the current one.
   executor_.Started(*slot->exec);
   Pump(slot);
@@ -324,7 +402,7 @@ void ActorRuntimeCore::Pump(const std::shared_ptr<Slot>& slot) {
     executor_.DropInstance(slot->exec);
     AfterInstancesGone(slot->exec->lane);
   }
-  if (slot->queue.front().event.idempotent && AnswerFromRecord(slot)) {
+  if (AnswerOnLoop(slot)) {
     Pump(slot);  // answered without running: the gate is still open for the next event
     return;
   }
@@ -343,6 +421,53 @@ void ActorRuntimeCore::Pump(const std::shared_ptr<Slot>& slot) {
     auto a = alive.lock();
     if (a && *a) Executed(slot, pending, std::move(ran));
   });
+}
+
+bool ActorRuntimeCore::AnswerOnLoop(const std::shared_ptr<Slot>& slot) {
+  Pending& front = slot->queue.front();
+  if (!front.system) {
+    if (front.event.idempotent) return AnswerFromRecord(slot);
+    if (!front.event.message) return false;
+    const IncomingMessage& m = *front.event.message;
+    if (AppliedSeq(*slot->storage, m.from) < m.seq) {
+      return false;  // not applied yet: the handler runs
+    }
+  }
+  auto pending = std::make_shared<Pending>(std::move(slot->queue.front()));
+  slot->queue.pop_front();
+  pending->dispatched = pending->started = pending->ran = env_.MonoNow();
+  EventResult result;
+  if (!pending->system) {
+    // Applied already (a delivery repeated after a lost answer, or by a node that held the
+    // sender before): answered "applied" without running, through the output gate, since
+    // the record may be in a batch not durable yet.
+    result.message_duplicate = true;
+  } else if (pending->system->commit) {
+    if (Status broken = slot->storage->failure(); !broken.ok()) {
+      result.outcome = EventOutcome::kUnavailable;
+      result.error = broken.ToString();
+    } else if (!pending->system->commit->empty()) {
+      slot->last_seq = slot->storage->Commit(std::move(*pending->system->commit));
+    }
+  } else {
+    pending->system->outbox = ListOutbox(*slot->storage, pending->system->outbox_max);
+    if (pending->system->outbox.ok()) slot->outbox_pending = !pending->system->outbox->empty();
+    if (options_.broken.on(BrokenModel::kMessageBeforeDurable)) {
+      // The broken model: the outbox is read and answered before its batches are durable.
+      slot->undelivered++;
+      slot->inflight.push_back(pending);
+      std::weak_ptr<bool> alive = alive_;
+      env_.Post([this, alive, slot, pending] {
+        auto a = alive.lock();
+        if (a && *a) Deliver(slot, pending, EventResult{}, Status::Ok());
+      });
+      return true;
+    }
+  }
+  slot->undelivered++;
+  slot->inflight.push_back(pending);
+  Release(slot, pending, std::make_shared<EventResult>(std::move(result)), slot->last_seq);
+  return true;
 }
 
 bool ActorRuntimeCore::AnswerFromRecord(const std::shared_ptr<Slot>& slot) {
@@ -383,6 +508,10 @@ void ActorRuntimeCore::Executed(const std::shared_ptr<Slot>& slot, const std::sh
   pending->ran = ran.ran;
   slot->last_seq = std::max(slot->last_seq, ran.wait_seq);
   stats_.idempotency_keys_forgotten += ran.idempotency_forgotten;
+  if (options_.broken.on(BrokenModel::kMessageBeforeDurable) && ran.result.messages_sent > 0 && options_.on_outbox) {
+    slot->outbox_pending = true;
+    options_.on_outbox(slot->id);  // the broken model: delivery starts before the batch is durable
+  }
   Release(slot, pending, std::make_shared<EventResult>(std::move(ran.result)), ran.wait_seq);
   ExecutionDone(slot, ran.memory, ran.instantiated);
 }
@@ -436,6 +565,24 @@ void ActorRuntimeCore::Deliver(const std::shared_ptr<Slot>& slot, const std::sha
     result.outcome = EventOutcome::kUnavailable;
     result.error = "the answer was not released (its writes are not durable, or this node no longer holds the actor): " +
                    durable.ToString();
+  }
+  if (pending->system) {
+    pending->done.Set(std::move(result));
+    AfterProgress(slot);
+    return;
+  }
+  if (result.ok() && result.messages_sent > 0 && options_.on_outbox) {
+    // Durable now: the messages exist, and this holder delivers them.
+    slot->outbox_pending = true;
+    options_.on_outbox(slot->id);
+  }
+  if (options_.broken.on(BrokenModel::kAppliedRecordNotInBatch) && result.ok() && !result.message_duplicate &&
+      pending->event.message && slot->storage && slot->storage->failure().ok()) {
+    // The broken model: the applied record is committed in a batch of its own once the
+    // answer is out, so a node lost in between leaves the handler's writes without it.
+    Batch record;
+    RecordApplied(record, pending->event.message->from, pending->event.message->seq);
+    slot->last_seq = slot->storage->Commit(std::move(record));
   }
   if (options_.broken.on(BrokenModel::kIdempotentAnswerNotInBatch) && result.ok() && result.replayed.empty() &&
       pending->event.idempotent && pending->event.request && slot->storage && slot->storage->failure().ok()) {
@@ -590,7 +737,7 @@ std::uint64_t ActorRuntimeCore::EnforceMemoryBudget() {
                                    executor_.CodeFreedBy(*s->exec, leaving_code)));
       continue;
     }
-    if (!IsIdle(*s)) continue;
+    if (!IsIdle(*s) || s->outbox_pending) continue;  // delivering its outbox: kept
     const std::uint64_t bytes = s->linear_bytes + s->state_bytes + kResidentActorBookkeepingBytes;
     subtract(static_cast<double>(bytes + InstanceHeap(*s) + executor_.CodeFreedBy(*s->exec, leaving_code)));
     WK_LOG_INFO("evicting an idle actor: resident actors exceed actors.memory_budget_bytes",
@@ -638,7 +785,7 @@ void ActorRuntimeCore::Sweep() {
   std::vector<std::shared_ptr<Slot>> sleepy;
   for (Slot* s : by_activity_) {
     if (now - s->last_active < options_.idle_hibernate) break;
-    if (IsIdle(*s)) sleepy.push_back(s->shared_from_this());
+    if (IsIdle(*s) && !s->outbox_pending) sleepy.push_back(s->shared_from_this());
   }
   for (auto& s : sleepy) Close(s, UnloadReason::kHibernated);
   executor_.AfterIdleSweep(dropped);

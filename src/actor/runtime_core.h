@@ -113,7 +113,13 @@ struct RuntimeCoreOptions {
   std::int64_t idempotency_ttl_ms = 24 * 3600 * 1000;
   std::uint64_t idempotency_max_answer_bytes = 64 * 1024;
   std::uint64_t idempotency_max_bytes = 1 << 20;  // one actor's records together
-  // answer-without-gate, input-gate-concurrent and idempotent-answer-not-in-batch switch here
+  // A resident actor's outbox has messages to deliver (docs/messages.md): called once an
+  // event that sent some is durable, when an actor starts with a non-empty outbox, and after
+  // a system batch that put one back (RetryDead). The message delivery (routing/
+  // message_delivery.h) then reads it with ReadOutbox. Unset: messages stay in outboxes.
+  std::function<void(const ActorId&)> on_outbox;
+  // answer-without-gate, input-gate-concurrent, idempotent-answer-not-in-batch,
+  // message-before-durable, applied-record-not-in-batch and outbox-lost-on-restore switch here
   // (base/broken_models.h).
   BrokenModels broken;
   // Hands the output gate's answer (ActorStorage::WhenReleasable's callback, which may come
@@ -137,12 +143,18 @@ class ActorRuntimeCore final : public EventHost {
 
   Task<EventResult> HandleRequest(ActorId id, Request request) override;
   Task<EventResult> HandleAlarm(ActorId id, AlarmEvent event) override;
+  Task<EventResult> HandleMessage(ActorId id, IncomingMessage message) override;
+  Task<Result<std::vector<std::pair<std::uint64_t, OutboxMessage>>>> ReadOutbox(ActorId id, std::size_t max) override;
+  Task<Status> CommitSystem(ActorId id, Batch batch) override;
   void Unload(const ActorId& id) override;
   void Warm(const ActorId& id) override;
   bool IsResident(const ActorId& id) const override;
   // Refuses new events, lets running ones finish, unloads every actor. Bounded by `limit`;
   // returns false if actors were still resident.
   Task<bool> Shutdown(Duration limit);
+
+  // Sets RuntimeCoreOptions::on_outbox (the delivery is made after the runtime it uses).
+  void SetOutboxListener(std::function<void(const ActorId&)> fn) { options_.on_outbox = std::move(fn); }
 
   RuntimeStats stats() const;
   std::vector<TenantMemory> MemoryByTenant() const;
@@ -164,7 +176,15 @@ class ActorRuntimeCore final : public EventHost {
   };
 
   Task<EventResult> Submit(ActorId id, std::optional<Request> request, AlarmEvent alarm,
-                           std::optional<IdempotentRequest> idempotent = std::nullopt);
+                           std::optional<IdempotentRequest> idempotent = std::nullopt,
+                           std::optional<IncomingMessage> message = std::nullopt);
+  // Queues a job the core does itself between the actor's events (ReadOutbox, CommitSystem)
+  // on a resident actor; nullopt if it is not resident (or shutting down).
+  struct SystemJob;
+  Task<std::optional<EventResult>> SubmitSystem(ActorId id, std::shared_ptr<SystemJob> job);
+  // The next queued entry is one the core answers without running the actor (a system job,
+  // a message its applied record covers): answered through the output gate, true returned.
+  bool AnswerOnLoop(const std::shared_ptr<Slot>& slot);
   // The next queued event carries an Idempotency-Key whose record exists: it is answered
   // from the record (through the output gate) without running, and true is returned.
   bool AnswerFromRecord(const std::shared_ptr<Slot>& slot);

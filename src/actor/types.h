@@ -92,6 +92,9 @@ struct EventResult {
   // Messages the event sent (actor/messages.h): in its committed batch, so sent once the
   // answer is released.
   std::size_t messages_sent = 0;
+  // Message events (EventHost::HandleMessage): kOk with this set means the receiver had
+  // applied the message already (its applied record covers it) and nothing ran.
+  bool message_duplicate = false;
   bool ok() const { return outcome == EventOutcome::kOk; }
 };
 

@@ -268,7 +268,17 @@ V8Executor::Ran V8Executor::Execute(engine::Worker& worker, Actor& actor, ActorS
   // alarm, a clock behind the scanner's); its answer still passes the output gate, so the
   // caller learns the alarm as durably as any answer.
   std::optional<std::int64_t> due_alarm;
-  if (!request) {
+  const IncomingMessage* message = event.message ? &*event.message : nullptr;
+  if (message != nullptr && !actor.module->HasExport(kMessageExport)) {
+    // Permanent: the sender parks the message as dead at once (docs/messages.md).
+    result.outcome = EventOutcome::kNotFound;
+    result.error = fmt::format("class {}/{} has no {} export: it cannot receive messages", actor.id.tenant,
+                               actor.id.class_name, kMessageExport);
+    ran.event.wait_seq = actor.last_seq;
+    ran.event.memory = MeasureMemory(actor, storage);
+    return ran;
+  }
+  if (!request && message == nullptr) {
     due_alarm = storage.Alarm();
     const bool due = AlarmDue(due_alarm, event.now_ms, options_.broken);
     if (!due || !actor.module->HasExport(kAlarmExport)) {
@@ -299,7 +309,8 @@ V8Executor::Ran V8Executor::Execute(engine::Worker& worker, Actor& actor, ActorS
   MessageSendBuffer outbox(storage, options_.messages);
   ctx.self = &actor.id;
   ctx.outbox = &outbox;
-  if (!request) {
+  ctx.message = message;
+  if (!request && message == nullptr) {
     // The alarm is cleared as the handler starts; setting it again re-arms it.
     txn.SetAlarm(std::nullopt);
     ctx.alarm_retry_count = alarm.retry_count;
@@ -363,7 +374,7 @@ V8Executor::Ran V8Executor::Execute(engine::Worker& worker, Actor& actor, ActorS
     ctx.response = Response{};
     ctx.response_bytes = 0;
   }
-  const std::string_view export_name = request ? kRequestExport : kAlarmExport;
+  const std::string_view export_name = request ? kRequestExport : message != nullptr ? kMessageExport : kAlarmExport;
   engine::CallResult call = actor.instance->Call(export_name, &ctx, cpu_limit);
   ctx.FlushOutput();
   ran.call_outcome = call.outcome;
@@ -386,11 +397,15 @@ V8Executor::Ran V8Executor::Execute(engine::Worker& worker, Actor& actor, ActorS
       ran.event.idempotency_forgotten =
           AddIdempotencyRecord(*event.idempotent, ctx.response, event.now_ms, storage, batch);
     }
+    if (message != nullptr && !options_.broken.on(BrokenModel::kAppliedRecordNotInBatch)) {
+      // Applied exactly when the handler's writes are (actor/messages.h).
+      RecordApplied(batch, message->from, message->seq);
+    }
     outbox.AddTo(batch);
     result.messages_sent = outbox.size();
     if (!batch.empty()) actor.last_seq = storage.Commit(std::move(batch));
     result.response = std::move(ctx.response);
-    result.alarm_fired = !request.has_value();
+    result.alarm_fired = !request.has_value() && message == nullptr;
   } else if (call.ok()) {
     fail(fmt::format("the actor's {} returned {}", export_name, call.value));
   } else {
@@ -400,14 +415,14 @@ V8Executor::Ran V8Executor::Execute(engine::Worker& worker, Actor& actor, ActorS
     if (call.outcome == engine::CallOutcome::kOutOfMemory) message += " (actors.max_memory_bytes)";
     fail(std::move(message));
   }
-  if (!request && alarm.last_attempt && result.outcome == EventOutcome::kActorFailed && storage.failure().ok() &&
+  if (!request && message == nullptr && alarm.last_attempt && result.outcome == EventOutcome::kActorFailed && storage.failure().ok() &&
       storage.Alarm() == due_alarm) {
     // The retries are used up: the alarm is cleared, without the failed run's writes.
     Batch clear;
     clear.alarm = std::optional<std::int64_t>();
     actor.last_seq = storage.Commit(std::move(clear));
   }
-  if (!request) result.alarm_after = storage.Alarm();
+  if (!request && message == nullptr) result.alarm_after = storage.Alarm();
   ran.event.wait_seq = actor.last_seq;
   ran.event.memory = MeasureMemory(actor, storage);
   return ran;

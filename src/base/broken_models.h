@@ -105,6 +105,11 @@ enum class BrokenModel : std::uint8_t {
   kAnswerWithoutGate,        // an event's answer is released without asking the output gate (WhenReleasable)
   kInputGateConcurrent,      // the input gate lets an actor's next event run while its previous one still runs
   kIdempotentAnswerNotInBatch,  // an Idempotency-Key's record is committed apart, after the answer is released
+  // ---- Messages between actors (actor/runtime_core.cc, routing/message_delivery.cc), docs/messages.md
+  kMessageBeforeDurable,     // an outbox is read and delivered before the batch that sent its messages is durable
+  kAppliedRecordNotInBatch,  // a receiver's applied record is committed apart, after the handler's answer is released
+  kOutboxLostOnRestore,      // an actor restored with messages in its outbox never delivers them
+  kMessagesOutOfOrder,       // one sender's messages to one receiver are delivered at once, not one after another
   // ---- Where features meet (docs/node-lease.md "Drain", docs/alarms.md, docs/security.md)
   kDrainAcceptsBeforeCheck,  // a starting node takes actors before its first read of control/drain/
   kShardRankIncludesDrained, // the alarm shards' ranking counts draining nodes (their shards go unscanned)

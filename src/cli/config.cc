@@ -70,7 +70,8 @@ Status ReadActors(const toml::table& t, actor::RuntimeOptions* o, control::Quara
                         "sync_timeout_ms", "max_module_bytes", "max_table_elements", "isolate_heap_limit_bytes",
                         "isolate_gc_floor_bytes", "compile_timeout_ms", "quarantine_strikes",
                         "quarantine_window_ms", "quarantine_ms", "spin_us", "max_compiled_bytes_per_tenant",
-                        "idempotency_ttl_ms", "idempotency_max_answer_bytes", "idempotency_max_bytes"});
+                        "idempotency_ttl_ms", "idempotency_max_answer_bytes", "idempotency_max_bytes",
+                        "max_message_bytes", "max_messages_per_event"});
   actor::ActorLimits& l = o->limits;
   if (s.ok()) s = ReadUint(t, sec, "workers", 0, 256, &o->workers);
   if (s.ok()) s = ReadUint(t, sec, "max_memory_bytes", 65536, std::int64_t{4} << 30, &l.max_memory_bytes);
@@ -118,6 +119,9 @@ Status ReadActors(const toml::table& t, actor::RuntimeOptions* o, control::Quara
     s = ReadUint(t, sec, "idempotency_max_answer_bytes", 0, std::int64_t{1} << 20, &o->idempotency_max_answer_bytes);
   }
   if (s.ok()) s = ReadUint(t, sec, "idempotency_max_bytes", 4096, std::int64_t{1} << 30, &o->idempotency_max_bytes);
+  // A message is one outbox entry in one batch: bounded like a stored value's neighbours.
+  if (s.ok()) s = ReadUint(t, sec, "max_message_bytes", 1, std::int64_t{1} << 20, &o->messages.max_message_bytes);
+  if (s.ok()) s = ReadUint(t, sec, "max_messages_per_event", 0, 10'000, &o->messages.max_messages_per_event);
   if (idle_ms >= 0) o->idle_hibernate = std::chrono::milliseconds(idle_ms);
   if (instance_ms >= 0) o->idle_instance = std::chrono::milliseconds(instance_ms);
   if (sync_ms >= 0) o->sync_timeout = std::chrono::milliseconds(sync_ms);
@@ -256,6 +260,12 @@ Result<Config> LoadConfig(const std::string& path) {
         handed_recheck_set = true;
         s = ReadMs(*table, section, "handed_recheck_ms", &config.alarms.handed_recheck);
       }
+    } else if (section == "messages") {
+      s = CheckKeys(*table, section, {"first_retry_ms", "max_retry_ms", "max_attempts"});
+      if (s.ok()) s = ReadMs(*table, section, "first_retry_ms", &config.messages.first_retry);
+      if (s.ok()) s = ReadMs(*table, section, "max_retry_ms", &config.messages.max_retry);
+      if (s.ok()) s = ReadUint(*table, section, "max_attempts", 1, 1000, &config.messages.max_attempts);
+      if (s.ok()) s = ValidateMessageDeliveryOptions(config.messages);
     } else if (section == "log") {
       s = CheckKeys(*table, section, {"level"});
       if (s.ok()) s = ReadString(*table, section, "level", &config.log_level);

@@ -1,5 +1,5 @@
 // The configuration file (TOML) shared by every wasmkeep command: sections [bucket], [s3],
-// [log], [node], [server], [lease], [actors], [moves], [storage], [alarms]; every key, its
+// [log], [node], [server], [lease], [actors], [moves], [storage], [alarms], [messages]; every key, its
 // default and its range are in docs/configuration.md (packaging/wasmkeep.toml is an
 // example). LoadConfig refuses an unknown section or key, a bad value or a broken relation
 // between values with an error naming the key, so a typo is never silently ignored.
@@ -13,6 +13,7 @@
 #include "base/status.h"
 #include "actor/runtime.h"
 #include "alarms/alarm_service.h"
+#include "routing/message_delivery.h"
 #include "net/http_server.h"
 #include "cluster/timing.h"
 #include "control/quarantine.h"
@@ -55,6 +56,8 @@ struct Config {
   std::int64_t moves_per_second = 10;
   // Defaults unless [alarms] sets them; validated by LoadConfig against [lease].
   alarms::AlarmOptions alarms;
+  // Defaults unless [messages] sets them (docs/messages.md, "Settings").
+  MessageDeliveryOptions messages;
 };
 
 // Reads and validates path. kInvalidArgument names the file and the bad key or value;

@@ -104,6 +104,7 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
   options.host.storage = config->storage;
   options.host.quarantine = config->quarantine;
   options.host.alarms = config->alarms;
+  options.host.messages = config->messages;
   options.moves_per_second = config->moves_per_second;
 
   // The running-events journal (docs/security.md, "Poisoned actors"): read what a crashed

@@ -32,6 +32,39 @@ std::optional<std::uint64_t> AnnouncedLength(const ServerRequest& request) {
   return length;
 }
 
+// kMessageHeader's value: "<seq> <retry count> <sender>".
+std::string MessageHeaderValue(const actor::IncomingMessage& m) {
+  return std::to_string(m.seq) + " " + std::to_string(m.retry_count) + " " + m.from.ToString();
+}
+
+Result<actor::IncomingMessage> ParseMessageHeader(std::string_view value) {
+  actor::IncomingMessage m;
+  auto number = [&value](std::uint64_t max, std::uint64_t* out) {
+    const auto space = value.find(' ');
+    if (space == std::string_view::npos || space == 0) return false;
+    std::uint64_t v = 0;
+    for (const char c : value.substr(0, space)) {
+      if (c < '0' || c > '9' || v > (max - 9) / 10) return false;
+      v = v * 10 + static_cast<std::uint64_t>(c - '0');
+    }
+    *out = v;
+    value.remove_prefix(space + 1);
+    return true;
+  };
+  std::uint64_t seq = 0;
+  std::uint64_t retry = 0;
+  if (!number(std::numeric_limits<std::uint64_t>::max(), &seq) || seq == 0 ||
+      !number(static_cast<std::uint64_t>(std::numeric_limits<std::int32_t>::max()), &retry)) {
+    return InvalidArgument("expected \"<seq> <retry count> <tenant/class/name>\"");
+  }
+  auto from = ParseActorId(value);
+  if (!from.ok()) return InvalidArgument("the sender: " + from.status().message());
+  m.seq = seq;
+  m.retry_count = static_cast<std::int32_t>(retry);
+  m.from = std::move(*from);
+  return m;
+}
+
 }  // namespace
 
 Front::Front(FrontDeps deps, FrontOptions options) : deps_(std::move(deps)), options_(std::move(options)) {}
@@ -46,6 +79,9 @@ void PublishFrontMetrics(MetricsRegistry& registry, const Front& front) {
     registry.AddCallbackCounter("wasmkeep_api_requests_total", help, [field] { return static_cast<double>(*field); },
                                 {{"route", route}});
   }
+  registry.AddCallbackCounter("wasmkeep_message_events_total",
+                              "Message events run on this node (docs/messages.md), duplicates answered included",
+                              [&stats] { return static_cast<double>(stats.messages_run); });
   registry.AddCallbackCounter("wasmkeep_hand_overs_taken_total",
                               "Actors this node took as a move's target (docs/node-lease.md, Moving actors)",
                               [&stats] { return static_cast<double>(stats.taken); });
@@ -184,6 +220,17 @@ Task<ServerResponse> Front::Handle(ServerRequest request, Via via, bool* reached
   Caller caller;
   if (auto refused = co_await Authenticate(&request, via, &caller)) co_return std::move(*refused);
   if (caller.tenant != id.tenant) co_return Error(403, "this token is for tenant " + caller.tenant + ", not " + id.tenant);
+  if (via == Via::kPeer) {
+    // A peer delivering a message (its header signed, so a node's own).
+    for (auto it = caller.actor_headers.begin(); it != caller.actor_headers.end(); ++it) {
+      if (!EqualsIgnoreAsciiCase(it->first, kMessageHeader)) continue;
+      auto message = ParseMessageHeader(it->second);
+      if (!message.ok()) co_return Error(400, "bad " + std::string(kMessageHeader) + ": " + message.status().message());
+      if (message->from.tenant != id.tenant) co_return Error(403, "a message from another tenant");
+      message->body = request.body;
+      co_return co_await RouteMessage(std::move(id), std::move(*message), std::move(request), caller.hops);
+    }
+  }
   actor::Request actor_request;
   actor_request.method = request.method;
   actor_request.path = std::string(target.rest);
@@ -464,6 +511,62 @@ Task<ServerResponse> Front::ForwardTo(NodeId node_id, ServerRequest request, std
   }
   ++stats_.forwarded;
   co_return std::move(*got);
+}
+
+Task<ServerResponse> Front::DeliverMessage(ActorId receiver, actor::IncomingMessage message) {
+  ServerRequest request;
+  request.method = "POST";
+  request.target = std::string(kActorsPrefix) + receiver.ToString();
+  request.headers.emplace_back(std::string(kMessageHeader), MessageHeaderValue(message));
+  request.body = message.body;
+  ServerResponse r = co_await RouteMessage(std::move(receiver), std::move(message), std::move(request), 0);
+  co_return r;
+}
+
+Task<ServerResponse> Front::RouteMessage(ActorId receiver, actor::IncomingMessage message, ServerRequest request,
+                                         int hops) {
+  ++stats_.messages;
+  if (auto refused = TooLarge(message.body.size())) co_return std::move(*refused);
+  // 3. A quarantined receiver runs nothing: the sender retries later (503).
+  if (auto refused = co_await CheckQuarantine(receiver)) co_return std::move(*refused);
+  // 4. Where it runs: as a request's (the same routing read and signed forwarding).
+  Route route = co_await Decide(receiver, hops);
+  switch (route.kind) {
+    case Route::Kind::kRunHere:
+      co_return co_await RunMessage(std::move(receiver), std::move(message));
+    case Route::Kind::kForward: {
+      std::string tenant = receiver.tenant;
+      co_return co_await ForwardTo(std::move(route.to), std::move(request), std::move(tenant), hops + 1);
+    }
+    case Route::Kind::kRefuse:
+      break;
+  }
+  co_return std::move(route.refusal);
+}
+
+Task<ServerResponse> Front::RunMessage(ActorId id, actor::IncomingMessage message) {
+  const std::string name = id.ToString();
+  actor::EventResult result = co_await deps_.runtime.HandleMessage(std::move(id), std::move(message));
+  ++stats_.messages_run;
+  switch (result.outcome) {
+    case actor::EventOutcome::kOk: {
+      ServerResponse r;
+      r.status = 200;
+      r.headers.emplace_back("Content-Type", "text/plain; charset=utf-8");
+      r.body = result.message_duplicate ? "duplicate\n" : "applied\n";
+      co_return r;
+    }
+    case actor::EventOutcome::kNotFound:
+      co_return Error(404, result.error);
+    case actor::EventOutcome::kBadRequest:
+      co_return Error(413, result.error);
+    case actor::EventOutcome::kActorFailed:
+      ++stats_.actor_failed;
+      co_return Error(500, "actor " + name + " failed: " + result.error);
+    default:
+      break;
+  }
+  co_return Error(503, name + " is unavailable: " + result.error, true);
 }
 
 Task<ServerResponse> Front::Run(ActorId id, actor::Request request) {

@@ -41,6 +41,10 @@ namespace wk {
 inline constexpr std::string_view kActorsPrefix = "/v1/actors/";
 // A move's hand-over (the target's take), on the peer listener only (see above).
 inline constexpr std::string_view kMoveHandOverPrefix = "/v1/hand-over/";
+// A message between actors (docs/messages.md) travels as a POST to the receiver's actor path
+// carrying this header, "<seq> <retry count> <sender's tenant/class/name>", signed like any
+// forwarded header. Only a node sets it: the client API refuses every X-Wasmkeep-* header.
+inline constexpr std::string_view kMessageHeader = "X-Wasmkeep-Message";
 // On a 401 for a forwarded request whose signature did not verify: tells the sending node
 // (which answers its client 503) from a client's bad token.
 inline constexpr std::string_view kForwardingRefused = "X-Wasmkeep-Forwarding-Refused";
@@ -101,6 +105,8 @@ struct FrontStats {
   std::uint64_t quarantined = 0;  // 503: the actor is quarantined
   std::uint64_t held = 0;         // requests held while their actor was leaving this node
   std::uint64_t taken = 0;        // hand-overs taken (this node is a move's target)
+  std::uint64_t messages = 0;     // message deliveries routed (DeliverMessage and peers')
+  std::uint64_t messages_run = 0;  // message events run here (duplicates answered included)
 };
 
 class Front {
@@ -121,6 +127,12 @@ class Front {
   // unauthenticated client's body is never read.
   Task<std::optional<ServerResponse>> CheckBeforeBody(ServerRequest request);
   const FrontStats& stats() const { return stats_; }
+  // Delivers one message to its receiver as a request is routed (steps 3 to 5: quarantine,
+  // run here or forward to the holder, or acquire): 200 once it took effect (body
+  // "applied", or "duplicate" if it had before), 404 no such class or no wk_on_message, 500
+  // the handler failed (nothing of it committed), 413 too large, 503 not known (retry).
+  // The sender checks `message.from` is of the receiver's tenant (actor/messages.h).
+  Task<ServerResponse> DeliverMessage(ActorId receiver, actor::IncomingMessage message);
   // Tells node `to` (live in the membership view) to take actor from the record this
   // node's release left (nobody at generation, at version released). OK once it holds it.
   Task<Status> SendTake(NodeId to, ActorId actor, Version released, Generation generation);
@@ -158,6 +170,10 @@ class Front {
   static Route Forward(NodeId to, bool reaches_actor);
   static Route Refuse(ServerResponse response);
   Task<ServerResponse> Run(ActorId id, actor::Request request);
+  Task<ServerResponse> RunMessage(ActorId id, actor::IncomingMessage message);
+  // Steps 3 to 5 for a message, from this node (hops 0) or a peer's delivery.
+  Task<ServerResponse> RouteMessage(ActorId receiver, actor::IncomingMessage message, ServerRequest request,
+                                    int hops);
   // A peer's POST /v1/alarms/<actor>: verified exactly as a forwarded request (step 2 for
   // the peer listener), then handed to FrontDeps::alarm_handover.
   Task<ServerResponse> HandleAlarmHandOver(ServerRequest request);

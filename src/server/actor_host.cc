@@ -79,6 +79,18 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
   scanner_->set_broken_models(node.broken_models());
   scanner_->Start();
   alarms::PublishAlarmMetrics(metrics, *alarms_, alarm_index_, *scanner_);
+  // Messages between actors (docs/messages.md): the outboxes of the actors this node holds
+  // are delivered through the front, as requests are routed.
+  messages_ = std::make_unique<MessageDelivery>(
+      env, *runtime_,
+      [this](ActorId receiver, actor::IncomingMessage message) {
+        return front_->DeliverMessage(std::move(receiver), std::move(message));
+      },
+      options_.messages, node.broken_models());
+  runtime_->SetOutboxListener([this](const ActorId& sender) {
+    if (messages_) messages_->Kick(sender);
+  });
+  PublishMessageMetrics(metrics, *messages_);
   admin_ = std::make_unique<ActorAdmin>(ActorAdminDeps{env, store, node, *runtime_, *provider_, deletions_, forwarder_,
                                                        auth_, operators_, metrics, replica_totals, options_.node_id,
                                                        options_.instance, options_.bucket_requests, &alarms_->stats(),
@@ -103,6 +115,7 @@ ActorHost::~ActorHost() {
 }
 
 void ActorHost::StopAlarms() {
+  if (messages_) messages_->Stop();
   if (scanner_) scanner_->Stop();
   if (alarms_) alarms_->Stop();
 }

@@ -42,6 +42,7 @@
 #include "server/actor_admin.h"
 #include "routing/forwarder.h"
 #include "routing/front.h"
+#include "routing/message_delivery.h"
 #include "server/quarantine_service.h"
 #include "server/running_events.h"
 
@@ -72,6 +73,8 @@ struct ActorHostOptions {
   // Alarm delivery and shard scanning ([alarms], docs/alarms.md), and the lease timing it
   // is checked against.
   alarms::AlarmOptions alarms;
+  // The delivery of messages between actors ([messages], docs/messages.md).
+  MessageDeliveryOptions messages;
   LeaseTiming timing;
   // The node's requests to the bucket by purpose (the CountingStore's, outliving the host),
   // shown by /v1/admin/node; null: not shown.
@@ -147,6 +150,7 @@ class ActorHost {
   // After the runtime: they deliver through it, so they go first.
   std::unique_ptr<alarms::AlarmService> alarms_;
   std::unique_ptr<alarms::ShardScanner> scanner_;
+  std::unique_ptr<MessageDelivery> messages_;
   // Last: it reads the runtime, the provider and the alarms, so it goes first.
   std::unique_ptr<ActorAdmin> admin_;
   std::map<std::pair<std::string, std::string>, Loaded> loaded_;
