@@ -1,5 +1,5 @@
 // bank: one account per actor (acme/bank/alice, acme/bank/bob), and transfers between them
-// as messages between actors (docs/sdk.md, "Messages").
+// as messages between actors (docs/sdk.md, "Messages between actors").
 //
 //   POST /deposit?amount=N           adds N (1 .. 10^15) to the balance; answers the new balance
 //   GET  /balance                    the balance ("120\n"); a new account has 0

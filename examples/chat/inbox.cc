@@ -1,5 +1,5 @@
 // chat inbox: one per member (acme/inbox/ann), filled by the rooms the member joined
-// (examples/chat/room.cc) through messages between actors (docs/sdk.md, "Messages").
+// (examples/chat/room.cc) through messages between actors (docs/sdk.md, "Messages between actors").
 //
 //   GET /messages?since=N    the messages numbered above N (default 0), oldest first, one per
 //                            line as "<number>\t<room>\t<post number>\t<from>\t<text>\n",

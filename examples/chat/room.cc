@@ -1,6 +1,6 @@
 // chat room with fan-out: a room per actor (acme/room/lobby) whose members each have an
 // inbox actor (acme/inbox/<member>, examples/chat/inbox.cc). A post is stored in the room
-// and sent as a message to every member's inbox (docs/sdk.md, "Messages").
+// and sent as a message to every member's inbox (docs/sdk.md, "Messages between actors").
 //
 //   POST /join?member=M      adds M to the room (again: no change); 409 past kMaxMembers
 //   POST /leave?member=M     removes M; 404 if M is not a member

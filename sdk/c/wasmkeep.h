@@ -106,7 +106,7 @@ enum {
   WK_MESSAGE_BODY = 1    /* the message's body (binary-safe) */
 };
 
-/* Messages between actors (docs/sdk.md "Messages"). Additions to wasmkeep_v1: a module that
+/* Messages between actors (docs/sdk.md "Messages between actors"). Additions to wasmkeep_v1: a module that
  * imports them needs a node that delivers messages, and an older node refuses it. */
 /* Queues a message to actor `to` ("class/name" in the sender's tenant, or
  * "tenant/class/name" naming the sender's own tenant) with body `body`. It is part of this

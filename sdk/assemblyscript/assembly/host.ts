@@ -103,7 +103,7 @@ export declare function alarm_delete(): void;
 @external("wasmkeep_v1", "alarm_retry_count")
 export declare function alarm_retry_count(): i32;
 
-// ---- Messages between actors (docs/sdk.md "Messages"). Additions to wasmkeep_v1, imported
+// ---- Messages between actors (docs/sdk.md "Messages between actors"). Additions to wasmkeep_v1, imported
 // only by modules that use them: such a module needs a node that delivers messages.
 
 // Fields of message_get.

@@ -1,4 +1,4 @@
-// messages.ts: messages between actors (docs/sdk.md "Messages").
+// messages.ts: messages between actors (docs/sdk.md "Messages between actors").
 //
 // send() queues a message to another actor of the same tenant in the current event's batch:
 // it exists only if the event succeeds, and is then delivered at least once and applied
