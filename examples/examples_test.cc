@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,6 +18,9 @@
 
 #ifndef WK_ACTORS_DIR
 #error "WK_ACTORS_DIR must name the directory of the built actors (examples/CMakeLists.txt)"
+#endif
+#ifndef WK_HOST_HAS_MESSAGES
+#error "WK_HOST_HAS_MESSAGES must say whether the host defines message_send (examples/CMakeLists.txt)"
 #endif
 #ifndef WK_AS_ACTORS
 #error "WK_AS_ACTORS must say whether the AssemblyScript actors were built (examples/CMakeLists.txt)"
@@ -463,6 +467,290 @@ TEST_F(TtlCacheTest, APutReplacesTheExpiryAndDeleteRemovesTheAlarm) {
   EXPECT_FALSE(state->map.alarm().has_value());
   EXPECT_EQ(Send(harness_, kActor, MakeRequest("PUT", "/", "ttl_ms=0", "x")).status, 400);
   EXPECT_EQ(Send(harness_, kActor, MakeRequest("POST", "/")).status, 405);
+}
+
+// ---- messages between actors: bank (examples/bank/README.md) and the chat room's fan-out
+// (examples/chat/README.md, "Fan-out") ----
+//
+// These modules import message_send and friends, which only a host with messages accepts.
+// WK_HOST_HAS_MESSAGES (examples/CMakeLists.txt) says whether the host's sources define
+// message_send; without it the tests skip, naming why. Delivery goes through the harness's
+// DeliverMessages() when it has one (it runs every queued message, as a node's delivery
+// would), else through the harness's event loop (the runtime delivering on its own).
+
+#if !WK_HOST_HAS_MESSAGES
+#define WK_SKIP_WITHOUT_MESSAGES() GTEST_SKIP() << "host side of messages not on main yet"
+#else
+#define WK_SKIP_WITHOUT_MESSAGES() (void)0
+#endif
+
+// Lets queued messages run once: see above.
+template <typename H>
+void DeliverQueued(H& harness) {
+  if constexpr (requires { harness.DeliverMessages(); }) {
+    harness.DeliverMessages();
+  } else {
+    harness.RunFor(std::chrono::milliseconds(20));
+  }
+}
+
+// Delivers until done() holds (true), or gives up after about 2 s of delivery (false).
+template <typename Done>
+bool DeliverUntil(Harness& harness, Done done) {
+  for (int i = 0; i < 100; ++i) {
+    DeliverQueued(harness);
+    if (done()) return true;
+  }
+  return false;
+}
+
+class BankTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    WK_SKIP_WITHOUT_MESSAGES();
+    harness_.Deploy("bank", ActorWasm(GetParam()));
+  }
+  TestResponse Do(const std::string& account, const std::string& method, const std::string& path,
+                  const std::string& query = "") {
+    return Send(harness_, "acme/bank/" + account, MakeRequest(method, path, query));
+  }
+  std::string Balance(const std::string& account) { return Do(account, "GET", "/balance").body; }
+  TestResponse Deposit(const std::string& account, std::int64_t amount) {
+    return Do(account, "POST", "/deposit", "amount=" + std::to_string(amount));
+  }
+  TestResponse Transfer(const std::string& from, const std::string& to, std::int64_t amount) {
+    return Do(from, "POST", "/transfer", "to=" + to + "&amount=" + std::to_string(amount));
+  }
+  // Delivers until `account`'s balance is `expected`; fails the test if it never gets there.
+  void ExpectBalanceAfterDelivery(const std::string& account, const std::string& expected) {
+    EXPECT_TRUE(DeliverUntil(harness_, [&] { return Balance(account) == expected; }))
+        << account << "'s balance stayed " << Balance(account) << ", not " << expected;
+  }
+  Harness harness_;
+};
+
+TEST_P(BankTest, ANewAccountHasZeroAndDepositsAdd) {
+  EXPECT_EQ(Balance("alice"), "0\n");
+  TestResponse res = Deposit("alice", 100);
+  EXPECT_EQ(res.status, 200);
+  EXPECT_EQ(res.body, "100\n");
+  EXPECT_EQ(Deposit("alice", 25).body, "125\n");
+  EXPECT_EQ(Balance("alice"), "125\n");
+  EXPECT_EQ(Balance("bob"), "0\n");
+  EXPECT_EQ(Do("alice", "GET", "/balance").header("Content-Type"), "text/plain; charset=utf-8");
+}
+
+TEST_P(BankTest, BadRequestsAre400404And405AndChangeNothing) {
+  for (const char* query : {"", "amount=0", "amount=-5", "amount=+5", "amount=1.5", "amount=x",
+                            "amount=1000000000000001"}) {
+    EXPECT_EQ(Do("alice", "POST", "/deposit", query).status, 400) << query;
+  }
+  Deposit("alice", 50);
+  for (const char* query : {"amount=5", "to=&amount=5", "to=a/b&amount=5", "to=bob", "to=bob&amount=0",
+                            "to=b%20b&amount=5"}) {
+    EXPECT_EQ(Do("alice", "POST", "/transfer", query).status, 400) << query;
+  }
+  EXPECT_EQ(Do("alice", "GET", "/other").status, 404);
+  TestResponse wrong = Do("alice", "GET", "/deposit", "amount=5");
+  EXPECT_EQ(wrong.status, 405);
+  EXPECT_EQ(wrong.header("Allow"), "POST");
+  EXPECT_EQ(Do("alice", "POST", "/balance").header("Allow"), "GET");
+  EXPECT_EQ(Balance("alice"), "50\n");
+  EXPECT_EQ(Do("alice", "GET", "/history").body, "");
+}
+
+TEST_P(BankTest, ATransferShortOfFundsIs409AtOnceAndSendsNothing) {
+  Deposit("alice", 30);
+  TestResponse res = Transfer("alice", "bob", 31);
+  EXPECT_EQ(res.status, 409);
+  EXPECT_EQ(res.body, "insufficient funds: the balance is 30\n");
+  EXPECT_EQ(Transfer("carol", "bob", 1).status, 409) << "a new account has nothing to send";
+  DeliverQueued(harness_);
+  EXPECT_EQ(Balance("alice"), "30\n");
+  EXPECT_EQ(Balance("bob"), "0\n");
+  EXPECT_EQ(Do("alice", "GET", "/history").body, "");
+  EXPECT_EQ(Do("bob", "GET", "/history").body, "");
+}
+
+TEST_P(BankTest, ATransferDebitsAtOnceAndAnswersIncreasingSequenceNumbers) {
+  Deposit("alice", 100);
+  TestResponse first = Transfer("alice", "bob", 10);
+  ASSERT_EQ(first.status, 200);
+  TestResponse second = Transfer("alice", "carol", 20);
+  ASSERT_EQ(second.status, 200);
+  const std::int64_t seq1 = std::stoll(first.body);
+  const std::int64_t seq2 = std::stoll(second.body);
+  EXPECT_GT(seq1, 0);
+  EXPECT_GT(seq2, seq1) << "one sequence per sender, whatever the receiver";
+  EXPECT_EQ(Balance("alice"), "70\n") << "the debit is in the transfer's own batch";
+  EXPECT_EQ(Do("alice", "GET", "/history").body,
+            "out bank/bob seq=" + std::to_string(seq1) + " amount=10\nout bank/carol seq=" + std::to_string(seq2) +
+                " amount=20\n");
+}
+
+TEST_P(BankTest, CreditsTakeEffectOnceEachInSendOrder) {
+  Deposit("alice", 100);
+  std::vector<std::int64_t> seqs;
+  for (std::int64_t amount : {10, 20, 30}) seqs.push_back(std::stoll(Transfer("alice", "bob", amount).body));
+  ExpectBalanceAfterDelivery("bob", "60\n");
+  for (int i = 0; i < 5; ++i) DeliverQueued(harness_);
+  EXPECT_EQ(Balance("bob"), "60\n") << "no credit applied twice";
+  EXPECT_EQ(Balance("alice"), "40\n");
+  EXPECT_EQ(Do("bob", "GET", "/history").body,
+            "in acme/bank/alice seq=" + std::to_string(seqs[0]) + " amount=10 retry=0\n" +
+                "in acme/bank/alice seq=" + std::to_string(seqs[1]) + " amount=20 retry=0\n" +
+                "in acme/bank/alice seq=" + std::to_string(seqs[2]) + " amount=30 retry=0\n");
+}
+
+TEST_P(BankTest, MoneyIsConservedAroundARing) {
+  const std::vector<std::string> accounts{"a", "b", "c", "d"};
+  for (const std::string& account : accounts) Deposit(account, 1000);
+  int refused = 0;
+  for (int round = 0; round < 5; ++round) {
+    for (size_t i = 0; i < accounts.size(); ++i) {
+      const int status = Transfer(accounts[i], accounts[(i + 1) % accounts.size()], 100 + 20 * static_cast<int>(i)).status;
+      EXPECT_TRUE(status == 200 || status == 409) << status;
+      refused += status == 409;
+    }
+  }
+  std::int64_t total = 0;
+  EXPECT_TRUE(DeliverUntil(harness_, [&] {
+    total = 0;
+    for (const std::string& account : accounts) total += std::stoll(Balance(account));
+    return total == 4000;
+  })) << "the balances sum to " << total << " after delivery, not 4000";
+  for (int i = 0; i < 5; ++i) DeliverQueued(harness_);
+  total = 0;
+  for (const std::string& account : accounts) total += std::stoll(Balance(account));
+  EXPECT_EQ(total, 4000) << "and stay so";
+  EXPECT_EQ(refused, 0) << "every account held enough in this ring";
+}
+
+TEST_P(BankTest, TheHistoryKeepsTheLast20CreditsPerSender) {
+  Deposit("alice", 1000);
+  Deposit("carol", 1000);
+  std::int64_t last = 0;
+  for (int i = 1; i <= 25; ++i) last = std::stoll(Transfer("alice", "bob", i).body);
+  Transfer("carol", "bob", 7);
+  ExpectBalanceAfterDelivery("bob", std::to_string(25 * 26 / 2 + 7) + "\n");
+  const std::string history = Do("bob", "GET", "/history").body;
+  EXPECT_EQ(std::count(history.begin(), history.end(), '\n'), 21) << history;
+  EXPECT_EQ(history.find(" amount=5 "), std::string::npos) << "the oldest five were dropped: " << history;
+  EXPECT_NE(history.find("in acme/bank/alice seq=" + std::to_string(last) + " amount=25 retry=0\n"), std::string::npos);
+  EXPECT_NE(history.find("in acme/bank/carol seq="), std::string::npos);
+  const std::string sent = Do("alice", "GET", "/history").body;
+  EXPECT_EQ(std::count(sent.begin(), sent.end(), '\n'), 20) << sent;
+}
+
+TEST_P(BankTest, ACreditPastTheBoundIsAnsweredWithARefund) {
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(Deposit("bob", 1'000'000'000'000'000).status, 200);
+  EXPECT_EQ(Deposit("bob", 1).status, 409) << "4 * 10^15 is the largest balance";
+  Deposit("alice", 10);
+  const std::int64_t seq = std::stoll(Transfer("alice", "bob", 3).body);
+  EXPECT_EQ(Balance("alice"), "7\n");
+  ExpectBalanceAfterDelivery("alice", "10\n");
+  EXPECT_EQ(Balance("bob"), "4000000000000000\n");
+  const std::string bob = Do("bob", "GET", "/history").body;
+  EXPECT_EQ(bob.rfind("in acme/bank/alice seq=" + std::to_string(seq) + " amount=3 refused refund_seq=", 0), 0u) << bob;
+  const std::string alice = Do("alice", "GET", "/history").body;
+  EXPECT_NE(alice.find("in acme/bank/bob seq="), std::string::npos) << alice;
+  EXPECT_NE(alice.find(" refund=3 retry=0\n"), std::string::npos) << alice;
+}
+
+INSTANTIATE_TEST_SUITE_P(Builds, BankTest, ::testing::ValuesIn(Builds("bank")), BuildName);
+
+class ChatFanOutTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    WK_SKIP_WITHOUT_MESSAGES();
+    harness_.Deploy("room", ActorWasm("chat_room"));
+    harness_.Deploy("inbox", ActorWasm("chat_inbox"));
+  }
+  TestResponse Room(const std::string& method, const std::string& path, const std::string& query = "",
+                    const std::string& body = "", const std::string& room = "lobby") {
+    return Send(harness_, "acme/room/" + room, MakeRequest(method, path, query, body));
+  }
+  std::string Inbox(const std::string& member, const std::string& since = "0") {
+    return Send(harness_, "acme/inbox/" + member, MakeRequest("GET", "/messages", "since=" + since)).body;
+  }
+  Harness harness_;
+};
+
+TEST_F(ChatFanOutTest, MembersJoinOnceAndLeave) {
+  EXPECT_EQ(Room("POST", "/join", "member=bob").body, "joined\n");
+  EXPECT_EQ(Room("POST", "/join", "member=ann").body, "joined\n");
+  EXPECT_EQ(Room("POST", "/join", "member=ann").body, "already a member\n");
+  EXPECT_EQ(Room("GET", "/members").body, "ann\nbob\n");
+  EXPECT_EQ(Room("POST", "/leave", "member=bob").body, "left\n");
+  EXPECT_EQ(Room("POST", "/leave", "member=bob").status, 404);
+  EXPECT_EQ(Room("GET", "/members").body, "ann\n");
+  EXPECT_EQ(Room("POST", "/join", "member=a/b").status, 400);
+  EXPECT_EQ(Room("POST", "/join").status, 400);
+  EXPECT_EQ(Room("GET", "/join", "member=x").status, 405);
+  EXPECT_EQ(Room("GET", "/nope").status, 404);
+}
+
+TEST_F(ChatFanOutTest, APostReachesEveryMembersInboxOnceInOrder) {
+  for (const char* member : {"ann", "bob", "cid"}) Room("POST", "/join", std::string("member=") + member);
+  EXPECT_EQ(Room("POST", "/post", "from=ann", "hello").body, "1 3\n");
+  EXPECT_EQ(Room("POST", "/post", "from=bob", "hi ann").body, "2 3\n");
+  EXPECT_EQ(Room("GET", "/posts").body, "1\tann\thello\n2\tbob\thi ann\n");
+  const std::string expected = "1\tacme/room/lobby\t1\tann\thello\n2\tacme/room/lobby\t2\tbob\thi ann\n";
+  EXPECT_TRUE(DeliverUntil(harness_, [&] { return Inbox("ann") == expected && Inbox("cid") == expected; }))
+      << "ann's inbox: " << Inbox("ann") << "cid's inbox: " << Inbox("cid");
+  for (int i = 0; i < 5; ++i) DeliverQueued(harness_);
+  EXPECT_EQ(Inbox("ann"), expected) << "each post once";
+  EXPECT_EQ(Inbox("bob"), expected);
+  EXPECT_EQ(Inbox("bob", "1"), "2\tacme/room/lobby\t2\tbob\thi ann\n");
+  EXPECT_EQ(Inbox("dan"), "") << "not a member";
+}
+
+TEST_F(ChatFanOutTest, TwoRoomsInterleaveInOneInboxAndLeavingStopsDelivery) {
+  Room("POST", "/join", "member=ann", "", "lobby");
+  Room("POST", "/join", "member=ann", "", "team");
+  Room("POST", "/join", "member=bob", "", "team");
+  Room("POST", "/post", "from=ann", "l1", "lobby");
+  Room("POST", "/post", "from=bob", "t1", "team");
+  Room("POST", "/post", "from=ann", "l2", "lobby");
+  EXPECT_TRUE(DeliverUntil(harness_, [&] {
+    const std::string ann = Inbox("ann");
+    return std::count(ann.begin(), ann.end(), '\n') == 3;
+  })) << Inbox("ann");
+  const std::string ann = Inbox("ann");
+  EXPECT_LT(ann.find("\tl1\n"), ann.find("\tl2\n")) << "one room's posts in post order: " << ann;
+  EXPECT_NE(ann.find("acme/room/team\t1\tbob\tt1\n"), std::string::npos) << ann;
+  Room("POST", "/leave", "member=ann", "", "team");
+  EXPECT_EQ(Room("POST", "/post", "from=bob", "t2", "team").body, "2 1\n");
+  EXPECT_TRUE(DeliverUntil(harness_, [&] { return Inbox("bob", "1") == "2\tacme/room/team\t2\tbob\tt2\n"; }))
+      << Inbox("bob");
+  EXPECT_EQ(Inbox("ann", "3"), "") << "ann left the team before t2";
+}
+
+TEST_F(ChatFanOutTest, BadPostsAre400Or413AndSendNothing) {
+  Room("POST", "/join", "member=ann");
+  EXPECT_EQ(Room("POST", "/post", "from=ann", "").status, 400);
+  EXPECT_EQ(Room("POST", "/post", "from=ann", "two\nlines").status, 400);
+  EXPECT_EQ(Room("POST", "/post", "", "no author").status, 400);
+  EXPECT_EQ(Room("POST", "/post", "from=ann", std::string(4001, 'x')).status, 413);
+  EXPECT_EQ(Room("GET", "/posts", "since=-1").status, 400);
+  for (int i = 0; i < 3; ++i) DeliverQueued(harness_);
+  EXPECT_EQ(Room("GET", "/posts").body, "");
+  EXPECT_EQ(Inbox("ann"), "");
+}
+
+TEST_F(ChatFanOutTest, ARoomHoldsAtMost64MembersSoOnePostStaysWithinOneEventsSends) {
+  for (int i = 0; i < 64; ++i) EXPECT_EQ(Room("POST", "/join", "member=m" + std::to_string(i)).status, 200);
+  EXPECT_EQ(Room("POST", "/join", "member=one-more").status, 409);
+  EXPECT_EQ(Room("POST", "/post", "from=m0", "to all").body, "1 64\n");
+  EXPECT_TRUE(DeliverUntil(harness_, [&] { return Inbox("m63") == "1\tacme/room/lobby\t1\tm0\tto all\n"; }))
+      << Inbox("m63");
+}
+
+TEST_F(ChatFanOutTest, AnInboxServesOnlyGetMessages) {
+  EXPECT_EQ(Send(harness_, "acme/inbox/ann", MakeRequest("POST", "/messages", "", "x")).status, 405);
+  EXPECT_EQ(Send(harness_, "acme/inbox/ann", MakeRequest("GET", "/other")).status, 404);
+  EXPECT_EQ(Send(harness_, "acme/inbox/ann", MakeRequest("GET", "/messages", "since=x")).status, 400);
+  EXPECT_EQ(Inbox("ann"), "");
 }
 
 #if WK_AS_ACTORS

@@ -100,6 +100,30 @@ WK_IMPORT(alarm_delete) void wk_alarm_delete(void);
  * addition to wasmkeep_v1: a module that calls it needs a node with alarm delivery. */
 WK_IMPORT(alarm_retry_count) int32_t wk_alarm_retry_count(void);
 
+/* Fields of message_get. */
+enum {
+  WK_MESSAGE_SENDER = 0, /* the sender's full name, "tenant/class/name" */
+  WK_MESSAGE_BODY = 1    /* the message's body (binary-safe) */
+};
+
+/* Messages between actors (docs/sdk.md "Messages between actors"). Additions to wasmkeep_v1: a module that
+ * imports them needs a node that delivers messages, and an older node refuses it. */
+/* Queues a message to actor `to` ("class/name" in the sender's tenant, or
+ * "tenant/class/name" naming the sender's own tenant) with body `body`. It is part of this
+ * event's batch: it exists only if the event commits, and is then delivered at least once and
+ * applied exactly once, after every earlier message from this actor to the same receiver.
+ * Returns the message's sequence number (> 0, increasing per sender). A bad name, another
+ * tenant, a body over actors.max_message_bytes or more than actors.max_messages_per_event
+ * sends fail the event. */
+WK_IMPORT(message_send) int64_t wk_message_send(const void* to, uint32_t to_len, const void* body, uint32_t body_len);
+/* In wk_on_message: puts field WK_MESSAGE_* in the result buffer and returns its length;
+ * -1 outside a message event. */
+WK_IMPORT(message_get) int32_t wk_message_get(int32_t field);
+/* In wk_on_message: the message's sequence number (per sender); 0 outside a message event. */
+WK_IMPORT(message_seq) int64_t wk_message_seq(void);
+/* In wk_on_message: how many earlier runs of this message failed (0 on the first). */
+WK_IMPORT(message_retry_count) int32_t wk_message_retry_count(void);
+
 /* Returns wall-clock time in ms since the Unix epoch. */
 WK_IMPORT(now_ms) int64_t wk_now_ms(void);
 /* Fills dst with cryptographically strong random bytes (len <= WK_RANDOM_FILL_MAX_BYTES). */
@@ -152,6 +176,17 @@ static inline char* wk_storage_get_str(const char* key, size_t* out_len) {
 /* Stores C string value under C-string key. */
 static inline void wk_storage_put_str(const char* key, const char* value) {
   wk_storage_put(key, (uint32_t)strlen(key), value, (uint32_t)strlen(value));
+}
+
+/* Sends C-string body to the actor named by C string to (see wk_message_send); returns the
+ * message's sequence number. */
+static inline int64_t wk_message_send_str(const char* to, const char* body) {
+  return wk_message_send(to, (uint32_t)strlen(to), body, (uint32_t)strlen(body));
+}
+
+/* In wk_on_message: message field WK_MESSAGE_* in a new buffer; NULL outside a message event. */
+static inline char* wk_message_dup(int32_t field, size_t* out_len) {
+  return wk_result_dup(wk_message_get(field), out_len);
 }
 
 /* Removes C-string key; returns 1 if it existed, 0 if not. */
@@ -296,12 +331,20 @@ static inline void wk_list_free(wk_list* list) {
  * to send the response built with wk_response_*, anything else to fail the event (its
  * storage writes are discarded). WK_ON_ALARM(fn) does the same for wk_on_alarm, which runs at or after the alarm's
  * time, at least once (docs/alarms.md): the alarm is cleared as it starts (set it again to
- * re-arm), and a failure discards its writes and retries it with back-off. Use each
- * at most once per module, at file scope. */
+ * re-arm), and a failure discards its writes and retries it with back-off.
+ * WK_ON_MESSAGE(fn) defines wk_on_message, which handles one message from another actor
+ * (read it with wk_message_get, wk_message_seq, wk_message_retry_count): 0 applies it, its
+ * writes committed together with the record that it was applied, exactly once; anything else
+ * (or a trap) discards its writes and the message is retried with back-off, then parked as
+ * dead after a bound. Messages from one sender take effect in the order it sent them. A
+ * module without it cannot receive messages. Use each at most once per module, at file
+ * scope. */
 #define WK_ON_REQUEST(fn) \
   __attribute__((export_name("wk_on_request"))) int32_t wk_export_on_request(void) { return (int32_t)(fn)(); }
 #define WK_ON_ALARM(fn) \
   __attribute__((export_name("wk_on_alarm"))) int32_t wk_export_on_alarm(void) { return (int32_t)(fn)(); }
+#define WK_ON_MESSAGE(fn) \
+  __attribute__((export_name("wk_on_message"))) int32_t wk_export_on_message(void) { return (int32_t)(fn)(); }
 
 #ifdef __cplusplus
 }  /* extern "C" */

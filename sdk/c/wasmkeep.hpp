@@ -326,6 +326,48 @@ inline int32_t retry_count() { return wk_alarm_retry_count(); }
 inline bool is_retry() { return wk_alarm_retry_count() > 0; }
 }  // namespace alarm
 
+// Sends a message to another actor of this tenant: `to` is "class/name" or
+// "tenant/class/name" (the tenant must be this actor's own). The message is part of this
+// event's batch: it exists only if the event succeeds, and is then delivered at least once
+// and applied exactly once by the receiver's WASMKEEP_MESSAGE_HANDLER, after every earlier
+// message from this actor to the same receiver. Returns its sequence number (> 0, increasing
+// per sender). A bad name, another tenant, a body over actors.max_message_bytes (64 KiB by
+// default) or more than actors.max_messages_per_event sends (64) fail the event. A reply is
+// a message back: send(msg.sender(), ...).
+inline int64_t send(std::string_view to, std::string_view body) {
+  return wk_message_send(to.data(), detail::Len(to), body.data(), detail::Len(body));
+}
+
+// The message of the current message event. Only the SDK's message handler macro creates
+// one; each field is read from the host on first use and kept for the event.
+class Message {
+ public:
+  Message() = default;
+  Message(const Message&) = delete;
+  Message& operator=(const Message&) = delete;
+
+  // The sender's full name, "tenant/class/name".
+  const std::string& sender() const { return Field(WK_MESSAGE_SENDER, sender_); }
+  // The body (binary-safe).
+  const std::string& body() const { return Field(WK_MESSAGE_BODY, body_); }
+  // The sequence number the sender's send() returned (per sender: 1, 2, 3, ... in the
+  // order it sent them, with gaps for messages of its events that failed).
+  int64_t seq() const { return wk_message_seq(); }
+  // How many earlier runs of this message failed (0 on its first run).
+  int32_t retry_count() const { return wk_message_retry_count(); }
+  // Whether this run is a retry after a failed one.
+  bool is_retry() const { return retry_count() > 0; }
+
+ private:
+  static const std::string& Field(int32_t field, std::optional<std::string>& cache) {
+    if (!cache) cache = detail::TakeResult(wk_message_get(field)).value_or("");
+    return *cache;
+  }
+
+  mutable std::optional<std::string> sender_;
+  mutable std::optional<std::string> body_;
+};
+
 // Wall-clock time, ms since the Unix epoch.
 inline int64_t now_ms() { return wk_now_ms(); }
 
@@ -385,3 +427,15 @@ int32_t RunHandler(Fn&& fn, Args&&... args) {
 // (alarm::retry_count()).
 #define WASMKEEP_ALARM_HANDLER(fn) \
   __attribute__((export_name("wk_on_alarm"))) int32_t wk_export_on_alarm() { return wasmkeep::detail::RunHandler(fn); }
+
+// Defines the wk_on_message export as a call of `void fn(const wasmkeep::Message&)` or
+// `int fn(const wasmkeep::Message&)` (0 succeeds). It handles one message from another
+// actor: on success its writes commit together with the record that the message was
+// applied, so it takes effect exactly once; a failure (non-zero, a trap) discards its writes
+// and the message is retried with back-off (Message::retry_count()), then parked as dead
+// after a bound. Use once per module, at file scope.
+#define WASMKEEP_MESSAGE_HANDLER(fn)                                                  \
+  __attribute__((export_name("wk_on_message"))) int32_t wk_export_on_message() {      \
+    wasmkeep::Message wasmkeep_message;                                              \
+    return wasmkeep::detail::RunHandler(fn, wasmkeep_message);                       \
+  }

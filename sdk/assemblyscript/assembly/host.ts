@@ -103,6 +103,37 @@ export declare function alarm_delete(): void;
 @external("wasmkeep_v1", "alarm_retry_count")
 export declare function alarm_retry_count(): i32;
 
+// ---- Messages between actors (docs/sdk.md "Messages between actors"). Additions to wasmkeep_v1, imported
+// only by modules that use them: such a module needs a node that delivers messages.
+
+// Fields of message_get.
+export const MESSAGE_SENDER: i32 = 0;
+export const MESSAGE_BODY: i32 = 1;
+
+// Queues a message to `to` ("class/name", or "tenant/class/name" of the sender's own
+// tenant) in this event's batch; returns its sequence number (> 0, increasing per sender).
+// A bad name, another tenant, a body over actors.max_message_bytes or more than
+// actors.max_messages_per_event sends fail the event.
+// @ts-ignore: decorator
+@external("wasmkeep_v1", "message_send")
+export declare function message_send(to: usize, to_len: u32, body: usize, body_len: u32): i64;
+
+// In wk_on_message: puts field MESSAGE_* in the result buffer, returns its length; -1
+// outside a message event.
+// @ts-ignore: decorator
+@external("wasmkeep_v1", "message_get")
+export declare function message_get(field: i32): i32;
+
+// In wk_on_message: the message's sequence number (per sender); 0 outside one.
+// @ts-ignore: decorator
+@external("wasmkeep_v1", "message_seq")
+export declare function message_seq(): i64;
+
+// In wk_on_message: how many earlier runs of this message failed (0 on the first).
+// @ts-ignore: decorator
+@external("wasmkeep_v1", "message_retry_count")
+export declare function message_retry_count(): i32;
+
 // ---- Time, randomness, logging, durability
 
 // @ts-ignore: decorator

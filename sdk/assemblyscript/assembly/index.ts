@@ -21,6 +21,7 @@ export {
   now, random, randomBytes, randomHex, randomU64, log, Log, sync, alarm, Alarm, AlarmInfo, handleRequest, handleAlarm,
   abortEvent,
 } from "./actor";
+export { send, sendBytes, Message, handleMessage } from "./messages";
 export { Json, JsonValue, JsonKind, JsonNull, JsonBool, JsonNumber, JsonString, JsonArray, JsonObject, JSON_MAX_DEPTH } from "./json";
 export { fail, utf8, fromUtf8, urlDecode, urlDecodeBytes, parseInt64, ParsedInt, prefixEnd, bytesEqual, compareBytes } from "./bytes";
 // The raw host functions: import * as host from "wasmkeep/assembly/host".
