@@ -19,9 +19,6 @@
 #ifndef WK_ACTORS_DIR
 #error "WK_ACTORS_DIR must name the directory of the built actors (examples/CMakeLists.txt)"
 #endif
-#ifndef WK_HOST_HAS_MESSAGES
-#error "WK_HOST_HAS_MESSAGES must say whether the host defines message_send (examples/CMakeLists.txt)"
-#endif
 #ifndef WK_AS_ACTORS
 #error "WK_AS_ACTORS must say whether the AssemblyScript actors were built (examples/CMakeLists.txt)"
 #endif
@@ -472,27 +469,11 @@ TEST_F(TtlCacheTest, APutReplacesTheExpiryAndDeleteRemovesTheAlarm) {
 // ---- messages between actors: bank (examples/bank/README.md) and the chat room's fan-out
 // (examples/chat/README.md, "Fan-out") ----
 //
-// These modules import message_send and friends, which only a host with messages accepts.
-// WK_HOST_HAS_MESSAGES (examples/CMakeLists.txt) says whether the host's sources define
-// message_send; without it the tests skip, naming why. Delivery goes through the harness's
-// DeliverMessages() when it has one (it runs every queued message, as a node's delivery
-// would), else through the harness's event loop (the runtime delivering on its own).
+// Delivery runs through the harness's DeliverMessages(): a node's MessageDelivery
+// (routing/message_delivery.h) delivering straight to the harness's runtime.
 
-#if !WK_HOST_HAS_MESSAGES
-#define WK_SKIP_WITHOUT_MESSAGES() GTEST_SKIP() << "host side of messages not on main yet"
-#else
-#define WK_SKIP_WITHOUT_MESSAGES() (void)0
-#endif
-
-// Lets queued messages run once: see above.
-template <typename H>
-void DeliverQueued(H& harness) {
-  if constexpr (requires { harness.DeliverMessages(); }) {
-    harness.DeliverMessages();
-  } else {
-    harness.RunFor(std::chrono::milliseconds(20));
-  }
-}
+// Lets queued messages run: every outbox reported so far delivered.
+void DeliverQueued(Harness& harness) { harness.DeliverMessages(); }
 
 // Delivers until done() holds (true), or gives up after about 2 s of delivery (false).
 template <typename Done>
@@ -507,7 +488,6 @@ bool DeliverUntil(Harness& harness, Done done) {
 class BankTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    WK_SKIP_WITHOUT_MESSAGES();
     harness_.Deploy("bank", ActorWasm(GetParam()));
   }
   TestResponse Do(const std::string& account, const std::string& method, const std::string& path,
@@ -662,7 +642,6 @@ INSTANTIATE_TEST_SUITE_P(Builds, BankTest, ::testing::ValuesIn(Builds("bank")), 
 class ChatFanOutTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    WK_SKIP_WITHOUT_MESSAGES();
     harness_.Deploy("room", ActorWasm("chat_room"));
     harness_.Deploy("inbox", ActorWasm("chat_inbox"));
   }

@@ -122,7 +122,7 @@ Result<std::uint64_t> MessageSendBuffer::Send(const ActorId& sender, std::string
   m.to = std::move(*target);
   m.body = std::string(body);
   m.sent_ms = now_ms;
-  m.next_try_ms = now_ms;
+  m.next_try_ms = 0;  // due at once
   queued_.emplace_back(++last_seq_, std::move(m));
   return last_seq_;
 }
@@ -169,7 +169,8 @@ Result<Batch> RetryDead(const ActorStorage& storage, std::uint64_t seq, std::int
   if (!m.ok()) return m.status();
   const std::uint64_t fresh = StoredSeq(storage, kSendSeqKey) + 1;
   m->attempts = 0;
-  m->next_try_ms = now_ms;
+  m->next_try_ms = 0;  // due at once
+  m->sent_ms = now_ms;  // sent again now
   m->last_error.clear();
   Batch b;
   b.system.push_back({Mutation::Kind::kDelete, DeadKey(seq), {}});

@@ -5,6 +5,7 @@
 #include "actor/idempotency.h"
 #include "base/ascii.h"
 #include "base/log.h"
+#include "routing/message_delivery.h"
 
 namespace wk {
 namespace {
@@ -548,25 +549,14 @@ Task<ServerResponse> Front::RunMessage(ActorId id, actor::IncomingMessage messag
   const std::string name = id.ToString();
   actor::EventResult result = co_await deps_.runtime.HandleMessage(std::move(id), std::move(message));
   ++stats_.messages_run;
-  switch (result.outcome) {
-    case actor::EventOutcome::kOk: {
-      ServerResponse r;
-      r.status = 200;
-      r.headers.emplace_back("Content-Type", "text/plain; charset=utf-8");
-      r.body = result.message_duplicate ? "duplicate\n" : "applied\n";
-      co_return r;
-    }
-    case actor::EventOutcome::kNotFound:
-      co_return Error(404, result.error);
-    case actor::EventOutcome::kBadRequest:
-      co_return Error(413, result.error);
-    case actor::EventOutcome::kActorFailed:
-      ++stats_.actor_failed;
-      co_return Error(500, "actor " + name + " failed: " + result.error);
-    default:
-      break;
+  ServerResponse r = MessageAnswer(result, name);
+  if (r.status == 503) {
+    ++stats_.unavailable;
+  } else if (r.status == 500) {
+    ++stats_.actor_failed;
+    WK_LOG_WARN("message handler failed", {{"node", options_.node_id.str()}, {"actor", name}, {"error", result.error}});
   }
-  co_return Error(503, name + " is unavailable: " + result.error, true);
+  co_return r;
 }
 
 Task<ServerResponse> Front::Run(ActorId id, actor::Request request) {

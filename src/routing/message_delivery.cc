@@ -36,6 +36,24 @@ void Append(actor::Batch& to, actor::Batch from) {
 
 }  // namespace
 
+ServerResponse MessageAnswer(const actor::EventResult& result, std::string_view receiver) {
+  ServerResponse r;
+  r.headers.emplace_back("Content-Type", "text/plain; charset=utf-8");
+  switch (result.outcome) {
+    case actor::EventOutcome::kOk:
+      r.status = 200;
+      r.body = result.message_duplicate ? "duplicate\n" : "applied\n";
+      return r;
+    case actor::EventOutcome::kNotFound: r.status = 404; break;
+    case actor::EventOutcome::kBadRequest: r.status = 413; break;
+    case actor::EventOutcome::kActorFailed: r.status = 500; break;
+    default: r.status = 503; break;
+  }
+  r.body = std::string(receiver) + ": " + result.error + "\n";
+  if (r.status == 503) r.headers.emplace_back("Retry-After", "1");
+  return r;
+}
+
 Status ValidateMessageDeliveryOptions(const MessageDeliveryOptions& o) {
   if (o.first_retry < std::chrono::milliseconds(10) || o.first_retry > std::chrono::minutes(10)) {
     return InvalidArgument("messages.first_retry_ms must be between 10 ms and 10 minutes");
@@ -93,7 +111,7 @@ Task<void> MessageDelivery::Drive(std::shared_ptr<bool> alive, MessageDelivery* 
     if (!next.ok()) {
       // The actor left this node (or its storage failed): its next holder delivers.
       WK_LOG_DEBUG("message delivery stopped", {{"sender", sender.ToString()}, {"why", next.status().ToString()}});
-      if (s.again && next.code() != Code::kNotFound) continue;
+      if (s.again && next.code() != Code::kNotFound && next.code() != Code::kCancelled) continue;
       break;
     }
     if (!next->has_value()) {
@@ -111,7 +129,7 @@ Task<void> MessageDelivery::Drive(std::shared_ptr<bool> alive, MessageDelivery* 
     if (!*alive) co_return;
     self->env_.CancelTimer(timer);
     self->senders_[sender].wake.reset();
-    if (!woke) co_return;  // cancelled
+    if (!woke) break;  // cancelled
   }
   self->senders_.erase(sender);
 }

@@ -134,6 +134,11 @@ class MessageDelivery {
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
+// The answer to one delivery, from the receiver's message event (EventHost::HandleMessage),
+// as Front::DeliverMessage gives it: 200 "applied" or "duplicate", 404 (no class, no
+// wk_on_message), 413 (too large), 500 (the handler failed), 503 (anything not known).
+ServerResponse MessageAnswer(const actor::EventResult& result, std::string_view receiver);
+
 // Publishes wasmkeep_messages_total{outcome} and wasmkeep_message_latency_seconds.
 // REQUIRES: delivery outlives every RenderText(), which runs on the loop thread.
 void PublishMessageMetrics(MetricsRegistry& registry, const MessageDelivery& delivery);

@@ -43,6 +43,17 @@ std::vector<std::uint8_t> ReadFileBytes(const std::string& path) {
   return {std::istreambuf_iterator<char>(in), {}};
 }
 
+namespace {
+
+// The harness's one node: every message runs on its runtime, answered as a node's front would.
+Task<ServerResponse> DeliverHere(ActorRuntime& runtime, ActorId to, IncomingMessage m) {
+  const std::string name = to.ToString();
+  EventResult r = co_await runtime.HandleMessage(std::move(to), std::move(m));
+  co_return MessageAnswer(r, name);
+}
+
+}  // namespace
+
 Harness::Harness() : Harness(DefaultHarnessOptions()) {}
 
 Harness::Harness(RuntimeOptions options) : Harness(std::move(options), nullptr) {}
@@ -53,9 +64,36 @@ Harness::Harness(RuntimeOptions options, const StorageFactory& make_storage)
   if (make_storage) custom_storage_ = make_storage(env_);
   StorageProvider& storage = custom_storage_ ? *custom_storage_ : storage_;
   runtime_ = std::make_unique<ActorRuntime>(env_, *engine_, classes_, storage, std::move(options));
+  MessageDeliveryOptions delivery;
+  delivery.first_retry = std::chrono::milliseconds(20);
+  delivery.max_retry = std::chrono::milliseconds(200);
+  messages_ = std::make_unique<MessageDelivery>(
+      env_, *runtime_,
+      [this](ActorId to, IncomingMessage m) {
+        Resolve(to.ToString());  // its class known for its tenant, as a call's
+        return DeliverHere(*runtime_, std::move(to), std::move(m));
+      },
+      delivery, runtime_->options().broken);
+  runtime_->SetOutboxListener([this](const ActorId& sender) {
+    kicked_.insert(sender);
+    messages_->Kick(sender);
+  });
+}
+
+void Harness::DeliverMessages(Duration limit) {
+  // Every RunMain ends by cancelling what it spawned, deliveries included: each outbox ever
+  // reported is kicked again here (one read if it is empty), and delivered within this run.
+  auto run = [](Harness* h, MonoTime deadline) -> Task<void> {
+    for (const ActorId& sender : h->kicked_) h->messages_->Kick(sender);
+    while (h->messages_->senders() > 0 && h->env_.MonoNow() < deadline) {
+      if (!co_await h->env_.SleepFor(std::chrono::milliseconds(2))) break;
+    }
+  };
+  env_.RunMain(run(this, env_.MonoNow() + limit));
 }
 
 Harness::~Harness() {
+  messages_->Stop();
   env_.RunMain(runtime_->Shutdown(std::chrono::seconds(30)));
   runtime_.reset();
 }

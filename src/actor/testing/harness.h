@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "actor/runtime.h"
 #include "engine/engine.h"
 #include "env/real_env.h"
+#include "routing/message_delivery.h"
 
 namespace wk::actor::testing {
 
@@ -58,6 +60,11 @@ class Harness {
   EventResult CallRaw(const std::string& actor, TestRequest req);
   EventResult Alarm(const std::string& actor, AlarmEvent event = {});
 
+  // Runs the event loop until every outbox the runtime reported is delivered (a node's
+  // MessageDelivery, delivering straight to this runtime), or `limit` passed.
+  void DeliverMessages(Duration limit = std::chrono::seconds(5));
+  MessageDelivery& messages() { return *messages_; }
+
   // The actors' now_ms() moves forward by ms.
   void AdvanceClock(std::int64_t ms);
   // Runs the event loop for `d` (idle timers fire).
@@ -79,6 +86,8 @@ class Harness {
   std::vector<std::pair<std::string, std::shared_ptr<const engine::Module>>> deployed_;
   std::int64_t clock_ms_ = 1'800'000'000'000;  // a fixed, readable start (2027-01-15)
   std::unique_ptr<ActorRuntime> runtime_;
+  std::unique_ptr<MessageDelivery> messages_;
+  std::set<ActorId> kicked_;  // every sender the runtime reported (DeliverMessages)
 };
 
 // Reads a whole file (test data); empty on error.
