@@ -7,6 +7,7 @@
 #include "alarms/format.h"
 #include "replica/format.h"
 #include "replica/restore.h"
+#include "durable_state.h"
 #include "storage_history.h"
 
 namespace wk::sim {
@@ -53,22 +54,6 @@ void AlarmClients::OnDelete(int number, const std::string& key) {
   if (key.starts_with(alarms::kAlarmsPrefix)) OnEntryDelete(number, key);
 }
 
-std::optional<actor::StateMap> AlarmClients::DurableState(const ActorId& actor) {
-  auto copy = std::make_shared<MemBucket>();
-  const std::string wal = replica::WalPrefix(actor), snap = replica::SnapshotPrefix(actor);
-  for (auto it = w_.bucket()->objects().lower_bound(wal); it != w_.bucket()->objects().end() && it->first.starts_with(wal); ++it) {
-    copy->ApplyPut(it->first, it->second.body, Precondition::None()).status().IgnoreError();
-  }
-  for (auto it = w_.bucket()->objects().lower_bound(snap); it != w_.bucket()->objects().end() && it->first.starts_with(snap); ++it) {
-    copy->ApplyPut(it->first, it->second.body, Precondition::None()).status().IgnoreError();
-  }
-  SimWorld w(1);
-  SimEnv env(w, FromUnixMs(kOriginMs));
-  MemStore store(env, copy);
-  auto r = RunTask(w, env, replica::Restore(env, store, actor, Generation{UINT64_MAX - 1}, {}));
-  if (!r || !r->ok()) return std::nullopt;
-  return std::move((*r)->state);
-}
 std::size_t AlarmClients::EntriesFor(const ActorId& actor, std::int64_t due, const std::string& except) {
   const std::string prefix = alarms::AlarmPrefix(actor, due);
   std::size_t n = 0;
@@ -98,7 +83,7 @@ void AlarmClients::OnEntryDelete(int number, const std::string& key) {
   auto e = alarms::ParseEntryKey(key);
   if (!e.ok()) return;
   ++w_.result().alarm_entries_deleted;
-  auto state = DurableState(e->actor);
+  auto state = DurableState(w_, e->actor);
   if (!state) return;  // a restore in the middle of a chain's change: judged at the end
   if (state->alarm() == std::optional<std::int64_t>(e->due_ms) && EntriesFor(e->actor, e->due_ms, key) == 0) {
     w_.Violation("A2: p" + std::to_string(number) + " deletes the last index entry of " + e->actor.name + " at " +
@@ -192,7 +177,7 @@ void AlarmClients::FinalChecks() {
   const std::int64_t healthy_ms = kOriginMs + World::Ms(options_.healthy_from);
   const std::int64_t bound_ms = World::Ms(alarm_options_.scan_period + alarm_options_.scan_lag + seconds(3));
   for (const ActorId& actor : actors_) {
-    auto state = DurableState(actor);
+    auto state = DurableState(w_, actor);
     if (!state) {
       w_.Violation(actor.name + ": its durable state cannot be restored");
       continue;

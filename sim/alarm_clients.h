@@ -61,8 +61,6 @@ class AlarmClients {
 
  private:
   std::int64_t TrueMs() { return kOriginMs + World::Ms(w_.Now().time_since_epoch()); }
-  // The durable state, as a restore at this instant would see it.
-  std::optional<actor::StateMap> DurableState(const ActorId& actor);
   // Index entries of (actor, due) in the bucket, but `except`.
   std::size_t EntriesFor(const ActorId& actor, std::int64_t due, const std::string& except = "");
   void OnAlarmRun(const ActorId& actor, std::int64_t due, std::int64_t now, int retry, bool failed, bool last);

@@ -158,6 +158,9 @@ int main(int argc, char** argv) {
       total.alarm_entries_deleted += r.alarm_entries_deleted;
       total.poison_arms += r.poison_arms;
       total.poison_hits += r.poison_hits;
+      total.message_sends += r.message_sends;
+      total.message_acked_sends += r.message_acked_sends;
+      total.message_applied += r.message_applied;
       total.quarantines += r.quarantines;
       if (!r.ok) {
         failed_seed = seed;
@@ -238,6 +241,12 @@ int main(int argc, char** argv) {
       std::printf("  quarantine: %llu poisoned requests, %llu alarms armed, %llu actors quarantined\n",
                   static_cast<ull>(total.poison_hits), static_cast<ull>(total.poison_arms),
                   static_cast<ull>(total.quarantines));
+    }
+    if (total.message_sends > 0) {
+      using ull = unsigned long long;
+      std::printf("  messages: %llu sends asked (%llu acknowledged), %llu messages applied in the durable states\n",
+                  static_cast<ull>(total.message_sends), static_cast<ull>(total.message_acked_sends),
+                  static_cast<ull>(total.message_applied));
     }
     if (failed_seed != 0) {
       std::printf("FAILED at seed %llu (replay: wasmkeep-sim --scenario %s --first-seed %llu --seeds 1%s)\n",

@@ -1,11 +1,18 @@
 #include "native_actor_host.h"
 
+#include <algorithm>
+#include <cstdlib>
+
+#include "actor/messages.h"
+#include "base/check.h"
+
 namespace wk::sim {
 
 struct NativeExecutor::Actor final : actor::ExecutorActor {
   ActorId id;
   bool alarm_class = false;
   bool poison_class = false;
+  bool mail_class = false;
   bool has_instance = false;
   std::uint64_t last_seq = 0;  // the last batch committed in this residency
 };
@@ -19,6 +26,7 @@ std::shared_ptr<actor::ExecutorActor> NativeExecutor::NewActor(const ActorId& id
   a->id = id;
   a->alarm_class = id.class_name == "alarm";
   a->poison_class = id.class_name == "poison";
+  a->mail_class = id.class_name == "mail";
   return a;
 }
 
@@ -59,6 +67,10 @@ void NativeExecutor::Run(std::shared_ptr<actor::ExecutorActor> actor, actor::Act
       Finish(*a, *storage, std::move(ran), done);
       return;
     }
+    if (a->mail_class) {
+      RunMail(a, storage, event, std::move(ran), std::move(done));
+      return;
+    }
     if (!event->request) {
       ran.result = ExecuteAlarm(*a, *storage, *event);
       Finish(*a, *storage, std::move(ran), done);
@@ -92,6 +104,105 @@ void NativeExecutor::Run(std::shared_ptr<actor::ExecutorActor> actor, actor::Act
       }
       Finish(*a, *storage, std::move(ran), done);
     });
+  });
+}
+
+namespace {
+
+// The mail class's list values: comma-separated, "" is empty.
+void AppendTo(std::string& list, std::string_view item) {
+  if (!list.empty()) list += ",";
+  list += item;
+}
+
+std::string QueryValue(std::string_view query, std::string_view name) {
+  while (!query.empty()) {
+    const auto amp = query.find('&');
+    std::string_view pair = query.substr(0, amp);
+    if (pair.starts_with(name) && pair.size() > name.size() && pair[name.size()] == '=') {
+      return std::string(pair.substr(name.size() + 1));
+    }
+    if (amp == std::string_view::npos) break;
+    query.remove_prefix(amp + 1);
+  }
+  return "";
+}
+
+}  // namespace
+
+void NativeExecutor::RunMail(std::shared_ptr<Actor> a, actor::ActorStorage* storage,
+                             std::shared_ptr<const actor::ExecutorEvent> event, actor::ExecutedEvent ran,
+                             std::function<void(actor::ExecutedEvent)> done) {
+  if (event->request && event->request->method != "POST") {
+    ran.result.response.body = storage->Get("got").value_or("");
+    Finish(*a, *storage, std::move(ran), done);
+    return;
+  }
+  if (!event->request && !event->message) {  // an alarm: the mail class has none
+    Finish(*a, *storage, std::move(ran), done);
+    return;
+  }
+  // A send or a handler's run reads, takes a little time, then writes back (as an append):
+  // two running at once would lose one.
+  std::string sent = storage->Get("sent").value_or("");
+  std::string got = storage->Get("got").value_or("");
+  const bool fail = event->message && static_cast<int>(env_.RandomBelow(100)) < options_.mail_failure_percent;
+  std::weak_ptr<bool> alive = alive_;
+  const MonoTime at = env_.MonoNow() + std::chrono::microseconds(env_.RandomBelow(2001));
+  env_.StartTimer(at, [this, alive, a, storage, event, sent = std::move(sent), got = std::move(got), fail,
+                       ran = std::move(ran), done]() mutable {
+    auto l = alive.lock();
+    if (!l || !*l) return;
+    if (!storage->failure().ok()) {
+      ran.result.outcome = actor::EventOutcome::kUnavailable;
+      ran.result.error = storage->failure().ToString();
+      Finish(*a, *storage, std::move(ran), done);
+      return;
+    }
+    if (fail) {
+      ran.result.outcome = actor::EventOutcome::kActorFailed;
+      ran.result.error = "the mail handler failed";
+      Finish(*a, *storage, std::move(ran), done);
+      return;
+    }
+    actor::MessageSendBuffer outbox(*storage, actor::MessageLimits{});
+    actor::Batch batch;
+    auto send = [&](const std::string& to, const std::string& body) {
+      auto seq = outbox.Send(a->id, "mail/" + to, body, event->now_ms);
+      WK_CHECK(seq.ok(), "the mail class sends to its own tenant: " + seq.status().ToString());
+    };
+    if (event->request) {
+      // POST /send?to=a,b&hops=H with body <id>: sends "<id>:<H>" to each.
+      const actor::Request& r = *event->request;
+      const std::string hops = QueryValue(r.query, "hops");
+      std::string to = QueryValue(r.query, "to");
+      AppendTo(sent, r.body);
+      batch.mutations.push_back(actor::Mutation{actor::Mutation::Kind::kPut, "sent", sent});
+      for (std::size_t start = 0; start <= to.size();) {
+        const auto comma = std::min(to.find(',', start), to.size());
+        if (comma > start) send(to.substr(start, comma - start), r.body + ":" + hops);
+        start = comma + 1;
+      }
+      ran.result.response.body = "sent";
+    } else {
+      // A message "<id>:<hops>": logged as "<from>#<seq>:<id>:<hops>", and passed on round
+      // the ring (m<i> to m<i+1>) while hops are left.
+      const actor::IncomingMessage& m = *event->message;
+      AppendTo(got, m.from.name + "#" + std::to_string(m.seq) + ":" + m.body);
+      batch.mutations.push_back(actor::Mutation{actor::Mutation::Kind::kPut, "got", got});
+      const auto colon = m.body.rfind(':');
+      const int hops = colon == std::string::npos ? 0 : std::atoi(m.body.c_str() + colon + 1);
+      if (hops > 0 && options_.mail_ring > 0 && a->id.name.size() > 1) {
+        const int self = std::atoi(a->id.name.c_str() + 1);
+        send("m" + std::to_string((self + 1) % options_.mail_ring),
+             m.body.substr(0, colon) + ":" + std::to_string(hops - 1));
+      }
+      if (!options_.broken.on(BrokenModel::kAppliedRecordNotInBatch)) actor::RecordApplied(batch, m.from, m.seq);
+    }
+    outbox.AddTo(batch);
+    ran.result.messages_sent = outbox.size();
+    a->last_seq = storage->Commit(std::move(batch));
+    Finish(*a, *storage, std::move(ran), done);
   });
 }
 
@@ -239,6 +350,8 @@ NativeActorHost::NativeActorHost(Env& env, actor::StorageProvider& storage, Nati
   core.idle_hibernate = options.idle_hibernate;
   core.idle_instance = options.idle_hibernate / 2;
   core.broken = options.broken;
+  // With mail actors, a ring's messages queue behind the clients' sends.
+  if (options.mail_ring > 0) core.limits.max_queued_events = 256;
   core_ = std::make_unique<actor::ActorRuntimeCore>(
       env, executor_, storage, std::move(core), [this](const ActorId& id, actor::UnloadReason reason) {
         if (on_closed_) on_closed_(id, std::string(actor::UnloadReasonName(reason)));

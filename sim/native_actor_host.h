@@ -40,6 +40,10 @@ struct NativeActorHostOptions {
   // executor's hooks report an event that exhausted the worker's heap to the node's
   // QuarantineService (src/server/quarantine_service.h). Unset: no strikes.
   std::function<void(const ActorId&, std::string reason)> strike;
+  // The mail class (messages between actors): the percentage of handler runs that fail, and
+  // the ring's size (m0 .. m<ring-1>; a message with hops left goes on to the next).
+  int mail_failure_percent = 10;
+  int mail_ring = 0;
 };
 
 // A poisoned alarm time: its handler always fails (the alarms scenario's given-up alarms).
@@ -66,6 +70,13 @@ inline bool PoisonedAlarm(std::int64_t due_ms) { return due_ms % 97 == 0; }
 // alarm; any other request, and its alarm when due, "exhausts the worker's heap": the event
 // fails (500, writes discarded) and is reported as a strike (NativeActorHostOptions::strike).
 // GET answers how often it was armed.
+//
+// The "mail" class (docs/messages.md; the `messages` scenario): POST /send?to=<a>,<b>&hops=<h>
+// with body <id> appends <id> to its key "sent" and sends "<id>:<h>" to mail/<a>, mail/<b>
+// in the same batch. Its message handler takes 0-2 ms, fails (writes discarded) at
+// mail_failure_percent, else appends "<sender>#<seq>:<body>" to its key "got", records the
+// message applied in the same batch (unless applied-record-not-in-batch) and, with hops
+// left, sends "<id>:<h-1>" to the next actor of the ring. GET answers "got".
 class NativeExecutor final : public actor::Executor {
  public:
   NativeExecutor(Env& env, const NativeActorHostOptions& options);
@@ -96,6 +107,9 @@ class NativeExecutor final : public actor::Executor {
   actor::EventResult ExecuteAlarm(Actor& actor, actor::ActorStorage& storage, const actor::ExecutorEvent& event);
   // The alarm actor's requests; the list actor's GET and refusals (an append is Run's).
   actor::Response ExecuteAlarmRequest(Actor& actor, actor::ActorStorage& storage, const actor::Request& request);
+  // The mail class's events (see above).
+  void RunMail(std::shared_ptr<Actor> a, actor::ActorStorage* storage, std::shared_ptr<const actor::ExecutorEvent> event,
+               actor::ExecutedEvent ran, std::function<void(actor::ExecutedEvent)> done);
   // The poison actor's events, requests and alarms.
   actor::EventResult ExecutePoison(Actor& actor, actor::ActorStorage& storage, const actor::ExecutorEvent& event);
 
@@ -117,6 +131,17 @@ class NativeActorHost final : public actor::EventHost {
   Task<actor::EventResult> HandleAlarm(ActorId id, actor::AlarmEvent event) override {
     return core_->HandleAlarm(std::move(id), event);
   }
+  Task<actor::EventResult> HandleMessage(ActorId id, actor::IncomingMessage message) override {
+    return core_->HandleMessage(std::move(id), std::move(message));
+  }
+  Task<Result<std::vector<std::pair<std::uint64_t, actor::OutboxMessage>>>> ReadOutbox(ActorId id,
+                                                                                       std::size_t max) override {
+    return core_->ReadOutbox(std::move(id), max);
+  }
+  Task<Status> CommitSystem(ActorId id, actor::Batch batch) override {
+    return core_->CommitSystem(std::move(id), std::move(batch));
+  }
+  void SetOutboxListener(std::function<void(const ActorId&)> fn) { core_->SetOutboxListener(std::move(fn)); }
   void Unload(const ActorId& id) override { core_->Unload(id); }
   void Warm(const ActorId& id) override { core_->Warm(id); }
   bool IsResident(const ActorId& id) const override { return core_->IsResident(id); }

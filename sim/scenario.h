@@ -101,6 +101,10 @@ struct RunResult {
   std::uint64_t poison_arms = 0;   // alarm sets sent to poison actors
   std::uint64_t poison_hits = 0;   // poisoned requests sent
   std::uint64_t quarantines = 0;   // quarantine records that landed quarantining an actor
+  // messages between actors (message_clients.h)
+  std::uint64_t message_sends = 0;        // sends clients asked for
+  std::uint64_t message_acked_sends = 0;  // answered 200
+  std::uint64_t message_applied = 0;      // messages in the receivers' durable state at the end
 };
 
 // A broken model a scenario's checkers must catch within seeds first_seed ..
@@ -133,6 +137,9 @@ RunResult RunStorageScenario(const RunOptions& options);
 // ownership and the durable replica of 3 nodes end to end, clients checking linearizability
 // (sim/routing_scenario.cc).
 RunResult RunRoutingScenario(const RunOptions& options);
+// The messages scenario (docs/messages.md): mail actors sending round a ring and in
+// fan-outs on 3 nodes, with moves, drains and the serving faults (sim/messages_scenario.cc).
+RunResult RunMessagesScenario(const RunOptions& options);
 // The move scenario (docs/architecture.md, "Drain and move"): the routing scenario with
 // actors moved between nodes and nodes drained, racing kills, frozen nodes and lost
 // replies; never two owners, no acknowledged write lost, a drain ends only with nothing

@@ -43,6 +43,13 @@ const std::vector<Scenario>& Scenarios() {
        // runtime core runs here; AlarmIndexTest.AnEarlierHoldsEntryGoesOnlyOnceThisHoldsFenceLanded
        // stages it deterministically, and scripts/check-proofs.sh runs that row.
        &RunAlarmsScenario},
+      {"messages",
+       "6 mail actors sending round a ring and in fan-outs on 3 nodes, moved and drained (docs/messages.md)",
+       {{"message-before-durable"},
+        {"applied-record-not-in-batch"},
+        {"outbox-lost-on-restore"},
+        {"messages-out-of-order"}},
+       &RunMessagesScenario},
       {"combined",
        "list and alarm clients, moves, balances, drains and restarts of drained nodes at once on 3 nodes (issue 34)",
        // Each row starts just before its first catching seed (docs/simulation.md, "combined").

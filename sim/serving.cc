@@ -105,9 +105,11 @@ struct ServingCluster::Parts final : ProcessParts {
     network.Close(PeerAddressOf(slot), env);
     if (scanner) scanner->Stop();
     if (service) service->Stop();
+    if (messages) messages->Stop();
     // The host first, while its Env still works: its replicas answer what they owe (into
     // frames that never resume).
     host.reset();
+    messages.reset();
     scanner.reset();
     service.reset();
     transport.reset();
@@ -130,6 +132,7 @@ struct ServingCluster::Parts final : ProcessParts {
   std::unique_ptr<NativeActorHost> host;
   std::unique_ptr<alarms::AlarmService> service;
   std::unique_ptr<alarms::ShardScanner> scanner;
+  std::unique_ptr<MessageDelivery> messages;  // after front and host: gone first
 };
 
 ServingCluster::ServingCluster(World& world, Faults& faults, ServingOptions options)
@@ -241,6 +244,15 @@ void ServingCluster::Build(Process& p) {
     raw->scanner = std::make_unique<alarms::ShardScanner>(*env, store, owners, p.node->membership(), p.node->lease(),
                                                           p.node->drain_control(), *raw->service);
     raw->scanner->set_broken_models(broken);
+  }
+  if (options_.messages) {
+    raw->messages = std::make_unique<MessageDelivery>(
+        *env, *raw->host,
+        [front = raw->front.get()](ActorId to, actor::IncomingMessage m) {
+          return front->DeliverMessage(std::move(to), std::move(m));
+        },
+        *options_.messages, broken);
+    raw->host->SetOutboxListener([messages = raw->messages.get()](const ActorId& sender) { messages->Kick(sender); });
   }
   Front* front = raw->front.get();
   network_.Listen(AddressOf(p.slot), p.node_id, env,

@@ -5,7 +5,7 @@
 // MakeActorHost), the real Forwarder over the simulated peer network (sim_peer_network.h),
 // the real Front on two listeners (the client API and the peer listener its node record
 // names), the hand-over host, with alarms the real AlarmIndex, AlarmService and
-// ShardScanner, and with quarantine the real QuarantineCache, QuarantineStrikes and
+// ShardScanner, with messages the real MessageDelivery, and with quarantine the real QuarantineCache, QuarantineStrikes and
 // QuarantineHoldSource. Clients send from an Env of their own, never frozen or cut.
 //
 // The faults are the Faults' serving profile (faults.h); the scenario adds its workload
@@ -26,6 +26,7 @@
 #include "native_actor_host.h"
 #include "net/peer_transport.h"
 #include "replica/replica.h"
+#include "routing/message_delivery.h"
 #include "sim_peer_network.h"
 #include "world.h"
 
@@ -52,6 +53,9 @@ struct ServingOptions {
   // the bucket (`done` false) and answered or failed (`done` true).
   std::function<void(int number, const ActorId&)> on_actor_start;
   std::function<void(int number, const std::string& key, bool done)> on_quarantine_read;
+  // Set: every node delivers its actors' outboxes with these options (a MessageDelivery
+  // through its front, as ActorHost wires `wasmkeep serve`).
+  std::optional<MessageDeliveryOptions> messages;
 };
 
 // The simulated world's tenant.
