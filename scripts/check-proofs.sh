@@ -128,6 +128,10 @@ gate: every answer through the gate (routing)|answer-without-gate|sim|routing|
 input gate: one event of an actor at a time (routing)|input-gate-concurrent|sim|routing|
 idempotency: a key's answer is committed in the batch of its writes|idempotent-answer-not-in-batch|gtest|actor:RuntimeTest.TheRecordIsInTheBatchOfItsWritesAndAFailedEventStoresNone|
 idempotency: a key's answer is committed in the batch of its writes (real processes)|idempotent-answer-not-in-batch|cluster|idempotency|keyed increments under kill -9
+messages: nothing sent before its batch is durable (simulator)|message-before-durable|sim|messages|
+messages: the applied record is in the handler's batch (simulator)|applied-record-not-in-batch|sim|messages|
+messages: a restored outbox is delivered (simulator)|outbox-lost-on-restore|sim|messages|
+messages: one sender's messages to one receiver one at a time, in order (simulator)|messages-out-of-order|sim|messages|
 restore follows the owner fences|restore-ignores-fence|gtest|replica:ReplicaTest.ASegmentOfAnOlderHoldThatLandedAfterTheNextRestoreIsOffTheChain|
 restore follows the owner fences (simulator)|restore-ignores-fence|sim|storage|
 GC never deletes the chain|gc-deletes-chain|gtest|replica:GcTest.CoveredSegmentsAndOlderSnapshotsGoTheFenceAndTheTailStay|

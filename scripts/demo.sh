@@ -51,7 +51,7 @@ else
 fi
 token=$(tail -n1 "$tmp/tenant.out")
 
-for class in counter kv chat ratelimit reminders; do
+for class in counter kv chat ratelimit reminders bank; do
   say "wasmkeep deploy --tenant demo --class $class build/release/actors/$class.wasm"
   W deploy --tenant demo --class "$class" "build/release/actors/$class.wasm"
 done
@@ -89,6 +89,17 @@ W actor alarm demo/reminders/me || true
 sleep 3
 say "curl -H 'Authorization: Bearer \$TOKEN' http://$node/v1/actors/demo/reminders/me/fired   # 3 s later: the alarm fired it"
 curl -s -H "Authorization: Bearer $token" "http://$node/v1/actors/demo/reminders/me/fired"
+# Messages between actors (docs/messages.md): a transfer debits alice and messages bob.
+say "curl -X POST -H 'Authorization: Bearer \$TOKEN' 'http://$node/v1/actors/demo/bank/alice/deposit?amount=100'"
+curl -s -X POST -H "Authorization: Bearer $token" "http://$node/v1/actors/demo/bank/alice/deposit?amount=100"
+say "curl -X POST -H 'Authorization: Bearer \$TOKEN' 'http://$node/v1/actors/demo/bank/alice/transfer?to=bob&amount=30'   # a message to bob"
+curl -s -X POST -H "Authorization: Bearer $token" "http://$node/v1/actors/demo/bank/alice/transfer?to=bob&amount=30"
+for _ in $(seq 1 50); do
+  [ "$(curl -s -H "Authorization: Bearer $token" "http://$node/v1/actors/demo/bank/bob/balance")" = "30" ] && break
+  sleep 0.1
+done
+say "curl -H 'Authorization: Bearer \$TOKEN' http://$node/v1/actors/demo/bank/bob/history   # the credit, applied once"
+curl -s -H "Authorization: Bearer $token" "http://$node/v1/actors/demo/bank/bob/history"
 
 cat <<TXT
 

@@ -8,6 +8,7 @@
 #include <iterator>
 
 #include "actor/abi.h"
+#include "actor/messages.h"
 #include "cli/actor_api_cmd.h"
 #include "actor/runtime.h"
 #include "alarms/format.h"
@@ -342,6 +343,77 @@ int RunAlarm(const GlobalOptions& g, const AlarmArgs& a) {
   return env.RunMain(ShowAlarm(store->get(), &env, a, *id, *call));
 }
 
+// `actor messages`: the outbox, the dead messages and the applied records in the actor's
+// durable state (docs/messages.md), read from the bucket without acquiring anything.
+struct MessagesArgs {
+  std::string actor;
+  bool json = false;
+};
+
+Task<int> ShowMessages(ObjectStore* store, RealEnv* env, MessagesArgs a, ActorId actor, CallOptions call) {
+  replica::RestoreOptions ro;
+  ro.read_timeout = call.timeout;
+  ro.list_timeout = call.timeout;
+  auto restored = co_await replica::Restore(*env, *store, actor, Generation{UINT64_MAX - 1}, ro);
+  if (!restored.ok()) co_return Fail(restored.status());
+  const actor::StateMap& state = restored->state;
+  std::vector<std::pair<std::string, std::string>> raw;
+  actor::ListQuery q;
+  q.start = "msg-";
+  q.prefix = true;
+  state.ListSystem(q, [&raw](std::string_view k, std::string_view v) {
+    raw.emplace_back(k, v);
+    return true;
+  });
+  nlohmann::json outbox = nlohmann::json::array(), dead = nlohmann::json::array(), applied = nlohmann::json::array();
+  for (const auto& [key, value] : raw) {
+    const bool out = key.starts_with(actor::kOutboxPrefix);
+    if (out || key.starts_with(actor::kDeadPrefix)) {
+      auto m = actor::DecodeOutboxMessage(value);
+      if (!m.ok()) co_return Fail(Fatal(key + ": " + m.status().message()));
+      const std::string seq = key.substr(out ? actor::kOutboxPrefix.size() : actor::kDeadPrefix.size());
+      nlohmann::json e = {{"seq", std::stoull(seq)},   {"to", m->to.ToString()},         {"bytes", m->body.size()},
+                          {"sent_ms", m->sent_ms},     {"attempts", m->attempts},         {"next_try_ms", m->next_try_ms},
+                          {"last_error", m->last_error}};
+      (out ? outbox : dead).push_back(std::move(e));
+    } else if (key.starts_with(actor::kAppliedPrefix)) {
+      applied.push_back({{"from", key.substr(actor::kAppliedPrefix.size())}, {"seq", std::stoull(value)}});
+    }
+  }
+  if (a.json) {
+    nlohmann::json j = {{"actor", actor.ToString()}, {"outbox", outbox}, {"dead", dead}, {"applied", applied}};
+    std::printf("%s\n", j.dump(2).c_str());
+    co_return kExitOk;
+  }
+  std::printf("%s: %zu to deliver, %zu dead, applied from %zu senders\n", actor.ToString().c_str(), outbox.size(),
+              dead.size(), applied.size());
+  for (const auto& [title, list] : {std::pair{"to deliver", &outbox}, std::pair{"dead", &dead}}) {
+    for (const auto& e : *list) {
+      std::printf("  %-10s seq %s to %s, %s bytes, %s failed attempts%s%s\n", title, e["seq"].dump().c_str(),
+                  e["to"].get<std::string>().c_str(), e["bytes"].dump().c_str(), e["attempts"].dump().c_str(),
+                  e["last_error"].get<std::string>().empty() ? "" : ": ",
+                  e["last_error"].get<std::string>().c_str());
+    }
+  }
+  for (const auto& e : applied) {
+    std::printf("  applied    up to seq %s from %s\n", e["seq"].dump().c_str(), e["from"].get<std::string>().c_str());
+  }
+  co_return kExitOk;
+}
+
+int RunMessages(const GlobalOptions& g, const MessagesArgs& a) {
+  auto call = CallOptionsFrom(g);
+  if (!call.ok()) return Fail(call.status());
+  auto id = ParseActorId(a.actor);
+  if (!id.ok()) return Fail(id.status());
+  auto config = LoadConfigFromOptions(g);
+  if (!config.ok()) return Fail(config.status());
+  RealEnv env;
+  auto store = OpenBucket(env, g, *config, BucketOpen::kMustExist);
+  if (!store.ok()) return FailOpen(store.status());
+  return env.RunMain(ShowMessages(store->get(), &env, a, *id, *call));
+}
+
 }  // namespace
 
 void AddActorCommand(CLI::App& app, const GlobalOptions& globals, int* result) {
@@ -381,6 +453,14 @@ void AddActorCommand(CLI::App& app, const GlobalOptions& globals, int* result) {
   al->add_option("actor", alarm->actor, "TENANT/CLASS/NAME")->required();
   al->add_flag("--json", alarm->json, "Print JSON");
   al->callback([&globals, alarm, result] { *result = RunAlarm(globals, *alarm); });
+
+  // Messages between actors (docs/messages.md).
+  auto messages = std::make_shared<MessagesArgs>();
+  CLI::App* ms = actor->add_subcommand(
+      "messages", "Print an actor's messages to deliver, its dead messages and what it applied (its durable state)");
+  ms->add_option("actor", messages->actor, "TENANT/CLASS/NAME")->required();
+  ms->add_flag("--json", messages->json, "Print JSON");
+  ms->callback([&globals, messages, result] { *result = RunMessages(globals, *messages); });
 
   // Listing, inspecting and deleting actors through a node (cli/actor_api_cmd.h).
   AddActorApiCommands(*actor, globals, result);
