@@ -234,7 +234,9 @@ Task<EventResult> ActorRuntimeCore::HandleMessage(ActorId id, IncomingMessage me
 
 Task<std::optional<EventResult>> ActorRuntimeCore::SubmitSystem(ActorId id, std::shared_ptr<SystemJob> job) {
   auto it = actors_.find(id.ToString());
-  if (shutting_down_ || it == actors_.end()) co_return std::nullopt;
+  // A closing actor is leaving this node (hibernation, a drain, a move, quarantine): a job
+  // queued now would start it again here, so it counts as not resident.
+  if (shutting_down_ || it == actors_.end() || it->second->state == Slot::State::kClosing) co_return std::nullopt;
   std::shared_ptr<Slot> slot = it->second;
   Latch<EventResult> done(env_, [] {
     EventResult r;

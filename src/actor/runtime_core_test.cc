@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "actor/messages.h"
 #include "actor/testing/mem_storage.h"
 #include "env/sim_env.h"
 
@@ -71,6 +72,33 @@ class FakeExecutor final : public Executor {
     r.done(std::move(ran));
   }
 
+  // Finishes the oldest waiting run as a message handler that applied its message, or as a
+  // request that sent one message to t/c/<to> (messages.h: what the executors commit).
+  void FinishMessage() {
+    Job r = std::move(runs.front());
+    runs.pop_front();
+    ExecutedEvent ran;
+    Batch b;
+    b.mutations.push_back(Mutation{Mutation::Kind::kPut, "k", r.event->message->body});
+    RecordApplied(b, r.event->message->from, r.event->message->seq);
+    ran.wait_seq = r.storage->Commit(std::move(b));
+    ran.memory.has_instance = true;
+    r.done(std::move(ran));
+  }
+  void FinishSending(const ActorId& self, const std::string& to) {
+    Job r = std::move(runs.front());
+    runs.pop_front();
+    ExecutedEvent ran;
+    MessageSendBuffer outbox(*r.storage, MessageLimits{});
+    EXPECT_TRUE(outbox.Send(self, "c/" + to, "hello", 0).ok());
+    Batch b;
+    outbox.AddTo(b);
+    ran.result.messages_sent = outbox.size();
+    ran.wait_seq = r.storage->Commit(std::move(b));
+    ran.memory.has_instance = true;
+    r.done(std::move(ran));
+  }
+
   std::deque<Job> runs;
   std::vector<std::string> closed;
   int drops = 0;
@@ -107,6 +135,84 @@ class RuntimeCoreTest : public ::testing::Test {
   std::map<std::string, EventResult> answers_;
   std::vector<std::pair<std::string, UnloadReason>> unloads_;
 };
+
+// Messages between actors (actor/messages.h, docs/messages.md): the receiver's side.
+TEST_F(RuntimeCoreTest, AMessageItsAppliedRecordCoversIsAnsweredWithoutRunning) {
+  Make({});
+  const ActorId b{"t", "c", "b"};
+  auto deliver = [&](std::uint64_t seq, const std::string& tag) {
+    IncomingMessage m{ActorId{"t", "c", "a"}, seq, tag, 0};
+    env_.Spawn(Capture(core_->HandleMessage(b, std::move(m)), tag), "deliver");
+    world_.RunFor(std::chrono::milliseconds(10));
+  };
+  deliver(3, "first");
+  ASSERT_EQ(executor_.runs.size(), 1u);
+  ASSERT_TRUE(executor_.runs[0].event->message.has_value());
+  EXPECT_FALSE(executor_.runs[0].event->request.has_value());
+  executor_.FinishMessage();
+  world_.RunFor(std::chrono::milliseconds(10));
+  ASSERT_TRUE(answers_["first"].ok()) << answers_["first"].error;
+  EXPECT_FALSE(answers_["first"].message_duplicate);
+  deliver(3, "again");  // the same message delivered again: nothing runs
+  deliver(2, "older");  // an earlier one of the same sender: applied before it
+  EXPECT_TRUE(executor_.runs.empty());
+  ASSERT_TRUE(answers_["again"].ok());
+  EXPECT_TRUE(answers_["again"].message_duplicate);
+  EXPECT_TRUE(answers_["older"].message_duplicate);
+  deliver(4, "next");
+  ASSERT_EQ(executor_.runs.size(), 1u);
+  executor_.FinishMessage();
+  world_.RunFor(std::chrono::milliseconds(10));
+  EXPECT_FALSE(answers_["next"].message_duplicate);
+  EXPECT_TRUE(answers_["next"].ok());
+}
+
+// The sender's side: the runtime reports a durable outbox, which is read and settled
+// between the actor's events; an actor with messages to deliver is not hibernated.
+TEST_F(RuntimeCoreTest, AnOutboxIsReportedReadAndSettledBetweenEventsAndKeepsItsActorResident) {
+  std::vector<std::string> kicked;
+  RuntimeCoreOptions options;
+  options.idle_instance = std::chrono::seconds(1);
+  options.idle_hibernate = std::chrono::seconds(2);
+  options.on_outbox = [&kicked](const ActorId& id) { kicked.push_back(id.name); };
+  Make(options);
+  const ActorId a{"t", "c", "a"};
+  Send("a", "1");
+  world_.RunFor(std::chrono::milliseconds(10));
+  executor_.FinishSending(a, "b");
+  world_.RunFor(std::chrono::milliseconds(10));
+  ASSERT_TRUE(answers_["1"].ok());
+  EXPECT_EQ(kicked, std::vector<std::string>{"a"});
+  std::optional<Result<std::vector<std::pair<std::uint64_t, OutboxMessage>>>> read;
+  auto read_outbox = [&](ActorId id) {
+    read.reset();
+    env_.Spawn([](ActorRuntimeCore* core, ActorId id, decltype(read)* out) -> Task<void> {
+      out->emplace(co_await core->ReadOutbox(std::move(id), 10));
+    }(core_.get(), std::move(id), &read), "read");
+    world_.RunFor(std::chrono::milliseconds(10));
+  };
+  read_outbox(a);
+  ASSERT_TRUE(read && read->ok()) << (read ? read->status().ToString() : "no answer");
+  ASSERT_EQ((*read)->size(), 1u);
+  EXPECT_EQ((**read)[0].second.to.name, "b");
+  world_.RunFor(std::chrono::seconds(4));
+  EXPECT_TRUE(core_->IsResident(a)) << "hibernated with a message to deliver";
+  std::optional<Status> settled;
+  env_.Spawn([](ActorRuntimeCore* core, ActorId id, std::uint64_t seq, std::optional<Status>* out) -> Task<void> {
+    out->emplace(co_await core->CommitSystem(std::move(id), OutboxDelivered(seq)));
+  }(core_.get(), a, (**read)[0].first, &settled), "settle");
+  world_.RunFor(std::chrono::milliseconds(10));
+  ASSERT_TRUE(settled && settled->ok());
+  read_outbox(a);
+  ASSERT_TRUE(read && read->ok());
+  EXPECT_TRUE((*read)->empty());
+  world_.RunFor(std::chrono::seconds(4));
+  EXPECT_FALSE(core_->IsResident(a)) << "its outbox is empty: it hibernates";
+  read_outbox(a);
+  ASSERT_TRUE(read.has_value());
+  EXPECT_EQ(read->code(), Code::kNotFound);
+  EXPECT_TRUE(executor_.runs.empty()) << "reads and settlements never run the actor";
+}
 
 TEST_F(RuntimeCoreTest, TheInputGateRunsOneEventOfAnActorAtATimeInArrivalOrder) {
   Make({});
