@@ -28,6 +28,7 @@
 #include "checkers.h"
 #include "faults.h"
 #include "list_clients.h"
+#include "message_clients.h"
 #include "old_formats.h"
 #include "operators.h"
 #include "poison_clients.h"
@@ -40,6 +41,7 @@ namespace {
 
 constexpr int kListActors = 3;
 constexpr std::string_view kListClass = "list";
+constexpr int kMailActors = 4;  // the message clients' ring (message_clients.h)
 constexpr Duration kChaos = seconds(100);
 constexpr Duration kEnd = seconds(220);
 
@@ -51,6 +53,7 @@ std::vector<ActorId> NamedActors() {
   std::vector<ActorId> actors = AlarmClients::Actors(CombinedAlarms());
   for (ActorId& a : PoisonClients::Actors(PoisonClientsOptions{})) actors.push_back(std::move(a));
   for (ActorId& a : OldFormats::Actors()) actors.push_back(std::move(a));
+  for (int i = 0; i < kMailActors; ++i) actors.push_back(ActorId{"t", "mail", "m" + std::to_string(i)});
   return actors;
 }
 
@@ -81,6 +84,7 @@ class CombinedSim {
                ListClientsOptions{.actors = kListActors, .clients = 3, .class_name = std::string(kListClass),
                                   .clients_for = seconds(150), .keyed_share = 0.5}),
         old_formats_(world_, cluster_),
+        messages_(world_, cluster_, MessageClientsOptions{.actors = kMailActors, .clients = 2}),
         checkers_(world_, CheckerOptions{.leases = true, .owners = true}),
         operators_(world_, faults_, checkers_, OperatorOptions{.moves = true, .drains = false, .bucket = true}) {
     world_.hooks.on_landed = [this](const std::string& key, const std::string& body) {
@@ -107,6 +111,7 @@ class CombinedSim {
       alarms_.Start();
       poison_.Start();
       old_formats_.Start();
+      messages_.Start();
       faults_.ScheduleChaos();
       operators_.Start();
     };
@@ -121,6 +126,7 @@ class CombinedSim {
       lists_.FinalReadsAndCheck();
       alarms_.FinalChecks();
       old_formats_.FinalChecks();
+      messages_.FinalChecks();
     };
     return world_.Run(stages);
   }
@@ -141,6 +147,7 @@ class CombinedSim {
     o.move_requests = true;
     alarms_.Configure(o);
     poison_.Configure(o);
+    MessageClients::ConfigureServing(o, kMailActors);
     return o;
   }
 
@@ -151,6 +158,7 @@ class CombinedSim {
   ServingCluster cluster_;
   ListClients lists_;
   OldFormats old_formats_;
+  MessageClients messages_;
   Checkers checkers_;
   Operators operators_;
 };

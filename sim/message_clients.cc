@@ -52,14 +52,14 @@ std::size_t CountSystem(const actor::StateMap& state, std::string_view prefix) {
 MessageClients::MessageClients(World& world, ServingCluster& cluster, MessageClientsOptions options)
     : w_(world), cluster_(cluster), options_(std::move(options)) {}
 
-void MessageClients::Configure(ServingOptions& o) {
+void MessageClients::ConfigureServing(ServingOptions& o, int actors) {
   MessageDeliveryOptions d;
   d.first_retry = std::chrono::milliseconds(200);
   d.max_retry = std::chrono::seconds(3);
   d.max_attempts = 40;  // at 10 % failures, never reached: a parked message is M5's finding
   WK_CHECK(ValidateMessageDeliveryOptions(d).ok(), "bad simulator message options");
   o.messages = d;
-  o.host.mail_ring = options_.actors;
+  o.host.mail_ring = actors;
   if (std::find(o.class_names.begin(), o.class_names.end(), std::string(kMailClass)) == o.class_names.end()) {
     o.class_names.emplace_back(kMailClass);
   }

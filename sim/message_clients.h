@@ -43,7 +43,9 @@ class MessageClients {
 
   // Switches message delivery on in every node (retries from 200 ms up to 3 s, parked after
   // 40 handler failures) and loads the mail class.
-  void Configure(ServingOptions& serving);
+  void Configure(ServingOptions& serving) { ConfigureServing(serving, options_.actors); }
+  // The same, for a scenario that builds its cluster before this (no draws).
+  static void ConfigureServing(ServingOptions& serving, int actors);
   void Start();
   // After healing (world.finished set): M1-M5.
   void FinalChecks();
