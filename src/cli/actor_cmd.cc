@@ -330,17 +330,26 @@ Task<int> ShowAlarm(ObjectStore* store, RealEnv* env, AlarmArgs a, ActorId actor
   co_return kExitOk;
 }
 
-int RunAlarm(const GlobalOptions& g, const AlarmArgs& a) {
+// Runs show(store, env, actor, call) for a command that reads one actor's objects straight
+// from the bucket (never creating one): `actor alarm`, `actor messages`.
+template <typename Show>
+int RunOnActorBucket(const GlobalOptions& g, const std::string& actor, Show show) {
   auto call = CallOptionsFrom(g);
   if (!call.ok()) return Fail(call.status());
-  auto id = ParseActorId(a.actor);
+  auto id = ParseActorId(actor);
   if (!id.ok()) return Fail(id.status());
   auto config = LoadConfigFromOptions(g);
   if (!config.ok()) return Fail(config.status());
   RealEnv env;
   auto store = OpenBucket(env, g, *config, BucketOpen::kMustExist);
   if (!store.ok()) return FailOpen(store.status());
-  return env.RunMain(ShowAlarm(store->get(), &env, a, *id, *call));
+  return env.RunMain(show(store->get(), &env, *id, *call));
+}
+
+int RunAlarm(const GlobalOptions& g, const AlarmArgs& a) {
+  return RunOnActorBucket(g, a.actor, [&a](ObjectStore* store, RealEnv* env, ActorId id, CallOptions call) {
+    return ShowAlarm(store, env, a, std::move(id), std::move(call));
+  });
 }
 
 // `actor messages`: the outbox, the dead messages and the applied records in the actor's
@@ -402,16 +411,9 @@ Task<int> ShowMessages(ObjectStore* store, RealEnv* env, MessagesArgs a, ActorId
 }
 
 int RunMessages(const GlobalOptions& g, const MessagesArgs& a) {
-  auto call = CallOptionsFrom(g);
-  if (!call.ok()) return Fail(call.status());
-  auto id = ParseActorId(a.actor);
-  if (!id.ok()) return Fail(id.status());
-  auto config = LoadConfigFromOptions(g);
-  if (!config.ok()) return Fail(config.status());
-  RealEnv env;
-  auto store = OpenBucket(env, g, *config, BucketOpen::kMustExist);
-  if (!store.ok()) return FailOpen(store.status());
-  return env.RunMain(ShowMessages(store->get(), &env, a, *id, *call));
+  return RunOnActorBucket(g, a.actor, [&a](ObjectStore* store, RealEnv* env, ActorId id, CallOptions call) {
+    return ShowMessages(store, env, a, std::move(id), std::move(call));
+  });
 }
 
 }  // namespace
