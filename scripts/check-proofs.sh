@@ -132,6 +132,7 @@ messages: nothing sent before its batch is durable (simulator)|message-before-du
 messages: the applied record is in the handler's batch (simulator)|applied-record-not-in-batch|sim|messages|
 messages: a restored outbox is delivered (simulator)|outbox-lost-on-restore|sim|messages|
 messages: one sender's messages to one receiver one at a time, in order (simulator)|messages-out-of-order|sim|messages|
+messages: a sender nobody calls is started by the alarm index's scanners (simulator)|outbox-never-wakes|sim|messages|
 restore follows the owner fences|restore-ignores-fence|gtest|replica:ReplicaTest.ASegmentOfAnOlderHoldThatLandedAfterTheNextRestoreIsOffTheChain|
 restore follows the owner fences (simulator)|restore-ignores-fence|sim|storage|
 GC never deletes the chain|gc-deletes-chain|gtest|replica:GcTest.CoveredSegmentsAndOlderSnapshotsGoTheFenceAndTheTailStay|

@@ -23,16 +23,20 @@ std::vector<ActorId> AlarmClients::Actors(const AlarmClientsOptions& options) {
   return actors;
 }
 
-void AlarmClients::Configure(ServingOptions& o) {
-  const LeaseTiming& timing = w_.timing();
-  alarms::AlarmOptions& a = alarm_options_;
+alarms::AlarmOptions SimAlarmOptions(const LeaseTiming& timing) {
+  alarms::AlarmOptions a;
   a.scan_period = seconds(3);
   a.scan_lag = seconds(1);
   a.first_retry = seconds(1);
   a.max_retries = 3;
   a.handed_recheck = 2 * timing.ttl + timing.grace;
   WK_CHECK(alarms::ValidateAlarmOptions(a, timing).ok(), "bad simulator alarm options");
-  o.alarms = a;
+  return a;
+}
+
+void AlarmClients::Configure(ServingOptions& o) {
+  alarm_options_ = SimAlarmOptions(w_.timing());
+  o.alarms = alarm_options_;
   o.host.alarm_failure_percent = static_cast<int>(w_.Uniform(5, 20));
   o.host.on_alarm_run = [this](const ActorId& actor, std::int64_t due, std::int64_t now, int retry, bool failed,
                                bool last) { OnAlarmRun(actor, due, now, retry, failed, last); };

@@ -36,6 +36,10 @@ struct AlarmClientsOptions {
   Duration not_yet_due = std::chrono::seconds(40);
 };
 
+// The simulator's alarm settings (scan every 3 s, 1 s lag, 3 retries from 1 s, the shortest
+// hand-over recheck the timing allows): every scenario whose nodes run the alarm subsystem.
+alarms::AlarmOptions SimAlarmOptions(const LeaseTiming& timing);
+
 class AlarmClients {
  public:
   // cluster may be not yet built (Configure fills its options); it must be before Start.

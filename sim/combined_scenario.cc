@@ -147,7 +147,7 @@ class CombinedSim {
     o.move_requests = true;
     alarms_.Configure(o);
     poison_.Configure(o);
-    MessageClients::ConfigureServing(o, kMailActors);
+    MessageClients::ConfigureServing(o, kMailActors, world_.timing());
     return o;
   }
 

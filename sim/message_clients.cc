@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "actor/messages.h"
+#include "alarm_clients.h"
 #include "durable_state.h"
 #include "storage_history.h"
 
@@ -52,13 +53,14 @@ std::size_t CountSystem(const actor::StateMap& state, std::string_view prefix) {
 MessageClients::MessageClients(World& world, ServingCluster& cluster, MessageClientsOptions options)
     : w_(world), cluster_(cluster), options_(std::move(options)) {}
 
-void MessageClients::ConfigureServing(ServingOptions& o, int actors) {
+void MessageClients::ConfigureServing(ServingOptions& o, int actors, const LeaseTiming& timing) {
   MessageDeliveryOptions d;
   d.first_retry = std::chrono::milliseconds(200);
   d.max_retry = std::chrono::seconds(3);
   d.max_attempts = 40;  // at 10 % failures, never reached: a parked message is M5's finding
   WK_CHECK(ValidateMessageDeliveryOptions(d).ok(), "bad simulator message options");
   o.messages = d;
+  if (!o.alarms) o.alarms = SimAlarmOptions(timing);
   o.host.mail_ring = actors;
   if (std::find(o.class_names.begin(), o.class_names.end(), std::string(kMailClass)) == o.class_names.end()) {
     o.class_names.emplace_back(kMailClass);
@@ -67,7 +69,6 @@ void MessageClients::ConfigureServing(ServingOptions& o, int actors) {
 
 void MessageClients::Start() {
   for (int c = 0; c < options_.clients; ++c) cluster_.client_env().Spawn(Client(c), "mail client");
-  cluster_.client_env().Spawn(Toucher(), "mail toucher");
 }
 
 Task<void> MessageClients::Client(int number) {
@@ -99,25 +100,12 @@ Task<void> MessageClients::Client(int number) {
     auto got = co_await cluster_.Send(slot, std::move(request));
     const bool ok = got.ok() && got->status == 200;
     w_.Trace("client sends " + id + " from " + Name(sender) + " to " + to + " hops " + std::to_string(info.hops) +
-             " via n" + std::to_string(slot) + ": " + (got.ok() ? std::to_string(got->status) : got.status().ToString()));
+             " via n" + std::to_string(slot) + ": " + (got.ok() ? std::to_string(got->status) + (got->status == 200 ? "" : " " + got->body.substr(0, 100))
+                       : got.status().ToString()));
     if (ok) {
       sends_[id].acked = true;
       ++w_.result().message_acked_sends;
     }
-  }
-}
-
-Task<void> MessageClients::Toucher() {
-  if (!co_await cluster_.client_env().SleepUntil(MonoTime(options_.touch_from))) co_return;
-  for (;;) {
-    for (int i = 0; i < options_.actors; ++i) {
-      const int slot = static_cast<int>(w_.Uniform(0, kSlots - 1));
-      ServerRequest request =
-          cluster_.Request("GET", std::string(kServingTenant) + "/" + std::string(kMailClass) + "/" + Name(i));
-      auto got = co_await cluster_.Send(slot, std::move(request));
-      (void)got;
-    }
-    if (!co_await cluster_.client_env().SleepFor(options_.touch_every)) co_return;
   }
 }
 

@@ -67,7 +67,7 @@ void NativeExecutor::Run(std::shared_ptr<actor::ExecutorActor> actor, actor::Act
       Finish(*a, *storage, std::move(ran), done);
       return;
     }
-    if (a->mail_class) {
+    if (a->mail_class && (event->request || event->message)) {  // its alarm events: ExecuteAlarm's
       RunMail(a, storage, event, std::move(ran), std::move(done));
       return;
     }
@@ -165,7 +165,7 @@ void NativeExecutor::RunMail(std::shared_ptr<Actor> a, actor::ActorStorage* stor
       Finish(*a, *storage, std::move(ran), done);
       return;
     }
-    actor::MessageSendBuffer outbox(*storage, actor::MessageLimits{});
+    actor::MessageSendBuffer outbox(*storage, actor::MessageLimits{}, options_.broken);
     actor::Batch batch;
     auto send = [&](const std::string& to, const std::string& body) {
       auto seq = outbox.Send(a->id, "mail/" + to, body, event->now_ms);
@@ -232,7 +232,7 @@ actor::EventResult NativeExecutor::ExecuteAlarm(Actor& a, actor::ActorStorage& s
   const std::optional<std::int64_t> current = storage.Alarm();
   const std::int64_t now = event.now_ms;
   if (!a.alarm_class || !actor::AlarmDue(current, now, options_.broken)) {
-    r.alarm_after = current;  // nothing runs: a stale or early delivery (actor/alarm_event.h)
+    actor::SetAlarmAfter(r, storage);  // nothing runs: a stale or early delivery (actor/alarm_event.h)
     return r;
   }
   const std::int64_t due = *current;
@@ -247,7 +247,7 @@ actor::EventResult NativeExecutor::ExecuteAlarm(Actor& a, actor::ActorStorage& s
       clear.alarm = std::optional<std::int64_t>();
       a.last_seq = storage.Commit(std::move(clear));
     }
-    r.alarm_after = storage.Alarm();
+    actor::SetAlarmAfter(r, storage);
     return r;
   }
   std::string log = storage.Get("log").value_or("");
@@ -263,7 +263,7 @@ actor::EventResult NativeExecutor::ExecuteAlarm(Actor& a, actor::ActorStorage& s
   batch.mutations.push_back(actor::Mutation{actor::Mutation::Kind::kPut, "log", log});
   a.last_seq = storage.Commit(std::move(batch));
   r.alarm_fired = true;
-  r.alarm_after = storage.Alarm();
+  actor::SetAlarmAfter(r, storage);
   return r;
 }
 
@@ -288,7 +288,7 @@ actor::EventResult NativeExecutor::ExecutePoison(Actor& a, actor::ActorStorage& 
   } else {
     const std::optional<std::int64_t> current = storage.Alarm();
     if (!actor::AlarmDue(current, event.now_ms, options_.broken)) {
-      r.alarm_after = current;
+      actor::SetAlarmAfter(r, storage);
       return r;
     }
     if (event.alarm.last_attempt) {
@@ -296,7 +296,7 @@ actor::EventResult NativeExecutor::ExecutePoison(Actor& a, actor::ActorStorage& 
       clear.alarm = std::optional<std::int64_t>();
       a.last_seq = storage.Commit(std::move(clear));
     }
-    r.alarm_after = storage.Alarm();
+    actor::SetAlarmAfter(r, storage);
   }
   // What reaching the worker's heap limit looks like to the runtime: the event fails and its
   // instance is gone; the node's quarantine counts it.

@@ -48,7 +48,8 @@ const std::vector<Scenario>& Scenarios() {
        {{"message-before-durable"},
         {"applied-record-not-in-batch"},
         {"outbox-lost-on-restore"},
-        {"messages-out-of-order"}},
+        {"messages-out-of-order"},
+        {"outbox-never-wakes"}},
        &RunMessagesScenario},
       {"combined",
        "list, alarm and mail clients, moves, balances, drains and restarts of drained nodes at once on 3 nodes (issue 34)",
@@ -78,7 +79,8 @@ const std::vector<Scenario>& Scenarios() {
         {"message-before-durable", 4, 10},
         {"applied-record-not-in-batch", 3, 10},
         {"outbox-lost-on-restore", 7, 10},
-        {"messages-out-of-order", 1, 10}},
+        {"messages-out-of-order", 1, 10},
+        {"outbox-never-wakes", 1, 600}},
        // Not here: resolver-without-lock, caught at seed 1232 before the mail actors joined and
        // by none of the seeds 1 to about 1000 searched since (the ownership scenario's row and
        // scripts/check-proofs.sh are its proof); earlier-entries-before-fence, ack-late-upload and restore-ignores-fence,

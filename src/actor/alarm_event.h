@@ -6,12 +6,15 @@
 // batch); a failed handler's writes are discarded and the alarm stays for a retry, except
 // on the last attempt (AlarmEvent::last_attempt), where the failure clears it.
 //
-// Threading: pure functions and value types.
+// Threading: pure functions and value types (SetAlarmAfter reads the storage: the event's
+// thread).
 #pragma once
 
 #include <cstdint>
 #include <optional>
 
+#include "actor/storage.h"
+#include "actor/types.h"
 #include "base/broken_models.h"
 
 namespace wk::actor {
@@ -38,6 +41,13 @@ inline std::int64_t EarliestFireMs(std::int64_t alarm_ms, const BrokenModels& br
 // the handler.
 inline bool AlarmDue(std::optional<std::int64_t> alarm, std::int64_t now_ms, const BrokenModels& broken) {
   return alarm.has_value() && EarliestFireMs(*alarm, broken) <= now_ms;
+}
+
+// What an alarm event reports once its batch is committed: the alarm and the indexed time
+// (EventResult::alarm_after, indexed_after). Every host's alarm event ends with it.
+inline void SetAlarmAfter(EventResult& result, const ActorStorage& storage) {
+  result.alarm_after = storage.Alarm();
+  result.indexed_after = storage.IndexedTime();
 }
 
 }  // namespace wk::actor

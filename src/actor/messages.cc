@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <optional>
+#include <set>
 
 #include "base/bytes.h"
 
@@ -103,8 +104,36 @@ Result<ActorId> MessageTarget(const ActorId& sender, std::string_view to) {
   return id;
 }
 
-MessageSendBuffer::MessageSendBuffer(const ActorStorage& storage, MessageLimits limits)
-    : limits_(limits), last_seq_(StoredSeq(storage, kSendSeqKey)) {}
+void KeepOutboxWake(const ActorStorage& storage, Batch& batch, std::int64_t now_ms, std::int64_t wake_after_ms,
+                    const BrokenModels& broken) {
+  // Will the outbox hold anything once the batch applies? A put of an entry says yes; else
+  // an entry held now that the batch does not delete (the first such ends the search).
+  std::set<std::string_view> deleted;
+  bool filled = false;
+  for (const Mutation& m : batch.system) {
+    if (!m.key.starts_with(kOutboxPrefix)) continue;
+    if (m.kind == Mutation::Kind::kPut) filled = true;
+    if (m.kind == Mutation::Kind::kDelete) deleted.insert(m.key);
+  }
+  if (!filled) {
+    ListQuery q;
+    q.start = std::string(kOutboxPrefix);
+    q.prefix = true;
+    storage.ListSystem(q, [&](std::string_view key, std::string_view) {
+      filled = !deleted.contains(key);
+      return !filled;
+    });
+  }
+  const bool held = storage.GetSystem(kWakeKey).has_value();
+  if (filled && !held && !broken.on(BrokenModel::kOutboxNeverWakes)) {
+    batch.system.push_back({Mutation::Kind::kPut, std::string(kWakeKey), EncodeWake(now_ms + wake_after_ms)});
+  } else if (!filled && held) {
+    batch.system.push_back({Mutation::Kind::kDelete, std::string(kWakeKey), {}});
+  }
+}
+
+MessageSendBuffer::MessageSendBuffer(const ActorStorage& storage, MessageLimits limits, BrokenModels broken)
+    : storage_(storage), limits_(limits), broken_(broken), last_seq_(StoredSeq(storage, kSendSeqKey)) {}
 
 Result<std::uint64_t> MessageSendBuffer::Send(const ActorId& sender, std::string_view to, std::string_view body,
                                               std::int64_t now_ms) {
@@ -123,6 +152,7 @@ Result<std::uint64_t> MessageSendBuffer::Send(const ActorId& sender, std::string
   m.body = std::string(body);
   m.sent_ms = now_ms;
   m.next_try_ms = 0;  // due at once
+  if (queued_.empty()) first_sent_ms_ = now_ms;
   queued_.emplace_back(++last_seq_, std::move(m));
   return last_seq_;
 }
@@ -133,6 +163,7 @@ void MessageSendBuffer::AddTo(Batch& batch) const {
     batch.system.push_back({Mutation::Kind::kPut, OutboxKey(seq), EncodeOutboxMessage(m)});
   }
   batch.system.push_back({Mutation::Kind::kPut, std::string(kSendSeqKey), std::to_string(last_seq_)});
+  KeepOutboxWake(storage_, batch, first_sent_ms_, limits_.wake_after_ms, broken_);
 }
 
 Result<std::vector<std::pair<std::uint64_t, OutboxMessage>>> ListOutbox(const ActorStorage& storage, std::size_t max) {

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "actor/storage.h"
+#include "base/broken_models.h"
 #include "base/ids.h"
 #include "base/status.h"
 
@@ -36,7 +37,13 @@ inline constexpr std::string_view kAppliedPrefix = "msg-in/";   // msg-in/<sende
 struct MessageLimits {
   std::size_t max_message_bytes = 64 * 1024;  // actors.max_message_bytes
   std::size_t max_messages_per_event = 64;    // actors.max_messages_per_event
+  // messages.wake_after_ms: how long after its outbox filled a sender's wake time is
+  // (KeepOutboxWake). While the sender is resident its node delivers, so the wake time only
+  // matters once nobody holds it; shorter costs an alarm event that runs nothing for a
+  // resident sender whose outbox has not emptied by then.
+  std::int64_t wake_after_ms = 5000;
 };
+inline constexpr std::int64_t kMaxWakeAfterMs = 3'600'000;
 
 // One message waiting in its sender's outbox (or parked dead).
 struct OutboxMessage {
@@ -66,22 +73,37 @@ struct IncomingMessage {
   std::int32_t retry_count = 0;  // earlier runs of this message that failed
 };
 
+// The outbox's wake entry (storage.h, kWakeKey; the outbox is its only user): while a sender
+// has messages to deliver its state holds a wake time, so the alarm index's scanners start
+// it should its node die and nobody call it (docs/messages.md, "When the sender's node
+// dies"). Keeps it in step in a batch about to be committed on `storage`: adds one
+// (now_ms + wake_after_ms) when the outbox will not be empty and none is held, deletes it
+// when the outbox will be empty. The time is not moved while the outbox stays non-empty, so
+// a busy sender writes no index entry per message, only one per time its outbox fills.
+// The broken model outbox-never-wakes adds none.
+void KeepOutboxWake(const ActorStorage& storage, Batch& batch, std::int64_t now_ms, std::int64_t wake_after_ms,
+                    const BrokenModels& broken);
+
 // The messages one event sends, collected while it runs and added to its batch at the end.
 class MessageSendBuffer {
  public:
-  // storage: the sender's (its counter is read once, here).
-  MessageSendBuffer(const ActorStorage& storage, MessageLimits limits);
+  // storage: the sender's (its counter is read once, here; it must outlive the buffer).
+  MessageSendBuffer(const ActorStorage& storage, MessageLimits limits, BrokenModels broken = {});
   // Queues a message; returns its sequence number. kInvalidArgument naming the limit or the
   // value (bad name, another tenant, a body over max_message_bytes, more than
   // max_messages_per_event in one event): the event fails, nothing is sent.
   Result<std::uint64_t> Send(const ActorId& sender, std::string_view to, std::string_view body, std::int64_t now_ms);
-  // The outbox entries and the counter, into the event's batch (nothing if none was sent).
+  // The outbox entries, the counter and the wake entry (KeepOutboxWake), into the event's
+  // batch (nothing if none was sent).
   void AddTo(Batch& batch) const;
   std::size_t size() const { return queued_.size(); }
 
  private:
+  const ActorStorage& storage_;
   MessageLimits limits_;
+  BrokenModels broken_;
   std::uint64_t last_seq_ = 0;
+  std::int64_t first_sent_ms_ = 0;
   std::vector<std::pair<std::uint64_t, OutboxMessage>> queued_;
 };
 
@@ -99,6 +121,7 @@ Batch OutboxParked(std::uint64_t seq, const OutboxMessage& message);
 // An operator's retry of a dead message: it goes back to the outbox under a new number (the
 // receiver may have applied later ones from this sender since, so the old number would be
 // taken for applied), behind the sender's other messages.
+// The wake entry is the committer's (KeepOutboxWake).
 Result<Batch> RetryDead(const ActorStorage& storage, std::uint64_t seq, std::int64_t now_ms);
 
 // The highest number from `sender` this receiver applied (0: none).

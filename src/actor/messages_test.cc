@@ -125,6 +125,86 @@ TEST(OutboxTest, DeliveredFailedParkedAndRetried) {
   EXPECT_EQ(RetryDead(storage, 2, 60).code(), Code::kNotFound);
 }
 
+// The outbox's wake entry (KeepOutboxWake): written once when the outbox fills, at the
+// first send's time plus wake_after_ms, not moved by later sends or failures, deleted by the
+// batch that empties the outbox; the indexed time is the earlier of it and the alarm.
+TEST(OutboxWakeTest, FollowsTheOutboxFromFillingToEmpty) {
+  StateStorage storage;
+  const MessageLimits limits{.wake_after_ms = 5000};
+  MessageSendBuffer send(storage, limits);
+  ASSERT_TRUE(send.Send(kSender, "bank/bob", "a", 1000).ok());
+  ASSERT_TRUE(send.Send(kSender, "bank/bob", "b", 1200).ok());
+  Batch b;
+  send.AddTo(b);
+  storage.Commit(std::move(b));
+  EXPECT_EQ(ParseWake(storage.GetSystem(kWakeKey)), 6000) << "the first send's time plus wake_after_ms";
+  EXPECT_EQ(storage.IndexedTime(), 6000);
+  EXPECT_FALSE(storage.Get("wake").has_value()) << "the module never sees it";
+
+  // A later send while messages wait writes no wake entry (no index entry per message).
+  MessageSendBuffer more(storage, limits);
+  ASSERT_TRUE(more.Send(kSender, "bank/carol", "c", 9000).ok());
+  Batch b2;
+  more.AddTo(b2);
+  EXPECT_FALSE(ChangesIndexedTime(b2));
+  storage.Commit(std::move(b2));
+
+  // An alarm earlier than the wake time is the indexed time; a later one is not.
+  Batch alarm;
+  alarm.alarm = std::optional<std::int64_t>(3000);
+  storage.Commit(std::move(alarm));
+  EXPECT_EQ(storage.IndexedTime(), 3000);
+  Batch later;
+  later.alarm = std::optional<std::int64_t>(90000);
+  storage.Commit(std::move(later));
+  EXPECT_EQ(storage.IndexedTime(), 6000);
+
+  // Outcomes that leave messages waiting keep it; the batch that empties the outbox deletes it.
+  Batch one = OutboxDelivered(1);
+  KeepOutboxWake(storage, one, 10000, 5000, {});
+  EXPECT_FALSE(ChangesIndexedTime(one)) << "two messages still wait";
+  storage.Commit(std::move(one));
+  Batch rest = OutboxDelivered(2);
+  auto parked = ListOutbox(storage, 10).value()[1].second;
+  for (const Mutation& m : OutboxParked(3, parked).system) rest.system.push_back(m);
+  KeepOutboxWake(storage, rest, 11000, 5000, {});
+  EXPECT_TRUE(ChangesIndexedTime(rest));
+  storage.Commit(std::move(rest));
+  EXPECT_FALSE(storage.GetSystem(kWakeKey).has_value()) << "a dead message needs no wake: nothing delivers it";
+  EXPECT_EQ(storage.IndexedTime(), 90000) << "the alarm alone again";
+
+  // An operator's retry fills the outbox again: the committer adds a new wake time.
+  auto retry = RetryDead(storage, 3, 20000);
+  ASSERT_TRUE(retry.ok());
+  KeepOutboxWake(storage, *retry, 20000, 5000, {});
+  storage.Commit(std::move(*retry));
+  EXPECT_EQ(ParseWake(storage.GetSystem(kWakeKey)), 25000);
+
+  // The broken model writes none.
+  if constexpr (BrokenModels::kBuilt) {
+    StateStorage broken_storage;
+    MessageSendBuffer broken(broken_storage, limits, BrokenModels::Of({BrokenModel::kOutboxNeverWakes}));
+    ASSERT_TRUE(broken.Send(kSender, "bank/bob", "a", 0).ok());
+    Batch bb;
+    broken.AddTo(bb);
+    broken_storage.Commit(std::move(bb));
+    EXPECT_FALSE(broken_storage.GetSystem(kWakeKey).has_value());
+  }
+}
+
+TEST(WakeEntryTest, TheCodecRefusesWhatIsNotATime) {
+  EXPECT_EQ(ParseWake(std::string_view("1764000000000")), 1764000000000);
+  EXPECT_EQ(ParseWake(EncodeWake(42)), 42);
+  for (const std::string_view bad : {"", "-5", "12a", " 1", "9999999999999999999"}) {
+    EXPECT_FALSE(ParseWake(bad).has_value()) << bad;
+  }
+  EXPECT_FALSE(ParseWake(std::nullopt).has_value());
+  EXPECT_EQ(IndexedTime(std::nullopt, std::nullopt), std::nullopt);
+  EXPECT_EQ(IndexedTime(5, std::nullopt), 5);
+  EXPECT_EQ(IndexedTime(std::nullopt, 7), 7);
+  EXPECT_EQ(IndexedTime(9, 7), 7);
+}
+
 TEST(AppliedRecordTest, OneNumberPerSender) {
   StateStorage storage;
   EXPECT_EQ(AppliedSeq(storage, kSender), 0u);

@@ -148,6 +148,7 @@ ActorRuntime::ActorRuntime(Env& env, engine::Engine& engine, ClassRegistry& clas
   core.idempotency_max_answer_bytes = options_.idempotency_max_answer_bytes;
   core.idempotency_max_bytes = options_.idempotency_max_bytes;
   core.wall_clock_ms = options_.wall_clock_ms;
+  core.message_wake_after_ms = options_.messages.wake_after_ms;
   core.broken = options_.broken;
   core.to_loop = [env = &env](std::function<void()> fn) { env->PostFromAnyThread(std::move(fn)); };
   core_ = std::make_unique<ActorRuntimeCore>(env, *executor_, storage, std::move(core), std::move(on_unloaded));

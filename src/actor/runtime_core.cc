@@ -449,6 +449,10 @@ bool ActorRuntimeCore::AnswerOnLoop(const std::shared_ptr<Slot>& slot) {
       result.outcome = EventOutcome::kUnavailable;
       result.error = broken.ToString();
     } else if (!pending->system->commit->empty()) {
+      // Built outside the gate (outcomes, an operator's retry): the wake entry follows the
+      // outbox as the batch leaves it, judged here against the current state.
+      KeepOutboxWake(*slot->storage, *pending->system->commit, NowMs(), options_.message_wake_after_ms,
+                     options_.broken);
       slot->last_seq = slot->storage->Commit(std::move(*pending->system->commit));
     }
   } else {

@@ -26,6 +26,7 @@
 #include "actor/event_host.h"
 #include "actor/executor.h"
 #include "actor/idempotency.h"
+#include "actor/messages.h"
 #include "actor/storage.h"
 #include "actor/types.h"
 #include "base/broken_models.h"
@@ -118,6 +119,9 @@ struct RuntimeCoreOptions {
   // a system batch that put one back (RetryDead). The message delivery (routing/
   // message_delivery.h) then reads it with ReadOutbox. Unset: messages stay in outboxes.
   std::function<void(const ActorId&)> on_outbox;
+  // messages.wake_after_ms (MessageLimits): the wake time a system batch that fills an
+  // outbox (RetryDead) writes; a system batch that empties one deletes it (KeepOutboxWake).
+  std::int64_t message_wake_after_ms = MessageLimits{}.wake_after_ms;
   // answer-without-gate, input-gate-concurrent, idempotent-answer-not-in-batch,
   // message-before-durable, applied-record-not-in-batch and outbox-lost-on-restore switch here
   // (base/broken_models.h).

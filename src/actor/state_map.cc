@@ -1,5 +1,7 @@
 #include "actor/state_map.h"
 
+#include <algorithm>
+
 namespace wk::actor {
 
 bool InQuery(const ListQuery& q, std::string_view key) {
@@ -78,6 +80,34 @@ std::optional<std::string> StateMap::GetSystem(std::string_view key) const {
   auto it = system_.find(key);
   if (it == system_.end()) return std::nullopt;
   return it->second;
+}
+
+std::optional<std::int64_t> ParseWake(std::optional<std::string_view> value) {
+  if (!value || value->empty() || value->size() > 18) return std::nullopt;  // no overflow
+  std::int64_t ms = 0;
+  for (const char c : *value) {
+    if (c < '0' || c > '9') return std::nullopt;
+    ms = ms * 10 + (c - '0');
+  }
+  return ms;
+}
+
+std::string EncodeWake(std::int64_t wake_ms) { return std::to_string(std::max<std::int64_t>(0, wake_ms)); }
+
+std::optional<std::int64_t> IndexedTime(std::optional<std::int64_t> alarm, std::optional<std::int64_t> wake) {
+  if (!alarm) return wake;
+  if (!wake) return alarm;
+  return std::min(*alarm, *wake);
+}
+
+bool ChangesIndexedTime(const Batch& batch) {
+  if (batch.alarm.has_value()) return true;
+  return std::any_of(batch.system.begin(), batch.system.end(), [](const Mutation& m) { return m.key == kWakeKey; });
+}
+
+std::optional<std::int64_t> StateMap::indexed_time() const {
+  auto it = system_.find(kWakeKey);
+  return IndexedTime(alarm_, it == system_.end() ? std::nullopt : ParseWake(std::string_view(it->second)));
 }
 
 void StateMap::ListSystem(const ListQuery& q, const ListVisitor& visit) const { ListEntries(system_, q, visit); }

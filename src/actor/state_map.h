@@ -33,6 +33,8 @@ class StateMap {
   // Visits the entries of query in order (reverse if asked) until visit returns false.
   void List(const ListQuery& query, const ListVisitor& visit) const;
   std::optional<std::int64_t> alarm() const { return alarm_; }
+  // The earlier of the alarm and the wake entry's time (storage.h, kWakeKey).
+  std::optional<std::int64_t> indexed_time() const;
   // Keys plus values of the module's entries, in bytes (the system entries not counted).
   std::uint64_t bytes() const { return bytes_; }
   // What the entries, the system entries included, take in memory (EntryMemoryBytes

@@ -46,6 +46,24 @@ struct Batch {
   bool empty() const { return mutations.empty() && !alarm.has_value() && system.empty(); }
 };
 
+// The wake entry: a system entry holding a time (Unix ms, decimal) by which the actor must
+// be started even if nobody calls it, written by the runtime in the batch that makes it
+// needed (an outbox becoming non-empty: messages.h) and deleted in the batch that ends the
+// need. The alarm index keeps an entry for the actor's *indexed time*, the earlier of its
+// alarm and its wake time (docs/alarms.md, "The index"), so the scanners that start actors
+// whose alarm is due start an actor whose wake time passed in the same way; the alarm
+// event it then gets runs nothing unless its alarm is due. One definition, used by the
+// replica (what it reports to the index) and the executors (EventResult::indexed_after).
+inline constexpr std::string_view kWakeKey = "wake";
+// The wake time of a wake entry's value; nullopt for none or an unreadable one.
+std::optional<std::int64_t> ParseWake(std::optional<std::string_view> value);
+std::string EncodeWake(std::int64_t wake_ms);
+// The earlier of an alarm and a wake time (either may be absent).
+std::optional<std::int64_t> IndexedTime(std::optional<std::int64_t> alarm, std::optional<std::int64_t> wake);
+// Whether applying the batch may change the indexed time (it sets the alarm or touches the
+// wake entry).
+bool ChangesIndexedTime(const Batch& batch);
+
 struct ListQuery {
   // Range mode: start <= key < end (empty end: no upper bound). Prefix mode: keys starting
   // with `start`.
@@ -67,6 +85,11 @@ class ActorStorage {
   virtual std::optional<std::string> Get(std::string_view key) const = 0;
   virtual void List(const ListQuery& query, const ListVisitor& visit) const = 0;
   virtual std::optional<std::int64_t> Alarm() const = 0;
+  // The earlier of Alarm() and the wake entry's time (kWakeKey).
+  std::optional<std::int64_t> IndexedTime() const {
+    const std::optional<std::string> wake = GetSystem(kWakeKey);
+    return actor::IndexedTime(Alarm(), wake ? ParseWake(std::string_view(*wake)) : std::nullopt);
+  }
   // The runtime's own entries (Batch::system), apart from the module's, and their keys plus
   // values in bytes.
   virtual std::optional<std::string> GetSystem(std::string_view key) const = 0;

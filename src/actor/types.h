@@ -84,8 +84,11 @@ struct EventResult {
   // `alarm_fired` says whether the handler ran and succeeded, and `alarm_after` is the
   // actor's alarm once the event's batch was committed (nullopt: none), as durable as the
   // answer. An alarm that was not due (or absent) runs nothing: kOk, not fired.
+  // `indexed_after` is the indexed time then (the earlier of the alarm and the wake entry's
+  // time, storage.h): what the alarm index judges its entries against.
   bool alarm_fired = false;
   std::optional<std::int64_t> alarm_after;
+  std::optional<std::int64_t> indexed_after;
   // Requests with an Idempotency-Key (idempotency.h): the answer is the stored one of the
   // key's first use, not a new run ("1"; "body-omitted" when its body was too large to keep).
   std::string replayed;

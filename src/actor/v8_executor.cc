@@ -291,7 +291,7 @@ V8Executor::Ran V8Executor::Execute(engine::Worker& worker, Actor& actor, ActorS
         clear.alarm = std::optional<std::int64_t>();
         actor.last_seq = storage.Commit(std::move(clear));
       }
-      result.alarm_after = storage.Alarm();
+      SetAlarmAfter(result, storage);
       ran.event.wait_seq = actor.last_seq;
       ran.event.memory = MeasureMemory(actor, storage);
       return ran;
@@ -306,7 +306,7 @@ V8Executor::Ran V8Executor::Execute(engine::Worker& worker, Actor& actor, ActorS
   ctx.txn = &txn;
   ctx.now_ms = event.now_ms;
   // The messages the event sends join its final batch (actor/messages.h).
-  MessageSendBuffer outbox(storage, options_.messages);
+  MessageSendBuffer outbox(storage, options_.messages, options_.broken);
   ctx.self = &actor.id;
   ctx.outbox = &outbox;
   ctx.message = message;
@@ -422,7 +422,7 @@ V8Executor::Ran V8Executor::Execute(engine::Worker& worker, Actor& actor, ActorS
     clear.alarm = std::optional<std::int64_t>();
     actor.last_seq = storage.Commit(std::move(clear));
   }
-  if (!request && message == nullptr) result.alarm_after = storage.Alarm();
+  if (!request && message == nullptr) SetAlarmAfter(result, storage);
   ran.event.wait_seq = actor.last_seq;
   ran.event.memory = MeasureMemory(actor, storage);
   return ran;

@@ -328,15 +328,25 @@ AlarmService::Outcome AlarmService::Classify(const ActorId& actor, std::int64_t 
                                              std::int64_t started_ms, bool last_attempt) {
   switch (r.outcome) {
     case actor::EventOutcome::kOk:
-      // Released through the gate: r.alarm_after is durable. Entries of earlier holds for
-      // this time go if the state holds another (rule 2; the replica reports this hold's).
-      if (generation || !r.alarm_fired) deps_.index.AfterAlarmEvent(actor, due_ms, r.alarm_after);
+      // Released through the gate: r.indexed_after is durable. Entries of earlier holds for
+      // this time go if the state's indexed time is another (rule 2; the replica reports
+      // this hold's).
+      if (generation || !r.alarm_fired) deps_.index.AfterAlarmEvent(actor, due_ms, r.indexed_after);
       if (r.alarm_fired) {
         ++stats_.fired;
         stats_.late_seconds.Observe(Seconds(std::max<std::int64_t>(0, started_ms - due_ms)));
         return Outcome::kFired;
       }
-      if (r.alarm_after == std::optional<std::int64_t>(due_ms)) return Outcome::kNotDue;
+      if (r.indexed_after == std::optional<std::int64_t>(due_ms)) {
+        // Still indexed at this time. When that is the wake time of an actor that must be
+        // started (a pending outbox: actor/storage.h) its start did what was needed; an
+        // alarm behind it gets the owner's timer now, which the index's listener (told the
+        // indexed time) did not arm.
+        if (r.alarm_after && *r.alarm_after > due_ms && deps_.host.IsResident(actor)) {
+          OnIndexChange(actor, r.alarm_after, true);
+        }
+        return Outcome::kNotDue;
+      }
       ++stats_.stale;
       return Outcome::kStale;
     case actor::EventOutcome::kActorFailed:

@@ -37,6 +37,17 @@ class ScriptedHost final : public actor::EventHost {
     calls.push_back(Call{id, ToUnixMs(env_.WallNow()), event});
     if (run_for > Duration(0)) co_await env_.SleepFor(run_for);
     actor::EventResult r;
+    if (stateful) {
+      // As an executor judges it (actor/alarm_event.h): the alarm runs only when due; the
+      // wake time is never cleared by an alarm event.
+      if (alarm && *alarm <= ToUnixMs(env_.WallNow())) {
+        alarm.reset();
+        r.alarm_fired = true;
+      }
+      r.alarm_after = alarm;
+      r.indexed_after = actor::IndexedTime(alarm, wake);
+      co_return r;
+    }
     if (fail) {
       r.outcome = actor::EventOutcome::kActorFailed;
       r.alarm_after = event.last_attempt ? std::nullopt : alarm;
@@ -52,6 +63,9 @@ class ScriptedHost final : public actor::EventHost {
   std::set<ActorId> resident;
   bool fail = false;
   std::optional<std::int64_t> alarm;
+  // Set: the result follows alarm and wake as an actor's state would (and fail is ignored).
+  bool stateful = false;
+  std::optional<std::int64_t> wake;
   Duration run_for{0};  // how long each alarm event takes
 
  private:
@@ -104,6 +118,29 @@ TEST_F(AlarmServiceTest, TheOwnersTimerFiresAtTheAlarmsTimeAndNotBefore) {
   EXPECT_EQ(service_->stats().fired, 1u);
   world_.RunFor(seconds(10));
   EXPECT_EQ(host_.calls.size(), 1u) << "fired once";
+  index_.Closed(actor_, Generation{1}, std::nullopt);
+}
+
+// A wake time (a pending outbox: actor/messages.h) indexed before the alarm: its alarm event
+// runs nothing and ends, no loop follows, and the alarm behind it still fires at its own
+// time from the owner's timer (the index's listener was told only the earlier time).
+TEST_F(AlarmServiceTest, AWakeTimeRunsNothingAndTheAlarmBehindItStillFiresOnTime) {
+  host_.resident.insert(actor_);
+  host_.stateful = true;
+  host_.wake = kOrigin + 2000;
+  host_.alarm = kOrigin + 8000;
+  index_.Opened(actor_, Generation{1}, actor::IndexedTime(host_.alarm, host_.wake), [] { return true; });
+  world_.RunFor(seconds(3));
+  ASSERT_EQ(host_.calls.size(), 1u) << "the wake time's event";
+  EXPECT_EQ(service_->stats().fired, 0u);
+  world_.RunFor(milliseconds(4900));
+  EXPECT_EQ(host_.calls.size(), 1u) << "nothing more until the alarm's time";
+  world_.RunFor(milliseconds(200));
+  ASSERT_EQ(host_.calls.size(), 2u) << "the alarm behind the wake time fires from the owner's timer";
+  EXPECT_GE(host_.calls[1].at_ms, kOrigin + 8000);
+  EXPECT_EQ(service_->stats().fired, 1u);
+  world_.RunFor(seconds(10));
+  EXPECT_EQ(host_.calls.size(), 2u);
   index_.Closed(actor_, Generation{1}, std::nullopt);
 }
 

@@ -75,6 +75,7 @@ constexpr std::array<std::string_view, kModels> kNames = {
     "applied-record-not-in-batch",
     "outbox-lost-on-restore",
     "messages-out-of-order",
+    "outbox-never-wakes",
     "drain-accepts-before-check",
     "shard-rank-includes-drained",
     "alarm-wakes-quarantined",

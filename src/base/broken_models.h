@@ -110,6 +110,7 @@ enum class BrokenModel : std::uint8_t {
   kAppliedRecordNotInBatch,  // a receiver's applied record is committed apart, after the handler's answer is released
   kOutboxLostOnRestore,      // an actor restored with messages in its outbox never delivers them
   kMessagesOutOfOrder,       // one sender's messages to one receiver are delivered at once, not one after another
+  kOutboxNeverWakes,         // a pending outbox writes no wake entry: a sender whose node died waits for a caller
   // ---- Where features meet (docs/node-lease.md "Drain", docs/alarms.md, docs/security.md)
   kDrainAcceptsBeforeCheck,  // a starting node takes actors before its first read of control/drain/
   kShardRankIncludesDrained, // the alarm shards' ranking counts draining nodes (their shards go unscanned)

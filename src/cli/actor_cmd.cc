@@ -259,6 +259,11 @@ Task<int> ShowAlarm(ObjectStore* store, RealEnv* env, AlarmArgs a, ActorId actor
   auto restored = co_await replica::Restore(*env, *store, actor, Generation{UINT64_MAX - 1}, ro);
   if (!restored.ok()) co_return Fail(restored.status());
   const std::optional<std::int64_t> alarm = restored->state.alarm();
+  // The index keeps the indexed time: the alarm, or an outbox's wake time when earlier
+  // (docs/alarms.md, "The index"). An entry for another time is stale.
+  const std::optional<std::int64_t> indexed = restored->state.indexed_time();
+  const std::optional<std::int64_t> wake =
+      actor::ParseWake(restored->state.GetSystem(actor::kWakeKey).value_or(std::string()));
   auto owner = co_await store->Get(OwnerKey(actor), call);
   if (!owner.ok() && owner.code() != Code::kNotFound) co_return Fail(owner.status());
   std::optional<OwnerRecord> record;
@@ -287,6 +292,7 @@ Task<int> ShowAlarm(ObjectStore* store, RealEnv* env, AlarmArgs a, ActorId actor
   if (a.json) {
     nlohmann::json j = {{"actor", actor.ToString()}};
     j["alarm_ms"] = alarm ? nlohmann::json(*alarm) : nlohmann::json(nullptr);
+    j["wake_ms"] = wake ? nlohmann::json(*wake) : nlohmann::json(nullptr);
     if (record) {
       j["owner"] = {{"node", record->names_nobody() ? std::string() : record->node_id.str()},
                     {"generation", record->generation.value}};
@@ -296,7 +302,7 @@ Task<int> ShowAlarm(ObjectStore* store, RealEnv* env, AlarmArgs a, ActorId actor
     nlohmann::json list = nlohmann::json::array();
     for (const auto& e : entries) {
       list.push_back({{"due_ms", e.due_ms}, {"generation", e.generation.value}, {"batch", e.batch},
-                      {"key", alarms::EncodeEntryKey(e)}, {"stale", alarm != std::optional<std::int64_t>(e.due_ms)}});
+                      {"key", alarms::EncodeEntryKey(e)}, {"stale", indexed != std::optional<std::int64_t>(e.due_ms)}});
     }
     j["index_entries"] = list;
     j["index_listing_complete"] = !more;
@@ -312,6 +318,10 @@ Task<int> ShowAlarm(ObjectStore* store, RealEnv* env, AlarmArgs a, ActorId actor
   } else {
     std::printf("alarm     none\n");
   }
+  if (wake) {
+    std::printf("wake      %s (%lld ms since the epoch): its outbox has messages to deliver (docs/messages.md)\n",
+                UtcFromUnixMs(*wake).c_str(), static_cast<long long>(*wake));
+  }
   if (!record) {
     std::printf("held by   nobody (no ownership record yet)\n");
   } else if (record->names_nobody()) {
@@ -325,7 +335,7 @@ Task<int> ShowAlarm(ObjectStore* store, RealEnv* env, AlarmArgs a, ActorId actor
   for (const auto& e : entries) {
     std::printf("          due %lld, set by generation %llu batch %llu%s\n", static_cast<long long>(e.due_ms),
                 static_cast<unsigned long long>(e.generation.value), static_cast<unsigned long long>(e.batch),
-                alarm == std::optional<std::int64_t>(e.due_ms) ? "" : "  (stale: removed at its next delivery)");
+                indexed == std::optional<std::int64_t>(e.due_ms) ? "" : "  (stale: removed at its next delivery)");
   }
   co_return kExitOk;
 }

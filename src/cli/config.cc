@@ -261,7 +261,11 @@ Result<Config> LoadConfig(const std::string& path) {
         s = ReadMs(*table, section, "handed_recheck_ms", &config.alarms.handed_recheck);
       }
     } else if (section == "messages") {
-      s = CheckKeys(*table, section, {"first_retry_ms", "max_retry_ms", "max_attempts"});
+      s = CheckKeys(*table, section, {"first_retry_ms", "max_retry_ms", "max_attempts", "wake_after_ms"});
+      if (s.ok()) {
+        s = ReadUint(*table, section, "wake_after_ms", 0, actor::kMaxWakeAfterMs,
+                     &config.actors.messages.wake_after_ms);
+      }
       if (s.ok()) s = ReadMs(*table, section, "first_retry_ms", &config.messages.first_retry);
       if (s.ok()) s = ReadMs(*table, section, "max_retry_ms", &config.messages.max_retry);
       if (s.ok()) s = ReadUint(*table, section, "max_attempts", 1, 1000, &config.messages.max_attempts);

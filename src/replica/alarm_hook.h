@@ -1,6 +1,8 @@
 // AlarmIndexHook: what a replica tells the alarm index about its actor's alarm, so that the
 // index keeps its invariant: whenever the durable state holds alarm T, an entry (actor, T)
-// exists (docs/alarms.md, "The invariant, and the three rules that keep it"). Guarantees of
+// exists (docs/alarms.md, "The invariant, and the three rules that keep it"). "Alarm" here is
+// the state's indexed time (actor/storage.h: the alarm, or the wake entry's time when
+// earlier), so an actor that must be started is found like one whose alarm is due. Guarantees of
 // the replica's side: a batch setting the alarm is reported before any segment holding it is
 // sent, and waits for its entry; Durable(seq, alarm) only after every batch up to seq was
 // acknowledged through the valid hold's gate; Fenced only after the hold's fence was.

@@ -258,7 +258,7 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
     std::optional<std::int64_t> alarm;
     {
       std::lock_guard lock(mu);
-      alarm = state.alarm();
+      alarm = state.indexed_time();
     }
     alarms->Closed(actor, hold.generation, alarm);
   }
@@ -522,7 +522,7 @@ Task<Result<std::unique_ptr<Replica>>> Replica::Open(Deps deps, ActorId actor, H
     if (p.seq > 0) ++core->segments_since_snapshot;
   }
   core->bytes_since_snapshot = core->restored.bytes_since_base;
-  if (core->alarms != nullptr) core->alarms->Opened(actor, core->hold.generation, core->state.alarm(), core->hold.is_valid);
+  if (core->alarms != nullptr) core->alarms->Opened(actor, core->hold.generation, core->state.indexed_time(), core->hold.is_valid);
 
   // The fence: the first segment of this hold, naming the chain it restored.
   Segment fence;
@@ -601,7 +601,11 @@ std::uint64_t Replica::Commit(actor::Batch batch) {
     WK_CHECK(c.open_batches.empty() || c.open_batches.back().seq + 1 == seq,
              c.actor.ToString() + ": batch " + std::to_string(seq) + " committed after batch " +
                  std::to_string(c.open_batches.back().seq));
-    if (c.alarms != nullptr && batch.alarm.has_value()) c.alarm_commits.push_back(Core::AlarmChange{seq, c.state.alarm()});
+    // The index keeps the indexed time (the alarm or the wake entry's time, the earlier:
+    // actor/storage.h), so a batch touching either is an alarm change for it.
+    if (c.alarms != nullptr && actor::ChangesIndexedTime(batch)) {
+      c.alarm_commits.push_back(Core::AlarmChange{seq, c.state.indexed_time()});
+    }
     const std::size_t bytes = AppendBatch(batch, c.open_payload);
     c.open_batches.push_back(Core::OpenBatch{seq, bytes, !batch.system.empty()});
     kick = !c.kick_posted;
