@@ -141,6 +141,9 @@ class NativeActorHost final : public actor::EventHost {
   Task<Status> CommitSystem(ActorId id, actor::Batch batch) override {
     return core_->CommitSystem(std::move(id), std::move(batch));
   }
+  Task<Result<std::uint64_t>> ResolveDead(ActorId id, std::uint64_t seq, actor::DeadAction action) override {
+    return core_->ResolveDead(std::move(id), seq, action);
+  }
   void SetOutboxListener(std::function<void(const ActorId&)> fn) { core_->SetOutboxListener(std::move(fn)); }
   void Unload(const ActorId& id) override { core_->Unload(id); }
   void Warm(const ActorId& id) override { core_->Warm(id); }

@@ -27,6 +27,10 @@ namespace wk::actor {
 
 using ::wk::ActorId;
 
+// What an operator does with a dead message (docs/messages.md, "Dead messages"): send it
+// again (RetryDead) or drop it (DropDead).
+enum class DeadAction : std::uint8_t { kRetry, kDrop };
+
 class EventHost {
  public:
   virtual ~EventHost() = default;
@@ -67,13 +71,31 @@ class EventHost {
     (void)max;
     co_return NotFound("this host runs no messages");
   }
-  // Commits a batch of the runtime's own (OutboxDelivered, OutboxFailed, OutboxParked,
-  // RetryDead: actor/messages.h) for a resident actor, between its events; OK once durable.
+  // Commits a batch of the runtime's own (OutboxDelivered, OutboxFailed, OutboxParked:
+  // actor/messages.h) for a resident actor, between its events; OK once durable.
   // kNotFound: not resident here; kRetryable: not durable (the storage failed).
   virtual Task<Status> CommitSystem(ActorId id, Batch batch) {
     (void)id;
     (void)batch;
     co_return NotFound("this host runs no messages");
+  }
+  // An operator's retry or drop of the dead message `seq` of the actor `id`, starting the
+  // actor if it is not resident (as a request would: its class's current code; the caller
+  // routed it here, so this node holds it or may acquire it). The batch is built at the
+  // actor's input gate, between its events, from its state as of everything committed
+  // before (RetryDead or DropDead: actor/messages.h), committed there, and answered only once
+  // it is durable under a valid hold (the output gate). After a retry the actor's outbox is
+  // reported as for a durable event that sent messages, so its delivery resumes. Returns
+  // the retried message's new number, or `seq` for a drop. kNotFound: no such dead message
+  // (the message names the number), or no class deployed; kRetryable: the actor cannot run
+  // here now (nothing was committed); kUnknownOutcome: committed, but the output gate
+  // refused it (it may yet be durable: list the messages again); kFatal: its entry is
+  // damaged, or the host runs no messages.
+  virtual Task<Result<std::uint64_t>> ResolveDead(ActorId id, std::uint64_t seq, DeadAction action) {
+    (void)id;
+    (void)seq;
+    (void)action;
+    co_return Fatal("this host runs no messages");
   }
   // Asks an actor to leave memory as soon as it is idle. No effect if it is not resident.
   virtual void Unload(const ActorId& id) = 0;

@@ -210,12 +210,61 @@ Result<Batch> RetryDead(const ActorStorage& storage, std::uint64_t seq, std::int
   return b;
 }
 
+Result<Batch> DropDead(const ActorStorage& storage, std::uint64_t seq) {
+  if (!storage.GetSystem(DeadKey(seq))) return NotFound("no dead message " + std::to_string(seq));
+  Batch b;
+  b.system.push_back({Mutation::Kind::kDelete, DeadKey(seq), {}});
+  return b;
+}
+
+std::uint64_t LastSentSeq(const ActorStorage& storage) { return StoredSeq(storage, kSendSeqKey); }
+
 std::uint64_t AppliedSeq(const ActorStorage& storage, const ActorId& sender) {
   return StoredSeq(storage, AppliedKey(sender));
 }
 
 void RecordApplied(Batch& batch, const ActorId& sender, std::uint64_t seq) {
   batch.system.push_back({Mutation::Kind::kPut, AppliedKey(sender), std::to_string(seq)});
+}
+
+bool MessageListingBuilder::Visit(std::string_view key, std::string_view value) {
+  int kind = -1;
+  if (key.starts_with(kOutboxPrefix)) {
+    kind = 0;
+  } else if (key.starts_with(kDeadPrefix)) {
+    kind = 1;
+  } else if (key.starts_with(kAppliedPrefix)) {
+    kind = 2;
+  }
+  if (kind < 0) return true;  // msg-seq
+  if (counts_[kind] == max_) {
+    truncated_ = true;
+    return true;  // the other lists may still have room
+  }
+  ++counts_[kind];
+  raw_.emplace_back(key, value);
+  return true;
+}
+
+Result<MessageListing> MessageListingBuilder::Finish() && {
+  MessageListing out;
+  out.truncated = truncated_;
+  for (auto& [key, value] : raw_) {
+    if (key.starts_with(kAppliedPrefix)) {
+      auto seq = ParseSeq(value);
+      if (!seq) return Fatal("corrupt applied record " + key);
+      out.applied.emplace_back(key.substr(kAppliedPrefix.size()), *seq);
+      continue;
+    }
+    const bool outbox = key.starts_with(kOutboxPrefix);
+    const std::string_view prefix = outbox ? kOutboxPrefix : kDeadPrefix;
+    auto seq = ParseSeq(std::string_view(key).substr(prefix.size()));
+    if (!seq) return Fatal("corrupt message key " + key);
+    auto m = DecodeOutboxMessage(value);
+    if (!m.ok()) return Fatal(key + ": " + m.status().message());
+    (outbox ? out.outbox : out.dead).emplace_back(*seq, std::move(*m));
+  }
+  return out;
 }
 
 }  // namespace wk::actor

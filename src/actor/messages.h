@@ -123,10 +123,52 @@ Batch OutboxParked(std::uint64_t seq, const OutboxMessage& message);
 // taken for applied), behind the sender's other messages.
 // The wake entry is the committer's (KeepOutboxWake).
 Result<Batch> RetryDead(const ActorStorage& storage, std::uint64_t seq, std::int64_t now_ms);
+// An operator's drop of a dead message: its entry deleted, nothing sent. kNotFound naming
+// the number if the sender has no such dead message.
+Result<Batch> DropDead(const ActorStorage& storage, std::uint64_t seq);
+// The last sequence number the sender issued (msg-seq; 0: none yet): after a committed
+// RetryDead, the retried message's new number.
+std::uint64_t LastSentSeq(const ActorStorage& storage);
 
 // The highest number from `sender` this receiver applied (0: none).
 std::uint64_t AppliedSeq(const ActorStorage& storage, const ActorId& sender);
 // Records in the handler's batch that `seq` from `sender` is applied.
 void RecordApplied(Batch& batch, const ActorId& sender, std::uint64_t seq);
+
+// Everything an actor's state holds of messages (its msg-* system entries), as `wasmkeep
+// actor messages` and the node's GET .../messages show it (docs/messages.md, "Watching
+// it"): at most `max` entries of each list, `truncated` set when one had more.
+struct MessageListing {
+  std::vector<std::pair<std::uint64_t, OutboxMessage>> outbox;  // lowest numbers first
+  std::vector<std::pair<std::uint64_t, OutboxMessage>> dead;    // lowest numbers first
+  std::vector<std::pair<std::string, std::uint64_t>> applied;   // sender (tenant/class/name), highest applied
+  bool truncated = false;
+};
+// Collects a listing from visited system entries (ListMessages below).
+class MessageListingBuilder {
+ public:
+  explicit MessageListingBuilder(std::size_t max) : max_(max) {}
+  // A ListVisitor's body: copies what it keeps, never calls back into the storage.
+  bool Visit(std::string_view key, std::string_view value);
+  // kFatal naming the key for an entry that cannot be read (the actor's state is damaged).
+  Result<MessageListing> Finish() &&;
+
+ private:
+  std::size_t max_;
+  std::size_t counts_[3] = {0, 0, 0};
+  std::vector<std::pair<std::string, std::string>> raw_;
+  bool truncated_ = false;
+};
+// `state`: anything with ListSystem(ListQuery, ListVisitor) (an ActorStorage, a StateMap);
+// read under whatever lock its ListSystem takes.
+template <typename State>
+Result<MessageListing> ListMessages(const State& state, std::size_t max) {
+  MessageListingBuilder builder(max);
+  ListQuery q;
+  q.start = "msg-";
+  q.prefix = true;
+  state.ListSystem(q, [&builder](std::string_view key, std::string_view value) { return builder.Visit(key, value); });
+  return std::move(builder).Finish();
+}
 
 }  // namespace wk::actor

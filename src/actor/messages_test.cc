@@ -205,6 +205,77 @@ TEST(WakeEntryTest, TheCodecRefusesWhatIsNotATime) {
   EXPECT_EQ(IndexedTime(9, 7), 7);
 }
 
+// An operator's drop (docs/messages.md, "Dead messages"): only the dead entry goes; an
+// unknown number is NotFound naming it; the counter is untouched.
+TEST(OutboxTest, ADeadMessageIsDroppedAndAnUnknownOneIsNotFound) {
+  StateStorage storage;
+  MessageSendBuffer send(storage, MessageLimits{});
+  ASSERT_TRUE(send.Send(kSender, "bank/bob", "a", 0).ok());
+  ASSERT_TRUE(send.Send(kSender, "bank/carol", "b", 0).ok());
+  Batch b;
+  send.AddTo(b);
+  storage.Commit(std::move(b));
+  OutboxMessage parked = ListOutbox(storage, 10).value()[0].second;
+  parked.last_error = "no class acme/bank";
+  storage.Commit(OutboxParked(1, parked));
+  EXPECT_EQ(LastSentSeq(storage), 2u);
+  auto missing = DropDead(storage, 2);  // in the outbox, not dead
+  EXPECT_EQ(missing.code(), Code::kNotFound);
+  EXPECT_NE(missing.status().message().find("2"), std::string::npos) << missing.status().message();
+  auto drop = DropDead(storage, 1);
+  ASSERT_TRUE(drop.ok()) << drop.status().ToString();
+  ASSERT_EQ(drop->system.size(), 1u);
+  EXPECT_TRUE(drop->mutations.empty()) << "the module's entries are never touched";
+  storage.Commit(std::move(*drop));
+  EXPECT_TRUE(ListDead(storage, 10).value().empty());
+  ASSERT_EQ(ListOutbox(storage, 10).value().size(), 1u) << "the outbox is left as it was";
+  EXPECT_EQ(LastSentSeq(storage), 2u) << "a drop issues no number";
+  EXPECT_EQ(DropDead(storage, 1).code(), Code::kNotFound) << "dropped once only";
+  auto retry = RetryDead(storage, 1, 10);
+  EXPECT_EQ(retry.code(), Code::kNotFound) << "a dropped message cannot be sent again";
+}
+
+TEST(OutboxTest, TheListingHasTheOutboxTheDeadAndTheAppliedRecordsBoundedPerList) {
+  StateStorage storage;
+  MessageSendBuffer send(storage, MessageLimits{});
+  for (const char* body : {"1", "2", "3", "4"}) ASSERT_TRUE(send.Send(kSender, "bank/bob", body, 7).ok());
+  Batch b;
+  send.AddTo(b);
+  RecordApplied(b, ActorId{"acme", "bank", "bob"}, 9);
+  RecordApplied(b, ActorId{"acme", "bank", "carol"}, 3);
+  storage.Commit(std::move(b));
+  OutboxMessage parked = ListOutbox(storage, 10).value()[1].second;
+  parked.attempts = 8;
+  parked.last_error = "the handler returned 1";
+  storage.Commit(OutboxParked(2, parked));
+  auto all = ListMessages(storage, 10);
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  ASSERT_EQ(all->outbox.size(), 3u);
+  EXPECT_EQ(all->outbox[0].first, 1u);
+  EXPECT_EQ(all->outbox[2].first, 4u);
+  ASSERT_EQ(all->dead.size(), 1u);
+  EXPECT_EQ(all->dead[0].first, 2u);
+  EXPECT_EQ(all->dead[0].second.last_error, "the handler returned 1");
+  EXPECT_EQ(all->dead[0].second.attempts, 8u);
+  ASSERT_EQ(all->applied.size(), 2u);
+  EXPECT_EQ(all->applied[0], (std::pair<std::string, std::uint64_t>{"acme/bank/bob", 9}));
+  EXPECT_EQ(all->applied[1], (std::pair<std::string, std::uint64_t>{"acme/bank/carol", 3}));
+  EXPECT_FALSE(all->truncated);
+  auto two = ListMessages(storage, 2);
+  ASSERT_TRUE(two.ok());
+  EXPECT_EQ(two->outbox.size(), 2u);
+  EXPECT_EQ(two->dead.size(), 1u) << "each list has its own bound";
+  EXPECT_EQ(two->applied.size(), 2u);
+  EXPECT_TRUE(two->truncated);
+  // A damaged entry is an error naming it, not a silent gap.
+  Batch damage;
+  damage.system.push_back({Mutation::Kind::kPut, "msg-dead/00000000000000000005", "garbage"});
+  storage.Commit(std::move(damage));
+  auto damaged = ListMessages(storage, 10);
+  EXPECT_EQ(damaged.code(), Code::kFatal);
+  EXPECT_NE(damaged.status().message().find("msg-dead/00000000000000000005"), std::string::npos);
+}
+
 TEST(AppliedRecordTest, OneNumberPerSender) {
   StateStorage storage;
   EXPECT_EQ(AppliedSeq(storage, kSender), 0u);

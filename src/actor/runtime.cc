@@ -180,6 +180,10 @@ Task<Status> ActorRuntime::CommitSystem(ActorId id, Batch batch) {
   return core_->CommitSystem(std::move(id), std::move(batch));
 }
 
+Task<Result<std::uint64_t>> ActorRuntime::ResolveDead(ActorId id, std::uint64_t seq, DeadAction action) {
+  return core_->ResolveDead(std::move(id), seq, action);
+}
+
 void ActorRuntime::SetOutboxListener(std::function<void(const ActorId&)> fn) {
   core_->SetOutboxListener(std::move(fn));
 }

@@ -226,6 +226,8 @@ class ActorRuntime final : public EventHost {
   Task<EventResult> HandleMessage(ActorId id, IncomingMessage message) override;
   Task<Result<std::vector<std::pair<std::uint64_t, OutboxMessage>>>> ReadOutbox(ActorId id, std::size_t max) override;
   Task<Status> CommitSystem(ActorId id, Batch batch) override;
+  // An operator's retry or drop of a dead message (EventHost::ResolveDead).
+  Task<Result<std::uint64_t>> ResolveDead(ActorId id, std::uint64_t seq, DeadAction action) override;
   // ActorRuntimeCore::SetOutboxListener.
   void SetOutboxListener(std::function<void(const ActorId&)> fn);
 

@@ -29,9 +29,15 @@ std::string_view UnloadReasonName(UnloadReason r) {
 
 // A job the core does itself, between the actor's events (never on the executor).
 struct ActorRuntimeCore::SystemJob {
-  std::optional<Batch> commit;  // CommitSystem's batch; unset: ReadOutbox
+  std::optional<Batch> commit;  // CommitSystem's batch; unset (and no `resolve`): ReadOutbox
   std::size_t outbox_max = 0;
   Result<std::vector<std::pair<std::uint64_t, OutboxMessage>>> outbox = NotFound("not read");
+  // ResolveDead's: the dead message's number and what to do with it; its outcome (the
+  // retried message's new number, or the number dropped), and whether its batch was
+  // committed (then a refusal of the output gate leaves its outcome unknown).
+  std::optional<std::pair<std::uint64_t, DeadAction>> resolve;
+  Result<std::uint64_t> resolved = NotFound("not run");
+  bool committed = false;
 };
 
 struct ActorRuntimeCore::Pending {
@@ -232,12 +238,28 @@ Task<EventResult> ActorRuntimeCore::HandleMessage(ActorId id, IncomingMessage me
   co_return r;
 }
 
-Task<std::optional<EventResult>> ActorRuntimeCore::SubmitSystem(ActorId id, std::shared_ptr<SystemJob> job) {
-  auto it = actors_.find(id.ToString());
-  // A closing actor is leaving this node (hibernation, a drain, a move, quarantine): a job
-  // queued now would start it again here, so it counts as not resident.
-  if (shutting_down_ || it == actors_.end() || it->second->state == Slot::State::kClosing) co_return std::nullopt;
-  std::shared_ptr<Slot> slot = it->second;
+Task<std::optional<EventResult>> ActorRuntimeCore::SubmitSystem(ActorId id, std::shared_ptr<SystemJob> job,
+                                                                 bool start) {
+  std::string key = id.ToString();
+  auto it = actors_.find(key);
+  std::shared_ptr<Slot> slot;
+  if (start) {
+    // An operator's job: queued as an event is (a closing actor starts again after it
+    // closed), the actor started if it is not resident.
+    EventResult refused;
+    if (shutting_down_) {
+      refused.outcome = EventOutcome::kUnavailable;
+      refused.error = "the node is shutting down";
+      co_return refused;
+    }
+    slot = it == actors_.end() ? StartSlot(id, key, &refused) : it->second;
+    if (!slot) co_return refused;
+  } else {
+    // A closing actor is leaving this node (hibernation, a drain, a move, quarantine): a job
+    // queued now would start it again here, so it counts as not resident.
+    if (shutting_down_ || it == actors_.end() || it->second->state == Slot::State::kClosing) co_return std::nullopt;
+    slot = it->second;
+  }
   Latch<EventResult> done(env_, [] {
     EventResult r;
     r.outcome = EventOutcome::kUnavailable;
@@ -274,6 +296,60 @@ Task<Status> ActorRuntimeCore::CommitSystem(ActorId id, Batch batch) {
   co_return Status::Ok();
 }
 
+Task<Result<std::uint64_t>> ActorRuntimeCore::ResolveDead(ActorId id, std::uint64_t seq, DeadAction action) {
+  auto job = std::make_shared<SystemJob>();
+  job->resolve.emplace(seq, action);
+  const std::string name = id.ToString();
+  std::optional<EventResult> r = co_await SubmitSystem(std::move(id), job, true);
+  if (!r) co_return Retryable(name + " could not be started here");  // not reached: `start` answers
+  if (!r->ok()) {
+    if (r->outcome == EventOutcome::kNotFound) co_return NotFound(r->error);
+    if (job->committed) {
+      co_return UnknownOutcome("the change to " + name + " was committed but not released (it may or may not be " +
+                               "durable: list its messages again): " + r->error);
+    }
+    co_return Retryable(r->error);
+  }
+  co_return std::move(job->resolved);
+}
+
+std::shared_ptr<ActorRuntimeCore::Slot> ActorRuntimeCore::StartSlot(const ActorId& id, const std::string& key,
+                                                                     EventResult* refused) {
+  // A new actor runs its class's current code.
+  std::shared_ptr<ExecutorActor> exec = executor_.NewActor(id, key);
+  if (!exec && executor_.CodeDropped(id)) {
+    // Dropped to meet the budget between its load and this start: loaded again on a retry.
+    ++stats_.memory_refusals;
+    refused->outcome = EventOutcome::kOverloaded;
+    refused->error = fmt::format("the compiled module of class {}/{} was dropped to meet actors.memory_budget_bytes; "
+                                 "retry",
+                                 id.tenant, id.class_name);
+    return nullptr;
+  }
+  if (!exec) {
+    refused->outcome = EventOutcome::kNotFound;
+    refused->error = fmt::format("no class {}/{} is deployed", id.tenant, id.class_name);
+    return nullptr;
+  }
+  if (options_.memory_budget_bytes > 0 && MemoryBytes() > options_.memory_budget_bytes) {
+    // Admission: a new actor starts only if evicting idle ones brings the node back under
+    // its budget (they leave asynchronously; their bytes are subtracted here already).
+    const std::uint64_t projected = EnforceMemoryBudget();
+    if (projected > options_.memory_budget_bytes) {
+      ++stats_.memory_refusals;
+      refused->outcome = EventOutcome::kOverloaded;
+      refused->error = fmt::format(
+          "the node's memory budget is used up ({} bytes resident, actors.memory_budget_bytes = {}): {} cannot start "
+          "here now",
+          projected, options_.memory_budget_bytes, key);
+      return nullptr;
+    }
+  }
+  auto slot = NewSlot(id, key, std::move(exec));
+  env_.Spawn(Start(slot), "actor start " + key);
+  return slot;
+}
+
 Task<EventResult> ActorRuntimeCore::Submit(ActorId id, std::optional<Request> request, AlarmEvent alarm,
                                            std::optional<IdempotentRequest> idempotent,
                                            std::optional<IncomingMessage> message) {
@@ -287,38 +363,9 @@ Task<EventResult> ActorRuntimeCore::Submit(ActorId id, std::optional<Request> re
   auto it = actors_.find(key);
   std::shared_ptr<Slot> slot = it == actors_.end() ? nullptr : it->second;
   // A resident actor runs the code it started with; a new one its class's current code.
-  std::shared_ptr<ExecutorActor> exec = slot ? nullptr : executor_.NewActor(id, key);
-  if (!slot && !exec && executor_.CodeDropped(id)) {
-    // Dropped to meet the budget between its load and this start: loaded again on a retry.
-    ++stats_.memory_refusals;
-    refused.outcome = EventOutcome::kOverloaded;
-    refused.error = fmt::format("the compiled module of class {}/{} was dropped to meet actors.memory_budget_bytes; "
-                                "retry",
-                                id.tenant, id.class_name);
-    co_return refused;
-  }
-  if (!slot && !exec) {
-    refused.outcome = EventOutcome::kNotFound;
-    refused.error = fmt::format("no class {}/{} is deployed", id.tenant, id.class_name);
-    co_return refused;
-  }
-  if (!slot && options_.memory_budget_bytes > 0 && MemoryBytes() > options_.memory_budget_bytes) {
-    // Admission: a new actor starts only if evicting idle ones brings the node back under
-    // its budget (they leave asynchronously; their bytes are subtracted here already).
-    const std::uint64_t projected = EnforceMemoryBudget();
-    if (projected > options_.memory_budget_bytes) {
-      ++stats_.memory_refusals;
-      refused.outcome = EventOutcome::kOverloaded;
-      refused.error = fmt::format(
-          "the node's memory budget is used up ({} bytes resident, actors.memory_budget_bytes = {}): {} cannot start "
-          "here now",
-          projected, options_.memory_budget_bytes, key);
-      co_return refused;
-    }
-  }
   if (!slot) {
-    slot = NewSlot(id, key, std::move(exec));
-    env_.Spawn(Start(slot), "actor start " + key);
+    slot = StartSlot(id, key, &refused);
+    if (!slot) co_return refused;
   } else if (slot->queue.size() >= options_.limits.max_queued_events) {
     ++stats_.overloaded;
     refused.outcome = EventOutcome::kOverloaded;
@@ -444,13 +491,34 @@ bool ActorRuntimeCore::AnswerOnLoop(const std::shared_ptr<Slot>& slot) {
     // sender before): answered "applied" without running, through the output gate, since
     // the record may be in a batch not durable yet.
     result.message_duplicate = true;
+  } else if (pending->system->resolve) {
+    // An operator's retry or drop of a dead message, decided here at the input gate from
+    // the state as of everything committed before it.
+    SystemJob& job = *pending->system;
+    const auto [seq, action] = *job.resolve;
+    if (Status broken = slot->storage->failure(); !broken.ok()) {
+      result.outcome = EventOutcome::kUnavailable;
+      result.error = broken.ToString();
+    } else {
+      Result<Batch> batch =
+          action == DeadAction::kRetry ? RetryDead(*slot->storage, seq, NowMs()) : DropDead(*slot->storage, seq);
+      if (!batch.ok()) {
+        job.resolved = batch.status();
+      } else {
+        // A retry fills the outbox again: its wake entry with it (KeepOutboxWake).
+        KeepOutboxWake(*slot->storage, *batch, NowMs(), options_.message_wake_after_ms, options_.broken);
+        slot->last_seq = slot->storage->Commit(std::move(*batch));
+        job.committed = true;
+        job.resolved = action == DeadAction::kRetry ? LastSentSeq(*slot->storage) : seq;
+      }
+    }
   } else if (pending->system->commit) {
     if (Status broken = slot->storage->failure(); !broken.ok()) {
       result.outcome = EventOutcome::kUnavailable;
       result.error = broken.ToString();
     } else if (!pending->system->commit->empty()) {
-      // Built outside the gate (outcomes, an operator's retry): the wake entry follows the
-      // outbox as the batch leaves it, judged here against the current state.
+      // Built outside the gate (the delivery's outcomes): the wake entry follows the outbox
+      // as the batch leaves it, judged here against the current state.
       KeepOutboxWake(*slot->storage, *pending->system->commit, NowMs(), options_.message_wake_after_ms,
                      options_.broken);
       slot->last_seq = slot->storage->Commit(std::move(*pending->system->commit));
@@ -573,6 +641,13 @@ void ActorRuntimeCore::Deliver(const std::shared_ptr<Slot>& slot, const std::sha
                    durable.ToString();
   }
   if (pending->system) {
+    const SystemJob& job = *pending->system;
+    if (result.ok() && job.committed && job.resolve && job.resolve->second == DeadAction::kRetry && options_.on_outbox) {
+      // An operator's retry is durable now: the message is back in the outbox, and this
+      // holder delivers it.
+      slot->outbox_pending = true;
+      options_.on_outbox(slot->id);
+    }
     pending->done.Set(std::move(result));
     AfterProgress(slot);
     return;

@@ -115,9 +115,10 @@ struct RuntimeCoreOptions {
   std::uint64_t idempotency_max_answer_bytes = 64 * 1024;
   std::uint64_t idempotency_max_bytes = 1 << 20;  // one actor's records together
   // A resident actor's outbox has messages to deliver (docs/messages.md): called once an
-  // event that sent some is durable, when an actor starts with a non-empty outbox, and after
-  // a system batch that put one back (RetryDead). The message delivery (routing/
-  // message_delivery.h) then reads it with ReadOutbox. Unset: messages stay in outboxes.
+  // event that sent some is durable, when an actor starts with a non-empty outbox, and once
+  // an operator's retry of a dead message is durable (ResolveDead). The message delivery
+  // (routing/message_delivery.h) then reads it with ReadOutbox. Unset: messages stay in
+  // outboxes.
   std::function<void(const ActorId&)> on_outbox;
   // messages.wake_after_ms (MessageLimits): the wake time a system batch that fills an
   // outbox (RetryDead) writes; a system batch that empties one deletes it (KeepOutboxWake).
@@ -150,6 +151,7 @@ class ActorRuntimeCore final : public EventHost {
   Task<EventResult> HandleMessage(ActorId id, IncomingMessage message) override;
   Task<Result<std::vector<std::pair<std::uint64_t, OutboxMessage>>>> ReadOutbox(ActorId id, std::size_t max) override;
   Task<Status> CommitSystem(ActorId id, Batch batch) override;
+  Task<Result<std::uint64_t>> ResolveDead(ActorId id, std::uint64_t seq, DeadAction action) override;
   void Unload(const ActorId& id) override;
   void Warm(const ActorId& id) override;
   bool IsResident(const ActorId& id) const override;
@@ -182,10 +184,16 @@ class ActorRuntimeCore final : public EventHost {
   Task<EventResult> Submit(ActorId id, std::optional<Request> request, AlarmEvent alarm,
                            std::optional<IdempotentRequest> idempotent = std::nullopt,
                            std::optional<IncomingMessage> message = std::nullopt);
-  // Queues a job the core does itself between the actor's events (ReadOutbox, CommitSystem)
-  // on a resident actor; nullopt if it is not resident (or shutting down).
+  // Queues a job the core does itself between the actor's events (ReadOutbox, CommitSystem,
+  // ResolveDead). Without `start`, on a resident actor only: nullopt if it is not resident
+  // (or closing, or shutting down). With `start` (an operator's job), the actor is started
+  // as for an event if it is not resident (a refusal is the answer then).
   struct SystemJob;
-  Task<std::optional<EventResult>> SubmitSystem(ActorId id, std::shared_ptr<SystemJob> job);
+  Task<std::optional<EventResult>> SubmitSystem(ActorId id, std::shared_ptr<SystemJob> job, bool start = false);
+  // A new slot for an actor that is not resident, its start begun (its class's current
+  // code; admitted under the memory budget, idle actors evicted first), or nullptr with
+  // *refused set (no class, its code dropped, the budget used up).
+  std::shared_ptr<Slot> StartSlot(const ActorId& id, const std::string& key, EventResult* refused);
   // The next queued entry is one the core answers without running the actor (a system job,
   // a message its applied record covers): answered through the output gate, true returned.
   bool AnswerOnLoop(const std::shared_ptr<Slot>& slot);

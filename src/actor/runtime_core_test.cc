@@ -126,6 +126,30 @@ class RuntimeCoreTest : public ::testing::Test {
     EventResult r = co_await std::move(task);
     answers_[tag] = std::move(r);
   }
+  // An operator's retry or drop (EventHost::ResolveDead); its answer lands in resolved_[tag].
+  void Resolve(const ActorId& id, std::uint64_t seq, DeadAction action, const std::string& tag) {
+    env_.Spawn(CaptureResolved(core_->ResolveDead(id, seq, action), tag), "resolve");
+  }
+  Task<void> CaptureResolved(Task<Result<std::uint64_t>> task, std::string tag) {
+    Result<std::uint64_t> r = co_await std::move(task);
+    resolved_.insert_or_assign(tag, std::move(r));
+  }
+  // Commits a system batch for a resident actor (as the message delivery does).
+  Status CommitNow(const ActorId& id, Batch batch) {
+    std::optional<Status> out;
+    env_.Spawn([](ActorRuntimeCore* core, ActorId id, Batch b, std::optional<Status>* out) -> Task<void> {
+      out->emplace(co_await core->CommitSystem(std::move(id), std::move(b)));
+    }(core_.get(), id, std::move(batch), &out), "commit");
+    world_.RunFor(std::chrono::milliseconds(10));
+    return out.value_or(Retryable("no answer"));
+  }
+  std::vector<std::pair<std::uint64_t, OutboxMessage>> Listed(const ActorId& id, bool dead) {
+    auto state = storage_.State(id);
+    if (!state) return {};
+    auto all = ListMessages(state->map, 100);
+    EXPECT_TRUE(all.ok()) << all.status().ToString();
+    return all.ok() ? (dead ? all->dead : all->outbox) : std::vector<std::pair<std::uint64_t, OutboxMessage>>{};
+  }
 
   SimWorld world_{1};
   SimEnv env_{world_, FromUnixMs(1'000'000)};
@@ -133,6 +157,7 @@ class RuntimeCoreTest : public ::testing::Test {
   MemStorageProvider storage_;
   std::unique_ptr<ActorRuntimeCore> core_;
   std::map<std::string, EventResult> answers_;
+  std::map<std::string, Result<std::uint64_t>> resolved_;
   std::vector<std::pair<std::string, UnloadReason>> unloads_;
 };
 
@@ -212,6 +237,111 @@ TEST_F(RuntimeCoreTest, AnOutboxIsReportedReadAndSettledBetweenEventsAndKeepsIts
   ASSERT_TRUE(read.has_value());
   EXPECT_EQ(read->code(), Code::kNotFound);
   EXPECT_TRUE(executor_.runs.empty()) << "reads and settlements never run the actor";
+}
+
+// An operator's retry or drop of a dead message (EventHost::ResolveDead, docs/messages.md
+// "Dead messages"): the actor is started for it if it is not resident; the batch is built at
+// the input gate, after the event ahead of it, from the state that event left; a retry is
+// reported to the delivery once durable, a drop is not; an unknown number is NotFound.
+TEST_F(RuntimeCoreTest, AnOperatorRetriesOrDropsADeadMessageAtTheInputGate) {
+  std::vector<std::string> kicked;
+  RuntimeCoreOptions options;
+  options.on_outbox = [&kicked](const ActorId& id) { kicked.push_back(id.name); };
+  Make(options);
+  const ActorId a{"t", "c", "a"};
+  Send("a", "1");
+  world_.RunFor(std::chrono::milliseconds(10));
+  executor_.FinishSending(a, "b");  // message 1 to t/c/b
+  world_.RunFor(std::chrono::milliseconds(10));
+  ASSERT_TRUE(answers_["1"].ok());
+  OutboxMessage parked = Listed(a, false).at(0).second;
+  parked.last_error = "no class t/c";
+  ASSERT_TRUE(CommitNow(a, OutboxParked(1, parked)).ok());
+  ASSERT_EQ(Listed(a, true).size(), 1u);
+  kicked.clear();
+
+  // Not resident: started for the job; an unknown number is NotFound naming it.
+  core_->Unload(a);
+  world_.RunFor(std::chrono::milliseconds(10));
+  ASSERT_FALSE(core_->IsResident(a));
+  Resolve(a, 7, DeadAction::kRetry, "unknown");
+  world_.RunFor(std::chrono::milliseconds(10));
+  ASSERT_TRUE(resolved_.contains("unknown"));
+  EXPECT_EQ(resolved_.at("unknown").code(), Code::kNotFound);
+  EXPECT_NE(resolved_.at("unknown").status().message().find("7"), std::string::npos);
+  EXPECT_TRUE(core_->IsResident(a)) << "started for the operator's job";
+  EXPECT_TRUE(kicked.empty());
+
+  // Behind an event that is running: the job waits for it, and sees its message (number 2),
+  // so the retried one gets number 3, behind it.
+  Send("a", "2");
+  world_.RunFor(std::chrono::milliseconds(10));
+  ASSERT_EQ(executor_.runs.size(), 1u);
+  Resolve(a, 1, DeadAction::kRetry, "retry");
+  world_.RunFor(std::chrono::milliseconds(10));
+  EXPECT_FALSE(resolved_.contains("retry")) << "answered while an event of the actor ran";
+  executor_.FinishSending(a, "c");
+  world_.RunFor(std::chrono::milliseconds(10));
+  ASSERT_TRUE(resolved_.contains("retry"));
+  ASSERT_TRUE(resolved_.at("retry").ok()) << resolved_.at("retry").status().ToString();
+  EXPECT_EQ(*resolved_.at("retry"), 3u);
+  EXPECT_EQ(kicked, (std::vector<std::string>{"a", "a"})) << "the event's message, then the retried one";
+  auto outbox = Listed(a, false);
+  ASSERT_EQ(outbox.size(), 2u);
+  EXPECT_EQ(outbox[1].first, 3u);
+  EXPECT_EQ(outbox[1].second.to.name, "b");
+  EXPECT_EQ(outbox[1].second.attempts, 0u);
+  EXPECT_TRUE(outbox[1].second.last_error.empty());
+  EXPECT_TRUE(Listed(a, true).empty());
+  Resolve(a, 1, DeadAction::kRetry, "twice");
+  world_.RunFor(std::chrono::milliseconds(10));
+  EXPECT_EQ(resolved_.at("twice").code(), Code::kNotFound) << "retried once only";
+
+  // A drop: the entry goes, nothing is reported to the delivery.
+  parked = outbox[1].second;
+  ASSERT_TRUE(CommitNow(a, OutboxParked(3, parked)).ok());
+  kicked.clear();
+  Resolve(a, 3, DeadAction::kDrop, "drop");
+  world_.RunFor(std::chrono::milliseconds(10));
+  ASSERT_TRUE(resolved_.at("drop").ok()) << resolved_.at("drop").status().ToString();
+  EXPECT_EQ(*resolved_.at("drop"), 3u);
+  EXPECT_TRUE(Listed(a, true).empty());
+  EXPECT_EQ(Listed(a, false).size(), 1u) << "message 2 is left to deliver";
+  EXPECT_TRUE(kicked.empty());
+  EXPECT_TRUE(executor_.runs.empty()) << "an operator's job never runs the actor's code";
+}
+
+// The output gate: a retry whose batch could not be made durable is not answered as done
+// (its outcome is unknown), not reported to the delivery, and the restored actor still has
+// the message dead.
+TEST_F(RuntimeCoreTest, ARetryIsAnsweredAndDeliveredOnlyOnceDurable) {
+  std::vector<std::string> kicked;
+  RuntimeCoreOptions options;
+  options.on_outbox = [&kicked](const ActorId& id) { kicked.push_back(id.name); };
+  Make(options);
+  const ActorId a{"t", "c", "a"};
+  Send("a", "1");
+  world_.RunFor(std::chrono::milliseconds(10));
+  executor_.FinishSending(a, "b");
+  world_.RunFor(std::chrono::milliseconds(10));
+  OutboxMessage parked = Listed(a, false).at(0).second;
+  ASSERT_TRUE(CommitNow(a, OutboxParked(1, parked)).ok());
+  kicked.clear();
+  storage_.FailDurability(true);
+  Resolve(a, 1, DeadAction::kRetry, "lost");
+  world_.RunFor(std::chrono::milliseconds(10));
+  storage_.FailDurability(false);
+  ASSERT_TRUE(resolved_.contains("lost"));
+  EXPECT_EQ(resolved_.at("lost").code(), Code::kUnknownOutcome) << resolved_.at("lost").status().ToString();
+  EXPECT_TRUE(kicked.empty()) << "delivery started before the retry was durable";
+  EXPECT_EQ(Listed(a, true).size(), 1u) << "the durable state still has it dead";
+  EXPECT_TRUE(Listed(a, false).empty());
+  world_.RunFor(std::chrono::milliseconds(10));  // the failed storage is closed
+  Resolve(a, 1, DeadAction::kRetry, "again");
+  world_.RunFor(std::chrono::milliseconds(10));
+  ASSERT_TRUE(resolved_.at("again").ok()) << resolved_.at("again").status().ToString();
+  EXPECT_EQ(*resolved_.at("again"), 2u);
+  EXPECT_EQ(kicked, std::vector<std::string>{"a"});
 }
 
 TEST_F(RuntimeCoreTest, TheInputGateRunsOneEventOfAnActorAtATimeInArrivalOrder) {

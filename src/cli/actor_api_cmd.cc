@@ -14,7 +14,7 @@
 namespace wk::cli {
 namespace {
 
-enum class ApiOp : std::uint8_t { kList, kInspect, kDelete };
+enum class ApiOp : std::uint8_t { kList, kInspect, kDelete, kRetryDead, kDropDead };
 
 struct ApiArgs {
   std::string target;  // TENANT/CLASS or TENANT/CLASS/NAME
@@ -28,6 +28,7 @@ struct ApiArgs {
   bool hex = false;
   bool text = false;
   int max_value_bytes = -1;
+  std::uint64_t seq = 0;  // kRetryDead, kDropDead: the dead message
 };
 
 std::string HexOf(std::string_view bytes) {
@@ -219,6 +220,28 @@ Task<int> Delete(Api api, ApiArgs a) {
   co_return kExitOk;
 }
 
+// `actor messages T/C/N --retry SEQ | --drop SEQ`: the node that holds the actor (this one,
+// or the one it forwards to) makes the change at the actor's input gate.
+Task<int> ResolveDead(Api api, ApiArgs a, bool retry) {
+  const auto last = a.target.rfind('/');
+  std::string target = "/v1/classes/" + a.target.substr(0, last) + "/actors/" + a.target.substr(last + 1) +
+                       "/messages/dead/" + std::to_string(a.seq);
+  if (retry) target += "/retry";
+  auto got = co_await api.Send(retry ? boost::beast::http::verb::post : boost::beast::http::verb::delete_, target);
+  if (std::holds_alternative<int>(got)) co_return std::get<int>(got);
+  const nlohmann::json& r = std::get<nlohmann::json>(got);
+  if (a.json) {
+    std::printf("%s\n", r.dump(2).c_str());
+  } else if (retry) {
+    std::printf("dead message %s of %s sent again as message %s (node %s)\n", Str(r, "seq").c_str(),
+                Str(r, "actor").c_str(), Str(r, "retried_as").c_str(), Str(r, "node").c_str());
+  } else {
+    std::printf("dead message %s of %s dropped (node %s)\n", Str(r, "seq").c_str(), Str(r, "actor").c_str(),
+                Str(r, "node").c_str());
+  }
+  co_return kExitOk;
+}
+
 int RunApi(const GlobalOptions& g, ApiArgs a, ApiOp op) {
   // The name first: a typo costs no request.
   const int parts_wanted = op == ApiOp::kList ? 2 : 3;
@@ -232,6 +255,9 @@ int RunApi(const GlobalOptions& g, ApiArgs a, ApiOp op) {
     }
   }
   if (a.hex && a.text) return Fail(InvalidArgument("--hex and --text exclude each other"));
+  if ((op == ApiOp::kRetryDead || op == ApiOp::kDropDead) && a.seq == 0) {
+    return Fail(InvalidArgument("a dead message's number is a whole number from 1 (as `actor messages` lists it)"));
+  }
   auto config = LoadConfigFromOptions(g);
   if (!config.ok()) return Fail(config.status());
   auto call = CallOptionsFrom(g);
@@ -266,6 +292,8 @@ int RunApi(const GlobalOptions& g, ApiArgs a, ApiOp op) {
     case ApiOp::kList: code = env.RunMain(List(api, a)); break;
     case ApiOp::kInspect: code = env.RunMain(Inspect(api, a)); break;
     case ApiOp::kDelete: code = env.RunMain(Delete(api, a)); break;
+    case ApiOp::kRetryDead: code = env.RunMain(ResolveDead(api, a, true)); break;
+    case ApiOp::kDropDead: code = env.RunMain(ResolveDead(api, a, false)); break;
   }
   (*client)->Shutdown();
   return code;
@@ -309,6 +337,16 @@ void AddActorApiCommands(CLI::App& actor, const GlobalOptions& globals, int* res
   d->add_option("actor", del->target, "TENANT/CLASS/NAME")->required();
   CommonOptions(d, del.get());
   d->callback([&globals, del, result] { *result = RunApi(globals, *del, ApiOp::kDelete); });
+}
+
+int RunDeadMessage(const GlobalOptions& globals, const DeadMessageArgs& args) {
+  ApiArgs a;
+  a.target = args.actor;
+  a.token = args.token;
+  a.node = args.node;
+  a.json = args.json;
+  a.seq = args.seq;
+  return RunApi(globals, std::move(a), args.retry ? ApiOp::kRetryDead : ApiOp::kDropDead);
 }
 
 }  // namespace wk::cli

@@ -6,16 +6,22 @@
 //   wasmkeep actor inspect TENANT/CLASS/NAME [--prefix P] [--after KEY] [--limit N] [--all]
 //                                            [--hex | --text] [--max-value-bytes N] [--json]
 //   wasmkeep actor delete TENANT/CLASS/NAME
+//   wasmkeep actor messages TENANT/CLASS/NAME --retry SEQ | --drop SEQ   (RunDeadMessage)
 //   common: [--token TOKEN (env WASMKEEP_TOKEN)] [--node HOST:PORT]
 //
 // They go through a node, not the bucket, because a node is what may act: the inspector
-// reads a resident actor from its owner, and a deletion acquires the actor through the
-// ownership protocol first (docs/console.md). Exit codes as `call` and every command
+// reads a resident actor from its owner, a deletion acquires the actor through the
+// ownership protocol first (docs/console.md), and a dead message is sent again or dropped
+// by the node holding its sender, at the sender's input gate (docs/messages.md, "Dead
+// messages"): only an actor's owner writes its state. Exit codes as `call` and every command
 // (cli/common.h): 0 ok, 2 refused (400, 401, 403), 3 conflict (409), 4 not found, 1 any
 // other failure. Documented in docs/cli.md.
 #pragma once
 
 #include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <string>
 
 #include "cli/common.h"
 
@@ -23,5 +29,18 @@ namespace wk::cli {
 
 // Adds list, inspect and delete under `actor`.
 void AddActorApiCommands(CLI::App& actor, const GlobalOptions& globals, int* result);
+
+// `actor messages TENANT/CLASS/NAME --retry SEQ | --drop SEQ`: asks a node to send the dead
+// message SEQ again (under a new number, printed) or to drop it. Exactly one of retry and
+// drop is set (a number from 1).
+struct DeadMessageArgs {
+  std::string actor;
+  std::uint64_t seq = 0;
+  bool retry = false;  // else drop
+  std::string token;
+  std::string node;
+  bool json = false;
+};
+int RunDeadMessage(const GlobalOptions& globals, const DeadMessageArgs& args);
 
 }  // namespace wk::cli

@@ -363,10 +363,16 @@ int RunAlarm(const GlobalOptions& g, const AlarmArgs& a) {
 }
 
 // `actor messages`: the outbox, the dead messages and the applied records in the actor's
-// durable state (docs/messages.md), read from the bucket without acquiring anything.
+// durable state (docs/messages.md), read from the bucket without acquiring anything. With
+// --retry or --drop, a dead message is sent again or dropped through a node instead
+// (cli/actor_api_cmd.h: only the node holding the actor writes its state).
 struct MessagesArgs {
   std::string actor;
   bool json = false;
+  std::uint64_t retry = 0;
+  std::uint64_t drop = 0;
+  std::string token;
+  std::string node;
 };
 
 Task<int> ShowMessages(ObjectStore* store, RealEnv* env, MessagesArgs a, ActorId actor, CallOptions call) {
@@ -375,30 +381,17 @@ Task<int> ShowMessages(ObjectStore* store, RealEnv* env, MessagesArgs a, ActorId
   ro.list_timeout = call.timeout;
   auto restored = co_await replica::Restore(*env, *store, actor, Generation{UINT64_MAX - 1}, ro);
   if (!restored.ok()) co_return Fail(restored.status());
-  const actor::StateMap& state = restored->state;
-  std::vector<std::pair<std::string, std::string>> raw;
-  actor::ListQuery q;
-  q.start = "msg-";
-  q.prefix = true;
-  state.ListSystem(q, [&raw](std::string_view k, std::string_view v) {
-    raw.emplace_back(k, v);
-    return true;
-  });
+  auto listing = actor::ListMessages(restored->state, SIZE_MAX);
+  if (!listing.ok()) co_return Fail(listing.status());
   nlohmann::json outbox = nlohmann::json::array(), dead = nlohmann::json::array(), applied = nlohmann::json::array();
-  for (const auto& [key, value] : raw) {
-    const bool out = key.starts_with(actor::kOutboxPrefix);
-    if (out || key.starts_with(actor::kDeadPrefix)) {
-      auto m = actor::DecodeOutboxMessage(value);
-      if (!m.ok()) co_return Fail(Fatal(key + ": " + m.status().message()));
-      const std::string seq = key.substr(out ? actor::kOutboxPrefix.size() : actor::kDeadPrefix.size());
-      nlohmann::json e = {{"seq", std::stoull(seq)},   {"to", m->to.ToString()},         {"bytes", m->body.size()},
-                          {"sent_ms", m->sent_ms},     {"attempts", m->attempts},         {"next_try_ms", m->next_try_ms},
-                          {"last_error", m->last_error}};
-      (out ? outbox : dead).push_back(std::move(e));
-    } else if (key.starts_with(actor::kAppliedPrefix)) {
-      applied.push_back({{"from", key.substr(actor::kAppliedPrefix.size())}, {"seq", std::stoull(value)}});
+  for (const auto& [list, out] : {std::pair{&listing->outbox, &outbox}, std::pair{&listing->dead, &dead}}) {
+    for (const auto& [seq, m] : *list) {
+      out->push_back({{"seq", seq},          {"to", m.to.ToString()},   {"bytes", m.body.size()},
+                      {"sent_ms", m.sent_ms}, {"attempts", m.attempts}, {"next_try_ms", m.next_try_ms},
+                      {"last_error", m.last_error}});
     }
   }
+  for (const auto& [from, seq] : listing->applied) applied.push_back({{"from", from}, {"seq", seq}});
   if (a.json) {
     nlohmann::json j = {{"actor", actor.ToString()}, {"outbox", outbox}, {"dead", dead}, {"applied", applied}};
     std::printf("%s\n", j.dump(2).c_str());
@@ -469,10 +462,34 @@ void AddActorCommand(CLI::App& app, const GlobalOptions& globals, int* result) {
   // Messages between actors (docs/messages.md).
   auto messages = std::make_shared<MessagesArgs>();
   CLI::App* ms = actor->add_subcommand(
-      "messages", "Print an actor's messages to deliver, its dead messages and what it applied (its durable state)");
+      "messages",
+      "Print an actor's messages to deliver, its dead messages and what it applied (its durable state); with "
+      "--retry SEQ or --drop SEQ, send a dead message again or drop it (through a node)");
   ms->add_option("actor", messages->actor, "TENANT/CLASS/NAME")->required();
   ms->add_flag("--json", messages->json, "Print JSON");
-  ms->callback([&globals, messages, result] { *result = RunMessages(globals, *messages); });
+  CLI::Option* retry = ms->add_option("--retry", messages->retry,
+                                      "Send the dead message SEQ again (through a node; it gets a new number)");
+  CLI::Option* drop = ms->add_option("--drop", messages->drop, "Drop the dead message SEQ (through a node)");
+  retry->excludes(drop);
+  ms->add_option("--token", messages->token,
+                 "With --retry or --drop: a tenant's token (its own actors) or an operator's (default: WASMKEEP_TOKEN)");
+  ms->add_option("--node", messages->node,
+                 "With --retry or --drop: the node, HOST:PORT or http(s)://HOST:PORT (default: the config's "
+                 "node.listen, else 127.0.0.1:8080)");
+  ms->callback([&globals, messages, result, retry, drop] {
+    if (retry->count() == 0 && drop->count() == 0) {
+      *result = RunMessages(globals, *messages);
+      return;
+    }
+    DeadMessageArgs d;
+    d.actor = messages->actor;
+    d.retry = retry->count() > 0;
+    d.seq = d.retry ? messages->retry : messages->drop;
+    d.token = messages->token;
+    d.node = messages->node;
+    d.json = messages->json;
+    *result = RunDeadMessage(globals, d);
+  });
 
   // Listing, inspecting and deleting actors through a node (cli/actor_api_cmd.h).
   AddActorApiCommands(*actor, globals, result);

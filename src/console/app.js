@@ -601,6 +601,71 @@ async function inspect(fresh) {
   } catch (e) {
     tbody.replaceChildren(el("tr", {}, el("td", {colSpan: 3, class: "error", text: e.message})));
   }
+  if (fresh) {
+    $("#messages-note").textContent = "";
+    await loadMessages();
+  }
+}
+
+// The inspected actor's messages (docs/messages.md): to deliver, dead (with their last
+// error, and Retry / Drop), and per sender the highest number it applied. Read where its
+// keys are read (its owner, else the bucket); a retry or drop is made by the node holding
+// the actor, which answers once the change is durable.
+function messagesPath(s) {
+  return `/v1/classes/${s.tenant}/${s.cls}/actors/${encodeURIComponent(s.name)}/messages`;
+}
+
+async function loadMessages() {
+  const s = state.inspect;
+  if (!s) return;
+  const tbody = $("#messages tbody");
+  try {
+    const r = await api(messagesPath(s));
+    if (state.inspect !== s) return;  // another actor was picked meanwhile
+    tbody.replaceChildren();
+    const row = (kind, badgeText, seq, who, cells, actions) => tbody.append(el("tr", {"data-kind": kind, "data-seq": String(seq)},
+      el("td", {}, badge(badgeText, kind)), el("td", {class: "num", text: String(seq)}), el("td", {text: who}), ...cells,
+      el("td", {class: "actions"}, ...(actions || []))));
+    for (const m of r.outbox) {
+      row("outbox", "to deliver", m.seq, m.to, [el("td", {class: "num", text: bytes(m.bytes)}),
+        el("td", {class: "num", text: String(m.attempts)}), el("td", {text: m.last_error || "–"})]);
+    }
+    for (const m of r.dead) {
+      const retry = el("button", {type: "button", class: "retry", text: "Retry"});
+      retry.addEventListener("click", () => resolveDead(s, m.seq, true));
+      const drop = el("button", {type: "button", class: "danger drop", text: "Drop…"});
+      drop.addEventListener("click", () => resolveDead(s, m.seq, false));
+      row("dead", "dead", m.seq, m.to, [el("td", {class: "num", text: bytes(m.bytes)}),
+        el("td", {class: "num", text: String(m.attempts)}), el("td", {text: m.last_error || "–"})], [retry, drop]);
+    }
+    for (const a of r.applied) {
+      row("applied", "applied", a.seq, a.from, [el("td", {}), el("td", {}), el("td", {class: "muted", text: "applied up to this number"})]);
+    }
+    if (!r.outbox.length && !r.dead.length && !r.applied.length) {
+      tbody.append(el("tr", {}, el("td", {colSpan: 7, class: "muted", text: "No messages."})));
+    }
+    $("#messages-facts").textContent = `${r.outbox.length} to deliver · ${r.dead.length} dead · applied from ` +
+      `${r.applied.length} ${r.applied.length === 1 ? "sender" : "senders"}` + (r.truncated ? " · the first 1,000 of each shown" : "");
+  } catch (e) {
+    if (state.inspect !== s) return;
+    tbody.replaceChildren(el("tr", {}, el("td", {colSpan: 7, class: "error", text: e.message})));
+  }
+}
+
+async function resolveDead(s, seq, retry) {
+  const name = `${s.tenant}/${s.cls}/${s.name}`;
+  if (!retry && !confirm(`Drop dead message ${seq} of ${name}? It will never be delivered.`)) return;
+  const note = $("#messages-note");
+  try {
+    const r = await api(messagesPath(s) + "/dead/" + seq + (retry ? "/retry" : ""), {method: retry ? "POST" : "DELETE"});
+    if (state.inspect !== s) return;
+    note.textContent = retry ? `dead message ${seq} sent again as message ${r.retried_as} (node ${r.node})`
+                             : `dead message ${seq} dropped (node ${r.node})`;
+  } catch (e) {
+    if (state.inspect !== s) return;
+    note.textContent = (retry ? `dead message ${seq} not sent again: ` : `dead message ${seq} not dropped: `) + e.message;
+  }
+  await loadMessages();
 }
 
 async function deleteActor() {
@@ -612,6 +677,8 @@ async function deleteActor() {
     const r = await api(`/v1/classes/${s.tenant}/${s.cls}/actors/${encodeURIComponent(s.name)}`, {method: "DELETE"});
     $("#inspect-facts").textContent = `deleted on ${r.node}: ${r.objects} objects, ${bytes(r.bytes)}; record names nobody at generation ${r.generation}`;
     $("#entries tbody").replaceChildren();
+    $("#messages tbody").replaceChildren();
+    $("#messages-facts").textContent = "";
     listActors(true);
   } catch (e) {
     $("#inspect-facts").textContent = "not deleted: " + e.message;
@@ -668,7 +735,7 @@ function signOut(message) {
   // Nothing of the last session stays on the page: every table, count and chart goes (the
   // next sign-in may be another tenant's).
   $("#class-select").replaceChildren();
-  document.querySelectorAll("main tbody, .summary, .chart, #inspect-facts, #inspect-name, #list-note, #alarms-updated, #cluster-updated, #bucket-updated")
+  document.querySelectorAll("main tbody, .summary, .chart, #inspect-facts, #inspect-name, #list-note, #alarms-updated, #cluster-updated, #bucket-updated, #messages-facts, #messages-note")
     .forEach((e) => e.replaceChildren());
   $("#inspector-body").hidden = true;
   $("#inspector-empty").hidden = false;

@@ -397,6 +397,24 @@ Task<Front::Route> Front::Decide(ActorId id, int hops) {
   }
 }
 
+Task<std::optional<ServerResponse>> Front::RouteOperatorJob(ActorId id, ServerRequest request, int hops) {
+  Route route = co_await Decide(id, hops);
+  switch (route.kind) {
+    case Route::Kind::kRunHere:
+      co_return std::nullopt;
+    case Route::Kind::kForward: {
+      ServerRequest out;
+      out.method = std::move(request.method);
+      out.target = std::move(request.target);
+      std::string tenant = id.tenant;
+      co_return co_await ForwardTo(std::move(route.to), std::move(out), std::move(tenant), hops + 1);
+    }
+    case Route::Kind::kRefuse:
+      break;
+  }
+  co_return std::move(route.refusal);
+}
+
 Task<Status> Front::SendTake(NodeId to, ActorId actor, Version released, Generation generation) {
   auto it = deps_.membership.view().find(to);
   if (it == deps_.membership.view().end() || !it->second.live() || it->second.record->address.empty()) {

@@ -133,6 +133,17 @@ class Front {
   // the handler failed (nothing of it committed), 413 too large, 503 not known (retry).
   // The sender checks `message.from` is of the receiver's tenant (actor/messages.h).
   Task<ServerResponse> DeliverMessage(ActorId receiver, actor::IncomingMessage message);
+  // Where an operator's change to one actor's own state must run (the admin routes' retry
+  // and drop of a dead message, server/actor_admin.h), decided as a request's route is
+  // (step 4: resident and held here; leaving, held until its hand-over ends; another live
+  // holder; nobody: its class loaded and the actor acquired here). nullopt: run it here (the
+  // caller then starts the actor if needed, EventHost::ResolveDead). Otherwise the answer to
+  // give: `request` (the admin route itself: method and target only, the client's
+  // credentials never leave this node) forwarded to the node that holds it over the signed
+  // peer listener, hops + 1, whose admin routes take it; or a refusal (404 no such class,
+  // 503 draining, moving, held elsewhere, not acquired, a quarantined actor: not acquired).
+  // No step 3 before: the change runs none of the actor's code.
+  Task<std::optional<ServerResponse>> RouteOperatorJob(ActorId id, ServerRequest request, int hops);
   // Tells node `to` (live in the membership view) to take actor from the record this
   // node's release left (nobody at generation, at version released). OK once it holds it.
   Task<Status> SendTake(NodeId to, ActorId actor, Version released, Generation generation);

@@ -1,10 +1,12 @@
 // The Front's own answers, on a simulated node with a scripted event host: what it takes
-// from an actor's response, and the checks it makes before a body is read. (Routing and
-// forwarding run in the simulator's `routing` scenario and tests/cluster/serve_test.sh.)
+// from an actor's response, and the checks it makes before a body is read; where an
+// operator's job on an actor runs (RouteOperatorJob). (Routing and forwarding run in the
+// simulator's `routing` scenario and tests/cluster/serve_test.sh.)
 #include "routing/front.h"
 
 #include <gtest/gtest.h>
 
+#include "base/ascii.h"
 #include "base/log.h"
 #include "cluster/cluster_node.h"
 #include "cluster/owner_record.h"
@@ -384,6 +386,113 @@ TEST(FrontDrainTest, ARequestForAnActorWhoseCloseIsSlowIsHeldUntilItsHandOverEnd
   EXPECT_EQ(answer->status, 200) << answer->body;
   ASSERT_EQ(record_named_nobody.size(), 1u) << "forwarded once";
   EXPECT_TRUE(record_named_nobody[0]) << "forwarded before the release landed: the target sends it back";
+}
+
+// A peer network that keeps every request it is asked to send and answers 200 "done there".
+class AnsweringPeers final : public PeerTransport {
+ public:
+  Task<Result<ServerResponse>> Send(PeerTarget to, ServerRequest request, Duration) override {
+    sent.emplace_back(std::move(to), std::move(request));
+    ServerResponse r;
+    r.status = 200;
+    r.body = "done there";
+    co_return r;
+  }
+  std::vector<std::pair<PeerTarget, ServerRequest>> sent;
+};
+
+// An operator's retry or drop of a dead message (server/actor_admin.h) runs where the actor
+// is held, found as a request's route is: forwarded to the live holder (the admin route
+// itself, signed, one hop more, without the client's token), or run here after acquiring an
+// actor nobody holds; a class nobody deployed is 404 and acquires nothing.
+TEST(FrontOperatorJobTest, RunsWhereTheActorIsHeldAndAcquiresOneNobodyHolds) {
+  log::SetLevel(log::Level::kOff);
+  SimWorld world(11);
+  auto bucket = std::make_shared<MemBucket>();
+  cluster_testing::SimNode a(world, bucket, NodeId("a"), InstanceToken("ia"), "t");
+  cluster_testing::SimNode b(world, bucket, NodeId("b"), InstanceToken("ib"), "t");
+  control::ClusterSecret secret;
+  secret.bytes.fill(7);
+  AnsweringPeers peers;
+  Forwarder forwarder(a.env, peers, ForwarderIdentity{NodeId("a"), InstanceToken("ia")}, secret);
+  struct NothingResident final : actor::EventHost {
+    Task<actor::EventResult> HandleRequest(ActorId, actor::Request) override { co_return actor::EventResult{}; }
+    void Unload(const ActorId&) override {}
+    bool IsResident(const ActorId&) const override { return false; }
+  } host;
+  FrontDeps deps{host,
+                 a.node.owners(),
+                 a.node.membership(),
+                 forwarder,
+                 [](std::string) -> Task<Result<std::string>> { co_return std::string("acme"); },
+                 [](std::string, std::string class_name) -> Task<Status> {
+                   if (class_name == "missing") co_return NotFound("no class acme/missing");
+                   co_return Status::Ok();
+                 },
+                 nullptr};
+  FrontOptions options;
+  options.node_id = NodeId("a");
+  Front front(std::move(deps), options);
+  ASSERT_TRUE(world.RunUntil(
+      [&] {
+        return a.node.lease().IsValid() && b.node.lease().IsValid() && a.node.membership().view().size() == 2 &&
+               a.node.owners().accepting() && b.node.owners().accepting();
+      },
+      std::chrono::seconds(40)));
+  world.RunFor(std::chrono::seconds(4));
+  auto job = [](std::string target, std::string method) {
+    ServerRequest r;
+    r.method = std::move(method);
+    r.target = std::move(target);
+    r.headers = {{"Authorization", "Bearer wko.secret"}};
+    return r;
+  };
+
+  // Held by b: forwarded there once, the route unchanged, the token left behind.
+  const ActorId on_b{"acme", "room", "lobby"};
+  ASSERT_EQ(RunTask(world, b.env, b.node.owners().Acquire(on_b))->kind, AcquireResult::Kind::kAcquired);
+  const std::string retry = "/v1/classes/acme/room/actors/lobby/messages/dead/3/retry";
+  auto forwarded = RunTask(world, a.env, front.RouteOperatorJob(on_b, job(retry, "POST"), 0), std::chrono::seconds(10));
+  ASSERT_TRUE(forwarded.has_value());
+  ASSERT_TRUE(forwarded->has_value()) << "run on a node that does not hold it";
+  EXPECT_EQ((*forwarded)->status, 200);
+  EXPECT_EQ((*forwarded)->body, "done there");
+  ASSERT_EQ(peers.sent.size(), 1u);
+  EXPECT_EQ(peers.sent[0].first.node_id, NodeId("b"));
+  const ServerRequest& sent = peers.sent[0].second;
+  EXPECT_EQ(sent.method, "POST");
+  EXPECT_EQ(sent.target, retry);
+  bool hops = false;
+  for (const auto& [name, value] : sent.headers) {
+    EXPECT_FALSE(EqualsIgnoreAsciiCase(name, "Authorization")) << "the client's token left the node";
+    if (EqualsIgnoreAsciiCase(name, Forwarder::kHops)) hops = value == "1";
+  }
+  EXPECT_TRUE(hops) << "not signed as one hop";
+  EXPECT_EQ(front.stats().forwarded, 1u);
+
+  // Asked by a peer that already forwarded it as far as it may go: refused, not sent on.
+  auto too_far = RunTask(world, a.env, front.RouteOperatorJob(on_b, job(retry, "POST"), 2), std::chrono::seconds(10));
+  ASSERT_TRUE(too_far.has_value() && too_far->has_value());
+  EXPECT_EQ((*too_far)->status, 503);
+  EXPECT_EQ(peers.sent.size(), 1u);
+
+  // Held by nobody: acquired by this node, and run here (nullopt).
+  const ActorId idle{"acme", "room", "attic"};
+  auto here = RunTask(world, a.env, front.RouteOperatorJob(idle, job("/v1/classes/acme/room/actors/attic/messages/dead/1", "DELETE"), 0),
+                      std::chrono::seconds(10));
+  ASSERT_TRUE(here.has_value());
+  EXPECT_FALSE(here->has_value()) << (*here)->status << " " << (*here)->body;
+  EXPECT_TRUE(a.node.owners().Find(idle).IsValid()) << "run here without a hold";
+  EXPECT_EQ(peers.sent.size(), 1u);
+
+  // No such class: 404 naming it, and no ownership record written for the name.
+  const ActorId missing{"acme", "missing", "x"};
+  auto refused = RunTask(world, a.env, front.RouteOperatorJob(missing, job("/v1/classes/acme/missing/actors/x/messages/dead/1", "DELETE"), 0),
+                         std::chrono::seconds(10));
+  ASSERT_TRUE(refused.has_value() && refused->has_value());
+  EXPECT_EQ((*refused)->status, 404);
+  EXPECT_NE((*refused)->body.find("acme/missing"), std::string::npos) << (*refused)->body;
+  EXPECT_FALSE(bucket->objects().contains(OwnerKey(missing)));
 }
 
 }  // namespace

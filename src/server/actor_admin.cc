@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cstdint>
 #include <cstdio>
 #include <tuple>
 
+#include "actor/messages.h"
 #include "alarms/index_reader.h"
 #include "base/ascii.h"
 #include "base/log.h"
@@ -47,6 +49,8 @@ constexpr Duration kHoldWithoutReplica = std::chrono::seconds(2);
 constexpr Duration kPeerStatusTimeout = std::chrono::milliseconds(1500);
 // An inspection or deletion forwarded to the owner.
 constexpr Duration kPeerActorTimeout = std::chrono::seconds(30);
+// An actor's messages: entries shown at most per list (outbox, dead, applied).
+constexpr std::size_t kMaxListedMessages = 1000;
 
 std::string_view PathOf(std::string_view target) { return target.substr(0, target.find('?')); }
 std::string_view QueryOf(std::string_view target) {
@@ -276,15 +280,35 @@ Task<ServerResponse> ActorAdmin::Handle(ServerRequest request, Via via) {
     if (!get) co_return Error(405, "GET only");
     co_return co_await ListClasses(*who);
   }
-  if (parts.size() < 5 || parts[4] != "actors" || parts.size() > 6) {
-    co_return Error(404, "not found: /v1/classes/<tenant>/<class>/actors[/<name>]");
+  if (parts.size() < 5 || parts[4] != "actors" || (parts.size() > 6 && parts[6] != "messages") || parts.size() > 10) {
+    co_return Error(404, "not found: /v1/classes/<tenant>/<class>/actors[/<name>[/messages[/dead/<seq>[/retry]]]]");
   }
-  ActorId id{std::string(parts[2]), std::string(parts[3]), parts.size() == 6 ? std::string(parts[5]) : "n"};
+  ActorId id{std::string(parts[2]), std::string(parts[3]), parts.size() >= 6 ? std::string(parts[5]) : "n"};
   if (Status s = ValidateActorId(id); !s.ok()) co_return Error(400, "bad actor name: " + s.message());
   if (!who->Opens(id.tenant)) co_return Error(403, "this token is for tenant " + who->tenant + ", not " + id.tenant);
   if (parts.size() == 5) {
     if (!get) co_return Error(405, "GET only");
     co_return co_await ListActors(id.tenant, id.class_name, query);
+  }
+  if (parts.size() == 7) {
+    if (!get) co_return Error(405, "GET only");
+    co_return co_await Messages(std::move(id), std::move(request), *who);
+  }
+  if (parts.size() > 7) {
+    // .../messages/dead/<seq> (DELETE: drop it) and .../messages/dead/<seq>/retry (POST).
+    const bool retry = parts.size() == 10 && parts[9] == "retry";
+    if (parts[7] != "dead" || parts.size() == 8 || (parts.size() == 10 && !retry)) {
+      co_return Error(404, "not found: .../messages/dead/<seq> (DELETE) or .../messages/dead/<seq>/retry (POST)");
+    }
+    std::int64_t seq = 0;
+    if (!ParseInt(std::string(parts[8]), 1, INT64_MAX, &seq)) {
+      co_return Error(400, "bad message number '" + std::string(parts[8]).substr(0, 40) + "': a whole number from 1");
+    }
+    if (retry && request.method != "POST") co_return Error(405, "POST only");
+    if (!retry && request.method != "DELETE") co_return Error(405, "DELETE only (POST .../retry sends it again)");
+    co_return co_await ResolveDead(std::move(id), static_cast<std::uint64_t>(seq),
+                                   retry ? actor::DeadAction::kRetry : actor::DeadAction::kDrop, std::move(request),
+                                   *who);
   }
   if (get) co_return co_await Inspect(std::move(id), std::move(request), *who);
   if (request.method == "DELETE") co_return co_await Delete(std::move(id), std::move(request), *who);
@@ -487,34 +511,14 @@ Task<ServerResponse> ActorAdmin::Inspect(ActorId id, ServerRequest request, Prin
   const std::string prefix = q["prefix"];
 
   // Where the state is: resident here, on the live owner (asked once), else the bucket.
-  std::optional<actor::StateMap> restored;
-  const replica::Replica* resident = deps_.provider.Find(id);
-  std::string source = "owner";
-  std::string owner_error;
-  std::uint64_t generation = 0;
-  if (resident == nullptr) {
-    if (who.hops == 0) {
-      auto other = co_await deps_.node.owners().OtherOwner(id);
-      if (!*alive) co_return Error(503, "node stopping", true);
-      if (other.ok() && other->has_value()) {
-        auto answer = co_await AskPeer((*other)->node_id, request, kPeerActorTimeout, 1);
-        if (!*alive) co_return Error(503, "node stopping", true);
-        if (answer.ok()) co_return std::move(*answer);
-        // The owner did not answer (it may have just died): the bucket still has every
-        // write it acknowledged, and reading it is always safe.
-        owner_error = "the owner " + (*other)->node_id.str() + " did not answer: " + answer.status().message();
-      }
-      if (!other.ok() && other.code() == Code::kFatal) co_return ErrorFor(other.status(), "the owner record");
-    }
-    auto state = co_await replica::RestoreReadOnly(deps_.env, store_, id, replica::RestoreOptions{});
-    if (!*alive) co_return Error(503, "node stopping", true);
-    if (!state.ok()) co_return ErrorFor(state.status(), "cannot restore " + id.ToString() + " from the bucket");
-    restored = std::move(state->state);
-    source = "bucket";
-    for (const auto& p : state->listed_segments) generation = std::max(generation, p.generation.value);
-  } else {
-    generation = resident->generation().value;
-  }
+  StateSource located = co_await LocateState(id, request, who);
+  if (!*alive) co_return Error(503, "node stopping", true);
+  if (located.answer) co_return std::move(*located.answer);
+  std::optional<actor::StateMap>& restored = located.restored;
+  const replica::Replica* resident = located.resident;
+  const std::string& source = located.source;
+  const std::string& owner_error = located.owner_error;
+  const std::uint64_t generation = located.generation;
 
   JsonWriter w;
   w.BeginObject().Member("actor", id.ToString()).Member("source", source);
@@ -582,6 +586,127 @@ Task<ServerResponse> ActorAdmin::Inspect(ActorId id, ServerRequest request, Prin
     w.Member("alarm_ms", *alarm);
   } else {
     w.Key("alarm_ms").Null();
+  }
+  w.EndObject();
+  co_return Json(200, std::move(w).Take());
+}
+
+Task<ActorAdmin::StateSource> ActorAdmin::LocateState(ActorId id, const ServerRequest& request, Principal who) {
+  std::shared_ptr<bool> alive = alive_;
+  StateSource out;
+  out.resident = deps_.provider.Find(id);
+  out.source = "owner";
+  if (out.resident != nullptr) {
+    out.generation = out.resident->generation().value;
+    co_return out;
+  }
+  if (who.hops == 0) {
+    auto other = co_await deps_.node.owners().OtherOwner(id);
+    if (!*alive) {
+      out.answer = Error(503, "node stopping", true);
+      co_return out;
+    }
+    if (other.ok() && other->has_value()) {
+      auto answer = co_await AskPeer((*other)->node_id, request, kPeerActorTimeout, 1);
+      if (!*alive) {
+        out.answer = Error(503, "node stopping", true);
+        co_return out;
+      }
+      if (answer.ok()) {
+        out.answer = std::move(*answer);
+        co_return out;
+      }
+      // The owner did not answer (it may have just died): the bucket still has every
+      // write it acknowledged, and reading it is always safe.
+      out.owner_error = "the owner " + (*other)->node_id.str() + " did not answer: " + answer.status().message();
+    }
+    if (!other.ok() && other.code() == Code::kFatal) {
+      out.answer = ErrorFor(other.status(), "the owner record");
+      co_return out;
+    }
+  }
+  auto state = co_await replica::RestoreReadOnly(deps_.env, store_, id, replica::RestoreOptions{});
+  if (!*alive) {
+    out.answer = Error(503, "node stopping", true);
+    co_return out;
+  }
+  if (!state.ok()) {
+    out.answer = ErrorFor(state.status(), "cannot restore " + id.ToString() + " from the bucket");
+    co_return out;
+  }
+  out.restored = std::move(state->state);
+  out.source = "bucket";
+  for (const auto& p : state->listed_segments) out.generation = std::max(out.generation, p.generation.value);
+  co_return out;
+}
+
+namespace {
+
+void WriteMessages(JsonWriter& w, const char* name, const std::vector<std::pair<std::uint64_t, actor::OutboxMessage>>& list) {
+  w.Key(name).BeginArray();
+  for (const auto& [seq, m] : list) {
+    w.BeginObject()
+        .Member("seq", seq)
+        .Member("to", m.to.ToString())
+        .Member("bytes", static_cast<std::uint64_t>(m.body.size()))
+        .Member("sent_ms", m.sent_ms)
+        .Member("attempts", static_cast<std::uint64_t>(m.attempts))
+        .Member("next_try_ms", m.next_try_ms)
+        .Member("last_error", m.last_error)
+        .EndObject();
+  }
+  w.EndArray();
+}
+
+}  // namespace
+
+Task<ServerResponse> ActorAdmin::Messages(ActorId id, ServerRequest request, Principal who) {
+  std::shared_ptr<bool> alive = alive_;
+  StateSource located = co_await LocateState(id, request, who);
+  if (!*alive) co_return Error(503, "node stopping", true);
+  if (located.answer) co_return std::move(*located.answer);
+  Result<actor::MessageListing> listing = located.restored ? actor::ListMessages(*located.restored, kMaxListedMessages)
+                                                           : actor::ListMessages(*located.resident, kMaxListedMessages);
+  if (!listing.ok()) co_return ErrorFor(listing.status(), "the messages of " + id.ToString());
+  JsonWriter w;
+  w.BeginObject().Member("actor", id.ToString()).Member("source", located.source);
+  if (located.source == "owner") w.Member("node", deps_.node_id.str());
+  if (!located.owner_error.empty()) w.Member("owner_error", located.owner_error);
+  w.Member("generation", located.generation);
+  WriteMessages(w, "outbox", listing->outbox);
+  WriteMessages(w, "dead", listing->dead);
+  w.Key("applied").BeginArray();
+  for (const auto& [from, seq] : listing->applied) w.BeginObject().Member("from", from).Member("seq", seq).EndObject();
+  w.EndArray().Member("truncated", listing->truncated).EndObject();
+  co_return Json(200, std::move(w).Take());
+}
+
+Task<ServerResponse> ActorAdmin::ResolveDead(ActorId id, std::uint64_t seq, actor::DeadAction action,
+                                             ServerRequest request, Principal who) {
+  std::shared_ptr<bool> alive = alive_;
+  // Made by the node that holds the actor, at its input gate: here, or forwarded there.
+  std::optional<ServerResponse> elsewhere = co_await deps_.front.RouteOperatorJob(id, std::move(request), who.hops);
+  if (!*alive) co_return Error(503, "node stopping", true);
+  if (elsewhere) co_return std::move(*elsewhere);
+  Result<std::uint64_t> done = co_await deps_.runtime.ResolveDead(id, seq, action);
+  if (!*alive) co_return Error(503, "node stopping", true);
+  const bool retry = action == actor::DeadAction::kRetry;
+  if (!done.ok()) {
+    const std::string what = std::string(retry ? "retrying" : "dropping") + " dead message " + std::to_string(seq) +
+                             " of " + id.ToString();
+    co_return ErrorFor(done.status(), what);
+  }
+  WK_LOG_INFO(retry ? "dead message sent again" : "dead message dropped",
+              {{"node", deps_.node_id.str()},
+               {"actor", id.ToString()},
+               {"seq", std::to_string(seq)},
+               {"new_seq", retry ? std::to_string(*done) : std::string("-")}});
+  JsonWriter w;
+  w.BeginObject().Member("actor", id.ToString()).Member("node", deps_.node_id.str()).Member("seq", seq);
+  if (retry) {
+    w.Member("retried_as", *done);
+  } else {
+    w.Member("dropped", true);
   }
   w.EndObject();
   co_return Json(200, std::move(w).Take());

@@ -1,10 +1,16 @@
 // ActorAdmin: the node's JSON routes for people and tools — /v1/whoami, /v1/classes (and a
-// class's actors: list, inspect, delete), /v1/due-alarms, /v1/admin/{node,cluster,metrics}.
-// The routes, their answers and who may ask: docs/http-api.md, "Listing, inspecting and
-// deleting actors" and "Admin routes and the console"; the bucket work: replica/inspect.h.
+// class's actors: list, inspect, delete; an actor's messages: list, and retry or drop a dead
+// one), /v1/due-alarms, /v1/admin/{node,cluster,metrics}. The routes, their answers and who
+// may ask: docs/http-api.md, "Listing, inspecting and deleting actors", "An actor's
+// messages" and "Admin routes and the console"; the bucket work: replica/inspect.h.
 //
-// Guarantees: a listing or inspection acquires and writes nothing (it reads the owner's
-// memory here, forwards once to the live owner, or restores read-only from the bucket).
+// Guarantees: a listing or inspection (keys or messages) acquires and writes nothing (it
+// reads the owner's memory here, forwards once to the live owner, or restores read-only from
+// the bucket). A retry or drop of a dead message is made only by the node holding the actor,
+// at its input gate, as a batch of its own (EventHost::ResolveDead), answered once durable:
+// routed as a request is (Front::RouteOperatorJob: run here, the actor acquired and started
+// if nobody holds it; or forwarded to its holder); nothing is ever written to the bucket by
+// these routes for it.
 // A deletion is itself an owner: on the holder's node the actor is kept from starting
 // (DeletionGuard), unloaded, acquired through the ownership protocol (generation + 1), its
 // log deleted under that hold while it is valid, its older alarm entries removed, and the
@@ -64,6 +70,8 @@ struct ActorAdminDeps {
   replica::ReplicaProvider& provider;
   DeletionGuard& deletions;
   Forwarder& forwarder;
+  // Routes an operator's change to an actor's state to its holder (Front::RouteOperatorJob).
+  Front& front;
   control::TenantAuth& tenants;
   control::OperatorAuth& operators;
   MetricsRegistry& metrics;
@@ -105,6 +113,24 @@ class ActorAdmin {
   Task<ServerResponse> ListActors(std::string tenant, std::string class_name, std::string query);
   Task<ServerResponse> Inspect(ActorId id, ServerRequest request, Principal who);
   Task<ServerResponse> Delete(ActorId id, ServerRequest request, Principal who);
+  // GET .../actors/<name>/messages: the outbox, the dead messages and the applied records.
+  Task<ServerResponse> Messages(ActorId id, ServerRequest request, Principal who);
+  // POST .../messages/dead/<seq>/retry, DELETE .../messages/dead/<seq>.
+  Task<ServerResponse> ResolveDead(ActorId id, std::uint64_t seq, actor::DeadAction action, ServerRequest request,
+                                   Principal who);
+  // Where an actor's state is read by Inspect and Messages: resident here (its replica, under
+  // its lock), else the live owner's answer to the same request (forwarded once, when asked
+  // by a client), else restored read-only from the bucket (also when the owner did not
+  // answer: owner_error says so). `answer` set: give it as is (the owner's, or an error).
+  struct StateSource {
+    const replica::Replica* resident = nullptr;
+    std::optional<actor::StateMap> restored;
+    std::optional<ServerResponse> answer;
+    std::string source;  // "owner" (this node's memory) or "bucket"
+    std::string owner_error;
+    std::uint64_t generation = 0;
+  };
+  Task<StateSource> LocateState(ActorId id, const ServerRequest& request, Principal who);
   Task<ServerResponse> ListClasses(Principal who);
   Task<ServerResponse> DueAlarms(Principal who, std::string query);
   // The actor's alarm index entries of holds before `generation`, deleted while valid().

@@ -92,7 +92,7 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
   });
   PublishMessageMetrics(metrics, *messages_);
   admin_ = std::make_unique<ActorAdmin>(ActorAdminDeps{env, store, node, *runtime_, *provider_, deletions_, forwarder_,
-                                                       auth_, operators_, metrics, replica_totals, options_.node_id,
+                                                       *front_, auth_, operators_, metrics, replica_totals, options_.node_id,
                                                        options_.instance, options_.bucket_requests, &alarms_->stats(),
                                                        &scanner_->stats()});
   actor::PublishRuntimeMetrics(metrics, *runtime_);

@@ -4,7 +4,9 @@
 # docs/console.md): the API and the CLI; an actor resident on the node asked, resident on
 # another node (the request goes to its owner), and resident nowhere (a read-only restore
 # that writes nothing); a deletion of an actor resident on another node; who may ask
-# (a tenant's token, another tenant's, an operator's, none, a revoked one).
+# (a tenant's token, another tenant's, an operator's, none, a revoked one); an actor's
+# messages: dead ones listed, one sent again (through a node that forwards to the holder)
+# and delivered, another dropped by a node that acquired the actor.
 #
 #   actor_admin_test.sh WASMKEEP_BINARY BACKEND ACTORS_DIR      BACKEND: file | s3
 set -u
@@ -51,6 +53,7 @@ print("" if d is None else d)' "$1" "${@:2}" 2>/dev/null; }
 body() { cut -d' ' -f2-; }
 gen_of() { W bucket get "owners/acme/kv/$1" 2>/dev/null | awk '/^generation /{print $2}'; }
 owner_of() { W bucket get "owners/acme/kv/$1" 2>/dev/null | awk '/^owner /{print $2}'; }
+owner_of_room() { W bucket get "owners/acme/room/$1" 2>/dev/null | awk '/^owner /{print $2}'; }
 
 start a a 1
 start b b 2
@@ -239,6 +242,67 @@ d=json.loads(sys.argv[1])
 print(" ".join("%s=%d" % (c["class"], c["requests"]) for c in d["classes"]))' "$(body <<<"$r")" 2>/dev/null)
 check "made-up classes share one row of 80 requests; deployed ones keep theirs ($rows)" \
   'grep -q "(unknown class)=80\b" <<<"$rows" && grep -q "acme/kv=" <<<"$rows" && ! grep -qE "nosuch|made-up" <<<"$rows"'
+
+# ---- messages between actors: a dead one sent again and delivered, another dropped
+# (docs/messages.md, "Dead messages"). acme/room's post goes to acme/inbox/ann and bob; no
+# inbox class is deployed when it is sent, so both are parked dead at once (404).
+W deploy --tenant acme --class room "$actors/chat_room.wasm" >/dev/null 2>&1
+until_ok 10 2 POST "acme/room/lobby/join?member=ann" >/dev/null
+until_ok 10 2 POST "acme/room/lobby/join?member=bob" >/dev/null
+until_ok 10 2 POST "acme/room/lobby/post?from=ann" "$TOKEN" --data-binary 'hello, anyone?' >/dev/null
+# mjson: `actor messages --json` of the lobby, read from the bucket (its durable state).
+mjson() { W actor messages acme/room/lobby --json 2>/dev/null; }
+check "both messages are parked dead, with the receiver's 404 as their last error" \
+  'wait_for 30 "[ \"\$(field \"\$(mjson)\" dead 1 seq)\" = 2 ]" && [ "$(field "$(mjson)" dead 0 to)" = acme/inbox/ann ] && field "$(mjson)" dead 0 last_error | grep -q "acme/inbox"'
+out=$(W actor messages acme/room/lobby)
+check "actor messages lists them" 'grep -qE "^  dead +seq 1 to acme/inbox/ann" <<<"$out" && grep -qE "^  dead +seq 2 to acme/inbox/bob" <<<"$out"'
+r=$(api 1 GET "/v1/classes/acme/room/actors/lobby/messages" "$TOKEN")
+j=$(body <<<"$r")
+check "the messages route through a, which does not hold the lobby: the owner b answers from memory" \
+  '[ "${r%% *}" = 200 ] && [ "$(field "$j" source)" = owner ] && [ "$(field "$j" node)" = b ] && [ "$(field "$j" dead 1 to)" = acme/inbox/bob ] && [ -z "$(field "$j" outbox 0 seq)" ]'
+M=/v1/classes/acme/room/actors/lobby/messages/dead
+r=$(api 1 POST "$M/99/retry" "$TOKEN")
+check "a retry of a number that is not dead: 404 naming it" '[ "${r%% *}" = 404 ] && grep -q "99" <<<"$r"'
+check "a bad number: 400" '[ "$(code 1 POST "$M/x1/retry" "$TOKEN")" = 400 ] && [ "$(code 1 DELETE "$M/0" "$TOKEN")" = 400 ]'
+check "the wrong method: 405" '[ "$(code 1 GET "$M/1/retry" "$TOKEN")" = 405 ] && [ "$(code 1 POST "$M/1" "$TOKEN")" = 405 ]'
+check "another tenant cannot retry or drop: 403" \
+  '[ "$(code 1 POST "$M/1/retry" "$GLOBEX")" = 403 ] && [ "$(code 1 DELETE "$M/1" "$GLOBEX")" = 403 ]'
+check "no token: 401" '[ "$(code 1 DELETE "$M/1" "")" = 401 ]'
+W actor messages acme/room/lobby --drop 99 --node "127.0.0.1:$(port_of 1)" --token "$OP" >/dev/null 2>&1; rc=$?
+check "actor messages --drop of a number that is not dead: exit 4" '[ "$rc" = 4 ]'
+W actor messages acme/room/lobby --retry 0 --node "127.0.0.1:$(port_of 1)" --token "$OP" >/dev/null 2>&1; rc=$?
+check "actor messages --retry 0: exit 2, no request" '[ "$rc" = 2 ]'
+check "both are still dead" '[ "$(field "$(mjson)" dead 1 seq)" = 2 ]'
+# The receiver is fixed: the inbox class deployed (a node checks a class it found missing
+# again after class_check, 1 s), then ann's message sent again through a: done by b.
+W deploy --tenant acme --class inbox "$actors/chat_inbox.wasm" >/dev/null 2>&1
+sleep 1.5
+out=$(W actor messages acme/room/lobby --retry 1 --node "127.0.0.1:$(port_of 1)" --token "$OP" 2>&1); rc=$?
+check "actor messages --retry 1 through a: sent again as message 3 by the holder b ($out)" \
+  '[ "$rc" = 0 ] && grep -q "dead message 1 of acme/room/lobby sent again as message 3 (node b)" <<<"$out"'
+check "and delivered: ann's inbox has the post" \
+  'wait_for 20 "req 1 GET acme/inbox/ann/messages | grep -q \"hello, anyone?\""'
+check "the lobby's outbox is empty and bob's message still dead (durable state)" \
+  'wait_for 10 "[ -z \"\$(field \"\$(mjson)\" outbox 0 seq)\" ] && [ \"\$(field \"\$(mjson)\" dead 0 seq)\" = 2 ] && [ -z \"\$(field \"\$(mjson)\" dead 1 seq)\" ]"'
+r=$(api 1 GET "/v1/classes/acme/inbox/actors/ann/messages" "$TOKEN")
+check "ann's inbox applied the lobby's message 3" \
+  '[ "$(field "$(body <<<"$r")" applied 0 from)" = acme/room/lobby ] && [ "$(field "$(body <<<"$r")" applied 0 seq)" = 3 ]'
+r=$(api 1 POST "$M/1/retry" "$TOKEN")
+check "a second retry of the same number: 404" '[ "${r%% *}" = 404 ]'
+# Dropping: the lobby left memory first (b stops cleanly, its holds released), so the node
+# asked (a) acquires it and makes the change itself.
+kill -TERM "$pid_b"
+wait_exit "$pid_b" 30
+check "node b stopped cleanly" '[ "$code" = 0 ]'
+r=$(api 1 DELETE "$M/2" "$TOKEN")
+j=$(body <<<"$r")
+check "a tenant drops bob's message through a, which now holds the lobby ($r)" \
+  '[ "${r%% *}" = 200 ] && [ "$(field "$j" dropped)" = True ] && [ "$(field "$j" node)" = a ] && [ "$(owner_of_room lobby)" = a ]'
+check "nothing dead or to deliver is left (durable state)" \
+  '[ -z "$(field "$(mjson)" dead 0 seq)" ] && [ -z "$(field "$(mjson)" outbox 0 seq)" ]'
+check "bob's inbox never got it" '[ "$(req 1 GET acme/inbox/bob/messages)" = "200 " ] || [ "$(req 1 GET acme/inbox/bob/messages)" = 200 ]'
+out=$(W actor messages acme/room/lobby)
+check "actor messages: 0 to deliver, 0 dead" 'grep -q "acme/room/lobby: 0 to deliver, 0 dead" <<<"$out"'
 
 # ---- revoking the operator token
 id=$(W admin token list --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])')

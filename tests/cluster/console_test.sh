@@ -2,8 +2,8 @@
 # The console in a real browser (docs/console.md): three `wasmkeep serve` processes on
 # 127.0.0.1, an operator token and a tenant, a little traffic; then headless Chromium signs
 # in, sees the three nodes, sees one of them killed change state, opens an actor and sees
-# its keys (tests/browser/console_browser.py), saving a screenshot of each page in
-# SHOTS_DIR.
+# its keys, and an actor's dead messages sent again and dropped
+# (tests/browser/console_browser.py), saving a screenshot of each page in SHOTS_DIR.
 #
 #   console_test.sh WASMKEEP_BINARY BACKEND ACTORS_DIR SHOTS_DIR      BACKEND: file | s3
 set -u
@@ -70,6 +70,17 @@ until_ok 10 1 POST "globex/probe/g1/set?t=$((now + 250000))" "$GLOBEX" >/dev/nul
 # And one that fires every 3 s (re-armed by its handler), for the charts of alarms fired
 # and their lateness.
 until_ok 10 1 POST "acme/probe/tick/set?t=$((now + 3000))&rearm=3000&count=40" "$TOKEN" >/dev/null
+
+# Messages between actors for the inspector: a room whose post to its two members is parked
+# dead at once (no inbox class is deployed when it is sent); the inbox class is deployed
+# afterwards, so the browser's Retry delivers one, and its Drop removes the other.
+W deploy --tenant acme --class room "$actors/chat_room.wasm" >/dev/null 2>&1
+until_ok 10 1 POST "acme/room/lobby/join?member=ann" >/dev/null
+until_ok 10 1 POST "acme/room/lobby/join?member=bob" >/dev/null
+until_ok 10 1 POST "acme/room/lobby/post?from=ann" "$TOKEN" --data-binary 'hello, is anyone here?' >/dev/null
+dead_count() { W actor messages acme/room/lobby --json 2>/dev/null | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["dead"]))' 2>/dev/null; }
+check "the room's two messages are parked dead (no inbox class yet)" 'wait_for 30 "[ \"\$(dead_count)\" = 2 ]"'
+W deploy --tenant acme --class inbox "$actors/chat_inbox.wasm" >/dev/null 2>&1
 
 # Light traffic through every node while the browser looks (bounded: 60 s at most).
 (
