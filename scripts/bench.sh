@@ -3,19 +3,23 @@
 # and on a local Ceph RGW, 1 and 16 writers; durable writes and restores through the
 # replica on the same two backends; then the micro-benchmarks; then WasmKeep against
 # workerd over HTTP (bench/http_bench.sh); opt-in, tenants side by side
-# (bench/tenant_isolation_bench.py: alarm storms and idempotency keys). Prints figures;
+# (bench/tenant_isolation_bench.py: alarm storms and idempotency keys) and messages between
+# actors (bench/messages_bench.sh). Prints figures;
 # record them in docs/benchmarks.md with the setup line this prints.
 #   scripts/bench.sh [SECONDS_PER_CASE]
 #
 # Environment:
-#   WASMKEEP_BENCHES     which to run, of: store replica micro actor http move tenants (default:
+#   WASMKEEP_BENCHES     which to run, of: store replica micro actor http move tenants messages (default:
 #                        the first five; http always uses the release preset and installs
 #                        wrk and workerd from apt/npm, about 9 minutes at 10 s per run;
 #                        move is opt-in: bench/move_bench.sh, 100 moves under load on
 #                        file:// and on the RGW, about 12 minutes; tenants is opt-in:
 #                        one node on sqlite://, another tenant's latency alone and beside
 #                        alarm storms, and keyed requests, SECONDS_PER_CASE x 3 per case
-#                        (at least 15 s), about 5 minutes)
+#                        (at least 15 s), about 5 minutes; messages is opt-in:
+#                        bench/messages_bench.sh, two nodes on sqlite://, messages on one
+#                        node and across two, bucket requests per message, and
+#                        Idempotency-Key against none, about 2 minutes)
 #   WASMKEEP_BENCH_BUILD build directory (default build/release, the release preset; any
 #                        other is configured RelWithDebInfo without the tests)
 #   WASMKEEP_S3_ENDPOINT (with WASMKEEP_S3_BUCKET, WASMKEEP_S3_REGION, AWS_*): an S3 server
@@ -36,7 +40,7 @@ if [ "$build" = build/release ]; then
 else
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=g++ -DWK_BUILD_TESTS=OFF >/dev/null
 fi
-{ wants move || wants tenants; } && targets+=(wasmkeep wk_actors)
+{ wants move || wants tenants || wants messages; } && targets+=(wasmkeep wk_actors)
 if ((${#targets[@]})); then cmake --build "$build" --target "${targets[@]}"; fi
 
 rgw_dir=$(mktemp -d /tmp/wasmkeep-rgw.XXXXXX)
@@ -66,6 +70,11 @@ if wants tenants; then
   # A failed case is a row of its table saying why; the benches after it still run.
   python3 bench/tenant_isolation_bench.py --build "$build" --seconds "$((seconds * 3 > 15 ? seconds * 3 : 15))" ||
     echo "tenants: a case failed (its row above says why)"
+fi
+if wants messages; then
+  # Likewise: a failed case is a row saying why.
+  WASMKEEP_MESSAGES_BENCH_BUILD="$build" ./bench/messages_bench.sh ||
+    echo "messages: a case failed (its row above says why)"
 fi
 if wants move; then
   WASMKEEP_BIN="$build/src/cli/wasmkeep" ./bench/move_bench.sh file 100
