@@ -122,6 +122,9 @@ class MessageDelivery {
   Task<Result<std::optional<std::int64_t>>> Round(ActorId sender);
   Duration Backoff(int failures) const;
   std::int64_t WallMs() const;
+  // wasmkeep_message_latency_seconds, for a message the receiver answered applied or
+  // duplicate just now.
+  void ObserveLatency(const actor::OutboxMessage& m, const ServerResponse& r);
   void Publish();
 
   Env& env_;
