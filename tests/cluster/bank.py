@@ -462,7 +462,8 @@ def cmd_check(a, bank):
     for x in lines:
         print("%s %s: %s" % ("ok  " if x["ok"] else "FAIL", x["name"], x["detail"]), flush=True)
     with open(a.out, "w") as f:
-        json.dump({"checks": lines, "balances": balances, "settle_s": settle_s}, f)
+        json.dump({"checks": lines, "balances": balances, "settle_s": settle_s,
+                   "messages": {n: {"outbox": m[0], "dead": m[1], "applied": m[2]} for n, m in messages.items()}}, f)
     return 0 if all(x["ok"] for x in lines) else 1
 
 
