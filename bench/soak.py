@@ -46,6 +46,16 @@ actor's durable state is read without waking it (`wasmkeep actor alarm --json`):
 still set past its bound is missing. Then the actors' own logs are checked: every alarm set
 by an acknowledged request, and every re-arm its handler made durable, fired at least once,
 none before its time, none stale, none later than the bound.
+
+Bank: two more clients send transfers between the accounts of examples/bank/bank.cc (each a
+message between actors, docs/messages.md) at --bank-rate a second, through random nodes, each
+with an Idempotency-Key and sent again with the same key until answered, through the whole
+nemesis. At the end every account is started (its outbox delivered), its durable messages are
+read once no node delivers any more (`wasmkeep actor messages --json`), and the bank cluster
+test's checks run (tests/cluster/bank.py, whose client this is): money conserved exactly,
+every balance what the answers say, the numbers answered to each sender distinct and covered
+by its receivers' applied records, no outbox or dead message left, every retry answered as
+its key first was.
 """
 
 import argparse
@@ -63,9 +73,14 @@ import sys
 import threading
 import time
 
+# The bank workload's client and checks are the bank cluster test's (tests/cluster/bank.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "cluster"))
+import bank as bank_lib  # noqa: E402
+
 TENANT = "soak"
 CLASS = "chat"
 ALARM_CLASS = "alarm"
+BANK_CLASS = "bank"
 # Per request, by operation: the built-in tables of `wasmkeep cluster cost`
 # (src/cli/cost.cc, sources and dates in docs/cli.md). Kept equal by hand.
 PRICES = {
@@ -75,6 +90,7 @@ PRICES = {
 METRIC_RE = re.compile(r'^wasmkeep_bucket_requests_total\{op="([a-z]+)",purpose="([a-z_]+)",outcome="([a-z_]+)"\} ([0-9.e+]+)$')
 START_RE = re.compile(r"^wasmkeep_process_start_time_seconds ([0-9.e+]+)$")
 ALARM_METRIC_RE = re.compile(r"^wasmkeep_alarms_(due|fired|retried|gave_up|handed)_total ([0-9.e+]+)$")
+MESSAGE_METRIC_RE = re.compile(r'^wasmkeep_messages_total\{outcome="([a-z_]+)"\} ([0-9.e+]+)$')
 
 
 def log(*parts):
@@ -225,6 +241,8 @@ class Soak:
         self.W("deploy", "--tenant", TENANT, "--class", CLASS, os.path.join(self.a.actors, "chat.wasm"))
         if self.a.alarm_rate > 0:
             self.W("deploy", "--tenant", TENANT, "--class", ALARM_CLASS, os.path.join(self.a.actors, "alarm_probe.wasm"))
+        if self.a.bank_rate > 0:
+            self.W("deploy", "--tenant", TENANT, "--class", BANK_CLASS, os.path.join(self.a.actors, "bank.wasm"))
 
     # ---- HTTP -------------------------------------------------------------------------
     def request(self, node, method, path, body=None, timeout=10.0, cls=CLASS):
@@ -306,7 +324,7 @@ class Soak:
                 c.close()
             except (OSError, http.client.HTTPException):
                 continue
-            counts, start, alarms = {}, None, {}
+            counts, start, alarms, messages = {}, None, {}, {}
             for line in text.splitlines():
                 m = METRIC_RE.match(line)
                 if m:
@@ -317,6 +335,10 @@ class Soak:
                 if m:
                     alarms[m.group(1)] = float(m.group(2))
                     continue
+                m = MESSAGE_METRIC_RE.match(line)
+                if m:
+                    messages[m.group(1)] = float(m.group(2))
+                    continue
                 m = START_RE.match(line)
                 if m:
                     start = float(m.group(1))
@@ -326,7 +348,7 @@ class Soak:
             key = (n.id, start)
             with self.lock:
                 s = self.scrapes.setdefault(key, {"start": start, "first": now, "last": now, "counts": {}})
-                s["last"], s["counts"], s["alarms"] = now, counts, alarms
+                s["last"], s["counts"], s["alarms"], s["messages"] = now, counts, alarms, messages
 
     def scraper(self):
         while not self.stop.is_set():
@@ -1037,6 +1059,78 @@ class Soak:
             "still_set_after_bound": settle["stuck"],
         }
 
+    # ---- the bank (examples/bank/bank.cc) --------------------------------------------
+    # Transfers between --bank-accounts accounts, each a message between actors
+    # (docs/messages.md), from two clients at --bank-rate a second in all, each with a fresh
+    # Idempotency-Key, sent to random nodes and again with the same key until answered (a
+    # client keeps a transfer that waits for its next attempt aside and goes on: the bank
+    # cluster test's client, tests/cluster/bank.py). The accounts get keyed deposits of known
+    # amounts first. At the end, once every node is back: every account started (its outbox
+    # delivered), the durable messages read once no node delivers, and the bank test's
+    # checks: money conserved exactly, every balance what the answers say, the numbers
+    # answered to each sender distinct and covered by its receivers' applied records, no
+    # outbox or dead message left, every retry answered as its key first was.
+    def bank_setup(self):
+        self.bank = None
+        self.bank_transfers = []
+        self.bank_threads = []
+        self.bank_stop = threading.Event()
+        self.bank_give_up_s = 300.0
+        if self.a.bank_rate <= 0 or self.a.bank_accounts < 2:
+            return
+        self.bank = bank_lib.Bank([f"127.0.0.1:{n.port}" for n in self.nodes], self.token, tenant=TENANT,
+                                  cls=BANK_CLASS)
+        rng = random.Random(self.a.seed * 31 + 7)
+        self.bank_names = bank_lib.account_names(self.a.bank_accounts)
+        self.bank_deposits = {n: rng.randrange(10000, 20000) for n in self.bank_names}
+        problems = bank_lib.parallel(lambda n: self.bank.deposit(random.Random(n), n, self.bank_deposits[n], 120),
+                                     self.bank_names, 8)
+        problems = [p for p in problems.values() if p]
+        if problems:
+            raise RuntimeError(f"bank deposits: {problems[0]}")
+        clients = 2
+        self.bank_threads = [threading.Thread(target=self.bank_client, args=(c, clients), daemon=True)
+                             for c in range(clients)]
+
+    def bank_client(self, c, clients):
+        rng = random.Random(self.a.seed * 7717 + c)
+
+        def make():
+            if self.bank_stop.is_set():  # the load is over: nothing new; what waits is sent to the end
+                return None
+            return self.bank.transfer(rng, self.bank_names, self.bank_give_up_s, 0.1)
+
+        def done(t):
+            with self.lock:
+                self.bank_transfers.append(t.record())
+        bank_lib.send_all(rng, make, lambda: False, done, interval=clients / self.a.bank_rate)
+
+    def bank_result(self):
+        if self.bank is None:
+            return {"available": False, "note": "bank: no transfers (--bank-rate 0)"}
+        t0 = time.time()
+        for t in self.bank_threads:
+            t.join(timeout=max(1.0, t0 + self.bank_give_up_s + 30 - time.time()))
+        waiting = sum(1 for t in self.bank_threads if t.is_alive())
+        log(f"bank: {len(self.bank_transfers)} transfers answered or given up; every account started and "
+            f"its outbox awaited")
+        balances, messages, settle_s = self.bank.settle(
+            self.bank_names,
+            lambda n: bank_lib.read_messages(self.wk, self.config, self.bucket, f"{TENANT}/{BANK_CLASS}/{n}"),
+            [f"127.0.0.1:{n.admin_port}" for n in self.nodes], 180, say=lambda text: log("bank: " + text))
+        checks = self.bank.judge(self.bank_deposits, self.bank_transfers, balances, messages, settle_s)
+        counters = {}
+        for sc in self.scrapes.values():
+            for k, v in sc.get("messages", {}).items():
+                counters[k] = counters.get(k, 0) + int(v)
+        return {"available": True, "ok": waiting == 0 and all(c["ok"] for c in checks),
+                "accounts": len(self.bank_names), "deposits": sum(self.bank_deposits.values()),
+                "balances": sum(v for v in balances.values() if v is not None),
+                **bank_lib.stats_of(self.bank_transfers),
+                "clients_still_sending": waiting, "settle_s": round(settle_s, 1),
+                "checks": {c["name"]: {"ok": c["ok"], "detail": c["detail"]} for c in checks},
+                "messages_by_outcome": counters}
+
     # ---- the run ----------------------------------------------------------------------
     def run(self):
         t_setup = time.time()
@@ -1048,6 +1142,7 @@ class Soak:
         if not self.wait_ready(self.ttl + self.grace + 60):
             raise RuntimeError("the nodes did not become ready")
         self.alarms_setup()
+        self.bank_setup()
         log(f"ready after {time.time() - t_setup:.1f} s; load and nemesis for {self.a.minutes} min")
         start = time.time()
         end = start + self.a.minutes * 60
@@ -1059,7 +1154,7 @@ class Soak:
             threads.append(threading.Thread(target=self.writer, args=(self.a.writers, self.a.cold_rate, True),
                                             daemon=True))
         threads.append(threading.Thread(target=self.scraper, daemon=True))
-        for t in threads:
+        for t in threads + self.bank_threads:
             t.start()
         if self.alarm_thread is not None:
             self.alarm_thread.start()
@@ -1070,6 +1165,7 @@ class Soak:
         log("load ends")
         self.stop.set()
         self.alarm_stop.set()
+        self.bank_stop.set()
         nem.join(timeout=self.ttl * 10 + 60)
         for t in threads:
             t.join(timeout=30)
@@ -1090,6 +1186,7 @@ class Soak:
         self.scrape_once()
         load_seconds = time.time() - start
         verdict = self.check()
+        self.bank_report = self.bank_result()
         if self.alarm_thread is not None:
             self.alarm_thread.join(timeout=30)
             log(f"alarms: {len(self.alarm_sets)} sets sent; waiting for each actor's alarm to clear")
@@ -1228,6 +1325,7 @@ class Soak:
                        "unacknowledged_present": verdict["unacknowledged_present"],
                        "actors_checked": verdict["actors_checked"]},
             "alarms": self.alarms_result(),
+            "bank": self.bank_report,
             "nemesis": {"kills": len(kills), "freezes": len(freezes), "bucket_pauses": len(self.pauses),
                         "freezes_that_exited_6": sum(1 for e in freezes if e.get("exit_after_resume") == 6),
                         "unplanned_exits": sum(len(n.exits) for n in self.nodes) - len(freezes),
@@ -1250,6 +1348,9 @@ class Soak:
         with open(os.path.join(self.out, "alarms.jsonl"), "w") as f:
             for e in getattr(self, "alarm_sets", []):
                 f.write(json.dumps(e) + "\n")
+        with open(os.path.join(self.out, "bank.jsonl"), "w") as f:
+            for t in self.bank_transfers:
+                f.write(json.dumps(t) + "\n")
         with open(os.path.join(self.out, "failovers.json"), "w") as f:
             json.dump({"failovers": self.failovers, "events": self.events, "actions": self.actions}, f, indent=2)
         return report
@@ -1278,6 +1379,19 @@ def print_report(r, out):
               f"{a['hibernated_before_due']} hibernated first; "
               f"{a['fired_on_a_retry']} fired on a retry; "
               f"{a['sets_unacknowledged']} sets unanswered ({a['unacknowledged_present']} took effect)")
+    b = r["bank"]
+    if not b["available"]:
+        print("  " + b["note"])
+    else:
+        print(f"  bank: {b['transfers']} transfers on {b['accounts']} accounts ({b['answered_200']} answered 200, "
+              f"{b['answered_409']} 409, {b['gave_up']} given up; {b['requests']} requests, {b['sent_again']} sent "
+              f"again, {b['replays']} replays); balances sum {b['balances']}, deposits {b['deposits']}; "
+              f"settled in {b['settle_s']} s")
+        print("    checks: " + ", ".join(f"{k} {'ok' if v['ok'] else 'FAILED'}" for k, v in b["checks"].items()) +
+              "; messages by outcome: " + ", ".join(f"{k} {v}" for k, v in sorted(b["messages_by_outcome"].items())))
+        for k, v in b["checks"].items():
+            if not v["ok"]:
+                print(f"    {k}: {v['detail']}")
     print(f"  nemesis: {n['kills']} kills, {n['freezes']} freezes ({n['freezes_that_exited_6']} exited 6 on resume), "
           f"{n['bucket_pauses']} bucket pauses, {n['unplanned_exits']} other exits")
     for kind, s in n["actions"].items():
@@ -1315,6 +1429,8 @@ def main():
     p.add_argument("--writers", type=int, default=8)
     p.add_argument("--alarm-rate", type=float, default=0.5)
     p.add_argument("--alarm-actors", type=int, default=200)
+    p.add_argument("--bank-rate", type=float, default=5)
+    p.add_argument("--bank-accounts", type=int, default=50)
     a = p.parse_args()
     if a.nodes < 2 or a.minutes <= 0 or a.rate <= 0 or a.busy < 1 or a.cold < 0 or a.writers < 1:
         print("soak: --nodes >= 2, --minutes > 0, --rate > 0, --busy >= 1 are required", file=sys.stderr)
@@ -1335,6 +1451,8 @@ def main():
     bad = w["lost"] or w["duplicated"] or w["misplaced"] or w["out_of_order"] or w["phantom"]
     al = r["alarms"]
     bad = bad or (al["available"] and (not al["ok"] or al["set"] == 0))
+    bk = r["bank"]
+    bad = bad or (bk["available"] and (not bk["ok"] or bk["answered_200"] == 0))
     if bad or not r["all_ready_at_end"] or w["acknowledged"] == 0:
         print("soak: FAILED (see failures in the report)")
         return 1

@@ -2,15 +2,18 @@
 # The soak (docs/benchmarks.md, "The soak"): N nodes on one bucket, a steady load of durable
 # writes to busy actors and many cold ones, a nemesis (kill -9 and restart, a node frozen
 # past its lease with SIGSTOP and resumed, a paused bucket, a node drained and undrained,
-# actors moved, a balance, a drained node restarted, a class deployed anew), alarms set throughout, bounded
-# in time; then a list-append checker (every acknowledged write present exactly once, at the
-# number it was acknowledged with, in order), an alarm checker (every alarm set by an
-# acknowledged request or re-armed by a durable handler run fired, none early, none stale)
-# and a report, printed and written as JSON.
+# actors moved, a balance, a drained node restarted, a class deployed anew), alarms set
+# throughout, bank transfers (messages between actors) throughout, bounded in time; then a
+# list-append checker (every acknowledged write present exactly once, at the number it was
+# acknowledged with, in order), an alarm checker (every alarm set by an acknowledged request
+# or re-armed by a durable handler run fired, none early, none stale), the bank's checks
+# (money conserved, every acknowledged transfer applied exactly once, nothing left to
+# deliver) and a report, printed and written as JSON.
 #
 #   bench/soak.sh [--nodes N] [--minutes M | --hours H] [--bucket rgw|file|URL]
 #                 [--wasmkeep BIN] [--actors DIR] [--out DIR] [--fast-leases] [--seed S]
 #                 [--rate WRITES_PER_S] [--busy N] [--cold N] [--alarm-rate SETS_PER_S]
+#                 [--bank-rate TRANSFERS_PER_S] [--bank-accounts N]
 #
 #   --nodes N        nodes (default 3)
 #   --minutes M      length of the load and nemesis phase (default 10; fractions allowed);
@@ -20,8 +23,8 @@
 #                    file:// directory; the pause is the nodes' test-only outage fault), or
 #                    any s3:// or file:// URL (not paused: the soak does not own it)
 #   --wasmkeep BIN   default build/release/src/cli/wasmkeep, else build/ci/...
-#   --actors DIR     the compiled examples (chat.wasm, alarm_probe.wasm); default beside the
-#                    binary's build
+#   --actors DIR     the compiled examples (chat.wasm, alarm_probe.wasm, bank.wasm); default
+#                    beside the binary's build
 #   --out DIR        logs, the report (report.json) and the histories; default a new
 #                    directory under /tmp
 #   --fast-leases    ttl 2 s, grace 1 s, period 0.6 s (the suite's short version), instead of
@@ -35,10 +38,13 @@
 #                    pool of N actors of examples/testdata/alarm_probe.cc (default 200), each
 #                    due 1 s to about a minute later; each actor is left alone until its alarm
 #                    should have fired by itself (docs/benchmarks.md, "The soak")
+#   --bank-rate R, --bank-accounts N   transfers started per second (default 5; 0: none)
+#                    between N accounts of examples/bank/bank.cc (default 50), each keyed and
+#                    sent again until answered (tests/cluster/bank.py)
 #
 # Exit 0 when nothing acknowledged was lost, duplicated or out of order, every alarm fired
-# in time and none early, and the nodes ran; 1 otherwise (the report says why); 2 for bad
-# arguments or a setup that failed.
+# in time and none early, the bank's checks held, and the nodes ran; 1 otherwise (the report
+# says why); 2 for bad arguments or a setup that failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -54,7 +60,8 @@ while [ $# -gt 0 ]; do
     --actors) actors=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --fast-leases) extra+=(--fast-leases); shift ;;
-    --seed|--rate|--busy|--cold|--cold-rate|--writers|--alarm-rate|--alarm-actors) extra+=("$1" "$2"); shift 2 ;;
+    --seed|--rate|--busy|--cold|--cold-rate|--writers|--alarm-rate|--alarm-actors|--bank-rate|--bank-accounts)
+      extra+=("$1" "$2"); shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
     *) echo "soak: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -67,7 +74,7 @@ if [ -z "$wk" ]; then
 fi
 [ -n "$wk" ] && [ -x "$wk" ] || { echo "soak: no wasmkeep binary (build one, or pass --wasmkeep)" >&2; exit 2; }
 [ -n "$actors" ] || actors=$(dirname "$(dirname "$(dirname "$wk")")")/actors
-for m in chat alarm_probe; do
+for m in chat alarm_probe bank; do
   [ -f "$actors/$m.wasm" ] || { echo "soak: no $actors/$m.wasm (build the examples, or pass --actors)" >&2; exit 2; }
 done
 [ -n "$out" ] || out=$(mktemp -d /tmp/wasmkeep-soak.XXXXXX)

@@ -39,7 +39,7 @@ check "a malformed key: 400 naming the header" 'keyed 1 "two words" | grep -q "^
 
 # The holder killed with -9 right after answering: the retry, served by a new holder
 # restored from the bucket, gets the first answer.
-owner=$(W bucket get owners/acme/counter/one 2>/dev/null | awk '/^node /{print $2}')
+owner=$(W bucket get owners/acme/counter/one 2>/dev/null | awk '/^owner /{print $2}')
 r1=$(keyed 1 "\"after-kill\"")
 case "$owner" in n1) stop "$pid_n1"; other=2 ;; n2) stop "$pid_n2"; other=3 ;; *) stop "$pid_n3"; other=1 ;; esac
 r2=""
