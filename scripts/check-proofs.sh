@@ -133,6 +133,8 @@ messages: the applied record is in the handler's batch (simulator)|applied-recor
 messages: a restored outbox is delivered (simulator)|outbox-lost-on-restore|sim|messages|
 messages: one sender's messages to one receiver one at a time, in order (simulator)|messages-out-of-order|sim|messages|
 messages: a sender nobody calls is started by the alarm index's scanners (simulator)|outbox-never-wakes|sim|messages|
+messages: a killed sender nobody calls still delivers (real processes)|outbox-never-wakes|cluster|bank|the credit arrives with nobody calling the sender
+messages: the applied record is in the handler's batch (real processes)|applied-record-not-in-batch|cluster|bank|money is conserved exactly
 restore follows the owner fences|restore-ignores-fence|gtest|replica:ReplicaTest.ASegmentOfAnOlderHoldThatLandedAfterTheNextRestoreIsOffTheChain|
 restore follows the owner fences (simulator)|restore-ignores-fence|sim|storage|
 GC never deletes the chain|gc-deletes-chain|gtest|replica:GcTest.CoveredSegmentsAndOlderSnapshotsGoTheFenceAndTheTailStay|

@@ -11,7 +11,9 @@
 # message is left, every retry got the first answer (tests/cluster/bank.py). Last, a
 # transfer whose receiver's node is frozen past its lease: the sender, idle past its
 # hibernation time, stays held with the message; the credit arrives once the receiver is
-# taken over, once; then the sender hibernates.
+# taken over, once; then the sender hibernates. And a sender whose node is killed with -9
+# while its receiver's node is frozen, and which nobody calls again: the alarm index starts
+# it for its outbox's wake entry, and the credit arrives.
 #
 #   bank_test.sh WASMKEEP_BINARY BACKEND ACTORS_DIR      BACKEND: file | s3
 #
@@ -90,7 +92,8 @@ check "the nodes are ready again" 'wait_ready 1 30 && wait_ready 2 30 && wait_re
 sed 's/^idle_hibernate_ms = .*/idle_hibernate_ms = 500/' "$work/fast.toml" >"$work/sleepy.toml"
 "$wk" --config "$work/sleepy.toml" --bucket "$bucket" serve --node-id n4 --listen "127.0.0.1:$(port_of 4)" \
   >"$work/n4.out" 2>"$work/n4.log" &
-pids+=($!)
+n4_pid=$!
+pids+=("$n4_pid")
 
 # ---- delivered, then checked
 t_check=$SECONDS
@@ -156,4 +159,37 @@ check "it is applied once ($h_applied), and the sender's outbox is empty ($h_out
 h_hibernated=no
 wait_for 10 '[ "$(holder_of h-src)" = nobody ]' && h_hibernated=yes
 check "then the sender hibernates ($h_hibernated)" '[ "$h_hibernated" = yes ]'
+
+# ---- a sender whose node is killed, and which nobody calls again, still delivers
+# The receiver w-dst on node 2, frozen; the sender w-src on node 4, which answers the
+# transfer (the message durable in its outbox, undeliverable) and is then killed with -9 and
+# not restarted. Nothing calls w-src again: its outbox's wake entry (docs/messages.md, "When
+# the sender's node dies") must bring a shard scanner to start it once node 4's records are
+# free, and the credit must arrive once node 2 is fenced and restarted.
+until_ok 20 2 GET acme/bank/w-dst/balance >/dev/null
+until_ok 20 4 POST acme/bank/w-src/deposit?amount=1000 "$TOKEN" -H 'Idempotency-Key: "w-deposit"' >/dev/null
+w_dst=$(holder_of w-dst)
+w_src=$(holder_of w-src)
+check "the receiver and the sender are held by nodes 2 and 4 ($w_dst, $w_src)" '[ "$w_dst" = n2 ] && [ "$w_src" = n4 ]'
+kill -STOP "${live[2]}"
+t_freeze=$SECONDS
+sent=$(req 4 POST "acme/bank/w-src/transfer?to=w-dst&amount=250" "$TOKEN" -H 'Idempotency-Key: "w-transfer"')
+stop "$n4_pid"
+check "the transfer was answered, then the sender's node killed with -9 ($sent)" '[ "${sent%% *}" = 200 ]'
+w_wake=$(W actor alarm acme/bank/w-src --json 2>/dev/null | python3 -c 'import json, sys; j = json.load(sys.stdin); print("yes" if j["wake_ms"] and any(not e["stale"] for e in j["index_entries"]) else "no")')
+check "the killed sender's state holds a wake time with its index entry ($w_wake)" '[ "$w_wake" = yes ]'
+sleep $((t_freeze + 8 - SECONDS > 0 ? t_freeze + 8 - SECONDS : 0))  # node 2 frozen 8 s: fenced meanwhile
+kill -CONT "${live[2]}"
+wait_exit "${live[2]}" 15
+start n2w n2 2
+live[2]=$pid_n2w
+w_balance=""
+w_credited() { w_balance=$(req 3 GET acme/bank/w-dst/balance); [ "$w_balance" = "200 250" ]; }
+t_wait=$SECONDS
+wait_for 90 w_credited
+check "the credit arrives with nobody calling the sender ($w_balance, $((SECONDS - t_wait)) s after node 2 resumed)" \
+  '[ "$w_balance" = "200 250" ]'
+w_outbox=""
+wait_for 20 '[ "$(outbox_of w-src)" = 0 ]' && w_outbox=0
+check "the sender's outbox is empty (${w_outbox:-not empty})" '[ "$w_outbox" = 0 ]'
 finish
