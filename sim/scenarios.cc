@@ -54,11 +54,11 @@ const std::vector<Scenario>& Scenarios() {
       {"combined",
        "list, alarm and mail clients, moves, balances, drains and restarts of drained nodes at once on 3 nodes (issue 34)",
        // Each row starts just before its first catching seed (docs/simulation.md, "combined").
-       {{"unconditional-fence", 1, 10},
+       {{"unconditional-fence", 40, 10},
         {"no-watch-wait", 1, 10},
         {"validity-from-reply", 1, 10},
         {"listing-assumes-renewals", 1, 10},
-        {"release-without-validity", 489, 10},
+        {"release-without-validity", 12, 10},
         {"answer-without-gate", 1, 10},
         {"input-gate-concurrent", 1, 10},
         {"move-acquires-before-release-lands", 1, 10},
