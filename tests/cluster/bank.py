@@ -45,6 +45,7 @@ Standard library only.
 import argparse
 import http.client
 import json
+import os
 import random
 import subprocess
 import sys
@@ -53,21 +54,9 @@ import time
 import uuid
 
 
-def call(node, method, path, token, key=None, timeout=10):
-    """(status, body, replay header) of one request to node ("host:port"); status 0 for no answer."""
-    host, port = node.rsplit(":", 1)
-    conn = http.client.HTTPConnection(host, int(port), timeout=timeout)
-    try:
-        headers = {"Authorization": "Bearer " + token}
-        if key is not None:
-            headers["Idempotency-Key"] = '"' + key + '"'
-        conn.request(method, path, headers=headers)
-        r = conn.getresponse()
-        return r.status, r.read().decode(errors="replace").strip(), r.getheader("X-Wasmkeep-Idempotent-Replay")
-    except (OSError, http.client.HTTPException) as e:
-        return 0, type(e).__name__, None
-    finally:
-        conn.close()
+# One request with an optional key: idempotent.py's (this directory's other client).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from idempotent import call  # noqa: E402
 
 
 def metric(node, name):
