@@ -124,9 +124,12 @@ grep -q Traceback "$work/verdict.out" && sed 's/^/     /' "$work/verdict.out"
 check "the fourth node becomes ready" 'wait_ready 4 20'
 until_ok 20 1 GET acme/bank/h-dst/balance >/dev/null
 until_ok 20 4 POST acme/bank/h-src/deposit?amount=1000 "$TOKEN" -H 'Idempotency-Key: "h-deposit"' >/dev/null
+# The sender may already have hibernated (0.5 s idle on node 4, and a busy machine can take
+# that long between two commands): node 4 held it, or nobody does; the transfer below goes to
+# node 4, which holds it again, and the next check reads that.
 h_dst=$(holder_of h-dst)
 h_src=$(holder_of h-src)
-check "the receiver and the sender are held by nodes 1 and 4 ($h_dst, $h_src)" '[ "$h_dst" = n1 ] && [ "$h_src" = n4 ]'
+check "the receiver and the sender are held by nodes 1 and 4 ($h_dst, $h_src)" '[ "$h_dst" = n1 ] && { [ "$h_src" = n4 ] || [ "$h_src" = nobody ]; }'
 kill -STOP "${live[1]}"
 t_freeze=$SECONDS
 sent=$(req 4 POST "acme/bank/h-src/transfer?to=h-dst&amount=250" "$TOKEN" -H 'Idempotency-Key: "h-transfer"')
@@ -170,7 +173,7 @@ until_ok 20 2 GET acme/bank/w-dst/balance >/dev/null
 until_ok 20 4 POST acme/bank/w-src/deposit?amount=1000 "$TOKEN" -H 'Idempotency-Key: "w-deposit"' >/dev/null
 w_dst=$(holder_of w-dst)
 w_src=$(holder_of w-src)
-check "the receiver and the sender are held by nodes 2 and 4 ($w_dst, $w_src)" '[ "$w_dst" = n2 ] && [ "$w_src" = n4 ]'
+check "the receiver and the sender are held by nodes 2 and 4 ($w_dst, $w_src)" '[ "$w_dst" = n2 ] && { [ "$w_src" = n4 ] || [ "$w_src" = nobody ]; }'
 kill -STOP "${live[2]}"
 t_freeze=$SECONDS
 sent=$(req 4 POST "acme/bank/w-src/transfer?to=w-dst&amount=250" "$TOKEN" -H 'Idempotency-Key: "w-transfer"')
