@@ -89,7 +89,9 @@ class FileReplicas final : public actor::StorageProvider {
                                                            std::chrono::seconds(10));
   }
   Task<Result<std::unique_ptr<actor::ActorStorage>>> Open(const ActorId& id) override { return provider_->Open(id); }
-  void Close(const ActorId& id, std::unique_ptr<actor::ActorStorage> s) override { provider_->Close(id, std::move(s)); }
+  void Close(const ActorId& id, std::unique_ptr<actor::ActorStorage> s, actor::CloseIntent intent) override {
+    provider_->Close(id, std::move(s), intent);
+  }
 
  private:
   AlwaysHolds holds_;

@@ -148,6 +148,10 @@ class CombinedSim {
     alarms_.Configure(o);
     poison_.Configure(o);
     MessageClients::ConfigureServing(o, kMailActors, world_.timing());
+    // Sleeping holds kept for seconds and a handful at most, so that their releases (idle,
+    // count) meet drains, moves, alarms, outboxes and kills (docs/node-lease.md, "Sleeping
+    // holds").
+    o.sleep = SleepPolicy{milliseconds(world_.Uniform(2000, 40000)), static_cast<std::size_t>(world_.Uniform(2, 12))};
     return o;
   }
 

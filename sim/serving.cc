@@ -81,6 +81,15 @@ class ObservedHolds final : public replica::HoldSource {
   Task<void> Release(ActorId actor, Generation generation) override {
     return inner_.Release(std::move(actor), generation);
   }
+  bool Sleep(const ActorId& actor, Generation generation, HoldResume resume) override {
+    return inner_.Sleep(actor, generation, resume);
+  }
+  // A wake is a start too: reported when it got past the quarantine check above.
+  Task<std::optional<std::pair<replica::Replica::Hold, HoldResume>>> Wake(ActorId actor) override {
+    auto woken = co_await inner_.Wake(actor);
+    if (woken && on_acquire_) on_acquire_(actor);
+    co_return woken;
+  }
 
  private:
   replica::HoldSource& inner_;
@@ -166,6 +175,7 @@ void ServingCluster::Build(Process& p) {
   if (options_.alarms) {
     raw->index = std::make_unique<alarms::AlarmIndex>(*env, store, alarms::AlarmIndexOptions{.broken = broken});
   }
+  if (options_.sleep) owners.set_sleep_policy(*options_.sleep);
   raw->holds = std::make_unique<replica::OwnersHoldSource>(owners);
   replica::HoldSource* holds = raw->holds.get();
   const int number = p.number;

@@ -56,6 +56,9 @@ struct ServingOptions {
   // Set: every node delivers its actors' outboxes with these options (a MessageDelivery
   // through its front, as ActorHost wires `wasmkeep serve`).
   std::optional<MessageDeliveryOptions> messages;
+  // Every node's sleeping holds (docs/node-lease.md, "Sleeping holds"): unset, the nodes'
+  // default (an hour, 100,000), which no run reaches, so hibernated actors always sleep.
+  std::optional<SleepPolicy> sleep;
 };
 
 // The simulated world's tenant.

@@ -7,9 +7,10 @@
 // rounds of 1-4 batches committed back to back (group commit), each reading "log",
 // appending a fresh id and putting "e/<id>" (storage_history.h says why). Every write
 // asks WhenReleasable; an Ok is an acknowledgement the checkers hold the design to. Then the
-// worker hibernates the actor (Close, then release), or it keeps writing until the hold
-// ends (the lost-lease cut), or the replica fails (release if still valid, else drop), or
-// the process dies under it.
+// worker hibernates the actor (Close, then release, or keep the hold asleep: a later use
+// wakes it and continues its log, docs/node-lease.md "Sleeping holds"), or it keeps writing
+// until the hold ends (the lost-lease cut), or the replica fails (release if still valid,
+// else drop), or the process dies under it.
 #include "checkers.h"
 #include "faults.h"
 #include "replica/replica.h"
@@ -39,6 +40,10 @@ class StorageWorkload {
 
   Task<void> Run(Process* p) {
     RunResult& result = w_.result();
+    // Sleeping holds kept briefly and few of them, so that the policy's releases (idle and
+    // count) meet lapses, fences, drains and kills.
+    p->node->owners().set_sleep_policy(SleepPolicy{milliseconds(w_.Uniform(500, 20000)),
+                                                   static_cast<std::size_t>(w_.Uniform(1, kStorageActors))});
     for (;;) {
       if (!co_await p->env()->SleepFor(milliseconds(w_.Uniform(50, 1500)))) co_return;
       // No new uses once the faults stop: the healing minute is for liveness, and the
@@ -48,6 +53,15 @@ class StorageWorkload {
       const ActorId actor = w_.ActorAt(w_.Uniform(0, w_.actors() - 1));
       if (p->in_use.count(actor)) continue;
       p->in_use.insert(actor);
+      if (auto woken = p->node->owners().Wake(actor)) {
+        // The hold it slept in: no acquisition, the same generation, its log continued.
+        ++result.holds;
+        w_.Trace("p" + std::to_string(p->number) + " " + actor.name + "@g" +
+                 std::to_string(woken->first.generation().value) + " woken");
+        co_await UseActor(p, actor, woken->first, woken->second);
+        p->in_use.erase(actor);
+        continue;
+      }
       AcquireResult r = co_await p->node->owners().Acquire(actor);
       ++result.acquire_attempts;
       for (int retry = 0; retry < 3 && r.kind == AcquireResult::Kind::kUnknown; ++retry) {
@@ -67,7 +81,7 @@ class StorageWorkload {
       if (r.kind == AcquireResult::Kind::kAcquired && !p->used_generations[actor].count(r.hold.generation())) {
         ++result.holds;
         p->used_generations[actor].insert(r.hold.generation());
-        co_await UseActor(p, actor, r.hold);
+        co_await UseActor(p, actor, r.hold, std::nullopt);
       }
       p->in_use.erase(actor);
     }
@@ -80,7 +94,7 @@ class StorageWorkload {
     Status why;
   };
 
-  Task<void> UseActor(Process* p, ActorId actor, HoldView hold) {
+  Task<void> UseActor(Process* p, ActorId actor, HoldView hold, std::optional<HoldResume> resume) {
     RunResult& result = w_.result();
     const Generation generation = hold.generation();
     const std::string who = "p" + std::to_string(p->number) + " " + actor.name + "@g" + std::to_string(generation.value);
@@ -89,7 +103,8 @@ class StorageWorkload {
     std::function<void(std::function<void()>)> post = [env](std::function<void()> fn) { env->Post(std::move(fn)); };
     replica::Replica::Deps deps{*p->env(), *p->replica_store, std::move(post), nullptr, broken_};
     replica::Replica::Hold replica_hold{hold.generation(), [hold] { return hold.IsValid(); }};
-    auto opened = co_await replica::Replica::Open(std::move(deps), actor, std::move(replica_hold), replica_options_);
+    auto opened =
+        co_await replica::Replica::Open(std::move(deps), actor, std::move(replica_hold), replica_options_, resume);
     if (!opened.ok()) {
       ++result.restore_failures;
       w_.Trace(who + " restore failed: " + opened.status().ToString());
@@ -143,10 +158,17 @@ class StorageWorkload {
       if (hold.IsValid()) co_await w_.ReleaseHold(p, actor);
       co_return;
     }
-    // Hibernate: everything committed durable, then the hold is released. A Close that
-    // fails or runs out of time abandons the hold all the same.
+    // Hibernate: everything committed durable, then the hold is released or kept asleep.
+    // A Close that fails or runs out of time abandons the hold all the same.
     Status closed = co_await replica->Close(seconds(5));
     w_.Trace(who + " closed: " + closed.ToString());
+    const HoldResume at = replica->resume_point();
+    const bool clean = closed.ok() && replica->failure().ok();
+    replica.reset();
+    if (clean && w_.Chance(0.6) && p->node->owners().Sleep(actor, generation, at)) {
+      w_.Trace(who + " sleeps at segment " + std::to_string(at.segment) + ", batch " + std::to_string(at.batch));
+      co_return;
+    }
     if (hold.IsValid()) co_await w_.ReleaseHold(p, actor);
   }
 

@@ -61,6 +61,11 @@ struct RuntimeOptions {
   // An actor with no event for this long drops its instance but stays resident ("warm but
   // not instantiated", above). At or above idle_hibernate: instances are kept until then.
   Duration idle_instance = std::chrono::seconds(10);
+  // How long a hibernated actor's hold is kept asleep on this node, and how many at most
+  // (docs/node-lease.md, "Sleeping holds"; applied by the node's Owners). 0 ms: released at
+  // hibernation, as before sleeping holds existed.
+  Duration sleeping_hold = std::chrono::hours(1);
+  std::size_t max_sleeping_holds = 100'000;
   // Live instances at most; a new one first drops the instance of the least recently active
   // idle actor. Each instance's linear memory is two memory mappings, and Linux allows a
   // process 65,530 by default (vm.max_map_count): past about 30,000 instances V8 cannot

@@ -129,7 +129,7 @@ ActorRuntimeCore::~ActorRuntimeCore() {
   }
   executor_.Stop();  // running jobs finish, queued event jobs are skipped
   for (auto& [key, slot] : actors_) {
-    if (slot->storage) storage_.Close(slot->id, std::move(slot->storage));
+    if (slot->storage) storage_.Close(slot->id, std::move(slot->storage), CloseIntent::kRelease);
     if (on_unloaded_) on_unloaded_(slot->id, UnloadReason::kShutdown);
   }
 }
@@ -945,7 +945,11 @@ void ActorRuntimeCore::Close(const std::shared_ptr<Slot>& slot, UnloadReason rea
 
 void ActorRuntimeCore::CloseDone(const std::shared_ptr<Slot>& slot, UnloadReason reason) {
   SetStateBytes(*slot, 0);
-  storage_.Close(slot->id, std::move(slot->storage));
+  // An actor that only leaves memory keeps its hold asleep (docs/node-lease.md, "Sleeping
+  // holds"); one that leaves this node's care (requested: a drain, a move, quarantine), a
+  // failed one (its restart takes a fresh restore) and a stopping node's release it.
+  const bool only_memory = reason == UnloadReason::kHibernated || reason == UnloadReason::kEvicted;
+  storage_.Close(slot->id, std::move(slot->storage), only_memory ? CloseIntent::kKeepHold : CloseIntent::kRelease);
   if (reason == UnloadReason::kHibernated) {
     ++stats_.hibernations;
   } else if (reason == UnloadReason::kEvicted) {

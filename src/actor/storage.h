@@ -119,6 +119,12 @@ class ActorStorage {
   virtual void Break(Status why) = 0;
 };
 
+// Why an actor's storage is closed: it only leaves memory (hibernation, the memory budget),
+// so a provider may keep its hold for its next start (docs/node-lease.md, "Sleeping holds");
+// or it leaves this node's care (a drain, a move, quarantine, a failure, a stop), so the
+// hold goes with it.
+enum class CloseIntent : std::uint8_t { kKeepHold, kRelease };
+
 class StorageProvider {
  public:
   virtual ~StorageProvider() = default;
@@ -126,7 +132,7 @@ class StorageProvider {
   // the caller's view: the event answers "unavailable".
   virtual Task<Result<std::unique_ptr<ActorStorage>>> Open(const ActorId& id) = 0;
   // The actor left memory; every WhenReleasable callback it asked for has been called.
-  virtual void Close(const ActorId& id, std::unique_ptr<ActorStorage> storage) = 0;
+  virtual void Close(const ActorId& id, std::unique_ptr<ActorStorage> storage, CloseIntent intent) = 0;
 };
 
 // Key-range helpers shared by implementations.

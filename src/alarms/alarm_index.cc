@@ -20,10 +20,11 @@ AlarmIndex::AlarmIndex(Env& env, ObjectStore& store, AlarmIndexOptions options)
 AlarmIndex::~AlarmIndex() { *alive_ = false; }
 
 void AlarmIndex::Opened(const ActorId& actor, Generation generation, std::optional<std::int64_t> alarm,
-                        std::function<bool()> is_valid) {
+                        std::function<bool()> is_valid, std::uint64_t resumed_after) {
   Open& open = open_[{actor, generation}];
   open = Open{};
   open.generation = generation;
+  open.resumed_after = resumed_after;
   open.is_valid = std::move(is_valid);
   open.alarm = alarm;
   open.restored = alarm;
@@ -110,7 +111,7 @@ void AlarmIndex::Cleanup(const ActorId& actor, Open& open, std::uint64_t durable
   if (!open.fenced && !options_.broken.on(BrokenModel::kEarlierEntriesBeforeFence)) return;
   for (auto it = open.earlier.begin(); it != open.earlier.end();) {
     if (stale(*it)) {
-      env_.Spawn(DeleteEarlier(alive_, this, actor, open.generation, *it, open.is_valid), "alarm entries of earlier holds");
+      env_.Spawn(DeleteEarlier(alive_, this, actor, open.generation, open.resumed_after, *it, open.is_valid), "alarm entries of earlier holds");
       it = open.earlier.erase(it);
     } else {
       ++it;
@@ -176,7 +177,8 @@ Task<void> AlarmIndex::DeleteEntry(std::shared_ptr<bool> alive, AlarmIndex* self
 }
 
 Task<void> AlarmIndex::DeleteEarlier(std::shared_ptr<bool> alive, AlarmIndex* self, ActorId actor,
-                                     Generation generation, std::int64_t due_ms, std::function<bool()> is_valid) {
+                                     Generation generation, std::uint64_t resumed_after, std::int64_t due_ms,
+                                     std::function<bool()> is_valid) {
   if (!is_valid()) co_return;
   ++self->in_flight_;
   ++self->stats_.lists;
@@ -192,7 +194,8 @@ Task<void> AlarmIndex::DeleteEarlier(std::shared_ptr<bool> alive, AlarmIndex* se
     if (!key.ok() || key->actor != actor || key->due_ms != due_ms) continue;  // foreign: left alone
     // Earlier holds' only: this hold's are removed by batch (Cleanup), a later hold's
     // never (rule 2).
-    if (key->generation >= generation) continue;
+    // (A woken sleeping hold's entries from before it slept count as an earlier hold's.)
+    if (key->generation > generation || (key->generation == generation && key->batch > resumed_after)) continue;
     self->env_.Spawn(DeleteEntry(alive, self, e.key, is_valid), "alarm entry delete");
   }
 }

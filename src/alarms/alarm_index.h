@@ -60,7 +60,7 @@ class AlarmIndex final : public replica::AlarmIndexHook {
 
   // replica::AlarmIndexHook.
   void Opened(const ActorId& actor, Generation generation, std::optional<std::int64_t> alarm,
-              std::function<bool()> is_valid) override;
+              std::function<bool()> is_valid, std::uint64_t resumed_after) override;
   void Committed(const ActorId& actor, Generation generation, std::uint64_t seq, std::optional<std::int64_t> alarm,
                  std::function<void(Status)> entry_written) override;
   void Durable(const ActorId& actor, Generation generation, std::uint64_t seq,
@@ -91,6 +91,9 @@ class AlarmIndex final : public replica::AlarmIndexHook {
     std::set<std::int64_t> earlier;
     // The hold's fence landed (Fenced): earlier holds' entries may be judged.
     bool fenced = false;
+    // A woken sleeping hold's last batch before it slept: its own entries up to it are
+    // judged as earlier holds' are.
+    std::uint64_t resumed_after = 0;
     // The restored alarm: until the fence landed nothing of this hold is durable, so it is
     // the durable alarm then.
     std::optional<std::int64_t> restored;
@@ -102,7 +105,7 @@ class AlarmIndex final : public replica::AlarmIndexHook {
   static Task<void> DeleteEntry(std::shared_ptr<bool> alive, AlarmIndex* self, std::string key,
                                 std::function<bool()> is_valid);
   static Task<void> DeleteEarlier(std::shared_ptr<bool> alive, AlarmIndex* self, ActorId actor, Generation generation,
-                                  std::int64_t due_ms, std::function<bool()> is_valid);
+                                  std::uint64_t resumed_after, std::int64_t due_ms, std::function<bool()> is_valid);
 
   Env& env_;
   ObjectStore& store_;

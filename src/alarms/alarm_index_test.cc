@@ -248,7 +248,7 @@ TEST_F(AlarmIndexTest, NothingIsRemovedOnceTheHoldEnded) {
   Close(std::move(r));
   AlarmIndex index(env_, store_);
   const auto before = bucket_->counts();
-  index.Opened(actor_, Generation{2}, 1'700'000'100'000, [] { return false; });
+  index.Opened(actor_, Generation{2}, 1'700'000'100'000, [] { return false; }, 0);
   index.Fenced(actor_, Generation{2});
   index.Durable(actor_, Generation{2}, 1, std::nullopt);
   index.AfterAlarmEvent(actor_, 1'700'000'100'000, std::nullopt);

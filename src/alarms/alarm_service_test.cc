@@ -110,7 +110,7 @@ class AlarmServiceTest : public ::testing::Test {
 TEST_F(AlarmServiceTest, TheOwnersTimerFiresAtTheAlarmsTimeAndNotBefore) {
   host_.resident.insert(actor_);
   const std::int64_t due = kOrigin + 5000;
-  index_.Opened(actor_, Generation{1}, due, [] { return true; });
+  index_.Opened(actor_, Generation{1}, due, [] { return true; }, 0);
   world_.RunFor(milliseconds(4990));
   EXPECT_TRUE(host_.calls.empty()) << "nothing before the alarm's time";
   world_.RunFor(milliseconds(20));
@@ -131,7 +131,7 @@ TEST_F(AlarmServiceTest, AWakeTimeRunsNothingAndTheAlarmBehindItStillFiresOnTime
   host_.stateful = true;
   host_.wake = kOrigin + 2000;
   host_.alarm = kOrigin + 8000;
-  index_.Opened(actor_, Generation{1}, actor::IndexedTime(host_.alarm, host_.wake), [] { return true; });
+  index_.Opened(actor_, Generation{1}, actor::IndexedTime(host_.alarm, host_.wake), [] { return true; }, 0);
   world_.RunFor(seconds(3));
   ASSERT_EQ(host_.calls.size(), 1u) << "the wake time's event";
   EXPECT_EQ(service_->stats().fired, 0u);
@@ -156,7 +156,7 @@ TEST_F(AlarmServiceTest, AnAlarmSetAgainToTheTimeBeingDeliveredFiresAgainAsTheRu
   host_.run_for = milliseconds(100);
   const std::int64_t due = kOrigin + 1000;
   host_.alarm = due;
-  index_.Opened(actor_, Generation{1}, due, [] { return true; });
+  index_.Opened(actor_, Generation{1}, due, [] { return true; }, 0);
   world_.RunFor(milliseconds(1050));
   ASSERT_EQ(host_.calls.size(), 1u) << "the first delivery runs, its answer on the way";
   host_.alarm = due;  // set again: the same time, committed while the answer is pending
@@ -174,7 +174,7 @@ TEST_F(AlarmServiceTest, AFailingHandlerIsRetriedWithBackOffAndItsLastAttemptSay
   host_.fail = true;
   const std::int64_t due = kOrigin + 1000;
   host_.alarm = due;
-  index_.Opened(actor_, Generation{1}, due, [] { return true; });
+  index_.Opened(actor_, Generation{1}, due, [] { return true; }, 0);
   world_.RunFor(seconds(30));
   ASSERT_EQ(host_.calls.size(), 4u) << "the first run and max_retries retries";
   const std::int64_t waits[] = {0, 1000, 2000, 4000};  // first_retry, then twice as long
@@ -283,7 +283,7 @@ TEST_F(AlarmServiceTest, AReArmDueWhileItsDeliveryRunsIsDeliveredAsThatOneEnds) 
   host_.resident.insert(actor_);
   host_.run_for = seconds(1);
   const std::int64_t first = kOrigin + 1000, second = first + 100;
-  index_.Opened(actor_, Generation{1}, first, [] { return true; });
+  index_.Opened(actor_, Generation{1}, first, [] { return true; }, 0);
   world_.RunFor(milliseconds(1050));
   ASSERT_EQ(host_.calls.size(), 1u);
   // The handler's re-arm, committed while its event runs.
@@ -305,7 +305,7 @@ TEST_F(AlarmServiceTest, ANewAlarmDoesNotWaitForTheRetryOfTheOneItReplaced) {
   host_.fail = true;
   const std::int64_t first = kOrigin + 1000;
   host_.alarm = first;
-  index_.Opened(actor_, Generation{1}, first, [] { return true; });
+  index_.Opened(actor_, Generation{1}, first, [] { return true; }, 0);
   world_.RunFor(milliseconds(1100));
   ASSERT_EQ(host_.calls.size(), 1u);
   EXPECT_EQ(service_->deliveries(), 1u) << "waiting 1 s for its first retry";

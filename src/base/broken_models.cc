@@ -82,9 +82,12 @@ constexpr std::array<std::string_view, kModels> kNames = {
     "start-skips-quarantine-read",
     "quarantine-cache-keeps-late-answer",
     "move-outcome-unchecked",
+    "wake-acquires-nothing-after-release",
+    "sleeping-hold-survives-lease-loss",
+    "wake-forgets-own-segments",
 };
 static_assert(kNames.size() == kModels, "one name per BrokenModel");
-static_assert(kNames[static_cast<std::size_t>(BrokenModel::kMoveOutcomeUnchecked)] == "move-outcome-unchecked",
+static_assert(kNames[static_cast<std::size_t>(BrokenModel::kWakeForgetsOwnSegments)] == "wake-forgets-own-segments",
               "the names follow the enum's order");
 
 }  // namespace

@@ -118,6 +118,10 @@ enum class BrokenModel : std::uint8_t {
   kStartSkipsQuarantineRead, // a start trusts only what the node remembers of the actor's quarantine (no read on a miss)
   kQuarantineCacheKeepsLateAnswer,  // the quarantine cache takes a late reply for fresh news, over a newer answer
   kMoveOutcomeUnchecked,     // a move's outcome is what was heard: a lost take reply is `released`, a failed outcome write is dropped
+  // ---- Sleeping holds (cluster/owners.*, replica/*), docs/node-lease.md "Sleeping holds"
+  kWakeAcquiresNothingAfterRelease,  // a sleeping hold that was released (idle, count, drain, move) is woken as valid, without an acquisition
+  kSleepingHoldSurvivesLeaseLoss,    // a sleeping hold outlives a lapse (its release is parked as for any hold) and is woken as valid in the next epoch
+  kWakeForgetsOwnSegments,   // a woken hold restores only the chain its fence names, not the segments it wrote before it slept
   kCount
 };
 

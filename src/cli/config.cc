@@ -71,7 +71,7 @@ Status ReadActors(const toml::table& t, actor::RuntimeOptions* o, control::Quara
                         "isolate_gc_floor_bytes", "compile_timeout_ms", "quarantine_strikes",
                         "quarantine_window_ms", "quarantine_ms", "spin_us", "max_compiled_bytes_per_tenant",
                         "idempotency_ttl_ms", "idempotency_max_answer_bytes", "idempotency_max_bytes",
-                        "max_message_bytes", "max_messages_per_event"});
+                        "max_message_bytes", "max_messages_per_event", "sleeping_hold_ms", "max_sleeping_holds"});
   actor::ActorLimits& l = o->limits;
   if (s.ok()) s = ReadUint(t, sec, "workers", 0, 256, &o->workers);
   if (s.ok()) s = ReadUint(t, sec, "max_memory_bytes", 65536, std::int64_t{4} << 30, &l.max_memory_bytes);
@@ -122,6 +122,12 @@ Status ReadActors(const toml::table& t, actor::RuntimeOptions* o, control::Quara
   // A message is one outbox entry in one batch: bounded like a stored value's neighbours.
   if (s.ok()) s = ReadUint(t, sec, "max_message_bytes", 1, std::int64_t{1} << 20, &o->messages.max_message_bytes);
   if (s.ok()) s = ReadUint(t, sec, "max_messages_per_event", 0, 10'000, &o->messages.max_messages_per_event);
+  // Sleeping holds (docs/node-lease.md, "Sleeping holds"): up to a day, and up to a million
+  // (about 300 bytes each: docs/configuration.md).
+  std::int64_t sleeping_ms = -1;
+  if (s.ok()) s = ReadUint(t, sec, "sleeping_hold_ms", 0, 86'400'000, &sleeping_ms);
+  if (sleeping_ms >= 0) o->sleeping_hold = std::chrono::milliseconds(sleeping_ms);
+  if (s.ok()) s = ReadUint(t, sec, "max_sleeping_holds", 0, 1'000'000, &o->max_sleeping_holds);
   if (idle_ms >= 0) o->idle_hibernate = std::chrono::milliseconds(idle_ms);
   if (instance_ms >= 0) o->idle_instance = std::chrono::milliseconds(instance_ms);
   if (sync_ms >= 0) o->sync_timeout = std::chrono::milliseconds(sync_ms);

@@ -45,6 +45,14 @@ void PublishClusterMetrics(MetricsRegistry& r, ClusterNode& node) {
   counter("wasmkeep_releases_total", "Releases", owners.releases_ok, {{"outcome", "ok"}});
   counter("wasmkeep_releases_total", "Releases", owners.releases_parked, {{"outcome", "parked"}});
   counter("wasmkeep_releases_total", "Releases", owners.pending_landed, {{"outcome", "landed_later"}});
+  counter("wasmkeep_sleeping_holds_total", "Sleeping holds: kept as the actor left memory, woken, released",
+          owners.slept, {{"event", "slept"}});
+  counter("wasmkeep_sleeping_holds_total", "Sleeping holds: kept as the actor left memory, woken, released",
+          owners.woken, {{"event", "woken"}});
+  counter("wasmkeep_sleeping_holds_total", "Sleeping holds: kept as the actor left memory, woken, released",
+          owners.sleep_released_idle, {{"event", "released_idle"}});
+  counter("wasmkeep_sleeping_holds_total", "Sleeping holds: kept as the actor left memory, woken, released",
+          owners.sleep_released_limit, {{"event", "released_limit"}});
   counter("wasmkeep_unresolved_acquires_total", "Acquires whose outcome was unknown", owners.unresolved);
   counter("wasmkeep_resolver_total", "Unresolved acquires decided", owners.resolver_released,
           {{"outcome", "released"}});
@@ -97,6 +105,10 @@ void PublishClusterMetrics(MetricsRegistry& r, ClusterNode& node) {
                      [&node] { return static_cast<double>(node.owners().holds() - node.owners().system_holds()); });
   r.AddCallbackGauge("wasmkeep_holds_system", "System actors (alarm shards) this node holds now",
                      [&node] { return static_cast<double>(node.owners().system_holds()); });
+  // Of the tenants' holds, those whose actor is not in memory (docs/node-lease.md, "Sleeping
+  // holds").
+  r.AddCallbackGauge("wasmkeep_holds_sleeping", "Tenants' actors this node holds while they are not in memory",
+                     [&node] { return static_cast<double>(node.owners().sleeping()); });
   r.AddCallbackGauge("wasmkeep_releases_pending", "Pending releases and unresolved acquires",
                      [&node] { return static_cast<double>(node.owners().pending()); });
   r.AddCallbackGauge("wasmkeep_draining", "1 while a drain is requested or done for this node",

@@ -236,10 +236,12 @@ Task<Status> HandOvers::Drain(Duration limit) {
     for (ActorId& a : owners_.HeldActors()) {
       if (!Leaving(a)) queue->push_back(std::move(a));
     }
-    // Tenants' actors first, system actors (alarm shards) last: clients wait for a tenant's
-    // actor at its next owner, while a shard's release only delays the scan of its alarms
-    // (docs/alarms.md); the workers take the queue in order.
-    std::stable_partition(queue->begin(), queue->end(), [](const ActorId& a) { return !IsSystemActor(a); });
+    // Tenants' actors in memory first, then sleeping holds (one release write each: docs/
+    // node-lease.md, "Sleeping holds"), system actors (alarm shards) last: clients wait for
+    // an active actor at its next owner, a sleeping one is idle, and a shard's release only
+    // delays the scan of its alarms (docs/alarms.md); the workers take the queue in order.
+    auto rank = [this](const ActorId& a) { return IsSystemActor(a) ? 2 : owners_.IsSleeping(a) ? 1 : 0; };
+    std::stable_sort(queue->begin(), queue->end(), [&rank](const ActorId& a, const ActorId& b) { return rank(a) < rank(b); });
     if (!queue->empty()) {
       std::vector<TaskHandle> workers;
       const std::size_t n = std::min<std::size_t>(kHandOverConcurrency, queue->size());

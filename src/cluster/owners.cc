@@ -177,12 +177,112 @@ void Owners::PutHold(const ActorId& actor, std::shared_ptr<HoldState> state) {
 
 void Owners::EraseHold(std::map<ActorId, std::shared_ptr<HoldState>>::iterator it) {
   if (IsSystemActor(it->first)) --system_holds_;
+  if (it->second->sleeping) --sleeping_;
   holds_.erase(it);
 }
 
 std::map<ActorId, std::shared_ptr<HoldState>> Owners::TakeAllHolds() {
   system_holds_ = 0;
+  sleeping_ = 0;
+  sleep_queue_.clear();
   return std::exchange(holds_, {});
+}
+
+// ---- sleeping holds (docs/node-lease.md, "Sleeping holds")
+
+bool Owners::Sleep(const ActorId& actor, Generation generation, HoldResume resume) {
+  auto it = holds_.find(actor);
+  if (it == holds_.end() || it->second->generation != generation || it->second->sleeping) return false;
+  // A hold that is no longer valid (a lapse since its acquisition) is never kept: its
+  // release is the caller's, and validity never comes back within an epoch anyway.
+  if (!HoldView(it->second, &lease_).IsValid()) return false;
+  // System actors (alarm shards) are held for as long as their node ranks them, never
+  // hibernated; a draining node or a leaving actor releases (the hand-over waits for it).
+  if (IsSystemActor(actor) || sleep_policy_.keep_for <= Duration(0) || sleep_policy_.max_sleeping == 0 ||
+      !accepting_ || leaving(actor)) {
+    return false;
+  }
+  it->second->sleeping = resume;
+  it->second->sleep_serial = next_serial_++;
+  ++sleeping_;
+  ++stats_.slept;
+  sleep_queue_.push_back(SleepEntry{actor, it->second->sleep_serial, env_.MonoNow()});
+  // Stale entries (holds that woke or ended) are dropped once they outnumber the live ones,
+  // so the queue stays within twice the sleeping holds however often actors sleep and wake.
+  if (sleep_queue_.size() > 2 * sleeping_ + 1024) {
+    std::erase_if(sleep_queue_, [this](const SleepEntry& e) {
+      auto h = holds_.find(e.actor);
+      return h == holds_.end() || !h->second->sleeping || h->second->sleep_serial != e.serial;
+    });
+  }
+  if (sleeping_ > sleep_policy_.max_sleeping) SweepSleeping();
+  return true;
+}
+
+std::optional<std::pair<HoldView, HoldResume>> Owners::Wake(const ActorId& actor) {
+  auto it = holds_.find(actor);
+  if (it == holds_.end() || !it->second->sleeping) {
+    // Broken models: a sleeping hold that ended comes back, valid under today's lease.
+    auto ghost = ghosts_.find(actor);
+    if (ghost == ghosts_.end() || it != holds_.end() || !lease_.IsValid()) return std::nullopt;
+    auto state = std::make_shared<HoldState>();
+    state->actor = actor;
+    state->generation = ghost->second.generation;
+    state->version = ghost->second.version;
+    state->epoch = lease_.epoch();
+    const HoldResume resume = ghost->second.resume;
+    ghosts_.erase(ghost);
+    PutHold(actor, state);
+    return std::make_pair(HoldView(state, &lease_), resume);
+  }
+  HoldView view(it->second, &lease_);
+  if (!view.IsValid() || leaving(actor)) return std::nullopt;
+  const HoldResume resume = *it->second->sleeping;
+  it->second->sleeping.reset();
+  --sleeping_;
+  ++stats_.woken;
+  return std::make_pair(view, resume);
+}
+
+bool Owners::IsSleeping(const ActorId& actor) const {
+  auto it = holds_.find(actor);
+  return it != holds_.end() && it->second->sleeping.has_value();
+}
+
+void Owners::KeepGhost(const HoldState& hold) {
+  if (hold.sleeping) ghosts_[hold.actor] = Ghost{hold.generation, hold.version, *hold.sleeping};
+}
+
+void Owners::SweepSleeping() {
+  if (!lease_.IsValid() || !MaySend()) return;  // a release needs a valid lease; the next tick
+  const MonoTime now = env_.MonoNow();
+  while (!sleep_queue_.empty() && sleep_releases_in_flight_ < static_cast<std::size_t>(kPendingConcurrency)) {
+    const SleepEntry e = sleep_queue_.front();
+    auto it = holds_.find(e.actor);
+    if (it == holds_.end() || !it->second->sleeping || it->second->sleep_serial != e.serial) {
+      sleep_queue_.pop_front();  // woke or ended since
+      continue;
+    }
+    const bool over_limit = sleeping_ > sleep_policy_.max_sleeping + sleep_releases_in_flight_;
+    if (!over_limit && now - e.since < sleep_policy_.keep_for) break;  // the oldest is young enough
+    sleep_queue_.pop_front();
+    ++sleep_releases_in_flight_;
+    env_.Spawn(ReleaseSleeping(e.actor, e.serial, over_limit), "sleeping hold release");
+  }
+}
+
+Task<void> Owners::ReleaseSleeping(ActorId actor, std::uint64_t serial, bool over_limit) {
+  std::weak_ptr<LockTable> alive = locks_;
+  ActorLock guard = co_await LockActor(actor);
+  if (alive.expired()) co_return;  // the Owners is gone
+  auto it = holds_.find(actor);
+  // Still asleep, and the same sleep: a wake since (or a release) leaves it alone.
+  if (guard.owns() && it != holds_.end() && it->second->sleeping && it->second->sleep_serial == serial) {
+    ++(over_limit ? stats_.sleep_released_limit : stats_.sleep_released_idle);
+    (void)co_await ReleaseHeld(actor);
+    if (alive.expired()) co_return;
+  }
+  --sleep_releases_in_flight_;
 }
 
 std::vector<ActorId> Owners::HeldActors() const {
@@ -357,8 +457,15 @@ Task<Status> Owners::Release(ActorId actor, std::optional<Generation> only) {
   auto it = holds_.find(actor);
   if (it == holds_.end()) co_return Status::Ok();
   if (only && it->second->generation != *only) co_return Status::Ok();  // a later hold: not ours to end
+  co_return co_await ReleaseHeld(std::move(actor));
+}
+
+Task<Status> Owners::ReleaseHeld(ActorId actor) {
+  auto it = holds_.find(actor);
+  if (it == holds_.end()) co_return Status::Ok();
   std::shared_ptr<HoldState> hold = it->second;
   hold->alive = false;  // stop acting first, whatever the reply
+  if (broken_.on(BrokenModel::kWakeAcquiresNothingAfterRelease)) KeepGhost(*hold);
   EraseHold(it);
 
   const std::string key = OwnerKey(actor);
@@ -387,6 +494,7 @@ void Owners::OnLapse() {
   auto ended = TakeAllHolds();
   for (auto& [actor, hold] : ended) {
     hold->alive = false;
+    if (broken_.on(BrokenModel::kSleepingHoldSurvivesLeaseLoss)) KeepGhost(*hold);
     Park(actor, hold->generation, hold->version);
   }
   for (auto& [actor, hold] : ended) HoldEndedAs(*hold, HoldEnd::kLapsed);
@@ -397,6 +505,7 @@ void Owners::OnLost() {
   auto ended = TakeAllHolds();
   for (auto& [actor, hold] : ended) {
     hold->alive = false;
+    if (broken_.on(BrokenModel::kSleepingHoldSurvivesLeaseLoss)) KeepGhost(*hold);
     ++stats_.dropped_holds;
   }
   pending_.clear();
@@ -626,6 +735,7 @@ void Owners::ScheduleTick() {
     // Retries pause while the node lease is invalid (docs/node-lease.md, "Actors"); one pass at a
     // time.
     if (HasWork() && pass_.done()) pass_ = env_.Spawn(Pass(), "pending releases");
+    SweepSleeping();
     ScheduleTick();
   });
 }
@@ -649,14 +759,23 @@ Task<Status> Owners::Drain(Duration limit) {
   while (env_.MonoNow() < deadline && lease_.IsValid()) {
     std::vector<ActorId> actors;
     for (auto& [a, h] : holds_) actors.push_back(a);
-    // Tenants' actors first, system actors (alarm shards) last: the phase is bounded, and a
-    // tenant's actor is what clients wait for at its next owner, while a shard's release
-    // only delays the scan of its alarms (docs/alarms.md). Releases are sequential, so the
-    // order decides which holds the bound reaches.
-    std::stable_partition(actors.begin(), actors.end(), [](const ActorId& a) { return !IsSystemActor(a); });
-    for (auto& a : actors) {
-      if (env_.MonoNow() >= deadline) break;
-      (void)co_await Release(a);  // parked ones are awaited below
+    // Tenants' actors in memory first, then sleeping holds, system actors (alarm shards)
+    // last: the phase is bounded, and an actor in memory is what clients wait for at its
+    // next owner, while a sleeping one is idle (and freed by `released` or the next process
+    // under this id anyway: docs/node-lease.md, "Sleeping holds"), and a shard's release
+    // only delays the scan of its alarms (docs/alarms.md). Releases go kPendingConcurrency
+    // at once, in this order, so the order decides which holds the bound reaches.
+    auto rank = [this](const ActorId& a) { return IsSystemActor(a) ? 2 : IsSleeping(a) ? 1 : 0; };
+    std::stable_sort(actors.begin(), actors.end(), [&rank](const ActorId& a, const ActorId& b) { return rank(a) < rank(b); });
+    auto queue = std::make_shared<std::deque<ActorId>>(actors.begin(), actors.end());
+    std::vector<TaskHandle> workers = SpawnReleasers(queue, deadline);
+    bool cancelled = false;
+    for (TaskHandle& w : workers) {
+      if (!co_await w.Join()) cancelled = true;
+    }
+    if (cancelled) {
+      for (TaskHandle& w : workers) w.Cancel();
+      co_return Cancelled("drain cancelled");
     }
     if (drained()) co_return Status::Ok();
     // Retries pause while the lease is invalid: then nothing more can land, and the
@@ -666,6 +785,25 @@ Task<Status> Owners::Drain(Duration limit) {
   }
   if (drained()) co_return Status::Ok();
   co_return UnknownOutcome(std::to_string(holds_.size() + pending()) + " holds or releases still pending");
+}
+
+Task<void> Owners::ReleaseWorker(std::shared_ptr<std::deque<ActorId>> queue, MonoTime deadline) {
+  std::weak_ptr<LockTable> alive = locks_;
+  while (!queue->empty() && env_.MonoNow() < deadline) {
+    ActorId a = std::move(queue->front());
+    queue->pop_front();
+    (void)co_await Release(std::move(a));  // parked ones are awaited by the drain
+    if (alive.expired()) co_return;
+  }
+}
+
+// A plain function, not a coroutine: GCC 12 miscompiled a coroutine that spawns several
+// tasks (docs/DEVELOPING.md).
+std::vector<TaskHandle> Owners::SpawnReleasers(const std::shared_ptr<std::deque<ActorId>>& queue, MonoTime deadline) {
+  std::vector<TaskHandle> workers;
+  const std::size_t n = std::min<std::size_t>(kPendingConcurrency, queue->size());
+  for (std::size_t i = 0; i < n; ++i) workers.push_back(env_.Spawn(ReleaseWorker(queue, deadline), "drain release"));
+  return workers;
 }
 
 Task<Result<std::optional<OwnerRecord>>> Owners::OtherOwner(ActorId actor) {

@@ -31,6 +31,22 @@ inline constexpr int kMaxRefusalsInARow = 32;           // then the pass stops
 inline constexpr Duration kReleaseTries = std::chrono::seconds(1);  // foreground release
 inline constexpr Duration kAdmissionWait = std::chrono::milliseconds(250);  // routing read
 
+// Where the storage of a sleeping hold resumes (docs/node-lease.md, "Sleeping holds"): kept
+// by Owners, opaque to it, given back by Wake. The replica's last segment of this hold and
+// its last batch number, so a woken replica continues the hold's log exactly after them.
+struct HoldResume {
+  std::uint64_t segment = 0;
+  std::uint64_t batch = 0;
+};
+
+// How long and how many sleeping holds a node keeps ([actors] sleeping_hold_ms and
+// max_sleeping_holds; docs/configuration.md). keep_for 0: none (a hibernating actor's hold
+// is released, as before sleeping holds existed).
+struct SleepPolicy {
+  Duration keep_for = std::chrono::hours(1);
+  std::size_t max_sleeping = 100'000;
+};
+
 // The state of one hold, shared with whoever acts on it (the actor runtime, later).
 struct HoldState {
   ActorId actor;
@@ -38,6 +54,9 @@ struct HoldState {
   Version version;  // the acquire's version: the record's version while the hold lasts
   std::uint64_t epoch = 0;
   bool alive = true;  // false once released, lapsed or dropped
+  // Owners' own (loop thread): set while the hold sleeps (its actor is not in memory).
+  std::optional<HoldResume> sleeping;
+  std::uint64_t sleep_serial = 0;
 };
 
 // What the actor runtime keeps: cheap, copyable, valid-or-not.
@@ -104,6 +123,10 @@ struct OwnersStats {
   std::uint64_t markers_written = 0;     // leases/ markers written by first acquisitions
                                          // (docs/node-lease.md, "Upgrading from per-actor leases")
   std::uint64_t old_lease_refusals = 0;  // first acquisitions refused by a live old per-actor lease
+  std::uint64_t slept = 0;               // holds kept as their actor left memory
+  std::uint64_t woken = 0;               // sleeping holds continued by a wake (no acquisition)
+  std::uint64_t sleep_released_idle = 0;   // sleeping holds released after keep_for
+  std::uint64_t sleep_released_limit = 0;  // sleeping holds released past max_sleeping (oldest first)
 };
 
 class Owners {
@@ -128,9 +151,10 @@ class Owners {
   // hold of that generation, checked under the actor's lock (a later hold acquired while
   // this call waited for the lock is left alone); OK if that hold is gone.
   Task<Status> Release(ActorId actor, std::optional<Generation> only = std::nullopt);
-  // Stops taking new actors, releases every hold (including any an acquisition in flight
-  // registers meanwhile; tenants' actors before system actors), then waits until no release or unresolved acquire is pending, up
-  // to limit. OK only then ("drained"). The node keeps refusing new actors until
+  // Stops taking new actors, releases every hold, kPendingConcurrency at once (including any
+  // an acquisition in flight registers meanwhile; tenants' actors in memory, then sleeping
+  // holds, then system actors), then waits until no release or unresolved acquire is
+  // pending, up to limit. OK only then ("drained"). The node keeps refusing new actors until
   // SetAccepting(true).
   Task<Status> Drain(Duration limit);
   void SetAccepting(bool accepting) { accepting_ = accepting; }
@@ -139,8 +163,24 @@ class Owners {
   // hold this node still has, so no new event starts on an actor that is leaving.
   void SetLeaving(const ActorId& actor, bool leaving);
   bool leaving(const ActorId& actor) const { return leaving_.count(actor) > 0; }
-  // Every actor this node holds now.
+  // Every actor this node holds now (sleeping holds included).
   std::vector<ActorId> HeldActors() const;
+
+  // Sleeping holds (docs/node-lease.md, "Sleeping holds"). Sleep: the actor of the hold at
+  // `generation` left memory with every write durable; its hold is kept (its record
+  // unchanged) with `resume`. False, and nothing kept, if that hold is not this node's valid
+  // hold, the policy keeps none, the node drains or the actor is leaving: the caller then
+  // releases it. Wake: the sleeping hold of actor, valid and not leaving, is awake again (the
+  // same hold, the same generation: no write) and its resume point is given back; nullopt
+  // otherwise (the caller acquires). Sleeping holds past the policy's time, or the oldest
+  // past its count, are released in the background (32 at once).
+  bool Sleep(const ActorId& actor, Generation generation, HoldResume resume);
+  std::optional<std::pair<HoldView, HoldResume>> Wake(const ActorId& actor);
+  bool IsSleeping(const ActorId& actor) const;
+  void set_sleep_policy(SleepPolicy policy) { sleep_policy_ = policy; }
+  const SleepPolicy& sleep_policy() const { return sleep_policy_; }
+  // Sleeping holds now (of them, tenants' actors: system actors never sleep).
+  std::size_t sleeping() const { return sleeping_; }
   // Called as each hold of this node ends (released, parked, lapsed, dropped).
   void set_on_hold_ended(std::function<void(const HoldEnded&)> fn) { on_hold_ended_ = std::move(fn); }
 
@@ -241,6 +281,23 @@ class Owners {
   // False once the lease was lost: nothing more may be sent (but for a broken model).
   bool MaySend() const;
   bool AcquisitionsInFlight() const;
+  // Ends actor's hold (its lock held by the caller): stops acting, then writes nobody;
+  // pending if that does not land within kReleaseTries.
+  Task<Status> ReleaseHeld(ActorId actor);
+  // The clean stop's releases (Drain): kPendingConcurrency workers over one queue.
+  Task<void> ReleaseWorker(std::shared_ptr<std::deque<ActorId>> queue, MonoTime deadline);
+  std::vector<TaskHandle> SpawnReleasers(const std::shared_ptr<std::deque<ActorId>>& queue, MonoTime deadline);
+  // Releases what the sleep policy no longer keeps (at most kPendingConcurrency at once).
+  void SweepSleeping();
+  Task<void> ReleaseSleeping(ActorId actor, std::uint64_t serial, bool over_limit);
+  // Broken models wake-acquires-nothing-after-release and sleeping-hold-survives-lease-loss:
+  // a sleeping hold that ended is remembered, and a wake brings it back as valid.
+  struct Ghost {
+    Generation generation;
+    Version version;
+    HoldResume resume;
+  };
+  void KeepGhost(const HoldState& hold);
   Task<void> RunBatch(bool pendings, std::vector<EntryKey> keys, int* refusals);
   Task<void> TryPendingInto(Pending entry, std::shared_ptr<bool> done);
   Task<void> TryUnresolvedInto(Unresolved entry, std::shared_ptr<bool> done);
@@ -255,6 +312,18 @@ class Owners {
   // Changed only through PutHold, EraseHold and TakeAllHolds, which keep system_holds_.
   std::map<ActorId, std::shared_ptr<HoldState>> holds_;
   std::size_t system_holds_ = 0;
+  // Sleeping holds: how many, and the order they fell asleep in (entries of holds that woke
+  // or ended since are skipped, and compacted away when they outnumber the live ones).
+  struct SleepEntry {
+    ActorId actor;
+    std::uint64_t serial = 0;
+    MonoTime since{};
+  };
+  SleepPolicy sleep_policy_;
+  std::size_t sleeping_ = 0;
+  std::deque<SleepEntry> sleep_queue_;
+  std::size_t sleep_releases_in_flight_ = 0;
+  std::map<ActorId, Ghost> ghosts_;  // broken models only
   void PutHold(const ActorId& actor, std::shared_ptr<HoldState> state);
   void EraseHold(std::map<ActorId, std::shared_ptr<HoldState>>::iterator it);
   std::map<ActorId, std::shared_ptr<HoldState>> TakeAllHolds();

@@ -669,5 +669,111 @@ TEST_F(OwnersTest, TheLockTableKeepsOnlyTheLocksInUse) {
   EXPECT_EQ(a.node.owners().locks_in_use(), 0u);
 }
 
+// ---- sleeping holds (docs/node-lease.md, "Sleeping holds")
+
+// A hold kept as its actor leaves memory wakes with no bucket request at all, at the same
+// generation, with the resume point it slept with; the record is never written.
+TEST_F(OwnersTest, ASleepingHoldWakesWithoutAnyWriteAtItsGeneration) {
+  Proc a(world, bucket, "a", "ia");
+  Ready(a);
+  Owners& owners = a.node.owners();
+  ASSERT_EQ(Run(a.env, owners.Acquire(actor)).kind, AcquireResult::Kind::kAcquired);
+  const Version acquired = bucket->objects().at(OwnerKey(actor)).version;
+  ASSERT_TRUE(owners.Sleep(actor, Generation{1}, HoldResume{3, 7}));
+  EXPECT_TRUE(owners.IsSleeping(actor));
+  EXPECT_EQ(owners.sleeping(), 1u);
+  EXPECT_FALSE(owners.Sleep(actor, Generation{1}, HoldResume{3, 7})) << "a hold sleeps once";
+  world.RunFor(seconds(60));  // many renewals later
+  auto woken = owners.Wake(actor);
+  ASSERT_TRUE(woken.has_value());
+  EXPECT_TRUE(woken->first.IsValid());
+  EXPECT_EQ(woken->first.generation(), Generation{1});
+  EXPECT_EQ(woken->second.segment, 3u);
+  EXPECT_EQ(woken->second.batch, 7u);
+  EXPECT_FALSE(owners.Wake(actor).has_value()) << "an awake hold is not woken twice";
+  EXPECT_EQ(owners.sleeping(), 0u);
+  EXPECT_EQ(bucket->objects().at(OwnerKey(actor)).version, acquired) << "the record was written";
+  EXPECT_EQ(Record(), Owner("a", "ia", 1));
+  EXPECT_EQ(owners.stats().acquisitions, 1u);
+  EXPECT_EQ(owners.stats().slept, 1u);
+  EXPECT_EQ(owners.stats().woken, 1u);
+  // Only the hold of that generation sleeps: a stale close of an older one keeps nothing.
+  EXPECT_FALSE(owners.Sleep(actor, Generation{2}, HoldResume{}));
+}
+
+// The policy's bounds: past max_sleeping the oldest sleeping hold is released at once; past
+// keep_for every one is. A wake in between takes a hold out of the queue (it is not released
+// under its awake actor).
+TEST_F(OwnersTest, SleepingHoldsAreReleasedPastTheirCountAndTheirTime) {
+  Proc a(world, bucket, "a", "ia");
+  Ready(a);
+  Owners& owners = a.node.owners();
+  owners.set_sleep_policy(SleepPolicy{seconds(5), 2});
+  for (int i = 0; i < 4; ++i) ASSERT_EQ(Run(a.env, owners.Acquire(Nth(i))).kind, AcquireResult::Kind::kAcquired);
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(owners.Sleep(Nth(i), Generation{1}, HoldResume{}));
+    world.RunFor(milliseconds(500));
+  }
+  // Four slept, two kept: the two oldest were released, newest kept.
+  EXPECT_EQ(owners.sleeping(), 2u);
+  EXPECT_EQ(Record(Nth(0)), OwnerRecord::Nobody(Generation{1}));
+  EXPECT_EQ(Record(Nth(1)), OwnerRecord::Nobody(Generation{1}));
+  EXPECT_EQ(Record(Nth(2)), Owner("a", "ia", 1));
+  EXPECT_EQ(owners.stats().sleep_released_limit, 2u);
+  ASSERT_TRUE(owners.Wake(Nth(2)).has_value());
+  world.RunFor(seconds(6));
+  EXPECT_EQ(owners.sleeping(), 0u);
+  EXPECT_EQ(Record(Nth(3)), OwnerRecord::Nobody(Generation{1})) << "past keep_for";
+  EXPECT_EQ(Record(Nth(2)), Owner("a", "ia", 1)) << "the woken hold was released under its actor";
+  EXPECT_TRUE(owners.Find(Nth(2)).IsValid());
+  EXPECT_EQ(owners.stats().sleep_released_idle, 1u);
+  // Woken and asleep again: a new sleep, timed from now.
+  ASSERT_TRUE(owners.Sleep(Nth(2), Generation{1}, HoldResume{}));
+  world.RunFor(seconds(3));
+  EXPECT_TRUE(owners.IsSleeping(Nth(2)));
+}
+
+// A lapse ends sleeping holds like every other (their releases parked); none wakes again in
+// the next epoch, and the actor's next use acquires generation + 1. (Fails with the broken
+// model sleeping-hold-survives-lease-loss.) A drain keeps nothing asleep.
+TEST_F(OwnersTest, ALapseEndsSleepingHoldsAndADrainingNodeKeepsNone) {
+  Proc a(world, bucket, "a", "ia");
+  bool outage = false;
+  FailWhile(a, outage);
+  Ready(a);
+  Owners& owners = a.node.owners();
+  ASSERT_EQ(Run(a.env, owners.Acquire(actor)).kind, AcquireResult::Kind::kAcquired);
+  ASSERT_TRUE(owners.Sleep(actor, Generation{1}, HoldResume{1, 1}));
+  outage = true;
+  world.RunFor(seconds(10));
+  EXPECT_EQ(owners.sleeping(), 0u);
+  outage = false;
+  world.RunFor(seconds(5));
+  ASSERT_TRUE(a.node.lease().IsValid());
+  EXPECT_FALSE(owners.Wake(actor).has_value()) << "a sleeping hold outlived the lapse";
+  world.RunFor(seconds(2));
+  EXPECT_EQ(Record(), OwnerRecord::Nobody(Generation{1})) << "its parked release landed";
+  auto again = Run(a.env, owners.Acquire(actor));
+  ASSERT_EQ(again.kind, AcquireResult::Kind::kAcquired);
+  EXPECT_EQ(again.hold.generation(), Generation{2});
+  owners.SetAccepting(false);
+  EXPECT_FALSE(owners.Sleep(actor, Generation{2}, HoldResume{})) << "a draining node kept a hold asleep";
+}
+
+// A release of a sleeping hold (a drain's, a move's, the policy's) ends it for good: a later
+// wake finds nothing and the actor is acquired again. (Fails with the broken model
+// wake-acquires-nothing-after-release.)
+TEST_F(OwnersTest, AReleasedSleepingHoldIsNeverWoken) {
+  Proc a(world, bucket, "a", "ia");
+  Ready(a);
+  Owners& owners = a.node.owners();
+  ASSERT_EQ(Run(a.env, owners.Acquire(actor)).kind, AcquireResult::Kind::kAcquired);
+  ASSERT_TRUE(owners.Sleep(actor, Generation{1}, HoldResume{}));
+  ASSERT_TRUE(Run(a.env, owners.Release(actor)).ok());
+  EXPECT_EQ(Record(), OwnerRecord::Nobody(Generation{1}));
+  EXPECT_FALSE(owners.Wake(actor).has_value()) << "a released sleeping hold woke";
+  EXPECT_FALSE(owners.Find(actor).IsValid());
+}
+
 }  // namespace
 }  // namespace wk

@@ -22,8 +22,11 @@ namespace wk::replica {
 class AlarmIndexHook {
  public:
   virtual ~AlarmIndexHook() = default;
+  // resumed_after: 0 for a new hold; for a sleeping hold that wakes, its last batch number
+  // before it slept (its entries up to there are an earlier life's, judged like earlier
+  // holds'; its batches go on after it).
   virtual void Opened(const ActorId& actor, Generation generation, std::optional<std::int64_t> alarm,
-                      std::function<bool()> is_valid) = 0;
+                      std::function<bool()> is_valid, std::uint64_t resumed_after) = 0;
   virtual void Committed(const ActorId& actor, Generation generation, std::uint64_t seq,
                          std::optional<std::int64_t> alarm, std::function<void(Status)> entry_written) = 0;
   virtual void Durable(const ActorId& actor, Generation generation, std::uint64_t seq,

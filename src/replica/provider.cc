@@ -17,6 +17,29 @@ Task<Result<std::unique_ptr<actor::ActorStorage>>> ReplicaProvider::Open(const A
   const ActorId id = id_ref;
   std::shared_ptr<bool> alive = alive_;
   const MonoTime started = deps_.env.MonoNow();
+  // A replica of this actor still closing: its hold sleeps (or is released) once it closed.
+  if (closing_.count(id) > 0) {
+    co_await WaitClosed(id, close_limit_ + kReleaseTries);
+    if (!*alive) co_return Cancelled("storage provider gone");
+  }
+  // 1. The sleeping hold, woken: the same hold, no acquisition (docs/node-lease.md,
+  // "Sleeping holds").
+  auto woken = co_await holds_.Wake(id);
+  if (!*alive) co_return Cancelled("storage provider gone");
+  if (woken) {
+    const Generation generation = woken->first.generation;
+    auto opened = co_await OpenUnder(id, std::move(woken->first), woken->second, started);
+    if (!*alive) co_return Cancelled("storage provider gone");
+    if (opened.ok() || opened.code() != Code::kPreconditionFailed) co_return opened;
+    // The log does not end where the hold slept: never continue an uncertain log; a new
+    // hold (generation + 1) restores whatever is there, as after a failure.
+    WK_LOG_WARN("a woken hold's log is not as it slept; taking a new hold",
+                {{"actor", id.ToString()}, {"generation", std::to_string(generation.value)},
+                 {"error", opened.status().ToString()}});
+    co_await holds_.Release(id, generation);
+    if (!*alive) co_return Cancelled("storage provider gone");
+  }
+  // 2. A hold acquired (or the one this node has).
   auto hold = co_await holds_.Acquire(id);
   if (!*alive) co_return Cancelled("storage provider gone");
   auto used = [this, &id](Generation g) {
@@ -24,7 +47,8 @@ Task<Result<std::unique_ptr<actor::ActorStorage>>> ReplicaProvider::Open(const A
     return it != last_generation_.end() && g <= it->second;
   };
   if (hold.ok() && used(hold->generation)) {
-    // This generation already served a replica (its log keys are taken): a new hold.
+    // This generation already served a replica (its log keys are taken) and does not sleep
+    // (it failed, or its close could not keep it): a new hold.
     const Generation stale = hold->generation;
     co_await holds_.Release(id, stale);
     if (!*alive) co_return Cancelled("storage provider gone");
@@ -36,20 +60,28 @@ Task<Result<std::unique_ptr<actor::ActorStorage>>> ReplicaProvider::Open(const A
     }
   }
   if (!hold.ok()) co_return hold.status();
-  if (!*alive) co_return Cancelled("storage provider gone");
-  const Generation generation = hold->generation;
+  co_return co_await OpenUnder(id, std::move(*hold), std::nullopt, started);
+}
+
+Task<Result<std::unique_ptr<actor::ActorStorage>>> ReplicaProvider::OpenUnder(ActorId id, Replica::Hold hold,
+                                                                             std::optional<HoldResume> resume,
+                                                                             MonoTime started) {
+  std::shared_ptr<bool> alive = alive_;
+  const Generation generation = hold.generation;
   last_generation_[id] = generation;
   Replica::Deps deps = deps_;
   const MonoTime acquired = deps_.env.MonoNow();
-  auto replica = co_await Replica::Open(std::move(deps), id, std::move(*hold), options_);
+  auto replica = co_await Replica::Open(std::move(deps), id, std::move(hold), options_, resume);
   if (!*alive) co_return Cancelled("storage provider gone");
   if (replica.ok() && log::Enabled(log::Level::kDebug)) {
     // Where a wake's time goes (the soak splits "writable again" with it: docs/benchmarks.md).
     const auto ms = [](Duration d) { return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()); };
     WK_LOG_DEBUG("actor opened", {{"actor", id.ToString()}, {"generation", std::to_string(generation.value)},
+                                  {"woken", resume ? "yes" : "no"},
                                   {"acquire_ms", ms(acquired - started)}, {"restore_ms", ms(deps_.env.MonoNow() - acquired)}});
   }
   if (!replica.ok()) {
+    if (replica.code() == Code::kPreconditionFailed && resume) co_return replica.status();  // Open decides
     WK_LOG_WARN("restore failed", {{"actor", id.ToString()}, {"generation", std::to_string(generation.value)},
                                    {"error", replica.status().ToString()}});
     co_await holds_.Release(id, generation);
@@ -66,29 +98,58 @@ Task<Result<std::unique_ptr<actor::ActorStorage>>> ReplicaProvider::Open(const A
   co_return storage;
 }
 
-void ReplicaProvider::Close(const ActorId& id, std::unique_ptr<actor::ActorStorage> storage) {
+void ReplicaProvider::Close(const ActorId& id, std::unique_ptr<actor::ActorStorage> storage, actor::CloseIntent intent) {
   std::unique_ptr<Replica> replica(static_cast<Replica*>(storage.release()));
   auto it = open_.find(id);
   if (it != open_.end() && it->second == replica.get()) open_.erase(it);
-  deps_.env.Spawn(CloseLater(alive_, this, id, std::move(replica), close_limit_), "replica close");
+  closing_[id];  // Opens of id wait for this close
+  deps_.env.Spawn(CloseLater(alive_, this, id, std::move(replica), close_limit_, intent), "replica close");
+}
+
+Task<void> ReplicaProvider::WaitClosed(ActorId id, Duration limit) {
+  Latch<bool> done(deps_.env, [] { return false; });
+  closing_[id].push_back(done);
+  const auto timer = deps_.env.StartTimer(deps_.env.MonoNow() + limit, [done] { done.Set(false); });
+  (void)co_await done.Wait();
+  deps_.env.CancelTimer(timer);
 }
 
 Task<void> ReplicaProvider::CloseLater(std::shared_ptr<bool> alive, ReplicaProvider* self, ActorId id,
-                                       std::unique_ptr<Replica> replica, Duration limit) {
+                                       std::unique_ptr<Replica> replica, Duration limit, actor::CloseIntent intent) {
   const Generation generation = replica->generation();
   Status s = co_await replica->Close(limit);
   if (!*alive) co_return;
   if (!s.ok()) {
     WK_LOG_WARN("replica closed with writes not durable", {{"actor", id.ToString()}, {"error", s.ToString()}});
   }
+  // Durable and unbroken: where a next replica of this hold would continue.
+  const bool clean = s.ok() && replica->failure().ok();
+  const HoldResume resume = replica->resume_point();
   replica.reset();
-  // Durable (or failed, and its hold already abandoned): the hold can go.
-  co_await self->holds_.Release(id, generation);
-  if (!*alive) co_return;
-  // The hold is gone: the next acquisition writes a higher generation.
-  if (auto it = self->last_generation_.find(id); it != self->last_generation_.end() && it->second == generation &&
-      self->open_.count(id) == 0) {
-    self->last_generation_.erase(it);
+  // Kept asleep only if the actor merely left memory and its hold is still this node's,
+  // valid, with every write durable; otherwise the hold goes.
+  const bool kept = clean && intent == actor::CloseIntent::kKeepHold && self->holds_.Sleep(id, generation, resume);
+  if (kept) {
+    // A sleeping hold is woken, never reused as a new one (Open wakes before it acquires),
+    // so its generation need not be remembered here: the map stays as small as what is open.
+    if (auto it = self->last_generation_.find(id); it != self->last_generation_.end() && it->second == generation &&
+        self->open_.count(id) == 0) {
+      self->last_generation_.erase(it);
+    }
+  } else {
+    co_await self->holds_.Release(id, generation);
+    if (!*alive) co_return;
+    // The hold is gone: the next acquisition writes a higher generation.
+    if (auto it = self->last_generation_.find(id); it != self->last_generation_.end() && it->second == generation &&
+        self->open_.count(id) == 0) {
+      self->last_generation_.erase(it);
+    }
+  }
+  // Opens waiting for this close go on (a second close of id meanwhile keeps its own entry).
+  if (auto c = self->closing_.find(id); c != self->closing_.end()) {
+    std::vector<Latch<bool>> waiters = std::move(c->second);
+    self->closing_.erase(c);
+    for (auto& w : waiters) w.Set(true);
   }
 }
 
@@ -119,6 +180,17 @@ Task<Result<Replica::Hold>> OwnersHoldSource::Acquire(ActorId actor) {
       break;
   }
   co_return Retryable("cannot acquire " + actor.ToString() + ": " + r.why);
+}
+
+bool OwnersHoldSource::Sleep(const ActorId& actor, Generation generation, HoldResume resume) {
+  return owners_.Sleep(actor, generation, resume);
+}
+
+Task<std::optional<std::pair<Replica::Hold, HoldResume>>> OwnersHoldSource::Wake(ActorId actor) {
+  auto woken = owners_.Wake(actor);
+  if (!woken) co_return std::nullopt;
+  HoldView view = woken->first;
+  co_return std::make_pair(Replica::Hold{view.generation(), [view] { return view.IsValid(); }}, woken->second);
 }
 
 Task<void> OwnersHoldSource::Release(ActorId actor, Generation generation) {

@@ -1,11 +1,15 @@
 // ReplicaProvider: the actor runtime's StorageProvider over durable replicas. Opening an
-// actor acquires a hold of it (HoldSource) and restores a Replica under that hold's
-// generation; closing it waits until its writes are durable, then releases the hold. A
-// replica that fails (an upload failed or was Late, or the hold ended) abandons its hold at
-// once: the hold source releases it, or drops it if the lease is gone.
+// actor wakes its sleeping hold or acquires a hold of it (HoldSource) and restores a Replica
+// under that hold's generation; closing it waits until its writes are durable, then keeps
+// the hold sleeping (an actor that only left memory: docs/node-lease.md, "Sleeping holds")
+// or releases it. A replica that fails (an upload failed or was Late, or the hold ended)
+// abandons its hold at once: the hold source releases it, or drops it if the lease is gone.
 //
-// Each Open gets a hold of its own: a hold whose generation already served a replica is
-// released and a new one acquired, since a generation's segment keys are written once.
+// A woken hold continues its log where it slept (Replica::Open's resume). Otherwise each
+// Open gets a hold of its own: a hold whose generation already served a replica and is not
+// sleeping is released and a new one acquired, since a generation's segment keys are
+// written once. An Open while the actor's previous replica still closes waits for that
+// close (bounded by the close limit), so a quick return wakes the hold it slept in.
 //
 // Threading: Env loop thread (the runtime calls Open and Close there).
 #pragma once
@@ -30,6 +34,18 @@ class HoldSource {
   // closing late must never release a newer hold of the same actor). Stop acting first;
   // the release may stay pending (docs/node-lease.md, "Pending releases").
   virtual Task<void> Release(ActorId actor, Generation generation) = 0;
+  // Sleeping holds (docs/node-lease.md, "Sleeping holds"). Sleep: the replica of that
+  // generation closed with every write durable and its actor left memory; true if the hold
+  // is kept (false: release it). Wake: the actor's sleeping hold, awake again, with where its
+  // log resumes; nullopt: acquire. A source without sleeping holds keeps none.
+  virtual bool Sleep(const ActorId& actor, Generation generation, HoldResume resume) {
+    (void)actor, (void)generation, (void)resume;
+    return false;
+  }
+  virtual Task<std::optional<std::pair<Replica::Hold, HoldResume>>> Wake(ActorId actor) {
+    (void)actor;
+    co_return std::nullopt;
+  }
 };
 
 // Holds from the ownership records (docs/node-lease.md, "Actors"): Acquire is Owners::Acquire (which returns
@@ -40,6 +56,8 @@ class OwnersHoldSource final : public HoldSource {
   explicit OwnersHoldSource(Owners& owners) : owners_(owners) {}
   Task<Result<Replica::Hold>> Acquire(ActorId actor) override;
   Task<void> Release(ActorId actor, Generation generation) override;
+  bool Sleep(const ActorId& actor, Generation generation, HoldResume resume) override;
+  Task<std::optional<std::pair<Replica::Hold, HoldResume>>> Wake(ActorId actor) override;
 
  private:
   Owners& owners_;
@@ -51,7 +69,7 @@ class ReplicaProvider final : public actor::StorageProvider {
   ~ReplicaProvider() override;
 
   Task<Result<std::unique_ptr<actor::ActorStorage>>> Open(const ActorId& id) override;
-  void Close(const ActorId& id, std::unique_ptr<actor::ActorStorage> storage) override;
+  void Close(const ActorId& id, std::unique_ptr<actor::ActorStorage> storage, actor::CloseIntent intent) override;
 
   // Hold ends observed by the cluster (lapse, loss): cut every resident replica of actor.
   void Cut(const ActorId& id, std::string why);
@@ -65,7 +83,11 @@ class ReplicaProvider final : public actor::StorageProvider {
  private:
   static Task<void> ReleaseLater(std::shared_ptr<bool> alive, HoldSource* holds, ActorId id, Generation generation);
   static Task<void> CloseLater(std::shared_ptr<bool> alive, ReplicaProvider* self, ActorId id,
-                               std::unique_ptr<Replica> replica, Duration limit);
+                               std::unique_ptr<Replica> replica, Duration limit, actor::CloseIntent intent);
+  // Returns once no replica of id is closing (or after limit).
+  Task<void> WaitClosed(ActorId id, Duration limit);
+  Task<Result<std::unique_ptr<actor::ActorStorage>>> OpenUnder(ActorId id, Replica::Hold hold,
+                                                              std::optional<HoldResume> resume, MonoTime started);
 
   Replica::Deps deps_;
   HoldSource& holds_;
@@ -75,6 +97,8 @@ class ReplicaProvider final : public actor::StorageProvider {
   // The last generation each open actor used (generations only grow, so anything at or
   // below it was used); erased once its hold is released.
   std::map<ActorId, Generation> last_generation_;
+  // Actors whose replica is closing now, and the Opens waiting for that close.
+  std::map<ActorId, std::vector<Latch<bool>>> closing_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

@@ -60,7 +60,9 @@ class DurableStorage final : public actor::StorageProvider {
     provider = std::make_unique<ReplicaProvider>(std::move(deps), holds, ReplicaOptions{}, seconds(10));
   }
   Task<Result<std::unique_ptr<actor::ActorStorage>>> Open(const ActorId& id) override { return provider->Open(id); }
-  void Close(const ActorId& id, std::unique_ptr<actor::ActorStorage> s) override { provider->Close(id, std::move(s)); }
+  void Close(const ActorId& id, std::unique_ptr<actor::ActorStorage> s, actor::CloseIntent intent) override {
+    provider->Close(id, std::move(s), intent);
+  }
 
   TestHolds holds;
   std::unique_ptr<ObjectStore> store;

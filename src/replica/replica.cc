@@ -485,14 +485,16 @@ Replica::~Replica() {
   c.StopBackground();
 }
 
-Task<Result<std::unique_ptr<Replica>>> Replica::Open(Deps deps, ActorId actor, Hold hold, ReplicaOptions options) {
+Task<Result<std::unique_ptr<Replica>>> Replica::Open(Deps deps, ActorId actor, Hold hold, ReplicaOptions options,
+                                                     std::optional<HoldResume> resume) {
   Env& env = deps.env;
   ObjectStore& store = deps.store.ForPurpose(BucketPurpose::kRestore);
   ReplicaTotals* totals = deps.totals;
   RestoreOptions ro = options.restore;
   ro.broken = deps.broken;
   const MonoTime start = env.MonoNow();
-  auto restored = co_await Restore(env, store, actor, hold.generation, ro);
+  const std::optional<std::uint64_t> resume_segment = resume ? std::optional<std::uint64_t>(resume->segment) : std::nullopt;
+  auto restored = co_await Restore(env, store, actor, hold.generation, ro, resume_segment);
   if (!restored.ok()) {
     if (totals) ++totals->restore_failures;
     // A restore that outlived its hold listed and read while later holds wrote and collected
@@ -522,7 +524,33 @@ Task<Result<std::unique_ptr<Replica>>> Replica::Open(Deps deps, ActorId actor, H
     if (p.seq > 0) ++core->segments_since_snapshot;
   }
   core->bytes_since_snapshot = core->restored.bytes_since_base;
-  if (core->alarms != nullptr) core->alarms->Opened(actor, core->hold.generation, core->state.indexed_time(), core->hold.is_valid);
+  if (resume) {
+    // The same hold continues (docs/node-lease.md, "Sleeping holds"): its log and its batch
+    // numbers go on where it slept, so no key it wrote is written again (segments, and the
+    // alarm index's entries, which carry the batch number).
+    core->committed = resume->batch;
+    core->sent_seq = resume->batch;
+    core->next_seq = resume->segment + 1;
+  }
+  if (core->alarms != nullptr) {
+    core->alarms->Opened(actor, core->hold.generation, core->state.indexed_time(), core->hold.is_valid,
+                         resume ? resume->batch : 0);
+  }
+  if (resume) {
+    if (!core->hold.is_valid()) {
+      core->ReportClosed();
+      co_return Retryable("the hold of " + actor.ToString() + " ended during its restore");
+    }
+    // Everything up to resume.batch was acknowledged while this hold was valid, before it
+    // slept; the gate asks validity now, as a fence's acknowledgement would.
+    if (core->gate.Acknowledged(resume->batch, "the woken hold's log") != HoldGate::AckOutcome::kAcknowledged) {
+      core->ReportClosed();
+      co_return Retryable("the hold of " + actor.ToString() + " ended as it woke");
+    }
+    if (core->AlarmsReachable()) core->alarms->Fenced(actor, core->hold.generation);
+    // A long chain is snapshotted after the next segment (the counts stand as restored).
+    co_return std::unique_ptr<Replica>(new Replica(std::move(core)));
+  }
 
   // The fence: the first segment of this hold, naming the chain it restored.
   Segment fence;
@@ -655,6 +683,10 @@ Task<Status> Replica::Close(Duration limit) {
 
 const ActorId& Replica::actor() const { return core_->actor; }
 Generation Replica::generation() const { return core_->hold.generation; }
+HoldResume Replica::resume_point() const {
+  std::lock_guard lock(core_->mu);
+  return HoldResume{core_->next_seq - 1, core_->committed};
+}
 ReplicaStats Replica::stats() const { return core_->stats; }
 const Restored& Replica::restored() const { return core_->restored; }
 

@@ -19,6 +19,7 @@
 #include "actor/storage.h"
 #include "base/metrics.h"
 #include "cluster/owner_record.h"
+#include "cluster/owners.h"
 #include "env/env.h"
 #include "replica/alarm_hook.h"
 #include "replica/hold_gate.h"
@@ -107,8 +108,13 @@ class Replica final : public actor::ActorStorage {
   };
 
   // Restores the actor for `hold` and sends its fence. Returns once restored; the fence may
-  // still be in flight (nothing is acknowledged before it lands).
-  static Task<Result<std::unique_ptr<Replica>>> Open(Deps deps, ActorId actor, Hold hold, ReplicaOptions options);
+  // still be in flight (nothing is acknowledged before it lands). With `resume`, the hold is
+  // a sleeping one that wakes (docs/node-lease.md, "Sleeping holds"): its fence and segments
+  // up to resume.segment are durable already, so nothing is sent; the log continues at
+  // resume.segment + 1 and the batches at resume.batch + 1 (kPreconditionFailed if the log
+  // does not end there: Restore).
+  static Task<Result<std::unique_ptr<Replica>>> Open(Deps deps, ActorId actor, Hold hold, ReplicaOptions options,
+                                                     std::optional<HoldResume> resume = std::nullopt);
   ~Replica() override;
   Replica(const Replica&) = delete;
   Replica& operator=(const Replica&) = delete;
@@ -140,6 +146,9 @@ class Replica final : public actor::ActorStorage {
 
   const ActorId& actor() const;
   Generation generation() const;
+  // Where a next replica of this hold continues (loop thread; meaningful once Close said OK:
+  // every segment sent was acknowledged).
+  HoldResume resume_point() const;
   ReplicaStats stats() const;
   const Restored& restored() const;  // what Open found (the restore's facts)
 

@@ -384,6 +384,61 @@ TEST_F(ReplicaTest, ASegmentOfAnOlderHoldThatLandedAfterTheNextRestoreIsOffTheCh
   EXPECT_TRUE(broken->Get("ghost").has_value()) << "the broken model must be able to fail the checkers";
 }
 
+// A sleeping hold that wakes (docs/node-lease.md, "Sleeping holds") continues its own log:
+// no fence, nothing rewritten, its acknowledged writes restored from its own segments, the
+// next segment right after the last one it wrote. A log that does not end where it slept is
+// refused (the provider then takes a new hold). (The state check fails with the broken model
+// wake-forgets-own-segments.)
+TEST_F(ReplicaTest, AWokenHoldContinuesItsOwnLogWhereItSlept) {
+  auto r = Open(Generation{1});
+  auto a = Write(*r, "k1", "v1");
+  Settle();
+  auto b = Write(*r, "k2", "v2");
+  Settle();
+  ASSERT_TRUE(a->has_value() && (*a)->ok() && b->has_value() && (*b)->ok());
+  ASSERT_TRUE(RunTask(world_, env_, r->Close(seconds(5)))->ok());
+  const HoldResume slept = r->resume_point();
+  r.reset();
+  EXPECT_EQ(slept.segment, 2u);
+  EXPECT_EQ(slept.batch, 2u);
+  const std::size_t segments = Count(WalPrefix(actor_));
+
+  Replica::Deps deps{env_, *store_, [this](std::function<void()> fn) { env_.Post(std::move(fn)); }, nullptr,
+                     BrokenModels::FromEnvironment().value()};
+  auto woken = RunTask(world_, env_, Replica::Open(deps, actor_, Replica::Hold{Generation{1}, [this] { return valid_; }}, {}, slept));
+  ASSERT_TRUE(woken && woken->ok()) << (woken ? woken->status().ToString() : "open did not finish");
+  std::unique_ptr<Replica> w = std::move(**woken);
+  EXPECT_EQ(w->Get("k1"), "v1") << "a write acknowledged before the hold slept is missing";
+  EXPECT_EQ(w->Get("k2"), "v2") << "a write acknowledged before the hold slept is missing";
+  EXPECT_EQ(Count(WalPrefix(actor_)), segments) << "a woken hold sent a fence or rewrote a segment";
+  // Old batches stay releasable, new ones go on after them, at the next segment.
+  auto old_read = std::make_shared<std::optional<Status>>();
+  w->WhenReleasable(slept.batch, [old_read](Status s) { *old_read = std::move(s); });
+  auto c = Write(*w, "k3", "v3");
+  Settle();
+  ASSERT_TRUE(old_read->has_value() && (*old_read)->ok());
+  ASSERT_TRUE(c->has_value() && (*c)->ok()) << (c->has_value() ? (*c)->ToString() : "no answer");
+  EXPECT_TRUE(Has(SegmentKey(actor_, {1, 3})));
+  ASSERT_TRUE(RunTask(world_, env_, w->Close(seconds(5)))->ok());
+  EXPECT_EQ(w->resume_point().segment, 3u);
+  EXPECT_EQ(w->resume_point().batch, 3u);
+  w.reset();
+
+  // A resume point the log does not end at: refused, nothing sent.
+  auto wrong = RunTask(world_, env_, Replica::Open(deps, actor_, Replica::Hold{Generation{1}, [this] { return valid_; }}, {}, HoldResume{5, 9}));
+  ASSERT_TRUE(wrong.has_value());
+  EXPECT_EQ(wrong->status().code(), Code::kPreconditionFailed) << wrong->status().ToString();
+  EXPECT_EQ(Count(WalPrefix(actor_)), segments + 1);
+
+  // The next hold sees all of it.
+  auto next = Open(Generation{2});
+  EXPECT_EQ(next->Get("k1"), "v1");
+  EXPECT_EQ(next->Get("k3"), "v3");
+  ASSERT_TRUE(RunTask(world_, env_, next->Close(seconds(5)))->ok());
+  next.reset();
+
+}
+
 TEST_F(ReplicaTest, OffChainObjectsAreCollectedOnlyAfterTheFencingBound) {
   ReplicaOptions o;
   o.gc_off_chain_after = seconds(15);
@@ -546,7 +601,9 @@ TEST_F(ReplicaTest, ARestoreReadThatFailsOnceIsRetried) {
 TEST(ReplicaTeardownTest, AReplicaStillClosingWhenItsProviderGoesTellsTheAlarmIndexNothingMore) {
   log::SetLevel(log::Level::kOff);
   struct Hook final : AlarmIndexHook {
-    void Opened(const ActorId&, Generation, std::optional<std::int64_t>, std::function<bool()>) override { Call(); }
+    void Opened(const ActorId&, Generation, std::optional<std::int64_t>, std::function<bool()>, std::uint64_t) override {
+      Call();
+    }
     void Committed(const ActorId&, Generation, std::uint64_t, std::optional<std::int64_t>,
                    std::function<void(Status)> written) override {
       Call();

@@ -125,7 +125,7 @@ Task<Result<std::vector<ListEntry>>> ListAll(Env& env, ObjectStore& store, std::
 }
 
 Task<Result<Restored>> Restore(Env& env, ObjectStore& store, ActorId actor, Generation generation,
-                               RestoreOptions options) {
+                               RestoreOptions options, std::optional<std::uint64_t> resume_segment) {
   const MonoTime start = env.MonoNow();
   Restored out;
   const std::string wal_prefix = WalPrefix(actor);
@@ -165,7 +165,9 @@ Task<Result<Restored>> Restore(Env& env, ObjectStore& store, ActorId actor, Gene
   out.listed_snapshots = snapshots;
   Generation newest_generation = segments.empty() ? Generation{} : segments.rbegin()->first.generation;
   if (!snapshots.empty()) newest_generation = std::max(newest_generation, snapshots.back().generation);
-  if (newest_generation >= generation) {
+  // A woken sleeping hold finds its own generation in the log (it wrote it); anything newer
+  // is a later hold, for it as for a new hold.
+  if (newest_generation > generation || (newest_generation == generation && !resume_segment)) {
     co_return PreconditionFailed("the log of " + actor.ToString() + " already has generation " +
                                  std::to_string(newest_generation.value) + ", not below this hold's " +
                                  std::to_string(generation.value) + ": a later hold exists");
@@ -205,6 +207,10 @@ Task<Result<Restored>> Restore(Env& env, ObjectStore& store, ActorId actor, Gene
       }
     } else {
       const Generation g = *fence_gen;
+      if (resume_segment && g != generation) {
+        co_return PreconditionFailed("the log of " + actor.ToString() + " has no fence of its sleeping hold (generation " +
+                                     std::to_string(generation.value) + "; newest fence " + std::to_string(g.value) + ")");
+      }
       Read fence_read{SegmentKey(actor, Position{g, 0}), false, std::nullopt, Status::Ok()};
       auto fq = std::make_shared<ReadQueue>();
       fq->reads.push_back(std::move(fence_read));
@@ -229,6 +235,27 @@ Task<Result<Restored>> Restore(Env& env, ObjectStore& store, ActorId actor, Gene
       std::vector<Position> own;
       for (std::uint64_t s = own_snapshot ? own_snapshot->seq + 1 : 1; segments.count(Position{g, s}); ++s) {
         own.push_back(Position{g, s});
+      }
+      if (resume_segment && options.broken.on(BrokenModel::kWakeForgetsOwnSegments)) {
+        // Broken model: the woken hold restores the chain its fence names, as a new hold
+        // restores an earlier one's, without what it wrote itself before it slept.
+        own_snapshot.reset();
+        own.clear();
+      } else if (resume_segment) {
+        // The sleeping hold closed with every segment acknowledged, each sent after the one
+        // before: its log ends exactly where it left it. A gap or a segment past it means
+        // something else wrote under this generation (never: one hold, one writer); the
+        // caller then takes a new hold rather than continue an uncertain log.
+        const std::uint64_t tip = !own.empty() ? own.back().seq : own_snapshot ? own_snapshot->seq : 0;
+        const auto past = segments.upper_bound(Position{g, tip});
+        if (tip != *resume_segment || (past != segments.end() && past->first.generation == g)) {
+          co_return PreconditionFailed("the log of " + actor.ToString() + " does not end where its sleeping hold left it (" +
+                                       Position{g, *resume_segment}.ToString() + "; found " + Position{g, tip}.ToString() +
+                                       (past != segments.end() && past->first.generation == g
+                                            ? " and " + past->first.ToString()
+                                            : std::string()) +
+                                       ")");
+        }
       }
       if (own_snapshot) {
         base = own_snapshot;

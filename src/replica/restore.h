@@ -42,9 +42,13 @@ struct Restored {
   Duration took{};
 };
 
-// Restores actor's state for a hold of generation `generation`.
+// Restores actor's state for a hold of generation `generation`. `resume_segment` set: the
+// hold is a sleeping one that wakes (docs/node-lease.md, "Sleeping holds"), so the log holds
+// its generation already: the newest fence must be its own, and its own segments must run
+// without a gap exactly to resume_segment (or a snapshot of it there), none after; anything
+// else is kPreconditionFailed (the caller takes a new hold instead).
 Task<Result<Restored>> Restore(Env& env, ObjectStore& store, ActorId actor, Generation generation,
-                               RestoreOptions options);
+                               RestoreOptions options, std::optional<std::uint64_t> resume_segment = std::nullopt);
 
 // Every key under prefix, all pages, each page bounded by timeout and retried up to
 // attempts times on kRetryable/kUnknownOutcome.

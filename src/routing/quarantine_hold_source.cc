@@ -17,4 +17,19 @@ Task<void> QuarantineHoldSource::Release(ActorId actor, Generation generation) {
   co_await inner_.Release(std::move(actor), generation);
 }
 
+bool QuarantineHoldSource::Sleep(const ActorId& actor, Generation generation, HoldResume resume) {
+  return inner_.Sleep(actor, generation, resume);
+}
+
+Task<std::optional<std::pair<replica::Replica::Hold, HoldResume>>> QuarantineHoldSource::Wake(ActorId actor) {
+  if (cache_ == nullptr) co_return co_await inner_.Wake(std::move(actor));
+  if (broken_.on(BrokenModel::kStartSkipsQuarantineRead)) {
+    if (cache_->Peek(actor)) co_return std::nullopt;
+    co_return co_await inner_.Wake(std::move(actor));
+  }
+  auto quarantined = co_await cache_->Check(actor, control::QuarantineRead::kOnMiss);
+  if (quarantined.ok() && quarantined->has_value()) co_return std::nullopt;
+  co_return co_await inner_.Wake(std::move(actor));
+}
+
 }  // namespace wk

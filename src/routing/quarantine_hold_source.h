@@ -26,6 +26,10 @@ class QuarantineHoldSource final : public replica::HoldSource {
       : inner_(inner), cache_(cache), broken_(broken) {}
   Task<Result<replica::Replica::Hold>> Acquire(ActorId actor) override;
   Task<void> Release(ActorId actor, Generation generation) override;
+  bool Sleep(const ActorId& actor, Generation generation, HoldResume resume) override;
+  // A wake is a start: checked as Acquire is; a quarantined actor is not woken (its Acquire
+  // then refuses it; the sleeping hold ends with the sleep policy, a drain or a stop).
+  Task<std::optional<std::pair<replica::Replica::Hold, HoldResume>>> Wake(ActorId actor) override;
 
  private:
   replica::HoldSource& inner_;

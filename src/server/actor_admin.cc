@@ -179,6 +179,15 @@ Task<void> DeletionGuard::Release(ActorId actor, Generation generation) {
   co_await inner_.Release(std::move(actor), generation);
 }
 
+bool DeletionGuard::Sleep(const ActorId& actor, Generation generation, HoldResume resume) {
+  return !blocked(actor) && inner_.Sleep(actor, generation, resume);
+}
+
+Task<std::optional<std::pair<replica::Replica::Hold, HoldResume>>> DeletionGuard::Wake(ActorId actor) {
+  if (blocked(actor)) co_return std::nullopt;
+  co_return co_await inner_.Wake(std::move(actor));
+}
+
 // ---- ActorAdmin.
 
 ActorAdmin::ActorAdmin(ActorAdminDeps deps)

@@ -52,6 +52,9 @@ class DeletionGuard final : public replica::HoldSource {
   explicit DeletionGuard(replica::HoldSource& inner) : inner_(inner) {}
   Task<Result<replica::Replica::Hold>> Acquire(ActorId actor) override;
   Task<void> Release(ActorId actor, Generation generation) override;
+  bool Sleep(const ActorId& actor, Generation generation, HoldResume resume) override;
+  // An actor being deleted is not woken (its Acquire then refuses it).
+  Task<std::optional<std::pair<replica::Replica::Hold, HoldResume>>> Wake(ActorId actor) override;
   // False if a deletion of actor is already under way here.
   bool Block(const ActorId& actor) { return blocked_.insert(actor).second; }
   void Unblock(const ActorId& actor) { blocked_.erase(actor); }

@@ -73,7 +73,7 @@ Task<Result<std::unique_ptr<ActorStorage>>> MemStorageProvider::Open(const Actor
   co_return storage;
 }
 
-void MemStorageProvider::Close(const ActorId&, std::unique_ptr<ActorStorage> storage) {
+void MemStorageProvider::Close(const ActorId&, std::unique_ptr<ActorStorage> storage, CloseIntent) {
   ++closes_;
   storage.reset();
 }

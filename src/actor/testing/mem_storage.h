@@ -28,7 +28,7 @@ struct MemActorState {
 class MemStorageProvider final : public StorageProvider {
  public:
   Task<Result<std::unique_ptr<ActorStorage>>> Open(const ActorId& id) override;
-  void Close(const ActorId& id, std::unique_ptr<ActorStorage> storage) override;
+  void Close(const ActorId& id, std::unique_ptr<ActorStorage> storage, CloseIntent intent) override;
 
   void FailOpens(bool fail) { fail_opens_ = fail; }
   void FailDurability(bool fail) { fail_durability_->store(fail); }
