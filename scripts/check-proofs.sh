@@ -90,6 +90,9 @@ rows=$(cat <<'ROWS'
 §3 every acquisition at generation + 1|wake-reuses-generation|gtest|cluster:OwnersTest.AcquireReleaseReacquireNeverReusesAGeneration|
 §3 every acquisition at generation + 1 (simulator)|wake-reuses-generation|sim|ownership|
 §3 a lapse ends every hold into pending releases|lapse-keeps-holds|gtest|cluster:OwnersTest.ALapseEndsHoldsIntoPendingReleasesThatLandLater|
+sleeping holds: a released sleeping hold is never woken|wake-acquires-nothing-after-release|gtest|cluster:OwnersTest.AReleasedSleepingHoldIsNeverWoken|
+sleeping holds: a lapse ends every sleeping hold|sleeping-hold-survives-lease-loss|gtest|cluster:OwnersTest.ALapseEndsSleepingHoldsAndADrainingNodeKeepsNone|
+sleeping holds: a woken hold restores its own segments|wake-forgets-own-segments|gtest|replica:ReplicaTest.AWokenHoldContinuesItsOwnLogWhereItSlept|
 §3 a pending release never applies to a later hold|pending-release-adopts-version|gtest|cluster:OwnersTest.APendingReleaseNeverAppliesToALaterHold|
 §3 a pending release never applies to a later hold (real processes)|pending-release-adopts-version|cluster|ownership|the parked release of generation 1 did not free it
 §3 at most 32 pending entries at once|unbounded-pending-concurrency|gtest|cluster:OwnersTest.AtMost32PendingReleasesAreSentAtOnce|

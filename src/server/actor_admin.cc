@@ -749,7 +749,9 @@ Task<ServerResponse> ActorAdmin::Delete(ActorId id, ServerRequest request, Princ
     if (now > give_up) co_return Error(503, id.ToString() + " did not leave memory in time", true);
     if (!resident) {
       if (!replica_gone_at) replica_gone_at = now;
-      if (now - *replica_gone_at > kHoldWithoutReplica) {
+      // A sleeping hold (docs/node-lease.md, "Sleeping holds") has no replica by design:
+      // released at once.
+      if (owners.IsSleeping(id) || now - *replica_gone_at > kHoldWithoutReplica) {
         (void)co_await owners.Release(id);
         if (!*alive) co_return Error(503, "node stopping", true);
         continue;
