@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Sleeping holds with real `wasmkeep serve` processes on 127.0.0.1 (issue 36;
+# docs/node-lease.md, "Sleeping holds"): node a serves N counter actors (10,000 by default,
+# SLEEPING_TEST_ACTORS), which leave memory after 2 s idle and keep their holds asleep; a
+# second round of increments through a wakes every one with no owner write at all (the
+# bucket requests by purpose, from a's /metrics); a drain of a, holding them all asleep,
+# completes within the bound docs/node-lease.md states; then b, holding them asleep in its
+# turn, is killed with -9 and every actor is served by c within the failover bound, every
+# acknowledged increment intact.
+#
+#   sleeping_test.sh WASMKEEP_BINARY BACKEND ACTORS_DIR      BACKEND: file | s3
+#
+# Prints one line per check and closes with "N passed, N failed".
+set -u
+wk=${1:?usage: sleeping_test.sh WASMKEEP_BINARY file|s3 ACTORS_DIR}
+backend=${2:?usage: sleeping_test.sh WASMKEEP_BINARY file|s3 ACTORS_DIR}
+actors_dir=${3:-$(dirname "$wk")/../../actors}
+prefix=sleeping
+# shellcheck source=common.sh
+source "$(dirname "$0")/common.sh"
+load="python3 $(dirname "$0")/load.py"
+actors=${SLEEPING_TEST_ACTORS:-10000}
+
+slower_lease  # thousands of actors taken at once (common.sh)
+cat >>"$work/fast.toml" <<TOML
+[actors]
+workers = 2
+idle_hibernate_ms = 2000
+TOML
+
+# Requests to the bucket for ownership records (purpose "owner"), by operation, on node N.
+owner_ops() {  # N OP: the count, summed over outcomes
+  curl -sf "127.0.0.1:$(port_of "$1")/metrics" |
+    awk -v op="$2" '$1 ~ /^wasmkeep_bucket_requests_total\{/ && index($1, "op=\"" op "\"") && index($1, "purpose=\"owner\"") {s += $2} END {print s + 0}'
+}
+sleeping() { local v; v=$(metric "$1" wasmkeep_holds_sleeping); echo "${v%%.*}"; }
+
+echo "== sleeping holds on $backend ($actors actors)"
+TOKEN=$(tenant_add acme)
+W deploy --tenant acme --class counter "$actors_dir/counter.wasm" >/dev/null 2>&1
+start a a 1
+start b b 2
+start c c 3
+check "three nodes become ready" 'wait_ready 1 30 && wait_ready 2 30 && wait_ready 3 30'
+only_a="127.0.0.1:$(port_of 1)"
+only_b="127.0.0.1:$(port_of 2)"
+only_c="127.0.0.1:$(port_of 3)"
+
+# ---- 1. every actor acquired on a, asleep, woken with zero owner writes
+$load run --nodes "$only_a" --token "$TOKEN" --actors "$actors" --workers 16 --once --out "$work/r1.json" >"$work/r1.out"
+cat "$work/r1.out"
+check "a holds the $actors actors" '[ "$(metric 1 wasmkeep_holds_resident)" = "$actors" ]'
+check "they leave memory with their holds asleep" 'wait_for 60 "[ \"\$(sleeping 1)\" = $actors ]"'
+puts_before=$(owner_ops 1 put)
+gets_before=$(owner_ops 1 get)
+t0=$(date +%s%3N)
+$load run --nodes "$only_a" --token "$TOKEN" --actors "$actors" --workers 16 --once --out "$work/r2.json" >"$work/r2.out"
+wake_ms=$(( $(date +%s%3N) - t0 ))
+cat "$work/r2.out"
+puts=$(( $(owner_ops 1 put) - puts_before ))
+gets=$(( $(owner_ops 1 get) - gets_before ))
+woken=$(metric 1 'wasmkeep_sleeping_holds_total{event="woken"}')
+echo "     woken: ${woken%%.*} in $wake_ms ms; owner PUTs $puts, owner GETs $gets"
+check "every actor woke on a with no owner PUT ($puts)" '[ "$puts" = 0 ] && [ "${woken%%.*}" -ge "$actors" ]'
+check "and they sleep again" 'wait_for 60 "[ \"\$(sleeping 1)\" = $actors ]"'
+
+# ---- 2. a drain of a node holding them all asleep: one release write each, 32 at once
+t0=$(date +%s%3N)
+W cluster drain a --wait 120 >"$work/drain.out" 2>&1; code=$?
+drain_ms=$(( $(date +%s%3N) - t0 ))
+echo "     drain of $actors sleeping holds: $drain_ms ms"
+# The bound (docs/node-lease.md): N x the bucket's PUT latency / 32, here at most 10 ms a PUT,
+# plus a listing period for the node to see the request.
+bound_ms=$(( actors * 10 / 32 + 6000 ))
+check "a drains its $actors sleeping holds within $bound_ms ms (exit $code, $drain_ms ms)" '[ "$code" = 0 ] && [ "$drain_ms" -le "$bound_ms" ]'
+check "a holds nothing" '[ "$(metric 1 wasmkeep_holds_resident)" = 0 ] && [ "$(sleeping 1)" = 0 ]'
+
+# ---- 3. b takes them all, they sleep there; b is killed with -9; c serves every one
+$load run --nodes "$only_b" --token "$TOKEN" --actors "$actors" --workers 16 --once --out "$work/r3.json" >"$work/r3.out"
+cat "$work/r3.out"
+check "b holds them asleep" 'wait_for 60 "[ \"\$(sleeping 2)\" = $actors ]"'
+stop "$pid_b"
+t_kill=$(date +%s%3N)
+$load verify --nodes "$only_c" --token "$TOKEN" --workers 16 --in "$work/r1.json,$work/r2.json,$work/r3.json" >"$work/verify.out" 2>&1; vcode=$?
+served_ms=$(( $(date +%s%3N) - t_kill ))
+cat "$work/verify.out"
+# The failover bound: ttl + grace after b's last renewal (slower_lease: common.sh), plus the
+# restores of every actor at 16 at once.
+check "every acknowledged increment is there, read through c after b's kill -9 ($served_ms ms)" '[ "$vcode" = 0 ]'
+echo "     all $actors actors served by c $served_ms ms after the kill"
+finish
