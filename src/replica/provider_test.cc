@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 
 #include "actor/testing/harness.h"
 #include "base/log.h"
@@ -37,16 +38,36 @@ class TestHolds final : public HoldSource {
     ++releases;
     co_return;
   }
+  // Sleeping holds, when the test asks for them (docs/node-lease.md, "Sleeping holds").
+  bool Sleep(const ActorId& actor, Generation generation, HoldResume resume) override {
+    if (!keep_asleep) return false;
+    ++sleeps;
+    asleep_[actor] = {generation, resume};
+    return true;
+  }
+  Task<std::optional<std::pair<Replica::Hold, HoldResume>>> Wake(ActorId actor) override {
+    auto it = asleep_.find(actor);
+    if (it == asleep_.end()) co_return std::nullopt;
+    auto [generation, resume] = it->second;
+    asleep_.erase(it);
+    ++wakes;
+    std::shared_ptr<bool> valid = valid_;
+    co_return std::make_pair(Replica::Hold{generation, [valid] { return *valid; }}, resume);
+  }
   void EndEveryHold() {
     *valid_ = false;
     valid_ = std::make_shared<bool>(true);
   }
   int acquisitions = 0;
   int releases = 0;
+  bool keep_asleep = false;
+  int sleeps = 0;
+  int wakes = 0;
 
  private:
   Generation next_;
   std::shared_ptr<bool> valid_ = std::make_shared<bool>(true);
+  std::map<ActorId, std::pair<Generation, HoldResume>> asleep_;
 };
 
 // The store, the holds and the provider, made on the harness's env.
@@ -103,6 +124,34 @@ class ProviderTest : public ::testing::Test {
   std::filesystem::path dir_;
   DurableStorage* storage_ = nullptr;
 };
+
+// An actor that hibernates keeps its hold asleep and its next event wakes it: no
+// acquisition, no release, no second fence; the log goes on in the same generation and the
+// counter where it was.
+TEST_F(ProviderTest, AHibernatedCounterWakesInTheHoldItSleptIn) {
+  auto node = Node(Generation{1});
+  storage_->holds.keep_asleep = true;
+  const ActorId id{"acme", "counter", "a"};
+  for (int i = 1; i <= 5; ++i) {
+    auto r = node->Call("acme/counter/a", MakeRequest("POST", "/increment"));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  }
+  node->RunFor(seconds(1));  // idle: hibernated, its hold asleep
+  ASSERT_FALSE(node->runtime().IsResident(id));
+  EXPECT_EQ(storage_->holds.sleeps, 1);
+  EXPECT_EQ(storage_->holds.releases, 0);
+  const std::size_t fences = Objects("-00000000000000000000");
+  for (int i = 6; i <= 8; ++i) {
+    auto r = node->Call("acme/counter/a", MakeRequest("POST", "/increment"));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->body, std::to_string(i) + "\n");
+  }
+  EXPECT_EQ(storage_->holds.wakes, 1);
+  EXPECT_EQ(storage_->holds.acquisitions, 1) << "a woken hold was acquired";
+  EXPECT_EQ(Objects("-00000000000000000000"), fences) << "a woken hold wrote a second fence";
+  node->RunFor(seconds(1));
+  EXPECT_EQ(storage_->holds.sleeps, 2);
+}
 
 TEST_F(ProviderTest, TheCounterSurvivesHibernationAndARestartOfTheNode) {
   {
