@@ -1159,14 +1159,16 @@ class Soak:
         if self.alarm_thread is not None:
             self.alarm_thread.start()
         nem = threading.Thread(target=self.nemesis, args=(end,), daemon=True)
-        nem.start()
+        if not self.a.no_nemesis:  # --no-nemesis: a healthy cluster's costs (docs/benchmarks.md)
+            nem.start()
         while time.time() < end:
             time.sleep(1)
         log("load ends")
         self.stop.set()
         self.alarm_stop.set()
         self.bank_stop.set()
-        nem.join(timeout=self.ttl * 10 + 60)
+        if nem.is_alive():
+            nem.join(timeout=self.ttl * 10 + 60)
         for t in threads:
             t.join(timeout=30)
         self.stop.clear()
@@ -1297,6 +1299,7 @@ class Soak:
         per_node_second = {p: round(sum(v for (o, q), v in totals.items() if q == p) / node_seconds, 4)
                            for p in purposes} if node_seconds else {}
         non_segment_puts = sum(v for (o, p), v in totals.items() if o == "put" and p != "segment")
+        owner_puts = sum(v for (o, p), v in totals.items() if o == "put" and p == "owner")
         span = (max(s["last"] for s in self.scrapes.values()) - min(s["start"] for s in self.scrapes.values())) \
             if self.scrapes else 0
         money = {}
@@ -1334,6 +1337,8 @@ class Soak:
             "bucket_pauses": self.pauses,
             "bucket_requests": {"node_seconds": round(node_seconds, 1), "per_node_second": per_node_second,
                                 "non_segment_puts_per_node_second": round(non_segment_puts / node_seconds, 4)
+                                if node_seconds else None,
+                                "owner_puts_per_node_second": round(owner_puts / node_seconds, 4)
                                 if node_seconds else None,
                                 "by_purpose_and_op": by_op},
             "money_per_day_usd": money,
@@ -1405,7 +1410,8 @@ def print_report(r, out):
                   f" ({s['writable_again']['count']} measured)")
     br = r["bucket_requests"]
     print(f"  bucket requests per node-second: " + ", ".join(f"{p} {v}" for p, v in br["per_node_second"].items()))
-    print(f"  PUTs other than segments per node-second: {br['non_segment_puts_per_node_second']}")
+    print(f"  PUTs other than segments per node-second: {br['non_segment_puts_per_node_second']}"
+          f" (owner records {br.get('owner_puts_per_node_second')})")
     print(f"  money per day (requests only): " + ", ".join(f"{k} ${v}" for k, v in r["money_per_day_usd"].items()))
     print(f"  report: {out}/report.json")
 
@@ -1431,6 +1437,7 @@ def main():
     p.add_argument("--alarm-actors", type=int, default=200)
     p.add_argument("--bank-rate", type=float, default=5)
     p.add_argument("--bank-accounts", type=int, default=50)
+    p.add_argument("--no-nemesis", action="store_true", help="no kill, freeze, pause or operator action")
     a = p.parse_args()
     if a.nodes < 2 or a.minutes <= 0 or a.rate <= 0 or a.busy < 1 or a.cold < 0 or a.writers < 1:
         print("soak: --nodes >= 2, --minutes > 0, --rate > 0, --busy >= 1 are required", file=sys.stderr)

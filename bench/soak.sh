@@ -13,7 +13,7 @@
 #   bench/soak.sh [--nodes N] [--minutes M | --hours H] [--bucket rgw|file|URL]
 #                 [--wasmkeep BIN] [--actors DIR] [--out DIR] [--fast-leases] [--seed S]
 #                 [--rate WRITES_PER_S] [--busy N] [--cold N] [--alarm-rate SETS_PER_S]
-#                 [--bank-rate TRANSFERS_PER_S] [--bank-accounts N]
+#                 [--bank-rate TRANSFERS_PER_S] [--bank-accounts N] [--no-nemesis]
 #
 #   --nodes N        nodes (default 3)
 #   --minutes M      length of the load and nemesis phase (default 10; fractions allowed);
@@ -38,6 +38,8 @@
 #                    pool of N actors of examples/testdata/alarm_probe.cc (default 200), each
 #                    due 1 s to about a minute later; each actor is left alone until its alarm
 #                    should have fired by itself (docs/benchmarks.md, "The soak")
+#   --no-nemesis     the load alone, no kill, freeze, pause or operator action: what a
+#                    healthy cluster spends (docs/benchmarks.md, "Pay only for change")
 #   --bank-rate R, --bank-accounts N   transfers started per second (default 5; 0: none)
 #                    between N accounts of examples/bank/bank.cc (default 50), each keyed and
 #                    sent again until answered (tests/cluster/bank.py)
@@ -60,6 +62,7 @@ while [ $# -gt 0 ]; do
     --actors) actors=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --fast-leases) extra+=(--fast-leases); shift ;;
+    --no-nemesis) extra+=(--no-nemesis); shift ;;
     --seed|--rate|--busy|--cold|--cold-rate|--writers|--alarm-rate|--alarm-actors|--bank-rate|--bank-accounts)
       extra+=("$1" "$2"); shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
