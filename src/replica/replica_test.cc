@@ -641,7 +641,7 @@ TEST(ReplicaTeardownTest, AReplicaStillClosingWhenItsProviderGoesTellsTheAlarmIn
     std::unique_ptr<actor::ActorStorage> storage = std::move(**opened);
     slow = true;  // the next segment stays in flight: the close waits for it
     storage->Commit(Put("k", "v"));
-    provider->Close(actor, std::move(storage));
+    provider->Close(actor, std::move(storage), actor::CloseIntent::kRelease);
     world.RunFor(seconds(1));
     EXPECT_GT(hook.calls, 0);
     provider.reset();
