@@ -47,7 +47,9 @@ only_b="127.0.0.1:$(port_of 2)"
 only_c="127.0.0.1:$(port_of 3)"
 
 # ---- 1. every actor acquired on a, asleep, woken with zero owner writes
+t0=$(date +%s%3N)
 $load run --nodes "$only_a" --token "$TOKEN" --actors "$actors" --workers 16 --once --out "$work/r1.json" >"$work/r1.out"
+first_ms=$(( $(date +%s%3N) - t0 ))
 cat "$work/r1.out"
 check "a holds the $actors actors" '[ "$(metric 1 wasmkeep_holds_resident)" = "$actors" ]'
 check "they leave memory with their holds asleep" 'wait_for 60 "[ \"\$(sleeping 1)\" = $actors ]"'
@@ -84,8 +86,12 @@ t_kill=$(date +%s%3N)
 $load verify --nodes "$only_c" --token "$TOKEN" --workers 16 --in "$work/r1.json,$work/r2.json,$work/r3.json" >"$work/verify.out" 2>&1; vcode=$?
 served_ms=$(( $(date +%s%3N) - t_kill ))
 cat "$work/verify.out"
-# The failover bound: ttl + grace after b's last renewal (slower_lease: common.sh), plus the
-# restores of every actor at 16 at once.
-check "every acknowledged increment is there, read through c after b's kill -9 ($served_ms ms)" '[ "$vcode" = 0 ]'
-echo "     all $actors actors served by c $served_ms ms after the kill"
+# The failover bound: b's records free ttl + grace after its last renewal, plus the fence
+# watch (slower_lease, common.sh: 6 s and 2.5 s), plus taking every actor over, which costs
+# what their first acquisition cost (a record read and write, a restore) measured above on
+# a: 10 s and twice that, for a loaded machine.
+failover_ms=$(( 10000 + 2 * first_ms ))
+check "every acknowledged increment is there, read through c after b's kill -9" '[ "$vcode" = 0 ]'
+check "all $actors actors served by c within $failover_ms ms of the kill ($served_ms ms)" '[ "$served_ms" -le "$failover_ms" ]'
+echo "     (their first acquisitions took $first_ms ms)"
 finish
