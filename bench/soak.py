@@ -196,7 +196,8 @@ class Soak:
         self.drained = set()   # node ids the nemesis drained and has not undrained yet
         self.failovers = []    # measured kills and freezes
         self.pauses = []
-        self.scrapes = {}      # (node, start_time) -> dict(first, last, counts)
+        self.scrapes = {}      # (node, start_time) -> dict(first, last, counts, half)
+        self.half_at = None    # when the load's second half starts (scrape_once)
         self.pause_kind, _, self.pause_arg = a.pause.partition(":")
         self.outage_file = os.path.join(self.out, "bucket-outage")
         if a.fast_leases:
@@ -349,6 +350,10 @@ class Soak:
             with self.lock:
                 s = self.scrapes.setdefault(key, {"start": start, "first": now, "last": now, "counts": {}})
                 s["last"], s["counts"], s["alarms"], s["messages"] = now, counts, alarms, messages
+                # The second half of the load, once every actor was used at least once: the
+                # steady state, without the first acquisitions (docs/benchmarks.md).
+                if self.half_at is not None and now >= self.half_at and "half" not in s:
+                    s["half"] = (now, dict(counts))
 
     def scraper(self):
         while not self.stop.is_set():
@@ -1147,6 +1152,7 @@ class Soak:
         start = time.time()
         end = start + self.a.minutes * 60
         self.load_end = end
+        self.half_at = start + self.a.minutes * 30
         busy_rate = max(self.a.rate - self.a.cold_rate, 0.1)
         threads = [threading.Thread(target=self.writer, args=(w, busy_rate / self.a.writers), daemon=True)
                    for w in range(self.a.writers)]
@@ -1300,6 +1306,23 @@ class Soak:
                            for p in purposes} if node_seconds else {}
         non_segment_puts = sum(v for (o, p), v in totals.items() if o == "put" and p != "segment")
         owner_puts = sum(v for (o, p), v in totals.items() if o == "put" and p == "owner")
+        half_seconds, half_totals = 0.0, {}
+        for s in self.scrapes.values():
+            if "half" not in s:
+                continue
+            t_half, counts_half = s["half"]
+            half_seconds += max(0.0, s["last"] - t_half)
+            for k, v in s["counts"].items():
+                half_totals[k] = half_totals.get(k, 0) + v - counts_half.get(k, 0)
+        half = None
+        if half_seconds > 0:
+            half = {"node_seconds": round(half_seconds, 1),
+                    "non_segment_puts_per_node_second": round(sum(v for (o, p), v in half_totals.items()
+                                                                  if o == "put" and p != "segment") / half_seconds, 4),
+                    "owner_puts_per_node_second": round(sum(v for (o, p), v in half_totals.items()
+                                                            if o == "put" and p == "owner") / half_seconds, 4),
+                    "by_purpose_and_op": {f"{p} {o}": round(v / half_seconds, 4) for (o, p), v in half_totals.items()
+                                          if v}}
         span = (max(s["last"] for s in self.scrapes.values()) - min(s["start"] for s in self.scrapes.values())) \
             if self.scrapes else 0
         money = {}
@@ -1340,6 +1363,7 @@ class Soak:
                                 if node_seconds else None,
                                 "owner_puts_per_node_second": round(owner_puts / node_seconds, 4)
                                 if node_seconds else None,
+                                "second_half": half,
                                 "by_purpose_and_op": by_op},
             "money_per_day_usd": money,
             "all_ready_at_end": ready,
@@ -1412,6 +1436,10 @@ def print_report(r, out):
     print(f"  bucket requests per node-second: " + ", ".join(f"{p} {v}" for p, v in br["per_node_second"].items()))
     print(f"  PUTs other than segments per node-second: {br['non_segment_puts_per_node_second']}"
           f" (owner records {br.get('owner_puts_per_node_second')})")
+    if br.get("second_half"):
+        h = br["second_half"]
+        print(f"  the load's second half: PUTs other than segments per node-second {h['non_segment_puts_per_node_second']}"
+              f" (owner records {h['owner_puts_per_node_second']}) over {h['node_seconds']} node-seconds")
     print(f"  money per day (requests only): " + ", ".join(f"{k} ${v}" for k, v in r["money_per_day_usd"].items()))
     print(f"  report: {out}/report.json")
 
