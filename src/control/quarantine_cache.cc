@@ -114,15 +114,24 @@ void QuarantineCache::Insert(std::string key, Entry entry) {
   entries_[std::move(key)] = std::move(entry);
 }
 
-bool QuarantineCache::NoteMissAndAskWhetherToList() {
+void QuarantineCache::NoteDemand() {
+  if (options_.list_after == 0) return;
+  const MonoTime now = env_.MonoNow();
+  const std::size_t needed =
+      static_cast<std::size_t>(options_.list_after) * std::max<std::size_t>(1, last_listing_pages_);
+  while (!demand_.empty() && now - demand_.front() >= options_.ttl) demand_.pop_front();
+  demand_.push_back(now);
+  while (demand_.size() > needed) demand_.pop_front();
+}
+
+bool QuarantineCache::ListingPays() const {
   const MonoTime now = env_.MonoNow();
   if (options_.list_after == 0 || now < no_listing_until_) return false;
   const std::size_t needed =
       static_cast<std::size_t>(options_.list_after) * std::max<std::size_t>(1, last_listing_pages_);
-  while (!misses_.empty() && now - misses_.front() >= options_.ttl) misses_.pop_front();
-  misses_.push_back(now);
-  while (misses_.size() > needed) misses_.pop_front();
-  return misses_.size() >= needed;
+  const auto recent = std::count_if(demand_.begin(), demand_.end(),
+                                    [&](MonoTime t) { return now - t < options_.ttl; });
+  return static_cast<std::size_t>(recent) >= needed;
 }
 
 Task<bool> QuarantineCache::ListRecords() {
@@ -184,6 +193,9 @@ Task<Result<std::optional<QuarantineRecord>>> QuarantineCache::Check(ActorId act
   if (read != QuarantineRead::kAlways) {
     bool from_listing = false;
     if (auto known = Known(key, read == QuarantineRead::kNever, &from_listing)) {
+      // A start the listing answered counts towards the next one: a node that keeps
+      // starting actors keeps listing, once a ttl.
+      if (from_listing && read == QuarantineRead::kOnMiss) NoteDemand();
       ++(from_listing ? stats_.listed : stats_.cached);
       co_return answer(*known);
     }
@@ -194,8 +206,8 @@ Task<Result<std::optional<QuarantineRecord>>> QuarantineCache::Check(ActorId act
     // Memory cannot answer. A listing under way, or one that pays now (list_after), answers
     // for every actor at once; an actor it shows with a record this node has not read at
     // that version is read below.
-    const bool list = NoteMissAndAskWhetherToList();
-    if (listing_in_flight_ || (list && !ListingFresh())) {
+    NoteDemand();
+    if (listing_in_flight_ || (ListingPays() && !ListingFresh())) {
       if (co_await ListRecords()) {
         if (auto known = Known(key, false, &from_listing)) {
           ++(from_listing ? stats_.listed : stats_.cached);

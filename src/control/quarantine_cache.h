@@ -135,8 +135,12 @@ class QuarantineCache {
   bool ListingFresh() const;
   void Insert(std::string key, Entry entry);
   void Dropped(const Entry& entry);
-  // A check memory could not answer: counted for list_after; true when listing pays now.
-  bool NoteMissAndAskWhetherToList();
+  // A start's check that no remembered entry answered (the listing may have): what a
+  // listing spares, counted for list_after.
+  void NoteDemand();
+  // Whether listing pays now: at least list_after such checks (times the last listing's
+  // pages) within the last ttl.
+  bool ListingPays() const;
   // One listing of quarantine/ (every page), shared by the checks that need it meanwhile.
   // False when it failed, or held more than max_entries records (then not used).
   Task<bool> ListRecords();
@@ -155,7 +159,7 @@ class QuarantineCache {
   // After a listing of more than max_entries records, none for kTooManyPause ttls.
   static constexpr int kTooManyPause = 100;
   MonoTime no_listing_until_{};
-  std::deque<MonoTime> misses_;  // checks memory could not answer, within the last ttl
+  std::deque<MonoTime> demand_;  // NoteDemand's checks within the last ttl (at most what ListingPays needs)
   QuarantineCacheStats stats_;
 };
 

@@ -531,17 +531,24 @@ TEST_F(QuarantineListingTest, AQuietNodeReadsRecordsAndABusyOneListsOnceATtl) {
   for (int i = 11; i < 100; ++i) ASSERT_TRUE(Check(cache, Nth(i)).ok());
   EXPECT_EQ(bucket->counts().get, 11u) << "the 12th start listed, and the listing answered the rest";
   EXPECT_EQ(bucket->counts().list, 1u);
+  // Ten starts a second for 6 s: one listing a ttl, and no GET.
+  for (int i = 0; i < 30; ++i) {
+    Advance(milliseconds(200));
+    for (int j = 0; j < 2; ++j) ASSERT_TRUE(Check(cache, Nth(1000 + 2 * i + j)).ok());
+  }
+  EXPECT_EQ(bucket->counts().get, 11u) << "a busy node read records";
+  EXPECT_EQ(bucket->counts().list, 4u) << "one listing a ttl while starts keep coming";
   // A start per ttl: reads, never lists.
   for (int i = 0; i < 5; ++i) {
     Advance(seconds(2));
     ASSERT_TRUE(Check(cache, Nth(200 + i)).ok());
   }
   EXPECT_EQ(bucket->counts().get, 16u);
-  EXPECT_EQ(bucket->counts().list, 1u);
+  EXPECT_EQ(bucket->counts().list, 4u);
   // 0: never lists.
   QuarantineCache reader{env, store, Options(0)};
   for (int i = 0; i < 30; ++i) ASSERT_TRUE(Check(reader, Nth(300 + i)).ok());
-  EXPECT_EQ(bucket->counts().list, 1u);
+  EXPECT_EQ(bucket->counts().list, 4u);
   EXPECT_EQ(bucket->counts().get, 46u);
 }
 
