@@ -157,6 +157,9 @@ drain: a draining node's alarm shards go to the peers that serve (real processes
 quarantine: an alarm never starts a quarantined actor (real processes; both reads off: the delivery's and the start's)|alarm-wakes-quarantined,start-skips-quarantine-read|cluster|quarantine|and no node started an alarm event since the quarantine
 quarantine: every start reads the record when the node remembers nothing fresh|start-skips-quarantine-read|gtest|quarantine:QuarantineServiceTest.AStartReadsTheRecordWhenTheNodeRemembersNothing|
 quarantine: a late answer never hides a newer quarantine|quarantine-cache-keeps-late-answer|gtest|control:QuarantineCacheTest.ALateAnswerNeverHidesANewerQuarantine|
+quarantine: a listing sent before a strike landed never hides it|quarantine-cache-keeps-late-answer|gtest|control:QuarantineListingTest.AStrikeAnsweredWhileAListingWasOnItsWayIsNotHiddenByIt|
+quarantine: a start trusts a listing for the cache's ttl only|quarantine-listing-outlives-ttl|gtest|control:QuarantineListingTest.AQuarantineImposedElsewhereIsSeenByAStartWithinTheTtl|
+quarantine: an alarm never starts a quarantined sleeping hold|alarm-wakes-quarantined|gtest|alarms:AlarmServiceTest.ADeliveryToAHeldActorThatIsNotResidentRunsHereWithoutARoutingRead|
 move: a lost answer of a take that landed is reported moved|move-outcome-unchecked|gtest|cluster:MoveOutcomeTest.ALostAnswerOfATakeThatLandedIsReportedMoved|
 move: an outcome whose write failed is written again, never refused|move-outcome-unchecked|gtest|cluster:MoveOutcomeTest.AnOutcomeWhoseWriteFailedIsWrittenAgainNotRefused|
 isolation: a reused memory reads as a new one|pool-skips-zeroing|gtest|engine:EngineTest.AReusedMemoryReadsAsANewOne|

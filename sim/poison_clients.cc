@@ -28,9 +28,11 @@ void PoisonClients::Configure(ServingOptions& serving) {
 void PoisonClients::Start() { cluster_.client_env().Spawn(Client(), "poison client"); }
 
 void PoisonClients::OnRead(int number, const std::string& key, bool done) {
-  if (!key.starts_with("quarantine/")) return;
+  if (!key.starts_with(control::kQuarantinePrefix)) return;
   (done ? last_answer_ : last_read_)[{number, key}] = w_.Now();
-  w_.Trace("p" + std::to_string(number) + (done ? " has the answer of its read of " : " reads ") + key);
+  const bool listing = key == control::kQuarantinePrefix;
+  w_.Trace("p" + std::to_string(number) + (done ? " has the answer of its " : " sends a ") +
+           (listing ? "listing of " : "read of ") + key);
 }
 
 void PoisonClients::OnStart(int number, const ActorId& actor) {
@@ -39,15 +41,25 @@ void PoisonClients::OnStart(int number, const ActorId& actor) {
   auto q = quarantined_at_.find(key);
   if (q == quarantined_at_.end()) return;
   const Duration ttl = control::QuarantineCacheOptions{}.ttl;
-  auto read = last_read_.find({number, key});
-  auto answer = last_answer_.find({number, key});
-  const bool just_answered = answer != last_answer_.end() && answer->second == w_.Now();
-  if (!just_answered && (read == last_read_.end() || w_.Now() - read->second >= ttl)) {
+  // The latest read of the record, or listing of quarantine/ (which answers for every
+  // record), this process sent; and whether one was answered just now.
+  auto latest = [&](const std::map<std::pair<int, std::string>, MonoTime>& times) {
+    std::optional<MonoTime> at;
+    for (const std::string& k : {key, std::string(control::kQuarantinePrefix)}) {
+      auto it = times.find({number, k});
+      if (it != times.end() && (!at || it->second > *at)) at = it->second;
+    }
+    return at;
+  };
+  const std::optional<MonoTime> read_at = latest(last_read_);
+  const std::optional<MonoTime> answered_at = latest(last_answer_);
+  const bool just_answered = answered_at && *answered_at == w_.Now();
+  if (!just_answered && (!read_at || w_.Now() - *read_at >= ttl)) {
     w_.Violation("Q1: p" + std::to_string(number) + " started " + actor.name + ", quarantined since " +
                  std::to_string(World::Ms(q->second.time_since_epoch())) + " ms, on " +
-                 (read == last_read_.end() ? std::string("no read of its record")
-                                           : "a read of its record sent at " +
-                                                 std::to_string(World::Ms(read->second.time_since_epoch())) + " ms"));
+                 (!read_at ? std::string("no read of its record")
+                           : "a read of its record sent at " +
+                                 std::to_string(World::Ms(read_at->time_since_epoch())) + " ms"));
   }
 }
 

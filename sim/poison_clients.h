@@ -12,8 +12,8 @@
 //   Q1 (online) no start on a stale answer: once an actor's quarantine landed in the bucket,
 //      a process that acquires a replica of it (past QuarantineHoldSource: a request's, a
 //      move's, an alarm's start, or the runtime's restart of an actor whose storage failed)
-//      must have sent a read of its record less than the quarantine cache's ttl before, or
-//      have just had one answered;
+//      must have sent a read of its record, or a listing of quarantine/, less than the
+//      quarantine cache's ttl before, or have just had one answered;
 //   Q2 (online) only a poison actor is ever quarantined (no strike for a healthy event).
 //
 // Threading: single-threaded, like everything on a SimWorld.

@@ -46,11 +46,14 @@ struct ServingOptions {
   bool move_requests = false;
   // Set: every node runs quarantine with this policy as `wasmkeep serve` does (a
   // QuarantineCache read by its front and its alarm delivery, control::QuarantineStrikes fed
-  // by the native host's poison class, replicas acquired through QuarantineHoldSource).
+  // by the native host's poison class, replicas acquired through QuarantineHoldSource). The
+  // nodes of an even process number list quarantine/ at every check memory cannot answer
+  // (QuarantineCacheOptions::list_after 1), the others keep the default.
   std::optional<control::QuarantinePolicy> quarantine;
   // Quarantine's observers (the combined scenario's checker), on process `number`: a replica
   // acquired past QuarantineHoldSource (a start), and a read of a quarantine record sent to
-  // the bucket (`done` false) and answered or failed (`done` true).
+  // the bucket (`done` false) and answered or failed (`done` true); a listing of quarantine/
+  // is reported as a read of that prefix.
   std::function<void(int number, const ActorId&)> on_actor_start;
   std::function<void(int number, const std::string& key, bool done)> on_quarantine_read;
   // Set: every node delivers its actors' outboxes with these options (a MessageDelivery

@@ -182,8 +182,9 @@ ServerResponse AlarmService::ReceiveHandOver(const ActorId& actor, std::string_v
     if (auto t = line_format::ParseUnixMs(body.substr(kDue.size(), body.size() - kDue.size() - 1))) due = ToUnixMs(*t);
   }
   if (!due) return TextResponse(400, "a hand-over's body is \"due <ms>\\n\"\n");
-  if (!deps_.host.IsResident(actor)) {
-    return TextResponse(409, actor.ToString() + " is not resident here (its release may be pending)\n");
+  // Resident, or held here while not resident (a sleeping hold, which Run starts here).
+  if (!deps_.host.IsResident(actor) && (deps_.owners.leaving(actor) || !deps_.owners.Find(actor).IsValid())) {
+    return TextResponse(409, actor.ToString() + " is not held here (its release may be pending)\n");
   }
   ++stats_.received;
   Deliver(actor, *due, DeliverySource::kHandOver);
@@ -300,25 +301,30 @@ Task<AlarmService::Outcome> AlarmService::Run(ActorId actor, std::int64_t due_ms
   if (deps_.host.IsResident(actor)) {
     if (deps_.refresh_class) deps_.refresh_class(actor.tenant, actor.class_name);
   } else {
-    // Routed as the front routes a request: the holder's, or acquired here.
+    // Routed as the front routes a request: held here (a sleeping hold: run here, with no
+    // routing read), the holder's, or acquired here.
     if (!deps_.owners.accepting()) co_return Outcome::kNotRun;  // draining: the shard's next scanner
-    auto other = co_await deps_.owners.OtherOwner(actor);
-    if (!*alive) co_return Outcome::kNotRun;
-    if (!other.ok()) co_return Outcome::kNotRun;
-    if (other->has_value()) {
-      NodeId owner = (*other)->node_id;
-      Outcome handed = co_await HandOver(actor, due_ms, std::move(owner));
-      co_return handed;
+    const bool held_here = !deps_.owners.leaving(actor) && deps_.owners.Find(actor).IsValid();
+    if (!held_here) {
+      auto other = co_await deps_.owners.OtherOwner(actor);
+      if (!*alive) co_return Outcome::kNotRun;
+      if (!other.ok()) co_return Outcome::kNotRun;
+      if (other->has_value()) {
+        NodeId owner = (*other)->node_id;
+        Outcome handed = co_await HandOver(actor, due_ms, std::move(owner));
+        co_return handed;
+      }
     }
     Status loaded = co_await deps_.load_class(actor.tenant, actor.class_name);
     if (!*alive) co_return Outcome::kNotRun;
     if (loaded.code() == Code::kNotFound) co_return Outcome::kNoClass;
     if (!loaded.ok()) co_return Outcome::kNotRun;
     if (deps_.quarantine != nullptr && !deps_.broken.on(BrokenModel::kAlarmWakesQuarantined)) {
-      // About to start the actor here: its record read afresh (docs/security.md, "Poisoned
-      // actors"); an actor whose alarm handler brings nodes down must not walk the cluster
-      // one alarm at a time. Unreadable: not started (the next scan asks again).
-      auto quarantined = co_await deps_.quarantine->Check(actor, control::QuarantineRead::kAlways);
+      // About to start the actor here: checked with what this node knows no older than the
+      // cache's ttl, else asked (docs/security.md, "Poisoned actors"); an actor whose alarm
+      // handler brings nodes down must not walk the cluster one alarm at a time.
+      // Unreadable: not started (the next scan asks again).
+      auto quarantined = co_await deps_.quarantine->Check(actor, control::QuarantineRead::kOnMiss);
       if (!*alive) co_return Outcome::kNotRun;
       if (!quarantined.ok()) co_return Outcome::kNotRun;
       if (quarantined->has_value()) co_return Outcome::kQuarantined;
@@ -454,7 +460,8 @@ void AlarmService::Finish(const ActorId& actor, Outcome outcome) {
       return;
     case Outcome::kQuarantined:
       // The entry stays; the alarm fires once the quarantine ends. Asked again after a scan
-      // period (one GET of the record each time), so a lifted quarantine is seen soon.
+      // period (what the node knows then is at most the cache's ttl old), so a lifted
+      // quarantine is seen soon.
       ++stats_.quarantined;
       wait_until_[actor] = {d.due_ms, deps_.env.MonoNow() + options_.scan_period};
       End(actor);

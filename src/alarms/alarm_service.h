@@ -1,9 +1,10 @@
 // AlarmService: delivers due alarms to actors, at least once (docs/alarms.md, "Who fires",
 // "Retries, in detail", "Rate"). Deliveries are asked for by the owner's timer, the last
 // owner's timer (at most kMaxWakeTimers), the shard scanner and peers' hand-overs
-// (ReceiveHandOver); each is routed as a request is: run here if resident, else handed
-// over to another live holder through a PeerSender, else acquired and run here after a
-// fresh quarantine read. The alarm event decides against the state whether the handler
+// (ReceiveHandOver); each is routed as a request is: run here if resident, or held here
+// while not resident (a sleeping hold: no routing read), else handed over to another live
+// holder through a PeerSender, else acquired and run here; a start here is checked for
+// quarantine first (routing/front.h). The alarm event decides against the state whether the handler
 // runs (actor/alarm_event.h). One delivery per actor at a time; every attempt passes the
 // per-actor interval and the node's rate.
 //
@@ -100,8 +101,8 @@ struct AlarmServiceDeps {
   // Makes the class's module known before an actor starts here (as the front's, routing/front.h).
   std::function<Task<Status>(std::string tenant, std::string class_name)> load_class;
   // The node's quarantine records: an actor that is not resident is started by a delivery
-  // only after a fresh read says it is not quarantined, as a request's acquisition is
-  // (routing/front.h). Null: quarantine off.
+  // only once what the node knows, at most the cache's ttl old, says it is not quarantined,
+  // as a request's start is (routing/front.h). Null: quarantine off.
   control::QuarantineCache* quarantine = nullptr;
   // drop-handed-alarm (base/broken_models.h), and fire-before-due for the timers.
   BrokenModels broken;
@@ -125,7 +126,8 @@ class AlarmService {
   void Deliver(const ActorId& actor, std::int64_t due_ms, DeliverySource source,
                std::optional<Generation> entry_generation = std::nullopt);
   // A peer's hand-over of a verified /v1/alarms/... request (its body "due <ms>\n"): 202
-  // once a delivery runs here, 409 if the actor is not resident here, 400 for a bad body.
+  // once a delivery runs here, 409 if the actor is neither resident nor held here, 400 for
+  // a bad body.
   ServerResponse ReceiveHandOver(const ActorId& actor, std::string_view body);
   // Whether the scanner may deliver this actor's alarm of due_ms now (no delivery running,
   // not resident here with its owner's timer armed, no hand-over of that alarm waiting for

@@ -1,7 +1,8 @@
 // The alarm service's deliveries on a simulated node, with a scripted actor host: the owner's
 // timer fires at the alarm's time and not before, a failing handler is retried with back-off
-// until its last attempt, a hand-over is taken only for a resident actor, and the handed rule
-// holds back only the alarm that was handed.
+// until its last attempt, a hand-over is taken only for an actor resident or held here, a
+// held actor that is not resident runs here with no routing read, and the handed rule holds
+// back only the alarm that was handed.
 #include "alarms/alarm_service.h"
 
 #include <gtest/gtest.h>
@@ -196,7 +197,7 @@ TEST_F(AlarmServiceTest, AHandOverIsTakenOnlyForAResidentActor) {
   ServerResponse bad = service_->ReceiveHandOver(actor_, "due soon\n");
   EXPECT_EQ(bad.status, 400);
   ServerResponse away = service_->ReceiveHandOver(actor_, "due " + std::to_string(kOrigin) + "\n");
-  EXPECT_EQ(away.status, 409) << "not resident here: its release may be pending";
+  EXPECT_EQ(away.status, 409) << "neither resident nor held here: its release may be pending";
   host_.resident.insert(actor_);
   ServerResponse taken = service_->ReceiveHandOver(actor_, "due " + std::to_string(kOrigin) + "\n");
   EXPECT_EQ(taken.status, 202);
@@ -205,9 +206,10 @@ TEST_F(AlarmServiceTest, AHandOverIsTakenOnlyForAResidentActor) {
   EXPECT_EQ(service_->stats().received, 1u);
 }
 
-// An actor that is not resident starts only after a fresh read of its quarantine record,
-// as a request's acquisition does: an actor whose alarm handler brings nodes down must not
-// be started by every node's scanner in turn. Broken model alarm-wakes-quarantined.
+// An actor that is not resident starts only once what the node knows of its quarantine
+// record is younger than the cache's ttl (here: a read), as a request's start does: an actor
+// whose alarm handler brings nodes down must not be started by every node's scanner in
+// turn. Broken model alarm-wakes-quarantined.
 TEST_F(AlarmServiceTest, AQuarantinedActorIsNotStartedByItsAlarmAndFiresOnceLifted) {
   ASSERT_TRUE(node_.node.owners().accepting());
   control::QuarantineRecord record;
@@ -232,6 +234,63 @@ TEST_F(AlarmServiceTest, AQuarantinedActorIsNotStartedByItsAlarmAndFiresOnceLift
   service_->Deliver(actor_, due, DeliverySource::kScanner);
   world_.RunFor(seconds(1));
   EXPECT_EQ(host_.calls.size(), 1u) << "fires once the quarantine is lifted";
+}
+
+// A delivery for an actor this node holds but that is not resident (a sleeping hold, issue
+// "Pay only for change") runs here: no routing read, no acquisition; a peer's hand-over of
+// its alarm is taken; and its start is checked for quarantine like any other start.
+TEST_F(AlarmServiceTest, ADeliveryToAHeldActorThatIsNotResidentRunsHereWithoutARoutingRead) {
+  std::size_t owner_reads = 0;
+  bool counting = false;
+  cluster_testing::SimNode x(world_, bucket_, NodeId("x"), InstanceToken("ix"), "t");
+  x.store.set_fault_hook([&](const OpInfo& op) {
+    if (counting && op.op == StoreOp::kGet && op.key.starts_with("owners/")) ++owner_reads;
+    return OpFault{};
+  });
+  ScriptedHost host(x.env);  // nothing resident
+  AlarmIndex index(x.env, x.store);
+  control::QuarantineCache quarantine(x.env, x.store);
+  AlarmService service(AlarmServiceDeps{x.env, x.node.owners(), x.node.membership(), host, index, nullptr,
+                                        [](std::string, std::string) -> Task<Status> { co_return Status::Ok(); },
+                                        &quarantine, cluster_testing::TestBrokenModels()},
+                       options_, LeaseTiming{});
+  ASSERT_TRUE(world_.RunUntil([&] { return x.node.lease().IsValid() && x.node.owners().accepting(); }, seconds(40)));
+  ASSERT_EQ(RunTask(world_, x.env, x.node.owners().Acquire(actor_))->kind, AcquireResult::Kind::kAcquired);
+  const std::uint64_t acquisitions = x.node.owners().stats().acquisitions;
+  counting = true;
+  const std::int64_t due = ToUnixMs(x.env.WallNow());
+  service.Deliver(actor_, due, DeliverySource::kWakeTimer);
+  world_.RunFor(seconds(1));
+  ASSERT_EQ(host.calls.size(), 1u) << "run here";
+  EXPECT_EQ(owner_reads, 0u) << "no routing read";
+  EXPECT_EQ(x.node.owners().stats().acquisitions, acquisitions) << "no acquisition";
+  EXPECT_EQ(service.stats().handed, 0u);
+
+  // A peer that read the record (naming this node) hands the alarm over: taken and run here.
+  ServerResponse taken = service.ReceiveHandOver(actor_, "due " + std::to_string(due) + "\n");
+  EXPECT_EQ(taken.status, 202) << taken.body;
+  world_.RunFor(seconds(1));
+  EXPECT_EQ(host.calls.size(), 2u);
+  EXPECT_EQ(owner_reads, 0u);
+
+  // Quarantined by another node: its next start is refused once what this node knew is
+  // older than the cache's ttl.
+  control::QuarantineRecord record;
+  record.actor = actor_;
+  record.until = x.env.WallNow() + seconds(60);
+  record.reason = "the worker's V8 heap was exhausted";
+  record.strikes = {control::Strike{x.env.WallNow(), "n2", "0123456789abcdef"}};
+  ASSERT_TRUE(
+      bucket_->ApplyPut(control::QuarantineKey(actor_), control::EncodeQuarantineRecord(record), Precondition::None())
+          .ok());
+  world_.RunFor(quarantine.options().ttl);
+  service.Deliver(actor_, ToUnixMs(x.env.WallNow()), DeliverySource::kWakeTimer);
+  world_.RunFor(seconds(1));
+  EXPECT_EQ(host.calls.size(), 2u) << "started while quarantined";
+  EXPECT_EQ(service.stats().quarantined, 1u);
+  EXPECT_EQ(owner_reads, 0u);
+  counting = false;
+  service.Stop();
 }
 
 // A draining node scans no shard, and the others take its share: ranking it would leave

@@ -81,6 +81,7 @@ constexpr std::array<std::string_view, kModels> kNames = {
     "alarm-wakes-quarantined",
     "start-skips-quarantine-read",
     "quarantine-cache-keeps-late-answer",
+    "quarantine-listing-outlives-ttl",
     "move-outcome-unchecked",
     "wake-acquires-nothing-after-release",
     "sleeping-hold-survives-lease-loss",

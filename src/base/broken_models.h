@@ -116,7 +116,9 @@ enum class BrokenModel : std::uint8_t {
   kShardRankIncludesDrained, // the alarm shards' ranking counts draining nodes (their shards go unscanned)
   kAlarmWakesQuarantined,    // an alarm delivery starts an actor without the fresh quarantine read
   kStartSkipsQuarantineRead, // a start trusts only what the node remembers of the actor's quarantine (no read on a miss)
-  kQuarantineCacheKeepsLateAnswer,  // the quarantine cache takes a late reply for fresh news, over a newer answer
+  kQuarantineCacheKeepsLateAnswer,  // the quarantine cache takes a late reply (a read's, a strike's, a listing's)
+                                    // for fresh news, over a newer answer
+  kQuarantineListingOutlivesTtl,  // the quarantine cache trusts its listing of quarantine/ however old it is
   kMoveOutcomeUnchecked,     // a move's outcome is what was heard: a lost take reply is `released`, a failed outcome write is dropped
   // ---- Sleeping holds (cluster/owners.*, replica/*), docs/node-lease.md "Sleeping holds"
   kWakeAcquiresNothingAfterRelease,  // a sleeping hold that was released (idle, count, drain, move) is woken as valid, without an acquisition

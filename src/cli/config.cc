@@ -60,7 +60,8 @@ Status ReadUint(const toml::table& table, std::string_view section, std::string_
   return Status::Ok();
 }
 
-Status ReadActors(const toml::table& t, actor::RuntimeOptions* o, control::QuarantinePolicy* q) {
+Status ReadActors(const toml::table& t, actor::RuntimeOptions* o, control::QuarantinePolicy* q,
+                  std::uint32_t* list_after) {
   constexpr std::string_view sec = "actors";
   constexpr std::int64_t kMaxBytes = std::int64_t{1} << 40;
   Status s = CheckKeys(t, sec,
@@ -69,7 +70,7 @@ Status ReadActors(const toml::table& t, actor::RuntimeOptions* o, control::Quara
                         "idle_hibernate_ms", "idle_instance_ms", "max_instances", "memory_budget_bytes",
                         "sync_timeout_ms", "max_module_bytes", "max_table_elements", "isolate_heap_limit_bytes",
                         "isolate_gc_floor_bytes", "compile_timeout_ms", "quarantine_strikes",
-                        "quarantine_window_ms", "quarantine_ms", "spin_us", "max_compiled_bytes_per_tenant",
+                        "quarantine_window_ms", "quarantine_ms", "quarantine_list_after", "spin_us", "max_compiled_bytes_per_tenant",
                         "idempotency_ttl_ms", "idempotency_max_answer_bytes", "idempotency_max_bytes",
                         "max_message_bytes", "max_messages_per_event", "sleeping_hold_ms", "max_sleeping_holds"});
   actor::ActorLimits& l = o->limits;
@@ -141,6 +142,7 @@ Status ReadActors(const toml::table& t, actor::RuntimeOptions* o, control::Quara
   if (window_ms >= 0) q->window = std::chrono::milliseconds(window_ms);
   if (quarantine_ms >= 0) q->duration = std::chrono::milliseconds(quarantine_ms);
   if (s.ok()) s = control::ValidateQuarantinePolicy(*q);
+  if (s.ok()) s = ReadUint(t, sec, "quarantine_list_after", 0, control::kMaxQuarantineListAfter, list_after);
   return s;
 }
 
@@ -243,7 +245,7 @@ Result<Config> LoadConfig(const std::string& path) {
       if (s.ok()) s = ReadMs(*table, section, "heartbeat_period_ms", &config.lease.heartbeat_period);
       if (s.ok()) s = config.lease.Validate();
     } else if (section == "actors") {
-      s = ReadActors(*table, &config.actors, &config.quarantine);
+      s = ReadActors(*table, &config.actors, &config.quarantine, &config.quarantine_list_after);
     } else if (section == "moves") {
       s = CheckKeys(*table, section, {"per_second"});
       if (s.ok()) s = ReadUint(*table, section, "per_second", 1, 1000, &config.moves_per_second);

@@ -17,6 +17,7 @@
 #include "net/http_server.h"
 #include "cluster/timing.h"
 #include "control/quarantine.h"
+#include "control/quarantine_cache.h"
 #include "replica/replica.h"
 #include "store/open_store.h"
 
@@ -48,6 +49,9 @@ struct Config {
     return o;
   }();
   control::QuarantinePolicy quarantine;  // [actors] quarantine_*; validated by LoadConfig
+  // [actors] quarantine_list_after: when a start's quarantine check lists quarantine/
+  // instead of reading one record (control/quarantine_cache.h).
+  std::uint32_t quarantine_list_after = control::kDefaultQuarantineListAfter;
   // Defaults unless [storage] sets them; validated by LoadConfig. gc_off_chain_after is not
   // a setting: it is the fencing bound, max(ttl + grace, upload_timeout), set from [lease].
   replica::ReplicaOptions storage;

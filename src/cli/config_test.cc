@@ -168,16 +168,30 @@ TEST(ConfigTest, QuarantineSettingsAndTheDataDir) {
   EXPECT_EQ(d->quarantine.strikes, 3u);
   EXPECT_EQ(d->quarantine.window, std::chrono::minutes(10));
   EXPECT_EQ(d->quarantine.duration, std::chrono::minutes(10));
+  EXPECT_EQ(d->quarantine_list_after, 12u) << "the default: about a LIST's price in GETs";
   auto off = Load("[actors]\nquarantine_strikes = 0\n");
   ASSERT_TRUE(off.ok());
   EXPECT_FALSE(off->quarantine.enabled());
+  auto never = Load("[actors]\nquarantine_list_after = 0\n");
+  ASSERT_TRUE(never.ok()) << never.status().ToString();
+  EXPECT_EQ(never->quarantine_list_after, 0u);
+  auto always = Load("[actors]\nquarantine_list_after = 1\n");
+  ASSERT_TRUE(always.ok()) << always.status().ToString();
+  EXPECT_EQ(always->quarantine_list_after, 1u);
   for (const char* bad : {"[actors]\nquarantine_strikes = 101\n", "[actors]\nquarantine_window_ms = 0\n",
-                          "[actors]\nquarantine_ms = 604800001\n", "[node]\ndata_dir = \"\"\n"}) {
+                          "[actors]\nquarantine_ms = 604800001\n", "[node]\ndata_dir = \"\"\n",
+                          "[actors]\nquarantine_list_after = 10001\n", "[actors]\nquarantine_list_after = -1\n",
+                          "[actors]\nquarantine_list_after = \"often\"\n"}) {
     auto r = Load(bad);
     ASSERT_FALSE(r.ok()) << bad;
     const std::string want = std::string(bad).find("data_dir") != std::string::npos ? "node.data_dir" : "actors.quarantine";
     EXPECT_NE(r.status().message().find(want), std::string::npos) << r.status().ToString();
   }
+  auto over = Load("[actors]\nquarantine_list_after = 10001\n");
+  ASSERT_FALSE(over.ok());
+  EXPECT_NE(over.status().message().find("actors.quarantine_list_after must be a whole number between 0 and 10000"),
+            std::string::npos)
+      << over.status().ToString();
 }
 
 TEST(ConfigTest, ServerSectionAndAdminListenSetTheListeners) {

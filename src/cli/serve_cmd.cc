@@ -103,6 +103,7 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
   options.host.runtime = config->actors;
   options.host.storage = config->storage;
   options.host.quarantine = config->quarantine;
+  options.host.quarantine_list_after = config->quarantine_list_after;
   options.host.alarms = config->alarms;
   options.host.messages = config->messages;
   options.moves_per_second = config->moves_per_second;

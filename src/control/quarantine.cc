@@ -139,16 +139,22 @@ Result<QuarantineRecord> DecodeQuarantineRecord(std::string_view body, const Act
   return r;
 }
 
-Task<Result<std::optional<QuarantineRecord>>> ReadQuarantine(ObjectStore& store, ActorId actor, CallOptions call) {
+Task<Result<VersionedQuarantine>> ReadQuarantineVersioned(ObjectStore& store, ActorId actor, CallOptions call) {
   if (Status s = ValidateActorId(actor); !s.ok()) co_return s;
   auto got = co_await store.Get(QuarantineKey(actor), call);
   if (!got.ok()) {
-    if (got.code() == Code::kNotFound) co_return std::optional<QuarantineRecord>();
+    if (got.code() == Code::kNotFound) co_return VersionedQuarantine{};
     co_return got.status();
   }
   auto r = DecodeQuarantineRecord(got->body, actor);
   if (!r.ok()) co_return r.status();
-  co_return std::optional<QuarantineRecord>(std::move(r).value());
+  co_return VersionedQuarantine{std::move(r).value(), std::move(got->version)};
+}
+
+Task<Result<std::optional<QuarantineRecord>>> ReadQuarantine(ObjectStore& store, ActorId actor, CallOptions call) {
+  auto got = co_await ReadQuarantineVersioned(store, std::move(actor), call);
+  if (!got.ok()) co_return got.status();
+  co_return std::move(got->record);
 }
 
 Task<Result<StrikeOutcome>> RecordStrike(ObjectStore& store, Env& env, ActorId actor, std::string node,

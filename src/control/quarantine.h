@@ -81,6 +81,13 @@ Result<QuarantineRecord> DecodeQuarantineRecord(std::string_view body, const Act
 // The record (nullopt when there is none).
 Task<Result<std::optional<QuarantineRecord>>> ReadQuarantine(ObjectStore& store, ActorId actor,
                                                              CallOptions call = {});
+// The same, with the version read (empty when there is no record): what a listing's entry
+// for the key is compared with (quarantine_cache.h).
+struct VersionedQuarantine {
+  std::optional<QuarantineRecord> record;
+  Version version;
+};
+Task<Result<VersionedQuarantine>> ReadQuarantineVersioned(ObjectStore& store, ActorId actor, CallOptions call = {});
 
 struct StrikeOutcome {
   QuarantineRecord record;  // as stored after the call

@@ -373,7 +373,7 @@ TEST_F(QuarantineCacheTest, AQuarantineIsSeenWithinTtlAndALiftToo) {
   ASSERT_TRUE(Check(kActor).ok());  // remembered: not quarantined
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(Strike("n2").ok());  // another node quarantines it
   EXPECT_FALSE(Check(kActor)->has_value()) << "within ttl this node does not know yet";
-  // ... except right before it would acquire the actor: that check always reads.
+  // ... unless a check asks whatever it knows (kAlways).
   auto before_acquire = Check(kActor, QuarantineRead::kAlways);
   ASSERT_TRUE(before_acquire.ok());
   EXPECT_TRUE(before_acquire->has_value());
@@ -462,6 +462,193 @@ TEST_F(QuarantineCacheTest, ALateAnswerNeverHidesANewerQuarantine) {
   ASSERT_TRUE(answer && answer->ok());
   EXPECT_TRUE((*answer)->has_value()) << "the read's older answer was taken over the strike";
   EXPECT_TRUE(late.Peek(kActor).has_value());
+}
+
+// ---- the listing (docs/security.md, "The check, and what it costs")
+
+struct QuarantineListingTest : QuarantineTest {
+  // list_after 1: every check memory cannot answer lists, unless a fresh listing exists.
+  QuarantineCacheOptions Options(std::uint32_t list_after = 1) {
+    QuarantineCacheOptions o{seconds(2), 100, CallOptions{seconds(1)}};
+    o.list_after = list_after;
+    auto broken = BrokenModels::FromEnvironment();
+    EXPECT_TRUE(broken.ok());
+    if (broken.ok()) o.broken = *broken;
+    return o;
+  }
+  Result<std::optional<QuarantineRecord>> Check(QuarantineCache& c, const ActorId& id,
+                                                QuarantineRead read = QuarantineRead::kOnMiss) {
+    return Run(c.Check(id, read));
+  }
+  static ActorId Nth(int i) { return ActorId{"acme", "c", "a" + std::to_string(i)}; }
+  // Quarantines kActor as another node would: three strikes, none remembered here.
+  void QuarantineElsewhere() {
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(Strike("n" + std::to_string(i + 2)).ok());
+    ASSERT_TRUE(Read()->QuarantinedAt(env.WallNow()));
+  }
+};
+
+// The "none for the quarantine check of an actor no node has quarantined": once the
+// listing is fresh, a start's check of an actor without a record costs no request at all,
+// and one with a record this node read at that version costs none either.
+TEST_F(QuarantineListingTest, ANotQuarantinedActorCostsNoGetOnceTheListingIsFresh) {
+  QuarantineCache cache{env, store, Options()};
+  QuarantineElsewhere();
+  for (int i = 0; i < 50; ++i) {
+    auto c = Check(cache, Nth(i));
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    EXPECT_FALSE(c->has_value());
+  }
+  EXPECT_EQ(bucket->counts().list, 1u) << "one listing answered every start";
+  const auto gets_before = bucket->counts().get;
+  EXPECT_EQ(cache.stats().reads, 0u);
+  EXPECT_EQ(cache.stats().listed, 50u);
+  // The one actor with a record is read (the listing has its key, not its body)...
+  auto q = Check(cache, kActor);
+  ASSERT_TRUE(q.ok());
+  EXPECT_TRUE(q->has_value()) << "quarantined by another node, and seen";
+  EXPECT_EQ(bucket->counts().get, gets_before + 1);
+  // ... and next time taken from the listing: the record's version there is the one read.
+  Advance(seconds(2));
+  EXPECT_TRUE(Check(cache, kActor)->has_value());
+  EXPECT_FALSE(Check(cache, Nth(7))->has_value());
+  EXPECT_EQ(bucket->counts().list, 2u) << "the stale listing was made again, once";
+  EXPECT_EQ(bucket->counts().get, gets_before + 1) << "no GET: the listing showed the record unchanged";
+  // A check before routing (kNever) never asks the bucket, and knows what the listing knows.
+  EXPECT_TRUE(Check(cache, kActor, QuarantineRead::kNever)->has_value());
+  EXPECT_TRUE(cache.Peek(kActor).has_value());
+  EXPECT_FALSE(cache.Peek(Nth(3)).has_value());
+  EXPECT_EQ(bucket->counts().list, 2u);
+}
+
+// Money: a LIST costs what 12.5 GETs cost on S3 and R2. A quiet node reads the records of
+// the actors it starts; from the list_after-th start within one ttl it lists instead.
+TEST_F(QuarantineListingTest, AQuietNodeReadsRecordsAndABusyOneListsOnceATtl) {
+  QuarantineCache cache{env, store, Options(kDefaultQuarantineListAfter)};
+  for (int i = 0; i < 11; ++i) ASSERT_TRUE(Check(cache, Nth(i)).ok());
+  EXPECT_EQ(bucket->counts().get, 11u);
+  EXPECT_EQ(bucket->counts().list, 0u) << "11 GETs are cheaper than a LIST";
+  for (int i = 11; i < 100; ++i) ASSERT_TRUE(Check(cache, Nth(i)).ok());
+  EXPECT_EQ(bucket->counts().get, 11u) << "the 12th start listed, and the listing answered the rest";
+  EXPECT_EQ(bucket->counts().list, 1u);
+  // Ten starts a second for 6 s: one listing a ttl, and no GET.
+  for (int i = 0; i < 30; ++i) {
+    Advance(milliseconds(200));
+    for (int j = 0; j < 2; ++j) ASSERT_TRUE(Check(cache, Nth(1000 + 2 * i + j)).ok());
+  }
+  EXPECT_EQ(bucket->counts().get, 11u) << "a busy node read records";
+  EXPECT_EQ(bucket->counts().list, 4u) << "one listing a ttl while starts keep coming";
+  // A start per ttl: reads, never lists.
+  for (int i = 0; i < 5; ++i) {
+    Advance(seconds(2));
+    ASSERT_TRUE(Check(cache, Nth(200 + i)).ok());
+  }
+  EXPECT_EQ(bucket->counts().get, 16u);
+  EXPECT_EQ(bucket->counts().list, 4u);
+  // 0: never lists.
+  QuarantineCache reader{env, store, Options(0)};
+  for (int i = 0; i < 30; ++i) ASSERT_TRUE(Check(reader, Nth(300 + i)).ok());
+  EXPECT_EQ(bucket->counts().list, 4u);
+  EXPECT_EQ(bucket->counts().get, 46u);
+}
+
+// The bound (broken model quarantine-listing-outlives-ttl): a start trusts a listing for the
+// cache's ttl from its sending, so another node's quarantine reaches it within that, and an
+// operator's lift too.
+TEST_F(QuarantineListingTest, AQuarantineImposedElsewhereIsSeenByAStartWithinTheTtl) {
+  QuarantineCache cache{env, store, Options()};
+  EXPECT_FALSE(Check(cache, kActor)->has_value());
+  EXPECT_EQ(bucket->counts().list, 1u);
+  Advance(milliseconds(500));
+  QuarantineElsewhere();
+  EXPECT_FALSE(Check(cache, kActor)->has_value()) << "within the ttl of the listing: not known yet (the bound)";
+  Advance(milliseconds(1500));
+  auto seen = Check(cache, kActor);
+  ASSERT_TRUE(seen.ok());
+  EXPECT_TRUE(seen->has_value()) << "a start 2 s after the listing trusted it still";
+  ASSERT_TRUE(Run(LiftQuarantine(store, kActor)).ok());
+  EXPECT_TRUE(Check(cache, kActor)->has_value()) << "the lift reaches this node within the ttl, not at once";
+  Advance(seconds(2));
+  EXPECT_FALSE(Check(cache, kActor)->has_value()) << "lifted, and the next listing says so";
+}
+
+// News is only as late as its request (broken model quarantine-cache-keeps-late-answer): a
+// listing sent before a strike of this node landed, and answered after the strike's reply
+// was remembered, does not hide the quarantine that strike imposed.
+TEST_F(QuarantineListingTest, AStrikeAnsweredWhileAListingWasOnItsWayIsNotHiddenByIt) {
+  QuarantineCache cache{env, store, Options()};
+  const QuarantinePolicy at_once{1, seconds(600), seconds(300)};  // one strike quarantines
+  // A listing, answered at once by the bucket (kActor has no record yet), whose reply takes
+  // 800 ms.
+  store.set_fault_hook([](const OpInfo& op) {
+    return op.op == StoreOp::kList ? OpFault{Duration{0}, milliseconds(800), std::nullopt, false} : OpFault{};
+  });
+  std::optional<Result<std::optional<QuarantineRecord>>> other;
+  env.Spawn([](QuarantineCache* c, std::optional<Result<std::optional<QuarantineRecord>>>* out) -> Task<void> {
+    out->emplace(co_await c->Check(Nth(1), QuarantineRead::kOnMiss));
+  }(&cache, &other), "a start's check");
+  Advance(milliseconds(100));
+  const MonoTime sent = env.MonoNow();
+  auto strike = Run(RecordStrike(store, env, kActor, "n1", "heap limit", at_once));
+  ASSERT_TRUE(strike.ok() && strike->quarantined_now);
+  cache.Remember(strike->record, sent);  // as QuarantineStrikes does with its reply
+  Advance(seconds(1));
+  store.set_fault_hook(nullptr);
+  ASSERT_TRUE(other && other->ok());
+  EXPECT_EQ(bucket->counts().list, 1u);
+  auto q = Check(cache, kActor);
+  ASSERT_TRUE(q.ok());
+  EXPECT_TRUE(q->has_value()) << "the listing sent before the strike landed hid the quarantine";
+  EXPECT_TRUE(cache.Peek(kActor).has_value());
+}
+
+// A burst of starts shares one listing; a listing of more records than the cache holds is not
+// used (reads instead), and what the cache forgot is never answered by an older listing.
+TEST_F(QuarantineListingTest, ABurstSharesOneListingAndAnOlderListingNeverAnswersForWhatWasForgotten) {
+  QuarantineCache cache{env, store, Options()};
+  store.set_fault_hook([](const OpInfo& op) {
+    return op.op == StoreOp::kList ? OpFault{milliseconds(50), milliseconds(50), std::nullopt, false} : OpFault{};
+  });
+  std::vector<std::optional<Result<std::optional<QuarantineRecord>>>> answers(20);
+  for (int i = 0; i < 20; ++i) {
+    env.Spawn([](QuarantineCache* c, ActorId id, std::optional<Result<std::optional<QuarantineRecord>>>* out)
+                  -> Task<void> { out->emplace(co_await c->Check(std::move(id), QuarantineRead::kOnMiss)); }(
+                  &cache, Nth(i), &answers[i]),
+              "start");
+  }
+  Advance(milliseconds(500));
+  store.set_fault_hook(nullptr);
+  for (const auto& a : answers) ASSERT_TRUE(a && a->ok() && !(*a)->has_value());
+  EXPECT_EQ(bucket->counts().list, 1u) << "20 starts at once, one listing";
+  EXPECT_EQ(bucket->counts().get, 0u);
+
+  // This node quarantines kActor (its strike remembered), then forgets it: the listing, sent
+  // before, must not answer for it.
+  const MonoTime sent = env.MonoNow();
+  StrikeOutcome last;
+  for (int i = 0; i < 3; ++i) last = Strike().value();
+  ASSERT_TRUE(last.quarantined_now);
+  cache.Remember(last.record, sent);
+  cache.Forget(kActor);
+  auto q = Check(cache, kActor);
+  ASSERT_TRUE(q.ok());
+  EXPECT_TRUE(q->has_value()) << "an older listing answered for a forgotten quarantine";
+
+  // Too many records for the cache to hold: the listing is not used, records are read.
+  QuarantineCacheOptions small = Options();
+  small.max_entries = 4;
+  QuarantineCache tight{env, store, small};
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(Run(RecordStrike(store, env, Nth(100 + i), "n1", "heap", policy)).ok());
+  }
+  const auto gets = bucket->counts().get;
+  const auto lists = bucket->counts().list;
+  EXPECT_FALSE(Check(tight, Nth(1))->has_value());
+  EXPECT_EQ(tight.stats().listing_failures, 1u);
+  EXPECT_EQ(bucket->counts().get, gets + 1) << "read instead";
+  Advance(seconds(2));
+  EXPECT_FALSE(Check(tight, Nth(2))->has_value());
+  EXPECT_EQ(bucket->counts().list, lists + 1) << "not listed again soon";
 }
 
 }  // namespace

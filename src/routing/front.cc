@@ -239,7 +239,8 @@ Task<ServerResponse> Front::Handle(ServerRequest request, Via via, bool* reached
   actor_request.headers = std::move(caller.actor_headers);
   actor_request.body = request.body;
 
-  // 3. Quarantined actors are refused here, wherever the request landed.
+  // 3. An actor this node knows to be quarantined is refused here, without a read. What it
+  // does not know is asked only where the actor would start (Decide).
   if (auto refused = co_await CheckQuarantine(id)) co_return std::move(*refused);
 
   // 4. Where it runs, and 5. the answer.
@@ -286,18 +287,38 @@ Task<std::optional<ServerResponse>> Front::Authenticate(ServerRequest* request, 
 
 Task<std::optional<ServerResponse>> Front::CheckQuarantine(ActorId id) {
   if (deps_.quarantine == nullptr) co_return std::nullopt;
-  const bool resident = deps_.runtime.IsResident(id);
-  auto quarantined =
-      co_await deps_.quarantine->Check(id, resident ? control::QuarantineRead::kNever : control::QuarantineRead::kOnMiss);
+  // Memory only (docs/security.md, "The check, and what it costs"): a request forwarded to
+  // the node that holds the actor costs no quarantine read here (that node runs it, and
+  // checks it if it starts it), and one for an actor that starts here is checked in Decide,
+  // right before the start.
+  auto quarantined = co_await deps_.quarantine->Check(id, control::QuarantineRead::kNever);
   if (quarantined.ok() && quarantined->has_value()) {
-    if (resident) deps_.runtime.Unload(id);
+    if (deps_.runtime.IsResident(id)) deps_.runtime.Unload(id);
     co_return Quarantined(**quarantined);
   }
+  co_return std::nullopt;
+}
+
+Task<std::optional<Front::Route>> Front::CheckBeforeStart(ActorId id) {
+  if (deps_.quarantine == nullptr) co_return std::nullopt;
+  // About to start the actor here: what this node knows of its record is at most the
+  // cache's ttl old (a read, a strike, or the listing of quarantine/), else it asks, so a
+  // quarantine imposed by another node is missed by no start later than that bound.
+  auto quarantined = co_await deps_.quarantine->Check(id, control::QuarantineRead::kOnMiss);
+  if (quarantined.ok() && quarantined->has_value()) co_return Refuse(Quarantined(**quarantined));
   if (!quarantined.ok() && quarantined.code() == Code::kFatal) {
-    co_return Error(500, "the quarantine record of " + id.ToString() + ": " + quarantined.status().message());
+    co_return Refuse(Error(500, "the quarantine record of " + id.ToString() + ": " + quarantined.status().message()));
   }
   // Could not be read in time: the request goes on (quarantine is a brake, not a lock).
   co_return std::nullopt;
+}
+
+Task<std::optional<Front::Route>> Front::LoadClassOrRefuse(ActorId id) {
+  Status loaded = co_await deps_.load_class(id.tenant, id.class_name);
+  if (loaded.ok()) co_return std::nullopt;
+  if (loaded.code() == Code::kNotFound) co_return Refuse(Error(404, loaded.message()));
+  if (loaded.code() == Code::kFatal) co_return Refuse(Error(500, loaded.message()));
+  co_return Refuse(Error(503, "cannot load class " + id.tenant + "/" + id.class_name + ": " + loaded.message(), true));
 }
 
 Front::Route Front::RunHere() { return Route{Route::Kind::kRunHere, NodeId(), {}, true}; }
@@ -340,6 +361,15 @@ Task<Front::Route> Front::Decide(ActorId id, int hops) {
       co_return RunHere();
     }
     if (!deps_.owners.accepting() && hand_overs == nullptr) co_return Refuse(Error(503, "this node is draining", true));
+    if (deps_.owners.accepting() && !deps_.owners.leaving(id) && deps_.owners.Find(id).IsValid()) {
+      // Held here but not resident (a sleeping hold): the record names this node, and no
+      // other node can take it while the hold is valid, so it runs here at once — no routing
+      // read, no acquisition (Owners::Acquire would give this hold back). Its start is
+      // checked like any other.
+      if (auto refused = co_await LoadClassOrRefuse(id)) co_return std::move(*refused);
+      if (auto refused = co_await CheckBeforeStart(id)) co_return std::move(*refused);
+      co_return RunHere();
+    }
     auto other = co_await deps_.owners.OtherOwner(id);
     if (!other.ok()) {
       if (other.code() == Code::kFatal) {
@@ -359,23 +389,8 @@ Task<Front::Route> Front::Decide(ActorId id, int hops) {
       if (to && may_forward) co_return Forward(std::move(*to), false);
       co_return Refuse(Error(503, "this node is draining", true));
     }
-    Status loaded = co_await deps_.load_class(id.tenant, id.class_name);
-    if (!loaded.ok()) {
-      if (loaded.code() == Code::kNotFound) co_return Refuse(Error(404, loaded.message()));
-      if (loaded.code() == Code::kFatal) co_return Refuse(Error(500, loaded.message()));
-      co_return Refuse(
-          Error(503, "cannot load class " + id.tenant + "/" + id.class_name + ": " + loaded.message(), true));
-    }
-    if (deps_.quarantine != nullptr) {
-      // About to start the actor here: read its record afresh, whatever this node remembers,
-      // so a quarantine imposed by another node within the cache's ttl is never missed by a
-      // start (one GET per acquisition, next to the acquisition's own writes and the restore).
-      auto quarantined = co_await deps_.quarantine->Check(id, control::QuarantineRead::kAlways);
-      if (quarantined.ok() && quarantined->has_value()) co_return Refuse(Quarantined(**quarantined));
-      if (!quarantined.ok() && quarantined.code() == Code::kFatal) {
-        co_return Refuse(Error(500, "the quarantine record of " + id.ToString() + ": " + quarantined.status().message()));
-      }
-    }
+    if (auto refused = co_await LoadClassOrRefuse(id)) co_return std::move(*refused);
+    if (auto refused = co_await CheckBeforeStart(id)) co_return std::move(*refused);
     AcquireResult acquired = co_await deps_.owners.Acquire(id);
     switch (acquired.kind) {
       case AcquireResult::Kind::kAcquired:
@@ -464,7 +479,7 @@ Task<ServerResponse> Front::HandleTake(ServerRequest request) {
   Status loaded = co_await deps_.load_class(id->tenant, id->class_name);
   if (!loaded.ok()) co_return Error(loaded.code() == Code::kNotFound ? 404 : 503, loaded.message(), true);
   if (deps_.quarantine != nullptr) {
-    auto quarantined = co_await deps_.quarantine->Check(*id, control::QuarantineRead::kAlways);
+    auto quarantined = co_await deps_.quarantine->Check(*id, control::QuarantineRead::kOnMiss);
     if (quarantined.ok() && quarantined->has_value()) co_return Quarantined(**quarantined);
   }
   // Named locals, not temporaries in the co_await operand (GCC 12: docs/DEVELOPING.md).
@@ -546,7 +561,8 @@ Task<ServerResponse> Front::RouteMessage(ActorId receiver, actor::IncomingMessag
                                          int hops) {
   ++stats_.messages;
   if (auto refused = TooLarge(message.body.size())) co_return std::move(*refused);
-  // 3. A quarantined receiver runs nothing: the sender retries later (503).
+  // 3. A quarantined receiver runs nothing: the sender retries later (503). Known here, or
+  // checked where it would start (Decide).
   if (auto refused = co_await CheckQuarantine(receiver)) co_return std::move(*refused);
   // 4. Where it runs: as a request's (the same routing read and signed forwarding).
   Route route = co_await Decide(receiver, hops);

@@ -6,12 +6,18 @@
 //      any X-Wasmkeep-* forwarding header is 401), on the peer listener a peer's signature
 //      and pin (forwarder.h; 401 with X-Wasmkeep-Forwarding-Refused). The actor sees only
 //      the client's headers (signed ones, when forwarded), never the token;
-//   3. quarantine (docs/security.md, "Poisoned actors"): 503 with Retry-After on any node;
-//   4. where it runs (Decide): resident and held here → run; leaving this node → held until
-//      its hand-over ends (at most kHandOverWait), then routed again; another live holder →
-//      forwarded (at most max_hops in all); nobody → the class loaded, the quarantine read
-//      afresh, the actor acquired and run; a draining node sends it to the peer taking its
-//      actors. One decision, carried out in one place;
+//   3. quarantine (docs/security.md, "Poisoned actors"): 503 with Retry-After on a node that
+//      knows the actor is quarantined, from memory (no read);
+//   4. where it runs (Decide): resident and held here → run; held here but not resident (a
+//      sleeping hold) → the class loaded, the quarantine checked, run, with no routing read
+//      and no acquisition; leaving this node → held until its hand-over ends (at most
+//      kHandOverWait), then routed again; another live holder → forwarded (at most max_hops
+//      in all), with no quarantine read (the holder checks what it starts); nobody → the
+//      class loaded, the quarantine checked, the actor acquired and run; a draining node
+//      sends it to the peer taking its actors. One decision, carried out in one place. A
+//      request that reaches a node that does not hold the actor costs one bucket read, the
+//      routing read; every start checks the quarantine with knowledge at most the cache's
+//      ttl old (control/quarantine_cache.h: most often no read at all);
 //   5. the actor's answer once its gate releases it, with no X-Wasmkeep-* header; 503 with
 //      Retry-After whenever the request was not acknowledged (it may have taken effect).
 // The peer listener also takes alarm hand-overs (POST /v1/alarms/<actor>) and a move's take
@@ -165,7 +171,8 @@ class Front {
     ServerHeaders actor_headers;  // what the actor may see
   };
   Task<std::optional<ServerResponse>> Authenticate(ServerRequest* request, Via via, Caller* caller);
-  // Step 3: the refusal of a quarantined actor (a resident one is unloaded), or nullopt.
+  // Step 3: the refusal of an actor this node knows (without I/O) to be quarantined (a
+  // resident one is unloaded), or nullopt.
   Task<std::optional<ServerResponse>> CheckQuarantine(ActorId id);
   // Step 4's decision: run here (acquired, or resident and held), forward to one node, or
   // refuse. Handle carries it out in one place.
@@ -177,6 +184,11 @@ class Front {
     bool reaches_actor = false;  // Handle's reached_actor
   };
   Task<Route> Decide(ActorId id, int hops);
+  // Step 4's refusals before a start here: the class (404, 500, 503), and the quarantine
+  // (503 with Retry-After; 500 for a corrupt record), checked with QuarantineRead::kOnMiss.
+  // nullopt: go on (a record that could not be read lets the start go on).
+  Task<std::optional<Route>> LoadClassOrRefuse(ActorId id);
+  Task<std::optional<Route>> CheckBeforeStart(ActorId id);
   static Route RunHere();
   static Route Forward(NodeId to, bool reaches_actor);
   static Route Refuse(ServerResponse response);

@@ -1,7 +1,8 @@
 // The Front's own answers, on a simulated node with a scripted event host: what it takes
 // from an actor's response, and the checks it makes before a body is read; where an
-// operator's job on an actor runs (RouteOperatorJob). (Routing and forwarding run in the
-// simulator's `routing` scenario and tests/cluster/serve_test.sh.)
+// operator's job on an actor runs (RouteOperatorJob); what a request costs in bucket reads
+// (FrontReadsTest). (Routing and forwarding run in the simulator's `routing` scenario and
+// tests/cluster/serve_test.sh.)
 #include "routing/front.h"
 
 #include <gtest/gtest.h>
@@ -11,6 +12,7 @@
 #include "cluster/cluster_node.h"
 #include "cluster/owner_record.h"
 #include "cluster/testing/harness.h"
+#include "control/quarantine.h"
 #include "env/sim_env.h"
 
 namespace wk {
@@ -493,6 +495,180 @@ TEST(FrontOperatorJobTest, RunsWhereTheActorIsHeldAndAcquiresOneNobodyHolds) {
   EXPECT_EQ((*refused)->status, 404);
   EXPECT_NE((*refused)->body.find("acme/missing"), std::string::npos) << (*refused)->body;
   EXPECT_FALSE(bucket->objects().contains(OwnerKey(missing)));
+}
+
+// What a request costs in bucket reads (issue "Pay only for change"; docs/security.md, "The
+// check, and what it costs"): node a, with its quarantine cache, beside node b. The reads
+// counted are node a's GETs, HEADs and LISTs outside its background work (nodes/ and
+// control/: the lease, the listing, the drain and move checks).
+class FrontReadsTest : public ::testing::Test {
+ protected:
+  // Nothing is resident here: a request that runs here starts its actor.
+  struct NothingResident final : actor::EventHost {
+    Task<actor::EventResult> HandleRequest(ActorId id, actor::Request) override {
+      runs.push_back(std::move(id));
+      co_return actor::EventResult{};
+    }
+    void Unload(const ActorId&) override {}
+    bool IsResident(const ActorId&) const override { return false; }
+    std::vector<ActorId> runs;
+  };
+
+  FrontReadsTest() {
+    log::SetLevel(log::Level::kOff);
+    secret_.bytes.fill(7);
+    control::QuarantineCacheOptions cache_options;
+    cache_options.list_after = 1;  // every start memory cannot answer lists (the busy node's way)
+    cache_options.broken = cluster_testing::TestBrokenModels();
+    cache_ = std::make_unique<control::QuarantineCache>(a_.env, a_.store, cache_options);
+    FrontDeps deps{host_,
+                   a_.node.owners(),
+                   a_.node.membership(),
+                   forwarder_,
+                   [](std::string) -> Task<Result<std::string>> { co_return std::string("acme"); },
+                   [](std::string, std::string) -> Task<Status> { co_return Status::Ok(); },
+                   cache_.get()};
+    FrontOptions options;
+    options.node_id = NodeId("a");
+    front_ = std::make_unique<Front>(std::move(deps), options);
+    a_.store.set_fault_hook([this](const OpInfo& op) {
+      const bool read = op.op == StoreOp::kGet || op.op == StoreOp::kHead || op.op == StoreOp::kList;
+      if (counting_ && read && !op.key.starts_with("nodes/") && !op.key.starts_with("control/")) {
+        reads_.push_back(std::string(StoreOpName(op.op)) + " " + op.key);
+      }
+      return OpFault{};
+    });
+    EXPECT_TRUE(world_.RunUntil(
+        [&] {
+          return a_.node.lease().IsValid() && b_.node.lease().IsValid() && a_.node.membership().view().size() == 2 &&
+                 a_.node.owners().accepting() && b_.node.owners().accepting();
+        },
+        std::chrono::seconds(40)));
+    world_.RunFor(std::chrono::seconds(4));
+  }
+
+  // One client request for `actor` through node a; the reads it cost are in reads_.
+  ServerResponse Request(const ActorId& actor) {
+    reads_.clear();
+    counting_ = true;
+    ServerRequest r;
+    r.method = "POST";
+    r.target = "/v1/actors/" + actor.ToString() + "/go";
+    r.headers = {{"Authorization", "Bearer x"}};
+    auto out = RunTask(world_, a_.env, front_->Handle(std::move(r), Via::kClient), std::chrono::seconds(10));
+    counting_ = false;
+    EXPECT_TRUE(out.has_value());
+    return out ? std::move(*out) : ServerResponse{};
+  }
+  std::size_t OwnerReads() const {
+    return static_cast<std::size_t>(
+        std::count_if(reads_.begin(), reads_.end(), [](const std::string& r) { return r.find(" owners/") != std::string::npos; }));
+  }
+  // Quarantines `actor` as another node's strike would (one strike does, here).
+  void QuarantineElsewhere(const ActorId& actor) {
+    const control::QuarantinePolicy at_once{1, std::chrono::minutes(10), std::chrono::minutes(10)};
+    auto struck = RunTask(world_, b_.env, control::RecordStrike(b_.store, b_.env, actor, "b", "heap limit", at_once));
+    ASSERT_TRUE(struck.has_value() && struck->ok() && (*struck)->quarantined_now);
+  }
+
+  SimWorld world_{12};
+  std::shared_ptr<MemBucket> bucket_ = std::make_shared<MemBucket>();
+  cluster_testing::SimNode a_{world_, bucket_, NodeId("a"), InstanceToken("ia"), "t"};
+  cluster_testing::SimNode b_{world_, bucket_, NodeId("b"), InstanceToken("ib"), "t"};
+  control::ClusterSecret secret_;
+  AnsweringPeers peers_;
+  Forwarder forwarder_{a_.env, peers_, ForwarderIdentity{NodeId("a"), InstanceToken("ia")}, secret_};
+  NothingResident host_;
+  std::unique_ptr<control::QuarantineCache> cache_;
+  std::unique_ptr<Front> front_;
+  bool counting_ = false;
+  std::vector<std::string> reads_;
+};
+
+// Before: a GET of the quarantine record (once per actor per 2 s) and the routing read. Now
+// the node that runs the actor checks it; the node that forwards reads only the owner.
+TEST_F(FrontReadsTest, ARequestThatReachesANonOwnerCostsOneBucketRead) {
+  const std::vector<ActorId> on_b = {{"acme", "c", "x"}, {"acme", "c", "y"}};
+  for (const ActorId& actor : on_b) {
+    ASSERT_EQ(RunTask(world_, b_.env, b_.node.owners().Acquire(actor))->kind, AcquireResult::Kind::kAcquired);
+  }
+  std::size_t sent = 0;
+  for (int round = 0; round < 3; ++round) {
+    for (const ActorId& actor : on_b) {
+      ServerResponse r = Request(actor);
+      EXPECT_EQ(r.status, 200) << r.body;
+      EXPECT_EQ(peers_.sent.size(), ++sent) << "forwarded to b";
+      const std::vector<std::string> expected = {"get owners/" + actor.ToString()};
+      EXPECT_EQ(reads_, expected) << "one bucket read: the routing read";
+    }
+  }
+  EXPECT_TRUE(host_.runs.empty());
+  EXPECT_EQ(cache_->stats().reads + cache_->stats().listings, 0u) << "no quarantine read on a node that forwards";
+  // An actor this node knows to be quarantined is refused here, with no read at all.
+  control::QuarantineRecord known;
+  known.actor = on_b[0];
+  known.until = a_.env.WallNow() + std::chrono::minutes(10);
+  known.reason = "struck on this node";
+  known.strikes = {control::Strike{a_.env.WallNow(), "a", "00000000000000aa"}};
+  cache_->Remember(known);
+  ServerResponse refused = Request(on_b[0]);
+  EXPECT_EQ(refused.status, 503);
+  EXPECT_NE(refused.body.find("quarantined"), std::string::npos) << refused.body;
+  EXPECT_TRUE(reads_.empty());
+  EXPECT_EQ(peers_.sent.size(), sent);
+}
+
+// A sleeping hold (issue "Pay only for change"): held here, not resident. It runs here with
+// no routing read and no acquisition; its start's quarantine check is answered by one
+// listing, then by memory; a quarantine imposed by another node refuses it within the
+// cache's ttl.
+TEST_F(FrontReadsTest, ARequestForAHeldActorThatIsNotResidentCostsNoOwnerReadAndNoAcquisition) {
+  const ActorId sleeping{"acme", "c", "z"};
+  ASSERT_EQ(RunTask(world_, a_.env, a_.node.owners().Acquire(sleeping))->kind, AcquireResult::Kind::kAcquired);
+  const std::uint64_t acquisitions = a_.node.owners().stats().acquisitions;
+  ServerResponse first = Request(sleeping);
+  EXPECT_EQ(first.status, 200) << first.body;
+  ASSERT_EQ(host_.runs.size(), 1u) << "run here";
+  EXPECT_EQ(OwnerReads(), 0u);
+  const std::vector<std::string> listing = {"list quarantine/"};
+  EXPECT_EQ(reads_, listing) << "the start's quarantine check: one listing, no GET";
+  ServerResponse again = Request(sleeping);
+  EXPECT_EQ(again.status, 200);
+  EXPECT_EQ(host_.runs.size(), 2u);
+  EXPECT_TRUE(reads_.empty()) << "within the listing's ttl: no read at all";
+  EXPECT_EQ(a_.node.owners().stats().acquisitions, acquisitions) << "no acquisition";
+  EXPECT_TRUE(peers_.sent.empty());
+
+  QuarantineElsewhere(sleeping);
+  world_.RunFor(cache_->options().ttl);
+  ServerResponse refused = Request(sleeping);
+  EXPECT_EQ(refused.status, 503) << refused.body;
+  EXPECT_NE(refused.body.find("quarantined"), std::string::npos) << refused.body;
+  EXPECT_EQ(host_.runs.size(), 2u) << "a quarantined actor was started";
+  EXPECT_EQ(OwnerReads(), 0u);
+}
+
+// An actor nobody holds, quarantined by another node after this node's listing: started by
+// no request once the cache's ttl has passed since that listing (the bound), and never
+// acquired.
+TEST_F(FrontReadsTest, AnActorQuarantinedByAnotherNodeIsNotStartedHereAfterTheBound) {
+  const ActorId fresh{"acme", "c", "fresh"};
+  EXPECT_EQ(Request(fresh).status, 200);
+  ASSERT_GE(reads_.size(), 2u);
+  EXPECT_EQ(reads_[0], "get owners/acme/c/fresh") << "the routing read";
+  EXPECT_EQ(reads_[1], "list quarantine/") << "the start's check: one listing (then the acquisition's own reads)";
+  for (const std::string& r : reads_) EXPECT_NE(r, "get quarantine/acme/c/fresh");
+  const ActorId poisoned{"acme", "c", "poisoned"};
+  QuarantineElsewhere(poisoned);
+  world_.RunFor(cache_->options().ttl);
+  ServerResponse refused = Request(poisoned);
+  EXPECT_EQ(refused.status, 503) << refused.body;
+  EXPECT_NE(refused.body.find("quarantined"), std::string::npos) << refused.body;
+  EXPECT_EQ(host_.runs.size(), 1u);
+  EXPECT_FALSE(bucket_->objects().contains(OwnerKey(poisoned))) << "acquired while quarantined";
+  // Known now: the next request is refused before the routing read.
+  EXPECT_EQ(Request(poisoned).status, 503);
+  EXPECT_TRUE(reads_.empty());
 }
 
 }  // namespace

@@ -1,11 +1,12 @@
 // QuarantineHoldSource: the hold source a node's replicas acquire through, so every start of
-// an actor on the node passes it (a request's, a move's, an alarm's, and the core's restart
-// of an actor whose storage failed while events were queued for it). It refuses an actor
-// the node's QuarantineCache says is quarantined, reading the record when the cache has no
-// answer younger than its ttl (QuarantineRead::kOnMiss): so no start trusts a read older
-// than the cache's bound (docs/security.md, "Poisoned actors"). The front and the alarm
-// delivery read afresh right before they acquire, so on their paths this costs no GET. A
-// read that fails lets the start go on, as the front's does (a brake, not a lock).
+// an actor on the node passes it (a request's, a move's, an alarm's, a sleeping hold's wake,
+// and the core's restart of an actor whose storage failed while events were queued for it).
+// It refuses an actor the node's QuarantineCache says is quarantined, asking the bucket when
+// the cache knows nothing younger than its ttl (QuarantineRead::kOnMiss: a read, or the
+// listing of quarantine/): so no start trusts knowledge older than the cache's bound
+// (docs/security.md, "Poisoned actors"). The front and the alarm delivery make the same
+// check right before they start an actor, so on their paths this costs no request. A read
+// that fails lets the start go on, as the front's does (a brake, not a lock).
 // The real node (src/server/actor_host.h) and the simulator's serving nodes (sim/serving.h)
 // wrap their OwnersHoldSource in it.
 //

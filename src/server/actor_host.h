@@ -64,6 +64,9 @@ struct ActorHostOptions {
   Duration close_limit = std::chrono::seconds(10);
   // When strikes quarantine an actor ([actors] quarantine_*); strikes 0: off.
   control::QuarantinePolicy quarantine;
+  // When a start's quarantine check lists quarantine/ rather than read one record
+  // ([actors] quarantine_list_after; control/quarantine_cache.h).
+  std::uint32_t quarantine_list_after = control::kDefaultQuarantineListAfter;
   // The node's running-events journal (node.data_dir), owned by the caller and outliving
   // the host; null: crashes during events are not counted as strikes.
   RunningEvents* journal = nullptr;

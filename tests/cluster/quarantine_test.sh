@@ -165,9 +165,10 @@ echo "     (three heap-exhausting events took $(( (t1 - t0) / 1000000 )) ms)"
 check "each event fails with a 500 naming the V8 heap limit" '[ -z "${bad_event:-}" ]'
 check "the strikes are recorded and the actor quarantined" \
   'wait_for 15 "W actor quarantined 2>/dev/null | grep -q \"^acme/hog/p1 .*quarantined\""'
-# Node c read the record before it forwarded event 3 (not quarantined then) and trusts that
-# answer for 2 s; it must still not run the actor: the owner refuses it, or, if the owner
-# has let it go already, c's fresh read before acquiring it does.
+# Node c forwarded event 3 without reading the record (the node that starts an actor checks
+# it: docs/security.md, "The check, and what it costs"); it must still not run the actor:
+# the owner refuses it, or, if the owner has let it go already, c's check before acquiring
+# it does (c knows nothing of the record that is younger than 2 s, so it asks the bucket).
 r=$(req 3 GET acme/hog/p1)
 echo "     (node 3 at once: ${r:0:60})"
 check "at once, even a node whose answer is stale does not run it: 503" '[ "${r%% *}" = 503 ]'
@@ -183,8 +184,11 @@ for i in 1 2 3; do
 done
 fwd1=$(sum 'wasmkeep_api_requests_total{route="forwarded"}')
 check "every node answers 503 naming the reason and the end, with Retry-After (about 600 s)" '[ "$ok503" = 1 ]'
-check "each node refused it itself: counted as quarantined, nothing forwarded" \
-  '[ "$(sum wasmkeep_api_requests_total{route=\"quarantined\"})" -ge 3 ] && [ "$fwd1" = "$fwd0" ]'
+# Refused by the node asked, or by the node that holds the actor if one still does (a node
+# that does not know forwards to the holder, which refuses it): counted as quarantined.
+echo "     (forwarded meanwhile: $(( ${fwd1%%.*} - ${fwd0%%.*} )))"
+check "each request refused as quarantined, by the node asked or the actor's holder" \
+  '[ "$(sum wasmkeep_api_requests_total{route=\"quarantined\"})" -ge 3 ]'
 check "every node stays up and ready" 'kill -0 "$pid_a" && kill -0 "$pid_b" && kill -0 "$pid_c" &&
   curl -sf "127.0.0.1:$(port_of 1)/readyz" >/dev/null && curl -sf "127.0.0.1:$(port_of 2)/readyz" >/dev/null &&
   curl -sf "127.0.0.1:$(port_of 3)/readyz" >/dev/null'
