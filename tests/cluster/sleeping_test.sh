@@ -3,7 +3,7 @@
 # docs/node-lease.md, "Sleeping holds"): node a serves N counter actors (10,000 by default,
 # SLEEPING_TEST_ACTORS), which leave memory after 2 s idle and keep their holds asleep; a
 # second round of increments through a wakes every one with no owner write at all (the
-# bucket requests by purpose, from a's /metrics); a drain of a, holding them all asleep,
+# bucket requests by purpose, from a's /metrics), nor any owner read; a drain of a, holding them all asleep,
 # completes within the bound docs/node-lease.md states; then b, holding them asleep in its
 # turn, is killed with -9 and every actor is served by c within the failover bound, every
 # acknowledged increment intact.
@@ -64,6 +64,8 @@ gets=$(( $(owner_ops 1 get) - gets_before ))
 woken=$(metric 1 'wasmkeep_sleeping_holds_total{event="woken"}')
 echo "     woken: ${woken%%.*} in $wake_ms ms; owner PUTs $puts, owner GETs $gets"
 check "every actor woke on a with no owner PUT ($puts)" '[ "$puts" = 0 ] && [ "${woken%%.*}" -ge "$actors" ]'
+# A request for an actor this node holds asleep runs here with no routing read (routing/front.h).
+check "and with no owner GET ($gets)" '[ "$gets" = 0 ]'
 check "and they sleep again" 'wait_for 60 "[ \"\$(sleeping 1)\" = $actors ]"'
 
 # ---- 2. a drain of a node holding them all asleep: one release write each, 32 at once
