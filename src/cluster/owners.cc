@@ -757,25 +757,42 @@ Task<Status> Owners::Drain(Duration limit) {
   // starts only before the deadline, so a slow bucket cannot stretch the drain (nor the
   // clean stop, whose lease-level cut then ends what is left: docs/node-lease.md, "Clean stop").
   while (env_.MonoNow() < deadline && lease_.IsValid()) {
-    std::vector<ActorId> actors;
-    for (auto& [a, h] : holds_) actors.push_back(a);
-    // Tenants' actors in memory first, then sleeping holds, system actors (alarm shards)
-    // last: the phase is bounded, and an actor in memory is what clients wait for at its
-    // next owner, while a sleeping one is idle (and freed by `released` or the next process
-    // under this id anyway: docs/node-lease.md, "Sleeping holds"), and a shard's release
-    // only delays the scan of its alarms (docs/alarms.md). Releases go kPendingConcurrency
-    // at once, in this order, so the order decides which holds the bound reaches.
-    auto rank = [this](const ActorId& a) { return IsSystemActor(a) ? 2 : IsSleeping(a) ? 1 : 0; };
-    std::stable_sort(actors.begin(), actors.end(), [&rank](const ActorId& a, const ActorId& b) { return rank(a) < rank(b); });
-    auto queue = std::make_shared<std::deque<ActorId>>(actors.begin(), actors.end());
-    std::vector<TaskHandle> workers = SpawnReleasers(queue, deadline);
-    bool cancelled = false;
-    for (TaskHandle& w : workers) {
-      if (!co_await w.Join()) cancelled = true;
+    // Tenants' actors in memory first, one at a time, then sleeping holds, kPendingConcurrency
+    // at once, system actors (alarm shards) last: the phase is bounded, and an actor in memory
+    // is what clients wait for at its next owner; a sleeping one is idle (and a node may hold
+    // 100,000 of them, which one at a time would never fit: what the bound leaves is freed by
+    // `released` or the next process under this id: docs/node-lease.md, "Sleeping holds"); a
+    // shard's release only delays the scan of its alarms (docs/alarms.md). No release starts
+    // after the deadline, so the order decides which holds the bound reaches.
+    std::vector<ActorId> awake, system;
+    auto asleep = std::make_shared<std::deque<ActorId>>();
+    for (auto& [a, h] : holds_) {
+      if (IsSystemActor(a)) {
+        system.push_back(a);
+      } else if (h->sleeping) {
+        asleep->push_back(a);
+      } else {
+        awake.push_back(a);
+      }
     }
-    if (cancelled) {
-      for (TaskHandle& w : workers) w.Cancel();
-      co_return Cancelled("drain cancelled");
+    for (auto& a : awake) {
+      if (env_.MonoNow() >= deadline) break;
+      (void)co_await Release(a);  // parked ones are awaited below
+    }
+    if (!asleep->empty() && env_.MonoNow() < deadline) {
+      std::vector<TaskHandle> workers = SpawnReleasers(asleep, deadline);
+      bool cancelled = false;
+      for (TaskHandle& w : workers) {
+        if (!co_await w.Join()) cancelled = true;
+      }
+      if (cancelled) {
+        for (TaskHandle& w : workers) w.Cancel();
+        co_return Cancelled("drain cancelled");
+      }
+    }
+    for (auto& a : system) {
+      if (env_.MonoNow() >= deadline) break;
+      (void)co_await Release(a);
     }
     if (drained()) co_return Status::Ok();
     // Retries pause while the lease is invalid: then nothing more can land, and the
@@ -802,7 +819,7 @@ Task<void> Owners::ReleaseWorker(std::shared_ptr<std::deque<ActorId>> queue, Mon
 std::vector<TaskHandle> Owners::SpawnReleasers(const std::shared_ptr<std::deque<ActorId>>& queue, MonoTime deadline) {
   std::vector<TaskHandle> workers;
   const std::size_t n = std::min<std::size_t>(kPendingConcurrency, queue->size());
-  for (std::size_t i = 0; i < n; ++i) workers.push_back(env_.Spawn(ReleaseWorker(queue, deadline), "drain release"));
+  for (std::size_t i = 0; i < n; ++i) workers.push_back(env_.Spawn(ReleaseWorker(queue, deadline), "stop release"));
   return workers;
 }
 

@@ -151,10 +151,10 @@ class Owners {
   // hold of that generation, checked under the actor's lock (a later hold acquired while
   // this call waited for the lock is left alone); OK if that hold is gone.
   Task<Status> Release(ActorId actor, std::optional<Generation> only = std::nullopt);
-  // Stops taking new actors, releases every hold, kPendingConcurrency at once (including any
-  // an acquisition in flight registers meanwhile; tenants' actors in memory, then sleeping
-  // holds, then system actors), then waits until no release or unresolved acquire is
-  // pending, up to limit. OK only then ("drained"). The node keeps refusing new actors until
+  // Stops taking new actors, releases every hold (including any an acquisition in flight
+  // registers meanwhile; tenants' actors in memory one at a time, then sleeping holds
+  // kPendingConcurrency at once, then system actors), then waits until no release or
+  // unresolved acquire is pending, up to limit. OK only then ("drained"). The node keeps refusing new actors until
   // SetAccepting(true).
   Task<Status> Drain(Duration limit);
   void SetAccepting(bool accepting) { accepting_ = accepting; }

@@ -73,9 +73,12 @@ t0=$(date +%s%3N)
 W cluster drain a --wait 120 >"$work/drain.out" 2>&1; code=$?
 drain_ms=$(( $(date +%s%3N) - t0 ))
 echo "     drain of $actors sleeping holds: $drain_ms ms"
-# The bound (docs/node-lease.md): N x the bucket's PUT latency / 32, here at most 10 ms a PUT,
-# plus a listing period for the node to see the request.
-bound_ms=$(( actors * 10 / 32 + 6000 ))
+# The bound (docs/node-lease.md): N x the bucket's PUT latency / 32, plus a listing period
+# for the node to see the request. The PUT latency is the machine's and the bucket's of the
+# moment: bounded here by the first round's time per actor (each took about eight requests,
+# 16 at once, where a drain sends one, 32 at once), so a loaded CI machine moves the bound
+# with it. Alone: 4.2 s for 10,000 against a first round of 29 s.
+bound_ms=$(( 6000 + first_ms / 2 ))
 check "a drains its $actors sleeping holds within $bound_ms ms (exit $code, $drain_ms ms)" '[ "$code" = 0 ] && [ "$drain_ms" -le "$bound_ms" ]'
 check "a holds nothing" '[ "$(metric 1 wasmkeep_holds_resident)" = 0 ] && [ "$(sleeping 1)" = 0 ]'
 
@@ -91,8 +94,9 @@ cat "$work/verify.out"
 # The failover bound: b's records free ttl + grace after its last renewal, plus the fence
 # watch (slower_lease, common.sh: 6 s and 2.5 s), plus taking every actor over, which costs
 # what their first acquisition cost (a record read and write, a restore) measured above on
-# a: 10 s and twice that, for a loaded machine.
-failover_ms=$(( 10000 + 2 * first_ms ))
+# a, under the same load: 15 s and five times that (alone: 32.5 s against a first round of
+# 29 s; in the full suite, other tests beside it, 92 s against about 22 s).
+failover_ms=$(( 15000 + 5 * first_ms ))
 check "every acknowledged increment is there, read through c after b's kill -9" '[ "$vcode" = 0 ]'
 check "all $actors actors served by c within $failover_ms ms of the kill ($served_ms ms)" '[ "$served_ms" -le "$failover_ms" ]'
 echo "     (their first acquisitions took $first_ms ms)"
