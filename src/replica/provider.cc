@@ -129,21 +129,16 @@ Task<void> ReplicaProvider::CloseLater(std::shared_ptr<bool> alive, ReplicaProvi
   // Kept asleep only if the actor merely left memory and its hold is still this node's,
   // valid, with every write durable; otherwise the hold goes.
   const bool kept = clean && intent == actor::CloseIntent::kKeepHold && self->holds_.Sleep(id, generation, resume);
-  if (kept) {
-    // A sleeping hold is woken, never reused as a new one (Open wakes before it acquires),
-    // so its generation need not be remembered here: the map stays as small as what is open.
-    if (auto it = self->last_generation_.find(id); it != self->last_generation_.end() && it->second == generation &&
-        self->open_.count(id) == 0) {
-      self->last_generation_.erase(it);
-    }
-  } else {
+  if (!kept) {
     co_await self->holds_.Release(id, generation);
     if (!*alive) co_return;
-    // The hold is gone: the next acquisition writes a higher generation.
-    if (auto it = self->last_generation_.find(id); it != self->last_generation_.end() && it->second == generation &&
-        self->open_.count(id) == 0) {
-      self->last_generation_.erase(it);
-    }
+  }
+  // Either way this generation need not be remembered: a released hold's next acquisition
+  // writes a higher one, and a sleeping hold is woken, never reused as a new one (Open wakes
+  // before it acquires). The map stays as small as what is open.
+  if (auto it = self->last_generation_.find(id); it != self->last_generation_.end() && it->second == generation &&
+      self->open_.count(id) == 0) {
+    self->last_generation_.erase(it);
   }
   // Opens waiting for this close go on (a second close of id meanwhile keeps its own entry).
   if (auto c = self->closing_.find(id); c != self->closing_.end()) {
