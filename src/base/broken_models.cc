@@ -86,9 +86,12 @@ constexpr std::array<std::string_view, kModels> kNames = {
     "wake-acquires-nothing-after-release",
     "sleeping-hold-survives-lease-loss",
     "wake-forgets-own-segments",
+    "gc-ignores-retention",
+    "restore-without-acquire",
+    "history-ignores-fence",
 };
 static_assert(kNames.size() == kModels, "one name per BrokenModel");
-static_assert(kNames[static_cast<std::size_t>(BrokenModel::kWakeForgetsOwnSegments)] == "wake-forgets-own-segments",
+static_assert(kNames[static_cast<std::size_t>(BrokenModel::kHistoryIgnoresFence)] == "history-ignores-fence",
               "the names follow the enum's order");
 
 }  // namespace

@@ -14,6 +14,12 @@
 // Never: anything of generation G after the snapshot, anything on the chain after it, and
 // nothing outside this actor's wal/ and snapshot/ prefixes (the caller checks the keys).
 //
+// Retention (docs/storage.md, "History and point-in-time restore"): with `keep_from` set,
+// the snapshot above is that one instead, the oldest base the retention window still needs
+// (the caller picks it: at or before the newest acknowledged snapshot, from the chain
+// followed back through the older fences, which `chain` then holds whole): every chain
+// segment after it and every snapshot at or after it on the chain stay.
+//
 // Threading: pure.
 #pragma once
 
@@ -30,6 +36,7 @@ struct GcInput {
   Generation generation;                 // the owner's
   std::optional<Position> snapshot;      // newest acknowledged snapshot on the chain
   std::set<Position> chain;              // chain positions after the restore's base, and ours
+  std::optional<Position> keep_from;     // retention: the oldest base to keep (see above)
   bool off_chain_ripe = false;
   std::vector<Position> segments;        // listed
   std::vector<Position> snapshots;       // listed

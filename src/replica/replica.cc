@@ -8,6 +8,7 @@
 #include "base/check.h"
 #include "base/log.h"
 #include "replica/gc.h"
+#include "replica/history.h"
 
 namespace wk::replica {
 namespace {
@@ -32,6 +33,8 @@ Status ValidateReplicaOptions(const ReplicaOptions& o) {
   }
   if (o.gc_max_deletes_per_pass < 0) return InvalidArgument("gc_max_deletes_per_pass must not be negative");
   if (o.gc_delete_interval < Duration(0)) return InvalidArgument("gc_delete_interval must not be negative");
+  if (o.retention < Duration(0)) return InvalidArgument("retention must not be negative");
+  if (o.retention_margin < Duration(0)) return InvalidArgument("retention_margin must not be negative");
   return Status::Ok();
 }
 
@@ -109,6 +112,8 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
   bool gc_again = false;
   std::optional<Env::TimerId> gc_timer;
   TaskHandle gc_task;
+  // Fences of older holds read by GC's retention (a fence never changes once written).
+  std::map<Position, FenceInfo> fence_cache;
   MonoTime opened{};
   std::function<void(Status)> on_failed;
   bool stopped = false;  // Close finished or destroyed: no more background work
@@ -361,11 +366,54 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
     in.generation = hold.generation;
     in.snapshot = snapshot;
     in.chain = chain;
+    // Without retention the restore's base is all GC leans on (see RetainedFrom).
+    if (options.retention > Duration(0)) in.keep_from = Position{Generation{0}, 0};
     in.off_chain_ripe = env.MonoNow() - opened >= options.gc_off_chain_after;
     in.segments = std::move(segments);
     in.snapshots = std::move(snapshots);
     in.broken = broken;
     return in;
+  }
+
+  // Retention: the oldest base the window still needs (GcInput::keep_from) and the whole
+  // chain back to it, followed through the older holds' fences (each read once per hold).
+  // A base is the newest snapshot on the chain listed at or before now - retention - margin,
+  // never after the snapshot GC may lean on; none that old: the oldest one there is (or,
+  // when the chain reaches the actor's beginning, nothing on the chain is collected).
+  Task<Status> RetainedFrom(const std::vector<ListEntry>& wal, const std::vector<ListEntry>& snaps, GcInput& input) {
+    LogListing listing;
+    const std::string wal_prefix = WalPrefix(actor);
+    const std::string snap_prefix = SnapshotPrefix(actor);
+    for (const auto& e : wal) {
+      if (auto p = ParseKeyPosition(wal_prefix, e.key); p.ok()) listing.segments[*p] = ListedObject{e.size, e.modified_ms};
+    }
+    for (const auto& e : snaps) {
+      if (auto p = ParseKeyPosition(snap_prefix, e.key); p.ok()) listing.snapshots[*p] = ListedObject{e.size, e.modified_ms};
+    }
+    std::shared_ptr<Core> self = shared_from_this();
+    FenceReader read = [self](Position p) -> Task<Result<FenceInfo>> {
+      if (auto it = self->fence_cache.find(p); it != self->fence_cache.end()) co_return it->second;
+      ObjectStore& gc_store = self->store.ForPurpose(BucketPurpose::kGc);
+      FenceReader direct = StoreFenceReader(self->env, gc_store, self->actor, self->options.restore);
+      auto got = co_await direct(p);
+      if (got.ok()) self->fence_cache[p] = *got;
+      co_return got;
+    };
+    auto chain = co_await ReconstructChain(listing, read);
+    if (!chain.ok()) co_return chain.status();
+    const std::int64_t cutoff =
+        ToUnixMs(env.WallNow()) -
+        std::chrono::duration_cast<std::chrono::milliseconds>(options.retention + options.retention_margin).count();
+    Position keep{Generation{0}, 0};
+    if (!chain->from_empty && !chain->bases.empty()) keep = chain->bases.front();
+    for (const Position& b : chain->bases) {
+      if (listing.snapshots.at(b).modified_ms <= cutoff) keep = std::max(keep, b);
+    }
+    const Position lean_limit = snapshot.value_or(Position{Generation{0}, 0});
+    input.keep_from = std::min(keep, lean_limit);
+    for (const Position& p : chain->segments) input.chain.insert(p);
+    for (const Position& p : chain->bases) input.chain.insert(p);
+    co_return Status::Ok();
   }
 
   // Whether the log as the restore listed it holds anything to collect (or to collect once
@@ -410,7 +458,17 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
         WK_LOG_WARN("garbage collection leaves alone objects that are not segments or snapshots",
                     {{"actor", c->actor.ToString()}});
       }
-      const GcPlan plan = PlanGc(c->MakeGcInput(std::move(segments), std::move(snapshots)));
+      GcInput input = c->MakeGcInput(std::move(segments), std::move(snapshots));
+      if (c->options.retention > Duration(0)) {
+        Status kept = co_await c->RetainedFrom(*wal, *snaps, input);
+        if (c->stopped) break;
+        if (!kept.ok()) {
+          WK_LOG_WARN("garbage collection skipped: the history its retention keeps could not be followed",
+                      {{"actor", c->actor.ToString()}, {"error", kept.ToString()}});
+          break;
+        }
+      }
+      const GcPlan plan = PlanGc(input);
       std::vector<std::string> keys;
       for (const auto& p : plan.segments) keys.push_back(SegmentKey(c->actor, p));
       for (const auto& p : plan.snapshots) keys.push_back(SnapshotKey(c->actor, p));

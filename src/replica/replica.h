@@ -44,6 +44,13 @@ struct ReplicaOptions {
   // Off-chain objects of older generations are deleted only once the hold is this old
   // (ttl + grace: the fencing bound).
   Duration gc_off_chain_after = std::chrono::seconds(15);
+  // Point-in-time history (docs/storage.md, "History and point-in-time restore"): GC keeps
+  // every object needed to rebuild the state at any batch durable within this long; 0 keeps
+  // only what a restore needs.
+  Duration retention{};
+  // On top of the retention, for the bucket's clock against the nodes': a base is collected
+  // only once its listed time is older than the window by this much.
+  Duration retention_margin = std::chrono::hours(1);
 };
 // The error names the setting.
 Status ValidateReplicaOptions(const ReplicaOptions& options);

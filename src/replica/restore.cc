@@ -102,6 +102,20 @@ std::pair<TaskHandle, TaskHandle> SpawnListings(Env& env, ObjectStore& store, co
 
 }  // namespace
 
+Task<Result<std::vector<std::string>>> ReadObjects(Env& env, ObjectStore& store, std::vector<std::string> keys,
+                                                   RestoreOptions options) {
+  auto q = std::make_shared<ReadQueue>();
+  for (auto& k : keys) q->reads.push_back(Read{std::move(k), false, std::nullopt, Status::Ok()});
+  if (!q->reads.empty()) {
+    Status st = co_await ReadAll(env, store, q, options);
+    if (!st.ok()) co_return st;
+  }
+  std::vector<std::string> out;
+  out.reserve(q->reads.size());
+  for (auto& r : q->reads) out.push_back(std::move(*r.body));
+  co_return out;
+}
+
 Task<Result<std::vector<ListEntry>>> ListAll(Env& env, ObjectStore& store, std::string prefix, Duration timeout,
                                              int attempts) {
   std::vector<ListEntry> out;

@@ -50,6 +50,11 @@ struct Restored {
 Task<Result<Restored>> Restore(Env& env, ObjectStore& store, ActorId actor, Generation generation,
                                RestoreOptions options, std::optional<std::uint64_t> resume_segment = std::nullopt);
 
+// The bodies of keys, in order, read `parallelism` at once with the restore's bounded
+// retries; a missing object is kFatal naming it (a chain that names it would lose writes).
+Task<Result<std::vector<std::string>>> ReadObjects(Env& env, ObjectStore& store, std::vector<std::string> keys,
+                                                   RestoreOptions options);
+
 // Every key under prefix, all pages, each page bounded by timeout and retried up to
 // attempts times on kRetryable/kUnknownOutcome.
 Task<Result<std::vector<ListEntry>>> ListAll(Env& env, ObjectStore& store, std::string prefix, Duration timeout,

@@ -117,6 +117,7 @@ struct ListEntry {
   std::string key;
   Version version;
   std::uint64_t size = 0;
+  std::int64_t modified_ms = 0;
 };
 
 struct ListPage {

@@ -30,7 +30,7 @@ Result<ObjectMeta> MemBucket::ApplyHead(const std::string& key) {
 }
 
 Result<Version> MemBucket::ApplyPut(const std::string& key, std::string body,
-                                    const Precondition& cond) {
+                                    const Precondition& cond, std::int64_t modified_ms) {
   ++counts_.put;
   auto it = objects_.find(key);
   switch (cond.kind()) {
@@ -50,7 +50,7 @@ Result<Version> MemBucket::ApplyPut(const std::string& key, std::string body,
   }
   Version v = NextVersion();
   auto& stored = objects_[key];
-  stored = Object{std::move(body), v};
+  stored = Object{std::move(body), v, modified_ms};
   if (put_observer_) put_observer_(key, stored.body, v);
   return v;
 }
@@ -85,7 +85,7 @@ Result<ListPage> MemBucket::ApplyList(const ListOptions& options) {
       page.next_continuation = page.entries.back().key;
       break;
     }
-    page.entries.push_back(ListEntry{it->first, it->second.version, it->second.body.size()});
+    page.entries.push_back(ListEntry{it->first, it->second.version, it->second.body.size(), it->second.modified_ms});
   }
   return page;
 }
@@ -164,9 +164,11 @@ Task<Result<ObjectMeta>> MemStore::Head(std::string key, CallOptions options) {
 Task<Result<Version>> MemStore::Put(std::string key, std::string body, Precondition condition,
                                     CallOptions options) {
   if (Status s = ValidateKey(key); !s.ok()) co_return s;
-  std::function<Result<Version>()> apply = [bucket = bucket_, key, body = std::move(body),
-                                            condition] {
-    return bucket->ApplyPut(key, body, condition);
+  // The time is the bucket's, read when the write lands (transit_ is the bucket's clock in
+  // the simulator and outlives the store).
+  std::function<Result<Version>()> apply = [bucket = bucket_, key, body = std::move(body), condition,
+                                            clock = &transit_] {
+    return bucket->ApplyPut(key, body, condition, ToUnixMs(clock->WallNow()));
   };
   co_return co_await Run<Result<Version>>(StoreOp::kPut, key, true, options, std::move(apply));
 }

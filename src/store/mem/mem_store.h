@@ -43,6 +43,7 @@ class MemBucket {
   struct Object {
     std::string body;
     Version version;
+    std::int64_t modified_ms = 0;  // when it was applied (ListEntry::modified_ms)
   };
 
   // Direct access for checkers and tests (no faults, no counting).
@@ -59,7 +60,9 @@ class MemBucket {
   // "arrives"). Exposed so that checkers can reason about exactly what was applied.
   Result<GetOutput> ApplyGet(const std::string& key);
   Result<ObjectMeta> ApplyHead(const std::string& key);
-  Result<Version> ApplyPut(const std::string& key, std::string body, const Precondition& cond);
+  // modified_ms: the bucket's time of the write (MemStore passes its transit clock's).
+  Result<Version> ApplyPut(const std::string& key, std::string body, const Precondition& cond,
+                           std::int64_t modified_ms = 0);
   Status ApplyDelete(const std::string& key, const Precondition& cond);
   Result<ListPage> ApplyList(const ListOptions& options);
 
