@@ -87,6 +87,7 @@ constexpr std::array<std::string_view, kModels> kNames = {
     "sleeping-hold-survives-lease-loss",
     "wake-forgets-own-segments",
     "gc-ignores-retention",
+    "restore-without-acquire",
     "history-ignores-fence",
 };
 static_assert(kNames.size() == kModels, "one name per BrokenModel");

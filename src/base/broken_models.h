@@ -126,6 +126,8 @@ enum class BrokenModel : std::uint8_t {
   kWakeForgetsOwnSegments,   // a woken hold restores only the chain its fence names, not the segments it wrote before it slept
   // ---- History and point-in-time restore (replica/history.*, gc.*, server/actor_admin.*), docs/storage.md
   kGcIgnoresRetention,       // GC collects as without retention: what the window still needs is deleted
+  kRestoreWithoutAcquire,    // an operator's restore writes the old state into the log after its tip, under the
+                             // generation it read, without a hold of its own
   kHistoryIgnoresFence,      // the history takes every listed segment in key order, late uploads of fenced holds too
   kCount
 };

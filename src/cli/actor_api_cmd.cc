@@ -14,7 +14,7 @@
 namespace wk::cli {
 namespace {
 
-enum class ApiOp : std::uint8_t { kList, kInspect, kDelete, kRetryDead, kDropDead };
+enum class ApiOp : std::uint8_t { kList, kInspect, kDelete, kRetryDead, kDropDead, kRestore, kFork };
 
 struct ApiArgs {
   std::string target;  // TENANT/CLASS or TENANT/CLASS/NAME
@@ -29,6 +29,9 @@ struct ApiArgs {
   bool text = false;
   int max_value_bytes = -1;
   std::uint64_t seq = 0;  // kRetryDead, kDropDead: the dead message
+  std::string at;         // kRestore, kFork: the point, a time
+  std::string batch;      //   or a batch
+  std::string to;         // kFork: CLASS/NAME or NAME
 };
 
 std::string HexOf(std::string_view bytes) {
@@ -242,6 +245,32 @@ Task<int> ResolveDead(Api api, ApiArgs a, bool retry) {
   co_return kExitOk;
 }
 
+// `actor restore` and `actor fork`: the node that holds the actor (this one, or the one it
+// forwards to; a fork's new actor is acquired where it is asked) makes the change as its
+// owner (docs/storage.md, "History and point-in-time restore").
+Task<int> RestoreOrFork(Api api, ApiArgs a, bool fork) {
+  const auto last = a.target.rfind('/');
+  std::string target = "/v1/classes/" + a.target.substr(0, last) + "/actors/" + a.target.substr(last + 1) +
+                       (fork ? "/fork?" : "/restore?") + (a.at.empty() ? "batch=" + Escape(a.batch) : "at=" + Escape(a.at));
+  if (fork) target += "&to=" + Escape(a.to);
+  auto got = co_await api.Send(boost::beast::http::verb::post, target);
+  if (std::holds_alternative<int>(got)) co_return std::get<int>(got);
+  const nlohmann::json& r = std::get<nlohmann::json>(got);
+  if (a.json) {
+    std::printf("%s\n", r.dump(2).c_str());
+  } else if (fork) {
+    std::printf("forked %s at batch %s into %s (generation %s, node %s)\n", Str(r, "forked_from").c_str(),
+                Str(r, "from", "none (the empty state)").c_str(), Str(r, "actor").c_str(),
+                Str(r, "generation").c_str(), Str(r, "node").c_str());
+  } else {
+    std::printf("restored %s to batch %s as batch %s (generation %s, node %s)%s%s\n", Str(r, "actor").c_str(),
+                Str(r, "to", "none (the empty state)").c_str(), Str(r, "batch").c_str(), Str(r, "generation").c_str(),
+                Str(r, "node").c_str(), r.contains("undo") ? "; undo with --batch " : "",
+                r.contains("undo") ? Str(r, "undo").c_str() : "");
+  }
+  co_return kExitOk;
+}
+
 int RunApi(const GlobalOptions& g, ApiArgs a, ApiOp op) {
   // The name first: a typo costs no request.
   const int parts_wanted = op == ApiOp::kList ? 2 : 3;
@@ -255,6 +284,9 @@ int RunApi(const GlobalOptions& g, ApiArgs a, ApiOp op) {
     }
   }
   if (a.hex && a.text) return Fail(InvalidArgument("--hex and --text exclude each other"));
+  if ((op == ApiOp::kRestore || op == ApiOp::kFork) && a.at.empty() == a.batch.empty()) {
+    return Fail(InvalidArgument("give the point with --at TIME or --batch ID, one of them"));
+  }
   if ((op == ApiOp::kRetryDead || op == ApiOp::kDropDead) && a.seq == 0) {
     return Fail(InvalidArgument("a dead message's number is a whole number from 1 (as `actor messages` lists it)"));
   }
@@ -294,6 +326,8 @@ int RunApi(const GlobalOptions& g, ApiArgs a, ApiOp op) {
     case ApiOp::kDelete: code = env.RunMain(Delete(api, a)); break;
     case ApiOp::kRetryDead: code = env.RunMain(ResolveDead(api, a, true)); break;
     case ApiOp::kDropDead: code = env.RunMain(ResolveDead(api, a, false)); break;
+    case ApiOp::kRestore: code = env.RunMain(RestoreOrFork(api, a, false)); break;
+    case ApiOp::kFork: code = env.RunMain(RestoreOrFork(api, a, true)); break;
   }
   (*client)->Shutdown();
   return code;
@@ -337,6 +371,26 @@ void AddActorApiCommands(CLI::App& actor, const GlobalOptions& globals, int* res
   d->add_option("actor", del->target, "TENANT/CLASS/NAME")->required();
   CommonOptions(d, del.get());
   d->callback([&globals, del, result] { *result = RunApi(globals, *del, ApiOp::kDelete); });
+
+  // Point-in-time restore and fork (docs/storage.md, "History and point-in-time restore").
+  auto restore = std::make_shared<ApiArgs>();
+  CLI::App* r = actor.add_subcommand(
+      "restore", "Make an actor's state at a point of its history its current state (as its owner, at a new generation)");
+  r->add_option("actor", restore->target, "TENANT/CLASS/NAME")->required();
+  r->add_option("--at", restore->at, "The time: RFC 3339 or Unix ms (the state of every batch durable by then)");
+  r->add_option("--batch", restore->batch, "The batch GEN-SEG.INDEX, as `actor history` lists it");
+  CommonOptions(r, restore.get());
+  r->callback([&globals, restore, result] { *result = RunApi(globals, *restore, ApiOp::kRestore); });
+
+  auto fork = std::make_shared<ApiArgs>();
+  CLI::App* f = actor.add_subcommand("fork", "Make a new actor of the same tenant with an actor's state at a point");
+  f->add_option("actor", fork->target, "TENANT/CLASS/NAME (the source)")->required();
+  f->add_option("--at", fork->at, "The time: RFC 3339 or Unix ms");
+  f->add_option("--batch", fork->batch, "The batch GEN-SEG.INDEX, as `actor history` lists it");
+  f->add_option("--to", fork->to, "The new actor: CLASS/NAME (any class of the tenant) or NAME (the same class)")
+      ->required();
+  CommonOptions(f, fork.get());
+  f->callback([&globals, fork, result] { *result = RunApi(globals, *fork, ApiOp::kFork); });
 }
 
 int RunDeadMessage(const GlobalOptions& globals, const DeadMessageArgs& args) {

@@ -6,6 +6,8 @@
 //   wasmkeep actor inspect TENANT/CLASS/NAME [--prefix P] [--after KEY] [--limit N] [--all]
 //                                            [--hex | --text] [--max-value-bytes N] [--json]
 //   wasmkeep actor delete TENANT/CLASS/NAME
+//   wasmkeep actor restore TENANT/CLASS/NAME --at TIME | --batch ID
+//   wasmkeep actor fork TENANT/CLASS/NAME --at TIME | --batch ID --to [CLASS/]NAME
 //   wasmkeep actor messages TENANT/CLASS/NAME --retry SEQ | --drop SEQ   (RunDeadMessage)
 //   common: [--token TOKEN (env WASMKEEP_TOKEN)] [--node HOST:PORT]
 //
@@ -13,7 +15,9 @@
 // reads a resident actor from its owner, a deletion acquires the actor through the
 // ownership protocol first (docs/console.md), and a dead message is sent again or dropped
 // by the node holding its sender, at the sender's input gate (docs/messages.md, "Dead
-// messages"): only an actor's owner writes its state. Exit codes as `call` and every command
+// messages"), and a restore or fork is made by the node that takes the actor as its owner
+// (docs/storage.md, "History and point-in-time restore"): only an actor's owner writes its
+// state. Exit codes as `call` and every command
 // (cli/common.h): 0 ok, 2 refused (400, 401, 403), 3 conflict (409), 4 not found, 1 any
 // other failure. Documented in docs/cli.md.
 #pragma once

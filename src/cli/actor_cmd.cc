@@ -18,6 +18,8 @@
 #include "control/quarantine.h"
 #include "control/tenants.h"
 #include "engine/engine.h"
+#include "base/time_text.h"
+#include "replica/history.h"
 #include "replica/restore.h"
 
 namespace wk::cli {
@@ -419,6 +421,138 @@ int RunMessages(const GlobalOptions& g, const MessagesArgs& a) {
   });
 }
 
+// `actor history`: the actor's batches in the retention window, read from the bucket
+// without acquiring anything (replica/history.h); with --at or --batch, its state at that
+// point instead (read-only). The window is the config's storage.retention_ms.
+struct HistoryArgs {
+  std::string actor;
+  std::string since;
+  std::string at;
+  std::string batch;
+  std::size_t limit = 100;
+  bool json = false;
+};
+
+// A value as text when it is printable ASCII, else 0x and hex.
+std::string Printable(std::string_view v) {
+  bool text = true;
+  for (const char ch : v) text = text && ch >= 0x20 && ch < 0x7f;
+  if (text) return std::string(v);
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out = "0x";
+  for (const char ch : v) {
+    const auto c = static_cast<unsigned char>(ch);
+    out.push_back(kDigits[c >> 4]);
+    out.push_back(kDigits[c & 15]);
+  }
+  return out;
+}
+
+std::string AlarmText(const std::optional<std::optional<std::int64_t>>& alarm) {
+  if (!alarm) return "";
+  if (!*alarm) return "alarm deleted";
+  return "alarm " + FormatTimeMs(**alarm);
+}
+
+Task<int> ShowState(ObjectStore* store, RealEnv* env, HistoryArgs a, ActorId actor, replica::HistoryOptions o) {
+  replica::PointSpec point;
+  if (!a.at.empty()) {
+    auto t = ParseTimeMs(a.at);
+    if (!t.ok()) co_return Fail(InvalidArgument("--at: " + t.status().message()));
+    point.at_ms = *t;
+  } else {
+    auto b = replica::ParseBatchId(a.batch);
+    if (!b.ok()) co_return Fail(InvalidArgument("--batch: " + b.status().message()));
+    point.batch = *b;
+  }
+  auto s = co_await replica::StateAt(*env, *store, actor, point, o);
+  if (!s.ok()) co_return Fail(s.status());
+  const std::string last = s->last ? s->last->ToString() : std::string("none (the empty state)");
+  if (a.json) {
+    nlohmann::json keys = nlohmann::json::object();
+    for (const auto& [k, v] : s->state.entries()) keys[Printable(k)] = Printable(v);
+    nlohmann::json j = {{"actor", actor.ToString()},
+                        {"batch", s->last ? nlohmann::json(s->last->ToString()) : nlohmann::json(nullptr)},
+                        {"time_ms", s->time_ms},
+                        {"time", FormatTimeMs(s->time_ms)},
+                        {"alarm_ms", s->state.alarm() ? nlohmann::json(*s->state.alarm()) : nlohmann::json(nullptr)},
+                        {"keys", keys}};
+    std::printf("%s\n", j.dump(2).c_str());
+    co_return kExitOk;
+  }
+  std::printf("%s as of batch %s (%s): %zu keys, %llu bytes%s%s\n", actor.ToString().c_str(), last.c_str(),
+              FormatTimeMs(s->time_ms).c_str(), s->state.entries().size(),
+              static_cast<unsigned long long>(s->state.bytes()), s->state.alarm() ? ", alarm " : "",
+              s->state.alarm() ? FormatTimeMs(*s->state.alarm()).c_str() : "");
+  for (const auto& [k, v] : s->state.entries()) std::printf("  %s = %s\n", Printable(k).c_str(), Printable(v).c_str());
+  co_return kExitOk;
+}
+
+Task<int> ShowHistory(ObjectStore* store, RealEnv* env, HistoryArgs a, ActorId actor, CallOptions call,
+                      Duration retention) {
+  replica::HistoryOptions o;
+  o.now_ms = ToUnixMs(env->WallNow());
+  o.retention = retention;
+  o.limit = a.limit;
+  o.read.read_timeout = call.timeout;
+  o.read.list_timeout = call.timeout;
+  if (!a.at.empty() || !a.batch.empty()) co_return co_await ShowState(store, env, a, actor, o);
+  if (!a.since.empty()) {
+    auto t = ParseTimeMs(a.since);
+    if (!t.ok()) co_return Fail(InvalidArgument("--since: " + t.status().message()));
+    o.since_ms = *t;
+  }
+  auto h = co_await replica::ReadHistory(*env, *store, actor, o);
+  if (!h.ok()) co_return Fail(h.status());
+  if (a.json) {
+    nlohmann::json batches = nlohmann::json::array();
+    for (const auto& b : h->batches) {
+      batches.push_back({{"batch", b.id.ToString()},
+                         {"time_ms", b.time_ms},
+                         {"generation", b.id.segment.generation.value},
+                         {"puts", b.puts},
+                         {"deletes", b.deletes},
+                         {"delete_all", b.delete_all},
+                         {"keys", b.keys},
+                         {"bytes", b.bytes},
+                         {"alarm", AlarmText(b.alarm)},
+                         {"system", b.system}});
+    }
+    nlohmann::json j = {{"actor", actor.ToString()},
+                        {"batches", batches},
+                        {"truncated", h->truncated},
+                        {"earliest_ms", h->earliest_ms ? nlohmann::json(*h->earliest_ms) : nlohmann::json(nullptr)},
+                        {"latest_ms", h->latest_ms ? nlohmann::json(*h->latest_ms) : nlohmann::json(nullptr)},
+                        {"retention_ms", std::chrono::duration_cast<std::chrono::milliseconds>(retention).count()}};
+    std::printf("%s\n", j.dump(2).c_str());
+    co_return kExitOk;
+  }
+  std::printf("%s: %zu batches%s; restorable from %s\n", actor.ToString().c_str(), h->batches.size(),
+              h->truncated ? " (the newest; more with --limit or --since)" : "",
+              h->earliest_ms ? FormatTimeMs(*h->earliest_ms).c_str() : "nothing");
+  for (const auto& b : h->batches) {
+    std::string keys;
+    for (const auto& k : b.keys) keys += (keys.empty() ? "" : ", ") + Printable(k);
+    if (b.puts + b.deletes > b.keys.size()) keys += ", ...";
+    std::printf("  %s  %-12s gen %-4llu %3u put %3u del%s %6llu B  %s%s%s\n", FormatTimeMs(b.time_ms).c_str(),
+                b.id.ToString().c_str(), static_cast<unsigned long long>(b.id.segment.generation.value), b.puts,
+                b.deletes, b.delete_all ? " (all cleared first)" : "", static_cast<unsigned long long>(b.bytes),
+                keys.c_str(), b.alarm ? "  " : "", AlarmText(b.alarm).c_str());
+  }
+  co_return kExitOk;
+}
+
+int RunHistory(const GlobalOptions& g, const HistoryArgs& a) {
+  if (a.limit == 0 || a.limit > 100'000) return Fail(InvalidArgument("--limit is from 1 to 100000"));
+  if (!a.at.empty() && !a.batch.empty()) return Fail(InvalidArgument("--at and --batch exclude each other"));
+  auto config = LoadConfigFromOptions(g);
+  if (!config.ok()) return Fail(config.status());
+  const Duration retention = config->storage.retention;
+  return RunOnActorBucket(g, a.actor, [&a, retention](ObjectStore* store, RealEnv* env, ActorId id, CallOptions call) {
+    return ShowHistory(store, env, a, std::move(id), std::move(call), retention);
+  });
+}
+
 }  // namespace
 
 void AddActorCommand(CLI::App& app, const GlobalOptions& globals, int* result) {
@@ -490,6 +624,18 @@ void AddActorCommand(CLI::App& app, const GlobalOptions& globals, int* result) {
     d.json = messages->json;
     *result = RunDeadMessage(globals, d);
   });
+
+  // History (docs/storage.md, "History and point-in-time restore").
+  auto history = std::make_shared<HistoryArgs>();
+  CLI::App* hi = actor->add_subcommand(
+      "history", "List an actor's batches in the retention window (from the bucket); with --at or --batch, its state then");
+  hi->add_option("actor", history->actor, "TENANT/CLASS/NAME")->required();
+  hi->add_option("--since", history->since, "Only batches from this time (RFC 3339 or Unix ms)");
+  hi->add_option("--limit", history->limit, "At most this many batches, the newest (default 100)");
+  hi->add_option("--at", history->at, "Print the state at this time instead (RFC 3339 or Unix ms)");
+  hi->add_option("--batch", history->batch, "Print the state after this batch instead (GEN-SEG.INDEX, as listed)");
+  hi->add_flag("--json", history->json, "Print JSON");
+  hi->callback([&globals, history, result] { *result = RunHistory(globals, *history); });
 
   // Listing, inspecting and deleting actors through a node (cli/actor_api_cmd.h).
   AddActorApiCommands(*actor, globals, result);

@@ -5,6 +5,7 @@
 //   wasmkeep actor quarantined [--tenant T] [--all] [--json]
 //   wasmkeep actor unquarantine TENANT/CLASS/NAME
 //   wasmkeep actor alarm TENANT/CLASS/NAME [--json]
+//   wasmkeep actor history TENANT/CLASS/NAME [--since TIME] [--limit N] [--at TIME | --batch ID] [--json]
 //
 // `check` runs the checks a node runs before it accepts a class (docs/abi.md): the bytes are
 // WebAssembly, every import is one the host provides with the right signature, the ABI's
@@ -15,7 +16,9 @@
 // with its error); `unquarantine` deletes an actor's record, lifting its quarantine (exit 4
 // if it had none). `alarm` prints the actor's alarm as its durable state holds it (a
 // read-only restore), its ownership record and its alarm index entries, stale ones marked
-// (docs/alarms.md). Documented in docs/cli.md.
+// (docs/alarms.md). `history` lists the actor's batches in the retention window, or its
+// state at a point, read from the bucket (replica/history.h; docs/storage.md, "History and
+// point-in-time restore"). Documented in docs/cli.md.
 #pragma once
 
 #include <CLI/CLI.hpp>

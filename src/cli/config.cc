@@ -152,7 +152,7 @@ Status ReadStorage(const toml::table& t, replica::ReplicaOptions* o) {
   Status s = CheckKeys(t, sec,
                        {"segment_max_bytes", "segment_max_batches", "snapshot_every_segments", "snapshot_every_bytes",
                         "upload_timeout_ms", "restore_read_timeout_ms", "restore_read_attempts", "restore_parallelism",
-                        "gc_delete_interval_ms", "gc_max_deletes_per_pass"});
+                        "gc_delete_interval_ms", "gc_max_deletes_per_pass", "retention_ms"});
   if (s.ok()) s = ReadUint(t, sec, "segment_max_bytes", 1024, std::int64_t{5} << 30, &o->segment_max_bytes);
   if (s.ok()) s = ReadUint(t, sec, "segment_max_batches", 1, 1'000'000, &o->segment_max_batches);
   if (s.ok()) s = ReadUint(t, sec, "snapshot_every_segments", 1, 1'000'000, &o->snapshot_every_segments);
@@ -160,7 +160,10 @@ Status ReadStorage(const toml::table& t, replica::ReplicaOptions* o) {
   if (s.ok()) s = ReadUint(t, sec, "restore_read_attempts", 1, 100, &o->restore.read_attempts);
   if (s.ok()) s = ReadUint(t, sec, "restore_parallelism", 1, 256, &o->restore.parallelism);
   if (s.ok()) s = ReadUint(t, sec, "gc_max_deletes_per_pass", 0, 1'000'000, &o->gc_max_deletes_per_pass);
-  std::int64_t upload_ms = -1, read_ms = -1, gc_ms = -1;
+  std::int64_t upload_ms = -1, read_ms = -1, gc_ms = -1, retention_ms = -1;
+  // At most a year: what a bucket keeps for history is paid for every month.
+  if (s.ok()) s = ReadUint(t, sec, "retention_ms", 0, std::int64_t{366} * 86'400'000, &retention_ms);
+  if (retention_ms >= 0) o->retention = std::chrono::milliseconds(retention_ms);
   if (s.ok()) s = ReadUint(t, sec, "upload_timeout_ms", 1, 3'600'000, &upload_ms);
   if (s.ok()) s = ReadUint(t, sec, "restore_read_timeout_ms", 1, 3'600'000, &read_ms);
   if (s.ok()) s = ReadUint(t, sec, "gc_delete_interval_ms", 0, 60'000, &gc_ms);

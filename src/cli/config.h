@@ -23,6 +23,9 @@
 
 namespace wk::cli {
 
+// storage.retention_ms's default: 7 days (docs/storage.md, "History and point-in-time restore").
+inline constexpr Duration kDefaultRetention = std::chrono::hours(24 * 7);
+
 struct Config {
   std::optional<std::string> bucket_url;
   std::optional<std::string> access_key_id;
@@ -54,7 +57,13 @@ struct Config {
   std::uint32_t quarantine_list_after = control::kDefaultQuarantineListAfter;
   // Defaults unless [storage] sets them; validated by LoadConfig. gc_off_chain_after is not
   // a setting: it is the fencing bound, max(ttl + grace, upload_timeout), set from [lease].
-  replica::ReplicaOptions storage;
+  // A node keeps 7 days of history by default (retention_ms); the replica's own default
+  // (tests, tools) keeps none.
+  replica::ReplicaOptions storage = [] {
+    replica::ReplicaOptions o;
+    o.retention = kDefaultRetention;
+    return o;
+  }();
   // [moves] per_second: hand-overs a node starts per second for requested moves (`actor
   // move`, `cluster balance`; cluster/move_control.h).
   std::int64_t moves_per_second = 10;

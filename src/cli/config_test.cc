@@ -257,13 +257,15 @@ TEST(ConfigTest, StorageSectionSetsTheReplica) {
        {"restore_read_attempts = 3", 3, [](const Config& c) { return std::int64_t{c.storage.restore.read_attempts}; }},
        {"restore_parallelism = 4", 4, [](const Config& c) { return std::int64_t{c.storage.restore.parallelism}; }},
        {"gc_delete_interval_ms = 0", 0, ms(&R::gc_delete_interval)},
-       {"gc_max_deletes_per_pass = 10", 10, n(&R::gc_max_deletes_per_pass)}});
+       {"gc_max_deletes_per_pass = 10", 10, n(&R::gc_max_deletes_per_pass)},
+       {"retention_ms = 0", 0, ms(&R::retention)}});
   ASSERT_TRUE(loaded.ok());
   EXPECT_EQ(loaded->storage.gc_off_chain_after, std::chrono::milliseconds(6000)) << "ttl + grace, the fencing bound";
 
   auto d = Load("[log]\nlevel = \"info\"\n");
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d->storage.snapshot_every_segments, 64u);
+  EXPECT_EQ(d->storage.retention, std::chrono::hours(24 * 7)) << "a node keeps 7 days of history by default";
   EXPECT_EQ(d->storage.gc_off_chain_after, std::chrono::seconds(15));
 }
 
@@ -271,6 +273,7 @@ TEST(ConfigTest, BadStorageSettingsAreNamed) {
   ExpectRefused({{"[storage]\nsegment_max_bytes = 10\n", "storage.segment_max_bytes"},
                  {"[storage]\nrestore_parallelism = 0\n", "storage.restore_parallelism"},
                  {"[storage]\nsnapshot_every_segments = \"often\"\n", "storage.snapshot_every_segments"},
+                 {"[storage]\nretention_ms = -1\n", "storage.retention_ms"},
                  {"[storage]\nupload_timeout_ms = 0\n", "storage.upload_timeout_ms"},
                  {"[storage]\nsegment_size = 5\n", "unknown setting storage.segment_size"}});
 }

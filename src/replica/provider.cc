@@ -98,6 +98,11 @@ Task<Result<std::unique_ptr<actor::ActorStorage>>> ReplicaProvider::OpenUnder(Ac
   co_return storage;
 }
 
+Task<Result<std::unique_ptr<Replica>>> ReplicaProvider::OpenOwned(ActorId id, Replica::Hold hold) {
+  Replica::Deps deps = deps_;
+  co_return co_await Replica::Open(std::move(deps), std::move(id), std::move(hold), options_);
+}
+
 void ReplicaProvider::Close(const ActorId& id, std::unique_ptr<actor::ActorStorage> storage, actor::CloseIntent intent) {
   std::unique_ptr<Replica> replica(static_cast<Replica*>(storage.release()));
   auto it = open_.find(id);

@@ -71,6 +71,12 @@ class ReplicaProvider final : public actor::StorageProvider {
   Task<Result<std::unique_ptr<actor::ActorStorage>>> Open(const ActorId& id) override;
   void Close(const ActorId& id, std::unique_ptr<actor::ActorStorage> storage, actor::CloseIntent intent) override;
 
+  // A replica of id under a hold its caller took itself through the ownership protocol (an
+  // operator's restore or fork, server/actor_admin.h), with this provider's deps (the alarm
+  // index among them) and options; never one of the open replicas. The caller commits,
+  // closes it and releases the hold; the actor must not be open here meanwhile.
+  Task<Result<std::unique_ptr<Replica>>> OpenOwned(ActorId id, Replica::Hold hold);
+
   // Hold ends observed by the cluster (lapse, loss): cut every resident replica of actor.
   void Cut(const ActorId& id, std::string why);
   std::size_t open_replicas() const { return open_.size(); }

@@ -17,10 +17,13 @@
 #include "control/classes.h"
 #include "replica/format.h"
 #include "replica/inspect.h"
+#include "server/admin_http.h"
 #include "server/json_writer.h"
 
 namespace wk {
 namespace {
+
+using namespace admin_http;  // NOLINT: the routes' small HTTP helpers
 
 constexpr std::string_view kClassesPath = "/v1/classes";
 constexpr std::string_view kAdminPrefix = "/v1/admin/";
@@ -51,107 +54,6 @@ constexpr Duration kPeerStatusTimeout = std::chrono::milliseconds(1500);
 constexpr Duration kPeerActorTimeout = std::chrono::seconds(30);
 // An actor's messages: entries shown at most per list (outbox, dead, applied).
 constexpr std::size_t kMaxListedMessages = 1000;
-
-std::string_view PathOf(std::string_view target) { return target.substr(0, target.find('?')); }
-std::string_view QueryOf(std::string_view target) {
-  const auto q = target.find('?');
-  return q == std::string_view::npos ? std::string_view() : target.substr(q + 1);
-}
-
-// application/x-www-form-urlencoded: '+' is a space, %XX a byte. A bad escape is kept as is.
-std::string Unescape(std::string_view s) {
-  std::string out;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '+') {
-      out.push_back(' ');
-    } else if (s[i] == '%' && i + 2 < s.size()) {
-      std::string byte;
-      if (FromHex(s.substr(i + 1, 2), &byte)) {
-        out += byte;
-        i += 2;
-      } else {
-        out.push_back('%');
-      }
-    } else {
-      out.push_back(s[i]);
-    }
-  }
-  return out;
-}
-
-std::map<std::string, std::string> ParseQuery(std::string_view query) {
-  std::map<std::string, std::string> out;
-  while (!query.empty()) {
-    const auto amp = query.find('&');
-    const std::string_view part = query.substr(0, amp);
-    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
-    if (part.empty()) continue;
-    const auto eq = part.find('=');
-    out[Unescape(part.substr(0, eq))] = eq == std::string_view::npos ? std::string() : Unescape(part.substr(eq + 1));
-  }
-  return out;
-}
-
-std::vector<std::string_view> Segments(std::string_view path) {
-  std::vector<std::string_view> out;
-  while (!path.empty()) {
-    if (path.front() == '/') {
-      path.remove_prefix(1);
-      continue;
-    }
-    const auto slash = path.find('/');
-    out.push_back(path.substr(0, slash));
-    path = slash == std::string_view::npos ? std::string_view() : path.substr(slash);
-  }
-  return out;
-}
-
-bool ParseInt(const std::string& s, std::int64_t lo, std::int64_t hi, std::int64_t* out) {
-  std::int64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size() || v < lo || v > hi) return false;
-  *out = v;
-  return true;
-}
-
-ServerResponse Json(int status, std::string body) {
-  ServerResponse r;
-  r.status = status;
-  r.headers.emplace_back("Content-Type", "application/json");
-  r.headers.emplace_back("Cache-Control", "no-store");
-  r.body = std::move(body);
-  r.body.push_back('\n');
-  return r;
-}
-
-ServerResponse Error(int status, std::string_view message, bool retry = false) {
-  JsonWriter w;
-  w.BeginObject().Member("error", message).EndObject();
-  ServerResponse r = Json(status, std::move(w).Take());
-  if (retry) r.headers.emplace_back("Retry-After", "1");
-  if (status == 401) r.headers.emplace_back("WWW-Authenticate", "Bearer");
-  return r;
-}
-
-// The answer for a failed bucket or control call.
-ServerResponse ErrorFor(const Status& s, std::string_view what) {
-  const std::string message = std::string(what) + ": " + s.message();
-  switch (s.code()) {
-    case Code::kInvalidArgument: return Error(400, message);
-    case Code::kNotFound: return Error(404, message);
-    case Code::kRetryable:
-    case Code::kUnknownOutcome:
-    case Code::kCancelled:
-    case Code::kPreconditionFailed: return Error(503, message, true);
-    default: return Error(500, message);
-  }
-}
-
-void WriteBytes(JsonWriter& w, std::string_view name, std::string_view bytes, std::string_view format) {
-  const bool text = format == "text" || (format != "hex" && IsText(bytes));
-  w.Key(name).String(text ? std::string(bytes) : Hex(bytes));
-  w.Key(std::string(name) + "_encoding").String(text ? "text" : "hex");
-}
 
 // A request to a peer, bounded: the forward (a task of its own) and a timer race to set
 // one latch (a plain function spawns the task: GCC 12 and coroutines that spawn,
@@ -289,8 +191,12 @@ Task<ServerResponse> ActorAdmin::Handle(ServerRequest request, Via via) {
     if (!get) co_return Error(405, "GET only");
     co_return co_await ListClasses(*who);
   }
-  if (parts.size() < 5 || parts[4] != "actors" || (parts.size() > 6 && parts[6] != "messages") || parts.size() > 10) {
-    co_return Error(404, "not found: /v1/classes/<tenant>/<class>/actors[/<name>[/messages[/dead/<seq>[/retry]]]]");
+  const bool history_route = parts.size() > 6 && (parts[6] == "history" || parts[6] == "restore" || parts[6] == "fork");
+  if (parts.size() < 5 || parts[4] != "actors" || (parts.size() > 6 && parts[6] != "messages" && !history_route) ||
+      parts.size() > 10) {
+    co_return Error(404,
+                    "not found: /v1/classes/<tenant>/<class>/actors[/<name>[/messages[/dead/<seq>[/retry]] | /history[/state] "
+                    "| /restore | /fork]]");
   }
   ActorId id{std::string(parts[2]), std::string(parts[3]), parts.size() >= 6 ? std::string(parts[5]) : "n"};
   if (Status s = ValidateActorId(id); !s.ok()) co_return Error(400, "bad actor name: " + s.message());
@@ -298,6 +204,20 @@ Task<ServerResponse> ActorAdmin::Handle(ServerRequest request, Via via) {
   if (parts.size() == 5) {
     if (!get) co_return Error(405, "GET only");
     co_return co_await ListActors(id.tenant, id.class_name, query);
+  }
+  if (history_route) {
+    // docs/http-api.md, "An actor's history".
+    if (parts[6] == "history" && parts.size() <= 8 && (parts.size() == 7 || parts[7] == "state")) {
+      if (!get) co_return Error(405, "GET only");
+      if (parts.size() == 7) co_return co_await History(std::move(id), query);
+      co_return co_await HistoryState(std::move(id), query);
+    }
+    if (parts.size() == 7 && parts[6] != "history") {
+      if (request.method != "POST") co_return Error(405, "POST only");
+      if (parts[6] == "restore") co_return co_await Restore(std::move(id), std::move(request), *who);
+      co_return co_await Fork(std::move(id), std::move(request), *who);
+    }
+    co_return Error(404, "not found: .../history, .../history/state, .../restore (POST) or .../fork (POST)");
   }
   if (parts.size() == 7) {
     if (!get) co_return Error(405, "GET only");
@@ -721,19 +641,14 @@ Task<ServerResponse> ActorAdmin::ResolveDead(ActorId id, std::uint64_t seq, acto
   co_return Json(200, std::move(w).Take());
 }
 
-Task<ServerResponse> ActorAdmin::Delete(ActorId id, ServerRequest request, Principal who) {
+Task<ActorAdmin::Taken> ActorAdmin::TakeAsOwner(ActorId id, ServerRequest request, Principal who, bool must_exist) {
   std::shared_ptr<bool> alive = alive_;
   Owners& owners = deps_.node.owners();
-  if (!deps_.deletions.Block(id)) co_return Error(409, "a deletion of " + id.ToString() + " is under way on this node");
-  struct Unblock {
-    DeletionGuard* guard;
-    ActorId id;
-    std::shared_ptr<bool> alive;
-    ~Unblock() {
-      if (*alive) guard->Unblock(id);
-    }
-  } unblock{&deps_.deletions, id, alive};
-
+  Taken out;
+  auto fail = [&out](ServerResponse r) {
+    out.answer = std::move(r);
+    return out;
+  };
   // 1. Out of memory here first: its writes made durable, its hold released (the replica's
   // close releases it). A hold left without a replica (a release that has not run after
   // kHoldWithoutReplica) is released here, so the acquisition below starts a hold of its
@@ -746,52 +661,64 @@ Task<ServerResponse> ActorAdmin::Delete(ActorId id, ServerRequest request, Princ
     const bool held = !owners.Find(id).empty();
     if (!resident && !held) break;
     const MonoTime now = deps_.env.MonoNow();
-    if (now > give_up) co_return Error(503, id.ToString() + " did not leave memory in time", true);
+    if (now > give_up) co_return fail(Error(503, id.ToString() + " did not leave memory in time", true));
     if (!resident) {
       if (!replica_gone_at) replica_gone_at = now;
       // A sleeping hold (docs/node-lease.md, "Sleeping holds") has no replica by design:
       // released at once.
       if (owners.IsSleeping(id) || now - *replica_gone_at > kHoldWithoutReplica) {
         (void)co_await owners.Release(id);
-        if (!*alive) co_return Error(503, "node stopping", true);
+        if (!*alive) co_return fail(Error(503, "node stopping", true));
         continue;
       }
     }
-    if (!co_await deps_.env.SleepFor(kUnloadPoll) || !*alive) co_return Error(503, "node stopping", true);
+    if (!co_await deps_.env.SleepFor(kUnloadPoll) || !*alive) co_return fail(Error(503, "node stopping", true));
   }
-  // 2. The owner, if another live node holds it, deletes it itself.
-  if (!owners.accepting()) co_return Error(503, "this node is draining", true);
+  // 2. The owner, if another live node holds it, makes the change itself.
+  if (!owners.accepting()) co_return fail(Error(503, "this node is draining", true));
   auto other = co_await owners.OtherOwner(id);
-  if (!*alive) co_return Error(503, "node stopping", true);
-  if (!other.ok()) co_return ErrorFor(other.status(), "the owner record of " + id.ToString());
+  if (!*alive) co_return fail(Error(503, "node stopping", true));
+  if (!other.ok()) co_return fail(ErrorFor(other.status(), "the owner record of " + id.ToString()));
   std::optional<NodeId> forward_to;
   if (other->has_value()) forward_to = (*other)->node_id;
-  AcquireResult acquired;
   if (!forward_to) {
-    // Nothing stored (no ownership record, no log): nothing to delete, and acquiring would
-    // write a record for a name nobody used (a tenant could fill owners/ with made-up
-    // names). An actor created right after this check was created after the deletion.
-    auto stored = co_await AnythingStored(id);
-    if (!*alive) co_return Error(503, "node stopping", true);
-    if (!stored.ok()) co_return ErrorFor(stored.status(), "looking for what " + id.ToString() + " stored");
-    if (!*stored) co_return Error(404, "nothing is stored for " + id.ToString());
-    acquired = co_await owners.Acquire(id);
-    if (!*alive) co_return Error(503, "node stopping", true);
-    if (acquired.kind == AcquireResult::Kind::kHeldElsewhere && !acquired.owner.node_id.empty() &&
-        acquired.owner.node_id != deps_.node_id) {
-      forward_to = acquired.owner.node_id;
+    if (must_exist) {
+      // Nothing stored (no ownership record, no log): nothing to change, and acquiring would
+      // write a record for a name nobody used (a tenant could fill owners/ with made-up
+      // names). An actor created right after this check was created after the change.
+      auto stored = co_await AnythingStored(id);
+      if (!*alive) co_return fail(Error(503, "node stopping", true));
+      if (!stored.ok()) co_return fail(ErrorFor(stored.status(), "looking for what " + id.ToString() + " stored"));
+      if (!*stored) co_return fail(Error(404, "nothing is stored for " + id.ToString()));
+    }
+    out.acquired = co_await owners.Acquire(id);
+    if (!*alive) co_return fail(Error(503, "node stopping", true));
+    if (out.acquired.kind == AcquireResult::Kind::kHeldElsewhere && !out.acquired.owner.node_id.empty() &&
+        out.acquired.owner.node_id != deps_.node_id) {
+      forward_to = out.acquired.owner.node_id;
     }
   }
   if (forward_to) {
-    if (who.hops >= 1) co_return Error(503, id.ToString() + " is moving between nodes", true);
+    if (who.hops >= 1) co_return fail(Error(503, id.ToString() + " is moving between nodes", true));
     auto answer = co_await AskPeer(*forward_to, std::move(request), kPeerActorTimeout, 1);
-    if (!*alive) co_return Error(503, "node stopping", true);
-    if (answer.ok()) co_return std::move(*answer);
-    co_return Error(503, "the owner " + forward_to->str() + " did not answer: " + answer.status().message(), true);
+    if (!*alive) co_return fail(Error(503, "node stopping", true));
+    if (answer.ok()) co_return fail(std::move(*answer));
+    co_return fail(Error(503, "the owner " + forward_to->str() + " did not answer: " + answer.status().message(), true));
   }
-  if (acquired.kind != AcquireResult::Kind::kAcquired) {
-    co_return Error(503, "cannot acquire " + id.ToString() + " to delete it: " + acquired.why, true);
+  if (out.acquired.kind != AcquireResult::Kind::kAcquired) {
+    co_return fail(Error(503, "cannot acquire " + id.ToString() + ": " + out.acquired.why, true));
   }
+  co_return out;
+}
+
+Task<ServerResponse> ActorAdmin::Delete(ActorId id, ServerRequest request, Principal who) {
+  std::shared_ptr<bool> alive = alive_;
+  Owners& owners = deps_.node.owners();
+  if (!deps_.deletions.Block(id)) co_return Error(409, "a deletion of " + id.ToString() + " is under way on this node");
+  BlockedActor blocked(deps_.deletions, id, alive);
+  Taken taken = co_await TakeAsOwner(id, std::move(request), who, true);
+  if (taken.answer) co_return std::move(*taken.answer);
+  const AcquireResult& acquired = taken.acquired;
   // 3. Under our own hold: the empty fence, then the log.
   // The validity check is bound to a named local before the co_await (GCC 12 destroys a
   // lambda-to-std::function temporary in a co_await operand twice: docs/DEVELOPING.md).

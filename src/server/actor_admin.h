@@ -65,6 +65,24 @@ class DeletionGuard final : public replica::HoldSource {
   std::set<ActorId> blocked_;
 };
 
+// Keeps an actor blocked on a DeletionGuard (Block said true) until it goes out of scope,
+// unless the guard's owner is gone by then (alive false).
+class BlockedActor {
+ public:
+  BlockedActor(DeletionGuard& guard, ActorId id, std::shared_ptr<bool> alive)
+      : guard_(guard), id_(std::move(id)), alive_(std::move(alive)) {}
+  ~BlockedActor() {
+    if (*alive_) guard_.Unblock(id_);
+  }
+  BlockedActor(const BlockedActor&) = delete;
+  BlockedActor& operator=(const BlockedActor&) = delete;
+
+ private:
+  DeletionGuard& guard_;
+  ActorId id_;
+  std::shared_ptr<bool> alive_;
+};
+
 struct ActorAdminDeps {
   Env& env;
   ObjectStore& store;
@@ -85,6 +103,9 @@ struct ActorAdminDeps {
   const BucketRequestStats* bucket_requests = nullptr;  // this node's requests to the bucket
   const alarms::AlarmStats* alarm_stats = nullptr;
   const alarms::ShardScannerStats* scanner_stats = nullptr;
+  // storage.retention: the history window of `actor history` and restores (0: none kept).
+  Duration retention{};
+  BrokenModels broken;  // restore-without-acquire (base/broken_models.h)
 };
 
 class ActorAdmin {
@@ -116,6 +137,30 @@ class ActorAdmin {
   Task<ServerResponse> ListActors(std::string tenant, std::string class_name, std::string query);
   Task<ServerResponse> Inspect(ActorId id, ServerRequest request, Principal who);
   Task<ServerResponse> Delete(ActorId id, ServerRequest request, Principal who);
+  // What an owner's change (a deletion, a restore, a fork) starts with, on a blocked actor:
+  // out of memory here and its hold here released; then, if a live node holds it, that
+  // node's answer to the same request (forwarded once) in `answer`; else a hold of our own
+  // (generation + 1) in `acquired`, or the error in `answer`. must_exist: 404 when nothing is
+  // stored (acquiring would write a record for a name nobody used).
+  struct Taken {
+    std::optional<ServerResponse> answer;
+    AcquireResult acquired;
+  };
+  Task<Taken> TakeAsOwner(ActorId id, ServerRequest request, Principal who, bool must_exist);
+  // History (docs/storage.md, "History and point-in-time restore"; actor_history_routes.cc):
+  // GET .../history lists the batches in the retention window, GET .../history/state the
+  // state at a point, read-only from the bucket; POST .../restore makes a point's state the
+  // current one, POST .../fork?to=<class>/<name> a new actor with it, each as the owner.
+  Task<ServerResponse> History(ActorId id, std::string query);
+  Task<ServerResponse> HistoryState(ActorId id, std::string query);
+  Task<ServerResponse> Restore(ActorId id, ServerRequest request, Principal who);
+  Task<ServerResponse> Fork(ActorId id, ServerRequest request, Principal who);
+  // Writes `target`'s module entries and alarm as one batch under the hold `acquired` (a
+  // replica of our own, restored first: the batch follows the current chain), waits until it
+  // is durable, closes and releases. require_empty: kPreconditionFailed if the log held
+  // anything (a fork's target created meanwhile). Returns the batch's generation.
+  Task<Result<Generation>> WriteAsOwner(ActorId id, const AcquireResult& acquired, actor::StateMap target,
+                                        bool require_empty);
   // GET .../actors/<name>/messages: the outbox, the dead messages and the applied records.
   Task<ServerResponse> Messages(ActorId id, ServerRequest request, Principal who);
   // POST .../messages/dead/<seq>/retry, DELETE .../messages/dead/<seq>.

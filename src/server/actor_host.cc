@@ -97,7 +97,8 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
   admin_ = std::make_unique<ActorAdmin>(ActorAdminDeps{env, store, node, *runtime_, *provider_, deletions_, forwarder_,
                                                        *front_, auth_, operators_, metrics, replica_totals, options_.node_id,
                                                        options_.instance, options_.bucket_requests, &alarms_->stats(),
-                                                       &scanner_->stats()});
+                                                       &scanner_->stats(), options_.storage.retention,
+                                                       node.broken_models()});
   actor::PublishRuntimeMetrics(metrics, *runtime_);
   PublishFrontMetrics(metrics, *front_);
   PublishForwarderMetrics(metrics, forwarder_);

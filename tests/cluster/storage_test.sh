@@ -22,6 +22,9 @@ backend=${2:?usage: storage_test.sh WASMKEEP_BINARY file|sqlite|s3}
 prefix=storage
 # shellcheck source=common.sh
 source "$(dirname "$0")/common.sh"
+# Part c counts what garbage collection leaves: no history kept (docs/storage.md, "History
+# and point-in-time restore").
+printf '[storage]\nretention_ms = 0\n' >>"$work/fast.toml"
 
 state_of() { W cluster status --json 2>/dev/null | python3 -c "import json,sys; print(next((n['state'] for n in json.load(sys.stdin) if n['node']=='$1'),'absent'))"; }
 acked() { grep -c '^acked ' "$work/$1.out"; }
