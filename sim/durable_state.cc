@@ -12,10 +12,10 @@ std::optional<actor::StateMap> DurableState(World& world, const ActorId& actor) 
   auto copy = std::make_shared<MemBucket>();
   const std::string wal = replica::WalPrefix(actor), snap = replica::SnapshotPrefix(actor);
   for (auto it = world.bucket()->objects().lower_bound(wal); it != world.bucket()->objects().end() && it->first.starts_with(wal); ++it) {
-    copy->ApplyPut(it->first, it->second.body, Precondition::None()).status().IgnoreError();
+    copy->ApplyPut(it->first, it->second.body, Precondition::None(), it->second.modified_ms).status().IgnoreError();
   }
   for (auto it = world.bucket()->objects().lower_bound(snap); it != world.bucket()->objects().end() && it->first.starts_with(snap); ++it) {
-    copy->ApplyPut(it->first, it->second.body, Precondition::None()).status().IgnoreError();
+    copy->ApplyPut(it->first, it->second.body, Precondition::None(), it->second.modified_ms).status().IgnoreError();
   }
   SimWorld w(1);
   SimEnv env(w, FromUnixMs(kOriginMs));

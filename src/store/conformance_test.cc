@@ -324,6 +324,37 @@ TEST_P(ConformanceTest, ListIsByteOrderedAndPaginates) {
   EXPECT_TRUE(ListAll(K("nothing-here/"), 10).empty());
 }
 
+// A listing reports when each object was last written, by the bucket's clock: here the
+// bucket is this machine (mem://, file://, sqlite://) or a server whose clock is close to it
+// (2 s either way), and S3 may report whole seconds (1 s more below). An overwrite never
+// reports an earlier time than the write before it.
+TEST_P(ConformanceTest, ListingReportsWhenEachObjectWasWritten) {
+  constexpr std::int64_t kSkewMs = 2000, kTruncationMs = 1000;
+  auto modified = [&](const std::string& key) -> std::int64_t {
+    ListOptions options;
+    options.prefix = key;
+    auto page = Run(store_->List(options, call_));
+    EXPECT_TRUE(page.ok()) << page.status().ToString();
+    if (!page.ok() || page->entries.empty() || page->entries[0].key != key) {
+      ADD_FAILURE() << key << " is not listed";
+      return 0;
+    }
+    return page->entries[0].modified_ms;
+  };
+  const std::int64_t before = ToUnixMs(env_.WallNow());
+  ASSERT_TRUE(Put(K("t"), "first", Precondition::None()).ok());
+  const std::int64_t after = ToUnixMs(env_.WallNow());
+  const std::int64_t first = modified(K("t"));
+  EXPECT_GE(first, before - kSkewMs - kTruncationMs);
+  EXPECT_LE(first, after + kSkewMs);
+
+  (void)Run(env_.SleepFor(std::chrono::milliseconds(20)));
+  ASSERT_TRUE(Put(K("t"), "second", Precondition::None()).ok());
+  const std::int64_t second = modified(K("t"));
+  EXPECT_GE(second, first);
+  EXPECT_LE(second, ToUnixMs(env_.WallNow()) + kSkewMs);
+}
+
 TEST_P(ConformanceTest, InvalidInputIsRefusedBeforeAnyRequest) {
   EXPECT_EQ(Put("", "x", Precondition::None()).code(), Code::kInvalidArgument);
   EXPECT_EQ(Put(std::string(1025, 'k'), "x", Precondition::None()).code(), Code::kInvalidArgument);

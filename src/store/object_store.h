@@ -113,6 +113,8 @@ struct ListOptions {
   std::string continuation;
 };
 
+// One listed object. modified_ms: when it was last written, Unix ms by the bucket's clock
+// (not the caller's; whole seconds on some S3 servers); 0 when the store cannot tell.
 struct ListEntry {
   std::string key;
   Version version;

@@ -65,6 +65,11 @@ Code CodeForErrno(int err) {
   }
 }
 
+// A file's mtime as Unix milliseconds.
+std::int64_t ModifiedMs(const struct stat& st) {
+  return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1'000'000;
+}
+
 // An owned file descriptor.
 class Fd {
  public:
@@ -180,6 +185,9 @@ struct FileStore::Core {
   struct Loaded {
     fl::ObjectHeader header;
     std::string body;  // only when asked for
+    // The file's mtime, Unix ms: the object's write time (object files are written to tmp/
+    // and renamed, never modified).
+    std::int64_t modified_ms = 0;
   };
   // Reads the object file at rel (which must hold key): kNotFound if there is none.
   Result<Loaded> ReadObject(std::string_view op, const std::string& key, const std::string& rel,
@@ -229,7 +237,7 @@ Result<FileStore::Core::Loaded> FileStore::Core::ReadObject(std::string_view op,
   auto header = fl::DecodeHeader(prefix, file_size);
   if (!header.ok()) return corrupt(header.status().message());
   if (header->key != key) return corrupt("it holds key " + Quote(header->key));
-  Loaded out{std::move(header).value(), {}};
+  Loaded out{std::move(header).value(), {}, ModifiedMs(st)};
   if (want_body) {
     out.body.resize(out.header.body_size);
     int err = PreadAll(fd.get(), out.body.data(), out.body.size(),
@@ -523,8 +531,8 @@ Result<ListPage> FileStore::Core::List(const ListOptions& options) const {
         page.next_continuation = page.entries.back().key;
         break;
       }
-      page.entries.push_back(
-          ListEntry{std::move(item.floor), loaded->header.version, loaded->header.body_size});
+      page.entries.push_back(ListEntry{std::move(item.floor), loaded->header.version,
+                                       loaded->header.body_size, loaded->modified_ms});
       continue;
     }
     Fd fd(::openat(root.get(), item.rel.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));

@@ -123,6 +123,26 @@ TEST(MemStoreTest, CountsRequestsByKind) {
   EXPECT_EQ(f.bucket->counts().list, 1u);
 }
 
+// A listing reports the bucket's (virtual) wall time at which each write landed, so a write
+// delayed in transit carries its landing time, not its sending time.
+TEST(MemStoreTest, ListingsCarryTheTimeTheWriteLanded) {
+  Fixture f;
+  const std::int64_t first = ToUnixMs(f.env.WallNow());
+  ASSERT_TRUE(f.Run(f.store.Put("a", "1", Precondition::None(), {})).ok());
+  f.store.set_fault_hook([](const OpInfo& op) {
+    OpFault fault;
+    if (op.op == StoreOp::kPut) fault.request_delay = milliseconds(500);
+    return fault;
+  });
+  ASSERT_TRUE(f.Run(f.store.Put("b", "2", Precondition::None(), {})).ok());
+  auto page = f.Run(f.store.List(ListOptions{}, {}));
+  ASSERT_TRUE(page.ok()) << page.status().ToString();
+  ASSERT_EQ(page->entries.size(), 2u);
+  EXPECT_EQ(page->entries[0].modified_ms, first);
+  EXPECT_EQ(page->entries[1].modified_ms, first + 500);
+  EXPECT_EQ(f.bucket->objects().at("b").modified_ms, first + 500);
+}
+
 TEST(MemStoreTest, TwoNodesShareOneBucket) {
   SimWorld world(3);
   SimEnv a(world, FromUnixMs(0)), b(world, FromUnixMs(0), milliseconds(900));

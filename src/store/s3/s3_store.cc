@@ -371,7 +371,7 @@ Task<Result<ListPage>> DoList(std::shared_ptr<Shared> s, ListOptions options, Ca
   ListPage page;
   page.entries.reserve(parsed->entries.size());
   for (auto& e : parsed->entries) {
-    page.entries.push_back(ListEntry{std::move(e.key), Version(std::move(e.etag)), e.size});
+    page.entries.push_back(ListEntry{std::move(e.key), Version(std::move(e.etag)), e.size, e.modified_ms});
   }
   if (parsed->is_truncated) page.next_continuation = std::move(parsed->next_continuation_token);
   co_return page;

@@ -384,8 +384,8 @@ constexpr char kListPage1[] = R"(<?xml version="1.0" encoding="UTF-8"?>
 <ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">
 <Name>bkt</Name><Prefix>p/</Prefix><MaxKeys>2</MaxKeys><KeyCount>2</KeyCount>
 <IsTruncated>true</IsTruncated><NextContinuationToken>p/b&amp;c</NextContinuationToken>
-<Contents><Key>p/a&amp;b</Key><ETag>&quot;e1&quot;</ETag><Size>3</Size><StorageClass>STANDARD</StorageClass></Contents>
-<Contents><Key>p/b&amp;c</Key><ETag>&quot;e2&quot;</ETag><Size>4</Size><StorageClass>STANDARD</StorageClass></Contents>
+<Contents><Key>p/a&amp;b</Key><LastModified>2024-02-29T23:59:59.123Z</LastModified><ETag>&quot;e1&quot;</ETag><Size>3</Size><StorageClass>STANDARD</StorageClass></Contents>
+<Contents><Key>p/b&amp;c</Key><LastModified>yesterday</LastModified><ETag>&quot;e2&quot;</ETag><Size>4</Size><StorageClass>STANDARD</StorageClass></Contents>
 </ListBucketResult>)";
 constexpr char kListPage2[] = R"(<?xml version="1.0" encoding="UTF-8"?>
 <ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">
@@ -412,7 +412,9 @@ TEST_F(S3StoreScriptedTest, ListPaginatesAndDecodesKeys) {
   EXPECT_EQ(page1->entries[0].key, "p/a&b");
   EXPECT_EQ(page1->entries[0].version.token(), "e1");
   EXPECT_EQ(page1->entries[0].size, 3u);
+  EXPECT_EQ(page1->entries[0].modified_ms, 1709251199123);
   EXPECT_EQ(page1->entries[1].key, "p/b&c");
+  EXPECT_EQ(page1->entries[1].modified_ms, 0);  // a malformed date: the bucket cannot tell
   ASSERT_TRUE(page1->next_continuation.has_value());
   EXPECT_EQ(*page1->next_continuation, "p/b&c");
 
@@ -422,6 +424,7 @@ TEST_F(S3StoreScriptedTest, ListPaginatesAndDecodesKeys) {
   ASSERT_EQ(page2->entries.size(), 1u);
   EXPECT_EQ(page2->entries[0].key, "p/<c> d");
   EXPECT_EQ(page2->entries[0].version.token(), "e3");
+  EXPECT_EQ(page2->entries[0].modified_ms, 0);  // none given
   EXPECT_FALSE(page2->next_continuation.has_value());
 }
 

@@ -3,6 +3,7 @@
 #include <pugixml.hpp>
 
 #include <charconv>
+#include <chrono>
 
 namespace wk {
 namespace {
@@ -68,9 +69,52 @@ Result<S3ListResult> ParseListObjectsV2(std::string_view xml) {
     if (ec != std::errc() || ptr != size_text.data() + size_text.size()) {
       return Malformed("Size '" + std::string(size_text) + "' of key '" + e.key + "'");
     }
+    if (pugi::xml_node modified = c.child("LastModified")) {
+      e.modified_ms = ParseS3Timestamp(modified.text().get()).value_or(0);
+    }
     out.entries.push_back(std::move(e));
   }
   return out;
+}
+
+std::optional<std::int64_t> ParseS3Timestamp(std::string_view text) {
+  // YYYY-MM-DDTHH:MM:SS, then an optional .fraction, then Z.
+  constexpr std::size_t kSecondsEnd = 19;
+  if (text.size() < kSecondsEnd + 1 || text[4] != '-' || text[7] != '-' || text[10] != 'T' ||
+      text[13] != ':' || text[16] != ':') {
+    return std::nullopt;
+  }
+  auto number = [&](std::size_t at, std::size_t n) -> std::optional<int> {
+    int v = 0;
+    for (std::size_t i = at; i < at + n; ++i) {
+      if (text[i] < '0' || text[i] > '9') return std::nullopt;
+      v = v * 10 + (text[i] - '0');
+    }
+    return v;
+  };
+  const auto year = number(0, 4), month = number(5, 2), day = number(8, 2);
+  const auto hour = number(11, 2), minute = number(14, 2), second = number(17, 2);
+  if (!year || !month || !day || !hour || !minute || !second) return std::nullopt;
+  const std::chrono::year_month_day date{std::chrono::year(*year),
+                                         std::chrono::month(static_cast<unsigned>(*month)),
+                                         std::chrono::day(static_cast<unsigned>(*day))};
+  if (!date.ok() || *hour > 23 || *minute > 59 || *second > 59) return std::nullopt;
+
+  std::size_t at = kSecondsEnd;
+  std::int64_t millis = 0;
+  if (text[at] == '.') {
+    std::size_t digits = 0;
+    for (++at; at < text.size() && text[at] >= '0' && text[at] <= '9'; ++at, ++digits) {
+      if (digits < 3) millis = millis * 10 + (text[at] - '0');
+    }
+    if (digits == 0) return std::nullopt;
+    for (; digits < 3; ++digits) millis *= 10;
+  }
+  if (at + 1 != text.size() || text[at] != 'Z') return std::nullopt;
+
+  const std::int64_t days = std::chrono::sys_days(date).time_since_epoch().count();
+  const std::int64_t seconds = ((days * 24 + *hour) * 60 + *minute) * 60 + *second;
+  return seconds * 1000 + millis;
 }
 
 S3Error ParseS3Error(std::string_view body) {

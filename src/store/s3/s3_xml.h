@@ -5,7 +5,8 @@
 //     that silently drops entries would make the caller skip objects); unknown elements
 //     (Owner, StorageClass, ChecksumAlgorithm, ...) are ignored. Entity references
 //     (&amp; &lt; &#x41; ...) in keys are decoded. ETags are returned without quotes,
-//     which is how S3Store spells a Version.
+//     which is how S3Store spells a Version. LastModified is optional: a missing or
+//     malformed one gives 0 ("cannot tell"), never a failed listing.
 //   - Error: any missing part is left empty; a body that is not XML (a proxy's HTML
 //     page) gives an empty code and the start of the text as the message.
 //
@@ -26,6 +27,7 @@ struct S3ListEntry {
   std::string key;
   std::string etag;  // without quotes
   std::uint64_t size = 0;
+  std::int64_t modified_ms = 0;  // LastModified (ParseS3Timestamp), 0 if absent or malformed
 };
 
 struct S3ListResult {
@@ -45,6 +47,11 @@ struct S3Error {
 };
 
 S3Error ParseS3Error(std::string_view body);
+
+// An S3 timestamp, ISO 8601 in UTC as ListObjectsV2 writes LastModified
+// ("2024-01-01T00:00:00.000Z", the fraction optional and cut to milliseconds), as Unix
+// milliseconds; nullopt for anything else.
+std::optional<std::int64_t> ParseS3Timestamp(std::string_view text);
 
 // Strips one pair of surrounding double quotes from an ETag ("\"abc\"" -> "abc").
 std::string UnquoteETag(std::string_view etag);

@@ -31,11 +31,53 @@ TEST(S3XmlTest, ParsesAPageWithEscapedKeys) {
   EXPECT_EQ(r->entries[0].key, "a&b");
   EXPECT_EQ(r->entries[0].etag, "0123abcd");
   EXPECT_EQ(r->entries[0].size, 12u);
+  EXPECT_EQ(r->entries[0].modified_ms, 1704067200000);
   EXPECT_EQ(r->entries[1].key, "a<>'\"AB");
   EXPECT_EQ(r->entries[1].etag, "e2");
   EXPECT_EQ(r->entries[2].key, "a ");  // trailing space kept
   EXPECT_EQ(r->entries[2].etag, "e3");
   EXPECT_EQ(r->entries[2].size, 18446744073709551615u);
+  EXPECT_EQ(r->entries[1].modified_ms, 0);  // no LastModified
+  EXPECT_EQ(r->entries[2].modified_ms, 0);
+}
+
+TEST(S3XmlTest, LastModifiedIsOptionalAndNeverFailsTheListing) {
+  auto r = ParseListObjectsV2(
+      "<ListBucketResult>"
+      "<Contents><Key>a</Key><LastModified>2024-02-29T23:59:59.123Z</LastModified>"
+      "<ETag>e</ETag><Size>1</Size></Contents>"
+      "<Contents><Key>b</Key><LastModified>2024-01-01T00:00:01Z</LastModified>"
+      "<ETag>e</ETag><Size>1</Size></Contents>"
+      "<Contents><Key>c</Key><LastModified>2024-13-01T00:00:00.000Z</LastModified>"
+      "<ETag>e</ETag><Size>1</Size></Contents>"
+      "<Contents><Key>d</Key><LastModified></LastModified><ETag>e</ETag><Size>1</Size></Contents>"
+      "</ListBucketResult>");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->entries.size(), 4u);
+  EXPECT_EQ(r->entries[0].modified_ms, 1709251199123);
+  EXPECT_EQ(r->entries[1].modified_ms, 1704067201000);  // whole seconds (no fraction)
+  EXPECT_EQ(r->entries[2].modified_ms, 0);               // malformed: the bucket cannot tell
+  EXPECT_EQ(r->entries[3].modified_ms, 0);
+}
+
+TEST(S3XmlTest, ParsesS3Timestamps) {
+  EXPECT_EQ(ParseS3Timestamp("1970-01-01T00:00:00.000Z"), 0);
+  EXPECT_EQ(ParseS3Timestamp("2024-01-01T00:00:00.000Z"), 1704067200000);
+  EXPECT_EQ(ParseS3Timestamp("2024-01-01T00:00:00Z"), 1704067200000);
+  EXPECT_EQ(ParseS3Timestamp("2024-01-01T00:00:00.5Z"), 1704067200500);
+  EXPECT_EQ(ParseS3Timestamp("2024-01-01T00:00:00.05Z"), 1704067200050);
+  EXPECT_EQ(ParseS3Timestamp("2024-01-01T00:00:00.123456789Z"), 1704067200123);  // cut, not rounded
+  EXPECT_EQ(ParseS3Timestamp("2024-02-29T23:59:59.999Z"), 1709251199999);       // a leap day
+  EXPECT_EQ(ParseS3Timestamp("2038-01-19T03:14:08.000Z"), 2147483648000);       // past 32 bits
+  for (std::string_view bad : {
+           "", "2024-01-01", "2024-01-01T00:00:00", "2024-01-01T00:00:00.000",
+           "2024-01-01T00:00:00.Z", "2024-01-01T00:00:00.000+00:00", "2024-01-01 00:00:00Z",
+           "2024-01-01T00:00:00.000Zx", " 2024-01-01T00:00:00Z", "2024-1-01T00:00:00Z",
+           "2023-02-29T00:00:00Z", "2024-00-01T00:00:00Z", "2024-01-32T00:00:00Z",
+           "2024-01-01T24:00:00Z", "2024-01-01T00:60:00Z", "2024-01-01T00:00:60Z",
+           "2024-01-01T00:00:0xZ", "+024-01-01T00:00:00Z", "Mon, 01 Jan 2024 00:00:00 GMT"}) {
+    EXPECT_FALSE(ParseS3Timestamp(bad).has_value()) << bad;
+  }
 }
 
 TEST(S3XmlTest, LastPageAndEmptyPage) {

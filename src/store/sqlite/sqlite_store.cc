@@ -193,6 +193,14 @@ std::optional<std::string> QueryText(sqlite3* db, const char* sql, int* rc) {
   return value;
 }
 
+// This machine's wall clock as Unix milliseconds: the time a write records (the bucket is
+// here, so its clock is this one).
+std::int64_t NowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 // The exclusive upper bound of the keys starting with prefix, or nullopt when there is
 // none (every byte 0xff, or an empty prefix).
 std::optional<std::string> PrefixEnd(std::string prefix) {
@@ -257,7 +265,8 @@ class Writer {
     } statements[] = {
         {&select_, "SELECT version FROM objects WHERE key = ?1"},
         {&insert_,
-         "INSERT OR REPLACE INTO objects(key, version, size, crc, body) VALUES (?1, ?2, ?3, ?4, ?5)"},
+         "INSERT OR REPLACE INTO objects(key, version, size, crc, body, modified_ms) "
+         "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"},
         {&delete_, "DELETE FROM objects WHERE key = ?1"},
         {&begin_, "BEGIN IMMEDIATE"},
         {&commit_, "COMMIT"},
@@ -476,6 +485,7 @@ class Writer {
     sqlite3_bind_int64(insert, 3, static_cast<sqlite3_int64>(op.body.size()));
     sqlite3_bind_int64(insert, 4, static_cast<sqlite3_int64>(Crc32c(op.body)));
     BindBytes(insert, 5, op.body);
+    sqlite3_bind_int64(insert, 6, NowUnixMs());
     rc = sqlite3_step(insert);
     insert_.Done();
     if (rc != SQLITE_DONE) return failed("writing", rc);
@@ -577,7 +587,7 @@ class Readers : public local_store::WorkerPool<ReaderConn> {
       return s;
     for (int after = 0; after < 2; ++after) {
       for (int bounded = 0; bounded < 2; ++bounded) {
-        std::string sql = "SELECT key, version, size FROM objects WHERE key ";
+        std::string sql = "SELECT key, version, size, modified_ms FROM objects WHERE key ";
         sql += after ? ">" : ">=";
         sql += " ?1";
         if (bounded) sql += " AND key < ?2";
@@ -626,7 +636,8 @@ Result<std::unique_ptr<Connection>> OpenConnection(const std::string& where,
 
 // Sets up the database: WAL mode, and on a new file the schema and the format's ids. Several
 // processes may do this at once; the write lock orders them, and the later ones find the
-// schema in place. Checks that an existing file is this format's.
+// schema in place. Checks that an existing file is this format's, and adds the column
+// modified_ms to a table made before it existed (its rows keep 0: "cannot tell").
 Status SetUpDatabase(sqlite3* db, const std::string& where, const std::string& path) {
   auto fail = [&](const std::string& doing, int rc) {
     return Status(CodeForSqlite(rc), where + ": " + doing + " " + path + ": " + SqliteText(db, rc));
@@ -673,6 +684,15 @@ Status SetUpDatabase(sqlite3* db, const std::string& where, const std::string& p
       return Fatal(where + ": " + path + " is format " + std::to_string(version.value_or(0)) +
                    "; this build reads format " + std::to_string(kSqliteFormatVersion));
     }
+    // A compatible addition within format 1: every statement names its columns, so a build
+    // from before it still reads this table and writes rows into it (with modified_ms 0).
+    auto has_modified = QueryInt(
+        db, "SELECT count(*) FROM pragma_table_info('objects') WHERE name = 'modified_ms'", &rc);
+    if (rc != SQLITE_OK) return fail("reading the columns of", rc);
+    if (has_modified.value_or(0) == 0) {
+      rc = Exec(db, "ALTER TABLE objects ADD COLUMN modified_ms INTEGER NOT NULL DEFAULT 0");
+      if (rc != SQLITE_OK) return fail("adding the column modified_ms to", rc);
+    }
     rc = Exec(db, "COMMIT");
     guard.done = rc == SQLITE_OK;
     return rc == SQLITE_OK ? Status::Ok() : fail("reading", rc);
@@ -684,7 +704,8 @@ Status SetUpDatabase(sqlite3* db, const std::string& where, const std::string& p
   }
   const std::string create =
       "CREATE TABLE objects(key BLOB PRIMARY KEY NOT NULL, version BLOB NOT NULL, "
-      "size INTEGER NOT NULL, crc INTEGER NOT NULL, body BLOB NOT NULL) WITHOUT ROWID; "
+      "size INTEGER NOT NULL, crc INTEGER NOT NULL, body BLOB NOT NULL, "
+      "modified_ms INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID; "
       "PRAGMA application_id=" + std::to_string(kSqliteApplicationId) +
       "; PRAGMA user_version=" + std::to_string(kSqliteFormatVersion) + "; COMMIT;";
   rc = Exec(db, create.c_str());
@@ -993,7 +1014,8 @@ Task<Result<ListPage>> SqliteStore::List(ListOptions options, CallOptions call) 
       page.entries.push_back(ListEntry{
           std::string(key),
           Version(Hex(reinterpret_cast<const unsigned char*>(version.data()), version.size())),
-          static_cast<std::uint64_t>(std::max<sqlite3_int64>(0, sqlite3_column_int64(s, 2)))});
+          static_cast<std::uint64_t>(std::max<sqlite3_int64>(0, sqlite3_column_int64(s, 2))),
+          sqlite3_column_int64(s, 3)});
     }
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
       Status err(CodeForSqlite(rc), where + ": reading " + path + ": " + SqliteText(c.conn->db, rc));

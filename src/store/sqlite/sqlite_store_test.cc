@@ -164,6 +164,55 @@ TEST_F(SqliteStoreTest, OpenRefusesWhatIsNotItsBucketWithOneLine) {
       << newer.status().message();
 }
 
+// A database made before the column modified_ms existed (format 1 as first released): Open
+// adds the column, its old rows list with 0 ("cannot tell") and still read, new writes
+// record the time, a build from before the column still writes (its rows list with 0), and
+// the next Open finds the column in place.
+TEST_F(SqliteStoreTest, AnOlderTableGainsModifiedMsAtOpen) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(DbPath().c_str(), &db), SQLITE_OK);
+  const std::string old_schema =
+      "PRAGMA journal_mode=WAL; BEGIN; "
+      "CREATE TABLE objects(key BLOB PRIMARY KEY NOT NULL, version BLOB NOT NULL, "
+      "size INTEGER NOT NULL, crc INTEGER NOT NULL, body BLOB NOT NULL) WITHOUT ROWID; "
+      "PRAGMA application_id=" + std::to_string(kSqliteApplicationId) +
+      "; PRAGMA user_version=1; "
+      "INSERT INTO objects VALUES (CAST('old' AS BLOB), zeroblob(16), 0, 0, CAST('' AS BLOB)); "
+      "COMMIT;";
+  ASSERT_EQ(sqlite3_exec(db, old_schema.c_str(), nullptr, nullptr, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
+  sqlite3_close(db);
+
+  Open();
+  auto old_get = Get("old");
+  ASSERT_TRUE(old_get.ok()) << old_get.status().ToString();
+  EXPECT_EQ(old_get->body, "");
+  const std::int64_t before = ToUnixMs(env_.WallNow());
+  ASSERT_TRUE(Put("new", "x").ok());
+  const std::int64_t after = ToUnixMs(env_.WallNow());
+  ASSERT_EQ(sqlite3_open(DbPath().c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db,  // the older build's insert names the columns it knows
+                         "INSERT OR REPLACE INTO objects(key, version, size, crc, body) "
+                         "VALUES (CAST('older' AS BLOB), zeroblob(16), 0, 0, CAST('' AS BLOB))",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK)
+      << sqlite3_errmsg(db);
+  sqlite3_close(db);
+  for (int opens = 0; opens < 2; ++opens) {
+    auto page = List({});
+    ASSERT_TRUE(page.ok()) << page.status().ToString();
+    ASSERT_EQ(page->entries.size(), 3u);
+    EXPECT_EQ(page->entries[0].key, "new");
+    EXPECT_GE(page->entries[0].modified_ms, before);
+    EXPECT_LE(page->entries[0].modified_ms, after);
+    EXPECT_EQ(page->entries[1].key, "old");
+    EXPECT_EQ(page->entries[1].modified_ms, 0);
+    EXPECT_EQ(page->entries[2].key, "older");
+    EXPECT_EQ(page->entries[2].modified_ms, 0);
+    Open();  // the column is in place now: nothing to add
+  }
+}
+
 using local_store_testing::GetEventually;
 
 // The writer is held in its first batch (one put) while 40 more writes queue; they commit
