@@ -164,6 +164,10 @@ move: a lost answer of a take that landed is reported moved|move-outcome-uncheck
 move: an outcome whose write failed is written again, never refused|move-outcome-unchecked|gtest|cluster:MoveOutcomeTest.AnOutcomeWhoseWriteFailedIsWrittenAgainNotRefused|
 isolation: a reused memory reads as a new one|pool-skips-zeroing|gtest|engine:EngineTest.AReusedMemoryReadsAsANewOne|
 isolation: a failed instantiation's memory is zeroed too|pool-skips-zeroing|gtest|engine:EngineTest.AFailedInstantiationsMemoryIsZeroedToo|
+history: GC keeps the retention window|gc-ignores-retention|gtest|replica:HistoryTest.GarbageCollectionKeepsTheWindowAndCollectsWhatIsOlder|
+history: GC keeps every batch a random history's window needs|gc-ignores-retention|gtest|replica:Seeds/RandomHistoryTest.RebuildsEveryBatchInTheWindow/0|
+history: the chain follows the fences, late uploads left out|history-ignores-fence|gtest|replica:HistoryTest.FollowsTheFencesBackAndLeavesLateUploadsOut|
+history: a restore is made as the owner, under a new hold (real processes)|restore-without-acquire|cluster|history|after the restore every key is as it was then
 ROWS
 )
 

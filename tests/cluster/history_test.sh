@@ -10,11 +10,12 @@
 # with one clear error and nothing changed; the same over the HTTP API with a tenant's token,
 # another tenant's refused.
 #
-#   history_test.sh WASMKEEP_BINARY BACKEND ACTORS_DIR      BACKEND: file | s3
+#   history_test.sh WASMKEEP_BINARY BACKEND [ACTORS_DIR]      BACKEND: file | s3
 set -u
 wk=${1:?usage: history_test.sh WASMKEEP_BINARY file|s3 ACTORS_DIR}
 backend=${2:?usage: history_test.sh WASMKEEP_BINARY file|s3 ACTORS_DIR}
-actors=${3:?usage: history_test.sh WASMKEEP_BINARY file|s3 ACTORS_DIR}
+# ACTORS_DIR defaults to the build's (scripts/check-proofs.sh passes two arguments).
+actors=${3:-$(cd "$(dirname "$wk")/../.." && pwd)/actors}
 prefix=history
 # shellcheck source=common.sh
 source "$(dirname "$0")/common.sh"
