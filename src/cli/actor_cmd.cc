@@ -547,9 +547,10 @@ int RunHistory(const GlobalOptions& g, const HistoryArgs& a) {
   if (!a.at.empty() && !a.batch.empty()) return Fail(InvalidArgument("--at and --batch exclude each other"));
   auto config = LoadConfigFromOptions(g);
   if (!config.ok()) return Fail(config.status());
-  const Duration retention = config->storage.retention;
+  const replica::Retention retention = config->storage.retention;
   return RunOnActorBucket(g, a.actor, [&a, retention](ObjectStore* store, RealEnv* env, ActorId id, CallOptions call) {
-    return ShowHistory(store, env, a, std::move(id), std::move(call), retention);
+    const Duration window = retention.For(id.tenant);
+    return ShowHistory(store, env, a, std::move(id), std::move(call), window);
   });
 }
 

@@ -1,5 +1,7 @@
 #include "cli/config.h"
 
+#include "control/tenants.h"
+
 #include <toml++/toml.h>
 
 #include <fstream>
@@ -152,7 +154,7 @@ Status ReadStorage(const toml::table& t, replica::ReplicaOptions* o) {
   Status s = CheckKeys(t, sec,
                        {"segment_max_bytes", "segment_max_batches", "snapshot_every_segments", "snapshot_every_bytes",
                         "upload_timeout_ms", "restore_read_timeout_ms", "restore_read_attempts", "restore_parallelism",
-                        "gc_delete_interval_ms", "gc_max_deletes_per_pass", "retention_ms"});
+                        "gc_delete_interval_ms", "gc_max_deletes_per_pass", "retention_ms", "retention_ms_by_tenant"});
   if (s.ok()) s = ReadUint(t, sec, "segment_max_bytes", 1024, std::int64_t{5} << 30, &o->segment_max_bytes);
   if (s.ok()) s = ReadUint(t, sec, "segment_max_batches", 1, 1'000'000, &o->segment_max_batches);
   if (s.ok()) s = ReadUint(t, sec, "snapshot_every_segments", 1, 1'000'000, &o->snapshot_every_segments);
@@ -163,7 +165,22 @@ Status ReadStorage(const toml::table& t, replica::ReplicaOptions* o) {
   std::int64_t upload_ms = -1, read_ms = -1, gc_ms = -1, retention_ms = -1;
   // At most a year: what a bucket keeps for history is paid for every month.
   if (s.ok()) s = ReadUint(t, sec, "retention_ms", 0, std::int64_t{366} * 86'400'000, &retention_ms);
-  if (retention_ms >= 0) o->retention = std::chrono::milliseconds(retention_ms);
+  if (retention_ms >= 0) o->retention.all = std::chrono::milliseconds(retention_ms);
+  // [storage.retention_ms_by_tenant]: tenant = ms, overriding retention_ms for that tenant.
+  if (const toml::node* by = t.get("retention_ms_by_tenant"); s.ok() && by != nullptr) {
+    const toml::table* tenants = by->as_table();
+    if (tenants == nullptr) return InvalidArgument("storage.retention_ms_by_tenant is a table: tenant = milliseconds");
+    for (auto&& [key, value] : *tenants) {
+      const std::string tenant(key.str());
+      if (Status v = control::ValidateTenantName(tenant); !v.ok()) {
+        return InvalidArgument("storage.retention_ms_by_tenant: " + v.message());
+      }
+      std::int64_t ms = -1;
+      Status r = ReadUint(*tenants, "storage.retention_ms_by_tenant", tenant, 0, std::int64_t{366} * 86'400'000, &ms);
+      if (!r.ok()) return r;
+      o->retention.tenants[tenant] = std::chrono::milliseconds(ms);
+    }
+  }
   if (s.ok()) s = ReadUint(t, sec, "upload_timeout_ms", 1, 3'600'000, &upload_ms);
   if (s.ok()) s = ReadUint(t, sec, "restore_read_timeout_ms", 1, 3'600'000, &read_ms);
   if (s.ok()) s = ReadUint(t, sec, "gc_delete_interval_ms", 0, 60'000, &gc_ms);

@@ -258,14 +258,18 @@ TEST(ConfigTest, StorageSectionSetsTheReplica) {
        {"restore_parallelism = 4", 4, [](const Config& c) { return std::int64_t{c.storage.restore.parallelism}; }},
        {"gc_delete_interval_ms = 0", 0, ms(&R::gc_delete_interval)},
        {"gc_max_deletes_per_pass = 10", 10, n(&R::gc_max_deletes_per_pass)},
-       {"retention_ms = 0", 0, ms(&R::retention)}});
+       {"retention_ms = 0", 0, [](const Config& c) { return Ms(c.storage.retention.all); }}});
   ASSERT_TRUE(loaded.ok());
   EXPECT_EQ(loaded->storage.gc_off_chain_after, std::chrono::milliseconds(6000)) << "ttl + grace, the fencing bound";
 
   auto d = Load("[log]\nlevel = \"info\"\n");
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d->storage.snapshot_every_segments, 64u);
-  EXPECT_EQ(d->storage.retention, std::chrono::hours(24 * 7)) << "a node keeps 7 days of history by default";
+  EXPECT_EQ(d->storage.retention.all, std::chrono::hours(24 * 7)) << "a node keeps 7 days of history by default";
+  auto by = Load("[storage]\nretention_ms = 0\n[storage.retention_ms_by_tenant]\nacme = 86400000\n");
+  ASSERT_TRUE(by.ok()) << by.status().ToString();
+  EXPECT_EQ(by->storage.retention.For("acme"), std::chrono::hours(24)) << "a tenant's own window";
+  EXPECT_EQ(by->storage.retention.For("globex"), Duration(0)) << "the others': retention_ms";
   EXPECT_EQ(d->storage.gc_off_chain_after, std::chrono::seconds(15));
 }
 
@@ -274,6 +278,9 @@ TEST(ConfigTest, BadStorageSettingsAreNamed) {
                  {"[storage]\nrestore_parallelism = 0\n", "storage.restore_parallelism"},
                  {"[storage]\nsnapshot_every_segments = \"often\"\n", "storage.snapshot_every_segments"},
                  {"[storage]\nretention_ms = -1\n", "storage.retention_ms"},
+                 {"[storage.retention_ms_by_tenant]\nAcme = 5\n", "storage.retention_ms_by_tenant"},
+                 {"[storage.retention_ms_by_tenant]\nacme = -5\n", "storage.retention_ms_by_tenant.acme"},
+                 {"[storage]\nretention_ms_by_tenant = 5\n", "storage.retention_ms_by_tenant"},
                  {"[storage]\nupload_timeout_ms = 0\n", "storage.upload_timeout_ms"},
                  {"[storage]\nsegment_size = 5\n", "unknown setting storage.segment_size"}});
 }

@@ -33,7 +33,10 @@ Status ValidateReplicaOptions(const ReplicaOptions& o) {
   }
   if (o.gc_max_deletes_per_pass < 0) return InvalidArgument("gc_max_deletes_per_pass must not be negative");
   if (o.gc_delete_interval < Duration(0)) return InvalidArgument("gc_delete_interval must not be negative");
-  if (o.retention < Duration(0)) return InvalidArgument("retention must not be negative");
+  if (o.retention.all < Duration(0)) return InvalidArgument("retention must not be negative");
+  for (const auto& [tenant, d] : o.retention.tenants) {
+    if (d < Duration(0)) return InvalidArgument("retention of tenant " + tenant + " must not be negative");
+  }
   if (o.retention_margin < Duration(0)) return InvalidArgument("retention_margin must not be negative");
   return Status::Ok();
 }
@@ -367,7 +370,7 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
     in.snapshot = snapshot;
     in.chain = chain;
     // Without retention the restore's base is all GC leans on (see RetainedFrom).
-    if (options.retention > Duration(0)) in.keep_from = Position{Generation{0}, 0};
+    if (options.retention.For(actor.tenant) > Duration(0)) in.keep_from = Position{Generation{0}, 0};
     in.off_chain_ripe = env.MonoNow() - opened >= options.gc_off_chain_after;
     in.segments = std::move(segments);
     in.snapshots = std::move(snapshots);
@@ -403,7 +406,8 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
     if (!chain.ok()) co_return chain.status();
     const std::int64_t cutoff =
         ToUnixMs(env.WallNow()) -
-        std::chrono::duration_cast<std::chrono::milliseconds>(options.retention + options.retention_margin).count();
+        std::chrono::duration_cast<std::chrono::milliseconds>(options.retention.For(actor.tenant) + options.retention_margin)
+            .count();
     Position keep{Generation{0}, 0};
     if (!chain->from_empty && !chain->bases.empty()) keep = chain->bases.front();
     for (const Position& b : chain->bases) {
@@ -459,7 +463,7 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
                     {{"actor", c->actor.ToString()}});
       }
       GcInput input = c->MakeGcInput(std::move(segments), std::move(snapshots));
-      if (c->options.retention > Duration(0)) {
+      if (c->options.retention.For(c->actor.tenant) > Duration(0)) {
         Status kept = co_await c->RetainedFrom(*wal, *snaps, input);
         if (c->stopped) break;
         if (!kept.ok()) {

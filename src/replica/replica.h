@@ -10,6 +10,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -28,6 +31,22 @@
 
 namespace wk::replica {
 
+// How long an actor's history is kept (docs/storage.md, "History and point-in-time
+// restore"): storage.retention_ms for every tenant, or a tenant's own
+// (storage.retention_ms_by_tenant). 0: only what a restore needs.
+struct Retention {
+  Retention() = default;
+  template <typename Rep, typename Period>
+  Retention(std::chrono::duration<Rep, Period> every)  // NOLINT: a plain duration is for every tenant
+      : all(std::chrono::duration_cast<Duration>(every)) {}
+  Duration all{};
+  std::map<std::string, Duration, std::less<>> tenants;
+  Duration For(std::string_view tenant) const {
+    auto it = tenants.find(tenant);
+    return it == tenants.end() ? all : it->second;
+  }
+};
+
 struct ReplicaOptions {
   // A segment closes at this many bytes of batches or this many batches (a single larger
   // batch goes alone).
@@ -45,9 +64,9 @@ struct ReplicaOptions {
   // (ttl + grace: the fencing bound).
   Duration gc_off_chain_after = std::chrono::seconds(15);
   // Point-in-time history (docs/storage.md, "History and point-in-time restore"): GC keeps
-  // every object needed to rebuild the state at any batch durable within this long; 0 keeps
-  // only what a restore needs.
-  Duration retention{};
+  // every object needed to rebuild the state at any batch durable within this long (the
+  // actor's tenant's); 0 keeps only what a restore needs.
+  Retention retention;
   // On top of the retention, for the bucket's clock against the nodes': a base is collected
   // only once its listed time is older than the window by this much.
   Duration retention_margin = std::chrono::hours(1);

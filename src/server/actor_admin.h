@@ -103,8 +103,8 @@ struct ActorAdminDeps {
   const BucketRequestStats* bucket_requests = nullptr;  // this node's requests to the bucket
   const alarms::AlarmStats* alarm_stats = nullptr;
   const alarms::ShardScannerStats* scanner_stats = nullptr;
-  // storage.retention: the history window of `actor history` and restores (0: none kept).
-  Duration retention{};
+  // storage.retention_ms (and per tenant): the history window of the history routes.
+  replica::Retention retention;
   BrokenModels broken;  // restore-without-acquire (base/broken_models.h)
 };
 

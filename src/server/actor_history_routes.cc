@@ -72,7 +72,7 @@ void WriteOptionalMs(JsonWriter& w, std::string_view name, std::optional<std::in
 Task<ServerResponse> ActorAdmin::History(ActorId id, std::string query) {
   std::shared_ptr<bool> alive = alive_;
   const auto q = ParseQuery(query);
-  replica::HistoryOptions o = OptionsFor(deps_.env, deps_.retention);
+  replica::HistoryOptions o = OptionsFor(deps_.env, deps_.retention.For(id.tenant));
   std::int64_t limit = kDefaultHistoryLimit;
   if (auto it = q.find("limit"); it != q.end() && !ParseInt(it->second, 1, kMaxHistoryLimit, &limit)) {
     co_return Error(400, "limit is a whole number from 1 to " + std::to_string(kMaxHistoryLimit));
@@ -92,7 +92,7 @@ Task<ServerResponse> ActorAdmin::History(ActorId id, std::string query) {
     if (stored.ok() && !*stored) co_return Error(404, "nothing is stored for " + id.ToString());
   }
   JsonWriter w;
-  w.BeginObject().Member("actor", id.ToString()).Member("retention_ms", Ms(deps_.retention));
+  w.BeginObject().Member("actor", id.ToString()).Member("retention_ms", Ms(deps_.retention.For(id.tenant)));
   WriteOptionalMs(w, "earliest_ms", h->earliest_ms);
   WriteOptionalMs(w, "latest_ms", h->latest_ms);
   w.Member("truncated", h->truncated).Key("batches").BeginArray();
@@ -135,7 +135,7 @@ Task<ServerResponse> ActorAdmin::HistoryState(ActorId id, std::string query) {
   }
   const std::string after = q.count("after") ? q.at("after") : std::string();
   const std::string format = q.count("format") ? q.at("format") : std::string("auto");
-  auto s = co_await replica::StateAt(deps_.env, store_, id, *point, OptionsFor(deps_.env, deps_.retention));
+  auto s = co_await replica::StateAt(deps_.env, store_, id, *point, OptionsFor(deps_.env, deps_.retention.For(id.tenant)));
   if (!*alive) co_return Error(503, "node stopping", true);
   if (!s.ok()) co_return ErrorFor(s.status(), "the state of " + id.ToString());
   JsonWriter w;
@@ -216,7 +216,7 @@ Task<ServerResponse> ActorAdmin::Restore(ActorId id, ServerRequest request, Prin
   const auto q = ParseQuery(QueryOf(request.target));
   auto point = PointOf(q);
   if (!point.ok()) co_return Error(400, point.status().message());
-  const replica::HistoryOptions o = OptionsFor(deps_.env, deps_.retention);
+  const replica::HistoryOptions o = OptionsFor(deps_.env, deps_.retention.For(id.tenant));
 
   if (deps_.broken.on(BrokenModel::kRestoreWithoutAcquire)) {
     // Broken model: the point's state written into the log straight after its tip, under
@@ -312,7 +312,7 @@ Task<ServerResponse> ActorAdmin::Fork(ActorId id, ServerRequest request, Princip
   if (!exists.ok()) co_return ErrorFor(exists.status(), "looking for " + to.ToString());
   if (*exists) co_return Error(409, to.ToString() + " exists: a fork makes a new actor");
   // The source's state from the bucket: a point of its history needs no hold of it.
-  auto state = co_await replica::StateAt(deps_.env, store_, id, *point, OptionsFor(deps_.env, deps_.retention));
+  auto state = co_await replica::StateAt(deps_.env, store_, id, *point, OptionsFor(deps_.env, deps_.retention.For(id.tenant)));
   if (!*alive) co_return Error(503, "node stopping", true);
   if (!state.ok()) co_return ErrorFor(state.status(), "the state of " + id.ToString());
   if (!deps_.deletions.Block(to)) co_return Error(409, "a change of " + to.ToString() + " is under way on this node");
