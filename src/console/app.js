@@ -560,8 +560,7 @@ async function listActors(fresh) {
         document.querySelectorAll("#actors tr.selected").forEach((x) => x.classList.remove("selected"));
         tr.classList.add("selected");
         const [tenant, c] = cls.split("/");
-        state.inspect = {tenant, cls: c, name: a.name, afterHex: ""};
-        inspect(true);
+        openActor(tenant, c, a.name);
       });
       tbody.append(tr);
     }
@@ -577,6 +576,8 @@ async function listActors(fresh) {
 async function inspect(fresh) {
   const s = state.inspect;
   if (!s) return;
+  if (s.past) return loadPast(fresh);
+  showPastView(false);
   if (fresh) s.afterHex = "";
   const q = new URLSearchParams({prefix: $("#key-prefix").value, after_hex: s.afterHex, limit: "100", format: $("#format").value});
   $("#inspector-empty").hidden = true;
@@ -590,10 +591,7 @@ async function inspect(fresh) {
       ` · ${r.keys} ${r.keys === 1 ? "key" : "keys"} · ${bytes(r.stored_bytes)} · generation ${r.generation}` + (r.alarm_ms != null ? " · alarm " + new Date(r.alarm_ms).toISOString() : ""));
     if (fresh) tbody.replaceChildren();
     for (const e of r.entries) {
-      const v = el("td", {}, e.value_encoding === "hex" ? el("span", {class: "enc", text: "hex"}) : null, e.value + (e.truncated ? " …" : ""));
-      tbody.append(el("tr", {"data-key": e.key},
-        el("td", {}, e.key_encoding === "hex" ? el("span", {class: "enc", text: "hex"}) : null, e.key), v,
-        el("td", {class: "num", text: String(e.value_bytes)})));
+      tbody.append(entryRow(e.key, e.key_encoding, e.value, e.value_encoding, e.value_bytes, e.truncated));
     }
     if (fresh && !r.entries.length) tbody.append(el("tr", {}, el("td", {colSpan: 3, class: "muted", text: "No keys."})));
     s.afterHex = r.next_after_hex || "";
@@ -611,8 +609,11 @@ async function inspect(fresh) {
 // error, and Retry / Drop), and per sender the highest number it applied. Read where its
 // keys are read (its owner, else the bucket); a retry or drop is made by the node holding
 // the actor, which answers once the change is durable.
+function actorPath(s) {
+  return `/v1/classes/${s.tenant}/${s.cls}/actors/${encodeURIComponent(s.name)}`;
+}
 function messagesPath(s) {
-  return `/v1/classes/${s.tenant}/${s.cls}/actors/${encodeURIComponent(s.name)}/messages`;
+  return actorPath(s) + "/messages";
 }
 
 async function loadMessages() {
@@ -668,6 +669,313 @@ async function resolveDead(s, seq, retry) {
   await loadMessages();
 }
 
+// ---- an actor's history (docs/storage.md, "History and point-in-time restore")
+//
+// The inspector's History panel: the batches of the actor's retention window, newest first,
+// read from the bucket (GET .../history: nothing is woken, acquired or written). A batch, or
+// a chosen time, opens the state at that point read-only in the keys table (GET
+// .../history/state), labelled as a past state. From there Restore makes it the actor's
+// state again (a new batch after the current ones, so the state before stays in the history
+// and the answer's `undo` batch restores it), and Fork makes it a new actor's.
+
+const HISTORY_PAGE = 25;        // batches per page: each one shown costs a GET of its segment
+const HISTORY_MAX = 10000;      // the route's largest limit
+const STATE_VALUE_BYTES = 1024; // the state route shows the first KiB of a value
+
+function openActor(tenant, cls, name) {
+  state.inspect = {tenant, cls, name, afterHex: "", history: null, limit: HISTORY_PAGE, past: null};
+  setPointNote(null);
+  $("#history-note").textContent = "";
+  inspect(true);
+  loadHistory();
+}
+
+function actorName(s) { return `${s.tenant}/${s.cls}/${s.name}`; }
+function clock(t) {
+  const d = new Date(t);
+  return d.toLocaleTimeString("en-GB") + "." + String(d.getMilliseconds()).padStart(3, "0");
+}
+function day(t) { return new Date(t).toLocaleDateString("en-CA"); }
+function when(t) { return day(t) + " " + clock(t); }
+function span(msv) {
+  if (msv >= 86400000 && msv % 86400000 === 0) return msv / 86400000 + (msv === 86400000 ? " day" : " days");
+  if (msv >= 3600000 && msv % 3600000 === 0) return msv / 3600000 + " h";
+  return ms(msv / 1000);
+}
+function alarmChange(a, t) {
+  if (a == null || a === "unchanged") return "–";
+  if (a === "deleted") return "deleted";
+  return "set " + (day(a) === day(t) ? new Date(a).toLocaleTimeString("en-GB") : when(a));
+}
+// What a batch changed: counts, the first few keys, the runtime's own entries.
+function changes(b) {
+  const what = [];
+  if (b.delete_all) what.push("all keys cleared");
+  if (b.puts) what.push(b.puts + (b.puts === 1 ? " put" : " puts"));
+  if (b.deletes) what.push(b.deletes + (b.deletes === 1 ? " delete" : " deletes"));
+  if (!what.length) what.push("no key changed");
+  const out = [el("span", {class: "what", text: what.join(", ")})];
+  for (const k of b.keys) out.push(" ", el("code", {class: "key", text: k}));
+  const more = b.puts + b.deletes - b.keys.length;
+  if (more > 0) out.push(el("span", {class: "muted", text: " +" + more + " more"}));
+  if (b.system) {
+    out.push(el("span", {class: "muted small", text: ` · ${b.system} runtime ${b.system === 1 ? "entry" : "entries"}`,
+      title: "the runtime's own entries: idempotency records, messages"}));
+  }
+  return out;
+}
+
+function setPointNote(content, bad) {
+  const n = $("#point-note");
+  n.hidden = content == null;
+  n.classList.toggle("bad", !!bad);
+  n.replaceChildren(...(content == null ? [] : Array.isArray(content) ? content : [content]));
+}
+
+async function loadHistory() {
+  const s = state.inspect;
+  if (!s) return;
+  const tbody = $("#timeline tbody");
+  $("#history-note").textContent = "reading the history…";
+  try {
+    const r = await api(`${actorPath(s)}/history?limit=${s.limit}`);
+    if (state.inspect !== s) return;
+    s.history = r;
+    renderTimeline(s);
+    $("#history-note").textContent = "";
+  } catch (e) {
+    if (state.inspect !== s) return;
+    s.history = {error: e.message};
+    tbody.replaceChildren(el("tr", {}, el("td", {colSpan: 7, class: e.status === 404 ? "muted" : "error", text: e.message})));
+    $("#history-facts").textContent = "";
+    $("#history-older").hidden = true;
+    $("#history-note").textContent = "";
+  }
+}
+
+function renderTimeline(s) {
+  const r = s.history;
+  if (!r || !r.batches) return;
+  const tbody = $("#timeline tbody");
+  tbody.replaceChildren();
+  const rail = () => el("td", {class: "rail"}, el("span", {class: "dot"}));
+  const now = el("tr", {class: "now", "data-batch": "now"}, rail(),
+    el("td", {colSpan: 6}, el("b", {text: "now"}), el("span", {class: "muted", text: " · the current state"})));
+  now.addEventListener("click", backToCurrent);
+  tbody.append(now);
+  const batches = [...r.batches].reverse();  // newest first
+  batches.forEach((b, i) => {
+    const newer = batches[i - 1], older = batches[i + 1];
+    const outside = r.earliest_ms != null && b.time_ms < r.earliest_ms;
+    const tr = el("tr", {class: "batch" + (outside ? " outside" : ""), "data-batch": b.batch, "data-time": String(b.time_ms),
+                         title: b.time + (outside ? " · before the restorable window" : "")},
+      rail(),
+      el("td", {class: "when"}, clock(b.time_ms),
+        !newer || day(newer.time_ms) !== day(b.time_ms) ? el("div", {class: "muted small", text: day(b.time_ms)}) : null),
+      el("td", {}, el("code", {text: b.batch})),
+      el("td", {class: "num", text: String(b.generation)}),
+      el("td", {class: "changes"}, ...changes(b)),
+      el("td", {class: "num", text: bytes(b.bytes)}),
+      el("td", {class: "small", text: alarmChange(b.alarm, b.time_ms)}));
+    tr.addEventListener("click", () => openPoint(s, {batch: b.batch}));
+    tbody.append(tr);
+    // The first batch of a generation: a new hold (a start after a restart, a move, a
+    // takeover, a restore or a fork).
+    if (older && older.generation !== b.generation) {
+      tbody.append(el("tr", {class: "hold", "data-generation": String(b.generation)}, el("td", {class: "rail"}),
+        el("td", {colSpan: 6, text: `▲ generation ${b.generation}: a new hold from here (generation ${older.generation} before)`})));
+    }
+  });
+  if (!batches.length) {
+    tbody.append(el("tr", {}, el("td", {class: "rail"}), el("td", {colSpan: 6, class: "muted", text: "No batches in the window."})));
+  }
+  if (!r.truncated) {
+    tbody.append(el("tr", {class: "edge"}, el("td", {class: "rail"}), el("td", {colSpan: 6, class: "muted small",
+      text: r.earliest_ms != null ? "restorable from " + when(r.earliest_ms) + ": nothing older is kept" : "nothing to restore to"})));
+  }
+  const n = r.batches.length;
+  $("#history-facts").textContent = `${n} ${n === 1 ? "batch" : "batches"}` + (r.truncated ? " (the newest)" : "") +
+    (r.earliest_ms != null ? " · restorable from " + when(r.earliest_ms) : "") +
+    " · retention " + (r.retention_ms > 0 ? span(r.retention_ms) : "off (only what a restore needs is kept)");
+  $("#history-older").hidden = !r.truncated || s.limit >= HISTORY_MAX;
+  markTimeline(s);
+}
+
+// Highlights the point shown: "now", or the past state's batch.
+function markTimeline(s) {
+  const at = s.past ? s.past.batch : "now";
+  let row = null;
+  document.querySelectorAll("#timeline tbody tr").forEach((tr) => {
+    const on = tr.dataset.batch != null && tr.dataset.batch === at;
+    tr.classList.toggle("selected", on);
+    if (on) row = tr;
+  });
+  // Into view within the timeline's own scroll box (a point chosen by time may be far down).
+  const box = $(".timeline-scroll");
+  if (!row) return;
+  const r = row.getBoundingClientRect(), b = box.getBoundingClientRect();
+  if (r.top < b.top + 30 || r.bottom > b.bottom) box.scrollTop += r.top - b.top - box.clientHeight / 3;
+}
+
+function olderBatches() {
+  const s = state.inspect;
+  if (!s) return;
+  s.limit = Math.min(HISTORY_MAX, s.limit + HISTORY_PAGE);
+  loadHistory();
+}
+
+function showTimeChosen() {
+  const s = state.inspect;
+  if (!s) return;
+  const v = $("#history-at").value;
+  const t = v ? new Date(v).getTime() : NaN;
+  if (!isFinite(t)) {
+    setPointNote("Choose a time first: the state as of that time is shown.", true);
+    return;
+  }
+  openPoint(s, {at_ms: t});
+}
+
+// A point of the history: {batch} or {at_ms}. The keys table shows its state until Back.
+function openPoint(s, point) {
+  if (state.inspect !== s) return;
+  s.past = {batch: point.batch || null, at_ms: point.at_ms == null ? null : point.at_ms, time_ms: null, after: ""};
+  setPointNote(null);
+  markTimeline(s);
+  inspect(true);
+}
+
+function backToCurrent() {
+  const s = state.inspect;
+  if (!s || !s.past) return;
+  s.past = null;
+  markTimeline(s);
+  inspect(true);
+}
+
+function showPastView(on) {
+  $("#past-banner").hidden = !on;
+  $("#entries").classList.toggle("past", on);
+  $("#delete-actor").hidden = on;
+  const prefix = $("#key-prefix");
+  prefix.disabled = on;
+  prefix.title = on ? "a past state is listed whole, by key (Back to the current state to filter)" : "";
+}
+
+function entryRow(key, keyEnc, value, valueEnc, valueBytes, cut) {
+  return el("tr", {"data-key": key},
+    el("td", {}, keyEnc === "hex" ? el("span", {class: "enc", text: "hex"}) : null, key),
+    el("td", {}, valueEnc === "hex" ? el("span", {class: "enc", text: "hex"}) : null, value + (cut ? " …" : "")),
+    el("td", {class: "num", text: String(valueBytes)}));
+}
+
+function pointLabel(p) {
+  if (p.batch) return "batch " + p.batch + (p.time_ms != null ? " (" + when(p.time_ms) + ")" : "");
+  return "the empty state of " + when(p.at_ms) + " (before its first batch)";
+}
+function pointQuery(p) {
+  return p.batch ? "batch=" + encodeURIComponent(p.batch) : "at=" + p.at_ms;
+}
+
+async function loadPast(fresh) {
+  const s = state.inspect;
+  const p = s.past;
+  if (fresh) p.after = "";
+  showPastView(true);
+  const q = new URLSearchParams({limit: "100", format: $("#format").value});
+  if (p.batch) q.set("batch", p.batch);
+  else q.set("at", String(p.at_ms));
+  if (p.after) q.set("after", p.after);
+  const tbody = $("#entries tbody");
+  if (fresh) $("#past-facts").textContent = p.batch ? "batch " + p.batch + ": reading…" : "at " + when(p.at_ms) + ": reading…";
+  try {
+    const r = await api(`${actorPath(s)}/history/state?${q}`);
+    if (state.inspect !== s || s.past !== p) return;
+    if (fresh) {
+      // A chosen time names the state of one batch: later pages, a restore and a fork name
+      // that batch, so they are that state exactly.
+      if (r.batch) p.batch = r.batch;
+      p.time_ms = r.time_ms;
+      markTimeline(s);
+      const chosen = p.at_ms != null ? "the time chosen, " + when(p.at_ms) + ", is as of " : "as of ";
+      $("#past-facts").replaceChildren(
+        chosen + (r.batch ? "batch " : ""), r.batch ? el("b", {text: r.batch}) : el("b", {text: "no batch (the empty state)"}),
+        r.batch ? ` · ${when(r.time_ms)} (${age(Date.now() - r.time_ms)})` : "",
+        ` · ${r.keys_total} ${r.keys_total === 1 ? "key" : "keys"} · ${bytes(r.bytes)}` +
+        (r.alarm_ms != null ? " · alarm " + when(r.alarm_ms) : " · no alarm") + " · read from the bucket");
+      tbody.replaceChildren();
+    }
+    for (const e of r.keys) {
+      tbody.append(entryRow(e.key, e.key_encoding, e.value, e.value_encoding, e.value_bytes, e.value_bytes > STATE_VALUE_BYTES));
+    }
+    if (fresh && !r.keys.length) tbody.append(el("tr", {}, el("td", {colSpan: 3, class: "muted", text: "No keys at this point."})));
+    p.after = r.next_after || "";
+    $("#keys-more").hidden = !r.next_after;
+  } catch (e) {
+    if (state.inspect !== s || s.past !== p) return;
+    $("#past-facts").textContent = "not read";
+    tbody.replaceChildren(el("tr", {}, el("td", {colSpan: 3, class: "error", text: e.message})));
+    $("#keys-more").hidden = true;
+  }
+}
+
+async function restorePoint() {
+  const s = state.inspect;
+  if (!s || !s.past) return;
+  const p = s.past;
+  if (!confirm(`Restore ${actorName(s)} to ${pointLabel(p)}?\n\nIts keys and alarm become that point's, written as a new ` +
+               "batch. The state it has now stays in its history: the answer names the batch that undoes this.")) return;
+  await restore(s, pointQuery(p), pointLabel(p));
+}
+
+// POST .../restore; the answer in the note, with an Undo that restores the batch it names.
+async function restore(s, query, label) {
+  setPointNote("restoring " + actorName(s) + " to " + label + "…");
+  try {
+    const r = await api(`${actorPath(s)}/restore?${query}`, {method: "POST"});
+    if (state.inspect !== s) return;
+    const note = [`Restored to ${r.to ? "batch " + r.to : "the empty state"} (${when(r.to_time_ms)}) by ${r.node}: written as batch `,
+      el("code", {text: r.batch}), ` of generation ${r.generation}.`];
+    if (r.undo) {
+      const undo = el("button", {type: "button", class: "undo", text: "Undo"});
+      undo.addEventListener("click", () => {
+        undo.disabled = true;
+        restore(s, "batch=" + encodeURIComponent(r.undo), "batch " + r.undo + ", its state before");
+      });
+      note.push(" ", undo, el("span", {class: "muted small", text: `restores batch ${r.undo}, the state before`}));
+    }
+    setPointNote(note);
+    s.past = null;
+    await Promise.all([inspect(true), loadHistory()]);
+  } catch (e) {
+    if (state.inspect !== s) return;
+    setPointNote("not restored: " + e.message, true);
+  }
+}
+
+async function forkPoint() {
+  const s = state.inspect;
+  if (!s || !s.past) return;
+  const p = s.past;
+  const to = prompt(`Fork ${actorName(s)} from ${pointLabel(p)}: a new actor of tenant ${s.tenant} with that point's keys ` +
+                    "and alarm (the source is only read). Its name, or CLASS/NAME:", s.name + "-fork");
+  if (to == null || !to.trim()) return;
+  setPointNote("forking " + actorName(s) + " into " + to.trim() + "…");
+  try {
+    const r = await api(`${actorPath(s)}/fork?${pointQuery(p)}&to=${encodeURIComponent(to.trim())}`, {method: "POST"});
+    if (state.inspect !== s) return;
+    const [t, c, ...rest] = r.actor.split("/");
+    const open = el("button", {type: "button", class: "open-fork", text: "Open it"});
+    open.addEventListener("click", () => openActor(t, c, rest.join("/")));
+    setPointNote([`Forked into `, el("code", {text: r.actor}), ` from ${r.from ? "batch " + r.from : "the empty state"} by ${r.node} ` +
+      `(generation ${r.generation}). `, open]);
+    if ($("#class-select").value === t + "/" + c) listActors(true);
+  } catch (e) {
+    if (state.inspect !== s) return;
+    setPointNote("not forked: " + e.message, true);
+  }
+}
+
 async function deleteActor() {
   const s = state.inspect;
   if (!s) return;
@@ -679,6 +987,7 @@ async function deleteActor() {
     $("#entries tbody").replaceChildren();
     $("#messages tbody").replaceChildren();
     $("#messages-facts").textContent = "";
+    if (state.inspect === s) loadHistory();
     listActors(true);
   } catch (e) {
     $("#inspect-facts").textContent = "not deleted: " + e.message;
@@ -735,8 +1044,10 @@ function signOut(message) {
   // Nothing of the last session stays on the page: every table, count and chart goes (the
   // next sign-in may be another tenant's).
   $("#class-select").replaceChildren();
-  document.querySelectorAll("main tbody, .summary, .chart, #inspect-facts, #inspect-name, #list-note, #alarms-updated, #cluster-updated, #bucket-updated, #messages-facts, #messages-note")
+  document.querySelectorAll("main tbody, .summary, .chart, #inspect-facts, #inspect-name, #list-note, #alarms-updated, #cluster-updated, #bucket-updated, #messages-facts, #messages-note, #history-facts, #history-note, #past-facts, #point-note")
     .forEach((e) => e.replaceChildren());
+  $("#past-banner").hidden = true;
+  $("#point-note").hidden = true;
   $("#inspector-body").hidden = true;
   $("#inspector-empty").hidden = false;
   $("#tabs").hidden = true;
@@ -754,11 +1065,22 @@ window.addEventListener("DOMContentLoaded", () => {
   $("#prefix").addEventListener("keydown", (e) => { if (e.key === "Enter") listActors(true); });
   $("#class-select").addEventListener("change", () => listActors(true));
   $("#list-more").addEventListener("click", () => listActors(false));
-  $("#inspect-refresh").addEventListener("click", () => inspect(true));
+  $("#inspect-refresh").addEventListener("click", async () => {
+    const s = state.inspect;
+    if (!s) return;
+    await Promise.all([inspect(true), loadHistory()]);
+  });
   $("#key-prefix").addEventListener("keydown", (e) => { if (e.key === "Enter") inspect(true); });
   $("#format").addEventListener("change", () => inspect(true));
   $("#keys-more").addEventListener("click", () => inspect(false));
   $("#delete-actor").addEventListener("click", deleteActor);
+  $("#history-refresh").addEventListener("click", () => { if (state.inspect) loadHistory(); });
+  $("#history-older").addEventListener("click", olderBatches);
+  $("#history-at-show").addEventListener("click", showTimeChosen);
+  $("#history-at").addEventListener("keydown", (e) => { if (e.key === "Enter") showTimeChosen(); });
+  $("#past-back").addEventListener("click", backToCurrent);
+  $("#past-restore").addEventListener("click", restorePoint);
+  $("#past-fork").addEventListener("click", forkPoint);
   $("#prices").addEventListener("change", renderBucket);
   if (state.token) signIn(state.token);
 });
