@@ -556,6 +556,8 @@ async function listActors(fresh) {
         el("td", {class: "num", text: bytes(a.stored_bytes)}),
         el("td", {class: "small", text: a.alarm_unknown ? "?" : a.alarm_ms == null ? "–" : new Date(a.alarm_ms).toLocaleString("en-GB")}));
       if (a.alarm_entries > 1) tr.lastChild.title = a.alarm_entries + " index entries: the latest set's shown, the others stale";
+      const open = state.inspect;
+      if (open && cls === open.tenant + "/" + open.cls && a.name === open.name) tr.classList.add("selected");
       tr.addEventListener("click", () => {
         document.querySelectorAll("#actors tr.selected").forEach((x) => x.classList.remove("selected"));
         tr.classList.add("selected");
@@ -942,10 +944,12 @@ async function restore(s, query, label) {
         undo.disabled = true;
         restore(s, "batch=" + encodeURIComponent(r.undo), "batch " + r.undo + ", its state before");
       });
-      note.push(" ", undo, el("span", {class: "muted small", text: `restores batch ${r.undo}, the state before`}));
+      note.push(" ", undo, " ", el("span", {class: "muted small", text: `restores batch ${r.undo}, the state before`}));
     }
     setPointNote(note);
     s.past = null;
+    // The listing shows who holds it and its generation: both changed.
+    if ($("#class-select").value === s.tenant + "/" + s.cls) listActors(true);
     await Promise.all([inspect(true), loadHistory()]);
   } catch (e) {
     if (state.inspect !== s) return;
@@ -1046,8 +1050,9 @@ function signOut(message) {
   $("#class-select").replaceChildren();
   document.querySelectorAll("main tbody, .summary, .chart, #inspect-facts, #inspect-name, #list-note, #alarms-updated, #cluster-updated, #bucket-updated, #messages-facts, #messages-note, #history-facts, #history-note, #past-facts, #point-note")
     .forEach((e) => e.replaceChildren());
-  $("#past-banner").hidden = true;
+  showPastView(false);
   $("#point-note").hidden = true;
+  $("#history-older").hidden = true;
   $("#inspector-body").hidden = true;
   $("#inspector-empty").hidden = false;
   $("#tabs").hidden = true;
