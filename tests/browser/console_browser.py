@@ -3,8 +3,9 @@
 Debian's python3-selenium (docs/console.md). tests/cluster/console_test.sh starts three
 nodes and calls this with what it made; this script signs in, checks what the pages show
 (three nodes; one of them killed and seen to change state; an actor's keys; tenant data
-that looks like HTML shown as text; a deletion; an actor's messages, a dead one sent again
-and delivered, another dropped; a tenant seeing its own tenant only),
+that looks like HTML shown as text; a deletion; an actor's history as a timeline, a past
+state opened read-only, a restore to it and its undo, a fork; an actor's messages, a dead
+one sent again and delivered, another dropped; a tenant seeing its own tenant only),
 saves a screenshot of each page, and prints one line per check and 'N passed, N failed'.
 
 The pages re-render their tables every 2 s, so what a check reads is taken in one
@@ -12,7 +13,9 @@ execute_script call (one turn of the page's event loop), never element by elemen
 
 Environment: WK_URL (a node's client API, http://127.0.0.1:PORT), WK_OP_TOKEN,
 WK_TENANT_TOKEN (tenant acme's), WK_KILL_PID (the node to kill), WK_KILL_NODE (its id),
-WK_SHOTS (where screenshots go), WK_HOSTILE_KEY (a key of acme/kv/xss that is HTML).
+WK_SHOTS (where screenshots go), WK_HOSTILE_KEY (a key of acme/kv/xss that is HTML). The
+actor acme/kv/notes has three writes, each its own batch, more than a second apart: color
+red, color green, size large.
 """
 import os
 import signal
@@ -63,9 +66,18 @@ def wait_for(what, seconds):
     return value
 
 
-def shot(driver, name):
+def shot(driver, name, height=None):
+    """Saves the window as SHOTS/name.png; with a height, a taller window for this one (the
+    inspector's history sits below its keys)."""
     path = os.path.join(SHOTS, name + ".png")
-    driver.save_screenshot(path)
+    if height:
+        size = driver.get_window_size()
+        driver.set_window_size(size["width"], height)
+        time.sleep(0.3)
+        driver.save_screenshot(path)
+        driver.set_window_size(size["width"], size["height"])
+    else:
+        driver.save_screenshot(path)
     print("     screenshot " + path, flush=True)
 
 
@@ -149,6 +161,32 @@ def messages(driver):
             for r in rows(driver, "#messages", "data-kind") if r["key"]]
 
 
+def timeline(driver):
+    """The History panel's batches, newest first: [{batch, time_ms, cls, when, gen, changes}]."""
+    return driver.execute_script(
+        """return [...document.querySelectorAll('#timeline tbody tr.batch')].map((tr) => ({
+             batch: tr.dataset.batch, time_ms: Number(tr.dataset.time), cls: tr.className,
+             when: tr.cells[1].innerText, gen: tr.cells[3].innerText, changes: tr.cells[4].innerText}));""")
+
+
+def entry_values(driver):
+    """The keys table as {key: value}."""
+    return {e["key"]: e["cells"][1] for e in entries(driver)}
+
+
+def click_later(driver, selector):
+    """Clicks an element after the script returns (for a button that opens a dialog: see
+    click_dead); True if it was there."""
+    return wait_for(lambda: driver.execute_script(
+        """const b = document.querySelector(arguments[0]);
+           if (b && !b.disabled && b.offsetParent !== null) setTimeout(() => b.click(), 0);
+           return !!b && !b.disabled && b.offsetParent !== null;""", selector), 10)
+
+
+def past_shown(driver):
+    return driver.execute_script("return !document.querySelector('#past-banner').hidden")
+
+
 def click_dead(driver, seq, button):
     """Clicks a dead message's Retry or Drop button, found and clicked in one step. The click
     comes after the script returns: Drop opens a confirmation, and a dialog opened inside a
@@ -157,6 +195,99 @@ def click_dead(driver, seq, button):
         """const b = document.querySelector('#messages tr[data-kind="dead"][data-seq="' + arguments[0] + '"] button.' + arguments[1]);
            if (b) setTimeout(() => b.click(), 0);
            return !!b;""", str(seq), button), 10)
+
+
+def history(driver):
+    """The inspector's History panel (docs/console.md) on acme/kv/notes: its three writes as a
+    timeline, newest first; the state at a chosen time and at a clicked batch, read-only and
+    labelled past; back to the current state; a restore to the first write (confirmed), which
+    changes the current state and names its undo; the undo; a fork into a new actor."""
+    pick_actor(driver, "notes")
+    tl = wait_for(lambda: len(timeline(driver)) == 3 and timeline(driver), 20)
+    check("the History panel shows notes' three writes (%s)" % ([(b["batch"], b["changes"]) for b in tl] if tl else None),
+          bool(tl))
+    if not tl:
+        return
+    newest, middle, first = tl
+    check("newest first, each with its time, batch, generation and keys changed",
+          newest["time_ms"] > middle["time_ms"] > first["time_ms"]
+          and newest["changes"].startswith("1 put") and "size" in newest["changes"]
+          and "color" in middle["changes"] and "color" in first["changes"]
+          and all(b["gen"] == first["gen"] for b in tl) and all(":" in b["when"] for b in tl))
+    facts = text(driver, "#history-facts")
+    check("the panel names the restorable window (%s)" % facts, "restorable from" in facts and "retention 7 days" in facts)
+    check("the current state is marked 'now' and shows the newest values",
+          "selected" in (driver.execute_script("return document.querySelector('#timeline tr[data-batch=now]').className") or "")
+          and entry_values(driver).get("color") == "green" and entry_values(driver).get("size") == "large")
+    shot(driver, "actors-history", 1060)
+
+    # A time chosen between the second write and the third: the state of the second.
+    driver.execute_script(
+        """const d = new Date(arguments[0]), p = (n) => String(n).padStart(2, '0');
+           document.querySelector('#history-at').value = d.getFullYear() + '-' + p(d.getMonth() + 1) + '-' + p(d.getDate()) +
+             'T' + p(d.getHours()) + ':' + p(d.getMinutes()) + ':' + p(d.getSeconds());
+           document.querySelector('#history-at-show').click();""", (middle["time_ms"] // 1000 + 1) * 1000)
+    got = wait_for(lambda: past_shown(driver) and entry_values(driver) == {"color": "green"} and entry_values(driver), 20)
+    banner = text(driver, "#past-banner")
+    check("a chosen time shows the state then, read-only: green, no size yet (%s)" % got, bool(got))
+    check("labelled as a past state, as of the second write's batch (%s)" % banner.replace("\n", " "),
+          "past state" in banner and "read-only" in banner and middle["batch"] in banner)
+    check("its batch is marked in the timeline",
+          bool(wait_for(lambda: "selected" in next((b["cls"] for b in timeline(driver) if b["batch"] == middle["batch"]), ""), 5)))
+    check("a past state cannot be deleted from (no Delete button)",
+          not driver.execute_script("return document.querySelector('#delete-actor').offsetParent !== null"))
+    driver.find_element(By.ID, "past-back").click()
+    check("Back shows the current state again",
+          bool(wait_for(lambda: not past_shown(driver) and entry_values(driver) == {"color": "green", "size": "large"}, 15)))
+
+    # The first write, clicked: the older value.
+    driver.execute_script("document.querySelector('#timeline tr[data-batch=\"' + arguments[0] + '\"]').click()", first["batch"])
+    got = wait_for(lambda: past_shown(driver) and entry_values(driver) == {"color": "red"} and entry_values(driver), 20)
+    check("clicking the first write shows its state: color red (%s)" % got, bool(got))
+    shot(driver, "actors-history-past", 1060)
+
+    # Restore it: asked first, then the current state is the first write's.
+    click_later(driver, "#past-restore")
+    alert = wait_for(lambda: driver.switch_to.alert, 5)
+    check("restoring asks first, naming the actor and the batch",
+          bool(alert) and "notes" in alert.text and first["batch"] in alert.text)
+    if alert:
+        alert.accept()
+    note = wait_for(lambda: "Restored to batch " + first["batch"] in text(driver, "#point-note") and text(driver, "#point-note"), 40)
+    check("the restore's answer is shown, with an Undo (%s)" % (note or "").replace("\n", " "),
+          bool(note) and driver.execute_script("return !!document.querySelector('#point-note button.undo')"))
+    check("the current state is the first write's now: color red, no size",
+          bool(wait_for(lambda: not past_shown(driver) and entry_values(driver) == {"color": "red"}, 20)))
+    tl2 = wait_for(lambda: len(timeline(driver)) == 4 and timeline(driver), 20)
+    check("the restore is a new batch of a new hold in the timeline (%s)" % ([(b["batch"], b["changes"]) for b in tl2] if tl2 else None),
+          bool(tl2) and tl2[0]["gen"] != first["gen"] and "all keys cleared" in tl2[0]["changes"]
+          and driver.execute_script("return document.querySelectorAll('#timeline tr.hold').length") == 1)
+    shot(driver, "actors-history-restored", 1060)
+
+    # Undo: one click restores the batch the answer named (the third write).
+    click_later(driver, "#point-note button.undo")
+    note = wait_for(lambda: "Restored to batch " + newest["batch"] in text(driver, "#point-note") and text(driver, "#point-note"), 40)
+    check("Undo restores the state before (%s)" % (note or "").replace("\n", " "), bool(note))
+    check("and the current state is back: green, large",
+          bool(wait_for(lambda: entry_values(driver) == {"color": "green", "size": "large"}, 20)))
+
+    # Fork the first write into a new actor.
+    driver.execute_script("document.querySelector('#timeline tr[data-batch=\"' + arguments[0] + '\"]').click()", first["batch"])
+    wait_for(lambda: past_shown(driver) and entry_values(driver) == {"color": "red"}, 20)
+    click_later(driver, "#past-fork")
+    prompt = wait_for(lambda: driver.switch_to.alert, 5)
+    check("forking asks for the new actor's name", bool(prompt) and "notes" in prompt.text)
+    if prompt:
+        prompt.send_keys("notes-red")
+        prompt.accept()
+    note = wait_for(lambda: "Forked into acme/kv/notes-red" in text(driver, "#point-note") and text(driver, "#point-note"), 40)
+    check("the fork's answer is shown (%s)" % (note or "").replace("\n", " "), bool(note))
+    driver.execute_script("document.querySelector('#point-note button.open-fork').click()")
+    check("the fork holds the first write's state: color red",
+          bool(wait_for(lambda: text(driver, "#inspect-name") == "acme/kv/notes-red" and not past_shown(driver)
+                        and entry_values(driver) == {"color": "red"}, 20)))
+    check("the fork's history is its one batch",
+          bool(wait_for(lambda: len(timeline(driver)) == 1 and "all keys cleared" in timeline(driver)[0]["changes"], 20)))
 
 
 def run(driver):
@@ -270,6 +401,8 @@ def run(driver):
     pick_actor(driver, "scratch")
     check("the deleted actor has no keys",
           bool(wait_for(lambda: "0 keys" in text(driver, "#inspect-facts") and not entries(driver), 15)))
+
+    history(driver)
 
     # An actor's messages (docs/messages.md): the room's post to ann and bob was parked dead
     # (no inbox class then; console_test.sh deployed it since). Retry sends ann's again under

@@ -2,7 +2,8 @@
 # The console in a real browser (docs/console.md): three `wasmkeep serve` processes on
 # 127.0.0.1, an operator token and a tenant, a little traffic; then headless Chromium signs
 # in, sees the three nodes, sees one of them killed change state, opens an actor and sees
-# its keys, and an actor's dead messages sent again and dropped
+# its keys, an actor's history, a past state, a restore, its undo and a fork, and an actor's
+# dead messages sent again and dropped
 # (tests/browser/console_browser.py), saving a screenshot of each page in SHOTS_DIR.
 #
 #   console_test.sh WASMKEEP_BINARY BACKEND ACTORS_DIR SHOTS_DIR      BACKEND: file | s3
@@ -59,6 +60,14 @@ until_ok 10 1 PUT "acme/kv/xss/$hostile_key" "$TOKEN" --data-binary '<script>win
 check "an actor with an HTML key and value is stored" \
   '[ "$(req 1 GET "acme/kv/xss/$hostile_key")" = "200 <script>window.__pwned=2</script>" ]'
 until_ok 10 2 PUT acme/kv/scratch/k "$TOKEN" --data-binary 'to be deleted' >/dev/null
+# An actor's history for the inspector's History panel (docs/storage.md, "History and
+# point-in-time restore"): three writes, each its own batch, more than a second apart (the
+# browser picks a whole second between two of them).
+until_ok 10 1 PUT acme/kv/notes/color "$TOKEN" --data-binary red >/dev/null
+sleep 1.2
+until_ok 10 1 PUT acme/kv/notes/color "$TOKEN" --data-binary green >/dev/null
+sleep 1.2
+until_ok 10 1 PUT acme/kv/notes/size "$TOKEN" --data-binary large >/dev/null
 until_ok 10 1 PUT globex/secrets/vault/k "$GLOBEX" --data-binary 'globex only' >/dev/null
 # Alarms for the alarms page: reminders coming in a few minutes, one alarm whose handler
 # keeps failing (retried with back-off, so late meanwhile), and another tenant's.
