@@ -4,12 +4,13 @@
 # replica on the same two backends; then the micro-benchmarks; then WasmKeep against
 # workerd over HTTP (bench/http_bench.sh); opt-in, tenants side by side
 # (bench/tenant_isolation_bench.py: alarm storms and idempotency keys) and messages between
-# actors (bench/messages_bench.sh). Prints figures;
+# actors (bench/messages_bench.sh) and the point-in-time history (bench/history_bench.cc).
+# Prints figures;
 # record them in docs/benchmarks.md with the setup line this prints.
 #   scripts/bench.sh [SECONDS_PER_CASE]
 #
 # Environment:
-#   WASMKEEP_BENCHES     which to run, of: store replica micro actor http move tenants messages (default:
+#   WASMKEEP_BENCHES     which to run, of: store replica micro actor http move tenants messages history (default:
 #                        the first five; http always uses the release preset and installs
 #                        wrk and workerd from apt/npm, about 9 minutes at 10 s per run;
 #                        move is opt-in: bench/move_bench.sh, 100 moves under load on
@@ -19,7 +20,10 @@
 #                        (at least 15 s), about 5 minutes; messages is opt-in:
 #                        bench/messages_bench.sh, two nodes on sqlite://, messages on one
 #                        node and across two, bucket requests per message, and
-#                        Idempotency-Key against none, about 2 minutes)
+#                        Idempotency-Key against none, about 2 minutes; history is opt-in:
+#                        100,000 batches of one actor with retention and again without, on
+#                        sqlite://, file:// and the RGW, restores of points and listings of
+#                        its history, the bucket bytes per written MiB, about 15 minutes)
 #   WASMKEEP_BENCH_BUILD build directory (default build/release, the release preset; any
 #                        other is configured RelWithDebInfo without the tests)
 #   WASMKEEP_S3_ENDPOINT (with WASMKEEP_S3_BUCKET, WASMKEEP_S3_REGION, AWS_*): an S3 server
@@ -34,7 +38,7 @@ wants() { [[ $benches == *" $1 "* ]]; }
 
 ./scripts/install-deps.sh
 targets=()
-for b in store replica micro actor; do wants "$b" && targets+=("${b}_bench"); done
+for b in store replica micro actor history; do wants "$b" && targets+=("${b}_bench"); done
 if [ "$build" = build/release ]; then
   cmake --preset release >/dev/null
 else
@@ -46,7 +50,7 @@ if ((${#targets[@]})); then cmake --build "$build" --target "${targets[@]}"; fi
 rgw_dir=$(mktemp -d /tmp/wasmkeep-rgw.XXXXXX)
 data_dir=$(mktemp -d "$PWD/build/bench-data.XXXXXX")
 trap './scripts/rgw.sh stop "$rgw_dir" >/dev/null 2>&1 || true; rm -rf "$rgw_dir" "$data_dir"' EXIT
-if [ -z "${WASMKEEP_S3_ENDPOINT:-}" ] && [ "${WASMKEEP_SKIP_RGW:-0}" != 1 ] && { wants store || wants replica || wants move; }; then
+if [ -z "${WASMKEEP_S3_ENDPOINT:-}" ] && [ "${WASMKEEP_SKIP_RGW:-0}" != 1 ] && { wants store || wants replica || wants move || wants history; }; then
   ./scripts/rgw.sh start "$rgw_dir" >/dev/null
   # shellcheck disable=SC1091
   source "$rgw_dir/env"
@@ -64,6 +68,7 @@ echo "disk under file://: $(df -h "$data_dir" | awk 'NR==2{print $1" ("$2")"}');
 if wants store; then "./$build/bench/store_bench" --seconds "$seconds" "${urls[@]}" mem://; fi
 if wants replica; then "./$build/bench/replica_bench" --seconds "$seconds" "${urls[@]}"; fi
 if wants micro; then "./$build/bench/micro_bench" --benchmark_min_time=0.2; fi
+if wants history; then "./$build/bench/history_bench" "sqlite://$data_dir/history-sqlite" "${urls[@]}"; fi
 if wants actor; then "./$build/bench/actor_bench" --benchmark_min_time=0.2; fi
 if wants http; then ./bench/http_bench.sh "$seconds"; fi
 if wants tenants; then
