@@ -688,6 +688,7 @@ function openActor(tenant, cls, name) {
   state.inspect = {tenant, cls, name, afterHex: "", history: null, limit: HISTORY_PAGE, past: null};
   setPointNote(null);
   $("#history-note").textContent = "";
+  $("#history-at").value = "";
   inspect(true);
   loadHistory();
 }

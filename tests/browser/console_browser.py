@@ -66,13 +66,14 @@ def wait_for(what, seconds):
     return value
 
 
-def shot(driver, name, height=None):
-    """Saves the window as SHOTS/name.png; with a height, a taller window for this one (the
-    inspector's history sits below its keys)."""
+def shot(driver, name, whole=False):
+    """Saves the window as SHOTS/name.png; whole: the window made as tall as the page for
+    this one (at most 1,600 pixels: the inspector's history and messages sit below its keys)."""
     path = os.path.join(SHOTS, name + ".png")
-    if height:
+    if whole:
         size = driver.get_window_size()
-        driver.set_window_size(size["width"], height)
+        page, inner = driver.execute_script("return [document.documentElement.scrollHeight, window.innerHeight]")
+        driver.set_window_size(size["width"], min(1600, max(size["height"], page + size["height"] - inner)))
         time.sleep(0.3)
         driver.save_screenshot(path)
         driver.set_window_size(size["width"], size["height"])
@@ -219,7 +220,7 @@ def history(driver):
     check("the current state is marked 'now' and shows the newest values",
           "selected" in (driver.execute_script("return document.querySelector('#timeline tr[data-batch=now]').className") or "")
           and entry_values(driver).get("color") == "green" and entry_values(driver).get("size") == "large")
-    shot(driver, "actors-history", 1060)
+    shot(driver, "actors-history", whole=True)
 
     # A time chosen between the second write and the third: the state of the second.
     driver.execute_script(
@@ -244,7 +245,7 @@ def history(driver):
     driver.execute_script("document.querySelector('#timeline tr[data-batch=\"' + arguments[0] + '\"]').click()", first["batch"])
     got = wait_for(lambda: past_shown(driver) and entry_values(driver) == {"color": "red"} and entry_values(driver), 20)
     check("clicking the first write shows its state: color red (%s)" % got, bool(got))
-    shot(driver, "actors-history-past", 1060)
+    shot(driver, "actors-history-past", whole=True)
 
     # Restore it: asked first, then the current state is the first write's.
     click_later(driver, "#past-restore")
@@ -262,7 +263,7 @@ def history(driver):
     check("the restore is a new batch of a new hold in the timeline (%s)" % ([(b["batch"], b["changes"]) for b in tl2] if tl2 else None),
           bool(tl2) and tl2[0]["gen"] != first["gen"] and "all keys cleared" in tl2[0]["changes"]
           and driver.execute_script("return document.querySelectorAll('#timeline tr.hold').length") == 1)
-    shot(driver, "actors-history-restored", 1060)
+    shot(driver, "actors-history-restored", whole=True)
 
     # Undo: one click restores the batch the answer named (the third write).
     click_later(driver, "#point-note button.undo")
@@ -418,7 +419,7 @@ def run(driver):
     check("each dead message has a Retry and a Drop button",
           driver.execute_script("return document.querySelectorAll('#messages tr[data-kind=dead] button.retry').length") == 2
           and driver.execute_script("return document.querySelectorAll('#messages tr[data-kind=dead] button.drop').length") == 2)
-    shot(driver, "actors-messages")
+    shot(driver, "actors-messages", whole=True)
     check("a dead message's Retry is clicked", bool(click_dead(driver, 1, "retry")))
     note = wait_for(lambda: "sent again as message 3" in text(driver, "#messages-note") and text(driver, "#messages-note"), 20)
     check("Retry sends it again under a new number (%s)" % note, bool(note))
