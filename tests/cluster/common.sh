@@ -15,7 +15,8 @@ cleanup() {
 trap cleanup EXIT
 passed=0
 failed=0
-check() { if eval "$2"; then echo "ok   $1"; passed=$((passed + 1)); else echo "FAIL $1"; failed=$((failed + 1)); fi; }
+# check TITLE COMMAND: one line, ok or FAIL; returns 1 on a failure (so a test can print what it saw).
+check() { if eval "$2"; then echo "ok   $1"; passed=$((passed + 1)); else echo "FAIL $1"; failed=$((failed + 1)); return 1; fi; }
 finish() {
   echo "$passed passed, $failed failed"
   [ "$failed" -eq 0 ]
