@@ -1,7 +1,6 @@
 #include "server/actor_admin.h"
 
 #include <algorithm>
-#include <array>
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
