@@ -18,6 +18,11 @@
 // after every event that no two nodes act for one actor (checker 8), that every
 // acquisition writes a generation above the last (9), and that a drain reports drained
 // only when no record names its process (10). See docs/simulation.md, "move".
+//
+// With restores (the `routing` scenario only: the move scenario's history is unchanged),
+// retention is on and an operator restores two list actors of its own and forks them
+// through the nodes' OwnerChanges (history_operators.h), with checkers 8-9 and H1-H4
+// (docs/simulation.md, "History: restores and forks").
 #include <optional>
 #include <string>
 
