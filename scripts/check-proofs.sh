@@ -142,6 +142,12 @@ restore follows the owner fences|restore-ignores-fence|gtest|replica:ReplicaTest
 restore follows the owner fences (simulator)|restore-ignores-fence|sim|storage|
 GC never deletes the chain|gc-deletes-chain|gtest|replica:GcTest.CoveredSegmentsAndOlderSnapshotsGoTheFenceAndTheTailStay|
 GC never deletes the chain (simulator)|gc-deletes-chain|sim|storage|
+history: GC keeps what the retention window needs (simulator)|gc-ignores-retention|sim|storage|
+history: GC keeps what the retention window needs (routing)|gc-ignores-retention|sim|routing|
+history: a restore writes under a hold of its own (simulator)|restore-without-acquire|sim|storage|
+history: a restore writes under a hold of its own (routing)|restore-without-acquire|sim|routing|
+history: the history follows the owner fences (simulator)|history-ignores-fence|sim|storage|
+history: the history follows the owner fences (routing)|history-ignores-fence|sim|routing|
 alarms: the segment setting an alarm waits for its index entry|segment-before-entry|gtest|alarms:AlarmIndexTest.TheSegmentSettingAnAlarmLandsOnlyAfterItsEntry|
 alarms: the segment setting an alarm waits for its index entry (simulator)|segment-before-entry|sim|alarms|
 alarms: an earlier hold's entry goes only once this hold's fence landed|earlier-entries-before-fence|gtest|alarms:AlarmIndexTest.AnEarlierHoldsEntryGoesOnlyOnceThisHoldsFenceLanded|

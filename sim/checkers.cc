@@ -37,6 +37,26 @@ void Checkers::OnSend(int number, const std::string& key, const std::string& bod
   if (p.end && p.end->reason != LeaseEndReason::kStopped) {
     w_.Violation("p" + std::to_string(number) + " sent a write to " + key + " after its lease was lost");
   }
+  // H4. Only a holder writes an actor's log: a segment of generation g is sent by a process
+  // whose hold of the actor at g is valid (a restore or fork writes under a hold of its own).
+  if (options_.holders && key.starts_with(replica::kWalPrefix) && p.node) {
+    const std::size_t slash = key.rfind('/');
+    const std::string path = key.substr(replica::kWalPrefix.size(), slash - replica::kWalPrefix.size());
+    const std::size_t a = path.find('/');
+    const std::size_t b = a == std::string::npos ? a : path.find('/', a + 1);
+    auto position = replica::ParseKeyPosition(key.substr(0, slash + 1), key);
+    if (b != std::string::npos && position.ok()) {
+      const ActorId actor{path.substr(0, a), path.substr(a + 1, b - a - 1), path.substr(b + 1)};
+      const HoldView hold = p.node->owners().Find(actor);
+      if (hold.generation() != position->generation || !hold.IsValid()) {
+        w_.Violation("H4: p" + std::to_string(number) + " sent " + key + " without a valid hold of " + actor.name +
+                     " at generation " + std::to_string(position->generation.value) +
+                     (hold.empty() ? " (it holds none)"
+                                   : " (its hold: generation " + std::to_string(hold.generation().value) +
+                                         (hold.IsValid() ? ", valid)" : ", not valid)")));
+      }
+    }
+  }
   auto obj = DecodeNodeObject(body);
   if (!obj.ok() || !std::holds_alternative<NodeRecord>(*obj)) return;
   const auto& r = std::get<NodeRecord>(*obj);

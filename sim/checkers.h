@@ -7,6 +7,8 @@
 //   storage    11 no acknowledged write lost, history in order, 12 nothing applied twice,
 //              13 consistent state (11-13 in storage_history.h), 14 no restore fails for
 //              good, 15 garbage collection stays in the log, 16 the final audit
+//   history    H2 (storage: 11 after an acknowledged restore, storage_history.h) and H4 only
+//              a holder writes an actor's log (H1 and H3: history_model.h, history_operators.h)
 //
 // They see what the world's hooks report (sends, landings, drains, acknowledgements,
 // restores) and the nodes' own state after every event; each breach is a
@@ -30,6 +32,9 @@ struct CheckerOptions {
   bool leases = true;   // 1-7 (all but the serving scenarios, which judge their clients' view)
   bool owners = false;  // 8 (the ownership, storage and move scenarios)
   bool logs = false;    // the storage checkers' landing counts (storage scenario)
+  // H4: every segment of an actor's log is sent by a process holding the actor, valid, at the
+  // segment's generation (the scenarios with restores and forks).
+  bool holders = false;
 };
 
 class Checkers {
@@ -60,6 +65,14 @@ class Checkers {
   void CheckRestore(const std::string& who, const ActorId& actor, const State& state);
   // A replica sent a delete: 15.
   void OnReplicaDelete(int number, const std::string& key);
+  // ---- restores and forks (H2 in the storage scenario: StorageHistory)
+  void OnReplacementLanded(const ActorId& actor, const std::string& log) {
+    history_.OnReplacementLanded(actor.ToString(), log);
+  }
+  void OnReplacementAcknowledged(const ActorId& actor, const std::string& log, std::uint64_t issued_at) {
+    history_.OnReplacementAcknowledged(actor.ToString(), log, issued_at);
+  }
+  std::uint64_t acks() const { return history_.acks(); }
   // After the run: 16.
   void FinalAudit();
 

@@ -15,6 +15,9 @@
 //     alarm runs through the nodes' real quarantine, with checkers Q1-Q2;
 //   - old-format objects (old_formats.h): old heartbeats, an actor whose record names one,
 //     an actor under a live old per-actor lease, with checkers O1-O3;
+//   - restores and forks (history_operators.h): an operator restoring 2 list actors of its
+//     own (written by its own client) to points of their history and forking them, through
+//     the nodes' OwnerChanges, with retention on, and checkers H1-H4;
 //   - checkers 1-7 of the node leases (off in the other serving scenarios) and 8-10
 //     (checkers.h) on every actor, list and alarm ones alike.
 // Faults: the serving profile (faults.h): kill -9, nodes frozen past their lease, partitions
@@ -27,6 +30,8 @@
 #include "alarm_clients.h"
 #include "checkers.h"
 #include "faults.h"
+#include "history_model.h"
+#include "history_operators.h"
 #include "list_clients.h"
 #include "message_clients.h"
 #include "old_formats.h"
@@ -54,6 +59,7 @@ std::vector<ActorId> NamedActors() {
   for (ActorId& a : PoisonClients::Actors(PoisonClientsOptions{})) actors.push_back(std::move(a));
   for (ActorId& a : OldFormats::Actors()) actors.push_back(std::move(a));
   for (int i = 0; i < kMailActors; ++i) actors.push_back(ActorId{"t", "mail", "m" + std::to_string(i)});
+  for (ActorId& a : HistoryActors(std::string(kListClass))) actors.push_back(std::move(a));
   return actors;
 }
 
@@ -85,13 +91,22 @@ class CombinedSim {
                                   .clients_for = seconds(150), .keyed_share = 0.5}),
         old_formats_(world_, cluster_),
         messages_(world_, cluster_, MessageClientsOptions{.actors = kMailActors, .clients = 2}),
-        checkers_(world_, CheckerOptions{.leases = true, .owners = true}),
-        operators_(world_, faults_, checkers_, OperatorOptions{.moves = true, .drains = false, .bucket = true}) {
+        checkers_(world_, CheckerOptions{.leases = true, .owners = true, .holders = true}),
+        operators_(world_, faults_, checkers_, OperatorOptions{.moves = true, .drains = false, .bucket = true}),
+        model_(world_, "list", &ListState),
+        history_(world_, model_,
+                 HistoryOperatorsOptions{.actors = RestoreActors(std::string(kListClass)),
+                                         .fork_targets = ForkTargets(std::string(kListClass)),
+                                         .retention = cluster_.options().replica.retention.all,
+                                         .cluster = &cluster_,
+                                         .clients_for = seconds(150)}) {
+    for (const ActorId& a : HistoryActors(std::string(kListClass))) model_.Watch(a);
     world_.hooks.on_landed = [this](const std::string& key, const std::string& body) {
       checkers_.OnLanded(key, body);
       alarms_.OnLanded(key, body);
       poison_.OnLanded(key, body);
       old_formats_.OnLanded(key, body);
+      model_.OnLanded(key, body);
     };
     world_.hooks.on_delete = [this](int number, const std::string& key) { alarms_.OnDelete(number, key); };
     world_.hooks.on_send = [this](int number, const std::string& key, const std::string& body) {
@@ -114,6 +129,7 @@ class CombinedSim {
       messages_.Start();
       faults_.ScheduleChaos();
       operators_.Start();
+      history_.Start();
     };
     stages.heal = [this] {
       faults_.Heal();
@@ -127,6 +143,7 @@ class CombinedSim {
       alarms_.FinalChecks();
       old_formats_.FinalChecks();
       messages_.FinalChecks();
+      history_.FinalChecks();
     };
     return world_.Run(stages);
   }
@@ -152,6 +169,7 @@ class CombinedSim {
     // count) meet drains, moves, alarms, outboxes and kills (docs/node-lease.md, "Sleeping
     // holds").
     o.sleep = SleepPolicy{milliseconds(world_.Uniform(2000, 40000)), static_cast<std::size_t>(world_.Uniform(2, 12))};
+    DrawRetention(world_, o.replica);
     return o;
   }
 
@@ -165,6 +183,8 @@ class CombinedSim {
   MessageClients messages_;
   Checkers checkers_;
   Operators operators_;
+  HistoryModel model_;
+  HistoryOperators history_;
 };
 
 }  // namespace

@@ -162,6 +162,11 @@ int main(int argc, char** argv) {
       total.message_acked_sends += r.message_acked_sends;
       total.message_applied += r.message_applied;
       total.quarantines += r.quarantines;
+      total.history_changes += r.history_changes;
+      total.history_restores += r.history_restores;
+      total.history_forks += r.history_forks;
+      total.history_reads += r.history_reads;
+      total.history_judged_reads += r.history_judged_reads;
       if (!r.ok) {
         failed_seed = seed;
         failure = std::move(r);
@@ -247,6 +252,14 @@ int main(int argc, char** argv) {
       std::printf("  messages: %llu sends asked (%llu acknowledged), %llu messages applied in the durable states\n",
                   static_cast<ull>(total.message_sends), static_cast<ull>(total.message_acked_sends),
                   static_cast<ull>(total.message_applied));
+    }
+    if (total.history_changes > 0) {
+      using ull = unsigned long long;
+      std::printf("  history: %llu restores and forks asked, %llu restores and %llu forks made, %llu history reads, "
+                  "%llu reads judged after restores\n",
+                  static_cast<ull>(total.history_changes), static_cast<ull>(total.history_restores),
+                  static_cast<ull>(total.history_forks), static_cast<ull>(total.history_reads),
+                  static_cast<ull>(total.history_judged_reads));
     }
     if (failed_seed != 0) {
       std::printf("FAILED at seed %llu (replay: wasmkeep-sim --scenario %s --first-seed %llu --seeds 1%s)\n",

@@ -101,6 +101,12 @@ struct RunResult {
   std::uint64_t poison_arms = 0;   // alarm sets sent to poison actors
   std::uint64_t poison_hits = 0;   // poisoned requests sent
   std::uint64_t quarantines = 0;   // quarantine records that landed quarantining an actor
+  // restores and forks (history_operators.h)
+  std::uint64_t history_changes = 0;       // restores and forks asked
+  std::uint64_t history_restores = 0;      // restores made
+  std::uint64_t history_forks = 0;         // forks made
+  std::uint64_t history_reads = 0;         // sampled history and state reads answered (H3)
+  std::uint64_t history_judged_reads = 0;  // restore actors' reads judged by H2 (serving)
   // messages between actors (message_clients.h)
   std::uint64_t message_sends = 0;        // sends clients asked for
   std::uint64_t message_acked_sends = 0;  // answered 200

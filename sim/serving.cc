@@ -11,6 +11,7 @@
 #include "replica/provider.h"
 #include "routing/forwarder.h"
 #include "routing/front.h"
+#include "routing/owner_changes.h"
 #include "routing/quarantine_hold_source.h"
 #include "store/store_wrapper.h"
 
@@ -140,6 +141,7 @@ struct ServingCluster::Parts final : ProcessParts {
   std::unique_ptr<ObservedHolds> observed_holds;
   std::unique_ptr<control::QuarantineCache> quarantine;
   std::unique_ptr<QuarantineHoldSource> quarantine_holds;
+  std::unique_ptr<DeletionGuard> guard;  // on top of the hold sources, as on a real node
   std::unique_ptr<control::QuarantineStrikes> strikes;
   std::unique_ptr<replica::ReplicaProvider> provider;
   std::unique_ptr<Forwarder> forwarder;
@@ -149,6 +151,7 @@ struct ServingCluster::Parts final : ProcessParts {
   std::unique_ptr<alarms::AlarmService> service;
   std::unique_ptr<alarms::ShardScanner> scanner;
   std::unique_ptr<MessageDelivery> messages;  // after front and host: gone first
+  std::unique_ptr<OwnerChanges> changes;      // restores and forks (history_operators.h)
 };
 
 ServingCluster::ServingCluster(World& world, Faults& faults, ServingOptions options)
@@ -209,6 +212,9 @@ void ServingCluster::Build(Process& p) {
       strikes->Strike(id, std::move(reason), false);
     };
   }
+  // The guard an owner's change (a restore, a fork) blocks starts with, as ActorHost's.
+  raw->guard = std::make_unique<DeletionGuard>(*holds);
+  holds = raw->guard.get();
   replica::Replica::Deps deps{*env, store, [env](std::function<void()> fn) { env->Post(std::move(fn)); }, nullptr,
                               broken, raw->index.get()};
   raw->provider =
@@ -275,6 +281,10 @@ void ServingCluster::Build(Process& p) {
         *options_.messages, broken);
     raw->host->SetOutboxListener([messages = raw->messages.get()](const ActorId& sender) { messages->Kick(sender); });
   }
+  raw->changes = std::make_unique<OwnerChanges>(OwnerChangesDeps{*env, store, owners, *raw->host, *raw->provider,
+                                                                   *raw->guard, p.node_id, options_.replica.retention,
+                                                                   broken});
+  p.changes = raw->changes.get();
   Front* front = raw->front.get();
   network_.Listen(AddressOf(p.slot), p.node_id, env,
                   [front](ServerRequest r) { return front->Handle(std::move(r), Via::kClient); });

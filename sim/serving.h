@@ -6,7 +6,9 @@
 // the real Front on two listeners (the client API and the peer listener its node record
 // names), the hand-over host, with alarms the real AlarmIndex, AlarmService and
 // ShardScanner, with messages the real MessageDelivery, and with quarantine the real QuarantineCache, QuarantineStrikes and
-// QuarantineHoldSource. Clients send from an Env of their own, never frozen or cut.
+// QuarantineHoldSource; and the owner's changes a node makes for an operator (restores and
+// forks: routing/owner_changes.h, over the DeletionGuard every start passes, as on a real
+// node; Process::changes). Clients send from an Env of their own, never frozen or cut.
 //
 // The faults are the Faults' serving profile (faults.h); the scenario adds its workload
 // and checkers. Nothing here draws from the world's random source.
@@ -89,6 +91,7 @@ class ServingCluster {
   Task<Result<ServerResponse>> Send(int slot, ServerRequest request);
 
   SimEnv& client_env() { return client_env_; }
+  const ServingOptions& options() const { return options_; }
 
  private:
   struct Parts;

@@ -149,6 +149,10 @@ TEST(SimTest, StorageSeedsExerciseTheFaults) {
       << "no upload completed after its hold ended: the scenario is too gentle";
   EXPECT_GT(Total(runs, &RunResult::off_chain_segments), 0u) << "no segment landed after the next owner restored";
   EXPECT_GT(Total(runs, &RunResult::replica_failures), 0u);
+  // The operator's restores and forks (docs/simulation.md, "History: restores and forks").
+  EXPECT_GT(Total(runs, &RunResult::history_restores), 0u) << "no restore was made";
+  EXPECT_GT(Total(runs, &RunResult::history_forks), 0u) << "no fork was made";
+  EXPECT_GT(Total(runs, &RunResult::history_reads), 0u);
 }
 
 // A limit of the node lease, staged (docs/node-lease.md, "When to fence"): the
@@ -229,6 +233,29 @@ TEST(StorageHistoryTest, CatchesLostReorderedAndDuplicatedWrites) {
   EXPECT_EQ(h.acknowledged("a"), "w1,w2,w5");
   EXPECT_EQ(StorageHistory::SplitLog("w1,w2"), (std::vector<std::string>{"w1", "w2"}));
   EXPECT_TRUE(StorageHistory::SplitLog("").empty());
+}
+
+// H2 in the storage scenario: a restore's point becomes the history, what it removed never
+// comes back, and a restore whose answer was lost may have taken effect.
+TEST(StorageHistoryTest, ARestoreIsTheNewHistoryAndWhatItRemovedNeverComesBack) {
+  StorageHistory h;
+  EXPECT_TRUE(h.OnAcknowledged("a", "w1,w2,w3").empty());
+  const std::uint64_t asked = h.acks();
+  h.OnReplacementLanded("a", "w1");
+  h.OnReplacementAcknowledged("a", "w1", asked);  // restored to the point after w1
+  EXPECT_EQ(h.acknowledged("a"), "w1");
+  EXPECT_TRUE(h.OnAcknowledged("a", "w1,w4").empty());
+  EXPECT_FALSE(h.OnRestored("a", "w1", {"w1"}).empty());                            // w4 lost
+  EXPECT_FALSE(h.OnRestored("a", "w1,w2,w3,w4", {"w1", "w2", "w3", "w4"}).empty());  // w2, w3 came back
+  EXPECT_FALSE(h.OnAcknowledged("a", "w1,w2,w3,w5").empty());  // the restore did not take effect
+  // A second restore, to the point after w2, whose answer is lost: a later log may extend it.
+  StorageHistory g;
+  EXPECT_TRUE(g.OnAcknowledged("b", "w1,w2,w3").empty());
+  g.OnReplacementLanded("b", "w1");
+  g.OnReplacementAcknowledged("b", "w1", g.acks());
+  g.OnReplacementLanded("b", "w1,w2");
+  EXPECT_TRUE(g.OnAcknowledged("b", "w1,w2,w6").empty());
+  EXPECT_TRUE(g.OnRestored("b", "w1,w2,w6", {"w1", "w2", "w6"}).empty());
 }
 
 }  // namespace

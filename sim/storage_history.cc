@@ -34,6 +34,37 @@ const std::string& StorageHistory::acknowledged(const std::string& actor) const 
   return it == acknowledged_.end() ? kEmpty : it->second.log;
 }
 
+namespace {
+
+bool Extends(const std::string& log, const std::string& base) {
+  return base.empty() || log == base || (log.size() > base.size() && log.starts_with(base) && log[base.size()] == ',');
+}
+
+}  // namespace
+
+void StorageHistory::OnReplacementLanded(const std::string& actor, const std::string& log) {
+  acknowledged_[actor].replacements.push_back(log);
+}
+
+void StorageHistory::OnReplacementAcknowledged(const std::string& actor, const std::string& log,
+                                               std::uint64_t issued_at) {
+  Acknowledged& acked = acknowledged_[actor];
+  const std::vector<std::string> ids = SplitLog(log);
+  const std::set<std::string> kept(ids.begin(), ids.end());
+  // Every write acknowledged before the change was asked for came before its batch: gone
+  // unless the point holds it.
+  acked.wiped.clear();
+  for (const auto& [id, at] : acked.first_acked) {
+    if (at <= issued_at && !kept.count(id)) acked.wiped.insert(id);
+  }
+  // A write acknowledged since (on the replaced state) already stands for the history.
+  if (acked.acked_at > issued_at && Extends(acked.log, log)) return;
+  acked.log = log;
+  acked.ids = kept;
+  acked.acked_at = acks_;
+  acked.replacements.clear();
+}
+
 std::vector<std::string> StorageHistory::CheckExtends(const std::string& actor, const std::string& log) const {
   std::vector<std::string> out;
   const std::vector<std::string> ids = SplitLog(log);
@@ -42,6 +73,13 @@ std::vector<std::string> StorageHistory::CheckExtends(const std::string& actor, 
   for (const auto& id : ids) {
     if (!seen.insert(id).second) out.push_back("write " + id + " applied twice in " + Show(ids));
   }
+  auto it = acknowledged_.find(actor);
+  // A replacement that landed since the acknowledgement may have taken effect.
+  if (it != acknowledged_.end()) {
+    for (const std::string& r : it->second.replacements) {
+      if (Extends(log, r)) return out;
+    }
+  }
   std::size_t common = 0;
   while (common < acked.size() && common < ids.size() && acked[common] == ids[common]) ++common;
   if (common < acked.size()) {
@@ -49,27 +87,51 @@ std::vector<std::string> StorageHistory::CheckExtends(const std::string& actor, 
     out.push_back("acknowledged history " + Show(acked) + " is not a prefix of " + Show(ids) + ": acknowledged " +
                   Show(missing) + " lost or out of order");
   }
+  if (it != acknowledged_.end()) {
+    std::vector<std::string> back;
+    for (const auto& id : ids)
+      if (it->second.wiped.count(id)) back.push_back(id);
+    if (!back.empty()) {
+      out.push_back("H2: " + Show(back) + ", acknowledged before the last acknowledged restore and not in its point, " +
+                    "are in " + Show(ids) + ": the restore did not take effect");
+    }
+  }
   return out;
 }
 
 std::vector<std::string> StorageHistory::OnAcknowledged(const std::string& actor, const std::string& log) {
   Acknowledged& acked = acknowledged_[actor];
+  const std::uint64_t at = ++acks_;
   // The common case, in time linear in the new ids: log extends the acknowledged one.
-  const bool extends = acked.log.empty() || log == acked.log ||
-                       (log.size() > acked.log.size() && log.starts_with(acked.log) && log[acked.log.size()] == ',');
-  if (extends) {
-    std::vector<std::string> out;
+  if (Extends(log, acked.log)) {
     const std::size_t from = acked.log.empty() ? 0 : std::min(log.size(), acked.log.size() + 1);
-    for (auto& id : SplitLog(std::string_view(log).substr(from))) {
-      if (!acked.ids.insert(id).second) out.push_back("write " + id + " applied twice in " + Show(SplitLog(log)));
+    const std::vector<std::string> added = SplitLog(std::string_view(log).substr(from));
+    bool wiped = false;
+    for (const auto& id : added) wiped = wiped || acked.wiped.count(id) > 0;
+    if (!wiped) {
+      acked.replacements.clear();
+      std::vector<std::string> out;
+      for (auto& id : added) {
+        if (!acked.ids.insert(id).second) out.push_back("write " + id + " applied twice in " + Show(SplitLog(log)));
+        acked.first_acked.emplace(id, at);
+      }
+      acked.log = log;
+      acked.acked_at = at;
+      return out;
     }
-    acked.log = log;
-    return out;
   }
   std::vector<std::string> out = CheckExtends(actor, log);
   const std::vector<std::string> ids = SplitLog(log);
+  for (const std::string& r : acked.replacements) {
+    if (!Extends(log, r)) continue;
+    // A restore whose answer never came took effect: what its point holds is history again.
+    for (const auto& id : SplitLog(r)) acked.wiped.erase(id);
+  }
+  for (const auto& id : ids) acked.first_acked.emplace(id, at);
   acked.log = log;
   acked.ids = std::set<std::string>(ids.begin(), ids.end());
+  acked.acked_at = at;
+  acked.replacements.clear();
   return out;
 }
 

@@ -11,9 +11,19 @@
 // wakes it and continues its log, docs/node-lease.md "Sleeping holds"), or it keeps writing
 // until the hold ends (the lost-lease cut), or the replica fails (release if still valid,
 // else drop), or the process dies under it.
+//
+// With retention on, an operator (history_operators.h) restores the actors to points of
+// their history and forks them to fresh names during the chaos, through each process's own
+// OwnerChanges (StorageParts: as a node has them), which takes the actor from its worker
+// (StorageResidents) and holds it through the deletion guard the workers honour; checkers
+// H1-H4 (history_model.h, storage_history.h, checkers.h) judge them.
 #include "checkers.h"
 #include "faults.h"
+#include "history_model.h"
+#include "history_operators.h"
+#include "replica/provider.h"
 #include "replica/replica.h"
+#include "routing/owner_changes.h"
 #include "scenario.h"
 #include "storage_history.h"
 #include "world.h"
@@ -25,6 +35,57 @@ namespace {
 constexpr int kStorageActors = 3;
 constexpr int kWorkers = 2;  // concurrent workers per process
 
+// The storage scenario's state of a log: "log" and an "e/<id>" per id (storage_history.h).
+ModelState LogState(const std::string& log) {
+  ModelState s;
+  if (log.empty()) return s;
+  s["log"] = log;
+  for (const std::string& id : StorageHistory::SplitLog(log)) s["e/" + id] = "";
+  return s;
+}
+
+// What the owner's changes see of a process's actors in memory: those a worker of its uses
+// (in_use: from the choice of the actor to the end of its use). Unload asks that worker to
+// stop: it closes the replica and releases (or drops) the hold, as the runtime's hibernation.
+class StorageResidents final : public actor::EventHost {
+ public:
+  explicit StorageResidents(Process& p) : p_(p) {}
+  Task<actor::EventResult> HandleRequest(ActorId id, actor::Request request) override {
+    (void)id, (void)request;
+    actor::EventResult r;
+    r.outcome = actor::EventOutcome::kNotFound;
+    co_return r;
+  }
+  void Unload(const ActorId& id) override {
+    if (p_.in_use.count(id)) p_.unloading.insert(id);
+  }
+  bool IsResident(const ActorId& id) const override { return p_.in_use.count(id) > 0; }
+
+ private:
+  Process& p_;
+};
+
+// The owner's changes of a storage process (routing/owner_changes.h), as a node has them: its
+// replicas' provider (used only for the changes' own replicas: the workers open theirs
+// directly) over the deletion guard the workers honour too.
+struct StorageParts final : ProcessParts {
+  StorageParts(Process& p, const replica::ReplicaOptions& options, BrokenModels broken)
+      : residents(p),
+        holds(p.node->owners()),
+        guard(holds),
+        provider(replica::Replica::Deps{*p.env(), *p.replica_store,
+                                        [env = p.env()](std::function<void()> fn) { env->Post(std::move(fn)); },
+                                        nullptr, broken},
+                 guard, options, seconds(10)),
+        changes(OwnerChangesDeps{*p.env(), *p.replica_store, p.node->owners(), residents, provider, guard, p.node_id,
+                                 options.retention, broken}) {}
+  StorageResidents residents;
+  replica::OwnersHoldSource holds;
+  DeletionGuard guard;
+  replica::ReplicaProvider provider;
+  OwnerChanges changes;
+};
+
 class StorageWorkload {
  public:
   StorageWorkload(World& world, Checkers& checkers) : w_(world), checkers_(checkers) {
@@ -34,9 +95,15 @@ class StorageWorkload {
     replica_options_.gc_max_deletes_per_pass = 8;
     // The fencing bound: an older hold's upload may still be in flight until then.
     replica_options_.gc_off_chain_after = w_.timing().takeover_after();
+    // History on (the window the operator's restores and forks reach: history_operators.h).
+    DrawRetention(w_, replica_options_);
     WK_CHECK(replica::ValidateReplicaOptions(replica_options_).ok(), "bad simulator replica options");
     broken_ = w_.options().broken();
   }
+
+  const replica::ReplicaOptions& replica_options() const { return replica_options_; }
+  // Told of every acknowledged write by its actor and id (the history model).
+  std::function<void(const ActorId& actor, const std::string& id)> on_acknowledged;
 
   Task<void> Run(Process* p) {
     RunResult& result = w_.result();
@@ -50,8 +117,10 @@ class StorageWorkload {
       // final audit judges what the chaos left.
       if (w_.healed) co_return;
       if (p->stopping || p->draining || !p->node->lease().IsValid()) continue;
-      const ActorId actor = w_.ActorAt(w_.Uniform(0, w_.actors() - 1));
+      const ActorId actor = w_.ActorAt(w_.Uniform(0, kStorageActors - 1));
       if (p->in_use.count(actor)) continue;
+      // An owner's change (a restore) holds the actor here: it does not start (DeletionGuard).
+      if (Guard(p).blocked(actor)) continue;
       p->in_use.insert(actor);
       if (auto woken = p->node->owners().Wake(actor)) {
         // The hold it slept in: no acquisition, the same generation, its log continued.
@@ -60,6 +129,7 @@ class StorageWorkload {
                  std::to_string(woken->first.generation().value) + " woken");
         co_await UseActor(p, actor, woken->first, woken->second);
         p->in_use.erase(actor);
+        p->unloading.erase(actor);
         continue;
       }
       AcquireResult r = co_await p->node->owners().Acquire(actor);
@@ -84,6 +154,7 @@ class StorageWorkload {
         co_await UseActor(p, actor, r.hold, std::nullopt);
       }
       p->in_use.erase(actor);
+      p->unloading.erase(actor);
     }
   }
 
@@ -138,7 +209,9 @@ class StorageWorkload {
     // leave it to the replica's own checks (the output gate must be right without the cut):
     // an upload then completes after the hold ended, Late.
     const bool watch_hold = w_.Chance(0.5);
-    while (!failure->failed && w_.Now() < until) {
+    // An owner's change asks the actor to leave memory (StorageResidents::Unload): as at the
+    // use's end.
+    while (!failure->failed && w_.Now() < until && !p->unloading.count(actor)) {
       if (watch_hold && !hold.IsValid()) {
         // The lost-lease cut: nothing unacknowledged will be; the replica fails.
         w_.Trace(who + " hold ended: cut");
@@ -165,7 +238,7 @@ class StorageWorkload {
     const HoldResume at = replica->resume_point();
     const bool clean = closed.ok() && replica->failure().ok();
     replica.reset();
-    if (clean && w_.Chance(0.6) && p->node->owners().Sleep(actor, generation, at)) {
+    if (clean && w_.Chance(0.6) && !Guard(p).blocked(actor) && p->node->owners().Sleep(actor, generation, at)) {
       w_.Trace(who + " sleeps at segment " + std::to_string(at.segment) + ", batch " + std::to_string(at.batch));
       co_return;
     }
@@ -186,6 +259,7 @@ class StorageWorkload {
       ++w_.result().acked_writes;
       w_.Trace(who + " acknowledged " + id);
       checkers_.OnAcknowledged(who, actor, id, log);
+      if (on_acknowledged) on_acknowledged(actor, id);
     });
   }
 
@@ -198,6 +272,8 @@ class StorageWorkload {
     });
   }
 
+  static DeletionGuard& Guard(Process* p) { return static_cast<StorageParts*>(p->parts.get())->guard; }
+
   World& w_;
   Checkers& checkers_;
   replica::ReplicaOptions replica_options_;
@@ -208,11 +284,38 @@ class StorageWorkload {
 }  // namespace
 
 RunResult RunStorageScenario(const RunOptions& options) {
-  World world(options, kStorageActors);
+  World world(options, WorldOptions{.actors = kStorageActors, .named_actors = ForkTargets("c")});
   Faults faults(world, FaultOptions{.operator_faults = true, .storage_faults = true});
-  Checkers checkers(world, CheckerOptions{.owners = true, .logs = true});
+  Checkers checkers(world, CheckerOptions{.owners = true, .logs = true, .holders = true});
   StorageWorkload workload(world, checkers);
   World::Stages stages = Connect(world, faults, checkers);
+  // Restores and forks (H1-H4): the history model watches every actor, the operator asks the
+  // nodes' own OwnerChanges during the chaos.
+  HistoryModel model(world, "log", &LogState);
+  std::vector<ActorId> restored;
+  for (int i = 0; i < kStorageActors; ++i) restored.push_back(world.ActorAt(i));
+  for (const ActorId& a : restored) model.Watch(a);
+  for (const ActorId& a : ForkTargets("c")) model.Watch(a);
+  model.on_replacement = [&checkers](const ActorId& actor, const std::string& log) {
+    checkers.OnReplacementLanded(actor, log);
+  };
+  workload.on_acknowledged = [&model](const ActorId& actor, const std::string& id) { model.OnAcknowledged(actor, id); };
+  HistoryOperators history(world, model,
+                           HistoryOperatorsOptions{.actors = restored,
+                                                   .fork_targets = ForkTargets("c"),
+                                                   .retention = workload.replica_options().retention.all});
+  history.on_issue = [&checkers] { return checkers.acks(); };
+  history.on_changed = [&checkers](const ActorId& actor, const std::string& log, std::uint64_t mark) {
+    checkers.OnReplacementAcknowledged(actor, log, mark);
+  };
+  world.hooks.on_landed = [&checkers, &model](const std::string& key, const std::string& body) {
+    checkers.OnLanded(key, body);
+    model.OnLanded(key, body);
+  };
+  world.hooks.on_built = [&workload](Process& p) {
+    p.parts = std::make_unique<StorageParts>(p, workload.replica_options(), p.node->broken_models());
+    p.changes = &static_cast<StorageParts*>(p.parts.get())->changes;
+  };
   // A replica's puts face the "lost means gone" check like the node's own; a segment put
   // sometimes gets its process killed before the reply.
   world.hooks.on_replica_send = [&](int number, const std::string& key, const std::string& body) {
@@ -225,9 +328,10 @@ RunResult RunStorageScenario(const RunOptions& options) {
   world.hooks.on_started = [&workload](Process& p) {
     for (int i = 0; i < kWorkers; ++i) p.env()->Spawn(workload.Run(&p), "storage workload");
   };
-  stages.begin = [&faults] {
+  stages.begin = [&faults, &history] {
     faults.ScheduleChaos();
     faults.ScheduleMoves();
+    history.Start();
   };
   stages.after_teardown = [&checkers] { checkers.FinalAudit(); };
   return world.Run(stages);

@@ -143,6 +143,7 @@ void World::Teardown(Process& p) {
   if (p.parts) p.parts->BeforeEnvGoes();
   p.host.reset();
   p.parts.reset();
+  p.changes = nullptr;
   p.node.reset();
   p.store.reset();
   p.replica_store.reset();

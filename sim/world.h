@@ -30,6 +30,10 @@
 #include "store/mem/mem_store.h"
 #include "store/store_wrapper.h"
 
+namespace wk {
+class OwnerChanges;  // routing/owner_changes.h
+}  // namespace wk
+
 namespace wk::sim {
 
 using std::chrono::milliseconds;
@@ -115,6 +119,11 @@ struct Process {
   // (the replica was cut) can become valid again in the same lease epoch, and its log keys
   // are taken. As ReplicaProvider::Open does, such a hold is released, not reused.
   std::map<ActorId, std::set<Generation>> used_generations;
+  // Its owner's changes (restores and forks: routing/owner_changes.h), where the scenario
+  // gives it one (its parts own it).
+  OwnerChanges* changes = nullptr;
+  // Actors an owner's change asked to leave memory (storage scenario: their worker stops).
+  std::set<ActorId> unloading;
   bool running = false;
   bool stopping = false;
   bool draining = false;

@@ -1,7 +1,6 @@
 #include "server/actor_admin.h"
 
 #include <algorithm>
-#include <array>
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
@@ -42,11 +41,6 @@ constexpr int kDefaultInspectLimit = 100;
 constexpr int kMaxInspectLimit = 1000;
 constexpr std::uint64_t kDefaultMaxValueBytes = 1024;
 constexpr std::uint64_t kMaxMaxValueBytes = 1 << 20;
-// Waiting for a resident actor to leave memory before deleting it (its writes made durable
-// and its hold released): at most this, polled every kUnloadPoll.
-constexpr Duration kUnloadWait = std::chrono::seconds(15);
-constexpr Duration kUnloadPoll = std::chrono::milliseconds(20);
-constexpr Duration kHoldWithoutReplica = std::chrono::seconds(2);
 // A peer's /v1/admin/node for /v1/admin/cluster: a node that does not answer within this
 // is shown as not answering (the console refreshes every 2 s).
 constexpr Duration kPeerStatusTimeout = std::chrono::milliseconds(1500);
@@ -70,30 +64,13 @@ TaskHandle SpawnForward(Env& env, Forwarder& forwarder, PeerTarget to, ServerReq
 
 }  // namespace
 
-// ---- DeletionGuard.
-
-Task<Result<replica::Replica::Hold>> DeletionGuard::Acquire(ActorId actor) {
-  if (blocked(actor)) co_return Retryable(actor.ToString() + " is being deleted");
-  co_return co_await inner_.Acquire(std::move(actor));
-}
-
-Task<void> DeletionGuard::Release(ActorId actor, Generation generation) {
-  co_await inner_.Release(std::move(actor), generation);
-}
-
-bool DeletionGuard::Sleep(const ActorId& actor, Generation generation, HoldResume resume) {
-  return !blocked(actor) && inner_.Sleep(actor, generation, resume);
-}
-
-Task<std::optional<std::pair<replica::Replica::Hold, HoldResume>>> DeletionGuard::Wake(ActorId actor) {
-  if (blocked(actor)) co_return std::nullopt;
-  co_return co_await inner_.Wake(std::move(actor));
-}
-
 // ---- ActorAdmin.
 
 ActorAdmin::ActorAdmin(ActorAdminDeps deps)
-    : deps_(std::move(deps)), store_(deps_.store.ForPurpose(BucketPurpose::kAdmin)) {}
+    : deps_(std::move(deps)),
+      store_(deps_.store.ForPurpose(BucketPurpose::kAdmin)),
+      changes_(OwnerChangesDeps{deps_.env, store_, deps_.node.owners(), deps_.runtime, deps_.provider, deps_.deletions,
+                                deps_.node_id, deps_.retention, deps_.broken}) {}
 
 bool ActorAdmin::Matches(std::string_view target) {
   const std::string_view path = PathOf(target);
@@ -641,74 +618,13 @@ Task<ServerResponse> ActorAdmin::ResolveDead(ActorId id, std::uint64_t seq, acto
   co_return Json(200, std::move(w).Take());
 }
 
-Task<ActorAdmin::Taken> ActorAdmin::TakeAsOwner(ActorId id, ServerRequest request, Principal who, bool must_exist) {
+Task<ServerResponse> ActorAdmin::AskHolder(ActorId id, NodeId holder, ServerRequest request, Principal who) {
   std::shared_ptr<bool> alive = alive_;
-  Owners& owners = deps_.node.owners();
-  Taken out;
-  auto fail = [&out](ServerResponse r) {
-    out.answer = std::move(r);
-    return out;
-  };
-  // 1. Out of memory here first: its writes made durable, its hold released (the replica's
-  // close releases it). A hold left without a replica (a release that has not run after
-  // kHoldWithoutReplica) is released here, so the acquisition below starts a hold of its
-  // own, at a generation no replica ever wrote.
-  if (deps_.runtime.IsResident(id)) deps_.runtime.Unload(id);
-  const MonoTime give_up = deps_.env.MonoNow() + kUnloadWait;
-  std::optional<MonoTime> replica_gone_at;
-  for (;;) {
-    const bool resident = deps_.runtime.IsResident(id) || deps_.provider.Find(id) != nullptr;
-    const bool held = !owners.Find(id).empty();
-    if (!resident && !held) break;
-    const MonoTime now = deps_.env.MonoNow();
-    if (now > give_up) co_return fail(Error(503, id.ToString() + " did not leave memory in time", true));
-    if (!resident) {
-      if (!replica_gone_at) replica_gone_at = now;
-      // A sleeping hold (docs/node-lease.md, "Sleeping holds") has no replica by design:
-      // released at once.
-      if (owners.IsSleeping(id) || now - *replica_gone_at > kHoldWithoutReplica) {
-        (void)co_await owners.Release(id);
-        if (!*alive) co_return fail(Error(503, "node stopping", true));
-        continue;
-      }
-    }
-    if (!co_await deps_.env.SleepFor(kUnloadPoll) || !*alive) co_return fail(Error(503, "node stopping", true));
-  }
-  // 2. The owner, if another live node holds it, makes the change itself.
-  if (!owners.accepting()) co_return fail(Error(503, "this node is draining", true));
-  auto other = co_await owners.OtherOwner(id);
-  if (!*alive) co_return fail(Error(503, "node stopping", true));
-  if (!other.ok()) co_return fail(ErrorFor(other.status(), "the owner record of " + id.ToString()));
-  std::optional<NodeId> forward_to;
-  if (other->has_value()) forward_to = (*other)->node_id;
-  if (!forward_to) {
-    if (must_exist) {
-      // Nothing stored (no ownership record, no log): nothing to change, and acquiring would
-      // write a record for a name nobody used (a tenant could fill owners/ with made-up
-      // names). An actor created right after this check was created after the change.
-      auto stored = co_await AnythingStored(id);
-      if (!*alive) co_return fail(Error(503, "node stopping", true));
-      if (!stored.ok()) co_return fail(ErrorFor(stored.status(), "looking for what " + id.ToString() + " stored"));
-      if (!*stored) co_return fail(Error(404, "nothing is stored for " + id.ToString()));
-    }
-    out.acquired = co_await owners.Acquire(id);
-    if (!*alive) co_return fail(Error(503, "node stopping", true));
-    if (out.acquired.kind == AcquireResult::Kind::kHeldElsewhere && !out.acquired.owner.node_id.empty() &&
-        out.acquired.owner.node_id != deps_.node_id) {
-      forward_to = out.acquired.owner.node_id;
-    }
-  }
-  if (forward_to) {
-    if (who.hops >= 1) co_return fail(Error(503, id.ToString() + " is moving between nodes", true));
-    auto answer = co_await AskPeer(*forward_to, std::move(request), kPeerActorTimeout, 1);
-    if (!*alive) co_return fail(Error(503, "node stopping", true));
-    if (answer.ok()) co_return fail(std::move(*answer));
-    co_return fail(Error(503, "the owner " + forward_to->str() + " did not answer: " + answer.status().message(), true));
-  }
-  if (out.acquired.kind != AcquireResult::Kind::kAcquired) {
-    co_return fail(Error(503, "cannot acquire " + id.ToString() + ": " + out.acquired.why, true));
-  }
-  co_return out;
+  if (who.hops >= 1) co_return Error(503, id.ToString() + " is moving between nodes", true);
+  auto answer = co_await AskPeer(holder, std::move(request), kPeerActorTimeout, 1);
+  if (!*alive) co_return Error(503, "node stopping", true);
+  if (answer.ok()) co_return std::move(*answer);
+  co_return Error(503, "the owner " + holder.str() + " did not answer: " + answer.status().message(), true);
 }
 
 Task<ServerResponse> ActorAdmin::Delete(ActorId id, ServerRequest request, Principal who) {
@@ -716,8 +632,10 @@ Task<ServerResponse> ActorAdmin::Delete(ActorId id, ServerRequest request, Princ
   Owners& owners = deps_.node.owners();
   if (!deps_.deletions.Block(id)) co_return Error(409, "a deletion of " + id.ToString() + " is under way on this node");
   BlockedActor blocked(deps_.deletions, id, alive);
-  Taken taken = co_await TakeAsOwner(id, std::move(request), who, true);
-  if (taken.answer) co_return std::move(*taken.answer);
+  OwnerChanges::Taken taken = co_await changes_.TakeAsOwner(id, true);
+  if (!*alive) co_return Error(503, "node stopping", true);
+  if (taken.holder) co_return co_await AskHolder(id, *taken.holder, std::move(request), who);
+  if (!taken.status.ok()) co_return ErrorOf(taken.status);
   const AcquireResult& acquired = taken.acquired;
   // 3. Under our own hold: the empty fence, then the log.
   // The validity check is bound to a named local before the co_await (GCC 12 destroys a
@@ -759,22 +677,6 @@ Task<ServerResponse> ActorAdmin::Delete(ActorId id, ServerRequest request, Princ
   }
   w.EndObject();
   co_return Json(200, std::move(w).Take());
-}
-
-Task<Result<bool>> ActorAdmin::AnythingStored(ActorId id) {
-  auto record = co_await store_.Head(OwnerKey(id), CallOptions{std::chrono::seconds(5)});
-  if (record.ok()) co_return true;
-  if (record.code() != Code::kNotFound) co_return record.status();
-  const std::array<std::string, 2> prefixes{replica::WalPrefix(id), replica::SnapshotPrefix(id)};
-  for (const std::string& prefix : prefixes) {
-    ListOptions lo;
-    lo.prefix = prefix;
-    lo.page_size = 1;
-    auto page = co_await store_.List(std::move(lo), CallOptions{std::chrono::seconds(5)});
-    if (!page.ok()) co_return page.status();
-    if (!page->entries.empty()) co_return true;
-  }
-  co_return false;
 }
 
 Task<Result<std::uint64_t>> ActorAdmin::DeleteAlarmEntries(ActorId id, Generation generation,

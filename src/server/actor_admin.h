@@ -15,7 +15,8 @@
 // (DeletionGuard), unloaded, acquired through the ownership protocol (generation + 1), its
 // log deleted under that hold while it is valid, its older alarm entries removed, and the
 // hold released — so it never races a concurrent owner (docs/console.md, "How deleting is
-// safe"). Bodies are refused (413) before they are read. Bucket requests count under the
+// safe"); restores and forks likewise, made by routing/owner_changes.h (which this shell
+// answers for: it forwards to the holder the component names). Bodies are refused (413) before they are read. Bucket requests count under the
 // purpose `admin`, the acquisition and release under `owner`.
 //
 // Threading: the Env loop thread, like the front.
@@ -40,48 +41,10 @@
 #include "routing/class_traffic.h"
 #include "routing/forwarder.h"
 #include "routing/front.h"
+#include "routing/owner_changes.h"
 #include "store/counting_store.h"
 
 namespace wk {
-
-// The actors being deleted on this node: a HoldSource decorator that refuses to start them
-// (kRetryable: the request gets 503 and may retry), so no replica of theirs opens here while
-// the deletion holds them.
-class DeletionGuard final : public replica::HoldSource {
- public:
-  explicit DeletionGuard(replica::HoldSource& inner) : inner_(inner) {}
-  Task<Result<replica::Replica::Hold>> Acquire(ActorId actor) override;
-  Task<void> Release(ActorId actor, Generation generation) override;
-  bool Sleep(const ActorId& actor, Generation generation, HoldResume resume) override;
-  // An actor being deleted is not woken (its Acquire then refuses it).
-  Task<std::optional<std::pair<replica::Replica::Hold, HoldResume>>> Wake(ActorId actor) override;
-  // False if a deletion of actor is already under way here.
-  bool Block(const ActorId& actor) { return blocked_.insert(actor).second; }
-  void Unblock(const ActorId& actor) { blocked_.erase(actor); }
-  bool blocked(const ActorId& actor) const { return blocked_.count(actor) > 0; }
-
- private:
-  replica::HoldSource& inner_;
-  std::set<ActorId> blocked_;
-};
-
-// Keeps an actor blocked on a DeletionGuard (Block said true) until it goes out of scope,
-// unless the guard's owner is gone by then (alive false).
-class BlockedActor {
- public:
-  BlockedActor(DeletionGuard& guard, ActorId id, std::shared_ptr<bool> alive)
-      : guard_(guard), id_(std::move(id)), alive_(std::move(alive)) {}
-  ~BlockedActor() {
-    if (*alive_) guard_.Unblock(id_);
-  }
-  BlockedActor(const BlockedActor&) = delete;
-  BlockedActor& operator=(const BlockedActor&) = delete;
-
- private:
-  DeletionGuard& guard_;
-  ActorId id_;
-  std::shared_ptr<bool> alive_;
-};
 
 struct ActorAdminDeps {
   Env& env;
@@ -137,16 +100,9 @@ class ActorAdmin {
   Task<ServerResponse> ListActors(std::string tenant, std::string class_name, std::string query);
   Task<ServerResponse> Inspect(ActorId id, ServerRequest request, Principal who);
   Task<ServerResponse> Delete(ActorId id, ServerRequest request, Principal who);
-  // What an owner's change (a deletion, a restore, a fork) starts with, on a blocked actor:
-  // out of memory here and its hold here released; then, if a live node holds it, that
-  // node's answer to the same request (forwarded once) in `answer`; else a hold of our own
-  // (generation + 1) in `acquired`, or the error in `answer`. must_exist: 404 when nothing is
-  // stored (acquiring would write a record for a name nobody used).
-  struct Taken {
-    std::optional<ServerResponse> answer;
-    AcquireResult acquired;
-  };
-  Task<Taken> TakeAsOwner(ActorId id, ServerRequest request, Principal who, bool must_exist);
+  // An owner's change that another live node holds the actor for: that node's answer to the
+  // same request (forwarded once), or 503 when this request was forwarded already.
+  Task<ServerResponse> AskHolder(ActorId id, NodeId holder, ServerRequest request, Principal who);
   // History (docs/storage.md, "History and point-in-time restore"; actor_history_routes.cc):
   // GET .../history lists the batches in the retention window, GET .../history/state the
   // state at a point, read-only from the bucket; POST .../restore makes a point's state the
@@ -155,12 +111,6 @@ class ActorAdmin {
   Task<ServerResponse> HistoryState(ActorId id, std::string query);
   Task<ServerResponse> Restore(ActorId id, ServerRequest request, Principal who);
   Task<ServerResponse> Fork(ActorId id, ServerRequest request, Principal who);
-  // Writes `target`'s module entries and alarm as one batch under the hold `acquired` (a
-  // replica of our own, restored first: the batch follows the current chain), waits until it
-  // is durable, closes and releases. require_empty: kPreconditionFailed if the log held
-  // anything (a fork's target created meanwhile). Returns the batch's generation.
-  Task<Result<Generation>> WriteAsOwner(ActorId id, const AcquireResult& acquired, actor::StateMap target,
-                                        bool require_empty);
   // GET .../actors/<name>/messages: the outbox, the dead messages and the applied records.
   Task<ServerResponse> Messages(ActorId id, ServerRequest request, Principal who);
   // POST .../messages/dead/<seq>/retry, DELETE .../messages/dead/<seq>.
@@ -183,9 +133,6 @@ class ActorAdmin {
   Task<ServerResponse> DueAlarms(Principal who, std::string query);
   // The actor's alarm index entries of holds before `generation`, deleted while valid().
   // How many went; an error leaves the rest, stale and harmless (rule 3 of docs/alarms.md).
-  // Whether the actor has an ownership record or any object of its log (one HEAD, up to
-  // two one-entry LISTs).
-  Task<Result<bool>> AnythingStored(ActorId id);
   Task<Result<std::uint64_t>> DeleteAlarmEntries(ActorId id, Generation generation, std::function<bool()> valid);
   Task<ServerResponse> Cluster();
   Task<ServerResponse> Metrics(ServerRequest request);
@@ -199,6 +146,9 @@ class ActorAdmin {
 
   ActorAdminDeps deps_;
   ObjectStore& store_;  // deps_.store's view for the purpose `admin`
+  // Restores, forks and the first step of a deletion, as the actor's owner
+  // (routing/owner_changes.h).
+  OwnerChanges changes_;
   ClassTrafficTable traffic_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

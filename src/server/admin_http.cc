@@ -86,7 +86,11 @@ ServerResponse Error(int status, std::string_view message, bool retry) {
 }
 
 ServerResponse ErrorFor(const Status& s, std::string_view what) {
-  const std::string message = std::string(what) + ": " + s.message();
+  return ErrorOf(Status(s.code(), std::string(what) + ": " + s.message()));
+}
+
+ServerResponse ErrorOf(const Status& s) {
+  const std::string& message = s.message();
   switch (s.code()) {
     case Code::kInvalidArgument: return Error(400, message);
     case Code::kNotFound: return Error(404, message);

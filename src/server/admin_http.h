@@ -29,6 +29,8 @@ ServerResponse Json(int status, std::string body);
 ServerResponse Error(int status, std::string_view message, bool retry = false);
 // The answer for a failed bucket or control call.
 ServerResponse ErrorFor(const Status& s, std::string_view what);
+// The same answer with the status's own message.
+ServerResponse ErrorOf(const Status& s);
 // bytes as text when they are (or format says "text"), else hex, with name_encoding.
 void WriteBytes(JsonWriter& w, std::string_view name, std::string_view bytes, std::string_view format);
 
