@@ -27,7 +27,9 @@ const std::vector<Scenario>& Scenarios() {
         {"gc-deletes-chain"},
         {"release-without-validity"},
         {"wake-acquires-nothing-after-release"},
-        {"sleeping-hold-survives-lease-loss", 145, 10},
+        // Not here: sleeping-hold-survives-lease-loss (seed 149 caught it before restores
+        // joined this workload; none of seeds 1-400 since). Its rows: ownership's, and
+        // OwnersTest.ALapseEndsSleepingHoldsAndADrainingNodeKeepsNone.
         {"wake-forgets-own-segments"},
         {"gc-ignores-retention"},
         {"restore-without-acquire"},
