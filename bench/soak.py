@@ -25,8 +25,10 @@ shorter than the lease's validity and longer; and an operator's actions: a node 
 another node (`actor move`); `cluster balance`; a drained node restarted (kill -9 or SIGTERM in
 turn), which must come back drained holding no actor and no alarm shard, then undrained; a
 new version of the chat or the alarm class deployed (the same module with a custom section
-naming the version: the same ABI, so the appends and alarms keep their checks). Each action
-is logged with its time and outcome and counted by kind and outcome in the report. Before
+naming the version: the same ABI, so the appends and alarms keep their checks); an actor of
+its own restored to a random batch of its history and forked at another (`actor restore`,
+`actor fork` through a node; "history" below). Each action is logged with its time and
+outcome and counted by kind and outcome in the report. Before
 each kill or freeze a probe actor is
 acquired on the victim (an append sent to it directly); from the event on, the other nodes
 are asked to append to it every 250 ms, so "writable again" (the event until the first
@@ -56,6 +58,12 @@ test's checks run (tests/cluster/bank.py, whose client this is): money conserved
 every balance what the answers say, the numbers answered to each sender distinct and covered
 by its receivers' applied records, no outbox or dead message left, every retry answered as
 its key first was.
+
+History: --hist-actors kv actors (examples/kv/kv.cc) written throughout with keys k1, k2, ...
+in order, one PUT at a time each, through random nodes; the nemesis restores one to a random
+batch of its history and forks it at another, and the checks (right after each, and at the
+end) compare their keys with the state the soak computes from the writes it sent and the
+batches the history lists (the `history` section of the Soak class).
 """
 
 import argparse
@@ -81,6 +89,7 @@ TENANT = "soak"
 CLASS = "chat"
 ALARM_CLASS = "alarm"
 BANK_CLASS = "bank"
+KV_CLASS = "kv"
 # Per request, by operation: the built-in tables of `wasmkeep cluster cost`
 # (src/cli/cost.cc, sources and dates in docs/cli.md). Kept equal by hand.
 PRICES = {
@@ -244,6 +253,8 @@ class Soak:
             self.W("deploy", "--tenant", TENANT, "--class", ALARM_CLASS, os.path.join(self.a.actors, "alarm_probe.wasm"))
         if self.a.bank_rate > 0:
             self.W("deploy", "--tenant", TENANT, "--class", BANK_CLASS, os.path.join(self.a.actors, "bank.wasm"))
+        if self.a.hist_rate > 0 and self.a.hist_actors > 0:
+            self.W("deploy", "--tenant", TENANT, "--class", KV_CLASS, os.path.join(self.a.actors, "kv.wasm"))
 
     # ---- HTTP -------------------------------------------------------------------------
     def request(self, node, method, path, body=None, timeout=10.0, cls=CLASS):
@@ -575,7 +586,7 @@ class Soak:
             return
         t0 = time.time()
         code, took, last = self.drain_node(victim)
-        how = "kill -9" if (k // 8) % 2 == 0 else "SIGTERM"
+        how = "kill -9" if (k // self.turn_len) % 2 == 0 else "SIGTERM"
         victim.held = True
         if victim.proc is not None:
             if how == "kill -9":
@@ -679,8 +690,8 @@ class Soak:
         """A new version of a class (the chat class and the alarm class in turn): the same
         module with a custom section naming the version, so its SHA-256 differs and the
         behaviour and ABI do not; actors run it from their next start."""
-        # One deploy a turn of the nemesis (k steps by 8): the chat class and the alarm class in turn.
-        cls, wasm = (CLASS, "chat.wasm") if (k // 8) % 2 == 1 or self.a.alarm_rate <= 0 else (ALARM_CLASS, "alarm_probe.wasm")
+        # One deploy a turn of the nemesis (k steps by turn_len): the chat class and the alarm class in turn.
+        cls, wasm = (CLASS, "chat.wasm") if (k // self.turn_len) % 2 == 1 or self.a.alarm_rate <= 0 else (ALARM_CLASS, "alarm_probe.wasm")
         with open(os.path.join(self.a.actors, wasm), "rb") as f:
             module = f.read()
         name = b"wasmkeep-soak-version"
@@ -709,9 +720,11 @@ class Soak:
                     f"{'current' if current else 'NOT current'} in class list", r.returncode == 0 and current, None,
                     cls=cls, sha256=sha)
 
+    turn_len = 9  # the nemesis's steps (below)
+
     def nemesis(self, end):
-        steps = [self.kill, self.drain, self.move, self.pause, self.restart_drained, self.deploy, self.freeze,
-                 self.balance]
+        steps = [self.kill, self.drain, self.move, self.restore_and_fork, self.pause, self.restart_drained, self.deploy,
+                 self.freeze, self.balance]
         k = 0
         # Room for the slowest event (a freeze and its restart) before the end.
         gap = max(5.0, 2 * (self.ttl + self.grace))
@@ -1136,6 +1149,346 @@ class Soak:
                 "checks": {c["name"]: {"ok": c["ok"], "detail": c["detail"]} for c in checks},
                 "messages_by_outcome": counters}
 
+    # ---- history: restores and forks (docs/storage.md, "History and point-in-time restore") --
+    # The chat checker would call a restore's removed appends lost, so restores and forks go to
+    # actors of their own: --hist-actors kv actors (examples/kv/kv.cc, class kv) `hist-N`, each
+    # written by a client of its own at --hist-rate / N a second, one PUT at a time through a
+    # random node, keys k1, k2, ... in order (value v<i>): a key names its write, and a batch of
+    # such a PUT names its key in `actor history`. The nemesis's `restore_and_fork` step picks one,
+    # reads its history (`actor history --json`, from the bucket), restores it to a random batch
+    # B through a random node (`actor restore --batch B --node`) and forks it at a random batch F
+    # into a new actor (`actor fork --batch F --to hist-N-fK`). The state at a batch is the
+    # soak's to compute: walking the listed batches in order, a PUT adds its key and a restore's
+    # batch (delete_all, known by the batch id its answer named) sets the state the soak computed
+    # for its target. Right after a restore the actor (read through a node) must hold every key of
+    # the state at B and none of the writes acknowledged before the restore was sent that came
+    # after B; a fork must hold exactly the state at F. At the end, with the writers stopped, each
+    # actor's keys must equal exactly the walk of its whole history, the history must hold every
+    # acknowledged write in order, before each restore's batch if acknowledged before the restore
+    # was sent and after it if sent after the restore was answered, and nothing never sent; each
+    # fork must still hold its state. A restore or fork refused (400, 404, 409: nothing changed)
+    # or failed (no answer, 5xx: it may have taken effect, and the walk then places its batch by
+    # its target) is counted, not a failure; a check that does not hold fails the soak.
+    def hist_setup(self):
+        self.hist_names = [f"hist-{i}" for i in range(self.a.hist_actors)] if self.a.hist_rate > 0 else []
+        self.hist_writes = {n: [] for n in self.hist_names}    # dict(i, key, t0, t1, status, node)
+        self.hist_restores = {n: [] for n in self.hist_names}  # dict(to, t0, t1, exit, batch, node, ...)
+        self.hist_forks = {n: [] for n in self.hist_names}     # dict(name, at, t0, t1, exit, state, ...)
+        self.hist_immediate = []                               # the checks right after each restore and fork
+        self.hist_busy = set()                                 # actors the history step works on now
+        self.hist_threads = [threading.Thread(target=self.hist_writer, args=(n,), daemon=True)
+                             for n in self.hist_names]
+
+    def hist_writer(self, name):
+        rng = random.Random(self.a.seed * 4099 + int(name.split("-")[1]))
+        period = len(self.hist_names) / self.a.hist_rate
+        next_at = time.time() + rng.uniform(0, period)
+        i = 0
+        while not self.stop.is_set():
+            delay = next_at - time.time()
+            if delay > 0:
+                self.stop.wait(delay)
+                if self.stop.is_set():
+                    break
+            i += 1
+            node = rng.choice(self.nodes)
+            t0 = time.time()
+            status, _ = self.request(node, "PUT", f"{name}/k{i}", f"v{i}".encode(), timeout=10, cls=KV_CLASS)
+            t1 = time.time()
+            with self.lock:
+                self.hist_writes[name].append({"i": i, "key": f"k{i}", "t0": round(t0, 3), "t1": round(t1, 3),
+                                               "status": status, "node": node.id})
+            next_at = max(next_at + period, time.time())
+
+    def hist_listing(self, name):
+        """The actor's history as `actor history --json` lists it (from the bucket): dict, or None."""
+        r = self.W("actor", "history", f"{TENANT}/{KV_CLASS}/{name}", "--json", "--limit", "100000", check=False,
+                   timeout=120)
+        if r.returncode != 0:
+            return None
+        try:
+            return json.loads(r.stdout)
+        except ValueError:
+            return None
+
+    def hist_keys(self, name):
+        """The actor's keys, read through a node (GET of its empty key lists them): set, or None."""
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            node = self.rng.choice([n for n in self.nodes if n.alive() and not n.frozen] or self.nodes)
+            status, body = self.request(node, "GET", f"{name}/", timeout=10, cls=KV_CLASS)
+            if status == 200:
+                return {l for l in body.split("\n") if l}
+            time.sleep(0.5)
+        return None
+
+    def hist_walk(self, name, batches, wanted=()):
+        """Walks the listed batches: (the state at each wanted batch id, the state at the end,
+        the position of each batch id, problems). A restore's batch (delete_all) is the one its
+        answer named, or, for one that was not answered, the earliest attempt left unmatched."""
+        restores = self.hist_restores[name]
+        by_batch = {r["batch"]: r for r in restores if r.get("batch")}
+        unanswered = [r for r in restores if not r.get("batch") and r["exit"] not in (2, 3, 4)]
+        keep = set(wanted) | {r["to"] for r in restores}
+        state, at, position, problems, matched = set(), {}, {}, [], set()
+        for pos, b in enumerate(batches):
+            bid = b["batch"]
+            position[bid] = pos
+            if b["delete_all"]:
+                r = by_batch.get(bid)
+                if r is None:
+                    for u in unanswered:
+                        if id(u) not in matched and b["time_ms"] >= u["t0"] * 1000 - 2000:
+                            r = u
+                            matched.add(id(u))
+                            u["matched_batch"] = bid
+                            break
+                if r is None:
+                    problems.append(f"{name}: batch {bid} clears every key but is no restore the soak made")
+                    state = set()
+                elif r["to"] not in at:
+                    problems.append(f"{name}: the restore {bid} went to batch {r['to']}, not before it in the history")
+                    state = set()
+                else:
+                    state = set(at[r["to"]])
+                    if b["puts"] != len(state):
+                        problems.append(f"{name}: the restore {bid} puts {b['puts']} keys; the state at "
+                                        f"{r['to']} has {len(state)}")
+            elif b["puts"] or b["deletes"]:
+                if b["deletes"] or b["puts"] != len(b["keys"]):
+                    problems.append(f"{name}: batch {bid} is no PUT of one key ({b['puts']} puts, {b['deletes']} deletes)")
+                state |= set(b["keys"])
+            if bid in keep:
+                at[bid] = frozenset(state)
+        return at, state, position, problems
+
+    def restore_and_fork(self, k):
+        """A restore of a history actor to a random batch and a fork of one at another."""
+        names = [n for n in self.hist_names if n not in self.hist_busy]
+        if not names:
+            return
+        name = self.rng.choice(names)
+        self.hist_busy.add(name)
+        try:
+            self._restore(k, name)
+            if not self.stop.is_set():
+                self._fork(k, name)
+        finally:
+            self.hist_busy.discard(name)
+
+    def hist_cli(self, verb, name, point, *extra):
+        """`actor restore|fork` through a random live node: (exit, answer dict or None, node id, stderr)."""
+        node = self.pick_node() or self.rng.choice(self.nodes)
+        try:
+            r = self.W("actor", verb, f"{TENANT}/{KV_CLASS}/{name}", "--batch", point, *extra, "--token", self.token,
+                       "--node", f"127.0.0.1:{node.port}", "--json", check=False, timeout=90)
+            code, out, err = r.returncode, r.stdout, r.stderr
+        except subprocess.TimeoutExpired:
+            code, out, err = None, "", "the command did not return"
+        answer = None
+        if code == 0:
+            try:
+                answer = json.loads(out)
+            except ValueError:
+                pass
+        lines = [l for l in err.strip().splitlines() if l.startswith("wasmkeep:")] or err.strip().splitlines() or [""]
+        return code, answer, node.id, lines[-1][:200]
+
+    @staticmethod
+    def hist_outcome(code):
+        if code == 0:
+            return "done"
+        if code in (2, 3, 4):
+            return f"refused (exit {code})"
+        return f"failed (exit {code})"
+
+    def _restore(self, k, name):
+        t0 = time.time()
+        listing = self.hist_listing(name)
+        if listing is None:
+            self.action("restore", t0, f"{name}: could not read its history", False, None, outcome_key="no history")
+            return
+        batches = listing["batches"]
+        if len(batches) < 2:
+            self.action("restore", t0, f"{name}: {len(batches)} batches, too few; skipped", True, None,
+                        outcome_key="skipped")
+            return
+        target = self.rng.choice(batches[:-1])["batch"]
+        at, _, _, problems = self.hist_walk(name, batches, [target])
+        expected = at.get(target, frozenset())
+        with self.lock:
+            acked_before = [w for w in self.hist_writes[name] if w["status"] == 200]
+        t_sent = time.time()
+        rec = {"to": target, "t0": round(t_sent, 3), "exit": None, "batch": None, "expected": sorted(expected)}
+        self.hist_restores[name].append(rec)
+        code, answer, node, err = self.hist_cli("restore", name, target)
+        rec["t1"], rec["exit"], rec["node"] = round(time.time(), 3), code, node
+        if code == 0 and answer is not None:
+            rec["batch"], rec["undo"] = answer.get("batch"), answer.get("undo")
+            if answer.get("to") != target:
+                problems.append(f"{name}: restored to {answer.get('to')}, asked {target}")
+        outcome = self.hist_outcome(code)
+        if code != 0:
+            self.action("restore", t0, f"{name} to {target} through {node}: {outcome}: {err}", False, node,
+                        outcome_key=outcome, to=target)
+            return
+        # Right after: every key of the state at the target, none of the writes acknowledged
+        # before the restore was sent that came after it, nothing never sent.
+        keys = self.hist_keys(name)
+        sent = {w["key"] for w in self.hist_writes[name]}
+        if keys is None:
+            problems.append(f"{name}: could not read its keys after the restore")
+        else:
+            missing = sorted(expected - keys)
+            removed = sorted(w["key"] for w in acked_before if w["t1"] < t_sent and w["key"] not in expected
+                             and w["key"] in keys)
+            never = sorted(keys - sent)
+            if missing:
+                problems.append(f"{name}: after the restore to {target}, {len(missing)} keys of its state are missing "
+                                f"({', '.join(missing[:5])})")
+            if removed:
+                problems.append(f"{name}: after the restore to {target}, {len(removed)} writes after it are still "
+                                f"there ({', '.join(removed[:5])})")
+            if never:
+                problems.append(f"{name}: keys never written: {', '.join(never[:5])}")
+        self.hist_immediate.append({"kind": "restore", "actor": name, "to": target, "batch": rec["batch"],
+                                    "ok": not problems, "problems": problems[:5]})
+        self.action("restore", t0, f"{name} to {target} (of {len(batches)} batches, {len(expected)} keys) through "
+                    f"{node}: restored as batch {rec['batch']}; check {'held' if not problems else 'FAILED: ' + problems[0]}",
+                    not problems, node, outcome_key="restored" if not problems else "restored, check failed",
+                    to=target, batch=rec["batch"])
+
+    def _fork(self, k, name):
+        t0 = time.time()
+        listing = self.hist_listing(name)
+        if listing is None or not listing["batches"]:
+            self.action("fork", t0, f"{name}: could not read its history", False, None, outcome_key="no history")
+            return
+        batches = listing["batches"]
+        point = self.rng.choice(batches)["batch"]
+        at, _, _, problems = self.hist_walk(name, batches, [point])
+        expected = at.get(point, frozenset())
+        to = f"{name}-f{k}"
+        rec = {"name": to, "at": point, "t0": round(time.time(), 3), "state": sorted(expected)}
+        self.hist_forks[name].append(rec)
+        code, answer, node, err = self.hist_cli("fork", name, point, "--to", to)
+        rec["t1"], rec["exit"], rec["node"] = round(time.time(), 3), code, node
+        outcome = self.hist_outcome(code)
+        if code != 0:
+            self.action("fork", t0, f"{name} at {point} into {to} through {node}: {outcome}: {err}", False, node,
+                        outcome_key=outcome, at=point)
+            return
+        if answer is not None and answer.get("from") != point:
+            problems.append(f"{to}: forked from {answer.get('from')}, asked {point}")
+        keys = self.hist_keys(to)
+        if keys is None:
+            problems.append(f"{to}: could not read its keys")
+        elif keys != expected:
+            problems.append(f"{to}: {len(keys)} keys, the state at {point} has {len(expected)} (missing "
+                            f"{', '.join(sorted(expected - keys)[:3]) or 'none'}, extra {', '.join(sorted(keys - expected)[:3]) or 'none'})")
+        self.hist_immediate.append({"kind": "fork", "actor": to, "at": point, "ok": not problems,
+                                    "problems": problems[:5]})
+        self.action("fork", t0, f"{name} at {point} ({len(expected)} keys) into {to} through {node}: forked; check "
+                    f"{'held' if not problems else 'FAILED: ' + problems[0]}", not problems, node,
+                    outcome_key="forked" if not problems else "forked, check failed", at=point)
+
+    def hist_result(self):
+        """The end's checks of every history actor and fork (the writers stopped, the nodes ready)."""
+        if not self.hist_names:
+            return {"available": False, "note": "history: no restores or forks (--hist-rate 0 or --hist-actors 0)"}
+        problems = [f"right after a {c['kind']} ({c['actor']}): {p}" for c in self.hist_immediate for p in c["problems"]]
+        actors = {}
+        for name in self.hist_names:
+            writes = self.hist_writes[name]
+            listing = self.hist_listing(name)
+            keys = self.hist_keys(name)
+            info = {"writes": len(writes), "acknowledged": sum(1 for w in writes if w["status"] == 200)}
+            actors[name] = info
+            if listing is None or keys is None:
+                problems.append(f"{name}: could not read its {'history' if listing is None else 'keys'} at the end")
+                continue
+            batches = listing["batches"]
+            info["batches"] = len(batches)
+            if listing.get("truncated"):
+                problems.append(f"{name}: its history is truncated at 100,000 batches: not checked")
+                continue
+            _, final, position, walk_problems = self.hist_walk(name, batches)
+            problems += walk_problems
+            info["keys"] = len(keys)
+            if keys != final:
+                problems.append(f"{name}: {len(keys)} keys, its history makes {len(final)} (missing "
+                                f"{', '.join(sorted(final - keys)[:3]) or 'none'}, extra "
+                                f"{', '.join(sorted(keys - final)[:3]) or 'none'})")
+            # Against what the soak sent: every listed PUT sent, every acknowledged one listed,
+            # in order, on the right side of every restore.
+            sent = {w["key"]: w for w in writes}
+            where = {}
+            for pos, b in enumerate(batches):
+                if not b["delete_all"] and b["puts"]:
+                    for key in b["keys"]:
+                        if key not in sent:
+                            problems.append(f"{name}: batch {b['batch']} puts {key}, never written")
+                        where.setdefault(key, pos)
+            acked = [w for w in writes if w["status"] == 200]
+            absent = [w["key"] for w in acked if w["key"] not in where]
+            if absent:
+                problems.append(f"{name}: {len(absent)} acknowledged writes not in its history ({', '.join(absent[:5])})")
+            last = -1
+            for w in acked:
+                p = where.get(w["key"])
+                if p is None:
+                    continue
+                if p < last:
+                    problems.append(f"{name}: {w['key']} is listed before an earlier acknowledged write")
+                last = max(last, p)
+            done = [r for r in self.hist_restores[name] if r.get("batch") or r.get("matched_batch")]
+            info["restores_in_history"] = len(done)
+            for r in done:
+                rb = r.get("batch") or r.get("matched_batch")
+                pr = position.get(rb)
+                if pr is None:
+                    problems.append(f"{name}: the restore's batch {rb} is not in its history")
+                    continue
+                for w in acked:
+                    p = where.get(w["key"])
+                    if p is None:
+                        continue
+                    if w["t1"] < r["t0"] and p > pr:
+                        problems.append(f"{name}: {w['key']}, acknowledged before the restore {rb} was sent, is after it")
+                    if r.get("batch") and w["t0"] > r["t1"] and p < pr:
+                        problems.append(f"{name}: {w['key']}, sent after the restore {rb} was answered, is before it")
+        # Each fork still holds its state; one that failed without an answer holds it or nothing.
+        forks_checked = 0
+        for name in self.hist_names:
+            for f in self.hist_forks[name]:
+                if f.get("exit") in (2, 3, 4):
+                    continue
+                forks_checked += 1
+                keys = self.hist_keys(f["name"])
+                if keys is None:
+                    problems.append(f"{f['name']}: could not read its keys at the end")
+                elif keys != set(f["state"]) and (f.get("exit") == 0 or keys):
+                    problems.append(f"{f['name']}: {len(keys)} keys at the end, the state at {f['at']} has "
+                                    f"{len(f['state'])}")
+        restores = [r for n in self.hist_names for r in self.hist_restores[n]]
+        forks = [f for n in self.hist_names for f in self.hist_forks[n]]
+
+        def count(recs):
+            out = {}
+            for r in recs:
+                key = self.hist_outcome(r.get("exit"))
+                out[key] = out.get(key, 0) + 1
+            return out
+        return {"available": True, "ok": not problems, "actors": actors,
+                "writes": sum(len(w) for w in self.hist_writes.values()),
+                "writes_acknowledged": sum(1 for w in self.hist_writes.values() for e in w if e["status"] == 200),
+                "restores": len(restores), "restores_by_outcome": count(restores),
+                "unanswered_restores_in_history": sum(1 for r in restores if r.get("matched_batch")),
+                "forks": len(forks), "forks_by_outcome": count(forks), "forks_checked_at_end": forks_checked,
+                "checks_right_after": len(self.hist_immediate),
+                "checks_right_after_failed": sum(1 for c in self.hist_immediate if not c["ok"]),
+                "problems": problems[:30]}
+
     # ---- the run ----------------------------------------------------------------------
     def run(self):
         t_setup = time.time()
@@ -1148,6 +1501,7 @@ class Soak:
             raise RuntimeError("the nodes did not become ready")
         self.alarms_setup()
         self.bank_setup()
+        self.hist_setup()
         log(f"ready after {time.time() - t_setup:.1f} s; load and nemesis for {self.a.minutes} min")
         start = time.time()
         end = start + self.a.minutes * 60
@@ -1160,6 +1514,7 @@ class Soak:
             threads.append(threading.Thread(target=self.writer, args=(self.a.writers, self.a.cold_rate, True),
                                             daemon=True))
         threads.append(threading.Thread(target=self.scraper, daemon=True))
+        threads += self.hist_threads
         for t in threads + self.bank_threads:
             t.start()
         if self.alarm_thread is not None:
@@ -1194,6 +1549,7 @@ class Soak:
         self.scrape_once()
         load_seconds = time.time() - start
         verdict = self.check()
+        self.hist_report = self.hist_result()
         self.bank_report = self.bank_result()
         if self.alarm_thread is not None:
             self.alarm_thread.join(timeout=30)
@@ -1269,6 +1625,8 @@ class Soak:
                 key = f"drain exit {a.get('drain_exit')}" + ("" if a["ok"] else ", unexpected")
             elif a["kind"] == "balance":
                 key = f"exit {a.get('exit')}"
+            elif a["kind"] in ("restore", "fork") and "outcome_key" in a:
+                key = a["outcome_key"]
             else:
                 key = "as expected" if a["ok"] else "unexpected"
             s["outcomes"][key] = s["outcomes"].get(key, 0) + 1
@@ -1352,6 +1710,7 @@ class Soak:
                        "actors_checked": verdict["actors_checked"]},
             "alarms": self.alarms_result(),
             "bank": self.bank_report,
+            "history": self.hist_report,
             "nemesis": {"kills": len(kills), "freezes": len(freezes), "bucket_pauses": len(self.pauses),
                         "freezes_that_exited_6": sum(1 for e in freezes if e.get("exit_after_resume") == 6),
                         "unplanned_exits": sum(len(n.exits) for n in self.nodes) - len(freezes),
@@ -1421,6 +1780,19 @@ def print_report(r, out):
         for k, v in b["checks"].items():
             if not v["ok"]:
                 print(f"    {k}: {v['detail']}")
+    h = r["history"]
+    if not h["available"]:
+        print("  " + h["note"])
+    else:
+        def outcomes(d):
+            return ", ".join(f"{k} {v}" for k, v in sorted(d.items())) or "none"
+        print(f"  history: {h['writes']} writes to {len(h['actors'])} kv actors ({h['writes_acknowledged']} acknowledged); "
+              f"{h['restores']} restores ({outcomes(h['restores_by_outcome'])}; "
+              f"{h['unanswered_restores_in_history']} unanswered ones in the history), {h['forks']} forks "
+              f"({outcomes(h['forks_by_outcome'])}); checks right after {h['checks_right_after']} "
+              f"({h['checks_right_after_failed']} failed), at the end {'held' if h['ok'] else 'FAILED'}")
+        for p in h["problems"][:10]:
+            print(f"    {p}")
     print(f"  nemesis: {n['kills']} kills, {n['freezes']} freezes ({n['freezes_that_exited_6']} exited 6 on resume), "
           f"{n['bucket_pauses']} bucket pauses, {n['unplanned_exits']} other exits")
     for kind, s in n["actions"].items():
@@ -1465,6 +1837,8 @@ def main():
     p.add_argument("--alarm-actors", type=int, default=200)
     p.add_argument("--bank-rate", type=float, default=5)
     p.add_argument("--bank-accounts", type=int, default=50)
+    p.add_argument("--hist-actors", type=int, default=3)
+    p.add_argument("--hist-rate", type=float, default=2)
     p.add_argument("--no-nemesis", action="store_true", help="no kill, freeze, pause or operator action")
     a = p.parse_args()
     if a.nodes < 2 or a.minutes <= 0 or a.rate <= 0 or a.busy < 1 or a.cold < 0 or a.writers < 1:
@@ -1488,6 +1862,8 @@ def main():
     bad = bad or (al["available"] and (not al["ok"] or al["set"] == 0))
     bk = r["bank"]
     bad = bad or (bk["available"] and (not bk["ok"] or bk["answered_200"] == 0))
+    hs = r["history"]
+    bad = bad or (hs["available"] and not hs["ok"])
     if bad or not r["all_ready_at_end"] or w["acknowledged"] == 0:
         print("soak: FAILED (see failures in the report)")
         return 1

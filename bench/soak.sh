@@ -2,18 +2,22 @@
 # The soak (docs/benchmarks.md, "The soak"): N nodes on one bucket, a steady load of durable
 # writes to busy actors and many cold ones, a nemesis (kill -9 and restart, a node frozen
 # past its lease with SIGSTOP and resumed, a paused bucket, a node drained and undrained,
-# actors moved, a balance, a drained node restarted, a class deployed anew), alarms set
-# throughout, bank transfers (messages between actors) throughout, bounded in time; then a
+# actors moved, a balance, a drained node restarted, a class deployed anew, an actor
+# restored to a point of its history and forked at another), alarms set throughout, bank
+# transfers (messages between actors) throughout, bounded in time; then a
 # list-append checker (every acknowledged write present exactly once, at the number it was
 # acknowledged with, in order), an alarm checker (every alarm set by an acknowledged request
 # or re-armed by a durable handler run fired, none early, none stale), the bank's checks
 # (money conserved, every acknowledged transfer applied exactly once, nothing left to
-# deliver) and a report, printed and written as JSON.
+# deliver), the history checks (each restored actor holds exactly its state at the point
+# and the writes acknowledged after, each fork its state at its point) and a report,
+# printed and written as JSON.
 #
 #   bench/soak.sh [--nodes N] [--minutes M | --hours H] [--bucket rgw|file|URL]
 #                 [--wasmkeep BIN] [--actors DIR] [--out DIR] [--fast-leases] [--seed S]
 #                 [--rate WRITES_PER_S] [--busy N] [--cold N] [--alarm-rate SETS_PER_S]
-#                 [--bank-rate TRANSFERS_PER_S] [--bank-accounts N] [--no-nemesis]
+#                 [--bank-rate TRANSFERS_PER_S] [--bank-accounts N]
+#                 [--hist-rate WRITES_PER_S] [--hist-actors N] [--no-nemesis]
 #
 #   --nodes N        nodes (default 3)
 #   --minutes M      length of the load and nemesis phase (default 10; fractions allowed);
@@ -23,7 +27,7 @@
 #                    file:// directory; the pause is the nodes' test-only outage fault), or
 #                    any s3:// or file:// URL (not paused: the soak does not own it)
 #   --wasmkeep BIN   default build/release/src/cli/wasmkeep, else build/ci/...
-#   --actors DIR     the compiled examples (chat.wasm, alarm_probe.wasm, bank.wasm); default
+#   --actors DIR     the compiled examples (chat.wasm, alarm_probe.wasm, bank.wasm, kv.wasm); default
 #                    beside the binary's build
 #   --out DIR        logs, the report (report.json) and the histories; default a new
 #                    directory under /tmp
@@ -43,9 +47,14 @@
 #   --bank-rate R, --bank-accounts N   transfers started per second (default 5; 0: none)
 #                    between N accounts of examples/bank/bank.cc (default 50), each keyed and
 #                    sent again until answered (tests/cluster/bank.py)
+#   --hist-rate R, --hist-actors N   writes per second (default 2; 0: none) to N kv actors
+#                    (examples/kv/kv.cc, default 3), keys k1, k2, ... in order, which the
+#                    nemesis restores to a point of their history and forks
+#                    (docs/benchmarks.md, "The soak")
 #
 # Exit 0 when nothing acknowledged was lost, duplicated or out of order, every alarm fired
-# in time and none early, the bank's checks held, and the nodes ran; 1 otherwise (the report
+# in time and none early, the bank's checks held, the history checks held, and the nodes
+# ran; 1 otherwise (the report
 # says why); 2 for bad arguments or a setup that failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -63,7 +72,8 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift 2 ;;
     --fast-leases) extra+=(--fast-leases); shift ;;
     --no-nemesis) extra+=(--no-nemesis); shift ;;
-    --seed|--rate|--busy|--cold|--cold-rate|--writers|--alarm-rate|--alarm-actors|--bank-rate|--bank-accounts)
+    --seed|--rate|--busy|--cold|--cold-rate|--writers|--alarm-rate|--alarm-actors|--bank-rate|--bank-accounts|\
+    --hist-rate|--hist-actors)
       extra+=("$1" "$2"); shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
     *) echo "soak: unknown argument $1 (see --help)" >&2; exit 2 ;;
@@ -77,7 +87,7 @@ if [ -z "$wk" ]; then
 fi
 [ -n "$wk" ] && [ -x "$wk" ] || { echo "soak: no wasmkeep binary (build one, or pass --wasmkeep)" >&2; exit 2; }
 [ -n "$actors" ] || actors=$(dirname "$(dirname "$(dirname "$wk")")")/actors
-for m in chat alarm_probe bank; do
+for m in chat alarm_probe bank kv; do
   [ -f "$actors/$m.wasm" ] || { echo "soak: no $actors/$m.wasm (build the examples, or pass --actors)" >&2; exit 2; }
 done
 [ -n "$out" ] || out=$(mktemp -d /tmp/wasmkeep-soak.XXXXXX)

@@ -265,12 +265,16 @@ void AddClusterCommand(CLI::App& app, const GlobalOptions& globals, int* result)
   undrain->callback([&globals, args, result] { *result = RunCluster(globals, *args, 4); });
 
   CLI::App* cost = cluster->add_subcommand(
-      "cost", "Bucket requests per second by purpose, summed over the live nodes, and their price per day");
+      "cost",
+      "Bucket requests per second by purpose, summed over the live nodes, and their price per day; what the bucket "
+      "stores per tenant and its price per month");
   cost->add_option("--since", args->cost.since,
                    "Measure over this long from now (30s, 5m, 1h; default: since each node's process started)");
   cost->add_option("--prices", args->cost.prices, "aws-s3 (default), r2, or a price file (TOML, docs/cli.md)");
   cost->add_option("--metrics", args->cost.metrics,
                    "A node's metrics URL (repeatable); default: every live node's, from the bucket");
+  cost->add_flag("--no-storage", args->cost.no_storage,
+                 "Do not list the bucket (one LIST per 1,000 objects) for what it stores per tenant");
   cost->add_flag("--json", args->cost.json, "Print JSON");
   cost->callback([&globals, args, result] { *result = RunCluster(globals, *args, 5); });
 }

@@ -5,7 +5,7 @@
 //   wasmkeep cluster fence NODE [--if-match VERSION]
 //   wasmkeep cluster forget NODE
 //   wasmkeep cluster drain NODE [--wait SECONDS] / undrain NODE
-//   wasmkeep cluster cost [--since DURATION] [--prices aws-s3|r2|FILE] [--metrics URL]... [--json]
+//   wasmkeep cluster cost [--since DURATION] [--prices aws-s3|r2|FILE] [--metrics URL]... [--no-storage] [--json]
 //
 // Timings come from the config file's [lease] section (they decide when a lease ran out
 // and when an old heartbeat is stale). Documented in docs/cli.md and docs/node-lease.md.

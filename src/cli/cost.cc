@@ -2,6 +2,7 @@
 
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -68,18 +69,144 @@ std::string Rate(double v) {
   return buf;
 }
 
+std::string Bytes(std::uint64_t v) {
+  char buf[32];
+  if (v < 1024) {
+    std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(v));
+  } else {
+    const char* units[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
+    double d = static_cast<double>(v) / 1024;
+    int u = 0;
+    while (d >= 1024 && u < 4) {
+      d /= 1024;
+      ++u;
+    }
+    std::snprintf(buf, sizeof buf, d >= 100 ? "%.0f %s" : "%.1f %s", d, units[u]);
+  }
+  return buf;
+}
+
+constexpr double kBytesPerGb = 1024.0 * 1024.0 * 1024.0;
+
+// The n-th '/'-separated component of key (0 first), or "" when there are fewer.
+std::string_view Component(std::string_view key, int n) {
+  for (int i = 0; i < n; ++i) {
+    const std::size_t slash = key.find('/');
+    if (slash == std::string_view::npos) return {};
+    key.remove_prefix(slash + 1);
+  }
+  return key.substr(0, key.find('/'));
+}
+
+// "<generation>-<seq>", both decimal: the position of a segment or a snapshot.
+std::optional<std::pair<std::uint64_t, std::uint64_t>> LogPosition(std::string_view name) {
+  const std::size_t dash = name.find('-');
+  if (dash == 0 || dash == std::string_view::npos || dash + 1 >= name.size() || name.size() > 64) return std::nullopt;
+  std::uint64_t parts[2] = {0, 0};
+  std::string_view texts[2] = {name.substr(0, dash), name.substr(dash + 1)};
+  for (int i = 0; i < 2; ++i) {
+    for (char c : texts[i]) {
+      if (c < '0' || c > '9') return std::nullopt;
+      parts[i] = parts[i] * 10 + static_cast<std::uint64_t>(c - '0');
+    }
+  }
+  return std::make_pair(parts[0], parts[1]);
+}
+
 }  // namespace
+
+void StorageUse::Add(const StorageUse& o) {
+  objects += o.objects;
+  bytes += o.bytes;
+  log_bytes += o.log_bytes;
+  history_bytes += o.history_bytes;
+  module_bytes += o.module_bytes;
+}
+
+StorageUse StorageReport::Total() const {
+  StorageUse t = cluster;
+  for (const auto& [tenant, use] : tenants) t.Add(use);
+  return t;
+}
+
+StorageReport ComputeStorage(const std::vector<ListEntry>& entries) {
+  StorageReport r;
+  // Per actor ("tenant/class/name"): its log objects' positions and sizes, and its newest
+  // snapshot; what lies before that snapshot is history (kept by retention, or garbage
+  // not yet collected).
+  struct LogObject {
+    std::pair<std::uint64_t, std::uint64_t> at;
+    std::uint64_t size;
+  };
+  struct ActorLog {
+    std::string tenant;
+    std::vector<LogObject> objects;
+    std::optional<std::pair<std::uint64_t, std::uint64_t>> newest_snapshot;
+  };
+  std::map<std::string, ActorLog, std::less<>> logs;
+  for (const ListEntry& e : entries) {
+    const std::string_view key = e.key;
+    const std::string_view top = Component(key, 0);
+    std::string_view tenant;
+    bool log = false, module = false;
+    if (top == "wal" || top == "snapshot") {
+      tenant = Component(key, 1);
+      log = true;
+    } else if (top == "classes") {
+      tenant = Component(key, 1);
+      module = true;
+    } else if (top == "owners" || top == "leases" || top == "quarantine") {
+      tenant = Component(key, 1);
+      if (tenant.starts_with("_")) tenant = {};  // owners/_alarms/...: the cluster's own
+    } else if (top == "alarms") {
+      tenant = Component(key, 3);  // alarms/<shard>/<due>/<tenant>/...
+    } else if (top == "control" && Component(key, 1) == "tenants") {
+      tenant = Component(key, 2);
+    } else if (top == "control" && Component(key, 1) == "move") {
+      tenant = Component(key, 3);  // control/move/<node>/<tenant>/...
+    }
+    StorageUse& use = tenant.empty() ? r.cluster : r.tenants[std::string(tenant)];
+    ++use.objects;
+    use.bytes += e.size;
+    if (module) use.module_bytes += e.size;
+    if (!log) continue;
+    use.log_bytes += e.size;
+    const std::size_t last = key.rfind('/');
+    const std::size_t first = key.find('/');
+    auto at = LogPosition(key.substr(last + 1));
+    if (!at || last <= first) continue;  // not a log object's name: counted, never history
+    ActorLog& actor = logs[std::string(key.substr(first + 1, last - first - 1))];
+    actor.tenant = std::string(tenant);
+    actor.objects.push_back(LogObject{*at, e.size});
+    if (top == "snapshot" && (!actor.newest_snapshot || *actor.newest_snapshot < *at)) actor.newest_snapshot = *at;
+  }
+  for (const auto& [name, actor] : logs) {
+    if (!actor.newest_snapshot) continue;
+    StorageUse& use = r.tenants[actor.tenant];
+    for (const LogObject& o : actor.objects) {
+      if (o.at < *actor.newest_snapshot) use.history_bytes += o.size;
+    }
+  }
+  return r;
+}
+
+double StoragePerMonth(const PriceTable& prices, std::uint64_t bytes) {
+  return prices.per_gb_month ? static_cast<double>(bytes) / kBytesPerGb * *prices.per_gb_month : 0;
+}
 
 PriceTable AwsS3StandardPrices() {
   PriceTable t;
   t.name = "aws-s3";
-  t.title = "AWS S3 Standard, us-east-1: PUT and LIST $0.005 per 1,000, GET and HEAD $0.0004 per 1,000, DELETE free";
+  t.title =
+      "AWS S3 Standard, us-east-1: PUT and LIST $0.005 per 1,000, GET and HEAD $0.0004 per 1,000, DELETE free; "
+      "storage $0.023 per GB-month";
   t.currency = "USD";
   t.per_request[Index(BucketOp::kPut)] = 0.005 / 1000;
   t.per_request[Index(BucketOp::kList)] = 0.005 / 1000;
   t.per_request[Index(BucketOp::kGet)] = 0.0004 / 1000;
   t.per_request[Index(BucketOp::kHead)] = 0.0004 / 1000;
   t.per_request[Index(BucketOp::kDelete)] = 0;
+  t.per_gb_month = 0.023;
   return t;
 }
 
@@ -87,13 +214,14 @@ PriceTable CloudflareR2Prices() {
   PriceTable t;
   t.name = "r2";
   t.title = "Cloudflare R2 Standard: Class A (PUT, LIST) $4.50 per million, Class B (GET, HEAD) $0.36 per million, "
-            "DELETE free";
+            "DELETE free; storage $0.015 per GB-month";
   t.currency = "USD";
   t.per_request[Index(BucketOp::kPut)] = 4.50 / 1e6;
   t.per_request[Index(BucketOp::kList)] = 4.50 / 1e6;
   t.per_request[Index(BucketOp::kGet)] = 0.36 / 1e6;
   t.per_request[Index(BucketOp::kHead)] = 0.36 / 1e6;
   t.per_request[Index(BucketOp::kDelete)] = 0;
+  t.per_gb_month = 0.015;
   return t;
 }
 
@@ -117,10 +245,27 @@ Result<PriceTable> ParsePriceToml(std::string_view text, std::string_view origin
         return InvalidArgument(where + ": " + std::string(k) + " must be a non-empty string");
       }
       (k == "name" ? t.name : t.currency) = *value.value<std::string>();
-    } else if (k != "per_1000_requests") {
+    } else if (k != "per_1000_requests" && k != "storage") {
       return InvalidArgument(where + ": unknown key " + std::string(k) +
-                             " (expected name, currency and [per_1000_requests])");
+                             " (expected name, currency, [per_1000_requests] and [storage])");
     }
+  }
+  if (root.contains("storage")) {
+    const toml::table* storage = root["storage"].as_table();
+    if (storage == nullptr) return InvalidArgument(where + ": storage must be a table ([storage] per_gb_month = ...)");
+    for (auto&& [key, value] : *storage) {
+      if (key.str() != "per_gb_month") {
+        return InvalidArgument(where + ": unknown key storage." + std::string(key.str()) + " (expected per_gb_month)");
+      }
+      std::optional<double> v = value.is_integer()
+                                    ? std::optional<double>(static_cast<double>(*value.value<std::int64_t>()))
+                                    : value.value<double>();
+      if (!v || !std::isfinite(*v) || *v < 0 || *v > 1e6) {
+        return InvalidArgument(where + ": storage.per_gb_month must be a number from 0 to 1000000");
+      }
+      t.per_gb_month = *v;
+    }
+    if (!t.per_gb_month) return InvalidArgument(where + ": [storage] needs per_gb_month");
   }
   const toml::table* prices = root["per_1000_requests"].as_table();
   if (prices == nullptr) return InvalidArgument(where + ": missing the [per_1000_requests] table");
@@ -151,6 +296,10 @@ Result<PriceTable> ParsePriceToml(std::string_view text, std::string_view origin
                 t.currency.c_str(), t.per_request[0] * 1000, t.per_request[1] * 1000, t.per_request[2] * 1000,
                 t.per_request[3] * 1000, t.per_request[4] * 1000);
   t.title = title;
+  if (t.per_gb_month) {
+    std::snprintf(title, sizeof title, "; storage %g per GB-month", *t.per_gb_month);
+    t.title += title;
+  }
   return t;
 }
 
@@ -277,7 +426,7 @@ CostReport ComputeCost(const std::vector<NodeWindow>& windows, PriceTable prices
   return r;
 }
 
-std::string FormatCostText(const CostReport& r) {
+std::string FormatCostText(const CostReport& r, const StorageReport* storage, const std::string& storage_note) {
   std::string out;
   char line[512];
   std::snprintf(line, sizeof line, "%d live node%s; %s\nprices: %s\n\n", r.nodes, r.nodes == 1 ? "" : "s",
@@ -310,10 +459,47 @@ std::string FormatCostText(const CostReport& r) {
                 Rate(r.nodes > 0 ? r.TotalPerSecond() / r.nodes : 0).c_str(), Rate(r.NonSegmentPutsPerNodeSecond()).c_str());
   out += line;
   for (const std::string& n : r.notes) out += "note: " + n + "\n";
+  if (storage == nullptr) {
+    if (!storage_note.empty()) out += "\nstorage: " + storage_note + "\n";
+    return out;
+  }
+  const StorageUse total = storage->Total();
+  std::snprintf(line, sizeof line, "\nSTORAGE: %llu objects listed with %llu LIST request%s%s\n",
+                static_cast<unsigned long long>(total.objects), static_cast<unsigned long long>(storage->lists),
+                storage->lists == 1 ? "" : "s",
+                r.prices.per_gb_month ? "" : " (this price table has no storage rate: not priced)");
+  out += line;
+  const std::string per_month = r.prices.currency + "/MONTH";
+  std::snprintf(line, sizeof line, "%-16s %9s %11s %11s %11s %11s %11s %12s\n", "TENANT", "OBJECTS", "LOG", "HISTORY",
+                "MODULES", "OTHER", "TOTAL", per_month.c_str());
+  out += line;
+  const auto row = [&](const std::string& name, const StorageUse& u) {
+    std::snprintf(line, sizeof line, "%-16s %9llu %11s %11s %11s %11s %11s %12s\n", name.c_str(),
+                  static_cast<unsigned long long>(u.objects), Bytes(u.log_bytes).c_str(), Bytes(u.history_bytes).c_str(),
+                  Bytes(u.module_bytes).c_str(), Bytes(u.bytes - u.log_bytes - u.module_bytes).c_str(),
+                  Bytes(u.bytes).c_str(), Money(StoragePerMonth(r.prices, u.bytes)).c_str());
+    out += line;
+  };
+  // The largest tenants first; past kTextTenants, the rest in one line (--json has them all).
+  constexpr std::size_t kTextTenants = 50;
+  std::vector<std::pair<std::string, StorageUse>> sorted(storage->tenants.begin(), storage->tenants.end());
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const auto& a, const auto& b) { return a.second.bytes > b.second.bytes; });
+  StorageUse rest;
+  for (std::size_t i = 0; i < sorted.size(); ++i) {
+    if (i < kTextTenants) {
+      row(sorted[i].first, sorted[i].second);
+    } else {
+      rest.Add(sorted[i].second);
+    }
+  }
+  if (sorted.size() > kTextTenants) row("(" + std::to_string(sorted.size() - kTextTenants) + " more)", rest);
+  row("(cluster)", storage->cluster);
+  row("TOTAL", total);
   return out;
 }
 
-std::string FormatCostJson(const CostReport& r) {
+std::string FormatCostJson(const CostReport& r, const StorageReport* storage, const std::string& storage_note) {
   nlohmann::json purposes = nlohmann::json::object();
   for (std::size_t p = 0; p < kBucketPurposes; ++p) {
     const auto purpose = static_cast<BucketPurpose>(p);
@@ -338,6 +524,29 @@ std::string FormatCostJson(const CostReport& r) {
                       {"non_segment_puts_per_node_second", r.NonSegmentPutsPerNodeSecond()},
                       {"purposes", purposes},
                       {"notes", r.notes}};
+  if (storage == nullptr) {
+    j["storage"] = nullptr;
+    if (!storage_note.empty()) j["storage_note"] = storage_note;
+    return j.dump(2) + "\n";
+  }
+  const auto use = [&](const StorageUse& u) {
+    nlohmann::json o = {{"objects", u.objects},         {"bytes", u.bytes},
+                        {"log_bytes", u.log_bytes},     {"history_bytes", u.history_bytes},
+                        {"module_bytes", u.module_bytes}, {"other_bytes", u.bytes - u.log_bytes - u.module_bytes}};
+    if (r.prices.per_gb_month) {
+      o["money_per_month"] = StoragePerMonth(r.prices, u.bytes);
+    } else {
+      o["money_per_month"] = nullptr;
+    }
+    return o;
+  };
+  nlohmann::json tenants = nlohmann::json::object();
+  for (const auto& [tenant, u] : storage->tenants) tenants[tenant] = use(u);
+  j["storage"] = {{"lists", storage->lists},
+                  {"per_gb_month", r.prices.per_gb_month ? nlohmann::json(*r.prices.per_gb_month) : nlohmann::json()},
+                  {"total", use(storage->Total())},
+                  {"cluster", use(storage->cluster)},
+                  {"tenants", tenants}};
   return j.dump(2) + "\n";
 }
 

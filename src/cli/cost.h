@@ -11,7 +11,10 @@
 //           $0.0004 per 1,000, DELETE free
 //   r2      Cloudflare R2 Standard: Class A (PUT, LIST) $4.50 per million, Class B (GET,
 //           HEAD) $0.36 per million, DELETE free
-// Only requests are priced: not storage, data transfer or free tiers.
+// Storage (what the bucket holds, listed once: one LIST per 1,000 objects) is priced per
+// GB-month (GB = 2^30 bytes, as AWS bills S3 storage): aws-s3 $0.023 (Standard, the first
+// 50 TB), r2 $0.015; per tenant, with the bytes of history (what retention keeps) apart.
+// Not priced: data transfer, free tiers.
 //
 // Threading: pure functions and values.
 #pragma once
@@ -27,6 +30,7 @@
 #include "base/status.h"
 #include "base/time.h"
 #include "store/counting_store.h"
+#include "store/object_store.h"
 
 namespace wk::cli {
 
@@ -35,6 +39,7 @@ struct PriceTable {
   std::string title;     // one line for the report
   std::string currency;  // "USD"
   std::array<double, kBucketOps> per_request{};  // indexed by BucketOp
+  std::optional<double> per_gb_month;            // storage; nullopt: not priced by this table
 };
 
 PriceTable AwsS3StandardPrices();
@@ -49,6 +54,8 @@ PriceTable CloudflareR2Prices();
 //   head = 0.0004
 //   list = 0.005
 //   delete = 0
+//   [storage]                  # optional: storage is then priced
+//   per_gb_month = 0.023
 // kInvalidArgument naming the key or the line (origin names the file in messages).
 Result<PriceTable> ParsePriceToml(std::string_view text, std::string_view origin);
 // "aws-s3", "r2", or a path to a price file.
@@ -97,10 +104,36 @@ struct CostReport {
   double NonSegmentPutsPerNodeSecond() const;
 };
 
+// What the bucket holds, by owner: a tenant's actors' logs (wal/, snapshot/), its modules
+// (classes/) and its records (owners/, leases/, quarantine/, its alarm entries, its tenant
+// record); the rest (nodes/, control/, the alarm shards' holds) is the cluster's own.
+struct StorageUse {
+  std::uint64_t objects = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t log_bytes = 0;      // segments and snapshots
+  std::uint64_t history_bytes = 0;  // of log_bytes: older than the actor's newest snapshot
+  std::uint64_t module_bytes = 0;   // classes/
+  void Add(const StorageUse& o);
+};
+struct StorageReport {
+  std::map<std::string, StorageUse, std::less<>> tenants;
+  StorageUse cluster;
+  std::uint64_t lists = 0;  // LIST requests the listing took
+  StorageUse Total() const;
+};
+// keys and sizes as the bucket listed them, in any order.
+StorageReport ComputeStorage(const std::vector<ListEntry>& entries);
+// Money per month for `bytes` at the table's storage rate (0 when it has none).
+double StoragePerMonth(const PriceTable& prices, std::uint64_t bytes);
+
 // Sums the windows (each node's counts over its own seconds, so nodes started at different
 // times are each a rate of their own, then added).
 CostReport ComputeCost(const std::vector<NodeWindow>& windows, PriceTable prices, std::string basis);
-std::string FormatCostText(const CostReport& report);
-std::string FormatCostJson(const CostReport& report);
+// storage: nullptr when the bucket was not listed (--metrics, --no-storage); storage_note
+// says why then (or why the listing failed).
+std::string FormatCostText(const CostReport& report, const StorageReport* storage = nullptr,
+                           const std::string& storage_note = "");
+std::string FormatCostJson(const CostReport& report, const StorageReport* storage = nullptr,
+                           const std::string& storage_note = "");
 
 }  // namespace wk::cli

@@ -1,7 +1,8 @@
 // `wasmkeep cluster cost [--since DURATION] [--prices aws-s3|r2|FILE] [--metrics URL]...
-// [--json]`: finds the live nodes (their records in nodes/, their metrics address in
-// control/endpoints/<node>, cluster/node_endpoints.h), scrapes each one's /metrics, and
-// prints the cluster's bucket requests per second by purpose and what they cost per day
+// [--no-storage] [--json]`: finds the live nodes (their records in nodes/, their metrics
+// address in control/endpoints/<node>, cluster/node_endpoints.h), scrapes each one's
+// /metrics, lists the bucket, and prints the cluster's bucket requests per second by purpose
+// and what they cost per day, and what the bucket stores per tenant and its price per month
 // (cli/cost.h; docs/cli.md, "cluster cost").
 #include "cli/cost_cmd.h"
 
@@ -17,6 +18,26 @@ namespace {
 
 // A scrape's deadline: a node that does not answer in this long is left out, named.
 constexpr Duration kScrapeTimeout = std::chrono::seconds(5);
+// One page of the bucket's listing (1,000 keys).
+constexpr Duration kListTimeout = std::chrono::seconds(30);
+
+// The whole bucket, listed page by page: what it stores per tenant.
+Task<Result<StorageReport>> ListStorage(ObjectStore* store) {
+  std::vector<ListEntry> entries;
+  ListOptions options;
+  std::uint64_t lists = 0;
+  for (;;) {
+    auto page = co_await store->List(options, CallOptions{kListTimeout});
+    ++lists;
+    if (!page.ok()) co_return page.status();
+    for (auto& e : page->entries) entries.push_back(std::move(e));
+    if (!page->next_continuation) break;
+    options.continuation = std::move(*page->next_continuation);
+  }
+  StorageReport report = ComputeStorage(entries);
+  report.lists = lists;
+  co_return report;
+}
 
 struct Target {
   std::string name;  // the node id, or the URL given with --metrics
@@ -141,10 +162,31 @@ Task<int> Cost(RealEnv* env, ObjectStore* store, LeaseTiming timing, CostArgs ar
   }
   CostReport report = ComputeCost(windows, std::move(prices), std::move(basis));
   report.notes.insert(report.notes.begin(), notes.begin(), notes.end());
-  const std::string text = args.json ? FormatCostJson(report) : FormatCostText(report);
+  std::optional<StorageReport> storage;
+  std::string storage_note;
+  bool storage_failed = false;
+  if (store == nullptr) {
+    storage_note = "not listed (--metrics reads nothing from the bucket)";
+  } else if (args.no_storage) {
+    storage_note = "not listed (--no-storage)";
+  } else {
+    auto listed = co_await ListStorage(store);
+    if (listed.ok()) {
+      storage = std::move(*listed);
+    } else {
+      storage_note = "the bucket could not be listed: " + listed.status().ToString();
+      storage_failed = true;
+    }
+  }
+  const StorageReport* s = storage ? &*storage : nullptr;
+  const std::string text = args.json ? FormatCostJson(report, s, storage_note) : FormatCostText(report, s, storage_note);
   std::fwrite(text.data(), 1, text.size(), stdout);
   if (!targets.empty() && report.nodes == 0) {
     std::fprintf(stderr, "wasmkeep: no node's metrics could be read\n");
+    co_return kExitError;
+  }
+  if (storage_failed) {
+    std::fprintf(stderr, "wasmkeep: %s\n", storage_note.c_str());
     co_return kExitError;
   }
   co_return kExitOk;

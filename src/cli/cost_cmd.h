@@ -1,5 +1,6 @@
 // `wasmkeep cluster cost`: the cluster's bucket requests per second by purpose and their
-// price per day (cli/cost.h computes; cost_cmd.cc finds the nodes and scrapes them).
+// price per day, and what the bucket stores per tenant and its price per month (cli/cost.h
+// computes; cost_cmd.cc finds the nodes, scrapes them and lists the bucket).
 // Documented in docs/cli.md ("cluster cost").
 #pragma once
 
@@ -18,6 +19,7 @@ struct CostArgs {
   std::string prices = "aws-s3";     // aws-s3, r2 or a price file
   std::vector<std::string> metrics;  // scrape these URLs instead of finding the nodes
   bool json = false;
+  bool no_storage = false;  // do not list the bucket (its size per tenant is left out)
 };
 
 // The arguments checked and loaded (the price table, the window), before anything is

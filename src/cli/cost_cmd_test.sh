@@ -3,7 +3,8 @@
 # named with exit 2 and never a crash (checked before the bucket is opened), a missing bucket
 # named with exit 8, an empty cluster, nodes that cannot be read named in
 # a note, then three live nodes found through the bucket (their endpoints objects) and
-# their requests summed by purpose, as text and JSON, since start and over a window.
+# their requests summed by purpose, as text and JSON, since start and over a window; what
+# the bucket stores per tenant (log, history, modules) and its price per month.
 #
 #   cost_cmd_test.sh WASMKEEP_BINARY
 set -u
@@ -72,6 +73,36 @@ assert j[\"money_per_day\"] > 0
 assert j[\"purposes\"][\"other\"][\"requests_per_second\"] == 0
 " "$out"'
 run "one node by its metrics URL" 0 "1 live node;" cluster cost --metrics "http://127.0.0.1:$(port_of 2)/metrics"
+check "--metrics lists nothing in the bucket, and says so" 'grep -q "^storage: not listed (--metrics" <<<"$out"'
+
+echo "== storage per tenant"
+pos() { printf '%020d-%020d' "$1" "$2"; }
+head -c 5000 /dev/zero >"$work/5k"; head -c 700 /dev/zero >"$work/700"
+W bucket put "wal/acme/kv/a/$(pos 1 0)" "$work/5k" >/dev/null
+W bucket put "snapshot/acme/kv/a/$(pos 1 1)" "$work/700" >/dev/null
+W bucket put "wal/acme/kv/a/$(pos 1 2)" "$work/700" >/dev/null
+W bucket put "classes/acme/kv/modules/abc" "$work/5k" >/dev/null
+W bucket put "wal/globex/chat/r/$(pos 1 0)" "$work/700" >/dev/null
+run "the bucket is listed" 0 "STORAGE: " cluster cost
+check "acme's row: 4 objects, 6.2 KiB of log, 4.9 KiB of it history, 4.9 KiB of modules, a price" \
+  'awk "\$1==\"acme\" {exit !(\$2==4 && \$3==\"6.2\" && \$5==\"4.9\" && \$7==\"4.9\" && \$NF!=\"\")} " <<<"$out"'
+check "globex's row and the cluster's own (its node records)" 'grep -q "^globex " <<<"$out" && grep -q "^(cluster) " <<<"$out"'
+out=$(W cluster cost --json --prices r2 2>&1); rc=$?
+check "JSON: the tenants' bytes, history and price per month (exit $rc)" 'python3 -c "
+import json, sys
+j = json.loads(sys.argv[1])
+s = j[\"storage\"]
+assert s[\"per_gb_month\"] == 0.015, s[\"per_gb_month\"]
+a = s[\"tenants\"][\"acme\"]
+assert a[\"log_bytes\"] == 6400 and a[\"history_bytes\"] == 5000 and a[\"module_bytes\"] == 5000, a
+assert abs(a[\"money_per_month\"] - 11400 / 2**30 * 0.015) < 1e-12, a
+assert s[\"cluster\"][\"objects\"] >= 3 and s[\"lists\"] >= 1
+assert s[\"total\"][\"bytes\"] == sum(t[\"bytes\"] for t in s[\"tenants\"].values()) + s[\"cluster\"][\"bytes\"]
+" "$out"'
+printf '[per_1000_requests]\nput = 1\nget = 1\nhead = 1\nlist = 1\ndelete = 0\n' >"$work/nostorage.toml"
+run "a price file without [storage]: listed, not priced" 0 "has no storage rate: not priced" cluster cost --prices "$work/nostorage.toml"
+run "--no-storage lists nothing" 0 "storage: not listed (--no-storage)" cluster cost --no-storage
+
 # A node killed: its endpoints object stays, but it is no longer live once fenced, and a
 # live node whose process cannot be reached is named.
 stop "$pid_n3"

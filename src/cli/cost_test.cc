@@ -1,5 +1,6 @@
 // `cluster cost`'s arithmetic and inputs: the built-in price tables, the price file and its
-// refusals (each names the key), durations, a node's /metrics text, and the report.
+// refusals (each names the key), durations, a node's /metrics text, the report, and what
+// the bucket stores per tenant.
 #include "cli/cost.h"
 
 #include <gtest/gtest.h>
@@ -152,6 +153,98 @@ TEST(CostTest, TheReportSumsEachNodesRateAndPricesIt) {
   EXPECT_NE(json.find("\"non_segment_puts_per_node_second\": 1.0"), std::string::npos) << json;
   // At R2's prices the same traffic costs less.
   EXPECT_LT(ComputeCost({a, b}, CloudflareR2Prices(), "test").TotalMoneyPerDay(), r.TotalMoneyPerDay());
+}
+
+
+TEST(CostStorageTest, PricesStoragePerGbMonth) {
+  EXPECT_DOUBLE_EQ(*AwsS3StandardPrices().per_gb_month, 0.023);
+  EXPECT_DOUBLE_EQ(*CloudflareR2Prices().per_gb_month, 0.015);
+  EXPECT_DOUBLE_EQ(StoragePerMonth(AwsS3StandardPrices(), 2ull << 30), 0.046);
+  // A price file without [storage] does not price it; with it, it does.
+  auto plain = ParsePriceToml(kGoodPrices, "b2.toml");
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_FALSE(plain->per_gb_month);
+  EXPECT_EQ(StoragePerMonth(*plain, 1ull << 40), 0);
+  auto priced = ParsePriceToml(std::string(kGoodPrices) + "[storage]\nper_gb_month = 0.006\n", "b2.toml");
+  ASSERT_TRUE(priced.ok()) << priced.status().ToString();
+  EXPECT_DOUBLE_EQ(*priced->per_gb_month, 0.006);
+  EXPECT_NE(priced->title.find("storage 0.006 per GB-month"), std::string::npos) << priced->title;
+  auto unknown = ParsePriceToml(std::string(kGoodPrices) + "[storage]\nper_gb = 1\n", "b2.toml");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("storage.per_gb"), std::string::npos) << unknown.status().message();
+  auto negative = ParsePriceToml(std::string(kGoodPrices) + "[storage]\nper_gb_month = -1\n", "b2.toml");
+  ASSERT_FALSE(negative.ok());
+  EXPECT_NE(negative.status().message().find("storage.per_gb_month must be a number"), std::string::npos);
+  auto empty = ParsePriceToml(std::string(kGoodPrices) + "[storage]\n", "b2.toml");
+  ASSERT_FALSE(empty.ok());
+  EXPECT_NE(empty.status().message().find("[storage] needs per_gb_month"), std::string::npos);
+}
+
+ListEntry Entry(std::string key, std::uint64_t size) {
+  ListEntry e;
+  e.key = std::move(key);
+  e.size = size;
+  return e;
+}
+
+std::string Pos(std::uint64_t g, std::uint64_t s) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%020llu-%020llu", static_cast<unsigned long long>(g),
+                static_cast<unsigned long long>(s));
+  return buf;
+}
+
+TEST(CostStorageTest, CountsEachTenantsObjectsAndKeepsHistoryApart) {
+  const std::vector<ListEntry> entries = {
+      // acme/kv/a: a snapshot at 2-5, so everything before it is history.
+      Entry("wal/acme/kv/a/" + Pos(1, 0), 10), Entry("wal/acme/kv/a/" + Pos(1, 1), 100),
+      Entry("snapshot/acme/kv/a/" + Pos(1, 1), 50), Entry("wal/acme/kv/a/" + Pos(2, 0), 10),
+      Entry("snapshot/acme/kv/a/" + Pos(2, 5), 60), Entry("wal/acme/kv/a/" + Pos(2, 6), 7),
+      // acme/kv/b: no snapshot, no history.
+      Entry("wal/acme/kv/b/" + Pos(1, 0), 1000),
+      Entry("classes/acme/kv/modules/abc", 5000), Entry("classes/acme/kv/current", 40),
+      Entry("owners/acme/kv/a", 30), Entry("leases/acme/kv/a", 20), Entry("quarantine/acme/kv/a", 9),
+      Entry("alarms/03/00000000001700000000000/acme/kv/a/" + Pos(1, 1), 11),
+      Entry("control/tenants/acme", 100), Entry("control/move/n1/acme/kv/a", 12),
+      Entry("wal/globex/chat/r/" + Pos(3, 0), 70),
+      // The cluster's own.
+      Entry("nodes/n1", 200), Entry("owners/_alarms/shard/03", 25), Entry("control/cluster-secret", 44),
+      Entry("control/endpoints/n1", 33), Entry("control/operators", 55),
+  };
+  const StorageReport r = ComputeStorage(entries);
+  ASSERT_EQ(r.tenants.size(), 2u);
+  const StorageUse& acme = r.tenants.at("acme");
+  EXPECT_EQ(acme.objects, 15u);
+  EXPECT_EQ(acme.log_bytes, 10u + 100 + 50 + 10 + 60 + 7 + 1000);
+  EXPECT_EQ(acme.history_bytes, 10u + 100 + 50 + 10);  // before snapshot 2-5, that snapshot kept
+  EXPECT_EQ(acme.module_bytes, 5040u);
+  EXPECT_EQ(acme.bytes, acme.log_bytes + acme.module_bytes + 30 + 20 + 9 + 11 + 100 + 12);
+  const StorageUse& globex = r.tenants.at("globex");
+  EXPECT_EQ(globex.objects, 1u);
+  EXPECT_EQ(globex.history_bytes, 0u);
+  EXPECT_EQ(r.cluster.objects, 5u);
+  EXPECT_EQ(r.cluster.bytes, 200u + 25 + 44 + 33 + 55);
+  EXPECT_EQ(r.Total().objects, entries.size());
+  EXPECT_EQ(r.Total().bytes, acme.bytes + globex.bytes + r.cluster.bytes);
+}
+
+TEST(CostStorageTest, ReportsStoragePerTenantInTextAndJson) {
+  StorageReport storage = ComputeStorage({Entry("wal/acme/kv/a/" + Pos(1, 0), 3ull << 30), Entry("nodes/n1", 100)});
+  storage.lists = 1;
+  const CostReport report = ComputeCost({}, AwsS3StandardPrices(), "rates since each node's process started");
+  const std::string text = FormatCostText(report, &storage);
+  EXPECT_NE(text.find("STORAGE: 2 objects listed with 1 LIST request\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("USD/MONTH"), std::string::npos) << text;
+  EXPECT_NE(text.find("acme"), std::string::npos) << text;
+  EXPECT_NE(text.find("0.0690"), std::string::npos) << text;  // 3 GiB at $0.023
+  EXPECT_NE(text.find("(cluster)"), std::string::npos) << text;
+  const std::string json = FormatCostJson(report, &storage);
+  EXPECT_NE(json.find("\"history_bytes\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"acme\""), std::string::npos) << json;
+  // Not listed: a note says why, and the JSON's storage is null.
+  const std::string skipped = FormatCostText(report, nullptr, "not listed (--no-storage)");
+  EXPECT_NE(skipped.find("storage: not listed (--no-storage)"), std::string::npos) << skipped;
+  EXPECT_NE(FormatCostJson(report, nullptr, "x").find("\"storage\": null"), std::string::npos);
 }
 
 }  // namespace
