@@ -7,7 +7,8 @@
 // Writing as owner: a replica opened under that hold (ReplicaProvider::OpenOwned: the current
 // chain restored, our fence), the state written as one batch after the chain, durable, the
 // replica closed and the hold released. Restore and Fork are such changes; the node's HTTP
-// routes (server/actor_admin.h) and the simulator's operators (sim/operators.h) call them.
+// routes (server/actor_admin.h) and the simulator's history operators (sim/history_operators.h)
+// call them.
 //
 // Guarantees: nothing is written without a hold of our own (never two owners); the point's
 // state is read under that hold (the log cannot change meanwhile); the state before stays in
