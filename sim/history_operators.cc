@@ -241,6 +241,9 @@ Task<void> HistoryOperators::ReadState(ActorId actor, HistoryModel::Point point)
     if (s.code() == Code::kInvalidArgument && model_.SurelyInside(point.time_ms, options_.retention)) {
       w_.Violation("H3: " + who + " was refused, its point inside the retention window: " + s.status().ToString());
     }
+    // The operator's view of the bucket is never faulted, and an object collected under
+    // the read is listed again (kRetryable): a fatal answer is a chain that cannot be read.
+    if (s.code() == Code::kFatal) w_.Violation("H3: " + who + " failed: " + s.status().ToString());
     co_return;
   }
   ++w_.result().history_reads;
@@ -256,6 +259,9 @@ Task<void> HistoryOperators::ReadHistory(ActorId actor) {
   o.since_ms = o.now_ms - World::Ms(options_.retention) + 2 * World::Ms(w_.timing().max_skew) + 1000;
   const auto expected = model_.AckedSince(actor, o.since_ms);
   auto h = co_await replica::ReadHistory(machine_->env, machine_->store, actor, o);
+  if (!h.ok() && h.code() == Code::kFatal) {
+    w_.Violation("H3: the history of " + actor.name + " read at " + At(w_.Now()) + " failed: " + h.status().ToString());
+  }
   if (!h.ok() || h->truncated) co_return;
   ++w_.result().history_reads;
   std::map<replica::BatchId, std::int64_t> listed;

@@ -86,6 +86,13 @@ TEST(SimTest, RoutingSameSeedSameHistoryAndTheHistoryIsChecked) {
   EXPECT_EQ(a.acked_appends, runs.second.acked_appends);
   EXPECT_GT(a.acked_appends, 0u);
   EXPECT_GT(a.ok_reads, 0u);
+  // Restores and forks ran, and H2 and H3 judged something (docs/simulation.md, "History:
+  // restores and forks").
+  const std::vector<RunResult> seeds = ExpectTenSeedsPass(RunRoutingScenario);
+  EXPECT_GT(Total(seeds, &RunResult::history_restores), 0u) << "no restore was made";
+  EXPECT_GT(Total(seeds, &RunResult::history_forks), 0u) << "no fork was made";
+  EXPECT_GT(Total(seeds, &RunResult::history_reads), 0u);
+  EXPECT_GT(Total(seeds, &RunResult::history_judged_reads), 0u);
 }
 
 // The combined scenario replays exactly, and ten seeds exercise every feature it puts
@@ -124,6 +131,10 @@ TEST(SimTest, CombinedSameSeedSameHistoryAndSeedsExerciseEveryFeature) {
   EXPECT_GT(Total(seeds, &RunResult::fences), 0u);
   EXPECT_GT(Total(seeds, &RunResult::poison_hits), 0u);
   EXPECT_GT(Total(seeds, &RunResult::quarantines), 0u) << "no poisoned actor was quarantined";
+  EXPECT_GT(Total(seeds, &RunResult::history_restores), 0u) << "no restore was made";
+  EXPECT_GT(Total(seeds, &RunResult::history_forks), 0u) << "no fork was made";
+  EXPECT_GT(Total(seeds, &RunResult::history_reads), 0u);
+  EXPECT_GT(Total(seeds, &RunResult::history_judged_reads), 0u);
 }
 
 // Seeds at which a deep run of `combined` found a bug, replayed on every test run

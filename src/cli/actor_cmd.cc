@@ -467,7 +467,9 @@ Task<int> ShowState(ObjectStore* store, RealEnv* env, HistoryArgs a, ActorId act
   }
   auto s = co_await replica::StateAt(*env, *store, actor, point, o);
   if (!s.ok()) co_return Fail(s.status());
-  const std::string last = s->last ? s->last->ToString() : std::string("none (the empty state)");
+  const std::string last = s->last       ? s->last->ToString()
+                           : s->snapshot ? "none after snapshot " + s->snapshot->ToString() + " (its state)"
+                                         : std::string("none (the empty state)");
   if (a.json) {
     nlohmann::json keys = nlohmann::json::object();
     for (const auto& [k, v] : s->state.entries()) keys[Printable(k)] = Printable(v);
@@ -475,6 +477,7 @@ Task<int> ShowState(ObjectStore* store, RealEnv* env, HistoryArgs a, ActorId act
                         {"batch", s->last ? nlohmann::json(s->last->ToString()) : nlohmann::json(nullptr)},
                         {"time_ms", s->time_ms},
                         {"time", FormatTimeMs(s->time_ms)},
+                        {"snapshot", s->snapshot ? nlohmann::json(s->snapshot->ToString()) : nlohmann::json(nullptr)},
                         {"alarm_ms", s->state.alarm() ? nlohmann::json(*s->state.alarm()) : nlohmann::json(nullptr)},
                         {"keys", keys}};
     std::printf("%s\n", j.dump(2).c_str());

@@ -115,7 +115,9 @@ Task<Result<LogListing>> ListLog(Env& env, ObjectStore& store, ActorId actor, Re
   TaskHandle h1 = lists.first;
   TaskHandle h2 = lists.second;
   const bool joined1 = co_await h1.Join();
-  const bool joined2 = joined1 && co_await h2.Join();
+  // Not a co_await inside && (the ?: family of GCC 12's bug: docs/DEVELOPING.md).
+  bool joined2 = false;
+  if (joined1) joined2 = co_await h2.Join();
   if (!joined1 || !joined2 || !wal->has_value() || !snap->has_value()) {
     h1.Cancel();
     h2.Cancel();
@@ -238,7 +240,15 @@ Task<Result<Chain>> ReconstructChain(const LogListing& listing, FenceReader read
   co_return out;
 }
 
-Task<Result<History>> ReadHistory(Env& env, ObjectStore& store, ActorId actor, HistoryOptions options) {
+namespace {
+
+// The history reads race the owner's garbage collection: an object listed may be gone by
+// the time it is read (a newer base covers it). One attempt sets *collected then; the
+// public functions list again, a few times, before saying so (kRetryable).
+constexpr int kCollectedAttempts = 3;
+
+Task<Result<History>> ReadHistoryOnce(Env& env, ObjectStore& store, ActorId actor, HistoryOptions options,
+                                      bool* collected) {
   History out;
   out.actor = actor;
   auto listing = co_await ListLog(env, store, actor, options.read);
@@ -246,7 +256,10 @@ Task<Result<History>> ReadHistory(Env& env, ObjectStore& store, ActorId actor, H
   // Named, not a temporary in the co_await operand (GCC 12: docs/DEVELOPING.md).
   FenceReader fences = StoreFenceReader(env, store, actor, options.read);
   auto chain = co_await ReconstructChain(*listing, fences, options.read.broken);
-  if (!chain.ok()) co_return chain.status();
+  if (!chain.ok()) {
+    if (chain.code() == Code::kNotFound) *collected = true;
+    co_return chain.status();
+  }
   const std::vector<Position> data = RestorableData(*chain);
   std::vector<Position> wanted;
   for (const Position& p : data) {
@@ -261,7 +274,10 @@ Task<Result<History>> ReadHistory(Env& env, ObjectStore& store, ActorId actor, H
   std::vector<std::string> keys;
   for (const Position& p : wanted) keys.push_back(SegmentKey(actor, p));
   auto bodies = co_await ReadObjects(env, store, std::move(keys), options.read);
-  if (!bodies.ok()) co_return bodies.status();
+  if (!bodies.ok()) {
+    if (bodies.code() == Code::kNotFound) *collected = true;
+    co_return bodies.status();
+  }
   out.segments_read = wanted.size();
   for (std::size_t i = 0; i < wanted.size(); ++i) {
     auto seg = DecodeChainSegment(actor, wanted[i], (*bodies)[i]);
@@ -292,7 +308,8 @@ Task<Result<History>> ReadHistory(Env& env, ObjectStore& store, ActorId actor, H
   co_return out;
 }
 
-Task<Result<PointState>> StateAt(Env& env, ObjectStore& store, ActorId actor, PointSpec point, HistoryOptions options) {
+Task<Result<PointState>> StateAtOnce(Env& env, ObjectStore& store, ActorId actor, PointSpec point,
+                                     HistoryOptions options, bool* collected) {
   if (point.at_ms.has_value() == point.batch.has_value()) co_return InvalidArgument("give a time or a batch, one of them");
   const std::int64_t retention_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(options.retention).count();
@@ -310,7 +327,10 @@ Task<Result<PointState>> StateAt(Env& env, ObjectStore& store, ActorId actor, Po
   // Named, not a temporary in the co_await operand (GCC 12: docs/DEVELOPING.md).
   FenceReader fences = StoreFenceReader(env, store, actor, options.read);
   auto chain = co_await ReconstructChain(*listing, fences, options.read.broken);
-  if (!chain.ok()) co_return chain.status();
+  if (!chain.ok()) {
+    if (chain.code() == Code::kNotFound) *collected = true;
+    co_return chain.status();
+  }
   const std::vector<Position> data = RestorableData(*chain);
   auto time_of = [&](Position p) { return listing->segments.at(p).modified_ms; };
 
@@ -365,7 +385,10 @@ Task<Result<PointState>> StateAt(Env& env, ObjectStore& store, ActorId actor, Po
   if (base) keys.push_back(SnapshotKey(actor, *base));
   for (const Position& p : apply) keys.push_back(SegmentKey(actor, p));
   auto bodies = co_await ReadObjects(env, store, std::move(keys), options.read);
-  if (!bodies.ok()) co_return bodies.status();
+  if (!bodies.ok()) {
+    if (bodies.code() == Code::kNotFound) *collected = true;
+    co_return bodies.status();
+  }
   PointState out;
   std::size_t i = 0;
   if (base) {
@@ -394,9 +417,14 @@ Task<Result<PointState>> StateAt(Env& env, ObjectStore& store, ActorId actor, Po
     out.last = BatchId{apply[a], static_cast<std::uint32_t>(n)};
     out.time_ms = time_of(apply[a]);
   }
+  // A base with no batch after it: the state is the snapshot's (every batch up to the end of
+  // its segment, whose batch ids may be collected by now), not the empty state.
+  if (base && apply.empty()) out.snapshot = *base;
   out.segments_read = apply.size();
   co_return out;
 }
+
+}  // namespace
 
 actor::Batch ReplacementBatch(const actor::StateMap& target) {
   actor::Batch b;
@@ -404,6 +432,30 @@ actor::Batch ReplacementBatch(const actor::StateMap& target) {
   for (const auto& [k, v] : target.entries()) b.mutations.push_back(actor::Mutation{actor::Mutation::Kind::kPut, k, v});
   b.alarm = target.alarm();
   return b;
+}
+
+Task<Result<History>> ReadHistory(Env& env, ObjectStore& store, ActorId actor, HistoryOptions options) {
+  for (int attempt = 1;; ++attempt) {
+    bool collected = false;
+    auto r = co_await ReadHistoryOnce(env, store, actor, options, &collected);
+    if (r.ok() || !collected) co_return r;
+    if (attempt == kCollectedAttempts) {
+      co_return Retryable("the history of " + actor.ToString() + " changed while it was read (" + r.status().message() +
+                          "): ask again");
+    }
+  }
+}
+
+Task<Result<PointState>> StateAt(Env& env, ObjectStore& store, ActorId actor, PointSpec point, HistoryOptions options) {
+  for (int attempt = 1;; ++attempt) {
+    bool collected = false;
+    auto r = co_await StateAtOnce(env, store, actor, point, options, &collected);
+    if (r.ok() || !collected) co_return r;
+    if (attempt == kCollectedAttempts) {
+      co_return Retryable("the history of " + actor.ToString() + " changed while it was read (" + r.status().message() +
+                          "): ask again");
+    }
+  }
 }
 
 }  // namespace wk::replica

@@ -115,7 +115,8 @@ struct PointSpec {
 };
 struct PointState {
   actor::StateMap state;
-  std::optional<BatchId> last;     // the last batch applied; nullopt: the empty state
+  std::optional<BatchId> last;     // the last batch applied; nullopt: the empty state, or
+  std::optional<Position> snapshot;  // the state of this snapshot, no batch after it (last nullopt)
   std::int64_t time_ms = 0;        // that batch's time
   std::uint64_t segments_read = 0;
   std::uint64_t bytes_read = 0;

@@ -10,6 +10,7 @@
 
 #include "replica/gc.h"
 #include "replica/testing/replica_fixture.h"
+#include "store/store_wrapper.h"
 
 namespace wk::replica {
 namespace {
@@ -247,6 +248,80 @@ TEST_F(HistoryTest, GarbageCollectionKeepsTheWindowAndCollectsWhatIsOlder) {
   EXPECT_LT(h->batches.size(), 16u);
   ASSERT_TRUE(h->earliest_ms.has_value());
   EXPECT_GE(*h->earliest_ms, ToUnixMs(env_.WallNow()) - 3'601'000) << "never before the window";
+  Close(r);
+}
+
+// A point older than every batch still retained, at or after the oldest base: the state is
+// that snapshot's, named as such (not the empty state).
+TEST_F(HistoryTest, APointAtTheOldestBaseIsThatSnapshotsStateNamedSo) {
+  ReplicaOptions o;
+  o.snapshot_every_segments = 2;
+  o.gc_delete_interval = Duration(0);
+  o.retention = hours(1);
+  o.retention_margin = Duration(0);
+  auto r = Open(Generation{1}, o);
+  for (int i = 0; i < 10; ++i) {
+    Durable(*r, testing::Put("k", std::to_string(i)));
+    world_.RunFor(minutes(1));
+  }
+  world_.RunFor(hours(2));
+  for (int i = 10; i < 16; ++i) {
+    Durable(*r, testing::Put("k", std::to_string(i)));
+    world_.RunFor(minutes(1));
+  }
+  auto h = ReadAll(hours(1));
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  ASSERT_TRUE(h->earliest_ms.has_value());
+  auto s = At(PointSpec{*h->earliest_ms, std::nullopt}, hours(1));
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_FALSE(s->last.has_value());
+  ASSERT_TRUE(s->snapshot.has_value()) << "a snapshot's state, named";
+  EXPECT_FALSE(s->state.entries().empty());
+  EXPECT_EQ(s->time_ms, *h->earliest_ms);
+  Close(r);
+}
+
+// The history reads race the owner's garbage collection: an object listed and gone when read
+// is listed again, and after a few such attempts the answer is kRetryable, never kFatal.
+class VanishingStore final : public StoreWrapper {
+ public:
+  VanishingStore(ObjectStore& inner, std::string key, int times) : StoreWrapper(inner), key_(std::move(key)), times_(times) {}
+  Task<Result<GetOutput>> Get(std::string key, CallOptions options) override {
+    if (key == key_ && times_ > 0) {
+      --times_;
+      co_return NotFound(key + " collected");
+    }
+    co_return co_await StoreWrapper::Get(std::move(key), options);
+  }
+
+ private:
+  std::string key_;
+  int times_;
+};
+
+TEST_F(HistoryTest, AnObjectCollectedUnderTheReadIsListedAgainThenRetryable) {
+  auto r = Open(Generation{1});
+  Durable(*r, testing::Put("a", "1"));
+  Durable(*r, testing::Put("a", "2"));
+  const std::string key = SegmentKey(actor_, {1, 2});
+  ASSERT_TRUE(Has(key));
+  {
+    VanishingStore once(*store_, key, 1);
+    auto s = RunTask(world_, env_, StateAt(env_, once, actor_, PointSpec{std::nullopt, BatchId{{1, 2}, 1}}, Options()));
+    ASSERT_TRUE(s && s->ok()) << (s ? s->status().ToString() : "did not finish");
+    EXPECT_EQ(Of((*s)->state), states_[1]);
+    VanishingStore once_more(*store_, key, 1);
+    auto h = RunTask(world_, env_, ReadHistory(env_, once_more, actor_, Options()));
+    ASSERT_TRUE(h && h->ok()) << (h ? h->status().ToString() : "did not finish");
+    EXPECT_EQ((*h)->batches.size(), 2u);
+  }
+  VanishingStore always(*store_, key, 1000);
+  auto s = RunTask(world_, env_, StateAt(env_, always, actor_, PointSpec{std::nullopt, BatchId{{1, 2}, 1}}, Options()));
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->code(), Code::kRetryable) << s->status().ToString();
+  auto h = RunTask(world_, env_, ReadHistory(env_, always, actor_, Options()));
+  ASSERT_TRUE(h.has_value());
+  EXPECT_EQ(h->code(), Code::kRetryable) << h->status().ToString();
   Close(r);
 }
 

@@ -51,7 +51,8 @@ Task<Result<Restored>> Restore(Env& env, ObjectStore& store, ActorId actor, Gene
                                RestoreOptions options, std::optional<std::uint64_t> resume_segment = std::nullopt);
 
 // The bodies of keys, in order, read `parallelism` at once with the restore's bounded
-// retries; a missing object is kFatal naming it (a chain that names it would lose writes).
+// retries; a missing object is kNotFound naming it (the history reads, its callers, list
+// again: the owner's garbage collection may have removed it since their listing).
 Task<Result<std::vector<std::string>>> ReadObjects(Env& env, ObjectStore& store, std::vector<std::string> keys,
                                                    RestoreOptions options);
 

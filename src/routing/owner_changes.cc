@@ -1,5 +1,6 @@
 #include "routing/owner_changes.h"
 
+#include <algorithm>
 #include <array>
 
 #include "base/log.h"
@@ -54,6 +55,15 @@ Task<std::optional<std::pair<replica::Replica::Hold, HoldResume>>> DeletionGuard
 
 // ---- OwnerChanges.
 
+namespace {
+// For the log: the point a change took its state from.
+std::string PointName(const OwnerChange& c) {
+  if (c.point) return c.point->ToString();
+  if (c.point_snapshot) return "snapshot " + c.point_snapshot->ToString();
+  return "empty";
+}
+}  // namespace
+
 replica::HistoryOptions OwnerChanges::HistoryNow(std::string_view tenant) const {
   replica::HistoryOptions o;
   o.now_ms = ToUnixMs(deps_.env.WallNow());
@@ -76,6 +86,28 @@ Task<Result<bool>> OwnerChanges::AnythingStored(ActorId id) {
     if (!page->entries.empty()) co_return true;
   }
   co_return false;
+}
+
+Task<Result<bool>> OwnerChanges::HasState(ActorId id) {
+  ListOptions so;
+  so.prefix = replica::SnapshotPrefix(id);
+  so.page_size = 1;
+  auto snaps = co_await deps_.store.List(std::move(so), CallOptions{std::chrono::seconds(5)});
+  if (!snaps.ok()) co_return snaps.status();
+  if (!snaps->entries.empty()) co_return true;
+  // Fences (<generation>-0) carry no batch: a hold that wrote nothing else, such as a fork
+  // that failed before its batch was durable, left the state empty.
+  const std::string prefix = replica::WalPrefix(id);
+  ListOptions lo;
+  lo.prefix = prefix;
+  auto page = co_await deps_.store.List(std::move(lo), CallOptions{std::chrono::seconds(5)});
+  if (!page.ok()) co_return page.status();
+  for (const ListEntry& e : page->entries) {
+    auto p = replica::ParseKeyPosition(prefix, e.key);
+    if (!p.ok() || p->seq > 0) co_return true;  // a batch, or an object we do not know: not empty
+  }
+  // A page of fences only and more after it: not worth following for a fork; say it exists.
+  co_return page->next_continuation.has_value();
 }
 
 Task<OwnerChanges::Taken> OwnerChanges::TakeAsOwner(ActorId id, bool must_exist) {
@@ -151,13 +183,18 @@ Task<Result<Generation>> OwnerChanges::WriteAsOwner(ActorId id, AcquireResult ac
   auto opened = co_await deps_.provider.OpenOwned(id, std::move(hold));
   if (!*alive) co_return Stopping();
   if (!opened.ok()) {
-    (void)co_await owners.Release(id);
+    (void)co_await owners.Release(id, generation);
     co_return opened.status();
   }
   std::unique_ptr<replica::Replica> replica = std::move(*opened);
   Status outcome = Status::Ok();
-  if (require_empty &&
-      (!replica->restored().listed_segments.empty() || !replica->restored().listed_snapshots.empty())) {
+  // A fork's target must hold no state: no snapshot and no segment but fences (a hold that
+  // wrote nothing, e.g. an earlier fork that failed before its batch was durable).
+  const auto& listed = replica->restored();
+  const bool has_state = !listed.listed_snapshots.empty() ||
+                         std::any_of(listed.listed_segments.begin(), listed.listed_segments.end(),
+                                     [](const replica::Position& p) { return p.seq > 0; });
+  if (require_empty && has_state) {
     outcome = PreconditionFailed(id.ToString() + " exists (it was created meanwhile)");
   } else {
     const std::uint64_t seq = replica->Commit(replica::ReplacementBatch(target));
@@ -171,14 +208,27 @@ Task<Result<Generation>> OwnerChanges::WriteAsOwner(ActorId id, AcquireResult ac
     outcome = co_await durable.Wait();
     if (!*alive) co_return Stopping();
     deps_.env.CancelTimer(timer);
+    // Not known durable (too slow, an upload whose outcome is unknown, the hold lost): the
+    // batch may still land, or have landed, on the chain (the close below keeps uploading
+    // while the hold is valid). Never "nothing changed": the caller reads the history
+    // before asking again, or a second restore would hide the first one's undo point.
+    if (!outcome.ok()) {
+      outcome = UnknownOutcome("the change may have taken effect (its batch was not known durable: " +
+                               outcome.message() + "); read the actor's history before asking again");
+    }
   }
   Status closed = co_await replica->Close(kWriteLimit);
   if (!*alive) co_return Stopping();
   replica.reset();
-  (void)co_await owners.Release(id);
+  (void)co_await owners.Release(id, generation);
   if (!*alive) co_return Stopping();
   if (!outcome.ok()) co_return outcome;
-  if (!closed.ok()) co_return closed;
+  // The batch is durable: the change is made, whatever the close says (a failed close only
+  // leaves the hold to end by itself).
+  if (!closed.ok()) {
+    WK_LOG_WARN("a change's replica did not close cleanly after its batch was durable",
+                {{"actor", id.ToString()}, {"error", closed.ToString()}});
+  }
   co_return generation;
 }
 
@@ -209,12 +259,13 @@ Task<OwnerChange> OwnerChanges::Restore(ActorId id, replica::PointSpec point) {
   if (state.ok()) before = co_await replica::ReadHistory(deps_.env, deps_.store, id, newest);
   if (!*alive) co_return Failed(Stopping());
   if (!state.ok() || !before.ok()) {
-    (void)co_await deps_.owners.Release(id);
+    (void)co_await deps_.owners.Release(id, taken.acquired.hold.generation());
     if (!*alive) co_return Failed(Stopping());
     co_return Failed(In(state.ok() ? before.status() : state.status(), "restoring " + id.ToString()));
   }
   OwnerChange out;
   out.point = state->last;
+  out.point_snapshot = state->snapshot;
   out.point_ms = state->time_ms;
   if (!before->batches.empty()) out.undo = before->batches.back().id;
   auto written = co_await WriteAsOwner(id, taken.acquired, std::move(state->state), false);
@@ -224,7 +275,7 @@ Task<OwnerChange> OwnerChanges::Restore(ActorId id, replica::PointSpec point) {
   out.batch = replica::BatchId{replica::Position{*written, 1}, 1};
   WK_LOG_INFO("actor restored", {{"node", deps_.node_id.str()},
                                  {"actor", id.ToString()},
-                                 {"to", out.point ? out.point->ToString() : "empty"},
+                                 {"to", PointName(out)},
                                  {"generation", std::to_string(written->value)},
                                  {"undo", out.undo ? out.undo->ToString() : ""}});
   co_return out;
@@ -253,13 +304,14 @@ Task<OwnerChange> OwnerChanges::RestoreWithoutAcquire(ActorId id, replica::Point
   out.batch = replica::BatchId{at, 1};
   out.generation = at.generation;
   out.point = state->last;
+  out.point_snapshot = state->snapshot;
   out.point_ms = state->time_ms;
   co_return out;
 }
 
 Task<OwnerChange> OwnerChanges::Fork(ActorId from, replica::PointSpec point, ActorId to) {
   std::shared_ptr<bool> alive = alive_;
-  auto exists = co_await AnythingStored(to);
+  auto exists = co_await HasState(to);
   if (!*alive) co_return Failed(Stopping());
   if (!exists.ok()) co_return Failed(In(exists.status(), "looking for " + to.ToString()));
   if (*exists) co_return Failed(PreconditionFailed(to.ToString() + " exists: a fork makes a new actor"), true);
@@ -282,6 +334,7 @@ Task<OwnerChange> OwnerChanges::Fork(ActorId from, replica::PointSpec point, Act
   if (!taken.status.ok()) co_return Failed(taken.status);
   OwnerChange out;
   out.point = state->last;
+  out.point_snapshot = state->snapshot;
   out.point_ms = state->time_ms;
   auto written = co_await WriteAsOwner(to, taken.acquired, std::move(state->state), true);
   if (!*alive) co_return Failed(Stopping());
@@ -294,7 +347,7 @@ Task<OwnerChange> OwnerChanges::Fork(ActorId from, replica::PointSpec point, Act
   WK_LOG_INFO("actor forked", {{"node", deps_.node_id.str()},
                                {"actor", from.ToString()},
                                {"to", to.ToString()},
-                               {"from", out.point ? out.point->ToString() : "empty"}});
+                               {"from", PointName(out)}});
   co_return out;
 }
 

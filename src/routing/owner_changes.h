@@ -101,7 +101,8 @@ struct OwnerChange {
   // Made: the batch written (the state after the change) and its hold's generation.
   replica::BatchId batch;
   Generation generation;
-  std::optional<replica::BatchId> point;  // the point's last batch; nullopt: the empty state
+  std::optional<replica::BatchId> point;  // the point's last batch; nullopt: the empty state, or
+  std::optional<replica::Position> point_snapshot;  // a snapshot's state with no batch after it
   std::int64_t point_ms = 0;
   std::optional<replica::BatchId> undo;   // a restore's: the newest batch before it
   bool made() const { return !holder && status.ok(); }
@@ -137,6 +138,10 @@ class OwnerChanges {
   // Whether the actor has an ownership record or any object of its log (one HEAD, up to two
   // one-entry LISTs).
   Task<Result<bool>> AnythingStored(ActorId id);
+  // Whether the actor has a state: a snapshot, or a segment that is not a fence (two LISTs).
+  // A name whose log holds fences only (a fork that failed before its batch was durable) is
+  // empty, so a fork onto it may be asked again.
+  Task<Result<bool>> HasState(ActorId id);
   // The history reads' options now: this node's clock, the tenant's retention window.
   replica::HistoryOptions HistoryNow(std::string_view tenant) const;
   const NodeId& node_id() const { return deps_.node_id; }

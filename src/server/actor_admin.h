@@ -74,6 +74,11 @@ struct ActorAdminDeps {
 class ActorAdmin {
  public:
   explicit ActorAdmin(ActorAdminDeps deps);
+  // A handler still running when the node stops (the HTTP server lets it run on) sees
+  // alive_ false at its next resumption and touches nothing of this object after it.
+  ~ActorAdmin() { *alive_ = false; }
+  ActorAdmin(const ActorAdmin&) = delete;
+  ActorAdmin& operator=(const ActorAdmin&) = delete;
 
   // Whether the target's path is one of these routes.
   static bool Matches(std::string_view target);

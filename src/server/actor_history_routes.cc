@@ -138,6 +138,7 @@ Task<ServerResponse> ActorAdmin::HistoryState(ActorId id, std::string query) {
   } else {
     w.Null();
   }
+  if (s->snapshot) w.Member("snapshot", s->snapshot->ToString());
   w.Member("time_ms", s->time_ms).Member("keys_total", static_cast<std::uint64_t>(s->state.entries().size()));
   w.Member("bytes", s->state.bytes());
   WriteOptionalMs(w, "alarm_ms", s->state.alarm());
@@ -180,6 +181,7 @@ Task<ServerResponse> ActorAdmin::Restore(ActorId id, ServerRequest request, Prin
   } else {
     w.Null();
   }
+  if (change.point_snapshot) w.Member("to_snapshot", change.point_snapshot->ToString());
   w.Member("to_time_ms", change.point_ms).Member("generation", change.generation.value);
   w.Member("batch", change.batch.ToString());
   if (change.undo) w.Member("undo", change.undo->ToString());
@@ -217,6 +219,7 @@ Task<ServerResponse> ActorAdmin::Fork(ActorId id, ServerRequest request, Princip
   } else {
     w.Null();
   }
+  if (change.point_snapshot) w.Member("from_snapshot", change.point_snapshot->ToString());
   w.Member("from_time_ms", change.point_ms).Member("generation", change.generation.value).Member("node", deps_.node_id.str());
   w.EndObject();
   co_return Json(200, std::move(w).Take());
