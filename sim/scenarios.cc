@@ -80,7 +80,7 @@ const std::vector<Scenario>& Scenarios() {
         {"input-gate-concurrent", 1, 10},
         {"move-acquires-before-release-lands", 1, 10},
         {"take-unconditional", 43, 10},
-        {"drain-ignores-pending", 4, 10},
+        {"drain-ignores-pending"},
         {"index-entry-removed-before-durable", 1, 10},
         {"fire-before-due", 1, 10},
         {"drop-handed-alarm", 27, 10},

@@ -297,7 +297,6 @@ Task<Result<Restored>> Restore(Env& env, ObjectStore& store, ActorId actor, Gene
   for (const auto& p : chain) q->reads.push_back(Read{SegmentKey(actor, p), false, std::nullopt, Status::Ok()});
   if (!q->reads.empty()) {
     Status st = co_await ReadAll(env, store, q, options);
-    if (!st.ok() && q->missing) co_return NotFound(*q->missing + " was listed but is not there any more");
     if (!st.ok()) co_return st;
   }
   out.reads += static_cast<int>(q->reads.size());
