@@ -38,14 +38,21 @@
 # objects garbage collection deleted so far (wasmkeep_replica_gc_deleted_total), to show
 # whether throughput falls once GC has run for a while.
 #
+# It always reports: a step that fails (a peer that dies, a warm-up answered with errors, wrk
+# printing no result) is a row saying so, with the peer's exit status, its last log lines and
+# its last resident memory, and the run goes on with the other system; a peer that died takes
+# no further part. The table is printed even if the script stops early for a reason of its
+# own (the line and command that failed are named).
+#
 # Environment: WASMKEEP_WORKERD_VERSION (default 1.20261117.1), WASMKEEP_HTTP_BENCH_ROUNDS
 # (default 3), WASMKEEP_HTTP_BENCH_STRACE=0 skips the strace check, WASMKEEP_HTTP_BENCH_BUCKET
 # (sqlite or file; default sqlite), WASMKEEP_HTTP_BENCH_GC_MINUTES (default 0: no long case),
 # WASMKEEP_HTTP_BENCH_CASES (default "hot:1 hot:16 rr:1 rr:16 rr10k:16"; empty runs only the
 # long case), WASMKEEP_HTTP_BENCH_SPIN_US (the node's actors.spin_us, 0-1000; unset: the
 # node's default, docs/configuration.md), WASMKEEP_SKIP_INSTALL_DEPS=1 (the tools are
-# installed already: scripts/install-deps.sh is not run).
-set -euo pipefail
+# installed already: scripts/install-deps.sh is not run), WASMKEEP_HTTP_BENCH_PRESET (the
+# CMake preset whose wasmkeep runs; default release: others are for trying the bench out).
+set -Eeuo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=common.sh
 source bench/common.sh
@@ -69,17 +76,26 @@ apt_install() {
 }
 command -v wrk >/dev/null || apt_install wrk
 command -v npm >/dev/null || apt_install nodejs npm
-cmake --preset release >/dev/null
-cmake --build --preset release --target wasmkeep wk_actors
-wk=$PWD/build/release/src/cli/wasmkeep
-counter_wasm=$PWD/build/release/actors/counter.wasm
+preset=${WASMKEEP_HTTP_BENCH_PRESET:-release}
+cmake --preset "$preset" >/dev/null
+cmake --build --preset "$preset" --target wasmkeep wk_actors
+wk=$PWD/build/$preset/src/cli/wasmkeep
+counter_wasm=$PWD/build/$preset/actors/counter.wasm
 
 workerd=$(install_workerd)
 
 # --- servers -----------------------------------------------------------------------------
 tmp=$(mktemp -d "$PWD/build/http-bench.XXXXXX")
 wk_pid="" workerd_pid=""
+reported=0
 cleanup() {
+  local status=$?
+  # Stopped early (a failure of the bench's own, an interrupt): what ran is still reported.
+  if [ "$reported" = 0 ] && declare -F report >/dev/null && [ "${#cases[@]}" -gt 0 ]; then
+    echo
+    echo "the bench stopped early (status $status); what ran:"
+    report || true
+  fi
   for p in $wk_pid $workerd_pid; do
     kill -TERM "$p" 2>/dev/null || true
   done
@@ -90,6 +106,9 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+# A command that fails where the bench does not expect it is named, never a silent exit.
+trap 'echo "http_bench: line $LINENO: \"$BASH_COMMAND\" failed (status $?)" >&2' ERR
+cases=()
 
 wk_port=$(free_port)
 cat >"$tmp/wasmkeep.toml" <<TOML
@@ -134,12 +153,13 @@ warm_calls() {  # URL_PREFIX N
   local codes
   codes=$(curl -s --no-progress-meter --parallel --parallel-max 16 -X POST "${auth[@]}" -K "$tmp/warm.curl" \
     -w '%{http_code}\n' | sort | uniq -c | tr -s ' ' | tr '\n' ';')
-  [[ $codes == " $(( $2 == 0 ? 1 : $2 )) 200;" ]] || { echo "warm-up of $1: answers $codes"; exit 1; }
+  [[ $codes == " $(( $2 == 0 ? 1 : $2 )) 200;" ]] || { step_error="warm-up of $1: answers (count code;) $codes"; return 1; }
 }
-# The sum of the counters (GET each).
+# The sum of the counters (GET each), then how many reads did not answer a number: "SUM BAD".
 sum_counts() {  # URL_PREFIX N
   curl_config "$1" "" "$2" >"$tmp/get.curl"
-  curl -s --no-progress-meter --parallel --parallel-max 16 "${auth[@]}" -K "$tmp/get.curl" | awk '{s += $1} END {print s + 0}'
+  { curl -s --no-progress-meter --parallel --parallel-max 16 "${auth[@]}" -K "$tmp/get.curl" -w '\n' || true; } |
+    awk 'NF == 0 {next} $1 ~ /^[0-9]+$/ {s += $1; next} {bad++} END {print s + 0, bad + 0}'
 }
 # A raw 4 KiB write + fsync loop on the disk under both data directories, for 2 s (or $1).
 disk_probe() {
@@ -155,7 +175,8 @@ print(f"{len(ts)} x (4 KiB write + fsync) in {secs:g} s: p50 {ts[len(ts) // 2] *
       f"p99 {ts[int(len(ts) * 0.99)] * 1e3:.2f} ms")
 PY
 }
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# A process's CPU ticks so far, or nothing when it is gone.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || true; }
 # Runs wrk and sets r_rps r_p50 r_p99 r_ok r_non2xx r_errors r_cpu from its result line.
 # shellcheck disable=SC2154  # the w_* variables come from the eval of that line
 run_wrk() {  # NAME URL CONNS THREADS SECONDS SERVER_PID LUA_ARGS...
@@ -167,7 +188,9 @@ run_wrk() {  # NAME URL CONNS THREADS SECONDS SERVER_PID LUA_ARGS...
     "$url" -- "$@" >"$tmp/$name.out" 2>&1
   t1=$(cpu_ticks "$pid")
   local line
-  line=$(grep '^WRK_RESULT' "$tmp/$name.out") || { cat "$tmp/$name.out"; exit 1; }
+  line=$(grep '^WRK_RESULT' "$tmp/$name.out") ||
+    { step_error="wrk printed no result: $(tail -n 3 "$tmp/$name.out" | tr '\n' ' ')"; return 1; }
+  if [ -z "$t0" ] || [ -z "$t1" ]; then t0=0 t1=0; fi
   eval "$(echo "$line" | sed 's/^WRK_RESULT //' | tr ' ' '\n' | sed 's/^/w_/')"
   r_rps=$(awk -v n="$w_requests" -v d="$w_duration_us" 'BEGIN {printf "%.0f", n / (d / 1e6)}')
   r_p50=$(awk -v v="$w_p50_us" 'BEGIN {printf "%.2f", v / 1000}')
@@ -187,22 +210,73 @@ case_target() {  # CASE CONNS
     rr10k) base=/v1/actors/$tenant/counter/many- n=$many_actors ;;
   esac
 }
-rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
+rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null || true; }
+# A peer that fails takes no further part: failed[SYSTEM] says why.
+declare -A failed last_rss
+# Keeps SYSTEM's resident memory while its process lives (the figure a death report gives).
+note_rss() {  # SYSTEM PID
+  local kib
+  kib=$(rss_kib "$2")
+  if [ -n "$kib" ]; then last_rss[$1]=$kib; fi
+}
+pid_of() { if [ "$1" = wasmkeep ]; then echo "$wk_pid"; else echo "$workerd_pid"; fi; }
+log_of() { if [ "$1" = wasmkeep ]; then echo "$tmp/wasmkeep.log"; else echo "$tmp/workerd/workerd.log"; fi; }
+# Called when a step of SYSTEM failed (step_error says which): if its process is gone, it is
+# marked failed with its exit status, last resident memory and last log lines, all printed.
+check_peer() {  # SYSTEM WHERE [GRACE]   GRACE: after a failed step, a process on its way out
+  local sys=$1 where=$2 pid status i
+  pid=$(pid_of "$sys")
+  if [ -n "${3:-}" ]; then
+    for i in $(seq 1 20); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  fi
+  if kill -0 "$pid" 2>/dev/null; then return 0; fi
+  status=0
+  wait "$pid" 2>/dev/null || status=$?
+  if ((status > 128)); then status="$status (signal $((status - 128)))"; fi
+  failed[$sys]="died during $where (exit status $status; resident ${last_rss[$sys]:-?} KiB at its last reading)"
+  echo "  $sys DIED during $where: exit status $status; resident ${last_rss[$sys]:-?} KiB at its last reading; its last log lines:"
+  tail -n 5 "$(log_of "$sys")" 2>/dev/null | sed 's/^/    | /'
+}
 # One round of one case on one system: warm, read the counters, measure, read them again,
 # check. Sets res[SYSTEM,CASE,CONNS,ROUND] = "req/s p50 p99 cpu%".
 declare -A res
 run_case() {  # SYSTEM URL PID CASE CONNS THREADS ROUND
   local sys=$1 url=$2 pid=$3 case=$4 conns=$5 threads=$6 round=$7
-  local base n
+  local base n where="case $4 c$5 round $7"
+  if [ -n "${failed[$sys]:-}" ]; then
+    printf '  %s %-8s not run: %s\n' "$round" "$sys" "${failed[$sys]}"
+    return 0
+  fi
+  note_rss "$sys" "$pid"
   case_target "$case" "$conns"
-  warm_calls "$url$base" "$n"
-  run_wrk "$sys-$case-c$conns-$round-warm" "$url" "$conns" "$threads" "$warm_seconds" "$pid" "$base" "$n"
-  local before after
-  before=$(sum_counts "$url$base" "$n")
-  run_wrk "$sys-$case-c$conns-$round" "$url" "$conns" "$threads" "$seconds" "$pid" "$base" "$n"
-  after=$(sum_counts "$url$base" "$n")
-  local delta=$((after - before)) verdict=ok
+  step_error=""
+  if ! warm_calls "$url$base" "$n" ||
+    ! run_wrk "$sys-$case-c$conns-$round-warm" "$url" "$conns" "$threads" "$warm_seconds" "$pid" "$base" "$n"; then
+    printf '  %s %-8s FAILED: %s\n' "$round" "$sys" "$step_error"
+    check_peer "$sys" "$where (warm-up)" grace
+    return 0
+  fi
+  local before after bad_before bad_after
+  read -r before bad_before <<<"$(sum_counts "$url$base" "$n")"
+  if ! run_wrk "$sys-$case-c$conns-$round" "$url" "$conns" "$threads" "$seconds" "$pid" "$base" "$n"; then
+    printf '  %s %-8s FAILED: %s\n' "$round" "$sys" "$step_error"
+    check_peer "$sys" "$where" grace
+    return 0
+  fi
+  read -r after bad_after <<<"$(sum_counts "$url$base" "$n")"
+  if ! kill -0 "$pid" 2>/dev/null; then
+    # Died under the load: what wrk measured is not a figure of this system.
+    printf '  %s %-8s FAILED: the process ended during the measurement (wrk: %s req/s, errors %s)\n' \
+      "$round" "$sys" "$r_rps" "$r_errors"
+    check_peer "$sys" "$where"
+    return 0
+  fi
+  note_rss "$sys" "$pid"
+  local delta=$((${after:-0} - ${before:-0})) verdict=ok
   if ((delta < r_ok || delta > r_ok + conns)); then verdict=MISMATCH; fi
+  if ((${bad_before:-0} + ${bad_after:-0} > 0)); then
+    verdict="NOT CHECKED: $((${bad_before:-0} + ${bad_after:-0})) counter reads answered with an error"
+  fi
   res[$sys,$case,$conns,$round]="$r_rps $r_p50 $r_p99 $r_cpu"
   printf '  %s %-8s %6s req/s  p50 %6s ms  p99 %7s ms  CPU %3s%%  2xx %6s, non-2xx %s, errors %s; counters +%s: %s\n' \
     "$round" "$sys" "$r_rps" "$r_p50" "$r_p99" "$r_cpu" "$r_ok" "$r_non2xx" "$r_errors" "$delta" "$verdict"
@@ -212,9 +286,66 @@ run_case() {  # SYSTEM URL PID CASE CONNS THREADS ROUND
 # FORMAT (default %.0f).
 median() {  # SYSTEM CASE CONNS F [FORMAT]
   local r
-  for r in $(seq 1 "$rounds"); do cut -d' ' -f"$4" <<<"${res[$1,$2,$3,$r]}"; done |
+  for r in $(seq 1 "$rounds"); do
+    if [ -n "${res[$1,$2,$3,$r]:-}" ]; then cut -d' ' -f"$4" <<<"${res[$1,$2,$3,$r]}"; fi
+  done |
     sort -g | awk -v f="${5:-%.0f}" '{v[NR] = $1}
-      END {printf f, (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2)}'
+      END {if (NR == 0) {printf "-"; exit} printf f, (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2)}'
+}
+# How many rounds of SYSTEM CASE CONNS were measured.
+measured() {  # SYSTEM CASE CONNS
+  local r k=0
+  for r in $(seq 1 "$rounds"); do if [ -n "${res[$1,$2,$3,$r]:-}" ]; then k=$((k + 1)); fi; done
+  echo "$k"
+}
+
+# The table and the figures of what ran (also from cleanup when the bench stops early).
+report() {
+  echo
+  echo "Medians over $rounds rounds; the last column is the ratio of the medians, then the range of the per-round ratios."
+  echo
+  echo "| workload | conns | WasmKeep req/s | p50 ms | p99 ms | workerd req/s | p50 ms | p99 ms | req/s WasmKeep/workerd |"
+  echo "|---|---|---|---|---|---|---|---|---|"
+  for c in "${cases[@]}"; do
+    read -r case conns _ <<<"$c"
+    label="1 hot actor"
+    [ "$case" = rr ] && label="$actors actors round robin"
+    [ "$case" = rr10k ] && label="$many_actors actors round robin"
+    a_rps=$(median wasmkeep "$case" "$conns" 1) b_rps=$(median workerd "$case" "$conns" 1)
+    if [ "$a_rps" = - ] || [ "$b_rps" = - ]; then
+      ratio=- range="not measured on both:$(for sys in wasmkeep workerd; do
+        [ "$(measured "$sys" "$case" "$conns")" = 0 ] && printf ' %s %s;' "$sys" "${failed[$sys]:-no round measured (see its rows)}"
+      done)"
+    else
+      ratio=$(awk -v a="$a_rps" -v b="$b_rps" 'BEGIN {printf (b > 0 ? "%.2f" : "-"), a / b}')
+      range=$(for r in $(seq 1 "$rounds"); do
+        [ -n "${res[wasmkeep,$case,$conns,$r]:-}" ] && [ -n "${res[workerd,$case,$conns,$r]:-}" ] || continue
+        awk -v a="$(cut -d' ' -f1 <<<"${res[wasmkeep,$case,$conns,$r]}")" \
+          -v b="$(cut -d' ' -f1 <<<"${res[workerd,$case,$conns,$r]}")" 'BEGIN {printf "%.2f\n", (b > 0 ? a / b : 0)}'
+      done | sort -g | sed -n '1p;$p' | paste -sd'-')
+      for sys in wasmkeep workerd; do
+        k=$(measured "$sys" "$case" "$conns")
+        [ "$k" = "$rounds" ] || range="$range; $sys: $k of $rounds rounds"
+      done
+    fi
+    echo "| $label | $conns | $a_rps | $(median wasmkeep "$case" "$conns" 2 %.2f) | $(median wasmkeep "$case" "$conns" 3 %.2f) | $b_rps | $(median workerd "$case" "$conns" 2 %.2f) | $(median workerd "$case" "$conns" 3 %.2f) | **$ratio×** ($range) |"
+  done
+  echo
+  echo "server CPU, % of one core during the measurement (median): $(for c in "${cases[@]}"; do
+    read -r case conns _ <<<"$c"
+    printf '%s c%s: WasmKeep %s%%, workerd %s%%; ' "$case" "$conns" "$(median wasmkeep "$case" "$conns" 4)" "$(median workerd "$case" "$conns" 4)"
+  done)"
+  echo "machine: $(nproc) cores; load average before $load_before, after ${load_after:-(stopped early)}"
+  echo "disk: before $disk_before; after ${disk_after:-(stopped early)}"
+  echo "correctness: $mismatches of $((2 * rounds * ${#cases[@]})) runs off (counters read back against wrk's 2xx count)"
+  if [ -n "${rss_per_actor[wasmkeep]:-}${rss_per_actor[workerd]:-}" ]; then
+    echo "resident memory per actor (creating $many_actors actors): WasmKeep ${rss_per_actor[wasmkeep]:-not measured} KiB, workerd ${rss_per_actor[workerd]:-not measured} KiB"
+  fi
+  for sys in wasmkeep workerd; do
+    [ -z "${failed[$sys]:-}" ] || echo "$sys: ${failed[$sys]}"
+  done
+
+  reported=1
 }
 
 # --- run -----------------------------------------------------------------------------------
@@ -235,7 +366,11 @@ for sys in wasmkeep workerd; do
   url=$wk_url
   [ "$sys" = workerd ] && url=$workerd_url
   t0=$(date +%s.%N)
-  warm_calls "$url/v1/actors/$tenant/counter/rr-" "$actors"
+  if ! warm_calls "$url/v1/actors/$tenant/counter/rr-" "$actors"; then
+    printf 'first call of %s new actors (16 at a time), %-8s FAILED: %s\n' "$actors" "$sys" "$step_error"
+    check_peer "$sys" "the first call of $actors actors" grace
+    continue
+  fi
   t1=$(date +%s.%N)
   printf 'first call of %s new actors (16 at a time), %-8s %6.2f s\n' "$actors" "$sys" \
     "$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')"
@@ -245,7 +380,6 @@ done
 # still hold all of them when the second figure is read).
 declare -A rss_per_actor
 selected=${WASMKEEP_HTTP_BENCH_CASES-hot:1 hot:16 rr:1 rr:16 rr10k:16}
-cases=()
 for c in $selected; do
   case $c in
     hot:1 | rr:1) cases+=("${c%%:*} 1 1") ;;
@@ -255,13 +389,20 @@ for c in $selected; do
 done
 for sys in wasmkeep workerd; do
   [[ " $selected " == *" rr10k:16 "* ]] || break
+  [ -z "${failed[$sys]:-}" ] || { echo "first call of $many_actors new actors, $sys not run: ${failed[$sys]}"; continue; }
   url=$wk_url pid=$wk_pid
   [ "$sys" = workerd ] && url=$workerd_url pid=$workerd_pid
   r0=$(rss_kib "$pid")
+  note_rss "$sys" "$pid"
   t0=$(date +%s.%N)
-  warm_calls "$url/v1/actors/$tenant/counter/many-" "$many_actors"
+  if ! warm_calls "$url/v1/actors/$tenant/counter/many-" "$many_actors"; then
+    printf 'first call of %s new actors (16 at a time), %-8s FAILED: %s\n' "$many_actors" "$sys" "$step_error"
+    check_peer "$sys" "the first call of $many_actors actors" grace
+    continue
+  fi
   t1=$(date +%s.%N)
   r1=$(rss_kib "$pid")
+  note_rss "$sys" "$pid"
   rss_per_actor[$sys]=$(awk -v a="$r0" -v b="$r1" -v n="$many_actors" 'BEGIN {printf "%.1f", (b - a) / n}')
   printf 'first call of %s new actors (16 at a time), %-8s %6.2f s; resident %s MiB -> %s MiB: %s KiB per actor\n' \
     "$many_actors" "$sys" "$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')" \
@@ -286,41 +427,17 @@ for c in "${cases[@]}"; do
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 disk_after=$(disk_probe)
-
-echo
-echo "Medians over $rounds rounds; the last column is the ratio of the medians, then the range of the per-round ratios."
-echo
-echo "| workload | conns | WasmKeep req/s | p50 ms | p99 ms | workerd req/s | p50 ms | p99 ms | req/s WasmKeep/workerd |"
-echo "|---|---|---|---|---|---|---|---|---|"
-for c in "${cases[@]}"; do
-  read -r case conns _ <<<"$c"
-  label="1 hot actor"
-  [ "$case" = rr ] && label="$actors actors round robin"
-  [ "$case" = rr10k ] && label="$many_actors actors round robin"
-  a_rps=$(median wasmkeep "$case" "$conns" 1) b_rps=$(median workerd "$case" "$conns" 1)
-  ratio=$(awk -v a="$a_rps" -v b="$b_rps" 'BEGIN {printf (b > 0 ? "%.2f" : "-"), a / b}')
-  range=$(for r in $(seq 1 "$rounds"); do
-    awk -v a="$(cut -d' ' -f1 <<<"${res[wasmkeep,$case,$conns,$r]}")" \
-      -v b="$(cut -d' ' -f1 <<<"${res[workerd,$case,$conns,$r]}")" 'BEGIN {printf "%.2f\n", (b > 0 ? a / b : 0)}'
-  done | sort -g | sed -n '1p;$p' | paste -sd'-')
-  echo "| $label | $conns | $a_rps | $(median wasmkeep "$case" "$conns" 2 %.2f) | $(median wasmkeep "$case" "$conns" 3 %.2f) | $b_rps | $(median workerd "$case" "$conns" 2 %.2f) | $(median workerd "$case" "$conns" 3 %.2f) | **$ratio×** ($range) |"
-done
-echo
-echo "server CPU, % of one core during the measurement (median): $(for c in "${cases[@]}"; do
-  read -r case conns _ <<<"$c"
-  printf '%s c%s: WasmKeep %s%%, workerd %s%%; ' "$case" "$conns" "$(median wasmkeep "$case" "$conns" 4)" "$(median workerd "$case" "$conns" 4)"
-done)"
-echo "machine: $(nproc) cores; load average before $load_before, after $load_after"
-echo "disk: before $disk_before; after $disk_after"
-echo "correctness: $mismatches of $((2 * rounds * ${#cases[@]})) runs off (counters read back against wrk's 2xx count)"
-[ -n "${rss_per_actor[wasmkeep]:-}" ] &&
-  echo "resident memory per actor (creating $many_actors actors): WasmKeep ${rss_per_actor[wasmkeep]} KiB, workerd ${rss_per_actor[workerd]} KiB"
+report
 
 # The goals of docs/benchmarks.md ("The embedded bucket at disk speed"), from the medians.
 goal() {  # TEXT CASE CONNS MIN_RATIO CHECK_P99
-  [ -n "${res[wasmkeep,$2,$3,1]:-}" ] || return 0
   local a b ratio verdict=met
   a=$(median wasmkeep "$2" "$3" 1) b=$(median workerd "$2" "$3" 1)
+  if [ "$a" = - ] && [ "$b" = - ]; then return 0; fi
+  if [ "$a" = - ] || [ "$b" = - ]; then
+    echo "  $1: not measured on both systems (see the rows above)"
+    return 0
+  fi
   ratio=$(awk -v a="$a" -v b="$b" 'BEGIN {printf "%.2f", (b > 0 ? a / b : 0)}')
   awk -v r="$ratio" -v m="$4" 'BEGIN {exit !(r >= m)}' || verdict="NOT met"
   local p99=""
@@ -337,7 +454,7 @@ goal "1 hot actor, 1 connection" hot 1 1.0 0
 goal "1 hot actor, 16 connections" hot 16 3 0
 goal "$actors actors round robin, 16 connections" rr 16 3 1
 goal "$many_actors actors round robin, 16 connections" rr10k 16 2 0
-metric() { curl -s "$wk_url/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
+metric() { curl -s "$wk_url/metrics" | awk -v m="$1" '$1 == m {print $2}' || true; }
 if [ "$bucket_scheme" = sqlite ]; then
   commits=$(metric wasmkeep_store_sqlite_commits_total) applied=$(metric wasmkeep_store_sqlite_writes_applied_total)
   echo "sqlite:// store so far: $applied writes in $commits commits ($(awk -v a="$applied" -v c="$commits" 'BEGIN {printf "%.1f", (c > 0 ? a / c : 0)}') writes per commit, one WAL fdatasync each), $(metric wasmkeep_store_sqlite_checkpoints_total) checkpoints; garbage collection deleted $(metric wasmkeep_replica_gc_deleted_total) objects"
@@ -377,7 +494,7 @@ if [ "${WASMKEEP_HTTP_BENCH_STRACE:-1}" = 1 ] && command -v strace >/dev/null; t
     for i in $(seq 1 20); do cat "$tmp/probe.curl"; done >"$tmp/probe20.curl"
     curl -s -X POST "${auth[@]}" -K "$tmp/probe20.curl"
     sleep 0.3
-    kill -INT "$spid"
+    kill -INT "$spid" 2>/dev/null || true
     wait "$spid" 2>/dev/null || true
     echo "  $name, 20 sequential increments of a fresh actor, traced (first one creates the actor):"
     # syscall and file, with random names, hex ids and numbers replaced by *
@@ -387,12 +504,14 @@ if [ "${WASMKEEP_HTTP_BENCH_STRACE:-1}" = 1 ] && command -v strace >/dev/null; t
       sed -E "s|$tmp/||g; s/[0-9a-f]{16,}/*/g; s/[0-9]+/*/g" | sort | uniq -c | sort -rn |
       awk '{c = $1; $1 = ""; printf "    %5d %s\n", c, $0}'
   }
-  trace_writes wasmkeep "$wk_url" "$wk_pid"
-  trace_writes workerd "$workerd_url" "$workerd_pid"
+  for sys in wasmkeep workerd; do
+    if [ -n "${failed[$sys]:-}" ]; then echo "  $sys: not traced (${failed[$sys]})"; continue; fi
+    if [ "$sys" = wasmkeep ]; then trace_writes wasmkeep "$wk_url" "$wk_pid"; else trace_writes workerd "$workerd_url" "$workerd_pid"; fi
+  done
 fi
 echo
-for p in "$wk_pid:wasmkeep" "$workerd_pid:workerd"; do
-  kill -0 "${p%%:*}" 2>/dev/null || echo "${p#*:} DIED during the run"
+for sys in wasmkeep workerd; do
+  [ -n "${failed[$sys]:-}" ] || check_peer "$sys" "the end of the run (after the cases)"
 done
 echo "wasmkeep log: $(awk '{n[$2]++} END {for (l in n) printf "%s %d, ", l, n[l]}' "$tmp/wasmkeep.log")$(wc -l <"$tmp/wasmkeep.log") lines"
 awk '$2 == "warn" || $2 == "error"' "$tmp/wasmkeep.log" | head -20
