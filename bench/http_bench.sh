@@ -355,7 +355,7 @@ wk_git="$(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 echo "setup: $(nproc) cores ($(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo)), $(free -g | awk '/Mem:/{print $2}') GiB, $(uname -r), $(date -u +%Y-%m-%dT%H:%MZ)"
 echo "       WasmKeep git $wk_git (release preset), one node (actors.spin_us ${spin_us:-default}), $bucket_scheme:// on $(df -h "$tmp" | awk 'NR==2{print $1}'), $(W --version 2>/dev/null | head -1)"
 echo "       workerd $workerd_version from npm ($("$workerd" --version 2>&1 | head -1)), localDisk on the same disk"
-echo "       $(wrk --version 2>&1 | head -1 | cut -d' ' -f1-2), $rounds rounds of ${seconds} s per case and system, each after ${warm_seconds} s of warm-up; load average before: $load_before"
+echo "       $({ wrk --version 2>&1 || true; } | head -1 | cut -d' ' -f1-2), $rounds rounds of ${seconds} s per case and system, each after ${warm_seconds} s of warm-up; load average before: $load_before"
 disk_before=$(disk_probe)
 echo "disk before: $disk_before"
 echo
