@@ -129,65 +129,78 @@ StorageUse StorageReport::Total() const {
   return t;
 }
 
+void StorageTally::Add(const ListEntry& e) {
+  const std::string_view key = e.key;
+  const std::string_view top = Component(key, 0);
+  std::string_view tenant;
+  bool log = false, module = false;
+  if (top == "wal" || top == "snapshot") {
+    tenant = Component(key, 1);
+    log = true;
+  } else if (top == "classes") {
+    tenant = Component(key, 1);
+    module = true;
+  } else if (top == "owners" || top == "leases" || top == "quarantine") {
+    tenant = Component(key, 1);
+    if (tenant.starts_with("_")) tenant = {};  // owners/_alarms/...: the cluster's own
+  } else if (top == "alarms") {
+    tenant = Component(key, 3);  // alarms/<shard>/<due>/<tenant>/...
+  } else if (top == "control" && Component(key, 1) == "tenants") {
+    tenant = Component(key, 2);
+  } else if (top == "control" && Component(key, 1) == "move") {
+    tenant = Component(key, 3);  // control/move/<node>/<tenant>/...
+  }
+  StorageUse& use = tenant.empty() ? report_.cluster : report_.tenants[std::string(tenant)];
+  ++use.objects;
+  use.bytes += e.size;
+  if (module) use.module_bytes += e.size;
+  if (!log) return;
+  use.log_bytes += e.size;
+  const std::size_t last = key.rfind('/');
+  const std::size_t first = key.find('/');
+  auto at = LogPosition(key.substr(last + 1));
+  if (!at || last <= first) return;  // not a log object's name: counted, never history
+  const std::string_view actor = key.substr(first + 1, last - first - 1);
+  if (top == "snapshot") {
+    // One actor's snapshots are listed together: all but its newest are history.
+    if (!snap_actor_ || *snap_actor_ != actor) {
+      FlushSnapshots();
+      snap_actor_ = std::string(actor);
+      snap_tenant_ = std::string(tenant);
+      snap_bytes_ = 0;
+      snap_newest_.reset();
+    }
+    snap_bytes_ += e.size;
+    if (!snap_newest_ || snap_newest_->first < *at) snap_newest_ = std::make_pair(*at, e.size);
+    return;
+  }
+  // wal/ sorts after snapshot/: every actor's newest snapshot is known by now.
+  FlushSnapshots();
+  auto it = newest_.find(actor);
+  if (it != newest_.end() && *at < it->second) use.history_bytes += e.size;
+}
+
+void StorageTally::FlushSnapshots() {
+  if (!snap_actor_ || !snap_newest_) return;
+  report_.tenants[snap_tenant_].history_bytes += snap_bytes_ - snap_newest_->second;
+  newest_[*snap_actor_] = snap_newest_->first;
+  snap_actor_.reset();
+  snap_newest_.reset();
+}
+
+StorageReport StorageTally::Finish() {
+  FlushSnapshots();
+  return std::move(report_);
+}
+
 StorageReport ComputeStorage(const std::vector<ListEntry>& entries) {
-  StorageReport r;
-  // Per actor ("tenant/class/name"): its log objects' positions and sizes, and its newest
-  // snapshot; what lies before that snapshot is history (kept by retention, or garbage
-  // not yet collected).
-  struct LogObject {
-    std::pair<std::uint64_t, std::uint64_t> at;
-    std::uint64_t size;
-  };
-  struct ActorLog {
-    std::string tenant;
-    std::vector<LogObject> objects;
-    std::optional<std::pair<std::uint64_t, std::uint64_t>> newest_snapshot;
-  };
-  std::map<std::string, ActorLog, std::less<>> logs;
-  for (const ListEntry& e : entries) {
-    const std::string_view key = e.key;
-    const std::string_view top = Component(key, 0);
-    std::string_view tenant;
-    bool log = false, module = false;
-    if (top == "wal" || top == "snapshot") {
-      tenant = Component(key, 1);
-      log = true;
-    } else if (top == "classes") {
-      tenant = Component(key, 1);
-      module = true;
-    } else if (top == "owners" || top == "leases" || top == "quarantine") {
-      tenant = Component(key, 1);
-      if (tenant.starts_with("_")) tenant = {};  // owners/_alarms/...: the cluster's own
-    } else if (top == "alarms") {
-      tenant = Component(key, 3);  // alarms/<shard>/<due>/<tenant>/...
-    } else if (top == "control" && Component(key, 1) == "tenants") {
-      tenant = Component(key, 2);
-    } else if (top == "control" && Component(key, 1) == "move") {
-      tenant = Component(key, 3);  // control/move/<node>/<tenant>/...
-    }
-    StorageUse& use = tenant.empty() ? r.cluster : r.tenants[std::string(tenant)];
-    ++use.objects;
-    use.bytes += e.size;
-    if (module) use.module_bytes += e.size;
-    if (!log) continue;
-    use.log_bytes += e.size;
-    const std::size_t last = key.rfind('/');
-    const std::size_t first = key.find('/');
-    auto at = LogPosition(key.substr(last + 1));
-    if (!at || last <= first) continue;  // not a log object's name: counted, never history
-    ActorLog& actor = logs[std::string(key.substr(first + 1, last - first - 1))];
-    actor.tenant = std::string(tenant);
-    actor.objects.push_back(LogObject{*at, e.size});
-    if (top == "snapshot" && (!actor.newest_snapshot || *actor.newest_snapshot < *at)) actor.newest_snapshot = *at;
-  }
-  for (const auto& [name, actor] : logs) {
-    if (!actor.newest_snapshot) continue;
-    StorageUse& use = r.tenants[actor.tenant];
-    for (const LogObject& o : actor.objects) {
-      if (o.at < *actor.newest_snapshot) use.history_bytes += o.size;
-    }
-  }
-  return r;
+  std::vector<const ListEntry*> sorted;
+  sorted.reserve(entries.size());
+  for (const ListEntry& e : entries) sorted.push_back(&e);
+  std::sort(sorted.begin(), sorted.end(), [](const ListEntry* a, const ListEntry* b) { return a->key < b->key; });
+  StorageTally tally;
+  for (const ListEntry* e : sorted) tally.Add(*e);
+  return tally.Finish();
 }
 
 double StoragePerMonth(const PriceTable& prices, std::uint64_t bytes) {

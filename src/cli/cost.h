@@ -121,7 +121,27 @@ struct StorageReport {
   std::uint64_t lists = 0;  // LIST requests the listing took
   StorageUse Total() const;
 };
-// keys and sizes as the bucket listed them, in any order.
+// Sums a listing as it arrives, in the bucket's key order (snapshot/ sorts before wal/, and
+// one actor's objects are listed together), keeping only a position per actor with a
+// snapshot: a bucket of millions of objects is summed page by page.
+class StorageTally {
+ public:
+  void Add(const ListEntry& entry);  // in key order
+  StorageReport Finish();
+
+ private:
+  void FlushSnapshots();
+  StorageReport report_;
+  // Each actor's newest snapshot ("tenant/class/name" -> position).
+  std::map<std::string, std::pair<std::uint64_t, std::uint64_t>, std::less<>> newest_;
+  // The actor whose snapshots are being listed: its tenant, their bytes, its newest so far
+  // (position and size).
+  std::optional<std::string> snap_actor_;
+  std::string snap_tenant_;
+  std::uint64_t snap_bytes_ = 0;
+  std::optional<std::pair<std::pair<std::uint64_t, std::uint64_t>, std::uint64_t>> snap_newest_;
+};
+// The same over keys and sizes in any order (sorted first).
 StorageReport ComputeStorage(const std::vector<ListEntry>& entries);
 // Money per month for `bytes` at the table's storage rate (0 when it has none).
 double StoragePerMonth(const PriceTable& prices, std::uint64_t bytes);

@@ -23,18 +23,18 @@ constexpr Duration kListTimeout = std::chrono::seconds(30);
 
 // The whole bucket, listed page by page: what it stores per tenant.
 Task<Result<StorageReport>> ListStorage(ObjectStore* store) {
-  std::vector<ListEntry> entries;
+  StorageTally tally;
   ListOptions options;
   std::uint64_t lists = 0;
   for (;;) {
     auto page = co_await store->List(options, CallOptions{kListTimeout});
     ++lists;
     if (!page.ok()) co_return page.status();
-    for (auto& e : page->entries) entries.push_back(std::move(e));
+    for (const ListEntry& e : page->entries) tally.Add(e);  // pages come in key order
     if (!page->next_continuation) break;
     options.continuation = std::move(*page->next_continuation);
   }
-  StorageReport report = ComputeStorage(entries);
+  StorageReport report = tally.Finish();
   report.lists = lists;
   co_return report;
 }
