@@ -67,6 +67,23 @@ class HistoryTest : public testing::ReplicaTest {
     r.reset();
   }
 
+  // A snapshot every 2 segments, GC unthrottled, one hour of retention and no margin.
+  static ReplicaOptions HourOfRetention() {
+    ReplicaOptions o;
+    o.snapshot_every_segments = 2;
+    o.gc_delete_interval = Duration(0);
+    o.retention = hours(1);
+    o.retention_margin = Duration(0);
+    return o;
+  }
+  // Puts k = 0..9, each durable, a minute apart.
+  void WriteTenMinuteByMinute(Replica& r) {
+    for (int i = 0; i < 10; ++i) {
+      Durable(r, testing::Put("k", std::to_string(i)));
+      world_.RunFor(minutes(1));
+    }
+  }
+
   actor::StateMap model_;
   std::vector<Visible> states_;  // after each acknowledged batch, in order
 };
@@ -225,16 +242,8 @@ INSTANTIATE_TEST_SUITE_P(Seeds, RandomHistoryTest, ::testing::Range<std::uint32_
 
 // GC with retention keeps the window and collects what is older than it.
 TEST_F(HistoryTest, GarbageCollectionKeepsTheWindowAndCollectsWhatIsOlder) {
-  ReplicaOptions o;
-  o.snapshot_every_segments = 2;
-  o.gc_delete_interval = Duration(0);
-  o.retention = hours(1);
-  o.retention_margin = Duration(0);
-  auto r = Open(Generation{1}, o);
-  for (int i = 0; i < 10; ++i) {
-    Durable(*r, testing::Put("k", std::to_string(i)));
-    world_.RunFor(minutes(1));
-  }
+  auto r = Open(Generation{1}, HourOfRetention());
+  WriteTenMinuteByMinute(*r);
   EXPECT_TRUE(Has(SegmentKey(actor_, {1, 1}))) << "inside the window: kept";
   auto h = ReadAll(hours(1));
   ASSERT_TRUE(h.ok()) << h.status().ToString();
@@ -254,16 +263,8 @@ TEST_F(HistoryTest, GarbageCollectionKeepsTheWindowAndCollectsWhatIsOlder) {
 // A point older than every batch still retained, at or after the oldest base: the state is
 // that snapshot's, named as such (not the empty state).
 TEST_F(HistoryTest, APointAtTheOldestBaseIsThatSnapshotsStateNamedSo) {
-  ReplicaOptions o;
-  o.snapshot_every_segments = 2;
-  o.gc_delete_interval = Duration(0);
-  o.retention = hours(1);
-  o.retention_margin = Duration(0);
-  auto r = Open(Generation{1}, o);
-  for (int i = 0; i < 10; ++i) {
-    Durable(*r, testing::Put("k", std::to_string(i)));
-    world_.RunFor(minutes(1));
-  }
+  auto r = Open(Generation{1}, HourOfRetention());
+  WriteTenMinuteByMinute(*r);
   world_.RunFor(hours(2));
   for (int i = 10; i < 16; ++i) {
     Durable(*r, testing::Put("k", std::to_string(i)));

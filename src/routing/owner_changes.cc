@@ -31,6 +31,15 @@ OwnerChange Failed(Status s, bool conflict = false) {
   return out;
 }
 
+// Another live node holds the actor: the change is its to make, and the actor stays blocked
+// here while the caller asks it.
+OwnerChange HeldElsewhere(NodeId holder, std::shared_ptr<BlockedActor> blocked) {
+  OwnerChange out;
+  out.holder = std::move(holder);
+  out.blocked = std::move(blocked);
+  return out;
+}
+
 }  // namespace
 
 // ---- DeletionGuard.
@@ -241,12 +250,7 @@ Task<OwnerChange> OwnerChanges::Restore(ActorId id, replica::PointSpec point) {
   auto blocked = std::make_shared<BlockedActor>(deps_.guard, id, alive);
   Taken taken = co_await TakeAsOwner(id, true);
   if (!*alive) co_return Failed(Stopping());
-  if (taken.holder) {
-    OwnerChange out;
-    out.holder = taken.holder;
-    out.blocked = std::move(blocked);
-    co_return out;
-  }
+  if (taken.holder) co_return HeldElsewhere(*taken.holder, std::move(blocked));
   if (!taken.status.ok()) co_return Failed(taken.status);
   // Under our own hold the log cannot change: the point's state, and the newest batch (the
   // point that undoes this restore).
@@ -325,12 +329,7 @@ Task<OwnerChange> OwnerChanges::Fork(ActorId from, replica::PointSpec point, Act
   auto blocked = std::make_shared<BlockedActor>(deps_.guard, to, alive);
   Taken taken = co_await TakeAsOwner(to, false);
   if (!*alive) co_return Failed(Stopping());
-  if (taken.holder) {
-    OwnerChange out;
-    out.holder = taken.holder;
-    out.blocked = std::move(blocked);
-    co_return out;
-  }
+  if (taken.holder) co_return HeldElsewhere(*taken.holder, std::move(blocked));
   if (!taken.status.ok()) co_return Failed(taken.status);
   OwnerChange out;
   out.point = state->last;
