@@ -9,6 +9,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -36,10 +37,16 @@ struct ServerRequest {
   std::optional<std::string_view> Header(std::string_view name) const;
 };
 
+struct WebSocketUpgrade;  // websocket.h
+
 struct ServerResponse {
-  int status = 200;      // 200..599 (the server answers 500 for anything else)
+  int status = 200;      // 200..599 (the server answers 500 for anything else), or 101 with upgrade
   ServerHeaders headers;   // Content-Length and Transfer-Encoding are set by the server
   std::string body;
+  // Set (with status 101) to accept a WebSocket opening handshake: the server answers the 101
+  // and hands the connection over (websocket.h). Only for a request CheckWebSocketHandshake
+  // accepts; a 101 without it, or it on another status, is a 500.
+  std::shared_ptr<WebSocketUpgrade> upgrade;
 };
 
 // Answers one request. Called on the loop thread; the returned Task runs as its own task
