@@ -286,6 +286,134 @@ Status MessageRetryCount(HostCall& c) {
   return Status::Ok();
 }
 
+// --- WebSockets (docs/abi.md, "WebSockets"; the checks are SocketEventState's) ------------
+
+const SocketEvent* CurrentSocketEvent(EventContext& ctx) {
+  return ctx.sockets == nullptr ? nullptr : ctx.sockets->event();
+}
+
+Status SocketEventId(HostCall& c) {
+  const SocketEvent* e = CurrentSocketEvent(Ctx(c));
+  c.ReturnI64(e == nullptr ? -1 : e->id);
+  return Status::Ok();
+}
+
+Status SocketEventKindOf(HostCall& c) {
+  const SocketEvent* e = CurrentSocketEvent(Ctx(c));
+  std::int32_t kind = -1;
+  if (e != nullptr) {
+    switch (e->kind) {
+      case SocketEventKind::kOpen: kind = 0; break;
+      case SocketEventKind::kMessage: kind = e->binary ? 2 : 1; break;
+      case SocketEventKind::kClose: kind = e->code; break;
+    }
+  }
+  c.ReturnI32(kind);
+  return Status::Ok();
+}
+
+Status SocketEventData(HostCall& c) {
+  const SocketEvent* e = CurrentSocketEvent(Ctx(c));
+  if (e == nullptr || e->kind == SocketEventKind::kOpen) {
+    c.ReturnI32(-1);
+    return Status::Ok();
+  }
+  return ReturnResult(c, e->data);
+}
+
+// The event's socket state, or an error for a call made outside the runtime.
+Result<SocketEventState*> SocketsOf(HostCall& c, std::string_view fn) {
+  EventContext& ctx = Ctx(c);
+  if (ctx.sockets == nullptr) return InvalidArgument(fmt::format("{}: this event cannot use WebSockets", fn));
+  return ctx.sockets;
+}
+
+Status SocketSend(HostCall& c) {
+  auto sockets = SocketsOf(c, "socket_send");
+  if (!sockets.ok()) return sockets.status();
+  auto data = c.Text("message", c.U32(1), c.U32(2));
+  if (!data.ok()) return data.status();
+  auto sent = (*sockets)->Send(c.I64(0), *data, c.I32(3) != 0);
+  if (!sent.ok()) return sent.status();
+  c.ReturnI32(*sent);
+  return Status::Ok();
+}
+
+Status SocketBroadcast(HostCall& c) {
+  auto sockets = SocketsOf(c, "socket_broadcast");
+  if (!sockets.ok()) return sockets.status();
+  auto tag = c.Text("tag", c.U32(0), c.U32(1));
+  if (!tag.ok()) return tag.status();
+  std::string tag_copy(*tag);  // the next Text may reuse nothing, but keep the two apart
+  auto data = c.Text("message", c.U32(2), c.U32(3));
+  if (!data.ok()) return data.status();
+  auto sent = (*sockets)->Broadcast(tag_copy, *data, c.I32(4) != 0);
+  if (!sent.ok()) return sent.status();
+  c.ReturnI32(*sent);
+  return Status::Ok();
+}
+
+Status SocketClose(HostCall& c) {
+  auto sockets = SocketsOf(c, "socket_close");
+  if (!sockets.ok()) return sockets.status();
+  auto reason = c.Text("reason", c.U32(2), c.U32(3));
+  if (!reason.ok()) return reason.status();
+  auto closed = (*sockets)->Close(c.I64(0), c.I32(1), *reason);
+  if (!closed.ok()) return closed.status();
+  c.ReturnI32(*closed);
+  return Status::Ok();
+}
+
+Status SocketTag(HostCall& c) {
+  auto sockets = SocketsOf(c, "socket_tag");
+  if (!sockets.ok()) return sockets.status();
+  auto tag = c.Text("tag", c.U32(1), c.U32(2));
+  if (!tag.ok()) return tag.status();
+  auto tagged = (*sockets)->Tag(c.I64(0), *tag);
+  if (!tagged.ok()) return tagged.status();
+  c.ReturnI32(*tagged);
+  return Status::Ok();
+}
+
+Status SocketList(HostCall& c) {
+  EventContext& ctx = Ctx(c);
+  auto tag = c.Text("tag", c.U32(0), c.U32(1));
+  if (!tag.ok()) return tag.status();
+  std::vector<std::int64_t> ids;
+  if (ctx.sockets != nullptr) {
+    auto listed = ctx.sockets->List(*tag);
+    if (!listed.ok()) return listed.status();
+    ids = std::move(*listed);
+  } else if (!tag->empty()) {
+    if (Status s = CheckSocketTag(*tag, "socket_list"); !s.ok()) return s;
+  }
+  std::string out;
+  out.reserve(ids.size() * 8);
+  for (std::int64_t id : ids) {
+    const auto v = static_cast<std::uint64_t>(id);
+    for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  }
+  if (Status s = ReturnResult(c, std::move(out)); !s.ok()) return s;
+  c.ReturnI32(static_cast<std::int32_t>(ids.size()));
+  return Status::Ok();
+}
+
+Status SocketTags(HostCall& c) {
+  EventContext& ctx = Ctx(c);
+  std::optional<std::vector<std::string>> tags;
+  if (ctx.sockets != nullptr) tags = ctx.sockets->Tags(c.I64(0));
+  if (!tags) {
+    c.ReturnI32(-1);
+    return Status::Ok();
+  }
+  std::string out;
+  for (const std::string& t : *tags) {
+    out += t;
+    out.push_back('\n');
+  }
+  return ReturnResult(c, std::move(out));
+}
+
 Status NowMs(HostCall& c) {
   c.ReturnI64(Ctx(c).now_ms);
   return Status::Ok();
@@ -476,6 +604,15 @@ std::shared_ptr<const engine::HostInterface> AbiHostInterface() {
         f(abi, "message_get", {i32}, {i32}, &MessageGet),
         f(abi, "message_seq", {}, {i64}, &MessageSeq),
         f(abi, "message_retry_count", {}, {i32}, &MessageRetryCount),
+        f(abi, "socket_event_id", {}, {i64}, &SocketEventId),
+        f(abi, "socket_event_kind", {}, {i32}, &SocketEventKindOf),
+        f(abi, "socket_event_data", {}, {i32}, &SocketEventData),
+        f(abi, "socket_send", {i64, i32, i32, i32}, {i32}, &SocketSend),
+        f(abi, "socket_broadcast", {i32, i32, i32, i32, i32}, {i32}, &SocketBroadcast),
+        f(abi, "socket_close", {i64, i32, i32, i32}, {i32}, &SocketClose),
+        f(abi, "socket_tag", {i64, i32, i32}, {i32}, &SocketTag),
+        f(abi, "socket_list", {i32, i32}, {i32}, &SocketList),
+        f(abi, "socket_tags", {i64}, {i32}, &SocketTags),
         f(abi, "now_ms", {}, {i64}, &NowMs),
         f(abi, "random_fill", {i32, i32}, {}, &RandomFill),
         f(abi, "log", {i32, i32, i32}, {}, &Log),
@@ -515,6 +652,9 @@ const std::vector<engine::ExportSpec>& AbiExports() {
       {std::string(kRequestExport), {{}, {V::kI32}}, true},
       {std::string(kAlarmExport), {{}, {V::kI32}}, false},
       {std::string(kMessageExport), {{}, {V::kI32}}, false},
+      {std::string(kSocketOpenExport), {{}, {V::kI32}}, false},
+      {std::string(kSocketMessageExport), {{}, {V::kI32}}, false},
+      {std::string(kSocketCloseExport), {{}, {V::kI32}}, false},
       {"_initialize", {{}, {}}, false},
   };
   return exports;

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "actor/messages.h"
+#include "actor/sockets.h"
 #include "actor/txn.h"
 #include "actor/types.h"
 #include "engine/engine.h"
@@ -34,6 +35,10 @@ struct EventContext {
   const ActorId* self = nullptr;
   MessageSendBuffer* outbox = nullptr;
   const IncomingMessage* message = nullptr;
+  // The event's WebSocket calls (actor/sockets.h): its view of the actor's connections and
+  // what it sends; the socket event it handles, if any. Null: socket calls see no
+  // connection and send nothing (an event run outside the runtime).
+  SocketEventState* sockets = nullptr;
   // exec-durable: commit the batch so far and wait until durable; false if that failed.
   std::function<bool()> sync;
   std::string result;  // the result buffer
@@ -52,14 +57,17 @@ struct EventContext {
 // The host functions of ABI v1 plus WASI. One shared, immutable instance.
 std::shared_ptr<const engine::HostInterface> AbiHostInterface();
 
-// What an actor module exports: wk_on_request (required), wk_on_alarm and wk_on_message
-// (optional). The
+// What an actor module exports: wk_on_request (required), wk_on_alarm, wk_on_message and
+// the three wk_on_socket_* (optional). The
 // engine checks "memory" itself; `_initialize` it calls if present.
 const std::vector<engine::ExportSpec>& AbiExports();
 
 inline constexpr std::string_view kRequestExport = "wk_on_request";
 inline constexpr std::string_view kAlarmExport = "wk_on_alarm";
 inline constexpr std::string_view kMessageExport = "wk_on_message";
+inline constexpr std::string_view kSocketOpenExport = "wk_on_socket_open";
+inline constexpr std::string_view kSocketMessageExport = "wk_on_socket_message";
+inline constexpr std::string_view kSocketCloseExport = "wk_on_socket_close";
 
 // The statuses an actor may answer (response_set_status): final ones only. A 1xx is not an
 // answer, and what the server would make of one (a 500) must keep meaning "the event's

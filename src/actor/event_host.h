@@ -18,6 +18,7 @@
 
 #include "actor/alarm_event.h"
 #include "actor/messages.h"
+#include "actor/sockets.h"
 #include "actor/storage.h"
 #include "actor/types.h"
 #include "base/ids.h"
@@ -59,6 +60,21 @@ class EventHost {
     EventResult r;
     r.outcome = EventOutcome::kNotFound;
     r.error = "this host runs no messages";
+    co_return r;
+  }
+  // WebSockets (docs/websockets.md): runs the actor's wk_on_socket_open, _message or _close
+  // for one of its connections (starting it if needed), and answers once releasable, as
+  // HandleRequest. An open is accepted when the answer is kOk with a status below 400; a
+  // message's or close's failure discards its writes and sends. What the event sent,
+  // closed and tagged goes to the runtime's SocketDirectory, not back to the caller.
+  // kNotFound: no such class, or a class without wk_on_socket_message (it takes no
+  // WebSockets). A host without WebSockets answers kNotFound.
+  virtual Task<EventResult> HandleSocket(ActorId id, SocketEvent event) {
+    (void)id;
+    (void)event;
+    EventResult r;
+    r.outcome = EventOutcome::kNotFound;
+    r.error = "this host runs no WebSockets";
     co_return r;
   }
   // The sender's outbox (lowest numbers first, at most `max`), read between its events, as

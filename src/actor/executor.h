@@ -25,6 +25,7 @@
 #include "actor/alarm_event.h"
 #include "actor/idempotency.h"
 #include "actor/messages.h"
+#include "actor/sockets.h"
 #include "actor/storage.h"
 #include "actor/types.h"
 #include "base/time.h"
@@ -58,6 +59,11 @@ struct ExecutorEvent {
   // A message event (actor/messages.h): the receiver's wk_on_message runs, and on success
   // RecordApplied(from, seq) joins the handler's batch (never request and message both).
   std::optional<IncomingMessage> message;
+  // A socket event (actor/sockets.h): wk_on_socket_open, _message or _close runs.
+  std::optional<SocketEvent> socket;
+  // The actor's open connections when the event was dispatched (SocketDirectory::View); null
+  // if it has none (or the runtime has no directory).
+  std::shared_ptr<const SocketSet> sockets;
   // The wall time the event sees (Unix ms): when the core dispatched it. Time inside an
   // event is frozen, as in Cloudflare's Workers: an event is deterministic given its input
   // and its storage, and actors get no fine timer.

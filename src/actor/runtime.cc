@@ -171,6 +171,12 @@ Task<EventResult> ActorRuntime::HandleMessage(ActorId id, IncomingMessage messag
   return core_->HandleMessage(std::move(id), std::move(message));
 }
 
+Task<EventResult> ActorRuntime::HandleSocket(ActorId id, SocketEvent event) {
+  return core_->HandleSocket(std::move(id), std::move(event));
+}
+
+void ActorRuntime::SetSocketDirectory(SocketDirectory* sockets) { core_->SetSocketDirectory(sockets); }
+
 Task<Result<std::vector<std::pair<std::uint64_t, OutboxMessage>>>> ActorRuntime::ReadOutbox(ActorId id,
                                                                                              std::size_t max) {
   return core_->ReadOutbox(std::move(id), max);

@@ -30,6 +30,7 @@
 #include "actor/alarm_event.h"
 #include "actor/event_host.h"
 #include "actor/runtime_core.h"
+#include "actor/sockets.h"
 #include "actor/storage.h"
 #include "actor/types.h"
 #include "base/metrics.h"
@@ -50,6 +51,9 @@ struct RuntimeOptions {
   // What one event may send (actor/messages.h; actors.max_message_bytes,
   // actors.max_messages_per_event).
   MessageLimits messages;
+  // What one event may send on its actor's WebSockets (actor/sockets.h; the [websockets]
+  // settings max_message_bytes, max_event_send_bytes, max_event_sends).
+  SocketLimits sockets;
   // Worker threads (each one V8 isolate). 0: one per core.
   int workers = 0;
   // How long a worker thread keeps polling for its next event after one before it sleeps
@@ -229,12 +233,15 @@ class ActorRuntime final : public EventHost {
   // cleared without running anything. kNotFound only if no class is deployed.
   Task<EventResult> HandleAlarm(ActorId id, AlarmEvent event) override;
   Task<EventResult> HandleMessage(ActorId id, IncomingMessage message) override;
+  Task<EventResult> HandleSocket(ActorId id, SocketEvent event) override;
   Task<Result<std::vector<std::pair<std::uint64_t, OutboxMessage>>>> ReadOutbox(ActorId id, std::size_t max) override;
   Task<Status> CommitSystem(ActorId id, Batch batch) override;
   // An operator's retry or drop of a dead message (EventHost::ResolveDead).
   Task<Result<std::uint64_t>> ResolveDead(ActorId id, std::uint64_t seq, DeadAction action) override;
   // ActorRuntimeCore::SetOutboxListener.
   void SetOutboxListener(std::function<void(const ActorId&)> fn);
+  // ActorRuntimeCore::SetSocketDirectory.
+  void SetSocketDirectory(SocketDirectory* sockets);
 
   // Asks an actor to leave memory as soon as it is idle (events queued meanwhile restart
   // it). No effect if it is not resident.

@@ -155,6 +155,7 @@ RuntimeStats ActorRuntimeCore::stats() const {
   s.compiled_bytes = e.compiled_bytes;
   s.compiled_dropped = e.compiled_dropped;
   s.reservation_collections = e.reservation_collections;
+  s.socket_bytes = options_.sockets != nullptr ? options_.sockets->MemoryBytes() : 0;
   s.memory_bytes = MemoryBytes();
   return s;
 }
@@ -350,9 +351,16 @@ std::shared_ptr<ActorRuntimeCore::Slot> ActorRuntimeCore::StartSlot(const ActorI
   return slot;
 }
 
+Task<EventResult> ActorRuntimeCore::HandleSocket(ActorId id, SocketEvent event) {
+  std::optional<Request> none;
+  std::optional<SocketEvent> s(std::move(event));
+  EventResult r = co_await Submit(std::move(id), std::move(none), AlarmEvent{}, std::nullopt, std::nullopt, std::move(s));
+  co_return r;
+}
+
 Task<EventResult> ActorRuntimeCore::Submit(ActorId id, std::optional<Request> request, AlarmEvent alarm,
                                            std::optional<IdempotentRequest> idempotent,
-                                           std::optional<IncomingMessage> message) {
+                                           std::optional<IncomingMessage> message, std::optional<SocketEvent> socket) {
   EventResult refused;
   if (shutting_down_) {
     refused.outcome = EventOutcome::kUnavailable;
@@ -380,8 +388,13 @@ Task<EventResult> ActorRuntimeCore::Submit(ActorId id, std::optional<Request> re
     return r;
   });
   const MonoTime queued_at = env_.MonoNow();
-  slot->queue.push_back(
-      Pending{ExecutorEvent{std::move(request), alarm, std::move(message), 0, std::move(idempotent)}, done, queued_at});
+  ExecutorEvent event;
+  event.request = std::move(request);
+  event.alarm = alarm;
+  event.message = std::move(message);
+  event.socket = std::move(socket);
+  event.idempotent = std::move(idempotent);
+  slot->queue.push_back(Pending{std::move(event), done, queued_at});
   Pump(slot);
   auto alive = alive_;
   EventResult result = co_await done.Wait();
@@ -464,6 +477,9 @@ void ActorRuntimeCore::Pump(const std::shared_ptr<Slot>& slot) {
   pending->dispatched = env_.MonoNow();
   slot->inflight.push_back(pending);
   pending->event.now_ms = NowMs();
+  // What the event sees of its actor's WebSockets: as of now, after every earlier event's
+  // tags (Executed hands them over before the next dispatch).
+  if (options_.sockets != nullptr) pending->event.sockets = options_.sockets->View(slot->id);
   std::weak_ptr<bool> alive = alive_;
   std::shared_ptr<const ExecutorEvent> event(pending, &pending->event);
   executor_.Run(slot->exec, slot->storage.get(), std::move(event), [this, alive, slot, pending](ExecutedEvent ran) {
@@ -582,6 +598,16 @@ void ActorRuntimeCore::Executed(const std::shared_ptr<Slot>& slot, const std::sh
   pending->ran = ran.ran;
   slot->last_seq = std::max(slot->last_seq, ran.wait_seq);
   stats_.idempotency_keys_forgotten += ran.idempotency_forgotten;
+  if (options_.sockets != nullptr && ran.result.ok()) {
+    // The handler succeeded: its tags hold from the actor's next event on (they are the
+    // node's bookkeeping, seen by no client, so they need not wait for the output gate).
+    if (!ran.result.sockets.tags.empty()) options_.sockets->Tagged(slot->id, std::move(ran.result.sockets.tags));
+    if (options_.broken.on(BrokenModel::kSocketSendBeforeDurable) && !ran.result.sockets.actions.empty()) {
+      // The broken model: what the event sends leaves before its batch is durable.
+      options_.sockets->Release(slot->id, std::move(ran.result.sockets.actions));
+    }
+  }
+  ran.result.sockets.tags.clear();
   if (options_.broken.on(BrokenModel::kMessageBeforeDurable) && ran.result.messages_sent > 0 && options_.on_outbox) {
     slot->outbox_pending = true;
     options_.on_outbox(slot->id);  // the broken model: delivery starts before the batch is durable
@@ -652,6 +678,11 @@ void ActorRuntimeCore::Deliver(const std::shared_ptr<Slot>& slot, const std::sha
     AfterProgress(slot);
     return;
   }
+  if (options_.sockets != nullptr && result.ok() && !result.sockets.actions.empty()) {
+    // Released: what the event sent and closed on its WebSockets goes out now, in order.
+    options_.sockets->Release(slot->id, std::move(result.sockets.actions));
+  }
+  result.sockets.actions.clear();
   if (result.ok() && result.messages_sent > 0 && options_.on_outbox) {
     // Durable now: the messages exist, and this holder delivers them.
     slot->outbox_pending = true;
@@ -773,8 +804,11 @@ void ActorRuntimeCore::MakeRoomForInstance(const Slot& next) {
 
 std::uint64_t ActorRuntimeCore::MemoryBytes() const {
   const ExecutorStats e = executor_.stats();
+  // The node's WebSockets count too: they stay open while their actors are away, and a
+  // budget that did not see them could be filled by connections alone.
+  const std::uint64_t sockets = options_.sockets != nullptr ? options_.sockets->MemoryBytes() : 0;
   return linear_bytes_ + state_bytes_ + e.heap_bytes + e.compiled_bytes +
-         actors_.size() * kResidentActorBookkeepingBytes;
+         actors_.size() * kResidentActorBookkeepingBytes + sockets;
 }
 
 bool ActorRuntimeCore::MakeRoom() {

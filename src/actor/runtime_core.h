@@ -27,6 +27,7 @@
 #include "actor/executor.h"
 #include "actor/idempotency.h"
 #include "actor/messages.h"
+#include "actor/sockets.h"
 #include "actor/storage.h"
 #include "actor/types.h"
 #include "base/broken_models.h"
@@ -58,13 +59,14 @@ struct RuntimeStats {
   std::size_t resident_actors = 0;
   std::size_t instances = 0;  // resident actors with an instance
   // What the memory budget counts: linear_bytes + state_bytes + heap_bytes + bookkeeping_bytes
-  // + compiled_bytes.
+  // + compiled_bytes + socket_bytes.
   std::uint64_t memory_bytes = 0;
   std::uint64_t linear_bytes = 0;  // instances' linear memory: the pages they touched
   std::uint64_t state_bytes = 0;   // resident actors' state in memory (StateMap::memory_bytes)
   std::uint64_t heap_bytes = 0;    // the workers' V8 heaps (instances, tables), as last measured
   std::uint64_t bookkeeping_bytes = 0;  // resident_actors * kResidentActorBookkeepingBytes
   std::uint64_t compiled_bytes = 0;     // the classes' compiled modules (ExecutorStats::compiled_bytes)
+  std::uint64_t socket_bytes = 0;       // the node's WebSockets (SocketDirectory::MemoryBytes)
   std::uint64_t compiled_dropped = 0;   // compiled modules dropped to meet the budget
   // Not counted apart (already in the figures above), for comparison:
   std::uint64_t linear_mapped_bytes = 0;  // instances' linear memory as mapped (its size)
@@ -123,6 +125,10 @@ struct RuntimeCoreOptions {
   // messages.wake_after_ms (MessageLimits): the wake time a system batch that fills an
   // outbox (RetryDead) writes; a system batch that empties one deletes it (KeepOutboxWake).
   std::int64_t message_wake_after_ms = MessageLimits{}.wake_after_ms;
+  // The node's WebSocket connections (routing/socket_hub.h): what events see of their
+  // actor's connections, and what carries out their sends. Null: events see none, and
+  // HandleSocket still runs (tests); SetSocketDirectory sets it later.
+  SocketDirectory* sockets = nullptr;
   // answer-without-gate, input-gate-concurrent, idempotent-answer-not-in-batch,
   // message-before-durable, applied-record-not-in-batch and outbox-lost-on-restore switch here
   // (base/broken_models.h).
@@ -149,6 +155,7 @@ class ActorRuntimeCore final : public EventHost {
   Task<EventResult> HandleRequest(ActorId id, Request request) override;
   Task<EventResult> HandleAlarm(ActorId id, AlarmEvent event) override;
   Task<EventResult> HandleMessage(ActorId id, IncomingMessage message) override;
+  Task<EventResult> HandleSocket(ActorId id, SocketEvent event) override;
   Task<Result<std::vector<std::pair<std::uint64_t, OutboxMessage>>>> ReadOutbox(ActorId id, std::size_t max) override;
   Task<Status> CommitSystem(ActorId id, Batch batch) override;
   Task<Result<std::uint64_t>> ResolveDead(ActorId id, std::uint64_t seq, DeadAction action) override;
@@ -161,6 +168,8 @@ class ActorRuntimeCore final : public EventHost {
 
   // Sets RuntimeCoreOptions::on_outbox (the delivery is made after the runtime it uses).
   void SetOutboxListener(std::function<void(const ActorId&)> fn) { options_.on_outbox = std::move(fn); }
+  // Sets RuntimeCoreOptions::sockets (the hub is made after the runtime it uses).
+  void SetSocketDirectory(SocketDirectory* sockets) { options_.sockets = sockets; }
 
   RuntimeStats stats() const;
   std::vector<TenantMemory> MemoryByTenant() const;
@@ -183,7 +192,8 @@ class ActorRuntimeCore final : public EventHost {
 
   Task<EventResult> Submit(ActorId id, std::optional<Request> request, AlarmEvent alarm,
                            std::optional<IdempotentRequest> idempotent = std::nullopt,
-                           std::optional<IncomingMessage> message = std::nullopt);
+                           std::optional<IncomingMessage> message = std::nullopt,
+                           std::optional<SocketEvent> socket = std::nullopt);
   // Queues a job the core does itself between the actor's events (ReadOutbox, CommitSystem,
   // ResolveDead). Without `start`, on a resident actor only: nullopt if it is not resident
   // (or closing, or shutting down). With `start` (an operator's job), the actor is started

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -27,6 +28,30 @@ struct Response {
   int status = 200;
   Headers headers;
   std::string body;
+};
+
+// What an event asks of the actor's WebSockets (actor/sockets.h, docs/abi.md "WebSockets").
+struct SocketAction {
+  enum class Kind : std::uint8_t { kSend, kBroadcast, kClose };
+  Kind kind = Kind::kSend;
+  std::int64_t id = 0;  // kSend, kClose
+  std::string tag;      // kBroadcast ("" = every connection)
+  std::shared_ptr<const std::string> data;  // kSend, kBroadcast
+  bool binary = false;
+  int code = 0;          // kClose
+  std::string reason;    // kClose
+};
+
+struct SocketTagged {
+  std::int64_t id = 0;
+  std::string tag;
+};
+
+// What one event did with sockets, carried in its EventResult.
+struct SocketEffects {
+  std::vector<SocketAction> actions;  // released through the output gate, in order
+  std::vector<SocketTagged> tags;     // kept once the handler succeeded
+  bool empty() const { return actions.empty() && tags.empty(); }
 };
 
 // Limits on one actor (docs/abi.md, "Limits"). Each has a reason:
@@ -98,6 +123,9 @@ struct EventResult {
   // Message events (EventHost::HandleMessage): kOk with this set means the receiver had
   // applied the message already (its applied record covers it) and nothing ran.
   bool message_duplicate = false;
+  // Any event: its socket calls (actor/sockets.h). The runtime hands them to its
+  // SocketDirectory (tags once the handler succeeded, the rest once the answer is released).
+  SocketEffects sockets;
   bool ok() const { return outcome == EventOutcome::kOk; }
 };
 

@@ -269,6 +269,35 @@ V8Executor::Ran V8Executor::Execute(engine::Worker& worker, Actor& actor, ActorS
   // caller learns the alarm as durably as any answer.
   std::optional<std::int64_t> due_alarm;
   const IncomingMessage* message = event.message ? &*event.message : nullptr;
+  const SocketEvent* socket = event.socket ? &*event.socket : nullptr;
+  const bool is_alarm = !request && message == nullptr && socket == nullptr;
+  // A socket event whose export the class lacks (docs/abi.md): a message or an open needs
+  // wk_on_socket_message (404: the class takes no WebSockets); an open without
+  // wk_on_socket_open is accepted and a close without wk_on_socket_close is noted, with
+  // nothing run. Either answer still passes the output gate (the hold must be valid).
+  std::string_view socket_export;
+  if (socket != nullptr) {
+    socket_export = socket->kind == SocketEventKind::kOpen      ? kSocketOpenExport
+                    : socket->kind == SocketEventKind::kMessage ? kSocketMessageExport
+                                                                : kSocketCloseExport;
+    if (socket->kind != SocketEventKind::kClose && !actor.module->HasExport(kSocketMessageExport)) {
+      result.outcome = EventOutcome::kNotFound;
+      result.error = fmt::format("class {}/{} has no {} export: it takes no WebSockets", actor.id.tenant,
+                                 actor.id.class_name, kSocketMessageExport);
+      ran.event.wait_seq = actor.last_seq;
+      ran.event.memory = MeasureMemory(actor, storage);
+      return ran;
+    }
+    if (!actor.module->HasExport(socket_export)) {
+      if (Status broken = storage.failure(); !broken.ok()) {
+        result.outcome = EventOutcome::kUnavailable;
+        result.error = broken.ToString();
+      }
+      ran.event.wait_seq = actor.last_seq;
+      ran.event.memory = MeasureMemory(actor, storage);
+      return ran;
+    }
+  }
   if (message != nullptr && !actor.module->HasExport(kMessageExport)) {
     // Permanent: the sender parks the message as dead at once (docs/messages.md).
     result.outcome = EventOutcome::kNotFound;
@@ -278,7 +307,7 @@ V8Executor::Ran V8Executor::Execute(engine::Worker& worker, Actor& actor, ActorS
     ran.event.memory = MeasureMemory(actor, storage);
     return ran;
   }
-  if (!request && message == nullptr) {
+  if (is_alarm) {
     due_alarm = storage.Alarm();
     const bool due = AlarmDue(due_alarm, event.now_ms, options_.broken);
     if (!due || !actor.module->HasExport(kAlarmExport)) {
@@ -302,7 +331,7 @@ V8Executor::Ran V8Executor::Execute(engine::Worker& worker, Actor& actor, ActorS
   EventContext ctx;
   ctx.limits = &options_.limits;
   ctx.actor = actor.key;
-  ctx.request = request ? &*request : nullptr;
+  ctx.request = request ? &*request : socket != nullptr && socket->kind == SocketEventKind::kOpen ? &socket->handshake : nullptr;
   ctx.txn = &txn;
   ctx.now_ms = event.now_ms;
   // The messages the event sends join its final batch (actor/messages.h).
@@ -310,7 +339,9 @@ V8Executor::Ran V8Executor::Execute(engine::Worker& worker, Actor& actor, ActorS
   ctx.self = &actor.id;
   ctx.outbox = &outbox;
   ctx.message = message;
-  if (!request && message == nullptr) {
+  SocketEventState sockets(event.sockets, options_.sockets, socket);
+  ctx.sockets = &sockets;
+  if (is_alarm) {
     // The alarm is cleared as the handler starts; setting it again re-arms it.
     txn.SetAlarm(std::nullopt);
     ctx.alarm_retry_count = alarm.retry_count;
@@ -374,7 +405,10 @@ V8Executor::Ran V8Executor::Execute(engine::Worker& worker, Actor& actor, ActorS
     ctx.response = Response{};
     ctx.response_bytes = 0;
   }
-  const std::string_view export_name = request ? kRequestExport : message != nullptr ? kMessageExport : kAlarmExport;
+  const std::string_view export_name = request                ? kRequestExport
+                                       : message != nullptr    ? kMessageExport
+                                       : socket != nullptr     ? socket_export
+                                                               : kAlarmExport;
   engine::CallResult call = actor.instance->Call(export_name, &ctx, cpu_limit);
   ctx.FlushOutput();
   ran.call_outcome = call.outcome;
@@ -405,7 +439,8 @@ V8Executor::Ran V8Executor::Execute(engine::Worker& worker, Actor& actor, ActorS
     result.messages_sent = outbox.size();
     if (!batch.empty()) actor.last_seq = storage.Commit(std::move(batch));
     result.response = std::move(ctx.response);
-    result.alarm_fired = !request.has_value() && message == nullptr;
+    result.alarm_fired = is_alarm;
+    result.sockets = sockets.TakeEffects();
   } else if (call.ok()) {
     fail(fmt::format("the actor's {} returned {}", export_name, call.value));
   } else {
@@ -415,14 +450,14 @@ V8Executor::Ran V8Executor::Execute(engine::Worker& worker, Actor& actor, ActorS
     if (call.outcome == engine::CallOutcome::kOutOfMemory) message += " (actors.max_memory_bytes)";
     fail(std::move(message));
   }
-  if (!request && message == nullptr && alarm.last_attempt && result.outcome == EventOutcome::kActorFailed && storage.failure().ok() &&
+  if (is_alarm && alarm.last_attempt && result.outcome == EventOutcome::kActorFailed && storage.failure().ok() &&
       storage.Alarm() == due_alarm) {
     // The retries are used up: the alarm is cleared, without the failed run's writes.
     Batch clear;
     clear.alarm = std::optional<std::int64_t>();
     actor.last_seq = storage.Commit(std::move(clear));
   }
-  if (!request && message == nullptr) SetAlarmAfter(result, storage);
+  if (is_alarm) SetAlarmAfter(result, storage);
   ran.event.wait_seq = actor.last_seq;
   ran.event.memory = MeasureMemory(actor, storage);
   return ran;

@@ -89,9 +89,10 @@ constexpr std::array<std::string_view, kModels> kNames = {
     "gc-ignores-retention",
     "restore-without-acquire",
     "history-ignores-fence",
+    "ws-send-before-durable",
 };
 static_assert(kNames.size() == kModels, "one name per BrokenModel");
-static_assert(kNames[static_cast<std::size_t>(BrokenModel::kHistoryIgnoresFence)] == "history-ignores-fence",
+static_assert(kNames[static_cast<std::size_t>(BrokenModel::kSocketSendBeforeDurable)] == "ws-send-before-durable",
               "the names follow the enum's order");
 
 }  // namespace

@@ -129,6 +129,8 @@ enum class BrokenModel : std::uint8_t {
   kRestoreWithoutAcquire,    // an operator's restore writes the old state into the log after its tip, under the
                              // generation it read, without a hold of its own
   kHistoryIgnoresFence,      // the history takes every listed segment in key order, late uploads of fenced holds too
+  // ---- WebSockets (actor/runtime_core.cc, routing/socket_hub.*), docs/websockets.md
+  kSocketSendBeforeDurable,  // what an event sends on its WebSockets leaves when the handler returns, before its batch is durable
   kCount
 };
 

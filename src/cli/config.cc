@@ -194,6 +194,44 @@ Status ReadStorage(const toml::table& t, replica::ReplicaOptions* o) {
   return s;
 }
 
+// [websockets] (docs/websockets.md, "Settings"): the hub's and each connection's bounds, and
+// what one event may send (actors.sockets).
+Status ReadWebSockets(const toml::table& t, SocketHubOptions* o, actor::SocketLimits* events) {
+  constexpr std::string_view sec = "websockets";
+  Status s = CheckKeys(t, sec,
+                       {"max_message_bytes", "max_send_queue_bytes", "max_messages_per_second", "ping_interval_ms",
+                        "close_timeout_ms", "max_connections_per_actor", "max_connections", "max_event_send_bytes",
+                        "max_event_sends"});
+  std::int64_t rate = static_cast<std::int64_t>(o->connection.max_messages_per_second);
+  if (s.ok()) s = ReadUint(t, sec, "max_message_bytes", 125, std::int64_t{16} << 20, &o->connection.max_message_bytes);
+  if (s.ok()) {
+    s = ReadUint(t, sec, "max_send_queue_bytes", 1024, std::int64_t{1} << 30, &o->connection.max_send_queue_bytes);
+  }
+  if (s.ok()) s = ReadUint(t, sec, "max_messages_per_second", 0, 1'000'000, &rate);
+  if (s.ok()) s = ReadMs(t, sec, "ping_interval_ms", &o->connection.ping_interval);
+  if (s.ok()) s = ReadMs(t, sec, "close_timeout_ms", &o->connection.close_timeout);
+  if (s.ok()) s = ReadUint(t, sec, "max_connections_per_actor", 1, 1'000'000, &o->max_connections_per_actor);
+  if (s.ok()) s = ReadUint(t, sec, "max_connections", 1, 10'000'000, &o->max_connections);
+  if (s.ok()) s = ReadUint(t, sec, "max_event_send_bytes", 1024, std::int64_t{1} << 30, &events->max_event_send_bytes);
+  if (s.ok()) s = ReadUint(t, sec, "max_event_sends", 1, 10'000'000, &events->max_event_sends);
+  if (!s.ok()) return s;
+  o->connection.max_messages_per_second = static_cast<double>(rate);
+  events->max_message_bytes = o->connection.max_message_bytes;
+  if (o->connection.max_send_queue_bytes < o->connection.max_message_bytes) {
+    return InvalidArgument("websockets.max_send_queue_bytes must be at least websockets.max_message_bytes (one message must fit)");
+  }
+  if (o->connection.ping_interval < std::chrono::seconds(1) || o->connection.close_timeout < std::chrono::milliseconds(100)) {
+    return InvalidArgument("websockets.ping_interval_ms must be at least 1000 and close_timeout_ms at least 100");
+  }
+  if (events->max_event_send_bytes < o->connection.max_message_bytes) {
+    return InvalidArgument("websockets.max_event_send_bytes must be at least websockets.max_message_bytes");
+  }
+  if (o->max_connections_per_actor > o->max_connections) {
+    return InvalidArgument("websockets.max_connections_per_actor must be at most websockets.max_connections");
+  }
+  return Status::Ok();
+}
+
 Status ReadServer(const toml::table& t, HttpServerLimits* o) {
   constexpr std::string_view sec = "server";
   constexpr std::int64_t kMaxBytes = std::int64_t{1} << 40;
@@ -298,6 +336,8 @@ Result<Config> LoadConfig(const std::string& path) {
       if (s.ok()) s = ReadMs(*table, section, "max_retry_ms", &config.messages.max_retry);
       if (s.ok()) s = ReadUint(*table, section, "max_attempts", 1, 1000, &config.messages.max_attempts);
       if (s.ok()) s = ValidateMessageDeliveryOptions(config.messages);
+    } else if (section == "websockets") {
+      s = ReadWebSockets(*table, &config.websockets, &config.actors.sockets);
     } else if (section == "log") {
       s = CheckKeys(*table, section, {"level"});
       if (s.ok()) s = ReadString(*table, section, "level", &config.log_level);

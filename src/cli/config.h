@@ -1,5 +1,5 @@
 // The configuration file (TOML) shared by every wasmkeep command: sections [bucket], [s3],
-// [log], [node], [server], [lease], [actors], [moves], [storage], [alarms], [messages]; every key, its
+// [log], [node], [server], [lease], [actors], [moves], [storage], [alarms], [messages], [websockets]; every key, its
 // default and its range are in docs/configuration.md (packaging/wasmkeep.toml is an
 // example). LoadConfig refuses an unknown section or key, a bad value or a broken relation
 // between values with an error naming the key, so a typo is never silently ignored.
@@ -14,6 +14,7 @@
 #include "actor/runtime.h"
 #include "alarms/alarm_service.h"
 #include "routing/message_delivery.h"
+#include "routing/socket_hub.h"
 #include "net/http_server.h"
 #include "cluster/timing.h"
 #include "control/quarantine.h"
@@ -71,6 +72,9 @@ struct Config {
   alarms::AlarmOptions alarms;
   // Defaults unless [messages] sets them (docs/messages.md, "Settings").
   MessageDeliveryOptions messages;
+  // Defaults unless [websockets] sets them (docs/websockets.md, "Settings"); the limits on
+  // what one event sends are in actors.sockets.
+  SocketHubOptions websockets;
 };
 
 // Reads and validates path. kInvalidArgument names the file and the bad key or value;

@@ -106,6 +106,7 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
   options.host.quarantine_list_after = config->quarantine_list_after;
   options.host.alarms = config->alarms;
   options.host.messages = config->messages;
+  options.host.sockets = config->websockets;
   options.moves_per_second = config->moves_per_second;
 
   // The running-events journal (docs/security.md, "Poisoned actors"): read what a crashed

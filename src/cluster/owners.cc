@@ -266,6 +266,10 @@ void Owners::SweepSleeping() {
     const bool over_limit = sleeping_ > sleep_policy_.max_sleeping + sleep_releases_in_flight_;
     if (!over_limit && now - e.since < sleep_policy_.keep_for) break;  // the oldest is young enough
     sleep_queue_.pop_front();
+    if (!over_limit && keep_sleeping_ && keep_sleeping_(e.actor)) {
+      sleep_queue_.push_back(SleepEntry{e.actor, e.serial, now});  // kept: looked at again later
+      continue;
+    }
     ++sleep_releases_in_flight_;
     env_.Spawn(ReleaseSleeping(e.actor, e.serial, over_limit), "sleeping hold release");
   }
@@ -293,7 +297,9 @@ std::vector<ActorId> Owners::HeldActors() const {
 }
 
 void Owners::HoldEndedAs(const HoldState& hold, HoldEnd how, Version version) {
-  if (on_hold_ended_) on_hold_ended_(HoldEnded{hold.actor, hold.generation, how, std::move(version)});
+  HoldEnded ended{hold.actor, hold.generation, how, std::move(version)};
+  if (on_hold_ended_) on_hold_ended_(ended);
+  if (on_hold_ended_sockets_) on_hold_ended_sockets_(ended);
 }
 
 Task<AcquireResult> Owners::AcquireWith(ActorId actor, std::optional<std::pair<Version, Generation>> hint) {

@@ -179,10 +179,17 @@ class Owners {
   bool IsSleeping(const ActorId& actor) const;
   void set_sleep_policy(SleepPolicy policy) { sleep_policy_ = policy; }
   const SleepPolicy& sleep_policy() const { return sleep_policy_; }
+  // A sleeping hold for which this answers true is kept past the policy's time (it is
+  // looked at again a keep_for later); the count's bound still applies. The WebSocket hub
+  // keeps the holds of actors with open connections (docs/websockets.md, "Hibernation").
+  void set_keep_sleeping(std::function<bool(const ActorId&)> fn) { keep_sleeping_ = std::move(fn); }
   // Sleeping holds now (of them, tenants' actors: system actors never sleep).
   std::size_t sleeping() const { return sleeping_; }
-  // Called as each hold of this node ends (released, parked, lapsed, dropped).
+  // Called as each hold of this node ends (released, parked, lapsed, dropped): the hand-overs'
+  // (set_on_hold_ended, one) and the WebSocket hub's (set_on_hold_ended_sockets, one), in
+  // that order.
   void set_on_hold_ended(std::function<void(const HoldEnded&)> fn) { on_hold_ended_ = std::move(fn); }
+  void set_on_hold_ended_sockets(std::function<void(const HoldEnded&)> fn) { on_hold_ended_sockets_ = std::move(fn); }
 
   // The routing read (Owners::other_owner): one GET within kAdmissionWait. The holder if
   // the record names another node that the membership view shows live under the named
@@ -320,6 +327,7 @@ class Owners {
     MonoTime since{};
   };
   SleepPolicy sleep_policy_;
+  std::function<bool(const ActorId&)> keep_sleeping_;
   std::size_t sleeping_ = 0;
   std::deque<SleepEntry> sleep_queue_;
   std::size_t sleep_releases_in_flight_ = 0;
@@ -336,6 +344,7 @@ class Owners {
   bool accepting_ = true;  // false from a drain on: Acquire refuses
   std::set<ActorId> leaving_;  // hand-overs in progress: Acquire refuses these
   std::function<void(const HoldEnded&)> on_hold_ended_;
+  std::function<void(const HoldEnded&)> on_hold_ended_sockets_;
   bool background_on_ = false;
   bool lost_ = false;  // OnLost ran: nothing more is sent
   std::optional<Env::TimerId> tick_timer_;

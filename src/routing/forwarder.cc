@@ -122,6 +122,20 @@ std::string Forwarder::SignedText(const Signed& s) {
 }
 
 Task<Result<ServerResponse>> Forwarder::Forward(PeerTarget to, ServerRequest request, std::string tenant, int hops) {
+  ServerRequest out = Sign(to, std::move(request), tenant, hops);
+  ++stats_.forwarded;
+  auto got = co_await transport_.Send(std::move(to), std::move(out), options_.timeout);
+  if (!got.ok()) co_return got.status();
+  ServerResponse r;
+  r.status = got->status;
+  for (auto& [n, v] : got->headers) {
+    if (!HopByHop(n)) r.headers.emplace_back(n, v);
+  }
+  r.body = std::move(got->body);
+  co_return r;
+}
+
+ServerRequest Forwarder::Sign(const PeerTarget& to, ServerRequest request, const std::string& tenant, int hops) {
   ServerHeaders headers = ForwardedHeaders(request.headers);
   ServerHeaders signed_headers;
   std::string names;
@@ -148,16 +162,7 @@ Task<Result<ServerResponse>> Forwarder::Forward(PeerTarget to, ServerRequest req
   out.headers.emplace_back(std::string(kSignedHeaders), names);
   out.headers.emplace_back(std::string(kSignature), signature);
   out.body = std::move(request.body);
-  ++stats_.forwarded;
-  auto got = co_await transport_.Send(std::move(to), std::move(out), options_.timeout);
-  if (!got.ok()) co_return got.status();
-  ServerResponse r;
-  r.status = got->status;
-  for (auto& [n, v] : got->headers) {
-    if (!HopByHop(n)) r.headers.emplace_back(n, v);
-  }
-  r.body = std::move(got->body);
-  co_return r;
+  return out;
 }
 
 Result<std::optional<ForwardedFrom>> Forwarder::Refuse(std::string why) {

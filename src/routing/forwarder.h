@@ -76,6 +76,10 @@ class Forwarder final : public PeerSender {
   // trusted...), kUnknownOutcome if the request may have reached the peer,
   // kInvalidArgument if it cannot be sent (a method HTTP cannot carry).
   Task<Result<ServerResponse>> Forward(PeerTarget to, ServerRequest request, std::string tenant, int hops) override;
+  // The request Forward sends: the client's headers that may go on, signed for `to`, with the
+  // forwarding headers added. For a WebSocket's relay (server/socket_relay.h), which sends
+  // it on a connection of its own.
+  ServerRequest Sign(const PeerTarget& to, ServerRequest request, const std::string& tenant, int hops);
 
   // nullopt if the request carries no forwarding headers (a client's request); an error
   // (kInvalidArgument, its message saying why) if it carries any and they do not verify

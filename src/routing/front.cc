@@ -21,6 +21,62 @@ bool IsInternalHeader(std::string_view name) {
          EqualsIgnoreAsciiCase(name.substr(0, kInternalHeaderPrefix.size()), kInternalHeaderPrefix);
 }
 
+// A WebSocket's subprotocols (Sec-WebSocket-Protocol, comma-separated, every header of the
+// name): browsers cannot set Authorization on a WebSocket, so a client may offer its token as
+// the subprotocol "bearer.<token>" (docs/websockets.md, "Authentication"). Splits it off:
+// the token (or empty), whether "wasmkeep" was offered, and the rest for the actor.
+constexpr std::string_view kBearerProtocolPrefix = "bearer.";
+struct OfferedProtocols {
+  std::string token;
+  bool wasmkeep = false;
+  std::vector<std::string> others;
+};
+OfferedProtocols SplitProtocols(const ServerHeaders& headers) {
+  OfferedProtocols out;
+  for (const auto& [name, value] : headers) {
+    if (!EqualsIgnoreAsciiCase(name, "Sec-WebSocket-Protocol")) continue;
+    std::string_view list = value;
+    while (!list.empty()) {
+      std::size_t comma = list.find(',');
+      std::string_view item = list.substr(0, comma);
+      while (!item.empty() && (item.front() == ' ' || item.front() == '\t')) item.remove_prefix(1);
+      while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
+      if (item.starts_with(kBearerProtocolPrefix)) {
+        if (out.token.empty()) out.token = std::string(item.substr(kBearerProtocolPrefix.size()));
+      } else if (item == "wasmkeep") {
+        out.wasmkeep = true;
+      } else if (!item.empty()) {
+        out.others.emplace_back(item);
+      }
+      if (comma == std::string_view::npos) break;
+      list.remove_prefix(comma + 1);
+    }
+  }
+  return out;
+}
+
+// The headers without Sec-WebSocket-Protocol's bearer token: what the actor and the owner
+// (when relayed) see. "wasmkeep" stays, so the owner knows to answer with it.
+ServerHeaders WithoutBearerProtocol(const ServerHeaders& headers) {
+  ServerHeaders out;
+  bool had = false;
+  for (const auto& [n, v] : headers) {
+    if (EqualsIgnoreAsciiCase(n, "Sec-WebSocket-Protocol")) {
+      had = true;
+      continue;
+    }
+    out.emplace_back(n, v);
+  }
+  if (had) {
+    OfferedProtocols offered = SplitProtocols(headers);
+    std::string list;
+    if (offered.wasmkeep) list = "wasmkeep";
+    for (const std::string& p : offered.others) list += (list.empty() ? "" : ", ") + p;
+    if (!list.empty()) out.emplace_back("Sec-WebSocket-Protocol", std::move(list));
+  }
+  return out;
+}
+
 // The Content-Length a request announces, if it has a well-formed one.
 std::optional<std::uint64_t> AnnouncedLength(const ServerRequest& request) {
   auto text = request.Header("Content-Length");
@@ -216,6 +272,15 @@ Task<ServerResponse> Front::Handle(ServerRequest request, Via via, bool* reached
   if (auto refused = ParseTarget(request.target, &target)) co_return std::move(*refused);
   ActorId id = std::move(target.id);
   if (auto refused = TooLarge(request.body.size())) co_return std::move(*refused);
+  // A WebSocket's opening handshake (docs/websockets.md) is checked before anything else.
+  const std::optional<std::string> handshake = CheckWebSocketHandshake(request);
+  const bool websocket = handshake.has_value();
+  if (websocket && !handshake->empty()) {
+    ServerResponse bad = Error(handshake->starts_with("Sec-WebSocket-Version") ? 426 : 400, *handshake);
+    if (bad.status == 426) bad.headers.emplace_back("Sec-WebSocket-Version", "13");
+    co_return bad;
+  }
+  if (websocket && deps_.sockets == nullptr) co_return Error(501, "this node takes no WebSockets");
 
   // 2. Who is asking.
   Caller caller;
@@ -246,6 +311,17 @@ Task<ServerResponse> Front::Handle(ServerRequest request, Via via, bool* reached
   // 4. Where it runs, and 5. the answer.
   Route route = co_await Decide(id, caller.hops);
   if (route.reaches_actor && reached_actor != nullptr) *reached_actor = true;
+  if (websocket) {
+    switch (route.kind) {
+      case Route::Kind::kRunHere:
+        actor_request.body.clear();
+        co_return co_await OpenSocket(std::move(id), std::move(actor_request), caller.offered_wasmkeep);
+      case Route::Kind::kForward:
+        co_return co_await RelaySocket(std::move(route.to), std::move(request), std::move(caller.tenant), caller.hops + 1);
+      case Route::Kind::kRefuse:
+        co_return std::move(route.refusal);
+    }
+  }
   switch (route.kind) {
     case Route::Kind::kRunHere:
       co_return co_await Run(std::move(id), std::move(actor_request));
@@ -267,6 +343,7 @@ Task<std::optional<ServerResponse>> Front::Authenticate(ServerRequest* request, 
     // Only what was signed goes on: to the actor, and to the next node if it moved.
     request->headers = std::move(from.headers);
     caller->actor_headers = request->headers;
+    caller->offered_wasmkeep = SplitProtocols(request->headers).wasmkeep;
     co_return std::nullopt;
   }
   if (Forwarder::HasNodeHeaders(*request)) {
@@ -275,12 +352,25 @@ Task<std::optional<ServerResponse>> Front::Authenticate(ServerRequest* request, 
   }
   auto auth = request->Header("Authorization");
   std::string value = auth ? std::string(*auth) : std::string();
+  const bool websocket = CheckWebSocketHandshake(*request).has_value();
+  if (websocket) {
+    // A browser's WebSocket carries its token as a subprotocol (SplitProtocols); it is taken
+    // off the handshake here, so neither the actor nor a relayed owner sees it.
+    OfferedProtocols offered = SplitProtocols(request->headers);
+    caller->offered_wasmkeep = offered.wasmkeep;
+    if (!auth && !offered.token.empty()) value = "Bearer " + offered.token;
+    request->headers = WithoutBearerProtocol(request->headers);
+  }
   auto who = co_await deps_.authenticate(std::move(value));
   if (auto refused = AuthenticationRefused(who)) co_return std::move(*refused);
   caller->tenant = std::move(*who);
   for (const auto& [n, v] : request->headers) {
     if (EqualsIgnoreAsciiCase(n, "Authorization")) continue;  // the actor never sees the token
     caller->actor_headers.emplace_back(n, v);
+  }
+  if (websocket) {
+    // Relayed without the client's credentials (the owner trusts the signature).
+    std::erase_if(request->headers, [](const auto& h) { return EqualsIgnoreAsciiCase(h.first, "Authorization"); });
   }
   co_return std::nullopt;
 }
@@ -606,6 +696,10 @@ Task<ServerResponse> Front::Run(ActorId id, actor::Request request) {
                            {"outcome", std::string(actor::EventOutcomeName(result.outcome))},
                            {"status", std::to_string(result.ok() ? result.response.status : 0)}});
   }
+  co_return EventAnswer(std::move(result), name);
+}
+
+ServerResponse Front::EventAnswer(actor::EventResult result, const std::string& name) {
   switch (result.outcome) {
     case actor::EventOutcome::kOk: {
       ServerResponse r;
@@ -617,26 +711,90 @@ Task<ServerResponse> Front::Run(ActorId id, actor::Request request) {
       }
       r.body = std::move(result.response.body);
       if (!result.replayed.empty()) r.headers.emplace_back(std::string(actor::kReplayedHeader), result.replayed);
-      co_return r;
+      return r;
     }
     case actor::EventOutcome::kBadRequest:
-      co_return Error(413, result.error);
+      return Error(413, result.error);
     case actor::EventOutcome::kInvalidHeader:
-      co_return Error(400, result.error);
+      return Error(400, result.error);
     case actor::EventOutcome::kKeyReused:
-      co_return Error(422, result.error);
+      return Error(422, result.error);
     case actor::EventOutcome::kNotFound:
-      co_return Error(404, result.error);
+      return Error(404, result.error);
     case actor::EventOutcome::kOverloaded:
-      co_return Error(503, name + " is overloaded: " + result.error, true);
+      return Error(503, name + " is overloaded: " + result.error, true);
     case actor::EventOutcome::kActorFailed:
       ++stats_.actor_failed;
       WK_LOG_WARN("event failed", {{"node", options_.node_id.str()}, {"actor", name}, {"error", result.error}});
-      co_return Error(500, "actor " + name + " failed: " + result.error);
+      return Error(500, "actor " + name + " failed: " + result.error);
     case actor::EventOutcome::kUnavailable:
       break;
   }
-  co_return Error(503, name + " is unavailable: " + result.error, true);
+  return Error(503, name + " is unavailable: " + result.error, true);
+}
+
+Task<ServerResponse> Front::OpenSocket(ActorId id, actor::Request handshake, bool offered_wasmkeep) {
+  ++stats_.socket_opens;
+  const std::string name = id.ToString();
+  auto reserved = deps_.sockets->Reserve(id);
+  if (!reserved.ok()) {
+    WK_LOG_INFO("websocket refused", {{"actor", name}, {"why", reserved.status().message()}});
+    co_return deps_.sockets->RefuseWithClose(kCloseTryAgain, reserved.status().message().substr(0, kMaxCloseReasonBytes));
+  }
+  const std::int64_t conn = *reserved;
+  actor::SocketEvent event;
+  event.kind = actor::SocketEventKind::kOpen;
+  event.id = conn;
+  event.handshake = std::move(handshake);
+  actor::EventResult result = co_await deps_.runtime.HandleSocket(id, std::move(event));
+  ++stats_.local;
+  if (!result.ok() || result.response.status >= 400) {
+    deps_.sockets->Abort(id, conn);
+    co_return EventAnswer(std::move(result), name);
+  }
+  ServerHeaders headers;
+  for (auto& [n, v] : result.response.headers) {
+    // The one header of the actor's that means something in a 101: the subprotocol it chose.
+    if (EqualsIgnoreAsciiCase(n, "Sec-WebSocket-Protocol")) headers.emplace_back("Sec-WebSocket-Protocol", std::move(v));
+  }
+  if (headers.empty() && offered_wasmkeep) headers.emplace_back("Sec-WebSocket-Protocol", "wasmkeep");
+  co_return deps_.sockets->Accept(id, conn, std::move(headers));
+}
+
+Task<ServerResponse> Front::RelaySocket(NodeId node_id, ServerRequest request, std::string tenant, int hops) {
+  auto it = deps_.membership.view().find(node_id);
+  if (it == deps_.membership.view().end() || !it->second.live() || it->second.record->address.empty()) {
+    co_return Error(503, "the owner " + node_id.str() + " is not live with an address in the membership view", true);
+  }
+  if (!deps_.relay_socket) {
+    co_return Error(503, "the actor is held by " + node_id.str() + ", and this node relays no WebSockets", true);
+  }
+  ++stats_.socket_relayed;
+  PeerTarget to{node_id, it->second.record->instance, it->second.record->address};
+  ServerResponse r = co_await deps_.relay_socket(std::move(to), std::move(request), std::move(tenant), hops);
+  co_return r;
+}
+
+Task<std::optional<actor::EventResult>> Front::RunSocketEvent(ActorId id, actor::SocketEvent event) {
+  auto unavailable = [](std::string why) {
+    actor::EventResult r;
+    r.outcome = actor::EventOutcome::kUnavailable;
+    r.error = std::move(why);
+    return r;
+  };
+  if (auto refused = co_await CheckQuarantine(id)) co_return unavailable("the actor is quarantined");
+  Route route = co_await Decide(id, 0);
+  switch (route.kind) {
+    case Route::Kind::kRunHere: {
+      actor::EventResult r = co_await deps_.runtime.HandleSocket(std::move(id), std::move(event));
+      co_return r;
+    }
+    case Route::Kind::kForward:
+      co_return std::nullopt;
+    case Route::Kind::kRefuse:
+      break;
+  }
+  co_return unavailable(route.refusal.body);
 }
 
 }  // namespace wk

@@ -41,6 +41,7 @@
 #include "control/quarantine_cache.h"
 #include "net/http_types.h"
 #include "routing/forwarder.h"
+#include "routing/socket_hub.h"
 
 namespace wk {
 
@@ -99,6 +100,14 @@ struct FrontDeps {
   // again if stale, without waiting). Unset: resident actors keep their code until they
   // next start.
   std::function<void(const std::string& tenant, const std::string& class_name)> refresh_class;
+  // WebSockets (docs/websockets.md): the node's hub, where connections to actors run here
+  // are held; null: an opening handshake is answered 501.
+  SocketHub* sockets = nullptr;
+  // An opening handshake for an actor another node holds: relayed to it over the peer
+  // listener (server/socket_relay.h), its answer given as is (a 101 that pipes the two
+  // connections together). `request` is the client's, its token removed; `tenant` the
+  // caller's. Unset: answered 503 naming the owner.
+  std::function<Task<ServerResponse>(PeerTarget to, ServerRequest request, std::string tenant, int hops)> relay_socket;
 };
 
 struct FrontStats {
@@ -113,6 +122,8 @@ struct FrontStats {
   std::uint64_t taken = 0;        // hand-overs taken (this node is a move's target)
   std::uint64_t messages = 0;     // message deliveries routed (DeliverMessage and peers')
   std::uint64_t messages_run = 0;  // message events run here (duplicates answered included)
+  std::uint64_t socket_opens = 0;      // WebSocket handshakes run here (the open event)
+  std::uint64_t socket_relayed = 0;    // WebSocket handshakes relayed to the owner
 };
 
 class Front {
@@ -153,6 +164,11 @@ class Front {
   // Tells node `to` (live in the membership view) to take actor from the record this
   // node's release left (nobody at generation, at version released). OK once it holds it.
   Task<Status> SendTake(NodeId to, ActorId actor, Version released, Generation generation);
+  // A socket event of one of the hub's connections (SocketHub::RunEvent), decided as a
+  // request's route is (step 4) and run here: the result; nullopt if another node holds the
+  // actor now (the hub closes the connection with 1012, and the client's reconnect reaches
+  // that node). A refusal (draining, quarantined, the bucket unreadable) is kUnavailable.
+  Task<std::optional<actor::EventResult>> RunSocketEvent(ActorId id, actor::SocketEvent event);
 
  private:
   struct ParsedTarget {
@@ -167,6 +183,7 @@ class Front {
   // Step 2: who is asking. On the peer listener, request's headers become the signed ones.
   struct Caller {
     std::string tenant;
+    bool offered_wasmkeep = false;  // a WebSocket handshake offered subprotocol "wasmkeep"
     int hops = 0;                 // forwarded this many times already
     ServerHeaders actor_headers;  // what the actor may see
   };
@@ -193,6 +210,13 @@ class Front {
   static Route Forward(NodeId to, bool reaches_actor);
   static Route Refuse(ServerResponse response);
   Task<ServerResponse> Run(ActorId id, actor::Request request);
+  // Step 5's mapping of an event's outcome to an answer (kOk: the actor's response, its
+  // X-Wasmkeep-* headers dropped).
+  ServerResponse EventAnswer(actor::EventResult result, const std::string& name);
+  // An opening handshake routed here: the connection reserved in the hub, the open event,
+  // then the 101 (or the actor's refusal, or the event's failure as an HTTP answer).
+  Task<ServerResponse> OpenSocket(ActorId id, actor::Request handshake, bool offered_wasmkeep);
+  Task<ServerResponse> RelaySocket(NodeId node_id, ServerRequest request, std::string tenant, int hops);
   Task<ServerResponse> RunMessage(ActorId id, actor::IncomingMessage message);
   // Steps 3 to 5 for a message, from this node (hops 0) or a peer's delivery.
   Task<ServerResponse> RouteMessage(ActorId receiver, actor::IncomingMessage message, ServerRequest request,

@@ -39,6 +39,8 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
   provider_ = std::make_unique<replica::ReplicaProvider>(std::move(deps), deletions_, options_.storage, options_.close_limit);
   runtime_ = std::make_unique<actor::ActorRuntime>(env, engine_, classes_, *provider_, options_.runtime,
                                                    quarantine_.Hooks());
+  sockets_ = std::make_unique<SocketHub>(env, options_.sockets);
+  runtime_->SetSocketDirectory(sockets_.get());
   quarantine_.set_unload([this](const ActorId& id) { runtime_->Unload(id); });
   FrontDeps front{*runtime_, node.owners(), node.membership(), forwarder_,
                   [this](std::string authorization) { return auth_.Authenticate(authorization); },
@@ -49,11 +51,24 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
                   [this](ActorId actor, std::string_view body) { return alarms_->ReceiveHandOver(actor, body); },
                   &node.hand_overs(),
                   [this](const std::string& tenant, const std::string& class_name) { RefreshClass(tenant, class_name); }};
+  front.sockets = sockets_.get();
   FrontOptions fo;
   fo.node_id = options_.node_id;
   fo.check_peer_pins = true;
   fo.max_request_bytes = options_.runtime.limits.max_request_bytes;
   front_ = std::make_unique<Front>(std::move(front), fo);
+  // WebSockets (docs/websockets.md): their events are routed as requests are; a hold that
+  // ends here closes its actor's connections with 1012 (the clients reconnect to the new
+  // owner), and a sleeping hold with connections is kept past its time.
+  sockets_->SetRunEvent([this](ActorId id, actor::SocketEvent event) {
+    return front_->RunSocketEvent(std::move(id), std::move(event));
+  });
+  node.owners().set_on_hold_ended_sockets([this](const HoldEnded& ended) {
+    sockets_->CloseActor(ended.actor, kCloseRestart, "the actor's owner changed: reconnect");
+  });
+  node.owners().set_keep_sleeping([this](const ActorId& actor) { return sockets_->HasConnections(actor); });
+  owners_ = &node.owners();
+  PublishSocketHubMetrics(metrics, *sockets_);
   // Drains and moves close resident actors the way hibernation does, and a move's target
   // is told over the peer network (cluster/hand_over.h).
   HandOverHost hand_over;
@@ -115,6 +130,9 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
 ActorHost::~ActorHost() {
   *alive_ = false;
   hand_overs_->set_host({});  // the node outlives this host
+  owners_->set_on_hold_ended_sockets(nullptr);
+  owners_->set_keep_sleeping(nullptr);
+  sockets_->CloseAll(kCloseGoingAway, "the node is stopping");
   StopAlarms();
 }
 

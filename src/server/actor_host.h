@@ -78,6 +78,8 @@ struct ActorHostOptions {
   alarms::AlarmOptions alarms;
   // The delivery of messages between actors ([messages], docs/messages.md).
   MessageDeliveryOptions messages;
+  // WebSockets held for the node's actors ([websockets], docs/websockets.md).
+  SocketHubOptions sockets;
   LeaseTiming timing;
   // The node's requests to the bucket by purpose (the CountingStore's, outliving the host),
   // shown by /v1/admin/node; null: not shown.
@@ -104,14 +106,18 @@ class ActorHost {
   Task<std::optional<ServerResponse>> CheckBeforeBody(ServerRequest request);
   // See "Stopping" above. False if actors were still resident at the limit. Alarm delivery
   // and scanning stop first (the actors' shards are released with the node's holds).
+  // The node's WebSockets are closed first, with 1012: their clients reconnect to the nodes
+  // that take the actors.
   Task<bool> Shutdown(Duration limit) {
     StopAlarms();
+    sockets_->CloseAll(kCloseRestart, "the node is stopping: reconnect");
     return runtime_->Shutdown(limit);
   }
   void StopAlarms();
 
   actor::ActorRuntime& runtime() { return *runtime_; }
   const FrontStats& front_stats() const { return front_->stats(); }
+  SocketHub& sockets() { return *sockets_; }
   const ForwarderStats& forwarder_stats() const { return forwarder_.stats(); }
   const QuarantineStats& quarantine_stats() const { return quarantine_.stats(); }
   alarms::AlarmService& alarms() { return *alarms_; }
@@ -144,6 +150,8 @@ class ActorHost {
   replica::OwnersHoldSource owner_holds_;
   QuarantineHoldSource holds_;
   DeletionGuard deletions_{holds_};
+  // Before the runtime, whose SocketDirectory it is: destroyed after it.
+  std::unique_ptr<SocketHub> sockets_;
   std::unique_ptr<replica::ReplicaProvider> provider_;
   std::unique_ptr<actor::ActorRuntime> runtime_;
   control::TenantAuth auth_;
@@ -158,7 +166,8 @@ class ActorHost {
   std::unique_ptr<ActorAdmin> admin_;
   std::map<std::pair<std::string, std::string>, Loaded> loaded_;
   std::set<std::pair<std::string, std::string>> refreshing_;
-  HandOvers* hand_overs_ = nullptr;  // the node's; its host hooks point here until destroyed
+  HandOvers* hand_overs_ = nullptr;
+  Owners* owners_ = nullptr;  // the node's (its hooks point here until destroyed)  // the node's; its host hooks point here until destroyed
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
