@@ -180,7 +180,8 @@ void OnOpen(wasmkeep::Socket socket, const wasmkeep::Request& req, wasmkeep::Res
   }
   if (more) {
     // Sent after the history; the client reconnects for the rest.
-    socket.close(kCloseMoreHistory, "more history: reconnect with since=" + std::to_string(KeyNumber(history.back().first)));
+    int64_t last_sent = KeyNumber(history.back().first);
+    socket.close(kCloseMoreHistory, "more history: reconnect with since=" + std::to_string(last_sent));
     return;
   }
   socket.tag(kMemberTag);
