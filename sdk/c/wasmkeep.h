@@ -124,6 +124,61 @@ WK_IMPORT(message_seq) int64_t wk_message_seq(void);
 /* In wk_on_message: how many earlier runs of this message failed (0 on the first). */
 WK_IMPORT(message_retry_count) int32_t wk_message_retry_count(void);
 
+/* Kinds of a WebSocket message (socket_event_kind in wk_on_socket_message) and of a send. */
+enum {
+  WK_SOCKET_TEXT = 1,  /* a text message: valid UTF-8 (the node closes a client that sends anything else) */
+  WK_SOCKET_BINARY = 2 /* a binary message */
+};
+
+/* Close codes (RFC 6455). An actor may close with WK_SOCKET_CLOSE_NORMAL or 3000..4999; the
+ * others are what wk_on_socket_close may see. */
+enum {
+  WK_SOCKET_CLOSE_NORMAL = 1000,
+  WK_SOCKET_CLOSE_GOING_AWAY = 1001, /* the client left, or the node stops */
+  WK_SOCKET_CLOSE_NO_STATUS = 1005,  /* the close frame had no code */
+  WK_SOCKET_CLOSE_ABNORMAL = 1006,   /* the connection ended without a close frame */
+  WK_SOCKET_CLOSE_RESTART = 1012     /* the actor's owner changed: the client should reconnect */
+};
+
+/* Most bytes of a close reason (a close frame's payload less its code). */
+#define WK_SOCKET_MAX_CLOSE_REASON_BYTES 123
+
+/* WebSockets (docs/abi.md "WebSockets", docs/sdk.md "WebSockets"). Additions to wasmkeep_v1: a
+ * module that imports them needs a node that holds WebSockets, and an older node refuses it.
+ * A connection is an int64_t id. What an event sends (wk_socket_send, wk_socket_broadcast,
+ * wk_socket_close) leaves only after the event's writes are durable, in the order the event
+ * made the calls, and not at all if the event fails: calls succeed here without sending yet. */
+/* The connection of this socket event (wk_on_socket_open, _message, _close); -1 in another event. */
+WK_IMPORT(socket_event_id) int64_t wk_socket_event_id(void);
+/* In wk_on_socket_message: WK_SOCKET_TEXT or WK_SOCKET_BINARY; in wk_on_socket_close: the
+ * close code received (WK_SOCKET_CLOSE_NO_STATUS, WK_SOCKET_CLOSE_ABNORMAL, ...); 0 in
+ * wk_on_socket_open; -1 in another event. */
+WK_IMPORT(socket_event_kind) int32_t wk_socket_event_kind(void);
+/* Puts the message (wk_on_socket_message) or the close reason (wk_on_socket_close) in the
+ * result buffer and returns its length; -1 in another event. */
+WK_IMPORT(socket_event_data) int32_t wk_socket_event_data(void);
+/* Queues a message to connection id: text if binary is 0 (it should be UTF-8), binary
+ * otherwise. Returns 1 if queued, 0 if id is not one of the actor's open connections. A
+ * message over websockets.max_message_bytes fails the event. */
+WK_IMPORT(socket_send) int32_t wk_socket_send(int64_t id, const void* data, uint32_t len, int32_t binary);
+/* Queues one message to every open connection of the actor with the tag (tag_len 0: all of
+ * them); returns how many. */
+WK_IMPORT(socket_broadcast) int32_t wk_socket_broadcast(const void* tag, uint32_t tag_len, const void* data, uint32_t len, int32_t binary);
+/* Closes connection id with code (1000, or 3000..4999) and a reason of at most
+ * WK_SOCKET_MAX_CLOSE_REASON_BYTES (anything else fails the event), after what this event
+ * sent before. Returns 1, or 0 if id is not one of the actor's open connections. */
+WK_IMPORT(socket_close) int32_t wk_socket_close(int64_t id, int32_t code, const void* reason, uint32_t reason_len);
+/* Adds a tag (1 to 64 bytes, no '\n') to connection id; returns 1, or 0 if id is not one of
+ * the actor's open connections. A ninth tag, or a bad one, fails the event. */
+WK_IMPORT(socket_tag) int32_t wk_socket_tag(int64_t id, const void* tag, uint32_t tag_len);
+/* Puts the ids of the actor's open connections with the tag (tag_len 0: all of them) in the
+ * result buffer, 8 bytes each, little-endian, in the order they opened; returns how many
+ * (see wk_socket_list_dup). */
+WK_IMPORT(socket_list) int32_t wk_socket_list(const void* tag, uint32_t tag_len);
+/* Puts the tags of connection id in the result buffer, each followed by '\n', and returns
+ * the length; -1 if id is not one of the actor's open connections. */
+WK_IMPORT(socket_tags) int32_t wk_socket_tags(int64_t id);
+
 /* Returns wall-clock time in ms since the Unix epoch. */
 WK_IMPORT(now_ms) int64_t wk_now_ms(void);
 /* Fills dst with cryptographically strong random bytes (len <= WK_RANDOM_FILL_MAX_BYTES). */
@@ -187,6 +242,57 @@ static inline int64_t wk_message_send_str(const char* to, const char* body) {
 /* In wk_on_message: message field WK_MESSAGE_* in a new buffer; NULL outside a message event. */
 static inline char* wk_message_dup(int32_t field, size_t* out_len) {
   return wk_result_dup(wk_message_get(field), out_len);
+}
+
+/* In wk_on_socket_message: the message in a new buffer (kind: wk_socket_event_kind()); in
+ * wk_on_socket_close: the close reason. NULL in another event. */
+static inline char* wk_socket_event_data_dup(size_t* out_len) {
+  return wk_result_dup(wk_socket_event_data(), out_len);
+}
+
+/* Queues C string text as a text message to connection id (see wk_socket_send). */
+static inline int32_t wk_socket_send_str(int64_t id, const char* text) {
+  return wk_socket_send(id, text, (uint32_t)strlen(text), 0);
+}
+
+/* Queues C string text as a text message to every connection tagged tag ("" for all). */
+static inline int32_t wk_socket_broadcast_str(const char* tag, const char* text) {
+  return wk_socket_broadcast(tag, (uint32_t)strlen(tag), text, (uint32_t)strlen(text), 0);
+}
+
+/* Closes connection id with code and C-string reason (see wk_socket_close). */
+static inline int32_t wk_socket_close_str(int64_t id, int32_t code, const char* reason) {
+  return wk_socket_close(id, code, reason, (uint32_t)strlen(reason));
+}
+
+/* Adds C-string tag to connection id (see wk_socket_tag). */
+static inline int32_t wk_socket_tag_str(int64_t id, const char* tag) {
+  return wk_socket_tag(id, tag, (uint32_t)strlen(tag));
+}
+
+/* The ids of the actor's open connections tagged tag (tag_len 0: all), in the order they
+ * opened, in a new array of *out_count ids (free it; never NULL). */
+static inline int64_t* wk_socket_list_dup(const void* tag, size_t tag_len, size_t* out_count) {
+  int32_t count = wk_socket_list(tag, (uint32_t)tag_len);
+  size_t n = count > 0 ? (size_t)count : 0;
+  uint8_t* raw = (uint8_t*)wk_xmalloc(n * 8);
+  size_t got = n > 0 ? (size_t)wk_result_read(raw, (uint32_t)(n * 8)) : 0;
+  if (got < n * 8) abort(); /* the host broke the encoding of docs/abi.md */
+  int64_t* ids = (int64_t*)wk_xmalloc(n * sizeof(int64_t));
+  for (size_t i = 0; i < n; ++i) {
+    uint64_t v = 0;
+    for (int b = 7; b >= 0; --b) v = (v << 8) | raw[i * 8 + (size_t)b];
+    ids[i] = (int64_t)v;
+  }
+  free(raw);
+  if (out_count != NULL) *out_count = n;
+  return ids;
+}
+
+/* The tags of connection id in a new buffer, each followed by '\n'; NULL if id is not one
+ * of the actor's open connections. */
+static inline char* wk_socket_tags_dup(int64_t id, size_t* out_len) {
+  return wk_result_dup(wk_socket_tags(id), out_len);
 }
 
 /* Removes C-string key; returns 1 if it existed, 0 if not. */
@@ -338,13 +444,33 @@ static inline void wk_list_free(wk_list* list) {
  * (or a trap) discards its writes and the message is retried with back-off, then parked as
  * dead after a bound. Messages from one sender take effect in the order it sent them. A
  * module without it cannot receive messages. Use each at most once per module, at file
- * scope. */
+ * scope (the socket ones too).
+ *
+ * WebSockets (docs/sdk.md "WebSockets"); wk_socket_event_id() is the connection in all three:
+ * WK_ON_SOCKET_OPEN(fn) defines wk_on_socket_open, run when a client opens a WebSocket to the
+ * actor; the request calls read the handshake (method GET, path, query, headers). Return 0
+ * and the connection is accepted, unless fn set a response status of 400..599: then it is
+ * refused with that response (status, headers, body). Anything else refuses it with 500.
+ * WK_ON_SOCKET_MESSAGE(fn) defines wk_on_socket_message, one message on one connection
+ * (wk_socket_event_kind, wk_socket_event_data_dup): 0 commits its writes and releases what
+ * it sent; anything else discards both and closes that connection with 1011. A module
+ * without it takes no WebSockets. WK_ON_SOCKET_CLOSE(fn) defines wk_on_socket_close, run
+ * once a connection has ended (the code in wk_socket_event_kind, the reason in
+ * wk_socket_event_data_dup): sends to it are dropped.
+ */
 #define WK_ON_REQUEST(fn) \
   __attribute__((export_name("wk_on_request"))) int32_t wk_export_on_request(void) { return (int32_t)(fn)(); }
 #define WK_ON_ALARM(fn) \
   __attribute__((export_name("wk_on_alarm"))) int32_t wk_export_on_alarm(void) { return (int32_t)(fn)(); }
 #define WK_ON_MESSAGE(fn) \
   __attribute__((export_name("wk_on_message"))) int32_t wk_export_on_message(void) { return (int32_t)(fn)(); }
+
+#define WK_ON_SOCKET_OPEN(fn) \
+  __attribute__((export_name("wk_on_socket_open"))) int32_t wk_export_on_socket_open(void) { return (int32_t)(fn)(); }
+#define WK_ON_SOCKET_MESSAGE(fn) \
+  __attribute__((export_name("wk_on_socket_message"))) int32_t wk_export_on_socket_message(void) { return (int32_t)(fn)(); }
+#define WK_ON_SOCKET_CLOSE(fn) \
+  __attribute__((export_name("wk_on_socket_close"))) int32_t wk_export_on_socket_close(void) { return (int32_t)(fn)(); }
 
 #ifdef __cplusplus
 }  /* extern "C" */

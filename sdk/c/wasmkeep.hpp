@@ -88,6 +88,41 @@ inline std::optional<int64_t> parse_int64(std::string_view text) {
   return value;
 }
 
+// Whether bytes are valid UTF-8 (RFC 3629: shortest forms only, no surrogates, nothing above
+// U+10FFFF): what a WebSocket text message must hold (Socket::send), so bytes that fail it
+// go out with send_binary.
+inline bool is_utf8(std::string_view bytes) {
+  size_t i = 0;
+  const size_t n = bytes.size();
+  while (i < n) {
+    uint32_t c = static_cast<unsigned char>(bytes[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t need;
+    uint32_t min, cp;
+    if (c >= 0xC2 && c <= 0xDF) {
+      need = 1, min = 0x80, cp = c & 0x1F;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      need = 2, min = 0x800, cp = c & 0x0F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      need = 3, min = 0x10000, cp = c & 0x07;
+    } else {
+      return false;
+    }
+    if (n - i <= need) return false;  // cut short
+    for (size_t k = 1; k <= need; ++k) {
+      uint32_t cc = static_cast<unsigned char>(bytes[i + k]);
+      if ((cc & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += need + 1;
+  }
+  return true;
+}
+
 // The request of the current event. Only the SDK's handler macro creates one.
 class Request {
  public:
@@ -368,6 +403,159 @@ class Message {
   mutable std::optional<std::string> body_;
 };
 
+// ---- WebSockets (docs/sdk.md "WebSockets", docs/abi.md "WebSockets").
+// Clients open WebSockets to the actor's paths; the node holds the connections, not the
+// instance, so they stay open while the actor leaves memory (hibernation): keep what a
+// connection needs in its tags or in storage, never in globals. What an event sends
+// (send, send_binary, close, sockets::broadcast) leaves only after the event's writes are
+// durable, in the order the event made the calls, and not at all if the event fails. A
+// module that uses any of it imports the socket_* additions to wasmkeep_v1: a node without
+// WebSockets refuses it.
+
+// One of the actor's WebSocket connections: a value (its id), cheap to copy and to keep in
+// storage (id() as decimal text). The calls on a connection that is no longer open do
+// nothing and say so (false, nullopt).
+class Socket {
+ public:
+  explicit constexpr Socket(int64_t id) : id_(id) {}
+
+  // The connection of the current socket event (open, message or close); nullopt in
+  // another event.
+  static std::optional<Socket> current() {
+    int64_t id = wk_socket_event_id();
+    if (id == -1) return std::nullopt;
+    return Socket(id);
+  }
+
+  // The connection's id: unique on the node, across its restarts too.
+  constexpr int64_t id() const { return id_; }
+
+  // Queues a text message: it should be UTF-8 (is_utf8), as clients close a connection on
+  // anything else. False if the connection is not open (nothing queued). A message over
+  // websockets.max_message_bytes fails the event.
+  bool send(std::string_view text) const { return Send(text, false); }
+  // Queues a binary message; as send otherwise.
+  bool send_binary(std::string_view data) const { return Send(data, true); }
+
+  // Closes the connection with code (1000, or 3000..4999) and a reason of at most 123 bytes
+  // (anything else fails the event), after what this event sent to it before. False if it
+  // is not open.
+  bool close(int32_t code = WK_SOCKET_CLOSE_NORMAL, std::string_view reason = {}) const {
+    return wk_socket_close(id_, code, reason.data(), detail::Len(reason)) == 1;
+  }
+
+  // Adds a tag (1 to 64 bytes, no '\n'; at most 8 per connection, else the event fails),
+  // seen by the rest of the event at once and kept if it succeeds. False if not open.
+  bool tag(std::string_view tag) const { return wk_socket_tag(id_, tag.data(), detail::Len(tag)) == 1; }
+
+  // The connection's tags, as the host lists them; nullopt if it is not open.
+  std::optional<std::vector<std::string>> tags() const {
+    std::optional<std::string> all = detail::TakeResult(wk_socket_tags(id_));
+    if (!all) return std::nullopt;
+    std::vector<std::string> out;
+    size_t pos = 0;
+    while (pos < all->size()) {
+      size_t eol = all->find('\n', pos);
+      if (eol == std::string::npos) eol = all->size();
+      out.emplace_back(all->substr(pos, eol - pos));
+      pos = eol + 1;
+    }
+    return out;
+  }
+
+  // Whether the connection is open and has the tag.
+  bool has_tag(std::string_view tag) const {
+    std::optional<std::vector<std::string>> all = tags();
+    if (!all) return false;
+    for (const std::string& t : *all) {
+      if (t == tag) return true;
+    }
+    return false;
+  }
+
+  friend bool operator==(const Socket& a, const Socket& b) { return a.id_ == b.id_; }
+  friend bool operator!=(const Socket& a, const Socket& b) { return a.id_ != b.id_; }
+
+ private:
+  bool Send(std::string_view data, bool binary) const {
+    return wk_socket_send(id_, data.data(), detail::Len(data), binary ? 1 : 0) == 1;
+  }
+
+  int64_t id_;
+};
+
+namespace sockets {
+
+// The actor's open connections with the tag (empty: all of them), in the order they opened:
+// those open when the event started, plus the one it opens.
+inline std::vector<Socket> list(std::string_view tag = {}) {
+  int32_t count = wk_socket_list(tag.data(), detail::Len(tag));
+  std::vector<Socket> out;
+  if (count <= 0) return out;
+  std::string raw(static_cast<size_t>(count) * 8, '\0');
+  size_t got = static_cast<size_t>(wk_result_read(raw.data(), static_cast<uint32_t>(raw.size())));
+  if (got < raw.size()) __builtin_trap();  // the host broke the encoding of docs/abi.md
+  out.reserve(static_cast<size_t>(count));
+  for (size_t i = 0; i < raw.size(); i += 8) {
+    uint64_t v = 0;
+    for (size_t b = 8; b-- > 0;) v = (v << 8) | static_cast<unsigned char>(raw[i + b]);
+    out.emplace_back(static_cast<int64_t>(v));
+  }
+  return out;
+}
+
+// Queues one message to every open connection with the tag (empty: all of them), text
+// unless binary; returns how many. The message's bytes are held once, whatever the count.
+inline int32_t broadcast(std::string_view tag, std::string_view data, bool binary = false) {
+  return wk_socket_broadcast(tag.data(), detail::Len(tag), data.data(), detail::Len(data), binary ? 1 : 0);
+}
+
+}  // namespace sockets
+
+// The message of the current wk_on_socket_message event. Only the SDK's handler macro
+// creates one; the data is read from the host on first use and kept for the event.
+class SocketMessage {
+ public:
+  SocketMessage() = default;
+  SocketMessage(const SocketMessage&) = delete;
+  SocketMessage& operator=(const SocketMessage&) = delete;
+
+  // WK_SOCKET_TEXT or WK_SOCKET_BINARY.
+  int32_t kind() const { return wk_socket_event_kind(); }
+  bool is_text() const { return kind() == WK_SOCKET_TEXT; }
+  bool is_binary() const { return kind() == WK_SOCKET_BINARY; }
+  // The message's bytes (a text message is valid UTF-8: the node closes a client that sends
+  // anything else, with 1007).
+  const std::string& data() const {
+    if (!data_) data_ = detail::TakeResult(wk_socket_event_data()).value_or("");
+    return *data_;
+  }
+
+ private:
+  mutable std::optional<std::string> data_;
+};
+
+// How a connection ended, in the wk_on_socket_close event. Only the SDK's handler macro
+// creates one.
+class SocketClose {
+ public:
+  SocketClose() = default;
+  SocketClose(const SocketClose&) = delete;
+  SocketClose& operator=(const SocketClose&) = delete;
+
+  // The close code received: the client's, WK_SOCKET_CLOSE_NO_STATUS (1005) when its close
+  // frame had none, WK_SOCKET_CLOSE_ABNORMAL (1006) when the connection ended without one.
+  int32_t code() const { return wk_socket_event_kind(); }
+  // The close reason received ("" if none).
+  const std::string& reason() const {
+    if (!reason_) reason_ = detail::TakeResult(wk_socket_event_data()).value_or("");
+    return *reason_;
+  }
+
+ private:
+  mutable std::optional<std::string> reason_;
+};
+
 // Wall-clock time, ms since the Unix epoch.
 inline int64_t now_ms() { return wk_now_ms(); }
 
@@ -438,4 +626,42 @@ int32_t RunHandler(Fn&& fn, Args&&... args) {
   __attribute__((export_name("wk_on_message"))) int32_t wk_export_on_message() {      \
     wasmkeep::Message wasmkeep_message;                                              \
     return wasmkeep::detail::RunHandler(fn, wasmkeep_message);                       \
+  }
+
+// The WebSocket handlers (docs/sdk.md "WebSockets"). Each is a call of a function returning
+// void (success) or int (0 succeeds); use each once per module, at file scope.
+//
+// WASMKEEP_SOCKET_OPEN_HANDLER(fn), fn(wasmkeep::Socket, const wasmkeep::Request&,
+// wasmkeep::Response&): a client opens a WebSocket to the actor; the request is its
+// handshake (method GET, path, query, headers, no body). On success the connection is
+// accepted, unless fn set a status of 400..599 on the response: then the client gets that
+// response instead (a refusal). A failure refuses it with 500 and discards the writes.
+// Without this handler every handshake is accepted.
+#define WASMKEEP_SOCKET_OPEN_HANDLER(fn)                                                       \
+  __attribute__((export_name("wk_on_socket_open"))) int32_t wk_export_on_socket_open() {       \
+    wasmkeep::Request wasmkeep_request;                                                        \
+    wasmkeep::Response wasmkeep_response;                                                      \
+    return wasmkeep::detail::RunHandler(fn, wasmkeep::Socket(wk_socket_event_id()), wasmkeep_request, \
+                                        wasmkeep_response);                                    \
+  }
+
+// WASMKEEP_SOCKET_MESSAGE_HANDLER(fn), fn(wasmkeep::Socket, const wasmkeep::SocketMessage&):
+// one message on one connection. Success commits its writes and releases what it sent; a
+// failure discards both and closes that connection with 1011. A module without it takes no
+// WebSockets (a handshake is answered 404).
+#define WASMKEEP_SOCKET_MESSAGE_HANDLER(fn)                                                    \
+  __attribute__((export_name("wk_on_socket_message"))) int32_t wk_export_on_socket_message() { \
+    wasmkeep::SocketMessage wasmkeep_socket_message;                                           \
+    return wasmkeep::detail::RunHandler(fn, wasmkeep::Socket(wk_socket_event_id()),            \
+                                        wasmkeep_socket_message);                              \
+  }
+
+// WASMKEEP_SOCKET_CLOSE_HANDLER(fn), fn(wasmkeep::Socket, const wasmkeep::SocketClose&): the
+// connection has ended (closed by the client, a bound, the actor, or lost); it is no longer
+// in sockets::list and sends to it are dropped. A failure discards its writes.
+#define WASMKEEP_SOCKET_CLOSE_HANDLER(fn)                                                      \
+  __attribute__((export_name("wk_on_socket_close"))) int32_t wk_export_on_socket_close() {     \
+    wasmkeep::SocketClose wasmkeep_socket_close;                                               \
+    return wasmkeep::detail::RunHandler(fn, wasmkeep::Socket(wk_socket_event_id()),            \
+                                        wasmkeep_socket_close);                                \
   }

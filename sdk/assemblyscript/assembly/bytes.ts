@@ -27,6 +27,42 @@ export function fromUtf8(bytes: Uint8Array): string {
   return String.UTF8.decodeUnsafe(bytes.dataStart, <usize>bytes.byteLength);
 }
 
+// True if bytes are valid UTF-8 (RFC 3629: shortest forms only, no surrogates, nothing
+// above U+10FFFF): what a WebSocket text message must hold, so bytes that fail it go out as
+// a binary message.
+export function isUtf8(bytes: Uint8Array): bool {
+  const n = bytes.length;
+  let i = 0;
+  while (i < n) {
+    const c = <u32>bytes[i];
+    if (c < 0x80) {
+      i++;
+      continue;
+    }
+    let need = 0;
+    let min: u32 = 0;
+    let cp: u32 = 0;
+    if (c >= 0xc2 && c <= 0xdf) {
+      need = 1; min = 0x80; cp = c & 0x1f;
+    } else if (c >= 0xe0 && c <= 0xef) {
+      need = 2; min = 0x800; cp = c & 0x0f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      need = 3; min = 0x10000; cp = c & 0x07;
+    } else {
+      return false;
+    }
+    if (i + need >= n) return false;  // cut short
+    for (let k = 1; k <= need; k++) {
+      const cc = <u32>bytes[i + k];
+      if ((cc & 0xc0) != 0x80) return false;
+      cp = (cp << 6) | (cc & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
+    i += need + 1;
+  }
+  return true;
+}
+
 // Copies `len` bytes of the host's result buffer into a new array; null when len < 0 (the
 // host's "absent"). Call it right after the host call that filled the buffer.
 export function takeResult(len: i32): Uint8Array | null {

@@ -4,8 +4,9 @@
 //
 // Pointers are addresses in the module's linear memory and lengths are read by the host as
 // unsigned 32-bit numbers. Calls that produce data (request_get, request_header,
-// storage_get, storage_list) place it in the event's result buffer and return its length
-// (the count of entries for storage_list), or -1 for "absent"; result_read copies it out.
+// storage_get, storage_list, message_get, socket_event_data, socket_list, socket_tags)
+// place it in the event's result buffer and return its length (the count of entries for
+// storage_list and socket_list), or -1 for "absent"; result_read copies it out.
 // The next such call replaces the buffer, so read it at once (bytes.ts does).
 //
 // Actors normally use the SDK's classes (index.ts) instead; these stay exported for the rare
@@ -133,6 +134,69 @@ export declare function message_seq(): i64;
 // @ts-ignore: decorator
 @external("wasmkeep_v1", "message_retry_count")
 export declare function message_retry_count(): i32;
+
+// ---- WebSockets (docs/abi.md "WebSockets", docs/sdk.md "WebSockets"). Additions to
+// wasmkeep_v1, imported only by modules that use them: such a module needs a node that holds
+// WebSockets. A connection is an i64 id. socket_send, socket_broadcast and socket_close take
+// effect only after the event's writes are durable, in call order, and not at all if the
+// event fails.
+
+// Kinds of a WebSocket message (socket_event_kind in wk_on_socket_message) and of a send.
+export const SOCKET_TEXT: i32 = 1;
+export const SOCKET_BINARY: i32 = 2;
+
+// The connection of this socket event (wk_on_socket_open, _message, _close); -1 in another.
+// @ts-ignore: decorator
+@external("wasmkeep_v1", "socket_event_id")
+export declare function socket_event_id(): i64;
+
+// wk_on_socket_message: SOCKET_TEXT or SOCKET_BINARY; wk_on_socket_close: the close code
+// received (1005: none in the frame, 1006: no close frame); 0 in wk_on_socket_open; -1 in
+// another event.
+// @ts-ignore: decorator
+@external("wasmkeep_v1", "socket_event_kind")
+export declare function socket_event_kind(): i32;
+
+// Puts the message (wk_on_socket_message) or the close reason (wk_on_socket_close) in the
+// result buffer, returns its length; -1 in another event.
+// @ts-ignore: decorator
+@external("wasmkeep_v1", "socket_event_data")
+export declare function socket_event_data(): i32;
+
+// Queues a message to connection id (text if binary is 0); 1 if queued, 0 if id is not one
+// of the actor's open connections. Over websockets.max_message_bytes fails the event.
+// @ts-ignore: decorator
+@external("wasmkeep_v1", "socket_send")
+export declare function socket_send(id: i64, data: usize, len: u32, binary: i32): i32;
+
+// Queues one message to every open connection with the tag (empty: all); returns how many.
+// @ts-ignore: decorator
+@external("wasmkeep_v1", "socket_broadcast")
+export declare function socket_broadcast(tag: usize, tag_len: u32, data: usize, len: u32, binary: i32): i32;
+
+// Closes connection id with code (1000 or 3000..4999) and a reason of at most 123 bytes
+// (else the event fails), after what the event sent before; 1, or 0 if id is not open.
+// @ts-ignore: decorator
+@external("wasmkeep_v1", "socket_close")
+export declare function socket_close(id: i64, code: i32, reason: usize, reason_len: u32): i32;
+
+// Adds a tag (1 to 64 bytes, no "\n"; at most 8 per connection, else the event fails) to
+// connection id; 1, or 0 if id is not open.
+// @ts-ignore: decorator
+@external("wasmkeep_v1", "socket_tag")
+export declare function socket_tag(id: i64, tag: usize, tag_len: u32): i32;
+
+// Puts the ids of the open connections with the tag (empty: all) in the result buffer, 8
+// bytes each, little-endian, in the order they opened; returns how many.
+// @ts-ignore: decorator
+@external("wasmkeep_v1", "socket_list")
+export declare function socket_list(tag: usize, tag_len: u32): i32;
+
+// Puts the tags of connection id in the result buffer, each followed by "\n", and returns
+// the length; -1 if id is not open.
+// @ts-ignore: decorator
+@external("wasmkeep_v1", "socket_tags")
+export declare function socket_tags(id: i64): i32;
 
 // ---- Time, randomness, logging, durability
 

@@ -22,6 +22,11 @@ export {
   abortEvent,
 } from "./actor";
 export { send, sendBytes, Message, handleMessage } from "./messages";
+export {
+  Socket, Sockets, sockets, SocketMessage, SocketClose, handleSocketOpen, handleSocketMessage, handleSocketClose,
+  CLOSE_NORMAL, CLOSE_GOING_AWAY, CLOSE_NO_STATUS, CLOSE_ABNORMAL, CLOSE_RESTART,
+} from "./sockets";
+export { SOCKET_TEXT, SOCKET_BINARY } from "./host";
 export { Json, JsonValue, JsonKind, JsonNull, JsonBool, JsonNumber, JsonString, JsonArray, JsonObject, JSON_MAX_DEPTH } from "./json";
-export { fail, utf8, fromUtf8, urlDecode, urlDecodeBytes, parseInt64, ParsedInt, prefixEnd, bytesEqual, compareBytes } from "./bytes";
+export { fail, utf8, fromUtf8, isUtf8, urlDecode, urlDecodeBytes, parseInt64, ParsedInt, prefixEnd, bytesEqual, compareBytes } from "./bytes";
 // The raw host functions: import * as host from "wasmkeep/assembly/host".
