@@ -30,6 +30,7 @@ using actor::testing::Harness;
 using actor::testing::MakeRequest;
 using actor::testing::TestRequest;
 using actor::testing::TestResponse;
+using actor::testing::TestSocket;
 
 std::string ActorWasm(const std::string& name) { return std::string(WK_ACTORS_DIR) + "/" + name + ".wasm"; }
 
@@ -286,6 +287,75 @@ TEST_P(ChatTest, SinceTheLargestNumberIsEmptyAndQueryIsDecoded) {
   EXPECT_EQ(res.body, "");
   EXPECT_EQ(Do("GET", "since=%30").body, "1\thi\n");  // %30 is '0'
   EXPECT_EQ(Do("GET", "x=1&since=0").body, "1\thi\n");
+}
+
+// The WebSocket room (/ws): connections held by the harness's SocketHub, as a node's are.
+TEST_P(ChatTest, WebSocketMembersGetEveryMessageOnceStoredTheSenderIncluded) {
+  Do("POST", "", "before");
+  TestSocket ann = harness_.OpenSocket("acme/chat/lobby", MakeRequest("GET", "/ws"));
+  TestSocket bob = harness_.OpenSocket("acme/chat/lobby", MakeRequest("GET", "/ws", "since=1"));
+  ASSERT_EQ(ann.status, 101);
+  ASSERT_EQ(bob.status, 101);
+  EXPECT_EQ(ann.peer->sent, std::vector<std::string>{"1\tbefore"});  // the history
+  EXPECT_TRUE(bob.peer->sent.empty());                               // nothing after 1
+  harness_.SocketMessage("acme/chat/lobby", ann, "hello");
+  harness_.SocketMessage("acme/chat/lobby", bob, "hi ann");
+  EXPECT_EQ(ann.peer->sent, (std::vector<std::string>{"1\tbefore", "2\thello", "3\thi ann"}));
+  EXPECT_EQ(bob.peer->sent, (std::vector<std::string>{"2\thello", "3\thi ann"}));
+  // Stored as POST stores them; a POST reaches the members too.
+  EXPECT_EQ(Do("GET").body, "1\tbefore\n2\thello\n3\thi ann\n");
+  EXPECT_EQ(Do("POST", "", "from http").body, "4\n");
+  EXPECT_EQ(bob.peer->sent.back(), "4\tfrom http");
+  // A refused message is answered to its sender only; nothing stored.
+  harness_.SocketMessage("acme/chat/lobby", bob, "two\nlines");
+  EXPECT_TRUE(bob.peer->sent.back().starts_with("error\t")) << bob.peer->sent.back();
+  EXPECT_EQ(ann.peer->sent.back(), "4\tfrom http");
+  // A member that left gets nothing more; the others go on.
+  harness_.SocketClosed("acme/chat/lobby", ann);
+  harness_.SocketMessage("acme/chat/lobby", bob, "alone");
+  EXPECT_EQ(bob.peer->sent.back(), "5\talone");
+  EXPECT_EQ(ann.peer->sent.back(), "4\tfrom http");
+}
+
+TEST_P(ChatTest, WebSocketOnAnotherPathIsRefusedWithTheActorsAnswer) {
+  TestSocket s = harness_.OpenSocket("acme/chat/lobby", MakeRequest("GET", "/other"));
+  EXPECT_EQ(s.status, 404);
+  EXPECT_EQ(harness_.sockets().open_connections(), 0u);
+}
+
+TEST_P(ChatTest, WebSocketsSurviveTheActorLeavingMemory) {
+  TestSocket ann = harness_.OpenSocket("acme/chat/lobby", MakeRequest("GET", "/ws"));
+  ASSERT_EQ(ann.status, 101);
+  harness_.SocketMessage("acme/chat/lobby", ann, "one");
+  auto id = ParseActorId("acme/chat/lobby").value();
+  harness_.runtime().Unload(id);
+  for (int i = 0; i < 200 && harness_.runtime().IsResident(id); ++i) harness_.RunFor(std::chrono::milliseconds(5));
+  ASSERT_FALSE(harness_.runtime().IsResident(id));
+  EXPECT_EQ(harness_.sockets().open_connections(), 1u);
+  harness_.SocketMessage("acme/chat/lobby", ann, "two");  // starts it again, from its state
+  EXPECT_EQ(ann.peer->sent, (std::vector<std::string>{"1\tone", "2\ttwo"}));
+  EXPECT_EQ(ann.peer->close_code, 0);
+}
+
+// The output gate (docs/websockets.md): what an event sends leaves only once its batch is
+// durable. A message whose batch never becomes durable is broadcast to nobody, and its
+// sender's connection is closed (1013: it may reconnect and read what was stored). The
+// broken model ws-send-before-durable (scripts/check-proofs.sh) fails this test.
+TEST_P(ChatTest, WebSocketSendsWaitForTheBatchToBeDurable) {
+  TestSocket ann = harness_.OpenSocket("acme/chat/lobby", MakeRequest("GET", "/ws"));
+  TestSocket bob = harness_.OpenSocket("acme/chat/lobby", MakeRequest("GET", "/ws"));
+  ASSERT_EQ(ann.status, 101);
+  ASSERT_EQ(bob.status, 101);
+  harness_.storage().FailDurability(true);
+  harness_.SocketMessage("acme/chat/lobby", ann, "never durable");
+  harness_.storage().FailDurability(false);
+  EXPECT_TRUE(bob.peer->sent.empty()) << "a message left before its batch was durable: " << bob.peer->sent.front();
+  EXPECT_TRUE(ann.peer->sent.empty());
+  EXPECT_EQ(ann.peer->close_code, 1013);
+  EXPECT_EQ(bob.peer->close_code, 0);
+  // Restored from what was durable: the next message is number 1.
+  harness_.SocketMessage("acme/chat/lobby", bob, "durable");
+  EXPECT_EQ(bob.peer->sent, std::vector<std::string>{"1\tdurable"});
 }
 
 INSTANTIATE_TEST_SUITE_P(Builds, ChatTest, ::testing::ValuesIn(Builds("chat")), BuildName);

@@ -34,18 +34,19 @@ alarms_test="$build/src/alarms/wk_alarms_test"
 engine_test="$build/src/engine/wk_engine_test"
 actor_test="$build/src/actor/wk_actor_test"
 control_test="$build/src/control/wk_control_test"
+examples_test="$build/examples/examples_test"
 server_test="$build/src/server/wk_quarantine_service_test"
 sim="$build/sim/wasmkeep-sim"
 wk="$build/src/cli/wasmkeep"
-needed=("$cluster_test" "$replica_test" "$alarms_test" "$engine_test" "$actor_test" "$control_test" "$server_test" "$sim")
+needed=("$cluster_test" "$replica_test" "$alarms_test" "$engine_test" "$actor_test" "$control_test" "$examples_test" "$server_test" "$sim")
 [ "$with_cluster" = 1 ] && needed+=("$wk")
 for f in "${needed[@]}"; do
   [ -x "$f" ] || { echo "check-proofs: $f is missing: build it first (cmake --build --preset ci)"; exit 2; }
 done
 
 # One rule a line: RULE | BROKEN MODEL | KIND | TEST | FAILING CHECK (cluster rows)
-#   gtest    TEST is BINARY:Suite.Name (BINARY: cluster, replica, alarms, engine, actor, control
-#            or quarantine, the server's quarantine tests)
+#   gtest    TEST is BINARY:Suite.Name (BINARY: cluster, replica, alarms, engine, actor, control,
+#            examples (the example actors' tests) or quarantine, the server's quarantine tests)
 #   sim      TEST is a scenario; the broken model is its --mutant
 #   cluster  TEST is a tests/cluster suite; FAILING CHECK is text of the check line that must FAIL
 rows=$(cat <<'ROWS'
@@ -132,6 +133,7 @@ input gate: one event of an actor at a time (routing)|input-gate-concurrent|sim|
 idempotency: a key's answer is committed in the batch of its writes|idempotent-answer-not-in-batch|gtest|actor:RuntimeTest.TheRecordIsInTheBatchOfItsWritesAndAFailedEventStoresNone|
 idempotency: a key's answer is committed in the batch of its writes (real processes)|idempotent-answer-not-in-batch|cluster|idempotency|keyed increments under kill -9
 messages: nothing sent before its batch is durable (simulator)|message-before-durable|sim|messages|
+websockets: nothing sent before its batch is durable|ws-send-before-durable|gtest|examples:Builds/ChatTest.WebSocketSendsWaitForTheBatchToBeDurable/Cpp|
 messages: the applied record is in the handler's batch (simulator)|applied-record-not-in-batch|sim|messages|
 messages: a restored outbox is delivered (simulator)|outbox-lost-on-restore|sim|messages|
 messages: one sender's messages to one receiver one at a time, in order (simulator)|messages-out-of-order|sim|messages|
@@ -186,6 +188,7 @@ run_gtest() {  # BINARY FILTER BROKEN
   [ "${1%%:*}" = engine ] && bin=$engine_test
   [ "${1%%:*}" = actor ] && bin=$actor_test
   [ "${1%%:*}" = control ] && bin=$control_test
+  [ "${1%%:*}" = examples ] && bin=$examples_test
   [ "${1%%:*}" = quarantine ] && bin=$server_test
   local filter=${1#*:}
   WASMKEEP_BROKEN_MODELS="$2" "$bin" --gtest_filter="$filter" >"$3" 2>&1 || return 1

@@ -78,6 +78,83 @@ Harness::Harness(RuntimeOptions options, const StorageFactory& make_storage)
     kicked_.insert(sender);
     messages_->Kick(sender);
   });
+  SocketHubOptions hub;
+  sockets_ = std::make_unique<SocketHub>(env_, hub);
+  runtime_->SetSocketDirectory(sockets_.get());
+  sockets_->SetRunEvent([this](ActorId id, SocketEvent event) -> Task<std::optional<EventResult>> {
+    return RunSocketHere(*runtime_, std::move(id), std::move(event));
+  });
+}
+
+bool FakeSocketPeer::Send(bool binary, std::string data) {
+  if (close_code != 0) return false;
+  sent.push_back(binary ? "<binary>" + data : std::move(data));
+  return true;
+}
+
+void FakeSocketPeer::Close(int code, std::string reason) {
+  if (close_code != 0) return;
+  close_code = code;
+  close_reason = std::move(reason);
+}
+
+namespace {
+Task<TestSocket> OpenHere(ActorRuntime& runtime, SocketHub& hub, ActorId id, Request handshake) {
+  TestSocket out;
+  auto reserved = hub.Reserve(id);
+  if (!reserved.ok()) {
+    out.status = 503;
+    out.body = reserved.status().message();
+    co_return out;
+  }
+  SocketEvent event;
+  event.kind = SocketEventKind::kOpen;
+  event.id = *reserved;
+  event.handshake = std::move(handshake);
+  EventResult r = co_await runtime.HandleSocket(id, std::move(event));
+  if (!r.ok() || r.response.status >= 400) {
+    hub.Abort(id, *reserved);
+    out.status = r.ok() ? r.response.status : 500;
+    out.body = r.ok() ? r.response.body : std::string(EventOutcomeName(r.outcome)) + ": " + r.error;
+    co_return out;
+  }
+  ServerResponse accepted = hub.Accept(id, *reserved, {});
+  out.status = accepted.status;
+  out.id = *reserved;
+  if (accepted.upgrade) {
+    out.peer = std::make_shared<FakeSocketPeer>();
+    out.handler = accepted.upgrade->attach(out.peer);
+  }
+  co_return out;
+}
+}  // namespace
+
+Task<std::optional<EventResult>> Harness::RunSocketHere(ActorRuntime& runtime, ActorId id, SocketEvent event) {
+  EventResult r = co_await runtime.HandleSocket(std::move(id), std::move(event));
+  co_return r;
+}
+
+TestSocket Harness::OpenSocket(const std::string& actor, TestRequest req) {
+  Request r;
+  r.method = std::move(req.method);
+  r.path = std::move(req.path);
+  r.query = std::move(req.query);
+  r.headers = std::move(req.headers);
+  return env_.RunMain(OpenHere(*runtime_, *sockets_, Resolve(actor), std::move(r)));
+}
+
+void Harness::SocketMessage(const std::string& actor, TestSocket& socket, std::string data, bool binary) {
+  (void)actor;
+  if (!socket.handler) return;
+  env_.RunMain(socket.handler->OnMessage(binary, std::move(data)));
+}
+
+void Harness::SocketClosed(const std::string& actor, TestSocket& socket, int code, std::string reason) {
+  if (!socket.handler) return;
+  socket.handler->OnClosed(code, std::move(reason));
+  // The close event runs as its own task: wait until the actor has no turn left in the hub.
+  const ActorId id = Resolve(actor);
+  for (int i = 0; i < 500 && sockets_->HasConnections(id); ++i) RunFor(std::chrono::milliseconds(2));
 }
 
 void Harness::DeliverMessages(Duration limit) {

@@ -13,7 +13,9 @@
 #include "actor/runtime.h"
 #include "engine/engine.h"
 #include "env/real_env.h"
+#include "net/websocket.h"
 #include "routing/message_delivery.h"
+#include "routing/socket_hub.h"
 
 namespace wk::actor::testing {
 
@@ -33,6 +35,31 @@ struct TestResponse {
   std::string body;
   // The first header with this name (case-insensitive), or "" if absent.
   std::string header(std::string_view name) const;
+};
+
+// The client's end of a WebSocket the harness opened: what the node sent it, in order, and
+// how the node closed it.
+class FakeSocketPeer final : public WebSocketPeer {
+ public:
+  bool Send(bool binary, std::string data) override;
+  void Close(int code, std::string reason) override;
+  std::size_t memory_bytes() const override { return 0; }
+  const std::string& remote() const override { return remote_; }
+  // The text messages sent (binary ones as "<binary>" + data).
+  std::vector<std::string> sent;
+  int close_code = 0;  // 0: not closed by the node
+  std::string close_reason;
+
+ private:
+  std::string remote_ = "127.0.0.1:1";
+};
+
+struct TestSocket {
+  int status = 0;     // 101 once accepted; else the refusal's status
+  std::string body;   // the refusal's body
+  std::int64_t id = 0;
+  std::shared_ptr<FakeSocketPeer> peer;
+  std::shared_ptr<WebSocketHandler> handler;
 };
 
 // Options for the harness; defaults: one worker, default limits.
@@ -65,6 +92,15 @@ class Harness {
   void DeliverMessages(Duration limit = std::chrono::seconds(5));
   MessageDelivery& messages() { return *messages_; }
 
+  // WebSockets, held by the harness's SocketHub as a node's are (routing/socket_hub.h), the
+  // handshake run as the front runs it (Front::OpenSocket). Each call runs to completion.
+  TestSocket OpenSocket(const std::string& actor, TestRequest handshake);
+  // A message from the client; returns once its event was answered.
+  void SocketMessage(const std::string& actor, TestSocket& socket, std::string data, bool binary = false);
+  // The client closed; returns once the close event ran.
+  void SocketClosed(const std::string& actor, TestSocket& socket, int code = 1000, std::string reason = "");
+  SocketHub& sockets() { return *sockets_; }
+
   // The actors' now_ms() moves forward by ms.
   void AdvanceClock(std::int64_t ms);
   // Runs the event loop for `d` (idle timers fire).
@@ -77,6 +113,7 @@ class Harness {
 
  private:
   ActorId Resolve(const std::string& actor);
+  static Task<std::optional<EventResult>> RunSocketHere(ActorRuntime& runtime, ActorId id, SocketEvent event);
 
   RealEnv env_;
   std::unique_ptr<engine::Engine> engine_;
@@ -87,6 +124,7 @@ class Harness {
   std::int64_t clock_ms_ = 1'800'000'000'000;  // a fixed, readable start (2027-01-15)
   std::unique_ptr<ActorRuntime> runtime_;
   std::unique_ptr<MessageDelivery> messages_;
+  std::unique_ptr<SocketHub> sockets_;  // before runtime_ is destroyed: reset first in ~Harness
   std::set<ActorId> kicked_;  // every sender the runtime reported (DeliverMessages)
 };
 
