@@ -18,6 +18,8 @@
 //   - restores and forks (history_operators.h): an operator restoring 2 list actors of its
 //     own (written by its own client) to points of their history and forking them, through
 //     the nodes' OwnerChanges, with retention on, and checkers H1-H4;
+//   - WebSocket clients (socket_clients.h) on 2 rooms, through random nodes, with checkers
+//     S1-S2: nothing a client receives before its batch is durable, in commit order;
 //   - checkers 1-7 of the node leases (off in the other serving scenarios) and 8-10
 //     (checkers.h) on every actor, list and alarm ones alike.
 // Faults: the serving profile (faults.h): kill -9, nodes frozen past their lease, partitions
@@ -37,6 +39,7 @@
 #include "old_formats.h"
 #include "operators.h"
 #include "poison_clients.h"
+#include "socket_clients.h"
 #include "scenario.h"
 #include "serving.h"
 #include "world.h"
@@ -60,6 +63,7 @@ std::vector<ActorId> NamedActors() {
   for (ActorId& a : OldFormats::Actors()) actors.push_back(std::move(a));
   for (int i = 0; i < kMailActors; ++i) actors.push_back(ActorId{"t", "mail", "m" + std::to_string(i)});
   for (ActorId& a : HistoryActors(std::string(kListClass))) actors.push_back(std::move(a));
+  for (ActorId& a : SocketClients::Actors(SocketClientsOptions{})) actors.push_back(std::move(a));
   return actors;
 }
 
@@ -91,6 +95,7 @@ class CombinedSim {
                                   .clients_for = seconds(150), .keyed_share = 0.5}),
         old_formats_(world_, cluster_),
         messages_(world_, cluster_, MessageClientsOptions{.actors = kMailActors, .clients = 2}),
+        sockets_(world_, cluster_, SocketClientsOptions{}),
         checkers_(world_, CheckerOptions{.leases = true, .owners = true, .holders = true}),
         operators_(world_, faults_, checkers_, OperatorOptions{.moves = true, .drains = false, .bucket = true}),
         model_(world_, "list", &ListState),
@@ -127,6 +132,7 @@ class CombinedSim {
       poison_.Start();
       old_formats_.Start();
       messages_.Start();
+      sockets_.Start();
       faults_.ScheduleChaos();
       operators_.Start();
       history_.Start();
@@ -143,6 +149,7 @@ class CombinedSim {
       alarms_.FinalChecks();
       old_formats_.FinalChecks();
       messages_.FinalChecks();
+      sockets_.FinalChecks();
       history_.FinalChecks();
     };
     return world_.Run(stages);
@@ -165,6 +172,7 @@ class CombinedSim {
     alarms_.Configure(o);
     poison_.Configure(o);
     MessageClients::ConfigureServing(o, kMailActors, world_.timing());
+    SocketClients::Configure(o);
     // Sleeping holds kept for seconds and a handful at most, so that their releases (idle,
     // count) meet drains, moves, alarms, outboxes and kills (docs/node-lease.md, "Sleeping
     // holds").
@@ -181,6 +189,7 @@ class CombinedSim {
   ListClients lists_;
   OldFormats old_formats_;
   MessageClients messages_;
+  SocketClients sockets_;
   Checkers checkers_;
   Operators operators_;
   HistoryModel model_;

@@ -161,6 +161,8 @@ int main(int argc, char** argv) {
       total.message_sends += r.message_sends;
       total.message_acked_sends += r.message_acked_sends;
       total.message_applied += r.message_applied;
+      total.socket_connections += r.socket_connections;
+      total.socket_received += r.socket_received;
       total.quarantines += r.quarantines;
       total.history_changes += r.history_changes;
       total.history_restores += r.history_restores;
@@ -252,6 +254,11 @@ int main(int argc, char** argv) {
       std::printf("  messages: %llu sends asked (%llu acknowledged), %llu messages applied in the durable states\n",
                   static_cast<ull>(total.message_sends), static_cast<ull>(total.message_acked_sends),
                   static_cast<ull>(total.message_applied));
+    }
+    if (total.socket_connections > 0) {
+      using ull = unsigned long long;
+      std::printf("  websockets: %llu connections opened, %llu messages received (each judged by S1, S2)\n",
+                  static_cast<ull>(total.socket_connections), static_cast<ull>(total.socket_received));
     }
     if (total.history_changes > 0) {
       using ull = unsigned long long;

@@ -62,6 +62,11 @@ void NativeExecutor::Run(std::shared_ptr<actor::ExecutorActor> actor, actor::Act
       Finish(*a, *storage, std::move(ran), done);
       return;
     }
+    if (event->socket) {
+      ran.result = ExecuteRoomSocket(*a, *storage, *event);
+      Finish(*a, *storage, std::move(ran), done);
+      return;
+    }
     if (a->poison_class) {
       ran.result = ExecutePoison(*a, *storage, *event);
       Finish(*a, *storage, std::move(ran), done);
@@ -224,6 +229,32 @@ void NativeExecutor::Close(std::shared_ptr<actor::ExecutorActor> actor, std::fun
     a->has_instance = false;
     done();
   });
+}
+
+actor::EventResult NativeExecutor::ExecuteRoomSocket(Actor& a, actor::ActorStorage& storage,
+                                                     const actor::ExecutorEvent& event) {
+  actor::EventResult result;
+  const actor::SocketEvent& e = *event.socket;
+  actor::SocketEventState sockets(event.sockets, actor::SocketLimits{}, &e);
+  switch (e.kind) {
+    case actor::SocketEventKind::kOpen:
+      (void)sockets.Tag(e.id, "m");
+      break;
+    case actor::SocketEventKind::kMessage: {
+      std::string list = storage.Get("list").value_or("");
+      list = list.empty() ? e.data : list + "," + e.data;
+      const auto n = std::count(list.begin(), list.end(), ',') + 1;
+      (void)sockets.Broadcast("m", std::to_string(n) + ":" + e.data, false);
+      actor::Batch batch;
+      batch.mutations.push_back(actor::Mutation{actor::Mutation::Kind::kPut, "list", std::move(list)});
+      a.last_seq = storage.Commit(std::move(batch));
+      break;
+    }
+    case actor::SocketEventKind::kClose:
+      break;
+  }
+  result.sockets = sockets.TakeEffects();
+  return result;
 }
 
 actor::EventResult NativeExecutor::ExecuteAlarm(Actor& a, actor::ActorStorage& storage,

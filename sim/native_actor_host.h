@@ -77,6 +77,11 @@ inline bool PoisonedAlarm(std::int64_t due_ms) { return due_ms % 97 == 0; }
 // mail_failure_percent, else appends "<sender>#<seq>:<body>" to its key "got", records the
 // message applied in the same batch (unless applied-record-not-in-batch) and, with hops
 // left, sends "<id>:<h-1>" to the next actor of the ring. GET answers "got".
+//
+// The "room" class (docs/websockets.md; the combined scenario's socket clients): a WebSocket
+// open is accepted and its connection tagged "m"; a message <text> appends <text> to its
+// list (key "list", comma-separated, as the list class's) and broadcasts "<n>:<text>" to
+// "m", n the list's new length, in the same event; a close runs nothing. GET answers the list.
 class NativeExecutor final : public actor::Executor {
  public:
   NativeExecutor(Env& env, const NativeActorHostOptions& options);
@@ -110,6 +115,8 @@ class NativeExecutor final : public actor::Executor {
   // The mail class's events (see above).
   void RunMail(std::shared_ptr<Actor> a, actor::ActorStorage* storage, std::shared_ptr<const actor::ExecutorEvent> event,
                actor::ExecutedEvent ran, std::function<void(actor::ExecutedEvent)> done);
+  // The room class's socket events (see above).
+  actor::EventResult ExecuteRoomSocket(Actor& actor, actor::ActorStorage& storage, const actor::ExecutorEvent& event);
   // The poison actor's events, requests and alarms.
   actor::EventResult ExecutePoison(Actor& actor, actor::ActorStorage& storage, const actor::ExecutorEvent& event);
 
@@ -138,6 +145,10 @@ class NativeActorHost final : public actor::EventHost {
                                                                                        std::size_t max) override {
     return core_->ReadOutbox(std::move(id), max);
   }
+  Task<actor::EventResult> HandleSocket(ActorId id, actor::SocketEvent event) override {
+    return core_->HandleSocket(std::move(id), std::move(event));
+  }
+  void SetSocketDirectory(actor::SocketDirectory* sockets) { core_->SetSocketDirectory(sockets); }
   Task<Status> CommitSystem(ActorId id, actor::Batch batch) override {
     return core_->CommitSystem(std::move(id), std::move(batch));
   }

@@ -111,6 +111,9 @@ struct RunResult {
   std::uint64_t message_sends = 0;        // sends clients asked for
   std::uint64_t message_acked_sends = 0;  // answered 200
   std::uint64_t message_applied = 0;      // messages in the receivers' durable state at the end
+  // WebSockets (socket_clients.h)
+  std::uint64_t socket_connections = 0;  // connections opened (a 101 received)
+  std::uint64_t socket_received = 0;     // messages clients received, each judged by S1 and S2
 };
 
 // A broken model a scenario's checkers must catch within seeds first_seed ..

@@ -70,7 +70,7 @@ const std::vector<Scenario>& Scenarios() {
         {"outbox-never-wakes"}},
        &RunMessagesScenario},
       {"combined",
-       "list, alarm and mail clients, moves, balances, drains and restarts of drained nodes at once on 3 nodes (issue 34)",
+       "list, alarm, mail and WebSocket clients, moves, balances, drains and restarts of drained nodes at once on 3 nodes (issue 34)",
        // Each row starts just before its first catching seed (docs/simulation.md, "combined").
        {{"unconditional-fence", 81, 10},
         {"no-watch-wait", 1, 10},
@@ -102,7 +102,8 @@ const std::vector<Scenario>& Scenarios() {
         {"wake-forgets-own-segments", 3, 10},
         {"gc-ignores-retention", 1, 10},
         {"restore-without-acquire", 1, 10},
-        {"history-ignores-fence", 88, 10}},
+        {"history-ignores-fence", 88, 10},
+        {"ws-send-before-durable", 1, 10}},
        // Not here: resolver-without-lock, caught at seed 1232 before the mail actors joined and
        // by none of the seeds 1 to about 1000 searched since (the ownership scenario's row and
        // scripts/check-proofs.sh are its proof); earlier-entries-before-fence, ack-late-upload and restore-ignores-fence,

@@ -123,9 +123,14 @@ struct ServingCluster::Parts final : ProcessParts {
     if (scanner) scanner->Stop();
     if (service) service->Stop();
     if (messages) messages->Stop();
+    if (owners != nullptr) {
+      owners->set_on_hold_ended_sockets(nullptr);
+      owners->set_keep_sleeping(nullptr);
+    }
     // The host first, while its Env still works: its replicas answer what they owe (into
-    // frames that never resume).
+    // frames that never resume). The hub after it (the host's directory).
     host.reset();
+    sockets.reset();
     messages.reset();
     scanner.reset();
     service.reset();
@@ -147,6 +152,8 @@ struct ServingCluster::Parts final : ProcessParts {
   std::unique_ptr<Forwarder> forwarder;
   std::unique_ptr<Front> front;
   std::unique_ptr<PeerTransport> transport;
+  Owners* owners = nullptr;
+  std::unique_ptr<SocketHub> sockets;  // before host: destroyed after it
   std::unique_ptr<NativeActorHost> host;
   std::unique_ptr<alarms::AlarmService> service;
   std::unique_ptr<alarms::ShardScanner> scanner;
@@ -220,6 +227,11 @@ void ServingCluster::Build(Process& p) {
   raw->provider =
       std::make_unique<replica::ReplicaProvider>(std::move(deps), *holds, options_.replica, std::chrono::seconds(10));
   raw->host = MakeActorHost(*env, *raw->provider, host_options);
+  raw->owners = &owners;
+  if (options_.sockets) {
+    raw->sockets = std::make_unique<SocketHub>(*env, SocketHubOptions{});
+    raw->host->SetSocketDirectory(raw->sockets.get());
+  }
   if (raw->strikes) {
     raw->strikes->set_unload([host = raw->host.get()](const ActorId& id) { host->Unload(id); });
   }
@@ -240,6 +252,7 @@ void ServingCluster::Build(Process& p) {
   FrontDeps front_deps{*raw->host, owners, p.node->membership(), *raw->forwarder, authenticate, load_class};
   front_deps.hand_overs = &p.node->hand_overs();
   front_deps.quarantine = raw->quarantine.get();
+  front_deps.sockets = raw->sockets.get();
   if (options_.alarms) {
     front_deps.alarm_handover = [this, raw, number](ActorId actor, std::string_view body) {
       ++w_.result().alarm_handovers;
@@ -251,6 +264,19 @@ void ServingCluster::Build(Process& p) {
   front_options.node_id = p.node_id;
   front_options.check_peer_pins = true;
   raw->front = std::make_unique<Front>(std::move(front_deps), front_options);
+  if (raw->sockets) {
+    SocketHub* hub = raw->sockets.get();
+    hub->SetRunEvent([front = raw->front.get()](ActorId id, actor::SocketEvent event) {
+      return front->RunSocketEvent(std::move(id), std::move(event));
+    });
+    owners.set_on_hold_ended_sockets([this, hub, number](const HoldEnded& ended) {
+      if (hub->HasConnections(ended.actor)) {
+        w_.Trace("p" + std::to_string(number) + " closes the WebSockets of " + ended.actor.name + " (hold ended)");
+      }
+      hub->CloseActor(ended.actor, kCloseRestart, "the actor's owner changed: reconnect");
+    });
+    owners.set_keep_sleeping([hub](const ActorId& actor) { return hub->HasConnections(actor); });
+  }
   // Drains and moves close resident actors as hibernation does; a move's target is told
   // over the peer network (as ActorHost wires a real node).
   HandOverHost hand_over;
@@ -292,6 +318,13 @@ void ServingCluster::Build(Process& p) {
                   [front](ServerRequest r) { return front->Handle(std::move(r), Via::kPeer); });
   p.parts = std::move(parts);
   if (raw->scanner) raw->scanner->Start();
+}
+
+SocketHub* ServingCluster::Hub(int number) const {
+  auto it = w_.processes().find(number);
+  if (it == w_.processes().end() || !it->second->parts) return nullptr;
+  auto* parts = dynamic_cast<Parts*>(it->second->parts.get());
+  return parts != nullptr ? parts->sockets.get() : nullptr;
 }
 
 ServerRequest ServingCluster::Request(std::string method, std::string path) const {

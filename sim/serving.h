@@ -29,6 +29,7 @@
 #include "net/peer_transport.h"
 #include "replica/replica.h"
 #include "routing/message_delivery.h"
+#include "routing/socket_hub.h"
 #include "sim_peer_network.h"
 #include "world.h"
 
@@ -64,6 +65,10 @@ struct ServingOptions {
   // Every node's sleeping holds (docs/node-lease.md, "Sleeping holds"): unset, the nodes'
   // default (an hour, 100,000), which no run reaches, so hibernated actors always sleep.
   std::optional<SleepPolicy> sleep;
+  // Every node holds WebSockets for its actors (routing/socket_hub.h, wired as ActorHost
+  // wires `wasmkeep serve`: the runtime's directory, the front's handshakes, the holds that
+  // end closing their actors' connections with 1012, sleeping holds kept for them).
+  bool sockets = false;
 };
 
 // The simulated world's tenant.
@@ -91,6 +96,8 @@ class ServingCluster {
   Task<Result<ServerResponse>> Send(int slot, ServerRequest request);
 
   SimEnv& client_env() { return client_env_; }
+  // The hub of process `number` (ServingOptions::sockets), or null if it has none or is gone.
+  SocketHub* Hub(int number) const;
   const ServingOptions& options() const { return options_; }
 
  private:

@@ -112,7 +112,23 @@ ServerResponse SocketHub::Accept(const ActorId& actor, std::int64_t id, ServerHe
   upgrade->limits = options_.connection;
   upgrade->headers = std::move(headers);
   std::weak_ptr<bool> alive = alive_;
-  upgrade->attach = [this, alive, actor, id](std::shared_ptr<WebSocketPeer> peer) -> std::shared_ptr<WebSocketHandler> {
+  // An upgrade dropped without attach or abandoned (a 101 lost on its way, the server gone)
+  // must not leave its connection reserved for ever: the guard ends it when the last copy
+  // of the upgrade goes.
+  struct AttachGuard {
+    std::function<void()> on_drop;
+    bool done = false;
+    ~AttachGuard() {
+      if (!done && on_drop) on_drop();
+    }
+  };
+  auto guard = std::make_shared<AttachGuard>();
+  guard->on_drop = [this, alive, actor, id] {
+    auto a = alive.lock();
+    if (a && *a) Ended(actor, id, 1006, "", true);
+  };
+  upgrade->attach = [this, alive, actor, id, guard](std::shared_ptr<WebSocketPeer> peer) -> std::shared_ptr<WebSocketHandler> {
+    guard->done = true;
     auto a = alive.lock();
     if (!a || !*a) return nullptr;
     if (FindConn(actor, id) == nullptr) {
@@ -122,9 +138,10 @@ ServerResponse SocketHub::Accept(const ActorId& actor, std::int64_t id, ServerHe
     Attach(actor, id, peer);
     return std::make_shared<Handler>(this, alive, actor, id);
   };
-  upgrade->abandoned = [this, alive, actor, id] {
-    auto a = alive.lock();
-    if (a && *a) Ended(actor, id, 1006, "", true);
+  upgrade->abandoned = [guard] {
+    guard->done = true;
+    std::function<void()> drop = std::move(guard->on_drop);
+    if (drop) drop();
   };
   r.status = 101;
   r.upgrade = std::move(upgrade);
