@@ -32,6 +32,8 @@
 #include "base/ascii.h"
 #include "base/log.h"
 #include "net/tls_identity.h"
+#include "net/websocket.h"
+#include "net/websocket_frames.h"
 
 namespace wk {
 
@@ -143,12 +145,9 @@ std::string ClientKey(const net::ip::address& address) {
 }
 
 // RFC 9110 section 5.6.2: token = 1*tchar.
-// Why the server will not send a handler's response as it is; empty when it will.
-std::string InvalidResponseReason(const ServerResponse& response) {
-  if (response.status < 200 || response.status > 599) {
-    return "status " + std::to_string(response.status) + " is not in 200..599";
-  }
-  for (const auto& [name, value] : response.headers) {
+// Why the server will not send these response headers as they are; empty when it will.
+std::string InvalidHeadersReason(const ServerHeaders& headers) {
+  for (const auto& [name, value] : headers) {
     if (!IsHttpToken(name) || name.size() > kMaxResponseFieldBytes) {
       return "header name '" + name.substr(0, 64) + "' is not a token";
     }
@@ -158,6 +157,35 @@ std::string InvalidResponseReason(const ServerResponse& response) {
     }
   }
   return {};
+}
+
+// Why the server will not send a handler's response as it is; empty when it will.
+std::string InvalidResponseReason(const ServerResponse& response) {
+  if (response.status < 200 || response.status > 599) {
+    return "status " + std::to_string(response.status) + " is not in 200..599";
+  }
+  return InvalidHeadersReason(response.headers);
+}
+
+// Why the server will not upgrade with this response (status 101 or upgrade set); empty
+// when it will. key: the request's Sec-WebSocket-Key, empty unless the request was a valid
+// opening handshake (CheckWebSocketHandshake) in HTTP/1.1.
+std::string InvalidUpgradeReason(const ServerResponse& response, std::string_view key) {
+  if (!response.upgrade) return "status 101 without an upgrade";
+  if (response.status != 101) return "an upgrade with status " + std::to_string(response.status) + ", not 101";
+  if (key.empty()) return "an upgrade for a request that is not a valid WebSocket opening handshake";
+  const WebSocketLimits& limits = response.upgrade->limits;
+  if (limits.ping_interval <= Duration::zero() || limits.close_timeout <= Duration::zero()) {
+    return "an upgrade whose ping_interval or close_timeout is not > 0";
+  }
+  return InvalidHeadersReason(response.upgrade->headers);
+}
+
+// The headers of a 101 the server writes itself (a handler's are dropped).
+bool IsUpgradeOwnHeader(std::string_view name) {
+  return beast::iequals(name, "Upgrade") || beast::iequals(name, "Connection") ||
+         beast::iequals(name, "Sec-WebSocket-Accept") || beast::iequals(name, "Content-Length") ||
+         beast::iequals(name, "Transfer-Encoding");
 }
 
 // Whether a Connection header's comma-separated options include "close".
@@ -244,6 +272,13 @@ class SessionBase {
   virtual void Evict() = 0;
 };
 
+// What Stop() needs of an upgraded connection, whichever stream it runs on.
+class WebSocketSessionBase : public WebSocketPeer {
+ public:
+  // Stop(): a close frame (1001) if it goes out at once, then the socket is cut; OnClosed.
+  virtual void Shutdown() = 0;
+};
+
 }  // namespace
 
 struct HttpServer::State {
@@ -291,6 +326,11 @@ struct HttpServer::State {
   // handler or by its running handler task, and removes itself here when the last one
   // lets go. Emptied by Stop().
   std::unordered_map<std::uint64_t, std::weak_ptr<SessionBase>> sessions;
+  // Upgraded connections whose socket is open, by id (the HTTP session's). Not owning, like
+  // sessions; emptied by Stop().
+  std::unordered_map<std::uint64_t, std::weak_ptr<WebSocketSessionBase>> websockets;
+  // WebSockets ended, by WebSocketEnd.
+  std::array<std::uint64_t, kWebSocketEndCount> websockets_closed{};
 };
 
 namespace {
@@ -315,6 +355,670 @@ class BodyReservation {
  private:
   std::shared_ptr<HttpServer::State> state_;
   std::size_t bytes_;
+};
+
+// Limits of the WebSocket sessions, with their reasons (the configurable ones are in
+// WebSocketLimits).
+// A plain connection reads into a buffer of this size while bytes are arriving and frees it
+// when the socket has nothing more (it waits for the next bytes without a buffer), so an idle
+// connection holds no read buffer.
+constexpr std::size_t kWsPlainReadBytes = 16 * 1024;
+// A TLS connection must hand its read a buffer while it waits: a small one while idle, a
+// larger one once a read fills it (a big message arriving); back to small when a read does not.
+constexpr std::size_t kWsTlsIdleReadBytes = 1024;
+constexpr std::size_t kWsTlsBusyReadBytes = 16 * 1024;
+// Synchronous reads of a plain socket in one turn of the loop before waiting for it again,
+// so a client sending without pause cannot keep the loop to itself.
+constexpr int kWsReadsPerTurn = 4;
+// Frames gathered into one write.
+constexpr std::size_t kWsFramesPerWrite = 64;
+// Asio's TLS stream keeps two buffers of a TLS record each (17 KiB) for its whole life.
+constexpr std::size_t kWsTlsRecordBufferBytes = 2 * 17 * 1024;
+// Beast's stream state (the socket and its timers), counted by its parts.
+constexpr std::size_t kWsStreamStateBytes = sizeof(tcp::socket) + 3 * sizeof(net::steady_timer) + 64;
+
+std::string FormatRate(double rate) {
+  std::array<char, 32> text{};
+  const auto [end, ec] = std::to_chars(text.data(), text.data() + text.size(), rate);
+  return ec == std::errc() ? std::string(text.data(), end) : std::to_string(rate);
+}
+
+// One upgraded connection: the node's end of a WebSocket (WebSocketPeer) and the loop that
+// runs it. Reading: frames are parsed as bytes arrive; a complete message goes to the
+// handler's OnMessage as its own task on the Env, and nothing more is read until that Task
+// ends. Writing: one write at a time of the queued frames (a pong or ping first), under
+// write_timeout. Phases: open -> closing (our close frame queued, see CloseMode) -> ended
+// (socket closed). OnClosed is due once (the first cause sets its code) and delivered
+// through Env::Post, never inside a handler's own call, after any running OnMessage. Owned
+// by shared_ptr: its pending Asio handlers, a running OnMessage task and the handler (the
+// peer it keeps) each hold one.
+template <typename Stream>
+class WebSocketSession final : public WebSocketSessionBase,
+                               public std::enable_shared_from_this<WebSocketSession<Stream>> {
+ public:
+  static constexpr bool kTls = !std::is_same_v<Stream, beast::tcp_stream>;
+
+  // leftover: bytes the client sent after its request header, the first of its frames.
+  WebSocketSession(std::shared_ptr<HttpServer::State> state, Stream stream, std::uint64_t id, std::string remote,
+                   const WebSocketLimits& limits, std::string_view leftover)
+      : state_(std::move(state)),
+        stream_(std::move(stream)),
+        id_(id),
+        remote_(std::move(remote)),
+        limits_(limits),
+        parser_(limits.max_message_bytes),
+        timer_(state_->env.context()) {
+    if (!leftover.empty()) {
+      AllocateReadBuffer(std::max(leftover.size(), kTls ? kWsTlsIdleReadBytes : kWsPlainReadBytes));
+      std::copy(leftover.begin(), leftover.end(), read_buf_.get());
+      read_end_ = leftover.size();
+    }
+    if constexpr (kTls) {
+      // OpenSSL frees its own record buffers while the connection is idle.
+      SSL_set_mode(stream_.native_handle(), SSL_MODE_RELEASE_BUFFERS);
+    } else {
+      // Reads are synchronous once the socket is readable (ReadLoop): never blocking.
+      error_code ignored;
+      Lowest().socket().non_blocking(true, ignored);
+    }
+  }
+
+  ~WebSocketSession() override {
+    const auto it = state_->websockets.find(id_);
+    if (it != state_->websockets.end() && it->second.expired()) state_->websockets.erase(it);
+  }
+
+  using std::enable_shared_from_this<WebSocketSession<Stream>>::shared_from_this;
+
+  // Calls attach (the handler may Send or Close from inside it), then starts reading.
+  void Start(const std::shared_ptr<WebSocketUpgrade>& upgrade) {
+    const auto now = std::chrono::steady_clock::now();
+    last_rx_ = now;
+    tokens_at_ = now;
+    tokens_ = Burst();
+    ArmTimerBy(now + limits_.ping_interval);
+    attaching_ = true;
+    std::shared_ptr<WebSocketHandler> handler;
+    if (upgrade->attach) handler = upgrade->attach(shared_from_this());
+    attaching_ = false;
+    handler_ = std::move(handler);
+    if (!handler_ && phase_ == Phase::kOpen) {
+      StartClose(kCloseInternal, "the connection was not taken", CloseMode::kAwaitReply, WebSocketEnd::kNode);
+    }
+    MaybeDeliverClosed();
+    ContinueReading();
+  }
+
+  bool Send(bool binary, std::string data) override {
+    if (phase_ != Phase::kOpen) return false;
+    if (data.size() > limits_.max_send_queue_bytes - queued_bytes_) {
+      StartClose(kClosePolicy,
+                 "send queue over " + std::to_string(limits_.max_send_queue_bytes) +
+                     " bytes (websockets.max_send_queue_bytes)",
+                 CloseMode::kLinger, WebSocketEnd::kSlowReader);
+      return false;
+    }
+    queued_bytes_ += data.size();
+    Enqueue(binary ? WebSocketOpcode::kBinary : WebSocketOpcode::kText, std::move(data));
+    Pump();
+    return true;
+  }
+
+  void Close(int code, std::string reason) override {
+    if (phase_ != Phase::kOpen) return;
+    // The contract asks for a sendable code; one that is not would make the client fail
+    // the connection, so it goes out as an internal error.
+    if (!IsSendableCloseCode(code)) code = kCloseInternal;
+    StartClose(code, reason, CloseMode::kAwaitReply, WebSocketEnd::kNode);
+  }
+
+  std::size_t memory_bytes() const override {
+    std::size_t bytes = sizeof(*this) + kWsStreamStateBytes + read_cap_ + parser_.memory_bytes() +
+                        (queue_.capacity() + writing_frames_.capacity()) * sizeof(OutFrame) + queued_bytes_ +
+                        HeapBytes(control_out_) + (pong_ ? HeapBytes(*pong_) : 0) + HeapBytes(close_reason_) +
+                        HeapBytes(remote_);
+    if constexpr (kTls) bytes += kWsTlsRecordBufferBytes;
+    return bytes;
+  }
+
+  const std::string& remote() const override { return remote_; }
+
+  void Shutdown() override {
+    if (phase_ == Phase::kEnded) return;
+    CountEnd(WebSocketEnd::kStopped);
+    DueClosed(1006, {});
+    if (!close_queued_) {
+      DropQueue();
+      QueueClose(kCloseGoingAway, "the node is stopping");
+    }
+    const bool was_closing = phase_ == Phase::kClosing;
+    phase_ = Phase::kClosing;
+    mode_ = CloseMode::kCut;
+    if (close_written_) {
+      End(WebSocketEnd::kStopped);
+    } else {
+      // The close frame goes out if the socket takes it now; cut regardless soon after.
+      const auto cut = std::chrono::steady_clock::now() + std::min(limits_.close_timeout, kLingerTimeout);
+      close_deadline_ = was_closing ? std::min(close_deadline_, cut) : cut;
+      ArmTimerBy(close_deadline_);
+      Pump();
+    }
+    DeliverClosedNow();
+  }
+
+ private:
+  enum class Phase : std::uint8_t { kOpen, kClosing, kEnded };
+  // After our close frame is written: wait for the client's (WebSocketPeer::Close), discard
+  // what it still sends until it hangs up (we failed the connection: a bound or an error),
+  // or close at once (the client closed first, or Stop).
+  enum class CloseMode : std::uint8_t { kAwaitReply, kLinger, kCut };
+
+  struct OutFrame {
+    std::array<char, kMaxServerFrameHeaderBytes> header{};
+    std::uint8_t header_bytes = 0;
+    bool close = false;
+    std::string payload;
+  };
+
+  beast::tcp_stream& Lowest() { return beast::get_lowest_layer(stream_); }
+  static std::size_t HeapBytes(const std::string& s) { return WebSocketFrameParser::HeapBytes(s); }
+  double Burst() const { return std::max(1.0, 2 * limits_.max_messages_per_second); }
+
+  // ---- Reading.
+
+  void AllocateReadBuffer(std::size_t bytes) {
+    read_buf_ = std::make_unique_for_overwrite<char[]>(bytes);
+    read_cap_ = bytes;
+  }
+  void ReleaseReadBuffer() {
+    read_buf_.reset();
+    read_cap_ = 0;
+    read_begin_ = read_end_ = 0;
+  }
+
+  bool WantsRead() const {
+    return phase_ == Phase::kOpen || (phase_ == Phase::kClosing && mode_ != CloseMode::kCut);
+  }
+
+  // Goes on with the buffered bytes, then reads, unless something stops it (a message being
+  // handled, the end).
+  void ContinueReading() {
+    if (reading_ || delivering_ || attaching_ || !WantsRead()) return;
+    if (!ProcessBuffered()) return;
+    ReadLoop();
+  }
+
+  // True when every buffered byte was used and reading should go on.
+  bool ProcessBuffered() {
+    while (read_begin_ < read_end_) {
+      if (!WantsRead() || delivering_) return false;
+      if (parser_.done()) discarding_ = true;  // after an error or a close frame: nothing to parse
+      if (discarding_) {
+        lingered_bytes_ += read_end_ - read_begin_;
+        read_begin_ = read_end_;
+        if (lingered_bytes_ > kMaxLingerBytes) {
+          End(WebSocketEnd::kClient);
+          return false;
+        }
+        break;
+      }
+      const std::string_view bytes(read_buf_.get() + read_begin_, read_end_ - read_begin_);
+      WebSocketFrameParser::Step step = parser_.Feed(bytes);
+      read_begin_ += step.consumed;
+      if (step.event) HandleEvent(std::move(*step.event));
+    }
+    read_begin_ = read_end_ = 0;
+    return WantsRead() && !delivering_;
+  }
+
+  void ReadLoop() {
+    if constexpr (kTls) {
+      // Everything buffered was used: the buffer may change size.
+      if (last_read_filled_ && read_cap_ < kWsTlsBusyReadBytes) {
+        AllocateReadBuffer(kWsTlsBusyReadBytes);
+      } else if ((!last_read_filled_ && read_cap_ > kWsTlsIdleReadBytes) || read_cap_ == 0) {
+        AllocateReadBuffer(kWsTlsIdleReadBytes);
+      }
+      reading_ = true;
+      stream_.async_read_some(net::buffer(read_buf_.get(), read_cap_),
+                              [self = shared_from_this()](const error_code& ec, std::size_t n) {
+                                self->reading_ = false;
+                                self->last_read_filled_ = !ec && n == self->read_cap_;
+                                if (self->OnBytes(ec, n)) self->ReadLoop();
+                              });
+    } else {
+      for (int i = 0; i < kWsReadsPerTurn; ++i) {
+        if (read_buf_ == nullptr) AllocateReadBuffer(kWsPlainReadBytes);
+        error_code ec;
+        const std::size_t n = Lowest().socket().read_some(net::buffer(read_buf_.get(), read_cap_), ec);
+        if (ec == net::error::would_block || ec == net::error::try_again) break;
+        if (!OnBytes(ec, n)) return;
+      }
+      // Nothing more now (or enough for one turn): wait without holding a buffer.
+      ReleaseReadBuffer();
+      reading_ = true;
+      Lowest().socket().async_wait(tcp::socket::wait_read, [self = shared_from_this()](const error_code& ec) {
+        self->reading_ = false;
+        if (self->phase_ == Phase::kEnded) return;
+        if (ec) {
+          self->End(WebSocketEnd::kClient);
+          return;
+        }
+        self->ContinueReading();
+      });
+    }
+  }
+
+  // n bytes read into the buffer (or ec). True when reading should go on.
+  bool OnBytes(const error_code& ec, std::size_t n) {
+    if (phase_ == Phase::kEnded) {
+      ReleaseReadBuffer();
+      return false;
+    }
+    if (ec) {
+      // The client hung up or the socket failed: no close frame (OnClosed gets 1006).
+      End(WebSocketEnd::kClient);
+      return false;
+    }
+    last_rx_ = std::chrono::steady_clock::now();
+    read_begin_ = 0;
+    read_end_ = n;
+    return ProcessBuffered();
+  }
+
+  void HandleEvent(WebSocketEvent event) {
+    using Kind = WebSocketEvent::Kind;
+    switch (event.kind) {
+      case Kind::kMessage:
+        if (phase_ != Phase::kOpen) return;  // closing: what still arrives is dropped
+        if (!TakeToken()) {
+          StartClose(kClosePolicy,
+                     "over " + FormatRate(limits_.max_messages_per_second) +
+                         " messages a second (websockets.max_messages_per_second)",
+                     CloseMode::kLinger, WebSocketEnd::kRate);
+          return;
+        }
+        Deliver(event.binary, std::move(event.data));
+        return;
+      case Kind::kPing:
+        if (phase_ != Phase::kOpen) return;
+        pong_ = std::move(event.data);  // only the latest ping is answered (RFC 6455 5.5.3)
+        Pump();
+        return;
+      case Kind::kPong:
+        return;  // its arrival counted as activity (last_rx_)
+      case Kind::kClose:
+        OnCloseFrame(event.code, std::move(event.data));
+        return;
+      case Kind::kError:
+        if (phase_ != Phase::kOpen) {
+          discarding_ = true;
+          return;
+        }
+        if (event.code == kCloseTooBig) {
+          event.data = "message over " + std::to_string(limits_.max_message_bytes) +
+                       " bytes (websockets.max_message_bytes)";
+        }
+        StartClose(event.code, event.data, CloseMode::kLinger,
+                   event.code == kCloseTooBig ? WebSocketEnd::kTooBig : WebSocketEnd::kProtocol);
+        return;
+    }
+  }
+
+  void OnCloseFrame(int code, std::string reason) {
+    if (phase_ == Phase::kOpen) {
+      // The client closes: echo its code (1000 when it gave none) after what is queued.
+      CountEnd(WebSocketEnd::kClient);
+      DueClosed(code, reason);
+      StartClose(code == 1005 ? kCloseNormal : code, {}, CloseMode::kCut, WebSocketEnd::kClient);
+    } else if (mode_ == CloseMode::kAwaitReply) {
+      DueClosed(code, std::move(reason));
+      if (close_written_) {
+        End(WebSocketEnd::kNode);
+      } else {
+        mode_ = CloseMode::kCut;  // ended once our close frame is out
+      }
+    } else if (mode_ == CloseMode::kLinger) {
+      // The client answered (or crossed) our close: nothing more to wait for once ours is out.
+      if (close_written_) {
+        End(WebSocketEnd::kClient);
+      } else {
+        mode_ = CloseMode::kCut;
+      }
+    }
+    MaybeDeliverClosed();
+  }
+
+  bool TakeToken() {
+    const double rate = limits_.max_messages_per_second;
+    if (rate <= 0) return true;
+    const auto now = std::chrono::steady_clock::now();
+    const double elapsed = std::chrono::duration<double>(now - tokens_at_).count();
+    tokens_ = std::min(Burst(), tokens_ + elapsed * rate);
+    tokens_at_ = now;
+    if (tokens_ < 1) return false;
+    tokens_ -= 1;
+    return true;
+  }
+
+  void Deliver(bool binary, std::string data) {
+    delivering_ = true;
+    state_->env.Spawn(RunOnMessage(handler_, shared_from_this(), binary, std::move(data)), "websocket message");
+  }
+
+  // A spawned task starts on a later turn of the loop: the connection may have ended by
+  // then, and OnMessage is never called once OnClosed is due.
+  static Task<void> RunOnMessage(std::shared_ptr<WebSocketHandler> handler, std::shared_ptr<WebSocketSession> session,
+                                 bool binary, std::string data) {
+    if (!session->closed_due_ && handler != nullptr) {
+      Task<void> call = handler->OnMessage(binary, std::move(data));
+      co_await std::move(call);
+    }
+    session->OnDelivered();
+  }
+
+  void OnDelivered() {
+    delivering_ = false;
+    // Liveness counts from here: nothing was read while the handler ran.
+    last_rx_ = std::chrono::steady_clock::now();
+    MaybeDeliverClosed();
+    if (phase_ == Phase::kEnded) {
+      ReleaseReadBuffer();
+      return;
+    }
+    ContinueReading();
+  }
+
+  // ---- Writing.
+
+  void Enqueue(WebSocketOpcode opcode, std::string payload) {
+    OutFrame& frame = queue_.emplace_back();
+    const std::size_t header_bytes = EncodeWebSocketFrameHeader(opcode, payload.size(), true, frame.header);
+    frame.header_bytes = static_cast<std::uint8_t>(header_bytes);
+    frame.close = opcode == WebSocketOpcode::kClose;
+    frame.payload = std::move(payload);
+  }
+
+  // Our close frame, last in the queue.
+  void QueueClose(int code, std::string_view reason) {
+    close_queued_ = true;
+    Enqueue(WebSocketOpcode::kClose, EncodeWebSocketClosePayload(code, reason));
+  }
+
+  // The frames not yet being written are dropped (a bound, Stop).
+  void DropQueue() {
+    for (std::size_t i = queue_head_; i < queue_.size(); ++i) {
+      if (!queue_[i].close) queued_bytes_ -= queue_[i].payload.size();
+    }
+    std::vector<OutFrame>().swap(queue_);
+    queue_head_ = 0;
+    pong_.reset();
+    ping_due_ = false;
+  }
+
+  // Starts the close handshake from our side: close frame (code, reason) after what is
+  // queued (all of it for Close and the client's close; nothing for a failure), then
+  // mode. why: the reason counted, unless one was already.
+  void StartClose(int code, std::string_view reason, CloseMode mode, WebSocketEnd why) {
+    if (phase_ != Phase::kOpen) return;
+    CountEnd(why);
+    phase_ = Phase::kClosing;
+    mode_ = mode;
+    if (mode == CloseMode::kLinger) {
+      DueClosed(1006, {});
+      DropQueue();
+    }
+    pong_.reset();
+    ping_due_ = false;
+    QueueClose(code, reason);
+    close_deadline_ = std::chrono::steady_clock::now() + limits_.close_timeout;
+    ArmTimerBy(close_deadline_);
+    Pump();
+    MaybeDeliverClosed();
+  }
+
+  void Pump() {
+    if (writing_ || phase_ == Phase::kEnded) return;
+    std::vector<net::const_buffer> buffers;
+    if (!close_written_) {
+      if (pong_) {
+        control_out_ += EncodeWebSocketFrame(WebSocketOpcode::kPong, *pong_);
+        pong_.reset();
+      }
+      if (ping_due_) {
+        control_out_ += EncodeWebSocketFrame(WebSocketOpcode::kPing, {});
+        ping_due_ = false;
+      }
+    }
+    if (!control_out_.empty()) buffers.push_back(net::buffer(control_out_));
+    const std::size_t take = std::min(kWsFramesPerWrite, queue_.size() - queue_head_);
+    for (std::size_t i = 0; i < take; ++i) writing_frames_.push_back(std::move(queue_[queue_head_ + i]));
+    queue_head_ += take;
+    if (queue_head_ == queue_.size()) {
+      std::vector<OutFrame>().swap(queue_);  // an idle connection holds no queue
+      queue_head_ = 0;
+    } else if (queue_head_ >= kWsFramesPerWrite * 16 && queue_head_ * 2 >= queue_.size()) {
+      queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(queue_head_));
+      queue_head_ = 0;
+    }
+    for (const OutFrame& frame : writing_frames_) {
+      buffers.push_back(net::buffer(frame.header.data(), frame.header_bytes));
+      if (!frame.payload.empty()) buffers.push_back(net::buffer(frame.payload));
+    }
+    if (buffers.empty()) return;
+    writing_ = true;
+    write_deadline_ = std::chrono::steady_clock::now() + state_->limits.write_timeout;
+    ArmTimerBy(write_deadline_);
+    net::async_write(stream_, buffers, [self = shared_from_this()](const error_code& ec, std::size_t) {
+      self->OnWritten(ec);
+    });
+  }
+
+  void OnWritten(const error_code& ec) {
+    writing_ = false;
+    bool wrote_close = false;
+    for (const OutFrame& frame : writing_frames_) {
+      if (frame.close) {
+        wrote_close = true;
+      } else {
+        queued_bytes_ -= frame.payload.size();
+      }
+    }
+    std::vector<OutFrame>().swap(writing_frames_);
+    std::string().swap(control_out_);
+    if (phase_ == Phase::kEnded) return;
+    if (ec) {
+      End(WebSocketEnd::kClient);
+      return;
+    }
+    if (wrote_close) {
+      close_written_ = true;
+      switch (mode_) {
+        case CloseMode::kCut:
+          End(WebSocketEnd::kClient);
+          return;
+        case CloseMode::kLinger: {
+          // We are done sending: the client sees our close, then the end of the stream, and
+          // hangs up; until then what it sends is read and dropped, so closing with unread
+          // bytes does not reset the connection under our close frame.
+          discarding_ = true;
+          error_code ignored;
+          Lowest().socket().shutdown(tcp::socket::shutdown_send, ignored);
+          ContinueReading();
+          return;
+        }
+        case CloseMode::kAwaitReply:
+          ContinueReading();
+          return;
+      }
+    }
+    Pump();
+  }
+
+  // ---- Time: one timer for the next deadline (a ping, the ping's answer, the close
+  // handshake, the write in flight); it re-arms itself when it fires early.
+
+  void ArmTimerBy(std::chrono::steady_clock::time_point at) {
+    if (phase_ == Phase::kEnded || (timer_armed_ && timer_at_ <= at)) return;
+    timer_armed_ = true;
+    timer_at_ = at;
+    const std::uint64_t generation = ++timer_generation_;
+    timer_.expires_at(at);
+    timer_.async_wait([self = shared_from_this(), generation](const error_code& ec) {
+      if (ec || generation != self->timer_generation_) return;
+      self->timer_armed_ = false;
+      self->OnTimer();
+    });
+  }
+
+  void OnTimer() {
+    if (phase_ == Phase::kEnded) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (writing_ && now >= write_deadline_) {
+      // The client has not read what we sent for write_timeout.
+      End(WebSocketEnd::kSlowReader);
+      return;
+    }
+    std::chrono::steady_clock::time_point next;
+    if (phase_ == Phase::kClosing) {
+      if (now >= close_deadline_) {
+        End(WebSocketEnd::kTimeout);
+        return;
+      }
+      next = close_deadline_;
+    } else if (delivering_) {
+      next = now + limits_.ping_interval;  // not reading while the handler runs
+    } else {
+      if (ping_outstanding_ && last_rx_ > ping_sent_) ping_outstanding_ = false;
+      if (ping_outstanding_) {
+        if (now - ping_sent_ >= limits_.ping_interval) {
+          End(WebSocketEnd::kTimeout);  // the peer is gone: no close frame
+          return;
+        }
+        next = ping_sent_ + limits_.ping_interval;
+      } else if (now - last_rx_ >= limits_.ping_interval) {
+        ping_due_ = true;
+        ping_outstanding_ = true;
+        ping_sent_ = now;
+        next = now + limits_.ping_interval;
+        Pump();
+      } else {
+        next = last_rx_ + limits_.ping_interval;
+      }
+    }
+    if (writing_) next = std::min(next, write_deadline_);
+    ArmTimerBy(next);
+  }
+
+  // ---- The end.
+
+  void CountEnd(WebSocketEnd why) {
+    if (end_counted_) return;
+    end_counted_ = true;
+    ++state_->websockets_closed[static_cast<std::size_t>(why)];
+  }
+
+  void DueClosed(int code, std::string reason) {
+    if (closed_due_) return;
+    closed_due_ = true;
+    closed_code_ = code;
+    close_reason_ = std::move(reason);
+  }
+
+  // Closes the socket now. why: counted unless a reason was already. OnClosed(1006) unless
+  // another code is due already.
+  void End(WebSocketEnd why) {
+    if (phase_ == Phase::kEnded) return;
+    CountEnd(why);
+    DueClosed(1006, {});
+    phase_ = Phase::kEnded;
+    ++timer_generation_;
+    timer_armed_ = false;
+    timer_.cancel();
+    error_code ignored;
+    Lowest().socket().shutdown(tcp::socket::shutdown_both, ignored);
+    Lowest().close();
+    state_->websockets.erase(id_);
+    DropQueue();
+    std::string().swap(control_out_);
+    parser_.Release();
+    if (!reading_ && !delivering_) ReleaseReadBuffer();
+    MaybeDeliverClosed();
+  }
+
+  // OnClosed when due, once no OnMessage runs and attach has returned; on a later turn of
+  // the loop, so a handler's Send or Close never sees its own OnClosed inside it.
+  void MaybeDeliverClosed() {
+    if (!closed_due_ || closed_delivered_ || delivering_ || attaching_ || deliver_posted_) return;
+    deliver_posted_ = true;
+    state_->env.Post([self = shared_from_this()] {
+      self->deliver_posted_ = false;
+      self->DeliverClosedNow();
+    });
+  }
+
+  void DeliverClosedNow() {
+    if (!closed_due_ || closed_delivered_ || delivering_ || attaching_) return;
+    closed_delivered_ = true;
+    std::shared_ptr<WebSocketHandler> handler = std::move(handler_);
+    handler_.reset();
+    if (handler != nullptr) handler->OnClosed(closed_code_, std::move(close_reason_));
+    std::string().swap(close_reason_);
+  }
+
+  const std::shared_ptr<HttpServer::State> state_;
+  Stream stream_;
+  const std::uint64_t id_;
+  const std::string remote_;
+  const WebSocketLimits limits_;
+  std::shared_ptr<WebSocketHandler> handler_;  // until OnClosed returns
+  WebSocketFrameParser parser_;
+  net::steady_timer timer_;
+
+  Phase phase_ = Phase::kOpen;
+  CloseMode mode_ = CloseMode::kAwaitReply;
+  bool attaching_ = false;
+  bool reading_ = false;     // a read or a wait for readability is pending
+  bool delivering_ = false;  // an OnMessage task is spawned and has not ended
+  bool discarding_ = false;  // bytes read are dropped unparsed (after a failure)
+  bool last_read_filled_ = false;
+  bool writing_ = false;
+  bool close_queued_ = false;
+  bool close_written_ = false;
+  bool ping_due_ = false;
+  bool ping_outstanding_ = false;
+  bool timer_armed_ = false;
+  bool end_counted_ = false;
+  bool closed_due_ = false;
+  bool closed_delivered_ = false;
+  bool deliver_posted_ = false;
+  int closed_code_ = 1006;
+  std::string close_reason_;
+
+  // Bytes read and not yet parsed: read_buf_[read_begin_, read_end_).
+  std::unique_ptr<char[]> read_buf_;
+  std::size_t read_cap_ = 0;
+  std::size_t read_begin_ = 0;
+  std::size_t read_end_ = 0;
+  std::size_t lingered_bytes_ = 0;
+
+  // Frames to send (from queue_head_), the ones being written, and the control frames
+  // (pong, ping) written ahead of them.
+  std::vector<OutFrame> queue_;
+  std::size_t queue_head_ = 0;
+  std::vector<OutFrame> writing_frames_;
+  std::string control_out_;
+  std::optional<std::string> pong_;
+  std::size_t queued_bytes_ = 0;  // message payloads queued or being written
+
+  std::chrono::steady_clock::time_point last_rx_{};
+  std::chrono::steady_clock::time_point ping_sent_{};
+  std::chrono::steady_clock::time_point close_deadline_{};
+  std::chrono::steady_clock::time_point write_deadline_{};
+  std::chrono::steady_clock::time_point timer_at_{};
+  std::uint64_t timer_generation_ = 0;
+  double tokens_ = 0;
+  std::chrono::steady_clock::time_point tokens_at_{};
 };
 
 // One accepted connection; see the states in http_server.h: waiting -> reading ->
@@ -377,7 +1081,14 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
 
   // The handler task's answer to the request Dispatch() handed out.
   void OnHandled(ServerResponse response) {
-    if (state_->stopped) return;
+    if (state_->stopped) {
+      if (response.upgrade && response.upgrade->abandoned) response.upgrade->abandoned();
+      return;
+    }
+    if (response.upgrade || response.status == 101) {
+      Upgrade(std::move(response));
+      return;
+    }
     Write(std::move(response));
   }
 
@@ -632,6 +1343,13 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     ServerRequest request = std::move(request_);
     request_ = ServerRequest{};
     request.body = std::move(message.body());
+    // Whether the handler may upgrade this connection (checked again here, whatever the
+    // handler concluded); RFC 6455 section 4.1 asks for HTTP/1.1 at least.
+    upgrade_key_.clear();
+    if (const std::optional<std::string> check = CheckWebSocketHandshake(request);
+        check && check->empty() && version_ >= 11) {
+      upgrade_key_ = std::string(request.Header("Sec-WebSocket-Key").value_or(""));
+    }
 
     std::string name = "http " + request.method + " " + request.target.substr(0, kTaskNameTargetBytes);
     Lowest().expires_never();  // the handler bounds its own time
@@ -652,6 +1370,60 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     ServerResponse response = co_await std::move(call);
     body.reset();  // the handler is done with the body (a cancelled task frees it too)
     session->OnHandled(std::move(response));
+  }
+
+  // Upgrading: writes the 101 (websocket.h), then hands the stream to a WebSocketSession.
+  // Anything wrong with the response is a 500 (and its upgrade is abandoned).
+  void Upgrade(ServerResponse response) {
+    std::string why = InvalidUpgradeReason(response, upgrade_key_);
+    const std::string accept = why.empty() ? WebSocketAcceptKey(upgrade_key_) : std::string();
+    if (why.empty() && accept.empty()) why = "OpenSSL could not compute Sec-WebSocket-Accept";
+    if (!why.empty()) {
+      WK_LOG_WARN("HTTP handler's upgrade not done, answering 500",
+                  {{"why", why}, {"remote", remote_}, {"address", state_->listen_address}});
+      const std::shared_ptr<WebSocketUpgrade> upgrade = std::move(response.upgrade);
+      if (upgrade && upgrade->abandoned) {
+        upgrade->abandoned();
+        if (state_->stopped) return;  // abandoned may stop the server
+      }
+      Write(TextResponse(500, "internal error: invalid upgrade\n"));
+      return;
+    }
+    upgrade_response_ =
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        "Sec-WebSocket-Accept: " + accept + "\r\n";
+    for (const auto& [name, value] : response.upgrade->headers) {
+      if (IsUpgradeOwnHeader(name)) continue;
+      upgrade_response_ += name + ": " + value + "\r\n";
+    }
+    upgrade_response_ += "\r\n";
+    pending_upgrade_ = std::move(response.upgrade);
+    Lowest().expires_after(state_->limits.write_timeout);
+    net::async_write(stream_, net::buffer(upgrade_response_),
+                     [self = shared_from_this()](const error_code& ec, std::size_t) { self->OnUpgradeWritten(ec); });
+  }
+
+  void OnUpgradeWritten(const error_code& ec) {
+    std::string().swap(upgrade_response_);
+    const std::shared_ptr<WebSocketUpgrade> upgrade = std::move(pending_upgrade_);
+    if (state_->stopped || ec) {
+      // The 101 did not go out: the handler's reservation is undone, attach never called.
+      if (!state_->stopped) Close();
+      if (upgrade->abandoned) upgrade->abandoned();
+      return;
+    }
+    // Bytes after the request header are the client's first frames.
+    const std::string leftover(static_cast<const char*>(buffer_.data().data()), buffer_.size());
+    buffer_.clear();
+    buffer_.shrink_to_fit();
+    Lowest().expires_never();
+    // The connection leaves the HTTP accounting: no slot, no longer this session's.
+    ReleaseSlot();
+    state_->sessions.erase(id_);
+    auto socket = std::make_shared<WebSocketSession<Stream>>(state_, std::move(stream_), id_, remote_,
+                                                             upgrade->limits, leftover);
+    state_->websockets.emplace(id_, socket);
+    socket->Start(upgrade);
   }
 
   void RespondError(int status, std::string_view text, bool retry_after = false) {
@@ -784,6 +1556,11 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   bool keep_alive_ = false;
   bool head_ = false;
   http::response<http::string_body> response_;
+  // Upgrading: the request's Sec-WebSocket-Key if it may be upgraded (see Dispatch), the
+  // 101 being written and what it upgrades to.
+  std::string upgrade_key_;
+  std::string upgrade_response_;
+  std::shared_ptr<WebSocketUpgrade> pending_upgrade_;
   std::array<char, kLingerReadBytes> linger_buffer_{};
   std::size_t lingered_bytes_ = 0;
 };
@@ -940,6 +1717,32 @@ std::uint64_t HttpServer::rejected_per_client() const { return state_->rejected_
 std::uint64_t HttpServer::evicted_connections() const { return state_->evicted; }
 std::uint64_t HttpServer::bodies_refused() const { return state_->bodies_refused; }
 std::size_t HttpServer::buffered_body_bytes() const { return state_->body_bytes; }
+std::size_t HttpServer::open_websockets() const { return state_->websockets.size(); }
+std::uint64_t HttpServer::websockets_closed(WebSocketEnd why) const {
+  return state_->websockets_closed[static_cast<std::size_t>(why)];
+}
+
+std::string_view WebSocketEndName(WebSocketEnd end) {
+  switch (end) {
+    case WebSocketEnd::kClient:
+      return "client";
+    case WebSocketEnd::kNode:
+      return "node";
+    case WebSocketEnd::kProtocol:
+      return "protocol";
+    case WebSocketEnd::kTooBig:
+      return "too_big";
+    case WebSocketEnd::kRate:
+      return "rate";
+    case WebSocketEnd::kSlowReader:
+      return "slow_reader";
+    case WebSocketEnd::kTimeout:
+      return "timeout";
+    case WebSocketEnd::kStopped:
+      return "stopped";
+  }
+  return "unknown";
+}
 
 void HttpServer::Stop() {
   State& s = *state_;
@@ -958,6 +1761,15 @@ void HttpServer::Stop() {
   s.sessions.clear();  // a session whose handler task still runs is closed all the same
   for (const auto& session : live) session->Abort();
   live.clear();
+  // The same for WebSockets; each calls its handler's OnClosed (which may call back here).
+  std::vector<std::shared_ptr<WebSocketSessionBase>> sockets;
+  sockets.reserve(s.websockets.size());
+  for (const auto& [id, weak] : s.websockets) {
+    if (auto socket = weak.lock()) sockets.push_back(std::move(socket));
+  }
+  s.websockets.clear();
+  for (const auto& socket : sockets) socket->Shutdown();
+  sockets.clear();
   s.handler.reset();
   s.header_check.reset();
   WK_LOG_INFO("HTTP server stopped", {{"address", s.listen_address}, {"port", std::to_string(s.port)}});
@@ -984,6 +1796,14 @@ void PublishHttpServerMetrics(MetricsRegistry& registry, const HttpServer& serve
                             [srv] { return static_cast<double>(srv->open_connections()); }, {{"listener", listener}});
   registry.AddCallbackGauge("wasmkeep_http_buffered_body_bytes", "Bytes of request bodies held now",
                             [srv] { return static_cast<double>(srv->buffered_body_bytes()); }, {{"listener", listener}});
+  registry.AddCallbackGauge("wasmkeep_websockets_open", "WebSockets open (not counted as HTTP connections)",
+                            [srv] { return static_cast<double>(srv->open_websockets()); }, {{"listener", listener}});
+  for (std::size_t i = 0; i < kWebSocketEndCount; ++i) {
+    const auto why = static_cast<WebSocketEnd>(i);
+    registry.AddCallbackCounter("wasmkeep_websocket_closed_total", "WebSockets ended, by the first cause",
+                                [srv, why] { return static_cast<double>(srv->websockets_closed(why)); },
+                                {{"listener", listener}, {"reason", std::string(WebSocketEndName(why))}});
+  }
 }
 
 }  // namespace wk

@@ -3,8 +3,13 @@
 // Guarantees: every bound of HttpServerLimits (header and body sizes, connections in all and
 // per client, buffered body bytes, timeouts) is enforced before a request reaches the
 // handler; a response that cannot be sent safely becomes a 500; the handler is never called
-// after Stop returns. Threading: the RealEnv's loop thread only; starts no thread; real
-// runtime only. Details: docs/internals.md, "HttpServer".
+// after Stop returns. A response with `upgrade` (http_types.h) turns its connection into a
+// WebSocket (websocket.h): the server writes the 101 and runs the connection under that
+// upgrade's WebSocketLimits. An upgraded connection leaves the HTTP accounting
+// (max_connections and max_connections_per_client count HTTP connections only, so thousands
+// of idle WebSockets never hold an HTTP slot) and is counted by open_websockets() instead;
+// Stop() closes every WebSocket too. Threading: the RealEnv's loop thread only; starts no
+// thread; real runtime only. Details: docs/internals.md, "HttpServer".
 #pragma once
 
 #include <cstddef>
@@ -13,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "base/metrics.h"
 #include "base/status.h"
@@ -63,6 +69,21 @@ struct HttpServerLimits {
   std::size_t max_buffered_body_bytes = 64 * 1024 * 1024;
 };
 
+// Why a WebSocket ended: the reason label of wasmkeep_websocket_closed_total (a fixed set).
+enum class WebSocketEnd : std::uint8_t {
+  kClient,      // the client closed it: its close frame first, or the connection dropped
+  kNode,        // WebSocketPeer::Close, or an upgrade whose attach gave no handler (1011)
+  kProtocol,    // a frame broke RFC 6455 (1002), or a text message was not UTF-8 (1007)
+  kTooBig,      // a message over max_message_bytes (1009)
+  kRate,        // messages over max_messages_per_second (1008)
+  kSlowReader,  // the send queue over max_send_queue_bytes (1008), or a write over write_timeout
+  kTimeout,     // a ping unanswered for ping_interval (the peer is gone)
+  kStopped,     // HttpServer::Stop (1001)
+};
+inline constexpr std::size_t kWebSocketEndCount = 8;
+// "client", "node", "protocol", "too_big", "rate", "slow_reader", "timeout", "stopped".
+std::string_view WebSocketEndName(WebSocketEnd end);
+
 // Sees a request that has a body before the body is read (the request's body is empty
 // then). nullopt: read the body and hand the request to the handler. A response: send it
 // instead, without reading the body, and close the connection. Called on the loop thread;
@@ -99,7 +120,10 @@ class HttpServer {
 
   // Closes the listening socket and every open connection (responses being written are
   // cut off). Idempotent. After it returns the handler is not called again; handler
-  // Tasks already running finish on their own (see the header comment).
+  // Tasks already running finish on their own (see the header comment). Every WebSocket is
+  // sent a close frame (1001) if its socket takes it at once and is then cut; its
+  // WebSocketHandler::OnClosed(1006, "") is called before Stop returns, or, when its
+  // OnMessage Task is still running, as soon as that Task ends.
   void Stop();
 
   // Connections currently holding a slot (including ones closing after their last
@@ -116,6 +140,11 @@ class HttpServer {
   std::uint64_t bodies_refused() const;
   // Bytes of request bodies held now (see max_buffered_body_bytes).
   std::size_t buffered_body_bytes() const;
+  // WebSockets open now (upgraded connections whose socket is not closed yet); 0 after
+  // Stop(). They are not in open_connections().
+  std::size_t open_websockets() const;
+  // WebSockets that ended for this reason since Start (each counted once, by the first cause).
+  std::uint64_t websockets_closed(WebSocketEnd why) const;
 
   struct State;  // shared with in-flight Asio handlers and handler tasks; in the .cc
 
@@ -127,8 +156,10 @@ class HttpServer {
 // The listener's counters as views in registry (docs/architecture.md, "Metrics"), labelled
 // listener=`listener` ("api", "admin"): wasmkeep_http_connections_open,
 // _connections_rejected_total{reason="full"|"per_client"}, _connections_evicted_total,
-// wasmkeep_http_bodies_refused_total and wasmkeep_http_buffered_body_bytes. server must
-// outlive every scrape of registry; scrapes run on the loop thread, as the server does.
+// wasmkeep_http_bodies_refused_total, wasmkeep_http_buffered_body_bytes,
+// wasmkeep_websockets_open and wasmkeep_websocket_closed_total{reason=WebSocketEndName}.
+// server must outlive every scrape of registry; scrapes run on the loop thread, as the
+// server does.
 void PublishHttpServerMetrics(MetricsRegistry& registry, const HttpServer& server, const std::string& listener);
 
 }  // namespace wk
