@@ -147,7 +147,7 @@ class SocketHub final : public actor::SocketDirectory {
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
-// The hub's figures (wasmkeep_websocket_*), docs/operations.md "Metrics".
+// The hub's figures (wasmkeep_websocket_*), docs/websockets.md "Metrics".
 void PublishSocketHubMetrics(MetricsRegistry& registry, const SocketHub& hub);
 
 }  // namespace wk
