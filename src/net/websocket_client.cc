@@ -35,19 +35,27 @@ using boost::system::error_code;
 
 WebSocketClientConnection::WebSocketClientConnection(std::shared_ptr<WebSocketSession> session, ServerHeaders headers,
                                                      std::string remote)
-    : session_(std::move(session)), headers_(std::move(headers)), remote_(std::move(remote)) {}
+    : unstarted_(std::move(session)), session_(unstarted_), headers_(std::move(headers)), remote_(std::move(remote)) {}
 
 WebSocketClientConnection::~WebSocketClientConnection() {
-  if (!started_) session_->Cut();
+  if (unstarted_) unstarted_->Cut();
 }
 
 void WebSocketClientConnection::Start(const WebSocketAttach& attach) {
-  if (started_) return;
-  started_ = true;
-  session_->Start(attach);
+  if (!unstarted_) return;
+  // From here the session holds itself (its pending reads and timers, a running OnMessage),
+  // so a handler that keeps this object makes no cycle with it.
+  std::shared_ptr<WebSocketSession> session = std::move(unstarted_);
+  session->Start(attach);
 }
 
-void WebSocketClientConnection::Cut() { session_->Cut(); }
+void WebSocketClientConnection::Cut() {
+  if (auto session = session_.lock()) session->Cut();
+}
+
+void WebSocketClientConnection::Shutdown() {
+  if (auto session = session_.lock()) session->Shutdown();
+}
 
 namespace {
 

@@ -54,7 +54,10 @@ struct WebSocketClientOptions {
 };
 
 // An open connection the server's 101 gave, not yet reading (nothing it sends is read before
-// Start). Destroying it unstarted closes the socket without a close frame.
+// Start). Destroying it unstarted closes the socket without a close frame. Once started, the
+// connection lives as long as it is open (as a server's does: its pending reads and timers
+// hold it), whether this object is kept or not; Cut and Shutdown then act on it while it
+// lives.
 class WebSocketClientConnection {
  public:
   WebSocketClientConnection(std::shared_ptr<WebSocketSession> session, ServerHeaders headers, std::string remote);
@@ -73,12 +76,17 @@ class WebSocketClientConnection {
   // Ends the connection now without a close frame (the server sees it drop: 1006); a started
   // handler's OnClosed(1006, "") follows. Before Start too.
   void Cut();
+  // Ends the connection at once, as HttpServer::Stop ends its WebSockets: a close frame
+  // (1001) if the socket takes it now (none if one was sent already), then the cut; a
+  // started handler's OnClosed(1006, "") is called before it returns (or as soon as its
+  // running OnMessage ends), so nothing of the connection waits for the loop to run again.
+  void Shutdown();
 
  private:
-  std::shared_ptr<WebSocketSession> session_;
+  std::shared_ptr<WebSocketSession> unstarted_;  // until Start
+  std::weak_ptr<WebSocketSession> session_;
   ServerHeaders headers_;
   std::string remote_;
-  bool started_ = false;
 };
 
 // What the server answered an opening handshake.

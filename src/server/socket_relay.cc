@@ -50,23 +50,25 @@ class Slot {
 };
 
 // The two connections of one relayed WebSocket. Each side's handler holds it until that
-// side's OnClosed; a side's peer is dropped once that side has ended.
+// side's OnClosed. It refers to the two connections weakly (each lives while it is open, held
+// by its pending reads and timers), so a connection, its handler and this make no cycle; a
+// side's reference is dropped once that side has ended.
 struct Pipe {
   ~Pipe() { state->pipes.erase(id); }
   std::shared_ptr<State> state;
   std::shared_ptr<Slot> slot;
   std::uint64_t id = 0;
   TrustedPeer owner_peer;  // as the trust named it when the connection opened
-  std::shared_ptr<WebSocketClientConnection> owner_conn;
-  std::shared_ptr<WebSocketPeer> client;  // the client's connection (this node's server end)
-  std::shared_ptr<WebSocketPeer> owner;   // the owner's (this node's client end)
+  std::shared_ptr<WebSocketClientConnection> owner_conn;  // to cut it (refers to it weakly)
+  std::weak_ptr<WebSocketPeer> client;  // the client's connection (this node's server end)
+  std::weak_ptr<WebSocketPeer> owner;   // the owner's (this node's client end)
 };
 
 // Passes one message to the other side once its send queue has room: at most half its bound
 // and enough for this message, so relaying never takes a queue past its bound (a message
 // larger than the bound itself cannot fit: Send then closes that side with 1008).
 Task<void> Pass(std::shared_ptr<Pipe> pipe, bool to_owner, bool binary, std::string data) {
-  std::shared_ptr<WebSocketPeer> to = to_owner ? pipe->owner : pipe->client;
+  std::shared_ptr<WebSocketPeer> to = (to_owner ? pipe->owner : pipe->client).lock();
   if (to == nullptr) co_return;
   State& state = *pipe->state;
   const std::size_t bound = state.options.limits.max_send_queue_bytes;
@@ -86,7 +88,8 @@ Task<void> Pass(std::shared_ptr<Pipe> pipe, bool to_owner, bool binary, std::str
 // sees 1006, as it would have from a direct client).
 void ClientEnded(Pipe& pipe, int code, const std::string& reason) {
   pipe.client.reset();
-  std::shared_ptr<WebSocketPeer> owner = std::move(pipe.owner);
+  std::shared_ptr<WebSocketPeer> owner = pipe.owner.lock();
+  pipe.owner.reset();
   if (owner == nullptr) return;
   if (code == 1006) {
     pipe.owner_conn->Cut();
@@ -99,7 +102,8 @@ void ClientEnded(Pipe& pipe, int code, const std::string& reason) {
 // with 1012 when the owner's connection ended without a close frame.
 void OwnerEnded(Pipe& pipe, int code, const std::string& reason) {
   pipe.owner.reset();
-  std::shared_ptr<WebSocketPeer> client = std::move(pipe.client);
+  std::shared_ptr<WebSocketPeer> client = pipe.client.lock();
+  pipe.client.reset();
   if (client == nullptr) return;
   if (code == 1006) {
     ++pipe.state->stats.owner_gone;
@@ -133,8 +137,8 @@ class Side final : public WebSocketHandler {
 void ClosePipe(Pipe& pipe, int code, const std::string& reason) {
   // The owner's first: the client's close, echoed, would otherwise reach the owner as the
   // client's code.
-  if (pipe.owner) pipe.owner->Close(kCloseGoingAway, std::string(kRelayStoppingReason));
-  if (pipe.client) pipe.client->Close(code, reason);
+  if (auto owner = pipe.owner.lock()) owner->Close(kCloseGoingAway, std::string(kRelayStoppingReason));
+  if (auto client = pipe.client.lock()) client->Close(code, reason);
 }
 
 // The client's 101 is written: the two connections are joined and the owner's is read.
@@ -148,11 +152,11 @@ std::shared_ptr<WebSocketHandler> Join(const std::shared_ptr<State>& state,
   pipe->id = state->next_id++;
   pipe->owner_peer = owner_peer;
   pipe->owner_conn = owner_conn;
-  pipe->client = std::move(client);
+  pipe->client = client;
   state->pipes.emplace(pipe->id, pipe);
   ++state->stats.relayed;
   owner_conn->Start([pipe](std::shared_ptr<WebSocketPeer> owner) -> std::shared_ptr<WebSocketHandler> {
-    pipe->owner = std::move(owner);
+    pipe->owner = owner;
     return std::make_shared<Side>(pipe, /*is_client=*/false);
   });
   if (state->stopped) ClosePipe(*pipe, kCloseGoingAway, "the node is stopping");
@@ -177,7 +181,12 @@ SocketRelay::SocketRelay(RealEnv& env, Forwarder& forwarder, const TlsIdentity& 
       trust_(trust),
       state_(std::make_shared<State>(env, std::move(options))) {}
 
-SocketRelay::~SocketRelay() { Stop(kCloseGoingAway, "the node is stopping"); }
+SocketRelay::~SocketRelay() {
+  Stop(kCloseGoingAway, "the node is stopping");
+  for (const auto& [id, weak] : std::map<std::uint64_t, std::weak_ptr<Pipe>>(state_->pipes)) {
+    if (auto pipe = weak.lock()) pipe->owner_conn->Shutdown();
+  }
+}
 
 std::size_t SocketRelay::open() const { return state_->open; }
 const SocketRelayStats& SocketRelay::stats() const { return state_->stats; }
@@ -204,7 +213,7 @@ void SocketRelay::DropUntrusted() {
   for (const auto& pipe : live) {
     const TrustedPeer* now = trust_.Find(pipe->owner_peer.node_id);
     // Its client is closed with 1012 when the owner's side reports the cut (OwnerEnded).
-    if ((now == nullptr || *now != pipe->owner_peer) && pipe->owner) pipe->owner_conn->Cut();
+    if ((now == nullptr || *now != pipe->owner_peer) && !pipe->owner.expired()) pipe->owner_conn->Cut();
   }
 }
 

@@ -81,7 +81,9 @@ class SocketRelay {
   // forwarder, identity and trust must outlive the relay.
   SocketRelay(RealEnv& env, Forwarder& forwarder, const TlsIdentity& identity, const PeerTrust& trust,
               SocketRelayOptions options);
-  // Stop(1001, "the node is stopping").
+  // Stop(1001, "the node is stopping"), and the owner's side of each connection is ended at
+  // once (WebSocketClientConnection::Shutdown), so no connection waits for the loop to run
+  // again (the node is going away; its client listener has stopped or stops next).
   ~SocketRelay();
   SocketRelay(const SocketRelay&) = delete;
   SocketRelay& operator=(const SocketRelay&) = delete;

@@ -597,6 +597,7 @@ TEST(SocketRelayTest, ABusyOwnerSlowsTheClientDownInsteadOfFillingTheRelay) {
     EXPECT_EQ(nodes.relay->stats().messages_to_owner, static_cast<std::uint64_t>(kMessages));
     client.peer->Close(1000, "");
     EXPECT_TRUE(co_await Eventually(env, [&] { return nodes.owner_seen.closed.has_value(); }));
+    EXPECT_TRUE(co_await Eventually(env, [&] { return nodes.relay->open() == 0; }));
     nodes.Stop();
   }(&env));
 }
