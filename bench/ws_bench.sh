@@ -235,7 +235,9 @@ report() {
     row "$tput_conns connections: send → own copy, p50 / p99 ms" throughput "$rounds" "$a / $a2" "$b / $b2" \
       "$(ratio "$a" "$b") / $(ratio "$a2" "$b2")"
     a=$(median wasmkeep throughput cpu_pct %.0f) b=$(median workerd throughput cpu_pct %.0f)
-    row "$tput_conns connections: server CPU, % of one core" throughput "$rounds" "$a" "$b" "$(ratio "$a" "$b")"
+    a2=$(median wasmkeep throughput cpu_us_per_msg %.0f) b2=$(median workerd throughput cpu_us_per_msg %.0f)
+    row "$tput_conns connections: server CPU, % of one core / µs per message in" throughput "$rounds" "$a / $a2" "$b / $b2" \
+      "$(ratio "$a" "$b") / $(ratio "$a2" "$b2")"
   fi
   echo
   echo "machine: $(nproc) cores; load average before $load_before, after ${load_after:-(stopped early)}"
@@ -358,11 +360,11 @@ memory_case() {  # SYSTEM
     --token "$token" --server-pid "$pid" >"$out.out" 2>"$out.err" &
   load_pid=$!
   for _ in $(seq 1 1500); do
-    grep -q '^WS_OPEN' "$out.out" && break
+    grep -qs '^WS_OPEN' "$out.out" && break
     kill -0 "$load_pid" 2>/dev/null || break
     sleep 0.2
   done
-  if ! grep -q '^WS_OPEN' "$out.out"; then
+  if ! grep -qs '^WS_OPEN' "$out.out"; then
     kill -TERM "$load_pid" 2>/dev/null || true
     wait "$load_pid" 2>/dev/null || status=$?
     load_pid=""
@@ -432,12 +434,13 @@ throughput_round() {  # SYSTEM ROUND
   run_load "$1" throughput "$2" "tput-$2" throughput --conns "$tput_conns" --seconds "$seconds" \
     --warm-seconds "$warm_seconds" || return 0
   line=${res[$1,throughput,$2]}
-  local pct
+  local pct per_msg
   pct=$(awk -v c="$(field server_cpu_ms "$line")" -v s="$seconds" 'BEGIN {printf "%.0f", c / 10 / s}')
-  res[$1,throughput,$2]="$line cpu_pct=$pct"
-  printf '  %s %-8s %s messages in /s, %s deliveries out /s; send -> own copy p50 %s ms, p99 %s ms, max %s ms; server CPU %s%%; ws_load CPU %s ms in the window; gaps %s\n' \
+  per_msg=$(awk -v c="$(field server_cpu_ms "$line")" -v n="$(field msgs_in "$line")" 'BEGIN {printf "%.0f", (n > 0 ? c * 1000 / n : 0)}')
+  res[$1,throughput,$2]="$line cpu_pct=$pct cpu_us_per_msg=$per_msg"
+  printf '  %s %-8s %s messages in /s, %s deliveries out /s; send -> own copy p50 %s ms, p99 %s ms, max %s ms; server CPU %s%% (%s µs a message); ws_load CPU %s ms in the window; gaps %s\n' \
     "$2" "$1" "$(field msgs_per_s "$line")" "$(field deliveries_per_s "$line")" "$(ms "$(field p50_us "$line")")" \
-    "$(ms "$(field p99_us "$line")")" "$(ms "$(field max_us "$line")")" "$pct" "$(field client_cpu_window_ms "$line")" \
+    "$(ms "$(field p99_us "$line")")" "$(ms "$(field max_us "$line")")" "$pct" "$per_msg" "$(field client_cpu_window_ms "$line")" \
     "$(field gaps "$line")"
 }
 
