@@ -171,8 +171,7 @@ struct Conn {
   std::string key;               // Sec-WebSocket-Key
   std::string out;               // bytes not yet written
   std::string in;                // bytes read and not yet parsed
-  bool in_message = false;       // a fragmented message is being reassembled into `message`
-  std::string message;
+  std::string message;           // the message being reassembled from its fragments
   std::int64_t last_number = -1;  // the room's last number this connection received
   // The modes' per-connection state.
   int round = -1;               // fanout, idle: the last round whose message arrived here
@@ -233,8 +232,8 @@ class Client {
     return error_.empty();
   }
 
-  // Runs the loop until done() holds (true) or the deadline passes, a connection fails to
-  // open, or a SIGTERM or SIGINT arrives (false).
+  // Runs the loop until done() holds (true), or until the deadline passes or a SIGTERM or
+  // SIGINT arrives (false).
   bool RunUntil(const std::function<bool()>& done, TimePoint deadline) {
     while (!done()) {
       if (terminated_ || Clock::now() >= deadline) return false;
@@ -470,7 +469,6 @@ class Client {
         case 0x2:  // binary
           if (opcode != 0x0) c.message.clear();
           c.message.append(payload);
-          c.in_message = !fin;
           if (fin) Line(c, c.message, at);
           break;
         case 0x8: {  // close

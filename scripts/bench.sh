@@ -28,7 +28,7 @@
 #                        is opt-in: bench/ws_bench.sh, the chat room's WebSockets against a
 #                        Durable Object on workerd's hibernation API (fan-out to 1,000,
 #                        messages per second from 16 connections with SECONDS_PER_CASE as the
-#                        window, memory per idle connection), release preset, about 7 minutes)
+#                        window, memory per idle connection), release preset, about 5 minutes)
 #   WASMKEEP_BENCH_BUILD build directory (default build/release, the release preset; any
 #                        other is configured RelWithDebInfo without the tests)
 #   WASMKEEP_S3_ENDPOINT (with WASMKEEP_S3_BUCKET, WASMKEEP_S3_REGION, AWS_*): an S3 server
