@@ -28,6 +28,8 @@ class FakePeer final : public WebSocketPeer {
     }
   }
   std::size_t memory_bytes() const override { return 100; }
+  std::size_t queued_bytes() const override { return 0; }
+  void WhenQueueAtMost(std::size_t, std::function<void()> ready) override { ready(); }
   const std::string& remote() const override { return remote_; }
   std::vector<std::string> sent;
   int close_code = 0;
