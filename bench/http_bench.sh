@@ -161,22 +161,6 @@ sum_counts() {  # URL_PREFIX N
   { curl -s --no-progress-meter --parallel --parallel-max 16 "${auth[@]}" -K "$tmp/get.curl" -w '\n' || true; } |
     awk 'NF == 0 {next} $1 ~ /^[0-9]+$/ {s += $1; next} {bad++} END {print s + 0, bad + 0}'
 }
-# A raw 4 KiB write + fsync loop on the disk under both data directories, for 2 s (or $1).
-disk_probe() {
-  python3 - "$tmp/fsync-probe" "${1:-2}" <<'PY'
-import os, sys, time
-fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
-secs = float(sys.argv[2])
-buf, ts, end = b"x" * 4096, [], time.time() + secs
-while time.time() < end:
-    t = time.perf_counter(); os.pwrite(fd, buf, 0); os.fsync(fd); ts.append(time.perf_counter() - t)
-ts.sort()
-print(f"{len(ts)} x (4 KiB write + fsync) in {secs:g} s: p50 {ts[len(ts) // 2] * 1e3:.2f} ms, "
-      f"p99 {ts[int(len(ts) * 0.99)] * 1e3:.2f} ms")
-PY
-}
-# A process's CPU ticks so far, or nothing when it is gone.
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || true; }
 # Runs wrk and sets r_rps r_p50 r_p99 r_ok r_non2xx r_errors r_cpu from its result line.
 # shellcheck disable=SC2154  # the w_* variables come from the eval of that line
 run_wrk() {  # NAME URL CONNS THREADS SECONDS SERVER_PID LUA_ARGS...
@@ -210,33 +194,12 @@ case_target() {  # CASE CONNS
     rr10k) base=/v1/actors/$tenant/counter/many- n=$many_actors ;;
   esac
 }
-rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null || true; }
-# A peer that fails takes no further part: failed[SYSTEM] says why.
+# A peer that fails takes no further part: failed[SYSTEM] says why (check_peer, note_rss:
+# bench/common.sh).
+# shellcheck disable=SC2034  # last_rss: note_rss and check_peer (common.sh) keep and read it
 declare -A failed last_rss
-# Keeps SYSTEM's resident memory while its process lives (the figure a death report gives).
-note_rss() {  # SYSTEM PID
-  local kib
-  kib=$(rss_kib "$2")
-  if [ -n "$kib" ]; then last_rss[$1]=$kib; fi
-}
 pid_of() { if [ "$1" = wasmkeep ]; then echo "$wk_pid"; else echo "$workerd_pid"; fi; }
 log_of() { if [ "$1" = wasmkeep ]; then echo "$tmp/wasmkeep.log"; else echo "$tmp/workerd/workerd.log"; fi; }
-# Called when a step of SYSTEM failed (step_error says which): if its process is gone, it is
-# marked failed with its exit status, last resident memory and last log lines, all printed.
-check_peer() {  # SYSTEM WHERE [GRACE]   GRACE: after a failed step, a process on its way out
-  local sys=$1 where=$2 pid status i
-  pid=$(pid_of "$sys")
-  if [ -n "${3:-}" ]; then
-    for i in $(seq 1 20); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  fi
-  if kill -0 "$pid" 2>/dev/null; then return 0; fi
-  status=0
-  wait "$pid" 2>/dev/null || status=$?
-  if ((status > 128)); then status="$status (signal $((status - 128)))"; fi
-  failed[$sys]="died during $where (exit status $status; resident ${last_rss[$sys]:-?} KiB at its last reading)"
-  echo "  $sys DIED during $where: exit status $status; resident ${last_rss[$sys]:-?} KiB at its last reading; its last log lines:"
-  tail -n 5 "$(log_of "$sys")" 2>/dev/null | sed 's/^/    | /'
-}
 # One round of one case on one system: warm, read the counters, measure, read them again,
 # check. Sets res[SYSTEM,CASE,CONNS,ROUND] = "req/s p50 p99 cpu%".
 declare -A res
@@ -356,7 +319,7 @@ echo "setup: $(nproc) cores ($(awk -F': ' '/model name/{print $2; exit}' /proc/c
 echo "       WasmKeep git $wk_git (release preset), one node (actors.spin_us ${spin_us:-default}), $bucket_scheme:// on $(df -h "$tmp" | awk 'NR==2{print $1}'), $(W --version 2>/dev/null | head -1)"
 echo "       workerd $workerd_version from npm ($("$workerd" --version 2>&1 | head -1)), localDisk on the same disk"
 echo "       $({ wrk --version 2>&1 || true; } | head -1 | cut -d' ' -f1-2), $rounds rounds of ${seconds} s per case and system, each after ${warm_seconds} s of warm-up; load average before: $load_before"
-disk_before=$(disk_probe)
+disk_before=$(disk_probe "$tmp")
 echo "disk before: $disk_before"
 echo
 # The 1,000 actors are created once, here (the first call of each: WasmKeep acquires the
@@ -414,7 +377,7 @@ for c in "${cases[@]}"; do
   read -r case conns threads <<<"$c"
   echo "case $case c$conns ($rounds rounds of ${seconds} s each, alternating; load average $(cut -d' ' -f1-3 /proc/loadavg)):"
   for round in $(seq 1 "$rounds"); do
-    echo "  disk now: $(disk_probe 1)"
+    echo "  disk now: $(disk_probe "$tmp" 1)"
     if ((round % 2)); then order="wasmkeep workerd"; else order="workerd wasmkeep"; fi
     for sys in $order; do
       if [ "$sys" = wasmkeep ]; then
@@ -426,7 +389,7 @@ for c in "${cases[@]}"; do
   done
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
-disk_after=$(disk_probe)
+disk_after=$(disk_probe "$tmp")
 report
 
 # The goals of docs/benchmarks.md ("The embedded bucket at disk speed"), from the medians.
@@ -469,7 +432,7 @@ if ((gc_minutes > 0)); then
     printf '  minute %2d: %6s req/s  p50 %6s ms  p99 %7s ms  CPU %3s%%  non-2xx %s, errors %s; deleted by GC so far %s\n' \
       "$minute" "$r_rps" "$r_p50" "$r_p99" "$r_cpu" "$r_non2xx" "$r_errors" "$(metric wasmkeep_replica_gc_deleted_total)"
   done
-  echo "  disk now: $(disk_probe 1)"
+  echo "  disk now: $(disk_probe "$tmp" 1)"
 fi
 
 # --- what each syncs per acknowledged write --------------------------------------------------

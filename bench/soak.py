@@ -59,6 +59,16 @@ every balance what the answers say, the numbers answered to each sender distinct
 by its receivers' applied records, no outbox or dead message left, every retry answered as
 its key first was.
 
+WebSockets: --ws-clients clients each hold a WebSocket to one of --ws-rooms chat rooms
+(`ws-N`, the chat example's /ws room) through a random node (a node that does not own the room
+relays it, or answers 503 and the client tries another), send a message every 1/--ws-rate s
+and record every message each connection receives; a connection that ends (1012 when its
+room's owner changed, the node killed, drained or frozen, a 4000 page of catch-up) is opened
+again through a random node with ?since=<the last number it saw>. At the end each room is read
+back (GET /messages) and the checks run: every message a client received, "<n>\t<text>", is
+the room's message n (nothing a client saw before its batch was durable, nothing seen lost),
+numbers grow along each connection, and every message a sender saw broadcast is in the room.
+
 History: --hist-actors kv actors (examples/kv/kv.cc) written throughout with keys k1, k2, ...
 in order, one PUT at a time each, through random nodes; the nemesis restores one to a random
 batch of its history and forks it at another, and the checks (right after each, and at the
@@ -84,6 +94,7 @@ import time
 # The bank workload's client and checks are the bank cluster test's (tests/cluster/bank.py).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "cluster"))
 import bank as bank_lib  # noqa: E402
+import wsclient  # noqa: E402
 
 TENANT = "soak"
 CLASS = "chat"
@@ -1149,6 +1160,109 @@ class Soak:
                 "checks": {c["name"]: {"ok": c["ok"], "detail": c["detail"]} for c in checks},
                 "messages_by_outcome": counters}
 
+    # ---- WebSockets (docs/websockets.md): the chat room's /ws, through the whole nemesis ----
+    def ws_setup(self):
+        self.ws_threads = []
+        self.ws_conns = []  # dict(client, room, node, received [(n, text)], opened, ended, code)
+        self.ws_sent = []   # dict(client, room, text, t)
+        self.ws_stop = threading.Event()
+        if self.a.ws_clients <= 0 or self.a.ws_rooms <= 0:
+            return
+        self.ws_threads = [threading.Thread(target=self.ws_client, args=(c,), daemon=True)
+                           for c in range(self.a.ws_clients)]
+
+    def ws_client(self, c):
+        rng = random.Random(self.a.seed * 4099 + c)
+        room = f"ws-{c % self.a.ws_rooms}"
+        last, seq = 0, 0
+        while not self.ws_stop.is_set():
+            node = rng.choice(self.nodes)
+            if not node.alive():
+                self.ws_stop.wait(0.5)
+                continue
+            conn = {"client": c, "room": room, "node": node.id, "received": [], "opened": time.time(),
+                    "ended": None, "code": None}
+            try:
+                ws = wsclient.WsClient.connect(f"127.0.0.1:{node.port}",
+                                               f"/v1/actors/{TENANT}/{CLASS}/{room}/ws?since={last}",
+                                               token=self.token, timeout=5)
+            except (wsclient.WsClosed, OSError, ValueError) as e:
+                conn["code"] = f"refused: {str(e)[:60]}"
+                with self.lock:
+                    self.ws_conns.append(conn)
+                self.ws_stop.wait(rng.uniform(0.2, 1.0))
+                continue
+            with self.lock:
+                self.ws_conns.append(conn)
+            next_send = time.time() + rng.uniform(0, 1.0 / self.a.ws_rate)
+            try:
+                while not self.ws_stop.is_set():
+                    if time.time() >= next_send:
+                        seq += 1
+                        text = f"ws{c}-{seq}"
+                        ws.send_text(text)
+                        with self.lock:
+                            self.ws_sent.append({"client": c, "room": room, "text": text, "t": time.time()})
+                        next_send = time.time() + 1.0 / self.a.ws_rate
+                    try:
+                        kind, data = ws.recv(timeout=max(0.05, next_send - time.time()))
+                    except TimeoutError:
+                        continue
+                    if kind == "close":
+                        conn["code"] = data[0]
+                        break
+                    if kind != "text" or "\t" not in data or data.startswith("error\t"):
+                        continue
+                    n, _, text = data.partition("\t")
+                    conn["received"].append((int(n), text))
+                    last = max(last, int(n))
+            except (wsclient.WsClosed, OSError, ValueError) as e:
+                conn["code"] = conn["code"] or f"ended: {str(e)[:60]}"
+            conn["ended"] = time.time()
+            try:
+                ws.close()
+                ws.sock.close()
+            except OSError:
+                pass
+            if conn["code"] != 4000:  # 4000: a page of catch-up; the next one at once
+                self.ws_stop.wait(rng.uniform(0.1, 0.5))
+
+    def ws_result(self):
+        if not self.ws_threads:
+            return {"available": False, "note": "websockets: none (--ws-clients 0)"}
+        for t in self.ws_threads:
+            t.join(timeout=30)
+        rooms = {}
+        problems = []
+        for r in sorted({c["room"] for c in self.ws_conns}):
+            try:
+                rooms[r] = {n: text for n, text in self.read_all(r)}
+            except (RuntimeError, OSError) as e:
+                problems.append(f"{r}: cannot be read back: {e}")
+        received = 0
+        for conn in self.ws_conns:
+            prev = 0
+            room = rooms.get(conn["room"])
+            for n, text in conn["received"]:
+                received += 1
+                if room is not None and room.get(n) != text:
+                    problems.append(f"{conn['room']}: a client received {n}\t{text} through node {conn['node']}, "
+                                    f"but the room's message {n} is {room.get(n)!r}")
+                if n <= prev:
+                    problems.append(f"{conn['room']}: message {n} after {prev} on one connection")
+                prev = n
+        seen_by_sender = {(c["room"], text) for c in self.ws_conns for _, text in c["received"]}
+        sent = len(self.ws_sent)
+        echoed = sum(1 for m in self.ws_sent if (m["room"], m["text"]) in seen_by_sender)
+        codes = {}
+        for conn in self.ws_conns:
+            k = str(conn["code"]) if conn["code"] is not None else "open at the end"
+            k = k.split(":")[0]
+            codes[k] = codes.get(k, 0) + 1
+        return {"available": True, "ok": not problems and received > 0, "rooms": len(rooms),
+                "connections": len(self.ws_conns), "sent": sent, "seen_broadcast": echoed,
+                "received": received, "ends_by_code": codes, "problems": problems[:20]}
+
     # ---- history: restores and forks (docs/storage.md, "History and point-in-time restore") --
     # The chat checker would call a restore's removed appends lost, so restores and forks go to
     # actors of their own: --hist-actors kv actors (examples/kv/kv.cc, class kv) `hist-N`, each
@@ -1502,6 +1616,7 @@ class Soak:
         self.alarms_setup()
         self.bank_setup()
         self.hist_setup()
+        self.ws_setup()
         log(f"ready after {time.time() - t_setup:.1f} s; load and nemesis for {self.a.minutes} min")
         start = time.time()
         end = start + self.a.minutes * 60
@@ -1515,7 +1630,7 @@ class Soak:
                                             daemon=True))
         threads.append(threading.Thread(target=self.scraper, daemon=True))
         threads += self.hist_threads
-        for t in threads + self.bank_threads:
+        for t in threads + self.bank_threads + self.ws_threads:
             t.start()
         if self.alarm_thread is not None:
             self.alarm_thread.start()
@@ -1528,6 +1643,7 @@ class Soak:
         self.stop.set()
         self.alarm_stop.set()
         self.bank_stop.set()
+        self.ws_stop.set()
         if nem.is_alive():
             nem.join(timeout=self.ttl * 10 + 60)
         for t in threads:
@@ -1551,6 +1667,7 @@ class Soak:
         verdict = self.check()
         self.hist_report = self.hist_result()
         self.bank_report = self.bank_result()
+        self.ws_report = self.ws_result()
         if self.alarm_thread is not None:
             self.alarm_thread.join(timeout=30)
             log(f"alarms: {len(self.alarm_sets)} sets sent; waiting for each actor's alarm to clear")
@@ -1711,6 +1828,7 @@ class Soak:
             "alarms": self.alarms_result(),
             "bank": self.bank_report,
             "history": self.hist_report,
+            "websockets": self.ws_report,
             "nemesis": {"kills": len(kills), "freezes": len(freezes), "bucket_pauses": len(self.pauses),
                         "freezes_that_exited_6": sum(1 for e in freezes if e.get("exit_after_resume") == 6),
                         "unplanned_exits": sum(len(n.exits) for n in self.nodes) - len(freezes),
@@ -1793,6 +1911,16 @@ def print_report(r, out):
               f"({h['checks_right_after_failed']} failed), at the end {'held' if h['ok'] else 'FAILED'}")
         for p in h["problems"][:10]:
             print(f"    {p}")
+    ws = r["websockets"]
+    if not ws["available"]:
+        print("  " + ws["note"])
+    else:
+        print(f"  websockets: {ws['connections']} connections to {ws['rooms']} rooms, {ws['sent']} messages sent "
+              f"({ws['seen_broadcast']} seen broadcast), {ws['received']} received, each checked against its room: "
+              f"{'held' if ws['ok'] else 'FAILED'}; ends by code: " +
+              ", ".join(f"{k} {v}" for k, v in sorted(ws["ends_by_code"].items())))
+        for p in ws["problems"][:10]:
+            print(f"    {p}")
     print(f"  nemesis: {n['kills']} kills, {n['freezes']} freezes ({n['freezes_that_exited_6']} exited 6 on resume), "
           f"{n['bucket_pauses']} bucket pauses, {n['unplanned_exits']} other exits")
     for kind, s in n["actions"].items():
@@ -1839,6 +1967,9 @@ def main():
     p.add_argument("--bank-accounts", type=int, default=50)
     p.add_argument("--hist-actors", type=int, default=3)
     p.add_argument("--hist-rate", type=float, default=2)
+    p.add_argument("--ws-clients", type=int, default=4)
+    p.add_argument("--ws-rooms", type=int, default=2)
+    p.add_argument("--ws-rate", type=float, default=1)
     p.add_argument("--no-nemesis", action="store_true", help="no kill, freeze, pause or operator action")
     a = p.parse_args()
     if a.nodes < 2 or a.minutes <= 0 or a.rate <= 0 or a.busy < 1 or a.cold < 0 or a.writers < 1:
@@ -1864,6 +1995,8 @@ def main():
     bad = bad or (bk["available"] and (not bk["ok"] or bk["answered_200"] == 0))
     hs = r["history"]
     bad = bad or (hs["available"] and not hs["ok"])
+    wsr = r["websockets"]
+    bad = bad or (wsr["available"] and not wsr["ok"])
     if bad or not r["all_ready_at_end"] or w["acknowledged"] == 0:
         print("soak: FAILED (see failures in the report)")
         return 1

@@ -4,13 +4,14 @@
 # replica on the same two backends; then the micro-benchmarks; then WasmKeep against
 # workerd over HTTP (bench/http_bench.sh); opt-in, tenants side by side
 # (bench/tenant_isolation_bench.py: alarm storms and idempotency keys) and messages between
-# actors (bench/messages_bench.sh) and the point-in-time history (bench/history_bench.cc).
+# actors (bench/messages_bench.sh) and the point-in-time history (bench/history_bench.cc)
+# and WebSockets against workerd's hibernatable WebSockets (bench/ws_bench.sh).
 # Prints figures;
 # record them in docs/benchmarks.md with the setup line this prints.
 #   scripts/bench.sh [SECONDS_PER_CASE]
 #
 # Environment:
-#   WASMKEEP_BENCHES     which to run, of: store replica micro actor http move tenants messages history (default:
+#   WASMKEEP_BENCHES     which to run, of: store replica micro actor http move tenants messages history ws (default:
 #                        the first five; http always uses the release preset and installs
 #                        wrk and workerd from apt/npm, about 9 minutes at 10 s per run;
 #                        move is opt-in: bench/move_bench.sh, 100 moves under load on
@@ -23,7 +24,11 @@
 #                        Idempotency-Key against none, about 2 minutes; history is opt-in:
 #                        100,000 batches of one actor with retention and again without, on
 #                        sqlite://, file:// and the RGW, restores of points and listings of
-#                        its history, the bucket bytes per written MiB, about 15 minutes)
+#                        its history, the bucket bytes per written MiB, about 15 minutes; ws
+#                        is opt-in: bench/ws_bench.sh, the chat room's WebSockets against a
+#                        Durable Object on workerd's hibernation API (fan-out to 1,000,
+#                        messages per second from 16 connections with SECONDS_PER_CASE as the
+#                        window, memory per idle connection), release preset, about 5 minutes)
 #   WASMKEEP_BENCH_BUILD build directory (default build/release, the release preset; any
 #                        other is configured RelWithDebInfo without the tests)
 #   WASMKEEP_S3_ENDPOINT (with WASMKEEP_S3_BUCKET, WASMKEEP_S3_REGION, AWS_*): an S3 server
@@ -80,6 +85,10 @@ if wants messages; then
   # Likewise: a failed case is a row saying why.
   WASMKEEP_MESSAGES_BENCH_BUILD="$build" ./bench/messages_bench.sh ||
     echo "messages: a case failed (its row above says why)"
+fi
+if wants ws; then
+  # A failed case is a row of its table saying why.
+  ./bench/ws_bench.sh "$seconds" || echo "ws: the bench stopped early (its output above says why)"
 fi
 if wants move; then
   WASMKEEP_BIN="$build/src/cli/wasmkeep" ./bench/move_bench.sh file 100

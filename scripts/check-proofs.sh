@@ -134,6 +134,7 @@ idempotency: a key's answer is committed in the batch of its writes|idempotent-a
 idempotency: a key's answer is committed in the batch of its writes (real processes)|idempotent-answer-not-in-batch|cluster|idempotency|keyed increments under kill -9
 messages: nothing sent before its batch is durable (simulator)|message-before-durable|sim|messages|
 websockets: nothing sent before its batch is durable|ws-send-before-durable|gtest|examples:Builds/ChatTest.WebSocketSendsWaitForTheBatchToBeDurable/Cpp|
+websockets: nothing sent before its batch is durable (simulator)|ws-send-before-durable|sim|combined|
 messages: the applied record is in the handler's batch (simulator)|applied-record-not-in-batch|sim|messages|
 messages: a restored outbox is delivered (simulator)|outbox-lost-on-restore|sim|messages|
 messages: one sender's messages to one receiver one at a time, in order (simulator)|messages-out-of-order|sim|messages|

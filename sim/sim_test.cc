@@ -93,6 +93,8 @@ TEST(SimTest, RoutingSameSeedSameHistoryAndTheHistoryIsChecked) {
   EXPECT_GT(Total(seeds, &RunResult::history_forks), 0u) << "no fork was made";
   EXPECT_GT(Total(seeds, &RunResult::history_reads), 0u);
   EXPECT_GT(Total(seeds, &RunResult::history_judged_reads), 0u);
+  EXPECT_GT(Total(seeds, &RunResult::socket_connections), 0u) << "no WebSocket was opened";
+  EXPECT_GT(Total(seeds, &RunResult::socket_received), 0u) << "no WebSocket message was judged by S1";
 }
 
 // The combined scenario replays exactly, and ten seeds exercise every feature it puts

@@ -42,6 +42,9 @@ struct SocketClients::Conn final : WebSocketPeer, std::enable_shared_from_this<C
     });
   }
   std::size_t memory_bytes() const override { return 0; }
+  // Nothing is queued on the node: a send is in flight on the simulated network at once.
+  std::size_t queued_bytes() const override { return 0; }
+  void WhenQueueAtMost(std::size_t, std::function<void()> ready) override { node_env->Post(std::move(ready)); }
   const std::string& remote() const override { return remote_; }
 
   // Whether the node process that holds it still runs.

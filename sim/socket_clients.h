@@ -1,6 +1,6 @@
 // SocketClients: WebSocket clients of the room class (native_actor_host.h), as a piece any
 // serving scenario adds to its ServingCluster (serving.h); `combined` runs it
-// (docs/simulation.md, "WebSockets"). Each client opens a WebSocket to a room through a
+// (docs/simulation.md, "The `combined` scenario"). Each client opens a WebSocket to a room through a
 // random node's client API (a node that does not hold the room refuses with 503, this
 // simulator's nodes relaying nothing), sends text messages one after another, and records
 // every message each connection receives; a connection that ends (closed by its node: 1012

@@ -194,7 +194,7 @@ Status ReadStorage(const toml::table& t, replica::ReplicaOptions* o) {
   return s;
 }
 
-// [websockets] (docs/websockets.md, "Settings"): the hub's and each connection's bounds, and
+// [websockets] (docs/websockets.md, "Limits and close codes"): the hub's and each connection's bounds, and
 // what one event may send (actors.sockets).
 Status ReadWebSockets(const toml::table& t, SocketHubOptions* o, actor::SocketLimits* events) {
   constexpr std::string_view sec = "websockets";

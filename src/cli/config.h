@@ -72,7 +72,7 @@ struct Config {
   alarms::AlarmOptions alarms;
   // Defaults unless [messages] sets them (docs/messages.md, "Settings").
   MessageDeliveryOptions messages;
-  // Defaults unless [websockets] sets them (docs/websockets.md, "Settings"); the limits on
+  // Defaults unless [websockets] sets them (docs/websockets.md, "Limits and close codes"); the limits on
   // what one event sends are in actors.sockets.
   SocketHubOptions websockets;
 };

@@ -4,8 +4,8 @@
 // per client, buffered body bytes, timeouts) is enforced before a request reaches the
 // handler; a response that cannot be sent safely becomes a 500; the handler is never called
 // after Stop returns. A response with `upgrade` (http_types.h) turns its connection into a
-// WebSocket (websocket.h): the server writes the 101 and runs the connection under that
-// upgrade's WebSocketLimits. An upgraded connection leaves the HTTP accounting
+// WebSocket (websocket.h): the server writes the 101 and runs the connection
+// (websocket_session.h) under that upgrade's WebSocketLimits. An upgraded connection leaves the HTTP accounting
 // (max_connections and max_connections_per_client count HTTP connections only, so thousands
 // of idle WebSockets never hold an HTTP slot) and is counted by open_websockets() instead;
 // Stop() closes every WebSocket too. Threading: the RealEnv's loop thread only; starts no
@@ -25,6 +25,7 @@
 #include "base/time.h"
 #include "env/real_env.h"
 #include "net/http_types.h"
+#include "net/websocket.h"
 
 namespace boost::asio::ssl {
 class context;
@@ -68,21 +69,6 @@ struct HttpServerLimits {
   // the number of connections: 64 MiB is about 60 maximal actor requests at once.
   std::size_t max_buffered_body_bytes = 64 * 1024 * 1024;
 };
-
-// Why a WebSocket ended: the reason label of wasmkeep_websocket_closed_total (a fixed set).
-enum class WebSocketEnd : std::uint8_t {
-  kClient,      // the client closed it: its close frame first, or the connection dropped
-  kNode,        // WebSocketPeer::Close, or an upgrade whose attach gave no handler (1011)
-  kProtocol,    // a frame broke RFC 6455 (1002), or a text message was not UTF-8 (1007)
-  kTooBig,      // a message over max_message_bytes (1009)
-  kRate,        // messages over max_messages_per_second (1008)
-  kSlowReader,  // the send queue over max_send_queue_bytes (1008), or a write over write_timeout
-  kTimeout,     // a ping unanswered for ping_interval (the peer is gone)
-  kStopped,     // HttpServer::Stop (1001)
-};
-inline constexpr std::size_t kWebSocketEndCount = 8;
-// "client", "node", "protocol", "too_big", "rate", "slow_reader", "timeout", "stopped".
-std::string_view WebSocketEndName(WebSocketEnd end);
 
 // Sees a request that has a body before the body is read (the request's body is empty
 // then). nullopt: read the body and hand the request to the handler. A response: send it

@@ -11,6 +11,19 @@ std::optional<std::string_view> ServerRequest::Header(std::string_view name) con
   return std::nullopt;
 }
 
+bool HeaderListHasToken(std::string_view list, std::string_view token) {
+  while (!list.empty()) {
+    const std::size_t comma = list.find(',');
+    std::string_view item = list.substr(0, comma);
+    while (!item.empty() && (item.front() == ' ' || item.front() == '\t')) item.remove_prefix(1);
+    while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
+    if (EqualsIgnoreAsciiCase(item, token)) return true;
+    if (comma == std::string_view::npos) break;
+    list.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
 ServerResponse TextResponse(int status, std::string body) {
   ServerResponse response;
   response.status = status;

@@ -53,6 +53,10 @@ struct ServerResponse {
 // on the Env (see HttpServer). Must not throw (errors are responses).
 using ServerHandler = std::function<Task<ServerResponse>(ServerRequest)>;
 
+// Whether a header value that is a comma-separated list (RFC 9110 section 5.6.1) names
+// token, compared case-insensitively: "keep-alive, Upgrade" names "upgrade".
+bool HeaderListHasToken(std::string_view list, std::string_view token);
+
 // A response with a text/plain (UTF-8) body.
 ServerResponse TextResponse(int status, std::string body);
 

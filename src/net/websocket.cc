@@ -13,20 +13,6 @@ bool IsSendableCloseCode(int code) {
 
 namespace {
 
-bool HasToken(std::string_view list, std::string_view token) {
-  // A comma-separated list of tokens, compared case-insensitively (RFC 9110 5.6.1).
-  while (!list.empty()) {
-    std::size_t comma = list.find(',');
-    std::string_view item = list.substr(0, comma);
-    while (!item.empty() && (item.front() == ' ' || item.front() == '\t')) item.remove_prefix(1);
-    while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
-    if (EqualsIgnoreAsciiCase(item, token)) return true;
-    if (comma == std::string_view::npos) break;
-    list.remove_prefix(comma + 1);
-  }
-  return false;
-}
-
 bool IsBase64Char(char c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '/';
 }
@@ -44,12 +30,34 @@ bool IsSixteenByteBase64(std::string_view key) {
 
 }  // namespace
 
+std::string_view WebSocketEndName(WebSocketEnd end) {
+  switch (end) {
+    case WebSocketEnd::kClient:
+      return "client";
+    case WebSocketEnd::kNode:
+      return "node";
+    case WebSocketEnd::kProtocol:
+      return "protocol";
+    case WebSocketEnd::kTooBig:
+      return "too_big";
+    case WebSocketEnd::kRate:
+      return "rate";
+    case WebSocketEnd::kSlowReader:
+      return "slow_reader";
+    case WebSocketEnd::kTimeout:
+      return "timeout";
+    case WebSocketEnd::kStopped:
+      return "stopped";
+  }
+  return "unknown";
+}
+
 std::optional<std::string> CheckWebSocketHandshake(const ServerRequest& request) {
   auto upgrade = request.Header("Upgrade");
-  if (!upgrade || !HasToken(*upgrade, "websocket")) return std::nullopt;
+  if (!upgrade || !HeaderListHasToken(*upgrade, "websocket")) return std::nullopt;
   if (request.method != "GET") return "a WebSocket opening handshake must be a GET, not " + request.method;
   auto connection = request.Header("Connection");
-  if (!connection || !HasToken(*connection, "upgrade")) {
+  if (!connection || !HeaderListHasToken(*connection, "upgrade")) {
     return std::string("the Connection header must name upgrade for a WebSocket");
   }
   auto version = request.Header("Sec-WebSocket-Version");

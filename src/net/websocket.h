@@ -4,7 +4,8 @@
 // (WebSocketHandler). A handler answers an upgrade with a ServerResponse whose `upgrade` is
 // set (http_types.h); HttpServer then writes the 101 itself (Sec-WebSocket-Accept) and runs
 // the connection: framing, masking, fragments, ping/pong, the close handshake and every bound
-// below. docs/websockets.md tells the whole feature.
+// below. The WebSocket client (websocket_client.h) gives the same two interfaces for a
+// connection it opened. docs/websockets.md tells the whole feature.
 //
 // Threading: plain values and interfaces; every call on the Env loop thread (the server's,
 // or the simulator's network's).
@@ -67,8 +68,24 @@ struct WebSocketLimits {
   Duration close_timeout = std::chrono::seconds(5);
 };
 
-// The node's end of one open WebSocket. Made by the server once its 101 is written; the
-// handler keeps it (a shared_ptr) as long as it wants to send.
+// Why a WebSocket ended: the reason label of wasmkeep_websocket_closed_total (a fixed set).
+enum class WebSocketEnd : std::uint8_t {
+  kClient,      // the other end closed it: its close frame first, or the connection dropped
+  kNode,        // WebSocketPeer::Close, or an upgrade whose attach gave no handler (1011)
+  kProtocol,    // a frame broke RFC 6455 (1002), or a text message was not UTF-8 (1007)
+  kTooBig,      // a message over max_message_bytes (1009)
+  kRate,        // messages over max_messages_per_second (1008)
+  kSlowReader,  // the send queue over max_send_queue_bytes (1008), or a write over write_timeout
+  kTimeout,     // a ping unanswered for ping_interval (the peer is gone)
+  kStopped,     // HttpServer::Stop (1001)
+};
+inline constexpr std::size_t kWebSocketEndCount = 8;
+// "client", "node", "protocol", "too_big", "rate", "slow_reader", "timeout", "stopped".
+std::string_view WebSocketEndName(WebSocketEnd end);
+
+// The node's end of one open WebSocket. Made by the server once its 101 is written (or by
+// the client once the server's 101 is read); the handler keeps it (a shared_ptr) as long as
+// it wants to send.
 class WebSocketPeer {
  public:
   virtual ~WebSocketPeer() = default;
@@ -81,7 +98,14 @@ class WebSocketPeer {
   virtual void Close(int code, std::string reason) = 0;
   // Bytes this connection holds in the node's memory now (buffers, queue, bookkeeping).
   virtual std::size_t memory_bytes() const = 0;
-  // "ip:port" of the client.
+  // Bytes of messages queued and not yet written to the socket (0 once the connection ended).
+  virtual std::size_t queued_bytes() const = 0;
+  // Calls ready once, through Env::Post, when queued_bytes() is at most `bytes` (soon, if it
+  // is now) or the connection has ended: how a sender waits for room instead of queueing
+  // without bound (the relay, server/socket_relay.h). One waiter at a time: a second call
+  // calls the first one's ready at once.
+  virtual void WhenQueueAtMost(std::size_t bytes, std::function<void()> ready) = 0;
+  // "ip:port" of the other end (the client, for the server's end).
   virtual const std::string& remote() const = 0;
 };
 
@@ -98,13 +122,17 @@ class WebSocketHandler {
   virtual void OnClosed(int code, std::string reason) = 0;
 };
 
+// Called once a connection is open, with its peer; returns the handler of its events (null:
+// the connection is closed with 1011).
+using WebSocketAttach = std::function<std::shared_ptr<WebSocketHandler>(std::shared_ptr<WebSocketPeer>)>;
+
 // What a response carries to upgrade its connection (ServerResponse::upgrade). After the
 // 101, `attach` is called once with the connection's peer and returns its handler (null:
 // the connection is closed with 1011). If the 101 cannot be written, `attach` is never
 // called and `abandoned` is (if set), so the caller can undo what it reserved.
 struct WebSocketUpgrade {
   WebSocketLimits limits;
-  std::function<std::shared_ptr<WebSocketHandler>(std::shared_ptr<WebSocketPeer>)> attach;
+  WebSocketAttach attach;
   std::function<void()> abandoned;
   // Headers to add to the 101 (the actor's, e.g. Sec-WebSocket-Protocol).
   std::vector<std::pair<std::string, std::string>> headers;

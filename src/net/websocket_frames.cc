@@ -38,11 +38,12 @@ bool IsKnownOpcode(std::uint8_t opcode) {
   return false;
 }
 
-// The whole header's length, from its second byte: 2, the extended length, the mask key.
+// The whole header's length, from its second byte: 2, the extended length, the mask key
+// (when the mask bit is set).
 std::size_t HeaderLength(std::uint8_t second_byte) {
   const std::uint8_t length = second_byte & kLengthBits;
   const std::size_t extended = length == kLength16 ? 2 : length == kLength64 ? 8 : 0;
-  return 2 + extended + 4;
+  return 2 + extended + ((second_byte & kMaskBit) != 0 ? 4 : 0);
 }
 
 WebSocketEvent ErrorEvent(int code, std::string why) {
@@ -74,7 +75,10 @@ std::optional<WebSocketEvent> WebSocketFrameParser::CheckStart() const {
   if (!IsKnownOpcode(opcode)) {
     return ErrorEvent(kCloseProtocolError, "unknown opcode " + std::to_string(opcode));
   }
-  if ((second & kMaskBit) == 0) return ErrorEvent(kCloseProtocolError, "a client frame must be masked");
+  // RFC 6455 section 5.1: a server closes on an unmasked frame, a client on a masked one.
+  const bool masked = (second & kMaskBit) != 0;
+  if (role_ == WebSocketRole::kServer && !masked) return ErrorEvent(kCloseProtocolError, "a client frame must be masked");
+  if (role_ == WebSocketRole::kClient && masked) return ErrorEvent(kCloseProtocolError, "a server frame must not be masked");
   if (IsControl(opcode)) {
     if ((first & kFinBit) == 0) return ErrorEvent(kCloseProtocolError, "a fragmented control frame");
     if ((second & kLengthBits) > kMaxControlPayload) {
@@ -102,7 +106,8 @@ std::optional<WebSocketEvent> WebSocketFrameParser::StartPayload() {
       return Fail(kCloseProtocolError, "a 64-bit payload length with its top bit set");
     }
   }
-  std::copy_n(header_.begin() + static_cast<std::ptrdiff_t>(at), 4, mask_.begin());
+  masked_ = (header_[1] & kMaskBit) != 0;
+  if (masked_) std::copy_n(header_.begin() + static_cast<std::ptrdiff_t>(at), 4, mask_.begin());
   mask_at_ = 0;
   opcode_ = static_cast<WebSocketOpcode>(first & kOpcodeBits);
   fin_ = (first & kFinBit) != 0;
@@ -198,10 +203,12 @@ WebSocketFrameParser::Step WebSocketFrameParser::Feed(std::string_view input) {
     std::string& target = IsControl(static_cast<std::uint8_t>(opcode_)) ? control_ : message_;
     const std::size_t old_size = target.size();
     target.append(input.data() + at, n);
-    for (std::size_t i = 0; i < n; ++i) {
-      target[old_size + i] = static_cast<char>(target[old_size + i] ^ mask_[(mask_at_ + i) & 3]);
+    if (masked_) {
+      for (std::size_t i = 0; i < n; ++i) {
+        target[old_size + i] = static_cast<char>(target[old_size + i] ^ mask_[(mask_at_ + i) & 3]);
+      }
+      mask_at_ = static_cast<std::uint8_t>((mask_at_ + n) & 3);
     }
-    mask_at_ = static_cast<std::uint8_t>((mask_at_ + n) & 3);
     at += n;
     remaining_ -= n;
     if (remaining_ == 0) {
@@ -217,28 +224,40 @@ WebSocketFrameParser::Step WebSocketFrameParser::Feed(std::string_view input) {
 }
 
 std::size_t EncodeWebSocketFrameHeader(WebSocketOpcode opcode, std::uint64_t payload_bytes, bool fin,
-                                       std::array<char, kMaxServerFrameHeaderBytes>& out) {
+                                       std::array<char, kMaxWebSocketFrameHeaderBytes>& out,
+                                       const WebSocketMask* mask) {
   out[0] = static_cast<char>((fin ? kFinBit : 0) | static_cast<std::uint8_t>(opcode));
+  const std::uint8_t mask_bit = mask != nullptr ? kMaskBit : 0;
+  std::size_t at = 2;
   if (payload_bytes < kLength16) {
-    out[1] = static_cast<char>(payload_bytes);
-    return 2;
+    out[1] = static_cast<char>(mask_bit | payload_bytes);
+  } else {
+    const std::size_t bytes = payload_bytes <= 0xFFFF ? 2 : 8;
+    out[1] = static_cast<char>(mask_bit | (bytes == 2 ? kLength16 : kLength64));
+    for (std::size_t i = 0; i < bytes; ++i) {
+      out[2 + i] = static_cast<char>((payload_bytes >> (8 * (bytes - 1 - i))) & 0xFF);
+    }
+    at += bytes;
   }
-  const std::size_t bytes = payload_bytes <= 0xFFFF ? 2 : 8;
-  out[1] = static_cast<char>(bytes == 2 ? kLength16 : kLength64);
-  for (std::size_t i = 0; i < bytes; ++i) {
-    out[2 + i] = static_cast<char>((payload_bytes >> (8 * (bytes - 1 - i))) & 0xFF);
+  if (mask != nullptr) {
+    for (std::uint8_t b : *mask) out[at++] = static_cast<char>(b);
   }
-  return 2 + bytes;
+  return at;
 }
 
-std::string EncodeWebSocketFrame(WebSocketOpcode opcode, std::string_view payload, bool fin) {
-  std::array<char, kMaxServerFrameHeaderBytes> header{};
-  const std::size_t header_bytes = EncodeWebSocketFrameHeader(opcode, payload.size(), fin, header);
+std::string EncodeWebSocketFrame(WebSocketOpcode opcode, std::string_view payload, bool fin, const WebSocketMask* mask) {
+  std::array<char, kMaxWebSocketFrameHeaderBytes> header{};
+  const std::size_t header_bytes = EncodeWebSocketFrameHeader(opcode, payload.size(), fin, header, mask);
   std::string frame;
   frame.reserve(header_bytes + payload.size());
   frame.append(header.data(), header_bytes);
   frame.append(payload);
+  if (mask != nullptr) ApplyWebSocketMask(*mask, frame.data() + header_bytes, payload.size());
   return frame;
+}
+
+void ApplyWebSocketMask(const WebSocketMask& mask, char* data, std::size_t bytes) {
+  for (std::size_t i = 0; i < bytes; ++i) data[i] = static_cast<char>(data[i] ^ mask[i & 3]);
 }
 
 std::string_view Utf8Prefix(std::string_view text, std::size_t max_bytes) {

@@ -1,8 +1,9 @@
-// WebSocket framing (RFC 6455 section 5) as a server sees it: an incremental parser of the
-// frames a client sends, which checks every rule of the protocol and reassembles fragmented
-// messages under a size bound, an encoder of the (unmasked) frames a server sends, and the
-// opening handshake's Sec-WebSocket-Accept. HttpServer (http_server.cc) runs a WebSocket
-// connection on them.
+// WebSocket framing (RFC 6455 section 5), for either end of a connection: an incremental
+// parser of the frames the other end sends (a client's are masked, a server's are not), which
+// checks every rule of the protocol and reassembles fragmented messages under a size bound, an
+// encoder of frames (masked when a client sends them), and the opening handshake's
+// Sec-WebSocket-Accept. The WebSocket session (websocket_session.h) runs a connection on them,
+// for HttpServer (the server's end) and the WebSocket client (websocket_client.h).
 //
 // Guarantees: the parser never buffers more than max_message_bytes of one message (a frame
 // that would take it past is refused by its header, before its payload is read), and
@@ -20,6 +21,9 @@
 #include <string_view>
 
 namespace wk {
+
+// Which end of a connection: a client masks the frames it sends, a server never does.
+enum class WebSocketRole : std::uint8_t { kServer, kClient };
 
 enum class WebSocketOpcode : std::uint8_t {
   kContinuation = 0x0,
@@ -43,14 +47,16 @@ struct WebSocketEvent {
   int code = 0;
 };
 
-// Parses client-to-server frames: masked (an unmasked frame is an error), RSV bits 0,
-// the opcodes above only, control frames of at most 125 bytes and never fragmented, a
-// 64-bit length without its top bit. Lengths need not be minimal. A text message must be
-// UTF-8 (checked once it is whole), a close frame's payload empty or a received-valid code
-// (IsSendableCloseCode) and a UTF-8 reason.
+// Parses the frames the other end sends to `role`: a server reads a client's frames, which
+// must be masked, and a client a server's, which must not be (either is otherwise an error).
+// RSV bits 0, the opcodes above only, control frames of at most 125 bytes and never
+// fragmented, a 64-bit length without its top bit. Lengths need not be minimal. A text
+// message must be UTF-8 (checked once it is whole), a close frame's payload empty or a
+// received-valid code (IsSendableCloseCode) and a UTF-8 reason.
 class WebSocketFrameParser {
  public:
-  explicit WebSocketFrameParser(std::size_t max_message_bytes) : max_message_bytes_(max_message_bytes) {}
+  explicit WebSocketFrameParser(std::size_t max_message_bytes, WebSocketRole role = WebSocketRole::kServer)
+      : max_message_bytes_(max_message_bytes), role_(role) {}
 
   struct Step {
     std::size_t consumed = 0;             // bytes of the input used (all of it when no event)
@@ -83,6 +89,7 @@ class WebSocketFrameParser {
   WebSocketEvent Fail(int code, std::string why);
 
   const std::size_t max_message_bytes_;
+  const WebSocketRole role_;
   Stage stage_ = Stage::kHeader;
   // The frame's header as it arrives (2 + 8 + 4 bytes at most).
   std::array<std::uint8_t, 14> header_{};
@@ -91,6 +98,7 @@ class WebSocketFrameParser {
   WebSocketOpcode opcode_ = WebSocketOpcode::kContinuation;
   bool fin_ = false;
   std::uint64_t remaining_ = 0;
+  bool masked_ = false;
   std::array<std::uint8_t, 4> mask_{};
   std::uint8_t mask_at_ = 0;
   // The data message being reassembled, and a control frame's payload.
@@ -100,14 +108,23 @@ class WebSocketFrameParser {
   std::string control_;
 };
 
-// The longest header of a server frame (unmasked): 2 bytes and a 64-bit length.
-inline constexpr std::size_t kMaxServerFrameHeaderBytes = 10;
+// The longest frame header: 2 bytes, a 64-bit length and a mask.
+inline constexpr std::size_t kMaxWebSocketFrameHeaderBytes = 14;
 
-// Writes the header of one unmasked frame into out; returns its length (2, 4 or 10).
+// A client's masking key (RFC 6455 section 5.3): 4 random bytes per frame.
+using WebSocketMask = std::array<std::uint8_t, 4>;
+
+// Writes the header of one frame into out, with mask when given (a client's frame); returns
+// its length (2, 4 or 10, and 4 more with a mask). The payload that follows a masked header
+// must be masked with ApplyWebSocketMask.
 std::size_t EncodeWebSocketFrameHeader(WebSocketOpcode opcode, std::uint64_t payload_bytes, bool fin,
-                                       std::array<char, kMaxServerFrameHeaderBytes>& out);
-// A whole unmasked frame: header and payload.
-std::string EncodeWebSocketFrame(WebSocketOpcode opcode, std::string_view payload, bool fin = true);
+                                       std::array<char, kMaxWebSocketFrameHeaderBytes>& out,
+                                       const WebSocketMask* mask = nullptr);
+// A whole frame: header and payload, masked with mask when given.
+std::string EncodeWebSocketFrame(WebSocketOpcode opcode, std::string_view payload, bool fin = true,
+                                 const WebSocketMask* mask = nullptr);
+// XORs data with mask, its first byte with the mask's first (masking and unmasking alike).
+void ApplyWebSocketMask(const WebSocketMask& mask, char* data, std::size_t bytes);
 // A close frame's payload: code (big-endian) and reason cut to kMaxCloseReasonBytes on a
 // UTF-8 boundary (an invalid UTF-8 tail is dropped).
 std::string EncodeWebSocketClosePayload(int code, std::string_view reason);

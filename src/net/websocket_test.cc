@@ -204,6 +204,36 @@ TEST(WebSocketFrameParserTest, AnUnmaskedFrameIsAProtocolError) {
   ExpectError(ClientFrame(f), kCloseProtocolError);
 }
 
+TEST(WebSocketFrameParserTest, AClientReadsUnmaskedFramesAndRefusesMaskedOnes) {
+  const std::string server_frames = EncodeWebSocketFrame(WebSocketOpcode::kText, "he", false) +
+                                    EncodeWebSocketFrame(WebSocketOpcode::kPing, "p") +
+                                    EncodeWebSocketFrame(WebSocketOpcode::kContinuation, "llo") +
+                                    EncodeWebSocketFrame(WebSocketOpcode::kClose, "");
+  for (std::size_t chunk : {0, 1, 3}) {
+    WebSocketFrameParser parser(100, WebSocketRole::kClient);
+    std::vector<WebSocketEvent> events;
+    std::string_view rest = server_frames;
+    while (!rest.empty() && !parser.done()) {
+      const std::string_view piece = rest.substr(0, chunk == 0 ? rest.size() : std::min(chunk, rest.size()));
+      WebSocketFrameParser::Step step = parser.Feed(piece);
+      if (step.event) events.push_back(std::move(*step.event));
+      rest.remove_prefix(step.consumed);
+    }
+    ASSERT_EQ(events.size(), 3u) << "chunk " << chunk;
+    EXPECT_EQ(events[0].kind, Kind::kPing);
+    EXPECT_EQ(events[1].kind, Kind::kMessage);
+    EXPECT_EQ(events[1].data, "hello");
+    EXPECT_EQ(events[2].kind, Kind::kClose);
+    EXPECT_EQ(events[2].code, 1005);
+  }
+  WebSocketFrameParser parser(100, WebSocketRole::kClient);
+  WebSocketFrameParser::Step step = parser.Feed(Frame(0x1, "masked"));
+  ASSERT_TRUE(step.event);
+  EXPECT_EQ(step.event->kind, Kind::kError);
+  EXPECT_EQ(step.event->code, kCloseProtocolError);
+  EXPECT_NE(step.event->data.find("must not be masked"), std::string::npos);
+}
+
 TEST(WebSocketFrameParserTest, RsvBitsAndUnknownOpcodesAreProtocolErrors) {
   for (std::uint8_t rsv : {0x40, 0x20, 0x10}) {
     FrameSpec f;
@@ -313,6 +343,28 @@ TEST(WebSocketFrameEncoderTest, ServerFramesAreUnmaskedWithMinimalLengths) {
   EXPECT_EQ(f.size(), 10u + 65536);
   f = EncodeWebSocketFrame(WebSocketOpcode::kText, "x", /*fin=*/false);
   EXPECT_EQ(static_cast<std::uint8_t>(f[0]), 0x01);
+}
+
+TEST(WebSocketFrameEncoderTest, AClientsFramesCarryTheirMaskAndAMaskedPayload) {
+  const WebSocketMask mask{0x37, 0xfa, 0x21, 0x3d};
+  // The frame a client builds by hand (the test's ClientFrame) is the encoder's.
+  for (std::size_t size : {0, 5, 125, 126, 70000}) {
+    std::string payload(size, 'x');
+    for (std::size_t i = 0; i < size; ++i) payload[i] = static_cast<char>('a' + i % 26);
+    FrameSpec f;
+    f.opcode = 0x2;
+    f.payload = payload;
+    f.mask = mask;
+    EXPECT_EQ(EncodeWebSocketFrame(WebSocketOpcode::kBinary, payload, true, &mask), ClientFrame(f)) << size;
+    std::array<char, kMaxWebSocketFrameHeaderBytes> header{};
+    const std::size_t header_bytes = EncodeWebSocketFrameHeader(WebSocketOpcode::kBinary, size, true, header, &mask);
+    EXPECT_EQ(header_bytes, (size < 126 ? 2u : size <= 0xFFFF ? 4u : 10u) + 4) << size;
+  }
+  std::string data = "abcdef";
+  ApplyWebSocketMask(mask, data.data(), data.size());
+  EXPECT_NE(data, "abcdef");
+  ApplyWebSocketMask(mask, data.data(), data.size());
+  EXPECT_EQ(data, "abcdef");
 }
 
 TEST(WebSocketFrameEncoderTest, AClosePayloadCutsItsReasonOnACodePoint) {

@@ -23,7 +23,7 @@ bool IsInternalHeader(std::string_view name) {
 
 // A WebSocket's subprotocols (Sec-WebSocket-Protocol, comma-separated, every header of the
 // name): browsers cannot set Authorization on a WebSocket, so a client may offer its token as
-// the subprotocol "bearer.<token>" (docs/websockets.md, "Authentication"). Splits it off:
+// the subprotocol "bearer.<token>" (docs/websockets.md, "Authentication from a browser"). Splits it off:
 // the token (or empty), whether "wasmkeep" was offered, and the rest for the actor.
 constexpr std::string_view kBearerProtocolPrefix = "bearer.";
 struct OfferedProtocols {

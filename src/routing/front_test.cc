@@ -4,6 +4,7 @@
 // (FrontReadsTest). (Routing and forwarding run in the simulator's `routing` scenario and
 // tests/cluster/serve_test.sh.)
 #include "routing/front.h"
+#include "routing/socket_hub.h"
 
 #include <gtest/gtest.h>
 
@@ -29,12 +30,19 @@ class ScriptedHost final : public actor::EventHost {
     result.response = answer;
     co_return result;
   }
+  Task<actor::EventResult> HandleSocket(ActorId, actor::SocketEvent event) override {
+    sockets.push_back(std::move(event));
+    actor::EventResult result;
+    result.response = answer;
+    co_return result;
+  }
   void Unload(const ActorId&) override {}
   void Warm(const ActorId&) override {}
   bool IsResident(const ActorId&) const override { return true; }
 
   actor::Response answer;
   std::vector<actor::Request> requests;
+  std::vector<actor::SocketEvent> sockets;
 };
 
 // A peer network that fails every request: nothing here is forwarded.
@@ -100,6 +108,88 @@ class FrontTest : public ::testing::Test {
   std::unique_ptr<Front> front_;
   int authentications_ = 0;
 };
+
+// WebSockets (docs/websockets.md): the handshake's checks, the token as a subprotocol, the
+// open event with what the actor may see, and its answer.
+ServerRequest Handshake(std::string target, ServerHeaders extra) {
+  ServerRequest r;
+  r.method = "GET";
+  r.target = std::move(target);
+  r.headers = {{"Upgrade", "websocket"},
+               {"Connection", "keep-alive, Upgrade"},
+               {"Sec-WebSocket-Version", "13"},
+               {"Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="}};
+  for (auto& h : extra) r.headers.push_back(std::move(h));
+  return r;
+}
+
+TEST_F(FrontTest, AHandshakeIsCheckedFirstAndANodeWithoutAHubAnswers501) {
+  ServerRequest old_version = Handshake("/v1/actors/acme/c/n/ws", {{"Authorization", std::string(kGoodToken)}});
+  old_version.headers[2].second = "8";
+  ServerResponse r = Handle(std::move(old_version));
+  EXPECT_EQ(r.status, 426);
+  EXPECT_EQ(r.headers.back(), (std::pair<std::string, std::string>{"Sec-WebSocket-Version", "13"}));
+  ServerRequest no_key = Handshake("/v1/actors/acme/c/n/ws", {{"Authorization", std::string(kGoodToken)}});
+  no_key.headers.erase(no_key.headers.begin() + 3);
+  r = Handle(std::move(no_key));
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find("Sec-WebSocket-Key"), std::string::npos) << r.body;
+  EXPECT_EQ(Handle(Handshake("/v1/actors/acme/c/n/ws", {{"Authorization", std::string(kGoodToken)}})).status, 501);
+  EXPECT_TRUE(host_.sockets.empty());
+}
+
+class FrontSocketTest : public FrontTest {
+ protected:
+  FrontSocketTest() {
+    FrontDeps deps{host_,
+                   node_.node.owners(),
+                   node_.node.membership(),
+                   forwarder_,
+                   [this](std::string authorization) { return Authenticate(std::move(authorization)); },
+                   [](std::string, std::string) -> Task<Status> { co_return Status::Ok(); },
+                   nullptr};
+    deps.sockets = &hub_;
+    FrontOptions options;
+    options.node_id = NodeId("a");
+    front_ = std::make_unique<Front>(std::move(deps), options);
+  }
+  SocketHub hub_{node_.env, SocketHubOptions{}};
+};
+
+TEST_F(FrontSocketTest, TheTokenMayComeAsASubprotocolAndNeitherTheActorNorTheAnswerSeesIt) {
+  ServerResponse r = Handle(Handshake("/v1/actors/acme/c/n/ws?since=3",
+                                      {{"Sec-WebSocket-Protocol", "wasmkeep, bearer.good, chat.v2"}}));
+  ASSERT_EQ(r.status, 101) << r.body;
+  ASSERT_NE(r.upgrade, nullptr);
+  EXPECT_EQ(r.upgrade->headers, (ServerHeaders{{"Sec-WebSocket-Protocol", "wasmkeep"}}));
+  ASSERT_EQ(host_.sockets.size(), 1u);
+  const actor::SocketEvent& open = host_.sockets[0];
+  EXPECT_EQ(open.kind, actor::SocketEventKind::kOpen);
+  EXPECT_EQ(open.handshake.path, "/ws");
+  EXPECT_EQ(open.handshake.query, "since=3");
+  for (const auto& [n, v] : open.handshake.headers) {
+    EXPECT_EQ(v.find("good"), std::string::npos) << n << ": " << v;
+    if (n == "Sec-WebSocket-Protocol") {
+      EXPECT_EQ(v, "wasmkeep, chat.v2");
+    }
+  }
+  EXPECT_TRUE(hub_.HasConnections(ActorId{"acme", "c", "n"}));
+  // Another tenant's token, by either way: 403; a bad one: 401.
+  EXPECT_EQ(Handle(Handshake("/v1/actors/acme/c/n/ws", {{"Sec-WebSocket-Protocol", "bearer.globex"}})).status, 403);
+  EXPECT_EQ(Handle(Handshake("/v1/actors/acme/c/n/ws", {{"Sec-WebSocket-Protocol", "bearer.bad"}})).status, 401);
+  EXPECT_EQ(Handle(Handshake("/v1/actors/acme/c/n/ws", {})).status, 401);
+}
+
+TEST_F(FrontSocketTest, AnActorRefusesWithAnHttpAnswerAndKeepsNoConnection) {
+  host_.answer.status = 403;
+  host_.answer.body = "members only\n";
+  ServerResponse r = Handle(Handshake("/v1/actors/acme/c/n/ws", {{"Authorization", std::string(kGoodToken)}}));
+  EXPECT_EQ(r.status, 403);
+  EXPECT_EQ(r.body, "members only\n");
+  EXPECT_EQ(r.upgrade, nullptr);
+  EXPECT_FALSE(hub_.HasConnections(ActorId{"acme", "c", "n"}));
+  EXPECT_EQ(hub_.stats().refused, 1u);
+}
 
 TEST_F(FrontTest, AnActorCannotSetTheNodesOwnHeaders) {
   // The finding: an actor answering 401 with X-Wasmkeep-Forwarding-Refused made the node

@@ -169,13 +169,12 @@ void SocketHub::Attach(const ActorId& actor, std::int64_t id, std::shared_ptr<We
   auto pending = std::move(conn->before_attach);
   conn->before_attach.clear();
   conn->before_attach_bytes = 0;
+  // What was released before a close asked for meanwhile goes first, then the close.
+  auto close = std::move(conn->close_after_attach);
+  conn->close_after_attach.reset();
+  conn->closing = false;
   for (auto& [data, binary] : pending) SendTo(*conn, data, binary);
-  if (conn->close_after_attach) {
-    auto [code, reason] = std::move(*conn->close_after_attach);
-    conn->close_after_attach.reset();
-    conn->closing = false;
-    CloseConn(*conn, code, reason);
-  }
+  if (close) CloseConn(*conn, close->first, close->second);
 }
 
 void SocketHub::Abort(const ActorId& actor, std::int64_t id) {
@@ -204,7 +203,7 @@ void SocketHub::Ended(const ActorId& actor, std::int64_t id, int code, std::stri
 }
 
 void SocketHub::SendTo(Conn& conn, const std::shared_ptr<const std::string>& data, bool binary) {
-  if (conn.closing && !conn.close_after_attach) {
+  if (conn.closing) {  // what was released after its close (even one waiting for the 101) is dropped
     ++stats_.send_dropped;
     return;
   }
@@ -326,7 +325,7 @@ void SocketHub::Release(const ActorId& id, std::vector<actor::SocketAction> acti
 
 std::uint64_t SocketHub::MemoryBytes() {
   const MonoTime now = env_.MonoNow();
-  if (memory_at_ != MonoTime{} && now - memory_at_ < std::chrono::seconds(1)) return memory_cached_;
+  if (memory_known_ && now - memory_at_ < std::chrono::seconds(1)) return memory_cached_;
   std::uint64_t bytes = 0;
   for (const auto& [key, sockets] : actors_) {
     for (const auto& [id, conn] : sockets->conns) {
@@ -337,6 +336,7 @@ std::uint64_t SocketHub::MemoryBytes() {
   }
   memory_cached_ = bytes;
   memory_at_ = now;
+  memory_known_ = true;
   return bytes;
 }
 
@@ -356,12 +356,12 @@ Task<bool> SocketHub::TakeTurn(const ActorId& actor) {
 void SocketHub::EndTurn(const ActorId& actor) {
   ActorSockets* sockets = Find(actor);
   if (sockets == nullptr) return;
-  if (!sockets->waiting.empty()) {
-    // The turn passes on: in_flight stays.
+  while (!sockets->waiting.empty()) {
+    // The turn passes on (in_flight stays), to a waiter still waiting: one whose wait was
+    // cancelled has its value already, and Set says so.
     Latch<bool> next = sockets->waiting.front();
     sockets->waiting.pop_front();
-    next.Set(true);
-    return;
+    if (next.Set(true)) return;
   }
   --sockets->in_flight;
   if (sockets->conns.empty() && sockets->in_flight == 0) actors_.erase(actor.ToString());
@@ -371,6 +371,13 @@ Task<void> SocketHub::RunMessage(ActorId actor, std::int64_t id, bool binary, st
   auto alive = alive_;
   if (!co_await TakeTurn(actor)) co_return;
   if (!*alive) co_return;
+  // The turn is given back however the event ends (a cancelled wait included).
+  co_await RunMessageEvent(actor, id, binary, std::move(data));
+  if (*alive) EndTurn(actor);
+}
+
+Task<void> SocketHub::RunMessageEvent(ActorId actor, std::int64_t id, bool binary, std::string data) {
+  auto alive = alive_;
   ++stats_.messages_in;
   // An overloaded actor (its queue full of requests) is asked again after a pause, a few
   // times: the client waits on TCP meanwhile (the server reads nothing more from it).
@@ -415,7 +422,6 @@ Task<void> SocketHub::RunMessage(ActorId actor, std::int64_t id, bool binary, st
     }
     break;
   }
-  EndTurn(actor);
 }
 
 Task<void> SocketHub::RunClose(ActorId actor, std::int64_t id, int code, std::string reason) {

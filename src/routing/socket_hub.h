@@ -129,6 +129,7 @@ class SocketHub final : public actor::SocketDirectory {
   void SendTo(Conn& conn, const std::shared_ptr<const std::string>& data, bool binary);
   void CloseConn(Conn& conn, int code, const std::string& reason);
   Task<void> RunMessage(ActorId actor, std::int64_t id, bool binary, std::string data);
+  Task<void> RunMessageEvent(ActorId actor, std::int64_t id, bool binary, std::string data);
   Task<void> RunClose(ActorId actor, std::int64_t id, int code, std::string reason);
   // Waits for a turn among the actor's kMaxEventsInFlight; false if the hub is going away.
   Task<bool> TakeTurn(const ActorId& actor);
@@ -144,10 +145,11 @@ class SocketHub final : public actor::SocketDirectory {
   SocketHubStats stats_;
   std::uint64_t memory_cached_ = 0;
   MonoTime memory_at_{};
+  bool memory_known_ = false;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
-// The hub's figures (wasmkeep_websocket_*), docs/operations.md "Metrics".
+// The hub's figures (wasmkeep_websocket_*), docs/websockets.md "Metrics".
 void PublishSocketHubMetrics(MetricsRegistry& registry, const SocketHub& hub);
 
 }  // namespace wk

@@ -15,7 +15,8 @@ actor::ModuleCompilerOptions CompilerOptions(const actor::RuntimeOptions& runtim
 
 ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, MetricsRegistry& metrics,
                      replica::ReplicaTotals& replica_totals, const control::ClusterSecret& secret,
-                     PeerTransport& peers, ActorHostOptions options)
+                     PeerTransport& peers, const TlsIdentity& peer_identity, const PeerTrust& peer_trust,
+                     ActorHostOptions options)
     : env_(env),
       store_(store),
       options_(std::move(options)),
@@ -52,6 +53,16 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
                   &node.hand_overs(),
                   [this](const std::string& tenant, const std::string& class_name) { RefreshClass(tenant, class_name); }};
   front.sockets = sockets_.get();
+  // A handshake for an actor another node holds is relayed to it (docs/websockets.md).
+  SocketRelayOptions relay;
+  relay.limits = options_.sockets.connection;
+  relay.max_connections = options_.sockets.max_connections;
+  relay.max_answer_body_bytes = options_.runtime.limits.max_response_bytes + 64 * 1024;
+  relay_ = std::make_unique<SocketRelay>(env, forwarder_, peer_identity, peer_trust, relay);
+  PublishSocketRelayMetrics(metrics, *relay_);
+  front.relay_socket = [this](PeerTarget to, ServerRequest request, std::string tenant, int hops) {
+    return relay_->Relay(std::move(to), std::move(request), std::move(tenant), hops);
+  };
   FrontOptions fo;
   fo.node_id = options_.node_id;
   fo.check_peer_pins = true;
@@ -133,6 +144,7 @@ ActorHost::~ActorHost() {
   owners_->set_on_hold_ended_sockets(nullptr);
   owners_->set_keep_sleeping(nullptr);
   sockets_->CloseAll(kCloseGoingAway, "the node is stopping");
+  relay_->Stop(kCloseGoingAway, "the node is stopping");
   StopAlarms();
 }
 

@@ -1,6 +1,7 @@
 // ActorHost: everything a node needs to serve actors — the engine, the classes it has
 // loaded, the actor runtime over durable replicas (holds from the ownership records),
-// tenant authentication, the forwarder and the front, the quarantine (QuarantineService,
+// tenant authentication, the forwarder and the front, the relay of WebSockets to their
+// actor's owner (SocketRelay), the quarantine (QuarantineService,
 // the running-events journal, the front's QuarantineCache checks) and the alarms (index,
 // service, shard scanner). The node (node.h) makes one once the cluster secret is read and
 // hands it both listeners' /v1/ requests; the peer transport is the node's.
@@ -38,6 +39,8 @@
 #include "engine/engine.h"
 #include "env/real_env.h"
 #include "net/peer_transport.h"
+#include "net/peer_trust.h"
+#include "net/tls_identity.h"
 #include "replica/provider.h"
 #include "server/actor_admin.h"
 #include "routing/forwarder.h"
@@ -45,6 +48,7 @@
 #include "routing/message_delivery.h"
 #include "server/quarantine_service.h"
 #include "server/running_events.h"
+#include "server/socket_relay.h"
 
 namespace wk {
 
@@ -89,11 +93,13 @@ struct ActorHostOptions {
 class ActorHost {
  public:
   // replica_totals: the process's one (its owner publishes it). The runtime's, the
-  // front's, the forwarder's and the quarantine's metrics are published in metrics here.
-  // peers must outlive the host.
+  // front's, the forwarder's, the relay's and the quarantine's metrics are published in
+  // metrics here. peers, peer_identity (this node's TLS identity between nodes) and
+  // peer_trust (the pins it accepts) must outlive the host: the relay connects to owners
+  // with them.
   ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, MetricsRegistry& metrics,
             replica::ReplicaTotals& replica_totals, const control::ClusterSecret& secret, PeerTransport& peers,
-            ActorHostOptions options);
+            const TlsIdentity& peer_identity, const PeerTrust& peer_trust, ActorHostOptions options);
   ~ActorHost();
   ActorHost(const ActorHost&) = delete;
   ActorHost& operator=(const ActorHost&) = delete;
@@ -107,18 +113,23 @@ class ActorHost {
   // See "Stopping" above. False if actors were still resident at the limit. Alarm delivery
   // and scanning stop first (the actors' shards are released with the node's holds).
   // The node's WebSockets are closed first, with 1012: their clients reconnect to the nodes
-  // that take the actors.
+  // that take the actors (the relayed ones too: they reconnect through another node).
   Task<bool> Shutdown(Duration limit) {
     StopAlarms();
     sockets_->CloseAll(kCloseRestart, "the node is stopping: reconnect");
+    relay_->Stop(kCloseRestart, "the node is stopping: reconnect");
     return runtime_->Shutdown(limit);
   }
+  // After each PeerTrust::Update: relayed WebSockets whose owner is no longer trusted as it
+  // was are closed (SocketRelay::DropUntrusted).
+  void DropUntrustedPeers() { relay_->DropUntrusted(); }
   void StopAlarms();
 
   actor::ActorRuntime& runtime() { return *runtime_; }
   const FrontStats& front_stats() const { return front_->stats(); }
   SocketHub& sockets() { return *sockets_; }
   const ForwarderStats& forwarder_stats() const { return forwarder_.stats(); }
+  const SocketRelayStats& relay_stats() const { return relay_->stats(); }
   const QuarantineStats& quarantine_stats() const { return quarantine_.stats(); }
   alarms::AlarmService& alarms() { return *alarms_; }
 
@@ -157,6 +168,8 @@ class ActorHost {
   control::TenantAuth auth_;
   control::OperatorAuth operators_;
   Forwarder forwarder_;
+  // Before the front, which relays through it.
+  std::unique_ptr<SocketRelay> relay_;
   std::unique_ptr<Front> front_;
   // After the runtime: they deliver through it, so they go first.
   std::unique_ptr<alarms::AlarmService> alarms_;

@@ -183,7 +183,10 @@ Status Node::Assemble(std::unique_ptr<ObjectStore> bucket) {
   cluster_->move_control().set_per_second(static_cast<double>(o.moves_per_second));
   cluster_->move_control().set_enabled(true);
   cluster_->membership().AddListener([this, id = identity_.node_id](const Membership::View& view) {
-    if (trust_.Update(TrustedPeersFromView(view, id))) peers_->DropUntrusted();
+    if (trust_.Update(TrustedPeersFromView(view, id))) {
+      peers_->DropUntrusted();
+      if (host_) host_->DropUntrustedPeers();
+    }
   });
 
   PublishClusterMetrics(metrics_, *cluster_);
@@ -273,7 +276,7 @@ Task<void> Node::StartActors() {
       host.timing = options_.timing;
       host.bucket_requests = &counting_->stats();
       host_ = std::make_unique<ActorHost>(env_, *store_, *cluster_, metrics_, replica_totals_, *secret, *peers_,
-                                          std::move(host));
+                                          *peer_identity_, trust_, std::move(host));
       WK_LOG_INFO("serving actors", {{"node", identity_.node_id.str()}});
       co_return;
     }

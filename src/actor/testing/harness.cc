@@ -99,7 +99,7 @@ void FakeSocketPeer::Close(int code, std::string reason) {
 }
 
 namespace {
-Task<TestSocket> OpenHere(ActorRuntime& runtime, SocketHub& hub, ActorId id, Request handshake) {
+Task<TestSocket> OpenHere(Env* env, ActorRuntime& runtime, SocketHub& hub, ActorId id, Request handshake) {
   TestSocket out;
   auto reserved = hub.Reserve(id);
   if (!reserved.ok()) {
@@ -122,7 +122,7 @@ Task<TestSocket> OpenHere(ActorRuntime& runtime, SocketHub& hub, ActorId id, Req
   out.status = accepted.status;
   out.id = *reserved;
   if (accepted.upgrade) {
-    out.peer = std::make_shared<FakeSocketPeer>();
+    out.peer = std::make_shared<FakeSocketPeer>(*env);
     out.handler = accepted.upgrade->attach(out.peer);
   }
   co_return out;
@@ -140,7 +140,7 @@ TestSocket Harness::OpenSocket(const std::string& actor, TestRequest req) {
   r.path = std::move(req.path);
   r.query = std::move(req.query);
   r.headers = std::move(req.headers);
-  return env_.RunMain(OpenHere(*runtime_, *sockets_, Resolve(actor), std::move(r)));
+  return env_.RunMain(OpenHere(&env_, *runtime_, *sockets_, Resolve(actor), std::move(r)));
 }
 
 void Harness::SocketMessage(const std::string& actor, TestSocket& socket, std::string data, bool binary) {

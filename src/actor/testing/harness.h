@@ -41,9 +41,13 @@ struct TestResponse {
 // how the node closed it.
 class FakeSocketPeer final : public WebSocketPeer {
  public:
+  explicit FakeSocketPeer(Env& env) : env_(env) {}
   bool Send(bool binary, std::string data) override;
   void Close(int code, std::string reason) override;
   std::size_t memory_bytes() const override { return 0; }
+  // Nothing is queued: what is sent is in `sent` at once.
+  std::size_t queued_bytes() const override { return 0; }
+  void WhenQueueAtMost(std::size_t, std::function<void()> ready) override { env_.Post(std::move(ready)); }
   const std::string& remote() const override { return remote_; }
   // The text messages sent (binary ones as "<binary>" + data).
   std::vector<std::string> sent;
@@ -51,6 +55,7 @@ class FakeSocketPeer final : public WebSocketPeer {
   std::string close_reason;
 
  private:
+  Env& env_;
   std::string remote_ = "127.0.0.1:1";
 };
 
