@@ -98,8 +98,10 @@ Result<int> SocketEventState::Broadcast(std::string_view tag, std::string_view d
   a.tag = std::string(tag);
   a.data = std::make_shared<const std::string>(data);
   a.binary = binary;
+  const int count = static_cast<int>(ids->size());
+  a.ids = std::move(*ids);
   effects_.actions.push_back(std::move(a));
-  return static_cast<int>(ids->size());
+  return count;
 }
 
 Result<int> SocketEventState::Close(std::int64_t id, int code, std::string_view reason) {

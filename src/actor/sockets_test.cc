@@ -40,6 +40,9 @@ TEST(SocketEventStateTest, TagsAreSeenByTheRestOfTheEventAndBounded) {
   EXPECT_EQ(s.List("room").value(), (std::vector<std::int64_t>{1, 2}));
   EXPECT_EQ(s.List("").value(), (std::vector<std::int64_t>{1, 2}));
   EXPECT_EQ(s.Broadcast("room", "hi", false).value(), 2);
+  // The broadcast carries the connections the event saw with the tag (its own tag included).
+  EXPECT_EQ(s.TakeEffects().actions.back().ids, (std::vector<std::int64_t>{1, 2}));
+  EXPECT_EQ(s.Tag(2, "room").value(), 1);  // its tags were taken with the effects: again
   EXPECT_EQ(s.Tags(2).value(), std::vector<std::string>{"room"});
   EXPECT_FALSE(s.Tags(3).has_value());
   for (int i = 0; i < 7; ++i) EXPECT_TRUE(s.Tag(2, "t" + std::to_string(i)).ok());

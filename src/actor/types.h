@@ -36,6 +36,10 @@ struct SocketAction {
   Kind kind = Kind::kSend;
   std::int64_t id = 0;  // kSend, kClose
   std::string tag;      // kBroadcast ("" = every connection)
+  // kBroadcast: the connections it goes to, as the event saw them (its tag resolved when the
+  // event ran): a connection opened since, whose open event sent it what it needed, is not
+  // sent it again.
+  std::vector<std::int64_t> ids;
   std::shared_ptr<const std::string> data;  // kSend, kBroadcast
   bool binary = false;
   int code = 0;          // kClose

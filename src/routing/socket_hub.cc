@@ -307,9 +307,15 @@ void SocketHub::Release(const ActorId& id, std::vector<actor::SocketAction> acti
         break;
       }
       case actor::SocketAction::Kind::kBroadcast:
-        for (auto& [cid, conn] : sockets->conns) {
-          if (!a.tag.empty() && std::find(conn.tags.begin(), conn.tags.end(), a.tag) == conn.tags.end()) continue;
-          SendTo(conn, a.data, a.binary);
+        // To the connections the event saw with the tag, still open (ids in opening order,
+        // as the map's: one pass over both).
+        for (std::int64_t cid : a.ids) {
+          auto it = sockets->conns.find(cid);
+          if (it == sockets->conns.end()) {
+            ++stats_.send_dropped;
+            continue;
+          }
+          SendTo(it->second, a.data, a.binary);
         }
         break;
       case actor::SocketAction::Kind::kClose: {

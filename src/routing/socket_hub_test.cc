@@ -71,6 +71,9 @@ class SocketHubTest : public ::testing::Test {
       std::vector<actor::SocketAction> actions(1);
       actions[0].kind = actor::SocketAction::Kind::kBroadcast;
       actions[0].data = std::make_shared<const std::string>(event.data);
+      if (auto view = hub_in_use_->View(id)) {
+        for (const auto& info : view->sockets) actions[0].ids.push_back(info.id);
+      }
       hub_in_use_->Release(id, std::move(actions));
     }
     co_return r;
@@ -126,6 +129,7 @@ TEST_F(SocketHubTest, WhatIsReleasedBeforeThe101IsSentAfterItAndAClosedConnectio
   hub_.Release(kRoom, std::move(actions));
   std::vector<actor::SocketAction> late(1);
   late[0].kind = actor::SocketAction::Kind::kBroadcast;
+  late[0].ids = {*id};
   late[0].data = std::make_shared<const std::string>("after the close");
   hub_.Release(kRoom, std::move(late));
   ServerResponse r = hub_.Accept(kRoom, *id, {});
@@ -133,6 +137,23 @@ TEST_F(SocketHubTest, WhatIsReleasedBeforeThe101IsSentAfterItAndAClosedConnectio
   auto handler = r.upgrade->attach(peer);
   EXPECT_EQ(peer->sent, std::vector<std::string>{"welcome"});
   EXPECT_EQ(peer->close_code, 4000);
+}
+
+// The finding of cluster.websocket.file: a member reconnecting with ?since=40 got message 41
+// twice, once in its open event's history and once from 41's broadcast, which was released
+// after that open event ran and went to every connection open then. A broadcast goes to the
+// connections its event saw.
+TEST_F(SocketHubTest, ABroadcastGoesToTheConnectionsItsEventSawNotToOnesOpenedSince) {
+  std::shared_ptr<WebSocketHandler> h1, h2;
+  auto [a, pa] = Open(&h1);
+  std::vector<actor::SocketAction> broadcast(1);
+  broadcast[0].kind = actor::SocketAction::Kind::kBroadcast;
+  broadcast[0].data = std::make_shared<const std::string>("41");
+  broadcast[0].ids = {a};  // what the event saw
+  auto [b, pb] = Open(&h2);  // opened before the broadcast's release
+  hub_.Release(kRoom, std::move(broadcast));
+  EXPECT_EQ(pa->sent, std::vector<std::string>{"41"});
+  EXPECT_TRUE(pb->sent.empty());
 }
 
 TEST_F(SocketHubTest, BoundsPerActorAndPerNodeNameTheirSettings) {
