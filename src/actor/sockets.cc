@@ -90,16 +90,26 @@ Result<int> SocketEventState::Broadcast(std::string_view tag, std::string_view d
     if (Status s = CheckSocketTag(tag, "socket_broadcast"); !s.ok()) return s;
   }
   if (Status s = CountSend(data.size(), "socket_broadcast"); !s.ok()) return s;
-  auto ids = List(tag);
-  if (!ids.ok()) return ids.status();
-  if (ids->empty()) return 0;
+  if (!recipients_ || recipients_tag_ != tag) {
+    auto ids = List(tag);
+    if (!ids.ok()) return ids.status();
+    if (ids->empty()) return 0;
+    const std::size_t list_bytes = ids->size() * sizeof(std::int64_t);
+    if (send_bytes_ + list_bytes > limits_.max_event_send_bytes) {
+      return InvalidArgument((std::string("socket_broadcast: more than ") + Str(limits_.max_event_send_bytes) + " message bytes queued by one event (websockets.max_event_send_bytes; a broadcast's list of connections counts 8 bytes each)"));
+    }
+    send_bytes_ += list_bytes;
+    recipients_tag_ = std::string(tag);
+    recipients_ = std::make_shared<const std::vector<std::int64_t>>(std::move(*ids));
+  }
   SocketAction a;
   a.kind = SocketAction::Kind::kBroadcast;
   a.tag = std::string(tag);
+  a.to = recipients_;
   a.data = std::make_shared<const std::string>(data);
   a.binary = binary;
   effects_.actions.push_back(std::move(a));
-  return static_cast<int>(ids->size());
+  return static_cast<int>(recipients_->size());
 }
 
 Result<int> SocketEventState::Close(std::int64_t id, int code, std::string_view reason) {
@@ -119,6 +129,7 @@ Result<int> SocketEventState::Close(std::int64_t id, int code, std::string_view 
   a.reason = std::string(reason);
   effects_.actions.push_back(std::move(a));
   closed_.push_back(id);
+  recipients_.reset();
   return 1;
 }
 
@@ -131,6 +142,7 @@ Result<int> SocketEventState::Tag(std::int64_t id, std::string_view tag) {
     return InvalidArgument((std::string("socket_tag: connection ") + Str(id) + " has " + Str(kMaxSocketTags) + " tags already, the most it may have"));
   }
   effects_.tags.push_back(SocketTagged{id, std::string(tag)});
+  recipients_.reset();
   return 1;
 }
 

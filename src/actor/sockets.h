@@ -33,8 +33,9 @@ inline constexpr std::size_t kMaxSocketCloseReasonBytes = 123;
 // The [websockets] settings one event's calls are checked against (docs/configuration.md).
 struct SocketLimits {
   std::size_t max_message_bytes = 64 * 1024;
-  // Message bytes one event may queue (a broadcast counts its message once): sends are held
-  // in memory until the event's batch is durable.
+  // Message bytes one event may queue (a broadcast counts its message once, and 8 bytes per
+  // connection it goes to when its list of them is new: see Broadcast): sends are held in
+  // memory until the event's batch is durable.
   std::size_t max_event_send_bytes = 16 * 1024 * 1024;
   // Sends, broadcasts and closes of one event.
   std::size_t max_event_sends = 100'000;
@@ -77,7 +78,10 @@ class SocketEventState {
 
   // 1 queued, 0 not one of the actor's open connections.
   Result<int> Send(std::int64_t id, std::string_view data, bool binary);
-  // How many connections it goes to (as the event sees them).
+  // How many connections it goes to: those the event sees with the tag now, fixed in the
+  // action (SocketAction::to), never a connection a later event tags before this one's batch
+  // is released. Broadcasts in a row to one tag share the list; a tag added or a connection
+  // closed in between makes a new one, its 8 bytes per connection counted as message bytes.
   Result<int> Broadcast(std::string_view tag, std::string_view data, bool binary);
   Result<int> Close(std::int64_t id, int code, std::string_view reason);
   Result<int> Tag(std::int64_t id, std::string_view tag);
@@ -102,6 +106,10 @@ class SocketEventState {
   std::size_t send_bytes_ = 0;
   std::size_t sends_ = 0;
   std::vector<std::int64_t> closed_;  // closed by this event: not open for its later calls
+  // The last broadcast's recipients and tag, shared by the next broadcast to the same tag
+  // unless a Tag or Close changed who has it.
+  std::string recipients_tag_;
+  std::shared_ptr<const std::vector<std::int64_t>> recipients_;
 };
 
 // Holds the connections the runtime's actors see (routing/socket_hub.h). Called on the loop.

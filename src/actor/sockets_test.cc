@@ -51,6 +51,45 @@ TEST(SocketEventStateTest, TagsAreSeenByTheRestOfTheEventAndBounded) {
   EXPECT_FALSE(s.Tag(1, std::string(65, 'x')).ok());
 }
 
+// A broadcast's recipients are fixed when the event calls it: the connections it sees with
+// the tag then (the count it returns), carried in the action for SocketDirectory::Release.
+// Broadcasts in a row to one tag share the list; a tag or a close in between makes a new one,
+// whose 8 bytes per recipient count against max_event_send_bytes.
+TEST(SocketEventStateTest, ABroadcastGoesToTheConnectionsTheEventSeesWhenItCallsIt) {
+  SocketLimits limits;
+  SocketEventState s(Set({{1, {"room"}}, {2, {}}, {3, {"room"}}}), limits, nullptr);
+  EXPECT_EQ(s.Broadcast("room", "a", false).value(), 2);
+  EXPECT_EQ(s.Broadcast("room", "b", false).value(), 2);
+  EXPECT_EQ(s.Tag(2, "room").value(), 1);
+  EXPECT_EQ(s.Broadcast("room", "c", false).value(), 3);
+  EXPECT_EQ(s.Close(1, 1000, "").value(), 1);
+  EXPECT_EQ(s.Broadcast("room", "d", false).value(), 2);
+  EXPECT_EQ(s.Broadcast("", "e", false).value(), 2);
+  EXPECT_EQ(s.Broadcast("nobody", "f", false).value(), 0);
+  SocketEffects e = s.TakeEffects();
+  std::vector<std::vector<std::int64_t>> to;
+  for (const SocketAction& a : e.actions) {
+    if (a.kind != SocketAction::Kind::kBroadcast) continue;
+    ASSERT_NE(a.to, nullptr);
+    to.push_back(*a.to);
+  }
+  EXPECT_EQ(to, (std::vector<std::vector<std::int64_t>>{{1, 3}, {1, 3}, {1, 2, 3}, {2, 3}, {2, 3}}));
+  EXPECT_EQ(e.actions[0].to, e.actions[1].to) << "two broadcasts in a row to one tag share their list";
+
+  limits.max_event_send_bytes = 40;
+  SocketEventState bounded(Set({{1, {"room"}}, {2, {"room"}}}), limits, nullptr);
+  EXPECT_TRUE(bounded.Broadcast("room", "x", false).ok());  // 1 + 2 x 8: 17 bytes
+  EXPECT_TRUE(bounded.Broadcast("room", "x", false).ok());  // 1, the same list: 18
+  EXPECT_EQ(bounded.Close(2, 1000, "").value(), 1);
+  EXPECT_TRUE(bounded.Broadcast("room", "x", false).ok());  // 1 + 8: 27
+  EXPECT_EQ(bounded.Tag(1, "other").value(), 1);
+  EXPECT_TRUE(bounded.Broadcast("room", "x", false).ok());  // 1 + 8: 36
+  EXPECT_EQ(bounded.Tag(1, "third").value(), 1);
+  auto past = bounded.Broadcast("room", "x", false);  // 37 + 8 > 40
+  ASSERT_FALSE(past.ok());
+  EXPECT_NE(past.status().message().find("websockets.max_event_send_bytes"), std::string::npos) << past.status().message();
+}
+
 TEST(SocketEventStateTest, RefusesBadClosesAndLimitsByName) {
   SocketLimits limits;
   limits.max_message_bytes = 10;

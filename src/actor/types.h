@@ -36,6 +36,9 @@ struct SocketAction {
   Kind kind = Kind::kSend;
   std::int64_t id = 0;  // kSend, kClose
   std::string tag;      // kBroadcast ("" = every connection)
+  // kBroadcast: the connections it goes to, those the event saw with the tag when it called
+  // socket_broadcast (actor/sockets.h), in opening order; released to those still open.
+  std::shared_ptr<const std::vector<std::int64_t>> to;
   std::shared_ptr<const std::string> data;  // kSend, kBroadcast
   bool binary = false;
   int code = 0;          // kClose

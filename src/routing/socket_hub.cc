@@ -307,9 +307,17 @@ void SocketHub::Release(const ActorId& id, std::vector<actor::SocketAction> acti
         break;
       }
       case actor::SocketAction::Kind::kBroadcast:
-        for (auto& [cid, conn] : sockets->conns) {
-          if (!a.tag.empty() && std::find(conn.tags.begin(), conn.tags.end(), a.tag) == conn.tags.end()) continue;
-          SendTo(conn, a.data, a.binary);
+        // To the connections its event saw with the tag (actor/sockets.h), those still open;
+        // never to one a later event tagged meanwhile, which that event may have sent this
+        // very message already (the chat room's history for ?since=: SocketHubTest).
+        if (!a.to) break;
+        for (std::int64_t cid : *a.to) {
+          auto it = sockets->conns.find(cid);
+          if (it == sockets->conns.end()) {
+            ++stats_.send_dropped;
+            continue;
+          }
+          SendTo(it->second, a.data, a.binary);
         }
         break;
       case actor::SocketAction::Kind::kClose: {

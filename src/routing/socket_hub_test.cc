@@ -68,10 +68,10 @@ class SocketHubTest : public ::testing::Test {
       co_return r;
     }
     if (event.kind == actor::SocketEventKind::kMessage) {
-      std::vector<actor::SocketAction> actions(1);
-      actions[0].kind = actor::SocketAction::Kind::kBroadcast;
-      actions[0].data = std::make_shared<const std::string>(event.data);
-      hub_in_use_->Release(id, std::move(actions));
+      // Echoed to every connection the event sees, as SocketEventState::Broadcast does.
+      actor::SocketEventState state(hub_in_use_->View(id), actor::SocketLimits{}, &event);
+      (void)state.Broadcast("", event.data, false);
+      hub_in_use_->Release(id, state.TakeEffects().actions);
     }
     co_return r;
   }
@@ -126,6 +126,7 @@ TEST_F(SocketHubTest, WhatIsReleasedBeforeThe101IsSentAfterItAndAClosedConnectio
   hub_.Release(kRoom, std::move(actions));
   std::vector<actor::SocketAction> late(1);
   late[0].kind = actor::SocketAction::Kind::kBroadcast;
+  late[0].to = std::make_shared<const std::vector<std::int64_t>>(std::vector<std::int64_t>{*id});
   late[0].data = std::make_shared<const std::string>("after the close");
   hub_.Release(kRoom, std::move(late));
   ServerResponse r = hub_.Accept(kRoom, *id, {});
@@ -133,6 +134,39 @@ TEST_F(SocketHubTest, WhatIsReleasedBeforeThe101IsSentAfterItAndAClosedConnectio
   auto handler = r.upgrade->attach(peer);
   EXPECT_EQ(peer->sent, std::vector<std::string>{"welcome"});
   EXPECT_EQ(peer->close_code, 4000);
+}
+
+// A broadcast goes to the connections its event saw with the tag (actor/sockets.h), those
+// still open when it is released: never to one a later event tagged meanwhile. The chat room
+// sends a connection opened with ?since=N the messages after N, the one whose batch is still
+// being made durable among them, and then tags it; the broadcast of that message, released
+// after, must not reach it a second time (tests/cluster/websocket_test.sh found this).
+TEST_F(SocketHubTest, ABroadcastGoesToTheConnectionsItsEventSawNotToOneTaggedByALaterEvent) {
+  std::shared_ptr<WebSocketHandler> h1, h2, h3;
+  auto [a, pa] = Open(&h1);
+  auto [c, pc] = Open(&h3);
+  hub_.Tagged(kRoom, {actor::SocketTagged{a, "member"}, actor::SocketTagged{c, "member"}});
+  auto [b, pb] = Open(&h2);
+  const actor::SocketLimits limits;
+  // Event 1, a's message: stored as 41 and broadcast to the members; its batch in flight.
+  actor::SocketEventState first(hub_.View(kRoom), limits, nullptr);
+  ASSERT_EQ(first.Broadcast("member", "41\thello", false).value(), 2);
+  std::vector<actor::SocketAction> first_actions = first.TakeEffects().actions;
+  // Event 2, b's open with ?since=40: sends b message 41 and makes b a member.
+  actor::SocketEventState second(hub_.View(kRoom), limits, nullptr);
+  ASSERT_EQ(second.Send(b, "41\thello", false).value(), 1);
+  ASSERT_EQ(second.Tag(b, "member").value(), 1);
+  actor::SocketEffects second_effects = second.TakeEffects();
+  hub_.Tagged(kRoom, std::move(second_effects.tags));  // its handler succeeded
+  // c closes before event 1 is released: it gets nothing more.
+  h3->OnClosed(1000, "");
+  world_.RunFor(std::chrono::milliseconds(10));
+  // Both batches durable: released in order.
+  hub_.Release(kRoom, std::move(first_actions));
+  hub_.Release(kRoom, std::move(second_effects.actions));
+  EXPECT_EQ(pa->sent, std::vector<std::string>{"41\thello"});
+  EXPECT_EQ(pb->sent, std::vector<std::string>{"41\thello"}) << "b got message 41 twice";
+  EXPECT_TRUE(pc->sent.empty());
 }
 
 TEST_F(SocketHubTest, BoundsPerActorAndPerNodeNameTheirSettings) {
