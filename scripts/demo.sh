@@ -6,11 +6,15 @@
 # mints a new token for it), deploys the C++ example actors and two AssemblyScript ones
 # (the document store and the counter's twin, as classes docstore and counter-as), calls
 # the counters and the document store, sets a reminder and shows its alarm firing two
-# seconds later (examples/reminders, docs/alarms.md), and prints the commands to call each. The
-# node then keeps running in the foreground until Ctrl-C, which is a clean stop. WASMKEEP_DEMO_EXIT=1 stops it after the demo instead.
+# seconds later (examples/reminders, docs/alarms.md), and prints the commands to call each. It
+# serves the chat room's web page (examples/chat/web/, python3 -m http.server on a free port
+# of 127.0.0.1) and prints its URL, the node, tenant, room and token in its fragment: open it
+# in two tabs and chat. The node (and the page's server) then keep running in the foreground
+# until Ctrl-C, which is a clean stop. WASMKEEP_DEMO_EXIT=1 stops them after the demo instead.
 #
 # Environment: WASMKEEP_BUCKET (default sqlite://./wasmkeep-data), WASMKEEP_DEMO_PORT
-# (default 8080), WASMKEEP_DEMO_EXIT.
+# (default 8080), WASMKEEP_DEMO_CHAT_PORT (the page's port; default a free one),
+# WASMKEEP_DEMO_EXIT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,7 +34,9 @@ say "wasmkeep serve --listen $node   # a node on the bucket $bucket"
 # the node's (a TERM would then leave the node running).
 "$wk" --bucket "$bucket" serve --listen "$node" 2>"$tmp/serve.log" &
 serve_pid=$!
+web_pid=""
 stop_node() {
+  if [ -n "$web_pid" ]; then kill "$web_pid" 2>/dev/null || true; wait "$web_pid" 2>/dev/null || true; fi
   if kill -0 "$serve_pid" 2>/dev/null; then
     kill -TERM "$serve_pid" 2>/dev/null || true
     wait "$serve_pid" 2>/dev/null || true
@@ -101,6 +107,20 @@ done
 say "curl -H 'Authorization: Bearer \$TOKEN' http://$node/v1/actors/demo/bank/bob/history   # the credit, applied once"
 curl -s -H "Authorization: Bearer $token" "http://$node/v1/actors/demo/bank/bob/history"
 
+# The chat room's page (examples/chat/README.md, "The web page"): one static file, served
+# from 127.0.0.1 only; its settings, the token among them, go in the URL's fragment, which
+# the browser never sends to a server. The page opens the room's WebSocket on the node.
+chat_port=${WASMKEEP_DEMO_CHAT_PORT:-$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
+say "python3 -m http.server --bind 127.0.0.1 --directory examples/chat/web $chat_port &   # the chat page"
+python3 -m http.server --bind 127.0.0.1 --directory examples/chat/web "$chat_port" >"$tmp/chat-web.log" 2>&1 &
+web_pid=$!
+chat_url="http://127.0.0.1:$chat_port/#node=http://$node&tenant=demo&room=lobby&token=$token"
+for _ in $(seq 1 50); do
+  curl -sf -o /dev/null "http://127.0.0.1:$chat_port/index.html" && break
+  kill -0 "$web_pid" 2>/dev/null || { cat "$tmp/chat-web.log"; echo "(the chat page's server did not start)"; break; }
+  sleep 0.1
+done
+
 cat <<TXT
 
 The node is serving. Its state lives in $bucket: kill the node, start it again, and the
@@ -121,6 +141,14 @@ counter goes on from where it was. Try, in another terminal:
   curl         -H "Authorization: Bearer \$TOKEN" http://$node/v1/actors/demo/reminders/me/fired
 
 Metrics: curl $node/metrics. Docs: docs/http-api.md, docs/tenants.md, docs/storage.md.
+
+The chat room in a browser (examples/chat/README.md): open this URL in two tabs, or two
+browsers, and type in each; every message reaches both over the room's WebSocket:
+
+  $chat_url
+
+The token is in the URL (its fragment stays in the browser): revoke it when done with
+  $wk --bucket $bucket tenant revoke-token demo $(cut -d. -f3 <<<"$token")
 TXT
 
 if [ "${WASMKEEP_DEMO_EXIT:-0}" = 1 ]; then
@@ -129,5 +157,5 @@ if [ "${WASMKEEP_DEMO_EXIT:-0}" = 1 ]; then
   wait "$serve_pid" && echo "(exit 0)"
   exit 0
 fi
-printf '\nCtrl-C stops the node (a clean stop).\n'
+printf '\nCtrl-C stops the node (a clean stop) and the chat page.\n'
 wait "$serve_pid"
