@@ -14,8 +14,8 @@
 #      through another node gets 1012; both reconnect through survivors with ?since= within
 #      the failover bound; no number lost or seen twice, every acknowledged message stored;
 #   d. a drain of the owner: its members get 1012 and reconnect elsewhere, the same checks.
-# The relayed member needs a node that relays WebSockets to the owner: a node that does not
-# answers the handshake 503, and the relayed checks are skipped, saying so.
+# The relayed member goes through a node that relays WebSockets to the owner
+# (src/server/socket_relay.h); a 503 there fails that check.
 #
 #   websocket_test.sh WASMKEEP_BINARY BACKEND ACTORS_DIR      BACKEND: file | s3
 #
