@@ -36,6 +36,7 @@ actor_test="$build/src/actor/wk_actor_test"
 control_test="$build/src/control/wk_control_test"
 examples_test="$build/examples/examples_test"
 server_test="$build/src/server/wk_quarantine_service_test"
+socket_hub_test="$build/src/routing/wk_socket_hub_test"
 sim="$build/sim/wasmkeep-sim"
 wk="$build/src/cli/wasmkeep"
 needed=("$cluster_test" "$replica_test" "$alarms_test" "$engine_test" "$actor_test" "$control_test" "$examples_test" "$server_test" "$sim")
@@ -135,6 +136,8 @@ idempotency: a key's answer is committed in the batch of its writes (real proces
 messages: nothing sent before its batch is durable (simulator)|message-before-durable|sim|messages|
 websockets: nothing sent before its batch is durable|ws-send-before-durable|gtest|examples:Builds/ChatTest.WebSocketSendsWaitForTheBatchToBeDurable/Cpp|
 websockets: nothing sent before its batch is durable (simulator)|ws-send-before-durable|sim|combined|
+websockets: a broadcast goes to the connections its event saw|ws-broadcast-at-release|gtest|sockethub:SocketHubTest.ABroadcastGoesToTheConnectionsItsEventSawNotToOnesOpenedSince|
+websockets: a broadcast goes to the connections its event saw (simulator)|ws-broadcast-at-release|sim|combined|
 messages: the applied record is in the handler's batch (simulator)|applied-record-not-in-batch|sim|messages|
 messages: a restored outbox is delivered (simulator)|outbox-lost-on-restore|sim|messages|
 messages: one sender's messages to one receiver one at a time, in order (simulator)|messages-out-of-order|sim|messages|
@@ -191,6 +194,7 @@ run_gtest() {  # BINARY FILTER BROKEN
   [ "${1%%:*}" = control ] && bin=$control_test
   [ "${1%%:*}" = examples ] && bin=$examples_test
   [ "${1%%:*}" = quarantine ] && bin=$server_test
+  [ "${1%%:*}" = sockethub ] && bin=$socket_hub_test
   local filter=${1#*:}
   WASMKEEP_BROKEN_MODELS="$2" "$bin" --gtest_filter="$filter" >"$3" 2>&1 || return 1
   grep -q "\[  PASSED  \] 1 test" "$3" || return 1  # the filter named exactly one test, which ran

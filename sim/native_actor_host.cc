@@ -237,9 +237,19 @@ actor::EventResult NativeExecutor::ExecuteRoomSocket(Actor& a, actor::ActorStora
   const actor::SocketEvent& e = *event.socket;
   actor::SocketEventState sockets(event.sockets, actor::SocketLimits{}, &e);
   switch (e.kind) {
-    case actor::SocketEventKind::kOpen:
+    case actor::SocketEventKind::kOpen: {
+      // The newest message first, as the chat room sends its history on open: a broadcast
+      // released after this must not reach the new member again (S2 catches it twice).
       (void)sockets.Tag(e.id, "m");
+      const std::string list = storage.Get("list").value_or("");
+      if (!list.empty()) {
+        const auto comma = list.rfind(',');
+        const auto n = std::count(list.begin(), list.end(), ',') + 1;
+        const std::string last = comma == std::string::npos ? list : list.substr(comma + 1);
+        (void)sockets.Send(e.id, std::to_string(n) + ":" + last, false);
+      }
       break;
+    }
     case actor::SocketEventKind::kMessage: {
       std::string list = storage.Get("list").value_or("");
       list = list.empty() ? e.data : list + "," + e.data;

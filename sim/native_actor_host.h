@@ -79,7 +79,8 @@ inline bool PoisonedAlarm(std::int64_t due_ms) { return due_ms % 97 == 0; }
 // left, sends "<id>:<h-1>" to the next actor of the ring. GET answers "got".
 //
 // The "room" class (docs/websockets.md; the combined scenario's socket clients): a WebSocket
-// open is accepted and its connection tagged "m"; a message <text> appends <text> to its
+// open is accepted, its connection tagged "m" and sent the newest message "<n>:<text>" (the
+// chat room's history, cut to one); a message <text> appends <text> to its
 // list (key "list", comma-separated, as the list class's) and broadcasts "<n>:<text>" to
 // "m", n the list's new length, in the same event; a close runs nothing. GET answers the list.
 class NativeExecutor final : public actor::Executor {

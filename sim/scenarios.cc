@@ -102,7 +102,8 @@ const std::vector<Scenario>& Scenarios() {
         {"wake-forgets-own-segments", 3, 10},
         {"gc-ignores-retention", 1, 10},
         {"restore-without-acquire", 1, 10},
-        {"ws-send-before-durable", 2, 10}},
+        {"ws-send-before-durable", 2, 10},
+        {"ws-broadcast-at-release", 1, 40}},
        // Not here: history-ignores-fence, caught at seed 277 before a broadcast's recipients were
        // fixed when its event runs (2026-12-06) and by none of the seeds searched since (its
        // `storage` and `routing` rows and HistoryTest.FollowsTheFencesBackAndLeavesLateUploadsOut

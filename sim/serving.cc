@@ -229,7 +229,7 @@ void ServingCluster::Build(Process& p) {
   raw->host = MakeActorHost(*env, *raw->provider, host_options);
   raw->owners = &owners;
   if (options_.sockets) {
-    raw->sockets = std::make_unique<SocketHub>(*env, SocketHubOptions{});
+    raw->sockets = std::make_unique<SocketHub>(*env, SocketHubOptions{.broken = broken});
     raw->host->SetSocketDirectory(raw->sockets.get());
   }
   if (raw->strikes) {

@@ -58,18 +58,21 @@ std::vector<std::string> SocketEventState::TagsOf(std::int64_t id) const {
   return out;
 }
 
-Status SocketEventState::CountSend(std::size_t bytes, std::string_view fn) {
+Status SocketEventState::CountSend(std::size_t bytes, std::string_view fn, std::size_t recipients) {
   if (bytes > limits_.max_message_bytes) {
     return InvalidArgument((std::string(fn) + ": the message is " + Str(bytes) + " bytes, over the limit of " + Str(limits_.max_message_bytes) + " (websockets.max_message_bytes)"));
   }
   if (sends_ + 1 > limits_.max_event_sends) {
     return InvalidArgument((std::string(fn) + ": more than " + Str(limits_.max_event_sends) + " sends and closes in one event (websockets.max_event_sends)"));
   }
-  if (send_bytes_ + bytes > limits_.max_event_send_bytes) {
-    return InvalidArgument((std::string(fn) + ": more than " + Str(limits_.max_event_send_bytes) + " message bytes queued by one event (websockets.max_event_send_bytes)"));
+  // A broadcast holds its message once and its recipients' ids (as its event saw them) until
+  // the batch is durable: both count.
+  const std::size_t held = bytes + recipients * sizeof(std::int64_t);
+  if (send_bytes_ + held > limits_.max_event_send_bytes) {
+    return InvalidArgument((std::string(fn) + ": more than " + Str(limits_.max_event_send_bytes) + " bytes queued by one event, messages and broadcast recipients (websockets.max_event_send_bytes)"));
   }
   ++sends_;
-  send_bytes_ += bytes;
+  send_bytes_ += held;
   return Status::Ok();
 }
 
@@ -89,9 +92,9 @@ Result<int> SocketEventState::Broadcast(std::string_view tag, std::string_view d
   if (!tag.empty()) {
     if (Status s = CheckSocketTag(tag, "socket_broadcast"); !s.ok()) return s;
   }
-  if (Status s = CountSend(data.size(), "socket_broadcast"); !s.ok()) return s;
   auto ids = List(tag);
   if (!ids.ok()) return ids.status();
+  if (Status s = CountSend(data.size(), "socket_broadcast", ids->size()); !s.ok()) return s;
   if (ids->empty()) return 0;
   SocketAction a;
   a.kind = SocketAction::Kind::kBroadcast;

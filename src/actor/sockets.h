@@ -33,8 +33,8 @@ inline constexpr std::size_t kMaxSocketCloseReasonBytes = 123;
 // The [websockets] settings one event's calls are checked against (docs/configuration.md).
 struct SocketLimits {
   std::size_t max_message_bytes = 64 * 1024;
-  // Message bytes one event may queue (a broadcast counts its message once): sends are held
-  // in memory until the event's batch is durable.
+  // Bytes one event may queue: each message's bytes (a broadcast's once) and 8 bytes for each
+  // recipient of a broadcast, all held in memory until the event's batch is durable.
   std::size_t max_event_send_bytes = 16 * 1024 * 1024;
   // Sends, broadcasts and closes of one event.
   std::size_t max_event_sends = 100'000;
@@ -93,7 +93,7 @@ class SocketEventState {
   bool IsOpen(std::int64_t id) const;
   // The event's own tags added to `id` (beyond the view's).
   std::vector<std::string> TagsOf(std::int64_t id) const;
-  Status CountSend(std::size_t bytes, std::string_view fn);
+  Status CountSend(std::size_t bytes, std::string_view fn, std::size_t recipients = 0);
 
   std::shared_ptr<const SocketSet> view_;
   SocketLimits limits_;

@@ -76,6 +76,23 @@ TEST(SocketEventStateTest, RefusesBadClosesAndLimitsByName) {
   EXPECT_NE(many.status().message().find("websockets.max_event_sends"), std::string::npos);
 }
 
+TEST(SocketEventStateTest, ABroadcastCountsItsRecipientsAgainstTheEventsBytes) {
+  // Each broadcast holds its recipients' ids until the batch is durable: 8 bytes each, so
+  // many broadcasts to a large room cannot hold more than max_event_send_bytes.
+  std::vector<SocketInfo> room;
+  for (std::int64_t id = 1; id <= 100; ++id) room.push_back({id, {}});
+  SocketLimits limits;
+  limits.max_event_send_bytes = 2 * (100 * 8 + 2) + 10;
+  SocketEventState s(Set(std::move(room)), limits, nullptr);
+  EXPECT_EQ(s.Broadcast("", "hi", false).value(), 100);
+  EXPECT_EQ(s.Broadcast("", "hi", false).value(), 100);
+  auto third = s.Broadcast("", "hi", false);
+  ASSERT_FALSE(third.ok());
+  EXPECT_NE(third.status().message().find("websockets.max_event_send_bytes"), std::string::npos)
+      << third.status().message();
+  EXPECT_TRUE(s.Send(1, "0123456789", false).ok());  // the 10 bytes left
+}
+
 TEST(SocketEventStateTest, WithoutAViewNothingIsOpen) {
   SocketLimits limits;
   SocketEventState s(nullptr, limits, nullptr);

@@ -90,9 +90,10 @@ constexpr std::array<std::string_view, kModels> kNames = {
     "restore-without-acquire",
     "history-ignores-fence",
     "ws-send-before-durable",
+    "ws-broadcast-at-release",
 };
 static_assert(kNames.size() == kModels, "one name per BrokenModel");
-static_assert(kNames[static_cast<std::size_t>(BrokenModel::kSocketSendBeforeDurable)] == "ws-send-before-durable",
+static_assert(kNames[static_cast<std::size_t>(BrokenModel::kSocketBroadcastAtRelease)] == "ws-broadcast-at-release",
               "the names follow the enum's order");
 
 }  // namespace

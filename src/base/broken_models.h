@@ -131,6 +131,7 @@ enum class BrokenModel : std::uint8_t {
   kHistoryIgnoresFence,      // the history takes every listed segment in key order, late uploads of fenced holds too
   // ---- WebSockets (actor/runtime_core.cc, routing/socket_hub.*), docs/websockets.md
   kSocketSendBeforeDurable,  // what an event sends on its WebSockets leaves when the handler returns, before its batch is durable
+  kSocketBroadcastAtRelease, // a broadcast goes to the connections with its tag when it is released, not the ones its event saw
   kCount
 };
 

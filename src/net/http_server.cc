@@ -223,16 +223,7 @@ std::string FramingError(const Header& header) {
       length_value = field.value();
     } else if (field.name() == http::field::transfer_encoding) {
       has_transfer_encoding = true;
-      std::string_view list = field.value();
-      while (true) {
-        const std::size_t comma = list.find(',');
-        std::string_view coding = list.substr(0, comma);
-        while (!coding.empty() && (coding.front() == ' ' || coding.front() == '\t')) coding.remove_prefix(1);
-        while (!coding.empty() && (coding.back() == ' ' || coding.back() == '\t')) coding.remove_suffix(1);
-        if (!coding.empty()) codings.push_back(coding);
-        if (comma == std::string_view::npos) break;
-        list.remove_prefix(comma + 1);
-      }
+      ForEachHeaderListItem(field.value(), [&](std::string_view coding) { codings.push_back(coding); });
     }
   }
   if (has_transfer_encoding) {

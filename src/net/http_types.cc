@@ -11,17 +11,22 @@ std::optional<std::string_view> ServerRequest::Header(std::string_view name) con
   return std::nullopt;
 }
 
-bool HeaderListHasToken(std::string_view list, std::string_view token) {
+void ForEachHeaderListItem(std::string_view list, const std::function<void(std::string_view)>& fn) {
   while (!list.empty()) {
     const std::size_t comma = list.find(',');
     std::string_view item = list.substr(0, comma);
     while (!item.empty() && (item.front() == ' ' || item.front() == '\t')) item.remove_prefix(1);
     while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
-    if (EqualsIgnoreAsciiCase(item, token)) return true;
+    if (!item.empty()) fn(item);
     if (comma == std::string_view::npos) break;
     list.remove_prefix(comma + 1);
   }
-  return false;
+}
+
+bool HeaderListHasToken(std::string_view list, std::string_view token) {
+  bool found = false;
+  ForEachHeaderListItem(list, [&](std::string_view item) { found = found || EqualsIgnoreAsciiCase(item, token); });
+  return found;
 }
 
 ServerResponse TextResponse(int status, std::string body) {

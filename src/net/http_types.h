@@ -53,8 +53,12 @@ struct ServerResponse {
 // on the Env (see HttpServer). Must not throw (errors are responses).
 using ServerHandler = std::function<Task<ServerResponse>(ServerRequest)>;
 
-// Whether a header value that is a comma-separated list (RFC 9110 section 5.6.1) names
-// token, compared case-insensitively: "keep-alive, Upgrade" names "upgrade".
+// Calls fn(item) for each item of a header value that is a comma-separated list (RFC 9110
+// section 5.6.1), in order, spaces and tabs around it trimmed, empty items skipped.
+void ForEachHeaderListItem(std::string_view list, const std::function<void(std::string_view)>& fn);
+
+// Whether such a list names token, compared case-insensitively: "keep-alive, Upgrade" names
+// "upgrade".
 bool HeaderListHasToken(std::string_view list, std::string_view token);
 
 // A response with a text/plain (UTF-8) body.

@@ -35,22 +35,15 @@ OfferedProtocols SplitProtocols(const ServerHeaders& headers) {
   OfferedProtocols out;
   for (const auto& [name, value] : headers) {
     if (!EqualsIgnoreAsciiCase(name, "Sec-WebSocket-Protocol")) continue;
-    std::string_view list = value;
-    while (!list.empty()) {
-      std::size_t comma = list.find(',');
-      std::string_view item = list.substr(0, comma);
-      while (!item.empty() && (item.front() == ' ' || item.front() == '\t')) item.remove_prefix(1);
-      while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
+    ForEachHeaderListItem(value, [&out](std::string_view item) {
       if (item.starts_with(kBearerProtocolPrefix)) {
         if (out.token.empty()) out.token = std::string(item.substr(kBearerProtocolPrefix.size()));
       } else if (item == "wasmkeep") {
         out.wasmkeep = true;
-      } else if (!item.empty()) {
+      } else {
         out.others.emplace_back(item);
       }
-      if (comma == std::string_view::npos) break;
-      list.remove_prefix(comma + 1);
-    }
+    });
   }
   return out;
 }

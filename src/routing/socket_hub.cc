@@ -309,6 +309,17 @@ void SocketHub::Release(const ActorId& id, std::vector<actor::SocketAction> acti
       case actor::SocketAction::Kind::kBroadcast:
         // To the connections the event saw with the tag, still open (ids in opening order,
         // as the map's: one pass over both).
+        if (options_.broken.on(BrokenModel::kSocketBroadcastAtRelease)) {
+          // Broken: the tag resolved now, so a connection opened since the event ran (whose
+          // open event already sent it what it needed) is sent the message again.
+          a.ids.clear();
+          for (const auto& [cid, conn] : sockets->conns) {
+            if (conn.closing) continue;
+            if (a.tag.empty() || std::find(conn.tags.begin(), conn.tags.end(), a.tag) != conn.tags.end()) {
+              a.ids.push_back(cid);
+            }
+          }
+        }
         for (std::int64_t cid : a.ids) {
           auto it = sockets->conns.find(cid);
           if (it == sockets->conns.end()) {

@@ -31,6 +31,7 @@
 
 #include "actor/sockets.h"
 #include "actor/types.h"
+#include "base/broken_models.h"
 #include "base/ids.h"
 #include "base/metrics.h"
 #include "base/status.h"
@@ -48,6 +49,8 @@ struct SocketHubOptions {
   // Connections the node may hold for all its actors together (each is a file descriptor
   // and its buffers); one more is closed at once with 1013.
   std::size_t max_connections = 50'000;
+  // ws-broadcast-at-release (base/broken_models.h) breaks how a broadcast finds its recipients.
+  BrokenModels broken;
 };
 
 struct SocketHubStats {

@@ -8,6 +8,7 @@
 
 #include <deque>
 
+#include "base/check.h"
 #include "cluster/testing/harness.h"
 #include "env/sim_env.h"
 
@@ -50,6 +51,10 @@ class SocketHubTest : public ::testing::Test {
     SocketHubOptions o;
     o.max_connections_per_actor = 3;
     o.max_connections = 4;
+    // WASMKEEP_BROKEN_MODELS (scripts/check-proofs.sh: ws-broadcast-at-release).
+    auto broken = BrokenModels::FromEnvironment();
+    WK_CHECK(broken.ok(), broken.status().message());
+    o.broken = *broken;
     return o;
   }
   // The scripted actor: each event is recorded; a message "fail" fails, "slow" takes 1 s,

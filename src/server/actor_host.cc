@@ -36,6 +36,7 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
   replica::Replica::Deps deps{env, store, [&env](std::function<void()> fn) { env.PostFromAnyThread(std::move(fn)); },
                               &replica_totals, node.broken_models(), &alarm_index_};
   options_.runtime.broken = node.broken_models();
+  options_.sockets.broken = node.broken_models();
   node.owners().set_sleep_policy(SleepPolicy{options_.runtime.sleeping_hold, options_.runtime.max_sleeping_holds});
   provider_ = std::make_unique<replica::ReplicaProvider>(std::move(deps), deletions_, options_.storage, options_.close_limit);
   runtime_ = std::make_unique<actor::ActorRuntime>(env, engine_, classes_, *provider_, options_.runtime,

@@ -79,6 +79,7 @@ Harness::Harness(RuntimeOptions options, const StorageFactory& make_storage)
     messages_->Kick(sender);
   });
   SocketHubOptions hub;
+  hub.broken = runtime_->options().broken;
   sockets_ = std::make_unique<SocketHub>(env_, hub);
   runtime_->SetSocketDirectory(sockets_.get());
   sockets_->SetRunEvent([this](ActorId id, SocketEvent event) -> Task<std::optional<EventResult>> {
