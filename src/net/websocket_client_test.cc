@@ -3,6 +3,7 @@
 // written here (a blocking socket on a thread of its own) for what HttpServer never does: a
 // wrong Sec-WebSocket-Accept, a connection dropped without a close frame, fragments, a
 // masked frame, silence.
+#include "net/testing/websocket_recording.h"
 #include "net/websocket_client.h"
 
 #include <arpa/inet.h>
@@ -52,30 +53,8 @@ ServerRequest Handshake(std::string target = "/ws") {
   return r;
 }
 
-// What one end's handler saw (loop thread only).
-struct Seen {
-  std::vector<std::pair<bool, std::string>> messages;
-  std::optional<std::pair<int, std::string>> closed;
-  int closed_calls = 0;
-};
-
-Task<void> Record(Seen* seen, bool binary, std::string data) {
-  seen->messages.emplace_back(binary, std::move(data));
-  co_return;
-}
-
-class Recording final : public WebSocketHandler {
- public:
-  explicit Recording(Seen* seen) : seen_(seen) {}
-  Task<void> OnMessage(bool binary, std::string data) override { return Record(seen_, binary, std::move(data)); }
-  void OnClosed(int code, std::string reason) override {
-    seen_->closed.emplace(code, std::move(reason));
-    ++seen_->closed_calls;
-  }
-
- private:
-  Seen* seen_;
-};
+using websocket_test::Recording;
+using websocket_test::Seen;
 
 // The server's end: echoes, but "close" sends one message then closes with 4000 "bye", and
 // "big" sends 200 bytes.

@@ -24,6 +24,7 @@
 #include "base/ascii.h"
 #include "env/real_env.h"
 #include "net/http_server.h"
+#include "net/testing/websocket_recording.h"
 #include "net/websocket_client.h"
 #include "routing/front.h"
 
@@ -50,26 +51,8 @@ class UnusedTransport final : public PeerTransport {
   }
 };
 
-// What one end's handler saw.
-struct Seen {
-  std::vector<std::pair<bool, std::string>> messages;
-  std::optional<std::pair<int, std::string>> closed;
-};
-
-Task<void> Record(Seen* seen, bool binary, std::string data) {
-  seen->messages.emplace_back(binary, std::move(data));
-  co_return;
-}
-
-class Recording final : public WebSocketHandler {
- public:
-  explicit Recording(Seen* seen) : seen_(seen) {}
-  Task<void> OnMessage(bool binary, std::string data) override { return Record(seen_, binary, std::move(data)); }
-  void OnClosed(int code, std::string reason) override { seen_->closed.emplace(code, std::move(reason)); }
-
- private:
-  Seen* seen_;
-};
+using websocket_test::Recording;
+using websocket_test::Seen;
 
 // The owner's actor: echoes, but "close" sends one message then closes with 4000 "bye". Each
 // message takes `delay` (a busy actor).
@@ -335,6 +318,22 @@ Task<bool> Connect(RealEnv* env, Nodes* nodes, Client* client) {
   co_return true;
 }
 
+// Runs body(env, nodes, client) with the relay started (configure, if given, sets the nodes
+// up first) and a client connected through it; the nodes are stopped after.
+using RelayBody = std::function<Task<void>(RealEnv*, Nodes&, Client&)>;
+void RunThroughRelay(RelayBody body, std::function<void(Nodes&)> configure = {}) {
+  std::signal(SIGPIPE, SIG_IGN);
+  RealEnv env;
+  env.RunMain([](RealEnv* env, RelayBody body, std::function<void(Nodes&)> configure) -> Task<void> {
+    Nodes nodes(*env);
+    if (configure) configure(nodes);
+    nodes.StartRelay();
+    Client client;
+    if (co_await Connect(env, &nodes, &client)) co_await body(env, nodes, client);
+    nodes.Stop();
+  }(&env, std::move(body), std::move(configure)));
+}
+
 std::string Header(const ServerHeaders& headers, std::string_view name) {
   for (const auto& [n, v] : headers) {
     if (EqualsIgnoreAsciiCase(n, name)) return v;
@@ -406,13 +405,7 @@ TEST(SocketRelayTest, MessagesGoBothWaysSignedAndWithoutTheToken) {
 }
 
 TEST(SocketRelayTest, TheOwnersCloseReachesTheClientWithItsCode) {
-  std::signal(SIGPIPE, SIG_IGN);
-  RealEnv env;
-  env.RunMain([](RealEnv* env) -> Task<void> {
-    Nodes nodes(*env);
-    nodes.StartRelay();
-    Client client;
-    if (!co_await Connect(env, &nodes, &client)) co_return;
+  RunThroughRelay([](RealEnv* env, Nodes& nodes, Client& client) -> Task<void> {
     EXPECT_TRUE(co_await Eventually(env, [&] { return !client.seen.messages.empty(); }));
     client.peer->Send(false, "close");
     EXPECT_TRUE(co_await Eventually(env, [&] { return client.seen.closed && nodes.owner_seen.closed; }));
@@ -423,18 +416,11 @@ TEST(SocketRelayTest, TheOwnersCloseReachesTheClientWithItsCode) {
     EXPECT_EQ(client.seen.closed, std::make_pair(4000, std::string("bye")));
     EXPECT_EQ(nodes.owner_seen.closed->first, 4000) << "the client's echo, relayed";
     EXPECT_TRUE(co_await Eventually(env, [&] { return nodes.relay->open() == 0; }));
-    nodes.Stop();
-  }(&env));
+  });
 }
 
 TEST(SocketRelayTest, AnOwnerThatGoesAwayWithoutACloseIs1012ForTheClient) {
-  std::signal(SIGPIPE, SIG_IGN);
-  RealEnv env;
-  env.RunMain([](RealEnv* env) -> Task<void> {
-    Nodes nodes(*env);
-    nodes.StartRelay();
-    Client client;
-    if (!co_await Connect(env, &nodes, &client)) co_return;
+  RunThroughRelay([](RealEnv* env, Nodes& nodes, Client& client) -> Task<void> {
     EXPECT_TRUE(co_await Eventually(env, [&] { return !client.seen.messages.empty(); }));
     nodes.CutOwner();  // as the relay sees a node killed with -9
     EXPECT_TRUE(co_await Eventually(env, [&] { return client.seen.closed && nodes.owner_seen.closed; }));
@@ -442,25 +428,17 @@ TEST(SocketRelayTest, AnOwnerThatGoesAwayWithoutACloseIs1012ForTheClient) {
     EXPECT_EQ(nodes.owner_seen.closed->first, 1006);
     EXPECT_EQ(nodes.relay->stats().owner_gone, 1u);
     EXPECT_TRUE(co_await Eventually(env, [&] { return nodes.relay->open() == 0; }));
-    nodes.Stop();
-  }(&env));
+  });
 }
 
 TEST(SocketRelayTest, AClientThatVanishesIsCutOnTheOwnersSide) {
-  std::signal(SIGPIPE, SIG_IGN);
-  RealEnv env;
-  env.RunMain([](RealEnv* env) -> Task<void> {
-    Nodes nodes(*env);
-    nodes.StartRelay();
-    Client client;
-    if (!co_await Connect(env, &nodes, &client)) co_return;
+  RunThroughRelay([](RealEnv* env, Nodes& nodes, Client& client) -> Task<void> {
     EXPECT_TRUE(co_await Eventually(env, [&] { return !client.seen.messages.empty(); }));
     client.connection->Cut();
     EXPECT_TRUE(co_await Eventually(env, [&] { return nodes.owner_seen.closed.has_value(); }));
     EXPECT_EQ(nodes.owner_seen.closed->first, 1006) << "what a direct client's drop would show the actor";
     EXPECT_TRUE(co_await Eventually(env, [&] { return nodes.relay->open() == 0; }));
-    nodes.Stop();
-  }(&env));
+  });
 }
 
 TEST(SocketRelayTest, AnOwnerNoLongerTrustedAndStopCloseTheClients) {
@@ -567,39 +545,35 @@ TEST(SocketRelayTest, AnOwnerNotTrustedOrNotReachedIs503) {
 }
 
 TEST(SocketRelayTest, ABusyOwnerSlowsTheClientDownInsteadOfFillingTheRelay) {
-  std::signal(SIGPIPE, SIG_IGN);
-  RealEnv env;
-  env.RunMain([](RealEnv* env) -> Task<void> {
-    Nodes nodes(*env);
-    // Small queues and an owner that takes 2 ms a message: 150 messages of 60 KiB (9 MB,
-    // more than the sockets between the nodes buffer) would take the relay's queue to the
-    // owner past its 128 KiB bound (1008) if it read the client as fast as it sends.
-    nodes.limits.max_send_queue_bytes = 128 * 1024;
-    nodes.owner_delay = milliseconds(2);
-    nodes.StartRelay();
-    Client client;
-    if (!co_await Connect(env, &nodes, &client)) co_return;
-    constexpr int kMessages = 150;
-    const std::string payload(60 * 1024, 'p');
-    for (int i = 0; i < kMessages; ++i) {
-      // The client's own queue is large; what it sends waits in the relay or TCP.
-      if (!client.peer->Send(true, payload)) {
-        ADD_FAILURE() << "the client's send " << i << " was refused";
-        break;
-      }
-    }
-    EXPECT_TRUE(co_await Eventually(
-        env,
-        [&] { return nodes.owner_seen.messages.size() == kMessages || client.seen.closed || nodes.owner_seen.closed; },
-        seconds(20)));
-    EXPECT_FALSE(client.seen.closed) << client.seen.closed->first << " " << client.seen.closed->second;
-    EXPECT_FALSE(nodes.owner_seen.closed);
-    EXPECT_EQ(nodes.relay->stats().messages_to_owner, static_cast<std::uint64_t>(kMessages));
-    client.peer->Close(1000, "");
-    EXPECT_TRUE(co_await Eventually(env, [&] { return nodes.owner_seen.closed.has_value(); }));
-    EXPECT_TRUE(co_await Eventually(env, [&] { return nodes.relay->open() == 0; }));
-    nodes.Stop();
-  }(&env));
+  RunThroughRelay(
+      [](RealEnv* env, Nodes& nodes, Client& client) -> Task<void> {
+        constexpr int kMessages = 150;
+        const std::string payload(60 * 1024, 'p');
+        for (int i = 0; i < kMessages; ++i) {
+          // The client's own queue is large; what it sends waits in the relay or TCP.
+          if (!client.peer->Send(true, payload)) {
+            ADD_FAILURE() << "the client's send " << i << " was refused";
+            break;
+          }
+        }
+        EXPECT_TRUE(co_await Eventually(
+            env,
+            [&] { return nodes.owner_seen.messages.size() == kMessages || client.seen.closed || nodes.owner_seen.closed; },
+            seconds(20)));
+        EXPECT_FALSE(client.seen.closed) << client.seen.closed->first << " " << client.seen.closed->second;
+        EXPECT_FALSE(nodes.owner_seen.closed);
+        EXPECT_EQ(nodes.relay->stats().messages_to_owner, static_cast<std::uint64_t>(kMessages));
+        client.peer->Close(1000, "");
+        EXPECT_TRUE(co_await Eventually(env, [&] { return nodes.owner_seen.closed.has_value(); }));
+        EXPECT_TRUE(co_await Eventually(env, [&] { return nodes.relay->open() == 0; }));
+      },
+      [](Nodes& n) {
+        // Small queues and an owner that takes 2 ms a message: 150 messages of 60 KiB (9 MB,
+        // more than the sockets between the nodes buffer) would take the relay's queue to the
+        // owner past its 128 KiB bound (1008) if it read the client as fast as it sends.
+        n.limits.max_send_queue_bytes = 128 * 1024;
+        n.owner_delay = milliseconds(2);
+      });
 }
 
 }  // namespace

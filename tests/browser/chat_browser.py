@@ -20,6 +20,9 @@ import time
 import urllib.parse
 import urllib.request
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import check, note  # noqa: E402
+import checks  # noqa: E402
 from selenium import webdriver
 from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.chrome.service import Service
@@ -34,38 +37,9 @@ KILL_PID = int(os.environ["WK_KILL_PID"])
 SHOTS = os.environ["WK_SHOTS"]
 ROOM = "lobby"
 
-passed = 0
-failed = 0
-
-
-def check(name, ok):
-    global passed, failed
-    if ok:
-        passed += 1
-        print("ok   " + name, flush=True)
-    else:
-        failed += 1
-        print("FAIL " + name, flush=True)
-    return ok
-
-
-def note(text):
-    print("     " + text, flush=True)
-
-
 def wait_for(what, seconds, step=0.1):
-    """Polls what() until it is truthy (exceptions count as not yet); returns its last value."""
-    deadline = time.time() + seconds
-    value = None
-    while time.time() < deadline:
-        try:
-            value = what()
-            if value:
-                return value
-        except WebDriverException:
-            pass
-        time.sleep(step)
-    return value
+    """checks.wait_for, a WebDriverException counting as "not yet"."""
+    return checks.wait_for(what, seconds, step, WebDriverException)
 
 
 def page_url(node):
@@ -160,8 +134,7 @@ def main():
         check("the browser run reached its end (%s: %s)" % (type(e).__name__, e), False)
     finally:
         driver.quit()
-    print("%d passed, %d failed" % (passed, failed), flush=True)
-    return 0 if failed == 0 else 1
+    return checks.summary()
 
 
 def run(driver):

@@ -22,6 +22,9 @@ import signal
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import check  # noqa: E402
+import checks  # noqa: E402
 from selenium import webdriver
 from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.chrome.service import Service
@@ -36,34 +39,9 @@ KILL_NODE = os.environ["WK_KILL_NODE"]
 SHOTS = os.environ["WK_SHOTS"]
 HOSTILE_KEY = os.environ["WK_HOSTILE_KEY"]
 
-passed = 0
-failed = 0
-
-
-def check(name, ok):
-    global passed, failed
-    if ok:
-        passed += 1
-        print("ok   " + name, flush=True)
-    else:
-        failed += 1
-        print("FAIL " + name, flush=True)
-    return ok
-
-
 def wait_for(what, seconds):
-    """Polls what() until it is truthy (exceptions count as not yet); returns its last value."""
-    deadline = time.time() + seconds
-    value = None
-    while time.time() < deadline:
-        try:
-            value = what()
-            if value:
-                return value
-        except WebDriverException:
-            pass
-        time.sleep(0.2)
-    return value
+    """checks.wait_for, a WebDriverException counting as "not yet"."""
+    return checks.wait_for(what, seconds, 0.2, WebDriverException)
 
 
 def shot(driver, name, whole=False):
@@ -127,8 +105,7 @@ def main():
         run(driver)
     finally:
         driver.quit()
-    print("%d passed, %d failed" % (passed, failed), flush=True)
-    return 0 if failed == 0 else 1
+    return checks.summary()
 
 
 def sign_in(driver, token):

@@ -30,36 +30,12 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from wsclient import WsClient, WsClosed  # noqa: E402
+from checks import check, note, wait_for  # noqa: E402
+import checks  # noqa: E402
 
-passed = 0
-failed = 0
 TENANT = "acme"
-
-
-def check(name, ok):
-    global passed, failed
-    if ok:
-        passed += 1
-        print("ok   " + name, flush=True)
-    else:
-        failed += 1
-        print("FAIL " + name, flush=True)
-    return ok
-
-
-def note(text):
-    print("     " + text, flush=True)
-
-
-def wait_for(what, seconds, step=0.05):
-    """Polls what() until it is truthy; returns its last value."""
-    deadline = time.monotonic() + seconds
-    value = what()
-    while not value and time.monotonic() < deadline:
-        time.sleep(step)
-        value = what()
-    return value
 
 
 class Ws(WsClient):
@@ -568,8 +544,7 @@ def main():
         import traceback
         traceback.print_exc()
         check("the %s phase ran to its end (%s: %s)" % (a.phase, type(e).__name__, e), False)
-    print("%d passed, %d failed" % (passed, failed), flush=True)
-    return 0 if failed == 0 else 1
+    return checks.summary()
 
 
 if __name__ == "__main__":
