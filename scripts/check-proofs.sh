@@ -138,6 +138,8 @@ websockets: nothing sent before its batch is durable|ws-send-before-durable|gtes
 websockets: nothing sent before its batch is durable (simulator)|ws-send-before-durable|sim|combined|
 websockets: a broadcast goes to the connections its event saw|ws-broadcast-at-release|gtest|sockethub:SocketHubTest.ABroadcastGoesToTheConnectionsItsEventSawNotToOnesOpenedSince|
 websockets: a broadcast goes to the connections its event saw (simulator)|ws-broadcast-at-release|sim|combined|
+class versions: an actor's place in a rollout is stable in its name|rollout-unstable|gtest|control:ChooseVersionTest.TheCandidatesShareIsStableInTheNameAndOnlyGrows|
+class versions: a migration's writes commit with its version mark|upgrade-outside-batch|gtest|examples:ClassVersionsRuntimeTest.TheMarkCommitsWithTheMigrationSoARestartNeverMigratesAgain|
 messages: the applied record is in the handler's batch (simulator)|applied-record-not-in-batch|sim|messages|
 messages: a restored outbox is delivered (simulator)|outbox-lost-on-restore|sim|messages|
 messages: one sender's messages to one receiver one at a time, in order (simulator)|messages-out-of-order|sim|messages|

@@ -30,7 +30,9 @@ std::shared_ptr<actor::ExecutorActor> NativeExecutor::NewActor(const ActorId& id
   return a;
 }
 
-void NativeExecutor::Started(actor::ExecutorActor& actor) { static_cast<Actor&>(actor).last_seq = 0; }
+void NativeExecutor::Started(actor::ExecutorActor& actor, const actor::ActorStorage&) {
+  static_cast<Actor&>(actor).last_seq = 0;
+}
 
 void NativeExecutor::Finish(Actor& a, actor::ActorStorage& storage, actor::ExecutedEvent ran,
                             const std::function<void(actor::ExecutedEvent)>& done) {

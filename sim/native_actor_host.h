@@ -90,7 +90,7 @@ class NativeExecutor final : public actor::Executor {
 
   std::size_t lanes() const override { return 1; }
   std::shared_ptr<actor::ExecutorActor> NewActor(const ActorId& id, const std::string& key) override;
-  void Started(actor::ExecutorActor& actor) override;
+  void Started(actor::ExecutorActor& actor, const actor::ActorStorage& storage) override;
   void Run(std::shared_ptr<actor::ExecutorActor> actor, actor::ActorStorage* storage,
            std::shared_ptr<const actor::ExecutorEvent> event, std::function<void(actor::ExecutedEvent)> done) override;
   void DropInstance(std::shared_ptr<actor::ExecutorActor> actor) override;

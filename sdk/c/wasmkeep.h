@@ -464,6 +464,16 @@ static inline void wk_list_free(wk_list* list) {
   __attribute__((export_name("wk_on_alarm"))) int32_t wk_export_on_alarm(void) { return (int32_t)(fn)(); }
 #define WK_ON_MESSAGE(fn) \
   __attribute__((export_name("wk_on_message"))) int32_t wk_export_on_message(void) { return (int32_t)(fn)(); }
+/* WK_ON_UPGRADE(fn) defines wk_on_upgrade as a call of `int fn(int32_t from_version)`
+ * (docs/sdk.md "Class versions"): run once for an actor whose state an older version of the
+ * class committed (from_version: that version's deploy number), before its first event on
+ * this one, in a batch of its own: 0 keeps what it wrote and the actor runs this version;
+ * anything else (or a trap) discards it and the actor stays on from_version. Only storage
+ * calls: no messages, WebSockets or sync. */
+#define WK_ON_UPGRADE(fn) \
+  __attribute__((export_name("wk_on_upgrade"))) int32_t wk_export_on_upgrade(int32_t from_version) { \
+    return (int32_t)(fn)(from_version);                                                              \
+  }
 
 #define WK_ON_SOCKET_OPEN(fn) \
   __attribute__((export_name("wk_on_socket_open"))) int32_t wk_export_on_socket_open(void) { return (int32_t)(fn)(); }

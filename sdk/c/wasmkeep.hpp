@@ -616,6 +616,17 @@ int32_t RunHandler(Fn&& fn, Args&&... args) {
 #define WASMKEEP_ALARM_HANDLER(fn) \
   __attribute__((export_name("wk_on_alarm"))) int32_t wk_export_on_alarm() { return wasmkeep::detail::RunHandler(fn); }
 
+// Defines the wk_on_upgrade export as a call of `void fn(int from_version)` or
+// `int fn(int from_version)` (0 succeeds): it converts the state an older version of the
+// class committed (from_version: that version's deploy number) once, before the actor's first
+// event on this version, in a batch of its own. A failure (non-zero, a trap) discards its
+// writes and the actor stays on from_version, answering as before. Storage calls only: no
+// messages, WebSockets or sync. Use once per module, at file scope.
+#define WASMKEEP_UPGRADE_HANDLER(fn)                                                            \
+  __attribute__((export_name("wk_on_upgrade"))) int32_t wk_export_on_upgrade(int32_t from_version) { \
+    return wasmkeep::detail::RunHandler(fn, static_cast<int>(from_version));                   \
+  }
+
 // Defines the wk_on_message export as a call of `void fn(const wasmkeep::Message&)` or
 // `int fn(const wasmkeep::Message&)` (0 succeeds). It handles one message from another
 // actor: on success its writes commit together with the record that the message was

@@ -23,7 +23,6 @@ constexpr std::size_t kMaxLogMessageBytes = 4096;
 // a host call cannot be interrupted by the CPU watchdog, so its work must be bounded.
 constexpr std::uint64_t kMaxFdWriteBytesPerCall = 64 * 1024;
 constexpr std::uint32_t kMaxRandomBytes = 65536;
-constexpr std::string_view kAbiModule = "wasmkeep_v1";
 constexpr std::string_view kWasiModule = "wasi_snapshot_preview1";
 
 // WASI errno values (preview 1).
@@ -655,6 +654,7 @@ const std::vector<engine::ExportSpec>& AbiExports() {
       {std::string(kSocketOpenExport), {{}, {V::kI32}}, false},
       {std::string(kSocketMessageExport), {{}, {V::kI32}}, false},
       {std::string(kSocketCloseExport), {{}, {V::kI32}}, false},
+      {std::string(kUpgradeExport), {{V::kI32}, {V::kI32}}, false},
       {"_initialize", {{}, {}}, false},
   };
   return exports;

@@ -54,11 +54,14 @@ struct EventContext {
   void FlushOutput();
 };
 
+// The import module of the WasmKeep host calls (the rest are WASI's).
+inline constexpr std::string_view kAbiModule = "wasmkeep_v1";
+
 // The host functions of ABI v1 plus WASI. One shared, immutable instance.
 std::shared_ptr<const engine::HostInterface> AbiHostInterface();
 
-// What an actor module exports: wk_on_request (required), wk_on_alarm, wk_on_message and
-// the three wk_on_socket_* (optional). The
+// What an actor module exports: wk_on_request (required), wk_on_alarm, wk_on_message, the
+// three wk_on_socket_* and wk_on_upgrade (optional). The
 // engine checks "memory" itself; `_initialize` it calls if present.
 const std::vector<engine::ExportSpec>& AbiExports();
 
@@ -68,6 +71,9 @@ inline constexpr std::string_view kMessageExport = "wk_on_message";
 inline constexpr std::string_view kSocketOpenExport = "wk_on_socket_open";
 inline constexpr std::string_view kSocketMessageExport = "wk_on_socket_message";
 inline constexpr std::string_view kSocketCloseExport = "wk_on_socket_close";
+// wk_on_upgrade(from_version: i32) -> i32 (docs/abi.md, "Class versions"): converts a state
+// an older version of the class committed, before the actor's first event on this one.
+inline constexpr std::string_view kUpgradeExport = "wk_on_upgrade";
 
 // The statuses an actor may answer (response_set_status): final ones only. A 1xx is not an
 // answer, and what the server would make of one (a 500) must keep meaning "the event's

@@ -12,6 +12,7 @@
 // unless Stop() ran first (an executor with threads hands them back with PostFromAnyThread).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -40,6 +41,9 @@ class ExecutorActor {
   virtual ~ExecutorActor() = default;
   // The lane its jobs run on (0 .. Executor::lanes() - 1), fixed for its residency.
   std::size_t lane = 0;
+  // The class version it runs (docs/tenants.md, "Class versions"; 0: an unversioned class),
+  // for `actor inspect` and the metrics: read on the loop, set by the executor.
+  std::atomic<std::uint32_t> version{0};
 };
 
 // What an actor holds after a job, as the executor measured it.
@@ -103,12 +107,20 @@ class Executor {
   // A new resident actor of `id`'s class at its current code; nullptr if its class is not
   // deployed (the core answers kNotFound).
   virtual std::shared_ptr<ExecutorActor> NewActor(const ActorId& id, const std::string& key) = 0;
-  // The actor's storage just opened (a start or a restart): it runs its class's current code
-  // from now on if there is one (a redeploy while it was away).
-  virtual void Started(ExecutorActor& actor) = 0;
-  // Before each event of a resident actor: if its class was redeployed since its code was
-  // set, it runs the class's current code from this event on, and true is returned (the
-  // core then drops its instance, which is of the old code). No job of the actor runs.
+  // Right after the actor's storage opened, before Started: the versions of its class it may
+  // run (the one its state and the rollout choose, and the one a failed migration falls back
+  // to) that this node has not loaded; the core loads them (RuntimeCoreOptions::load_version).
+  virtual std::vector<std::uint32_t> VersionsMissing(const ExecutorActor& /*actor*/, const ActorStorage& /*storage*/) {
+    return {};
+  }
+  // The actor's storage just opened (a start or a restart): it runs the code its class
+  // chooses for it from now on (a redeploy or a rollout while it was away; its state's
+  // version mark, docs/tenants.md).
+  virtual void Started(ExecutorActor& actor, const ActorStorage& storage) = 0;
+  // Before each event of a resident actor: if its class was redeployed (or its rollout
+  // changed) since its code was set, it runs the code chosen now from this event on, and
+  // true is returned (the core then drops its instance, which is of the old code). No job
+  // of the actor runs.
   virtual bool UseCurrentCode(ExecutorActor& /*actor*/) { return false; }
   // NewActor found no code for `id`'s class because it was dropped to meet the memory
   // budget (DropUnusedCode), not because the class is unknown.

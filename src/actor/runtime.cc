@@ -87,34 +87,98 @@ Result<std::shared_ptr<const engine::Module>> CompileActorModule(engine::Engine&
 
 void ClassRegistry::Set(const std::string& tenant, const std::string& class_name,
                         std::shared_ptr<const engine::Module> module) {
-  classes_[{tenant, class_name}] = Entry{std::move(module), ++use_clock_};
+  Class& c = classes_[{tenant, class_name}];
+  c = Class{};
+  c.versions[0] = Entry{std::move(module), ++use_clock_, true};
+}
+
+void ClassRegistry::SetVersion(const std::string& tenant, const std::string& class_name, std::uint32_t version,
+                               std::shared_ptr<const engine::Module> module) {
+  Class& c = classes_[{tenant, class_name}];
+  if (!c.versioned) {
+    // From unversioned to versioned: the old single module is no version of it.
+    c.versions.clear();
+    c.versioned = true;
+    c.stable = version;
+  }
+  c.versions[version] = Entry{std::move(module), ++use_clock_, true};
+}
+
+void ClassRegistry::SetChooser(const std::string& tenant, const std::string& class_name, VersionChooser chooser,
+                               std::uint32_t stable) {
+  Class& c = classes_[{tenant, class_name}];
+  if (!c.versioned) c.versions.clear();
+  c.versioned = true;
+  c.chooser = std::move(chooser);
+  c.stable = stable;
+}
+
+VersionPick ClassRegistry::Choose(const std::string& tenant, const std::string& class_name, std::string_view name,
+                                  std::uint32_t mark, bool empty) const {
+  auto it = classes_.find({tenant, class_name});
+  if (it == classes_.end() || !it->second.versioned) return VersionPick{};
+  if (!it->second.chooser) return VersionPick{it->second.stable, std::nullopt};
+  return it->second.chooser(name, mark, empty);
+}
+
+bool ClassRegistry::Versioned(const std::string& tenant, const std::string& class_name) const {
+  auto it = classes_.find({tenant, class_name});
+  return it != classes_.end() && it->second.versioned;
+}
+
+ClassRegistry::Entry* ClassRegistry::EntryOf(const std::string& tenant, const std::string& class_name,
+                                             std::uint32_t version) {
+  auto it = classes_.find({tenant, class_name});
+  if (it == classes_.end()) return nullptr;
+  auto v = it->second.versions.find(version);
+  return v == it->second.versions.end() ? nullptr : &v->second;
+}
+
+const ClassRegistry::Entry* ClassRegistry::EntryOf(const std::string& tenant, const std::string& class_name,
+                                                   std::uint32_t version) const {
+  return const_cast<ClassRegistry*>(this)->EntryOf(tenant, class_name, version);
 }
 
 std::shared_ptr<const engine::Module> ClassRegistry::Find(const std::string& tenant, const std::string& class_name) {
   auto it = classes_.find({tenant, class_name});
   if (it == classes_.end()) return nullptr;
-  it->second.used = ++use_clock_;
-  return it->second.module;
+  return Find(tenant, class_name, it->second.versioned ? it->second.stable : 0);
+}
+
+std::shared_ptr<const engine::Module> ClassRegistry::Find(const std::string& tenant, const std::string& class_name,
+                                                          std::uint32_t version) {
+  Entry* e = EntryOf(tenant, class_name, version);
+  if (e == nullptr) return nullptr;
+  e->used = ++use_clock_;
+  return e->module;
 }
 
 bool ClassRegistry::Dropped(const std::string& tenant, const std::string& class_name) const {
   auto it = classes_.find({tenant, class_name});
-  return it != classes_.end() && it->second.module == nullptr;
+  if (it == classes_.end()) return false;
+  const Entry* e = EntryOf(tenant, class_name, it->second.versioned ? it->second.stable : 0);
+  return e != nullptr && e->set && e->module == nullptr;
 }
 
 bool ClassRegistry::Holds(const std::string& tenant, const std::string& class_name,
                           const std::shared_ptr<const engine::Module>& module) const {
   auto it = classes_.find({tenant, class_name});
-  return it != classes_.end() && it->second.module == module;
+  if (it == classes_.end() || module == nullptr) return false;
+  for (const auto& [v, e] : it->second.versions) {
+    if (e.module == module) return true;
+  }
+  return false;
 }
 
 std::uint64_t ClassRegistry::DropUnused(std::uint64_t bytes, const std::string* tenant) {
   // Few classes per node: sorting the candidates costs less than keeping an order.
   std::vector<Entry*> unused;
-  for (auto& [key, entry] : classes_) {
-    // use_count 1: no resident actor's code, no compile's cache, no caller holds it.
-    if (entry.module && entry.module.use_count() == 1 && (tenant == nullptr || key.first == *tenant)) {
-      unused.push_back(&entry);
+  for (auto& [key, cls] : classes_) {
+    for (auto& [version, entry] : cls.versions) {
+      // use_count 1: no resident actor's code, no compile's cache, no caller holds it.
+      if (entry.module && entry.module.use_count() == 1 && (tenant == nullptr || key.first == *tenant)) {
+        unused.push_back(&entry);
+      }
     }
   }
   std::sort(unused.begin(), unused.end(), [](const Entry* a, const Entry* b) { return a->used < b->used; });
@@ -137,6 +201,8 @@ ActorRuntime::ActorRuntime(Env& env, engine::Engine& engine, ClassRegistry& clas
   WK_CHECK(ValidateRuntimeOptions(options_).ok(), "invalid RuntimeOptions (validate before constructing)");
   std::function<void(const ActorId&, UnloadReason)> on_unloaded = std::move(hooks.on_unloaded);
   hooks.on_unloaded = nullptr;
+  auto load_version = std::move(hooks.load_version);
+  hooks.load_version = nullptr;
   executor_ = std::make_unique<V8Executor>(env, engine, classes, options_, std::move(hooks));
   RuntimeCoreOptions core;
   core.limits = options_.limits;
@@ -150,6 +216,7 @@ ActorRuntime::ActorRuntime(Env& env, engine::Engine& engine, ClassRegistry& clas
   core.wall_clock_ms = options_.wall_clock_ms;
   core.message_wake_after_ms = options_.messages.wake_after_ms;
   core.broken = options_.broken;
+  core.load_version = std::move(load_version);
   core.to_loop = [env = &env](std::function<void()> fn) { env->PostFromAnyThread(std::move(fn)); };
   core_ = std::make_unique<ActorRuntimeCore>(env, *executor_, storage, std::move(core), std::move(on_unloaded));
 }
@@ -201,6 +268,20 @@ Task<bool> ActorRuntime::Shutdown(Duration limit) { return core_->Shutdown(limit
 
 Status ActorRuntime::RegisterClass(const std::string& tenant, const std::string& class_name,
                                    std::shared_ptr<const engine::Module> module) {
+  if (Status s = MakeRoomForModule(tenant, class_name, *module); !s.ok()) return s;
+  classes_.Set(tenant, class_name, std::move(module));
+  return Status::Ok();
+}
+
+Status ActorRuntime::RegisterVersion(const std::string& tenant, const std::string& class_name, std::uint32_t version,
+                                     std::shared_ptr<const engine::Module> module) {
+  if (Status s = MakeRoomForModule(tenant, class_name, *module); !s.ok()) return s;
+  classes_.SetVersion(tenant, class_name, version, std::move(module));
+  return Status::Ok();
+}
+
+Status ActorRuntime::MakeRoomForModule(const std::string& tenant, const std::string& class_name,
+                                       const engine::Module& module) {
   const std::uint64_t bound = options_.max_compiled_bytes_per_tenant;
   // The engine counts every module alive, this one included (it is held here), and the
   // class's previous one while anything holds it.
@@ -215,16 +296,15 @@ Status ActorRuntime::RegisterClass(const std::string& tenant, const std::string&
         "class {}/{} cannot be loaded here: tenant {}'s compiled modules would take {} bytes on this node (this one "
         "{}), over actors.max_compiled_bytes_per_tenant = {}; they are dropped once no actor of their class is "
         "resident",
-        tenant, class_name, tenant, held, module->compiled_bytes(), bound));
+        tenant, class_name, tenant, held, module.compiled_bytes(), bound));
   }
   if (!core_->MakeRoom()) {
     ++compiled_refusals_;
     return Retryable(fmt::format(
         "class {}/{} cannot be loaded here: its compiled module ({} bytes) does not fit in the node's memory budget "
         "now ({} bytes in use, actors.memory_budget_bytes = {})",
-        tenant, class_name, module->compiled_bytes(), core_->stats().memory_bytes, options_.memory_budget_bytes));
+        tenant, class_name, module.compiled_bytes(), core_->stats().memory_bytes, options_.memory_budget_bytes));
   }
-  classes_.Set(tenant, class_name, std::move(module));
   return Status::Ok();
 }
 

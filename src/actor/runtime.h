@@ -159,19 +159,46 @@ Result<std::shared_ptr<const engine::Module>> CompileActorModule(engine::Engine&
                                                                  const ActorLimits& limits,
                                                                  const std::string& tenant = {});
 
-// Which module runs each class. A class's module is looked up when one of its actors starts
-// and before each event of a resident one (a redeploy reaches it from its next event). A
-// module only the registry holds (no resident actor runs it) may be dropped, least recently
-// used first, to meet the memory budget; the class stays known, and its next load compiles
-// it again. Loop thread only.
+// What an actor of a versioned class runs (docs/tenants.md, "Which version an actor runs";
+// the rule is control::ChooseVersion): given its name, the version that last committed its
+// state (kClassVersionKey; 0: none) and whether it stores nothing.
+struct VersionPick {
+  std::uint32_t run = 0;
+  // wk_on_upgrade(from) of `run` converts the state first; if it fails, the actor runs
+  // `from`, its state's version.
+  std::optional<std::uint32_t> upgrade_from;
+};
+using VersionChooser = std::function<VersionPick(std::string_view name, std::uint32_t mark, bool empty)>;
+
+// Which module runs each class, by version. An unversioned class (Set) has one module,
+// version 0, and writes no version mark; a versioned one has the modules this node loaded
+// (SetVersion: versions are immutable, so a module once set stays right) and a chooser
+// (SetChooser) naming the version each actor runs. A class's modules are looked up when one
+// of its actors starts and before each event of a resident one (a redeploy or a rollout
+// reaches it from its next event). A module only the registry holds (no resident actor runs
+// it) may be dropped, least recently used first, to meet the memory budget; the class stays
+// known, and its next load compiles it again. Loop thread only.
 class ClassRegistry {
  public:
+  // The class unversioned: every actor runs `module`.
   void Set(const std::string& tenant, const std::string& class_name, std::shared_ptr<const engine::Module> module);
-  // Null if never set, or dropped. Marks the class used (the order DropUnused follows).
+  void SetVersion(const std::string& tenant, const std::string& class_name, std::uint32_t version,
+                  std::shared_ptr<const engine::Module> module);
+  // Versioned from now on: `stable` is the version an actor with nothing to go by runs.
+  void SetChooser(const std::string& tenant, const std::string& class_name, VersionChooser chooser,
+                  std::uint32_t stable);
+  // {0} for an unversioned class; {stable} for a class without a chooser.
+  VersionPick Choose(const std::string& tenant, const std::string& class_name, std::string_view name,
+                     std::uint32_t mark, bool empty) const;
+  bool Versioned(const std::string& tenant, const std::string& class_name) const;
+  // The stable (or only) version's module; null if never set, or dropped. Marks it used (the
+  // order DropUnused follows).
   std::shared_ptr<const engine::Module> Find(const std::string& tenant, const std::string& class_name);
-  // Set once, its module dropped since (and not set again).
+  std::shared_ptr<const engine::Module> Find(const std::string& tenant, const std::string& class_name,
+                                             std::uint32_t version);
+  // Set once, the stable (or only) version's module dropped since (and not set again).
   bool Dropped(const std::string& tenant, const std::string& class_name) const;
-  // `module` is the class's current code here.
+  // `module` is one of the class's versions here.
   bool Holds(const std::string& tenant, const std::string& class_name,
              const std::shared_ptr<const engine::Module>& module) const;
   // Drops modules held by nothing but the registry, least recently used first, until `bytes`
@@ -184,8 +211,17 @@ class ClassRegistry {
   struct Entry {
     std::shared_ptr<const engine::Module> module;
     std::uint64_t used = 0;  // use_clock_ at the last Set or Find
+    bool set = false;
   };
-  std::map<std::pair<std::string, std::string>, Entry> classes_;
+  struct Class {
+    std::map<std::uint32_t, Entry> versions;
+    VersionChooser chooser;
+    std::uint32_t stable = 0;
+    bool versioned = false;
+  };
+  Entry* EntryOf(const std::string& tenant, const std::string& class_name, std::uint32_t version);
+  const Entry* EntryOf(const std::string& tenant, const std::string& class_name, std::uint32_t version) const;
+  std::map<std::pair<std::string, std::string>, Class> classes_;
   std::uint64_t use_clock_ = 0;
   std::uint64_t dropped_ = 0;
 };
@@ -197,6 +233,15 @@ struct EventEnd {
   engine::CallOutcome outcome = engine::CallOutcome::kReturned;
   // The engine's message for a call that did not return (empty otherwise).
   std::string_view message;
+};
+
+// One migration (wk_on_upgrade, docs/tenants.md "Class versions"), as RuntimeHooks reports it.
+struct UpgradeReport {
+  ActorId id;
+  std::uint32_t from = 0;
+  std::uint32_t to = 0;
+  bool ok = false;
+  std::string error;  // when !ok: the trap, the code returned, or the limit
 };
 
 struct RuntimeHooks {
@@ -211,6 +256,12 @@ struct RuntimeHooks {
   // quarantine's local journal relies on (src/server/running_events.h).
   std::function<void(const ActorId&, std::size_t worker)> on_event_start;
   std::function<void(const ActorId&, std::size_t worker, const EventEnd&)> on_event_end;
+  // After each migration ran, on the loop thread (the host counts failures in the class's
+  // rollout: control/class_versions.h).
+  std::function<void(const UpgradeReport&)> on_upgrade;
+  // RuntimeCoreOptions::load_version: loads one version of a versioned class (the host reads
+  // it from the bucket and calls RegisterVersion).
+  std::function<Task<Status>(ActorId, std::uint32_t version)> load_version;
 };
 
 class ActorRuntime final : public EventHost {
@@ -260,6 +311,9 @@ class ActorRuntime final : public EventHost {
   // actors are: then kRetryable, naming the setting (the module is not kept).
   Status RegisterClass(const std::string& tenant, const std::string& class_name,
                        std::shared_ptr<const engine::Module> module);
+  // RegisterClass for one version of a versioned class (ClassRegistry::SetVersion).
+  Status RegisterVersion(const std::string& tenant, const std::string& class_name, std::uint32_t version,
+                         std::shared_ptr<const engine::Module> module);
   // Modules refused by RegisterClass.
   std::uint64_t compiled_refusals() const { return compiled_refusals_; }
 
@@ -282,6 +336,9 @@ class ActorRuntime final : public EventHost {
   const RuntimeOptions& options() const { return options_; }
 
  private:
+  // RegisterClass's checks, before a module is kept.
+  Status MakeRoomForModule(const std::string& tenant, const std::string& class_name, const engine::Module& module);
+
   engine::Engine& engine_;
   ClassRegistry& classes_;
   RuntimeOptions options_;

@@ -425,6 +425,28 @@ Task<void> ActorRuntimeCore::Start(std::shared_ptr<Slot> slot) {
   }
   slot->storage = std::move(*opened);
   slot->last_seq = 0;
+  // The class versions it may run here, loaded before its first event (a state committed by
+  // a version this node never ran: docs/tenants.md, "Which version an actor runs").
+  if (options_.load_version) {
+    for (std::uint32_t version : executor_.VersionsMissing(*slot->exec, *slot->storage)) {
+      Status loaded = co_await options_.load_version(id, version);
+      if (!*alive) co_return;
+      if (!loaded.ok()) {
+        WK_LOG_WARN("class version not loaded",
+                    {{"actor", slot->key}, {"version", std::to_string(version)}, {"error", loaded.ToString()}});
+        EventResult r;
+        r.outcome = EventOutcome::kUnavailable;
+        r.error = fmt::format("version {} of class {}/{} could not be loaded here: {}", version, id.tenant,
+                              id.class_name, loaded.ToString());
+        slot->state = Slot::State::kReady;
+        auto queue = std::move(slot->queue);
+        slot->queue.clear();
+        for (Pending& p : queue) p.done.Set(r);
+        Close(slot, UnloadReason::kRequested);
+        co_return;
+      }
+    }
+  }
   slot->state = Slot::State::kReady;
   // Restored with messages still to deliver (sent before it last left memory, or before its
   // node died): this holder delivers them now (docs/messages.md, "Who delivers").
@@ -436,7 +458,7 @@ Task<void> ActorRuntimeCore::Start(std::shared_ptr<Slot> slot) {
     }
   }
   // The class may have been redeployed while the actor was away: start on the current one.
-  executor_.Started(*slot->exec);
+  executor_.Started(*slot->exec, *slot->storage);
   Pump(slot);
   AfterProgress(slot);
 }

@@ -122,6 +122,9 @@ struct RuntimeCoreOptions {
   // (routing/message_delivery.h) then reads it with ReadOutbox. Unset: messages stay in
   // outboxes.
   std::function<void(const ActorId&)> on_outbox;
+  // Loads one version of the actor's class on this node (Executor::VersionsMissing); null:
+  // nothing is ever missing. A failure answers the start's events "unavailable".
+  std::function<Task<Status>(ActorId, std::uint32_t version)> load_version;
   // messages.wake_after_ms (MessageLimits): the wake time a system batch that fills an
   // outbox (RetryDead) writes; a system batch that empties one deletes it (KeepOutboxWake).
   std::int64_t message_wake_after_ms = MessageLimits{}.wake_after_ms;

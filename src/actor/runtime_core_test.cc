@@ -38,7 +38,7 @@ class FakeExecutor final : public Executor {
     a->key = key;
     return a;
   }
-  void Started(ExecutorActor&) override {}
+  void Started(ExecutorActor&, const ActorStorage&) override {}
   void Run(std::shared_ptr<ExecutorActor> actor, ActorStorage* storage, std::shared_ptr<const ExecutorEvent> event,
            std::function<void(ExecutedEvent)> done) override {
     auto* a = static_cast<FakeActor*>(actor.get());

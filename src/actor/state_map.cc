@@ -92,6 +92,16 @@ std::optional<std::int64_t> ParseWake(std::optional<std::string_view> value) {
   return ms;
 }
 
+std::uint32_t ParseClassVersion(std::optional<std::string_view> value) {
+  if (!value || value->empty() || value->size() > 9) return 0;
+  std::uint32_t v = 0;
+  for (const char c : *value) {
+    if (c < '0' || c > '9') return 0;
+    v = v * 10 + static_cast<std::uint32_t>(c - '0');
+  }
+  return v;
+}
+
 std::string EncodeWake(std::int64_t wake_ms) { return std::to_string(std::max<std::int64_t>(0, wake_ms)); }
 
 std::optional<std::int64_t> IndexedTime(std::optional<std::int64_t> alarm, std::optional<std::int64_t> wake) {

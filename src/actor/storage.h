@@ -55,6 +55,12 @@ struct Batch {
 // event it then gets runs nothing unless its alarm is due. One definition, used by the
 // replica (what it reports to the index) and the executors (EventResult::indexed_after).
 inline constexpr std::string_view kWakeKey = "wake";
+// The version mark: a system entry holding the class version (decimal) that last committed
+// the actor's state, written in the batch of the first event a version commits (a
+// migration's batch: docs/tenants.md, "Which version an actor runs"). 0 when absent or
+// unreadable: a state written before class versions.
+inline constexpr std::string_view kClassVersionKey = "class-version";
+std::uint32_t ParseClassVersion(std::optional<std::string_view> value);
 // The wake time of a wake entry's value; nullopt for none or an unreadable one.
 std::optional<std::int64_t> ParseWake(std::optional<std::string_view> value);
 std::string EncodeWake(std::int64_t wake_ms);

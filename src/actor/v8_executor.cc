@@ -6,6 +6,8 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <set>
+#include <span>
 #include <thread>
 
 #include <fmt/format.h>
@@ -114,11 +116,24 @@ struct V8Executor::Actor final : ExecutorActor {
   // and by the loop only between residencies (Started).
   std::unique_ptr<engine::Instance> instance;
   std::uint64_t last_seq = 0;
+  // Class versions (docs/tenants.md). Set on the loop between jobs (Started, UseCurrentCode)
+  // and by its jobs (a commit's mark, a failed migration's fallback), which the loop reads
+  // only after their completion.
+  std::uint32_t mark = 0;     // the version that last committed its state (0: none recorded)
+  bool empty = true;          // its state stores nothing (no key, no alarm)
+  std::optional<std::uint32_t> upgrade_from;        // wk_on_upgrade(from) runs before its next event
+  std::shared_ptr<const engine::Module> fallback;   // the module of *upgrade_from
+  std::set<std::uint32_t> failed;  // versions whose migration failed in this residency: not tried again
+  std::uint32_t converted = 0;     // the version a migration of this residency converted its state to
+  // The version chosen for it is not loaded here (dropped since its start loaded it): its
+  // events answer "unavailable" rather than run its state on other code. 0: none.
+  std::uint32_t missing = 0;
 };
 
 struct V8Executor::Ran {
   ExecutedEvent event;
   std::uint64_t heap = 0;  // the worker's whole V8 heap after it
+  std::optional<UpgradeReport> upgrade;  // a migration ran before the event
   engine::CallOutcome call_outcome = engine::CallOutcome::kReturned;  // for on_event_end
   std::string call_message;
 };
@@ -163,19 +178,75 @@ std::shared_ptr<ExecutorActor> V8Executor::NewActor(const ActorId& id, const std
   return a;
 }
 
-void V8Executor::Started(ExecutorActor& actor) {
+namespace {
+
+bool StoresNothing(const ActorStorage& storage) { return storage.StoredBytes() == 0 && !storage.Alarm().has_value(); }
+
+}  // namespace
+
+std::vector<std::uint32_t> V8Executor::VersionsMissing(const ExecutorActor& actor, const ActorStorage& storage) {
+  const auto& a = static_cast<const Actor&>(actor);
+  if (!classes_.Versioned(a.id.tenant, a.id.class_name)) return {};
+  const VersionPick pick = classes_.Choose(a.id.tenant, a.id.class_name, a.id.name,
+                                           ParseClassVersion(storage.GetSystem(kClassVersionKey)), StoresNothing(storage));
+  std::vector<std::uint32_t> missing;
+  if (!classes_.Find(a.id.tenant, a.id.class_name, pick.run)) missing.push_back(pick.run);
+  if (pick.upgrade_from && !classes_.Find(a.id.tenant, a.id.class_name, *pick.upgrade_from)) {
+    missing.push_back(*pick.upgrade_from);
+  }
+  return missing;
+}
+
+void V8Executor::Started(ExecutorActor& actor, const ActorStorage& storage) {
   auto& a = static_cast<Actor&>(actor);
   a.last_seq = 0;
-  if (auto current = classes_.Find(a.id.tenant, a.id.class_name)) a.module = std::move(current);
+  a.mark = ParseClassVersion(storage.GetSystem(kClassVersionKey));
+  a.empty = StoresNothing(storage);
+  a.failed.clear();
+  a.converted = 0;
+  ChooseCode(a);
 }
 
 bool V8Executor::UseCurrentCode(ExecutorActor& actor) {
-  auto& a = static_cast<Actor&>(actor);
   // Set here, on the loop, while no event job of the actor runs (the input gate); a drop
   // job queued before does not read it.
-  std::shared_ptr<const engine::Module> current = classes_.Find(a.id.tenant, a.id.class_name);
-  if (!current || current == a.module) return false;  // dropped: its next start loads it again
-  a.module = std::move(current);
+  return ChooseCode(static_cast<Actor&>(actor));
+}
+
+bool V8Executor::ChooseCode(Actor& a) {
+  const std::string& t = a.id.tenant;
+  const std::string& c = a.id.class_name;
+  if (!classes_.Versioned(t, c)) {
+    std::shared_ptr<const engine::Module> current = classes_.Find(t, c);
+    a.upgrade_from.reset();
+    a.fallback.reset();
+    if (!current || current == a.module) return false;  // dropped: its next start loads it again
+    a.module = std::move(current);
+    a.version = 0;
+    return true;
+  }
+  VersionPick pick = classes_.Choose(t, c, a.id.name, a.mark, a.empty);
+  // A migration that failed in this residency is not tried again until the actor restarts
+  // (or the rollout changes what it chooses): it runs the version its state is at.
+  if (pick.upgrade_from && a.failed.contains(pick.run)) pick = VersionPick{*pick.upgrade_from, std::nullopt};
+  // Converted already (its mark then follows in the same batch, unless upgrade-outside-batch).
+  if (pick.upgrade_from && a.converted == pick.run) pick.upgrade_from.reset();
+  std::shared_ptr<const engine::Module> module = classes_.Find(t, c, pick.run);
+  std::shared_ptr<const engine::Module> fallback;
+  if (pick.upgrade_from) fallback = classes_.Find(t, c, *pick.upgrade_from);
+  // Not loaded here: a start loads what it needs first (VersionsMissing), so this is a
+  // module dropped since, or a rollout reaching a resident actor before its versions were
+  // loaded. A version older than its state's is never run instead: its events wait.
+  if (!module || (pick.upgrade_from && !fallback)) {
+    a.missing = !module ? pick.run : *pick.upgrade_from;
+    return false;
+  }
+  a.missing = 0;
+  a.upgrade_from = pick.upgrade_from;
+  a.fallback = std::move(fallback);
+  a.version = pick.run;
+  if (module == a.module) return false;
+  a.module = std::move(module);
   return true;
 }
 
@@ -239,6 +310,7 @@ void V8Executor::Run(std::shared_ptr<ExecutorActor> actor, ActorStorage* storage
       if (!l || !*l) return;
       worker_memory_[lane].heap_bytes = ran.heap;
       worker_memory_[lane].last_event = env_.MonoNow();
+      if (ran.upgrade && hooks_.on_upgrade) hooks_.on_upgrade(*ran.upgrade);
       done(std::move(ran.event));
     });
   });
@@ -261,6 +333,16 @@ V8Executor::Ran V8Executor::Execute(engine::Worker& worker, Actor& actor, ActorS
                                     const ExecutorEvent& event) {
   Ran ran;
   EventResult& result = ran.event.result;
+  if (actor.missing != 0) {
+    result.outcome = EventOutcome::kUnavailable;
+    result.error = fmt::format("version {} of class {}/{} is not loaded on this node; retry", actor.missing,
+                               actor.id.tenant, actor.id.class_name);
+    ran.event.wait_seq = actor.last_seq;
+    ran.event.memory = MeasureMemory(actor, storage);
+    return ran;
+  }
+  // A new version's migration runs first, in a batch of its own (docs/tenants.md).
+  if (actor.upgrade_from) RunUpgrade(worker, actor, storage, event, ran);
   const std::optional<Request>& request = event.request;
   const AlarmEvent& alarm = event.alarm;
   // An alarm event first asks the actor's committed state (alarm_event.h): nothing runs for
@@ -318,7 +400,7 @@ V8Executor::Ran V8Executor::Execute(engine::Worker& worker, Actor& actor, ActorS
         // A class without wk_on_alarm: the due alarm is cleared, nothing runs (docs/alarms.md).
         Batch clear;
         clear.alarm = std::optional<std::int64_t>();
-        actor.last_seq = storage.Commit(std::move(clear));
+        CommitWithMark(actor, storage, std::move(clear));
       }
       SetAlarmAfter(result, storage);
       ran.event.wait_seq = actor.last_seq;
@@ -356,10 +438,10 @@ V8Executor::Ran V8Executor::Execute(engine::Worker& worker, Actor& actor, ActorS
   const std::string timed_out = fmt::format(
       "exec-durable (sync) of {} did not complete within actors.sync_timeout_ms ({} ms): its answer is never released",
       actor.key, options_.sync_timeout / std::chrono::milliseconds(1));
-  ctx.sync = [&actor, &storage, &txn, sync_deadline, &timed_out]() {
+  ctx.sync = [this, &actor, &storage, &txn, sync_deadline, &timed_out]() {
     if (!storage.failure().ok()) return false;
     Batch batch = txn.TakeBatch();
-    if (!batch.empty()) actor.last_seq = storage.Commit(std::move(batch));
+    if (!batch.empty()) CommitWithMark(actor, storage, std::move(batch));
     struct Wait {
       std::mutex mu;
       std::condition_variable cv;
@@ -437,7 +519,7 @@ V8Executor::Ran V8Executor::Execute(engine::Worker& worker, Actor& actor, ActorS
     }
     outbox.AddTo(batch);
     result.messages_sent = outbox.size();
-    if (!batch.empty()) actor.last_seq = storage.Commit(std::move(batch));
+    if (!batch.empty()) CommitWithMark(actor, storage, std::move(batch));
     result.response = std::move(ctx.response);
     result.alarm_fired = is_alarm;
     result.sockets = sockets.TakeEffects();
@@ -455,13 +537,100 @@ V8Executor::Ran V8Executor::Execute(engine::Worker& worker, Actor& actor, ActorS
     // The retries are used up: the alarm is cleared, without the failed run's writes.
     Batch clear;
     clear.alarm = std::optional<std::int64_t>();
-    actor.last_seq = storage.Commit(std::move(clear));
+    CommitWithMark(actor, storage, std::move(clear));
   }
   if (is_alarm) SetAlarmAfter(result, storage);
   ran.event.wait_seq = actor.last_seq;
   ran.event.memory = MeasureMemory(actor, storage);
   return ran;
 }
+
+void V8Executor::CommitWithMark(Actor& actor, ActorStorage& storage, Batch batch) {
+  if (batch.empty()) return;
+  // The first batch a version commits says so (kClassVersionKey): the next start knows
+  // what the state was written by, and whether it must be converted.
+  const std::uint32_t version = actor.version;
+  if (version != 0 && actor.mark != version) {
+    batch.system.push_back(Mutation{Mutation::Kind::kPut, std::string(kClassVersionKey), std::to_string(version)});
+    actor.mark = version;
+  }
+  actor.last_seq = storage.Commit(std::move(batch));
+  actor.empty = StoresNothing(storage);
+}
+
+void V8Executor::RunUpgrade(engine::Worker& worker, Actor& actor, ActorStorage& storage, const ExecutorEvent& event,
+                            Ran& ran) {
+  if (!storage.failure().ok()) return;  // the event fails on its storage; the next start tries again
+  const std::uint32_t from = *actor.upgrade_from;
+  const std::uint32_t to = actor.version;
+  actor.upgrade_from.reset();
+  UpgradeReport report{actor.id, from, to, false, {}};
+  const auto cpu_limit = std::chrono::milliseconds(options_.limits.max_event_cpu_ms);
+  EventTxn txn(storage, options_.limits);
+  EventContext ctx;
+  ctx.limits = &options_.limits;
+  ctx.actor = actor.key;
+  ctx.txn = &txn;
+  ctx.now_ms = event.now_ms;
+  ctx.self = &actor.id;
+  // No messages, WebSockets or sync in a migration (docs/abi.md): its batch is only state.
+  if (!actor.module->HasExport(kUpgradeExport)) {
+    report.ok = true;  // nothing to convert: the mark alone, in a batch of its own
+  } else {
+    if (!actor.instance) {
+      auto made = worker.Instantiate(actor.module, &ctx, cpu_limit);
+      ran.event.instantiated = true;
+      if (made.ok()) {
+        actor.instance = std::move(*made);
+      } else {
+        report.error = made.status().message();
+      }
+    }
+    if (actor.instance) {
+      const std::int32_t arg = static_cast<std::int32_t>(from);
+      engine::CallResult call = actor.instance->Call(kUpgradeExport, &ctx, cpu_limit, std::span(&arg, 1));
+      if (!call.instance_usable) actor.instance.reset();
+      if (!storage.failure().ok()) {
+        report.error = storage.failure().ToString();
+      } else if (call.ok() && call.value == 0) {
+        report.ok = true;
+      } else if (call.ok()) {
+        report.error = fmt::format("{} returned {}", kUpgradeExport, call.value);
+      } else {
+        report.error = call.message;
+        if (call.outcome == engine::CallOutcome::kTerminated) report.error += " (actors.max_event_cpu_ms)";
+      }
+    }
+  }
+  if (report.ok) {
+    actor.converted = to;
+    Batch batch = txn.TakeBatch();
+    if (options_.broken.on(BrokenModel::kUpgradeOutsideBatch)) {
+      // Broken: the converted state committed without its mark, which waits for the next
+      // batch; a restart before it converts the state again.
+      if (!batch.empty()) {
+        actor.last_seq = storage.Commit(std::move(batch));
+        actor.empty = StoresNothing(storage);
+      }
+    } else {
+      batch.system.push_back(Mutation{Mutation::Kind::kPut, std::string(kClassVersionKey), std::to_string(to)});
+      actor.mark = to;
+      actor.last_seq = storage.Commit(std::move(batch));
+      actor.empty = StoresNothing(storage);
+    }
+  } else {
+    // Nothing it wrote is kept; the actor answers on the version its state is at.
+    WK_LOG_WARN("actor migration failed",
+                {{"actor", actor.key}, {"from", std::to_string(from)}, {"to", std::to_string(to)}, {"error", report.error}});
+    actor.instance.reset();
+    actor.failed.insert(to);
+    actor.module = std::move(actor.fallback);
+    actor.version = from;
+  }
+  actor.fallback.reset();
+  ran.upgrade = std::move(report);
+}
+
 
 // ---------------------------------------------------------------------------------------
 // Instances and the workers' memory

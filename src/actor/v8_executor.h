@@ -35,7 +35,8 @@ class V8Executor final : public Executor {
 
   std::size_t lanes() const override { return lanes_; }
   std::shared_ptr<ExecutorActor> NewActor(const ActorId& id, const std::string& key) override;
-  void Started(ExecutorActor& actor) override;
+  std::vector<std::uint32_t> VersionsMissing(const ExecutorActor& actor, const ActorStorage& storage) override;
+  void Started(ExecutorActor& actor, const ActorStorage& storage) override;
   bool UseCurrentCode(ExecutorActor& actor) override;
   bool CodeDropped(const ActorId& id) const override;
   std::uint64_t DropUnusedCode(std::uint64_t bytes) override;
@@ -59,8 +60,16 @@ class V8Executor final : public Executor {
   struct Actor;
   struct Ran;
 
+  // On the loop, between the actor's jobs: sets the code its class chooses for it (its
+  // version, and a migration to run first); returns whether its module changed.
+  bool ChooseCode(Actor& actor);
   // On the worker thread.
   Ran Execute(engine::Worker& worker, Actor& actor, ActorStorage& storage, const ExecutorEvent& event);
+  // The actor's pending migration, in a batch of its own (docs/tenants.md); on failure
+  // nothing it wrote is kept and the actor runs the version its state is at.
+  void RunUpgrade(engine::Worker& worker, Actor& actor, ActorStorage& storage, const ExecutorEvent& event, Ran& ran);
+  // Commits an event's batch with the version mark when the state's is another.
+  void CommitWithMark(Actor& actor, ActorStorage& storage, Batch batch);
   static ActorMemory MeasureMemory(Actor& actor, ActorStorage& storage);
   // Drops the actor's instance on its worker, then measures the heap; then `done` (loop).
   void PostDrop(const std::shared_ptr<Actor>& actor, std::function<void()> done);

@@ -91,9 +91,11 @@ constexpr std::array<std::string_view, kModels> kNames = {
     "history-ignores-fence",
     "ws-send-before-durable",
     "ws-broadcast-at-release",
+    "rollout-unstable",
+    "upgrade-outside-batch",
 };
 static_assert(kNames.size() == kModels, "one name per BrokenModel");
-static_assert(kNames[static_cast<std::size_t>(BrokenModel::kSocketBroadcastAtRelease)] == "ws-broadcast-at-release",
+static_assert(kNames[static_cast<std::size_t>(BrokenModel::kUpgradeOutsideBatch)] == "upgrade-outside-batch",
               "the names follow the enum's order");
 
 }  // namespace

@@ -132,6 +132,9 @@ enum class BrokenModel : std::uint8_t {
   // ---- WebSockets (actor/runtime_core.cc, routing/socket_hub.*), docs/websockets.md
   kSocketSendBeforeDurable,  // what an event sends on its WebSockets leaves when the handler returns, before its batch is durable
   kSocketBroadcastAtRelease, // a broadcast goes to the connections with its tag when it is released, not the ones its event saw
+  // ---- Class versions (control/class_versions.*, actor/v8_executor.cc), docs/tenants.md "Deploying"
+  kRolloutUnstable,          // an actor's place in a rollout is drawn again for every share: it may flip between versions
+  kUpgradeOutsideBatch,      // a migration's writes are committed apart from its version mark (the mark waits for the next write)
   kCount
 };
 

@@ -72,7 +72,7 @@ Result<ClassVersion> DecodeClassPointer(std::string_view body, std::string_view 
   return v;
 }
 
-Task<Result<ClassVersion>> DeployClass(ObjectStore& store, Env& env, std::string tenant, std::string class_name,
+Task<Result<ClassVersion>> StoreModule(ObjectStore& store, Env& env, std::string tenant, std::string class_name,
                                        std::string wasm_bytes, CallOptions call) {
   if (Status s = ValidateClassArgs(tenant, class_name); !s.ok()) co_return s;
   if (wasm_bytes.empty()) co_return InvalidArgument("the module is empty");
@@ -127,6 +127,15 @@ Task<Result<ClassVersion>> DeployClass(ObjectStore& store, Env& env, std::string
   }
   if (!stored) co_return detail::GaveUp("storing " + module_key, last);
 
+  co_return version;
+}
+
+Task<Result<ClassVersion>> DeployClass(ObjectStore& store, Env& env, std::string tenant, std::string class_name,
+                                       std::string wasm_bytes, CallOptions call) {
+  auto stored = co_await StoreModule(store, env, tenant, class_name, std::move(wasm_bytes), call);
+  if (!stored.ok()) co_return stored.status();
+  const ClassVersion version = *stored;
+  Status last = Retryable("no attempt made");
   // Only now that the module is stored does the pointer name it.
   const std::string pointer_key = ClassPointerKey(tenant, class_name);
   const std::string pointer = EncodeClassPointer(tenant, class_name, version);

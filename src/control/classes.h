@@ -55,7 +55,13 @@ std::string EncodeClassPointer(std::string_view tenant, std::string_view class_n
 Result<ClassVersion> DecodeClassPointer(std::string_view body, std::string_view tenant, std::string_view class_name);
 
 // Stores the module under its SHA-256 (create-only; an identical module already there is
-// fine) and then points the class at it. The caller validates the module first
+// fine; a corrupt one is replaced), checking the tenant exists; names no version. Errors as
+// DeployClass's.
+Task<Result<ClassVersion>> StoreModule(ObjectStore& store, Env& env, std::string tenant, std::string class_name,
+                                       std::string wasm_bytes, CallOptions call = {});
+// The deploy of releases before class versions: stores the module (StoreModule) and points
+// `current` at it, with no version record (the upgrade path's tests make such classes; the
+// CLI deploys with DeployVersion, control/class_versions.h). The caller validates the module first
 // (actor::CompileActorModule with the node's limits). kNotFound for an unknown tenant;
 // kInvalidArgument for bad names or an empty or oversized module. kUnknownOutcome if the
 // pointer's write may not have landed: running the same deploy again is safe.

@@ -343,7 +343,8 @@ struct Worker::Impl {
   bool EndCall(std::chrono::nanoseconds* cpu_time = nullptr,
                std::chrono::steady_clock::time_point started = {});
   CallResult Run(Instance::Impl* inst, v8::Local<v8::Function> fn, void* ctx, std::chrono::milliseconds limit,
-                 std::uint64_t max_memory_bytes, std::uint64_t initial_memory_bytes);
+                 std::uint64_t max_memory_bytes, std::uint64_t initial_memory_bytes,
+                 std::span<const std::int32_t> args = {});
   static void Trampoline(const v8::FunctionCallbackInfo<v8::Value>& info);
 };
 
@@ -1107,7 +1108,7 @@ bool Worker::Impl::EndCall(std::chrono::nanoseconds* cpu_time, std::chrono::stea
 
 CallResult Worker::Impl::Run(Instance::Impl* inst, v8::Local<v8::Function> fn, void* ctx,
                              std::chrono::milliseconds limit, std::uint64_t max_memory_bytes,
-                             std::uint64_t initial_memory_bytes) {
+                             std::uint64_t initial_memory_bytes, std::span<const std::int32_t> args) {
   CallResult result;
   v8::Local<v8::Context> v8ctx = context.Get(isolate);
   const auto started = std::chrono::steady_clock::now();
@@ -1117,7 +1118,11 @@ CallResult Worker::Impl::Run(Instance::Impl* inst, v8::Local<v8::Function> fn, v
   {
     v8::TryCatch try_catch(isolate);
     BeginCall(inst, ctx, limit);
-    ret = fn->Call(v8ctx, v8::Undefined(isolate), 0, nullptr);
+    // At most two i32 arguments (the ABI's exports take none or one: abi.h).
+    std::array<v8::Local<v8::Value>, 2> argv;
+    const std::size_t argc = std::min(args.size(), argv.size());
+    for (std::size_t i = 0; i < argc; ++i) argv[i] = v8::Integer::New(isolate, args[i]);
+    ret = fn->Call(v8ctx, v8::Undefined(isolate), static_cast<int>(argc), argc == 0 ? nullptr : argv.data());
     if (ret.IsEmpty()) {
       has_exception = true;
       if (!try_catch.HasTerminated()) exception = ExceptionText(isolate, try_catch.Exception());
@@ -1353,7 +1358,8 @@ std::uint64_t Instance::HeapBytes() const {
   return impl_->entry->instance_heap_bytes + impl_->wrapper_heap_bytes + grown * kTableElementHeapBytes;
 }
 
-CallResult Instance::Call(std::string_view name, void* context, std::chrono::milliseconds cpu_limit) {
+CallResult Instance::Call(std::string_view name, void* context, std::chrono::milliseconds cpu_limit,
+                          std::span<const std::int32_t> args) {
   Worker::Impl& w = *impl_->worker;
   v8::Isolate* isolate = w.isolate;
   v8::HandleScope scope(isolate);
@@ -1385,7 +1391,7 @@ CallResult Instance::Call(std::string_view name, void* context, std::chrono::mil
       impl_->wrapper_heap_bytes += heap_after - heap_before;
     }
   }
-  return w.Run(impl_.get(), fn, context, cpu_limit, module_->max_memory_bytes(), module_->initial_memory_bytes());
+  return w.Run(impl_.get(), fn, context, cpu_limit, module_->max_memory_bytes(), module_->initial_memory_bytes(), args);
 }
 
 }  // namespace wk::engine

@@ -395,10 +395,12 @@ class Instance {
   Instance(const Instance&) = delete;
   Instance& operator=(const Instance&) = delete;
 
-  // Calls the export `name` (which must take no parameters and return nothing or one i32).
-  // Host functions called from it see `context`. The call is terminated if it uses more than
-  // `cpu_limit` of CPU time on this thread. REQUIRES: on the worker's thread.
-  CallResult Call(std::string_view name, void* context, std::chrono::milliseconds cpu_limit);
+  // Calls the export `name` with `args` (at most two i32 parameters, as its type has; it
+  // returns nothing or one i32). Host functions called from it see `context`. The call is
+  // terminated if it uses more than `cpu_limit` of CPU time on this thread. REQUIRES: on the
+  // worker's thread.
+  CallResult Call(std::string_view name, void* context, std::chrono::milliseconds cpu_limit,
+                  std::span<const std::int32_t> args = {});
 
   bool HasExport(std::string_view name) const { return module_->HasExport(name); }
   // Current size of the linear memory (grows while the actor runs): what is mapped.

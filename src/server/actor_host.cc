@@ -39,8 +39,15 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
   options_.sockets.broken = node.broken_models();
   node.owners().set_sleep_policy(SleepPolicy{options_.runtime.sleeping_hold, options_.runtime.max_sleeping_holds});
   provider_ = std::make_unique<replica::ReplicaProvider>(std::move(deps), deletions_, options_.storage, options_.close_limit);
+  actor::RuntimeHooks hooks = quarantine_.Hooks();
+  // Class versions (docs/tenants.md): a start loads the version its state needs; each
+  // migration is counted, and failures reach the class's rollout.
+  hooks.load_version = [this](ActorId id, std::uint32_t version) {
+    return LoadVersion(std::move(id.tenant), std::move(id.class_name), version);
+  };
+  hooks.on_upgrade = [this](const actor::UpgradeReport& report) { OnUpgrade(report); };
   runtime_ = std::make_unique<actor::ActorRuntime>(env, engine_, classes_, *provider_, options_.runtime,
-                                                   quarantine_.Hooks());
+                                                   std::move(hooks));
   sockets_ = std::make_unique<SocketHub>(env, options_.sockets);
   runtime_->SetSocketDirectory(sockets_.get());
   quarantine_.set_unload([this](const ActorId& id) { runtime_->Unload(id); });
@@ -219,6 +226,47 @@ Task<Status> ActorHost::LoadClass(std::string tenant, std::string class_name) {
     co_return NotFound("no class " + tenant + "/" + class_name + " (deploy one with `wasmkeep deploy`)");
   }
   const MonoTime checked = env_.MonoNow();
+  // A class deployed with versions has a rollout (docs/tenants.md, "Deploying"); one
+  // deployed before them only its `current` pointer.
+  auto rollout = co_await control::ReadRollout(store_, tenant, class_name, CallOptions{std::chrono::seconds(5)});
+  if (!*alive) co_return Cancelled("node stopping");
+  if (!rollout.ok()) co_return rollout.status();
+  if (rollout->has_value()) {
+    const control::Rollout& r = **rollout;
+    it = loaded_.find(key);
+    if (it != loaded_.end() && it->second.exists && it->second.rollout_revision == r.revision &&
+        !classes_.Dropped(tenant, class_name)) {
+      it->second.checked = checked;
+      co_return Status::Ok();
+    }
+    // Every version the rollout names, loaded before its chooser is set: an actor is never
+    // sent to a version that is not here (a state's own version is loaded at its start).
+    for (control::VersionNumber v : control::VersionsInPlay(r)) {
+      if (classes_.Find(tenant, class_name, v)) continue;
+      Status s = co_await LoadVersion(tenant, class_name, v);
+      if (!*alive) co_return Cancelled("node stopping");
+      if (!s.ok()) co_return s;
+    }
+    const BrokenModels broken = options_.runtime.broken;
+    classes_.SetChooser(
+        tenant, class_name,
+        [r, broken](std::string_view name, std::uint32_t mark, bool empty) {
+          const control::VersionChoice c = control::ChooseVersion(r, name, mark, empty, broken);
+          return actor::VersionPick{c.run, c.upgrade_from};
+        },
+        r.stable);
+    const bool first = it == loaded_.end() || it->second.rollout_revision != r.revision;
+    loaded_[key] = Loaded{{}, checked, true, r.revision};
+    if (first) {
+      WK_LOG_INFO("class rollout", {{"node", options_.node_id.str()},
+                                    {"class", tenant + "/" + class_name},
+                                    {"stable", std::to_string(r.stable)},
+                                    {"candidate", std::to_string(r.candidate)},
+                                    {"percent", std::to_string(r.percent)},
+                                    {"paused", r.paused ? "yes" : "no"}});
+    }
+    co_return Status::Ok();
+  }
   auto current = co_await control::CurrentClass(store_, tenant, class_name, CallOptions{std::chrono::seconds(5)});
   if (!*alive) co_return Cancelled("node stopping");
   if (!current.ok()) co_return current.status();
@@ -226,7 +274,7 @@ Task<Status> ActorHost::LoadClass(std::string tenant, std::string class_name) {
     // Remembered for class_check, so a burst of requests for a missing class costs one GET;
     // bounded, since any caller can name classes that do not exist.
     if (loaded_.size() >= kMaxRememberedClasses) std::erase_if(loaded_, [](const auto& e) { return !e.second.exists; });
-    if (loaded_.size() < kMaxRememberedClasses) loaded_[key] = Loaded{{}, checked, false};
+    if (loaded_.size() < kMaxRememberedClasses) loaded_[key] = Loaded{{}, checked, false, 0};
     co_return NotFound("no class " + tenant + "/" + class_name + " (deploy one with `wasmkeep deploy`)");
   }
   const control::ModuleDigest digest = (*current)->module;
@@ -236,21 +284,9 @@ Task<Status> ActorHost::LoadClass(std::string tenant, std::string class_name) {
     it->second.checked = checked;
     co_return Status::Ok();
   }
-  auto bytes = co_await control::ReadModule(store_, tenant, class_name, digest, CallOptions{std::chrono::seconds(30)});
+  auto module = co_await CompileModule(tenant, class_name, digest, "");
   if (!*alive) co_return Cancelled("node stopping");
-  if (!bytes.ok()) co_return bytes.status();
-  const std::size_t size = bytes->size();
-  // On the compile threads, never on this loop (the lease keeps being renewed); one compile
-  // per class version however many requests wait for it.
-  auto module = co_await compiler_.Compile(tenant + "/" + class_name + "@" + digest.hex, std::move(*bytes),
-                                           options_.runtime.limits, tenant);
-  if (!*alive) co_return Cancelled("node stopping");
-  if (!module.ok() && module.status().code() != Code::kInvalidArgument) co_return module.status();
-  if (!module.ok()) {
-    // Deploy checked it with its own limits; this node's may be tighter.
-    co_return Fatal("class " + tenant + "/" + class_name + " version " + digest.hex.substr(0, 12) +
-                    " does not compile here: " + module.status().message());
-  }
+  if (!module.ok()) co_return module.status();
   // Charged to the tenant and the node's budget; refused past either (503, Retry-After).
   if (Status registered = runtime_->RegisterClass(tenant, class_name, *module); !registered.ok()) {
     WK_LOG_WARN("class refused", {{"node", options_.node_id.str()},
@@ -258,15 +294,96 @@ Task<Status> ActorHost::LoadClass(std::string tenant, std::string class_name) {
                                   {"error", registered.message()}});
     co_return registered;
   }
-  loaded_[key] = Loaded{digest, checked, true};
+  loaded_[key] = Loaded{digest, checked, true, 0};
+  co_return Status::Ok();
+}
+
+Task<Status> ActorHost::LoadVersion(std::string tenant, std::string class_name, std::uint32_t version) {
+  std::shared_ptr<bool> alive = alive_;
+  if (classes_.Find(tenant, class_name, version)) co_return Status::Ok();
+  auto record = co_await control::ReadVersion(store_, tenant, class_name, version, CallOptions{std::chrono::seconds(5)});
+  if (!*alive) co_return Cancelled("node stopping");
+  if (!record.ok()) co_return record.status();
+  auto module = co_await CompileModule(tenant, class_name, record->module, " version " + std::to_string(version));
+  if (!*alive) co_return Cancelled("node stopping");
+  if (!module.ok()) co_return module.status();
+  if (Status registered = runtime_->RegisterVersion(tenant, class_name, version, *module); !registered.ok()) {
+    WK_LOG_WARN("class version refused", {{"node", options_.node_id.str()},
+                                          {"class", tenant + "/" + class_name},
+                                          {"version", std::to_string(version)},
+                                          {"error", registered.message()}});
+    co_return registered;
+  }
+  co_return Status::Ok();
+}
+
+Task<Result<std::shared_ptr<const engine::Module>>> ActorHost::CompileModule(std::string tenant, std::string class_name,
+                                                                             control::ModuleDigest digest,
+                                                                             std::string what) {
+  std::shared_ptr<bool> alive = alive_;
+  auto bytes = co_await control::ReadModule(store_, tenant, class_name, digest, CallOptions{std::chrono::seconds(30)});
+  if (!*alive) co_return Cancelled("node stopping");
+  if (!bytes.ok()) co_return bytes.status();
+  const std::size_t size = bytes->size();
+  // On the compile threads, never on this loop (the lease keeps being renewed); one compile
+  // per module however many requests wait for it.
+  auto module = co_await compiler_.Compile(tenant + "/" + class_name + "@" + digest.hex, std::move(*bytes),
+                                           options_.runtime.limits, tenant);
+  if (!*alive) co_return Cancelled("node stopping");
+  if (!module.ok() && module.status().code() != Code::kInvalidArgument) co_return module.status();
+  if (!module.ok()) {
+    // Deploy checked it with its own limits and host calls; this node's may differ (an
+    // older node without a call the module imports: the message names it).
+    co_return Fatal("class " + tenant + "/" + class_name + what + " (module " + digest.hex.substr(0, 12) +
+                    ") does not compile here: " + module.status().message());
+  }
   WK_LOG_INFO("class loaded", {{"node", options_.node_id.str()},
-                               {"class", tenant + "/" + class_name},
+                               {"class", tenant + "/" + class_name + what},
                                {"module", digest.hex.substr(0, 12)},
                                {"bytes", std::to_string(size)},
                                {"compile_ms", std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
                                                                  (*module)->compile_time())
                                                                  .count())}});
-  co_return Status::Ok();
+  co_return std::move(*module);
+}
+
+void ActorHost::OnUpgrade(const actor::UpgradeReport& report) {
+  if (report.ok) {
+    ++upgrade_stats_.migrated;
+    return;
+  }
+  ++upgrade_stats_.failed;
+  // Counted in the class's rollout, which pauses itself at its failure limit. One write at
+  // a time per class: failures meanwhile are added to the next.
+  const auto key = std::make_pair(report.id.tenant, report.id.class_name);
+  UpgradeFailures& f = upgrade_failures_[key];
+  f.pending[report.to] += 1;
+  f.last_error = report.error;
+  if (f.writing) return;
+  f.writing = true;
+  auto write = [](ActorHost* self, std::shared_ptr<bool> alive, std::string t, std::string c) -> Task<void> {
+    for (;;) {
+      UpgradeFailures& f = self->upgrade_failures_[std::make_pair(t, c)];
+      if (f.pending.empty()) {
+        f.writing = false;
+        co_return;
+      }
+      auto [version, count] = *f.pending.begin();
+      f.pending.erase(f.pending.begin());
+      auto r = co_await control::UpdateRollout(self->store_, self->env_, t, c,
+                                               control::CountFailure(version, f.last_error, count),
+                                               CallOptions{std::chrono::seconds(10)});
+      if (!*alive) co_return;
+      if (!r.ok()) {
+        WK_LOG_WARN("migration failures not recorded", {{"class", t + "/" + c}, {"error", r.status().ToString()}});
+      } else if (r->paused) {
+        WK_LOG_WARN("class rollout paused", {{"class", t + "/" + c}, {"reason", r->paused_reason}});
+        self->loaded_.erase(std::make_pair(t, c));  // read again by the next event: the pause applies here
+      }
+    }
+  };
+  env_.Spawn(write(this, alive_, report.id.tenant, report.id.class_name),
+             "migration failures " + report.id.tenant + "/" + report.id.class_name);
 }
 
 }  // namespace wk

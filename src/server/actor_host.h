@@ -30,6 +30,7 @@
 #include "alarms/shard_scanner.h"
 #include "base/metrics.h"
 #include "cluster/cluster_node.h"
+#include "control/class_versions.h"
 #include "control/classes.h"
 #include "control/cluster_secret.h"
 #include "control/quarantine.h"
@@ -90,6 +91,12 @@ struct ActorHostOptions {
   const BucketRequestStats* bucket_requests = nullptr;
 };
 
+// Migrations on this node (docs/tenants.md, "Class versions").
+struct UpgradeStats {
+  std::uint64_t migrated = 0;
+  std::uint64_t failed = 0;
+};
+
 class ActorHost {
  public:
   // replica_totals: the process's one (its owner publishes it). The runtime's, the
@@ -131,15 +138,28 @@ class ActorHost {
   const ForwarderStats& forwarder_stats() const { return forwarder_.stats(); }
   const SocketRelayStats& relay_stats() const { return relay_->stats(); }
   const QuarantineStats& quarantine_stats() const { return quarantine_.stats(); }
+  const UpgradeStats& upgrade_stats() const { return upgrade_stats_; }
   alarms::AlarmService& alarms() { return *alarms_; }
 
  private:
   struct Loaded {
-    control::ModuleDigest digest;
+    control::ModuleDigest digest;  // an unversioned class's module
     MonoTime checked{};
     bool exists = false;
+    std::uint64_t rollout_revision = 0;  // a versioned class's rollout as loaded
   };
   Task<Status> LoadClass(std::string tenant, std::string class_name);
+  // One version of a versioned class (its record, its module, compiled and registered).
+  Task<Status> LoadVersion(std::string tenant, std::string class_name, std::uint32_t version);
+  // Reads, checks and compiles one module; `what` names the version in errors and logs.
+  Task<Result<std::shared_ptr<const engine::Module>>> CompileModule(std::string tenant, std::string class_name,
+                                                                    control::ModuleDigest digest, std::string what);
+  void OnUpgrade(const actor::UpgradeReport& report);
+  struct UpgradeFailures {
+    std::map<std::uint32_t, std::uint64_t> pending;  // by target version, not yet written
+    std::string last_error;
+    bool writing = false;
+  };
   // For a resident actor's event: if the class's pointer is older than class_check, loads
   // it again in the background (one at a time per class), so a redeploy reaches resident
   // actors without their events waiting for the bucket.
@@ -178,6 +198,8 @@ class ActorHost {
   // Last: it reads the runtime, the provider and the alarms, so it goes first.
   std::unique_ptr<ActorAdmin> admin_;
   std::map<std::pair<std::string, std::string>, Loaded> loaded_;
+  std::map<std::pair<std::string, std::string>, UpgradeFailures> upgrade_failures_;
+  UpgradeStats upgrade_stats_;
   std::set<std::pair<std::string, std::string>> refreshing_;
   HandOvers* hand_overs_ = nullptr;
   Owners* owners_ = nullptr;  // the node's (its hooks point here until destroyed)  // the node's; its host hooks point here until destroyed

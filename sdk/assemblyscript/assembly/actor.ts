@@ -151,6 +151,18 @@ export function handleAlarm(handler: (info: AlarmInfo) => void): i32 {
   return 0;
 }
 
+// Runs a state migration as the body of the wk_on_upgrade export (docs/sdk.md, "Class
+// versions"): once for an actor whose state an older version committed, before its first
+// event on this one, in a batch of its own; a throw (a trap) discards its writes and the
+// actor stays on fromVersion. Storage calls only.
+//
+//   export function wk_on_upgrade(fromVersion: i32): i32 { return handleUpgrade(fromVersion, upgrade); }
+export function handleUpgrade(fromVersion: i32, handler: (fromVersion: i32) => void): i32 {
+  handler(fromVersion);
+  __collect();
+  return 0;
+}
+
 // The module's abort: build-actor.sh passes --use abort=wasmkeep/assembly/actor/abortEvent,
 // so a failed assertion, an out-of-range index or a `throw` logs its message at error
 // level, with the source position, and then traps, which fails the event. (AssemblyScript's

@@ -19,7 +19,7 @@ export { Response } from "./response";
 export { storage, Storage, RawStorage, ListOptions, Entry, Cursor, DEFAULT_PAGE_ENTRIES } from "./storage";
 export {
   now, random, randomBytes, randomHex, randomU64, log, Log, sync, alarm, Alarm, AlarmInfo, handleRequest, handleAlarm,
-  abortEvent,
+  handleUpgrade, abortEvent,
 } from "./actor";
 export { send, sendBytes, Message, handleMessage } from "./messages";
 export {

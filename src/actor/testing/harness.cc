@@ -63,7 +63,9 @@ Harness::Harness(RuntimeOptions options, const StorageFactory& make_storage)
   options.wall_clock_ms = [this] { return clock_ms_; };
   if (make_storage) custom_storage_ = make_storage(env_);
   StorageProvider& storage = custom_storage_ ? *custom_storage_ : storage_;
-  runtime_ = std::make_unique<ActorRuntime>(env_, *engine_, classes_, storage, std::move(options));
+  RuntimeHooks hooks;
+  hooks.on_upgrade = [this](const UpgradeReport& report) { upgrades_.push_back(report); };
+  runtime_ = std::make_unique<ActorRuntime>(env_, *engine_, classes_, storage, std::move(options), std::move(hooks));
   MessageDeliveryOptions delivery;
   delivery.first_retry = std::chrono::milliseconds(20);
   delivery.max_retry = std::chrono::milliseconds(200);
@@ -191,6 +193,26 @@ Status Harness::TryDeploy(const std::string& class_name, const std::string& wasm
   return Status::Ok();
 }
 
+void Harness::DeployVersion(const std::string& class_name, std::uint32_t version, const std::string& wasm_path) {
+  auto bytes = ReadFileBytes(wasm_path);
+  if (bytes.empty()) {
+    ADD_FAILURE() << "cannot read " << wasm_path;
+    return;
+  }
+  auto module = CompileActorModule(*engine_, bytes, runtime_->options().limits);
+  if (!module.ok()) {
+    ADD_FAILURE() << "deploying " << wasm_path << ": " << module.status().ToString();
+    return;
+  }
+  versioned_[class_name].modules[version] = *module;
+}
+
+void Harness::SetChooser(const std::string& class_name, VersionChooser chooser, std::uint32_t stable) {
+  Versioned& v = versioned_[class_name];
+  v.chooser = std::move(chooser);
+  v.stable = stable;
+}
+
 void Harness::Deploy(const std::string& class_name, const std::string& wasm_path) {
   Status s = TryDeploy(class_name, wasm_path);
   if (!s.ok()) ADD_FAILURE() << "deploying " << wasm_path << " as " << class_name << ": " << s.ToString();
@@ -204,6 +226,14 @@ ActorId Harness::Resolve(const std::string& actor) {
   }
   for (auto& [name, m] : deployed_) {
     if (name == id->class_name) classes_.Set(id->tenant, name, m);
+  }
+  if (auto v = versioned_.find(id->class_name); v != versioned_.end()) {
+    for (const auto& [version, module] : v->second.modules) {
+      if (classes_.Find(id->tenant, id->class_name, version) != module) {
+        classes_.SetVersion(id->tenant, id->class_name, version, module);
+      }
+    }
+    classes_.SetChooser(id->tenant, id->class_name, v->second.chooser, v->second.stable);
   }
   return *id;
 }

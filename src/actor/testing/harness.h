@@ -3,6 +3,7 @@
 // Not for production code. Single-threaded use from the test's thread (it runs the loop).
 #pragma once
 
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -84,6 +85,13 @@ class Harness {
   void Deploy(const std::string& class_name, const std::string& wasm_path);
   // Same, returning the compile error instead.
   Status TryDeploy(const std::string& class_name, const std::string& wasm_path);
+  // Class versions (docs/tenants.md): `version` of class_name, for every tenant, and the
+  // chooser of the version each actor runs (a test builds it with control::ChooseVersion).
+  // Every version is loaded here: nothing is ever missing.
+  void DeployVersion(const std::string& class_name, std::uint32_t version, const std::string& wasm_path);
+  void SetChooser(const std::string& class_name, VersionChooser chooser, std::uint32_t stable);
+  // The migrations that ran (RuntimeHooks::on_upgrade), in order.
+  const std::vector<UpgradeReport>& upgrades() const { return upgrades_; }
 
   // A request to "tenant/class/name". Ok with the response, or an error whose message is
   // the event's outcome name and error ("actor_failed: trap: unreachable").
@@ -126,6 +134,13 @@ class Harness {
   std::unique_ptr<StorageProvider> custom_storage_;
   ClassRegistry classes_;
   std::vector<std::pair<std::string, std::shared_ptr<const engine::Module>>> deployed_;
+  struct Versioned {
+    std::map<std::uint32_t, std::shared_ptr<const engine::Module>> modules;
+    VersionChooser chooser;
+    std::uint32_t stable = 0;
+  };
+  std::map<std::string, Versioned> versioned_;  // by class name
+  std::vector<UpgradeReport> upgrades_;
   std::int64_t clock_ms_ = 1'800'000'000'000;  // a fixed, readable start (2027-01-15)
   std::unique_ptr<ActorRuntime> runtime_;
   std::unique_ptr<MessageDelivery> messages_;
