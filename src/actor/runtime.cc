@@ -264,6 +264,10 @@ void ActorRuntime::SetOutboxListener(std::function<void(const ActorId&)> fn) {
 void ActorRuntime::Unload(const ActorId& id) { core_->Unload(id); }
 void ActorRuntime::Warm(const ActorId& id) { core_->Warm(id); }
 bool ActorRuntime::IsResident(const ActorId& id) const { return core_->IsResident(id); }
+std::optional<std::uint32_t> ActorRuntime::VersionOf(const ActorId& id) const { return core_->VersionOf(id); }
+std::vector<std::pair<std::string, std::uint64_t>> ActorRuntime::ResidentByVersion() const {
+  return core_->ResidentByVersion();
+}
 Task<bool> ActorRuntime::Shutdown(Duration limit) { return core_->Shutdown(limit); }
 
 Status ActorRuntime::RegisterClass(const std::string& tenant, const std::string& class_name,
@@ -386,6 +390,24 @@ void PublishRuntimeMetrics(MetricsRegistry& registry, const ActorRuntime& runtim
       "wasmkeep_actor_compiled_refusals_total",
       "Class modules refused a load: over their tenant's actors.max_compiled_bytes_per_tenant, or the node's budget.",
       [&runtime] { return static_cast<double>(runtime.compiled_refusals()); });
+  registry.AddCallbackGaugeBreakdown(
+      "wasmkeep_actor_resident_by_version",
+      "Resident actors of versioned classes by class and the version they run (tenant/class@version; docs/tenants.md "
+      "\"Deploying\"); the 50 largest, then _other.",
+      "class_version", [&runtime] {
+        const auto counts = runtime.ResidentByVersion();
+        MetricsRegistry::Breakdown out;
+        double other = 0;
+        for (std::size_t i = 0; i < counts.size(); ++i) {
+          if (i < 50) {
+            out.emplace_back(counts[i].first, static_cast<double>(counts[i].second));
+          } else {
+            other += static_cast<double>(counts[i].second);
+          }
+        }
+        if (other > 0) out.emplace_back("_other", other);
+        return out;
+      });
   registry.AddCallbackGaugeBreakdown(
       "wasmkeep_actor_tenant_memory_bytes",
       "wasmkeep_actor_memory_bytes by tenant: its actors' linear memory, state and bookkeeping, their share of "

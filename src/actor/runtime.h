@@ -322,6 +322,9 @@ class ActorRuntime final : public EventHost {
   void SetSpin(Duration spin);
 
   bool IsResident(const ActorId& id) const override;
+  // ActorRuntimeCore::VersionOf and ResidentByVersion.
+  std::optional<std::uint32_t> VersionOf(const ActorId& id) const;
+  std::vector<std::pair<std::string, std::uint64_t>> ResidentByVersion() const;
   // The engine's totals (garbage collections, instantiations, linear memories' reservations).
   engine::EngineStats engine_stats() const { return engine_.stats(); }
   RuntimeStats stats() const;

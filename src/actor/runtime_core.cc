@@ -140,6 +140,24 @@ std::int64_t ActorRuntimeCore::NowMs() const {
 
 bool ActorRuntimeCore::IsResident(const ActorId& id) const { return actors_.contains(id.ToString()); }
 
+std::optional<std::uint32_t> ActorRuntimeCore::VersionOf(const ActorId& id) const {
+  auto it = actors_.find(id.ToString());
+  if (it == actors_.end() || !it->second->exec) return std::nullopt;
+  return it->second->exec->version.load();
+}
+
+std::vector<std::pair<std::string, std::uint64_t>> ActorRuntimeCore::ResidentByVersion() const {
+  std::map<std::string, std::uint64_t> counts;
+  for (const auto& [key, slot] : actors_) {
+    if (!slot->exec) continue;
+    const std::uint32_t v = slot->exec->version.load();
+    if (v != 0) ++counts[slot->id.tenant + "/" + slot->id.class_name + "@" + std::to_string(v)];
+  }
+  std::vector<std::pair<std::string, std::uint64_t>> out(counts.begin(), counts.end());
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  return out;
+}
+
 RuntimeStats ActorRuntimeCore::stats() const {
   RuntimeStats s = stats_;
   const ExecutorStats e = executor_.stats();

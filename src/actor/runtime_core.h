@@ -165,6 +165,11 @@ class ActorRuntimeCore final : public EventHost {
   void Unload(const ActorId& id) override;
   void Warm(const ActorId& id) override;
   bool IsResident(const ActorId& id) const override;
+  // The class version the resident actor runs (0: an unversioned class); nullopt if it is
+  // not resident.
+  std::optional<std::uint32_t> VersionOf(const ActorId& id) const;
+  // Resident actors of versioned classes by "tenant/class@version", most first.
+  std::vector<std::pair<std::string, std::uint64_t>> ResidentByVersion() const;
   // Refuses new events, lets running ones finish, unloads every actor. Bounded by `limit`;
   // returns false if actors were still resident.
   Task<bool> Shutdown(Duration limit);

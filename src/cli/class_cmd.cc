@@ -98,7 +98,7 @@ Task<int> Deploy(ObjectStore* store, RealEnv* env, ClassArgs a, std::string byte
   std::printf("deployed %s/%s version %u: module sha256 %s (%llu bytes)\n", a.tenant.c_str(), a.class_name.c_str(),
               v.number, v.module.hex.c_str(), static_cast<unsigned long long>(v.size_bytes));
   if (r.stable == v.number) {
-    std::printf("every actor of the class runs it from its next event\n");
+    std::printf("every actor of the class runs it, within a second and one event of the class on its node\n");
   } else if (r.candidate == v.number) {
     std::printf("rolled out to %u%% of the actors (version %u stays for the rest); raise it with "
                 "`wasmkeep class rollout %s/%s %u PERCENT`\n",
@@ -308,7 +308,7 @@ Task<int> ChangeRollout(ObjectStore* store, RealEnv* env, std::string tenant, st
   } else {
     std::printf("%s/%s: ", tenant.c_str(), class_name.c_str());
     PrintRollout(*r);
-    std::printf("nodes apply it within about a second (their class check), from each actor's next event\n");
+    std::printf("each node applies it within a second and one event of the class there\n");
   }
   co_return kExitOk;
 }
@@ -322,6 +322,17 @@ Result<std::uint32_t> ParseNumber(const std::string& text, std::string_view what
   }
   if (n > max) return InvalidArgument(std::string(what) + " " + text + " is over " + std::to_string(max));
   return static_cast<std::uint32_t>(n);
+}
+
+// A pin's actor: NAME, or TENANT/CLASS/NAME of this class.
+Result<std::string> PinnedName(const std::string& text, const std::string& tenant, const std::string& class_name) {
+  if (text.find('/') == std::string::npos) return text;
+  auto id = ParseActorId(text);
+  if (!id.ok()) return id.status();
+  if (id->tenant != tenant || id->class_name != class_name) {
+    return InvalidArgument("--pin " + text + ": not an actor of " + tenant + "/" + class_name);
+  }
+  return id->name;
 }
 
 // The checks that need the version's record before a rollout names it: its host calls.
@@ -352,9 +363,15 @@ Task<int> Rollout(ObjectStore* store, RealEnv* env, std::string tenant, std::str
     auto v = ParseNumber(pin.substr(eq + 1), "--pin's VERSION", control::kMaxVersion);
     if (!v.ok()) co_return Fail(v.status());
     if (Status s = co_await CheckVersionRunsHere(store, tenant, class_name, *v, call); !s.ok()) co_return Fail(s);
-    changes.push_back(control::Pin(pin.substr(0, eq), *v));
+    auto name = PinnedName(pin.substr(0, eq), tenant, class_name);
+    if (!name.ok()) co_return Fail(name.status());
+    changes.push_back(control::Pin(*name, *v));
   }
-  for (const std::string& name : a.unpins) changes.push_back(control::Unpin(name));
+  for (const std::string& unpin : a.unpins) {
+    auto name = PinnedName(unpin, tenant, class_name);
+    if (!name.ok()) co_return Fail(name.status());
+    changes.push_back(control::Unpin(*name));
+  }
   if (changes.empty()) co_return Fail(InvalidArgument("nothing to change: give VERSION PERCENT, --pin or --unpin"));
   co_return co_await ChangeRollout(store, env, tenant, class_name, std::move(changes), a.json, call);
 }
@@ -418,8 +435,9 @@ void AddClassCommands(CLI::App& app, const GlobalOptions& globals, int* result) 
                  "version, 0 ends a candidate's rollout), and pin single actors to a version");
   rollout->add_option("class", rollout_args->target, "TENANT/CLASS")->required();
   rollout->add_option("version_percent", rollout_args->positional, "VERSION PERCENT")->expected(0, 2);
-  rollout->add_option("--pin", rollout_args->pins, "NAME=VERSION: the actor NAME of the class runs VERSION");
-  rollout->add_option("--unpin", rollout_args->unpins, "NAME: the actor follows the rollout again");
+  rollout->add_option("--pin", rollout_args->pins,
+                      "NAME=VERSION (or TENANT/CLASS/NAME=VERSION): that actor of the class runs VERSION");
+  rollout->add_option("--unpin", rollout_args->unpins, "NAME (or TENANT/CLASS/NAME): the actor follows the rollout again");
   rollout->add_flag("--json", rollout_args->json, "Print the rollout as JSON");
   rollout->callback([&globals, rollout_args, result] {
     RolloutArgs a = *rollout_args;

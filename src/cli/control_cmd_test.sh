@@ -61,12 +61,12 @@ check "list after revoke" 0 "$id2" tenant list
 grep -q "$id1" <<<"$out" && { echo "FAIL revoked id still listed"; failures=$((failures + 1)); }
 
 # Deploy.
-check "deploy counter" 0 "deployed acme/counter: module sha256" deploy --tenant acme --class counter "$actors/counter.wasm"
+check "deploy counter" 0 "deployed acme/counter version 1: module sha256" deploy --tenant acme --class counter "$actors/counter.wasm"
 sha=$(sha256sum "$actors/counter.wasm" | cut -d' ' -f1)
 grep -qF "$sha" <<<"$out"; expect "deploy names the module's sha256" $?
 check "module stored content-addressed" 0 "classes/acme/counter/modules/$sha" bucket ls classes/acme/counter/
 check "pointer stored" 0 "module $sha" bucket get classes/acme/counter/current
-check "deploy again (same module)" 0 "deployed acme/counter" deploy --tenant acme --class counter "$actors/counter.wasm"
+check "deploy again (same module): the same version" 0 "deployed acme/counter version 1:" deploy --tenant acme --class counter "$actors/counter.wasm"
 check "deploy --json" 0 "\"module_sha256\": \"$(sha256sum "$actors/chat.wasm" | cut -d' ' -f1)\"" \
   deploy --tenant acme --class chat --json "$actors/chat.wasm"
 echo "not wasm" >"$tmp/x.wasm"
@@ -95,6 +95,32 @@ grep -q globex <<<"$out" && { echo "FAIL class list --tenant acme shows globex";
 check "class list --json" 0 '"class": "kv"' class list --json
 check "class list bad tenant" 2 "tenant 'Bad'" class list --tenant Bad
 check "class list empty tenant" 0 "(no classes deployed)" class list --tenant nobody
+
+# Versions and the rollout (docs/tenants.md, "Deploying").
+check "deploy a second version to 10 %" 0 "rolled out to 10% of the actors (version 1 stays" \
+  deploy --tenant acme --class counter --rollout 10 --by ops@ci "$actors/upgrade_v2.wasm"
+grep -q "it exports wk_on_upgrade" <<<"$out"; expect "deploy says the version migrates state" $?
+check "deploy --rollout 101" 2 "--rollout 101 is not a percentage" deploy --tenant acme --class counter --rollout 101 "$actors/counter.wasm"
+check "deploy --by refused" 2 "--by: deployed_by 'a b'" deploy --tenant acme --class counter --by "a b" "$actors/counter.wasm"
+check "class versions" 0 "stable 1, candidate 2 at 10%" class versions acme/counter
+grep -qE "^2 +[0-9T:Z-]+ +ops@ci +yes " <<<"$out"; expect "class versions shows who, and that 2 migrates" $?
+check "class versions --json" 0 '"migrates": true' class versions acme/counter --json
+check "class rollout raises the share" 0 "candidate 2 at 50%" class rollout acme/counter 2 50
+check "class rollout --pin" 0 "pinned: alice runs version 1" class rollout acme/counter --pin acme/counter/alice=1
+check "class rollout --pin of another class" 2 "not an actor of acme/counter" class rollout acme/counter --pin acme/chat/bob=1
+check "class rollout unknown version" 4 "has no version 7" class rollout acme/counter 7 10
+check "class rollout bad percent" 2 "PERCENT 150 is over 100" class rollout acme/counter 2 150
+check "class rollout nothing to do" 2 "nothing to change" class rollout acme/counter
+check "class rollout bad class" 2 "expected TENANT/CLASS" class rollout acme 2 10
+check "class broken refuses the stable version" 2 "version 1 is stable" class broken acme/counter 1
+check "class pause" 0 "PAUSED: looking at errors" class pause acme/counter --reason "looking at errors"
+check "class rollout to 100 makes it stable" 0 "acme/counter: stable 2 " class rollout acme/counter 2 100
+grep -q PAUSED <<<"$out" && { echo "FAIL a new share did not resume the rollout"; failures=$((failures + 1)); }
+check "class list shows the stable version" 0 "$(sha256sum "$actors/upgrade_v2.wasm" | cut -d' ' -f1)" class list --tenant acme
+check "class rollout back to 1 (a rollback)" 0 "acme/counter: stable 1 " class rollout acme/counter 1 100
+check "class broken marks" 0 "broken: version 2 (its actors run version 1" class broken acme/counter 2
+check "class rollout refuses a broken version" 2 "is marked broken" class rollout acme/counter 2 10
+check "class versions of a class never deployed" 4 "no class acme/nothing" class versions acme/nothing
 
 # Corrupt objects are reported, never read as empty.
 printf 'garbage\n' | "$wk" bucket put control/tenants/broken - >/dev/null 2>&1

@@ -590,7 +590,9 @@ async function inspect(fresh) {
     const r = await api(`/v1/classes/${s.tenant}/${s.cls}/actors/${encodeURIComponent(s.name)}?${q}`);
     const facts = $("#inspect-facts");
     facts.replaceChildren("read from ", el("b", {text: r.source === "owner" ? "its owner " + r.node : "the bucket (read-only restore)"}),
-      ` · ${r.keys} ${r.keys === 1 ? "key" : "keys"} · ${bytes(r.stored_bytes)} · generation ${r.generation}` + (r.alarm_ms != null ? " · alarm " + new Date(r.alarm_ms).toISOString() : ""));
+      ` · ${r.keys} ${r.keys === 1 ? "key" : "keys"} · ${bytes(r.stored_bytes)} · generation ${r.generation}` + (r.alarm_ms != null ? " · alarm " + new Date(r.alarm_ms).toISOString() : "") +
+      (r.running_version != null ? ` · runs version ${r.running_version}` : "") +
+      (r.state_version ? ` · state written by version ${r.state_version}` : ""));
     if (fresh) tbody.replaceChildren();
     for (const e of r.entries) {
       tbody.append(entryRow(e.key, e.key_encoding, e.value, e.value_encoding, e.value_bytes, e.truncated));

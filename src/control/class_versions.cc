@@ -497,16 +497,23 @@ Task<Result<Deployed>> DeployVersion(ObjectStore& store, Env& env, DeployRequest
   const std::size_t size = request.wasm_bytes.size();
   auto stored = co_await StoreModule(store, env, tenant, class_name, std::move(request.wasm_bytes), call);
   if (!stored.ok()) co_return stored.status();
-  VersionRecord v;
-  v.module = stored->module;
-  v.size_bytes = size;
-  v.deployed_at = env.WallNow();
-  v.deployed_by = request.deployed_by;
-  v.migrates = request.migrates;
-  v.imports = request.imports;
-  const VersionNumber next = existing->empty() ? 1 : existing->back().number + 1;
-  auto made = co_await CreateVersion(store, env, tenant, class_name, v, next, call);
-  if (!made.ok()) co_return made.status();
+  Result<VersionRecord> made = Retryable("not made");
+  if (!existing->empty() && existing->back().module == stored->module) {
+    // The newest version already is this module (a deploy run again, say after exit 5):
+    // no new number, only the rollout asked for.
+    made = existing->back();
+  } else {
+    VersionRecord v;
+    v.module = stored->module;
+    v.size_bytes = size;
+    v.deployed_at = env.WallNow();
+    v.deployed_by = request.deployed_by;
+    v.migrates = request.migrates;
+    v.imports = request.imports;
+    const VersionNumber next = existing->empty() ? 1 : existing->back().number + 1;
+    made = co_await CreateVersion(store, env, tenant, class_name, v, next, call);
+    if (!made.ok()) co_return made.status();
+  }
   const VersionNumber number = made->number;
   const bool staged = request.percent && *request.percent < 100 && !existing->empty();
   auto updated = co_await UpdateRollout(

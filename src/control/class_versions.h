@@ -106,7 +106,8 @@ std::vector<VersionNumber> VersionsInPlay(const Rollout& r);
 // ---- The bucket
 
 // Deploys a new version: the module stored (as DeployClass does), its record created under
-// the next free number (the first deploy of a class deployed before versions also records
+// the next free number (none when the newest version is this module already: a deploy run
+// again) (the first deploy of a class deployed before versions also records
 // its current module as version 1), then the rollout: with `percent` nullopt or 100 (or no
 // stable version yet) the new version becomes stable at once and `current` names it;
 // otherwise it becomes the candidate at `percent`, the stable version staying.

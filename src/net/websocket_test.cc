@@ -963,14 +963,16 @@ TEST(WebSocketServerTest, APingIsAnsweredWithItsPayload) {
 
 TEST(WebSocketServerTest, AnIdleClientIsPingedAndCutWhenItDoesNotAnswer) {
   WsFixture t;
-  t.limits.ping_interval = milliseconds(150);
+  // Intervals long enough that a loaded machine (the suite runs two tests at once beside
+  // builds) still lets the answering client's pong arrive within one.
+  t.limits.ping_interval = milliseconds(300);
   t.Run([&](std::uint16_t port) {
     BlockingClient answering;
     Open(answering, port);
     BlockingClient silent;
     Open(silent, port);
     // The answering client stays open over several intervals (its pongs count as frames).
-    const auto until = std::chrono::steady_clock::now() + milliseconds(600);
+    const auto until = std::chrono::steady_clock::now() + milliseconds(1100);
     int pings = 0;
     while (std::chrono::steady_clock::now() < until) {
       answering.SetTimeout(milliseconds(50));

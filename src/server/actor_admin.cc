@@ -488,6 +488,16 @@ Task<ServerResponse> ActorAdmin::Inspect(ActorId id, ServerRequest request, Prin
     w.Key("next_after_hex").Null();
   }
   w.Member("keys", keys).Member("stored_bytes", bytes);
+  // Class versions (docs/tenants.md, "Deploying"): the version that last committed the
+  // state (0: none recorded), and the one the actor runs while resident here.
+  const std::uint32_t state_version = actor::ParseClassVersion(
+      restored ? restored->GetSystem(actor::kClassVersionKey) : resident->GetSystem(actor::kClassVersionKey));
+  w.Member("state_version", static_cast<std::uint64_t>(state_version));
+  if (auto running = deps_.runtime.VersionOf(id); running && *running != 0) {
+    w.Member("running_version", static_cast<std::uint64_t>(*running));
+  } else {
+    w.Key("running_version").Null();
+  }
   if (alarm) {
     w.Member("alarm_ms", *alarm);
   } else {

@@ -139,6 +139,12 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
   quarantine_.StartSweeps();
   control::PublishQuarantineCacheMetrics(metrics, quarantine_cache_);
   PublishQuarantineMetrics(metrics, quarantine_);
+  // Migrations of class versions run here (docs/tenants.md, "Migrations").
+  const std::string migrations_help = "State migrations (wk_on_upgrade) run on this node, by outcome.";
+  metrics.AddCallbackCounter("wasmkeep_class_migrations_total", migrations_help,
+                             [this] { return static_cast<double>(upgrade_stats_.migrated); }, {{"outcome", "ok"}});
+  metrics.AddCallbackCounter("wasmkeep_class_migrations_total", migrations_help,
+                             [this] { return static_cast<double>(upgrade_stats_.failed); }, {{"outcome", "failed"}});
   if (!options_.crashed_during_events.empty()) {
     WK_LOG_WARN("the previous process ended while events ran: one quarantine strike each",
                 {{"node", options_.node_id.str()}, {"actors", std::to_string(options_.crashed_during_events.size())}});
