@@ -75,6 +75,8 @@ check "deploy refuses a bad ABI" 2 'does not export the function "wk_on_request"
   deploy --tenant acme --class bad "$actors/no_handler.wasm"
 check "nothing stored for refused modules" 0 "" bucket ls classes/acme/bad/
 [ -z "$out" ]; expect "no classes/acme/bad objects" $?
+check "deploy names a host call this release lacks" 2 "imports the function wasmkeep_v1.no_such_function, which the host does not provide" \
+  deploy --tenant acme --class bad "$actors/bad_import.wasm"
 check "deploy unknown tenant" 4 "no tenant 'ghost' (create it with \`wasmkeep tenant add ghost\`)" \
   deploy --tenant ghost --class counter "$actors/counter.wasm"
 check "deploy bad class name" 2 "class 'Counter' must be 1-63" deploy --tenant acme --class Counter "$actors/counter.wasm"
