@@ -25,7 +25,8 @@ shorter than the lease's validity and longer; and an operator's actions: a node 
 another node (`actor move`); `cluster balance`; a drained node restarted (kill -9 or SIGTERM in
 turn), which must come back drained holding no actor and no alarm shard, then undrained; a
 new version of the chat or the alarm class deployed (the same module with a custom section
-naming the version: the same ABI, so the appends and alarms keep their checks); an actor of
+naming the version: the same ABI, so the appends and alarms keep their checks), rolled out to
+30 % of its actors and then to all; an actor of
 its own restored to a random batch of its history and forked at another (`actor restore`,
 `actor fork` through a node; "history" below). Each action is logged with its time and
 outcome and counted by kind and outcome in the report. Before
@@ -700,7 +701,9 @@ class Soak:
     def deploy(self, k):
         """A new version of a class (the chat class and the alarm class in turn): the same
         module with a custom section naming the version, so its SHA-256 differs and the
-        behaviour and ABI do not; actors run it from their next start."""
+        behaviour and ABI do not. It is rolled out in two steps (docs/tenants.md, "Deploying"):
+        to 30 % of the class's actors, and after a few seconds of both versions serving, to
+        all of them; the appends and alarms keep their checks throughout."""
         # One deploy a turn of the nemesis (k steps by turn_len): the chat class and the alarm class in turn.
         cls, wasm = (CLASS, "chat.wasm") if (k // self.turn_len) % 2 == 1 or self.a.alarm_rate <= 0 else (ALARM_CLASS, "alarm_probe.wasm")
         with open(os.path.join(self.a.actors, wasm), "rb") as f:
@@ -718,18 +721,24 @@ class Soak:
         with open(path, "wb") as f:
             f.write(module + b"\x00" + bytes(leb) + payload)
         t0 = time.time()
-        r = self.W("deploy", "--tenant", TENANT, "--class", cls, path, "--json", check=False)
-        sha = None
+        r = self.W("deploy", "--tenant", TENANT, "--class", cls, path, "--rollout", "30", "--json", check=False)
+        sha, version = None, None
         if r.returncode == 0:
             try:
-                sha = json.loads(r.stdout).get("module_sha256")
+                d = json.loads(r.stdout)
+                sha, version = d.get("module_sha256"), d.get("version")
             except ValueError:
                 pass
+        rolled = None
+        if version is not None:
+            time.sleep(3)  # both versions serve the class meanwhile
+            rolled = self.W("class", "rollout", f"{TENANT}/{cls}", str(version), "100", check=False).returncode
         listed = self.W("class", "list", "--tenant", TENANT, "--json", check=False)
         current = sha is not None and sha in listed.stdout
-        self.action("deploy", t0, f"class {cls}: exit {r.returncode}, module {(sha or '?')[:12]}, "
-                    f"{'current' if current else 'NOT current'} in class list", r.returncode == 0 and current, None,
-                    cls=cls, sha256=sha)
+        self.action("deploy", t0, f"class {cls}: exit {r.returncode}, version {version} at 30 % then 100 % "
+                    f"(exit {rolled}), module {(sha or '?')[:12]}, {'current' if current else 'NOT current'} in "
+                    "class list", r.returncode == 0 and rolled == 0 and current, None, cls=cls, sha256=sha,
+                    version=version)
 
     turn_len = 9  # the nemesis's steps (below)
 
