@@ -45,7 +45,7 @@ class ClassVersionsRuntimeTest : public ::testing::Test {
         "probe",
         [r](std::string_view name, std::uint32_t mark, bool empty) {
           const control::VersionChoice c = control::ChooseVersion(r, name, mark, empty);
-          return actor::VersionPick{c.run, c.upgrade_from};
+          return actor::VersionPick{c.run, c.upgrade_from, c.no_fallback};
         },
         stable);
   }
@@ -146,6 +146,21 @@ TEST_F(ClassVersionsRuntimeTest, ARollbackKeepsMigratedActorsOnTheirVersionUnles
   Inc("x", 1);
   EXPECT_EQ(Get("x"), "v2 n=3 migrations=1>3\n");
   EXPECT_EQ(harness_.upgrades().size(), 1u) << "a downgrade runs no migration";
+}
+
+TEST_F(ClassVersionsRuntimeTest, AFailedMigrationOfABrokenVersionsStateRunsNothing) {
+  Inc("odd", 1);
+  Rollout(2, 0, 0);
+  EXPECT_EQ(Get("odd"), "v2 n=1 migrations=1>2\n");
+  // 2 marked broken, its actors to run 3, whose migration fails on an odd count: nothing
+  // may run that state (not 2: broken), so its events are refused.
+  Rollout(1, 0, 0, {{2, 3}});
+  auto r = harness_.Call("acme/probe/odd", MakeRequest("GET", "/"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("marked broken"), std::string::npos) << r.status().ToString();
+  // The operator clears the mark: it answers on 2 again, its state as it was.
+  Rollout(1, 0, 0);
+  EXPECT_EQ(Get("odd"), "v2 n=1 migrations=1>2\n");
 }
 
 TEST_F(ClassVersionsRuntimeTest, TheMarkCommitsWithTheMigrationSoARestartNeverMigratesAgain) {

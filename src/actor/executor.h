@@ -122,6 +122,10 @@ class Executor {
   // true is returned (the core then drops its instance, which is of the old code). No job
   // of the actor runs.
   virtual bool UseCurrentCode(ExecutorActor& /*actor*/) { return false; }
+  // After UseCurrentCode: the version chosen for the actor is not loaded here (dropped since
+  // its start, or a class this node knew unversioned). Its events are refused until the core
+  // loads VersionsMissing.
+  virtual bool CodeMissing(const ExecutorActor& /*actor*/) const { return false; }
   // NewActor found no code for `id`'s class because it was dropped to meet the memory
   // budget (DropUnusedCode), not because the class is unknown.
   virtual bool CodeDropped(const ActorId& /*id*/) const { return false; }

@@ -94,20 +94,15 @@ void ClassRegistry::Set(const std::string& tenant, const std::string& class_name
 
 void ClassRegistry::SetVersion(const std::string& tenant, const std::string& class_name, std::uint32_t version,
                                std::shared_ptr<const engine::Module> module) {
-  Class& c = classes_[{tenant, class_name}];
-  if (!c.versioned) {
-    // From unversioned to versioned: the old single module is no version of it.
-    c.versions.clear();
-    c.versioned = true;
-    c.stable = version;
-  }
-  c.versions[version] = Entry{std::move(module), ++use_clock_, true};
+  // Versioned only once SetChooser runs: until then an unversioned class keeps its module.
+  WK_CHECK(version != 0, "version 0 is an unversioned class's module (Set)");
+  classes_[{tenant, class_name}].versions[version] = Entry{std::move(module), ++use_clock_, true};
 }
 
 void ClassRegistry::SetChooser(const std::string& tenant, const std::string& class_name, VersionChooser chooser,
                                std::uint32_t stable) {
   Class& c = classes_[{tenant, class_name}];
-  if (!c.versioned) c.versions.clear();
+  c.versions.erase(0);  // the module it had unversioned is no version of it
   c.versioned = true;
   c.chooser = std::move(chooser);
   c.stable = stable;

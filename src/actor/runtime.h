@@ -165,8 +165,10 @@ Result<std::shared_ptr<const engine::Module>> CompileActorModule(engine::Engine&
 struct VersionPick {
   std::uint32_t run = 0;
   // wk_on_upgrade(from) of `run` converts the state first; if it fails, the actor runs
-  // `from`, its state's version.
+  // `from`, its state's version, unless no_fallback (`from` is marked broken): then its
+  // events are refused until the migration succeeds.
   std::optional<std::uint32_t> upgrade_from;
+  bool no_fallback = false;
 };
 using VersionChooser = std::function<VersionPick(std::string_view name, std::uint32_t mark, bool empty)>;
 
@@ -182,9 +184,11 @@ class ClassRegistry {
  public:
   // The class unversioned: every actor runs `module`.
   void Set(const std::string& tenant, const std::string& class_name, std::shared_ptr<const engine::Module> module);
+  // Adds version `version` (> 0); the class is versioned once SetChooser runs.
   void SetVersion(const std::string& tenant, const std::string& class_name, std::uint32_t version,
                   std::shared_ptr<const engine::Module> module);
   // Versioned from now on: `stable` is the version an actor with nothing to go by runs.
+  // Set the versions the chooser names first, in the same loop turn.
   void SetChooser(const std::string& tenant, const std::string& class_name, VersionChooser chooser,
                   std::uint32_t stable);
   // {0} for an unversioned class; {stable} for a class without a chooser.

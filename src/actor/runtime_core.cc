@@ -93,6 +93,10 @@ struct ActorRuntimeCore::Slot : std::enable_shared_from_this<Slot> {
   // it empty since): the sweep does not hibernate it and the budget does not evict it, so
   // its delivery goes on while this node holds it (docs/messages.md, "Who delivers").
   bool outbox_pending = false;
+  // A class version it needs is being loaded (LoadMissingVersions): its events wait. One
+  // load per event: version_loaded is set after it and cleared when an event runs.
+  bool loading_version = false;
+  bool version_loaded = false;
 
   // Events dispatched and not yet answered (for the destructor).
   std::vector<std::shared_ptr<Pending>> inflight;
@@ -481,6 +485,34 @@ Task<void> ActorRuntimeCore::Start(std::shared_ptr<Slot> slot) {
   AfterProgress(slot);
 }
 
+Task<void> ActorRuntimeCore::LoadMissingVersions(std::shared_ptr<Slot> slot) {
+  auto alive = alive_;
+  slot->loading_version = true;
+  Status loaded = Status::Ok();
+  for (std::uint32_t version : executor_.VersionsMissing(*slot->exec, *slot->storage)) {
+    loaded = co_await options_.load_version(slot->id, version);
+    if (!*alive) co_return;
+    if (!loaded.ok()) break;
+  }
+  slot->loading_version = false;
+  if (!loaded.ok()) {
+    // Refused rather than run on other code; the next event tries again.
+    EventResult r;
+    r.outcome = EventOutcome::kUnavailable;
+    r.error = fmt::format("a version of class {}/{} could not be loaded here: {}", slot->id.tenant,
+                          slot->id.class_name, loaded.ToString());
+    auto queue = std::move(slot->queue);
+    slot->queue.clear();
+    for (Pending& p : queue) p.done.Set(r);
+    AfterProgress(slot);
+    co_return;
+  }
+  // Loaded: the next event runs; if its version is still missing (dropped again at once),
+  // the executor refuses it rather than this loading again before it.
+  slot->version_loaded = true;
+  Pump(slot);
+}
+
 bool ActorRuntimeCore::Broken(const Slot& slot) { return slot.storage && !slot.storage->failure().ok(); }
 
 void ActorRuntimeCore::Pump(const std::shared_ptr<Slot>& slot) {
@@ -489,7 +521,7 @@ void ActorRuntimeCore::Pump(const std::shared_ptr<Slot>& slot) {
   // ran (its answer may still wait for the output gate: batches group-commit).
   const bool gate_open = slot->state == Slot::State::kReady ||
                          (slot->state == Slot::State::kRunning && options_.broken.on(BrokenModel::kInputGateConcurrent));
-  if (!gate_open) return;
+  if (!gate_open || slot->loading_version) return;
   if (Broken(*slot)) {
     // Its storage failed (its hold ended, or its writes could not be made durable) while
     // it waited: close it once idle; the queued events restart it with a fresh restore.
@@ -504,6 +536,13 @@ void ActorRuntimeCore::Pump(const std::shared_ptr<Slot>& slot) {
     executor_.DropInstance(slot->exec);
     AfterInstancesGone(slot->exec->lane);
   }
+  if (options_.load_version && !slot->version_loaded && executor_.CodeMissing(*slot->exec) &&
+      slot->state == Slot::State::kReady) {
+    // The version chosen for it is not here (dropped, or a class known unversioned): load
+    // it, then run the events; never another version meanwhile.
+    env_.Spawn(LoadMissingVersions(slot), "actor versions " + slot->key);
+    return;
+  }
   if (AnswerOnLoop(slot)) {
     Pump(slot);  // answered without running: the gate is still open for the next event
     return;
@@ -511,6 +550,7 @@ void ActorRuntimeCore::Pump(const std::shared_ptr<Slot>& slot) {
   if (!slot->has_instance) MakeRoomForInstance(*slot);
   auto pending = std::make_shared<Pending>(std::move(slot->queue.front()));
   slot->queue.pop_front();
+  slot->version_loaded = false;
   slot->state = Slot::State::kRunning;
   slot->running++;
   slot->undelivered++;

@@ -215,6 +215,9 @@ class ActorRuntimeCore final : public EventHost {
   // The next queued entry is one the core answers without running the actor (a system job,
   // a message its applied record covers): answered through the output gate, true returned.
   bool AnswerOnLoop(const std::shared_ptr<Slot>& slot);
+  // Loads the versions the actor's executor says are missing (RuntimeCoreOptions::
+  // load_version), then pumps its events; a failure answers them "unavailable".
+  Task<void> LoadMissingVersions(std::shared_ptr<Slot> slot);
   // The next queued event carries an Idempotency-Key whose record exists: it is answered
   // from the record (through the output gate) without running, and true is returned.
   bool AnswerFromRecord(const std::shared_ptr<Slot>& slot);

@@ -110,7 +110,8 @@ class V8Executor::WorkerThread {
 struct V8Executor::Actor final : ExecutorActor {
   ActorId id;
   std::string key;
-  // Set on the loop (NewActor, Started) while no job of the actor is queued; read by jobs.
+  // Set on the loop (NewActor, Started, UseCurrentCode) while no job of the actor is queued,
+  // and by its jobs (a failed migration's fallback); read by jobs.
   std::shared_ptr<const engine::Module> module;
   // Worker-thread state: touched only by jobs on the actor's worker (ordered by its FIFO),
   // and by the loop only between residencies (Started).
@@ -128,6 +129,10 @@ struct V8Executor::Actor final : ExecutorActor {
   // The version chosen for it is not loaded here (dropped since its start loaded it): its
   // events answer "unavailable" rather than run its state on other code. 0: none.
   std::uint32_t missing = 0;
+  // Its migration to this version failed and its state's version is marked broken: its
+  // events are refused (nothing may run that state) until the choice changes. 0: none.
+  std::uint32_t blocked = 0;
+  bool no_fallback = false;  // upgrade_from is marked broken
 };
 
 struct V8Executor::Ran {
@@ -186,12 +191,17 @@ bool StoresNothing(const ActorStorage& storage) { return storage.StoredBytes() =
 
 std::vector<std::uint32_t> V8Executor::VersionsMissing(const ExecutorActor& actor, const ActorStorage& storage) {
   const auto& a = static_cast<const Actor&>(actor);
-  if (!classes_.Versioned(a.id.tenant, a.id.class_name)) return {};
-  const VersionPick pick = classes_.Choose(a.id.tenant, a.id.class_name, a.id.name,
-                                           ParseClassVersion(storage.GetSystem(kClassVersionKey)), StoresNothing(storage));
+  const std::uint32_t mark = ParseClassVersion(storage.GetSystem(kClassVersionKey));
+  // A marked state of a class known here unversioned: its version (loading it reads the
+  // class's rollout again).
+  if (!classes_.Versioned(a.id.tenant, a.id.class_name)) {
+    if (mark == 0) return {};
+    return {mark};
+  }
+  const VersionPick pick = classes_.Choose(a.id.tenant, a.id.class_name, a.id.name, mark, StoresNothing(storage));
   std::vector<std::uint32_t> missing;
   if (!classes_.Find(a.id.tenant, a.id.class_name, pick.run)) missing.push_back(pick.run);
-  if (pick.upgrade_from && !classes_.Find(a.id.tenant, a.id.class_name, *pick.upgrade_from)) {
+  if (pick.upgrade_from && !pick.no_fallback && !classes_.Find(a.id.tenant, a.id.class_name, *pick.upgrade_from)) {
     missing.push_back(*pick.upgrade_from);
   }
   return missing;
@@ -216,10 +226,16 @@ bool V8Executor::UseCurrentCode(ExecutorActor& actor) {
 bool V8Executor::ChooseCode(Actor& a) {
   const std::string& t = a.id.tenant;
   const std::string& c = a.id.class_name;
+  a.blocked = 0;
   if (!classes_.Versioned(t, c)) {
-    std::shared_ptr<const engine::Module> current = classes_.Find(t, c);
     a.upgrade_from.reset();
     a.fallback.reset();
+    // A state a version committed, of a class this node still knows unversioned (its
+    // pointer read before the first rollout): never run it on the pointer's module. Its
+    // events wait for the version (the core loads it, which reads the rollout again).
+    a.missing = a.mark;
+    if (a.missing != 0) return false;
+    std::shared_ptr<const engine::Module> current = classes_.Find(t, c);
     if (!current || current == a.module) return false;  // dropped: its next start loads it again
     a.module = std::move(current);
     a.version = 0;
@@ -227,28 +243,38 @@ bool V8Executor::ChooseCode(Actor& a) {
   }
   VersionPick pick = classes_.Choose(t, c, a.id.name, a.mark, a.empty);
   // A migration that failed in this residency is not tried again until the actor restarts
-  // (or the rollout changes what it chooses): it runs the version its state is at.
-  if (pick.upgrade_from && a.failed.contains(pick.run)) pick = VersionPick{*pick.upgrade_from, std::nullopt};
-  // Converted already (its mark then follows in the same batch, unless upgrade-outside-batch).
+  // (or the rollout changes what it chooses): it runs the version its state is at, unless
+  // that one is marked broken (its events are refused meanwhile).
+  if (pick.upgrade_from && a.failed.contains(pick.run)) {
+    if (pick.no_fallback) {
+      a.blocked = pick.run;
+      return false;
+    }
+    pick = VersionPick{*pick.upgrade_from, std::nullopt, false};
+  }
+  // Converted already, its mark to follow (only under upgrade-outside-batch: otherwise the
+  // mark is the new version's at once).
   if (pick.upgrade_from && a.converted == pick.run) pick.upgrade_from.reset();
   std::shared_ptr<const engine::Module> module = classes_.Find(t, c, pick.run);
   std::shared_ptr<const engine::Module> fallback;
-  if (pick.upgrade_from) fallback = classes_.Find(t, c, *pick.upgrade_from);
-  // Not loaded here: a start loads what it needs first (VersionsMissing), so this is a
-  // module dropped since, or a rollout reaching a resident actor before its versions were
-  // loaded. A version older than its state's is never run instead: its events wait.
-  if (!module || (pick.upgrade_from && !fallback)) {
+  if (pick.upgrade_from && !pick.no_fallback) fallback = classes_.Find(t, c, *pick.upgrade_from);
+  // Not loaded here (dropped since the start loaded it, say): a version older than its
+  // state's is never run instead. Its events wait while the core loads it (CodeMissing).
+  if (!module || (pick.upgrade_from && !pick.no_fallback && !fallback)) {
     a.missing = !module ? pick.run : *pick.upgrade_from;
     return false;
   }
   a.missing = 0;
   a.upgrade_from = pick.upgrade_from;
+  a.no_fallback = pick.no_fallback;
   a.fallback = std::move(fallback);
   a.version = pick.run;
   if (module == a.module) return false;
   a.module = std::move(module);
   return true;
 }
+
+bool V8Executor::CodeMissing(const ExecutorActor& actor) const { return static_cast<const Actor&>(actor).missing != 0; }
 
 bool V8Executor::CodeDropped(const ActorId& id) const { return classes_.Dropped(id.tenant, id.class_name); }
 
@@ -333,16 +359,32 @@ V8Executor::Ran V8Executor::Execute(engine::Worker& worker, Actor& actor, ActorS
                                     const ExecutorEvent& event) {
   Ran ran;
   EventResult& result = ran.event.result;
-  if (actor.missing != 0) {
+  auto refuse = [&](std::string why) {
     result.outcome = EventOutcome::kUnavailable;
-    result.error = fmt::format("version {} of class {}/{} is not loaded on this node; retry", actor.missing,
-                               actor.id.tenant, actor.id.class_name);
+    result.error = std::move(why);
     ran.event.wait_seq = actor.last_seq;
     ran.event.memory = MeasureMemory(actor, storage);
     return ran;
+  };
+  if (actor.missing != 0) {
+    return refuse(fmt::format("version {} of class {}/{} is not loaded on this node; retry", actor.missing,
+                              actor.id.tenant, actor.id.class_name));
+  }
+  if (actor.blocked != 0) {
+    return refuse(fmt::format("the migration of {} to version {} failed, and the version its state is at is marked "
+                              "broken: nothing runs it until the operator chooses (docs/tenants.md, \"Rolling back\")",
+                              actor.key, actor.blocked));
   }
   // A new version's migration runs first, in a batch of its own (docs/tenants.md).
-  if (actor.upgrade_from) RunUpgrade(worker, actor, storage, event, ran);
+  if (actor.upgrade_from) {
+    RunUpgrade(worker, actor, storage, event, ran);
+    if (Status failed = storage.failure(); !failed.ok()) return refuse(failed.ToString());
+    if (actor.blocked != 0) {
+      return refuse(fmt::format("the migration of {} to version {} failed ({}), and the version its state is at is "
+                                "marked broken: nothing runs it until the operator chooses",
+                                actor.key, actor.blocked, ran.upgrade ? ran.upgrade->error : std::string()));
+    }
+  }
   const std::optional<Request>& request = event.request;
   const AlarmEvent& alarm = event.alarm;
   // An alarm event first asks the actor's committed state (alarm_event.h): nothing runs for
@@ -560,7 +602,7 @@ void V8Executor::CommitWithMark(Actor& actor, ActorStorage& storage, Batch batch
 
 void V8Executor::RunUpgrade(engine::Worker& worker, Actor& actor, ActorStorage& storage, const ExecutorEvent& event,
                             Ran& ran) {
-  if (!storage.failure().ok()) return;  // the event fails on its storage; the next start tries again
+  if (!storage.failure().ok()) return;  // the event is refused on its storage; the next start tries again
   const std::uint32_t from = *actor.upgrade_from;
   const std::uint32_t to = actor.version;
   actor.upgrade_from.reset();
@@ -602,12 +644,18 @@ void V8Executor::RunUpgrade(engine::Worker& worker, Actor& actor, ActorStorage& 
       }
     }
   }
+  if (!storage.failure().ok()) {
+    // The hold ended meanwhile (a move, a drain): not the module's failure, and not counted.
+    // Nothing is kept; the next start migrates.
+    actor.upgrade_from = from;
+    return;
+  }
   if (report.ok) {
-    actor.converted = to;
     Batch batch = txn.TakeBatch();
     if (options_.broken.on(BrokenModel::kUpgradeOutsideBatch)) {
       // Broken: the converted state committed without its mark, which waits for the next
       // batch; a restart before it converts the state again.
+      actor.converted = to;
       if (!batch.empty()) {
         actor.last_seq = storage.Commit(std::move(batch));
         actor.empty = StoresNothing(storage);
@@ -624,8 +672,12 @@ void V8Executor::RunUpgrade(engine::Worker& worker, Actor& actor, ActorStorage& 
                 {{"actor", actor.key}, {"from", std::to_string(from)}, {"to", std::to_string(to)}, {"error", report.error}});
     actor.instance.reset();
     actor.failed.insert(to);
-    actor.module = std::move(actor.fallback);
-    actor.version = from;
+    if (actor.no_fallback) {
+      actor.blocked = to;  // its state's version is broken: nothing runs it
+    } else {
+      actor.module = std::move(actor.fallback);
+      actor.version = from;
+    }
   }
   actor.fallback.reset();
   ran.upgrade = std::move(report);

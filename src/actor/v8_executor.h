@@ -38,6 +38,7 @@ class V8Executor final : public Executor {
   std::vector<std::uint32_t> VersionsMissing(const ExecutorActor& actor, const ActorStorage& storage) override;
   void Started(ExecutorActor& actor, const ActorStorage& storage) override;
   bool UseCurrentCode(ExecutorActor& actor) override;
+  bool CodeMissing(const ExecutorActor& actor) const override;
   bool CodeDropped(const ActorId& id) const override;
   std::uint64_t DropUnusedCode(std::uint64_t bytes) override;
   std::uint64_t CodeFreedBy(const ExecutorActor& leaving, std::map<const void*, std::uint64_t>& tally) const override;

@@ -451,7 +451,7 @@ void AddClassCommands(CLI::App& app, const GlobalOptions& globals, int* result) 
       "broken", "Mark VERSION broken: the actors whose state it committed run --run VERSION (default: the stable one) "
                 "on that state, and the rollout stops naming it");
   broken->add_option("class", broken_args->target, "TENANT/CLASS")->required();
-  broken->add_option("version", broken_args->positional, "VERSION")->expected(1);
+  broken->add_option("version", broken_args->positional, "VERSION")->expected(1)->required();
   broken->add_option("--run", broken_args->run, "The version its actors run instead (default: the stable version)");
   broken->add_flag("--clear", broken_args->clear, "Clear the mark: its actors run it again");
   broken->add_flag("--json", broken_args->json, "Print the rollout as JSON");
@@ -461,6 +461,10 @@ void AddClassCommands(CLI::App& app, const GlobalOptions& globals, int* result) 
                                                CallOptions call) -> Task<int> {
       auto v = ParseNumber(a.positional.at(0), "VERSION", control::kMaxVersion);
       if (!v.ok()) co_return Fail(v.status());
+      if (a.clear && a.run != 0) co_return Fail(InvalidArgument("--clear and --run: give one"));
+      if (!a.clear && a.run != 0) {
+        if (Status s = co_await CheckVersionRunsHere(store, t, c, a.run, call); !s.ok()) co_return Fail(s);
+      }
       std::vector<control::RolloutChange> changes;
       changes.push_back(a.clear ? control::ClearBroken(*v) : control::MarkBroken(*v, a.run));
       co_return co_await ChangeRollout(store, env, std::move(t), std::move(c), std::move(changes), a.json, call);

@@ -122,6 +122,9 @@ check "class list shows the stable version" 0 "$(sha256sum "$actors/upgrade_v2.w
 check "class rollout back to 1 (a rollback)" 0 "acme/counter: stable 1 " class rollout acme/counter 1 100
 check "class broken marks" 0 "broken: version 2 (its actors run version 1" class broken acme/counter 2
 check "class rollout refuses a broken version" 2 "is marked broken" class rollout acme/counter 2 10
+check "class broken needs a version" 2 "version is required" class broken acme/counter
+check "class broken of an unknown version" 4 "no version 9" class broken acme/counter 9
+check "a broken module deployed again is refused" 2 "marked broken: clear it" deploy --tenant acme --class counter "$actors/upgrade_v2.wasm"
 check "class versions of a class never deployed" 4 "no class acme/nothing" class versions acme/nothing
 
 # Corrupt objects are reported, never read as empty.

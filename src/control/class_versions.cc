@@ -14,6 +14,9 @@ namespace wk::control {
 namespace {
 
 constexpr std::size_t kMaxImports = 256;
+// The versions a rollout keeps failure counts for (the newest; older ones are forgotten).
+constexpr std::size_t kMaxFailureEntries = 100;
+constexpr std::uint32_t kMaxFailureLimit = 1'000'000;
 constexpr std::size_t kMaxReasonBytes = 200;
 
 std::string ClassDir(std::string_view tenant, std::string_view class_name) {
@@ -153,7 +156,16 @@ Status ValidateRollout(const Rollout& r) {
     return InvalidArgument("percent " + std::to_string(r.percent) + " without a candidate");
   }
   if (r.paused != !r.paused_reason.empty()) return InvalidArgument("a paused rollout has a reason, and only it");
-  if (r.failure_limit < 1) return InvalidArgument("failure_limit must be at least 1");
+  if (r.failure_limit < 1 || r.failure_limit > kMaxFailureLimit) {
+    return InvalidArgument("failure_limit must be 1.." + std::to_string(kMaxFailureLimit));
+  }
+  if (r.broken.contains(r.stable)) return InvalidArgument("the stable version " + std::to_string(r.stable) + " is marked broken");
+  if (r.candidate != 0 && r.broken.contains(r.candidate)) {
+    return InvalidArgument("the candidate " + std::to_string(r.candidate) + " is marked broken");
+  }
+  if (r.failures.size() > kMaxFailureEntries) {
+    return InvalidArgument("failures of more than " + std::to_string(kMaxFailureEntries) + " versions");
+  }
   if (r.pins.size() > kMaxPins) return InvalidArgument("more than " + std::to_string(kMaxPins) + " pins");
   for (const auto& [name, v] : r.pins) {
     if (Status s = ValidateActorName(name); !s.ok()) return s;
@@ -168,7 +180,7 @@ Status ValidateRollout(const Rollout& r) {
     }
   }
   for (const auto& [v, n] : r.failures) {
-    if (!version_ok(v)) return InvalidArgument("failures of " + std::to_string(v) + ": not a version");
+    if (!version_ok(v) || n == 0) return InvalidArgument("failures of " + std::to_string(v) + ": not a version, or none");
   }
   return Status::Ok();
 }
@@ -217,13 +229,13 @@ Result<Rollout> DecodeRollout(std::string_view body, std::string_view tenant, st
     if (!reason.ok()) return reason.status();
     out.paused_reason = std::string(*reason);
   }
-  auto limit = r->UintField("failure_limit", 1'000'000);
+  auto limit = r->UintField("failure_limit", kMaxFailureLimit);
   if (!limit.ok()) return limit.status();
   out.failure_limit = static_cast<std::uint32_t>(*limit);
   auto at = r->UnixMsField("updated_at");
   if (!at.ok()) return at.status();
   out.updated_at = *at;
-  auto failures = r->UintField("failures", kMaxBroken + kMaxPins);
+  auto failures = r->UintField("failures", kMaxFailureEntries);
   if (!failures.ok()) return failures.status();
   for (std::uint64_t i = 0; i < *failures; ++i) {
     auto parts = r->FieldParts("failure", 2);
@@ -231,8 +243,11 @@ Result<Rollout> DecodeRollout(std::string_view body, std::string_view tenant, st
     auto v = ReadVersionPart(*r, (*parts)[0], "a failure's version");
     if (!v.ok()) return v.status();
     auto n = line_format::ParseUint((*parts)[1]);
-    if (!n) return r->Corrupt("a failure count is not a number");
-    if (!out.failures.emplace(*v, *n).second) return r->Corrupt("a version's failures are listed twice");
+    if (!n || *n == 0) return r->Corrupt("a failure count is not a positive number");
+    if (!out.failures.empty() && !(out.failures.rbegin()->first < *v)) {
+      return r->Corrupt("the failures are not in increasing version order");
+    }
+    out.failures.emplace(*v, *n);
   }
   auto pins = r->UintField("pins", kMaxPins);
   if (!pins.ok()) return pins.status();
@@ -241,7 +256,11 @@ Result<Rollout> DecodeRollout(std::string_view body, std::string_view tenant, st
     if (!parts.ok()) return parts.status();
     auto v = ReadVersionPart(*r, (*parts)[1], "a pin's version");
     if (!v.ok()) return v.status();
-    if (!out.pins.emplace(std::string((*parts)[0]), *v).second) return r->Corrupt("an actor is pinned twice");
+    const std::string name((*parts)[0]);
+    if (!out.pins.empty() && !(out.pins.rbegin()->first < name)) {
+      return r->Corrupt("the pins are not in increasing name order (or an actor is pinned twice)");
+    }
+    out.pins.emplace(name, *v);
   }
   auto broken = r->UintField("broken", kMaxBroken);
   if (!broken.ok()) return broken.status();
@@ -252,7 +271,10 @@ Result<Rollout> DecodeRollout(std::string_view body, std::string_view tenant, st
     if (!v.ok()) return v.status();
     auto run = line_format::ParseUint((*parts)[1], kMaxVersion);
     if (!run) return r->Corrupt("a broken version's replacement is not a number");
-    if (!out.broken.emplace(*v, static_cast<VersionNumber>(*run)).second) return r->Corrupt("a version is broken twice");
+    if (!out.broken.empty() && !(out.broken.rbegin()->first < *v)) {
+      return r->Corrupt("the broken versions are not in increasing order");
+    }
+    out.broken.emplace(*v, static_cast<VersionNumber>(*run));
   }
   if (Status s = r->Finish(); !s.ok()) return s;
   if (Status s = ValidateRollout(out); !s.ok()) return r->Corrupt(s.message());
@@ -281,15 +303,28 @@ VersionChoice ChooseVersion(const Rollout& r, std::string_view actor_name, Versi
   }
   // A state with no mark was written before versions: by version 1. An empty one by nobody.
   const VersionNumber state = mark != 0 ? mark : empty ? 0 : 1;
+  // What a broken version's actors run instead (the operator's choice).
+  auto redirect = [&r](VersionNumber v) {
+    auto b = r.broken.find(v);
+    return b == r.broken.end() ? v : b->second != 0 ? b->second : r.stable;
+  };
+  const bool state_broken = state != 0 && r.broken.contains(state);
   // Never run a state on an older version than the one that committed it, unless that
-  // version is broken (the operator's choice: docs/tenants.md, "Rolling back"); while the
-  // rollout is paused, convert nothing (a state stays on its version).
-  VersionNumber run = std::max(target, state);
-  if (r.paused && state != 0) run = state;
-  if (auto b = r.broken.find(run); b != r.broken.end()) run = b->second != 0 ? b->second : r.stable;
+  // version is broken (docs/tenants.md, "Rolling back"); while the rollout is paused,
+  // convert nothing (a state stays on its version, or its replacement).
+  VersionNumber run = 0;
+  if (r.paused && state != 0) {
+    run = state_broken ? redirect(state) : state;
+  } else {
+    run = std::max(redirect(target), state);
+    if (run == state && state_broken) run = redirect(state);
+  }
   VersionChoice choice;
   choice.run = run;
-  if (state != 0 && run > state) choice.upgrade_from = state;
+  if (state != 0 && run > state) {
+    choice.upgrade_from = state;
+    choice.no_fallback = state_broken;
+  }
   return choice;
 }
 
@@ -450,7 +485,9 @@ Task<Result<Rollout>> UpdateRollout(ObjectStore& store, Env& env, std::string te
       last = put.status();
       continue;  // read again: the change sees whether an unknown outcome landed
     }
-    if (r.stable != before.stable || !got.ok()) {
+    // The stable version's module in `current`: when it changed, and after a retry (an
+    // earlier attempt's write may have landed with its stable change, unseen).
+    if (r.stable != before.stable || !got.ok() || attempt > 1) {
       const auto stable = std::find_if(versions->begin(), versions->end(),
                                        [&](const VersionRecord& x) { return x.number == r.stable; });
       if (Status s = co_await WriteCurrent(store, env, tenant, class_name, *stable, call); !s.ok()) co_return s;
@@ -501,6 +538,11 @@ Task<Result<Deployed>> DeployVersion(ObjectStore& store, Env& env, DeployRequest
   if (!existing->empty() && existing->back().module == stored->module) {
     // The newest version already is this module (a deploy run again, say after exit 5):
     // no new number, only the rollout asked for.
+    if (rollout->has_value() && (*rollout)->broken.contains(existing->back().number)) {
+      co_return InvalidArgument("this module is version " + std::to_string(existing->back().number) +
+                                ", marked broken: clear it with `wasmkeep class broken " + tenant + "/" + class_name +
+                                " " + std::to_string(existing->back().number) + " --clear` to run it again");
+    }
     made = existing->back();
   } else {
     VersionRecord v;
@@ -520,6 +562,7 @@ Task<Result<Deployed>> DeployVersion(ObjectStore& store, Env& env, DeployRequest
       store, env, tenant, class_name,
       [number, staged, percent = request.percent.value_or(100)](Rollout& r, const std::vector<VersionRecord>&)
           -> Result<bool> {
+        if (staged && number == r.stable) return false;  // the stable module deployed again: nothing to stage
         if (!staged) {
           r.stable = number;
           r.candidate = 0;
@@ -575,6 +618,9 @@ RolloutChange SetShare(VersionNumber version, std::uint32_t percent) {
 RolloutChange Pin(std::string actor_name, VersionNumber version) {
   return [actor_name, version](Rollout& r, const std::vector<VersionRecord>&) -> Result<bool> {
     if (Status s = ValidateActorName(actor_name); !s.ok()) return s;
+    if (r.broken.contains(version)) {
+      return InvalidArgument("version " + std::to_string(version) + " is marked broken (clear it with --clear first)");
+    }
     auto it = r.pins.find(actor_name);
     if (it != r.pins.end() && it->second == version) return false;
     if (it == r.pins.end() && r.pins.size() >= kMaxPins) {
@@ -592,7 +638,10 @@ RolloutChange Unpin(std::string actor_name) {
 }
 
 RolloutChange MarkBroken(VersionNumber version, VersionNumber run) {
-  return [version, run](Rollout& r, const std::vector<VersionRecord>&) -> Result<bool> {
+  return [version, run](Rollout& r, const std::vector<VersionRecord>& versions) -> Result<bool> {
+    const bool known =
+        std::any_of(versions.begin(), versions.end(), [version](const VersionRecord& v) { return v.number == version; });
+    if (!known) return NotFound("no version " + std::to_string(version));
     if (version == r.stable) {
       return InvalidArgument("version " + std::to_string(version) +
                              " is stable: make another version stable first (`class rollout T/C V 100`)");
@@ -601,6 +650,8 @@ RolloutChange MarkBroken(VersionNumber version, VersionNumber run) {
       r.candidate = 0;
       r.percent = 0;
     }
+    // The rollout stops naming it: its pins go (those actors follow the rollout).
+    std::erase_if(r.pins, [version](const auto& pin) { return pin.second == version; });
     r.broken[version] = run;
     return true;
   };
@@ -623,8 +674,11 @@ RolloutChange Pause(std::string reason) {
 
 RolloutChange CountFailure(VersionNumber version, std::string detail, std::uint64_t count) {
   return [version, detail, count](Rollout& r, const std::vector<VersionRecord>&) -> Result<bool> {
+    // Once paused nothing more is migrated here: later reports (in flight) change nothing.
+    if (r.paused) return false;
     std::uint64_t& n = r.failures[version];
     n += count;
+    while (r.failures.size() > kMaxFailureEntries) r.failures.erase(r.failures.begin());
     if ((r.candidate == version || r.stable == version) && !r.paused && n >= r.failure_limit) {
       r.paused = true;
       r.paused_reason = CleanReason("paused after " + std::to_string(n) + " failed migrations to version " +

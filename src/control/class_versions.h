@@ -1,5 +1,5 @@
 // Class versions and their rollout (docs/tenants.md, "Deploying"): every deploy of a class
-// is a numbered version, kept under classes/<t>/<c>/versions/<n> (`wasmkeep-class-version
+// is a numbered version, kept under classes/<t>/<c>/versions/<n> (`wasmkeep-class_version
 // 1`, create-only: the number is taken by the write that creates it), and which actors run
 // which version is the class's rollout record classes/<t>/<c>/rollout (`wasmkeep-rollout 1`,
 // changed only with If-Match). The pointer classes/<t>/<c>/current (control/classes.h) keeps
@@ -93,8 +93,11 @@ std::uint32_t RolloutPlace(std::string_view actor_name);
 struct VersionChoice {
   VersionNumber run = 0;
   // Set when the state must be converted first: wk_on_upgrade(from) of `run`, in one batch
-  // with the new mark; if it fails, the actor runs `from` (its state's version) instead.
+  // with the new mark; if it fails, the actor runs `from` (its state's version) instead...
   std::optional<VersionNumber> upgrade_from;
+  // ...unless `from` is marked broken: then its events are refused (503) until the
+  // migration succeeds or the operator chooses otherwise.
+  bool no_fallback = false;
 };
 // broken: rollout-unstable makes the place depend on the share (an actor may flip).
 VersionChoice ChooseVersion(const Rollout& r, std::string_view actor_name, VersionNumber mark, bool empty,

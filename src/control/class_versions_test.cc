@@ -112,6 +112,15 @@ TEST(ClassVersionFormatTest, ARolloutRoundTripsAndBadOnesAreRefusedNamingTheRule
                     {"wasmkeep-rollout 1\nclass acme/counter\nrevision 1\nstable 1\ncandidate 0\npercent 0\npaused 0\n"
                      "failure_limit 10\nupdated_at 5\nfailures 0\npins 2\npin a 1\npin a 2\nbroken 0\n",
                      "pinned twice"},
+                    {"wasmkeep-rollout 1\nclass acme/counter\nrevision 1\nstable 1\ncandidate 0\npercent 0\npaused 0\n"
+                     "failure_limit 10\nupdated_at 5\nfailures 0\npins 2\npin b 1\npin a 2\nbroken 0\n",
+                     "not in increasing name order"},
+                    {"wasmkeep-rollout 1\nclass acme/counter\nrevision 1\nstable 1\ncandidate 0\npercent 0\npaused 0\n"
+                     "failure_limit 10\nupdated_at 5\nfailures 1\nfailure 2 0\npins 0\nbroken 0\n",
+                     "not a positive number"},
+                    {"wasmkeep-rollout 1\nclass acme/counter\nrevision 1\nstable 1\ncandidate 0\npercent 0\npaused 0\n"
+                     "failure_limit 10\nupdated_at 5\nfailures 0\npins 0\nbroken 1\nredirect 1 0\n",
+                     "the stable version 1 is marked broken"},
                 });
 }
 
@@ -178,6 +187,26 @@ TEST(ChooseVersionTest, AStateRunsOnItsVersionOrNewerAndIsConvertedOnTheWayUp) {
   EXPECT_EQ(ChooseVersion(r, "p", 1, false).run, 1u);
   EXPECT_EQ(ChooseVersion(r, "p", 0, true).run, 4u);
   EXPECT_EQ(VersionsInPlay(r), (std::vector<VersionNumber>{2, 4}));
+}
+
+TEST(ChooseVersionTest, ABrokenTargetNeverPullsAStateBelowItsVersionAndABrokenStateHasNoFallback) {
+  Rollout r;
+  r.stable = 1;
+  r.broken = {{3, 0}};
+  // A pin to a broken version (as a record may hold it): redirected, but never below the
+  // state's own version, which is not broken.
+  r.pins = {{"a", 3}};
+  EXPECT_EQ(ChooseVersion(r, "a", 2, false).run, 2u);
+  // A state of the broken version, redirected to a newer one: migrated, with no fallback.
+  r.broken = {{2, 4}};
+  const VersionChoice c = ChooseVersion(r, "b", 2, false);
+  EXPECT_EQ(c.run, 4u);
+  EXPECT_EQ(c.upgrade_from, 2u);
+  EXPECT_TRUE(c.no_fallback);
+  // Paused: a broken state still goes to its replacement.
+  r.paused = true;
+  r.paused_reason = "x";
+  EXPECT_EQ(ChooseVersion(r, "b", 2, false).run, 4u);
 }
 
 class ClassVersionsTest : public ControlTest {
@@ -259,10 +288,13 @@ TEST_F(ClassVersionsTest, TheOperatorsChangesAreCheckedAndFailuresPauseTheRollou
   EXPECT_FALSE(r->paused);
   EXPECT_EQ(r->failures.count(2), 0u);
   EXPECT_EQ(r->revision, 14u);
-  // Broken: the candidate ends, its actors run the stable one.
+  // Broken: the candidate ends, its pins go, its actors run the stable one.
   r = Run(UpdateRollout(store, env, "acme", "counter", MarkBroken(2, 0)));
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->candidate, 0u);
+  EXPECT_TRUE(r->pins.empty()) << "bob's pin to the broken version stayed";
+  EXPECT_EQ(Run(UpdateRollout(store, env, "acme", "counter", Pin("bob", 2))).code(), Code::kInvalidArgument);
+  EXPECT_EQ(Run(UpdateRollout(store, env, "acme", "counter", MarkBroken(9, 0))).code(), Code::kNotFound);
   EXPECT_EQ(ChooseVersion(*r, "x", 2, false).run, 1u);
   EXPECT_EQ(Run(UpdateRollout(store, env, "acme", "counter", SetShare(2, 10))).code(), Code::kInvalidArgument);
 }

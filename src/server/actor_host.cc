@@ -245,20 +245,38 @@ Task<Status> ActorHost::LoadClass(std::string tenant, std::string class_name) {
       it->second.checked = checked;
       co_return Status::Ok();
     }
-    // Every version the rollout names, loaded before its chooser is set: an actor is never
-    // sent to a version that is not here (a state's own version is loaded at its start).
+    // Every version the rollout names, compiled before any is registered, then registered
+    // with the chooser in one loop turn: no actor sees the class half-loaded. A version that
+    // does not load is left to the actors that need it (each refused, and loading it again
+    // at its next event: ActorRuntimeCore's load_version); the others run.
+    std::vector<std::pair<control::VersionNumber, std::shared_ptr<const engine::Module>>> compiled;
     for (control::VersionNumber v : control::VersionsInPlay(r)) {
       if (classes_.Find(tenant, class_name, v)) continue;
-      Status s = co_await LoadVersion(tenant, class_name, v);
+      auto module = co_await CompileVersion(tenant, class_name, v);
       if (!*alive) co_return Cancelled("node stopping");
-      if (!s.ok()) co_return s;
+      if (!module.ok()) {
+        WK_LOG_WARN("class version not loaded", {{"node", options_.node_id.str()},
+                                                 {"class", tenant + "/" + class_name},
+                                                 {"version", std::to_string(v)},
+                                                 {"error", module.status().ToString()}});
+        continue;
+      }
+      compiled.emplace_back(v, std::move(*module));
+    }
+    for (auto& [v, module] : compiled) {
+      if (Status registered = runtime_->RegisterVersion(tenant, class_name, v, std::move(module)); !registered.ok()) {
+        WK_LOG_WARN("class version refused", {{"node", options_.node_id.str()},
+                                              {"class", tenant + "/" + class_name},
+                                              {"version", std::to_string(v)},
+                                              {"error", registered.message()}});
+      }
     }
     const BrokenModels broken = options_.runtime.broken;
     classes_.SetChooser(
         tenant, class_name,
         [r, broken](std::string_view name, std::uint32_t mark, bool empty) {
           const control::VersionChoice c = control::ChooseVersion(r, name, mark, empty, broken);
-          return actor::VersionPick{c.run, c.upgrade_from};
+          return actor::VersionPick{c.run, c.upgrade_from, c.no_fallback};
         },
         r.stable);
     const bool first = it == loaded_.end() || it->second.rollout_revision != r.revision;
@@ -306,11 +324,16 @@ Task<Status> ActorHost::LoadClass(std::string tenant, std::string class_name) {
 
 Task<Status> ActorHost::LoadVersion(std::string tenant, std::string class_name, std::uint32_t version) {
   std::shared_ptr<bool> alive = alive_;
+  if (!classes_.Versioned(tenant, class_name)) {
+    // A state a version committed, of a class this node read before its first rollout: read
+    // the class again now (its rollout names its versions).
+    loaded_.erase(std::make_pair(tenant, class_name));
+    Status s = co_await LoadClass(tenant, class_name);
+    if (!*alive) co_return Cancelled("node stopping");
+    if (!s.ok()) co_return s;
+  }
   if (classes_.Find(tenant, class_name, version)) co_return Status::Ok();
-  auto record = co_await control::ReadVersion(store_, tenant, class_name, version, CallOptions{std::chrono::seconds(5)});
-  if (!*alive) co_return Cancelled("node stopping");
-  if (!record.ok()) co_return record.status();
-  auto module = co_await CompileModule(tenant, class_name, record->module, " version " + std::to_string(version));
+  auto module = co_await CompileVersion(tenant, class_name, version);
   if (!*alive) co_return Cancelled("node stopping");
   if (!module.ok()) co_return module.status();
   if (Status registered = runtime_->RegisterVersion(tenant, class_name, version, *module); !registered.ok()) {
@@ -321,6 +344,16 @@ Task<Status> ActorHost::LoadVersion(std::string tenant, std::string class_name, 
     co_return registered;
   }
   co_return Status::Ok();
+}
+
+Task<Result<std::shared_ptr<const engine::Module>>> ActorHost::CompileVersion(std::string tenant,
+                                                                              std::string class_name,
+                                                                              std::uint32_t version) {
+  std::shared_ptr<bool> alive = alive_;
+  auto record = co_await control::ReadVersion(store_, tenant, class_name, version, CallOptions{std::chrono::seconds(5)});
+  if (!*alive) co_return Cancelled("node stopping");
+  if (!record.ok()) co_return record.status();
+  co_return co_await CompileModule(tenant, class_name, record->module, " version " + std::to_string(version));
 }
 
 Task<Result<std::shared_ptr<const engine::Module>>> ActorHost::CompileModule(std::string tenant, std::string class_name,
@@ -382,6 +415,10 @@ void ActorHost::OnUpgrade(const actor::UpgradeReport& report) {
       if (!*alive) co_return;
       if (!r.ok()) {
         WK_LOG_WARN("migration failures not recorded", {{"class", t + "/" + c}, {"error", r.status().ToString()}});
+        // Kept for the next failure's write (not retried here: the bucket may be away).
+        self->upgrade_failures_[std::make_pair(t, c)].pending[version] += count;
+        self->upgrade_failures_[std::make_pair(t, c)].writing = false;
+        co_return;
       } else if (r->paused) {
         WK_LOG_WARN("class rollout paused", {{"class", t + "/" + c}, {"reason", r->paused_reason}});
         self->loaded_.erase(std::make_pair(t, c));  // read again by the next event: the pause applies here

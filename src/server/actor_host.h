@@ -151,6 +151,9 @@ class ActorHost {
   Task<Status> LoadClass(std::string tenant, std::string class_name);
   // One version of a versioned class (its record, its module, compiled and registered).
   Task<Status> LoadVersion(std::string tenant, std::string class_name, std::uint32_t version);
+  // Reads one version's record, then CompileModule.
+  Task<Result<std::shared_ptr<const engine::Module>>> CompileVersion(std::string tenant, std::string class_name,
+                                                                     std::uint32_t version);
   // Reads, checks and compiles one module; `what` names the version in errors and logs.
   Task<Result<std::shared_ptr<const engine::Module>>> CompileModule(std::string tenant, std::string class_name,
                                                                     control::ModuleDigest digest, std::string what);
