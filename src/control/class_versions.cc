@@ -338,13 +338,13 @@ std::vector<VersionNumber> VersionsInPlay(const Rollout& r) {
 
 // ---- The bucket
 
-Task<Result<std::vector<VersionRecord>>> ListVersions(ObjectStore& store, std::string tenant, std::string class_name,
-                                                      CallOptions call) {
+Task<Result<std::set<VersionNumber>>> ListVersionNumbers(ObjectStore& store, std::string tenant,
+                                                        std::string class_name, CallOptions call) {
   if (Status s = ValidateClassArgs(tenant, class_name); !s.ok()) co_return s;
   const std::string prefix = VersionsPrefix(tenant, class_name);
   auto keys = co_await detail::ListKeys(store.ForPurpose(BucketPurpose::kClass), prefix, call);
   if (!keys.ok()) co_return keys.status();
-  std::vector<VersionRecord> out;
+  std::set<VersionNumber> out;
   for (const std::string& key : *keys) {
     // versions/<10 digits>; anything else under the prefix is not one of ours.
     const std::string_view digits = std::string_view(key).substr(prefix.size());
@@ -352,13 +352,19 @@ Task<Result<std::vector<VersionRecord>>> ListVersions(ObjectStore& store, std::s
       continue;
     }
     const auto n = std::stoull(std::string(digits));
-    if (n == 0 || n > kMaxVersion) continue;
-    auto got = co_await store.ForPurpose(BucketPurpose::kClass).Get(key, call);
-    if (!got.ok()) {
-      if (got.code() == Code::kNotFound) continue;
-      co_return got.status();
-    }
-    auto v = DecodeVersionRecord(got->body, tenant, class_name, static_cast<VersionNumber>(n));
+    if (n != 0 && n <= kMaxVersion) out.insert(static_cast<VersionNumber>(n));
+  }
+  co_return out;
+}
+
+Task<Result<std::vector<VersionRecord>>> ListVersions(ObjectStore& store, std::string tenant, std::string class_name,
+                                                      CallOptions call) {
+  auto numbers = co_await ListVersionNumbers(store, tenant, class_name, call);
+  if (!numbers.ok()) co_return numbers.status();
+  std::vector<VersionRecord> out;
+  for (VersionNumber n : *numbers) {
+    auto v = co_await ReadVersion(store, tenant, class_name, n, call);
+    if (v.code() == Code::kNotFound) continue;  // not there any more (nothing deletes them today)
     if (!v.ok()) co_return v.status();
     out.push_back(std::move(v).value());
   }
@@ -449,7 +455,9 @@ Task<Result<Rollout>> UpdateRollout(ObjectStore& store, Env& env, std::string te
   Status last = Retryable("no attempt made");
   for (int attempt = 1; attempt <= kMaxUpdateAttempts; ++attempt) {
     if (attempt > 1) co_await detail::Backoff(env, attempt);
-    auto versions = co_await ListVersions(store, tenant, class_name, call);
+    // The numbers only (one LIST): a change needs to know which versions exist, and only
+    // the stable one's record is read, when `current` is written.
+    auto versions = co_await ListVersionNumbers(store, tenant, class_name, call);
     if (!versions.ok()) co_return versions.status();
     auto got = co_await store.ForPurpose(BucketPurpose::kClass).Get(key, call);
     Rollout r;
@@ -466,7 +474,7 @@ Task<Result<Rollout>> UpdateRollout(ObjectStore& store, Env& env, std::string te
     } else if (versions->empty()) {
       co_return NotFound("class " + tenant + "/" + class_name + " has no versions (deploy it with `wasmkeep deploy`)");
     } else {
-      r.stable = versions->front().number;  // a rollout made for a class that has versions only
+      r.stable = *versions->begin();  // a rollout made for a class that has versions only
     }
     const Rollout before = r;
     auto write = change(r, *versions);
@@ -474,8 +482,9 @@ Task<Result<Rollout>> UpdateRollout(ObjectStore& store, Env& env, std::string te
     if (!*write) co_return r;
     if (Status s = ValidateRollout(r); !s.ok()) co_return s;
     for (VersionNumber v : VersionsInPlay(r)) {
-      const bool known = std::any_of(versions->begin(), versions->end(), [v](const VersionRecord& x) { return x.number == v; });
-      if (!known) co_return NotFound("class " + tenant + "/" + class_name + " has no version " + std::to_string(v));
+      if (!versions->contains(v)) {
+        co_return NotFound("class " + tenant + "/" + class_name + " has no version " + std::to_string(v));
+      }
     }
     r.revision = before.revision + 1;
     r.updated_at = env.WallNow();
@@ -488,8 +497,8 @@ Task<Result<Rollout>> UpdateRollout(ObjectStore& store, Env& env, std::string te
     // The stable version's module in `current`: when it changed, and after a retry (an
     // earlier attempt's write may have landed with its stable change, unseen).
     if (r.stable != before.stable || !got.ok() || attempt > 1) {
-      const auto stable = std::find_if(versions->begin(), versions->end(),
-                                       [&](const VersionRecord& x) { return x.number == r.stable; });
+      auto stable = co_await ReadVersion(store, tenant, class_name, r.stable, call);
+      if (!stable.ok()) co_return stable.status();
       if (Status s = co_await WriteCurrent(store, env, tenant, class_name, *stable, call); !s.ok()) co_return s;
     }
     co_return r;
@@ -511,12 +520,19 @@ Task<Result<Deployed>> DeployVersion(ObjectStore& store, Env& env, DeployRequest
   }
   const std::string tenant = request.tenant;
   const std::string class_name = request.class_name;
-  auto existing = co_await ListVersions(store, tenant, class_name, call);
-  if (!existing.ok()) co_return existing.status();
+  // Only the newest version's record is needed (is this module already it?).
+  auto numbers = co_await ListVersionNumbers(store, tenant, class_name, call);
+  if (!numbers.ok()) co_return numbers.status();
+  std::optional<VersionRecord> newest;
+  if (!numbers->empty()) {
+    auto read = co_await ReadVersion(store, tenant, class_name, *numbers->rbegin(), call);
+    if (!read.ok()) co_return read.status();
+    newest = std::move(read).value();
+  }
   auto rollout = co_await ReadRollout(store, tenant, class_name, call);
   if (!rollout.ok()) co_return rollout.status();
   // A class deployed before versions: its current module becomes version 1 first.
-  if (existing->empty()) {
+  if (!newest) {
     auto current = co_await CurrentClass(store, tenant, class_name, call);
     if (!current.ok()) co_return current.status();
     if (current->has_value()) {
@@ -527,7 +543,7 @@ Task<Result<Deployed>> DeployVersion(ObjectStore& store, Env& env, DeployRequest
       first.deployed_by = "before-versions";
       auto made = co_await CreateVersion(store, env, tenant, class_name, first, 1, call);
       if (!made.ok()) co_return made.status();
-      existing->push_back(std::move(made).value());
+      newest = std::move(made).value();
     }
   }
   // The module, stored (and checked) as every deploy stores it; `current` is left alone here.
@@ -535,15 +551,15 @@ Task<Result<Deployed>> DeployVersion(ObjectStore& store, Env& env, DeployRequest
   auto stored = co_await StoreModule(store, env, tenant, class_name, std::move(request.wasm_bytes), call);
   if (!stored.ok()) co_return stored.status();
   Result<VersionRecord> made = Retryable("not made");
-  if (!existing->empty() && existing->back().module == stored->module) {
+  if (newest && newest->module == stored->module) {
     // The newest version already is this module (a deploy run again, say after exit 5):
     // no new number, only the rollout asked for.
-    if (rollout->has_value() && (*rollout)->broken.contains(existing->back().number)) {
-      co_return InvalidArgument("this module is version " + std::to_string(existing->back().number) +
+    if (rollout->has_value() && (*rollout)->broken.contains(newest->number)) {
+      co_return InvalidArgument("this module is version " + std::to_string(newest->number) +
                                 ", marked broken: clear it with `wasmkeep class broken " + tenant + "/" + class_name +
-                                " " + std::to_string(existing->back().number) + " --clear` to run it again");
+                                " " + std::to_string(newest->number) + " --clear` to run it again");
     }
-    made = existing->back();
+    made = *newest;
   } else {
     VersionRecord v;
     v.module = stored->module;
@@ -552,15 +568,15 @@ Task<Result<Deployed>> DeployVersion(ObjectStore& store, Env& env, DeployRequest
     v.deployed_by = request.deployed_by;
     v.migrates = request.migrates;
     v.imports = request.imports;
-    const VersionNumber next = existing->empty() ? 1 : existing->back().number + 1;
+    const VersionNumber next = newest ? newest->number + 1 : 1;
     made = co_await CreateVersion(store, env, tenant, class_name, v, next, call);
     if (!made.ok()) co_return made.status();
   }
   const VersionNumber number = made->number;
-  const bool staged = request.percent && *request.percent < 100 && !existing->empty();
+  const bool staged = request.percent && *request.percent < 100 && newest.has_value();
   auto updated = co_await UpdateRollout(
       store, env, tenant, class_name,
-      [number, staged, percent = request.percent.value_or(100)](Rollout& r, const std::vector<VersionRecord>&)
+      [number, staged, percent = request.percent.value_or(100)](Rollout& r, const std::set<VersionNumber>&)
           -> Result<bool> {
         if (staged && number == r.stable) return false;  // the stable module deployed again: nothing to stage
         if (!staged) {
@@ -585,11 +601,9 @@ Task<Result<Deployed>> DeployVersion(ObjectStore& store, Env& env, DeployRequest
 }
 
 RolloutChange SetShare(VersionNumber version, std::uint32_t percent) {
-  return [version, percent](Rollout& r, const std::vector<VersionRecord>& versions) -> Result<bool> {
+  return [version, percent](Rollout& r, const std::set<VersionNumber>& versions) -> Result<bool> {
     if (percent > 100) return InvalidArgument("percent " + std::to_string(percent) + " is not 0..100");
-    const bool known =
-        std::any_of(versions.begin(), versions.end(), [version](const VersionRecord& v) { return v.number == version; });
-    if (!known) return NotFound("no version " + std::to_string(version));
+    if (!versions.contains(version)) return NotFound("no version " + std::to_string(version));
     if (r.broken.count(version) != 0) {
       return InvalidArgument("version " + std::to_string(version) + " is marked broken (clear it with --unbreak first)");
     }
@@ -616,7 +630,7 @@ RolloutChange SetShare(VersionNumber version, std::uint32_t percent) {
 }
 
 RolloutChange Pin(std::string actor_name, VersionNumber version) {
-  return [actor_name, version](Rollout& r, const std::vector<VersionRecord>&) -> Result<bool> {
+  return [actor_name, version](Rollout& r, const std::set<VersionNumber>&) -> Result<bool> {
     if (Status s = ValidateActorName(actor_name); !s.ok()) return s;
     if (r.broken.contains(version)) {
       return InvalidArgument("version " + std::to_string(version) + " is marked broken (clear it with --clear first)");
@@ -632,16 +646,14 @@ RolloutChange Pin(std::string actor_name, VersionNumber version) {
 }
 
 RolloutChange Unpin(std::string actor_name) {
-  return [actor_name](Rollout& r, const std::vector<VersionRecord>&) -> Result<bool> {
+  return [actor_name](Rollout& r, const std::set<VersionNumber>&) -> Result<bool> {
     return r.pins.erase(actor_name) != 0;
   };
 }
 
 RolloutChange MarkBroken(VersionNumber version, VersionNumber run) {
-  return [version, run](Rollout& r, const std::vector<VersionRecord>& versions) -> Result<bool> {
-    const bool known =
-        std::any_of(versions.begin(), versions.end(), [version](const VersionRecord& v) { return v.number == version; });
-    if (!known) return NotFound("no version " + std::to_string(version));
+  return [version, run](Rollout& r, const std::set<VersionNumber>& versions) -> Result<bool> {
+    if (!versions.contains(version)) return NotFound("no version " + std::to_string(version));
     if (version == r.stable) {
       return InvalidArgument("version " + std::to_string(version) +
                              " is stable: make another version stable first (`class rollout T/C V 100`)");
@@ -658,13 +670,13 @@ RolloutChange MarkBroken(VersionNumber version, VersionNumber run) {
 }
 
 RolloutChange ClearBroken(VersionNumber version) {
-  return [version](Rollout& r, const std::vector<VersionRecord>&) -> Result<bool> {
+  return [version](Rollout& r, const std::set<VersionNumber>&) -> Result<bool> {
     return r.broken.erase(version) != 0;
   };
 }
 
 RolloutChange Pause(std::string reason) {
-  return [reason](Rollout& r, const std::vector<VersionRecord>&) -> Result<bool> {
+  return [reason](Rollout& r, const std::set<VersionNumber>&) -> Result<bool> {
     if (r.paused) return false;
     r.paused = true;
     r.paused_reason = CleanReason(reason);
@@ -673,7 +685,7 @@ RolloutChange Pause(std::string reason) {
 }
 
 RolloutChange CountFailure(VersionNumber version, std::string detail, std::uint64_t count) {
-  return [version, detail, count](Rollout& r, const std::vector<VersionRecord>&) -> Result<bool> {
+  return [version, detail, count](Rollout& r, const std::set<VersionNumber>&) -> Result<bool> {
     // Once paused nothing more is migrated here: later reports (in flight) change nothing.
     if (r.paused) return false;
     std::uint64_t& n = r.failures[version];

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -129,6 +130,9 @@ struct Deployed {
 };
 Task<Result<Deployed>> DeployVersion(ObjectStore& store, Env& env, DeployRequest request, CallOptions call = {});
 
+// The numbers of the class's versions (one listing, no record read).
+Task<Result<std::set<VersionNumber>>> ListVersionNumbers(ObjectStore& store, std::string tenant,
+                                                        std::string class_name, CallOptions call = {});
 // Every version of the class, oldest first (a corrupt record is an error naming its key).
 Task<Result<std::vector<VersionRecord>>> ListVersions(ObjectStore& store, std::string tenant, std::string class_name,
                                                       CallOptions call = {});
@@ -140,10 +144,10 @@ Task<Result<std::optional<Rollout>>> ReadRollout(ObjectStore& store, std::string
                                                  CallOptions call = {});
 
 // One change to a rollout, applied with If-Match (read again on a conflict). `change` gets
-// the record as read and the class's versions; it returns an error to refuse (nothing
+// the record as read and the numbers of the class's versions; it returns an error to refuse (nothing
 // written) or false when there is nothing to write. Every written change gets revision + 1
 // and updated_at = now; a change of stable also rewrites `current`.
-using RolloutChange = std::function<Result<bool>(Rollout&, const std::vector<VersionRecord>&)>;
+using RolloutChange = std::function<Result<bool>(Rollout&, const std::set<VersionNumber>&)>;
 Task<Result<Rollout>> UpdateRollout(ObjectStore& store, Env& env, std::string tenant, std::string class_name,
                                     RolloutChange change, CallOptions call = {});
 

@@ -23,9 +23,8 @@ import urllib.request
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from checks import check, note  # noqa: E402
 import checks  # noqa: E402
-from selenium import webdriver
+import chromium  # noqa: E402
 from selenium.common.exceptions import WebDriverException
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
@@ -116,16 +115,9 @@ def stored():
 
 def main():
     os.makedirs(SHOTS, exist_ok=True)
-    options = webdriver.ChromeOptions()
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--window-size=720,560", "--force-device-scale-factor=1", "--lang=en-US",
-                # Two windows side by side: neither is a background tab with throttled timers.
-                "--disable-background-timer-throttling", "--disable-renderer-backgrounding",
-                "--disable-backgrounding-occluded-windows"):
-        options.add_argument(arg)
-    options.binary_location = "/usr/bin/chromium"
-    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
-    driver.set_page_load_timeout(20)
+    # Two windows side by side: neither is a background tab with throttled timers.
+    driver = chromium.start("720,560", ("--disable-background-timer-throttling", "--disable-renderer-backgrounding",
+                                        "--disable-backgrounding-occluded-windows"))
     try:
         run(driver)
     except Exception as e:  # a broken run is a failed check, with what broke

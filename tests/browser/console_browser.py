@@ -25,9 +25,8 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from checks import check  # noqa: E402
 import checks  # noqa: E402
-from selenium import webdriver
+import chromium  # noqa: E402
 from selenium.common.exceptions import WebDriverException
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 
@@ -94,13 +93,7 @@ def tokens_in_url(driver):
 
 def main():
     os.makedirs(SHOTS, exist_ok=True)
-    options = webdriver.ChromeOptions()
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--window-size=1440,1000", "--force-device-scale-factor=1", "--lang=en-US"):
-        options.add_argument(arg)
-    options.binary_location = "/usr/bin/chromium"
-    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
-    driver.set_page_load_timeout(20)
+    driver = chromium.start("1440,1000")
     try:
         run(driver)
     finally:

@@ -23,17 +23,7 @@ prefix=chat-browser
 source "$(dirname "$0")/common.sh"
 web_dir="$(cd "$(dirname "$0")/../../examples/chat/web" && pwd)"
 
-# As console_test.sh: Debian's Python and Selenium, Debian's Chromium; skipped (77) without.
-py=/usr/bin/python3
-missing=""
-[ -x /usr/bin/chromium ] || missing+=" chromium"
-[ -x /usr/bin/chromedriver ] || missing+=" chromium-driver"
-"$py" -c 'import selenium' 2>/dev/null || missing+=" python3-selenium"
-if [ -n "$missing" ]; then
-  echo "skip: the browser test needs${missing} (scripts/install-deps.sh installs them)"
-  echo "0 passed, 0 failed"
-  exit 77
-fi
+need_browser  # common.sh: $py, or the test is skipped (77)
 
 TOKEN=$(tenant_add acme)
 W deploy --tenant acme --class chat "$actors/chat.wasm" >/dev/null 2>&1

@@ -110,6 +110,22 @@ start_acquiring() {
   shift 4
   start "$name" "$id" "$idx" WASMKEEP_DEBUG_ACQUIRE="$actors" "$@"
 }
+# need_browser: for the browser tests. Debian's Python sees Debian's selenium (a python3
+# earlier on the PATH may not): sets py. Without the browser the test is skipped (exit 77:
+# CTest reports it as skipped, not passed), saying which package is missing;
+# scripts/install-deps.sh installs all three.
+need_browser() {
+  py=/usr/bin/python3
+  local missing=""
+  [ -x /usr/bin/chromium ] || missing+=" chromium"
+  [ -x /usr/bin/chromedriver ] || missing+=" chromium-driver"
+  "$py" -c 'import selenium' 2>/dev/null || missing+=" python3-selenium"
+  if [ -n "$missing" ]; then
+    echo "skip: the browser test needs${missing} (scripts/install-deps.sh installs them)"
+    echo "0 passed, 0 failed"
+    exit 77
+  fi
+}
 # stop PID: kill -9 and reap.
 stop() { kill -9 "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
 # wait_for SECONDS COMMAND: polls until COMMAND succeeds.

@@ -17,19 +17,7 @@ prefix=console
 # shellcheck source=common.sh
 source "$(dirname "$0")/common.sh"
 
-# Debian's Python sees Debian's selenium; a python3 earlier on the PATH may not. Without
-# the browser the test is skipped (exit 77: CTest reports it as skipped, not passed), and
-# says which package is missing; scripts/install-deps.sh installs all three.
-py=/usr/bin/python3
-missing=""
-[ -x /usr/bin/chromium ] || missing+=" chromium"
-[ -x /usr/bin/chromedriver ] || missing+=" chromium-driver"
-"$py" -c 'import selenium' 2>/dev/null || missing+=" python3-selenium"
-if [ -n "$missing" ]; then
-  echo "skip: the browser test needs${missing} (scripts/install-deps.sh installs them)"
-  echo "0 passed, 0 failed"
-  exit 77
-fi
+need_browser  # common.sh: $py, or the test is skipped (77)
 
 TOKEN=$(tenant_add acme)
 GLOBEX=$(tenant_add globex)
