@@ -148,6 +148,8 @@ TEST_F(ClassVersionsRuntimeTest, ARollbackKeepsMigratedActorsOnTheirVersionUnles
   EXPECT_EQ(harness_.upgrades().size(), 1u) << "a downgrade runs no migration";
 }
 
+// No broken model switches this rule off yet (docs/STATUS.md, "Class versions"): it holds by
+// ChooseVersion's no_fallback and the executor's refusal.
 TEST_F(ClassVersionsRuntimeTest, AFailedMigrationOfABrokenVersionsStateRunsNothing) {
   Inc("odd", 1);
   Rollout(2, 0, 0);

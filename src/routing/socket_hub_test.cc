@@ -147,7 +147,8 @@ TEST_F(SocketHubTest, WhatIsReleasedBeforeThe101IsSentAfterItAndAClosedConnectio
 // The finding of cluster.websocket.file: a member reconnecting with ?since=40 got message 41
 // twice, once in its open event's history and once from 41's broadcast, which was released
 // after that open event ran and went to every connection open then. A broadcast goes to the
-// connections its event saw.
+// connections its event saw: the broken model ws-broadcast-at-release (from
+// WASMKEEP_BROKEN_MODELS, scripts/check-proofs.sh) fails this test.
 TEST_F(SocketHubTest, ABroadcastGoesToTheConnectionsItsEventSawNotToOnesOpenedSince) {
   std::shared_ptr<WebSocketHandler> h1, h2;
   auto [a, pa] = Open(&h1);
