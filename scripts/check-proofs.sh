@@ -140,6 +140,10 @@ websockets: a broadcast goes to the connections its event saw|ws-broadcast-at-re
 websockets: a broadcast goes to the connections its event saw (simulator)|ws-broadcast-at-release|sim|combined|
 class versions: an actor's place in a rollout is stable in its name|rollout-unstable|gtest|control:ChooseVersionTest.TheCandidatesShareIsStableInTheNameAndOnlyGrows|
 class versions: a migration's writes commit with its version mark|upgrade-outside-batch|gtest|examples:ClassVersionsRuntimeTest.TheMarkCommitsWithTheMigrationSoARestartNeverMigratesAgain|
+class versions: a broken version's state whose migration failed runs nowhere|broken-state-runs|gtest|examples:ClassVersionsRuntimeTest.AFailedMigrationOfABrokenVersionsStateRunsNothing|
+class versions: an actor's place in a rollout is stable in its name (simulator)|rollout-unstable|sim|combined|
+class versions: a migration's writes commit with its version mark (simulator)|upgrade-outside-batch|sim|combined|
+class versions: a broken version's state whose migration failed runs nowhere (simulator)|broken-state-runs|sim|combined|
 messages: the applied record is in the handler's batch (simulator)|applied-record-not-in-batch|sim|messages|
 messages: a restored outbox is delivered (simulator)|outbox-lost-on-restore|sim|messages|
 messages: one sender's messages to one receiver one at a time, in order (simulator)|messages-out-of-order|sim|messages|

@@ -9,7 +9,8 @@
 # seconds later (examples/reminders, docs/alarms.md), and prints the commands to call each. It
 # serves the chat room's web page (examples/chat/web/, python3 -m http.server on a free port
 # of 127.0.0.1) and prints its URL, the node, tenant, room and token in its fragment: open it
-# in two tabs and chat. The node (and the page's server) then keep running in the foreground
+# in two tabs and chat. It mints an operator token and prints the console's URL with it in
+# the fragment (a sign-in link). The node (and the page's server) then keep running in the foreground
 # until Ctrl-C, which is a clean stop. WASMKEEP_DEMO_EXIT=1 stops them after the demo instead.
 #
 # Environment: WASMKEEP_BUCKET (default sqlite://./wasmkeep-data), WASMKEEP_DEMO_PORT
@@ -56,6 +57,12 @@ else
   cat "$tmp/tenant.out"
 fi
 token=$(tail -n1 "$tmp/tenant.out")
+say "wasmkeep admin token add demo-console   # an operator token for the console, as its last line"
+W admin token add demo-console >"$tmp/operator.out"
+cat "$tmp/operator.out"
+operator_token=$(tail -n1 "$tmp/operator.out")
+# The console signs in from a link's fragment (#token=...), which the browser never sends.
+console_url="http://$node/console/#token=$operator_token"
 
 for class in counter kv chat ratelimit reminders bank; do
   say "wasmkeep deploy --tenant demo --class $class build/release/actors/$class.wasm"
@@ -141,6 +148,14 @@ counter goes on from where it was. Try, in another terminal:
   curl         -H "Authorization: Bearer \$TOKEN" http://$node/v1/actors/demo/reminders/me/fired
 
 Metrics: curl $node/metrics. Docs: docs/http-api.md, docs/tenants.md, docs/storage.md.
+
+The console (docs/console.md): the cluster, the actors, their state and history. This link
+signs in with an operator token made for the demo:
+
+  $console_url
+
+Revoke it when done with
+  $wk --bucket $bucket admin token revoke $(cut -d. -f2 <<<"$operator_token")
 
 The chat room in a browser (examples/chat/README.md): open this URL in two tabs, or two
 browsers, and type in each; every message reaches both over the room's WebSocket:

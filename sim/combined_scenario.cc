@@ -20,6 +20,10 @@
 //     the nodes' OwnerChanges, with retention on, and checkers H1-H4;
 //   - WebSocket clients (socket_clients.h) on 2 rooms, through random nodes, with checkers
 //     S1-S2: nothing a client receives before its batch is durable, in commit order;
+//   - class versions (version_clients.h): an operator deploying, rolling out, rolling back,
+//     marking broken and pinning versions of the ledger class while clients use 6 of its
+//     actors, with checkers V1-V6: each state written only by versions it was migrated
+//     through, in order;
 //   - checkers 1-7 of the node leases (off in the other serving scenarios) and 8-10
 //     (checkers.h) on every actor, list and alarm ones alike.
 // Faults: the serving profile (faults.h): kill -9, nodes frozen past their lease, partitions
@@ -39,9 +43,10 @@
 #include "old_formats.h"
 #include "operators.h"
 #include "poison_clients.h"
-#include "socket_clients.h"
 #include "scenario.h"
 #include "serving.h"
+#include "socket_clients.h"
+#include "version_clients.h"
 #include "world.h"
 
 namespace wk::sim {
@@ -64,6 +69,7 @@ std::vector<ActorId> NamedActors() {
   for (int i = 0; i < kMailActors; ++i) actors.push_back(ActorId{"t", "mail", "m" + std::to_string(i)});
   for (ActorId& a : HistoryActors(std::string(kListClass))) actors.push_back(std::move(a));
   for (ActorId& a : SocketClients::Actors(SocketClientsOptions{})) actors.push_back(std::move(a));
+  for (ActorId& a : VersionClients::Actors(VersionClientsOptions{})) actors.push_back(std::move(a));
   return actors;
 }
 
@@ -96,6 +102,7 @@ class CombinedSim {
         old_formats_(world_, cluster_),
         messages_(world_, cluster_, MessageClientsOptions{.actors = kMailActors, .clients = 2}),
         sockets_(world_, cluster_, SocketClientsOptions{}),
+        versions_(world_, cluster_),
         checkers_(world_, CheckerOptions{.leases = true, .owners = true, .holders = true}),
         operators_(world_, faults_, checkers_, OperatorOptions{.moves = true, .drains = false, .bucket = true}),
         model_(world_, "list", &ListState),
@@ -133,6 +140,7 @@ class CombinedSim {
       old_formats_.Start();
       messages_.Start();
       sockets_.Start();
+      versions_.Start();
       faults_.ScheduleChaos();
       operators_.Start();
       history_.Start();
@@ -150,6 +158,7 @@ class CombinedSim {
       old_formats_.FinalChecks();
       messages_.FinalChecks();
       sockets_.FinalChecks();
+      versions_.FinalReadsAndCheck();
       history_.FinalChecks();
     };
     return world_.Run(stages);
@@ -173,6 +182,7 @@ class CombinedSim {
     poison_.Configure(o);
     MessageClients::ConfigureServing(o, kMailActors, world_.timing());
     SocketClients::Configure(o);
+    VersionClients::Configure(o);
     // Sleeping holds kept for seconds and a handful at most, so that their releases (idle,
     // count) meet drains, moves, alarms, outboxes and kills (docs/node-lease.md, "Sleeping
     // holds").
@@ -190,6 +200,7 @@ class CombinedSim {
   OldFormats old_formats_;
   MessageClients messages_;
   SocketClients sockets_;
+  VersionClients versions_;
   Checkers checkers_;
   Operators operators_;
   HistoryModel model_;

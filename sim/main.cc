@@ -163,6 +163,9 @@ int main(int argc, char** argv) {
       total.message_applied += r.message_applied;
       total.socket_connections += r.socket_connections;
       total.socket_received += r.socket_received;
+      total.version_deploys += r.version_deploys;
+      total.version_answers += r.version_answers;
+      total.migrations += r.migrations;
       total.quarantines += r.quarantines;
       total.history_changes += r.history_changes;
       total.history_restores += r.history_restores;
@@ -259,6 +262,13 @@ int main(int argc, char** argv) {
       using ull = unsigned long long;
       std::printf("  websockets: %llu connections opened, %llu messages received (each judged by S1, S2)\n",
                   static_cast<ull>(total.socket_connections), static_cast<ull>(total.socket_received));
+    }
+    if (total.version_deploys > 0) {
+      using ull = unsigned long long;
+      std::printf("  class versions: %llu versions deployed, %llu ledger answers judged (V3-V6), %llu migrations in "
+                  "the final states (V1, V2)\n",
+                  static_cast<ull>(total.version_deploys), static_cast<ull>(total.version_answers),
+                  static_cast<ull>(total.migrations));
     }
     if (total.history_changes > 0) {
       using ull = unsigned long long;

@@ -8,13 +8,41 @@
 
 namespace wk::sim {
 
+void NativeVersions::Set(const std::string& class_name, actor::VersionChooser chooser,
+                         const std::vector<std::uint32_t>& in_play) {
+  Class& c = classes_[class_name];
+  c.chooser = std::move(chooser);
+  c.loaded.insert(in_play.begin(), in_play.end());
+}
+
+void NativeVersions::AddLoaded(const std::string& class_name, std::uint32_t version) {
+  classes_[class_name].loaded.insert(version);
+}
+
+bool NativeVersions::Versioned(const std::string& class_name) const {
+  const auto it = classes_.find(class_name);
+  return it != classes_.end() && it->second.chooser != nullptr;
+}
+
+actor::VersionPick NativeVersions::Choose(const std::string& class_name, std::string_view name, std::uint32_t mark,
+                                          bool empty) const {
+  return classes_.at(class_name).chooser(name, mark, empty);
+}
+
+bool NativeVersions::Loaded(const std::string& class_name, std::uint32_t version) const {
+  const auto it = classes_.find(class_name);
+  return it != classes_.end() && it->second.loaded.contains(version);
+}
+
 struct NativeExecutor::Actor final : actor::ExecutorActor {
   ActorId id;
   bool alarm_class = false;
   bool poison_class = false;
   bool mail_class = false;
+  bool ledger_class = false;
   bool has_instance = false;
   std::uint64_t last_seq = 0;  // the last batch committed in this residency
+  actor::ActorVersions versions;  // the ledger class's
 };
 
 NativeExecutor::NativeExecutor(Env& env, const NativeActorHostOptions& options) : env_(env), options_(options) {}
@@ -27,11 +55,49 @@ std::shared_ptr<actor::ExecutorActor> NativeExecutor::NewActor(const ActorId& id
   a->alarm_class = id.class_name == "alarm";
   a->poison_class = id.class_name == "poison";
   a->mail_class = id.class_name == "mail";
+  a->ledger_class = id.class_name == "ledger";
+  if (a->ledger_class && (options_.versions == nullptr || !options_.versions->Versioned(id.class_name))) return nullptr;
   return a;
 }
 
-void NativeExecutor::Started(actor::ExecutorActor& actor, const actor::ActorStorage&) {
-  static_cast<Actor&>(actor).last_seq = 0;
+void NativeExecutor::Started(actor::ExecutorActor& actor, const actor::ActorStorage& storage) {
+  auto& a = static_cast<Actor&>(actor);
+  a.last_seq = 0;
+  if (!a.ledger_class) return;
+  a.versions.Start(storage);
+  ChooseVersion(a);
+}
+
+std::vector<std::uint32_t> NativeExecutor::VersionsMissing(const actor::ExecutorActor& actor,
+                                                           const actor::ActorStorage& storage) {
+  const auto& a = static_cast<const Actor&>(actor);
+  if (!a.ledger_class) return {};
+  const NativeVersions& v = *options_.versions;
+  const actor::VersionPick pick = v.Choose(a.id.class_name, a.id.name,
+                                           actor::ParseClassVersion(storage.GetSystem(actor::kClassVersionKey)),
+                                           actor::StoresNothing(storage));
+  return actor::VersionsNeeded(pick, [&](std::uint32_t n) { return v.Loaded(a.id.class_name, n); });
+}
+
+bool NativeExecutor::UseCurrentCode(actor::ExecutorActor& actor) {
+  auto& a = static_cast<Actor&>(actor);
+  return a.ledger_class && ChooseVersion(a);
+}
+
+bool NativeExecutor::CodeMissing(const actor::ExecutorActor& actor) const {
+  return static_cast<const Actor&>(actor).versions.missing != 0;
+}
+
+bool NativeExecutor::ChooseVersion(Actor& a) {
+  const NativeVersions& v = *options_.versions;
+  const std::uint32_t before = a.versions.run;
+  const auto loaded = [&](std::uint32_t n) { return v.Loaded(a.id.class_name, n); };
+  if (!a.versions.Apply(v.Choose(a.id.class_name, a.id.name, a.versions.mark, a.versions.empty), loaded,
+                        options_.broken)) {
+    return false;
+  }
+  a.version = a.versions.run;
+  return a.versions.run != before;
 }
 
 void NativeExecutor::Finish(Actor& a, actor::ActorStorage& storage, actor::ExecutedEvent ran,
@@ -72,6 +138,10 @@ void NativeExecutor::Run(std::shared_ptr<actor::ExecutorActor> actor, actor::Act
     if (a->poison_class) {
       ran.result = ExecutePoison(*a, *storage, *event);
       Finish(*a, *storage, std::move(ran), done);
+      return;
+    }
+    if (a->ledger_class) {
+      RunLedger(a, storage, event, std::move(ran), std::move(done));
       return;
     }
     if (a->mail_class && (event->request || event->message)) {  // its alarm events: ExecuteAlarm's
@@ -209,6 +279,74 @@ void NativeExecutor::RunMail(std::shared_ptr<Actor> a, actor::ActorStorage* stor
     outbox.AddTo(batch);
     ran.result.messages_sent = outbox.size();
     a->last_seq = storage->Commit(std::move(batch));
+    Finish(*a, *storage, std::move(ran), done);
+  });
+}
+
+void NativeExecutor::RunLedger(std::shared_ptr<Actor> a, actor::ActorStorage* storage,
+                               std::shared_ptr<const actor::ExecutorEvent> event, actor::ExecutedEvent ran,
+                               std::function<void(actor::ExecutedEvent)> done) {
+  actor::ActorVersions& versions = a->versions;
+  auto refuse = [&](std::string why) {
+    ran.result.outcome = actor::EventOutcome::kUnavailable;
+    ran.result.error = std::move(why);
+    Finish(*a, *storage, std::move(ran), done);
+  };
+  if (versions.missing != 0) return refuse("version " + std::to_string(versions.missing) + " is not loaded");
+  if (versions.blocked != 0) {
+    return refuse("the migration to version " + std::to_string(versions.blocked) + " failed and the state's version is broken");
+  }
+  if (versions.upgrade_from) {
+    // The migration first, in a batch of its own with the mark (actor_versions.h).
+    const std::uint32_t from = *versions.upgrade_from;
+    const std::uint32_t to = versions.run;
+    const bool ok = static_cast<int>(env_.RandomBelow(100)) >= options_.migration_failure_percent;
+    if (options_.on_migration) options_.on_migration(a->id, from, to, ok);
+    if (ok) {
+      std::string log = storage->Get("log").value_or("");
+      AppendTo(log, "u" + std::to_string(from) + ">" + std::to_string(to));
+      actor::Batch batch;
+      batch.mutations.push_back(actor::Mutation{actor::Mutation::Kind::kPut, "log", std::move(log)});
+      versions.Upgraded(batch, options_.broken);
+      a->last_seq = storage->Commit(std::move(batch));
+      versions.Committed(*storage);
+    } else if (versions.UpgradeFailed()) {
+      a->version = versions.run;
+    } else {
+      return refuse("the migration to version " + std::to_string(to) + " failed and the state's version is broken");
+    }
+  }
+  const std::string run = std::to_string(versions.run);
+  if (!event->request) {  // no alarms, messages or sockets of its own
+    actor::SetAlarmAfter(ran.result, *storage);
+    Finish(*a, *storage, std::move(ran), done);
+    return;
+  }
+  if (event->request->method != "POST") {
+    ran.result.response.body = run + "|" + std::to_string(versions.mark) + "|" + storage->Get("log").value_or("");
+    Finish(*a, *storage, std::move(ran), done);
+    return;
+  }
+  // An append: read, take a little time, write back (as the list class's).
+  std::string log = storage->Get("log").value_or("");
+  AppendTo(log, run + "." + event->request->body);
+  std::weak_ptr<bool> alive = alive_;
+  const MonoTime at = env_.MonoNow() + std::chrono::microseconds(env_.RandomBelow(2001));
+  env_.StartTimer(at, [this, alive, a, storage, run, log = std::move(log), ran = std::move(ran), done]() mutable {
+    auto l = alive.lock();
+    if (!l || !*l) return;
+    if (!storage->failure().ok()) {
+      ran.result.outcome = actor::EventOutcome::kUnavailable;
+      ran.result.error = storage->failure().ToString();
+      Finish(*a, *storage, std::move(ran), done);
+      return;
+    }
+    actor::Batch batch;
+    batch.mutations.push_back(actor::Mutation{actor::Mutation::Kind::kPut, "log", std::move(log)});
+    a->versions.Mark(batch);
+    a->last_seq = storage->Commit(std::move(batch));
+    a->versions.Committed(*storage);
+    ran.result.response.body = run;
     Finish(*a, *storage, std::move(ran), done);
   });
 }
@@ -395,6 +533,7 @@ NativeActorHost::NativeActorHost(Env& env, actor::StorageProvider& storage, Nati
   core.broken = options.broken;
   // With mail actors, a ring's messages queue behind the clients' sends.
   if (options.mail_ring > 0) core.limits.max_queued_events = 256;
+  core.load_version = options.load_version;
   core_ = std::make_unique<actor::ActorRuntimeCore>(
       env, executor_, storage, std::move(core), [this](const ActorId& id, actor::UnloadReason reason) {
         if (on_closed_) on_closed_(id, std::string(actor::UnloadReasonName(reason)));

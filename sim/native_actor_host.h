@@ -3,18 +3,19 @@
 // closed and restored afresh) over a NativeExecutor that runs native C++ test actors in
 // place of WebAssembly, against the same StorageProvider as a node. So the gates and the
 // lifecycle run under the simulator's faults, with their broken models switched in the
-// core itself. Two classes: "alarm" (a log of what happened to its alarm, its alarm
-// events by actor/alarm_event.h) and "list" (any other class: an append-only list whose
-// append takes simulated time, so two appends at once lose one), described at
-// NativeExecutor.
+// core itself. Its classes ("list", "alarm", "poison", "mail", "room", and the versioned
+// "ledger") are described at NativeExecutor.
 //
 // Threading: the Env loop thread (single-threaded in the simulator).
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
 
+#include "actor/actor_versions.h"
 #include "actor/event_host.h"
 #include "actor/executor.h"
 #include "actor/runtime_core.h"
@@ -22,6 +23,29 @@
 #include "env/env.h"
 
 namespace wk::sim {
+
+// The versioned classes a simulated node has read (what ActorHost's ClassRegistry holds for
+// modules): per class, the chooser of its rollout and the versions whose code is "loaded"
+// here (native code needs no compiling: a version is loaded once the node has read a record
+// naming it). Loop thread only.
+class NativeVersions {
+ public:
+  // The class's rollout read: `chooser` from now on; `in_play` loaded (added to those before).
+  void Set(const std::string& class_name, actor::VersionChooser chooser, const std::vector<std::uint32_t>& in_play);
+  // Version `version` of the class read (its record exists).
+  void AddLoaded(const std::string& class_name, std::uint32_t version);
+  bool Versioned(const std::string& class_name) const;
+  // REQUIRES: Versioned(class_name).
+  actor::VersionPick Choose(const std::string& class_name, std::string_view name, std::uint32_t mark, bool empty) const;
+  bool Loaded(const std::string& class_name, std::uint32_t version) const;
+
+ private:
+  struct Class {
+    actor::VersionChooser chooser;
+    std::set<std::uint32_t> loaded;
+  };
+  std::map<std::string, Class> classes_;
+};
 
 struct NativeActorHostOptions {
   // Idle actors leave memory after this; their instances go after half of it.
@@ -44,6 +68,13 @@ struct NativeActorHostOptions {
   // the ring's size (m0 .. m<ring-1>; a message with hops left goes on to the next).
   int mail_failure_percent = 10;
   int mail_ring = 0;
+  // The ledger class (class versions): the node's versioned classes (unset: the ledger class
+  // is unknown), the percentage of migrations that fail, the core's loading of a version an
+  // actor needs (RuntimeCoreOptions::load_version), and a report of every migration run.
+  NativeVersions* versions = nullptr;
+  int migration_failure_percent = 30;
+  std::function<Task<Status>(ActorId, std::uint32_t version)> load_version;
+  std::function<void(const ActorId&, std::uint32_t from, std::uint32_t to, bool ok)> on_migration;
 };
 
 // A poisoned alarm time: its handler always fails (the alarms scenario's given-up alarms).
@@ -83,6 +114,15 @@ inline bool PoisonedAlarm(std::int64_t due_ms) { return due_ms % 97 == 0; }
 // chat room's history, cut to one); a message <text> appends <text> to its
 // list (key "list", comma-separated, as the list class's) and broadcasts "<n>:<text>" to
 // "m", n the list's new length, in the same event; a close runs nothing. GET answers the list.
+//
+// The "ledger" class (docs/tenants.md, "Class versions"; the combined scenario's version
+// clients): a versioned class whose every version runs the same native code, choosing and
+// migrating by actor/actor_versions.h as the V8 executor does. Its state is a log (key
+// "log", comma-separated): POST appends "<v>.<body>" (v: the version running; read, 0-2 ms of
+// simulated time, written back) and answers "<v>"; GET answers "<v>|<mark>|<log>" (mark: the
+// version the state records). A migration from a to b (before the first event on b) appends
+// "u<a>><b>" in a batch of its own with the mark, and fails (nothing kept) at
+// migration_failure_percent.
 class NativeExecutor final : public actor::Executor {
  public:
   NativeExecutor(Env& env, const NativeActorHostOptions& options);
@@ -91,6 +131,10 @@ class NativeExecutor final : public actor::Executor {
   std::size_t lanes() const override { return 1; }
   std::shared_ptr<actor::ExecutorActor> NewActor(const ActorId& id, const std::string& key) override;
   void Started(actor::ExecutorActor& actor, const actor::ActorStorage& storage) override;
+  std::vector<std::uint32_t> VersionsMissing(const actor::ExecutorActor& actor,
+                                             const actor::ActorStorage& storage) override;
+  bool UseCurrentCode(actor::ExecutorActor& actor) override;
+  bool CodeMissing(const actor::ExecutorActor& actor) const override;
   void Run(std::shared_ptr<actor::ExecutorActor> actor, actor::ActorStorage* storage,
            std::shared_ptr<const actor::ExecutorEvent> event, std::function<void(actor::ExecutedEvent)> done) override;
   void DropInstance(std::shared_ptr<actor::ExecutorActor> actor) override;
@@ -118,6 +162,11 @@ class NativeExecutor final : public actor::Executor {
                actor::ExecutedEvent ran, std::function<void(actor::ExecutedEvent)> done);
   // The room class's socket events (see above).
   actor::EventResult ExecuteRoomSocket(Actor& actor, actor::ActorStorage& storage, const actor::ExecutorEvent& event);
+  // The ledger class's version for the actor, chosen again; true if it changed.
+  bool ChooseVersion(Actor& actor);
+  // The ledger class's events (see above).
+  void RunLedger(std::shared_ptr<Actor> a, actor::ActorStorage* storage, std::shared_ptr<const actor::ExecutorEvent> event,
+                 actor::ExecutedEvent ran, std::function<void(actor::ExecutedEvent)> done);
   // The poison actor's events, requests and alarms.
   actor::EventResult ExecutePoison(Actor& actor, actor::ActorStorage& storage, const actor::ExecutorEvent& event);
 

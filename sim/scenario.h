@@ -114,6 +114,10 @@ struct RunResult {
   // WebSockets (socket_clients.h)
   std::uint64_t socket_connections = 0;  // connections opened (a 101 received)
   std::uint64_t socket_received = 0;     // messages clients received, each judged by S1 and S2
+  // class versions (version_clients.h)
+  std::uint64_t version_deploys = 0;  // versions the operator deployed
+  std::uint64_t version_answers = 0;  // ledger answers judged by V5 (and V3, V6 for appends)
+  std::uint64_t migrations = 0;       // migrations in the ledgers' final states (V1)
 };
 
 // A broken model a scenario's checkers must catch within seeds first_seed ..

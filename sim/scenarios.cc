@@ -104,7 +104,10 @@ const std::vector<Scenario>& Scenarios() {
         {"restore-without-acquire", 1, 10},
         {"ws-send-before-durable", 2, 10},
         {"ws-broadcast-at-release", 1, 10},
-        {"history-ignores-fence", 288, 10}},
+        {"history-ignores-fence", 288, 10},
+        {"upgrade-outside-batch", 1, 10},
+        {"rollout-unstable", 1, 10},
+        {"broken-state-runs", 1, 10}},
        // Not here: resolver-without-lock, caught at seed 1232 before the mail actors joined and
        // by none of the seeds 1 to about 1000 searched since (the ownership scenario's row and
        // scripts/check-proofs.sh are its proof); earlier-entries-before-fence, ack-late-upload and restore-ignores-fence,

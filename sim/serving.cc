@@ -1,11 +1,14 @@
 #include "serving.h"
 
 #include <algorithm>
+#include <map>
+#include <set>
 
 #include "alarms/alarm_index.h"
 #include "alarms/shard_scanner.h"
 #include "base/digest.h"
 #include "cluster/hand_over.h"
+#include "control/class_versions.h"
 #include "control/quarantine_cache.h"
 #include "control/quarantine_strikes.h"
 #include "replica/provider.h"
@@ -104,6 +107,64 @@ class ObservedHolds final : public replica::HoldSource {
   std::function<void(const ActorId&)> on_acquire_;
 };
 
+// A node's loading of the versioned native classes (ServingOptions::versioned_classes), as
+// ActorHost::LoadClass and LoadVersion load modules: a class's rollout read from the bucket
+// at most every class_check, the versions it names loaded and its chooser set in one step
+// (never an older revision over a newer one); a version a state needs read on demand. Its
+// coroutines are free functions over this shared state; a kill ends them (alive).
+struct VersionLoader {
+  SimEnv* env = nullptr;
+  ObjectStore* store = nullptr;
+  BrokenModels broken;
+  Duration class_check{};
+  NativeVersions versions;
+  std::map<std::string, MonoTime> checked;        // by class: when its rollout was last read
+  std::map<std::string, std::uint64_t> revision;  // by class: the rollout revision set
+  std::set<std::string> refreshing;
+  bool alive = true;
+};
+
+Task<Status> LoadVersionedClass(std::shared_ptr<VersionLoader> l, std::string tenant, std::string class_name,
+                                bool force) {
+  const auto it = l->checked.find(class_name);
+  if (!force && it != l->checked.end() && l->env->MonoNow() - it->second < l->class_check) co_return Status::Ok();
+  const MonoTime at = l->env->MonoNow();
+  auto read = co_await control::ReadRollout(*l->store, tenant, class_name, CallOptions{std::chrono::seconds(5)});
+  if (!l->alive) co_return Cancelled("node stopping");
+  if (!read.ok()) co_return read.status();
+  if (!read->has_value()) co_return NotFound("no class " + tenant + "/" + class_name);
+  const control::Rollout rollout = **read;
+  l->checked[class_name] = std::max(at, l->checked[class_name]);
+  if (auto r = l->revision.find(class_name); r != l->revision.end() && r->second > rollout.revision) {
+    co_return Status::Ok();  // a newer revision was set meanwhile
+  }
+  l->revision[class_name] = rollout.revision;
+  const BrokenModels broken = l->broken;
+  l->versions.Set(
+      class_name,
+      [rollout, broken](std::string_view name, std::uint32_t mark, bool empty) {
+        const control::VersionChoice c = control::ChooseVersion(rollout, name, mark, empty, broken);
+        return actor::VersionPick{c.run, c.upgrade_from, c.no_fallback};
+      },
+      control::VersionsInPlay(rollout));
+  co_return Status::Ok();
+}
+
+Task<Status> LoadClassVersion(std::shared_ptr<VersionLoader> l, ActorId id, std::uint32_t version) {
+  if (!l->versions.Versioned(id.class_name)) co_return co_await LoadVersionedClass(l, id.tenant, id.class_name, true);
+  auto record = co_await control::ReadVersion(*l->store, id.tenant, id.class_name, version,
+                                              CallOptions{std::chrono::seconds(5)});
+  if (!l->alive) co_return Cancelled("node stopping");
+  if (!record.ok()) co_return record.status();
+  l->versions.AddLoaded(id.class_name, version);
+  co_return Status::Ok();
+}
+
+Task<void> RefreshVersionedClass(std::shared_ptr<VersionLoader> l, std::string tenant, std::string class_name) {
+  (void)co_await LoadVersionedClass(l, tenant, class_name, false);
+  if (l->alive) l->refreshing.erase(class_name);
+}
+
 }  // namespace
 
 std::unique_ptr<NativeActorHost> MakeActorHost(Env& env, actor::StorageProvider& storage,
@@ -130,6 +191,7 @@ struct ServingCluster::Parts final : ProcessParts {
     // The host first, while its Env still works: its replicas answer what they owe (into
     // frames that never resume). The hub after it (the host's directory).
     host.reset();
+    if (versions) versions->alive = false;
     sockets.reset();
     messages.reset();
     scanner.reset();
@@ -154,6 +216,7 @@ struct ServingCluster::Parts final : ProcessParts {
   std::unique_ptr<PeerTransport> transport;
   Owners* owners = nullptr;
   std::unique_ptr<SocketHub> sockets;  // before host: destroyed after it
+  std::shared_ptr<VersionLoader> versions;  // before host: its chooser outlives it
   std::unique_ptr<NativeActorHost> host;
   std::unique_ptr<alarms::AlarmService> service;
   std::unique_ptr<alarms::ShardScanner> scanner;
@@ -226,6 +289,21 @@ void ServingCluster::Build(Process& p) {
                               broken, raw->index.get()};
   raw->provider =
       std::make_unique<replica::ReplicaProvider>(std::move(deps), *holds, options_.replica, std::chrono::seconds(10));
+  if (!options_.versioned_classes.empty()) {
+    raw->versions = std::make_shared<VersionLoader>();
+    raw->versions->env = env;
+    raw->versions->store = &store;
+    raw->versions->broken = broken;
+    raw->versions->class_check = options_.class_check;
+    host_options.versions = &raw->versions->versions;
+    host_options.load_version = [l = raw->versions](ActorId id, std::uint32_t version) {
+      return LoadClassVersion(l, std::move(id), version);
+    };
+    host_options.on_migration = [this, number](const ActorId& id, std::uint32_t from, std::uint32_t to, bool ok) {
+      w_.Trace("p" + std::to_string(number) + " migrates " + id.name + " from v" + std::to_string(from) + " to v" +
+               std::to_string(to) + (ok ? "" : ": fails"));
+    };
+  }
   raw->host = MakeActorHost(*env, *raw->provider, host_options);
   raw->owners = &owners;
   if (options_.sockets) {
@@ -246,10 +324,20 @@ void ServingCluster::Build(Process& p) {
   auto authenticate = [token = options_.token](std::string authorization) {
     return Authenticate(token, std::move(authorization));
   };
-  auto load_class = [class_names = options_.class_names](std::string tenant, std::string name) {
+  auto load_class = [class_names = options_.class_names, versioned = options_.versioned_classes,
+                     l = raw->versions](std::string tenant, std::string name) {
+    if (l && std::find(versioned.begin(), versioned.end(), name) != versioned.end()) {
+      return LoadVersionedClass(l, std::move(tenant), std::move(name), false);
+    }
     return LoadClass(class_names, std::move(tenant), std::move(name));
   };
   FrontDeps front_deps{*raw->host, owners, p.node->membership(), *raw->forwarder, authenticate, load_class};
+  if (raw->versions) {
+    front_deps.refresh_class = [l = raw->versions](const std::string& tenant, const std::string& class_name) {
+      if (!l->versions.Versioned(class_name) || !l->refreshing.insert(class_name).second) return;
+      l->env->Spawn(RefreshVersionedClass(l, tenant, class_name), "class refresh " + class_name);
+    };
+  }
   front_deps.hand_overs = &p.node->hand_overs();
   front_deps.quarantine = raw->quarantine.get();
   front_deps.sockets = raw->sockets.get();

@@ -39,6 +39,12 @@ struct ServingOptions {
   std::string token;  // the one test token ("Bearer ..."), tenant "t"
   // The classes the nodes load (the native host's "list" and "alarm", native_actor_host.h).
   std::vector<std::string> class_names;
+  // Versioned classes (the native host's "ledger"): each node reads their rollouts from the
+  // bucket as ActorHost does (at most every class_check; an event of a resident actor asks
+  // for a refresh; a version a state needs read on demand). Deployed by the scenario's
+  // operators (control/class_versions.h); unknown until a rollout exists.
+  std::vector<std::string> versioned_classes;
+  Duration class_check = std::chrono::seconds(1);
   std::uint8_t secret_byte = 0;  // the cluster secret, every byte
   replica::ReplicaOptions replica;
   NativeActorHostOptions host;

@@ -137,6 +137,9 @@ TEST(SimTest, CombinedSameSeedSameHistoryAndSeedsExerciseEveryFeature) {
   EXPECT_GT(Total(seeds, &RunResult::history_judged_reads), 0u);
   EXPECT_GT(Total(seeds, &RunResult::socket_connections), 0u) << "no WebSocket was opened";
   EXPECT_GT(Total(seeds, &RunResult::socket_received), 0u) << "no WebSocket message was judged by S1";
+  EXPECT_GT(Total(seeds, &RunResult::version_deploys), 10u) << "the operator deployed no version after the first";
+  EXPECT_GT(Total(seeds, &RunResult::version_answers), 0u) << "no ledger answer was judged by V3-V6";
+  EXPECT_GT(Total(seeds, &RunResult::migrations), 0u) << "no state was migrated (V1)";
 }
 
 // Seeds at which a deep run of `combined` found a bug, replayed on every test run

@@ -26,8 +26,9 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "actor/messages.h"
+#include "actor/actor_versions.h"
 #include "actor/alarm_event.h"
+#include "actor/messages.h"
 #include "actor/event_host.h"
 #include "actor/runtime_core.h"
 #include "actor/sockets.h"
@@ -158,19 +159,6 @@ Result<std::shared_ptr<const engine::Module>> CompileActorModule(engine::Engine&
                                                                  std::span<const std::uint8_t> wasm,
                                                                  const ActorLimits& limits,
                                                                  const std::string& tenant = {});
-
-// What an actor of a versioned class runs (docs/tenants.md, "Which version an actor runs";
-// the rule is control::ChooseVersion): given its name, the version that last committed its
-// state (kClassVersionKey; 0: none) and whether it stores nothing.
-struct VersionPick {
-  std::uint32_t run = 0;
-  // wk_on_upgrade(from) of `run` converts the state first; if it fails, the actor runs
-  // `from`, its state's version, unless no_fallback (`from` is marked broken): then its
-  // events are refused until the migration succeeds.
-  std::optional<std::uint32_t> upgrade_from;
-  bool no_fallback = false;
-};
-using VersionChooser = std::function<VersionPick(std::string_view name, std::uint32_t mark, bool empty)>;
 
 // Which module runs each class, by version. An unversioned class (Set) has one module,
 // version 0, and writes no version mark; a versioned one has the modules this node loaded

@@ -117,22 +117,11 @@ struct V8Executor::Actor final : ExecutorActor {
   // and by the loop only between residencies (Started).
   std::unique_ptr<engine::Instance> instance;
   std::uint64_t last_seq = 0;
-  // Class versions (docs/tenants.md). Set on the loop between jobs (Started, UseCurrentCode)
-  // and by its jobs (a commit's mark, a failed migration's fallback), which the loop reads
-  // only after their completion.
-  std::uint32_t mark = 0;     // the version that last committed its state (0: none recorded)
-  bool empty = true;          // its state stores nothing (no key, no alarm)
-  std::optional<std::uint32_t> upgrade_from;        // wk_on_upgrade(from) runs before its next event
-  std::shared_ptr<const engine::Module> fallback;   // the module of *upgrade_from
-  std::set<std::uint32_t> failed;  // versions whose migration failed in this residency: not tried again
-  std::uint32_t converted = 0;     // the version a migration of this residency converted its state to
-  // The version chosen for it is not loaded here (dropped since its start loaded it): its
-  // events answer "unavailable" rather than run its state on other code. 0: none.
-  std::uint32_t missing = 0;
-  // Its migration to this version failed and its state's version is marked broken: its
-  // events are refused (nothing may run that state) until the choice changes. 0: none.
-  std::uint32_t blocked = 0;
-  bool no_fallback = false;  // upgrade_from is marked broken
+  // Class versions (docs/tenants.md; actor_versions.h). Set on the loop between jobs
+  // (Started, UseCurrentCode) and by its jobs (a commit's mark, a failed migration's
+  // fallback), which the loop reads only after their completion.
+  ActorVersions versions;
+  std::shared_ptr<const engine::Module> fallback;  // the module of versions.upgrade_from
 };
 
 struct V8Executor::Ran {
@@ -183,11 +172,6 @@ std::shared_ptr<ExecutorActor> V8Executor::NewActor(const ActorId& id, const std
   return a;
 }
 
-namespace {
-
-bool StoresNothing(const ActorStorage& storage) { return storage.StoredBytes() == 0 && !storage.Alarm().has_value(); }
-
-}  // namespace
 
 std::vector<std::uint32_t> V8Executor::VersionsMissing(const ExecutorActor& actor, const ActorStorage& storage) {
   const auto& a = static_cast<const Actor&>(actor);
@@ -199,21 +183,13 @@ std::vector<std::uint32_t> V8Executor::VersionsMissing(const ExecutorActor& acto
     return {mark};
   }
   const VersionPick pick = classes_.Choose(a.id.tenant, a.id.class_name, a.id.name, mark, StoresNothing(storage));
-  std::vector<std::uint32_t> missing;
-  if (!classes_.Find(a.id.tenant, a.id.class_name, pick.run)) missing.push_back(pick.run);
-  if (pick.upgrade_from && !pick.no_fallback && !classes_.Find(a.id.tenant, a.id.class_name, *pick.upgrade_from)) {
-    missing.push_back(*pick.upgrade_from);
-  }
-  return missing;
+  return VersionsNeeded(pick, [&](std::uint32_t v) { return classes_.Find(a.id.tenant, a.id.class_name, v) != nullptr; });
 }
 
 void V8Executor::Started(ExecutorActor& actor, const ActorStorage& storage) {
   auto& a = static_cast<Actor&>(actor);
   a.last_seq = 0;
-  a.mark = ParseClassVersion(storage.GetSystem(kClassVersionKey));
-  a.empty = StoresNothing(storage);
-  a.failed.clear();
-  a.converted = 0;
+  a.versions.Start(storage);
   ChooseCode(a);
 }
 
@@ -226,55 +202,29 @@ bool V8Executor::UseCurrentCode(ExecutorActor& actor) {
 bool V8Executor::ChooseCode(Actor& a) {
   const std::string& t = a.id.tenant;
   const std::string& c = a.id.class_name;
-  a.blocked = 0;
+  ActorVersions& v = a.versions;
   if (!classes_.Versioned(t, c)) {
-    a.upgrade_from.reset();
     a.fallback.reset();
-    // A state a version committed, of a class this node still knows unversioned (its
-    // pointer read before the first rollout): never run it on the pointer's module. Its
-    // events wait for the version (the core loads it, which reads the rollout again).
-    a.missing = a.mark;
-    if (a.missing != 0) return false;
+    if (!v.ApplyUnversioned()) return false;
     std::shared_ptr<const engine::Module> current = classes_.Find(t, c);
     if (!current || current == a.module) return false;  // dropped: its next start loads it again
     a.module = std::move(current);
     a.version = 0;
     return true;
   }
-  VersionPick pick = classes_.Choose(t, c, a.id.name, a.mark, a.empty);
-  // A migration that failed in this residency is not tried again until the actor restarts
-  // (or the rollout changes what it chooses): it runs the version its state is at, unless
-  // that one is marked broken (its events are refused meanwhile).
-  if (pick.upgrade_from && a.failed.contains(pick.run)) {
-    if (pick.no_fallback) {
-      a.blocked = pick.run;
-      return false;
-    }
-    pick = VersionPick{*pick.upgrade_from, std::nullopt, false};
-  }
-  // Converted already, its mark to follow (only under upgrade-outside-batch: otherwise the
-  // mark is the new version's at once).
-  if (pick.upgrade_from && a.converted == pick.run) pick.upgrade_from.reset();
-  std::shared_ptr<const engine::Module> module = classes_.Find(t, c, pick.run);
-  std::shared_ptr<const engine::Module> fallback;
-  if (pick.upgrade_from && !pick.no_fallback) fallback = classes_.Find(t, c, *pick.upgrade_from);
-  // Not loaded here (dropped since the start loaded it, say): a version older than its
-  // state's is never run instead. Its events wait while the core loads it (CodeMissing).
-  if (!module || (pick.upgrade_from && !pick.no_fallback && !fallback)) {
-    a.missing = !module ? pick.run : *pick.upgrade_from;
-    return false;
-  }
-  a.missing = 0;
-  a.upgrade_from = pick.upgrade_from;
-  a.no_fallback = pick.no_fallback;
-  a.fallback = std::move(fallback);
-  a.version = pick.run;
+  const auto loaded = [&](std::uint32_t version) { return classes_.Find(t, c, version) != nullptr; };
+  if (!v.Apply(classes_.Choose(t, c, a.id.name, v.mark, v.empty), loaded, options_.broken)) return false;
+  std::shared_ptr<const engine::Module> module = classes_.Find(t, c, v.run);
+  a.fallback = v.upgrade_from && !v.no_fallback ? classes_.Find(t, c, *v.upgrade_from) : nullptr;
+  a.version = v.run;
   if (module == a.module) return false;
   a.module = std::move(module);
   return true;
 }
 
-bool V8Executor::CodeMissing(const ExecutorActor& actor) const { return static_cast<const Actor&>(actor).missing != 0; }
+bool V8Executor::CodeMissing(const ExecutorActor& actor) const {
+  return static_cast<const Actor&>(actor).versions.missing != 0;
+}
 
 bool V8Executor::CodeDropped(const ActorId& id) const { return classes_.Dropped(id.tenant, id.class_name); }
 
@@ -366,23 +316,24 @@ V8Executor::Ran V8Executor::Execute(engine::Worker& worker, Actor& actor, ActorS
     ran.event.memory = MeasureMemory(actor, storage);
     return ran;
   };
-  if (actor.missing != 0) {
-    return refuse(fmt::format("version {} of class {}/{} is not loaded on this node; retry", actor.missing,
+  const ActorVersions& versions = actor.versions;
+  if (versions.missing != 0) {
+    return refuse(fmt::format("version {} of class {}/{} is not loaded on this node; retry", versions.missing,
                               actor.id.tenant, actor.id.class_name));
   }
-  if (actor.blocked != 0) {
+  if (versions.blocked != 0) {
     return refuse(fmt::format("the migration of {} to version {} failed, and the version its state is at is marked "
                               "broken: nothing runs it until the operator chooses (docs/tenants.md, \"Rolling back\")",
-                              actor.key, actor.blocked));
+                              actor.key, versions.blocked));
   }
   // A new version's migration runs first, in a batch of its own (docs/tenants.md).
-  if (actor.upgrade_from) {
+  if (versions.upgrade_from) {
     RunUpgrade(worker, actor, storage, event, ran);
     if (Status failed = storage.failure(); !failed.ok()) return refuse(failed.ToString());
-    if (actor.blocked != 0) {
+    if (versions.blocked != 0) {
       return refuse(fmt::format("the migration of {} to version {} failed ({}), and the version its state is at is "
                                 "marked broken: nothing runs it until the operator chooses",
-                                actor.key, actor.blocked, ran.upgrade ? ran.upgrade->error : std::string()));
+                                actor.key, versions.blocked, ran.upgrade ? ran.upgrade->error : std::string()));
     }
   }
   const std::optional<Request>& request = event.request;
@@ -589,23 +540,17 @@ V8Executor::Ran V8Executor::Execute(engine::Worker& worker, Actor& actor, ActorS
 
 void V8Executor::CommitWithMark(Actor& actor, ActorStorage& storage, Batch batch) {
   if (batch.empty()) return;
-  // The first batch a version commits says so (kClassVersionKey): the next start knows
-  // what the state was written by, and whether it must be converted.
-  const std::uint32_t version = actor.version;
-  if (version != 0 && actor.mark != version) {
-    batch.system.push_back(Mutation{Mutation::Kind::kPut, std::string(kClassVersionKey), std::to_string(version)});
-    actor.mark = version;
-  }
+  actor.versions.Mark(batch);
   actor.last_seq = storage.Commit(std::move(batch));
-  actor.empty = StoresNothing(storage);
+  actor.versions.Committed(storage);
 }
 
 void V8Executor::RunUpgrade(engine::Worker& worker, Actor& actor, ActorStorage& storage, const ExecutorEvent& event,
                             Ran& ran) {
   if (!storage.failure().ok()) return;  // the event is refused on its storage; the next start tries again
-  const std::uint32_t from = *actor.upgrade_from;
-  const std::uint32_t to = actor.version;
-  actor.upgrade_from.reset();
+  ActorVersions& versions = actor.versions;
+  const std::uint32_t from = *versions.upgrade_from;
+  const std::uint32_t to = versions.run;
   UpgradeReport report{actor.id, from, to, false, {}};
   const auto cpu_limit = std::chrono::milliseconds(options_.limits.max_event_cpu_ms);
   EventTxn txn(storage, options_.limits);
@@ -647,34 +592,22 @@ void V8Executor::RunUpgrade(engine::Worker& worker, Actor& actor, ActorStorage& 
   if (!storage.failure().ok()) {
     // The hold ended meanwhile (a move, a drain): not the module's failure, and not counted.
     // Nothing is kept; the next start migrates.
-    actor.upgrade_from = from;
     return;
   }
   if (report.ok) {
     Batch batch = txn.TakeBatch();
-    if (options_.broken.on(BrokenModel::kUpgradeOutsideBatch)) {
-      // Broken: the converted state committed without its mark, which waits for the next
-      // batch; a restart before it converts the state again.
-      actor.converted = to;
-      if (!batch.empty()) {
-        actor.last_seq = storage.Commit(std::move(batch));
-        actor.empty = StoresNothing(storage);
-      }
-    } else {
-      batch.system.push_back(Mutation{Mutation::Kind::kPut, std::string(kClassVersionKey), std::to_string(to)});
-      actor.mark = to;
+    versions.Upgraded(batch, options_.broken);
+    if (!batch.empty()) {
       actor.last_seq = storage.Commit(std::move(batch));
-      actor.empty = StoresNothing(storage);
+      versions.Committed(storage);
     }
   } else {
-    // Nothing it wrote is kept; the actor answers on the version its state is at.
+    // Nothing it wrote is kept; the actor answers on the version its state is at, unless
+    // that one is broken (blocked: nothing runs it).
     WK_LOG_WARN("actor migration failed",
                 {{"actor", actor.key}, {"from", std::to_string(from)}, {"to", std::to_string(to)}, {"error", report.error}});
     actor.instance.reset();
-    actor.failed.insert(to);
-    if (actor.no_fallback) {
-      actor.blocked = to;  // its state's version is broken: nothing runs it
-    } else {
+    if (versions.UpgradeFailed()) {
       actor.module = std::move(actor.fallback);
       actor.version = from;
     }

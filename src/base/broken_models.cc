@@ -93,6 +93,7 @@ constexpr std::array<std::string_view, kModels> kNames = {
     "ws-broadcast-at-release",
     "rollout-unstable",
     "upgrade-outside-batch",
+    "broken-state-runs",
 };
 static_assert(kNames.size() == kModels, "one name per BrokenModel");
 static_assert(kNames[static_cast<std::size_t>(BrokenModel::kUpgradeOutsideBatch)] == "upgrade-outside-batch",

@@ -135,6 +135,7 @@ enum class BrokenModel : std::uint8_t {
   // ---- Class versions (control/class_versions.*, actor/v8_executor.cc), docs/tenants.md "Deploying"
   kRolloutUnstable,          // an actor's place in a rollout is drawn again for every share: it may flip between versions
   kUpgradeOutsideBatch,      // a migration's writes are committed apart from its version mark (the mark waits for the next write)
+  kBrokenStateRuns,          // a broken version's state whose migration failed falls back to the broken version
   kCount
 };
 

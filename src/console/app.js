@@ -1090,5 +1090,11 @@ window.addEventListener("DOMContentLoaded", () => {
   $("#past-restore").addEventListener("click", restorePoint);
   $("#past-fork").addEventListener("click", forkPoint);
   $("#prices").addEventListener("change", renderBucket);
+  // A sign-in link (scripts/demo.sh prints one): "#token=<token>" in the fragment, which the
+  // browser never sends; taken into this tab's session and removed from the address bar.
+  if (location.hash.startsWith("#token=")) {
+    state.token = decodeURIComponent(location.hash.slice("#token=".length));
+    history.replaceState(null, "", location.pathname);
+  }
   if (state.token) signIn(state.token);
 });

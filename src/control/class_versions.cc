@@ -605,7 +605,8 @@ RolloutChange SetShare(VersionNumber version, std::uint32_t percent) {
     if (percent > 100) return InvalidArgument("percent " + std::to_string(percent) + " is not 0..100");
     if (!versions.contains(version)) return NotFound("no version " + std::to_string(version));
     if (r.broken.count(version) != 0) {
-      return InvalidArgument("version " + std::to_string(version) + " is marked broken (clear it with --unbreak first)");
+      return InvalidArgument("version " + std::to_string(version) +
+                             " is marked broken (clear it with `wasmkeep class broken T/C V --clear` first)");
     }
     if (percent == 100) {
       r.stable = version;
@@ -633,7 +634,8 @@ RolloutChange Pin(std::string actor_name, VersionNumber version) {
   return [actor_name, version](Rollout& r, const std::set<VersionNumber>&) -> Result<bool> {
     if (Status s = ValidateActorName(actor_name); !s.ok()) return s;
     if (r.broken.contains(version)) {
-      return InvalidArgument("version " + std::to_string(version) + " is marked broken (clear it with --clear first)");
+      return InvalidArgument("version " + std::to_string(version) +
+                             " is marked broken (clear it with `wasmkeep class broken T/C V --clear` first)");
     }
     auto it = r.pins.find(actor_name);
     if (it != r.pins.end() && it->second == version) return false;
