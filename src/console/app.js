@@ -1066,9 +1066,21 @@ function signOut(message) {
   $("#signin-error").textContent = message || "";
 }
 
+// A sign-in link (scripts/demo.sh prints one): "#token=<token>" in the fragment, which the
+// browser never sends; taken into this tab's session and removed from the address bar.
+function linkSignIn() {
+  if (!location.hash.startsWith("#token=")) return false;
+  const token = decodeURIComponent(location.hash.slice("#token=".length));
+  history.replaceState(null, "", location.pathname);
+  signIn(token);
+  return true;
+}
+
 window.addEventListener("DOMContentLoaded", () => {
   $("#signin-form").addEventListener("submit", (e) => { e.preventDefault(); signIn($("#token").value); });
-  window.addEventListener("hashchange", () => { if (state.who) showTab(location.hash.slice(1)); });
+  window.addEventListener("hashchange", () => {
+    if (!linkSignIn() && state.who) showTab(location.hash.slice(1));
+  });
   $("#list-refresh").addEventListener("click", () => listActors(true));
   $("#prefix").addEventListener("keydown", (e) => { if (e.key === "Enter") listActors(true); });
   $("#class-select").addEventListener("change", () => listActors(true));
@@ -1090,11 +1102,5 @@ window.addEventListener("DOMContentLoaded", () => {
   $("#past-restore").addEventListener("click", restorePoint);
   $("#past-fork").addEventListener("click", forkPoint);
   $("#prices").addEventListener("change", renderBucket);
-  // A sign-in link (scripts/demo.sh prints one): "#token=<token>" in the fragment, which the
-  // browser never sends; taken into this tab's session and removed from the address bar.
-  if (location.hash.startsWith("#token=")) {
-    state.token = decodeURIComponent(location.hash.slice("#token=".length));
-    history.replaceState(null, "", location.pathname);
-  }
-  if (state.token) signIn(state.token);
+  if (!linkSignIn() && state.token) signIn(state.token);
 });

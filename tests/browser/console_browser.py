@@ -455,6 +455,18 @@ def run(driver):
                                                  "&& document.querySelector('#cluster-page').hidden"), 10))
     check("no token ever appears in the page's address", not tokens_in_url(driver))
 
+    # A sign-in link (scripts/demo.sh prints one): the token in the fragment, taken into the
+    # tab's session and out of the address bar, on a fresh page and on an open one.
+    driver.find_element(By.CSS_SELECTOR, "#who button").click()
+    driver.get(URL + "/console/#token=" + OP)
+    check("a sign-in link signs an open console in", wait_for(lambda: "operator" in text(driver, "#who"), 10))
+    check("and its token leaves the address bar", not tokens_in_url(driver))
+    driver.execute_script("sessionStorage.clear()")
+    driver.get("about:blank")
+    driver.get(URL + "/console/#token=" + OP)
+    check("a sign-in link opens a fresh console signed in", wait_for(lambda: "operator" in text(driver, "#who"), 10))
+    check("and its token leaves the address bar", not tokens_in_url(driver))
+
 
 if __name__ == "__main__":
     sys.exit(main())
