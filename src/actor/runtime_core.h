@@ -100,6 +100,9 @@ struct TenantMemory {
   std::string tenant;
   double bytes = 0;
   std::size_t actors = 0;
+  // Keys plus values its resident actors store (ActorStorage::StoredBytes, as of each
+  // actor's last event): what usage integrates into stored byte-seconds (control/usage.h).
+  std::uint64_t stored_bytes = 0;
 };
 
 // The core's part of RuntimeOptions (runtime.h, where each setting is described).
@@ -195,6 +198,7 @@ class ActorRuntimeCore final : public EventHost {
     std::uint64_t linear_bytes = 0;
     std::uint64_t state_bytes = 0;
     std::uint64_t instance_heap_bytes = 0;
+    std::uint64_t stored_bytes = 0;
     std::size_t actors = 0;
   };
 
@@ -234,7 +238,8 @@ class ActorRuntimeCore final : public EventHost {
   void SetInstanceMemory(Slot& slot, const ActorMemory& memory);
   void ForgetInstance(Slot& slot);
   void SetLinearBytes(Slot& slot, std::uint64_t bytes);
-  void SetStateBytes(Slot& slot, std::uint64_t bytes);
+  // The actor's state in memory (budgeted) and its stored keys plus values (usage only).
+  void SetStateBytes(Slot& slot, std::uint64_t bytes, std::uint64_t stored);
   void SetInstanceHeapBytes(Slot& slot, std::uint64_t bytes);
   enum class DropReason : std::uint8_t { kIdle, kMemory, kLimit };
   void DropInstance(Slot& slot, DropReason reason);

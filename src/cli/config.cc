@@ -264,6 +264,7 @@ Result<Config> LoadConfig(const std::string& path) {
   }
   Config config;
   bool handed_recheck_set = false;  // [alarms] handed_recheck_ms (its default follows [lease])
+  std::int64_t usage_flush_ms = 0;
   for (auto&& [name, node] : root) {
     std::string section(name.str());
     const toml::table* table = node.as_table();
@@ -338,6 +339,10 @@ Result<Config> LoadConfig(const std::string& path) {
       if (s.ok()) s = ValidateMessageDeliveryOptions(config.messages);
     } else if (section == "websockets") {
       s = ReadWebSockets(*table, &config.websockets, &config.actors.sockets);
+    } else if (section == "usage") {
+      s = CheckKeys(*table, section, {"flush_ms"});
+      if (s.ok()) s = ReadUint(*table, section, "flush_ms", 1000, 3'600'000, &usage_flush_ms);
+      if (s.ok()) config.usage_flush = std::chrono::milliseconds(usage_flush_ms);
     } else if (section == "log") {
       s = CheckKeys(*table, section, {"level"});
       if (s.ok()) s = ReadString(*table, section, "level", &config.log_level);

@@ -20,6 +20,7 @@
 #include "control/quarantine.h"
 #include "control/quarantine_cache.h"
 #include "replica/replica.h"
+#include "server/usage_meter.h"
 #include "store/open_store.h"
 
 namespace wk::cli {
@@ -75,6 +76,8 @@ struct Config {
   // Defaults unless [websockets] sets them (docs/websockets.md, "Limits and close codes"); the limits on
   // what one event sends are in actors.sockets.
   SocketHubOptions websockets;
+  // [usage] flush_ms: how often a node writes its usage records (docs/tenants.md, "Usage").
+  Duration usage_flush = kDefaultUsageFlush;
 };
 
 // Reads and validates path. kInvalidArgument names the file and the bad key or value;

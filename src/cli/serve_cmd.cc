@@ -107,6 +107,7 @@ int RunServe(const GlobalOptions& g, const ServeArgs& a) {
   options.host.alarms = config->alarms;
   options.host.messages = config->messages;
   options.host.sockets = config->websockets;
+  options.host.usage_flush = config->usage_flush;
   options.moves_per_second = config->moves_per_second;
 
   // The running-events journal (docs/security.md, "Poisoned actors"): read what a crashed

@@ -4,19 +4,151 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
+#include "cli/cost.h"
 #include "control/tenants.h"
+#include "control/usage.h"
 #include "control/tokens.h"
 
 namespace wk::cli {
 namespace {
 
-enum class TenantOp : std::uint8_t { kAdd, kAddToken, kList, kRevokeToken };
+enum class TenantOp : std::uint8_t { kAdd, kAddToken, kList, kRevokeToken, kUsage };
 
 struct TenantArgs {
   std::string name;
   std::string token_id;
   bool json = false;
+  // tenant usage
+  bool csv = false;
+  bool hourly = false;
+  std::string since;   // YYYY-MM-DD[THH], UTC
+  std::string prices;  // aws-s3, r2 or a price file (cli/cost.h)
 };
+
+// --since: "2025-11-24" (that day's first hour) or "2025-11-24T14"; UTC.
+Result<control::UsageHour> ParseSince(const std::string& text) {
+  std::optional<control::UsageHour> hour;
+  if ((text.size() == 10 || (text.size() == 13 && text[10] == 'T')) && text[4] == '-' && text[7] == '-') {
+    const std::string key = text.substr(0, 4) + text.substr(5, 2) + text.substr(8, 2) +
+                            (text.size() == 13 ? text.substr(11, 2) : std::string("00"));
+    hour = control::ParseHourKey(key);
+  }
+  if (!hour) return InvalidArgument("--since '" + text.substr(0, 40) + "' must be YYYY-MM-DD or YYYY-MM-DDTHH (UTC)");
+  return *hour;
+}
+
+// One row of the usage table: an hour or a day (its first hour) and what it summed.
+struct UsageRow {
+  control::UsageHour start = 0;
+  control::UsageCounters c;
+};
+
+std::string RowLabel(control::UsageHour start, bool hourly) {
+  const std::string k = control::HourKey(start);
+  std::string day = k.substr(0, 4) + "-" + k.substr(4, 2) + "-" + k.substr(6, 2);
+  return hourly ? day + "T" + k.substr(8, 2) : day;
+}
+
+// Storage's price for byte-seconds at the table's per-GB-month rate (a month: 30 days).
+double StorageMoney(const PriceTable& prices, std::uint64_t byte_seconds) {
+  constexpr double kSecondsPerMonth = 30.0 * 86'400;
+  return StoragePerMonth(prices, static_cast<std::uint64_t>(static_cast<double>(byte_seconds) / kSecondsPerMonth));
+}
+
+Task<int> Usage(ObjectStore* store, RealEnv*, TenantArgs a, std::optional<control::UsageHour> since,
+                std::optional<PriceTable> prices, CallOptions call) {
+  auto usage = co_await control::SumTenantUsage(*store, a.name, since, call);
+  if (!usage.ok()) co_return Fail(usage.status());
+  std::vector<UsageRow> rows;
+  for (const auto& [hour, c] : usage->by_hour) {
+    const control::UsageHour start = a.hourly ? hour : hour - hour % 24;
+    if (rows.empty() || rows.back().start != start) rows.push_back(UsageRow{start, {}});
+    rows.back().c += c;
+  }
+  UsageRow total{0, usage->Total()};
+  const char* unit = a.hourly ? "hour" : "day";
+  auto money = [&](const control::UsageCounters& c) { return prices ? StorageMoney(*prices, c.stored_byte_seconds) : 0.0; };
+  if (a.json) {
+    nlohmann::json out = {{"tenant", a.name}, {"by", unit}, {"nodes", usage->nodes}, {"records", usage->records}};
+    auto row = [&](const control::UsageCounters& c) {
+      nlohmann::json j;
+      nlohmann::json req;
+      for (std::size_t i = 0; i < control::kUsageOutcomes; ++i) {
+        req[std::string(control::UsageOutcomeName(static_cast<control::UsageOutcome>(i)))] = c.requests[i];
+      }
+      j["requests"] = req;
+      j["cpu_ms"] = c.cpu_ms;
+      j["stored_byte_seconds"] = c.stored_byte_seconds;
+      j["ingress_bytes"] = c.ingress_bytes;
+      j["egress_bytes"] = c.egress_bytes;
+      j["resident_actor_seconds"] = c.resident_actor_seconds;
+      nlohmann::json bucket;
+      for (std::size_t i = 0; i < kBucketPurposes; ++i) {
+        bucket[std::string(BucketPurposeName(static_cast<BucketPurpose>(i)))] = c.bucket_requests[i];
+      }
+      j["bucket_requests"] = bucket;
+      if (prices) j["money"] = money(c);
+      return j;
+    };
+    nlohmann::json list = nlohmann::json::array();
+    for (const UsageRow& r : rows) {
+      nlohmann::json j = row(r.c);
+      j[unit] = RowLabel(r.start, a.hourly);
+      list.push_back(j);
+    }
+    out["rows"] = list;
+    out["total"] = row(total.c);
+    if (prices) {
+      out["prices"] = prices->name;
+      out["currency"] = prices->currency;
+    }
+    std::printf("%s\n", out.dump(2).c_str());
+    co_return kExitOk;
+  }
+  if (a.csv) {
+    std::printf("%s,requests_ok,requests_client_error,requests_throttled,requests_actor_failed,requests_unavailable,"
+                "cpu_ms,stored_byte_seconds,ingress_bytes,egress_bytes,resident_actor_seconds,bucket_requests%s\n",
+                unit, prices ? ",money" : "");
+    for (const UsageRow& r : rows) {
+      const control::UsageCounters& c = r.c;
+      std::printf("%s", RowLabel(r.start, a.hourly).c_str());
+      for (std::uint64_t n : c.requests) std::printf(",%llu", static_cast<unsigned long long>(n));
+      for (std::uint64_t n : {c.cpu_ms, c.stored_byte_seconds, c.ingress_bytes, c.egress_bytes, c.resident_actor_seconds,
+                              c.BucketRequests()}) {
+        std::printf(",%llu", static_cast<unsigned long long>(n));
+      }
+      if (prices) std::printf(",%.6f", money(c));
+      std::printf("\n");
+    }
+    co_return kExitOk;
+  }
+  std::printf("usage of tenant %s by %s (UTC), summed over %zu record(s) of %zu node(s)\n", a.name.c_str(), unit,
+              usage->records, usage->nodes.size());
+  std::printf("%-13s %10s %8s %8s %8s %8s %12s %14s %12s %12s %12s %10s%s\n", a.hourly ? "HOUR" : "DAY", "REQUESTS",
+              "4XX", "429", "FAILED", "UNAVAIL", "CPU_MS", "STORED_GB_H", "IN_BYTES", "OUT_BYTES", "ACTOR_H", "BUCKET",
+              prices ? "       MONEY" : "");
+  auto line = [&](const std::string& label, const control::UsageCounters& c) {
+    using control::UsageOutcome;
+    auto n = [&](UsageOutcome o) { return static_cast<unsigned long long>(c.requests[static_cast<std::size_t>(o)]); };
+    std::printf("%-13s %10llu %8llu %8llu %8llu %8llu %12llu %14.4f %12llu %12llu %12.3f %10llu", label.c_str(),
+                static_cast<unsigned long long>(c.Requests()), n(UsageOutcome::kClientError), n(UsageOutcome::kThrottled),
+                n(UsageOutcome::kActorFailed), n(UsageOutcome::kUnavailable), static_cast<unsigned long long>(c.cpu_ms),
+                static_cast<double>(c.stored_byte_seconds) / (1024.0 * 1024 * 1024 * 3600),
+                static_cast<unsigned long long>(c.ingress_bytes), static_cast<unsigned long long>(c.egress_bytes),
+                static_cast<double>(c.resident_actor_seconds) / 3600, static_cast<unsigned long long>(c.BucketRequests()));
+    if (prices) std::printf(" %11.6f", money(c));
+    std::printf("\n");
+  };
+  for (const UsageRow& r : rows) line(RowLabel(r.start, a.hourly), r.c);
+  line("TOTAL", total.c);
+  if (rows.empty()) std::printf("(no usage recorded%s)\n", since ? " since then" : "");
+  if (prices) {
+    std::printf("money: %s, %s; stored bytes at its per-GB-month rate (30-day month) only: the table prices bucket "
+                "requests by operation, which usage records do not split\n",
+                prices->title.c_str(), prices->currency.c_str());
+  }
+  co_return kExitOk;
+}
 
 void PrintToken(const control::NewToken& t, bool created) {
   if (created) std::printf("created tenant %s\n", t.tenant.c_str());
@@ -96,6 +228,21 @@ int RunTenant(const GlobalOptions& g, const TenantArgs& a, TenantOp op) {
   if (op != TenantOp::kList) {
     if (Status s = control::ValidateTenantName(a.name); !s.ok()) return Fail(s);
   }
+  std::optional<control::UsageHour> since;
+  std::optional<PriceTable> prices;
+  if (op == TenantOp::kUsage) {
+    if (a.json && a.csv) return Fail(InvalidArgument("--json and --csv: choose one"));
+    if (!a.since.empty()) {
+      auto hour = ParseSince(a.since);
+      if (!hour.ok()) return Fail(hour.status());
+      since = *hour;
+    }
+    if (!a.prices.empty()) {
+      auto table = LoadPriceTable(a.prices);
+      if (!table.ok()) return Fail(table.status());
+      prices = std::move(*table);
+    }
+  }
   auto config = LoadConfigFromOptions(g);
   if (!config.ok()) return Fail(config.status());
   RealEnv env;
@@ -108,6 +255,7 @@ int RunTenant(const GlobalOptions& g, const TenantArgs& a, TenantOp op) {
     case TenantOp::kAddToken: return env.RunMain(AddToken(store->get(), &env, a, *call));
     case TenantOp::kRevokeToken: return env.RunMain(Revoke(store->get(), &env, a, *call));
     case TenantOp::kList: return env.RunMain(List(store->get(), &env, a, *call));
+    case TenantOp::kUsage: return env.RunMain(Usage(store->get(), &env, a, since, prices, *call));
   }
   return kExitError;
 }
@@ -136,6 +284,15 @@ void AddTenantCommand(CLI::App& app, const GlobalOptions& globals, int* result) 
   revoke->add_option("name", args->name, "Tenant name")->required();
   revoke->add_option("token_id", args->token_id, "Token id (16 hex characters)")->required();
   revoke->callback([&globals, args, result] { *result = RunTenant(globals, *args, TenantOp::kRevokeToken); });
+
+  CLI::App* usage = tenant->add_subcommand("usage", "NAME's usage summed over the cluster's nodes, by day or hour");
+  usage->add_option("name", args->name, "Tenant name")->required();
+  usage->add_option("--since", args->since, "From this UTC day or hour on: YYYY-MM-DD or YYYY-MM-DDTHH");
+  usage->add_flag("--hourly", args->hourly, "One row per hour (default: per day)");
+  usage->add_flag("--json", args->json, "Print JSON");
+  usage->add_flag("--csv", args->csv, "Print CSV");
+  usage->add_option("--prices", args->prices, "aws-s3, r2 or a price file (as `cluster cost`): money per row");
+  usage->callback([&globals, args, result] { *result = RunTenant(globals, *args, TenantOp::kUsage); });
 }
 
 }  // namespace wk::cli

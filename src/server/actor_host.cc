@@ -1,6 +1,7 @@
 #include "server/actor_host.h"
 
 #include "base/log.h"
+#include "routing/class_traffic.h"
 
 namespace wk {
 namespace {
@@ -46,6 +47,16 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
     return LoadVersion(std::move(id.tenant), std::move(id.class_name), version);
   };
   hooks.on_upgrade = [this](const actor::UpgradeReport& report) { OnUpgrade(report); };
+  // Usage (docs/tenants.md, "Usage"): the runtime's residency, sampled by the meter.
+  usage_ = std::make_unique<UsageMeter>(env, store, options_.node_id.str(), options_.usage_flush, [this] {
+    std::vector<TenantResidency> out;
+    if (!runtime_) return out;
+    for (const actor::TenantMemory& m : runtime_->MemoryByTenant()) {
+      if (m.actors > 0) out.push_back(TenantResidency{m.tenant, m.actors, m.stored_bytes});
+    }
+    return out;
+  });
+  hooks = usage_->Wrap(std::move(hooks));
   runtime_ = std::make_unique<actor::ActorRuntime>(env, engine_, classes_, *provider_, options_.runtime,
                                                    std::move(hooks));
   sockets_ = std::make_unique<SocketHub>(env, options_.sockets);
@@ -137,6 +148,8 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
   PublishFrontMetrics(metrics, *front_);
   PublishForwarderMetrics(metrics, forwarder_);
   quarantine_.StartSweeps();
+  usage_->PublishMetrics(metrics);
+  usage_->Start();
   control::PublishQuarantineCacheMetrics(metrics, quarantine_cache_);
   PublishQuarantineMetrics(metrics, quarantine_);
   // Migrations of class versions run here (docs/tenants.md, "Migrations").
@@ -162,6 +175,16 @@ ActorHost::~ActorHost() {
   StopAlarms();
 }
 
+Task<bool> ActorHost::Shutdown(Duration limit) {
+  StopAlarms();
+  sockets_->CloseAll(kCloseRestart, "the node is stopping: reconnect");
+  relay_->Stop(kCloseRestart, "the node is stopping: reconnect");
+  const bool all = co_await runtime_->Shutdown(limit);
+  Status flushed = co_await usage_->Stop();
+  if (!flushed.ok()) WK_LOG_WARN("the last usage flush failed", {{"error", flushed.ToString()}});
+  co_return all;
+}
+
 void ActorHost::StopAlarms() {
   if (messages_) messages_->Stop();
   if (scanner_) scanner_->Stop();
@@ -175,8 +198,14 @@ Task<ServerResponse> ActorHost::Handle(ServerRequest request, Via via) {
   const MonoTime start = env_.MonoNow();
   std::string target = request.target;
   bool reached_actor = false;
+  const std::uint64_t ingress = request.body.size();
   ServerResponse r = co_await front_->Handle(std::move(request), via, &reached_actor);
   if (*alive) {
+    // Usage: of a tenant whose class is known deployed only (as the traffic rows).
+    if (auto named = ClassTrafficTable::ClassOf(target);
+        named && (reached_actor || ClassKnown(named->first, named->second))) {
+      usage_->CountRequest(named->first, r.status, ingress, r.body.size());
+    }
     // Its class's own row only for a class known to be deployed (routing/class_traffic.h).
     admin_->RecordTraffic(target, r.status, env_.MonoNow() - start,
                           [this, reached_actor](const std::string& tenant, const std::string& class_name) {
@@ -193,6 +222,9 @@ Task<std::optional<ServerResponse>> ActorHost::CheckBeforeBody(ServerRequest req
   auto refused = co_await front_->CheckBeforeBody(std::move(request));
   // Refused before its body was read: Handle never sees it, so it is counted here.
   if (refused && *alive) {
+    if (auto named = ClassTrafficTable::ClassOf(target); named && ClassKnown(named->first, named->second)) {
+      usage_->CountRequest(named->first, refused->status, 0, refused->body.size());
+    }
     admin_->RecordTraffic(target, refused->status, Duration(0), [this](const std::string& tenant, const std::string& class_name) {
       return ClassKnown(tenant, class_name);
     });

@@ -50,6 +50,7 @@
 #include "server/quarantine_service.h"
 #include "server/running_events.h"
 #include "server/socket_relay.h"
+#include "server/usage_meter.h"
 
 namespace wk {
 
@@ -89,6 +90,8 @@ struct ActorHostOptions {
   // The node's requests to the bucket by purpose (the CountingStore's, outliving the host),
   // shown by /v1/admin/node; null: not shown.
   const BucketRequestStats* bucket_requests = nullptr;
+  // How often the node writes its usage records (usage.flush_ms; server/usage_meter.h).
+  Duration usage_flush = kDefaultUsageFlush;
 };
 
 // Migrations on this node (docs/tenants.md, "Class versions").
@@ -121,12 +124,8 @@ class ActorHost {
   // and scanning stop first (the actors' shards are released with the node's holds).
   // The node's WebSockets are closed first, with 1012: their clients reconnect to the nodes
   // that take the actors (the relayed ones too: they reconnect through another node).
-  Task<bool> Shutdown(Duration limit) {
-    StopAlarms();
-    sockets_->CloseAll(kCloseRestart, "the node is stopping: reconnect");
-    relay_->Stop(kCloseRestart, "the node is stopping: reconnect");
-    return runtime_->Shutdown(limit);
-  }
+  // Then the usage is flushed a last time (server/usage_meter.h).
+  Task<bool> Shutdown(Duration limit);
   // After each PeerTrust::Update: relayed WebSockets whose owner is no longer trusted as it
   // was are closed (SocketRelay::DropUntrusted).
   void DropUntrustedPeers() { relay_->DropUntrusted(); }
@@ -139,6 +138,7 @@ class ActorHost {
   const SocketRelayStats& relay_stats() const { return relay_->stats(); }
   const QuarantineStats& quarantine_stats() const { return quarantine_.stats(); }
   const UpgradeStats& upgrade_stats() const { return upgrade_stats_; }
+  const UsageMeter& usage() const { return *usage_; }
   alarms::AlarmService& alarms() { return *alarms_; }
 
  private:
@@ -184,6 +184,8 @@ class ActorHost {
   replica::OwnersHoldSource owner_holds_;
   QuarantineHoldSource holds_;
   DeletionGuard deletions_{holds_};
+  // Before the runtime, whose workers' hooks count into it: destroyed after it.
+  std::unique_ptr<UsageMeter> usage_;
   // Before the runtime, whose SocketDirectory it is: destroyed after it.
   std::unique_ptr<SocketHub> sockets_;
   std::unique_ptr<replica::ReplicaProvider> provider_;

@@ -1,0 +1,144 @@
+#include "server/usage_meter.h"
+
+#include <time.h>
+
+#include <algorithm>
+
+#include "base/log.h"
+
+namespace wk {
+namespace {
+
+using std::chrono::duration_cast;
+using std::chrono::milliseconds;
+
+constexpr Duration kSamplePeriod = std::chrono::seconds(1);
+
+// The calling thread's CPU time in nanoseconds (0 if the clock is unavailable).
+std::uint64_t ThreadCpuNs() {
+  timespec ts{};
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+// The CPU clock when the current worker's event began (a worker runs one event at a time,
+// and its start and end hooks run on its thread).
+thread_local std::uint64_t event_cpu_start_ns = 0;
+
+}  // namespace
+
+UsageMeter::UsageMeter(Env& env, ObjectStore& store, std::string node_id, Duration flush,
+                       std::function<std::vector<TenantResidency>()> residency)
+    : env_(env),
+      store_(store.ForPurpose(BucketPurpose::kControl)),
+      flush_(flush),
+      residency_(std::move(residency)),
+      book_(std::move(node_id)) {}
+
+UsageMeter::~UsageMeter() {
+  *alive_ = false;
+  if (loop_.valid()) loop_.Cancel();
+}
+
+void UsageMeter::Start() {
+  last_sample_ = last_flush_ = env_.MonoNow();
+  loop_ = env_.Spawn(Loop(), "usage meter");
+}
+
+control::UsageCounters& UsageMeter::Now(const std::string& tenant) {
+  return book_.At(tenant, control::HourOf(env_.WallNow()));
+}
+
+void UsageMeter::CountRequest(const std::string& tenant, int status, std::uint64_t ingress, std::uint64_t egress) {
+  if (stopped_) return;
+  control::UsageCounters& c = Now(tenant);
+  c.requests[static_cast<std::size_t>(control::UsageOutcomeOfStatus(status))] += 1;
+  c.ingress_bytes += ingress;
+  c.egress_bytes += egress;
+}
+
+actor::RuntimeHooks UsageMeter::Wrap(actor::RuntimeHooks hooks) {
+  auto start = std::move(hooks.on_event_start);
+  auto end = std::move(hooks.on_event_end);
+  hooks.on_event_start = [start](const ActorId& id, std::size_t worker) {
+    event_cpu_start_ns = ThreadCpuNs();
+    if (start) start(id, worker);
+  };
+  hooks.on_event_end = [this, end](const ActorId& id, std::size_t worker, const actor::EventEnd& e) {
+    const std::uint64_t now = ThreadCpuNs();
+    const std::uint64_t used = now > event_cpu_start_ns ? now - event_cpu_start_ns : 0;
+    {
+      std::lock_guard<std::mutex> lock(cpu_mu_);
+      cpu_ns_[id.tenant] += used;
+    }
+    if (end) end(id, worker, e);
+  };
+  return hooks;
+}
+
+void UsageMeter::Sample() {
+  const MonoTime now = env_.MonoNow();
+  const auto elapsed_ms = static_cast<std::uint64_t>(std::max<std::int64_t>(
+      0, duration_cast<milliseconds>(now - last_sample_).count()));
+  last_sample_ = now;
+  std::unordered_map<std::string, std::uint64_t> cpu;
+  {
+    std::lock_guard<std::mutex> lock(cpu_mu_);
+    cpu.swap(cpu_ns_);
+  }
+  for (const auto& [tenant, ns] : cpu) {
+    Carry& carry = carry_[tenant];
+    carry.cpu_ns += ns;
+    Now(tenant).cpu_ms += carry.cpu_ns / 1'000'000;
+    carry.cpu_ns %= 1'000'000;
+  }
+  if (elapsed_ms == 0 || !residency_) return;
+  for (const TenantResidency& r : residency_()) {
+    if (r.tenant.empty()) continue;
+    Carry& carry = carry_[r.tenant];
+    carry.actor_ms += r.actors * elapsed_ms;
+    carry.stored_byte_ms += r.stored_bytes * elapsed_ms;
+    control::UsageCounters& c = Now(r.tenant);
+    c.resident_actor_seconds += carry.actor_ms / 1000;
+    carry.actor_ms %= 1000;
+    c.stored_byte_seconds += carry.stored_byte_ms / 1000;
+    carry.stored_byte_ms %= 1000;
+  }
+}
+
+Task<void> UsageMeter::Loop() {
+  std::shared_ptr<bool> alive = alive_;
+  while (true) {
+    if (!co_await env_.SleepFor(kSamplePeriod)) co_return;
+    if (!*alive || stopped_) co_return;
+    Sample();
+    if (env_.MonoNow() - last_flush_ < flush_) continue;
+    last_flush_ = env_.MonoNow();
+    Status s = co_await book_.Flush(store_, control::HourOf(env_.WallNow()));
+    if (!*alive) co_return;
+    if (!s.ok()) WK_LOG_WARN("usage flush failed; the next one writes it", {{"error", s.ToString()}});
+  }
+}
+
+Task<Status> UsageMeter::Stop() {
+  std::shared_ptr<bool> alive = alive_;
+  if (stopped_) co_return Status::Ok();
+  stopped_ = true;
+  if (loop_.valid()) {
+    loop_.Cancel();
+    co_await loop_.Join();  // a flush in flight ends first: one Flush at a time
+  }
+  if (!*alive) co_return Status::Ok();
+  Sample();
+  co_return co_await book_.Flush(store_, control::HourOf(env_.WallNow()));
+}
+
+void UsageMeter::PublishMetrics(MetricsRegistry& metrics) {
+  const std::string help = "Flushes of this node's usage records to the bucket, by outcome.";
+  metrics.AddCallbackCounter("wasmkeep_usage_flushes_total", help,
+                             [this] { return static_cast<double>(book_.flushes()); }, {{"outcome", "ok"}});
+  metrics.AddCallbackCounter("wasmkeep_usage_flushes_total", help,
+                             [this] { return static_cast<double>(book_.flush_failures()); }, {{"outcome", "failed"}});
+}
+
+}  // namespace wk

@@ -1,0 +1,103 @@
+// UsageMeter: a node's per-tenant usage (docs/tenants.md, "Usage"), counted on the request
+// and event paths and flushed to the bucket as this node's usage/<tenant>/<node>/<hour>
+// records (control/usage.h) every usage.flush_ms and at a clean stop.
+//
+// What it counts, per tenant: the actor API's requests that arrived at this node's client
+// listener (a forwarded request counts once, where it arrived) by outcome, their body bytes
+// in and out; CPU of the tenant's events (the worker thread's CPU clock around each event,
+// its instantiation included); resident actor-seconds and stored byte-seconds (keys plus
+// values of its resident actors, sampled every second and integrated). Only tenants whose
+// classes are known deployed are counted (as routing/class_traffic.h bounds its rows), so
+// requests naming made-up tenants grow nothing. Bucket requests per tenant are not split
+// yet: the records' bucket_* fields stay 0 (docs/tenants.md says so).
+//
+// Restarts: one record per node and hour, continued by the next process (UsageBook reads the
+// stored record at its first flush of an hour) rather than a record per process: the
+// listing a sum reads stays one key per node and hour. A kill -9 loses what was counted
+// since the last flush (at most usage.flush_ms).
+//
+// Metrics: wasmkeep_usage_flushes_total{outcome} only; per-tenant Prometheus series are not
+// built yet (docs/STATUS.md).
+//
+// Threading: the loop thread, except the hooks Wrap installs (the runtime's workers: they
+// take a mutex per event end).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "actor/runtime.h"
+#include "base/metrics.h"
+#include "control/usage.h"
+#include "env/env.h"
+#include "store/object_store.h"
+
+namespace wk {
+
+// usage.flush_ms's default.
+inline constexpr Duration kDefaultUsageFlush = std::chrono::seconds(60);
+
+struct TenantResidency {
+  std::string tenant;
+  std::size_t actors = 0;
+  std::uint64_t stored_bytes = 0;
+};
+
+class UsageMeter {
+ public:
+  // residency: the tenants' resident actors now (the runtime's MemoryByTenant).
+  UsageMeter(Env& env, ObjectStore& store, std::string node_id, Duration flush,
+             std::function<std::vector<TenantResidency>()> residency);
+  ~UsageMeter();
+  UsageMeter(const UsageMeter&) = delete;
+  UsageMeter& operator=(const UsageMeter&) = delete;
+
+  // Starts sampling (every second) and flushing (every flush).
+  void Start();
+  // The clean stop: samples and flushes once more; further counts are not written.
+  Task<Status> Stop();
+
+  // One actor API request answered with status; ingress and egress: its body bytes.
+  void CountRequest(const std::string& tenant, int status, std::uint64_t ingress, std::uint64_t egress);
+  // hooks with on_event_start/on_event_end that also measure each event's CPU (calling the
+  // given ones too).
+  actor::RuntimeHooks Wrap(actor::RuntimeHooks hooks);
+  // wasmkeep_usage_flushes_total{outcome}.
+  void PublishMetrics(MetricsRegistry& metrics);
+
+  const control::UsageBook& book() const { return book_; }
+
+ private:
+  // CPU measured by the workers, moved into the book; residency integrated since last time.
+  void Sample();
+  Task<void> Loop();
+  control::UsageCounters& Now(const std::string& tenant);
+
+  Env& env_;
+  ObjectStore& store_;
+  Duration flush_;
+  std::function<std::vector<TenantResidency>()> residency_;
+  control::UsageBook book_;
+  MonoTime last_sample_{};
+  MonoTime last_flush_{};
+  // Fractions carried between samples so integration loses nothing: byte-ms, actor-ms, ns.
+  struct Carry {
+    std::uint64_t stored_byte_ms = 0;
+    std::uint64_t actor_ms = 0;
+    std::uint64_t cpu_ns = 0;
+  };
+  std::unordered_map<std::string, Carry> carry_;
+  std::mutex cpu_mu_;
+  std::unordered_map<std::string, std::uint64_t> cpu_ns_;  // guarded by cpu_mu_
+  TaskHandle loop_;
+  bool stopped_ = false;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace wk
