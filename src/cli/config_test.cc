@@ -321,7 +321,7 @@ TEST(ConfigTest, BadAlarmSettingsAreNamed) {
 
 TEST(ConfigTest, UsageFlushPeriod) {
   EXPECT_EQ(Ms(Load("[log]\nlevel = \"info\"\n")->usage_flush), 60'000);
-  ExpectLoaded("[usage]\n", {{"flush_ms = 5000", 5000, [](const Config& c) { return Ms(c.usage_flush); }}});
+  EXPECT_TRUE(ExpectLoaded("[usage]\n", {{"flush_ms = 5000", 5000, [](const Config& c) { return Ms(c.usage_flush); }}}).ok());
   ExpectRefused({{"[usage]\nflush_ms = 999\n", "usage.flush_ms must be a whole number between 1000 and 3600000"},
                  {"[usage]\nflush_ms = \"1m\"\n", "usage.flush_ms must be a whole number"},
                  {"[usage]\nperiod_ms = 5000\n", "unknown setting usage.period_ms"}});
