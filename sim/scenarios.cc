@@ -98,7 +98,7 @@ const std::vector<Scenario>& Scenarios() {
         {"outbox-lost-on-restore", 11, 10},
         {"messages-out-of-order", 1, 10},
         {"outbox-never-wakes", 4, 10},
-        {"wake-acquires-nothing-after-release", 15, 10},
+        {"wake-acquires-nothing-after-release", 5, 10},
         {"wake-forgets-own-segments", 3, 10},
         {"gc-ignores-retention", 1, 10},
         {"restore-without-acquire", 1, 10},

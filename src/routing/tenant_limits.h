@@ -69,7 +69,7 @@ class TenantLimits {
 };
 
 // wasmkeep_quota_throttled_total{quota}, wasmkeep_tenants_with_quotas and
-// wasmkeep_quota_records_corrupt_total (docs/metrics.md). REQUIRES: both outlive registry's use.
+// wasmkeep_quota_records_corrupt_total (docs/operations.md, "What to alert on"). REQUIRES: both outlive registry's use.
 void PublishTenantLimitMetrics(MetricsRegistry& registry, const control::QuotaCache& quotas,
                                const TenantLimits& limits);
 
