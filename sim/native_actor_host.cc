@@ -110,6 +110,15 @@ void NativeExecutor::Finish(Actor& a, actor::ActorStorage& storage, actor::Execu
   done(std::move(ran));
 }
 
+bool NativeExecutor::FinishIfStorageFailed(Actor& a, actor::ActorStorage& storage, actor::ExecutedEvent& ran,
+                                           const std::function<void(actor::ExecutedEvent)>& done) {
+  if (storage.failure().ok()) return false;
+  ran.result.outcome = actor::EventOutcome::kUnavailable;
+  ran.result.error = storage.failure().ToString();
+  Finish(a, storage, std::move(ran), done);
+  return true;
+}
+
 void NativeExecutor::Run(std::shared_ptr<actor::ExecutorActor> actor, actor::ActorStorage* storage,
                          std::shared_ptr<const actor::ExecutorEvent> event,
                          std::function<void(actor::ExecutedEvent)> done) {
@@ -231,12 +240,7 @@ void NativeExecutor::RunMail(std::shared_ptr<Actor> a, actor::ActorStorage* stor
                        ran = std::move(ran), done]() mutable {
     auto l = alive.lock();
     if (!l || !*l) return;
-    if (!storage->failure().ok()) {
-      ran.result.outcome = actor::EventOutcome::kUnavailable;
-      ran.result.error = storage->failure().ToString();
-      Finish(*a, *storage, std::move(ran), done);
-      return;
-    }
+    if (FinishIfStorageFailed(*a, *storage, ran, done)) return;
     if (fail) {
       ran.result.outcome = actor::EventOutcome::kActorFailed;
       ran.result.error = "the mail handler failed";
@@ -336,12 +340,7 @@ void NativeExecutor::RunLedger(std::shared_ptr<Actor> a, actor::ActorStorage* st
   env_.StartTimer(at, [this, alive, a, storage, run, log = std::move(log), ran = std::move(ran), done]() mutable {
     auto l = alive.lock();
     if (!l || !*l) return;
-    if (!storage->failure().ok()) {
-      ran.result.outcome = actor::EventOutcome::kUnavailable;
-      ran.result.error = storage->failure().ToString();
-      Finish(*a, *storage, std::move(ran), done);
-      return;
-    }
+    if (FinishIfStorageFailed(*a, *storage, ran, done)) return;
     actor::Batch batch;
     batch.mutations.push_back(actor::Mutation{actor::Mutation::Kind::kPut, "log", std::move(log)});
     a->versions.Mark(batch);

@@ -153,6 +153,10 @@ class NativeExecutor final : public actor::Executor {
   // Ends an event: measures the actor and hands the result to the core.
   void Finish(Actor& actor, actor::ActorStorage& storage, actor::ExecutedEvent ran,
               const std::function<void(actor::ExecutedEvent)>& done);
+  // An event whose storage failed while it ran (a timer's wait): answered "unavailable",
+  // nothing committed. True if so.
+  bool FinishIfStorageFailed(Actor& actor, actor::ActorStorage& storage, actor::ExecutedEvent& ran,
+                             const std::function<void(actor::ExecutedEvent)>& done);
   // The alarm actor's alarm event (its result's outcome, alarm_fired and alarm_after).
   actor::EventResult ExecuteAlarm(Actor& actor, actor::ActorStorage& storage, const actor::ExecutorEvent& event);
   // The alarm actor's requests; the list actor's GET and refusals (an append is Run's).

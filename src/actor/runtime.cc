@@ -198,6 +198,8 @@ ActorRuntime::ActorRuntime(Env& env, engine::Engine& engine, ClassRegistry& clas
   hooks.on_unloaded = nullptr;
   auto load_version = std::move(hooks.load_version);
   hooks.load_version = nullptr;
+  auto on_event_time = std::move(hooks.on_event_time);
+  hooks.on_event_time = nullptr;
   executor_ = std::make_unique<V8Executor>(env, engine, classes, options_, std::move(hooks));
   RuntimeCoreOptions core;
   core.limits = options_.limits;
@@ -212,6 +214,7 @@ ActorRuntime::ActorRuntime(Env& env, engine::Engine& engine, ClassRegistry& clas
   core.message_wake_after_ms = options_.messages.wake_after_ms;
   core.broken = options_.broken;
   core.load_version = std::move(load_version);
+  core.on_event_time = std::move(on_event_time);
   core.to_loop = [env = &env](std::function<void()> fn) { env->PostFromAnyThread(std::move(fn)); };
   core_ = std::make_unique<ActorRuntimeCore>(env, *executor_, storage, std::move(core), std::move(on_unloaded));
 }

@@ -254,6 +254,8 @@ struct RuntimeHooks {
   // RuntimeCoreOptions::load_version: loads one version of a versioned class (the host reads
   // it from the bucket and calls RegisterVersion).
   std::function<Task<Status>(ActorId, std::uint32_t version)> load_version;
+  // RuntimeCoreOptions::on_event_time: each event's worker time, on the loop thread.
+  std::function<void(const ActorId&, Duration worker_time)> on_event_time;
 };
 
 class ActorRuntime final : public EventHost {

@@ -677,6 +677,7 @@ void ActorRuntimeCore::Executed(const std::shared_ptr<Slot>& slot, const std::sh
                                 ExecutedEvent ran) {
   pending->started = ran.started;
   pending->ran = ran.ran;
+  if (options_.on_event_time) options_.on_event_time(slot->id, ran.ran - ran.started);
   slot->last_seq = std::max(slot->last_seq, ran.wait_seq);
   stats_.idempotency_keys_forgotten += ran.idempotency_forgotten;
   if (options_.sockets != nullptr && ran.result.ok()) {

@@ -128,6 +128,9 @@ struct RuntimeCoreOptions {
   // Loads one version of the actor's class on this node (Executor::VersionsMissing); null:
   // nothing is ever missing. A failure answers the start's events "unavailable".
   std::function<Task<Status>(ActorId, std::uint32_t version)> load_version;
+  // After each event ran, on the loop: the time its worker spent on it (its instantiation
+  // included), which the tenants' CPU quotas and usage are charged (docs/tenants.md).
+  std::function<void(const ActorId&, Duration worker_time)> on_event_time;
   // messages.wake_after_ms (MessageLimits): the wake time a system batch that fills an
   // outbox (RetryDead) writes; a system batch that empties one deletes it (KeepOutboxWake).
   std::int64_t message_wake_after_ms = MessageLimits{}.wake_after_ms;

@@ -60,6 +60,23 @@ check "revoke needs an id" 2 "token_id is required" tenant revoke-token acme
 check "list after revoke" 0 "$id2" tenant list
 grep -q "$id1" <<<"$out" && { echo "FAIL revoked id still listed"; failures=$((failures + 1)); }
 
+# Quotas (docs/tenants.md, "Quotas"): checked before anything is written, naming the quota.
+check "quotas: none set" 0 "requests_per_second    unlimited" tenant quotas acme
+check "quota set" 0 "requests_per_second    50" tenant set acme --quota requests_per_second=50 --quota module_bytes=1MiB
+check "quota shown" 0 "module_bytes           1048576" tenant quotas acme
+check "quota --json" 0 '"requests_per_second": 50' tenant quotas acme --json
+check "quota unknown name" 2 "unknown quota 'rps'" tenant set acme --quota rps=5
+check "quota bad value" 2 "requests_per_second: '0' is not a positive integer" tenant set acme --quota requests_per_second=0
+check "quota not NAME=VALUE" 2 "is not NAME=VALUE" tenant set acme --quota requests_per_second
+check "quota unknown tenant" 4 "no tenant 'ghost'" tenant set ghost --quota requests_per_second=5
+check "quota record format" 0 "quota requests_per_second 50" bucket get control/quotas/acme
+check "quota removed" 0 "requests_per_second    unlimited" tenant set acme --quota requests_per_second=unlimited
+check "module_bytes small" 0 "module_bytes           1024" tenant set acme --quota module_bytes=1KiB
+check "deploy over module_bytes" 2 "tenant acme is over its quota module_bytes=1024" \
+  deploy --tenant acme --class counter "$actors/counter.wasm"
+[ -z "$("$wk" bucket ls classes/acme/ 2>&1)" ]; expect "nothing stored past the quota" $?
+check "module_bytes removed" 0 "module_bytes           unlimited" tenant set acme --quota module_bytes=unlimited
+
 # Deploy.
 check "deploy counter" 0 "deployed acme/counter version 1: module sha256" deploy --tenant acme --class counter "$actors/counter.wasm"
 sha=$(sha256sum "$actors/counter.wasm" | cut -d' ' -f1)

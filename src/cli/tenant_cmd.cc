@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cost.h"
+#include "control/quota_cache.h"
+#include "control/quotas.h"
 #include "control/tenants.h"
 #include "control/usage.h"
 #include "control/tokens.h"
@@ -12,7 +14,7 @@
 namespace wk::cli {
 namespace {
 
-enum class TenantOp : std::uint8_t { kAdd, kAddToken, kList, kRevokeToken, kUsage };
+enum class TenantOp : std::uint8_t { kAdd, kAddToken, kList, kRevokeToken, kUsage, kSet, kQuotas };
 
 struct TenantArgs {
   std::string name;
@@ -23,6 +25,7 @@ struct TenantArgs {
   bool hourly = false;
   std::string since;   // YYYY-MM-DD[THH], UTC
   std::string prices;  // aws-s3, r2 or a price file (cli/cost.h)
+  std::vector<std::string> quotas;  // `tenant set --quota NAME=VALUE`, as given
 };
 
 // --since: "2025-11-24" (that day's first hour) or "2025-11-24T14"; UTC.
@@ -221,6 +224,49 @@ Task<int> List(ObjectStore* store, RealEnv*, TenantArgs a, CallOptions call) {
   co_return kExitOk;
 }
 
+// The tenant's quotas (docs/tenants.md, "Quotas"), one per line, every quota named.
+void PrintQuotas(const control::TenantQuotas& q, bool json) {
+  if (json) {
+    nlohmann::json limits = nlohmann::json::object();
+    for (std::size_t i = 0; i < control::kQuotas; ++i) {
+      const auto which = static_cast<control::Quota>(i);
+      const auto limit = q.Get(which);
+      limits[std::string(control::QuotaName(which))] = limit ? nlohmann::json(*limit) : nlohmann::json("unlimited");
+    }
+    nlohmann::json out = {{"tenant", q.tenant}, {"revision", q.revision}, {"quotas", limits}};
+    if (q.revision > 0) out["updated_at_ms"] = ToUnixMs(q.updated_at);
+    std::printf("%s\n", out.dump(2).c_str());
+    return;
+  }
+  std::printf("%-22s %s\n", "QUOTA", "LIMIT");
+  for (std::size_t i = 0; i < control::kQuotas; ++i) {
+    const auto which = static_cast<control::Quota>(i);
+    const auto limit = q.Get(which);
+    std::printf("%-22s %s\n", std::string(control::QuotaName(which)).c_str(),
+                limit ? std::to_string(*limit).c_str() : "unlimited");
+  }
+  if (q.revision > 0) std::printf("(revision %llu, %s)\n", static_cast<unsigned long long>(q.revision), IsoUtc(q.updated_at).c_str());
+}
+
+Task<int> Set(ObjectStore* store, RealEnv* env, TenantArgs a, std::vector<control::QuotaSetting> settings,
+              CallOptions call) {
+  auto q = co_await control::SetQuotas(*store, *env, a.name, std::move(settings), call);
+  if (!q.ok()) co_return Fail(q.status());
+  std::printf("tenant %s: every node applies these within %.0f s\n", a.name.c_str(),
+              ToSeconds(control::kDefaultQuotaPeriod));
+  PrintQuotas(*q, false);
+  co_return kExitOk;
+}
+
+Task<int> Quotas(ObjectStore* store, RealEnv*, TenantArgs a, CallOptions call) {
+  auto tenant = co_await control::ReadTenant(*store, a.name, call);
+  if (!tenant.ok()) co_return Fail(tenant.status());
+  auto q = co_await control::ReadQuotas(*store, a.name, call);
+  if (!q.ok()) co_return Fail(q.status());
+  PrintQuotas(*q, a.json);
+  co_return kExitOk;
+}
+
 int RunTenant(const GlobalOptions& g, const TenantArgs& a, TenantOp op) {
   auto call = CallOptionsFrom(g);
   if (!call.ok()) return Fail(call.status());
@@ -243,6 +289,13 @@ int RunTenant(const GlobalOptions& g, const TenantArgs& a, TenantOp op) {
       prices = std::move(*table);
     }
   }
+  // So are the quotas: a malformed one is refused whole, naming it, before anything is read.
+  std::vector<control::QuotaSetting> settings;
+  for (const std::string& text : a.quotas) {
+    auto setting = control::ParseQuotaSetting(text);
+    if (!setting.ok()) return Fail(setting.status());
+    settings.push_back(*setting);
+  }
   auto config = LoadConfigFromOptions(g);
   if (!config.ok()) return Fail(config.status());
   RealEnv env;
@@ -256,6 +309,8 @@ int RunTenant(const GlobalOptions& g, const TenantArgs& a, TenantOp op) {
     case TenantOp::kRevokeToken: return env.RunMain(Revoke(store->get(), &env, a, *call));
     case TenantOp::kList: return env.RunMain(List(store->get(), &env, a, *call));
     case TenantOp::kUsage: return env.RunMain(Usage(store->get(), &env, a, since, prices, *call));
+    case TenantOp::kSet: return env.RunMain(Set(store->get(), &env, a, std::move(settings), *call));
+    case TenantOp::kQuotas: return env.RunMain(Quotas(store->get(), &env, a, *call));
   }
   return kExitError;
 }
@@ -293,6 +348,18 @@ void AddTenantCommand(CLI::App& app, const GlobalOptions& globals, int* result) 
   usage->add_flag("--csv", args->csv, "Print CSV");
   usage->add_option("--prices", args->prices, "aws-s3, r2 or a price file (as `cluster cost`): money per row");
   usage->callback([&globals, args, result] { *result = RunTenant(globals, *args, TenantOp::kUsage); });
+  CLI::App* set = tenant->add_subcommand("set", "Set tenant NAME's quotas (docs/tenants.md, \"Quotas\")");
+  set->add_option("name", args->name, "Tenant name")->required();
+  set->add_option("--quota", args->quotas,
+                  "NAME=VALUE, repeatable: " + control::QuotaNames() +
+                      "; VALUE a positive integer (module_bytes also with KiB, MiB, GiB, TiB) or 'unlimited'")
+      ->required();
+  set->callback([&globals, args, result] { *result = RunTenant(globals, *args, TenantOp::kSet); });
+
+  CLI::App* quotas = tenant->add_subcommand("quotas", "Show tenant NAME's quotas");
+  quotas->add_option("name", args->name, "Tenant name")->required();
+  quotas->add_flag("--json", args->json, "Print JSON");
+  quotas->callback([&globals, args, result] { *result = RunTenant(globals, *args, TenantOp::kQuotas); });
 }
 
 }  // namespace wk::cli

@@ -8,6 +8,7 @@
 #include "base/line_format.h"
 #include "base/log.h"
 #include "cluster/owner_record.h"
+#include "control/quotas.h"
 #include "control/tenants.h"
 
 namespace wk::control {
@@ -506,6 +507,26 @@ Task<Result<Rollout>> UpdateRollout(ObjectStore& store, Env& env, std::string te
   co_return detail::GaveUp("updating " + key, last);
 }
 
+Task<Result<std::uint64_t>> TenantModuleBytes(ObjectStore& store, std::string tenant, CallOptions call) {
+  auto classes = co_await ListClasses(store, tenant, call);
+  if (!classes.ok()) co_return classes.status();
+  std::uint64_t total = 0;
+  for (const ClassSummary& c : *classes) {
+    auto rollout = co_await ReadRollout(store, tenant, c.class_name, call);
+    if (!rollout.ok()) co_return rollout.status();
+    if (!rollout->has_value()) {
+      if (c.current) total += c.current->size_bytes;  // deployed before versions: its one module
+      continue;
+    }
+    for (VersionNumber v : VersionsInPlay(**rollout)) {
+      auto record = co_await ReadVersion(store, tenant, c.class_name, v, call);
+      if (!record.ok()) co_return record.status();
+      total += record->size_bytes;
+    }
+  }
+  co_return total;
+}
+
 Task<Result<Deployed>> DeployVersion(ObjectStore& store, Env& env, DeployRequest request, CallOptions call) {
   if (Status s = ValidateClassArgs(request.tenant, request.class_name); !s.ok()) co_return s;
   if (Status s = ValidateDeployer(request.deployed_by); !s.ok()) co_return s;
@@ -546,8 +567,24 @@ Task<Result<Deployed>> DeployVersion(ObjectStore& store, Env& env, DeployRequest
       newest = std::move(made).value();
     }
   }
-  // The module, stored (and checked) as every deploy stores it; `current` is left alone here.
+  // The tenant's module_bytes quota (docs/tenants.md, "Quotas"), unless this module is the
+  // newest version already (a deploy run again adds nothing).
   const std::size_t size = request.wasm_bytes.size();
+  if (!newest || newest->module != ModuleDigest::Of(request.wasm_bytes)) {
+    auto quotas = co_await ReadQuotas(store, tenant, call);
+    if (!quotas.ok()) co_return quotas.status();
+    if (const auto limit = quotas->Get(Quota::kModuleBytes)) {
+      auto used = co_await TenantModuleBytes(store, tenant, call);
+      if (!used.ok()) co_return used.status();
+      if (*used + size > *limit) {
+        co_return InvalidArgument("tenant " + tenant + " is over its quota module_bytes=" + std::to_string(*limit) +
+                                  ": its classes' modules in play take " + std::to_string(*used) +
+                                  " bytes and this one " + std::to_string(size) +
+                                  " (raise it with `wasmkeep tenant set " + tenant + " --quota module_bytes=...`)");
+      }
+    }
+  }
+  // The module, stored (and checked) as every deploy stores it; `current` is left alone here.
   auto stored = co_await StoreModule(store, env, tenant, class_name, std::move(request.wasm_bytes), call);
   if (!stored.ok()) co_return stored.status();
   Result<VersionRecord> made = Retryable("not made");

@@ -130,6 +130,11 @@ struct Deployed {
 };
 Task<Result<Deployed>> DeployVersion(ObjectStore& store, Env& env, DeployRequest request, CallOptions call = {});
 
+// The bytes of the modules a tenant's classes run: each class's versions in play
+// (VersionsInPlay), or its `current` module if deployed before versions. What the
+// module_bytes quota (control/quotas.h) bounds; DeployVersion refuses a new module past it.
+Task<Result<std::uint64_t>> TenantModuleBytes(ObjectStore& store, std::string tenant, CallOptions call = {});
+
 // The numbers of the class's versions (one listing, no record read).
 Task<Result<std::set<VersionNumber>>> ListVersionNumbers(ObjectStore& store, std::string tenant,
                                                         std::string class_name, CallOptions call = {});

@@ -8,6 +8,7 @@
 
 #include <random>
 
+#include "control/quotas.h"
 #include "control/testing/fixture.h"
 
 namespace wk::control {
@@ -250,6 +251,28 @@ TEST_F(ClassVersionsTest, DeploysAreNumberedAndTheFirstOfAnOldClassRecordsItsMod
   EXPECT_EQ(done->stable, 3u);
   EXPECT_EQ(done->candidate, 0u);
   EXPECT_EQ(Run(CurrentClass(store, "acme", "counter")).value()->module, ModuleDigest::Of("v3"));
+}
+
+// The module_bytes quota (docs/tenants.md, "Quotas"): the modules a tenant's classes run
+// (each class's versions in play) plus the new one; a deploy past it is refused naming the
+// quota, nothing stored; a deploy run again adds nothing.
+TEST_F(ClassVersionsTest, ADeployPastTheModuleBytesQuotaIsRefusedNamingIt) {
+  Create("acme");
+  ASSERT_TRUE(Run(SetQuotas(store, env, "acme", {ParseQuotaSetting("module_bytes=100").value()})).ok());
+  ASSERT_TRUE(Run(DeployVersion(store, env, Request(std::string(60, 'a')))).ok());
+  EXPECT_EQ(Run(TenantModuleBytes(store, "acme")).value(), 60u);
+  DeployRequest other = Request(std::string(50, 'b'));
+  other.class_name = "chat";
+  auto refused = Run(DeployVersion(store, env, other));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.code(), Code::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("over its quota module_bytes=100"), std::string::npos)
+      << refused.status().message();
+  EXPECT_FALSE(Run(ReadRollout(store, "acme", "chat")).value().has_value());
+  EXPECT_TRUE(Run(DeployVersion(store, env, Request(std::string(60, 'a')))).ok());  // run again: nothing new
+  other.wasm_bytes = std::string(40, 'b');
+  EXPECT_TRUE(Run(DeployVersion(store, env, other)).ok());  // exactly at the quota
+  EXPECT_EQ(Run(TenantModuleBytes(store, "acme")).value(), 100u);
 }
 
 TEST_F(ClassVersionsTest, ConcurrentDeploysNeverShareANumber) {

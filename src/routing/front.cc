@@ -125,7 +125,8 @@ void PublishFrontMetrics(MetricsRegistry& registry, const Front& front) {
   for (const auto& [route, field] : {std::pair{"local", &stats.local}, std::pair{"forwarded", &stats.forwarded},
                                      std::pair{"refused", &stats.refused}, std::pair{"unavailable", &stats.unavailable},
                                      std::pair{"actor_failed", &stats.actor_failed},
-                                     std::pair{"quarantined", &stats.quarantined}}) {
+                                     std::pair{"quarantined", &stats.quarantined},
+                                     std::pair{"throttled", &stats.throttled}}) {
     registry.AddCallbackCounter("wasmkeep_api_requests_total", help, [field] { return static_cast<double>(*field); },
                                 {{"route", route}});
   }
@@ -296,6 +297,20 @@ Task<ServerResponse> Front::Handle(ServerRequest request, Via via, bool* reached
   actor_request.query = std::string(target.query);
   actor_request.headers = std::move(caller.actor_headers);
   actor_request.body = request.body;
+
+  // 2b. The tenant's rate quotas, where a client's request arrives (a forwarded one was
+  // admitted there).
+  if (via == Via::kClient && deps_.limits != nullptr) {
+    if (auto over = deps_.limits->AdmitRequest(id.tenant)) {
+      ServerResponse r;
+      r.status = 429;
+      r.headers.emplace_back("Content-Type", "text/plain; charset=utf-8");
+      r.headers.emplace_back("Retry-After", std::to_string(over->retry_after_seconds));
+      r.body = over->message + "\n";
+      ++stats_.throttled;
+      co_return r;
+    }
+  }
 
   // 3. An actor this node knows to be quarantined is refused here, without a read. What it
   // does not know is asked only where the actor would start (Decide).

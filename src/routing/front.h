@@ -6,6 +6,8 @@
 //      any X-Wasmkeep-* forwarding header is 401), on the peer listener a peer's signature
 //      and pin (forwarder.h; 401 with X-Wasmkeep-Forwarding-Refused). The actor sees only
 //      the client's headers (signed ones, when forwarded), never the token;
+//   2b. the tenant's rate quotas (tenant_limits.h), on the client API only: 429 with
+//      Retry-After naming the quota;
 //   3. quarantine (docs/security.md, "Poisoned actors"): 503 with Retry-After on a node that
 //      knows the actor is quarantined, from memory (no read);
 //   4. where it runs (Decide): resident and held here → run; held here but not resident (a
@@ -42,6 +44,7 @@
 #include "net/http_types.h"
 #include "routing/forwarder.h"
 #include "routing/socket_hub.h"
+#include "routing/tenant_limits.h"
 
 namespace wk {
 
@@ -108,6 +111,8 @@ struct FrontDeps {
   // connections together). `request` is the client's, its token removed; `tenant` the
   // caller's. Unset: answered 503 naming the owner.
   std::function<Task<ServerResponse>(PeerTarget to, ServerRequest request, std::string tenant, int hops)> relay_socket;
+  // The tenants' rate quotas (docs/tenants.md, "Quotas"); null: none applied.
+  TenantLimits* limits = nullptr;
 };
 
 struct FrontStats {
@@ -118,6 +123,7 @@ struct FrontStats {
   std::uint64_t unavailable = 0;  // 503
   std::uint64_t actor_failed = 0;  // 500: the actor's event failed (counted in local too)
   std::uint64_t quarantined = 0;  // 503: the actor is quarantined
+  std::uint64_t throttled = 0;    // 429: over a tenant's rate quota
   std::uint64_t held = 0;         // requests held while their actor was leaving this node
   std::uint64_t taken = 0;        // hand-overs taken (this node is a move's target)
   std::uint64_t messages = 0;     // message deliveries routed (DeliverMessage and peers')

@@ -14,6 +14,8 @@
 #include "cluster/owner_record.h"
 #include "cluster/testing/harness.h"
 #include "control/quarantine.h"
+#include "control/quota_cache.h"
+#include "store/mem/mem_store.h"
 #include "env/sim_env.h"
 
 namespace wk {
@@ -57,17 +59,36 @@ class FrontTest : public ::testing::Test {
  protected:
   FrontTest() {
     secret_.bytes.fill(7);
-    FrontDeps deps{host_,
-                   node_.node.owners(),
-                   node_.node.membership(),
-                   forwarder_,
-                   [this](std::string authorization) { return Authenticate(std::move(authorization)); },
-                   [](std::string, std::string) -> Task<Status> { co_return Status::Ok(); },
-                   nullptr};
+    front_ = std::make_unique<Front>(Deps(), Options());
+  }
+
+  FrontDeps Deps() {
+    return FrontDeps{host_,
+                     node_.node.owners(),
+                     node_.node.membership(),
+                     forwarder_,
+                     [this](std::string authorization) { return Authenticate(std::move(authorization)); },
+                     [](std::string, std::string) -> Task<Status> { co_return Status::Ok(); },
+                     nullptr};
+  }
+  static FrontOptions Options() {
     FrontOptions options;
     options.node_id = NodeId("a");
     options.max_request_bytes = 1000;
-    front_ = std::make_unique<Front>(std::move(deps), options);
+    return options;
+  }
+  // The front again, applying `quotas` (one tenant's, read from the bucket by the node's
+  // cache as a node does: docs/tenants.md, "Quotas").
+  void UseQuotas(const control::TenantQuotas& quotas) {
+    ASSERT_TRUE(bucket_->ApplyPut(control::QuotasKey(quotas.tenant), control::EncodeQuotas(quotas),
+                                  Precondition::None()).ok());
+    quota_store_ = std::make_unique<MemStore>(node_.env, bucket_);
+    quotas_ = std::make_unique<control::QuotaCache>(node_.env, *quota_store_);
+    ASSERT_TRUE(RunTask(world_, node_.env, quotas_->Refresh()).value().ok());
+    limits_ = std::make_unique<TenantLimits>(node_.env, *quotas_, node_.node.membership());
+    FrontDeps deps = Deps();
+    deps.limits = limits_.get();
+    front_ = std::make_unique<Front>(std::move(deps), Options());
   }
 
   Task<Result<std::string>> Authenticate(std::string authorization) {
@@ -107,6 +128,9 @@ class FrontTest : public ::testing::Test {
   Forwarder forwarder_{node_.env, peers_, ForwarderIdentity{NodeId("a"), InstanceToken("i1")}, secret_};
   std::unique_ptr<Front> front_;
   int authentications_ = 0;
+  std::unique_ptr<MemStore> quota_store_;
+  std::unique_ptr<control::QuotaCache> quotas_;
+  std::unique_ptr<TenantLimits> limits_;
 };
 
 // WebSockets (docs/websockets.md): the handshake's checks, the token as a subprotocol, the
@@ -208,6 +232,64 @@ TEST_F(FrontTest, AnActorCannotSetTheNodesOwnHeaders) {
   const ServerHeaders expected = {{"X-Wasmkeeper", "not ours: kept"}, {"Content-Type", "text/plain"}};
   EXPECT_EQ(r.headers, expected);
   ASSERT_EQ(host_.requests.size(), 1u);
+}
+
+// A tenant's requests_per_second (docs/tenants.md, "Quotas"): a token bucket holding one
+// second of this node's share; over it, 429 with Retry-After naming the quota; other tenants
+// untouched; a second later admitted again.
+TEST_F(FrontTest, ATenantOverItsRequestQuotaGets429WithRetryAfterAndOthersDoNot) {
+  control::TenantQuotas q;
+  q.tenant = "acme";
+  q.revision = 1;
+  q.limit[static_cast<std::size_t>(control::Quota::kRequestsPerSecond)] = 3;
+  UseQuotas(q);
+  TenantLimits& limits = *limits_;
+  auto acme = [&] { return Handle(Request("/v1/actors/acme/c/n/x", {{"Authorization", std::string(kGoodToken)}})); };
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(acme().status, 200) << i;
+  const ServerResponse over = acme();
+  EXPECT_EQ(over.status, 429);
+  EXPECT_NE(over.body.find("over its quota requests_per_second=3"), std::string::npos) << over.body;
+  const auto retry = std::find_if(over.headers.begin(), over.headers.end(),
+                                  [](const auto& h) { return h.first == "Retry-After"; });
+  ASSERT_NE(retry, over.headers.end());
+  EXPECT_EQ(retry->second, "1");
+  EXPECT_EQ(host_.requests.size(), 3u);  // the refused one reached no actor
+  // Another tenant has no quota: never throttled.
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(Handle(Request("/v1/actors/globex/c/n/x", {{"Authorization", "Bearer globex"}})).status, 200);
+  }
+  world_.RunFor(std::chrono::seconds(1));
+  EXPECT_EQ(acme().status, 200);
+  EXPECT_EQ(front_->stats().throttled, 1u);
+  EXPECT_EQ(limits.stats().throttled_requests, 1u);
+}
+
+// cpu_ms_per_second: the workers' time charged after each event; while the tenant's bucket
+// is below zero its requests are refused 429 naming the quota, until the time is paid back.
+TEST_F(FrontTest, ATenantOverItsCpuQuotaIsRefusedUntilTheTimeIsPaidBack) {
+  control::TenantQuotas q;
+  q.tenant = "acme";
+  q.revision = 1;
+  q.limit[static_cast<std::size_t>(control::Quota::kCpuMsPerSecond)] = 100;
+  UseQuotas(q);
+  TenantLimits& limits = *limits_;
+  auto acme = [&] { return Handle(Request("/v1/actors/acme/c/n/x", {{"Authorization", std::string(kGoodToken)}})); };
+  EXPECT_EQ(acme().status, 200);
+  limits.ChargeCpu("acme", std::chrono::milliseconds(250));  // a second's 100 ms, and 150 more
+  limits.ChargeCpu("globex", std::chrono::milliseconds(250));  // no quota: nothing counted
+  const ServerResponse over = acme();
+  EXPECT_EQ(over.status, 429);
+  EXPECT_NE(over.body.find("over its quota cpu_ms_per_second=100"), std::string::npos) << over.body;
+  const auto retry = std::find_if(over.headers.begin(), over.headers.end(),
+                                  [](const auto& h) { return h.first == "Retry-After"; });
+  ASSERT_NE(retry, over.headers.end());
+  EXPECT_EQ(retry->second, "2");  // 150 ms owed at 100 ms/s
+  EXPECT_EQ(Handle(Request("/v1/actors/globex/c/n/x", {{"Authorization", "Bearer globex"}})).status, 200);
+  world_.RunFor(std::chrono::seconds(1));
+  EXPECT_EQ(acme().status, 429);  // 50 ms still owed
+  world_.RunFor(std::chrono::seconds(1));
+  EXPECT_EQ(acme().status, 200);
+  EXPECT_EQ(limits.stats().throttled_cpu, 2u);
 }
 
 TEST_F(FrontTest, ARequestThatReachesAnActorSaysSoAndARefusedOneDoesNot) {

@@ -25,6 +25,8 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
       quarantine_cache_(env, store,
                         control::QuarantineCacheOptions{.broken = node.broken_models(),
                                                         .list_after = options_.quarantine_list_after}),
+      quotas_(env, store),
+      limits_(env, quotas_, node.membership()),
       quarantine_(env, store, quarantine_cache_,
                   QuarantineServiceOptions{options_.node_id, options_.quarantine, CallOptions{std::chrono::seconds(10)}},
                   options_.journal),
@@ -47,6 +49,7 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
     return LoadVersion(std::move(id.tenant), std::move(id.class_name), version);
   };
   hooks.on_upgrade = [this](const actor::UpgradeReport& report) { OnUpgrade(report); };
+  hooks.on_event_time = [this](const ActorId& id, Duration worker_time) { limits_.ChargeCpu(id.tenant, worker_time); };
   // Usage (docs/tenants.md, "Usage"): the runtime's residency, sampled by the meter.
   usage_ = std::make_unique<UsageMeter>(env, store, options_.node_id.str(), options_.usage_flush, [this] {
     std::vector<TenantResidency> out;
@@ -72,6 +75,7 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
                   &node.hand_overs(),
                   [this](const std::string& tenant, const std::string& class_name) { RefreshClass(tenant, class_name); }};
   front.sockets = sockets_.get();
+  front.limits = &limits_;
   // A handshake for an actor another node holds is relayed to it (docs/websockets.md).
   SocketRelayOptions relay;
   relay.limits = options_.sockets.connection;
@@ -148,6 +152,8 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
   PublishFrontMetrics(metrics, *front_);
   PublishForwarderMetrics(metrics, forwarder_);
   quarantine_.StartSweeps();
+  quotas_.Start();
+  PublishTenantLimitMetrics(metrics, quotas_, limits_);
   usage_->PublishMetrics(metrics);
   usage_->Start();
   control::PublishQuarantineCacheMetrics(metrics, quarantine_cache_);

@@ -36,6 +36,7 @@
 #include "control/quarantine.h"
 #include "control/operators.h"
 #include "control/quarantine_cache.h"
+#include "control/quota_cache.h"
 #include "control/tokens.h"
 #include "engine/engine.h"
 #include "env/real_env.h"
@@ -47,6 +48,7 @@
 #include "routing/forwarder.h"
 #include "routing/front.h"
 #include "routing/message_delivery.h"
+#include "routing/tenant_limits.h"
 #include "server/quarantine_service.h"
 #include "server/running_events.h"
 #include "server/socket_relay.h"
@@ -178,6 +180,10 @@ class ActorHost {
   actor::ModuleCompiler compiler_;
   actor::ClassRegistry classes_;
   control::QuarantineCache quarantine_cache_;
+  // The tenants' quotas (docs/tenants.md, "Quotas"): read every period, applied by the front
+  // (rates) and charged after each event (CPU).
+  control::QuotaCache quotas_;
+  TenantLimits limits_;
   QuarantineService quarantine_;
   // Before the provider and the runtime: their replicas report to it until destroyed.
   alarms::AlarmIndex alarm_index_;
