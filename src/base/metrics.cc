@@ -265,6 +265,16 @@ void MetricsRegistry::AddCallbackCounter(std::string name, std::string help, std
 
 void MetricsRegistry::AddCallbackGaugeBreakdown(std::string name, std::string help, std::string label,
                                                 std::function<Breakdown()> fn) {
+  AddBreakdown(Kind::kGauge, std::move(name), std::move(help), std::move(label), std::move(fn));
+}
+
+void MetricsRegistry::AddCallbackCounterBreakdown(std::string name, std::string help, std::string label,
+                                                  std::function<Breakdown()> fn) {
+  AddBreakdown(Kind::kCounter, std::move(name), std::move(help), std::move(label), std::move(fn));
+}
+
+void MetricsRegistry::AddBreakdown(Kind kind, std::string name, std::string help, std::string label,
+                                   std::function<Breakdown()> fn) {
   WK_CHECK(static_cast<bool>(fn), "breakdown '" + name + "' needs a function");
   WK_CHECK(IsValidName(label, /*allow_colon=*/false) && !label.starts_with("__"),
            "breakdown '" + name + "': invalid label name '" + label + "'");
@@ -272,7 +282,7 @@ void MetricsRegistry::AddCallbackGaugeBreakdown(std::string name, std::string he
   for (const auto& f : families_) {
     WK_CHECK(f->name != name, "breakdown '" + name + "' must be a family of its own");
   }
-  Series& s = AddSeriesLocked(Kind::kGauge, name, std::move(help), {});
+  Series& s = AddSeriesLocked(kind, name, std::move(help), {});
   s.breakdown_label = std::move(label);
   s.breakdown_fn = std::move(fn);
   for (auto& f : families_) {
@@ -307,6 +317,14 @@ void AppendSample(std::string& out, std::string_view name, std::string_view labe
 
 }  // namespace
 
+void MetricsRegistry::AppendBreakdown(std::string& out, const std::string& family, const Series& s) {
+  for (const auto& [value, sample] : s.breakdown_fn()) {
+    WK_CHECK(IsValidUtf8(value), "breakdown '" + family + "': a label value is not UTF-8");
+    const std::string label = s.breakdown_label + "=\"" + Escape(value, /*escape_quote=*/true) + "\"";
+    AppendSample(out, family, {}, label, FormatMetricValue(sample));
+  }
+}
+
 std::string MetricsRegistry::RenderText() const {
   std::lock_guard lock(mu_);
   std::string out;
@@ -323,16 +341,16 @@ std::string MetricsRegistry::RenderText() const {
     for (const auto& s : family->series) {
       switch (family->kind) {
         case Kind::kCounter:
+          if (s->breakdown_fn) {
+            AppendBreakdown(out, family->name, *s);
+            break;
+          }
           AppendSample(out, family->name, s->rendered_labels, {},
                        FormatMetricValue(s->counter_fn ? s->counter_fn() : s->counter->value()));
           break;
         case Kind::kGauge: {
           if (s->breakdown_fn) {
-            for (const auto& [value, sample] : s->breakdown_fn()) {
-              WK_CHECK(IsValidUtf8(value), "breakdown '" + family->name + "': a label value is not UTF-8");
-              const std::string label = s->breakdown_label + "=\"" + Escape(value, /*escape_quote=*/true) + "\"";
-              AppendSample(out, family->name, {}, label, FormatMetricValue(sample));
-            }
+            AppendBreakdown(out, family->name, *s);
             break;
           }
           const double v = s->gauge_fn ? s->gauge_fn->value() : s->gauge->value();

@@ -170,6 +170,11 @@ class MetricsRegistry {
   using Breakdown = std::vector<std::pair<std::string, double>>;
   void AddCallbackGaugeBreakdown(std::string name, std::string help, std::string label,
                                  std::function<Breakdown()> fn);
+  // The same as a counter family: REQUIRES additionally that a label value fn returned once
+  // is returned at every later call, its sample never decreasing (keep a fixed set of values
+  // and fold the rest into one, as "other").
+  void AddCallbackCounterBreakdown(std::string name, std::string help, std::string label,
+                                   std::function<Breakdown()> fn);
   // REQUIRES additionally: bucket_bounds are finite, strictly increasing and at most
   // kMaxHistogramBuckets; no label is named "le" (it is the bucket's label).
   Histogram& AddHistogram(std::string name, std::string help, std::vector<double> bucket_bounds,
@@ -191,6 +196,9 @@ class MetricsRegistry {
   static std::string_view KindName(Kind kind);
   // Validates and appends a series, creating its family if needed. Caller holds mu_.
   Series& AddSeriesLocked(Kind kind, std::string name, std::string help, MetricLabels labels);
+  // The breakdowns' registration and rendering (AddCallback*Breakdown).
+  void AddBreakdown(Kind kind, std::string name, std::string help, std::string label, std::function<Breakdown()> fn);
+  static void AppendBreakdown(std::string& out, const std::string& family, const Series& s);
 
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<Family>> families_;  // registration order

@@ -148,6 +148,18 @@ TEST(MetricsTest, ABreakdownsSeriesAreComputedAtScrapeTime) {
       << "no series while there is nothing to break down";
 }
 
+TEST(MetricsTest, ACounterBreakdownIsACounterFamily) {
+  MetricsRegistry registry;
+  MetricsRegistry::Breakdown parts = {{"acme", 3}, {"other", 7}};
+  registry.AddCallbackCounterBreakdown("wk_tenant_requests_total", "Requests by tenant.", "tenant",
+                                       [&parts] { return parts; });
+  EXPECT_EQ(registry.RenderText(),
+            "# HELP wk_tenant_requests_total Requests by tenant.\n"
+            "# TYPE wk_tenant_requests_total counter\n"
+            "wk_tenant_requests_total{tenant=\"acme\"} 3\n"
+            "wk_tenant_requests_total{tenant=\"other\"} 7\n");
+}
+
 TEST(MetricsTest, ViewsReadAComponentsOwnStatsAndHistogram) {
   // The publishing pattern: the component owns plain stats and a Histogram; the registry
   // only reads them at scrape time.

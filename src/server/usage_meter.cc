@@ -49,12 +49,30 @@ control::UsageCounters& UsageMeter::Now(const std::string& tenant) {
   return book_.At(tenant, control::HourOf(env_.WallNow()));
 }
 
+std::string UsageMeter::SeriesName(const std::string& tenant) const {
+  if (series_.contains(tenant)) return tenant;
+  return series_.size() - (series_.contains("other") ? 1 : 0) < kTenantSeries ? tenant : std::string("other");
+}
+
+UsageMeter::SeriesTotals& UsageMeter::SeriesOf(const std::string& tenant) { return series_[SeriesName(tenant)]; }
+
+UsageMeter::Breakdown UsageMeter::Series(std::uint64_t SeriesTotals::*field, double scale) const {
+  Breakdown out;
+  for (const auto& [name, totals] : series_) out.emplace_back(name, static_cast<double>(totals.*field) * scale);
+  return out;
+}
+
 void UsageMeter::CountRequest(const std::string& tenant, int status, std::uint64_t ingress, std::uint64_t egress) {
   if (stopped_) return;
   control::UsageCounters& c = Now(tenant);
-  c.requests[static_cast<std::size_t>(control::UsageOutcomeOfStatus(status))] += 1;
+  const control::UsageOutcome outcome = control::UsageOutcomeOfStatus(status);
+  c.requests[static_cast<std::size_t>(outcome)] += 1;
   c.ingress_bytes += ingress;
   c.egress_bytes += egress;
+  SeriesTotals& series = SeriesOf(tenant);
+  series.requests += 1;
+  if (outcome == control::UsageOutcome::kThrottled) series.throttled += 1;
+  series.egress += egress;
 }
 
 actor::RuntimeHooks UsageMeter::Wrap(actor::RuntimeHooks hooks) {
@@ -87,6 +105,7 @@ void UsageMeter::Sample() {
     cpu.swap(cpu_ns_);
   }
   for (const auto& [tenant, ns] : cpu) {
+    SeriesOf(tenant).cpu_ns += ns;
     Carry& carry = carry_[tenant];
     carry.cpu_ns += ns;
     Now(tenant).cpu_ms += carry.cpu_ns / 1'000'000;
@@ -139,6 +158,29 @@ void UsageMeter::PublishMetrics(MetricsRegistry& metrics) {
                              [this] { return static_cast<double>(book_.flushes()); }, {{"outcome", "ok"}});
   metrics.AddCallbackCounter("wasmkeep_usage_flushes_total", help,
                              [this] { return static_cast<double>(book_.flush_failures()); }, {{"outcome", "failed"}});
+  // Per tenant, since this process started (the bounded label set: the header).
+  metrics.AddCallbackCounterBreakdown("wasmkeep_tenant_requests_total",
+                                      "Actor API requests that arrived at this node, by tenant (the first 20, then other)",
+                                      "tenant", [this] { return Series(&SeriesTotals::requests, 1); });
+  metrics.AddCallbackCounterBreakdown("wasmkeep_tenant_requests_throttled_total",
+                                      "Requests refused 429 for a tenant's rate quota, by tenant (the first 20, then other)",
+                                      "tenant", [this] { return Series(&SeriesTotals::throttled, 1); });
+  metrics.AddCallbackCounterBreakdown("wasmkeep_tenant_cpu_seconds_total",
+                                      "CPU of the tenant's events on this node's workers (the first 20, then other)",
+                                      "tenant", [this] { return Series(&SeriesTotals::cpu_ns, 1e-9); });
+  metrics.AddCallbackCounterBreakdown("wasmkeep_tenant_egress_bytes_total",
+                                      "Response body bytes sent to the tenant's clients (the first 20, then other)",
+                                      "tenant", [this] { return Series(&SeriesTotals::egress, 1); });
+  metrics.AddCallbackGaugeBreakdown(
+      "wasmkeep_tenant_resident_actors", "The tenant's actors in memory on this node (the first 20, then other)",
+      "tenant", [this] {
+        std::map<std::string, double> by;
+        for (const auto& [name, totals] : series_) by[name] = 0;  // every series named, 0 when none are in
+        if (residency_) {
+          for (const TenantResidency& r : residency_()) by[SeriesName(r.tenant)] += static_cast<double>(r.actors);
+        }
+        return Breakdown(by.begin(), by.end());
+      });
 }
 
 }  // namespace wk

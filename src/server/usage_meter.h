@@ -16,8 +16,13 @@
 // listing a sum reads stays one key per node and hour. A kill -9 loses what was counted
 // since the last flush (at most usage.flush_ms).
 //
-// Metrics: wasmkeep_usage_flushes_total{outcome} only; per-tenant Prometheus series are not
-// built yet (docs/STATUS.md).
+// Metrics: wasmkeep_usage_flushes_total{outcome}, and per tenant (since this process
+// started) wasmkeep_tenant_requests_total, wasmkeep_tenant_requests_throttled_total,
+// wasmkeep_tenant_cpu_seconds_total, wasmkeep_tenant_egress_bytes_total and the gauge
+// wasmkeep_tenant_resident_actors. Cardinality is bounded: the first kTenantSeries tenants
+// this process counts get a series of their own for its lifetime; every later one is summed
+// under tenant="other" (a counter's label set must not change while it counts, so a
+// "current top N" would make series jump; a restart chooses again).
 //
 // Threading: the loop thread, except the hooks Wrap installs (the runtime's workers: they
 // take a mutex per event end).
@@ -42,6 +47,8 @@ namespace wk {
 
 // usage.flush_ms's default.
 inline constexpr Duration kDefaultUsageFlush = std::chrono::seconds(60);
+// Tenants with Prometheus series of their own (the rest: tenant="other").
+inline constexpr std::size_t kTenantSeries = 20;
 
 struct TenantResidency {
   std::string tenant;
@@ -68,7 +75,7 @@ class UsageMeter {
   // hooks with on_event_start/on_event_end that also measure each event's CPU (calling the
   // given ones too).
   actor::RuntimeHooks Wrap(actor::RuntimeHooks hooks);
-  // wasmkeep_usage_flushes_total{outcome}.
+  // wasmkeep_usage_flushes_total{outcome} and the per-tenant series (above).
   void PublishMetrics(MetricsRegistry& metrics);
 
   const control::UsageBook& book() const { return book_; }
@@ -78,6 +85,17 @@ class UsageMeter {
   void Sample();
   Task<void> Loop();
   control::UsageCounters& Now(const std::string& tenant);
+  // The Prometheus series tenant counts under: itself, or "other" past kTenantSeries.
+  struct SeriesTotals {
+    std::uint64_t requests = 0;
+    std::uint64_t throttled = 0;
+    std::uint64_t cpu_ns = 0;
+    std::uint64_t egress = 0;
+  };
+  SeriesTotals& SeriesOf(const std::string& tenant);
+  std::string SeriesName(const std::string& tenant) const;
+  using Breakdown = std::vector<std::pair<std::string, double>>;
+  Breakdown Series(std::uint64_t SeriesTotals::*field, double scale) const;
 
   Env& env_;
   ObjectStore& store_;
@@ -95,6 +113,7 @@ class UsageMeter {
   std::unordered_map<std::string, Carry> carry_;
   std::mutex cpu_mu_;
   std::unordered_map<std::string, std::uint64_t> cpu_ns_;  // guarded by cpu_mu_
+  std::map<std::string, SeriesTotals> series_;  // by series name ("other" included)
   TaskHandle loop_;
   bool stopped_ = false;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Tenants as customers with real `wasmkeep serve` processes on 127.0.0.1 (issue 40;
+# docs/tenants.md, "Quotas" and "Usage"): two nodes, tenant acme with requests_per_second=20
+# flooding both at several times that, tenant beta steady beside it, in one run:
+#   - acme gets 429s with a whole-second Retry-After naming the quota, and about its quota
+#     admitted (its share on each node plus one second's burst each);
+#   - nothing of beta's is refused, and its p99 is measured alone and under the flood;
+#   - the usage the nodes flush (usage.flush_ms = 1 s) agrees with what was sent: beta's
+#     requests exactly, acme's admitted and throttled ones, CPU counted; after node b is
+#     killed with -9 right after more requests, the sum lost at most what b counted since its
+#     last flush;
+#   - a quota record mangled by hand leaves the tenant's last good quota in force and the node
+#     serving; a malformed `tenant set` is refused naming the quota.
+#
+#   tenants_test.sh WASMKEEP_BINARY BACKEND ACTORS_DIR      BACKEND: file | s3
+#
+# Prints one line per check and closes with "N passed, N failed".
+set -u
+wk=${1:?usage: tenants_test.sh WASMKEEP_BINARY file|s3 ACTORS_DIR}
+backend=${2:?usage: tenants_test.sh WASMKEEP_BINARY file|s3 ACTORS_DIR}
+actors_dir=${3:-$(dirname "$wk")/../../actors}
+prefix=tenants
+# shellcheck source=common.sh
+source "$(dirname "$0")/common.sh"
+load="python3 $(dirname "$0")/tenants.py"
+cat >>"$work/fast.toml" <<TOML
+[usage]
+flush_ms = 1000
+TOML
+
+echo "== tenants: quotas and usage on $backend"
+ACME=$(tenant_add acme)
+BETA=$(tenant_add beta)
+check "counter deployed for both tenants" \
+  'W deploy --tenant acme --class counter "$actors_dir/counter.wasm" >/dev/null 2>&1 && W deploy --tenant beta --class counter "$actors_dir/counter.wasm" >/dev/null 2>&1'
+start a a 1
+start b b 2
+check "two nodes become ready" 'wait_ready 1 30 && wait_ready 2 30'
+nodes="127.0.0.1:$(port_of 1),127.0.0.1:$(port_of 2)"
+json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
+
+# ---- quotas, and a malformed one refused
+check "a malformed quota is refused naming it" \
+  '! W tenant set acme --quota requests_per_second=lots >"$work/bad.out" 2>&1 && grep -q "requests_per_second: .lots. is not a positive integer" "$work/bad.out"'
+check "acme: requests_per_second=20" 'W tenant set acme --quota requests_per_second=20 >/dev/null 2>&1'
+check "both nodes read it within a listing period" \
+  'wait_for 15 "[ \"\$(metric 1 wasmkeep_tenants_with_quotas)\" = 1 ] && [ \"\$(metric 2 wasmkeep_tenants_with_quotas)\" = 1 ]"'
+
+# ---- beta alone, then beta beside acme's flood (both through both nodes)
+$load --nodes "$nodes" --token "$BETA" --tenant beta --threads 2 --seconds 4 --pause-ms 20 >"$work/beta-alone.json"
+$load --nodes "$nodes" --token "$ACME" --tenant acme --threads 8 --seconds 6 >"$work/acme.json" &
+flood=$!
+sleep 1
+$load --nodes "$nodes" --token "$BETA" --tenant beta --threads 2 --seconds 4 --pause-ms 20 >"$work/beta-flood.json"
+wait $flood
+echo "     beta alone: $(cat "$work/beta-alone.json")"
+echo "     acme flood: $(cat "$work/acme.json")"
+echo "     beta beside the flood: $(cat "$work/beta-flood.json")"
+acme_ok=$(json "$work/acme.json" 'd["statuses"].get("200", 0)')
+acme_429=$(json "$work/acme.json" 'd["statuses"].get("429", 0)')
+acme_sent=$(json "$work/acme.json" 'd["sent"]')
+check "acme got 429s ($acme_429 of $acme_sent)" '[ "$acme_429" -gt 0 ]'
+check "acme was admitted about its quota: $acme_ok in 6 s (at most 20/s and a second's burst per node)" \
+  '[ "$acme_ok" -le $((20 * 6 + 2 * 10 + 10)) ] && [ "$acme_ok" -ge $((20 * 6 / 2)) ]'
+check "every 429 says Retry-After in whole seconds" \
+  '[ "$(json "$work/acme.json" "all(x.isdigit() and int(x) >= 1 for x in d[\"retry_after\"]) and len(d[\"retry_after\"]) > 0")" = True ]'
+check "a 429 names the tenant and the quota" \
+  'json "$work/acme.json" "d[\"first_429\"]" | grep -q "tenant acme is over its quota requests_per_second=20"'
+for f in beta-alone beta-flood; do
+  check "nothing of beta is refused ($f)" '[ "$(json "$work/$f.json" "sorted(d[\"statuses\"].keys())")" = "[\x27200\x27]" ]'
+done
+beta_p99_alone=$(json "$work/beta-alone.json" 'd["p99_ms"]')
+beta_p99_flood=$(json "$work/beta-flood.json" 'd["p99_ms"]')
+echo "     beta p99: ${beta_p99_alone} ms alone, ${beta_p99_flood} ms beside acme's flood"
+check "beta's p99 beside the flood within 10x of alone, or under 50 ms" \
+  'python3 -c "import sys; a, f = float(sys.argv[1]), float(sys.argv[2]); sys.exit(0 if f <= max(10 * a, 50) else 1)" "$beta_p99_alone" "$beta_p99_flood"'
+check "the nodes count the refusals (wasmkeep_quota_throttled_total)" \
+  '[ "$(python3 -c "import sys; print(int(float(sys.argv[1] or 0) + float(sys.argv[2] or 0)))" "$(metric 1 "wasmkeep_quota_throttled_total{quota=\"requests_per_second\"}")" "$(metric 2 "wasmkeep_quota_throttled_total{quota=\"requests_per_second\"}")")" = "$acme_429" ]'
+
+check "per-tenant series: acme's requests and 429s on node a" \
+  '[ -n "$(metric 1 "wasmkeep_tenant_requests_total{tenant=\"acme\"}")" ] && [ "$(metric 1 "wasmkeep_tenant_requests_throttled_total{tenant=\"acme\"}")" != 0 ]'
+
+# ---- usage agrees with what was sent (flushed every second)
+sleep 2.5
+beta_sent=$(( $(json "$work/beta-alone.json" 'd["sent"]') + $(json "$work/beta-flood.json" 'd["sent"]') ))
+W tenant usage beta --json >"$work/usage-beta.json" 2>&1
+W tenant usage acme --json >"$work/usage-acme.json" 2>&1
+check "beta's usage: every request, ok ($beta_sent)" '[ "$(json "$work/usage-beta.json" "d[\"total\"][\"requests\"][\"ok\"]")" = "$beta_sent" ]'
+check "acme's usage: $acme_ok ok and $acme_429 throttled" \
+  '[ "$(json "$work/usage-acme.json" "(d[\"total\"][\"requests\"][\"ok\"], d[\"total\"][\"requests\"][\"throttled\"])")" = "($acme_ok, $acme_429)" ]'
+check "CPU time and resident actor-seconds counted" \
+  '[ "$(json "$work/usage-acme.json" "d[\"total\"][\"cpu_ms\"] > 0 and d[\"total\"][\"resident_actor_seconds\"] > 0")" = True ]'
+
+# ---- a kill -9 loses at most what the node counted since its last flush
+before=$(json "$work/usage-beta.json" 'd["total"]["requests"]["ok"]')
+$load --nodes "127.0.0.1:$(port_of 2)" --token "$BETA" --tenant beta --threads 1 --requests 40 >"$work/beta-b1.json"
+sleep 2.5  # two flushes
+$load --nodes "127.0.0.1:$(port_of 2)" --token "$BETA" --tenant beta --threads 1 --requests 30 >"$work/beta-b2.json"
+stop "$pid_b"
+W tenant usage beta --json >"$work/usage-beta2.json" 2>&1
+after=$(json "$work/usage-beta2.json" 'd["total"]["requests"]["ok"]')
+echo "     beta's usage: $before before, $after after 40 + 30 more requests with node b killed -9 right after the 30"
+check "after the kill: the 40 flushed before are all there, at most the 30 unflushed lost" \
+  '[ "$after" -ge $((before + 40)) ] && [ "$after" -le $((before + 70)) ]'
+
+# ---- a quota record mangled by hand: the last good quota stays, the node serves
+printf 'wasmkeep-quotas 1\ntenant acme\nrevision 9\nupdated_at 1\nquota bananas 1\n' >"$work/junk"
+check "a mangled quota record written" 'W bucket put control/quotas/acme "$work/junk" >/dev/null 2>&1'
+check "the node reads it as corrupt and counts it" 'wait_for 15 "[ \"\$(metric 1 wasmkeep_quota_records_corrupt_total)\" != 0 ] && [ -n \"\$(metric 1 wasmkeep_quota_records_corrupt_total)\" ]"'
+$load --nodes "127.0.0.1:$(port_of 1)" --token "$ACME" --tenant acme --threads 4 --seconds 2 >"$work/acme2.json"
+check "acme still served, and still throttled by its last good quota" \
+  '[ "$(json "$work/acme2.json" "d[\"statuses\"].get(\"200\", 0) > 0 and d[\"statuses\"].get(\"429\", 0) > 0")" = True ]'
+check "tenant quotas names the record as corrupt" '! W tenant quotas acme >"$work/q.out" 2>&1 && grep -q "unknown quota .bananas." "$work/q.out"'
+finish
