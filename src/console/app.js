@@ -18,6 +18,7 @@ const state = {
   dueStale: true,               // list the due alarms at the next tick
   list: {cls: "", after: "", rows: []},
   inspect: null,                // {tenant, cls, name, afterHex}
+  tenant: "",                   // the tenant whose usage the Tenants page charts
 };
 
 // ---- HTTP
@@ -190,11 +191,14 @@ function writeLatency(now, before) {
 // ---- pages
 
 function showTab(tab) {
-  if (state.who && state.who.kind !== "operator" && ["cluster", "traffic", "bucket"].includes(tab)) tab = "actors";
+  if (state.who && state.who.kind !== "operator" && ["cluster", "traffic", "bucket", "tenants"].includes(tab)) tab = "actors";
   state.tab = tab;
   document.querySelectorAll(".page").forEach((p) => { p.hidden = p.id !== tab + "-page"; });
   document.querySelectorAll("nav a").forEach((a) => a.classList.toggle("active", a.dataset.tab === tab));
   if (tab === "actors" && !$("#class-select").options.length) loadClasses();
+  if (tab === "tenants" && state.who) {
+    pollTenants().catch((e) => { $("#tenants-updated").textContent = "not listed: " + e.message; });
+  }
   if (tab === "alarms" && state.who) {
     document.querySelectorAll(".op-only").forEach((e) => { e.hidden = state.who.kind !== "operator"; });
     state.dueStale = false;
@@ -1003,10 +1007,70 @@ async function deleteActor() {
 
 // ---- sign-in and the loop
 
+// ---- Tenants (operators): quotas, this node's use now, every node's usage by hour.
+
+const TENANTS_EVERY = 5;  // ticks: the tenants are listed every 10 s (one GET a tenant)
+
+function quotaText(q) {
+  const set = Object.entries(q || {}).filter(([, v]) => v != null);
+  if (!set.length) return "unlimited";
+  return set.map(([k, v]) => `${k} ${k.endsWith("bytes") ? bytes(v) : num(v, 0)}`).join(" · ");
+}
+
+async function pollTenants() {
+  const list = await api("/v1/admin/tenants");
+  const tbody = $("#tenants tbody");
+  tbody.replaceChildren();
+  for (const t of list.tenants) {
+    if (t.error) {
+      tbody.append(el("tr", {"data-tenant": t.tenant, class: "bad"},
+        el("td", {text: t.tenant}), el("td", {colSpan: 6, text: "corrupt record: " + t.error})));
+      continue;
+    }
+    const h = t.this_hour || {requests: {}, cpu_ms: 0};
+    const requests = Object.values(h.requests || {}).reduce((a, v) => a + v, 0);
+    const row = el("tr", {"data-tenant": t.tenant, class: t.tenant === state.tenant ? "selected" : ""},
+      el("td", {}, el("code", {text: t.tenant})),
+      el("td", {class: "small", text: quotaText(t.quotas)}),
+      el("td", {class: "num", text: num(t.resident_actors, 0)}),
+      el("td", {class: "num", text: num(requests, 0)}),
+      el("td", {class: "num", text: num((h.requests || {}).throttled || 0, 0)}),
+      el("td", {class: "num", text: num(h.cpu_ms || 0, 0)}),
+      el("td", {class: "num", text: num(t.tokens, 0)}));
+    row.addEventListener("click", () => {
+      state.tenant = t.tenant;
+      tbody.querySelectorAll("tr").forEach((r) => r.classList.toggle("selected", r === row));
+      loadTenantUsage().catch((e) => { $("#tenants-updated").textContent = "usage not read: " + e.message; });
+    });
+    tbody.append(row);
+  }
+  if (!list.tenants.length) tbody.append(el("tr", {}, el("td", {colSpan: 7, class: "muted", text: "No tenants (wasmkeep tenant add NAME)."})));
+  $("#tenants-updated").textContent = `via node ${list.node}, ${clock(Date.now())}`;
+  if (state.tenant) await loadTenantUsage();
+}
+
+async function loadTenantUsage() {
+  const u = await api(`/v1/admin/tenants/${encodeURIComponent(state.tenant)}/usage?hours=24`);
+  $("#tenant-usage").hidden = false;
+  $("#tenant-usage-name").textContent = u.tenant;
+  const rows = u.by_hour;
+  const reqs = (r, k) => (k ? r.requests[k] : Object.values(r.requests).reduce((a, v) => a + v, 0));
+  const legend = `last 24 h, ${u.nodes} node(s) reporting`;
+  chart("#chart-tenant-requests", "requests per hour",
+    [{values: rows.map((r) => reqs(r))}, {values: rows.map((r) => reqs(r, "throttled")), cls: "line2"}],
+    (v) => num(v, 0), legend + " · the second line: throttled");
+  chart("#chart-tenant-cpu", "CPU ms per hour", [{values: rows.map((r) => r.cpu_ms)}], (v) => num(v, 0), legend);
+  chart("#chart-tenant-resident", "resident actors (mean)", [{values: rows.map((r) => r.resident_actor_seconds / 3600)}],
+    (v) => num(v, 1), legend);
+  chart("#chart-tenant-stored", "stored bytes of resident actors (mean)",
+    [{values: rows.map((r) => r.stored_byte_seconds / 3600)}], bytes, legend);
+}
+
 async function tick() {
   const n = state.ticks++;
   try {
     if (state.who && state.who.kind === "operator") await pollCluster();
+    if (state.who && state.who.kind === "operator" && state.tab === "tenants" && n % TENANTS_EVERY === 0) await pollTenants();
     if (state.who && state.tab === "alarms" && (n % DUE_EVERY === 0 || state.dueStale)) {
       state.dueStale = false;
       await pollDueAlarms();
@@ -1048,10 +1112,12 @@ function signOut(message) {
   state.samples = [];
   state.dueStale = true;
   state.inspect = null;
+  state.tenant = "";
+  $("#tenant-usage").hidden = true;
   // Nothing of the last session stays on the page: every table, count and chart goes (the
   // next sign-in may be another tenant's).
   $("#class-select").replaceChildren();
-  document.querySelectorAll("main tbody, .summary, .chart, #inspect-facts, #inspect-name, #list-note, #alarms-updated, #cluster-updated, #bucket-updated, #messages-facts, #messages-note, #history-facts, #history-note, #past-facts, #point-note")
+  document.querySelectorAll("main tbody, .summary, .chart, #inspect-facts, #inspect-name, #list-note, #alarms-updated, #cluster-updated, #bucket-updated, #messages-facts, #messages-note, #history-facts, #history-note, #past-facts, #point-note, #tenants-updated, #tenant-usage-name")
     .forEach((e) => e.replaceChildren());
   showPastView(false);
   $("#point-note").hidden = true;

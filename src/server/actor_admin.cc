@@ -14,6 +14,7 @@
 #include "cluster/operator.h"
 #include "cluster/owner_record.h"
 #include "control/classes.h"
+#include "control/tenants.h"
 #include "replica/format.h"
 #include "replica/inspect.h"
 #include "server/admin_http.h"
@@ -161,7 +162,13 @@ Task<ServerResponse> ActorAdmin::Handle(ServerRequest request, Via via) {
     if (what == "node") co_return Json(200, NodeJson());
     if (what == "cluster" && !who->peer) co_return co_await Cluster();
     if (what == "metrics") co_return co_await Metrics(std::move(request));
-    co_return Error(404, "no such admin route: /v1/admin/node, /v1/admin/cluster, /v1/admin/metrics");
+    if (what == "tenants" && !who->peer) co_return co_await Tenants();
+    if (what.starts_with("tenants/") && what.ends_with("/usage") && !who->peer) {
+      const std::string_view tenant = what.substr(8, what.size() - 8 - 6);
+      co_return co_await TenantUsage(std::string(tenant), query);
+    }
+    co_return Error(404, "no such admin route: /v1/admin/node, /v1/admin/cluster, /v1/admin/metrics, /v1/admin/tenants, "
+                         "/v1/admin/tenants/<tenant>/usage");
   }
   // /v1/classes[/<tenant>/<class>/actors[/<name>]]
   if (parts.size() == 2) {
@@ -219,6 +226,90 @@ Task<ServerResponse> ActorAdmin::Handle(ServerRequest request, Via via) {
   if (get) co_return co_await Inspect(std::move(id), std::move(request), *who);
   if (request.method == "DELETE") co_return co_await Delete(std::move(id), std::move(request), *who);
   co_return Error(405, "GET or DELETE");
+}
+
+namespace {
+
+void UsageJson(JsonWriter& w, const control::UsageCounters& c) {
+  w.Key("requests").BeginObject();
+  for (std::size_t i = 0; i < control::kUsageOutcomes; ++i) {
+    w.Member(control::UsageOutcomeName(static_cast<control::UsageOutcome>(i)), c.requests[i]);
+  }
+  w.EndObject()
+      .Member("cpu_ms", c.cpu_ms)
+      .Member("stored_byte_seconds", c.stored_byte_seconds)
+      .Member("ingress_bytes", c.ingress_bytes)
+      .Member("egress_bytes", c.egress_bytes)
+      .Member("resident_actor_seconds", c.resident_actor_seconds);
+}
+
+}  // namespace
+
+Task<ServerResponse> ActorAdmin::Tenants() {
+  auto tenants = co_await control::ListTenants(store_, CallOptions{std::chrono::seconds(10)});
+  if (!tenants.ok()) co_return ErrorFor(tenants.status(), "cannot list the tenants");
+  std::map<std::string, std::size_t> resident;
+  for (const actor::TenantMemory& m : deps_.runtime.MemoryByTenant()) resident[m.tenant] = m.actors;
+  const control::UsageHour hour = control::HourOf(deps_.env.WallNow());
+  JsonWriter w;
+  w.BeginObject().Member("node", deps_.node_id.str()).Member("hour_ms", ToUnixMs(control::HourStart(hour)));
+  w.Key("tenants").BeginArray();
+  for (const control::TenantSummary& t : *tenants) {
+    w.BeginObject().Member("tenant", t.tenant);
+    if (!t.record) {
+      w.Member("error", t.error).EndObject();
+      continue;
+    }
+    w.Member("created_at_ms", ToUnixMs(t.record->created_at)).Member("tokens", t.record->tokens.size());
+    // Quotas as this node applies them (read every 5 s): null is unlimited.
+    const control::TenantQuotas* q = deps_.quotas != nullptr ? deps_.quotas->For(t.tenant) : nullptr;
+    w.Key("quotas").BeginObject();
+    for (std::size_t i = 0; i < control::kQuotas; ++i) {
+      const auto which = static_cast<control::Quota>(i);
+      const auto limit = q != nullptr ? q->Get(which) : std::nullopt;
+      w.Key(control::QuotaName(which));
+      if (limit) {
+        w.Uint(*limit);
+      } else {
+        w.Null();
+      }
+    }
+    w.EndObject();
+    w.Member("resident_actors", resident.contains(t.tenant) ? resident[t.tenant] : std::size_t{0});
+    if (deps_.usage != nullptr) {
+      if (auto now = deps_.usage->Totals(t.tenant, hour)) {
+        w.Key("this_hour").BeginObject();
+        UsageJson(w, *now);
+        w.EndObject();
+      }
+    }
+    w.EndObject();
+  }
+  w.EndArray().EndObject();
+  co_return Json(200, std::move(w).Take());
+}
+
+Task<ServerResponse> ActorAdmin::TenantUsage(std::string tenant, std::string query) {
+  if (Status s = control::ValidateTenantName(tenant); !s.ok()) co_return Error(400, s.message());
+  std::int64_t hours = 24;
+  const auto params = ParseQuery(query);
+  if (auto h = params.find("hours"); h != params.end() && !ParseInt(h->second, 1, 24 * 31, &hours)) {
+    co_return Error(400, "bad hours '" + h->second.substr(0, 20) + "': a whole number from 1 to 744");
+  }
+  const control::UsageHour now = control::HourOf(deps_.env.WallNow());
+  auto usage = co_await control::SumTenantUsage(store_, tenant, now - hours + 1, CallOptions{std::chrono::seconds(10)});
+  if (!usage.ok()) co_return ErrorFor(usage.status(), "cannot sum the usage of " + tenant);
+  JsonWriter w;
+  w.BeginObject().Member("tenant", tenant).Member("hours", hours).Member("nodes", usage->nodes.size());
+  w.Key("by_hour").BeginArray();
+  for (control::UsageHour h = now - hours + 1; h <= now; ++h) {  // every hour, 0 where none
+    const auto it = usage->by_hour.find(h);
+    w.BeginObject().Member("hour_ms", ToUnixMs(control::HourStart(h)));
+    UsageJson(w, it != usage->by_hour.end() ? it->second : control::UsageCounters{});
+    w.EndObject();
+  }
+  w.EndArray().EndObject();
+  co_return Json(200, std::move(w).Take());
 }
 
 Task<ServerResponse> ActorAdmin::ListClasses(Principal who) {

@@ -35,7 +35,9 @@
 #include "base/metrics.h"
 #include "cluster/cluster_node.h"
 #include "control/operators.h"
+#include "control/quota_cache.h"
 #include "control/tokens.h"
+#include "control/usage.h"
 #include "net/http_types.h"
 #include "replica/provider.h"
 #include "routing/class_traffic.h"
@@ -69,6 +71,10 @@ struct ActorAdminDeps {
   // storage.retention_ms (and per tenant): the history window of the history routes.
   replica::Retention retention;
   BrokenModels broken;  // restore-without-acquire (base/broken_models.h)
+  // The console's tenants page (/v1/admin/tenants): the quotas as this node reads them, and
+  // this node's usage of the current hour. Either may be null (not shown then).
+  const control::QuotaCache* quotas = nullptr;
+  const control::UsageBook* usage = nullptr;
 };
 
 class ActorAdmin {
@@ -141,6 +147,10 @@ class ActorAdmin {
   Task<Result<std::uint64_t>> DeleteAlarmEntries(ActorId id, Generation generation, std::function<bool()> valid);
   Task<ServerResponse> Cluster();
   Task<ServerResponse> Metrics(ServerRequest request);
+  // /v1/admin/tenants: every tenant, its quotas and this node's use now; and
+  // /v1/admin/tenants/<tenant>/usage?hours=N: the cluster's usage records, hour by hour.
+  Task<ServerResponse> Tenants();
+  Task<ServerResponse> TenantUsage(std::string tenant, std::string query);
   std::string NodeJson() const;
   // Sends request to node (live in the view) signed, within timeout; the answer or why not.
   Task<Result<ServerResponse>> AskPeer(NodeId node, ServerRequest request, Duration timeout, int hops);

@@ -147,7 +147,7 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
                                                        *front_, auth_, operators_, metrics, replica_totals, options_.node_id,
                                                        options_.instance, options_.bucket_requests, &alarms_->stats(),
                                                        &scanner_->stats(), options_.storage.retention,
-                                                       node.broken_models()});
+                                                       node.broken_models(), &quotas_, &usage_->book()});
   actor::PublishRuntimeMetrics(metrics, *runtime_);
   PublishFrontMetrics(metrics, *front_);
   PublishForwarderMetrics(metrics, forwarder_);

@@ -330,6 +330,24 @@ def run(driver):
     Select(driver.find_element(By.ID, "prices")).select_by_value("aws-s3")
     shot(driver, "bucket")
 
+    # Tenants (issue 40): quotas as the node applies them, this node's use, usage by hour.
+    go(driver, "tenants")
+    tenants = wait_for(lambda: {r["key"]: r for r in rows(driver, "#tenants", "data-tenant") if r["key"]}
+                       if len(rows(driver, "#tenants", "data-tenant")) >= 2 else None, 15)
+    check("the tenants page lists every tenant (%s)" % sorted(tenants or {}), bool(tenants) and {"acme", "globex"} <= set(tenants))
+    check("with its quotas (%s)" % (tenants or {}).get("acme", {}).get("cells"),
+          bool(tenants) and "requests_per_second 5,000" in tenants["acme"]["cells"][1])
+    check("and unlimited where none is set", bool(tenants) and tenants["globex"]["cells"][1] == "unlimited")
+    driver.find_element(By.CSS_SELECTOR, "#tenants tr[data-tenant='acme']").click()
+    check("a tenant's usage by hour is charted from every node's records",
+          bool(wait_for(lambda: driver.execute_script(
+              "return document.querySelectorAll('#tenant-usage .chart svg').length") == 4, 15)))
+    requests_hour = wait_for(lambda: driver.execute_script(
+        "return document.querySelector('#chart-tenant-requests .ymax').textContent") not in (None, "0")
+        and driver.execute_script("return document.querySelector('#chart-tenant-requests .ymax').textContent"), 20)
+    check("acme's requests this hour are in its usage (%s)" % requests_hour, bool(requests_hour))
+    shot(driver, "tenants")
+
     # The actor browser: acme/kv, room-1's keys.
     go(driver, "actors")
     wait_for(lambda: driver.execute_script("return document.querySelector('#class-select').options.length") > 0, 10)

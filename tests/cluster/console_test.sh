@@ -29,6 +29,13 @@ W deploy --tenant acme --class reminders "$actors/reminders.wasm" >/dev/null 2>&
 W deploy --tenant acme --class probe "$actors/alarm_probe.wasm" >/dev/null 2>&1
 W deploy --tenant globex --class probe "$actors/alarm_probe.wasm" >/dev/null 2>&1
 
+# Quotas and usage for the tenants page (docs/tenants.md, "Quotas", "Usage").
+W tenant set acme --quota requests_per_second=5000 --quota module_bytes=64MiB >/dev/null 2>&1
+cat >>"$work/fast.toml" <<TOML
+[usage]
+flush_ms = 1000
+TOML
+
 start n1 node-1 1
 start n2 node-2 2
 start n3 node-3 3
