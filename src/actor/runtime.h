@@ -254,6 +254,9 @@ struct RuntimeHooks {
   // RuntimeCoreOptions::load_version: loads one version of a versioned class (the host reads
   // it from the bucket and calls RegisterVersion).
   std::function<Task<Status>(ActorId, std::uint32_t version)> load_version;
+  // A tenant's weight in its workers' fair shares (actor/fair_queue.h; docs/tenants.md, "Fair
+  // shares"), asked on the loop thread as each event is queued; unset: 1 for every tenant.
+  std::function<double(const std::string& tenant)> tenant_weight;
   // RuntimeCoreOptions::on_event_time: each event's worker time, on the loop thread.
   std::function<void(const ActorId&, Duration worker_time)> on_event_time;
 };

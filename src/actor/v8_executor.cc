@@ -5,6 +5,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <optional>
 #include <mutex>
 #include <set>
 #include <span>
@@ -13,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "actor/abi.h"
+#include "actor/fair_queue.h"
 #include "actor/txn.h"
 #include "base/check.h"
 #include "base/log.h"
@@ -37,15 +39,17 @@ MonoTime SteadyNow() {
 // ---------------------------------------------------------------------------------------
 // Worker threads
 
-// One thread with one engine::Worker (isolate) and a FIFO of jobs. Jobs for one actor go to
-// one worker, so they run in order and its instance stays on this thread.
+// One thread with one engine::Worker (isolate) and its jobs, shared between tenants by
+// weight (fair_queue.h; the node's own jobs are tenant ""). Jobs for one actor go to one
+// worker and one tenant's queue, so they run in order and its instance stays on this thread.
 class V8Executor::WorkerThread {
  public:
   using Job = std::function<void(engine::Worker&)>;
 
   // `spin`: how long the thread polls for the next job after one before it sleeps
   // (env/spin.h); 0 sleeps at once.
-  WorkerThread(engine::Engine& engine, engine::WorkerOptions options, Duration spin) {
+  WorkerThread(engine::Engine& engine, engine::WorkerOptions options, Duration spin, BrokenModels broken)
+      : jobs_(broken) {
     set_spin(spin);
     thread_ = std::thread([this, &engine, options] { Loop(engine, options); });
   }
@@ -60,10 +64,13 @@ class V8Executor::WorkerThread {
     cv_.notify_one();
     thread_.join();
   }
-  void Post(Job job) {
+  // A job of the node's own (no tenant's).
+  void Post(Job job) { Post("", 1, std::move(job)); }
+  // REQUIRES: weight > 0.
+  void Post(const std::string& tenant, double weight, Job job) {
     {
       std::lock_guard lock(mu_);
-      jobs_.push_back(std::move(job));
+      jobs_.Push(tenant, weight, std::move(job));
       queued_.store(jobs_.size(), std::memory_order_release);
     }
     // Costs no system call while the thread spins: glibc's notify wakes through the
@@ -81,24 +88,27 @@ class V8Executor::WorkerThread {
         while (queued_.load(std::memory_order_acquire) == 0 && window.KeepSpinning()) {
         }
       }
-      Job job;
+      std::optional<std::pair<std::string, Job>> next;
       {
         std::unique_lock lock(mu_);
         cv_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
         if (jobs_.empty()) return;  // stop_ and drained
-        job = std::move(jobs_.front());
-        jobs_.pop_front();
+        next = jobs_.Pop();
         queued_.store(jobs_.size(), std::memory_order_release);
       }
-      job(worker);
+      const MonoTime began = SteadyNow();
+      next->second(worker);
       worker.PumpMessageLoop();
+      const Duration took = SteadyNow() - began;
+      std::lock_guard lock(mu_);
+      jobs_.Charge(next->first, took);
     }
   }
 
   std::atomic<Duration::rep> spin_ns_{0};
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Job> jobs_;
+  FairQueue<Job> jobs_;  // guarded by mu_
   std::atomic<std::size_t> queued_{0};  // jobs_.size(), for the spin to read without mu_
   bool stop_ = false;
   std::thread thread_;
@@ -143,7 +153,9 @@ V8Executor::V8Executor(Env& env, engine::Engine& engine, ClassRegistry& classes,
       options_.isolate_gc_floor_bytes.value_or(DefaultIsolateGcFloor(options_.isolate_heap_limit_bytes));
   worker_options.memory_pool_size = options_.memory_pool_size;
   worker_options.broken = options_.broken;
-  for (int i = 0; i < n; ++i) workers_.push_back(std::make_unique<WorkerThread>(engine_, worker_options, options_.spin));
+  for (int i = 0; i < n; ++i) {
+    workers_.push_back(std::make_unique<WorkerThread>(engine_, worker_options, options_.spin, options_.broken));
+  }
   lanes_ = workers_.size();
   worker_memory_.assign(lanes_, WorkerMemory{});
 }
@@ -271,8 +283,10 @@ void V8Executor::Run(std::shared_ptr<ExecutorActor> actor, ActorStorage* storage
   Env* env = &env_;
   std::weak_ptr<bool> alive = alive_;
   auto stopping = stopping_;
-  workers_[lane]->Post([this, env, alive, a, storage, event, done = std::move(done), stopping,
-                        lane](engine::Worker& worker) {
+  // The tenant's share of a busy worker (docs/tenants.md, "Fair shares").
+  const double weight = hooks_.tenant_weight ? std::max(hooks_.tenant_weight(a->id.tenant), 1e-3) : 1.0;
+  workers_[lane]->Post(a->id.tenant, weight, [this, env, alive, a, storage, event, done = std::move(done), stopping,
+                                              lane](engine::Worker& worker) {
     if (stopping->load()) return;  // the runtime is being destroyed; the event was answered
     const MonoTime started = SteadyNow();
     if (hooks_.on_event_start) hooks_.on_event_start(a->id, lane);

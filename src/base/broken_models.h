@@ -136,6 +136,8 @@ enum class BrokenModel : std::uint8_t {
   kRolloutUnstable,          // an actor's place in a rollout is drawn again for every share: it may flip between versions
   kUpgradeOutsideBatch,      // a migration's writes are committed apart from its version mark (the mark waits for the next write)
   kBrokenStateRuns,          // a broken version's state whose migration failed falls back to the broken version
+  // ---- Tenants (actor/fair_queue.h), docs/tenants.md "Fair shares"
+  kFairShareOff,             // a worker runs its jobs first come, first served, whatever their tenant
   kCount
 };
 

@@ -242,8 +242,9 @@ void PrintQuotas(const control::TenantQuotas& q, bool json) {
   for (std::size_t i = 0; i < control::kQuotas; ++i) {
     const auto which = static_cast<control::Quota>(i);
     const auto limit = q.Get(which);
+    const char* unset = which == control::Quota::kCpuWeight ? "1 (default)" : "unlimited";
     std::printf("%-22s %s\n", std::string(control::QuotaName(which)).c_str(),
-                limit ? std::to_string(*limit).c_str() : "unlimited");
+                limit ? std::to_string(*limit).c_str() : unset);
   }
   if (q.revision > 0) std::printf("(revision %llu, %s)\n", static_cast<unsigned long long>(q.revision), IsoUtc(q.updated_at).c_str());
 }

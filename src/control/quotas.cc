@@ -15,6 +15,7 @@ constexpr std::array<std::string_view, kQuotas> kNames = {
     "cpu_ms_per_second",
     "resident_actors",
     "module_bytes",
+    "cpu_weight",
 };
 
 bool IsByteQuota(Quota q) { return q == Quota::kModuleBytes; }

@@ -32,6 +32,7 @@ enum class Quota : std::uint8_t {
   kCpuMsPerSecond,     // milliseconds of actor code run per second, cluster-wide
   kResidentActors,     // the tenant's actors in memory, cluster-wide
   kModuleBytes,        // the bytes of the modules its classes' rollouts name (checked at deploy)
+  kCpuWeight,          // not a limit: its share of a busy worker against other tenants' (1 if unset)
   kCount
 };
 inline constexpr std::size_t kQuotas = static_cast<std::size_t>(Quota::kCount);

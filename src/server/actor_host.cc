@@ -50,6 +50,11 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
   };
   hooks.on_upgrade = [this](const actor::UpgradeReport& report) { OnUpgrade(report); };
   hooks.on_event_time = [this](const ActorId& id, Duration worker_time) { limits_.ChargeCpu(id.tenant, worker_time); };
+  hooks.tenant_weight = [this](const std::string& tenant) {
+    const control::TenantQuotas* q = quotas_.For(tenant);
+    const auto weight = q != nullptr ? q->Get(control::Quota::kCpuWeight) : std::nullopt;
+    return weight ? static_cast<double>(*weight) : 1.0;
+  };
   // Usage (docs/tenants.md, "Usage"): the runtime's residency, sampled by the meter.
   usage_ = std::make_unique<UsageMeter>(env, store, options_.node_id.str(), options_.usage_flush, [this] {
     std::vector<TenantResidency> out;

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Load for tests/cluster/tenants_test.sh: one tenant's increments of its counter actors
-(examples/counter), from threads, through the given nodes in turn, for a duration or a count.
+"""Load for tests/cluster/tenants_test.sh: one tenant's POSTs to its actors (by default the
+increments of examples/counter), from threads, through the given nodes in turn, for a
+duration or a count.
 
-  tenants.py --nodes H:P[,H:P...] --token T --tenant NAME [--class counter] [--actors N]
-             [--threads N] [--seconds S | --requests N] [--pause-ms MS]
+  tenants.py --nodes H:P[,H:P...] --token T --tenant NAME [--class counter] [--path increment]
+             [--actors N] [--threads N] [--seconds S | --requests N] [--pause-ms MS]
 
 Prints one JSON object: the answers by status, the Retry-After values of the 429s (each must
 be a whole number of seconds >= 1), the first 429's body, and the latencies of the 200s
@@ -22,6 +23,7 @@ def main():
     p.add_argument("--token", required=True)
     p.add_argument("--tenant", required=True)
     p.add_argument("--class", dest="cls", default="counter")
+    p.add_argument("--path", default="increment", help="the actor's path after its name")
     p.add_argument("--actors", type=int, default=10)
     p.add_argument("--threads", type=int, default=4)
     p.add_argument("--seconds", type=float, default=0)
@@ -51,7 +53,7 @@ def main():
             if n is None:
                 return
             node = nodes[n % len(nodes)]
-            path = "/v1/actors/%s/%s/c%d/increment" % (a.tenant, a.cls, n % a.actors)
+            path = "/v1/actors/%s/%s/c%d/%s" % (a.tenant, a.cls, n % a.actors, a.path)
             t0 = time.monotonic()
             try:
                 c = conns.get(node) or http.client.HTTPConnection(node, timeout=20)

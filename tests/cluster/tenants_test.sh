@@ -23,9 +23,14 @@ prefix=tenants
 # shellcheck source=common.sh
 source "$(dirname "$0")/common.sh"
 load="python3 $(dirname "$0")/tenants.py"
+# Two workers, and events ended at 20 ms of CPU: acme's CPU flood (bad_actors' /loop) fills
+# both workers with jobs that take 20 ms each.
 cat >>"$work/fast.toml" <<TOML
 [usage]
 flush_ms = 1000
+[actors]
+workers = 2
+max_event_cpu_ms = 20
 TOML
 
 echo "== tenants: quotas and usage on $backend"
@@ -103,7 +108,32 @@ echo "     beta's usage: $before before, $after after 40 + 30 more requests with
 check "after the kill: the 40 flushed before are all there, at most the 30 unflushed lost" \
   '[ "$after" -ge $((before + 40)) ] && [ "$after" -le $((before + 70)) ]'
 
+# ---- fair shares: acme's events burning CPU on every worker beside beta's increments
+# (docs/tenants.md, "Fair shares"). No request quota is in the way (it is lifted); the
+# workers are busy with acme's 20 ms events, and beta's wait at most about one of them.
+check "the burning class deployed" 'W deploy --tenant acme --class burn "$actors_dir/bad_actors.wasm" >/dev/null 2>&1'
+check "acme's request quota lifted" 'W tenant set acme --quota requests_per_second=unlimited >/dev/null 2>&1'
+sleep 6  # a listing period
+$load --nodes "127.0.0.1:$(port_of 1)" --token "$BETA" --tenant beta --threads 1 --seconds 3 --pause-ms 20 >"$work/beta-alone2.json"
+$load --nodes "127.0.0.1:$(port_of 1)" --token "$ACME" --tenant acme --class burn --path loop --actors 64 --threads 16 --seconds 6 >"$work/burn.json" &
+burn=$!
+sleep 1.5
+$load --nodes "127.0.0.1:$(port_of 1)" --token "$BETA" --tenant beta --threads 1 --seconds 3 --pause-ms 20 >"$work/beta-burn.json"
+wait $burn
+echo "     beta alone: $(cat "$work/beta-alone2.json")"
+echo "     acme burning: $(cat "$work/burn.json")"
+echo "     beta beside the burn: $(cat "$work/beta-burn.json")"
+check "acme's events burned the workers (500s: the CPU limit ended them)" '[ "$(json "$work/burn.json" "d[\"statuses\"].get(\"500\", 0) > 20")" = True ]'
+check "nothing of beta's is refused beside the burn" '[ "$(json "$work/beta-burn.json" "sorted(d[\"statuses\"].keys())")" = "[\x27200\x27]" ]'
+p99_alone=$(json "$work/beta-alone2.json" 'd["p99_ms"]')
+p99_burn=$(json "$work/beta-burn.json" 'd["p99_ms"]')
+echo "     beta p99: ${p99_alone} ms alone, ${p99_burn} ms beside 16 threads of 20 ms events on 2 workers"
+check "beta's p99 beside the burn stays near one burning event: under 4 of them (80 ms) above alone" \
+  'python3 -c "import sys; sys.exit(0 if float(sys.argv[2]) <= float(sys.argv[1]) + 80 else 1)" "$p99_alone" "$p99_burn"'
+
 # ---- a quota record mangled by hand: the last good quota stays, the node serves
+check "acme: requests_per_second=20 again" 'W tenant set acme --quota requests_per_second=20 >/dev/null 2>&1'
+sleep 6  # a listing period
 printf 'wasmkeep-quotas 1\ntenant acme\nrevision 9\nupdated_at 1\nquota bananas 1\n' >"$work/junk"
 check "a mangled quota record written" 'W bucket put control/quotas/acme "$work/junk" >/dev/null 2>&1'
 check "the node reads it as corrupt and counts it" 'wait_for 15 "[ \"\$(metric 1 wasmkeep_quota_records_corrupt_total)\" != 0 ] && [ -n \"\$(metric 1 wasmkeep_quota_records_corrupt_total)\" ]"'
