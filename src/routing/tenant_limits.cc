@@ -22,12 +22,18 @@ std::string OverQuota(const std::string& tenant, control::Quota quota, std::uint
 TenantLimits::TenantLimits(Env& env, const control::QuotaCache& quotas, const Membership& membership)
     : env_(env), quotas_(quotas), membership_(membership) {}
 
-double TenantLimits::LiveNodes() const {
-  std::size_t live = 0;
-  for (const auto& [id, node] : membership_.view()) {
-    if (node.live()) ++live;
+double TenantLimits::LiveNodes() {
+  // Counted again at most once a second: the view changes at listings, seconds apart.
+  const MonoTime now = env_.MonoNow();
+  if (live_counted_ == MonoTime{} || now - live_counted_ >= std::chrono::seconds(1)) {
+    std::size_t live = 0;
+    for (const auto& [id, node] : membership_.view()) {
+      if (node.live()) ++live;
+    }
+    live_nodes_ = static_cast<double>(std::max<std::size_t>(live, 1));  // this node, at least
+    live_counted_ = now;
   }
-  return static_cast<double>(std::max<std::size_t>(live, 1));  // this node, at least
+  return live_nodes_;
 }
 
 void TenantLimits::Fill(Bucket& b, double rate) {

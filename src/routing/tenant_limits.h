@@ -58,13 +58,16 @@ class TenantLimits {
   };
   // Fills the bucket to now at `rate` (one second's worth at most).
   void Fill(Bucket& b, double rate);
-  double LiveNodes() const;
+  // The nodes live in this node's view (1 at least), counted at most once a second.
+  double LiveNodes();
 
   Env& env_;
   const control::QuotaCache& quotas_;
   const Membership& membership_;
   std::map<std::string, Bucket> requests_;
   std::map<std::string, Bucket> cpu_;
+  double live_nodes_ = 1;
+  MonoTime live_counted_{};
   TenantLimitStats stats_;
 };
 
