@@ -1063,7 +1063,7 @@ async function loadTenantUsage() {
   chart("#chart-tenant-resident", "resident actors (mean)", [{values: rows.map((r) => r.resident_actor_seconds / 3600)}],
     (v) => num(v, 1), legend);
   chart("#chart-tenant-stored", "stored bytes of resident actors (mean)",
-    [{values: rows.map((r) => r.stored_byte_seconds / 3600)}], bytes, legend);
+    [{values: rows.map((r) => r.stored_byte_seconds / 3600)}], (v) => bytes(Math.round(v)), legend);
 }
 
 async function tick() {

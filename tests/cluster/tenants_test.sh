@@ -72,7 +72,7 @@ check "every 429 says Retry-After in whole seconds" \
 check "a 429 names the tenant and the quota" \
   'json "$work/acme.json" "d[\"first_429\"]" | grep -q "tenant acme is over its quota requests_per_second=20"'
 for f in beta-alone beta-flood; do
-  check "nothing of beta is refused ($f)" '[ "$(json "$work/$f.json" "sorted(d[\"statuses\"].keys())")" = "[\x27200\x27]" ]'
+  check "nothing of beta is refused ($f)" '[ "$(json "$work/$f.json" "set(d[\"statuses\"]) == {\"200\"}")" = True ]'
 done
 beta_p99_alone=$(json "$work/beta-alone.json" 'd["p99_ms"]')
 beta_p99_flood=$(json "$work/beta-flood.json" 'd["p99_ms"]')
@@ -124,7 +124,7 @@ echo "     beta alone: $(cat "$work/beta-alone2.json")"
 echo "     acme burning: $(cat "$work/burn.json")"
 echo "     beta beside the burn: $(cat "$work/beta-burn.json")"
 check "acme's events burned the workers (500s: the CPU limit ended them)" '[ "$(json "$work/burn.json" "d[\"statuses\"].get(\"500\", 0) > 20")" = True ]'
-check "nothing of beta's is refused beside the burn" '[ "$(json "$work/beta-burn.json" "sorted(d[\"statuses\"].keys())")" = "[\x27200\x27]" ]'
+check "nothing of beta's is refused beside the burn" '[ "$(json "$work/beta-burn.json" "set(d[\"statuses\"]) == {\"200\"}")" = True ]'
 p99_alone=$(json "$work/beta-alone2.json" 'd["p99_ms"]')
 p99_burn=$(json "$work/beta-burn.json" 'd["p99_ms"]')
 echo "     beta p99: ${p99_alone} ms alone, ${p99_burn} ms beside 16 threads of 20 ms events on 2 workers"
