@@ -40,8 +40,9 @@ MonoTime SteadyNow() {
 // Worker threads
 
 // One thread with one engine::Worker (isolate) and its jobs, shared between tenants by
-// weight (fair_queue.h; the node's own jobs are tenant ""). Jobs for one actor go to one
-// worker and one tenant's queue, so they run in order and its instance stays on this thread.
+// weight (fair_queue.h; the worker's own jobs, collections, are tenant ""). Every job of an
+// actor (its events, the drop of its instance) goes to one worker and its tenant's queue, so
+// they run in order and its instance stays on this thread.
 class V8Executor::WorkerThread {
  public:
   using Job = std::function<void(engine::Worker&)>;
@@ -276,6 +277,11 @@ std::uint64_t V8Executor::InstanceReservation(const ExecutorActor& next) const {
 // ---------------------------------------------------------------------------------------
 // Events
 
+double V8Executor::TenantWeight(const std::string& tenant) const {
+  // The tenant's share of a busy worker (docs/tenants.md, "Fair shares").
+  return hooks_.tenant_weight ? std::max(hooks_.tenant_weight(tenant), 1e-3) : 1.0;
+}
+
 void V8Executor::Run(std::shared_ptr<ExecutorActor> actor, ActorStorage* storage,
                      std::shared_ptr<const ExecutorEvent> event, std::function<void(ExecutedEvent)> done) {
   auto a = std::static_pointer_cast<Actor>(std::move(actor));
@@ -283,9 +289,7 @@ void V8Executor::Run(std::shared_ptr<ExecutorActor> actor, ActorStorage* storage
   Env* env = &env_;
   std::weak_ptr<bool> alive = alive_;
   auto stopping = stopping_;
-  // The tenant's share of a busy worker (docs/tenants.md, "Fair shares").
-  const double weight = hooks_.tenant_weight ? std::max(hooks_.tenant_weight(a->id.tenant), 1e-3) : 1.0;
-  workers_[lane]->Post(a->id.tenant, weight, [this, env, alive, a, storage, event, done = std::move(done), stopping,
+  workers_[lane]->Post(a->id.tenant, TenantWeight(a->id.tenant), [this, env, alive, a, storage, event, done = std::move(done), stopping,
                                               lane](engine::Worker& worker) {
     if (stopping->load()) return;  // the runtime is being destroyed; the event was answered
     const MonoTime started = SteadyNow();
@@ -639,7 +643,11 @@ void V8Executor::PostDrop(const std::shared_ptr<Actor>& actor, std::function<voi
   Env* env = &env_;
   std::weak_ptr<bool> alive = alive_;
   const std::size_t lane = actor->lane;
-  workers_[lane]->Post([this, env, alive, a = actor, lane, done = std::move(done)](engine::Worker& worker) mutable {
+  // In the actor's tenant's queue, behind the actor's events queued before it and ahead of
+  // those after: an actor's jobs keep their order (fair_queue.h orders within a tenant only).
+  const std::string tenant = actor->id.tenant;
+  workers_[lane]->Post(tenant, TenantWeight(tenant),
+                       [this, env, alive, a = actor, lane, done = std::move(done)](engine::Worker& worker) mutable {
     a->instance.reset();  // V8 objects die on their own isolate's thread
     // Not held past here: once the core lets the actor go, its code is unused at once.
     a.reset();

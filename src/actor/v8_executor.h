@@ -64,6 +64,8 @@ class V8Executor final : public Executor {
   // On the loop, between the actor's jobs: sets the code its class chooses for it (its
   // version, and a migration to run first); returns whether its module changed.
   bool ChooseCode(Actor& actor);
+  // RuntimeHooks::tenant_weight, or 1 (loop thread).
+  double TenantWeight(const std::string& tenant) const;
   // On the worker thread.
   Ran Execute(engine::Worker& worker, Actor& actor, ActorStorage& storage, const ExecutorEvent& event);
   // The actor's pending migration, in a batch of its own (docs/tenants.md); on failure

@@ -212,9 +212,11 @@ Task<ServerResponse> ActorHost::Handle(ServerRequest request, Via via) {
   const std::uint64_t ingress = request.body.size();
   ServerResponse r = co_await front_->Handle(std::move(request), via, &reached_actor);
   if (*alive) {
-    // Usage: of a tenant whose class is known deployed only (as the traffic rows).
+    // Usage: of a tenant whose class is known deployed only (as the traffic rows), and not
+    // a refused token's request (401, 403): anyone can name a tenant in a path, and only its
+    // own requests are its usage.
     if (auto named = ClassTrafficTable::ClassOf(target);
-        named && (reached_actor || ClassKnown(named->first, named->second))) {
+        named && r.status != 401 && r.status != 403 && (reached_actor || ClassKnown(named->first, named->second))) {
       usage_->CountRequest(named->first, r.status, ingress, r.body.size());
     }
     // Its class's own row only for a class known to be deployed (routing/class_traffic.h).
@@ -233,7 +235,8 @@ Task<std::optional<ServerResponse>> ActorHost::CheckBeforeBody(ServerRequest req
   auto refused = co_await front_->CheckBeforeBody(std::move(request));
   // Refused before its body was read: Handle never sees it, so it is counted here.
   if (refused && *alive) {
-    if (auto named = ClassTrafficTable::ClassOf(target); named && ClassKnown(named->first, named->second)) {
+    if (auto named = ClassTrafficTable::ClassOf(target);
+        named && refused->status != 401 && refused->status != 403 && ClassKnown(named->first, named->second)) {
       usage_->CountRequest(named->first, refused->status, 0, refused->body.size());
     }
     admin_->RecordTraffic(target, refused->status, Duration(0), [this](const std::string& tenant, const std::string& class_name) {

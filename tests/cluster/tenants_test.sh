@@ -96,6 +96,13 @@ check "acme's usage: $acme_ok ok and $acme_429 throttled" \
 check "CPU time and resident actor-seconds counted" \
   '[ "$(json "$work/usage-acme.json" "d[\"total\"][\"cpu_ms\"] > 0 and d[\"total\"][\"resident_actor_seconds\"] > 0")" = True ]'
 
+# Requests without acme's valid token (401) are not acme's usage: anyone can name a tenant.
+for _ in $(seq 1 30); do curl -s -o /dev/null -X POST "http://127.0.0.1:$(port_of 1)/v1/actors/acme/counter/c1/increment"; done
+sleep 2.5
+W tenant usage acme --json >"$work/usage-acme2.json" 2>&1
+check "requests without the tenant's token are not its usage" \
+  '[ "$(json "$work/usage-acme2.json" "sum(d[\"total\"][\"requests\"].values())")" = "$(json "$work/usage-acme.json" "sum(d[\"total\"][\"requests\"].values())")" ]'
+
 # ---- a kill -9 loses at most what the node counted since its last flush
 before=$(json "$work/usage-beta.json" 'd["total"]["requests"]["ok"]')
 $load --nodes "127.0.0.1:$(port_of 2)" --token "$BETA" --tenant beta --threads 1 --requests 40 >"$work/beta-b1.json"
