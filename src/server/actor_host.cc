@@ -190,10 +190,7 @@ Task<bool> ActorHost::Shutdown(Duration limit) {
   StopAlarms();
   sockets_->CloseAll(kCloseRestart, "the node is stopping: reconnect");
   relay_->Stop(kCloseRestart, "the node is stopping: reconnect");
-  const bool all = co_await runtime_->Shutdown(limit);
-  Status flushed = co_await usage_->Stop();
-  if (!flushed.ok()) WK_LOG_WARN("the last usage flush failed", {{"error", flushed.ToString()}});
-  co_return all;
+  co_return co_await runtime_->Shutdown(limit);
 }
 
 void ActorHost::StopAlarms() {

@@ -126,8 +126,11 @@ class ActorHost {
   // and scanning stop first (the actors' shards are released with the node's holds).
   // The node's WebSockets are closed first, with 1012: their clients reconnect to the nodes
   // that take the actors (the relayed ones too: they reconnect through another node).
-  // Then the usage is flushed a last time (server/usage_meter.h).
   Task<bool> Shutdown(Duration limit);
+  // The clean stop's very end, after the node's holds and lease are released (so it delays
+  // none of the ownership protocol's steps): the usage is flushed a last time
+  // (server/usage_meter.h).
+  Task<Status> FlushUsage() { return usage_->Stop(); }
   // After each PeerTrust::Update: relayed WebSockets whose owner is no longer trusted as it
   // was are closed (SocketRelay::DropUntrusted).
   void DropUntrustedPeers() { relay_->DropUntrusted(); }

@@ -340,6 +340,11 @@ Task<NodeExit> Node::Run(Latch<int> stop) {
     }
     Status s = co_await cluster_->Stop(options_.timing.ttl);
     if (!s.ok()) WK_LOG_WARN("clean stop could not write released", {{"error", s.ToString()}});
+    // Last, so that it delays none of the steps above (docs/tenants.md, "Usage").
+    if (host_) {
+      Status flushed = co_await host_->FlushUsage();
+      if (!flushed.ok()) WK_LOG_WARN("clean stop: the last usage flush failed", {{"error", flushed.ToString()}});
+    }
     co_return NodeExit{NodeExit::Kind::kCleanStop, std::nullopt};
   }
   co_return NodeExit{NodeExit::Kind::kLeaseEnded, end};
