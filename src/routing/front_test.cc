@@ -77,9 +77,13 @@ class FrontTest : public ::testing::Test {
     options.max_request_bytes = 1000;
     return options;
   }
-  // The front again, applying `quotas` (one tenant's, read from the bucket by the node's
-  // cache as a node does: docs/tenants.md, "Quotas").
-  void UseQuotas(const control::TenantQuotas& quotas) {
+  // The front again, with acme's `quota` at `limit` (read from the bucket by the node's cache
+  // as a node does: docs/tenants.md, "Quotas").
+  void UseQuota(control::Quota quota, std::uint64_t limit) {
+    control::TenantQuotas quotas;
+    quotas.tenant = "acme";
+    quotas.revision = 1;
+    quotas.limit[static_cast<std::size_t>(quota)] = limit;
     ASSERT_TRUE(bucket_->ApplyPut(control::QuotasKey(quotas.tenant), control::EncodeQuotas(quotas),
                                   Precondition::None()).ok());
     quota_store_ = std::make_unique<MemStore>(node_.env, bucket_);
@@ -238,11 +242,7 @@ TEST_F(FrontTest, AnActorCannotSetTheNodesOwnHeaders) {
 // second of this node's share; over it, 429 with Retry-After naming the quota; other tenants
 // untouched; a second later admitted again.
 TEST_F(FrontTest, ATenantOverItsRequestQuotaGets429WithRetryAfterAndOthersDoNot) {
-  control::TenantQuotas q;
-  q.tenant = "acme";
-  q.revision = 1;
-  q.limit[static_cast<std::size_t>(control::Quota::kRequestsPerSecond)] = 3;
-  UseQuotas(q);
+  UseQuota(control::Quota::kRequestsPerSecond, 3);
   TenantLimits& limits = *limits_;
   auto acme = [&] { return Handle(Request("/v1/actors/acme/c/n/x", {{"Authorization", std::string(kGoodToken)}})); };
   for (int i = 0; i < 3; ++i) EXPECT_EQ(acme().status, 200) << i;
@@ -267,11 +267,7 @@ TEST_F(FrontTest, ATenantOverItsRequestQuotaGets429WithRetryAfterAndOthersDoNot)
 // cpu_ms_per_second: the workers' time charged after each event; while the tenant's bucket
 // is below zero its requests are refused 429 naming the quota, until the time is paid back.
 TEST_F(FrontTest, ATenantOverItsCpuQuotaIsRefusedUntilTheTimeIsPaidBack) {
-  control::TenantQuotas q;
-  q.tenant = "acme";
-  q.revision = 1;
-  q.limit[static_cast<std::size_t>(control::Quota::kCpuMsPerSecond)] = 100;
-  UseQuotas(q);
+  UseQuota(control::Quota::kCpuMsPerSecond, 100);
   TenantLimits& limits = *limits_;
   auto acme = [&] { return Handle(Request("/v1/actors/acme/c/n/x", {{"Authorization", std::string(kGoodToken)}})); };
   EXPECT_EQ(acme().status, 200);
