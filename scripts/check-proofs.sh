@@ -142,6 +142,7 @@ class versions: an actor's place in a rollout is stable in its name|rollout-unst
 class versions: a migration's writes commit with its version mark|upgrade-outside-batch|gtest|examples:ClassVersionsRuntimeTest.TheMarkCommitsWithTheMigrationSoARestartNeverMigratesAgain|
 class versions: a broken version's state whose migration failed runs nowhere|broken-state-runs|gtest|examples:ClassVersionsRuntimeTest.AFailedMigrationOfABrokenVersionsStateRunsNothing|
 tenants: a tenant flooding a worker delays another's job by at most one of its own|fair-share-off|gtest|actor:FairQueueTest.AFloodingTenantDelaysAnothersJobByAtMostOneOfItsOwn|
+tenants: an idle tenant's job waits for at most one job of each busy tenant (real processes)|fair-share-off|cluster|tenants|no job of an idle tenant waited
 class versions: an actor's place in a rollout is stable in its name (simulator)|rollout-unstable|sim|combined|
 class versions: a migration's writes commit with its version mark (simulator)|upgrade-outside-batch|sim|combined|
 class versions: a broken version's state whose migration failed runs nowhere (simulator)|broken-state-runs|sim|combined|

@@ -319,6 +319,7 @@ void ActorRuntime::SetSpin(Duration spin) {
 RuntimeStats ActorRuntime::stats() const { return core_->stats(); }
 std::vector<TenantMemory> ActorRuntime::MemoryByTenant() const { return core_->MemoryByTenant(); }
 const Histogram& ActorRuntime::event_seconds() const { return core_->event_seconds(); }
+const Histogram& ActorRuntime::fair_share_jobs_ahead() const { return executor_->fair_share_jobs_ahead(); }
 const Histogram& ActorRuntime::event_phase_seconds(std::size_t phase) const {
   return core_->event_phase_seconds(phase);
 }
@@ -347,6 +348,12 @@ void PublishRuntimeMetrics(MetricsRegistry& registry, const ActorRuntime& runtim
   counter("wasmkeep_actor_unloads_total", unloads, &RuntimeStats::evictions, {{"reason", "evicted"}});
   registry.AddHistogramView("wasmkeep_actor_event_seconds", "Time from an event's arrival to its released answer.",
                             runtime.event_seconds());
+  registry.AddHistogramView(
+      "wasmkeep_fair_share_jobs_ahead",
+      "For each job of a tenant with nothing queued on its worker, the jobs of other tenants that ran there before it "
+      "(docs/tenants.md \"Fair shares\": at most one of each other busy tenant; first come, first served would be all "
+      "they had queued).",
+      runtime.fair_share_jobs_ahead());
   const std::string phases =
       "Where a dispatched event's time went: queued behind the actor's earlier events (input), waiting for its "
       "worker thread (worker), running there (run: instantiation, the module's call, its batch handed to storage), "

@@ -331,6 +331,8 @@ class ActorRuntime final : public EventHost {
   // sum. Kept per tenant as actors change: as cheap as the tenants are few.
   std::vector<TenantMemory> MemoryByTenant() const;
   const Histogram& event_seconds() const;
+  // V8Executor::fair_share_jobs_ahead.
+  const Histogram& fair_share_jobs_ahead() const;
   // Of events that ran on a worker, one phase of their time (kEventPhases[phase]).
   const Histogram& event_phase_seconds(std::size_t phase) const;
   const RuntimeOptions& options() const { return options_; }

@@ -49,8 +49,10 @@ class V8Executor::WorkerThread {
 
   // `spin`: how long the thread polls for the next job after one before it sleeps
   // (env/spin.h); 0 sleeps at once.
-  WorkerThread(engine::Engine& engine, engine::WorkerOptions options, Duration spin, BrokenModels broken)
-      : jobs_(broken) {
+  // `jobs_ahead`: where each job of an idle tenant counts the jobs that ran before it.
+  WorkerThread(engine::Engine& engine, engine::WorkerOptions options, Duration spin, BrokenModels broken,
+               Histogram& jobs_ahead)
+      : jobs_(broken), jobs_ahead_(jobs_ahead) {
     set_spin(spin);
     thread_ = std::thread([this, &engine, options] { Loop(engine, options); });
   }
@@ -89,7 +91,7 @@ class V8Executor::WorkerThread {
         while (queued_.load(std::memory_order_acquire) == 0 && window.KeepSpinning()) {
         }
       }
-      std::optional<std::pair<std::string, Job>> next;
+      std::optional<FairQueue<Job>::Popped> next;
       {
         std::unique_lock lock(mu_);
         cv_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
@@ -97,12 +99,13 @@ class V8Executor::WorkerThread {
         next = jobs_.Pop();
         queued_.store(jobs_.size(), std::memory_order_release);
       }
+      if (next->ahead) jobs_ahead_.Observe(static_cast<double>(*next->ahead));
       const MonoTime began = SteadyNow();
-      next->second(worker);
+      next->job(worker);
       worker.PumpMessageLoop();
       const Duration took = SteadyNow() - began;
       std::lock_guard lock(mu_);
-      jobs_.Charge(next->first, took);
+      jobs_.Charge(next->tenant, took);
     }
   }
 
@@ -110,6 +113,7 @@ class V8Executor::WorkerThread {
   std::mutex mu_;
   std::condition_variable cv_;
   FairQueue<Job> jobs_;  // guarded by mu_
+  Histogram& jobs_ahead_;
   std::atomic<std::size_t> queued_{0};  // jobs_.size(), for the spin to read without mu_
   bool stop_ = false;
   std::thread thread_;
@@ -155,7 +159,7 @@ V8Executor::V8Executor(Env& env, engine::Engine& engine, ClassRegistry& classes,
   worker_options.memory_pool_size = options_.memory_pool_size;
   worker_options.broken = options_.broken;
   for (int i = 0; i < n; ++i) {
-    workers_.push_back(std::make_unique<WorkerThread>(engine_, worker_options, options_.spin, options_.broken));
+    workers_.push_back(std::make_unique<WorkerThread>(engine_, worker_options, options_.spin, options_.broken, jobs_ahead_));
   }
   lanes_ = workers_.size();
   worker_memory_.assign(lanes_, WorkerMemory{});

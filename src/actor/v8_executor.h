@@ -16,6 +16,7 @@
 
 #include "actor/executor.h"
 #include "actor/runtime.h"
+#include "base/metrics.h"
 #include "engine/engine.h"
 #include "env/env.h"
 
@@ -32,6 +33,9 @@ class V8Executor final : public Executor {
 
   // RuntimeOptions::spin from now on.
   void SetSpin(Duration spin);
+  // For each job of a tenant idle on its worker, the jobs of other tenants that ran there
+  // before it (FairQueue::Popped::ahead; docs/tenants.md, "Fair shares"). Any thread.
+  const Histogram& fair_share_jobs_ahead() const { return jobs_ahead_; }
 
   std::size_t lanes() const override { return lanes_; }
   std::shared_ptr<ExecutorActor> NewActor(const ActorId& id, const std::string& key) override;
@@ -86,6 +90,7 @@ class V8Executor final : public Executor {
   RuntimeOptions options_;
   RuntimeHooks hooks_;
   std::size_t lanes_ = 0;
+  Histogram jobs_ahead_{{0, 1, 2, 3, 4, 8, 16, 32}};  // before workers_: they observe it
   std::vector<std::unique_ptr<WorkerThread>> workers_;
   struct WorkerMemory {
     std::uint64_t heap_bytes = 0;  // measured after its last job that could change it

@@ -122,6 +122,9 @@ check "the burning class deployed" 'W deploy --tenant acme --class burn "$actors
 check "acme's request quota lifted" 'W tenant set acme --quota requests_per_second=unlimited >/dev/null 2>&1'
 sleep 6  # a listing period
 $load --nodes "127.0.0.1:$(port_of 1)" --token "$BETA" --tenant beta --threads 1 --seconds 3 --pause-ms 20 >"$work/beta-alone2.json"
+ahead_le2() { metric 1 'wasmkeep_fair_share_jobs_ahead_bucket{le="2"}'; }
+ahead_all() { metric 1 wasmkeep_fair_share_jobs_ahead_count; }
+le2_before=$(ahead_le2); all_before=$(ahead_all)
 $load --nodes "127.0.0.1:$(port_of 1)" --token "$ACME" --tenant acme --class burn --path loop --actors 64 --threads 16 --seconds 6 >"$work/burn.json" &
 burn=$!
 sleep 1.5
@@ -135,8 +138,18 @@ check "nothing of beta's is refused beside the burn" '[ "$(json "$work/beta-burn
 p99_alone=$(json "$work/beta-alone2.json" 'd["p99_ms"]')
 p99_burn=$(json "$work/beta-burn.json" 'd["p99_ms"]')
 echo "     beta p99: ${p99_alone} ms alone, ${p99_burn} ms beside 16 threads of 20 ms events on 2 workers"
-check "beta's p99 beside the burn stays near one burning event: under 4 of them (80 ms) above alone" \
-  'python3 -c "import sys; sys.exit(0 if float(sys.argv[2]) <= float(sys.argv[1]) + 80 else 1)" "$p99_alone" "$p99_burn"'
+# The bound itself, counted by the workers (whatever the machine's load does to latency): a
+# job of a tenant with nothing queued waits for at most one job of each other busy tenant,
+# here acme and the node's own (collections). First come, first served: all acme queued.
+le2_after=$(ahead_le2); all_after=$(ahead_all)
+fresh=$((all_after - all_before)); over=$(( (all_after - all_before) - (le2_after - le2_before) ))
+beta_burn_sent=$(json "$work/beta-burn.json" 'd["sent"]')
+echo "     jobs of idle tenants during the burn: $fresh, of which $over waited behind more than 2 jobs (wasmkeep_fair_share_jobs_ahead)"
+check "no job of an idle tenant waited behind more than one job of each other busy tenant" \
+  '[ "$fresh" -ge $((beta_burn_sent / 2)) ] && [ "$over" -eq 0 ]'
+# Latency on a shared machine (the suite runs tests side by side): within the flood's factor.
+check "beta's p99 beside the burn within 10x of alone" \
+  'python3 -c "import sys; sys.exit(0 if float(sys.argv[2]) <= 10 * float(sys.argv[1]) else 1)" "$p99_alone" "$p99_burn"'
 
 # ---- a quota record mangled by hand: the last good quota stays, the node serves
 check "acme: requests_per_second=20 again" 'W tenant set acme --quota requests_per_second=20 >/dev/null 2>&1'
