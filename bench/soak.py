@@ -744,7 +744,7 @@ class Soak:
 
     def nemesis(self, end):
         steps = [self.kill, self.drain, self.move, self.restore_and_fork, self.pause, self.restart_drained, self.deploy,
-                 self.freeze, self.balance]
+                 self.freeze, self.quotas, self.balance]
         k = 0
         # Room for the slowest event (a freeze and its restart) before the end.
         gap = max(5.0, 2 * (self.ttl + self.grace))
@@ -757,6 +757,27 @@ class Soak:
                 self.action(steps[k % len(steps)].__name__, time.time(), f"failed: {e}", False)
             k += 1
             self.stop.wait(self.rng.uniform(gap / 2, gap))
+
+    def quotas(self, k):
+        """The tenant's quotas switched on for a while, then lifted (docs/tenants.md,
+        "Quotas"): requests_per_second below what the clients send (429s, which must never be
+        applied: the checker's refused_present), a resident_actors share that hibernates idle
+        actors to make room, messages_per_second and alarms_per_second (deliveries and alarms
+        wait for tokens) and a stored_bytes quota far above what is stored (every write reserved
+        and settled)."""
+        t0 = time.time()
+        settings = [f"requests_per_second={max(2, int(self.a.rate / 2))}", "resident_actors=150",
+                    "messages_per_second=20", "alarms_per_second=10", "stored_bytes=1GiB"]
+        quota_args = [x for s in settings for x in ("--quota", s)]
+        r = self.W("tenant", "set", TENANT, *quota_args, check=False)
+        if r.returncode != 0:
+            self.action("quotas", t0, "tenant set failed: " + r.stderr.strip()[-200:], False)
+            return
+        self.stop.wait(min(15.0, 2 * self.gap))
+        lift = [x for s in settings for x in ("--quota", s.split("=")[0] + "=unlimited")]
+        lifted = self.W("tenant", "set", TENANT, *lift, check=False)
+        self.action("quotas", t0, f"{' '.join(settings)} for {time.time() - t0:.1f} s, then lifted",
+                    lifted.returncode == 0)
 
     # ---- the checker ------------------------------------------------------------------
     def read_all(self, actor):
@@ -783,6 +804,7 @@ class Soak:
         for e in self.history:
             by_actor.setdefault(e["actor"], []).append(e)
         lost, duplicated, misplaced, out_of_order, phantom, unacked_present = [], [], [], [], [], 0
+        refused_present = []  # answered 429 (a quota) yet applied
         for actor, entries in sorted(by_actor.items()):
             stored = self.read_all(actor)
             seen = {}
@@ -812,8 +834,11 @@ class Soak:
                     last_by_writer[e["writer"]] = where[0]
                 elif where:
                     unacked_present += 1
+                    if e["status"] == 429:
+                        refused_present.append({"actor": actor, "value": e["value"]})
         return {"lost": lost, "duplicated": duplicated, "misplaced": misplaced, "out_of_order": out_of_order,
-                "phantom": phantom, "unacknowledged_present": unacked_present, "actors_checked": len(by_actor)}
+                "phantom": phantom, "unacknowledged_present": unacked_present, "refused_present": refused_present,
+                "refused": sum(1 for e in self.history if e["status"] == 429), "actors_checked": len(by_actor)}
 
     # ---- alarms ---------------------------------------------------------------------
     # The alarm actor is examples/testdata/alarm_probe.cc: POST /set?t=T[&rearm=R&count=K]
@@ -1833,6 +1858,7 @@ class Soak:
                        "misplaced": len(verdict["misplaced"]), "out_of_order": len(verdict["out_of_order"]),
                        "phantom": len(verdict["phantom"]),
                        "unacknowledged_present": verdict["unacknowledged_present"],
+                       "refused_429": verdict["refused"], "refused_present": len(verdict["refused_present"]),
                        "actors_checked": verdict["actors_checked"]},
             "alarms": self.alarms_result(),
             "bank": self.bank_report,
@@ -1879,7 +1905,8 @@ def print_report(r, out):
     print(f"  writes: {w['sent']} sent, {w['acknowledged']} acknowledged ({w['acknowledged_per_s']}/s), "
           f"lost {w['lost']}, duplicated {w['duplicated']}, misplaced {w['misplaced']}, "
           f"out of order {w['out_of_order']}, never sent {w['phantom']}; "
-          f"{w['unacknowledged_present']} unacknowledged present; {w['actors_checked']} actors")
+          f"{w['unacknowledged_present']} unacknowledged present; {w['refused_429']} refused 429 by a quota "
+          f"({w['refused_present']} of them applied); {w['actors_checked']} actors")
     a = r["alarms"]
     if not a["available"]:
         print("  " + a["note"])
@@ -1997,7 +2024,8 @@ def main():
         return 2
     print_report(r, a.out)
     w = r["writes"]
-    bad = w["lost"] or w["duplicated"] or w["misplaced"] or w["out_of_order"] or w["phantom"]
+    bad = (w["lost"] or w["duplicated"] or w["misplaced"] or w["out_of_order"] or w["phantom"]
+           or w["refused_present"])
     al = r["alarms"]
     bad = bad or (al["available"] and (not al["ok"] or al["set"] == 0))
     bk = r["bank"]

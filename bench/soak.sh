@@ -3,7 +3,8 @@
 # writes to busy actors and many cold ones, a nemesis (kill -9 and restart, a node frozen
 # past its lease with SIGSTOP and resumed, a paused bucket, a node drained and undrained,
 # actors moved, a balance, a drained node restarted, a class deployed anew, an actor
-# restored to a point of its history and forked at another), alarms set throughout, bank
+# restored to a point of its history and forked at another, the tenant's quotas switched on
+# for a while: 429s that must never be applied), alarms set throughout, bank
 # transfers (messages between actors) throughout, bounded in time; then a
 # list-append checker (every acknowledged write present exactly once, at the number it was
 # acknowledged with, in order), an alarm checker (every alarm set by an acknowledged request

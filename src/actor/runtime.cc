@@ -200,6 +200,8 @@ ActorRuntime::ActorRuntime(Env& env, engine::Engine& engine, ClassRegistry& clas
   hooks.load_version = nullptr;
   auto on_event_time = std::move(hooks.on_event_time);
   hooks.on_event_time = nullptr;
+  auto resident_limit = std::move(hooks.resident_limit);
+  hooks.resident_limit = nullptr;
   executor_ = std::make_unique<V8Executor>(env, engine, classes, options_, std::move(hooks));
   RuntimeCoreOptions core;
   core.limits = options_.limits;
@@ -215,6 +217,7 @@ ActorRuntime::ActorRuntime(Env& env, engine::Engine& engine, ClassRegistry& clas
   core.broken = options_.broken;
   core.load_version = std::move(load_version);
   core.on_event_time = std::move(on_event_time);
+  core.resident_limit = std::move(resident_limit);
   core.to_loop = [env = &env](std::function<void()> fn) { env->PostFromAnyThread(std::move(fn)); };
   core_ = std::make_unique<ActorRuntimeCore>(env, *executor_, storage, std::move(core), std::move(on_unloaded));
 }
@@ -464,6 +467,13 @@ void PublishRuntimeMetrics(MetricsRegistry& registry, const ActorRuntime& runtim
           &RuntimeStats::idempotency_keys_forgotten, {});
   counter("wasmkeep_actor_memory_refusals_total", "Actors refused a start (503) because the memory budget was used up.",
           &RuntimeStats::memory_refusals, {});
+  const std::string resident =
+      "A tenant's resident_actors quota on this node (docs/tenants.md, \"Quotas\"): starts refused 429 because its "
+      "share was full of busy actors (outcome=refused), idle actors hibernated to make room (outcome=hibernated).";
+  counter("wasmkeep_quota_resident_actors_total", resident, &RuntimeStats::resident_quota_refusals,
+          {{"outcome", "refused"}});
+  counter("wasmkeep_quota_resident_actors_total", resident, &RuntimeStats::resident_quota_hibernations,
+          {{"outcome", "hibernated"}});
   registry.AddCallbackGauge(
       "wasmkeep_actor_instance_reserved_bytes",
       "Address space the live instances' linear memories reserve (each its maximum), kept within 3/4 of V8's 1 TiB.",

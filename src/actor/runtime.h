@@ -33,6 +33,7 @@
 #include "actor/runtime_core.h"
 #include "actor/sockets.h"
 #include "actor/storage.h"
+#include "actor/stored_quota.h"
 #include "actor/types.h"
 #include "base/metrics.h"
 #include "base/time.h"
@@ -119,6 +120,9 @@ struct RuntimeOptions {
   // Broken models (base/broken_models.h) of alarm events (fire-before-due) and of the
   // workers' memory pool (pool-skips-zeroing, engine::WorkerOptions::broken): tests only.
   BrokenModels broken;
+  // The tenants' stored bytes and stored_bytes quotas (stored_quota.h), which every event's
+  // writes are charged to; null: none. Not owned; outlives the runtime.
+  TenantStoredBytes* stored_quota = nullptr;
 };
 
 // Range of isolate_heap_limit_bytes: V8 needs a few MiB to start an isolate, and the heap
@@ -259,6 +263,8 @@ struct RuntimeHooks {
   std::function<double(const std::string& tenant)> tenant_weight;
   // RuntimeCoreOptions::on_event_time: each event's worker time, on the loop thread.
   std::function<void(const ActorId&, Duration worker_time)> on_event_time;
+  // RuntimeCoreOptions::resident_limit: the tenant's actors this node may keep in memory.
+  std::function<std::optional<std::size_t>(const std::string& tenant)> resident_limit;
 };
 
 class ActorRuntime final : public EventHost {

@@ -355,6 +355,18 @@ std::shared_ptr<ActorRuntimeCore::Slot> ActorRuntimeCore::StartSlot(const ActorI
     refused->error = fmt::format("no class {}/{} is deployed", id.tenant, id.class_name);
     return nullptr;
   }
+  if (options_.resident_limit) {
+    if (const std::optional<std::size_t> limit = options_.resident_limit(id.tenant);
+        limit && !MakeRoomForTenant(id.tenant, *limit > 0 ? *limit - 1 : 0, /*all_or_nothing=*/true)) {
+      ++stats_.resident_quota_refusals;
+      refused->outcome = EventOutcome::kOverQuota;
+      refused->error = fmt::format(
+          "tenant {} is at its quota resident_actors: this node keeps at most {} of its actors in memory (its share "
+          "of the quota) and none of them is idle; retry",
+          id.tenant, *limit);
+      return nullptr;
+    }
+  }
   if (options_.memory_budget_bytes > 0 && MemoryBytes() > options_.memory_budget_bytes) {
     // Admission: a new actor starts only if evicting idle ones brings the node back under
     // its budget (they leave asynchronously; their bytes are subtracted here already).
@@ -899,6 +911,31 @@ bool ActorRuntimeCore::MakeRoom() {
   return options_.memory_budget_bytes == 0 || EnforceMemoryBudget() <= options_.memory_budget_bytes;
 }
 
+bool ActorRuntimeCore::MakeRoomForTenant(const std::string& tenant, std::size_t keep, bool all_or_nothing) {
+  auto t = tenant_totals_.find(tenant);
+  if (t == tenant_totals_.end()) return true;
+  // Those leaving are on their way out: not counted against the share.
+  std::size_t staying = t->second.actors - t->second.closing;
+  if (staying <= keep) return true;
+  // The tenant's least recently active idle actors go first (a walk of the node's resident
+  // actors, only for a tenant over its share).
+  std::vector<std::shared_ptr<Slot>> leave;
+  for (Slot* s : by_activity_) {
+    if (staying <= keep) break;
+    if (s->id.tenant != tenant || s->state != Slot::State::kReady || !IsIdle(*s) || s->outbox_pending) continue;
+    leave.push_back(s->shared_from_this());
+    --staying;
+  }
+  if (all_or_nothing && staying > keep) return false;  // too few idle: nothing is closed
+  for (auto& s : leave) {
+    WK_LOG_INFO("hibernating an idle actor: its tenant is at its resident_actors quota on this node",
+                {{"actor", s->key}, {"keep", std::to_string(keep)}});
+    ++stats_.resident_quota_hibernations;
+    Close(s, UnloadReason::kHibernated);
+  }
+  return staying <= keep;
+}
+
 std::uint64_t ActorRuntimeCore::EnforceMemoryBudget() {
   std::uint64_t projected = MemoryBytes();
   if (projected <= options_.memory_budget_bytes) return projected;
@@ -987,6 +1024,15 @@ void ActorRuntimeCore::Sweep() {
     if (IsIdle(*s) && !s->outbox_pending) sleepy.push_back(s->shared_from_this());
   }
   for (auto& s : sleepy) Close(s, UnloadReason::kHibernated);
+  if (options_.resident_limit) {
+    // A share lowered below what is resident (a quota changed, a node joined): the idle ones
+    // over it leave now; busy ones as they become idle.
+    std::vector<std::string> tenants;
+    for (const auto& [tenant, t] : tenant_totals_) tenants.push_back(tenant);
+    for (const std::string& tenant : tenants) {
+      if (const auto limit = options_.resident_limit(tenant)) MakeRoomForTenant(tenant, *limit, false);
+    }
+  }
   executor_.AfterIdleSweep(dropped);
   if (!actors_.empty()) ScheduleSweep();
 }
@@ -1052,6 +1098,7 @@ void ActorRuntimeCore::Close(const std::shared_ptr<Slot>& slot, UnloadReason rea
   if (slot->state == Slot::State::kClosing) return;
   WK_CHECK(slot->state == Slot::State::kReady && slot->undelivered == 0, "closing a busy actor");
   slot->state = Slot::State::kClosing;
+  ++slot->tenant->closing;
   ForgetInstance(*slot);  // its drop is queued below
   std::weak_ptr<bool> alive = alive_;
   executor_.Close(slot->exec, [this, alive, slot, reason] {
@@ -1062,6 +1109,7 @@ void ActorRuntimeCore::Close(const std::shared_ptr<Slot>& slot, UnloadReason rea
 }
 
 void ActorRuntimeCore::CloseDone(const std::shared_ptr<Slot>& slot, UnloadReason reason) {
+  --slot->tenant->closing;
   SetStateBytes(*slot, 0, 0);
   // An actor that only leaves memory keeps its hold asleep (docs/node-lease.md, "Sleeping
   // holds"); one that leaves this node's care (requested: a drain, a move, quarantine), a

@@ -72,6 +72,10 @@ struct RuntimeStats {
   std::uint64_t linear_mapped_bytes = 0;  // instances' linear memory as mapped (its size)
   std::uint64_t instance_heap_bytes = 0;  // what the instances hold of heap_bytes (Instance::HeapBytes)
   std::uint64_t memory_refusals = 0;  // new actors refused because the budget was used up
+  // Starts refused because the tenant's resident_actors share was full of busy actors, and
+  // idle actors hibernated to make room under it.
+  std::uint64_t resident_quota_refusals = 0;
+  std::uint64_t resident_quota_hibernations = 0;
   // Instances dropped from resident actors: idle for idle_instance, to meet the budget, to
   // stay within max_instances.
   std::uint64_t instances_dropped_idle = 0;
@@ -131,6 +135,12 @@ struct RuntimeCoreOptions {
   // After each event ran, on the loop: the time its worker spent on it (its instantiation
   // included), which the tenants' CPU quotas and usage are charged (docs/tenants.md).
   std::function<void(const ActorId&, Duration worker_time)> on_event_time;
+  // Asked on the loop as a tenant's actor is about to start here: how many of the tenant's
+  // actors this node may keep in memory (its share of the resident_actors quota,
+  // docs/tenants.md), nullopt for no limit. At the limit the tenant's least recently used
+  // idle actor is hibernated to make room; if none is idle the start is refused kOverQuota.
+  // Asked again at each sweep: idle actors over a lowered share leave then.
+  std::function<std::optional<std::size_t>(const std::string& tenant)> resident_limit;
   // messages.wake_after_ms (MessageLimits): the wake time a system batch that fills an
   // outbox (RetryDead) writes; a system batch that empties one deletes it (KeepOutboxWake).
   std::int64_t message_wake_after_ms = MessageLimits{}.wake_after_ms;
@@ -203,8 +213,13 @@ class ActorRuntimeCore final : public EventHost {
     std::uint64_t instance_heap_bytes = 0;
     std::uint64_t stored_bytes = 0;
     std::size_t actors = 0;
+    std::size_t closing = 0;  // of `actors`, those leaving (Close to CloseDone)
   };
 
+  // Hibernates the tenant's least recently active idle actors until at most `keep` of its
+  // actors stay (closing ones not counted); whether that was reached. `all_or_nothing`:
+  // closes none if it cannot be.
+  bool MakeRoomForTenant(const std::string& tenant, std::size_t keep, bool all_or_nothing);
   Task<EventResult> Submit(ActorId id, std::optional<Request> request, AlarmEvent alarm,
                            std::optional<IdempotentRequest> idempotent = std::nullopt,
                            std::optional<IncomingMessage> message = std::nullopt,

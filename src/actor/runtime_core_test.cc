@@ -411,5 +411,57 @@ TEST_F(RuntimeCoreTest, OverTheBudgetTheLeastRecentlyActiveIdleActorIsEvicted) {
   EXPECT_TRUE(core_->IsResident(ActorId{"t", "c", "b"}));
 }
 
+// A tenant's resident_actors quota on this node (RuntimeCoreOptions::resident_limit;
+// docs/tenants.md, "Quotas"): at its share, a new actor of the tenant makes room by
+// hibernating the tenant's least recently active idle actor; with none idle the start is
+// refused kOverQuota, naming the quota; another tenant is never touched. A share lowered
+// below what is resident sends the idle ones over it away at the next sweep.
+TEST_F(RuntimeCoreTest, AtItsResidentShareATenantsIdleActorMakesRoomOrTheStartIsRefused) {
+  RuntimeCoreOptions options;
+  std::size_t share = 2;
+  options.resident_limit = [&share](const std::string& tenant) -> std::optional<std::size_t> {
+    if (tenant == "t") return share;
+    return std::nullopt;
+  };
+  Make(options);
+  env_.Spawn(Capture(core_->HandleRequest(ActorId{"u", "c", "other"}, Request{.method = "POST", .body = "u"}), "u"),
+             "send");
+  world_.RunFor(std::chrono::milliseconds(10));
+  executor_.Finish();
+  for (const auto& [name, tag] : {std::pair<std::string, std::string>{"a", "1"}, {"b", "2"}}) {
+    Send(name, tag);
+    world_.RunFor(std::chrono::milliseconds(10));
+    executor_.Finish();
+    world_.RunFor(std::chrono::milliseconds(10));
+    ASSERT_TRUE(answers_[tag].ok()) << answers_[tag].error;
+  }
+  Send("c", "3");  // a, the least recently active, leaves for c
+  world_.RunFor(std::chrono::milliseconds(10));
+  ASSERT_EQ(unloads_.size(), 1u);
+  EXPECT_EQ(unloads_[0].first, "a");
+  EXPECT_EQ(unloads_[0].second, UnloadReason::kHibernated);
+  EXPECT_EQ(core_->stats().resident_quota_hibernations, 1u);
+  Send("b", "4");  // b and c busy: no room for d
+  world_.RunFor(std::chrono::milliseconds(10));
+  Send("d", "5");
+  world_.RunFor(std::chrono::milliseconds(10));
+  ASSERT_TRUE(answers_.contains("5"));
+  EXPECT_EQ(answers_["5"].outcome, EventOutcome::kOverQuota);
+  EXPECT_NE(answers_["5"].error.find("tenant t is at its quota resident_actors"), std::string::npos)
+      << answers_["5"].error;
+  EXPECT_EQ(core_->stats().resident_quota_refusals, 1u);
+  EXPECT_TRUE(core_->IsResident(ActorId{"u", "c", "other"}));
+  executor_.Finish();
+  executor_.Finish();
+  world_.RunFor(std::chrono::milliseconds(10));
+  EXPECT_TRUE(answers_["3"].ok());
+  EXPECT_TRUE(answers_["4"].ok());
+  share = 1;
+  world_.RunFor(std::chrono::seconds(2));
+  EXPECT_EQ(core_->stats().resident_quota_hibernations, 2u);
+  EXPECT_EQ(core_->IsResident(ActorId{"t", "c", "b"}) + core_->IsResident(ActorId{"t", "c", "c"}), 1);
+  EXPECT_TRUE(core_->IsResident(ActorId{"u", "c", "other"}));
+}
+
 }  // namespace
 }  // namespace wk::actor

@@ -4,8 +4,18 @@
 
 namespace wk::actor {
 
-EventTxn::EventTxn(const ActorStorage& storage, const ActorLimits& limits)
-    : storage_(storage), limits_(limits), stored_bytes_(storage.StoredBytes()) {}
+EventTxn::EventTxn(const ActorStorage& storage, const ActorLimits& limits, StoredQuotaScope quota)
+    : storage_(storage),
+      limits_(limits),
+      stored_bytes_(storage.StoredBytes()),
+      quota_(std::move(quota)),
+      base_(stored_bytes_) {}
+
+EventTxn::~EventTxn() {
+  if (quota_.tenants == nullptr) return;
+  const std::uint64_t now = storage_.StoredBytes();
+  quota_.tenants->Settle(quota_.tenant, reserved_, static_cast<std::int64_t>(now) - static_cast<std::int64_t>(base_));
+}
 
 Status EventTxn::CheckKey(std::string_view what, std::string_view key) const {
   if (key.empty()) return InvalidArgument(fmt::format("{}: the key is empty", what));
@@ -47,6 +57,11 @@ Status EventTxn::Put(std::string_view key, std::string_view value) {
     return InvalidArgument(fmt::format(
         "storage_put: the actor would store {} bytes, over the limit max_stored_bytes = {}", after,
         limits_.max_stored_bytes));
+  }
+  if (quota_.tenants != nullptr && after > base_ && after - base_ > reserved_) {
+    // Reserved before it is the event's, so events of the tenant on other workers see it.
+    if (Status s = quota_.tenants->Reserve(quota_.tenant, after - base_ - reserved_, "storage_put"); !s.ok()) return s;
+    reserved_ = after - base_;
   }
   stored_bytes_ = after;
   auto it = writes_.find(key);

@@ -1,8 +1,9 @@
 // EventTxn: one event's storage operations as one atomic batch over an ActorStorage.
 // Reads see the event's own writes (puts, deletes, delete_all) layered over the committed
 // state; nothing reaches the storage until TakeBatch, and a failed event simply drops the
-// transaction. Also enforces the key, value and stored-bytes limits, since only here are
-// the event's sizes known.
+// transaction. Also enforces the key, value and stored-bytes limits, and the tenant's
+// stored_bytes quota (stored_quota.h: the event's growth reserved before a put takes it,
+// settled when the transaction ends), since only here are the event's sizes known.
 //
 // Threading: used by one event on one worker thread.
 #pragma once
@@ -10,13 +11,19 @@
 #include <map>
 
 #include "actor/storage.h"
+#include "actor/stored_quota.h"
 #include "actor/types.h"
 
 namespace wk::actor {
 
 class EventTxn {
  public:
-  EventTxn(const ActorStorage& storage, const ActorLimits& limits);
+  // `quota`: where the tenant's growth is reserved; its tenants outlive this.
+  EventTxn(const ActorStorage& storage, const ActorLimits& limits, StoredQuotaScope quota = {});
+  // Settles the reservation with what the storage holds now (what the event committed).
+  ~EventTxn();
+  EventTxn(const EventTxn&) = delete;
+  EventTxn& operator=(const EventTxn&) = delete;
 
   std::optional<std::string> Get(std::string_view key) const;
   // Returns true if the key existed (as this event sees it).
@@ -48,6 +55,9 @@ class EventTxn {
   bool cleared_ = false;
   std::optional<std::optional<std::int64_t>> alarm_;
   std::uint64_t stored_bytes_;
+  StoredQuotaScope quota_;
+  const std::uint64_t base_;   // the storage's stored bytes when the event began
+  std::uint64_t reserved_ = 0;  // growth over base_ reserved in quota_
 };
 
 }  // namespace wk::actor

@@ -114,3 +114,50 @@ TEST_F(TxnTest, AlarmIsPartOfTheBatch) {
 
 }  // namespace
 }  // namespace wk::actor
+
+namespace wk::actor {
+namespace {
+
+// The tenant's stored_bytes quota (stored_quota.h): two events on two actors at once reserve
+// their growth before it is theirs, so together they cannot pass the quota; a refused put
+// names the quota and leaves nothing to commit; what a transaction commits joins the count
+// when it ends; shrinking is never refused.
+TEST_F(TxnTest, ATenantsEventsAtOnceCannotTogetherPassItsStoredBytesQuota) {
+  TenantStoredBytes tenants;
+  tenants.LoadBase("t", static_cast<std::int64_t>(storage_->StoredBytes()));  // 24: a..d of this actor
+  tenants.SetLimit("t", 40);
+  RealEnv env;
+  auto other = env.RunMain(provider_.Open(ActorId{"t", "c", "m"}));
+  ASSERT_TRUE(other.ok());
+  {
+    EventTxn first(*storage_, limits_, StoredQuotaScope{&tenants, "t"});
+    EventTxn second(**other, limits_, StoredQuotaScope{&tenants, "t"});
+    ASSERT_TRUE(first.Put("e", "123456789").ok());  // 10 bytes: 34 with the reservation
+    Status over = second.Put("x", "123456789");     // 10 more: 44 > 40
+    ASSERT_FALSE(over.ok());
+    EXPECT_NE(over.message().find("tenant t would store 44 bytes in all, over its quota stored_bytes = 40"),
+              std::string::npos)
+        << over.ToString();
+    EXPECT_TRUE(second.TakeBatch().empty());  // nothing of the refused put to commit
+    ASSERT_TRUE(second.Put("x", "1234").ok());  // 5 bytes fit: 39
+    EXPECT_EQ(tenants.Get("t")->reserved, 15u);
+    storage_->Commit(first.TakeBatch());
+  }  // both end: the first committed 10, the second nothing
+  auto f = tenants.Get("t");
+  EXPECT_EQ(f->own, 34);
+  EXPECT_EQ(f->reserved, 0u);
+  EXPECT_EQ(tenants.refusals(), 1u);
+  {
+    EventTxn shrink(*storage_, limits_, StoredQuotaScope{&tenants, "t"});
+    tenants.SetLimit("t", 10);  // lowered below what is stored: shrinking still passes
+    EXPECT_TRUE(shrink.Delete("e"));
+    ASSERT_TRUE(shrink.Put("a", "o").ok());
+    ASSERT_TRUE(shrink.Put("zz", "1").ok());  // still below the event's start: 23 of 34
+    EXPECT_FALSE(shrink.Put("big", std::string(20, 'x')).ok());  // 46: growth over the start, refused
+    storage_->Commit(shrink.TakeBatch());
+  }
+  EXPECT_EQ(tenants.Get("t")->own, 23);
+}
+
+}  // namespace
+}  // namespace wk::actor

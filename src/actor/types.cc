@@ -8,6 +8,7 @@ std::string_view EventOutcomeName(EventOutcome o) {
     case EventOutcome::kBadRequest: return "bad_request";
     case EventOutcome::kNotFound: return "not_found";
     case EventOutcome::kOverloaded: return "overloaded";
+    case EventOutcome::kOverQuota: return "over_quota";
     case EventOutcome::kActorFailed: return "actor_failed";
     case EventOutcome::kUnavailable: return "unavailable";
     case EventOutcome::kInvalidHeader: return "invalid_header";

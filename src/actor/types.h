@@ -101,6 +101,7 @@ enum class EventOutcome : std::uint8_t {
   kUnavailable,   // storage could not restore or make the writes durable (503); retry
   kInvalidHeader, // a header the node reads is malformed, e.g. Idempotency-Key (400)
   kKeyReused,     // an Idempotency-Key first used with another method, path or body (422)
+  kOverQuota,     // the tenant's resident_actors quota left no room here (429 + Retry-After)
 };
 std::string_view EventOutcomeName(EventOutcome o);
 

@@ -281,6 +281,11 @@ std::uint64_t V8Executor::InstanceReservation(const ExecutorActor& next) const {
 // ---------------------------------------------------------------------------------------
 // Events
 
+StoredQuotaScope V8Executor::QuotaScope(const Actor& actor) const {
+  if (options_.stored_quota == nullptr) return {};
+  return StoredQuotaScope{options_.stored_quota, actor.id.tenant};
+}
+
 double V8Executor::TenantWeight(const std::string& tenant) const {
   // The tenant's share of a busy worker (docs/tenants.md, "Fair shares").
   return hooks_.tenant_weight ? std::max(hooks_.tenant_weight(tenant), 1e-3) : 1.0;
@@ -425,7 +430,7 @@ V8Executor::Ran V8Executor::Execute(engine::Worker& worker, Actor& actor, ActorS
     }
   }
   const auto cpu_limit = std::chrono::milliseconds(options_.limits.max_event_cpu_ms);
-  EventTxn txn(storage, options_.limits);
+  EventTxn txn(storage, options_.limits, QuotaScope(actor));
   EventContext ctx;
   ctx.limits = &options_.limits;
   ctx.actor = actor.key;
@@ -576,7 +581,7 @@ void V8Executor::RunUpgrade(engine::Worker& worker, Actor& actor, ActorStorage& 
   const std::uint32_t to = versions.run;
   UpgradeReport report{actor.id, from, to, false, {}};
   const auto cpu_limit = std::chrono::milliseconds(options_.limits.max_event_cpu_ms);
-  EventTxn txn(storage, options_.limits);
+  EventTxn txn(storage, options_.limits, QuotaScope(actor));
   EventContext ctx;
   ctx.limits = &options_.limits;
   ctx.actor = actor.key;

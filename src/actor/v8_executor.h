@@ -68,6 +68,8 @@ class V8Executor final : public Executor {
   // On the loop, between the actor's jobs: sets the code its class chooses for it (its
   // version, and a migration to run first); returns whether its module changed.
   bool ChooseCode(Actor& actor);
+  // Where an event of the actor charges its growth (RuntimeOptions::stored_quota).
+  StoredQuotaScope QuotaScope(const Actor& actor) const;
   // RuntimeHooks::tenant_weight, or 1 (loop thread).
   double TenantWeight(const std::string& tenant) const;
   // On the worker thread.

@@ -330,6 +330,12 @@ Task<AlarmService::Outcome> AlarmService::Run(ActorId actor, std::int64_t due_ms
       if (quarantined->has_value()) co_return Outcome::kQuarantined;
     }
   }
+  if (deps_.admit) {
+    while (const std::optional<Duration> wait = deps_.admit(actor.tenant)) {
+      co_await deps_.env.SleepFor(*wait);
+      if (!*alive) co_return Outcome::kNotRun;
+    }
+  }
   ++stats_.due;
   RememberRun(actor);
   actor::EventResult r = co_await deps_.host.HandleAlarm(actor, event);
@@ -375,6 +381,7 @@ AlarmService::Outcome AlarmService::Classify(const ActorId& actor, std::int64_t 
       return Outcome::kNoClass;
     case actor::EventOutcome::kBadRequest:
     case actor::EventOutcome::kOverloaded:
+    case actor::EventOutcome::kOverQuota:
     case actor::EventOutcome::kUnavailable:
     case actor::EventOutcome::kInvalidHeader:
     case actor::EventOutcome::kKeyReused:

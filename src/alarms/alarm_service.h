@@ -108,6 +108,10 @@ struct AlarmServiceDeps {
   BrokenModels broken;
   // Before an alarm of a resident actor, as the front's (routing/front.h). Unset: none.
   std::function<void(const std::string& tenant, const std::string& class_name)> refresh_class;
+  // Right before an alarm event runs here: nullopt to run it, or how long to wait before
+  // asking again (the tenant's alarms_per_second, routing/tenant_limits.h): the alarm runs
+  // late, never dropped. Unset: no wait.
+  std::function<std::optional<Duration>(const std::string& tenant)> admit;
 };
 
 class AlarmService {

@@ -7,6 +7,7 @@
 #include "cli/cost.h"
 #include "control/quota_cache.h"
 #include "control/quotas.h"
+#include "control/stored_ledger.h"
 #include "control/tenants.h"
 #include "control/usage.h"
 #include "control/tokens.h"
@@ -224,8 +225,9 @@ Task<int> List(ObjectStore* store, RealEnv*, TenantArgs a, CallOptions call) {
   co_return kExitOk;
 }
 
-// The tenant's quotas (docs/tenants.md, "Quotas"), one per line, every quota named.
-void PrintQuotas(const control::TenantQuotas& q, bool json) {
+// The tenant's quotas (docs/tenants.md, "Quotas"), one per line, every quota named; with
+// `stored`, the tenant's stored bytes as the ledger's records sum them (control/stored_ledger.h).
+void PrintQuotas(const control::TenantQuotas& q, bool json, std::optional<std::int64_t> stored = std::nullopt) {
   if (json) {
     nlohmann::json limits = nlohmann::json::object();
     for (std::size_t i = 0; i < control::kQuotas; ++i) {
@@ -235,6 +237,7 @@ void PrintQuotas(const control::TenantQuotas& q, bool json) {
     }
     nlohmann::json out = {{"tenant", q.tenant}, {"revision", q.revision}, {"quotas", limits}};
     if (q.revision > 0) out["updated_at_ms"] = ToUnixMs(q.updated_at);
+    if (stored) out["stored_bytes_in_use"] = *stored;
     std::printf("%s\n", out.dump(2).c_str());
     return;
   }
@@ -243,8 +246,10 @@ void PrintQuotas(const control::TenantQuotas& q, bool json) {
     const auto which = static_cast<control::Quota>(i);
     const auto limit = q.Get(which);
     const char* unset = which == control::Quota::kCpuWeight ? "1 (default)" : "unlimited";
-    std::printf("%-22s %s\n", std::string(control::QuotaName(which)).c_str(),
-                limit ? std::to_string(*limit).c_str() : unset);
+    std::string in_use;
+    if (which == control::Quota::kStoredBytes && stored) in_use = "  (in use: " + std::to_string(*stored) + ")";
+    std::printf("%-22s %s%s\n", std::string(control::QuotaName(which)).c_str(),
+                limit ? std::to_string(*limit).c_str() : unset, in_use.c_str());
   }
   if (q.revision > 0) std::printf("(revision %llu, %s)\n", static_cast<unsigned long long>(q.revision), IsoUtc(q.updated_at).c_str());
 }
@@ -264,7 +269,9 @@ Task<int> Quotas(ObjectStore* store, RealEnv*, TenantArgs a, CallOptions call) {
   if (!tenant.ok()) co_return Fail(tenant.status());
   auto q = co_await control::ReadQuotas(*store, a.name, call);
   if (!q.ok()) co_return Fail(q.status());
-  PrintQuotas(*q, a.json);
+  auto stored = co_await control::ReadStoredBytes(*store, a.name, call);
+  if (!stored.ok()) co_return Fail(stored.status());
+  PrintQuotas(*q, a.json, *stored);
   co_return kExitOk;
 }
 

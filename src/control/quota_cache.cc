@@ -112,6 +112,14 @@ const TenantQuotas* QuotaCache::For(std::string_view tenant) const {
   return &it->second.quotas;
 }
 
+std::map<std::string, std::uint64_t> QuotaCache::With(Quota q) const {
+  std::map<std::string, std::uint64_t> out;
+  for (const auto& [tenant, e] : state_->tenants) {
+    if (const auto limit = e.quotas.Get(q)) out.emplace(tenant, *limit);
+  }
+  return out;
+}
+
 QuotaCacheStats QuotaCache::stats() const { return state_->stats; }
 
 }  // namespace wk::control

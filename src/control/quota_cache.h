@@ -44,6 +44,8 @@ class QuotaCache {
 
   // The tenant's quotas as last read; nullptr when it has none (unlimited).
   const TenantQuotas* For(std::string_view tenant) const;
+  // The tenants with quota `q` set, with its value, as last read.
+  std::map<std::string, std::uint64_t> With(Quota q) const;
   QuotaCacheStats stats() const;
 
   struct State;  // shared with its refreshing task (quota_cache.cc)

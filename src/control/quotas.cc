@@ -16,9 +16,12 @@ constexpr std::array<std::string_view, kQuotas> kNames = {
     "resident_actors",
     "module_bytes",
     "cpu_weight",
+    "stored_bytes",
+    "messages_per_second",
+    "alarms_per_second",
 };
 
-bool IsByteQuota(Quota q) { return q == Quota::kModuleBytes; }
+bool IsByteQuota(Quota q) { return q == Quota::kModuleBytes || q == Quota::kStoredBytes; }
 
 }  // namespace
 

@@ -30,10 +30,13 @@ namespace wk::control {
 enum class Quota : std::uint8_t {
   kRequestsPerSecond,  // client API requests admitted per second, cluster-wide
   kCpuMsPerSecond,     // milliseconds of actor code run per second, cluster-wide
-  kResidentActors,     // the tenant's actors in memory, cluster-wide
+  kResidentActors,     // the tenant's actors in memory, cluster-wide (each node: its share)
   kModuleBytes,        // the bytes of the modules its classes' rollouts name (checked at deploy)
   kCpuWeight,          // not a limit: its share of a busy worker against other tenants' (1 if unset)
-  kCount
+  kStoredBytes,        // keys plus values of all its actors' state together, cluster-wide
+  kMessagesPerSecond,  // actor-to-actor messages delivered per second, cluster-wide
+  kAlarmsPerSecond,    // alarm events run per second, cluster-wide
+  kCount  // new names go last: a record lists its quotas in this order
 };
 inline constexpr std::size_t kQuotas = static_cast<std::size_t>(Quota::kCount);
 // "requests_per_second", ... (the names `--quota` and the record use).

@@ -731,6 +731,9 @@ ServerResponse Front::EventAnswer(actor::EventResult result, const std::string& 
       return Error(404, result.error);
     case actor::EventOutcome::kOverloaded:
       return Error(503, name + " is overloaded: " + result.error, true);
+    case actor::EventOutcome::kOverQuota:
+      ++stats_.throttled;
+      return Error(429, name + " cannot start: " + result.error, true);
     case actor::EventOutcome::kActorFailed:
       ++stats_.actor_failed;
       WK_LOG_WARN("event failed", {{"node", options_.node_id.str()}, {"actor", name}, {"error", result.error}});

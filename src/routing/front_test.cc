@@ -288,6 +288,27 @@ TEST_F(FrontTest, ATenantOverItsCpuQuotaIsRefusedUntilTheTimeIsPaidBack) {
   EXPECT_EQ(limits.stats().throttled_cpu, 2u);
 }
 
+// messages_per_second and alarms_per_second (TenantLimits::AdmitWork): a message or alarm
+// over the rate is told how long to wait, never refused; each quota its own bucket.
+// resident_actors: this node's share of it (all of it on a node alone).
+TEST_F(FrontTest, MessageAndAlarmRatesMakeWorkWaitAndTheResidentShareIsTheNodes) {
+  UseQuota(control::Quota::kMessagesPerSecond, 2);
+  TenantLimits& limits = *limits_;
+  EXPECT_FALSE(limits.AdmitWork(control::Quota::kMessagesPerSecond, "acme").has_value());
+  EXPECT_FALSE(limits.AdmitWork(control::Quota::kMessagesPerSecond, "acme").has_value());
+  const std::optional<Duration> wait = limits.AdmitWork(control::Quota::kMessagesPerSecond, "acme");
+  ASSERT_TRUE(wait.has_value());
+  EXPECT_NEAR(ToSeconds(*wait), 0.5, 0.01);  // one token at 2 a second
+  EXPECT_FALSE(limits.AdmitWork(control::Quota::kAlarmsPerSecond, "acme").has_value());  // no such quota
+  EXPECT_FALSE(limits.AdmitWork(control::Quota::kMessagesPerSecond, "globex").has_value());
+  world_.RunFor(std::chrono::milliseconds(500));
+  EXPECT_FALSE(limits.AdmitWork(control::Quota::kMessagesPerSecond, "acme").has_value());
+  EXPECT_EQ(limits.stats().delayed_messages, 1u);
+  EXPECT_FALSE(limits.ResidentShare("acme").has_value());
+  UseQuota(control::Quota::kResidentActors, 5);
+  EXPECT_EQ(limits_->ResidentShare("acme"), std::optional<std::size_t>(5));
+}
+
 TEST_F(FrontTest, ARequestThatReachesAnActorSaysSoAndARefusedOneDoesNot) {
   // The console's traffic rows count a class as deployed from this (routing/class_traffic.h).
   auto handle = [&](ServerRequest request) {

@@ -141,6 +141,12 @@ Task<ServerResponse> MessageDelivery::DeliverOne(std::shared_ptr<RoundState> rou
   m.body = e.second.body;
   m.retry_count = static_cast<std::int32_t>(e.second.attempts);
   ActorId to = e.second.to;
+  if (round->self->admit_) {
+    while (const std::optional<Duration> wait = round->self->admit_(round->sender.tenant)) {
+      co_await round->self->env_.SleepFor(*wait);
+      if (!*round->alive) co_return ServerResponse{503, {}, "message delivery stopped"};
+    }
+  }
   ServerResponse r = co_await round->self->deliver_(std::move(to), std::move(m));
   co_return r;
 }

@@ -77,6 +77,11 @@ class MessageDelivery {
   // The sender's outbox has messages (the runtime's on_outbox): delivers them, now or as the
   // running round for it ends.
   void Kick(const ActorId& sender);
+  // Asked before each message is delivered, with the sender's tenant: nullopt to go on, or
+  // how long to wait before asking again (a tenant's messages_per_second, TenantLimits). The
+  // lane waits in place, so the order of its messages is kept. Unset: no wait.
+  using AdmitFn = std::function<std::optional<Duration>(const std::string& tenant)>;
+  void SetAdmission(AdmitFn admit) { admit_ = std::move(admit); }
   // Cancels every delivery (a stopping node); what was not recorded is delivered by the
   // sender's next holder.
   void Stop();
@@ -130,6 +135,7 @@ class MessageDelivery {
   Env& env_;
   actor::EventHost& host_;
   DeliverFn deliver_;
+  AdmitFn admit_;
   MessageDeliveryOptions options_;
   BrokenModels broken_;
   std::map<ActorId, Sender> senders_;

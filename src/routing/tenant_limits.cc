@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "base/check.h"
+
 namespace wk {
 namespace {
 
@@ -92,6 +94,34 @@ void TenantLimits::ChargeCpu(const std::string& tenant, Duration worker_time) {
   b.tokens -= ToSeconds(worker_time) * 1000.0;  // may go below zero: the next requests wait
 }
 
+std::optional<Duration> TenantLimits::AdmitWork(control::Quota quota, const std::string& tenant) {
+  WK_CHECK(quota == control::Quota::kMessagesPerSecond || quota == control::Quota::kAlarmsPerSecond,
+           "AdmitWork of a quota that is not a work rate");
+  const control::TenantQuotas* q = quotas_.For(tenant);
+  if (q == nullptr) return std::nullopt;
+  const auto limit = q->Get(quota);
+  if (!limit) return std::nullopt;
+  const bool messages = quota == control::Quota::kMessagesPerSecond;
+  Bucket& b = (messages ? messages_ : alarms_)[tenant];
+  Fill(b, static_cast<double>(*limit) / LiveNodes());
+  if (b.tokens >= 1) {
+    b.tokens -= 1;
+    return std::nullopt;
+  }
+  ++(messages ? stats_.delayed_messages : stats_.delayed_alarms);
+  // Until the next token, at least a millisecond.
+  const double seconds = std::max((1 - b.tokens) / b.rate, 0.001);
+  return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(seconds));
+}
+
+std::optional<std::size_t> TenantLimits::ResidentShare(const std::string& tenant) {
+  const control::TenantQuotas* q = quotas_.For(tenant);
+  if (q == nullptr) return std::nullopt;
+  const auto limit = q->Get(control::Quota::kResidentActors);
+  if (!limit) return std::nullopt;
+  return static_cast<std::size_t>(std::max(1.0, std::ceil(static_cast<double>(*limit) / LiveNodes())));
+}
+
 void PublishTenantLimitMetrics(MetricsRegistry& registry, const control::QuotaCache& quotas,
                                const TenantLimits& limits) {
   const std::string help = "Client requests refused 429 for a tenant's rate quota, by quota (docs/tenants.md).";
@@ -101,6 +131,15 @@ void PublishTenantLimitMetrics(MetricsRegistry& registry, const control::QuotaCa
   registry.AddCallbackCounter("wasmkeep_quota_throttled_total", help,
                               [&limits] { return static_cast<double>(limits.stats().throttled_cpu); },
                               {{"quota", std::string(control::QuotaName(control::Quota::kCpuMsPerSecond))}});
+  const std::string delayed =
+      "Messages delivered and alarm events run late because their tenant was over its messages_per_second or "
+      "alarms_per_second (counted at each wait; docs/tenants.md).";
+  registry.AddCallbackCounter("wasmkeep_quota_delayed_total", delayed,
+                              [&limits] { return static_cast<double>(limits.stats().delayed_messages); },
+                              {{"quota", std::string(control::QuotaName(control::Quota::kMessagesPerSecond))}});
+  registry.AddCallbackCounter("wasmkeep_quota_delayed_total", delayed,
+                              [&limits] { return static_cast<double>(limits.stats().delayed_alarms); },
+                              {{"quota", std::string(control::QuotaName(control::Quota::kAlarmsPerSecond))}});
   registry.AddCallbackGauge("wasmkeep_tenants_with_quotas", "Tenants with at least one quota, as this node last read them",
                             [&quotas] { return static_cast<double>(quotas.stats().tenants_limited); });
   registry.AddCallbackCounter("wasmkeep_quota_records_corrupt_total",

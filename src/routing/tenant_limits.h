@@ -9,7 +9,12 @@
 //     forwarded request was admitted by the node it reached first);
 //   cpu_ms_per_second: the time the node's workers spent on the tenant's events, charged
 //     after each event; while the bucket is empty the tenant's requests are refused.
-// A refusal is 429 with Retry-After (the whole seconds until a token), naming the quota.
+//   messages_per_second, alarms_per_second: a token per message this node delivers for the
+//     tenant's senders, per alarm event it runs; over the rate the work waits (a message or
+//     alarm is durable: it is late, never refused).
+// A refused request is 429 with Retry-After (the whole seconds until a token), naming the
+// quota. resident_actors is a size, shared the same way: each node keeps at most its share,
+// rounded up, of the tenant's actors in memory (ResidentShare; the runtime enforces it).
 //
 // Threading: the Env loop; simulator-clean (the Env's monotonic clock).
 #pragma once
@@ -36,6 +41,8 @@ struct QuotaRefusal {
 struct TenantLimitStats {
   std::uint64_t throttled_requests = 0;  // refused for requests_per_second
   std::uint64_t throttled_cpu = 0;       // refused for cpu_ms_per_second
+  std::uint64_t delayed_messages = 0;    // made to wait for messages_per_second
+  std::uint64_t delayed_alarms = 0;      // made to wait for alarms_per_second
 };
 
 class TenantLimits {
@@ -47,6 +54,13 @@ class TenantLimits {
   std::optional<QuotaRefusal> AdmitRequest(const std::string& tenant);
   // The tenant's events ran `worker_time` on this node's workers.
   void ChargeCpu(const std::string& tenant, Duration worker_time);
+  // One message of the tenant's (kMessagesPerSecond) or alarm (kAlarmsPerSecond) is about to
+  // be delivered or run: admitted (nullopt, a token taken), or how long to wait before asking
+  // again. REQUIRES: quota is one of those two.
+  std::optional<Duration> AdmitWork(control::Quota quota, const std::string& tenant);
+  // The tenant's actors this node may keep in memory (its share of resident_actors, rounded
+  // up, at least 1); nullopt: unlimited.
+  std::optional<std::size_t> ResidentShare(const std::string& tenant);
   TenantLimitStats stats() const { return stats_; }
 
  private:
@@ -66,6 +80,8 @@ class TenantLimits {
   const Membership& membership_;
   std::map<std::string, Bucket> requests_;
   std::map<std::string, Bucket> cpu_;
+  std::map<std::string, Bucket> messages_;
+  std::map<std::string, Bucket> alarms_;
   double live_nodes_ = 1;
   MonoTime live_counted_{};
   TenantLimitStats stats_;

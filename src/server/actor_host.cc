@@ -39,6 +39,7 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
   replica::Replica::Deps deps{env, store, [&env](std::function<void()> fn) { env.PostFromAnyThread(std::move(fn)); },
                               &replica_totals, node.broken_models(), &alarm_index_};
   options_.runtime.broken = node.broken_models();
+  options_.runtime.stored_quota = &stored_;
   options_.sockets.broken = node.broken_models();
   node.owners().set_sleep_policy(SleepPolicy{options_.runtime.sleeping_hold, options_.runtime.max_sleeping_holds});
   provider_ = std::make_unique<replica::ReplicaProvider>(std::move(deps), deletions_, options_.storage, options_.close_limit);
@@ -50,6 +51,7 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
   };
   hooks.on_upgrade = [this](const actor::UpgradeReport& report) { OnUpgrade(report); };
   hooks.on_event_time = [this](const ActorId& id, Duration worker_time) { limits_.ChargeCpu(id.tenant, worker_time); };
+  hooks.resident_limit = [this](const std::string& tenant) { return limits_.ResidentShare(tenant); };
   hooks.tenant_weight = [this](const std::string& tenant) {
     const control::TenantQuotas* q = quotas_.For(tenant);
     const auto weight = q != nullptr ? q->Get(control::Quota::kCpuWeight) : std::nullopt;
@@ -129,6 +131,9 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
                                       node.broken_models(),
                                       [this](const std::string& tenant, const std::string& class_name) {
                                         RefreshClass(tenant, class_name);
+                                      },
+                                      [this](const std::string& tenant) {
+                                        return limits_.AdmitWork(control::Quota::kAlarmsPerSecond, tenant);
                                       }};
   alarms_ = std::make_unique<alarms::AlarmService>(std::move(alarm_deps), options_.alarms, options_.timing);
   scanner_ = std::make_unique<alarms::ShardScanner>(env, store, node.owners(), node.membership(), node.lease(),
@@ -144,6 +149,8 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
         return front_->DeliverMessage(std::move(receiver), std::move(message));
       },
       options_.messages, node.broken_models());
+  messages_->SetAdmission(
+      [this](const std::string& tenant) { return limits_.AdmitWork(control::Quota::kMessagesPerSecond, tenant); });
   runtime_->SetOutboxListener([this](const ActorId& sender) {
     if (messages_) messages_->Kick(sender);
   });
@@ -158,7 +165,45 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
   PublishForwarderMetrics(metrics, forwarder_);
   quarantine_.StartSweeps();
   quotas_.Start();
+  // The stored-bytes ledger: a tenant with a stored_bytes quota every quota period, the
+  // others with the usage flush.
+  control::StoredLedgerHooks ledger;
+  ledger.own = [this] {
+    std::map<std::string, control::StoredLedgerHooks::Own> out;
+    for (const auto& [tenant, f] : stored_.All()) out.emplace(tenant, control::StoredLedgerHooks::Own{f.own, f.base_loaded});
+    return out;
+  };
+  ledger.load_base = [this](const std::string& tenant, std::int64_t base) { stored_.LoadBase(tenant, base); };
+  ledger.set_others = [this](const std::string& tenant, std::int64_t others) { stored_.SetOthers(tenant, others); };
+  ledger.limited = [this] {
+    std::vector<std::string> out;
+    const auto limits = quotas_.With(control::Quota::kStoredBytes);
+    for (const auto& [tenant, f] : stored_.All()) {
+      if (f.limit && !limits.contains(tenant)) stored_.SetLimit(tenant, std::nullopt);  // lifted
+    }
+    for (const auto& [tenant, limit] : limits) {
+      stored_.SetLimit(tenant, limit);
+      out.push_back(tenant);
+    }
+    return out;
+  };
+  ledger_ = std::make_unique<control::StoredLedger>(env, store, options_.node_id.str(), control::kDefaultQuotaPeriod,
+                                                    options_.usage_flush, std::move(ledger));
+  ledger_->Start();
   PublishTenantLimitMetrics(metrics, quotas_, limits_);
+  metrics.AddCallbackCounter("wasmkeep_quota_stored_bytes_refusals_total",
+                             "storage_put calls that failed their event because the tenant's stored bytes would pass its "
+                             "stored_bytes quota (docs/tenants.md, \"Quotas\").",
+                             [this] { return static_cast<double>(stored_.refusals()); });
+  const std::string ledger_help =
+      "The stored-bytes ledger's records (control/stored_ledger.h): this node's written, periods whose reads or writes "
+      "failed, records that did not decode.";
+  metrics.AddCallbackCounter("wasmkeep_stored_ledger_total", ledger_help,
+                             [this] { return static_cast<double>(ledger_->stats().writes); }, {{"event", "written"}});
+  metrics.AddCallbackCounter("wasmkeep_stored_ledger_total", ledger_help,
+                             [this] { return static_cast<double>(ledger_->stats().failed); }, {{"event", "failed"}});
+  metrics.AddCallbackCounter("wasmkeep_stored_ledger_total", ledger_help,
+                             [this] { return static_cast<double>(ledger_->stats().corrupt); }, {{"event", "corrupt"}});
   usage_->PublishMetrics(metrics);
   usage_->Start();
   control::PublishQuarantineCacheMetrics(metrics, quarantine_cache_);
@@ -470,6 +515,13 @@ void ActorHost::OnUpgrade(const actor::UpgradeReport& report) {
   };
   env_.Spawn(write(this, alive_, report.id.tenant, report.id.class_name),
              "migration failures " + report.id.tenant + "/" + report.id.class_name);
+}
+
+Task<Status> ActorHost::FlushUsage() {
+  ledger_->Stop();
+  Status ledger = co_await ledger_->Tick(/*all=*/true);
+  if (!ledger.ok()) WK_LOG_WARN("clean stop: the last stored-bytes ledger write failed", {{"error", ledger.ToString()}});
+  co_return co_await usage_->Stop();
 }
 
 }  // namespace wk

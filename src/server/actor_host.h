@@ -37,6 +37,7 @@
 #include "control/operators.h"
 #include "control/quarantine_cache.h"
 #include "control/quota_cache.h"
+#include "control/stored_ledger.h"
 #include "control/tokens.h"
 #include "engine/engine.h"
 #include "env/real_env.h"
@@ -130,7 +131,8 @@ class ActorHost {
   // The clean stop's very end, after the node's holds and lease are released (so it delays
   // none of the ownership protocol's steps): the usage is flushed a last time
   // (server/usage_meter.h).
-  Task<Status> FlushUsage() { return usage_->Stop(); }
+  // The stored-bytes ledger's records are written a last time too (control/stored_ledger.h).
+  Task<Status> FlushUsage();
   // After each PeerTrust::Update: relayed WebSockets whose owner is no longer trusted as it
   // was are closed (SocketRelay::DropUntrusted).
   void DropUntrustedPeers() { relay_->DropUntrusted(); }
@@ -187,6 +189,11 @@ class ActorHost {
   // (rates) and charged after each event (CPU).
   control::QuotaCache quotas_;
   TenantLimits limits_;
+  // The tenants' stored bytes as this node knows them, charged by every event's writes and
+  // checked against stored_bytes (actor/stored_quota.h), and the ledger that publishes this
+  // node's count and reads the others' (control/stored_ledger.h).
+  actor::TenantStoredBytes stored_;
+  std::unique_ptr<control::StoredLedger> ledger_;
   QuarantineService quarantine_;
   // Before the provider and the runtime: their replicas report to it until destroyed.
   alarms::AlarmIndex alarm_index_;

@@ -75,6 +75,12 @@ def metric(node, name):
     return None
 
 
+def final(status):
+    """A final answer: 200 or 409, or a client error other than 429 (a tenant's quota: try
+    again later, as a client does after its Retry-After)."""
+    return answered(status) or (400 <= status < 500 and status != 429)
+
+
 def answered(status):
     """A final answer of the bank: 200, or 409 (insufficient funds). Anything else below 500
     is a client error the test must not make; 0 and 5xx are sent again."""
@@ -131,7 +137,7 @@ class Transfer:
         node = rng.choice(nodes)
         status, body, replay = call(node, "POST", self.path, self.bank.token, self.key)
         (self.replayed if replaying else self.answers).append([status, body, replay, node, round(time.time(), 3)])
-        if answered(status) or 400 <= status < 500:
+        if final(status):
             if replaying:
                 return True
             self.final, self.node = [status, body], node
@@ -205,7 +211,7 @@ class Bank:
             status, body, replay = call(node, method, path, self.token, key)
             with self.lock:
                 answers.append([status, body, replay, node, round(time.time(), 3)])
-            if answered(status) or 400 <= status < 500:
+            if final(status):
                 return status, body, node
             if time.time() > deadline:
                 return None, body, node

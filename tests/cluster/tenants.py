@@ -5,6 +5,11 @@ duration or a count.
 
   tenants.py --nodes H:P[,H:P...] --token T --tenant NAME [--class counter] [--path increment]
              [--actors N] [--threads N] [--seconds S | --requests N] [--pause-ms MS]
+             [--method PUT --body-bytes N]
+
+--path may hold {n}, the request's number (unique keys for examples/kv). With --body-bytes,
+each request carries that many bytes, and the 200s' path and body bytes are summed
+("stored_bytes": what examples/kv stores for them when every key is new).
 
 Prints one JSON object: the answers by status, the Retry-After values of the 429s (each must
 be a whole number of seconds >= 1), the first 429's body, and the latencies of the 200s
@@ -29,12 +34,16 @@ def main():
     p.add_argument("--seconds", type=float, default=0)
     p.add_argument("--requests", type=int, default=0)
     p.add_argument("--pause-ms", type=float, default=0)
+    p.add_argument("--method", default="POST")
+    p.add_argument("--body-bytes", type=int, default=0)
     a = p.parse_args()
     nodes = a.nodes.split(",")
     lock = threading.Lock()
     statuses, retry_after, latencies = {}, [], []
     first_429 = [None]
     sent = [0]
+    stored = [0]
+    first_500 = [None]
     end = time.monotonic() + a.seconds if a.seconds else None
 
     def take():
@@ -53,14 +62,17 @@ def main():
             if n is None:
                 return
             node = nodes[n % len(nodes)]
-            path = "/v1/actors/%s/%s/c%d/%s" % (a.tenant, a.cls, n % a.actors, a.path)
+            key = a.path.replace("{n}", str(n))
+            path = "/v1/actors/%s/%s/c%d/%s" % (a.tenant, a.cls, n % a.actors, key)
+            body = b"x" * a.body_bytes
             t0 = time.monotonic()
             try:
                 c = conns.get(node) or http.client.HTTPConnection(node, timeout=20)
                 conns[node] = c
-                c.request("POST", path, headers={"Authorization": "Bearer " + a.token, "Content-Length": "0"})
+                c.request(a.method, path, body=body,
+                          headers={"Authorization": "Bearer " + a.token, "Content-Length": str(len(body))})
                 r = c.getresponse()
-                body = r.read().decode(errors="replace")
+                body = r.read().decode(errors="replace")  # the answer's, from here on
                 status = r.status
                 ra = r.getheader("Retry-After")
             except Exception as e:  # a connection the node closed: counted, and a new one next time
@@ -71,6 +83,9 @@ def main():
                 statuses[str(status)] = statuses.get(str(status), 0) + 1
                 if status == 200:
                     latencies.append(ms)
+                    stored[0] += len(key) + a.body_bytes
+                if status == 500 and first_500[0] is None:
+                    first_500[0] = body.strip()
                 if status == 429:
                     retry_after.append(ra)
                     if first_429[0] is None:
@@ -90,7 +105,7 @@ def main():
 
     print(json.dumps({"statuses": statuses, "retry_after": sorted(set(str(x) for x in retry_after)),
                       "first_429": first_429[0], "p50_ms": pct(0.50), "p99_ms": pct(0.99),
-                      "sent": sent[0]}))
+                      "sent": sent[0], "stored_bytes": stored[0], "first_500": first_500[0]}))
 
 
 if __name__ == "__main__":
