@@ -37,6 +37,7 @@ control_test="$build/src/control/wk_control_test"
 examples_test="$build/examples/examples_test"
 server_test="$build/src/server/wk_quarantine_service_test"
 socket_hub_test="$build/src/routing/wk_socket_hub_test"
+front_test="$build/src/routing/wk_front_test"
 sim="$build/sim/wasmkeep-sim"
 wk="$build/src/cli/wasmkeep"
 needed=("$cluster_test" "$replica_test" "$alarms_test" "$engine_test" "$actor_test" "$control_test" "$examples_test" "$server_test" "$sim")
@@ -142,6 +143,8 @@ class versions: an actor's place in a rollout is stable in its name|rollout-unst
 class versions: a migration's writes commit with its version mark|upgrade-outside-batch|gtest|examples:ClassVersionsRuntimeTest.TheMarkCommitsWithTheMigrationSoARestartNeverMigratesAgain|
 class versions: a broken version's state whose migration failed runs nowhere|broken-state-runs|gtest|examples:ClassVersionsRuntimeTest.AFailedMigrationOfABrokenVersionsStateRunsNothing|
 tenants: a tenant flooding a worker delays another's job by at most one of its own|fair-share-off|gtest|actor:FairQueueTest.AFloodingTenantDelaysAnothersJobByAtMostOneOfItsOwn|
+tenants: a request refused 429 by a quota ran nothing|quota-after-run|gtest|front:FrontTest.ATenantOverItsRequestQuotaGets429WithRetryAfterAndOthersDoNot|
+tenants: a request refused 429 by a quota ran nothing (simulator)|quota-after-run|sim|combined|
 tenants: an idle tenant's job waits for at most one job of each busy tenant (real processes)|fair-share-off|cluster|tenants|no job of an idle tenant waited
 class versions: an actor's place in a rollout is stable in its name (simulator)|rollout-unstable|sim|combined|
 class versions: a migration's writes commit with its version mark (simulator)|upgrade-outside-batch|sim|combined|
@@ -203,6 +206,7 @@ run_gtest() {  # BINARY FILTER BROKEN
   [ "${1%%:*}" = examples ] && bin=$examples_test
   [ "${1%%:*}" = quarantine ] && bin=$server_test
   [ "${1%%:*}" = sockethub ] && bin=$socket_hub_test
+  [ "${1%%:*}" = front ] && bin=$front_test
   local filter=${1#*:}
   WASMKEEP_BROKEN_MODELS="$2" "$bin" --gtest_filter="$filter" >"$3" 2>&1 || return 1
   grep -q "\[  PASSED  \] 1 test" "$3" || return 1  # the filter named exactly one test, which ran

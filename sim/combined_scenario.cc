@@ -24,6 +24,9 @@
 //     marking broken and pinning versions of the ledger class while clients use 6 of its
 //     actors, with checkers V1-V6: each state written only by versions it was migrated
 //     through, in order;
+//   - tenant quotas (quota_operator.h): an operator setting and lifting the tenant's request,
+//     resident-actor, message and alarm quotas until 120 s, read by every node as a real
+//     node reads them, with checker T1 (list_clients.h): an append refused 429 never applied;
 //   - checkers 1-7 of the node leases (off in the other serving scenarios) and 8-10
 //     (checkers.h) on every actor, list and alarm ones alike.
 // Faults: the serving profile (faults.h): kill -9, nodes frozen past their lease, partitions
@@ -46,6 +49,7 @@
 #include "scenario.h"
 #include "serving.h"
 #include "socket_clients.h"
+#include "quota_operator.h"
 #include "version_clients.h"
 #include "world.h"
 
@@ -103,6 +107,7 @@ class CombinedSim {
         messages_(world_, cluster_, MessageClientsOptions{.actors = kMailActors, .clients = 2}),
         sockets_(world_, cluster_, SocketClientsOptions{}),
         versions_(world_, cluster_),
+        quotas_(world_),
         checkers_(world_, CheckerOptions{.leases = true, .owners = true, .holders = true}),
         operators_(world_, faults_, checkers_, OperatorOptions{.moves = true, .drains = false, .bucket = true}),
         model_(world_, "list", &ListState),
@@ -141,6 +146,7 @@ class CombinedSim {
       messages_.Start();
       sockets_.Start();
       versions_.Start();
+      quotas_.Start();
       faults_.ScheduleChaos();
       operators_.Start();
       history_.Start();
@@ -183,6 +189,7 @@ class CombinedSim {
     MessageClients::ConfigureServing(o, kMailActors, world_.timing());
     SocketClients::Configure(o);
     VersionClients::Configure(o);
+    QuotaOperator::Configure(o);
     // Sleeping holds kept for seconds and a handful at most, so that their releases (idle,
     // count) meet drains, moves, alarms, outboxes and kills (docs/node-lease.md, "Sleeping
     // holds").
@@ -201,6 +208,7 @@ class CombinedSim {
   MessageClients messages_;
   SocketClients sockets_;
   VersionClients versions_;
+  QuotaOperator quotas_;
   Checkers checkers_;
   Operators operators_;
   HistoryModel model_;

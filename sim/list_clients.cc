@@ -158,6 +158,14 @@ void ListClients::CheckActor(int a) {
       return;
     }
   }
+  // T1: an append refused 429 by a tenant's quota (docs/tenants.md, "Quotas") ran nothing
+  // (one sent once, without a key: a keyed one may be applied by its retry).
+  for (const Op* op : sent) {
+    if (op->status != 429 || !op->key.empty() || !pos.contains(op->value)) continue;
+    w_.Violation("T1: " + name + ": the append of " + op->value + " sent at " + At(op->invoked) + " via n" +
+                 std::to_string(op->slot) + " was refused 429 by a quota, yet it was applied");
+    return;
+  }
   // The latest send time among M's first i values, so a read of length n ended after
   // every value it holds was sent.
   std::vector<MonoTime> sent_by(m.size() + 1, MonoTime{});

@@ -534,6 +534,7 @@ NativeActorHost::NativeActorHost(Env& env, actor::StorageProvider& storage, Nati
   // With mail actors, a ring's messages queue behind the clients' sends.
   if (options.mail_ring > 0) core.limits.max_queued_events = 256;
   core.load_version = options.load_version;
+  core.resident_limit = options.resident_limit;
   core_ = std::make_unique<actor::ActorRuntimeCore>(
       env, executor_, storage, std::move(core), [this](const ActorId& id, actor::UnloadReason reason) {
         if (on_closed_) on_closed_(id, std::string(actor::UnloadReasonName(reason)));

@@ -74,6 +74,8 @@ struct NativeActorHostOptions {
   NativeVersions* versions = nullptr;
   int migration_failure_percent = 30;
   std::function<Task<Status>(ActorId, std::uint32_t version)> load_version;
+  // RuntimeCoreOptions::resident_limit: the tenant's resident_actors share here (quotas).
+  std::function<std::optional<std::size_t>(const std::string& tenant)> resident_limit;
   std::function<void(const ActorId&, std::uint32_t from, std::uint32_t to, bool ok)> on_migration;
 };
 

@@ -107,7 +107,8 @@ const std::vector<Scenario>& Scenarios() {
         {"history-ignores-fence", 288, 10},
         {"upgrade-outside-batch", 1, 10},
         {"rollout-unstable", 1, 10},
-        {"broken-state-runs", 1, 10}},
+        {"broken-state-runs", 1, 10},
+        {"quota-after-run", 8, 10}},
        // Not here: resolver-without-lock, caught at seed 1232 before the mail actors joined and
        // by none of the seeds 1 to about 1000 searched since (the ownership scenario's row and
        // scripts/check-proofs.sh are its proof); earlier-entries-before-fence, ack-late-upload and restore-ignores-fence,

@@ -11,11 +11,13 @@
 #include "control/class_versions.h"
 #include "control/quarantine_cache.h"
 #include "control/quarantine_strikes.h"
+#include "control/quota_cache.h"
 #include "replica/provider.h"
 #include "routing/forwarder.h"
 #include "routing/front.h"
 #include "routing/owner_changes.h"
 #include "routing/quarantine_hold_source.h"
+#include "routing/tenant_limits.h"
 #include "store/store_wrapper.h"
 
 namespace wk::sim {
@@ -184,6 +186,7 @@ struct ServingCluster::Parts final : ProcessParts {
     if (scanner) scanner->Stop();
     if (service) service->Stop();
     if (messages) messages->Stop();
+    if (quotas) quotas->Stop();
     if (owners != nullptr) {
       owners->set_on_hold_ended_sockets(nullptr);
       owners->set_keep_sleeping(nullptr);
@@ -214,6 +217,8 @@ struct ServingCluster::Parts final : ProcessParts {
   std::unique_ptr<Forwarder> forwarder;
   std::unique_ptr<Front> front;
   std::unique_ptr<PeerTransport> transport;
+  std::unique_ptr<control::QuotaCache> quotas;  // before limits: they read it
+  std::unique_ptr<TenantLimits> limits;         // before host: its core asks it
   Owners* owners = nullptr;
   std::unique_ptr<SocketHub> sockets;  // before host: destroyed after it
   std::shared_ptr<VersionLoader> versions;  // before host: its chooser outlives it
@@ -304,6 +309,13 @@ void ServingCluster::Build(Process& p) {
                std::to_string(to) + (ok ? "" : ": fails"));
     };
   }
+  if (options_.quotas) {
+    raw->quotas = std::make_unique<control::QuotaCache>(*env, store);
+    raw->limits = std::make_unique<TenantLimits>(*env, *raw->quotas, p.node->membership());
+    host_options.resident_limit = [limits = raw->limits.get()](const std::string& tenant) {
+      return limits->ResidentShare(tenant);
+    };
+  }
   raw->host = MakeActorHost(*env, *raw->provider, host_options);
   raw->owners = &owners;
   if (options_.sockets) {
@@ -339,6 +351,7 @@ void ServingCluster::Build(Process& p) {
     };
   }
   front_deps.hand_overs = &p.node->hand_overs();
+  front_deps.limits = raw->limits.get();
   front_deps.quarantine = raw->quarantine.get();
   front_deps.sockets = raw->sockets.get();
   if (options_.alarms) {
@@ -349,6 +362,7 @@ void ServingCluster::Build(Process& p) {
     };
   }
   FrontOptions front_options;
+  front_options.broken = broken;
   front_options.node_id = p.node_id;
   front_options.check_peer_pins = true;
   raw->front = std::make_unique<Front>(std::move(front_deps), front_options);
@@ -381,6 +395,11 @@ void ServingCluster::Build(Process& p) {
   if (options_.alarms) {
     alarms::AlarmServiceDeps alarm_deps{*env, owners, p.node->membership(), *raw->host, *raw->index,
                                         raw->forwarder.get(), load_class, raw->quarantine.get(), broken};
+    if (raw->limits) {
+      alarm_deps.admit = [limits = raw->limits.get()](const std::string& tenant) {
+        return limits->AdmitWork(control::Quota::kAlarmsPerSecond, tenant);
+      };
+    }
     raw->service = std::make_unique<alarms::AlarmService>(std::move(alarm_deps), *options_.alarms, w_.timing());
     raw->scanner = std::make_unique<alarms::ShardScanner>(*env, store, owners, p.node->membership(), p.node->lease(),
                                                           p.node->drain_control(), *raw->service);
@@ -394,12 +413,18 @@ void ServingCluster::Build(Process& p) {
         },
         *options_.messages, broken);
     raw->host->SetOutboxListener([messages = raw->messages.get()](const ActorId& sender) { messages->Kick(sender); });
+    if (raw->limits) {
+      raw->messages->SetAdmission([limits = raw->limits.get()](const std::string& tenant) {
+        return limits->AdmitWork(control::Quota::kMessagesPerSecond, tenant);
+      });
+    }
   }
   raw->changes = std::make_unique<OwnerChanges>(OwnerChangesDeps{*env, store, owners, *raw->host, *raw->provider,
                                                                    *raw->guard, p.node_id, options_.replica.retention,
                                                                    broken});
   p.changes = raw->changes.get();
   Front* front = raw->front.get();
+  if (raw->quotas) raw->quotas->Start();
   network_.Listen(AddressOf(p.slot), p.node_id, env,
                   [front](ServerRequest r) { return front->Handle(std::move(r), Via::kClient); });
   network_.Listen(PeerAddressOf(p.slot), p.node_id, env,

@@ -75,6 +75,10 @@ struct ServingOptions {
   // wires `wasmkeep serve`: the runtime's directory, the front's handshakes, the holds that
   // end closing their actors' connections with 1012, sleeping holds kept for them).
   bool sockets = false;
+  // Every node reads the tenants' quotas (control/quota_cache.h, every 5 s) and applies them
+  // as ActorHost does (routing/tenant_limits.h): the front's request rates, the core's
+  // resident_actors share, the message deliveries' and alarms' rates (quota_clients.h).
+  bool quotas = false;
 };
 
 // The simulated world's tenant.

@@ -95,6 +95,7 @@ constexpr std::array<std::string_view, kModels> kNames = {
     "upgrade-outside-batch",
     "broken-state-runs",
     "fair-share-off",
+    "quota-after-run",
 };
 static_assert(kNames.size() == kModels, "one name per BrokenModel");
 static_assert(kNames[static_cast<std::size_t>(BrokenModel::kUpgradeOutsideBatch)] == "upgrade-outside-batch",

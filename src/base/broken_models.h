@@ -136,8 +136,9 @@ enum class BrokenModel : std::uint8_t {
   kRolloutUnstable,          // an actor's place in a rollout is drawn again for every share: it may flip between versions
   kUpgradeOutsideBatch,      // a migration's writes are committed apart from its version mark (the mark waits for the next write)
   kBrokenStateRuns,          // a broken version's state whose migration failed falls back to the broken version
-  // ---- Tenants (actor/fair_queue.h), docs/tenants.md "Fair shares"
+  // ---- Tenants (actor/fair_queue.h, routing/front.cc), docs/tenants.md "Fair shares" and "Quotas"
   kFairShareOff,             // a worker runs its jobs first come, first served, whatever their tenant
+  kQuotaAfterRun,            // the front asks a tenant's request quota after running the request: a 429 may come with its effects
   kCount
 };
 

@@ -300,8 +300,11 @@ Task<ServerResponse> Front::Handle(ServerRequest request, Via via, bool* reached
 
   // 2b. The tenant's rate quotas, where a client's request arrives (a forwarded one was
   // admitted there).
+  std::optional<QuotaRefusal> refuse_after;  // quota-after-run: the refusal, given after the run
   if (via == Via::kClient && deps_.limits != nullptr) {
-    if (auto over = deps_.limits->AdmitRequest(id.tenant)) {
+    if (auto over = deps_.limits->AdmitRequest(id.tenant); over && options_.broken.on(BrokenModel::kQuotaAfterRun)) {
+      refuse_after = std::move(over);
+    } else if (over) {
       ServerResponse r;
       r.status = 429;
       r.headers.emplace_back("Content-Type", "text/plain; charset=utf-8");
@@ -332,6 +335,12 @@ Task<ServerResponse> Front::Handle(ServerRequest request, Via via, bool* reached
   }
   switch (route.kind) {
     case Route::Kind::kRunHere:
+      if (refuse_after) {
+        co_await Run(std::move(id), std::move(actor_request));
+        ServerResponse r = Error(429, refuse_after->message);
+        r.headers.emplace_back("Retry-After", std::to_string(refuse_after->retry_after_seconds));
+        co_return r;
+      }
       co_return co_await Run(std::move(id), std::move(actor_request));
     case Route::Kind::kForward:
       co_return co_await ForwardTo(std::move(route.to), std::move(request), std::move(caller.tenant), caller.hops + 1);

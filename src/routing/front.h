@@ -36,6 +36,7 @@
 #include <string_view>
 
 #include "actor/event_host.h"
+#include "base/broken_models.h"
 #include "base/metrics.h"
 #include "cluster/hand_over.h"
 #include "cluster/membership.h"
@@ -75,6 +76,8 @@ struct FrontOptions {
   std::uint64_t max_request_bytes = 1ull << 20;
   int max_hops = 2;
   int retry_after_seconds = 1;
+  // quota-after-run (base/broken_models.h): tests only.
+  BrokenModels broken;
 };
 
 struct FrontDeps {

@@ -75,6 +75,8 @@ class FrontTest : public ::testing::Test {
     FrontOptions options;
     options.node_id = NodeId("a");
     options.max_request_bytes = 1000;
+    // WASMKEEP_BROKEN_MODELS (quota-after-run: scripts/check-proofs.sh).
+    if (auto broken = BrokenModels::FromEnvironment(); broken.ok()) options.broken = *broken;
     return options;
   }
   // The front again, with acme's `quota` at `limit` (read from the bucket by the node's cache

@@ -97,6 +97,7 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
   fo.node_id = options_.node_id;
   fo.check_peer_pins = true;
   fo.max_request_bytes = options_.runtime.limits.max_request_bytes;
+  fo.broken = node.broken_models();
   front_ = std::make_unique<Front>(std::move(front), fo);
   // WebSockets (docs/websockets.md): their events are routed as requests are; a hold that
   // ends here closes its actor's connections with 1012 (the clients reconnect to the new
