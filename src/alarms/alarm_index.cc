@@ -19,6 +19,10 @@ AlarmIndex::AlarmIndex(Env& env, ObjectStore& store, AlarmIndexOptions options)
 
 AlarmIndex::~AlarmIndex() { *alive_ = false; }
 
+ObjectStore& AlarmIndex::StoreOf(const ActorId& actor) {
+  return tenant_stores_ != nullptr ? tenant_stores_->Of(actor).ForPurpose(BucketPurpose::kAlarm) : store_;
+}
+
 void AlarmIndex::Opened(const ActorId& actor, Generation generation, std::optional<std::int64_t> alarm,
                         std::function<bool()> is_valid, std::uint64_t resumed_after) {
   Open& open = open_[{actor, generation}];
@@ -47,7 +51,7 @@ void AlarmIndex::Committed(const ActorId& actor, Generation generation, std::uin
   if (alarm) {
     open.own[seq] = *alarm;
     EntryKey key{ShardOf(actor), *alarm, actor, generation, seq};
-    env_.Spawn(WriteEntry(alive_, this, EncodeEntryKey(key), std::move(entry_written)), "alarm entry");
+    env_.Spawn(WriteEntry(alive_, this, &StoreOf(actor), EncodeEntryKey(key), std::move(entry_written)), "alarm entry");
   }
   if (listener_) listener_(actor, alarm, true);
 }
@@ -100,7 +104,7 @@ void AlarmIndex::Cleanup(const ActorId& actor, Open& open, std::uint64_t durable
   for (auto it = open.own.begin(); it != open.own.end() && it->first <= durable_seq;) {
     if (stale(it->second)) {
       EntryKey key{ShardOf(actor), it->second, actor, open.generation, it->first};
-      env_.Spawn(DeleteEntry(alive_, this, EncodeEntryKey(key), open.is_valid), "alarm entry delete");
+      env_.Spawn(DeleteEntry(alive_, this, &StoreOf(actor), EncodeEntryKey(key), open.is_valid), "alarm entry delete");
       it = open.own.erase(it);
     } else {
       ++it;
@@ -119,7 +123,7 @@ void AlarmIndex::Cleanup(const ActorId& actor, Open& open, std::uint64_t durable
   }
 }
 
-Task<void> AlarmIndex::WriteEntry(std::shared_ptr<bool> alive, AlarmIndex* self, std::string key,
+Task<void> AlarmIndex::WriteEntry(std::shared_ptr<bool> alive, AlarmIndex* self, ObjectStore* store, std::string key,
                                   std::function<void(Status)> done) {
   ++self->in_flight_;
   const MonoTime deadline = self->env_.MonoNow() + self->options_.entry_timeout;
@@ -131,7 +135,7 @@ Task<void> AlarmIndex::WriteEntry(std::shared_ptr<bool> alive, AlarmIndex* self,
     // object: the PUT is unconditional.
     std::string k = key;
     std::string body(kEntryBody);
-    auto put = co_await self->store_.Put(std::move(k), std::move(body), Precondition::None(),
+    auto put = co_await store->Put(std::move(k), std::move(body), Precondition::None(),
                                          CallOptions{self->options_.request_timeout});
     if (!*alive) co_return;
     if (put.ok()) {
@@ -157,7 +161,7 @@ Task<void> AlarmIndex::WriteEntry(std::shared_ptr<bool> alive, AlarmIndex* self,
   done(Retryable("alarm index entry " + key + " not written: " + last.ToString()));
 }
 
-Task<void> AlarmIndex::DeleteEntry(std::shared_ptr<bool> alive, AlarmIndex* self, std::string key,
+Task<void> AlarmIndex::DeleteEntry(std::shared_ptr<bool> alive, AlarmIndex* self, ObjectStore* store, std::string key,
                                    std::function<bool()> is_valid) {
   // Only an owner removes entries (rule 2); a hold that ended leaves them, stale, to the
   // next owner.
@@ -165,7 +169,7 @@ Task<void> AlarmIndex::DeleteEntry(std::shared_ptr<bool> alive, AlarmIndex* self
   ++self->in_flight_;
   ++self->stats_.deletes;
   std::string k = key;
-  Status st = co_await self->store_.Delete(std::move(k), Precondition::None(),
+  Status st = co_await store->Delete(std::move(k), Precondition::None(),
                                            CallOptions{self->options_.request_timeout});
   if (!*alive) co_return;
   --self->in_flight_;
@@ -185,7 +189,8 @@ Task<void> AlarmIndex::DeleteEarlier(std::shared_ptr<bool> alive, AlarmIndex* se
   ListOptions lo;
   lo.prefix = AlarmPrefix(actor, due_ms);
   lo.page_size = kPrefixPageSize;
-  auto page = co_await self->store_.List(std::move(lo), CallOptions{self->options_.request_timeout});
+  ObjectStore& store = self->StoreOf(actor);
+  auto page = co_await store.List(std::move(lo), CallOptions{self->options_.request_timeout});
   if (!*alive) co_return;
   --self->in_flight_;
   if (!page.ok()) co_return;  // stale entries stay; a later delivery finds them
@@ -196,7 +201,7 @@ Task<void> AlarmIndex::DeleteEarlier(std::shared_ptr<bool> alive, AlarmIndex* se
     // never (rule 2).
     // (A woken sleeping hold's entries from before it slept count as an earlier hold's.)
     if (key->generation > generation || (key->generation == generation && key->batch > resumed_after)) continue;
-    self->env_.Spawn(DeleteEntry(alive, self, e.key, is_valid), "alarm entry delete");
+    self->env_.Spawn(DeleteEntry(alive, self, &store, e.key, is_valid), "alarm entry delete");
   }
 }
 

@@ -23,6 +23,7 @@
 #include "env/env.h"
 #include "replica/alarm_hook.h"
 #include "store/object_store.h"
+#include "store/tenant_store.h"
 
 namespace wk::alarms {
 
@@ -57,6 +58,11 @@ class AlarmIndex final : public replica::AlarmIndexHook {
   AlarmIndex& operator=(const AlarmIndex&) = delete;
 
   void set_listener(Listener listener) { listener_ = std::move(listener); }
+  // Usage per tenant (store/tenant_store.h): when set, an actor's entries (their writes,
+  // removals and the listings of earlier holds' entries) go through stores->Of(actor)'s view
+  // of kAlarm, attributed to its tenant; null (the default): through the node's store.
+  // REQUIRES: stores outlives this index.
+  void set_tenant_stores(TenantStores* stores) { tenant_stores_ = stores; }
 
   // replica::AlarmIndexHook.
   void Opened(const ActorId& actor, Generation generation, std::optional<std::int64_t> alarm,
@@ -100,15 +106,19 @@ class AlarmIndex final : public replica::AlarmIndexHook {
   };
 
   void Cleanup(const ActorId& actor, Open& open, std::uint64_t durable_seq, std::optional<std::int64_t> durable_alarm);
-  static Task<void> WriteEntry(std::shared_ptr<bool> alive, AlarmIndex* self, std::string key,
+  // The store for actor's entries: its tenant's view of kAlarm, or store_. The coroutines
+  // below send through the one they are given only while the index is alive.
+  ObjectStore& StoreOf(const ActorId& actor);
+  static Task<void> WriteEntry(std::shared_ptr<bool> alive, AlarmIndex* self, ObjectStore* store, std::string key,
                                std::function<void(Status)> done);
-  static Task<void> DeleteEntry(std::shared_ptr<bool> alive, AlarmIndex* self, std::string key,
+  static Task<void> DeleteEntry(std::shared_ptr<bool> alive, AlarmIndex* self, ObjectStore* store, std::string key,
                                 std::function<bool()> is_valid);
   static Task<void> DeleteEarlier(std::shared_ptr<bool> alive, AlarmIndex* self, ActorId actor, Generation generation,
                                   std::uint64_t resumed_after, std::int64_t due_ms, std::function<bool()> is_valid);
 
   Env& env_;
   ObjectStore& store_;
+  TenantStores* tenant_stores_ = nullptr;
   AlarmIndexOptions options_;
   Listener listener_;
   // Open replicas by actor and hold (a closing replica may still report while the next one

@@ -207,6 +207,43 @@ double StoragePerMonth(const PriceTable& prices, std::uint64_t bytes) {
   return prices.per_gb_month ? static_cast<double>(bytes) / kBytesPerGb * *prices.per_gb_month : 0;
 }
 
+bool PurposeSends(BucketPurpose purpose, BucketOp op) {
+  using enum BucketOp;
+  switch (purpose) {
+    case BucketPurpose::kSegment:
+    case BucketPurpose::kSnapshot: return op == kPut;
+    case BucketPurpose::kRestore: return op == kGet || op == kList;
+    case BucketPurpose::kGc: return op == kGet || op == kList || op == kDelete;
+    case BucketPurpose::kAlarm: return op == kPut || op == kDelete || op == kList;
+    case BucketPurpose::kOwner: return op == kGet || op == kPut || op == kList;
+    case BucketPurpose::kLease:
+    case BucketPurpose::kFence: return op == kGet || op == kPut;
+    case BucketPurpose::kListing: return op == kGet || op == kList;
+    case BucketPurpose::kControl:
+    case BucketPurpose::kClass:
+    case BucketPurpose::kAdmin:
+    case BucketPurpose::kOther:
+    case BucketPurpose::kCount: break;
+  }
+  return true;
+}
+
+double PricePerRequestOf(const PriceTable& prices, BucketPurpose purpose) {
+  double price = 0;
+  for (std::size_t op = 0; op < kBucketOps; ++op) {
+    if (PurposeSends(purpose, static_cast<BucketOp>(op))) price = std::max(price, prices.per_request[op]);
+  }
+  return price;
+}
+
+double RequestsMoney(const PriceTable& prices, const std::array<std::uint64_t, kBucketPurposes>& requests) {
+  double money = 0;
+  for (std::size_t p = 0; p < kBucketPurposes; ++p) {
+    money += static_cast<double>(requests[p]) * PricePerRequestOf(prices, static_cast<BucketPurpose>(p));
+  }
+  return money;
+}
+
 PriceTable AwsS3StandardPrices() {
   PriceTable t;
   t.name = "aws-s3";

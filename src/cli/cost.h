@@ -146,6 +146,18 @@ StorageReport ComputeStorage(const std::vector<ListEntry>& entries);
 // Money per month for `bytes` at the table's storage rate (0 when it has none).
 double StoragePerMonth(const PriceTable& prices, std::uint64_t bytes);
 
+// Usage records count bucket requests by purpose, not by operation (control/usage.h, a
+// frozen format), so `tenant usage --prices` charges one request of a purpose at the
+// dearest operation that purpose sends (what the code sends under it, store/object_store.h):
+// segment and snapshot are PUTs only, so exact; restore (GET, LIST), gc (GET, LIST, DELETE),
+// alarm (PUT, DELETE, LIST) and owner (GET, PUT, LIST) an upper bound. The node's own
+// purposes (never a tenant's) have their operations too; control, class, admin and other
+// may be any.
+bool PurposeSends(BucketPurpose purpose, BucketOp op);
+double PricePerRequestOf(const PriceTable& prices, BucketPurpose purpose);
+// Money for requests counted by purpose, at PricePerRequestOf.
+double RequestsMoney(const PriceTable& prices, const std::array<std::uint64_t, kBucketPurposes>& requests);
+
 // Sums the windows (each node's counts over its own seconds, so nodes started at different
 // times are each a rate of their own, then added).
 CostReport ComputeCost(const std::vector<NodeWindow>& windows, PriceTable prices, std::string basis);

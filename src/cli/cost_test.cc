@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdio>
 #include <fstream>
 
@@ -50,6 +51,34 @@ TEST(CostTest, APriceFileGivesEveryOperationAPrice) {
   const std::string path = ::testing::TempDir() + "/prices.toml";
   std::ofstream(path) << kGoodPrices;
   EXPECT_TRUE(LoadPriceTable(path).ok());
+}
+
+// `tenant usage --prices`: usage records count requests by purpose only, so a purpose's
+// request costs the dearest operation it sends (exact for segment and snapshot: PUTs).
+TEST(CostTest, UsageRequestsArePricedByPurposeAtTheDearestOperationItSends) {
+  PriceTable t;
+  t.per_request[I(BucketOp::kPut)] = 5.0 / 1000;
+  t.per_request[I(BucketOp::kGet)] = 1.0 / 1000;
+  t.per_request[I(BucketOp::kHead)] = 7.0 / 1000;  // dearest, but only where HEADs may be sent
+  t.per_request[I(BucketOp::kList)] = 3.0 / 1000;
+  t.per_request[I(BucketOp::kDelete)] = 0.1 / 1000;
+  EXPECT_DOUBLE_EQ(PricePerRequestOf(t, BucketPurpose::kSegment) * 1000, 5.0);
+  EXPECT_DOUBLE_EQ(PricePerRequestOf(t, BucketPurpose::kSnapshot) * 1000, 5.0);
+  EXPECT_DOUBLE_EQ(PricePerRequestOf(t, BucketPurpose::kRestore) * 1000, 3.0);
+  EXPECT_DOUBLE_EQ(PricePerRequestOf(t, BucketPurpose::kGc) * 1000, 3.0);
+  EXPECT_DOUBLE_EQ(PricePerRequestOf(t, BucketPurpose::kAlarm) * 1000, 5.0);
+  EXPECT_DOUBLE_EQ(PricePerRequestOf(t, BucketPurpose::kOwner) * 1000, 5.0);
+  EXPECT_DOUBLE_EQ(PricePerRequestOf(t, BucketPurpose::kAdmin) * 1000, 7.0) << "any operation";
+  EXPECT_FALSE(PurposeSends(BucketPurpose::kSegment, BucketOp::kGet));
+  EXPECT_TRUE(PurposeSends(BucketPurpose::kGc, BucketOp::kDelete));
+  std::array<std::uint64_t, kBucketPurposes> requests{};
+  requests[I(BucketPurpose::kSegment)] = 2000;
+  requests[I(BucketPurpose::kRestore)] = 1000;
+  requests[I(BucketPurpose::kGc)] = 10;
+  EXPECT_DOUBLE_EQ(RequestsMoney(t, requests), 10.0 + 3.0 + 0.03);
+  EXPECT_DOUBLE_EQ(RequestsMoney(t, {}), 0);
+  // With AWS S3's table a segment PUT is $0.005 per 1,000.
+  EXPECT_DOUBLE_EQ(PricePerRequestOf(AwsS3StandardPrices(), BucketPurpose::kSegment) * 1000, 0.005);
 }
 
 TEST(CostTest, ABadPriceFileIsRefusedNamingWhatIsWrong) {

@@ -59,6 +59,11 @@ double StorageMoney(const PriceTable& prices, std::uint64_t byte_seconds) {
   return StoragePerMonth(prices, static_cast<std::uint64_t>(static_cast<double>(byte_seconds) / kSecondsPerMonth));
 }
 
+// Bucket requests at the table's request prices, by purpose (cli/cost.h, PricePerRequestOf).
+double BucketMoney(const PriceTable& prices, const control::UsageCounters& c) {
+  return RequestsMoney(prices, c.bucket_requests);
+}
+
 Task<int> Usage(ObjectStore* store, RealEnv*, TenantArgs a, std::optional<control::UsageHour> since,
                 std::optional<PriceTable> prices, CallOptions call) {
   auto usage = co_await control::SumTenantUsage(*store, a.name, since, call);
@@ -71,7 +76,9 @@ Task<int> Usage(ObjectStore* store, RealEnv*, TenantArgs a, std::optional<contro
   }
   UsageRow total{0, usage->Total()};
   const char* unit = a.hourly ? "hour" : "day";
-  auto money = [&](const control::UsageCounters& c) { return prices ? StorageMoney(*prices, c.stored_byte_seconds) : 0.0; };
+  auto money = [&](const control::UsageCounters& c) {
+    return prices ? StorageMoney(*prices, c.stored_byte_seconds) + BucketMoney(*prices, c) : 0.0;
+  };
   if (a.json) {
     nlohmann::json out = {{"tenant", a.name}, {"by", unit}, {"nodes", usage->nodes}, {"records", usage->records}};
     auto row = [&](const control::UsageCounters& c) {
@@ -91,7 +98,12 @@ Task<int> Usage(ObjectStore* store, RealEnv*, TenantArgs a, std::optional<contro
         bucket[std::string(BucketPurposeName(static_cast<BucketPurpose>(i)))] = c.bucket_requests[i];
       }
       j["bucket_requests"] = bucket;
-      if (prices) j["money"] = money(c);
+      j["bucket_requests_total"] = c.BucketRequests();
+      if (prices) {
+        j["money"] = money(c);
+        j["money_storage"] = StorageMoney(*prices, c.stored_byte_seconds);
+        j["money_bucket_requests"] = BucketMoney(*prices, c);
+      }
       return j;
     };
     nlohmann::json list = nlohmann::json::array();
@@ -110,9 +122,14 @@ Task<int> Usage(ObjectStore* store, RealEnv*, TenantArgs a, std::optional<contro
     co_return kExitOk;
   }
   if (a.csv) {
+    // The total of bucket requests, then one column per purpose (bucket_lease, ...).
+    std::string purposes;
+    for (std::size_t i = 0; i < kBucketPurposes; ++i) {
+      purposes += ",bucket_" + std::string(BucketPurposeName(static_cast<BucketPurpose>(i)));
+    }
     std::printf("%s,requests_ok,requests_client_error,requests_throttled,requests_actor_failed,requests_unavailable,"
-                "cpu_ms,stored_byte_seconds,ingress_bytes,egress_bytes,resident_actor_seconds,bucket_requests%s\n",
-                unit, prices ? ",money" : "");
+                "cpu_ms,stored_byte_seconds,ingress_bytes,egress_bytes,resident_actor_seconds,bucket_requests%s%s\n",
+                unit, purposes.c_str(), prices ? ",money" : "");
     for (const UsageRow& r : rows) {
       const control::UsageCounters& c = r.c;
       std::printf("%s", RowLabel(r.start, a.hourly).c_str());
@@ -121,6 +138,7 @@ Task<int> Usage(ObjectStore* store, RealEnv*, TenantArgs a, std::optional<contro
                               c.BucketRequests()}) {
         std::printf(",%llu", static_cast<unsigned long long>(n));
       }
+      for (std::uint64_t n : c.bucket_requests) std::printf(",%llu", static_cast<unsigned long long>(n));
       if (prices) std::printf(",%.6f", money(c));
       std::printf("\n");
     }
@@ -146,9 +164,18 @@ Task<int> Usage(ObjectStore* store, RealEnv*, TenantArgs a, std::optional<contro
   for (const UsageRow& r : rows) line(RowLabel(r.start, a.hourly), r.c);
   line("TOTAL", total.c);
   if (rows.empty()) std::printf("(no usage recorded%s)\n", since ? " since then" : "");
+  // The total's bucket requests by purpose (the purposes with any).
+  std::string by_purpose;
+  for (std::size_t i = 0; i < kBucketPurposes; ++i) {
+    if (total.c.bucket_requests[i] == 0) continue;
+    by_purpose += (by_purpose.empty() ? "" : ", ") + std::string(BucketPurposeName(static_cast<BucketPurpose>(i))) +
+                  " " + std::to_string(total.c.bucket_requests[i]);
+  }
+  if (!by_purpose.empty()) std::printf("bucket requests by purpose: %s\n", by_purpose.c_str());
   if (prices) {
-    std::printf("money: %s, %s; stored bytes at its per-GB-month rate (30-day month) only: the table prices bucket "
-                "requests by operation, which usage records do not split\n",
+    std::printf("money: %s, %s; stored bytes at its per-GB-month rate (30-day month), bucket requests at the dearest "
+                "operation each purpose sends (records count them by purpose, not operation: exact for segment and "
+                "snapshot PUTs, at most that for the others)\n",
                 prices->title.c_str(), prices->currency.c_str());
   }
   co_return kExitOk;

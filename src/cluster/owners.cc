@@ -6,6 +6,7 @@
 #include "base/check.h"
 #include "base/log.h"
 #include "cluster/first_generation.h"
+#include "store/tenant_store.h"
 
 namespace wk {
 namespace {
@@ -123,14 +124,14 @@ void Owners::Park(const ActorId& actor, Generation g, Version v) {
   pending_[{actor, g}] = std::move(p);
 }
 
-Task<Owners::Freed> Owners::IsFree(OwnerRecord record) {
+Task<Owners::Freed> Owners::IsFree(ActorId actor, OwnerRecord record) {
   if (broken_.on(BrokenModel::kFreeOnView)) {
     // Broken model: judging from the membership view (possibly older than the record).
     co_return membership_.IsLive(record.node_id, record.instance) ? Freed::kHeld : Freed::kFree;
   }
   // A read of nodes/<A> issued after the read of the record (docs/node-lease.md, "Freeing a
   // record").
-  auto got = co_await store_.Get(NodeKey(record.node_id), CallOptions{timing_.attempt_timeout()});
+  auto got = co_await StoreOf(actor).Get(NodeKey(record.node_id), CallOptions{timing_.attempt_timeout()});
   if (!got.ok()) {
     if (got.code() == Code::kNotFound) co_return broken_.on(BrokenModel::kFreeOnAbsentNode) ? Freed::kFree : Freed::kHeld;
     co_return Freed::kUnknown;
@@ -154,6 +155,10 @@ Task<Owners::Freed> Owners::IsFree(OwnerRecord record) {
   // has passed on our clock.
   if (broken_.on(BrokenModel::kFreeIgnoresFenceBound)) co_return Freed::kFree;
   co_return env_.WallNow() >= n.written_at + timing_.takeover_after() ? Freed::kFree : Freed::kHeld;
+}
+
+ObjectStore& Owners::StoreOf(const ActorId& actor) {
+  return tenant_stores_ != nullptr ? tenant_stores_->Of(actor).ForPurpose(BucketPurpose::kOwner) : store_;
 }
 
 Task<AcquireResult> Owners::Acquire(ActorId actor) { return AcquireWith(std::move(actor), std::nullopt); }
@@ -333,7 +338,7 @@ Task<AcquireResult> Owners::AcquireWith(ActorId actor, std::optional<std::pair<V
   // naming nobody at that generation and version (If-Match makes sure it still does).
   // (No conditional around the co_await: GCC 12 miscompiles one; docs/DEVELOPING.md.)
   Result<GetOutput> got = NotFound("a hand-over: no read");
-  if (!hint) got = co_await store_.Get(key, call);
+  if (!hint) got = co_await StoreOf(actor).Get(key, call);
   if (hint) {
     above = hint->second;
     read_version = hint->first;
@@ -356,7 +361,7 @@ Task<AcquireResult> Owners::AcquireWith(ActorId actor, std::optional<std::pair<V
     // whose record was lost) starts above every generation its log and leases/ carry, and
     // never takes an actor a live old per-actor lease holds (docs/node-lease.md, "Upgrading from
     // per-actor leases"; first_generation.h).
-    auto first = co_await SeedFirstGeneration(env_, store_, actor, self, timing_, call, broken_,
+    auto first = co_await SeedFirstGeneration(env_, StoreOf(actor), actor, self, timing_, call, broken_,
                                               [this] { return MaySend(); });
     if (!first.ok()) co_return Outcome(AcquireResult::Kind::kError, "seeding " + key + ": " + first.status().ToString());
     if (first->held_by_old_lease) {
@@ -375,7 +380,7 @@ Task<AcquireResult> Owners::AcquireWith(ActorId actor, std::optional<std::pair<V
     if (!rec.ok()) co_return Outcome(AcquireResult::Kind::kError, key + ": " + rec.status().message());
     const bool mine_or_nobody = rec->names_nobody() || rec->Names(self, lease_.instance());
     if (!mine_or_nobody) {
-      Freed freed = co_await IsFree(*rec);
+      Freed freed = co_await IsFree(actor, *rec);
       if (freed != Freed::kFree) {
         ++stats_.acquire_conflicts;
         AcquireResult r = Outcome(freed == Freed::kHeld ? AcquireResult::Kind::kHeldElsewhere : AcquireResult::Kind::kError,
@@ -406,7 +411,7 @@ Task<AcquireResult> Owners::AcquireWith(ActorId actor, std::optional<std::pair<V
                " over generation " + std::to_string(above.value));
   const std::uint64_t epoch = lease_.epoch();
   const OwnerRecord mine{self, lease_.instance(), next};
-  auto put = co_await store_.Put(key, EncodeOwnerRecord(mine), condition, call);
+  auto put = co_await StoreOf(actor).Put(key, EncodeOwnerRecord(mine), condition, call);
   if (put.ok()) {
     AcquireResult r;
     r.kind = AcquireResult::Kind::kAcquired;
@@ -423,7 +428,7 @@ Task<AcquireResult> Owners::AcquireWith(ActorId actor, std::optional<std::pair<V
   // conflict too, since a retried request can conflict with its own first attempt). Read
   // back once, still under the lock.
   if (!broken_.on(BrokenModel::kNoAcquireReadBack)) {
-    auto back = co_await store_.Get(key, call);
+    auto back = co_await StoreOf(actor).Get(key, call);
     if (back.ok()) {
       auto rec = DecodeOwnerRecord(back->body);
       if (rec.ok() && rec->Names(self, lease_.instance()) && rec->generation == next) {
@@ -437,7 +442,7 @@ Task<AcquireResult> Owners::AcquireWith(ActorId actor, std::optional<std::pair<V
       }
       const bool changed = !read_version || back->version != *read_version;
       if (rec.ok() && changed && !rec->names_nobody() && !rec->Names(self, lease_.instance())) {
-        Freed freed = co_await IsFree(*rec);
+        Freed freed = co_await IsFree(actor, *rec);
         if (freed == Freed::kHeld) {
           ++stats_.acquire_conflicts;
           AcquireResult r = Outcome(AcquireResult::Kind::kHeldElsewhere, "lost the race to " + rec->node_id.str());
@@ -480,7 +485,7 @@ Task<Status> Owners::ReleaseHeld(ActorId actor) {
   while (env_.MonoNow() < deadline && lease_.IsValid()) {
     const Duration budget = std::min(timing_.attempt_timeout(), deadline - env_.MonoNow());
     std::string body = EncodeOwnerRecord(nobody);
-    auto put = co_await store_.Put(key, std::move(body), Precondition::IfMatch(hold->version), CallOptions{budget});
+    auto put = co_await StoreOf(actor).Put(key, std::move(body), Precondition::IfMatch(hold->version), CallOptions{budget});
     if (put.ok()) {
       ++stats_.releases_ok;
       HoldEndedAs(*hold, HoldEnd::kReleased, *put);
@@ -535,13 +540,13 @@ Task<bool> Owners::TryPending(Pending entry) {
   // Named locals, not temporaries bound inside the co_await operand: GCC 12 destroys such
   // temporaries twice (docs/DEVELOPING.md).
   std::string body = EncodeOwnerRecord(OwnerRecord::Nobody(entry.generation));
-  auto put = co_await store_.Put(key, std::move(body), Precondition::IfMatch(entry.version), call);
+  auto put = co_await StoreOf(entry.actor).Put(key, std::move(body), Precondition::IfMatch(entry.version), call);
   if (put.ok()) {
     ++stats_.pending_landed;
     co_return true;
   }
   if (put.code() != Code::kPreconditionFailed) co_return false;
-  auto got = co_await store_.Get(key, call);
+  auto got = co_await StoreOf(entry.actor).Get(key, call);
   if (!got.ok()) {
     if (got.code() == Code::kNotFound) {
       ++stats_.pending_ended;
@@ -555,7 +560,7 @@ Task<bool> Owners::TryPending(Pending entry) {
     // Broken model: the release adopts the version just read, and frees whatever hold of
     // this instance the record names now.
     std::string adopted = EncodeOwnerRecord(OwnerRecord::Nobody(rec->generation));
-    auto again = co_await store_.Put(key, std::move(adopted), Precondition::IfMatch(got->version), call);
+    auto again = co_await StoreOf(entry.actor).Put(key, std::move(adopted), Precondition::IfMatch(got->version), call);
     if (again.ok()) ++stats_.pending_landed;
     co_return again.ok();
   }
@@ -575,7 +580,7 @@ Task<bool> Owners::TryUnresolved(Unresolved entry) {
   if (!MaySend()) co_return false;
   const std::string key = OwnerKey(entry.actor);
   const CallOptions call{timing_.attempt_timeout()};
-  auto got = co_await store_.Get(key, call);
+  auto got = co_await StoreOf(entry.actor).Get(key, call);
   if (!MaySend()) co_return false;
   if (!got.ok() && got.code() != Code::kNotFound) co_return false;  // undecided: read again later
   const bool absent = !got.ok();
@@ -604,7 +609,7 @@ Task<bool> Owners::TryUnresolved(Unresolved entry) {
     std::string body = EncodeOwnerRecord(OwnerRecord::Nobody(entry.generation));
     const Precondition condition =
         entry.read_version ? Precondition::IfMatch(*entry.read_version) : Precondition::IfNoneMatchAny();
-    auto put = co_await store_.Put(key, std::move(body), condition, call);
+    auto put = co_await StoreOf(entry.actor).Put(key, std::move(body), condition, call);
     if (!put.ok()) co_return false;  // landed or not, the next read decides
     ++stats_.resolver_closed;
     WK_LOG_INFO("unresolved acquire closed: its write can no longer land",
@@ -618,7 +623,7 @@ Task<bool> Owners::TryUnresolved(Unresolved entry) {
   // It landed and nothing here holds it: release it, If-Match that read's version (only
   // this node could have written this instance at that generation).
   std::string body = EncodeOwnerRecord(OwnerRecord::Nobody(entry.generation));
-  auto put = co_await store_.Put(key, std::move(body), Precondition::IfMatch(got->version), call);
+  auto put = co_await StoreOf(entry.actor).Put(key, std::move(body), Precondition::IfMatch(got->version), call);
   if (put.ok()) {
     ++stats_.resolver_released;
   } else {
@@ -833,7 +838,7 @@ Task<Result<std::optional<OwnerRecord>>> Owners::OtherOwner(ActorId actor) {
   // One GET within the admission wait (docs/node-lease.md, "Actors"): a slow bucket answers this
   // request 503, it does not hold it.
   const Duration wait = broken_.on(BrokenModel::kRoutingReadUnbounded) ? timing_.ttl : kAdmissionWait;
-  auto got = co_await store_.Get(OwnerKey(actor), CallOptions{wait});
+  auto got = co_await StoreOf(actor).Get(OwnerKey(actor), CallOptions{wait});
   if (!got.ok()) {
     if (got.code() == Code::kNotFound) co_return std::optional<OwnerRecord>();
     co_return got.status();

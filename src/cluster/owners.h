@@ -25,6 +25,8 @@
 
 namespace wk {
 
+class TenantStores;
+
 // docs/node-lease.md, "Bounds".
 inline constexpr int kPendingConcurrency = 32;          // pending entries worked at once
 inline constexpr int kMaxRefusalsInARow = 32;           // then the pass stops
@@ -190,6 +192,11 @@ class Owners {
   // that order.
   void set_on_hold_ended(std::function<void(const HoldEnded&)> fn) { on_hold_ended_ = std::move(fn); }
   void set_on_hold_ended_sockets(std::function<void(const HoldEnded&)> fn) { on_hold_ended_sockets_ = std::move(fn); }
+  // Usage per tenant (store/tenant_store.h): when set, the requests made for a tenant's actor
+  // (its acquisition, release, pending release, resolver, routing read) go through
+  // stores->Of(actor)'s view of kOwner, attributed to its tenant; null: all through the node's.
+  // REQUIRES: stores outlives this Owners (or is reset to null first).
+  void set_tenant_stores(TenantStores* stores) { tenant_stores_ = stores; }
 
   // The routing read (Owners::other_owner): one GET within kAdmissionWait. The holder if
   // the record names another node that the membership view shows live under the named
@@ -273,7 +280,9 @@ class Owners {
   Task<ActorLock> LockActor(ActorId actor);
   // Whether a record naming (node, instance) is free, from a read of nodes/<node> made now
   // (after the record's read).
-  Task<Freed> IsFree(OwnerRecord record);
+  Task<Freed> IsFree(ActorId actor, OwnerRecord record);
+  // The store for actor's requests: its tenant's view of kOwner, or store_.
+  ObjectStore& StoreOf(const ActorId& actor);
   // Acquire and AcquireHandedOver: `hint` set skips the read (the record is expected to
   // name nobody at hint's generation, at hint's version).
   Task<AcquireResult> AcquireWith(ActorId actor, std::optional<std::pair<Version, Generation>> hint);
@@ -313,6 +322,7 @@ class Owners {
 
   Env& env_;
   ObjectStore& store_;
+  TenantStores* tenant_stores_ = nullptr;
   NodeLease& lease_;
   const Membership& membership_;
   const LeaseTiming timing_;

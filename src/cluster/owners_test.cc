@@ -4,9 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+
 #include "cluster/cluster_node.h"
 #include "cluster/operator.h"
 #include "cluster/testing/fixture.h"
+#include "store/tenant_store.h"
 
 namespace wk {
 namespace {
@@ -66,6 +70,49 @@ TEST_F(OwnersTest, AcquireReleaseReacquireNeverReusesAGeneration) {
   auto wake = Run(a.env, a.node.owners().Acquire(actor));
   ASSERT_EQ(wake.kind, AcquireResult::Kind::kAcquired);
   EXPECT_EQ(wake.hold.generation(), Generation{2});
+}
+
+// Usage per tenant (store/tenant_store.h, docs/tenants.md "Usage"): every request the
+// ownership protocol sends for a tenant's actor (the acquisition with its first-generation
+// seed, the routing read, the release) is that tenant's, under kOwner; the node's own (its
+// lease, the listing, the drain read) and a system actor's (an alarm shard) are nobody's.
+TEST_F(OwnersTest, AnActorsOwnershipRequestsAreItsTenantsAndTheNodesOwnAreNobodys) {
+  Proc a(world, bucket, "a", "ia");
+  // Every request a's store sends, by whose key it names.
+  int tenant_keys = 0, node_keys = 0, other_keys = 0;
+  a.store.set_fault_hook([&](const OpInfo& op) {
+    if (op.key.find("/acme/") != std::string::npos) {
+      ++tenant_keys;
+    } else if (op.key.starts_with("nodes/")) {
+      ++node_keys;
+    } else {
+      ++other_keys;
+    }
+    return OpFault{};
+  });
+  TenantStores tenants(a.store);
+  std::map<std::string, std::map<BucketPurpose, int>> seen;
+  tenants.set_sink([&seen](const TenantRequest& r) { ++seen[std::string(r.tenant)][r.purpose]; });
+  a.node.owners().set_tenant_stores(&tenants);
+  Ready(a);
+  world.RunFor(seconds(10));  // lease writes and listings
+  auto r = Run(a.env, a.node.owners().Acquire(actor));
+  ASSERT_EQ(r.kind, AcquireResult::Kind::kAcquired) << r.why;
+  auto routed = Run(a.env, a.node.owners().OtherOwner(ActorId{"acme", "counter", "elsewhere"}));
+  ASSERT_TRUE(routed.ok());
+  ASSERT_TRUE(Run(a.env, a.node.owners().Release(actor)).ok());
+  const ActorId shard{"_alarms", "shard", "07"};
+  ASSERT_TRUE(ValidateSystemActorId(shard).ok());
+  auto held = Run(a.env, a.node.owners().Acquire(shard));
+  ASSERT_EQ(held.kind, AcquireResult::Kind::kAcquired) << held.why;
+  world.RunFor(seconds(10));
+
+  EXPECT_GT(node_keys, 10) << "the node's lease and listing ran";
+  EXPECT_GT(other_keys, 0) << "the shard's record and the node's control reads";
+  EXPECT_GE(tenant_keys, 5) << "a read, the seed, the write, the routing read, the release";
+  ASSERT_EQ(seen.size(), 1u) << "acme's only";
+  EXPECT_EQ(seen["acme"].size(), 1u) << "all under kOwner";
+  EXPECT_EQ(seen["acme"][BucketPurpose::kOwner], tenant_keys) << "every request for acme's actors, and only those";
 }
 
 // A record (or a seed) at the largest generation is refused, not wrapped to 0 and not a

@@ -69,7 +69,7 @@ Task<Result<std::unique_ptr<actor::ActorStorage>>> ReplicaProvider::OpenUnder(Ac
   std::shared_ptr<bool> alive = alive_;
   const Generation generation = hold.generation;
   last_generation_[id] = generation;
-  Replica::Deps deps = deps_;
+  Replica::Deps deps = DepsFor(id);
   const MonoTime acquired = deps_.env.MonoNow();
   auto replica = co_await Replica::Open(std::move(deps), id, std::move(hold), options_, resume);
   if (!*alive) co_return Cancelled("storage provider gone");
@@ -96,6 +96,18 @@ Task<Result<std::unique_ptr<actor::ActorStorage>>> ReplicaProvider::OpenUnder(Ac
   });
   std::unique_ptr<actor::ActorStorage> storage = std::move(*replica);
   co_return storage;
+}
+
+Replica::Deps ReplicaProvider::DepsFor(const ActorId& id) {
+  if (tenant_stores_ == nullptr) return deps_;
+  // Every field of deps_ but the store (a reference: Deps cannot be copied and rebound).
+  return Replica::Deps{.env = deps_.env,
+                       .store = tenant_stores_->Of(id),
+                       .post = deps_.post,
+                       .totals = deps_.totals,
+                       .broken = deps_.broken,
+                       .alarms = deps_.alarms,
+                       .alarms_alive = deps_.alarms_alive};
 }
 
 Task<Result<std::unique_ptr<Replica>>> ReplicaProvider::OpenOwned(ActorId id, Replica::Hold hold) {

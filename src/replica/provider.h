@@ -22,6 +22,7 @@
 #include "actor/storage.h"
 #include "cluster/owners.h"
 #include "replica/replica.h"
+#include "store/tenant_store.h"
 
 namespace wk::replica {
 
@@ -77,6 +78,13 @@ class ReplicaProvider final : public actor::StorageProvider {
   // closes it and releases the hold; the actor must not be open here meanwhile.
   Task<Result<std::unique_ptr<Replica>>> OpenOwned(ActorId id, Replica::Hold hold);
 
+  // Usage per tenant (store/tenant_store.h): when set, each replica that Open makes sends its
+  // requests (segments, snapshots, restore, garbage collection) through stores->Of(actor),
+  // attributed to the actor's tenant; null (the default): through deps.store. OpenOwned (an
+  // operator's restore or fork) stays on deps.store: the operator's, not the tenant's.
+  // REQUIRES: stores outlives every replica this provider opens.
+  void set_tenant_stores(TenantStores* stores) { tenant_stores_ = stores; }
+
   // Hold ends observed by the cluster (lapse, loss): cut every resident replica of actor.
   void Cut(const ActorId& id, std::string why);
   std::size_t open_replicas() const { return open_.size(); }
@@ -95,7 +103,11 @@ class ReplicaProvider final : public actor::StorageProvider {
   Task<Result<std::unique_ptr<actor::ActorStorage>>> OpenUnder(ActorId id, Replica::Hold hold,
                                                               std::optional<HoldResume> resume, MonoTime started);
 
+  // deps_ with the store of id's tenant (tenant_stores_), or deps_.
+  Replica::Deps DepsFor(const ActorId& id);
+
   Replica::Deps deps_;
+  TenantStores* tenant_stores_ = nullptr;
   HoldSource& holds_;
   ReplicaOptions options_;
   Duration close_limit_;

@@ -8,10 +8,14 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
+#include <utility>
 
 #include "actor/testing/harness.h"
 #include "base/log.h"
+#include "store/counting_store.h"
 #include "store/open_store.h"
+#include "store/tenant_store.h"
 
 namespace wk::replica {
 namespace {
@@ -70,15 +74,33 @@ class TestHolds final : public HoldSource {
   std::map<ActorId, std::pair<Generation, HoldResume>> asleep_;
 };
 
-// The store, the holds and the provider, made on the harness's env.
+// The store (counted by purpose, as a node's), the holds and the provider, made on the
+// harness's env; with per_tenant, the provider's replicas send through the tenants' stores
+// and every request they report is kept in `reported`.
 class DurableStorage final : public actor::StorageProvider {
  public:
-  DurableStorage(RealEnv& env, const std::string& dir, Generation first_generation) : holds(first_generation) {
+  DurableStorage(RealEnv& env, const std::string& dir, Generation first_generation, bool per_tenant = false)
+      : holds(first_generation) {
     auto s = OpenStore(env, "file://" + dir);
     EXPECT_TRUE(s.ok()) << s.status().ToString();
-    store = std::move(*s);
+    auto counted = std::make_unique<CountingStore>(std::move(*s));
+    counting = counted.get();
+    store = std::move(counted);
     Replica::Deps deps{env, *store, [&env](std::function<void()> fn) { env.PostFromAnyThread(std::move(fn)); }};
     provider = std::make_unique<ReplicaProvider>(std::move(deps), holds, ReplicaOptions{}, seconds(10));
+    if (per_tenant) {
+      tenants = std::make_unique<TenantStores>(*store);
+      tenants->set_sink([this](const TenantRequest& r) { ++reported[std::string(r.tenant)][{r.purpose, r.op}]; });
+      provider->set_tenant_stores(tenants.get());
+    }
+  }
+  // What the sink got for tenant: requests of purpose (every op, or only op).
+  int Reported(const std::string& tenant, BucketPurpose purpose, std::optional<BucketOp> op = std::nullopt) const {
+    auto t = reported.find(tenant);
+    if (t == reported.end()) return 0;
+    int n = 0;
+    for (const auto& [key, count] : t->second) n += key.first == purpose && (!op || key.second == *op) ? count : 0;
+    return n;
   }
   Task<Result<std::unique_ptr<actor::ActorStorage>>> Open(const ActorId& id) override { return provider->Open(id); }
   void Close(const ActorId& id, std::unique_ptr<actor::ActorStorage> s, actor::CloseIntent intent) override {
@@ -86,8 +108,11 @@ class DurableStorage final : public actor::StorageProvider {
   }
 
   TestHolds holds;
+  CountingStore* counting = nullptr;  // store
   std::unique_ptr<ObjectStore> store;
   std::unique_ptr<ReplicaProvider> provider;
+  std::unique_ptr<TenantStores> tenants;
+  std::map<std::string, std::map<std::pair<BucketPurpose, BucketOp>, int>> reported;
 };
 
 class ProviderTest : public ::testing::Test {
@@ -101,12 +126,13 @@ class ProviderTest : public ::testing::Test {
   }
   ~ProviderTest() override { std::filesystem::remove_all(dir_); }
 
-  std::unique_ptr<Harness> Node(Generation first_generation, std::uint64_t idempotency_max_bytes = 1 << 20) {
+  std::unique_ptr<Harness> Node(Generation first_generation, std::uint64_t idempotency_max_bytes = 1 << 20,
+                                bool per_tenant = false) {
     actor::RuntimeOptions o = actor::testing::DefaultHarnessOptions();
     o.idle_hibernate = milliseconds(200);
     o.idempotency_max_bytes = idempotency_max_bytes;
-    auto h = std::make_unique<Harness>(o, [this, first_generation](RealEnv& env) {
-      auto d = std::make_unique<DurableStorage>(env, dir_.string(), first_generation);
+    auto h = std::make_unique<Harness>(o, [this, first_generation, per_tenant](RealEnv& env) {
+      auto d = std::make_unique<DurableStorage>(env, dir_.string(), first_generation, per_tenant);
       storage_ = d.get();
       return d;
     });
@@ -151,6 +177,43 @@ TEST_F(ProviderTest, AHibernatedCounterWakesInTheHoldItSleptIn) {
   EXPECT_EQ(Objects("-00000000000000000000"), fences) << "a woken hold wrote a second fence";
   node->RunFor(seconds(1));
   EXPECT_EQ(storage_->holds.sleeps, 2);
+}
+
+// Usage per tenant (store/tenant_store.h, docs/tenants.md "Usage"): N acknowledged writes of
+// a tenant's actor are N segment PUTs and its hold's fence, attributed to that tenant; its
+// restore's listings are its too; another tenant's actor's are that tenant's; a tenant that
+// did nothing has none; and every segment PUT the node sent is someone's.
+TEST_F(ProviderTest, ATenantsWritesAreItsSegmentPutsAndNoOtherTenants) {
+  auto node = Node(Generation{1}, 1 << 20, true);
+  constexpr int kAcme = 5;
+  constexpr int kBeta = 3;
+  for (int i = 1; i <= kAcme; ++i) {
+    auto r = node->Call("acme/counter/a", MakeRequest("POST", "/increment"));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(r->body, std::to_string(i) + "\n");
+  }
+  for (int i = 1; i <= kBeta; ++i) ASSERT_TRUE(node->Call("beta/counter/b", MakeRequest("POST", "/increment")).ok());
+  node->RunFor(milliseconds(100));
+  EXPECT_EQ(storage_->Reported("acme", BucketPurpose::kSegment, BucketOp::kPut), kAcme + 1) << "each write and the fence";
+  EXPECT_EQ(storage_->Reported("acme", BucketPurpose::kSegment), kAcme + 1) << "segments are PUTs only";
+  EXPECT_EQ(storage_->Reported("beta", BucketPurpose::kSegment, BucketOp::kPut), kBeta + 1);
+  EXPECT_EQ(storage_->Reported("acme", BucketPurpose::kRestore, BucketOp::kList), 2) << "its log and its snapshots";
+  EXPECT_EQ(storage_->Reported("beta", BucketPurpose::kRestore, BucketOp::kList), 2);
+  EXPECT_EQ(storage_->reported.count("idle"), 0u);
+  EXPECT_EQ(storage_->reported.size(), 2u) << "acme's and beta's only";
+  const BucketRequestStats& node_stats = storage_->counting->stats();
+  EXPECT_EQ(node_stats.Requests(BucketOp::kPut, BucketPurpose::kSegment),
+            static_cast<std::uint64_t>(kAcme + 1 + kBeta + 1))
+      << "the node counts what the tenants were given, no more";
+  EXPECT_EQ(node_stats.Requests(BucketPurpose::kOther), 0u) << "the tenants' views go through the node's purposes";
+  // Hibernated (its hold released: no sleeping holds here), then woken by one more write: a
+  // new hold, so a second fence, a second restore, and the write.
+  node->RunFor(seconds(1));
+  ASSERT_FALSE(node->runtime().IsResident(ActorId{"acme", "counter", "a"}));
+  ASSERT_TRUE(node->Call("acme/counter/a", MakeRequest("POST", "/increment")).ok());
+  EXPECT_EQ(storage_->Reported("acme", BucketPurpose::kSegment, BucketOp::kPut), kAcme + 3);
+  EXPECT_EQ(storage_->Reported("acme", BucketPurpose::kRestore, BucketOp::kList), 4);
+  EXPECT_EQ(storage_->Reported("beta", BucketPurpose::kSegment, BucketOp::kPut), kBeta + 1) << "beta's unchanged";
 }
 
 TEST_F(ProviderTest, TheCounterSurvivesHibernationAndARestartOfTheNode) {

@@ -67,6 +67,13 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
     return out;
   });
   hooks = usage_->Wrap(std::move(hooks));
+  // Bucket requests per tenant (docs/tenants.md, "Usage"): what the replicas, the alarm index
+  // and the ownership records send for a tenant's actors, reported as each completes.
+  if (TenantStores* tenants = options_.tenant_stores) {
+    provider_->set_tenant_stores(tenants);
+    alarm_index_.set_tenant_stores(tenants);
+    tenants->set_sink([this](const TenantRequest& r) { usage_->CountBucketRequest(r.tenant, r.purpose); });
+  }
   runtime_ = std::make_unique<actor::ActorRuntime>(env, engine_, classes_, *provider_, options_.runtime,
                                                    std::move(hooks));
   sockets_ = std::make_unique<SocketHub>(env, options_.sockets);
@@ -224,6 +231,7 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
 
 ActorHost::~ActorHost() {
   *alive_ = false;
+  if (options_.tenant_stores != nullptr) options_.tenant_stores->set_sink(nullptr);  // the meter goes with this host
   hand_overs_->set_host({});  // the node outlives this host
   owners_->set_on_hold_ended_sockets(nullptr);
   owners_->set_keep_sleeping(nullptr);

@@ -95,6 +95,11 @@ struct ActorHostOptions {
   const BucketRequestStats* bucket_requests = nullptr;
   // How often the node writes its usage records (usage.flush_ms; server/usage_meter.h).
   Duration usage_flush = kDefaultUsageFlush;
+  // The node's per-tenant stores (store/tenant_store.h; the node's, outliving the host and
+  // every replica): the replicas and the alarm index send a tenant's actors' requests
+  // through them, and the usage meter gets their reports. Null: bucket requests are no
+  // tenant's (the records' bucket_* stay 0).
+  TenantStores* tenant_stores = nullptr;
 };
 
 // Migrations on this node (docs/tenants.md, "Class versions").

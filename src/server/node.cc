@@ -131,6 +131,7 @@ Status Node::Assemble(std::unique_ptr<ObjectStore> bucket) {
   auto counting = std::make_unique<CountingStore>(std::move(bucket));
   counting_ = counting.get();
   store_ = std::move(counting);
+  tenant_stores_ = std::make_unique<TenantStores>(*store_);
 
   std::shared_ptr<boost::asio::ssl::context> client_tls;
   if (o.tls_cert_file) {
@@ -174,6 +175,7 @@ Status Node::Assemble(std::unique_ptr<ObjectStore> bucket) {
   }
 
   cluster_ = std::make_unique<ClusterNode>(env_, *store_, identity_, o.timing, instance_);
+  cluster_->owners().set_tenant_stores(tenant_stores_.get());
   if (o.broken.any()) {
     WK_LOG_WARN("WASMKEEP_BROKEN_MODELS: rules of the design are switched off, for tests only",
                 {{"broken_models", o.broken.ToString()}});
@@ -275,6 +277,7 @@ Task<void> Node::StartActors() {
       host.instance = instance_;
       host.timing = options_.timing;
       host.bucket_requests = &counting_->stats();
+      host.tenant_stores = tenant_stores_.get();
       host_ = std::make_unique<ActorHost>(env_, *store_, *cluster_, metrics_, replica_totals_, *secret, *peers_,
                                           *peer_identity_, trust_, std::move(host));
       WK_LOG_INFO("serving actors", {{"node", identity_.node_id.str()}});

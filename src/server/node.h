@@ -29,6 +29,7 @@
 #include "server/actor_host.h"
 #include "server/admin_routes.h"
 #include "store/counting_store.h"
+#include "store/tenant_store.h"
 
 namespace wk {
 
@@ -105,6 +106,9 @@ class Node {
   InstanceToken instance_;
   CountingStore* counting_ = nullptr;  // store_, as its counting wrapper
   std::unique_ptr<ObjectStore> store_;
+  // The requests made for tenants' actors, through store_ (store/tenant_store.h): the
+  // owners' and the host's, reported to the host's usage meter. After store_: it goes first.
+  std::unique_ptr<TenantStores> tenant_stores_;
   std::unique_ptr<TlsIdentity> peer_identity_;
   PeerTrust trust_;
   std::unique_ptr<HttpPeerTransport> peers_;

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "base/log.h"
+#include "control/tenants.h"
 
 namespace wk {
 namespace {
@@ -73,6 +74,12 @@ void UsageMeter::CountRequest(const std::string& tenant, int status, std::uint64
   series.requests += 1;
   if (outcome == control::UsageOutcome::kThrottled) series.throttled += 1;
   series.egress += egress;
+}
+
+void UsageMeter::CountBucketRequest(std::string_view tenant, BucketPurpose purpose) {
+  const auto p = static_cast<std::size_t>(purpose);
+  if (stopped_ || p >= kBucketPurposes || !control::ValidateTenantName(tenant).ok()) return;
+  Now(std::string(tenant)).bucket_requests[p] += 1;
 }
 
 actor::RuntimeHooks UsageMeter::Wrap(actor::RuntimeHooks hooks) {

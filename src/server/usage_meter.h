@@ -8,8 +8,11 @@
 // its instantiation included); resident actor-seconds and stored byte-seconds (keys plus
 // values of its resident actors, sampled every second and integrated). Only tenants whose
 // classes are known deployed are counted (as routing/class_traffic.h bounds its rows), so
-// requests naming made-up tenants grow nothing. Bucket requests per tenant are not split
-// yet: the records' bucket_* fields stay 0 (docs/tenants.md says so).
+// requests naming made-up tenants grow nothing. Bucket requests by purpose: each request
+// sent for one of the tenant's actors (its ownership records, segments, snapshots, restores,
+// garbage collection, alarm index entries), reported as it completes by the node's
+// TenantStores (store/tenant_store.h: where they are attributed, and why there); the node's
+// own requests (lease, listing, fence, control, classes, admin, alarm shards) are nobody's.
 //
 // Restarts: one record per node and hour, continued by the next process (UsageBook reads the
 // stored record at its first flush of an hour) rather than a record per process: the
@@ -34,6 +37,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -72,6 +76,9 @@ class UsageMeter {
 
   // One actor API request answered with status; ingress and egress: its body bytes.
   void CountRequest(const std::string& tenant, int status, std::uint64_t ingress, std::uint64_t egress);
+  // One bucket request sent for one of tenant's actors, completed now (loop thread). A name
+  // that is not a tenant's (a system actor's) counts nothing.
+  void CountBucketRequest(std::string_view tenant, BucketPurpose purpose);
   // hooks with on_event_start/on_event_end that also measure each event's CPU (calling the
   // given ones too).
   actor::RuntimeHooks Wrap(actor::RuntimeHooks hooks);

@@ -6,7 +6,9 @@
 #     admitted (its share on each node plus one second's burst each);
 #   - nothing of beta's is refused, and its p99 is measured alone and under the flood;
 #   - the usage the nodes flush (usage.flush_ms = 1 s) agrees with what was sent: beta's
-#     requests exactly, acme's admitted and throttled ones, CPU counted; after node b is
+#     requests exactly, acme's admitted and throttled ones, CPU counted, the bucket requests
+#     of their actors attributed to them by purpose (segment PUTs about one per write) and
+#     none to tenant idle, which sent nothing; after node b is
 #     killed with -9 right after more requests, the sum lost at most what b counted since its
 #     last flush;
 #   - a quota record mangled by hand leaves the tenant's last good quota in force and the node
@@ -36,8 +38,9 @@ TOML
 echo "== tenants: quotas and usage on $backend"
 ACME=$(tenant_add acme)
 BETA=$(tenant_add beta)
-check "counter deployed for both tenants" \
-  'W deploy --tenant acme --class counter "$actors_dir/counter.wasm" >/dev/null 2>&1 && W deploy --tenant beta --class counter "$actors_dir/counter.wasm" >/dev/null 2>&1'
+tenant_add idle >/dev/null
+check "counter deployed for the three tenants" \
+  'W deploy --tenant acme --class counter "$actors_dir/counter.wasm" >/dev/null 2>&1 && W deploy --tenant beta --class counter "$actors_dir/counter.wasm" >/dev/null 2>&1 && W deploy --tenant idle --class counter "$actors_dir/counter.wasm" >/dev/null 2>&1'
 start a a 1
 start b b 2
 check "two nodes become ready" 'wait_ready 1 30 && wait_ready 2 30'
@@ -95,6 +98,27 @@ check "acme's usage: $acme_ok ok and $acme_429 throttled" \
   '[ "$(json "$work/usage-acme.json" "(d[\"total\"][\"requests\"][\"ok\"], d[\"total\"][\"requests\"][\"throttled\"])")" = "($acme_ok, $acme_429)" ]'
 check "CPU time and resident actor-seconds counted" \
   '[ "$(json "$work/usage-acme.json" "d[\"total\"][\"cpu_ms\"] > 0 and d[\"total\"][\"resident_actor_seconds\"] > 0")" = True ]'
+
+# Bucket requests per tenant (docs/tenants.md, "Usage"): each of beta's POSTs writes its
+# counter, one segment PUT per write (two writes of one actor at once may share one), plus
+# a fence per hold of each of its 10 actors; its restores and ownership records are its
+# too. Tenant idle, deployed but sent nothing, has none.
+bucket() { json "$1" "d[\"total\"][\"bucket_requests\"][\"$2\"]"; }
+beta_segments=$(bucket "$work/usage-beta.json" segment)
+echo "     beta's bucket requests for $beta_sent requests: $(json "$work/usage-beta.json" 'd["total"]["bucket_requests"]')"
+echo "     segment PUTs per request: beta $(python3 -c "import sys; print(round(int(sys.argv[1]) / max(1, int(sys.argv[2])), 3))" "$beta_segments" "$beta_sent"), acme $(python3 -c "import sys; print(round(int(sys.argv[1]) / max(1, int(sys.argv[2])), 3))" "$(bucket "$work/usage-acme.json" segment)" "$acme_ok")"
+check "beta's segment PUTs are its writes: $beta_segments for $beta_sent requests (at least half, at most one each and the fences)" \
+  '[ "$beta_segments" -ge $((beta_sent / 2)) ] && [ "$beta_segments" -le $((beta_sent + 40)) ]'
+check "beta's restores and ownership records are its own" \
+  '[ "$(bucket "$work/usage-beta.json" restore)" -gt 0 ] && [ "$(bucket "$work/usage-beta.json" owner)" -gt 0 ]'
+check "no node's own requests are a tenant's (lease, listing, fence, control, class, admin)" \
+  '[ "$(json "$work/usage-beta.json" "sum(d[\"total\"][\"bucket_requests\"][p] for p in (\"lease\", \"listing\", \"fence\", \"control\", \"class\", \"admin\", \"other\"))")" = 0 ]'
+W tenant usage idle --json >"$work/usage-idle.json" 2>&1
+check "tenant idle, which sent nothing, has no bucket requests" \
+  '[ "$(json "$work/usage-idle.json" "d[\"total\"][\"bucket_requests_total\"]")" = 0 ] && [ "$(json "$work/usage-idle.json" "d[\"records\"]")" = 0 ]'
+W tenant usage beta --csv --prices aws-s3 >"$work/usage-beta.csv" 2>&1
+check "the CSV has a column per purpose, and money" \
+  'head -1 "$work/usage-beta.csv" | grep -q ",bucket_requests,bucket_lease,.*,bucket_segment,.*,bucket_other,money$" && [ "$(awk -F, "NR == 2 {print NF}" "$work/usage-beta.csv")" = "$(head -1 "$work/usage-beta.csv" | awk -F, "{print NF}")" ]'
 
 # Requests without acme's valid token (401) are not acme's usage: anyone can name a tenant.
 for _ in $(seq 1 30); do curl -s -o /dev/null -X POST "http://127.0.0.1:$(port_of 1)/v1/actors/acme/counter/c1/increment"; done
