@@ -148,7 +148,6 @@ tenants: a request refused 429 by a quota ran nothing (simulator)|quota-after-ru
 tenants: an idle tenant's job waits for at most one job of each busy tenant (real processes)|fair-share-off|cluster|tenants|no job of an idle tenant waited
 class versions: an actor's place in a rollout is stable in its name (simulator)|rollout-unstable|sim|combined|
 class versions: a migration's writes commit with its version mark (simulator)|upgrade-outside-batch|sim|combined|
-class versions: a broken version's state whose migration failed runs nowhere (simulator)|broken-state-runs|sim|combined|
 messages: the applied record is in the handler's batch (simulator)|applied-record-not-in-batch|sim|messages|
 messages: a restored outbox is delivered (simulator)|outbox-lost-on-restore|sim|messages|
 messages: one sender's messages to one receiver one at a time, in order (simulator)|messages-out-of-order|sim|messages|
