@@ -19,6 +19,7 @@ struct QuotaCache::State {
   };
   std::map<std::string, Entry, std::less<>> tenants;
   QuotaCacheStats stats;
+  std::function<void()> on_refresh;
 };
 
 namespace {
@@ -80,6 +81,7 @@ Task<Status> RefreshOnce(std::shared_ptr<QuotaCache::State> s) {
     if (!e.quotas.Unlimited()) ++s->stats.tenants_limited;
   }
   ++s->stats.refreshes;
+  if (s->on_refresh) s->on_refresh();
   co_return Status::Ok();
 }
 
@@ -119,6 +121,8 @@ std::map<std::string, std::uint64_t> QuotaCache::With(Quota q) const {
   }
   return out;
 }
+
+void QuotaCache::set_on_refresh(std::function<void()> fn) { state_->on_refresh = std::move(fn); }
 
 QuotaCacheStats QuotaCache::stats() const { return state_->stats; }
 

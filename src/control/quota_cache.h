@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -46,6 +47,9 @@ class QuotaCache {
   const TenantQuotas* For(std::string_view tenant) const;
   // The tenants with quota `q` set, with its value, as last read.
   std::map<std::string, std::uint64_t> With(Quota q) const;
+  // Called after each refresh that completed (what reads quotas into other structures, as
+  // the stored-bytes figures, follows a change within the same period).
+  void set_on_refresh(std::function<void()> fn);
   QuotaCacheStats stats() const;
 
   struct State;  // shared with its refreshing task (quota_cache.cc)

@@ -183,7 +183,9 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
   };
   ledger.load_base = [this](const std::string& tenant, std::int64_t base) { stored_.LoadBase(tenant, base); };
   ledger.set_others = [this](const std::string& tenant, std::int64_t others) { stored_.SetOthers(tenant, others); };
-  ledger.limited = [this] {
+  // The stored_bytes quotas reach the figures the events check as soon as the cache reads
+  // them (not at the ledger's next period).
+  auto apply_limits = [this] {
     std::vector<std::string> out;
     const auto limits = quotas_.With(control::Quota::kStoredBytes);
     for (const auto& [tenant, f] : stored_.All()) {
@@ -195,6 +197,8 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
     }
     return out;
   };
+  quotas_.set_on_refresh([apply_limits] { apply_limits(); });
+  ledger.limited = apply_limits;
   ledger_ = std::make_unique<control::StoredLedger>(env, store, options_.node_id.str(), control::kDefaultQuotaPeriod,
                                                     options_.usage_flush, std::move(ledger));
   ledger_->Start();
