@@ -142,6 +142,8 @@ Task<Status> TickOnce(std::shared_ptr<StoredLedger::State> s, bool all) {
   std::vector<std::string> limited = s->hooks.limited();
   const std::set<std::string> with_quota(limited.begin(), limited.end());
   // 1. The tenants with a quota: the other nodes' records (and this node's base, found there).
+  // One look at this node's counts serves every tenant (LoadBase adds a base once anyway).
+  const auto own = s->hooks.own();
   for (const std::string& tenant : limited) {
     auto listed = co_await ReadTenant(s->store, tenant, s->read[tenant], call);
     if (!s->alive) co_return Cancelled("stopped");
@@ -154,7 +156,6 @@ Task<Status> TickOnce(std::shared_ptr<StoredLedger::State> s, bool all) {
     for (const auto& [node, record] : listed->nodes) {
       if (node != s->node) others += record.second;
     }
-    const auto own = s->hooks.own();
     const auto mine = own.find(tenant);
     if (mine == own.end() || !mine->second.base_loaded) {
       const auto stored = listed->nodes.find(s->node);

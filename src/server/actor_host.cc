@@ -185,20 +185,18 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
   ledger.set_others = [this](const std::string& tenant, std::int64_t others) { stored_.SetOthers(tenant, others); };
   // The stored_bytes quotas reach the figures the events check as soon as the cache reads
   // them (not at the ledger's next period).
-  auto apply_limits = [this] {
-    std::vector<std::string> out;
+  quotas_.set_on_refresh([this] {
     const auto limits = quotas_.With(control::Quota::kStoredBytes);
     for (const auto& [tenant, f] : stored_.All()) {
       if (f.limit && !limits.contains(tenant)) stored_.SetLimit(tenant, std::nullopt);  // lifted
     }
-    for (const auto& [tenant, limit] : limits) {
-      stored_.SetLimit(tenant, limit);
-      out.push_back(tenant);
-    }
+    for (const auto& [tenant, limit] : limits) stored_.SetLimit(tenant, limit);
+  });
+  ledger.limited = [this] {
+    std::vector<std::string> out;
+    for (const auto& [tenant, limit] : quotas_.With(control::Quota::kStoredBytes)) out.push_back(tenant);
     return out;
   };
-  quotas_.set_on_refresh([apply_limits] { apply_limits(); });
-  ledger.limited = apply_limits;
   ledger_ = std::make_unique<control::StoredLedger>(env, store, options_.node_id.str(), control::kDefaultQuotaPeriod,
                                                     options_.usage_flush, std::move(ledger));
   ledger_->Start();
