@@ -243,6 +243,9 @@ class Soak:
             # with short leases, faster scans and the shortest recheck allowed (2 ttl + grace).
             if a.fast_leases:
                 f.write("[alarms]\nscan_period_ms = 2000\nhanded_recheck_ms = 5000\n")
+            # Usage flushed (and stored byte-seconds integrated) every 5 s, so even a short soak
+            # meters through its kills and pauses (the usage check at the end).
+            f.write("[usage]\nflush_ms = 5000\n")
         self.nodes = [Node(self, i) for i in range(a.nodes)]
 
     # ---- commands ---------------------------------------------------------------------
@@ -1718,7 +1721,33 @@ class Soak:
                     n.proc.wait(timeout=self.ttl * 3)
                 except subprocess.TimeoutExpired:
                     n.proc.kill()
+        self.usage_report = self.usage_result()
         return self.report(verdict, load_seconds, ready)
+
+    def usage_result(self):
+        """The soak tenant's usage as the nodes metered it through the nemesis (docs/tenants.md,
+        "Usage"), read after the clean stops flushed it: the sum must read (no record left corrupt
+        by a kill or a paused bucket) and show requests, CPU and stored byte-seconds (the lowest
+        live node's integration of the stored-bytes ledger, through kills and freezes). A kill -9
+        loses up to a flush period of a node's counts, so requests are reported beside the
+        clients' 200s, not compared exactly."""
+        r = self.W("tenant", "usage", TENANT, "--json", check=False, timeout=120)
+        if r.returncode != 0:
+            return {"available": True, "ok": False, "problem": f"tenant usage exited {r.returncode}: "
+                                                               f"{r.stderr.strip()[:300]}"}
+        try:
+            total = json.loads(r.stdout)["total"]
+        except (ValueError, KeyError) as e:
+            return {"available": True, "ok": False, "problem": f"tenant usage printed no total: {e}"}
+        answered = sum(1 for e in self.history if e["status"] == 200)
+        out = {"available": True, "requests_ok": total["requests"]["ok"], "requests_throttled":
+               total["requests"]["throttled"], "appends_answered_200": answered, "cpu_ms": total["cpu_ms"],
+               "stored_byte_seconds": total["stored_byte_seconds"],
+               "bucket_requests_total": total["bucket_requests_total"]}
+        problems = [f"{k} is 0" for k in ("requests_ok", "cpu_ms", "stored_byte_seconds") if not out[k]]
+        out["ok"] = not problems
+        out["problem"] = "; ".join(problems)
+        return out
 
     # ---- the report -------------------------------------------------------------------
     def node_log_lines(self):
@@ -1864,6 +1893,7 @@ class Soak:
             "bank": self.bank_report,
             "history": self.hist_report,
             "websockets": self.ws_report,
+            "usage": getattr(self, "usage_report", {"available": False, "ok": True}),
             "nemesis": {"kills": len(kills), "freezes": len(freezes), "bucket_pauses": len(self.pauses),
                         "freezes_that_exited_6": sum(1 for e in freezes if e.get("exit_after_resume") == 6),
                         "unplanned_exits": sum(len(n.exits) for n in self.nodes) - len(freezes),
@@ -1957,6 +1987,15 @@ def print_report(r, out):
               ", ".join(f"{k} {v}" for k, v in sorted(ws["ends_by_code"].items())))
         for p in ws["problems"][:10]:
             print(f"    {p}")
+    u = r["usage"]
+    if u.get("available"):
+        if "requests_ok" in u:
+            print(f"  usage (tenant usage {TENANT}): {u['requests_ok']} requests ok ({u['appends_answered_200']} appends "
+                  f"answered 200 to the list clients alone), {u['requests_throttled']} throttled, {u['cpu_ms']} CPU ms, "
+                  f"{u['stored_byte_seconds']} stored byte-seconds, {u['bucket_requests_total']} bucket requests: "
+                  f"{'held' if u['ok'] else 'FAILED: ' + u['problem']}")
+        else:
+            print(f"  usage: FAILED: {u['problem']}")
     print(f"  nemesis: {n['kills']} kills, {n['freezes']} freezes ({n['freezes_that_exited_6']} exited 6 on resume), "
           f"{n['bucket_pauses']} bucket pauses, {n['unplanned_exits']} other exits")
     for kind, s in n["actions"].items():
@@ -2034,6 +2073,7 @@ def main():
     bad = bad or (hs["available"] and not hs["ok"])
     wsr = r["websockets"]
     bad = bad or (wsr["available"] and not wsr["ok"])
+    bad = bad or not r["usage"]["ok"]
     if bad or not r["all_ready_at_end"] or w["acknowledged"] == 0:
         print("soak: FAILED (see failures in the report)")
         return 1

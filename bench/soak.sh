@@ -11,8 +11,9 @@
 # or re-armed by a durable handler run fired, none early, none stale), the bank's checks
 # (money conserved, every acknowledged transfer applied exactly once, nothing left to
 # deliver), the history checks (each restored actor holds exactly its state at the point
-# and the writes acknowledged after, each fork its state at its point) and a report,
-# printed and written as JSON.
+# and the writes acknowledged after, each fork its state at its point), the usage check
+# (`tenant usage` of the soak tenant reads after it all and counts requests, CPU and stored
+# byte-seconds) and a report, printed and written as JSON.
 #
 #   bench/soak.sh [--nodes N] [--minutes M | --hours H] [--bucket rgw|file|URL]
 #                 [--wasmkeep BIN] [--actors DIR] [--out DIR] [--fast-leases] [--seed S]

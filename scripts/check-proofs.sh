@@ -146,6 +146,9 @@ tenants: a tenant flooding a worker delays another's job by at most one of its o
 tenants: a request refused 429 by a quota ran nothing|quota-after-run|gtest|front:FrontTest.ATenantOverItsRequestQuotaGets429WithRetryAfterAndOthersDoNot|
 tenants: a request refused 429 by a quota ran nothing (simulator)|quota-after-run|sim|combined|
 tenants: an idle tenant's job waits for at most one job of each busy tenant (real processes)|fair-share-off|cluster|tenants|no job of an idle tenant waited
+tenants: events at once cannot together pass a stored_bytes quota|stored-quota-unreserved|gtest|actor:TxnTest.ATenantsEventsAtOnceCannotTogetherPassItsStoredBytesQuota|
+tenants: a start at the tenant's resident share makes room or is refused|resident-share-ignored|gtest|actor:RuntimeCoreTest.AtItsResidentShareATenantsIdleActorMakesRoomOrTheStartIsRefused|
+usage: racing integrators count every instant of stored bytes once|stored-usage-unconditional|gtest|control:StoredUsageTest.TwoIntegratorsRacingCountEveryInstantOnce|
 class versions: an actor's place in a rollout is stable in its name (simulator)|rollout-unstable|sim|combined|
 class versions: a migration's writes commit with its version mark (simulator)|upgrade-outside-batch|sim|combined|
 messages: the applied record is in the handler's batch (simulator)|applied-record-not-in-batch|sim|messages|

@@ -355,7 +355,7 @@ std::shared_ptr<ActorRuntimeCore::Slot> ActorRuntimeCore::StartSlot(const ActorI
     refused->error = fmt::format("no class {}/{} is deployed", id.tenant, id.class_name);
     return nullptr;
   }
-  if (options_.resident_limit) {
+  if (options_.resident_limit && !options_.broken.on(BrokenModel::kResidentShareIgnored)) {
     if (const std::optional<std::size_t> limit = options_.resident_limit(id.tenant);
         limit && !MakeRoomForTenant(id.tenant, *limit > 0 ? *limit - 1 : 0, /*all_or_nothing=*/true)) {
       ++stats_.resident_quota_refusals;
@@ -1024,7 +1024,7 @@ void ActorRuntimeCore::Sweep() {
     if (IsIdle(*s) && !s->outbox_pending) sleepy.push_back(s->shared_from_this());
   }
   for (auto& s : sleepy) Close(s, UnloadReason::kHibernated);
-  if (options_.resident_limit) {
+  if (options_.resident_limit && !options_.broken.on(BrokenModel::kResidentShareIgnored)) {
     // A share lowered below what is resident (a quota changed, a node joined): the idle ones
     // over it leave now; busy ones as they become idle.
     std::vector<std::string> tenants;

@@ -31,7 +31,9 @@ Status TenantStoredBytes::Reserve(const std::string& tenant, std::uint64_t growt
   std::lock_guard lock(mu_);
   Figures& f = tenants_[tenant];
   if (f.limit) {
-    const std::int64_t after = f.total() + static_cast<std::int64_t>(f.reserved + growth);
+    // Other events' reservations count: their growth is theirs before it is committed.
+    const std::uint64_t reserved = broken_.on(BrokenModel::kStoredQuotaUnreserved) ? 0 : f.reserved;
+    const std::int64_t after = f.total() + static_cast<std::int64_t>(reserved + growth);
     if (after > static_cast<std::int64_t>(*f.limit)) {
       ++refusals_;
       return InvalidArgument(fmt::format(

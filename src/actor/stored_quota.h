@@ -20,12 +20,17 @@
 #include <optional>
 #include <string>
 
+#include "base/broken_models.h"
 #include "base/status.h"
 
 namespace wk::actor {
 
 class TenantStoredBytes {
  public:
+  // Broken models (base/broken_models.h): tests only.
+  explicit TenantStoredBytes(BrokenModels broken = {}) : broken_(broken) {}
+  void set_broken_models(BrokenModels broken) { broken_ = broken; }
+
   struct Figures {
     std::int64_t own = 0;     // this node's events' changes (with its ledger's base)
     std::int64_t others = 0;  // the other nodes' records, as last read
@@ -56,6 +61,7 @@ class TenantStoredBytes {
   std::uint64_t refusals() const;
 
  private:
+  BrokenModels broken_;
   mutable std::mutex mu_;
   std::map<std::string, Figures> tenants_;  // guarded by mu_
   std::uint64_t refusals_ = 0;              // guarded by mu_

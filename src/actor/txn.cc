@@ -13,6 +13,12 @@ EventTxn::EventTxn(const ActorStorage& storage, const ActorLimits& limits, Store
 
 EventTxn::~EventTxn() {
   if (quota_.tenants == nullptr) return;
+  // An event that took no writes changed nothing: no look at the storage (its size is behind
+  // a lock) for the common read-only event.
+  if (!took_writes_) {
+    quota_.tenants->Settle(quota_.tenant, reserved_, 0);
+    return;
+  }
   const std::uint64_t now = storage_.StoredBytes();
   quota_.tenants->Settle(quota_.tenant, reserved_, static_cast<std::int64_t>(now) - static_cast<std::int64_t>(base_));
 }
@@ -157,6 +163,7 @@ Batch EventTxn::TakeBatch() {
     }
   }
   b.alarm = alarm_;
+  if (!b.mutations.empty()) took_writes_ = true;
   writes_.clear();
   cleared_ = false;
   alarm_.reset();

@@ -58,6 +58,7 @@ class EventTxn {
   StoredQuotaScope quota_;
   const std::uint64_t base_;   // the storage's stored bytes when the event began
   std::uint64_t reserved_ = 0;  // growth over base_ reserved in quota_
+  bool took_writes_ = false;    // TakeBatch moved out writes (the storage may have changed)
 };
 
 }  // namespace wk::actor

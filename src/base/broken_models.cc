@@ -96,6 +96,9 @@ constexpr std::array<std::string_view, kModels> kNames = {
     "broken-state-runs",
     "fair-share-off",
     "quota-after-run",
+    "stored-quota-unreserved",
+    "resident-share-ignored",
+    "stored-usage-unconditional",
 };
 static_assert(kNames.size() == kModels, "one name per BrokenModel");
 static_assert(kNames[static_cast<std::size_t>(BrokenModel::kUpgradeOutsideBatch)] == "upgrade-outside-batch",

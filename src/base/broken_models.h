@@ -136,9 +136,13 @@ enum class BrokenModel : std::uint8_t {
   kRolloutUnstable,          // an actor's place in a rollout is drawn again for every share: it may flip between versions
   kUpgradeOutsideBatch,      // a migration's writes are committed apart from its version mark (the mark waits for the next write)
   kBrokenStateRuns,          // a broken version's state whose migration failed falls back to the broken version
-  // ---- Tenants (actor/fair_queue.h, routing/front.cc), docs/tenants.md "Fair shares" and "Quotas"
+  // ---- Tenants (actor/fair_queue.h, routing/front.cc, actor/stored_quota.*, actor/runtime_core.cc,
+  // control/stored_usage.*), docs/tenants.md "Fair shares", "Quotas" and "Usage"
   kFairShareOff,             // a worker runs its jobs first come, first served, whatever their tenant
   kQuotaAfterRun,            // the front asks a tenant's request quota after running the request: a 429 may come with its effects
+  kStoredQuotaUnreserved,    // a put checks the stored_bytes quota against committed bytes only: events at once may pass it together
+  kResidentShareIgnored,     // a start ignores the tenant's resident_actors share (nothing hibernated, nothing refused)
+  kStoredUsageUnconditional, // stored byte-seconds are written without If-Match: racing integrators count a time twice
   kCount
 };
 

@@ -80,7 +80,8 @@ Task<int> Usage(ObjectStore* store, RealEnv*, TenantArgs a, std::optional<contro
     return prices ? StorageMoney(*prices, c.stored_byte_seconds) + BucketMoney(*prices, c) : 0.0;
   };
   if (a.json) {
-    nlohmann::json out = {{"tenant", a.name}, {"by", unit}, {"nodes", usage->nodes}, {"records", usage->records}};
+    nlohmann::json out = {{"tenant", a.name}, {"by", unit}, {"nodes", usage->nodes}, {"records", usage->records},
+                          {"stored_records", usage->stored_records}};
     auto row = [&](const control::UsageCounters& c) {
       nlohmann::json j;
       nlohmann::json req;
@@ -144,8 +145,9 @@ Task<int> Usage(ObjectStore* store, RealEnv*, TenantArgs a, std::optional<contro
     }
     co_return kExitOk;
   }
-  std::printf("usage of tenant %s by %s (UTC), summed over %zu record(s) of %zu node(s)\n", a.name.c_str(), unit,
-              usage->records, usage->nodes.size());
+  std::printf("usage of tenant %s by %s (UTC), summed over %zu record(s) of %zu node(s) and %zu hour(s) of stored "
+              "bytes\n",
+              a.name.c_str(), unit, usage->records, usage->nodes.size(), usage->stored_records);
   std::printf("%-13s %10s %8s %8s %8s %8s %12s %14s %12s %12s %12s %10s%s\n", a.hourly ? "HOUR" : "DAY", "REQUESTS",
               "4XX", "429", "FAILED", "UNAVAIL", "CPU_MS", "STORED_GB_H", "IN_BYTES", "OUT_BYTES", "ACTOR_H", "BUCKET",
               prices ? "       MONEY" : "");

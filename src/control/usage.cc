@@ -8,6 +8,7 @@
 #include "base/ids.h"
 #include "base/line_format.h"
 #include "control/common.h"
+#include "control/stored_usage.h"
 #include "control/tenants.h"
 
 namespace wk::control {
@@ -212,6 +213,13 @@ Task<Result<TenantUsage>> SumTenantUsage(ObjectStore& store, std::string tenant,
     out.by_hour[*hour] += (*record)->counters;
     out.nodes.insert(std::string(node));
     ++out.records;
+  }
+  // Stored byte-seconds are integrated cluster-wide (control/stored_usage.h), not per node.
+  auto stored = co_await ReadStoredUsage(store, tenant, since, call);
+  if (!stored.ok()) co_return stored.status();
+  for (const auto& [hour, byte_seconds] : *stored) {
+    out.by_hour[hour].stored_byte_seconds += byte_seconds;
+    ++out.stored_records;
   }
   co_return out;
 }

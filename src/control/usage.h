@@ -1,8 +1,9 @@
 // Usage, metered and durable (docs/tenants.md, "Usage"): what each tenant used on each node,
 // hour by hour, as records usage/<tenant>/<node-id>/<YYYYMMDDHH> (`wasmkeep-usage 1`, FROZEN,
 // strict decoder). A record holds one node's cumulative totals for that tenant and UTC hour:
-// requests by outcome, CPU milliseconds, stored byte-seconds, ingress and egress bytes,
-// resident actor-seconds and bucket requests by purpose (store/object_store.h's names).
+// requests by outcome, CPU milliseconds, ingress and egress bytes, resident actor-seconds and
+// bucket requests by purpose (store/object_store.h's names); its stored byte-seconds are 0
+// (they are integrated cluster-wide: control/stored_usage.h).
 //
 // Contract: one writer per node and hour (the node's lease makes one process per node id),
 // so a record is rewritten with an unconditional PUT at each flush; a cluster's usage is the
@@ -43,6 +44,8 @@ UsageOutcome UsageOutcomeOfStatus(int status);
 struct UsageCounters {
   std::array<std::uint64_t, kUsageOutcomes> requests{};
   std::uint64_t cpu_ms = 0;
+  // In a node's usage/ record: 0 (stored byte-seconds are integrated cluster-wide, in
+  // stored-usage/ records: control/stored_usage.h); in a sum: the tenant's.
   std::uint64_t stored_byte_seconds = 0;
   std::uint64_t ingress_bytes = 0;
   std::uint64_t egress_bytes = 0;
@@ -94,11 +97,13 @@ Task<Result<std::optional<UsageRecord>>> ReadUsageRecord(ObjectStore& store, std
 struct TenantUsage {
   std::map<UsageHour, UsageCounters> by_hour;
   std::set<std::string> nodes;  // the nodes with a record counted
-  std::size_t records = 0;
+  std::size_t records = 0;         // usage/ records (one per node and hour)
+  std::size_t stored_records = 0;  // stored-usage/ records (one per hour)
   UsageCounters Total() const;
 };
 // Lists usage/<tenant>/ and sums the records of hours at or after since (every hour if
-// nullopt; the hour is read from the key, so earlier records are not read). A key that is
+// nullopt; the hour is read from the key, so earlier records are not read), then adds the
+// tenant's stored byte-seconds (stored-usage/<tenant>/, control/stored_usage.h). A key that is
 // not <node>/<YYYYMMDDHH> or a corrupt record fails the sum with kFatal naming it: usage is
 // never silently short.
 Task<Result<TenantUsage>> SumTenantUsage(ObjectStore& store, std::string tenant, std::optional<UsageHour> since,

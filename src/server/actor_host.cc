@@ -39,6 +39,7 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
   replica::Replica::Deps deps{env, store, [&env](std::function<void()> fn) { env.PostFromAnyThread(std::move(fn)); },
                               &replica_totals, node.broken_models(), &alarm_index_};
   options_.runtime.broken = node.broken_models();
+  stored_.set_broken_models(node.broken_models());
   options_.runtime.stored_quota = &stored_;
   options_.sockets.broken = node.broken_models();
   node.owners().set_sleep_policy(SleepPolicy{options_.runtime.sleeping_hold, options_.runtime.max_sleeping_holds});
@@ -62,10 +63,20 @@ ActorHost::ActorHost(RealEnv& env, ObjectStore& store, ClusterNode& node, Metric
     std::vector<TenantResidency> out;
     if (!runtime_) return out;
     for (const actor::TenantMemory& m : runtime_->MemoryByTenant()) {
-      if (m.actors > 0) out.push_back(TenantResidency{m.tenant, m.actors, m.stored_bytes});
+      if (m.actors > 0) out.push_back(TenantResidency{m.tenant, m.actors});
     }
     return out;
   });
+  // Stored byte-seconds: integrated by the lowest live node of this node's view (any number
+  // at once is safe, control/stored_usage.h; one is the cheap case).
+  usage_->IntegrateStoredUsage(
+      [&node, self = options_.node_id] {
+        for (const auto& [id, view] : node.membership().view()) {
+          if (view.live()) return id == self;
+        }
+        return false;
+      },
+      node.broken_models());
   hooks = usage_->Wrap(std::move(hooks));
   // Bucket requests per tenant (docs/tenants.md, "Usage"): what the replicas, the alarm index
   // and the ownership records send for a tenant's actors, reported as each completes.

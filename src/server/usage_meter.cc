@@ -41,6 +41,11 @@ UsageMeter::~UsageMeter() {
   if (loop_.valid()) loop_.Cancel();
 }
 
+void UsageMeter::IntegrateStoredUsage(std::function<bool()> integrates, BrokenModels broken) {
+  integrates_ = std::move(integrates);
+  integrator_ = std::make_unique<control::StoredUsageIntegrator>(store_, broken);
+}
+
 void UsageMeter::Start() {
   last_sample_ = last_flush_ = env_.MonoNow();
   loop_ = env_.Spawn(Loop(), "usage meter");
@@ -123,12 +128,9 @@ void UsageMeter::Sample() {
     if (r.tenant.empty()) continue;
     Carry& carry = carry_[r.tenant];
     carry.actor_ms += r.actors * elapsed_ms;
-    carry.stored_byte_ms += r.stored_bytes * elapsed_ms;
     control::UsageCounters& c = Now(r.tenant);
     c.resident_actor_seconds += carry.actor_ms / 1000;
     carry.actor_ms %= 1000;
-    c.stored_byte_seconds += carry.stored_byte_ms / 1000;
-    carry.stored_byte_ms %= 1000;
   }
 }
 
@@ -143,6 +145,13 @@ Task<void> UsageMeter::Loop() {
     Status s = co_await book_.Flush(store_, control::HourOf(env_.WallNow()));
     if (!*alive) co_return;
     if (!s.ok()) WK_LOG_WARN("usage flush failed; the next one writes it", {{"error", s.ToString()}});
+    if (integrator_ && integrates_ && integrates_()) {
+      Status integrated = co_await integrator_->Integrate(env_.WallNow());
+      if (!*alive) co_return;
+      if (!integrated.ok()) {
+        WK_LOG_WARN("stored usage not integrated; the next pass covers the time", {{"error", integrated.ToString()}});
+      }
+    }
   }
 }
 
@@ -165,6 +174,19 @@ void UsageMeter::PublishMetrics(MetricsRegistry& metrics) {
                              [this] { return static_cast<double>(book_.flushes()); }, {{"outcome", "ok"}});
   metrics.AddCallbackCounter("wasmkeep_usage_flushes_total", help,
                              [this] { return static_cast<double>(book_.flush_failures()); }, {{"outcome", "failed"}});
+  const std::string stored_help =
+      "Passes of this node integrating every tenant's stored byte-seconds (when it is the lowest live node), by "
+      "outcome.";
+  metrics.AddCallbackCounter("wasmkeep_stored_usage_passes_total", stored_help, [this] {
+    return integrator_ ? static_cast<double>(integrator_->stats().passes - integrator_->stats().failed) : 0.0;
+  }, {{"outcome", "ok"}});
+  metrics.AddCallbackCounter("wasmkeep_stored_usage_passes_total", stored_help, [this] {
+    return integrator_ ? static_cast<double>(integrator_->stats().failed) : 0.0;
+  }, {{"outcome", "failed"}});
+  metrics.AddCallbackCounter(
+      "wasmkeep_stored_usage_conflicts_total",
+      "Stored byte-seconds writes another node's integration won (it counted that time; nothing is counted twice).",
+      [this] { return integrator_ ? static_cast<double>(integrator_->stats().conflicts) : 0.0; });
   // Per tenant, since this process started (the bounded label set: the header).
   metrics.AddCallbackCounterBreakdown("wasmkeep_tenant_requests_total",
                                       "Actor API requests that arrived at this node, by tenant (the first 20, then other)",

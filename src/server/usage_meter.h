@@ -5,8 +5,11 @@
 // What it counts, per tenant: the actor API's requests that arrived at this node's client
 // listener (a forwarded request counts once, where it arrived) by outcome, their body bytes
 // in and out; CPU of the tenant's events (the worker thread's CPU clock around each event,
-// its instantiation included); resident actor-seconds and stored byte-seconds (keys plus
-// values of its resident actors, sampled every second and integrated). Only tenants whose
+// its instantiation included); resident actor-seconds (sampled every second and integrated).
+// Stored byte-seconds are not counted per node: every actor's state counts, resident or not,
+// so at each flush the node that integrates (the lowest live node id in its membership view)
+// integrates every tenant's stored-bytes ledger sum (control/stored_usage.h; its conditional
+// writes count every instant once when two nodes both think they are lowest). Only tenants whose
 // classes are known deployed are counted (as routing/class_traffic.h bounds its rows), so
 // requests naming made-up tenants grow nothing. Bucket requests by purpose: each request
 // sent for one of the tenant's actors (its ownership records, segments, snapshots, restores,
@@ -19,7 +22,8 @@
 // listing a sum reads stays one key per node and hour. A kill -9 loses what was counted
 // since the last flush (at most usage.flush_ms).
 //
-// Metrics: wasmkeep_usage_flushes_total{outcome}, and per tenant (since this process
+// Metrics: wasmkeep_usage_flushes_total{outcome}, wasmkeep_stored_usage_passes_total{outcome}
+// and wasmkeep_stored_usage_conflicts_total, and per tenant (since this process
 // started) wasmkeep_tenant_requests_total, wasmkeep_tenant_requests_throttled_total,
 // wasmkeep_tenant_cpu_seconds_total, wasmkeep_tenant_egress_bytes_total and the gauge
 // wasmkeep_tenant_resident_actors. Cardinality is bounded: the first kTenantSeries tenants
@@ -43,6 +47,7 @@
 
 #include "actor/runtime.h"
 #include "base/metrics.h"
+#include "control/stored_usage.h"
 #include "control/usage.h"
 #include "env/env.h"
 #include "store/object_store.h"
@@ -57,7 +62,6 @@ inline constexpr std::size_t kTenantSeries = 20;
 struct TenantResidency {
   std::string tenant;
   std::size_t actors = 0;
-  std::uint64_t stored_bytes = 0;
 };
 
 class UsageMeter {
@@ -69,6 +73,9 @@ class UsageMeter {
   UsageMeter(const UsageMeter&) = delete;
   UsageMeter& operator=(const UsageMeter&) = delete;
 
+  // Before Start: at each flush, if integrates() says so, this node integrates every
+  // tenant's stored byte-seconds (control/stored_usage.h).
+  void IntegrateStoredUsage(std::function<bool()> integrates, BrokenModels broken = {});
   // Starts sampling (every second) and flushing (every flush).
   void Start();
   // The clean stop: samples and flushes once more; further counts are not written.
@@ -86,6 +93,8 @@ class UsageMeter {
   void PublishMetrics(MetricsRegistry& metrics);
 
   const control::UsageBook& book() const { return book_; }
+  // nullptr until IntegrateStoredUsage.
+  const control::StoredUsageIntegrator* stored_usage() const { return integrator_.get(); }
 
  private:
   // CPU measured by the workers, moved into the book; residency integrated since last time.
@@ -109,11 +118,12 @@ class UsageMeter {
   Duration flush_;
   std::function<std::vector<TenantResidency>()> residency_;
   control::UsageBook book_;
+  std::function<bool()> integrates_;
+  std::unique_ptr<control::StoredUsageIntegrator> integrator_;
   MonoTime last_sample_{};
   MonoTime last_flush_{};
   // Fractions carried between samples so integration loses nothing: byte-ms, actor-ms, ns.
   struct Carry {
-    std::uint64_t stored_byte_ms = 0;
     std::uint64_t actor_ms = 0;
     std::uint64_t cpu_ns = 0;
   };

@@ -100,12 +100,15 @@ check "no resolver release happened" '[ "$(metric 9 '"'"'wasmkeep_resolver_total
 check "and it was acquired once" '[ "$(grep -c "debug hold acquired actor=t/c/s" "$work/h.log")" = 1 ]'
 stop "$pid_h"
 
+# (The writers below may have many writes in flight: with at most a few, an upload could
+# carry them all and leave a moment with nothing in flight until the next write; a cut in
+# that moment finds no straggler, and the CI machine, loaded, once hit it.)
 # A clean stop cuts a straggler before writing released: node i writes to t/c/r through the
 # replica with slow segment uploads; its ownership records are unreachable, so the clean
 # stop's release waits its bound while an upload is still in flight. The hold stops being
 # valid when the release starts, so that upload comes back Late and acknowledges nothing,
 # all before `released` is written; the next owner restores every acknowledged write.
-start_acquiring i i 10 "" WASMKEEP_DEBUG_WRITER="t/c/r" WASMKEEP_DEBUG_WRITER_OPTIONS="rate=50,inflight=4" \
+start_acquiring i i 10 "" WASMKEEP_DEBUG_WRITER="t/c/r" WASMKEEP_DEBUG_WRITER_OPTIONS="rate=50,inflight=64" \
   WASMKEEP_DEBUG_FAULTS="slow_put_ms=400,slow_put_prefix=wal/,outage_file=$work/r_down,outage_prefix=owners/"
 check "node i writes to t/c/r" 'wait_for 20 "grep -sq \"^acked \" \"$work/i.out\""'
 touch "$work/r_down"
@@ -115,6 +118,7 @@ wait_exit "$pid_i" 20
 check "SIGTERM exits 0" '[ "$code" = 0 ]'
 late_line=$(grep -n "debug writer: replica failed" "$work/i.log" | head -1 | cut -d: -f1)
 released_line=$(grep -n "node lease released" "$work/i.log" | head -1 | cut -d: -f1)
+echo "     $(grep -m1 "debug writer: replica failed" "$work/i.log" | cut -c1-400)"
 check "the straggling upload came back Late, acknowledging nothing" 'grep "debug writer: replica failed" "$work/i.log" | grep -q Late'
 check "before released was written" '[ -n "$late_line" ] && [ -n "$released_line" ] && [ "$late_line" -lt "$released_line" ]'
 rm -f "$work/r_down"
@@ -134,7 +138,7 @@ stop "$pid_j"
 # acknowledges nothing, before `released` (sent after, as late) is written; the next owner
 # restores every acknowledged write.
 start_acquiring k k 12 "t/c/k1,t/c/k2,t/c/k3,t/c/k4,t/c/k5,t/c/k6" WASMKEEP_DEBUG_WRITER="t/c/zr" \
-  WASMKEEP_DEBUG_WRITER_OPTIONS="rate=50,inflight=4" \
+  WASMKEEP_DEBUG_WRITER_OPTIONS="rate=50,inflight=64" \
   WASMKEEP_DEBUG_FAULTS="slow_put_ms=200,slow_reply_ms=1000,slow_reply_prefix=owners/"
 k_holds_six() { [ "$(grep -sc "debug hold acquired" "$work/k.log")" = 6 ]; }
 check "node k holds its six actors and writes to t/c/zr" 'wait_for 20 "k_holds_six && grep -sq \"^acked \" \"$work/k.out\""'
@@ -144,6 +148,7 @@ check "SIGTERM exits 0" '[ "$code" = 0 ]'
 check "the release phase ended at its bound with t/c/zr still held" '[ "$(owner t/c/zr | cut -d" " -f1)" = k ] && [ "$(owner t/c/k6 | cut -d" " -f1)" = k ]'
 late_line=$(grep -n "debug writer: replica failed" "$work/k.log" | head -1 | cut -d: -f1)
 released_line=$(grep -n "node lease released" "$work/k.log" | head -1 | cut -d: -f1)
+echo "     $(grep -m1 "debug writer: replica failed" "$work/k.log" | cut -c1-400)"
 check "the lease-level cut made the straggler's upload Late, acknowledging nothing" 'grep "debug writer: replica failed" "$work/k.log" | grep -q Late'
 check "before released was written" '[ -n "$late_line" ] && [ -n "$released_line" ] && [ "$late_line" -lt "$released_line" ]'
 start_acquiring l l 13 "" WASMKEEP_DEBUG_WRITER="t/c/zr" WASMKEEP_DEBUG_WRITER_OPTIONS="writes=1"

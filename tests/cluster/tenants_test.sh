@@ -10,7 +10,7 @@
 #     of their actors attributed to them by purpose (segment PUTs about one per write) and
 #     none to tenant idle, which sent nothing; after node b is
 #     killed with -9 right after more requests, the sum lost at most what b counted since its
-#     last flush;
+#     last flush; gamma's stored byte-seconds grow by its stored bytes a second;
 #   - a quota record mangled by hand leaves the tenant's last good quota in force and the node
 #     serving; a malformed `tenant set` is refused naming the quota.
 #
@@ -199,6 +199,16 @@ echo "     tenant quotas gamma: stored_bytes_in_use $(json "$work/gamma-quotas.j
 check "the ledger's sum is what gamma stored" '[ "$(json "$work/gamma-quotas.json" "d[\"stored_bytes_in_use\"]")" = "$gamma_stored" ]'
 check "the refusals are counted (wasmkeep_quota_stored_bytes_refusals_total)" \
   '[ "$(metric 1 wasmkeep_quota_stored_bytes_refusals_total)" -gt 0 ]'
+# Stored byte-seconds (control/stored_usage.h): the lowest live node integrates the ledger's
+# sum at each flush (1 s here), so over ten quiet seconds gamma's grow by its stored bytes a
+# second (within a flush period at each end: 20 %).
+usage_at() { W tenant usage gamma --json >"$work/gamma-usage.json" 2>&1; json "$work/gamma-usage.json" 'd["total"]["stored_byte_seconds"]'; }
+t1=$(date +%s%3N); s1=$(usage_at)
+sleep 10
+t2=$(date +%s%3N); s2=$(usage_at)
+echo "     gamma's stored byte-seconds: $s1 then $s2, $((t2 - t1)) ms apart, at $gamma_stored bytes"
+check "gamma's stored byte-seconds grow by its stored bytes a second (within 20 %)" \
+  'python3 -c "import sys; s1, s2, dt, b = map(float, sys.argv[1:]); r = (s2 - s1) / (dt / 1000) / b; print(\"     ratio\", round(r, 3)); sys.exit(0 if 0.8 <= r <= 1.2 else 1)" "$s1" "$s2" "$((t2 - t1))" "$gamma_stored"'
 # resident_actors=3 on one live node: ten actors one after another all answer, the idle ones
 # hibernated to make room; then acme at resident_actors=2 with 8 clients of 20 ms events on
 # 16 actors: starts refused 429 naming the quota while its two are busy.

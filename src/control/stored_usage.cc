@@ -1,0 +1,224 @@
+#include "control/stored_usage.h"
+
+#include <algorithm>
+#include <limits>
+#include <set>
+#include <vector>
+
+#include "base/check.h"
+#include "base/ids.h"
+#include "base/line_format.h"
+#include "base/log.h"
+#include "control/common.h"
+#include "control/stored_ledger.h"
+#include "control/tenants.h"
+
+namespace wk::control {
+
+std::string StoredUsageKey(std::string_view tenant, UsageHour hour) {
+  return std::string(kStoredUsagePrefix) + std::string(tenant) + "/" + HourKey(hour);
+}
+
+namespace {
+
+bool InsideHour(WallTime t, UsageHour hour) { return t >= HourStart(hour) && t <= HourStart(hour + 1); }
+
+// bytes (clamped at 0: a ledger that sums below zero has lost counts, not stored less than
+// nothing) for the time from `from` to `to`, in byte-seconds.
+std::uint64_t ByteSeconds(std::int64_t bytes, WallTime from, WallTime to) {
+  if (bytes <= 0 || to <= from) return 0;
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(to - from).count();
+  const unsigned __int128 product = static_cast<unsigned __int128>(bytes) * static_cast<unsigned __int128>(ms) / 1000;
+  return product > std::numeric_limits<std::uint64_t>::max() ? std::numeric_limits<std::uint64_t>::max()
+                                                             : static_cast<std::uint64_t>(product);
+}
+
+std::uint64_t SaturatingAdd(std::uint64_t a, std::uint64_t b) {
+  return a > std::numeric_limits<std::uint64_t>::max() - b ? std::numeric_limits<std::uint64_t>::max() : a + b;
+}
+
+}  // namespace
+
+std::string EncodeStoredUsage(const StoredUsageRecord& r) {
+  WK_CHECK(ValidateTenantName(r.tenant).ok() && r.hour >= 0, "encoding an invalid stored-usage record");
+  line_format::LineWriter w("stored_usage", 1);
+  w.Field("tenant", r.tenant)
+      .Field("hour", HourKey(r.hour))
+      .Field("byte_seconds", r.byte_seconds)
+      .UnixMsField("as_of", r.as_of);
+  return std::move(w).Take();
+}
+
+Result<StoredUsageRecord> DecodeStoredUsage(std::string_view body, std::string_view tenant, UsageHour hour) {
+  auto reader = line_format::LineReader::Open(body, "stored_usage", 1,
+                                              "wasmkeep-stored_usage 1 record " + StoredUsageKey(tenant, hour));
+  if (!reader.ok()) return reader.status();
+  auto t = reader->Field("tenant");
+  if (!t.ok()) return t.status();
+  if (*t != tenant) return reader->Corrupt("'tenant' names another tenant");
+  auto h = reader->Field("hour");
+  if (!h.ok()) return h.status();
+  if (ParseHourKey(*h) != hour) return reader->Corrupt("'hour' names another hour");
+  auto seconds = reader->UintField("byte_seconds");
+  if (!seconds.ok()) return seconds.status();
+  auto as_of = reader->UnixMsField("as_of");
+  if (!as_of.ok()) return as_of.status();
+  if (!InsideHour(*as_of, hour)) return reader->Corrupt("'as_of' is outside the record's hour");
+  if (!reader->AtEnd()) return reader->Corrupt("unexpected lines after 'as_of'");
+  return StoredUsageRecord{std::string(tenant), hour, *seconds, *as_of};
+}
+
+Task<Result<std::map<UsageHour, std::uint64_t>>> ReadStoredUsage(ObjectStore& store, std::string tenant,
+                                                                 std::optional<UsageHour> since, CallOptions call) {
+  if (Status s = ValidateTenantName(tenant); !s.ok()) co_return s;
+  const std::string prefix = std::string(kStoredUsagePrefix) + tenant + "/";
+  auto keys = co_await detail::ListKeys(store, prefix, call);
+  if (!keys.ok()) co_return keys.status();
+  std::map<UsageHour, std::uint64_t> out;
+  for (const std::string& key : *keys) {
+    const std::optional<UsageHour> hour = ParseHourKey(std::string_view(key).substr(prefix.size()));
+    if (!hour) co_return Fatal("corrupt stored usage: key " + key + " is not stored-usage/<tenant>/<YYYYMMDDHH>");
+    if (since && *hour < *since) continue;
+    auto got = co_await store.Get(key, call);
+    if (!got.ok()) {
+      if (got.code() == Code::kNotFound) continue;  // removed since the listing
+      co_return got.status();
+    }
+    auto decoded = DecodeStoredUsage(got->body, tenant, *hour);
+    if (!decoded.ok()) co_return decoded.status();
+    out[*hour] = decoded->byte_seconds;
+  }
+  co_return out;
+}
+
+StoredUsageIntegrator::StoredUsageIntegrator(ObjectStore& store, BrokenModels broken)
+    : store_(store.ForPurpose(BucketPurpose::kControl)), broken_(broken) {}
+
+Task<Result<std::map<std::string, std::int64_t>>> StoredUsageIntegrator::ReadLedger(CallOptions call) {
+  ListOptions list;
+  list.prefix = std::string(kStoredPrefix);
+  std::vector<ListEntry> entries;
+  for (int page = 0;; ++page) {
+    if (page == kMaxListPages) {
+      co_return Retryable("the stored-bytes ledger has more than " + std::to_string(kMaxListPages) + " pages");
+    }
+    auto got = co_await store_.List(list, call);
+    if (!got.ok()) co_return got.status();
+    for (ListEntry& e : got->entries) entries.push_back(std::move(e));
+    if (!got->next_continuation) break;
+    list.continuation = *got->next_continuation;
+  }
+  std::map<std::string, std::pair<Version, std::int64_t>> seen;
+  std::map<std::string, std::int64_t> sums;
+  for (const ListEntry& e : entries) {
+    const std::string_view rest = std::string_view(e.key).substr(kStoredPrefix.size());
+    const std::size_t slash = rest.find('/');
+    if (slash == std::string_view::npos) continue;
+    const std::string tenant(rest.substr(0, slash));
+    const std::string node(rest.substr(slash + 1));
+    if (!ValidateTenantName(tenant).ok() || !ValidateNodeId(node).ok()) continue;  // not one of ours
+    auto known = ledger_.find(e.key);
+    if (known == ledger_.end() || known->second.first != e.version) {
+      auto got = co_await store_.Get(e.key, call);
+      if (!got.ok()) {
+        if (got.code() == Code::kNotFound) continue;
+        co_return got.status();
+      }
+      auto decoded = DecodeStored(got->body, tenant, node);
+      if (!decoded.ok()) {
+        ++stats_.corrupt;
+        WK_LOG_WARN("stored-bytes record not integrated", {{"key", e.key}, {"error", decoded.status().ToString()}});
+        continue;
+      }
+      known = ledger_.insert_or_assign(e.key, std::pair{got->version, decoded->bytes}).first;
+    }
+    seen.emplace(e.key, known->second);
+    sums[tenant] += known->second.second;
+  }
+  ledger_ = std::move(seen);  // records removed since are forgotten
+  co_return sums;
+}
+
+Task<Result<std::optional<std::pair<StoredUsageRecord, Version>>>> StoredUsageIntegrator::ReadRecord(
+    const std::string& tenant, UsageHour hour, CallOptions call) {
+  auto got = co_await store_.Get(StoredUsageKey(tenant, hour), call);
+  if (!got.ok()) {
+    if (got.code() == Code::kNotFound) co_return std::nullopt;
+    co_return got.status();
+  }
+  auto decoded = DecodeStoredUsage(got->body, tenant, hour);
+  if (!decoded.ok()) co_return decoded.status();
+  co_return std::pair{std::move(*decoded), got->version};
+}
+
+Task<Status> StoredUsageIntegrator::WriteRecord(StoredUsageRecord r, Precondition condition, CallOptions call) {
+  const std::string key = StoredUsageKey(r.tenant, r.hour);
+  if (broken_.on(BrokenModel::kStoredUsageUnconditional)) condition = Precondition::None();
+  auto put = co_await store_.Put(key, EncodeStoredUsage(r), std::move(condition), call);
+  if (put.ok()) {
+    ++stats_.written;
+    co_return Status::Ok();
+  }
+  if (put.code() == Code::kPreconditionFailed) ++stats_.conflicts;  // another integrator covered this time
+  co_return put.status();
+}
+
+Task<Status> StoredUsageIntegrator::IntegrateTenant(const std::string& tenant, std::int64_t bytes, WallTime now,
+                                                    CallOptions call) {
+  const UsageHour hour = HourOf(now);
+  auto current = co_await ReadRecord(tenant, hour, call);
+  if (!current.ok()) co_return current.status();
+  if (*current) {
+    auto& [r, version] = **current;
+    if (now <= r.as_of) co_return Status::Ok();  // nothing new (or this clock is behind another's)
+    r.byte_seconds = SaturatingAdd(r.byte_seconds, ByteSeconds(bytes, r.as_of, now));
+    r.as_of = now;
+    Status s = co_await WriteRecord(std::move(r), Precondition::IfMatch(version), call);
+    co_return s.code() == Code::kPreconditionFailed ? Status::Ok() : s;
+  }
+  // A new hour: close the previous one at its end (if it was being integrated), then start
+  // this one from its start; a tenant seen for the first time starts now.
+  WallTime from = now;
+  auto previous = co_await ReadRecord(tenant, hour - 1, call);
+  if (!previous.ok()) co_return previous.status();
+  if (*previous) {
+    auto& [r, version] = **previous;
+    const WallTime end = HourStart(hour);
+    if (r.as_of < end) {
+      r.byte_seconds = SaturatingAdd(r.byte_seconds, ByteSeconds(bytes, r.as_of, end));
+      r.as_of = end;
+      Status s = co_await WriteRecord(std::move(r), Precondition::IfMatch(version), call);
+      if (s.code() == Code::kPreconditionFailed) co_return Status::Ok();  // another integrator is at it
+      if (!s.ok()) co_return s;
+    }
+    from = end;
+  }
+  // A named record, not a braced temporary, as the coroutine's argument (GCC 12 frees such a
+  // temporary's string twice: docs/DEVELOPING.md).
+  StoredUsageRecord fresh{tenant, hour, ByteSeconds(bytes, from, now), now};
+  Status s = co_await WriteRecord(std::move(fresh), Precondition::IfNoneMatchAny(), call);
+  co_return s.code() == Code::kPreconditionFailed ? Status::Ok() : s;
+}
+
+Task<Status> StoredUsageIntegrator::Integrate(WallTime now, CallOptions call) {
+  ++stats_.passes;
+  auto sums = co_await ReadLedger(call);
+  if (!sums.ok()) {
+    ++stats_.failed;
+    co_return sums.status();
+  }
+  Status first = Status::Ok();
+  for (const auto& [tenant, bytes] : *sums) {
+    Status s = co_await IntegrateTenant(tenant, bytes, now, call);
+    if (s.ok()) continue;
+    if (s.code() == Code::kFatal) {
+      ++stats_.corrupt;  // a corrupt stored-usage record is left for an operator, never overwritten
+      WK_LOG_WARN("stored usage not integrated", {{"tenant", tenant}, {"error", s.ToString()}});
+    }
+    if (first.ok()) first = std::move(s);
+  }
+  if (!first.ok()) ++stats_.failed;
+  co_return first;
+}
+
+}  // namespace wk::control
