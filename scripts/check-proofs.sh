@@ -134,6 +134,7 @@ gate: every answer through the gate (routing)|answer-without-gate|sim|routing|
 input gate: one event of an actor at a time (routing)|input-gate-concurrent|sim|routing|
 idempotency: a key's answer is committed in the batch of its writes|idempotent-answer-not-in-batch|gtest|actor:RuntimeTest.TheRecordIsInTheBatchOfItsWritesAndAFailedEventStoresNone|
 idempotency: a key's answer is committed in the batch of its writes (real processes)|idempotent-answer-not-in-batch|cluster|idempotency|keyed increments under kill -9
+idempotency: a key's answer is committed in the batch of its writes (simulator)|idempotent-answer-not-in-batch|sim|combined|
 messages: nothing sent before its batch is durable (simulator)|message-before-durable|sim|messages|
 websockets: nothing sent before its batch is durable|ws-send-before-durable|gtest|examples:Builds/ChatTest.WebSocketSendsWaitForTheBatchToBeDurable/Cpp|
 websockets: nothing sent before its batch is durable (simulator)|ws-send-before-durable|sim|combined|
@@ -142,6 +143,7 @@ websockets: a broadcast goes to the connections its event saw (simulator)|ws-bro
 class versions: an actor's place in a rollout is stable in its name|rollout-unstable|gtest|control:ChooseVersionTest.TheCandidatesShareIsStableInTheNameAndOnlyGrows|
 class versions: a migration's writes commit with its version mark|upgrade-outside-batch|gtest|examples:ClassVersionsRuntimeTest.TheMarkCommitsWithTheMigrationSoARestartNeverMigratesAgain|
 class versions: a broken version's state whose migration failed runs nowhere|broken-state-runs|gtest|examples:ClassVersionsRuntimeTest.AFailedMigrationOfABrokenVersionsStateRunsNothing|
+class versions: a broken version's state whose migration failed runs nowhere (simulator)|broken-state-runs|sim|combined|
 tenants: a tenant flooding a worker delays another's job by at most one of its own|fair-share-off|gtest|actor:FairQueueTest.AFloodingTenantDelaysAnothersJobByAtMostOneOfItsOwn|
 tenants: a request refused 429 by a quota ran nothing|quota-after-run|gtest|front:FrontTest.ATenantOverItsRequestQuotaGets429WithRetryAfterAndOthersDoNot|
 tenants: a request refused 429 by a quota ran nothing (simulator)|quota-after-run|sim|combined|
