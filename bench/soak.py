@@ -1731,19 +1731,22 @@ class Soak:
         live node's integration of the stored-bytes ledger, through kills and freezes). A kill -9
         loses up to a flush period of a node's counts, so requests are reported beside the
         clients' 200s, not compared exactly."""
-        r = self.W("tenant", "usage", TENANT, "--json", check=False, timeout=120)
+        try:
+            r = self.W("tenant", "usage", TENANT, "--json", check=False, timeout=120)
+        except (subprocess.SubprocessError, OSError) as e:
+            return {"available": True, "ok": False, "problem": f"tenant usage did not answer: {e}"}
         if r.returncode != 0:
             return {"available": True, "ok": False, "problem": f"tenant usage exited {r.returncode}: "
                                                                f"{r.stderr.strip()[:300]}"}
+        answered = sum(1 for e in self.history if e["status"] == 200)
         try:
             total = json.loads(r.stdout)["total"]
-        except (ValueError, KeyError) as e:
+            out = {"available": True, "requests_ok": total["requests"]["ok"], "requests_throttled":
+                   total["requests"]["throttled"], "appends_answered_200": answered, "cpu_ms": total["cpu_ms"],
+                   "stored_byte_seconds": total["stored_byte_seconds"],
+                   "bucket_requests_total": total["bucket_requests_total"]}
+        except (ValueError, KeyError, TypeError) as e:
             return {"available": True, "ok": False, "problem": f"tenant usage printed no total: {e}"}
-        answered = sum(1 for e in self.history if e["status"] == 200)
-        out = {"available": True, "requests_ok": total["requests"]["ok"], "requests_throttled":
-               total["requests"]["throttled"], "appends_answered_200": answered, "cpu_ms": total["cpu_ms"],
-               "stored_byte_seconds": total["stored_byte_seconds"],
-               "bucket_requests_total": total["bucket_requests_total"]}
         problems = [f"{k} is 0" for k in ("requests_ok", "cpu_ms", "stored_byte_seconds") if not out[k]]
         out["ok"] = not problems
         out["problem"] = "; ".join(problems)

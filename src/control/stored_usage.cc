@@ -91,8 +91,14 @@ Task<Result<std::map<UsageHour, std::uint64_t>>> ReadStoredUsage(ObjectStore& st
   co_return out;
 }
 
-StoredUsageIntegrator::StoredUsageIntegrator(ObjectStore& store, BrokenModels broken)
-    : store_(store.ForPurpose(BucketPurpose::kControl)), broken_(broken) {}
+StoredUsageIntegrator::StoredUsageIntegrator(ObjectStore& store, Duration refresh, BrokenModels broken)
+    : store_(store.ForPurpose(BucketPurpose::kControl)), refresh_(refresh), broken_(broken) {}
+
+void StoredUsageIntegrator::Corrupt(const std::string& key, const Status& why) {
+  if (!corrupt_keys_.insert(key).second) return;
+  ++stats_.corrupt;
+  WK_LOG_WARN("stored usage: a corrupt record is left alone", {{"key", key}, {"error", why.ToString()}});
+}
 
 Task<Result<std::map<std::string, std::int64_t>>> StoredUsageIntegrator::ReadLedger(CallOptions call) {
   ListOptions list;
@@ -126,14 +132,16 @@ Task<Result<std::map<std::string, std::int64_t>>> StoredUsageIntegrator::ReadLed
       }
       auto decoded = DecodeStored(got->body, tenant, node);
       if (!decoded.ok()) {
-        ++stats_.corrupt;
-        WK_LOG_WARN("stored-bytes record not integrated", {{"key", e.key}, {"error", decoded.status().ToString()}});
+        Corrupt(e.key, decoded.status());  // left out of the sum
         continue;
       }
       known = ledger_.insert_or_assign(e.key, std::pair{got->version, decoded->bytes}).first;
     }
     seen.emplace(e.key, known->second);
-    sums[tenant] += known->second.second;
+    std::int64_t& sum = sums[tenant];
+    if (__builtin_add_overflow(sum, known->second.second, &sum)) {
+      sum = known->second.second > 0 ? std::numeric_limits<std::int64_t>::max() : std::numeric_limits<std::int64_t>::min();
+    }
   }
   ledger_ = std::move(seen);  // records removed since are forgotten
   co_return sums;
@@ -151,53 +159,102 @@ Task<Result<std::optional<std::pair<StoredUsageRecord, Version>>>> StoredUsageIn
   co_return std::pair{std::move(*decoded), got->version};
 }
 
-Task<Status> StoredUsageIntegrator::WriteRecord(StoredUsageRecord r, Precondition condition, CallOptions call) {
+Task<Result<Version>> StoredUsageIntegrator::WriteRecord(StoredUsageRecord r, Precondition condition,
+                                                       CallOptions call) {
   const std::string key = StoredUsageKey(r.tenant, r.hour);
   if (broken_.on(BrokenModel::kStoredUsageUnconditional)) condition = Precondition::None();
   auto put = co_await store_.Put(key, EncodeStoredUsage(r), std::move(condition), call);
   if (put.ok()) {
     ++stats_.written;
-    co_return Status::Ok();
+  } else if (put.code() == Code::kPreconditionFailed) {
+    ++stats_.conflicts;  // another integrator covered this time
   }
-  if (put.code() == Code::kPreconditionFailed) ++stats_.conflicts;  // another integrator covered this time
-  co_return put.status();
+  co_return put;
+}
+
+Task<Status> StoredUsageIntegrator::WriteAndRemember(const std::string& tenant, std::int64_t bytes, WallTime now,
+                                                     StoredUsageRecord r, Precondition condition, CallOptions call) {
+  const StoredUsageRecord written = r;
+  auto put = co_await WriteRecord(std::move(r), std::move(condition), call);
+  if (!put.ok()) {
+    known_.erase(tenant);  // read again next pass
+    co_return put.code() == Code::kPreconditionFailed ? Status::Ok() : put.status();
+  }
+  known_[tenant] = Known{written, *put, bytes, now};
+  co_return Status::Ok();
 }
 
 Task<Status> StoredUsageIntegrator::IntegrateTenant(const std::string& tenant, std::int64_t bytes, WallTime now,
                                                     CallOptions call) {
   const UsageHour hour = HourOf(now);
+  // 1. This hour's record as this integrator last wrote it: no read.
+  if (auto k = known_.find(tenant); k != known_.end() && k->second.record.hour == hour) {
+    Known& known = k->second;
+    if (now <= known.record.as_of) co_return Status::Ok();
+    if (bytes == known.sum && now - known.record.as_of < refresh_) {
+      known.seen = now;  // counted at this sum when next written
+      ++stats_.unchanged;
+      co_return Status::Ok();
+    }
+    // The sum held until the last pass that saw it; the new one is counted from then.
+    StoredUsageRecord r = known.record;
+    const WallTime seen = std::clamp(known.seen, r.as_of, now);
+    r.byte_seconds = SaturatingAdd(r.byte_seconds, ByteSeconds(known.sum, r.as_of, seen));
+    r.byte_seconds = SaturatingAdd(r.byte_seconds, ByteSeconds(bytes, seen, now));
+    r.as_of = now;
+    const Version version = known.version;
+    co_return co_await WriteAndRemember(tenant, bytes, now, std::move(r), Precondition::IfMatch(version), call);
+  }
+  // 2. Read: this hour's record (another integrator's, or this one's forgotten).
   auto current = co_await ReadRecord(tenant, hour, call);
-  if (!current.ok()) co_return current.status();
+  if (!current.ok()) {
+    if (current.code() != Code::kFatal) co_return current.status();
+    Corrupt(StoredUsageKey(tenant, hour), current.status());  // this tenant's hour is left to an operator
+    co_return Status::Ok();
+  }
   if (*current) {
     auto& [r, version] = **current;
     if (now <= r.as_of) co_return Status::Ok();  // nothing new (or this clock is behind another's)
     r.byte_seconds = SaturatingAdd(r.byte_seconds, ByteSeconds(bytes, r.as_of, now));
     r.as_of = now;
-    Status s = co_await WriteRecord(std::move(r), Precondition::IfMatch(version), call);
-    co_return s.code() == Code::kPreconditionFailed ? Status::Ok() : s;
+    co_return co_await WriteAndRemember(tenant, bytes, now, std::move(r), Precondition::IfMatch(version), call);
   }
-  // A new hour: close the previous one at its end (if it was being integrated), then start
-  // this one from its start; a tenant seen for the first time starts now.
+  // 3. A new hour: close the previous one at its end (if it was being integrated), then
+  // start this one from its start; a tenant without a record before starts now.
   WallTime from = now;
   auto previous = co_await ReadRecord(tenant, hour - 1, call);
-  if (!previous.ok()) co_return previous.status();
-  if (*previous) {
+  if (!previous.ok() && previous.code() != Code::kFatal) co_return previous.status();
+  if (!previous.ok()) {
+    Corrupt(StoredUsageKey(tenant, hour - 1), previous.status());  // left alone; this hour starts now
+  } else if (*previous) {
     auto& [r, version] = **previous;
     const WallTime end = HourStart(hour);
     if (r.as_of < end) {
-      r.byte_seconds = SaturatingAdd(r.byte_seconds, ByteSeconds(bytes, r.as_of, end));
+      // The sum this integrator last wrote it with held until the last pass that saw it.
+      WallTime seen = r.as_of;
+      std::int64_t before = bytes;
+      if (auto k = known_.find(tenant); k != known_.end() && k->second.version == version) {
+        seen = std::clamp(k->second.seen, r.as_of, end);
+        before = k->second.sum;
+      }
+      r.byte_seconds = SaturatingAdd(r.byte_seconds, ByteSeconds(before, r.as_of, seen));
+      r.byte_seconds = SaturatingAdd(r.byte_seconds, ByteSeconds(bytes, seen, end));
       r.as_of = end;
-      Status s = co_await WriteRecord(std::move(r), Precondition::IfMatch(version), call);
-      if (s.code() == Code::kPreconditionFailed) co_return Status::Ok();  // another integrator is at it
-      if (!s.ok()) co_return s;
+      auto closed = co_await WriteRecord(std::move(r), Precondition::IfMatch(version), call);
+      if (!closed.ok()) {
+        known_.erase(tenant);
+        // Another integrator is at it (it closes the hour and starts this one).
+        co_return closed.code() == Code::kPreconditionFailed ? Status::Ok() : closed.status();
+      }
     }
     from = end;
+  } else if (bytes <= 0) {
+    co_return Status::Ok();  // nothing stored and nothing counted yet: no record
   }
   // A named record, not a braced temporary, as the coroutine's argument (GCC 12 frees such a
   // temporary's string twice: docs/DEVELOPING.md).
   StoredUsageRecord fresh{tenant, hour, ByteSeconds(bytes, from, now), now};
-  Status s = co_await WriteRecord(std::move(fresh), Precondition::IfNoneMatchAny(), call);
-  co_return s.code() == Code::kPreconditionFailed ? Status::Ok() : s;
+  co_return co_await WriteAndRemember(tenant, bytes, now, std::move(fresh), Precondition::IfNoneMatchAny(), call);
 }
 
 Task<Status> StoredUsageIntegrator::Integrate(WallTime now, CallOptions call) {
@@ -207,15 +264,11 @@ Task<Status> StoredUsageIntegrator::Integrate(WallTime now, CallOptions call) {
     ++stats_.failed;
     co_return sums.status();
   }
+  std::erase_if(known_, [&](const auto& k) { return !sums->contains(k.first); });
   Status first = Status::Ok();
   for (const auto& [tenant, bytes] : *sums) {
     Status s = co_await IntegrateTenant(tenant, bytes, now, call);
-    if (s.ok()) continue;
-    if (s.code() == Code::kFatal) {
-      ++stats_.corrupt;  // a corrupt stored-usage record is left for an operator, never overwritten
-      WK_LOG_WARN("stored usage not integrated", {{"tenant", tenant}, {"error", s.ToString()}});
-    }
-    if (first.ok()) first = std::move(s);
+    if (!s.ok() && first.ok()) first = std::move(s);
   }
   if (!first.ok()) ++stats_.failed;
   co_return first;

@@ -210,7 +210,11 @@ Task<Result<TenantUsage>> SumTenantUsage(ObjectStore& store, std::string tenant,
     auto record = co_await ReadUsageRecord(store, tenant, std::string(node), *hour, call);
     if (!record.ok()) co_return record.status();
     if (!*record) continue;  // removed since the listing
-    out.by_hour[*hour] += (*record)->counters;
+    // Stored byte-seconds come from stored-usage/ alone (below): what nodes of an earlier
+    // version sampled into their records is left out, so a mixed cluster never counts twice.
+    UsageCounters counters = (*record)->counters;
+    counters.stored_byte_seconds = 0;
+    out.by_hour[*hour] += counters;
     out.nodes.insert(std::string(node));
     ++out.records;
   }

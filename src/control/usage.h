@@ -45,7 +45,8 @@ struct UsageCounters {
   std::array<std::uint64_t, kUsageOutcomes> requests{};
   std::uint64_t cpu_ms = 0;
   // In a node's usage/ record: 0 (stored byte-seconds are integrated cluster-wide, in
-  // stored-usage/ records: control/stored_usage.h); in a sum: the tenant's.
+  // stored-usage/ records: control/stored_usage.h; SumTenantUsage ignores what nodes of an
+  // earlier version sampled here); in a sum: the tenant's.
   std::uint64_t stored_byte_seconds = 0;
   std::uint64_t ingress_bytes = 0;
   std::uint64_t egress_bytes = 0;

@@ -26,6 +26,15 @@ std::uint64_t ThreadCpuNs() {
 // and its start and end hooks run on its thread).
 thread_local std::uint64_t event_cpu_start_ns = 0;
 
+// The integrator is shared with its pass, which may outlive the meter (a cancelled pass ends
+// at its next await).
+Task<void> IntegratePass(std::shared_ptr<control::StoredUsageIntegrator> integrator, WallTime now) {
+  Status integrated = co_await integrator->Integrate(now);
+  if (!integrated.ok() && integrated.code() != Code::kCancelled) {
+    WK_LOG_WARN("stored usage not integrated; the next pass covers the time", {{"error", integrated.ToString()}});
+  }
+}
+
 }  // namespace
 
 UsageMeter::UsageMeter(Env& env, ObjectStore& store, std::string node_id, Duration flush,
@@ -39,11 +48,13 @@ UsageMeter::UsageMeter(Env& env, ObjectStore& store, std::string node_id, Durati
 UsageMeter::~UsageMeter() {
   *alive_ = false;
   if (loop_.valid()) loop_.Cancel();
+  if (integrating_.valid()) integrating_.Cancel();
 }
 
 void UsageMeter::IntegrateStoredUsage(std::function<bool()> integrates, BrokenModels broken) {
   integrates_ = std::move(integrates);
-  integrator_ = std::make_unique<control::StoredUsageIntegrator>(store_, broken);
+  // An unchanged sum is written every ten flushes (control/stored_usage.h: its cost).
+  integrator_ = std::make_shared<control::StoredUsageIntegrator>(store_, 10 * flush_, broken);
 }
 
 void UsageMeter::Start() {
@@ -145,15 +156,13 @@ Task<void> UsageMeter::Loop() {
     Status s = co_await book_.Flush(store_, control::HourOf(env_.WallNow()));
     if (!*alive) co_return;
     if (!s.ok()) WK_LOG_WARN("usage flush failed; the next one writes it", {{"error", s.ToString()}});
-    if (integrator_ && integrates_ && integrates_()) {
-      Status integrated = co_await integrator_->Integrate(env_.WallNow());
-      if (!*alive) co_return;
-      if (!integrated.ok()) {
-        WK_LOG_WARN("stored usage not integrated; the next pass covers the time", {{"error", integrated.ToString()}});
-      }
+    // A pass of its own, one at a time: a long one (many tenants) never delays the flushes.
+    if (integrator_ && integrates_ && !stopped_ && (!integrating_.valid() || integrating_.done()) && integrates_()) {
+      integrating_ = env_.Spawn(IntegratePass(integrator_, env_.WallNow()), "stored usage");
     }
   }
 }
+
 
 Task<Status> UsageMeter::Stop() {
   std::shared_ptr<bool> alive = alive_;
@@ -163,6 +172,7 @@ Task<Status> UsageMeter::Stop() {
     loop_.Cancel();
     co_await loop_.Join();  // a flush in flight ends first: one Flush at a time
   }
+  if (integrating_.valid()) integrating_.Cancel();  // the next process's pass covers the time
   if (!*alive) co_return Status::Ok();
   Sample();
   co_return co_await book_.Flush(store_, control::HourOf(env_.WallNow()));
@@ -183,6 +193,10 @@ void UsageMeter::PublishMetrics(MetricsRegistry& metrics) {
   metrics.AddCallbackCounter("wasmkeep_stored_usage_passes_total", stored_help, [this] {
     return integrator_ ? static_cast<double>(integrator_->stats().failed) : 0.0;
   }, {{"outcome", "failed"}});
+  metrics.AddCallbackCounter(
+      "wasmkeep_stored_usage_corrupt_total",
+      "Stored-usage and stored-bytes ledger records this node's integration found corrupt (each once; left alone).",
+      [this] { return integrator_ ? static_cast<double>(integrator_->stats().corrupt) : 0.0; });
   metrics.AddCallbackCounter(
       "wasmkeep_stored_usage_conflicts_total",
       "Stored byte-seconds writes another node's integration won (it counted that time; nothing is counted twice).",

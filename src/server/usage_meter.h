@@ -22,8 +22,8 @@
 // listing a sum reads stays one key per node and hour. A kill -9 loses what was counted
 // since the last flush (at most usage.flush_ms).
 //
-// Metrics: wasmkeep_usage_flushes_total{outcome}, wasmkeep_stored_usage_passes_total{outcome}
-// and wasmkeep_stored_usage_conflicts_total, and per tenant (since this process
+// Metrics: wasmkeep_usage_flushes_total{outcome}, wasmkeep_stored_usage_passes_total{outcome},
+// wasmkeep_stored_usage_conflicts_total and wasmkeep_stored_usage_corrupt_total, and per tenant (since this process
 // started) wasmkeep_tenant_requests_total, wasmkeep_tenant_requests_throttled_total,
 // wasmkeep_tenant_cpu_seconds_total, wasmkeep_tenant_egress_bytes_total and the gauge
 // wasmkeep_tenant_resident_actors. Cardinality is bounded: the first kTenantSeries tenants
@@ -119,7 +119,8 @@ class UsageMeter {
   std::function<std::vector<TenantResidency>()> residency_;
   control::UsageBook book_;
   std::function<bool()> integrates_;
-  std::unique_ptr<control::StoredUsageIntegrator> integrator_;
+  std::shared_ptr<control::StoredUsageIntegrator> integrator_;  // shared with its pass
+  TaskHandle integrating_;  // the pass in flight (one at a time)
   MonoTime last_sample_{};
   MonoTime last_flush_{};
   // Fractions carried between samples so integration loses nothing: byte-ms, actor-ms, ns.

@@ -6,7 +6,7 @@
 # held and then forwarded to the node that takes them. Prints the requests refused during
 # the drain (goal: none) and checks that every acknowledged increment is still there. The
 # drained node holds no alarm shard and its peers hold all 16. Then, a undrained and serving
-# again, 100 alarm actors are started on it with alarms due about ten seconds later, and a is
+# again, 100 alarm actors are started on it with alarms due about twenty seconds later, and a is
 # drained again and kept running: the actors leave its memory (closed and released, as
 # hibernation leaves them) and every alarm fires while a stays drained, each within the
 # bound docs/alarms.md states for a drained node (scan period + scan lag + one listing
@@ -107,7 +107,7 @@ check "and takes its share of the alarm shards again" 'wait_for 15 "[ \"\$(shard
 
 # ---- alarms while a node stays drained (docs/alarms.md, "What is promised", lateness)
 # 100 alarm actors started on a (their sets sent to a alone, which acquires them), their
-# alarms due one after another, 50 ms apart, from about ten seconds on; then a is drained
+# alarms due one after another, 50 ms apart, from about twenty seconds on; then a is drained
 # and kept running. Nothing touches the actors until their alarms should have fired (a
 # request would restore one and fire its alarm from its owner's timer, hiding a shard nobody
 # scans): the firings are counted from the peers' wasmkeep_alarms_fired_total, and only then
@@ -116,7 +116,7 @@ now_ms() { date +%s%3N; }
 alarm_actors=100
 fired_on_peers() { local t=0 v i; for i in 2 3; do v=$(metric "$i" wasmkeep_alarms_fired_total); t=$((t + ${v%%.*})); done; echo "$t"; }
 fired0=$(fired_on_peers)
-due0=$(( $(now_ms) + 10000 ))
+due0=$(( $(now_ms) + 20000 ))
 : >"$work/alarm-sets"
 set_alarm() {  # I
   local r
@@ -148,8 +148,12 @@ bound_ms=$(( 1200 + 1000 + 500 + 5000 ))
 last_due=$(( due0 + (alarm_actors - 1) * 50 ))
 start_ref=$(( drained_ms > due0 ? drained_ms : due0 ))
 wait_s=$(( (last_due - start_ref + bound_ms) / 1000 + 30 ))  # well past the bound: a late one is measured, not cut
-check "while a stays drained, b and c fire all $alarm_actors alarms" \
-  'wait_for "$wait_s" "[ \$(( \$(fired_on_peers) - fired0 )) -ge $alarm_actors ]"'
+# On a slow machine the sets and the drain may outlast the margin: an alarm due before the
+# drain ended may have fired on a, from its own timer; every one due after it is the peers'.
+after_drain=0
+for i in $(seq 1 "$alarm_actors"); do [ $((due0 + (i - 1) * 50)) -gt "$drained_ms" ] && after_drain=$((after_drain + 1)); done
+check "while a stays drained, b and c fire every alarm due after the drain ($after_drain of $alarm_actors)" \
+  'wait_for "$wait_s" "[ \$(( \$(fired_on_peers) - fired0 )) -ge $after_drain ]"'
 echo "     (fired on b and c: $(( $(fired_on_peers) - fired0 )); a still drained: $(curl -s -o /dev/null -w '%{http_code}' "127.0.0.1:$(port_of 1)/readyz"))"
 late_max=0; late_over=0; early=0; unfired=""
 for i in $(seq 1 "$alarm_actors"); do

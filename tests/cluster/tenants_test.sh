@@ -200,15 +200,25 @@ check "the ledger's sum is what gamma stored" '[ "$(json "$work/gamma-quotas.jso
 check "the refusals are counted (wasmkeep_quota_stored_bytes_refusals_total)" \
   '[ "$(metric 1 wasmkeep_quota_stored_bytes_refusals_total)" -gt 0 ]'
 # Stored byte-seconds (control/stored_usage.h): the lowest live node integrates the ledger's
-# sum at each flush (1 s here), so over ten quiet seconds gamma's grow by its stored bytes a
-# second (within a flush period at each end: 20 %).
-usage_at() { W tenant usage gamma --json >"$work/gamma-usage.json" 2>&1; json "$work/gamma-usage.json" 'd["total"]["stored_byte_seconds"]'; }
-t1=$(date +%s%3N); s1=$(usage_at)
-sleep 10
-t2=$(date +%s%3N); s2=$(usage_at)
-echo "     gamma's stored byte-seconds: $s1 then $s2, $((t2 - t1)) ms apart, at $gamma_stored bytes"
-check "gamma's stored byte-seconds grow by its stored bytes a second (within 20 %)" \
-  'python3 -c "import sys; s1, s2, dt, b = map(float, sys.argv[1:]); r = (s2 - s1) / (dt / 1000) / b; print(\"     ratio\", round(r, 3)); sys.exit(0 if 0.8 <= r <= 1.2 else 1)" "$s1" "$s2" "$((t2 - t1))" "$gamma_stored"'
+# sum (gamma's is now constant) into gamma's stored-usage/ records, written at least every ten
+# flushes (10 s here); between two readings of them the count grows by exactly gamma's stored
+# bytes times the time between their as_of (to a byte-second per write).
+stored_usage() {  # prints "BYTE_SECONDS AS_OF_MS" summed over gamma's records (the latest as_of)
+  local total=0 asof=0 key bs at
+  for key in $(W bucket ls stored-usage/gamma/ 2>/dev/null); do
+    W bucket get "$key" >"$work/su" 2>/dev/null || continue
+    bs=$(sed -n 's/^byte_seconds //p' "$work/su"); at=$(sed -n 's/^as_of //p' "$work/su")
+    total=$((total + bs)); [ "$at" -gt "$asof" ] && asof=$at
+  done
+  echo "$total $asof"
+}
+sleep 12  # the ledger's last change behind the integration's last write
+read -r s1 a1 < <(stored_usage)
+sleep 11
+read -r s2 a2 < <(stored_usage)
+echo "     gamma's stored byte-seconds: $s1 as of $a1, then $s2 as of $a2, at $gamma_stored bytes"
+check "gamma's stored byte-seconds grow by its stored bytes a second, exactly" \
+  'python3 -c "import sys; s1, s2, a1, a2, b = map(int, sys.argv[1:]); d = a2 - a1; e = b * d // 1000; print(\"     grew\", s2 - s1, \"expected\", e); sys.exit(0 if d > 0 and abs((s2 - s1) - e) <= 3 else 1)" "$s1" "$s2" "$a1" "$a2" "$gamma_stored"'
 # resident_actors=3 on one live node: ten actors one after another all answer, the idle ones
 # hibernated to make room; then acme at resident_actors=2 with 8 clients of 20 ms events on
 # 16 actors: starts refused 429 naming the quota while its two are busy.
