@@ -81,7 +81,7 @@ struct ActorRuntimeCore::Slot : std::enable_shared_from_this<Slot> {
   std::uint64_t instance_heap_bytes = 0;
   std::uint64_t reserved_bytes = 0;
   std::uint64_t state_bytes = 0;
-  std::uint64_t stored_bytes = 0;  // not budgeted: usage's stored bytes (TenantMemory)
+  std::uint64_t stored_bytes = 0;  // not budgeted: its resident actors' stored bytes (TenantMemory)
   TenantTotals* tenant = nullptr;  // its tenant's entry in tenant_totals_ (stable: a node map)
 
   // Used by the executor's jobs while an event runs; by the core only between them (the

@@ -105,7 +105,8 @@ struct TenantMemory {
   double bytes = 0;
   std::size_t actors = 0;
   // Keys plus values its resident actors store (ActorStorage::StoredBytes, as of each
-  // actor's last event): what usage integrates into stored byte-seconds (control/usage.h).
+  // actor's last event). Usage no longer reads it: stored byte-seconds count every actor's
+  // state, from the stored-bytes ledger (control/stored_usage.h).
   std::uint64_t stored_bytes = 0;
 };
 

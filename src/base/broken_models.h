@@ -142,7 +142,7 @@ enum class BrokenModel : std::uint8_t {
   kQuotaAfterRun,            // the front asks a tenant's request quota after running the request: a 429 may come with its effects
   kStoredQuotaUnreserved,    // a put checks the stored_bytes quota against committed bytes only: events at once may pass it together
   kResidentShareIgnored,     // a start ignores the tenant's resident_actors share (nothing hibernated, nothing refused)
-  kStoredUsageUnconditional, // stored byte-seconds are written without If-Match: racing integrators count a time twice
+  kStoredUsageUnconditional, // stored byte-seconds are written without If-Match: a slower integrator's write replaces a newer count
   kCount
 };
 
