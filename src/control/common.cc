@@ -31,18 +31,27 @@ Status GaveUp(const std::string& what, const Status& last) {
 }
 
 // Every key under prefix, in byte order.
-Task<Result<std::vector<std::string>>> ListKeys(ObjectStore& store, std::string prefix, CallOptions call) {
-  std::vector<std::string> keys;
+Task<Result<std::vector<ListEntry>>> ListEntries(ObjectStore& store, std::string prefix, CallOptions call) {
+  std::vector<ListEntry> entries;
   ListOptions options;
   options.prefix = prefix;
   for (int pages = 0; pages < kMaxListPages; ++pages) {
     auto page = co_await store.List(options, call);
     if (!page.ok()) co_return page.status();
-    for (auto& e : page->entries) keys.push_back(std::move(e.key));
-    if (!page->next_continuation) co_return keys;
+    for (auto& e : page->entries) entries.push_back(std::move(e));
+    if (!page->next_continuation) co_return entries;
     options.continuation = *page->next_continuation;
   }
   co_return Fatal("more than " + std::to_string(kMaxListPages) + " pages under " + prefix);
+}
+
+Task<Result<std::vector<std::string>>> ListKeys(ObjectStore& store, std::string prefix, CallOptions call) {
+  auto entries = co_await ListEntries(store, std::move(prefix), call);
+  if (!entries.ok()) co_return entries.status();
+  std::vector<std::string> keys;
+  keys.reserve(entries->size());
+  for (ListEntry& e : *entries) keys.push_back(std::move(e.key));
+  co_return keys;
 }
 
 }  // namespace wk::control::detail

@@ -54,6 +54,8 @@ bool IsRetryableRead(Code c);
 Task<void> Backoff(Env& env, int attempt);
 // The answer after kMaxUpdateAttempts failed attempts of `what`, the last failing with last.
 Status GaveUp(const std::string& what, const Status& last);
+// Every entry under prefix (key and version), in byte order; kFatal past kMaxListPages pages.
+Task<Result<std::vector<ListEntry>>> ListEntries(ObjectStore& store, std::string prefix, CallOptions call);
 // Every key under prefix, in byte order (at most kMaxListPages pages).
 Task<Result<std::vector<std::string>>> ListKeys(ObjectStore& store, std::string prefix, CallOptions call);
 

@@ -59,18 +59,10 @@ Task<Result<Listed>> ReadTenant(ObjectStore& store, const std::string& tenant,
                                 const std::map<std::string, std::pair<Version, std::int64_t>>& known,
                                 CallOptions call) {
   const std::string prefix = std::string(kStoredPrefix) + tenant + "/";
-  ListOptions list;
-  list.prefix = prefix;
-  std::vector<ListEntry> entries;
-  for (int page = 0; page < kMaxListPages; ++page) {
-    auto got = co_await store.List(list, call);
-    if (!got.ok()) co_return got.status();
-    for (ListEntry& e : got->entries) entries.push_back(std::move(e));
-    if (!got->next_continuation) break;
-    list.continuation = *got->next_continuation;
-  }
+  auto entries = co_await detail::ListEntries(store, prefix, call);
+  if (!entries.ok()) co_return entries.status();
   Listed out;
-  for (const ListEntry& e : entries) {
+  for (const ListEntry& e : *entries) {
     const std::string node = e.key.substr(prefix.size());
     if (!ValidateNodeId(node).ok()) continue;  // not one of ours
     auto it = known.find(node);

@@ -101,22 +101,11 @@ void StoredUsageIntegrator::Corrupt(const std::string& key, const Status& why) {
 }
 
 Task<Result<std::map<std::string, std::int64_t>>> StoredUsageIntegrator::ReadLedger(CallOptions call) {
-  ListOptions list;
-  list.prefix = std::string(kStoredPrefix);
-  std::vector<ListEntry> entries;
-  for (int page = 0;; ++page) {
-    if (page == kMaxListPages) {
-      co_return Retryable("the stored-bytes ledger has more than " + std::to_string(kMaxListPages) + " pages");
-    }
-    auto got = co_await store_.List(list, call);
-    if (!got.ok()) co_return got.status();
-    for (ListEntry& e : got->entries) entries.push_back(std::move(e));
-    if (!got->next_continuation) break;
-    list.continuation = *got->next_continuation;
-  }
+  auto entries = co_await detail::ListEntries(store_, std::string(kStoredPrefix), call);
+  if (!entries.ok()) co_return entries.status();
   std::map<std::string, std::pair<Version, std::int64_t>> seen;
   std::map<std::string, std::int64_t> sums;
-  for (const ListEntry& e : entries) {
+  for (const ListEntry& e : *entries) {
     const std::string_view rest = std::string_view(e.key).substr(kStoredPrefix.size());
     const std::size_t slash = rest.find('/');
     if (slash == std::string_view::npos) continue;
