@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sleeping holds with real `wasmkeep serve` processes on 127.0.0.1 (issue 36;
-# docs/node-lease.md, "Sleeping holds"): node a serves N counter actors (10,000 by default,
-# SLEEPING_TEST_ACTORS), which leave memory after 2 s idle and keep their holds asleep; a
+# docs/node-lease.md, "Sleeping holds"): node a serves N counter actors (3,000 by default,
+# SLEEPING_TEST_ACTORS; the deep run's 10,000 in scripts/deep-cluster.sh), which leave memory after 2 s idle and keep their holds asleep; a
 # second round of increments through a wakes every one with no owner write at all (the
 # bucket requests by purpose, from a's /metrics), nor any owner read; a drain of a, holding them all asleep,
 # completes within the bound docs/node-lease.md states; then b, holding them asleep in its
@@ -19,7 +19,7 @@ prefix=sleeping
 # shellcheck source=common.sh
 source "$(dirname "$0")/common.sh"
 load="python3 $(dirname "$0")/load.py"
-actors=${SLEEPING_TEST_ACTORS:-10000}
+actors=${SLEEPING_TEST_ACTORS:-3000}
 
 slower_lease  # thousands of actors taken at once (common.sh)
 cat >>"$work/fast.toml" <<TOML
