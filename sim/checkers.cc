@@ -153,7 +153,18 @@ void Checkers::CheckProcessBound(const InstanceToken& instance) {
 }
 
 void Checkers::CheckEveryStep() {
-  if (options_.owners) {
+  if (options_.owners && options_.owners_from_holds) {
+    // 8, from each process's holds (the same judgement, in time linear in the holds).
+    std::map<ActorId, int> owners;
+    for (auto& [n, p] : w_.processes()) {
+      if (!p->running || !p->node) continue;
+      for (const ActorId& a : p->node->owners().HeldActors()) {
+        if (p->node->owners().Find(a).IsValid() && ++owners[a] > 1) {
+          w_.Violation("two owners act for " + a.ToString() + " (one is p" + std::to_string(n) + ")");
+        }
+      }
+    }
+  } else if (options_.owners) {
     // 8. Never two owners acting for one actor (validity in true time: the simulator's
     // monotonic clock is true time, and each node measures its validity on it).
     std::vector<int> owners(static_cast<std::size_t>(w_.actors()), 0);
@@ -180,40 +191,51 @@ void Checkers::CheckEveryStep() {
   }
 }
 
+void Checkers::LivenessFailure(const std::string& what) {
+  if (options_.liveness_report) {
+    ++liveness_failures_;
+    if (liveness_samples_.size() < 3) liveness_samples_.push_back(what);
+  }
+  if (options_.liveness_violations) w_.Violation(what);
+}
+
 // 7. Liveness after healing.
 void Checkers::FinalChecks() {
   if (!options_.leases) return;
-  for (int s = 0; s < kSlots; ++s) {
-    Process* p = w_.Primary(s);
+  const int slots = w_.slots();
+  std::vector<Process*> primary(static_cast<std::size_t>(slots));
+  for (int s = 0; s < slots; ++s) primary[static_cast<std::size_t>(s)] = w_.Primary(s);
+  for (int s = 0; s < slots; ++s) {
+    Process* p = primary[static_cast<std::size_t>(s)];
     const NodeId id = SlotNodeId(s);
     if (p == nullptr) {
-      w_.Violation(id.str() + " has no running process after " + std::to_string(World::Ms(w_.heal_for)) +
-                   "ms without faults");
+      LivenessFailure(id.str() + " has no running process after " + std::to_string(World::Ms(w_.heal_for)) +
+                      "ms without faults");
       continue;
     }
     if (!p->node->lease().IsValid()) {
-      w_.Violation("p" + std::to_string(p->number) + " (" + id.str() + ") is not valid after healing");
+      LivenessFailure("p" + std::to_string(p->number) + " (" + id.str() + ") is not valid after healing");
     }
     auto obj = w_.bucket()->objects().find(NodeKey(id));
     if (obj == w_.bucket()->objects().end()) {
-      w_.Violation(NodeKey(id) + " is missing after healing");
+      LivenessFailure(NodeKey(id) + " is missing after healing");
       continue;
     }
     auto decoded = DecodeNodeObject(obj->second.body);
     const auto* r = decoded.ok() ? std::get_if<NodeRecord>(&*decoded) : nullptr;
     if (!r || r->state != LeaseState::kLive || r->instance != p->instance) {
-      w_.Violation(NodeKey(id) + " does not name the running process p" + std::to_string(p->number) + " live");
+      LivenessFailure(NodeKey(id) + " does not name the running process p" + std::to_string(p->number) + " live");
     }
   }
   // 7b. The views converge: every node that has run a while sees every other that has,
   // live under its running instance (the listing read what changed; docs/node-lease.md).
   // A process started less than ttl + grace + three periods ago may not be listed yet.
   const Duration settled = w_.timing().takeover_after() + 3 * w_.timing().heartbeat_period;
-  for (int observer = 0; observer < kSlots; ++observer) {
-    Process* o = w_.Primary(observer);
+  for (int observer = 0; observer < slots; ++observer) {
+    Process* o = primary[static_cast<std::size_t>(observer)];
     if (o == nullptr || w_.Now() - o->started < settled) continue;
-    for (int s = 0; s < kSlots; ++s) {
-      Process* p = w_.Primary(s);
+    for (int s = 0; s < slots; ++s) {
+      Process* p = primary[static_cast<std::size_t>(s)];
       if (p == nullptr || w_.Now() - p->started < settled) continue;
       if (!o->node->membership().IsLive(p->node_id, p->instance)) {
         auto v = o->node->membership().view().find(p->node_id);
@@ -221,15 +243,15 @@ void Checkers::FinalChecks() {
                                   : v->second.record ? std::string(LeaseStateName(v->second.record->state)) + " " +
                                                            v->second.record->instance.str()
                                                      : "no record";
-        w_.Violation("p" + std::to_string(o->number) + "'s view does not show p" + std::to_string(p->number) + " (" +
-                     p->node_id.str() + ", instance " + p->instance.str() + ") live after healing; it shows " + shown);
+        LivenessFailure("p" + std::to_string(o->number) + "'s view does not show p" + std::to_string(p->number) + " (" +
+                        p->node_id.str() + ", instance " + p->instance.str() + ") live after healing; it shows " +
+                        shown);
       }
     }
   }
-  for (int s = 0; s < kSlots; ++s) {
+  for (int s = 0; s < slots; ++s) {
     if (w_.Running(s) > 1) {
-      w_.Violation(SlotNodeId(s).str() + " still has " + std::to_string(w_.Running(s)) +
-                   " processes after healing");
+      LivenessFailure(SlotNodeId(s).str() + " still has " + std::to_string(w_.Running(s)) + " processes after healing");
     }
   }
 }

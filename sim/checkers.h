@@ -35,6 +35,12 @@ struct CheckerOptions {
   // H4: every segment of an actor's log is sent by a process holding the actor, valid, at the
   // segment's generation (the scenarios with restores and forks).
   bool holders = false;
+  // Scale mode (sim/scale.h): checker 8 walks each process's holds instead of every actor
+  // for every process, and checker 7's failures are counted for the report (liveness()),
+  // violations only with `liveness_violations`.
+  bool owners_from_holds = false;
+  bool liveness_report = false;
+  bool liveness_violations = true;
 };
 
 class Checkers {
@@ -52,6 +58,9 @@ class Checkers {
   void FinalChecks();
   // A drain of p returned OK: 10.
   void OnDrained(Process& p);
+  // Scale mode: checker 7's failures after healing, and the first few of them.
+  std::uint64_t liveness_failures() const { return liveness_failures_; }
+  const std::vector<std::string>& liveness_samples() const { return liveness_samples_; }
 
   // ---- storage (11-16)
   // A write acknowledged (WhenDurable said Ok) with the log it committed: 11, 12.
@@ -87,6 +96,8 @@ class Checkers {
   };
 
   MonoTime SendTrue(const InstanceToken& instance, WallTime written_at) const;
+  // A failure of checker 7: a violation, and in scale mode a count for the report.
+  void LivenessFailure(const std::string& what);
   void CheckProcessBound(const InstanceToken& instance);
   // A segment or snapshot landed. Returns false for other keys.
   bool OnLogLanded(const std::string& key);
@@ -102,6 +113,8 @@ class Checkers {
   std::map<std::string, Generation> last_generation_;
   StorageHistory history_;
   std::map<std::string, Generation> opened_generation_;  // the newest hold that restored each actor
+  std::uint64_t liveness_failures_ = 0;
+  std::vector<std::string> liveness_samples_;
 };
 
 // Plugs the faults and the checkers into the world's hooks (fault, on_send, on_landed, a

@@ -5,12 +5,13 @@
 
 namespace wk::sim {
 
-Faults::Faults(World& world, FaultOptions options) : w_(world), options_(options) {}
+Faults::Faults(World& world, FaultOptions options)
+    : w_(world), options_(options), partitioned_until_(static_cast<std::size_t>(world.slots())) {}
 
 OpFault Faults::Fault(int slot, const OpInfo& op) {
   OpFault f;
   const MonoTime now = w_.Now();
-  if (now < outage_until_ || now < partitioned_until_[slot]) {
+  if (now < outage_until_ || now < partitioned_until_[static_cast<std::size_t>(slot)]) {
     // Cut off: refused before it reaches the bucket.
     f.request_delay = milliseconds(w_.Uniform(1, 20));
     f.fail_before_apply = Retryable("simulated: bucket unreachable");
@@ -151,7 +152,7 @@ void Faults::Kill(int slot, std::int64_t restart_max_ms) {
 
 void Faults::ServingChaosStep() {
   const auto roll = w_.Uniform(0, 99);
-  const int slot = static_cast<int>(w_.Uniform(0, kSlots - 1));
+  const int slot = static_cast<int>(w_.Uniform(0, w_.slots() - 1));
   RunResult& result = w_.result();
   const ServingChaos& mix = options_.serving_chaos;
   if (roll < mix.kill) {
@@ -170,7 +171,7 @@ void Faults::ServingChaosStep() {
       w_.bucket_env().StartTimer(w_.Now() + d, [this, number] { Thaw(number); });
     }
   } else if (roll < mix.peer_cut) {
-    const int other = static_cast<int>((slot + w_.Uniform(1, kSlots - 1)) % kSlots);
+    const int other = static_cast<int>((slot + w_.Uniform(1, w_.slots() - 1)) % w_.slots());
     const NodeId a = SlotNodeId(std::min(slot, other));
     const NodeId b = SlotNodeId(std::max(slot, other));
     const Duration d = milliseconds(w_.Uniform(2000, 20000));
@@ -179,7 +180,7 @@ void Faults::ServingChaosStep() {
     w_.Trace("partition " + a.str() + " | " + b.str() + " for " + std::to_string(World::Ms(d)) + "ms");
   } else if (roll < mix.bucket_cut) {
     const Duration d = milliseconds(w_.Uniform(2000, 20000));
-    partitioned_until_[slot] = w_.Now() + d;
+    partitioned_until_[static_cast<std::size_t>(slot)] = w_.Now() + d;
     ++result.outages;
     w_.Trace("partition n" + std::to_string(slot) + " | bucket for " + std::to_string(World::Ms(d)) + "ms");
   } else {
@@ -201,7 +202,7 @@ void Faults::Thaw(int number) {
 
 void Faults::ChaosStep() {
   const auto roll = w_.Uniform(0, 99);
-  const int slot = static_cast<int>(w_.Uniform(0, kSlots - 1));
+  const int slot = static_cast<int>(w_.Uniform(0, w_.slots() - 1));
   RunResult& result = w_.result();
   if (roll < 25) {
     Kill(slot, 25000);
@@ -210,7 +211,7 @@ void Faults::ChaosStep() {
     // Half of the cuts end near the fencing bound (ttl + grace), where a node coming back
     // races the peer deciding to fence it.
     const Duration d = w_.Chance(0.5) ? milliseconds(w_.Uniform(14000, 19000)) : milliseconds(w_.Uniform(2000, 25000));
-    partitioned_until_[slot] = w_.Now() + d;
+    partitioned_until_[static_cast<std::size_t>(slot)] = w_.Now() + d;
     w_.Trace("partition n" + std::to_string(slot) + " for " + std::to_string(World::Ms(d)) + "ms");
   } else if (roll < 60) {
     if (w_.Running(slot) == 1) {
@@ -276,7 +277,7 @@ Task<void> Faults::StopProcess(Process* p, int slot) {
 void Faults::ScheduleMoves() {
   w_.bucket_env().StartTimer(w_.Now() + milliseconds(w_.Uniform(2000, 8000)), [this] {
     if (w_.Now() >= MonoTime(w_.chaos_for)) return;
-    if (Process* p = w_.Primary(static_cast<int>(w_.Uniform(0, kSlots - 1))); p && !p->stopping) {
+    if (Process* p = w_.Primary(static_cast<int>(w_.Uniform(0, w_.slots() - 1))); p && !p->stopping) {
       std::vector<ActorId> held;
       for (std::int64_t i = 0; i < w_.actors(); ++i)
         if (p->node->owners().Find(w_.ActorAt(i)).IsValid()) held.push_back(w_.ActorAt(i));
@@ -317,7 +318,7 @@ void Faults::Heal() {
   for (auto& [n, p] : w_.processes())
     if (p->env() && p->env()->frozen()) frozen.push_back(n);
   for (int n : frozen) Thaw(n);
-  for (int s = 0; s < kSlots; ++s)
+  for (int s = 0; s < w_.slots(); ++s)
     if (w_.Running(s) == 0) w_.ScheduleRestart(s, milliseconds(100));
 }
 

@@ -87,7 +87,7 @@ class Faults {
 
   World& w_;
   FaultOptions options_;
-  MonoTime partitioned_until_[kSlots]{};  // a slot cut off from the bucket
+  std::vector<MonoTime> partitioned_until_;  // per slot: cut off from the bucket until
   MonoTime outage_until_{};
   // Serving: pairs of nodes cut off from each other, and the slow bucket.
   std::map<std::pair<NodeId, NodeId>, MonoTime> peer_cut_until_;

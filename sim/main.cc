@@ -2,7 +2,12 @@
 //
 //   wasmkeep-sim --scenario lease|ownership|storage|routing|move|alarms|combined|all --seeds N [--first-seed S] [--mutant NAME] [--expect-failure]
 //                [--quiet] [--trace LINES] [--digest]
+//   wasmkeep-sim --scenario lease|ownership --nodes N [--s3-limits] [--scale-seconds S] [--require-liveness] --seeds 1
 //   wasmkeep-sim --list-mutants
+// --nodes N (or --s3-limits, at three nodes) runs the scale mode of the lease and ownership
+// scenarios (sim/scale.h, docs/scaling.md): N nodes on the S3 bucket model, kills only, and
+// a scaling report per seed; --scale-seconds sets its measured window; with
+// --require-liveness a view that did not converge after healing fails the seed.
 // --list-mutants prints the registry's mutants (sim/scenarios.cc), one a line:
 // "<scenario> <mutant> <first seed> <seeds>", the seeds it must be caught within; the test
 // suite's rows are made from it (sim/mutant_tests.cmake).
@@ -26,6 +31,8 @@ int main(int argc, char** argv) {
   std::string scenario = "all", mutant;
   std::uint64_t seeds = 200, first = 1, trace_lines = 60;
   bool expect_failure = false, quiet = false, print_trace = false, print_digest = false;
+  int nodes = 0, scale_seconds = 0;
+  bool s3_limits = false, require_liveness = false;
   // The nodes' own log lines would drown the report; the trace says what happened.
   wk::log::SetLevel(wk::log::Level::kOff);
   for (int i = 1; i < argc; ++i) {
@@ -49,6 +56,16 @@ int main(int argc, char** argv) {
       else if (a == "--expect-failure") expect_failure = true;
       else if (a == "--quiet") quiet = true;
       else if (a == "--digest") print_digest = true;
+      else if (a == "--nodes") {
+        nodes = std::stoi(next());
+        if (nodes < 2 || nodes > 100000) {
+          std::fprintf(stderr, "wasmkeep-sim: --nodes takes 2 to 100000\n");
+          return 2;
+        }
+      }
+      else if (a == "--s3-limits") s3_limits = true;
+      else if (a == "--scale-seconds") scale_seconds = std::stoi(next());
+      else if (a == "--require-liveness") require_liveness = true;
       else if (a == "--verbose") wk::log::SetLevel(wk::log::Level::kInfo);
       else if (a == "--list-mutants") {
         for (const auto& sc : Scenarios())
@@ -60,7 +77,8 @@ int main(int argc, char** argv) {
       else {
         std::fprintf(stderr,
                      "usage: wasmkeep-sim --scenario NAME|all --seeds N [--first-seed S] [--mutant NAME] "
-                     "[--expect-failure] [--quiet] [--trace LINES] [--digest] | --list-mutants\n");
+                     "[--expect-failure] [--quiet] [--trace LINES] [--digest] [--nodes N] [--s3-limits] "
+                     "[--scale-seconds S] [--require-liveness] | --list-mutants\n");
         return 2;
       }
     } catch (const std::exception&) {
@@ -72,6 +90,12 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   for (const auto& sc : Scenarios()) {
     if (scenario != "all" && scenario != sc.name) continue;
+    const bool scaled = nodes > 0 || s3_limits;
+    if (scaled && sc.name != "lease" && sc.name != "ownership") {
+      if (scenario == "all") continue;
+      std::fprintf(stderr, "wasmkeep-sim: --nodes and --s3-limits run the lease and ownership scenarios only\n");
+      return 2;
+    }
     found = true;
     if (!mutant.empty()) {
       if (auto parsed = wk::BrokenModels::Parse(mutant); !parsed.ok()) {
@@ -94,7 +118,15 @@ int main(int argc, char** argv) {
       options.seed = seed;
       options.mutant = mutant;
       options.trace_lines = trace_lines;
+      options.nodes = nodes;
+      options.s3_limits = s3_limits;
+      options.scale_seconds = scale_seconds;
+      options.require_liveness = require_liveness;
       RunResult r = sc.run(options);
+      if (!r.scale_report.empty()) {
+        std::printf("%s%s\n", r.scale_report.c_str(), r.scale_row.c_str());
+        std::fflush(stdout);
+      }
       ++ran;
       if (print_digest) {
         std::printf("seed %llu digest %016llx\n", static_cast<unsigned long long>(seed),

@@ -1,8 +1,10 @@
 // The `ownership` scenario (docs/simulation.md, "The `ownership` scenario"; ADR 0020 §3,
 // §4): the lease scenario's world and faults, plus drains and deleted heartbeats, with six
-// actors acquired, used, hibernated and released on every node; checkers 1-10.
+// actors acquired, used, hibernated and released on every node; checkers 1-10. With
+// --nodes, the scale mode (scale.h).
 #include "checkers.h"
 #include "faults.h"
+#include "scale.h"
 #include "scenario.h"
 #include "world.h"
 
@@ -58,6 +60,13 @@ Task<void> Workload(World* w, Process* p) {
 }  // namespace
 
 RunResult RunOwnershipScenario(const RunOptions& options) {
+  // --nodes N or --s3-limits: N nodes and 2N actors on the S3 bucket model, and the
+  // scaling report (scale.h); the same workload on every process.
+  if (options.scaled()) {
+    return RunScaled(options, /*owners=*/true, [](World& w, Process& p) {
+      for (int i = 0; i < kWorkers; ++i) p.env()->Spawn(Workload(&w, &p), "workload");
+    });
+  }
   World world(options, kActors);
   Faults faults(world, FaultOptions{.operator_faults = true});
   Checkers checkers(world, CheckerOptions{.owners = true});

@@ -30,6 +30,18 @@ struct RunOptions {
   BrokenModels broken() const { return BrokenModels::Parse(mutant).value(); }
   // Keep the last N trace lines for a failure report.
   std::size_t trace_lines = 60;
+  // The scale mode of the lease and ownership scenarios (sim/scale.h, docs/scaling.md):
+  // `nodes` node slots (0: the scenario's own three) on the S3 bucket model, with kills
+  // only, and a scaling report. On with nodes > 0 or s3_limits; off, every history is
+  // the scenario's own.
+  int nodes = 0;
+  bool s3_limits = false;
+  // Seconds of the measured window (0: the scale mode's default for the node count).
+  int scale_seconds = 0;
+  // Scale mode: a liveness failure after healing (checker 7, 7b) is a violation, not only
+  // a line of the report.
+  bool require_liveness = false;
+  bool scaled() const { return nodes > 0 || s3_limits; }
 };
 
 struct RunResult {
@@ -52,6 +64,12 @@ struct RunResult {
   std::uint64_t listings = 0;
   std::uint64_t listing_reads = 0;     // bodies of nodes/ read
   std::uint64_t listing_renewals = 0;  // new versions taken for renewals, not read
+  std::uint64_t listing_failures = 0;  // listings that failed (a LIST or a body read refused)
+  double listing_seconds = 0;          // the listings' durations, summed
+  // The scale mode's report (sim/scale.h): printed after each seed; `scale_row` is its
+  // one-line summary (scripts/scale.sh collects them).
+  std::string scale_report;
+  std::string scale_row;
   // ownership scenario
   std::uint64_t acquire_attempts = 0;
   std::uint64_t acquisitions = 0;  // owner records that landed naming a node

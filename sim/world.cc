@@ -9,7 +9,8 @@ bool IsLogKey(std::string_view key) {
 }
 
 World::World(const RunOptions& options, WorldOptions world)
-    : chaos_for(world.chaos_for), heal_for(world.heal_for), options_(options),
+    : chaos_for(world.chaos_for), heal_for(world.heal_for), slot_skew(static_cast<std::size_t>(world.slots)),
+      options_(options), slots_(world.slots), start_spread_(world.start_spread),
       skew_per_process_(world.skew_per_process), sim_(options.seed), rng_(options.seed ^ world.stream),
       bucket_env_(sim_, FromUnixMs(kOriginMs)), bucket_(std::make_shared<MemBucket>()) {
   timing_ = LeaseTiming{};
@@ -18,19 +19,27 @@ World::World(const RunOptions& options, WorldOptions world)
   bucket_->set_put_observer([this](const std::string& key, const std::string& body, const Version&) {
     if (hooks.on_landed) hooks.on_landed(key, body);
   });
-  for (int s = 0; s < kSlots && !skew_per_process_; ++s) {
+  for (int s = 0; s < slots_ && !skew_per_process_; ++s) {
     // Skew at the bound half of the time, anywhere within it otherwise.
     const auto max = timing_.max_skew;
     switch (Uniform(0, 3)) {
-      case 0: slot_skew[s] = max; break;
-      case 1: slot_skew[s] = -max; break;
-      default: slot_skew[s] = milliseconds(Uniform(-Ms(max), Ms(max)));
+      case 0: slot_skew[static_cast<std::size_t>(s)] = max; break;
+      case 1: slot_skew[static_cast<std::size_t>(s)] = -max; break;
+      default: slot_skew[static_cast<std::size_t>(s)] = milliseconds(Uniform(-Ms(max), Ms(max)));
     }
   }
 }
 
 RunResult World::Run(const Stages& stages) {
-  for (int s = 0; s < kSlots; ++s) StartProcess(s, false);
+  if (start_spread_ == Duration(0)) {
+    for (int s = 0; s < slots_; ++s) StartProcess(s, false);
+  } else {
+    for (int s = 0; s < slots_; ++s) {
+      bucket_env_.StartTimer(sim_.Now() + start_spread_ * s / slots_, [this, s] {
+        if (!finished && Running(s) == 0 && !pending_start.count(s)) StartProcess(s, false);
+      });
+    }
+  }
   if (stages.begin) stages.begin();
   const MonoTime chaos_end = MonoTime(chaos_for);
   const MonoTime end = chaos_end + heal_for;
@@ -66,7 +75,7 @@ void World::StartProcess(int slot, bool twin) {
   p->slot = slot;
   p->twin = twin;
   p->node_id = SlotNodeId(slot);
-  p->skew = skew_per_process_ ? milliseconds(Uniform(-Ms(timing_.max_skew), Ms(timing_.max_skew))) : slot_skew[slot];
+  p->skew = skew_per_process_ ? milliseconds(Uniform(-Ms(timing_.max_skew), Ms(timing_.max_skew))) : slot_skew[static_cast<std::size_t>(slot)];
   cluster_testing::HostOptions host;
   host.skew = p->skew;
   host.fault = [this, slot](const OpInfo& op) { return hooks.fault ? hooks.fault(slot, op) : OpFault{}; };
@@ -92,7 +101,8 @@ void World::StartProcess(int slot, bool twin) {
         });
   }
   NodeIdentity identity = hooks.identity ? hooks.identity(*p) : NodeIdentity{p->node_id, "sim", "sim", ""};
-  p->node = std::make_unique<ClusterNode>(*p->env(), *p->store, std::move(identity), timing_, p->instance);
+  ObjectStore& node_store = hooks.node_store ? hooks.node_store(*p, *p->store) : *p->store;
+  p->node = std::make_unique<ClusterNode>(*p->env(), node_store, std::move(identity), timing_, p->instance);
   p->node->set_broken_models(options_.broken());
   p->node->lease().AddObserver({
       [this, number](std::uint64_t e) { Trace("p" + std::to_string(number) + " valid epoch " + std::to_string(e)); },
@@ -138,6 +148,8 @@ void World::Teardown(Process& p) {
     result_.listings += listing.listings;
     result_.listing_reads += listing.bodies_read();
     result_.listing_renewals += listing.renewals_assumed;
+    result_.listing_failures += listing.failures;
+    result_.listing_seconds += listing.total_seconds;
     p.node->owners().StopBackground();
   }
   if (p.parts) p.parts->BeforeEnvGoes();
@@ -145,6 +157,7 @@ void World::Teardown(Process& p) {
   p.parts.reset();
   p.changes = nullptr;
   p.node.reset();
+  while (!p.store_layers.empty()) p.store_layers.pop_back();  // outermost first
   p.store.reset();
   p.replica_store.reset();
   p.running = false;

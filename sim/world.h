@@ -39,6 +39,8 @@ namespace wk::sim {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
+// The node slots of a world, unless WorldOptions::slots says otherwise (the scale mode of
+// the lease and ownership scenarios: sim/scale.h). The serving scenarios always run three.
 inline constexpr int kSlots = 3;
 inline constexpr std::int64_t kOriginMs = cluster_testing::kSimOriginMs;
 inline constexpr Duration kChaosFor = seconds(200);
@@ -94,6 +96,11 @@ struct WorldOptions {
   bool skew_per_process = false;
   Duration chaos_for = kChaosFor;
   Duration heal_for = kHealFor;
+  // Node slots n0..n<slots-1> (the scale mode: sim/scale.h).
+  int slots = kSlots;
+  // 0: every slot's first process starts at once, in slot order; otherwise slot s starts
+  // at s * start_spread / slots (a fleet brought up over a while: the scale mode).
+  Duration start_spread{0};
 };
 
 struct Process {
@@ -108,6 +115,9 @@ struct Process {
   std::unique_ptr<RecordingStore> store;
   // The replicas' own view of the bucket (storage scenario): what they write and delete.
   std::unique_ptr<RecordingStore> replica_store;
+  // The stores a scenario puts between the node and `store` (World::Hooks::node_store),
+  // outermost last; torn down after the node.
+  std::vector<std::unique_ptr<ObjectStore>> store_layers;
   std::unique_ptr<ClusterNode> node;
   // Its TLS pin (serving scenarios: derived from the instance, as a fresh key gives one).
   std::string cert_pin;
@@ -153,6 +163,9 @@ class World {
     std::function<void(int number, const std::string& key)> on_replica_delete;
     // The identity a process's node record names; unset: "sim" addresses, no pin.
     std::function<NodeIdentity(Process& p)> identity;
+    // The store a process's node uses, given its recording store; set: the hook may add
+    // layers to p.store_layers and return the outermost (the scale mode's bucket model).
+    std::function<ObjectStore&(Process& p, ObjectStore& recording)> node_store;
     // A process's node is built, not yet running: the scenario adds its parts.
     std::function<void(Process& p)> on_built;
     // A process started: the scenario spawns its workloads.
@@ -203,6 +216,7 @@ class World {
   int actors() const { return static_cast<int>(actor_ids_.size()); }
 
   const RunOptions& options() const { return options_; }
+  int slots() const { return slots_; }
   SimWorld& sim() { return sim_; }
   SimEnv& bucket_env() { return bucket_env_; }
   const std::shared_ptr<MemBucket>& bucket() { return bucket_; }
@@ -217,7 +231,7 @@ class World {
   bool finished = false;  // the run is over: no more restarts
   // Slots a clean stop is restarting: no other restart until it is done.
   std::set<int> pending_start;
-  Duration slot_skew[kSlots]{};
+  std::vector<Duration> slot_skew;  // one per slot
   // Per instance, what the checkers need to place its wall clock in true time.
   std::map<InstanceToken, Duration> instance_skew;
   std::map<InstanceToken, int> instance_process;
@@ -226,6 +240,8 @@ class World {
   Task<void> RunProcess(Process* p);
 
   RunOptions options_;
+  int slots_ = kSlots;
+  Duration start_spread_{0};
   bool skew_per_process_ = false;
   SimWorld sim_;
   std::mt19937_64 rng_;
