@@ -3,7 +3,7 @@
 # simulator's scale mode (wasmkeep-sim --nodes N: sim/scale.h) at 10, 100 and 1,000 nodes
 # and at the sizes between that find where it breaks, and prints one table.
 #
-#   scripts/scale.sh                 # lease scenario: 10 100 200 250 300 400 500 1000 nodes
+#   scripts/scale.sh                 # lease scenario: 10 100 200 300 350 400 500 1000 nodes
 #   scripts/scale.sh 10 100          # only these sizes
 #   SCENARIO=ownership scripts/scale.sh 10 100 300   # with actors (2 a node) acquired and released
 #   SEED=2 WASMKEEP_SIM=build/release/sim/wasmkeep-sim scripts/scale.sh
@@ -26,7 +26,7 @@ SEED="${SEED:-1}"
 OUT="${OUT:-/tmp/wasmkeep-scale}"
 mkdir -p "$OUT"
 sizes=("$@")
-[[ ${#sizes[@]} -gt 0 ]] || sizes=(10 100 200 250 300 400 500 1000)
+[[ ${#sizes[@]} -gt 0 ]] || sizes=(10 100 200 300 350 400 500 1000)
 
 rows=()
 for n in "${sizes[@]}"; do
