@@ -343,5 +343,31 @@ TEST(GcRetentionTest, KeepFromHoldsTheChainAfterItAndItsSnapshots) {
   EXPECT_EQ(plan.snapshots, (std::vector<Position>{{1, 2}})) << "1-4 is the base, 2-2 on the chain after it";
 }
 
+// Under retention a pass lists the whole retained log, so passes start at least a sixtieth of
+// the retention margin apart (replica.cc, RetainedPassInterval); one asked for sooner runs
+// once that has passed, not never. With no margin (the control) every snapshot's pass runs:
+// the control is what the test sees with the rule switched off.
+TEST_F(HistoryTest, PassesUnderRetentionAreASixtiethOfTheMarginApartAndNoneIsLost) {
+  auto passes_for = [this](Duration margin, Generation gen) {
+    ReplicaOptions o = HourOfRetention();  // a snapshot every 2 segments
+    o.retention_margin = margin;
+    auto r = Open(gen, o);
+    const std::uint64_t lists_before = bucket_->counts().list;
+    for (int i = 0; i < 20; ++i) Durable(*r, testing::Put("k", std::to_string(i)));  // a second each: 20 s
+    const std::uint64_t during = bucket_->counts().list - lists_before;
+    world_.RunFor(seconds(15));
+    const std::uint64_t after = bucket_->counts().list - lists_before;
+    Close(r);
+    return std::pair{during, after};
+  };
+  // Ten minutes of margin: a pass every 10 s. Each pass lists the log's segments and snapshots.
+  const auto [throttled, throttled_after] = passes_for(minutes(10), Generation{1});
+  EXPECT_LE(throttled, 3u * 2) << "in 20 s: the first pass and at most one every 10 s";
+  EXPECT_GT(throttled_after, throttled) << "the pass asked for meanwhile ran once its 10 s had passed";
+  const auto [control, control_after] = passes_for(Duration(0), Generation{2});
+  EXPECT_GE(control, 2u * 8) << "no margin: a pass per snapshot (10 snapshots)";
+  (void)control_after;
+}
+
 }  // namespace
 }  // namespace wk::replica

@@ -114,6 +114,8 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
   bool gc_running = false;
   bool gc_again = false;
   std::optional<Env::TimerId> gc_timer;
+  std::optional<MonoTime> last_gc_pass;       // when the last pass started
+  std::optional<Env::TimerId> gc_pass_timer;  // a pass deferred by RetainedPassInterval
   TaskHandle gc_task;
   // Fences of older holds read by GC's retention (a fence never changes once written).
   std::map<Position, FenceInfo> fence_cache;
@@ -428,10 +430,41 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
     return !plan.segments.empty() || !plan.snapshots.empty() || plan.waiting_for_bound;
   }
 
+  // With history retained, a pass lists the whole retained log (a window of 7 days by
+  // default) to find what is past it. One pass per snapshot (every 64 segments) made that
+  // quadratic in the log's length: the largest CPU cost of a hot actor, growing for as long
+  // as the window, and a LIST per 64 writes on S3 (docs/benchmarks.md, "Speed at the
+  // limit"). So under retention two passes start at least a sixtieth of the retention margin
+  // apart (a minute by default). A deferred pass only deletes later, which the margin already
+  // allows for (a base is collected an hour past the window anyway): what is kept is the same.
+  Duration RetainedPassInterval() const {
+    if (options.retention.For(actor.tenant) <= Duration(0)) return Duration(0);
+    return options.retention_margin / 60;
+  }
+  // How long until the next pass may start (0: now).
+  Duration UntilNextPass() const {
+    const Duration interval = RetainedPassInterval();
+    if (interval <= Duration(0) || !last_gc_pass) return Duration(0);
+    const Duration since = env.MonoNow() - *last_gc_pass;
+    return since >= interval ? Duration(0) : interval - since;
+  }
+
   void MaybeCollect() {
     if (stopped || gate.broken() || options.gc_max_deletes_per_pass == 0 || !hold.is_valid()) return;
     if (gc_running) {
       gc_again = true;
+      return;
+    }
+    if (const Duration wait = UntilNextPass(); wait > Duration(0)) {
+      if (!gc_pass_timer) {
+        std::weak_ptr<Core> weak = shared_from_this();
+        gc_pass_timer = env.StartTimer(env.MonoNow() + wait, [weak] {
+          if (auto core = weak.lock()) {
+            core->gc_pass_timer.reset();
+            core->MaybeCollect();
+          }
+        });
+      }
       return;
     }
     gc_running = true;
@@ -441,6 +474,7 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
   static Task<void> CollectGarbage(std::shared_ptr<Core> c) {
     do {
       c->gc_again = false;
+      c->last_gc_pass = c->env.MonoNow();
       const std::string wal_prefix = WalPrefix(c->actor);
       const std::string snap_prefix = SnapshotPrefix(c->actor);
       ObjectStore& gc_store = c->store.ForPurpose(BucketPurpose::kGc);
@@ -501,8 +535,14 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
           }
         });
       }
-    } while (c->gc_again && !c->stopped);
+    } while (c->gc_again && !c->stopped && c->UntilNextPass() <= Duration(0));
     c->gc_running = false;
+    // Asked again during the pass, too soon for another under retention: MaybeCollect
+    // defers it.
+    if (c->gc_again && !c->stopped) {
+      c->gc_again = false;
+      c->MaybeCollect();
+    }
   }
 
   // ---- failure and stop
@@ -530,6 +570,10 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
     if (gc_timer) {
       env.CancelTimer(*gc_timer);
       gc_timer.reset();
+    }
+    if (gc_pass_timer) {
+      env.CancelTimer(*gc_pass_timer);
+      gc_pass_timer.reset();
     }
   }
 };
