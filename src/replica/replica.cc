@@ -456,19 +456,23 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
       return;
     }
     if (const Duration wait = UntilNextPass(); wait > Duration(0)) {
-      if (!gc_pass_timer) {
-        std::weak_ptr<Core> weak = shared_from_this();
-        gc_pass_timer = env.StartTimer(env.MonoNow() + wait, [weak] {
-          if (auto core = weak.lock()) {
-            core->gc_pass_timer.reset();
-            core->MaybeCollect();
-          }
-        });
-      }
+      DeferPass(wait);
       return;
     }
     gc_running = true;
     gc_task = env.Spawn(CollectGarbage(shared_from_this()), "replica gc");
+  }
+  // A pass asked for `wait` from now: MaybeCollect then, from a timer (never from inside a
+  // pass, whose task gc_task still is).
+  void DeferPass(Duration wait) {
+    if (gc_pass_timer) return;
+    std::weak_ptr<Core> weak = shared_from_this();
+    gc_pass_timer = env.StartTimer(env.MonoNow() + wait, [weak] {
+      if (auto core = weak.lock()) {
+        core->gc_pass_timer.reset();
+        core->MaybeCollect();
+      }
+    });
   }
 
   static Task<void> CollectGarbage(std::shared_ptr<Core> c) {
@@ -537,11 +541,11 @@ struct Replica::Core : std::enable_shared_from_this<Core> {
       }
     } while (c->gc_again && !c->stopped && c->UntilNextPass() <= Duration(0));
     c->gc_running = false;
-    // Asked again during the pass, too soon for another under retention: MaybeCollect
-    // defers it.
+    // Asked again during the pass, too soon for another under retention: deferred (at
+    // least a nanosecond, so it never starts inside this task).
     if (c->gc_again && !c->stopped) {
       c->gc_again = false;
-      c->MaybeCollect();
+      c->DeferPass(std::max(c->UntilNextPass(), Duration(1)));
     }
   }
 
