@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 
 #include "cluster/node_record.h"
 #include "cluster/owner_record.h"
@@ -47,68 +48,25 @@ Task<bool> Again(BucketModel* model, Env* env, Status last, BucketPurpose purpos
   co_return slept;
 }
 
-Task<Result<GetOutput>> ModelGet(ObjectStore* inner, BucketModel* model, Env* env, std::string key,
-                                 CallOptions options) {
+Status StatusOf(const Status& s) { return s; }
+template <typename T>
+Status StatusOf(const Result<T>& r) {
+  return r.status();
+}
+
+// One call through the model: every attempt counted, a refusal tried again as the s3://
+// client does (Again), each attempt (`once`, given the time left) within the call's deadline.
+template <typename R>
+Task<R> Attempts(BucketModel* model, Env* env, BucketOp op, CallOptions options,
+                 std::function<Task<R>(CallOptions)> once) {
   const MonoTime deadline = env->MonoNow() + options.timeout;
   for (int attempt = 1;; ++attempt) {
-    model->Sent(options.purpose, BucketOp::kGet);
+    model->Sent(options.purpose, op);
     CallOptions call = options;
     call.timeout = deadline - env->MonoNow();
-    Result<GetOutput> got = co_await inner->Get(key, call);
-    const bool again = co_await Again(model, env, got.status(), options.purpose, BucketOp::kGet, attempt, deadline);
+    R got = co_await once(call);
+    const bool again = co_await Again(model, env, StatusOf(got), options.purpose, op, attempt, deadline);
     if (!again) co_return got;
-  }
-}
-
-Task<Result<ObjectMeta>> ModelHead(ObjectStore* inner, BucketModel* model, Env* env, std::string key,
-                                   CallOptions options) {
-  const MonoTime deadline = env->MonoNow() + options.timeout;
-  for (int attempt = 1;; ++attempt) {
-    model->Sent(options.purpose, BucketOp::kHead);
-    CallOptions call = options;
-    call.timeout = deadline - env->MonoNow();
-    Result<ObjectMeta> got = co_await inner->Head(key, call);
-    const bool again = co_await Again(model, env, got.status(), options.purpose, BucketOp::kHead, attempt, deadline);
-    if (!again) co_return got;
-  }
-}
-
-Task<Result<Version>> ModelPut(ObjectStore* inner, BucketModel* model, Env* env, std::string key, std::string body,
-                               Precondition condition, CallOptions options) {
-  const MonoTime deadline = env->MonoNow() + options.timeout;
-  for (int attempt = 1;; ++attempt) {
-    model->Sent(options.purpose, BucketOp::kPut);
-    CallOptions call = options;
-    call.timeout = deadline - env->MonoNow();
-    Result<Version> put = co_await inner->Put(key, body, condition, call);
-    const bool again = co_await Again(model, env, put.status(), options.purpose, BucketOp::kPut, attempt, deadline);
-    if (!again) co_return put;
-  }
-}
-
-Task<Status> ModelDelete(ObjectStore* inner, BucketModel* model, Env* env, std::string key, Precondition condition,
-                         CallOptions options) {
-  const MonoTime deadline = env->MonoNow() + options.timeout;
-  for (int attempt = 1;; ++attempt) {
-    model->Sent(options.purpose, BucketOp::kDelete);
-    CallOptions call = options;
-    call.timeout = deadline - env->MonoNow();
-    Status s = co_await inner->Delete(key, condition, call);
-    const bool again = co_await Again(model, env, s, options.purpose, BucketOp::kDelete, attempt, deadline);
-    if (!again) co_return s;
-  }
-}
-
-Task<Result<ListPage>> ModelList(ObjectStore* inner, BucketModel* model, Env* env, ListOptions list,
-                                 CallOptions options) {
-  const MonoTime deadline = env->MonoNow() + options.timeout;
-  for (int attempt = 1;; ++attempt) {
-    model->Sent(options.purpose, BucketOp::kList);
-    CallOptions call = options;
-    call.timeout = deadline - env->MonoNow();
-    Result<ListPage> page = co_await inner->List(list, call);
-    const bool again = co_await Again(model, env, page.status(), options.purpose, BucketOp::kList, attempt, deadline);
-    if (!again) co_return page;
   }
 }
 
@@ -117,19 +75,33 @@ Task<Result<ListPage>> ModelList(ObjectStore* inner, BucketModel* model, Env* en
 // ---- ScaleStore
 
 Task<Result<GetOutput>> ScaleStore::Get(std::string key, CallOptions options) {
-  return ModelGet(&inner(), &model_, &env_, std::move(key), options);
+  return Attempts<Result<GetOutput>>(&model_, &env_, BucketOp::kGet, options,
+                                     [inner = &inner(), key = std::move(key)](CallOptions call) {
+                                       return inner->Get(key, call);
+                                     });
 }
 Task<Result<ObjectMeta>> ScaleStore::Head(std::string key, CallOptions options) {
-  return ModelHead(&inner(), &model_, &env_, std::move(key), options);
+  return Attempts<Result<ObjectMeta>>(&model_, &env_, BucketOp::kHead, options,
+                                      [inner = &inner(), key = std::move(key)](CallOptions call) {
+                                        return inner->Head(key, call);
+                                      });
 }
 Task<Result<Version>> ScaleStore::Put(std::string key, std::string body, Precondition condition, CallOptions options) {
-  return ModelPut(&inner(), &model_, &env_, std::move(key), std::move(body), std::move(condition), options);
+  return Attempts<Result<Version>>(
+      &model_, &env_, BucketOp::kPut, options,
+      [inner = &inner(), key = std::move(key), body = std::move(body), condition = std::move(condition)](
+          CallOptions call) { return inner->Put(key, body, condition, call); });
 }
 Task<Status> ScaleStore::Delete(std::string key, Precondition condition, CallOptions options) {
-  return ModelDelete(&inner(), &model_, &env_, std::move(key), std::move(condition), options);
+  return Attempts<Status>(&model_, &env_, BucketOp::kDelete, options,
+                          [inner = &inner(), key = std::move(key), condition = std::move(condition)](
+                              CallOptions call) { return inner->Delete(key, condition, call); });
 }
 Task<Result<ListPage>> ScaleStore::List(ListOptions options, CallOptions call) {
-  return ModelList(&inner(), &model_, &env_, std::move(options), call);
+  return Attempts<Result<ListPage>>(&model_, &env_, BucketOp::kList, call,
+                                    [inner = &inner(), list = std::move(options)](CallOptions attempt) {
+                                      return inner->List(list, attempt);
+                                    });
 }
 
 // ---- the shape of a run

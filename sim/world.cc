@@ -75,7 +75,8 @@ void World::StartProcess(int slot, bool twin) {
   p->slot = slot;
   p->twin = twin;
   p->node_id = SlotNodeId(slot);
-  p->skew = skew_per_process_ ? milliseconds(Uniform(-Ms(timing_.max_skew), Ms(timing_.max_skew))) : slot_skew[static_cast<std::size_t>(slot)];
+  p->skew = skew_per_process_ ? milliseconds(Uniform(-Ms(timing_.max_skew), Ms(timing_.max_skew)))
+                              : slot_skew[static_cast<std::size_t>(slot)];
   cluster_testing::HostOptions host;
   host.skew = p->skew;
   host.fault = [this, slot](const OpInfo& op) { return hooks.fault ? hooks.fault(slot, op) : OpFault{}; };
