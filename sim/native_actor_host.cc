@@ -105,7 +105,6 @@ void NativeExecutor::Finish(Actor& a, actor::ActorStorage& storage, actor::Execu
   ran.wait_seq = a.last_seq;
   ran.memory.has_instance = a.has_instance;
   ran.memory.state = storage.MemoryBytes();
-  ran.memory.stored = storage.StoredBytes();
   ran.ran = env_.MonoNow();
   done(std::move(ran));
 }

@@ -54,7 +54,6 @@ struct ActorMemory {
   std::uint64_t instance_heap = 0; // what its instance holds of its lane's heap
   std::uint64_t reserved = 0;      // the address space its linear memory reserves
   std::uint64_t state = 0;         // ActorStorage::MemoryBytes
-  std::uint64_t stored = 0;        // ActorStorage::StoredBytes
 };
 
 // One event for Executor::Run.

@@ -81,7 +81,6 @@ struct ActorRuntimeCore::Slot : std::enable_shared_from_this<Slot> {
   std::uint64_t instance_heap_bytes = 0;
   std::uint64_t reserved_bytes = 0;
   std::uint64_t state_bytes = 0;
-  std::uint64_t stored_bytes = 0;  // not budgeted: its resident actors' stored bytes (TenantMemory)
   TenantTotals* tenant = nullptr;  // its tenant's entry in tenant_totals_ (stable: a node map)
 
   // Used by the executor's jobs while an event runs; by the core only between them (the
@@ -191,13 +190,13 @@ std::vector<TenantMemory> ActorRuntimeCore::MemoryByTenant() const {
         name,
         static_cast<double>(t.linear_bytes + t.state_bytes + t.instance_heap_bytes +
                             t.actors * kResidentActorBookkeepingBytes),
-        t.actors, t.stored_bytes});
+        t.actors});
   }
   // Compiled code is its deployer's, whether or not an actor of it is resident.
   for (const auto& [name, bytes] : executor_.CompiledBytesByTenant()) {
     if (name.empty()) continue;  // compiled for no tenant (tests); in the total, in _node
     auto it = std::find_if(out.begin(), out.end(), [&](const TenantMemory& m) { return m.tenant == name; });
-    if (it == out.end()) it = out.insert(out.end(), TenantMemory{name, 0, 0, 0});
+    if (it == out.end()) it = out.insert(out.end(), TenantMemory{name, 0, 0});
     it->bytes += static_cast<double>(bytes);
   }
   std::sort(out.begin(), out.end(), [](const TenantMemory& a, const TenantMemory& b) {
@@ -740,7 +739,7 @@ void ActorRuntimeCore::ExecutionDone(const std::shared_ptr<Slot>& slot, const Ac
   if (--slot->running == 0) slot->state = Slot::State::kReady;
   slot->last_active = env_.MonoNow();
   by_activity_.splice(by_activity_.end(), by_activity_, slot->by_activity);
-  SetStateBytes(*slot, memory.state, memory.stored);
+  SetStateBytes(*slot, memory.state);
   SetInstanceMemory(*slot, memory);
   if (instantiated) ++stats_.instantiations;
   Pump(slot);
@@ -841,12 +840,10 @@ void ActorRuntimeCore::SetLinearBytes(Slot& slot, std::uint64_t bytes) {
   slot.linear_bytes = bytes;
 }
 
-void ActorRuntimeCore::SetStateBytes(Slot& slot, std::uint64_t bytes, std::uint64_t stored) {
+void ActorRuntimeCore::SetStateBytes(Slot& slot, std::uint64_t bytes) {
   state_bytes_ = state_bytes_ - slot.state_bytes + bytes;
   slot.tenant->state_bytes = slot.tenant->state_bytes - slot.state_bytes + bytes;
   slot.state_bytes = bytes;
-  slot.tenant->stored_bytes = slot.tenant->stored_bytes - slot.stored_bytes + stored;
-  slot.stored_bytes = stored;
 }
 
 void ActorRuntimeCore::SetInstanceHeapBytes(Slot& slot, std::uint64_t bytes) {
@@ -1110,7 +1107,7 @@ void ActorRuntimeCore::Close(const std::shared_ptr<Slot>& slot, UnloadReason rea
 
 void ActorRuntimeCore::CloseDone(const std::shared_ptr<Slot>& slot, UnloadReason reason) {
   --slot->tenant->closing;
-  SetStateBytes(*slot, 0, 0);
+  SetStateBytes(*slot, 0);
   // An actor that only leaves memory keeps its hold asleep (docs/node-lease.md, "Sleeping
   // holds"); one that leaves this node's care (requested: a drain, a move, quarantine), a
   // failed one (its restart takes a fresh restore) and a stopping node's release it.

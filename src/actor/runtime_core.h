@@ -104,10 +104,6 @@ struct TenantMemory {
   std::string tenant;
   double bytes = 0;
   std::size_t actors = 0;
-  // Keys plus values its resident actors store (ActorStorage::StoredBytes, as of each
-  // actor's last event). Usage no longer reads it: stored byte-seconds count every actor's
-  // state, from the stored-bytes ledger (control/stored_usage.h).
-  std::uint64_t stored_bytes = 0;
 };
 
 // The core's part of RuntimeOptions (runtime.h, where each setting is described).
@@ -212,7 +208,6 @@ class ActorRuntimeCore final : public EventHost {
     std::uint64_t linear_bytes = 0;
     std::uint64_t state_bytes = 0;
     std::uint64_t instance_heap_bytes = 0;
-    std::uint64_t stored_bytes = 0;
     std::size_t actors = 0;
     std::size_t closing = 0;  // of `actors`, those leaving (Close to CloseDone)
   };
@@ -258,7 +253,7 @@ class ActorRuntimeCore final : public EventHost {
   void ForgetInstance(Slot& slot);
   void SetLinearBytes(Slot& slot, std::uint64_t bytes);
   // The actor's state in memory (budgeted) and its stored keys plus values (usage only).
-  void SetStateBytes(Slot& slot, std::uint64_t bytes, std::uint64_t stored);
+  void SetStateBytes(Slot& slot, std::uint64_t bytes);
   void SetInstanceHeapBytes(Slot& slot, std::uint64_t bytes);
   enum class DropReason : std::uint8_t { kIdle, kMemory, kLimit };
   void DropInstance(Slot& slot, DropReason reason);

@@ -329,7 +329,6 @@ ActorMemory V8Executor::MeasureMemory(Actor& actor, ActorStorage& storage) {
     m.reserved = actor.instance->module().max_memory_bytes();
   }
   m.state = storage.MemoryBytes();
-  m.stored = storage.StoredBytes();
   return m;
 }
 
