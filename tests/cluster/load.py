@@ -14,10 +14,11 @@ exists. It records, per actor, the increments sent and the ones acknowledged (20
 every answer that is not 200 (time, node, actor, status, body) as a refusal, except one: a
 503 whose routing read of the owner record did not finish in time ("cannot read the owner
 of ...", the one bucket read a request pays, bounded by the admission wait: a slow bucket
-answers 503, docs/node-lease.md, "Routing a request") never reached the actor, so the worker
-does what a client should: waits its Retry-After and sends it again (at most 3 times). Those
-are kept apart as "slow_reads" (printed in the summary), so a test still sees them, and
-the refusals that remain are the final answers. `verify` reads
+answers 503: docs/node-lease.md, "Actors: ownership records, holds and pending releases")
+never reached the actor, so the worker does what a client should: waits its Retry-After and
+sends it again (at most 3 times). Those are kept apart as "slow_reads" (printed in the
+summary), so a test still sees them, and the refusals that remain are the final answers.
+`verify` reads
 each counter back (GET, --workers at once, through each node in turn, retried until 200) and checks that every
 acknowledged increment is there: acknowledged <= value <= sent (summed over the --in files,
 which may cover different numbers of actors: the counts add up per actor).
