@@ -18,6 +18,10 @@ prefix=alarms
 # shellcheck source=common.sh
 source "$(dirname "$0")/common.sh"
 
+# The slower leases (ttl 4 s, common.sh): beside other suites on 2 cores, a node whose
+# heartbeats lapsed past the short timings' 3 s was fenced by its peers and exited (status
+# 6), and every check through it failed; a lapse is not what this suite is about.
+slower_lease
 # Scans every second, retries from 0.5 s, a handed alarm rechecked after 2 * ttl + grace.
 cat >>"$work/fast.toml" <<TOML
 [actors]
@@ -28,7 +32,7 @@ scan_period_ms = 1000
 scan_lag_ms = 500
 first_retry_ms = 500
 max_retries = 3
-handed_recheck_ms = 5000
+handed_recheck_ms = 10000
 TOML
 
 now_ms() { date +%s%3N; }

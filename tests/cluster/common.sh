@@ -7,6 +7,7 @@
 
 work=$(mktemp -d "/tmp/wasmkeep-$prefix.XXXXXX")
 pids=()
+declare -A node_name=()  # pid -> the name start gave it
 cleanup() {
   for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
   wait 2>/dev/null
@@ -19,7 +20,27 @@ failed=0
 check() { if eval "$2"; then echo "ok   $1"; passed=$((passed + 1)); else echo "FAIL $1"; failed=$((failed + 1)); return 1; fi; }
 finish() {
   echo "$passed passed, $failed failed"
+  [ "$failed" -eq 0 ] || report_nodes
   [ "$failed" -eq 0 ]
+}
+# report_nodes: after a failure, what the nodes were doing: each started process that has
+# exited (with its status: 6 is a lost lease, docs/node-lease.md), and the last warnings
+# and errors of every node's log, so a failure in CI says why without the scratch directory.
+report_nodes() {
+  local p code f
+  for p in "${pids[@]}"; do
+    kill -0 "$p" 2>/dev/null && continue
+    wait "$p" 2>/dev/null; code=$?
+    echo "     node process $p (${node_name[$p]:-started by the suite}) had exited: status $code"
+  done
+  for f in "$work"/*.log; do
+    [ -s "$f" ] || continue
+    local lines
+    lines=$(grep -aE '^[^ ]+ (warning|error|critical) |AddressSanitizer|runtime error|terminate called|CHECK' "$f" | tail -n 4 | cut -c1-400)
+    [ -n "$lines" ] || continue
+    echo "     -- $(basename "$f"), its last warnings and errors:"
+    sed 's/^/     | /' <<<"$lines"
+  done
 }
 
 case "$backend" in
@@ -101,6 +122,7 @@ start() {
     --listen "127.0.0.1:$(port_of "$idx")" >"$work/$name.out" 2>"$work/$name.log" &
   local pid=$!
   pids+=("$pid")
+  node_name[$pid]=$name
   eval "pid_${name//-/_}=$pid"
 }
 # start_acquiring NAME NODE_ID INDEX ACTORS [ENV=VALUE...]: start, the node acquiring ACTORS
