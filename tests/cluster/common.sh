@@ -31,6 +31,7 @@ report_nodes() {
   for p in "${pids[@]}"; do
     kill -0 "$p" 2>/dev/null && continue
     wait "$p" 2>/dev/null; code=$?
+    # 137: killed -9 (by the suite, as a test step, or otherwise); 127: the suite waited for it.
     echo "     node process $p (${node_name[$p]:-started by the suite}) had exited: status $code"
   done
   for f in "$work"/*.log; do
