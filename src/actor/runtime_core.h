@@ -252,7 +252,7 @@ class ActorRuntimeCore final : public EventHost {
   void SetInstanceMemory(Slot& slot, const ActorMemory& memory);
   void ForgetInstance(Slot& slot);
   void SetLinearBytes(Slot& slot, std::uint64_t bytes);
-  // The actor's state in memory (budgeted) and its stored keys plus values (usage only).
+  // The actor's state in memory (budgeted).
   void SetStateBytes(Slot& slot, std::uint64_t bytes);
   void SetInstanceHeapBytes(Slot& slot, std::uint64_t bytes);
   enum class DropReason : std::uint8_t { kIdle, kMemory, kLimit };

@@ -18,10 +18,10 @@ answers 503: docs/node-lease.md, "Actors: ownership records, holds and pending r
 never reached the actor, so the worker does what a client should: waits its Retry-After and
 sends it again (at most 3 times). Those are kept apart as "slow_reads" (printed in the
 summary), so a test still sees them, and the refusals that remain are the final answers.
-`verify` reads
-each counter back (GET, --workers at once, through each node in turn, retried until 200) and checks that every
-acknowledged increment is there: acknowledged <= value <= sent (summed over the --in files,
-which may cover different numbers of actors: the counts add up per actor).
+`verify` reads each counter back (GET, --workers at once, through each node in turn,
+retried until 200) and checks that every acknowledged increment is there: acknowledged <=
+value <= sent (summed over the --in files, which may cover different numbers of actors: the
+counts add up per actor).
 
 Standard library only. Prints one summary line; the JSON holds the details.
 """
