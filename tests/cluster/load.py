@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""A steady write load on counter actors through real nodes, for the drain and move tests
-(tests/cluster/drain_test.sh, move_test.sh) and the move benchmark (bench/move_bench.sh).
+"""A steady write load on counter actors through real nodes, for the drain, move and
+sleeping-holds tests (tests/cluster/drain_test.sh, move_test.sh, sleeping_test.sh).
 
     load.py run    --nodes 127.0.0.1:P1,127.0.0.1:P2 --token T --actors 1000 --workers 16
                    --stop-file FILE --out FILE.json [--tenant acme --class counter --prefix a]
